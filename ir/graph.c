@@ -1,0 +1,360 @@
+/* graph.c - graph construction: values, nodes, attributes, symbols. */
+#include "ir/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+ir_graph *ir_graph_create(const char *name)
+{
+    ir_graph *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->arena = ir_arena_create();
+    if (!g->arena) {
+        free(g);
+        return NULL;
+    }
+    g->name = ir_arena_strdup(g->arena, name ? name : "main");
+    if (!g->name) {
+        ir_graph_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+void ir_graph_destroy(ir_graph *g)
+{
+    if (!g)
+        return;
+    ir_arena_destroy(g->arena);
+    free(g);
+}
+
+/* Appends p to a growable pointer array living in the arena. */
+static int push(ir_graph *g, void ***arr, int *n, int *cap, void *p)
+{
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        void **na = ir_arena_alloc(g->arena, sizeof(void *) * (size_t)nc);
+        if (!na)
+            return -1;
+        if (*n)
+            memcpy(na, *arr, sizeof(void *) * (size_t)*n);
+        *arr = na;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = p;
+    return 0;
+}
+#define PUSH(g, field, p) push(g, (void ***)&(g)->field##s, &(g)->n##field##s, &(g)->cap_##field##s, p)
+
+int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len)
+{
+    for (int i = 1; i < g->nsyms; i++)
+        if (strlen(g->syms[i]) == len && !memcmp(g->syms[i], name, len))
+            return i;
+    if (g->nsyms == 0 && PUSH(g, sym, (void *)"") < 0)
+        return 0;
+    char *s = ir_arena_strndup(g->arena, name, len);
+    if (!s || PUSH(g, sym, s) < 0)
+        return 0;
+    return g->nsyms - 1;
+}
+
+const char *ir_graph_sym_name(const ir_graph *g, int32_t id)
+{
+    return id > 0 && id < g->nsyms ? g->syms[id] : "?";
+}
+
+static ir_value *new_value(ir_graph *g, const char *name, ir_val_kind kind, icc_diag *d)
+{
+    ir_value *v = ir_arena_alloc(g->arena, sizeof *v);
+    char buf[32];
+    if (!name) {
+        snprintf(buf, sizeof buf, "_t%d", g->nvalues);
+        name = buf;
+    }
+    if (!v || !(v->name = ir_arena_strdup(g->arena, name)) || PUSH(g, value, v) < 0) {
+        ir_errorf(d, "out of memory");
+        return NULL;
+    }
+    v->id = g->nvalues - 1;
+    v->kind = kind;
+    return v;
+}
+
+ir_value *ir_graph_add_input(ir_graph *g, const char *name, const ir_type *t, icc_diag *d)
+{
+    ir_value *v = new_value(g, name, IR_VAL_INPUT, d);
+    if (!v)
+        return NULL;
+    v->type = *t;
+    if (PUSH(g, input, v) < 0) {
+        ir_errorf(d, "out of memory");
+        return NULL;
+    }
+    return v;
+}
+
+ir_value *ir_graph_add_const(ir_graph *g, const char *name, const ir_type *t,
+                             const void *data, icc_diag *d)
+{
+    if (!ir_type_is_static(t)) {
+        ir_errorf(d, "constant '%s' has a non-static shape", name ? name : "");
+        return NULL;
+    }
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0; i < t->rank; i++)
+        dims[i] = t->dims[i].v;
+    ir_tensor tt = {0};
+    if (ir_tensor_init(&tt, t->dtype, t->rank, dims, d) < 0) {
+        ir_diag_prefix(d, "constant '%s'", name ? name : "");
+        return NULL;
+    }
+    ir_value *v = new_value(g, name, IR_VAL_CONST, d);
+    if (!v)
+        return NULL;
+    v->type = *t;
+    tt.data = ir_arena_alloc(g->arena, tt.nbytes);
+    if (!tt.data) {
+        ir_errorf(d, "out of memory for constant '%s' (%zu bytes)", v->name, tt.nbytes);
+        return NULL;
+    }
+    if (data && tt.nbytes)
+        memcpy(tt.data, data, tt.nbytes);
+    v->cval = tt;
+    return v;
+}
+
+ir_node *ir_graph_add_node(ir_graph *g, int op, const char *name,
+                           int nin, ir_value *const *in,
+                           int nout, const char *const *out_names, icc_diag *d)
+{
+    ir_node *n = ir_arena_alloc(g->arena, sizeof *n);
+    if (!n)
+        goto oom;
+    n->op = op;
+    n->id = g->next_node_id++;
+    n->name = ir_arena_strdup(g->arena, name ? name : "");
+    n->nin = nin;
+    n->nout = nout;
+    n->in = ir_arena_alloc(g->arena, sizeof(ir_value *) * (size_t)(nin + 1));
+    n->out = ir_arena_alloc(g->arena, sizeof(ir_value *) * (size_t)(nout + 1));
+    if (!n->name || !n->in || !n->out)
+        goto oom;
+    for (int i = 0; i < nin; i++)
+        n->in[i] = in[i];
+    for (int i = 0; i < nout; i++) {
+        ir_value *v = new_value(g, out_names ? out_names[i] : NULL, IR_VAL_NODE, d);
+        if (!v)
+            return NULL;
+        v->def = n;
+        v->def_index = i;
+        v->type.rank = IR_RANK_UNKNOWN;
+        n->out[i] = v;
+    }
+    if (PUSH(g, node, n) < 0)
+        goto oom;
+    return n;
+oom:
+    ir_errorf(d, "out of memory");
+    return NULL;
+}
+
+int ir_graph_add_output(ir_graph *g, ir_value *v, icc_diag *d)
+{
+    if (PUSH(g, output, v) < 0)
+        return ir_errorf(d, "out of memory");
+    return 0;
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+static ir_attr *new_attr(ir_graph *g, ir_node *n, const char *name, ir_attr_kind k)
+{
+    ir_attr *na = ir_arena_alloc(g->arena, sizeof(ir_attr) * (size_t)(n->nattr + 1));
+    if (!na)
+        return NULL;
+    if (n->nattr)
+        memcpy(na, n->attrs, sizeof(ir_attr) * (size_t)n->nattr);
+    n->attrs = na;
+    ir_attr *a = &na[n->nattr];
+    if (!(a->name = ir_arena_strdup(g->arena, name)))
+        return NULL;
+    a->kind = k;
+    n->nattr++;
+    return a;
+}
+
+int ir_node_set_int(ir_graph *g, ir_node *n, const char *name, int64_t v)
+{
+    ir_attr *a = new_attr(g, n, name, IR_ATTR_INT);
+    if (!a)
+        return -1;
+    a->i = v;
+    return 0;
+}
+
+int ir_node_set_float(ir_graph *g, ir_node *n, const char *name, float v)
+{
+    ir_attr *a = new_attr(g, n, name, IR_ATTR_FLOAT);
+    if (!a)
+        return -1;
+    a->f = v;
+    return 0;
+}
+
+int ir_node_set_string(ir_graph *g, ir_node *n, const char *name, const char *s)
+{
+    ir_attr *a = new_attr(g, n, name, IR_ATTR_STRING);
+    if (!a || !(a->s = ir_arena_strdup(g->arena, s)))
+        return -1;
+    return 0;
+}
+
+int ir_node_set_ints(ir_graph *g, ir_node *n, const char *name, const int64_t *v, int cnt)
+{
+    ir_attr *a = new_attr(g, n, name, IR_ATTR_INTS);
+    if (!a || !(a->ints = ir_arena_alloc(g->arena, sizeof(int64_t) * (size_t)cnt)))
+        return -1;
+    if (cnt)
+        memcpy(a->ints, v, sizeof(int64_t) * (size_t)cnt);
+    a->n = cnt;
+    return 0;
+}
+
+int ir_node_set_floats(ir_graph *g, ir_node *n, const char *name, const float *v, int cnt)
+{
+    ir_attr *a = new_attr(g, n, name, IR_ATTR_FLOATS);
+    if (!a || !(a->floats = ir_arena_alloc(g->arena, sizeof(float) * (size_t)cnt)))
+        return -1;
+    if (cnt)
+        memcpy(a->floats, v, sizeof(float) * (size_t)cnt);
+    a->n = cnt;
+    return 0;
+}
+
+int ir_node_set_strings(ir_graph *g, ir_node *n, const char *name, const char *const *v, int cnt)
+{
+    ir_attr *a = new_attr(g, n, name, IR_ATTR_STRINGS);
+    if (!a || !(a->strings = ir_arena_alloc(g->arena, sizeof(char *) * (size_t)cnt)))
+        return -1;
+    for (int i = 0; i < cnt; i++)
+        if (!(a->strings[i] = ir_arena_strdup(g->arena, v[i])))
+            return -1;
+    a->n = cnt;
+    return 0;
+}
+
+int ir_node_set_tensor(ir_graph *g, ir_node *n, const char *name, const ir_tensor *t)
+{
+    ir_attr *a = new_attr(g, n, name, IR_ATTR_TENSOR);
+    if (!a || !(a->tensor = ir_arena_alloc(g->arena, sizeof(ir_tensor))))
+        return -1;
+    *a->tensor = *t;
+    a->tensor->data = ir_arena_alloc(g->arena, t->nbytes);
+    if (!a->tensor->data)
+        return -1;
+    if (t->nbytes)
+        memcpy(a->tensor->data, t->data, t->nbytes);
+    return 0;
+}
+
+int ir_node_add_attr(ir_graph *g, ir_node *n, const ir_attr *a)
+{
+    switch (a->kind) {
+    case IR_ATTR_INT: return ir_node_set_int(g, n, a->name, a->i);
+    case IR_ATTR_FLOAT: return ir_node_set_float(g, n, a->name, a->f);
+    case IR_ATTR_STRING: return ir_node_set_string(g, n, a->name, a->s);
+    case IR_ATTR_INTS: return ir_node_set_ints(g, n, a->name, a->ints, a->n);
+    case IR_ATTR_FLOATS: return ir_node_set_floats(g, n, a->name, a->floats, a->n);
+    case IR_ATTR_STRINGS: return ir_node_set_strings(g, n, a->name, (const char *const *)a->strings, a->n);
+    case IR_ATTR_TENSOR: return ir_node_set_tensor(g, n, a->name, a->tensor);
+    }
+    return -1;
+}
+
+const ir_attr *ir_node_attr(const ir_node *n, const char *name)
+{
+    for (int i = 0; i < n->nattr; i++)
+        if (!strcmp(n->attrs[i].name, name))
+            return &n->attrs[i];
+    return NULL;
+}
+
+/* Getters fall back to the op's schema default, then to the caller's. */
+static const char *schema_default(const ir_node *n, const char *name)
+{
+    const ir_attr_schema *s = ir_op_find_attr(n->op, name);
+    return s && s->has_def ? s->def : NULL;
+}
+
+int64_t ir_attr_int(const ir_node *n, const char *name, int64_t def)
+{
+    const ir_attr *a = ir_node_attr(n, name);
+    if (a && a->kind == IR_ATTR_INT)
+        return a->i;
+    const char *s = schema_default(n, name);
+    return s ? strtoll(s, NULL, 10) : def;
+}
+
+float ir_attr_float(const ir_node *n, const char *name, float def)
+{
+    const ir_attr *a = ir_node_attr(n, name);
+    if (a && a->kind == IR_ATTR_FLOAT)
+        return a->f;
+    const char *s = schema_default(n, name);
+    return s ? strtof(s, NULL) : def;
+}
+
+const char *ir_attr_string(const ir_node *n, const char *name, const char *def)
+{
+    const ir_attr *a = ir_node_attr(n, name);
+    if (a && a->kind == IR_ATTR_STRING)
+        return a->s;
+    const char *s = schema_default(n, name);
+    return s ? s : def;
+}
+
+int ir_attr_ints(const ir_node *n, const char *name, const int64_t **v)
+{
+    const ir_attr *a = ir_node_attr(n, name);
+    if (!a || a->kind != IR_ATTR_INTS)
+        return -1;
+    *v = a->ints;
+    return a->n;
+}
+
+int ir_attr_floats(const ir_node *n, const char *name, const float **v)
+{
+    const ir_attr *a = ir_node_attr(n, name);
+    if (!a || a->kind != IR_ATTR_FLOATS)
+        return -1;
+    *v = a->floats;
+    return a->n;
+}
+
+int ir_node_errorf(icc_diag *d, const ir_node *n, const char *fmt, ...)
+{
+    if (!d)
+        return -1;
+    char buf[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return ir_errorf(d, "node '%.200s' (%s): %s", n->name, ir_ops[n->op].name, buf);
+}
+
+void ir_graph_param_stats(const ir_graph *g, int64_t *count, int64_t *bytes)
+{
+    *count = *bytes = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        if (v->kind == IR_VAL_CONST) {
+            *count += v->cval.numel;
+            *bytes += (int64_t)v->cval.nbytes;
+        }
+    }
+}

@@ -1,0 +1,274 @@
+/* ir.h - the icc intermediate representation.
+ *
+ * A graph owns one arena; every value, node, attribute, name and constant
+ * payload it holds lives there and is freed at once by ir_graph_destroy().
+ * Values carry a dtype and a shape whose dims are constants, named symbols
+ * (interned per graph) or unknown. Nodes are kept in topological order in
+ * a growable array. Ops come from the registry in ir/ops.def (see ops.h).
+ *
+ * Errors: functions that can fail on user input return 0 on success and
+ * -1 on failure, with a one-line message in an icc_diag.
+ */
+#ifndef ICC_IR_H
+#define ICC_IR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdarg.h>
+
+#define IR_MAX_RANK 8
+
+/* ---- diagnostics ------------------------------------------------------ */
+
+/* A one-line error message. Library code fills it; tools print it. */
+typedef struct icc_diag {
+    char msg[1024];
+} icc_diag;
+
+/* Formats into d (if non-NULL) and returns -1, so `return ir_errorf(...)`. */
+int ir_errorf(icc_diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int ir_verrorf(icc_diag *d, const char *fmt, va_list ap);
+/* Prepends "prefix: " to an existing message (e.g. the file name). */
+void ir_diag_prefix(icc_diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- checked size arithmetic (the one helper everyone uses) ----------- */
+
+/* Each returns false (and leaves *r unspecified) on overflow or on a
+ * negative operand. */
+bool ir_mul_ok(int64_t a, int64_t b, int64_t *r);
+bool ir_add_ok(int64_t a, int64_t b, int64_t *r);
+/* Product of n dims, each >= 0; false on overflow or negative dim. */
+bool ir_numel_ok(const int64_t *dims, int n, int64_t *r);
+
+/* Largest tensor (bytes) the IR will allocate or accept; guards against
+ * hostile sizes before any allocation. */
+#define IR_MAX_TENSOR_BYTES ((int64_t)1 << 40)
+
+/* ---- dtypes ----------------------------------------------------------- */
+
+typedef enum ir_dtype {
+    IR_UNDEF = 0,
+#define DT(id, name, onnx, size, cls) IR_##id,
+#include "ir/dtypes.def"
+#undef DT
+    IR_DTYPE_COUNT
+} ir_dtype;
+
+const char *ir_dtype_name(ir_dtype t);     /* "f32"; "undef" for IR_UNDEF */
+size_t ir_dtype_size(ir_dtype t);          /* bytes per element; 0 for undef */
+ir_dtype ir_dtype_from_name(const char *s, size_t len); /* IR_UNDEF if none */
+ir_dtype ir_dtype_from_onnx(int code);     /* IR_UNDEF if unsupported */
+int ir_dtype_to_onnx(ir_dtype t);
+/* ONNX name of any TensorProto.DataType code, known to us or not
+ * ("FLOAT8E4M3FN"), for error messages; "code N" if unknown. */
+const char *ir_onnx_dtype_name(int code);
+bool ir_dtype_is_float(ir_dtype t);
+bool ir_dtype_is_int(ir_dtype t);      /* signed or unsigned integer */
+bool ir_dtype_is_signed(ir_dtype t);   /* signed integer */
+
+float ir_f16_to_f32(uint16_t h);
+uint16_t ir_f32_to_f16(float f);       /* round to nearest even */
+float ir_bf16_to_f32(uint16_t h);
+uint16_t ir_f32_to_bf16(float f);      /* round to nearest even */
+
+/* ---- shapes ----------------------------------------------------------- */
+
+#define IR_DIM_UNKNOWN (-1)
+
+/* A dim: sym == 0 -> the constant v (>= 0); sym > 0 -> the graph symbol
+ * with that id (v unused); sym == IR_DIM_UNKNOWN -> unknown. */
+typedef struct ir_dim {
+    int64_t v;
+    int32_t sym;
+} ir_dim;
+
+static inline ir_dim ir_dim_const(int64_t v) { ir_dim d = {v, 0}; return d; }
+static inline ir_dim ir_dim_unknown(void) { ir_dim d = {0, IR_DIM_UNKNOWN}; return d; }
+static inline bool ir_dim_is_const(ir_dim d) { return d.sym == 0; }
+static inline bool ir_dim_eq(ir_dim a, ir_dim b)
+{
+    return a.sym == b.sym && (a.sym != 0 || a.v == b.v) && a.sym != IR_DIM_UNKNOWN;
+}
+
+#define IR_RANK_UNKNOWN (-1)
+
+typedef struct ir_type {
+    ir_dtype dtype;
+    int rank;                  /* IR_RANK_UNKNOWN or 0..IR_MAX_RANK */
+    ir_dim dims[IR_MAX_RANK];
+} ir_type;
+
+/* True when rank and every dim are constants. */
+bool ir_type_is_static(const ir_type *t);
+/* Number of elements of a static type (checked; false on overflow). */
+bool ir_type_numel(const ir_type *t, int64_t *n);
+bool ir_type_eq(const ir_type *a, const ir_type *b);
+
+/* ---- concrete tensors (interpreter, constants) ------------------------ */
+
+typedef struct ir_tensor {
+    ir_dtype dtype;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    int64_t numel;
+    size_t nbytes;
+    void *data;                /* nbytes bytes; may be NULL when nbytes==0 */
+} ir_tensor;
+
+/* Sets dtype/rank/dims/numel/nbytes (checked against IR_MAX_TENSOR_BYTES);
+ * does not touch data. */
+int ir_tensor_init(ir_tensor *t, ir_dtype dt, int rank, const int64_t *dims,
+                   icc_diag *d);
+/* Element i as double / int64 (any dtype); bool -> 0/1. */
+double ir_tensor_getf(const ir_tensor *t, int64_t i);
+int64_t ir_tensor_geti(const ir_tensor *t, int64_t i);
+/* Stores v into element i, converting to the tensor's dtype (float->int
+ * truncates toward zero; int types wrap). */
+void ir_tensor_setf(ir_tensor *t, int64_t i, double v);
+void ir_tensor_seti(ir_tensor *t, int64_t i, int64_t v);
+void ir_type_of_tensor(const ir_tensor *t, ir_type *out);
+
+/* ---- arena ------------------------------------------------------------ */
+
+typedef struct ir_arena ir_arena;
+ir_arena *ir_arena_create(void);
+void ir_arena_destroy(ir_arena *a);
+/* Zeroed, 64-byte aligned; NULL on out of memory or size > limit. */
+void *ir_arena_alloc(ir_arena *a, size_t n);
+char *ir_arena_strdup(ir_arena *a, const char *s);
+char *ir_arena_strndup(ir_arena *a, const char *s, size_t n);
+size_t ir_arena_bytes(const ir_arena *a);
+
+/* ---- attributes ------------------------------------------------------- */
+
+typedef enum ir_attr_kind {
+    IR_ATTR_INT, IR_ATTR_FLOAT, IR_ATTR_STRING,
+    IR_ATTR_INTS, IR_ATTR_FLOATS, IR_ATTR_STRINGS,
+    IR_ATTR_TENSOR,
+} ir_attr_kind;
+
+typedef struct ir_attr {
+    const char *name;
+    ir_attr_kind kind;
+    int64_t i;
+    float f;
+    const char *s;
+    int n;                     /* element count for list kinds */
+    int64_t *ints;
+    float *floats;
+    char **strings;
+    ir_tensor *tensor;
+} ir_attr;
+
+/* ---- values, nodes, graphs ------------------------------------------- */
+
+typedef enum ir_op ir_op;      /* from ops.h */
+
+typedef enum ir_val_kind {
+    IR_VAL_INPUT,              /* a graph input */
+    IR_VAL_CONST,              /* a constant (initializer); data in cval */
+    IR_VAL_NODE,               /* produced by a node */
+} ir_val_kind;
+
+struct ir_node;
+
+typedef struct ir_value {
+    int id;
+    const char *name;
+    ir_val_kind kind;
+    ir_type type;
+    struct ir_node *def;       /* IR_VAL_NODE: producer */
+    int def_index;             /* IR_VAL_NODE: which output of def */
+    ir_tensor cval;            /* IR_VAL_CONST: payload (data in arena) */
+} ir_value;
+
+typedef struct ir_node {
+    int id;
+    int op;                    /* an ir_op */
+    const char *name;          /* never NULL; may be "" */
+    int nin, nout;
+    ir_value **in;             /* in[i] == NULL: omitted optional input */
+    ir_value **out;
+    int nattr;
+    ir_attr *attrs;
+} ir_node;
+
+typedef struct ir_graph {
+    ir_arena *arena;
+    const char *name;
+    int nvalues, cap_values;
+    ir_value **values;         /* every value, by id */
+    int nnodes, cap_nodes;
+    ir_node **nodes;           /* topological order */
+    int ninputs, cap_inputs;
+    ir_value **inputs;
+    int noutputs, cap_outputs;
+    ir_value **outputs;
+    int nsyms, cap_syms;
+    const char **syms;         /* syms[0] unused; ids start at 1 */
+    int next_node_id;
+} ir_graph;
+
+/* Creates an empty graph; the caller owns it (ir_graph_destroy). */
+ir_graph *ir_graph_create(const char *name);
+void ir_graph_destroy(ir_graph *g);
+
+/* Interns a symbol name, returning its id (> 0); 0 on out of memory. */
+int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len);
+const char *ir_graph_sym_name(const ir_graph *g, int32_t id);
+
+/* Builders. All return NULL on out of memory (with a message in d).
+ * Names are copied into the arena. */
+ir_value *ir_graph_add_input(ir_graph *g, const char *name, const ir_type *t,
+                             icc_diag *d);
+/* The payload is copied unless data is NULL (then zeroed storage of the
+ * right size is allocated, for the caller to fill through cval.data). */
+ir_value *ir_graph_add_const(ir_graph *g, const char *name, const ir_type *t,
+                             const void *data, icc_diag *d);
+/* Appends a node; its nout output values are created with the given names
+ * (NULL: a fresh name) and types (NULL: unknown type of dtype undef). */
+ir_node *ir_graph_add_node(ir_graph *g, int op, const char *name,
+                           int nin, ir_value *const *in,
+                           int nout, const char *const *out_names,
+                           icc_diag *d);
+int ir_graph_add_output(ir_graph *g, ir_value *v, icc_diag *d);
+
+/* Attribute setters on a node under construction (copy into arena). */
+int ir_node_set_int(ir_graph *g, ir_node *n, const char *name, int64_t v);
+int ir_node_set_float(ir_graph *g, ir_node *n, const char *name, float v);
+int ir_node_set_string(ir_graph *g, ir_node *n, const char *name, const char *s);
+int ir_node_set_ints(ir_graph *g, ir_node *n, const char *name, const int64_t *v, int cnt);
+int ir_node_set_floats(ir_graph *g, ir_node *n, const char *name, const float *v, int cnt);
+int ir_node_set_strings(ir_graph *g, ir_node *n, const char *name, const char *const *v, int cnt);
+int ir_node_set_tensor(ir_graph *g, ir_node *n, const char *name, const ir_tensor *t);
+/* Adds an already-built attribute (copied, with its payload). */
+int ir_node_add_attr(ir_graph *g, ir_node *n, const ir_attr *a);
+
+/* Attribute getters (borrowed pointers). */
+const ir_attr *ir_node_attr(const ir_node *n, const char *name);
+int64_t ir_attr_int(const ir_node *n, const char *name, int64_t def);
+float ir_attr_float(const ir_node *n, const char *name, float def);
+const char *ir_attr_string(const ir_node *n, const char *name, const char *def);
+/* List getters: returns the count, or -1 if the attribute is absent. */
+int ir_attr_ints(const ir_node *n, const char *name, const int64_t **v);
+int ir_attr_floats(const ir_node *n, const char *name, const float **v);
+
+/* Fills d with "node 'NAME' (Op): <fmt>" and returns -1. */
+int ir_node_errorf(icc_diag *d, const ir_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Checks structure: ids, defs, uses before defs, arity and attribute
+ * schemas against the registry, output types present. */
+int ir_verify(const ir_graph *g, icc_diag *d);
+
+/* Runs every node's shape function with constant inputs known, filling
+ * output types. Declared output types that are more precise are kept. */
+int ir_infer_shapes(ir_graph *g, icc_diag *d);
+
+/* Parameter count (elements of constants) and their bytes. */
+void ir_graph_param_stats(const ir_graph *g, int64_t *count, int64_t *bytes);
+
+#endif

@@ -1,0 +1,25 @@
+/* interp.h - the reference interpreter: runs a graph node by node with
+ * the registry's shape functions and reference kernels. It is the oracle
+ * for constant folding, `icc verify` and every backend test. */
+#ifndef ICC_INTERP_H
+#define ICC_INTERP_H
+
+#include "ir/ir.h"
+
+/* Evaluates one node on concrete inputs (in[i] NULL for an omitted
+ * optional input). On success out[0..nout-1] are filled; each data buffer
+ * is malloc'd and owned by the caller (free(out[i].data)). On failure
+ * nothing is left allocated. */
+int ir_eval_node(const ir_node *n, const ir_tensor *const *in, ir_tensor *out,
+                 icc_diag *d);
+
+/* Runs g. inputs[i] matches g->inputs[i] (borrowed; dtype and rank must
+ * match, and constant dims must agree). outputs[0..g->noutputs-1] receive
+ * malloc'd data owned by the caller. */
+int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs,
+                  icc_diag *d);
+
+/* Frees the data of n tensors (not the array). */
+void ir_tensors_free(ir_tensor *t, int n);
+
+#endif

@@ -1,0 +1,159 @@
+/* util.c - diagnostics, checked size arithmetic and the arena. */
+#include "ir/ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ir_verrorf(icc_diag *d, const char *fmt, va_list ap)
+{
+    if (d) {
+        vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+        /* Messages are one line: fold any newline from user strings. */
+        for (char *p = d->msg; *p; p++)
+            if (*p == '\n' || *p == '\r')
+                *p = ' ';
+    }
+    return -1;
+}
+
+int ir_errorf(icc_diag *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ir_verrorf(d, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void ir_diag_prefix(icc_diag *d, const char *fmt, ...)
+{
+    if (!d)
+        return;
+    char pre[512], old[sizeof d->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, d->msg, sizeof old);
+    snprintf(d->msg, sizeof d->msg, "%s: %s", pre, old);
+}
+
+bool ir_mul_ok(int64_t a, int64_t b, int64_t *r)
+{
+    if (a < 0 || b < 0)
+        return false;
+    return !__builtin_mul_overflow(a, b, r);
+}
+
+bool ir_add_ok(int64_t a, int64_t b, int64_t *r)
+{
+    if (a < 0 || b < 0)
+        return false;
+    return !__builtin_add_overflow(a, b, r);
+}
+
+/* A zero dim makes the product 0 whatever the others are, but a negative
+ * dim or an overflowing partial product anywhere is still rejected, so the
+ * answer does not depend on the order of the dims. */
+bool ir_numel_ok(const int64_t *dims, int n, int64_t *r)
+{
+    int64_t p = 1;
+    bool zero = false, over = false;
+    for (int i = 0; i < n; i++) {
+        if (dims[i] < 0)
+            return false;
+        if (dims[i] == 0) {
+            zero = true;
+            continue;
+        }
+        if (!over && !ir_mul_ok(p, dims[i], &p))
+            over = true;
+    }
+    if (over)
+        return false;
+    *r = zero ? 0 : p;
+    return true;
+}
+
+/* ---- arena: a list of malloc'd blocks, bump allocation inside ---------- */
+
+typedef struct ir_block {
+    struct ir_block *next;
+    size_t size, used;
+    _Alignas(64) unsigned char data[];
+} ir_block;
+
+struct ir_arena {
+    ir_block *head;
+    size_t total;
+};
+
+ir_arena *ir_arena_create(void)
+{
+    return calloc(1, sizeof(ir_arena));
+}
+
+void ir_arena_destroy(ir_arena *a)
+{
+    if (!a)
+        return;
+    for (ir_block *b = a->head, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    free(a);
+}
+
+void *ir_arena_alloc(ir_arena *a, size_t n)
+{
+    if (n > (size_t)IR_MAX_TENSOR_BYTES)
+        return NULL;
+    size_t need = (n + 63) & ~(size_t)63;
+    if (need == 0)
+        need = 64;
+    ir_block *b = a->head;
+    if (!b || b->size - b->used < need) {
+        /* Large requests get a block of their own behind the current one,
+         * so the current block's free space is not wasted. */
+        size_t bs = need > 65536 ? need : 65536;
+        ir_block *nb = aligned_alloc(64, (sizeof(ir_block) + bs + 63) & ~(size_t)63);
+        if (!nb)
+            return NULL;
+        nb->size = bs;
+        nb->used = 0;
+        if (b && need > 65536) {
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            a->head = nb;
+        }
+        a->total += bs;
+        b = nb;
+    }
+    void *p = b->data + b->used;
+    b->used += need;
+    memset(p, 0, need);
+    return p;
+}
+
+char *ir_arena_strndup(ir_arena *a, const char *s, size_t n)
+{
+    char *p = ir_arena_alloc(a, n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+char *ir_arena_strdup(ir_arena *a, const char *s)
+{
+    return ir_arena_strndup(a, s, strlen(s));
+}
+
+size_t ir_arena_bytes(const ir_arena *a)
+{
+    return a->total;
+}

@@ -1,0 +1,180 @@
+/* verify.c - structural checks of a graph, and static shape inference. */
+#include "ir/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int check_attrs(const ir_node *n, icc_diag *d)
+{
+    for (int i = 0; i < n->nattr; i++) {
+        const ir_attr *a = &n->attrs[i];
+        const ir_attr_schema *s = ir_op_find_attr(n->op, a->name);
+        if (!s)
+            return ir_node_errorf(d, n, "unknown attribute '%s'", a->name);
+        if (s->kind != a->kind)
+            return ir_node_errorf(d, n, "attribute '%s' has the wrong kind", a->name);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(n->attrs[j].name, a->name))
+                return ir_node_errorf(d, n, "attribute '%s' given twice", a->name);
+    }
+    const ir_attr_schema *s;
+    for (int i = 0; (s = ir_op_attr_schema(n->op, i)); i++)
+        if (s->required && !ir_node_attr(n, s->name))
+            return ir_node_errorf(d, n, "required attribute '%s' is missing", s->name);
+    return 0;
+}
+
+/* Value names are checked unique by sorting a copy of the pointers. */
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp((*(ir_value *const *)a)->name, (*(ir_value *const *)b)->name);
+}
+
+int ir_verify(const ir_graph *g, icc_diag *d)
+{
+    int rc = -1;
+    bool *defined = calloc((size_t)g->nvalues + 1, 1);
+    ir_value **sorted = malloc(sizeof(ir_value *) * ((size_t)g->nvalues + 1));
+    if (!defined || !sorted) {
+        ir_errorf(d, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        if (v->id != i) {
+            ir_errorf(d, "value '%s' has id %d at index %d", v->name, v->id, i);
+            goto done;
+        }
+        if (v->kind == IR_VAL_CONST)
+            defined[i] = true;
+        sorted[i] = g->values[i];
+    }
+    qsort(sorted, (size_t)g->nvalues, sizeof *sorted, cmp_name);
+    for (int i = 1; i < g->nvalues; i++)
+        if (!strcmp(sorted[i - 1]->name, sorted[i]->name)) {
+            ir_errorf(d, "value name '%.200s' is defined twice", sorted[i]->name);
+            goto done;
+        }
+    for (int i = 0; i < g->ninputs; i++) {
+        if (g->inputs[i]->kind != IR_VAL_INPUT) {
+            ir_errorf(d, "graph input '%s' is not an input value", g->inputs[i]->name);
+            goto done;
+        }
+        defined[g->inputs[i]->id] = true;
+    }
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        if (n->op < 0 || n->op >= IR_OP_COUNT) {
+            ir_errorf(d, "node '%s' has an invalid op", n->name);
+            goto done;
+        }
+        const ir_op_info *op = &ir_ops[n->op];
+        if (n->nin < op->min_in || (op->max_in >= 0 && n->nin > op->max_in)) {
+            ir_node_errorf(d, n, "has %d inputs; expected %d to %d", n->nin, op->min_in, op->max_in);
+            goto done;
+        }
+        if (n->nout < op->min_out || (op->max_out >= 0 && n->nout > op->max_out)) {
+            ir_node_errorf(d, n, "has %d outputs; expected %d to %d", n->nout, op->min_out, op->max_out);
+            goto done;
+        }
+        for (int i = 0; i < n->nin; i++) {
+            const ir_value *v = n->in[i];
+            if (!v) {
+                if (i < op->min_in) {
+                    ir_node_errorf(d, n, "required input %d is missing", i);
+                    goto done;
+                }
+                continue;
+            }
+            if (!defined[v->id]) {
+                ir_node_errorf(d, n, "input '%s' is used before it is defined (or never defined)", v->name);
+                goto done;
+            }
+        }
+        if (n->nin && n->in[0] && n->in[0]->type.dtype != IR_UNDEF &&
+            !ir_op_accepts_dtype(n->op, n->in[0]->type.dtype)) {
+            ir_node_errorf(d, n, "input dtype %s is not supported (expects %s)",
+                           ir_dtype_name(n->in[0]->type.dtype), op->types);
+            goto done;
+        }
+        if (check_attrs(n, d) < 0)
+            goto done;
+        for (int i = 0; i < n->nout; i++) {
+            const ir_value *v = n->out[i];
+            if (!v || v->def != n || v->def_index != i || v->kind != IR_VAL_NODE) {
+                ir_node_errorf(d, n, "output %d is not linked to the node", i);
+                goto done;
+            }
+            defined[v->id] = true;
+        }
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        if (!defined[g->outputs[i]->id]) {
+            ir_errorf(d, "graph output '%s' is never defined", g->outputs[i]->name);
+            goto done;
+        }
+    rc = 0;
+done:
+    free(defined);
+    free(sorted);
+    return rc;
+}
+
+/* Keeps the more precise of an inferred and a declared type; constant
+ * dims that disagree are an error. */
+static int merge_type(const ir_node *n, int idx, ir_type *inf, const ir_type *decl, icc_diag *d)
+{
+    if (decl->dtype != IR_UNDEF && inf->dtype != IR_UNDEF && decl->dtype != inf->dtype)
+        return ir_node_errorf(d, n, "output %d is declared %s but computes %s", idx,
+                              ir_dtype_name(decl->dtype), ir_dtype_name(inf->dtype));
+    if (inf->dtype == IR_UNDEF)
+        inf->dtype = decl->dtype;
+    if (decl->rank < 0)
+        return 0;
+    if (inf->rank < 0) {
+        ir_dtype dt = inf->dtype;
+        *inf = *decl;
+        inf->dtype = dt;
+        return 0;
+    }
+    if (inf->rank != decl->rank)
+        return ir_node_errorf(d, n, "output %d is declared with rank %d but has rank %d", idx,
+                              decl->rank, inf->rank);
+    for (int i = 0; i < inf->rank; i++) {
+        ir_dim a = inf->dims[i], b = decl->dims[i];
+        if (a.sym == 0 && b.sym == 0 && a.v != b.v)
+            return ir_node_errorf(d, n, "output %d dim %d is declared %lld but is %lld", idx, i,
+                                  (long long)b.v, (long long)a.v);
+        if (a.sym == IR_DIM_UNKNOWN || (a.sym > 0 && b.sym == 0))
+            inf->dims[i] = b;
+    }
+    return 0;
+}
+
+int ir_infer_shapes(ir_graph *g, icc_diag *d)
+{
+    for (int k = 0; k < g->nnodes; k++) {
+        ir_node *n = g->nodes[k];
+        const ir_type *tin[64];
+        const ir_tensor *val[64];
+        ir_type tout[64];
+        if (n->nin > 64 || n->nout > 64)
+            return ir_node_errorf(d, n, "more than 64 inputs or outputs");
+        for (int i = 0; i < n->nin; i++) {
+            tin[i] = n->in[i] ? &n->in[i]->type : NULL;
+            val[i] = n->in[i] && n->in[i]->kind == IR_VAL_CONST ? &n->in[i]->cval : NULL;
+            if (tin[i] && tin[i]->dtype == IR_UNDEF)
+                return ir_node_errorf(d, n, "input '%s' has no known dtype", n->in[i]->name);
+        }
+        memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
+        ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, d};
+        if (ir_ops[n->op].shape(&sc) < 0)
+            return -1;
+        for (int i = 0; i < n->nout; i++) {
+            if (merge_type(n, i, &tout[i], &n->out[i]->type, d) < 0)
+                return -1;
+            n->out[i]->type = tout[i];
+        }
+    }
+    return 0;
+}

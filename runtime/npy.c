@@ -1,0 +1,2 @@
+/* npy.c - placeholder. */
+#include "runtime/npy.h"

@@ -1,0 +1,2 @@
+/* conformance.c - placeholder. */
+int main(void) { return 0; }
