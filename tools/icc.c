@@ -1,3 +1,484 @@
-/* icc.c - the driver (placeholder until the CLI lands). */
+/* icc.c - the driver: command line parsing and the subcommands.
+ *
+ *   icc info  MODEL                    inputs, outputs, op histogram, params, FLOPs
+ *   icc MODEL --emit=ir [-o OUT]       the text IR of a model
+ *   icc run   MODEL --input NAME=F.npy [-o DIR]   run through the interpreter
+ *   icc opt   IN.icc [-o OUT.icc]      parse, verify, print
+ *
+ * MODEL is an ONNX file or a text IR file (.icc). Errors print one line
+ * "icc: error: ..." and exit 1; output files are written to a temporary
+ * name and renamed, so a failure never leaves a partial file.
+ */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
-int main(void) { puts("icc"); return 0; }
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontend/onnx.h"
+#include "ir/ops.h"
+#include "ir/ref/interp.h"
+#include "ir/stats.h"
+#include "ir/text.h"
+#include "runtime/npy.h"
+
+#ifndef ICC_VERSION
+#define ICC_VERSION "0.0.0"
+#endif
+#ifndef ICC_LLVM_VERSION
+#define ICC_LLVM_VERSION "?"
+#endif
+
+#define MAX_INPUTS 256
+
+typedef struct {
+    const char *cmd;          /* "compile", "info", "run", "opt" */
+    const char *model;
+    const char *out;
+    const char *emit;
+    const char *inputs[MAX_INPUTS];
+    int ninputs;
+} args;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: icc [command] MODEL [options]\n"
+        "\n"
+        "icc compiles ONNX models ahead of time. MODEL is an ONNX file (.onnx) or\n"
+        "icc's text IR (.icc, see docs/ir.md).\n"
+        "\n"
+        "commands:\n"
+        "  icc MODEL --emit=ir [-o OUT.icc]   print the model's text IR\n"
+        "  icc info MODEL                     inputs, outputs, op histogram, parameters, FLOPs\n"
+        "  icc run MODEL --input NAME=FILE.npy ... [-o DIR]\n"
+        "                                     run through the reference interpreter; with -o,\n"
+        "                                     write DIR/<output name>.npy per output, else print\n"
+        "                                     a summary of each output\n"
+        "  icc opt IN.icc [-o OUT.icc]        parse, verify and print text IR\n"
+        "\n"
+        "options:\n"
+        "  --emit=ir            what to produce (ir: the text IR)\n"
+        "  -o PATH              output file (or directory for run)\n"
+        "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
+        "  --help, -h           this help\n"
+        "  --version            print the version\n"
+        "\n"
+        "Exit status: 0 on success, 1 on any error (a one-line message on stderr).\n");
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("icc: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && !strcmp(s + n - m, suf);
+}
+
+/* Reads a whole file (size-limited) into a malloc'd buffer. */
+static char *read_file(const char *path, size_t *len, icc_diag *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        ir_errorf(d, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        ir_errorf(d, "%s: not a regular file", path);
+        return NULL;
+    }
+    if (st.st_size > (off_t)1 << 34) {
+        fclose(f);
+        ir_errorf(d, "%s: file too large", path);
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf || fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+        free(buf);
+        fclose(f);
+        ir_errorf(d, "%s: read error", path);
+        return NULL;
+    }
+    fclose(f);
+    buf[st.st_size] = 0;
+    *len = (size_t)st.st_size;
+    return buf;
+}
+
+/* Loads ONNX or text IR by extension. */
+static ir_graph *load_model(const char *path, icc_diag *d)
+{
+    if (ends_with(path, ".icc")) {
+        size_t len;
+        char *text = read_file(path, &len, d);
+        if (!text)
+            return NULL;
+        ir_graph *g = ir_parse(text, len, path, d);
+        free(text);
+        return g;
+    }
+    return icc_onnx_load_file(path, d);
+}
+
+/* Writes text to path through a temporary file and rename. */
+static int write_atomic(const char *path, const char *text, size_t len, icc_diag *d)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return ir_errorf(d, "out of memory");
+    snprintf(tmp, n, "%s.tmp%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        free(tmp);
+        return ir_errorf(d, "%s: %s", path, strerror(errno));
+    }
+    bool ok = fwrite(text, 1, len, f) == len;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        free(tmp);
+        return ir_errorf(d, "%s: write failed", path);
+    }
+    free(tmp);
+    return 0;
+}
+
+static void type_str(const ir_graph *g, const ir_type *t, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s[", ir_dtype_name(t->dtype));
+    if (t->rank < 0) {
+        snprintf(buf + k, n - k, "*]");
+        return;
+    }
+    for (int i = 0; i < t->rank && k < n; i++) {
+        const ir_dim *d = &t->dims[i];
+        const char *sep = i ? "," : "";
+        if (d->sym == 0)
+            k += (size_t)snprintf(buf + k, n - k, "%s%lld", sep, (long long)d->v);
+        else if (d->sym > 0)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", sep, ir_graph_sym_name(g, d->sym));
+        else
+            k += (size_t)snprintf(buf + k, n - k, "%s?", sep);
+    }
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+static void human(double v, const char *unit, char *buf, size_t n)
+{
+    const char *pre[] = {"", "K", "M", "G", "T", "P"};
+    int i = 0;
+    while (v >= 1000 && i < 5) {
+        v /= 1000;
+        i++;
+    }
+    snprintf(buf, n, i ? "%.2f %s%s" : "%.0f %s%s", v, pre[i], unit);
+}
+
+static int cmd_info(const args *a)
+{
+    icc_diag d = {{0}};
+    ir_graph *g = load_model(a->model, &d);
+    if (!g)
+        return fail("%s", d.msg);
+    char buf[512];
+    printf("model: %s\n", a->model);
+    printf("graph: %s\n", g->name);
+    printf("inputs:\n");
+    for (int i = 0; i < g->ninputs; i++) {
+        type_str(g, &g->inputs[i]->type, buf, sizeof buf);
+        printf("  %s: %s\n", g->inputs[i]->name, buf);
+    }
+    printf("outputs:\n");
+    for (int i = 0; i < g->noutputs; i++) {
+        type_str(g, &g->outputs[i]->type, buf, sizeof buf);
+        printf("  %s: %s\n", g->outputs[i]->name, buf);
+    }
+    int counts[IR_OP_COUNT] = {0};
+    for (int i = 0; i < g->nnodes; i++)
+        counts[g->nodes[i]->op]++;
+    printf("nodes: %d\n", g->nnodes);
+    printf("ops:\n");
+    /* Most frequent first; ties by name. */
+    for (;;) {
+        int best = -1;
+        for (int op = 0; op < IR_OP_COUNT; op++)
+            if (counts[op] && (best < 0 || counts[op] > counts[best] ||
+                               (counts[op] == counts[best] && strcmp(ir_ops[op].name, ir_ops[best].name) < 0)))
+                best = op;
+        if (best < 0)
+            break;
+        printf("  %-24s %d\n", ir_ops[best].name, counts[best]);
+        counts[best] = 0;
+    }
+    int64_t pc, pb;
+    ir_graph_param_stats(g, &pc, &pb);
+    human((double)pc, "", buf, sizeof buf);
+    printf("parameters: %lld (%s)\n", (long long)pc, buf);
+    human((double)pb, "B", buf, sizeof buf);
+    printf("parameter bytes: %lld (%s)\n", (long long)pb, buf);
+    bool exact;
+    int64_t fl = ir_graph_flops(g, &exact);
+    human((double)fl, "FLOP", buf, sizeof buf);
+    printf("FLOPs: %s%lld (%s)%s\n", exact ? "" : ">= ", (long long)fl, buf,
+           exact ? "" : " (some dims are symbolic; pin them for an exact count)");
+    ir_graph_destroy(g);
+    return 0;
+}
+
+static int cmd_emit(const args *a)
+{
+    icc_diag d = {{0}};
+    if (!a->emit)
+        return fail("%s: compiling to an object or shared library is not available yet; "
+                    "use --emit=ir (see icc --help)", a->model);
+    if (strcmp(a->emit, "ir"))
+        return fail("unknown --emit kind '%s' (supported: ir)", a->emit);
+    ir_graph *g = load_model(a->model, &d);
+    if (!g)
+        return fail("%s", d.msg);
+    size_t len;
+    char *text = ir_print_string(g, &len);
+    ir_graph_destroy(g);
+    if (!text)
+        return fail("%s: printing the IR failed", a->model);
+    int rc = 0;
+    if (a->out) {
+        if (write_atomic(a->out, text, len, &d) < 0)
+            rc = fail("%s", d.msg);
+    } else if (fwrite(text, 1, len, stdout) != len) {
+        rc = fail("write error on stdout");
+    }
+    free(text);
+    return rc;
+}
+
+static int cmd_opt(const args *a)
+{
+    return cmd_emit(&(args){.model = a->model, .out = a->out, .emit = "ir"});
+}
+
+/* Output names become file names: keep [A-Za-z0-9._-], map others to '_'. */
+static void safe_name(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < n; s++) {
+        char c = *s;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        out[k++] = ok ? c : '_';
+    }
+    out[k] = 0;
+    if (!strcmp(out, ".") || !strcmp(out, "..") || k == 0)
+        snprintf(out, n, "output");
+}
+
+static void summarize(const char *name, const ir_tensor *t)
+{
+    char shape[256] = "";
+    for (int i = 0; i < t->rank; i++)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", i ? "," : "",
+                 (long long)t->dims[i]);
+    printf("%s: %s[%s]", name, ir_dtype_name(t->dtype), shape);
+    if (t->numel) {
+        double mn = INFINITY, mx = -INFINITY, sum = 0;
+        for (int64_t i = 0; i < t->numel; i++) {
+            double v = ir_tensor_getf(t, i);
+            mn = v < mn ? v : mn;
+            mx = v > mx ? v : mx;
+            sum += v;
+        }
+        printf(" min=%.6g max=%.6g mean=%.6g", mn, mx, sum / (double)t->numel);
+    }
+    printf("\n  [");
+    for (int64_t i = 0; i < t->numel && i < 10; i++)
+        printf("%s%.6g", i ? ", " : "", ir_tensor_getf(t, i));
+    printf("%s]\n", t->numel > 10 ? ", ..." : "");
+}
+
+static int cmd_run(const args *a)
+{
+    icc_diag d = {{0}};
+    if (ends_with(a->model, ".so"))
+        return fail("%s: running compiled models is not available yet", a->model);
+    ir_graph *g = load_model(a->model, &d);
+    if (!g)
+        return fail("%s", d.msg);
+    int rc = 1;
+    ir_tensor *in = calloc((size_t)g->ninputs + 1, sizeof *in);
+    ir_tensor *out = calloc((size_t)g->noutputs + 1, sizeof *out);
+    bool *given = calloc((size_t)g->ninputs + 1, 1);
+    bool ran = false;
+    if (!in || !out || !given) {
+        fail("out of memory");
+        goto done;
+    }
+    for (int i = 0; i < a->ninputs; i++) {
+        const char *eq = strchr(a->inputs[i], '=');
+        if (!eq) {
+            fail("--input '%s': expected NAME=FILE.npy", a->inputs[i]);
+            goto done;
+        }
+        int k = -1;
+        for (int j = 0; j < g->ninputs; j++)
+            if (strlen(g->inputs[j]->name) == (size_t)(eq - a->inputs[i]) &&
+                !strncmp(g->inputs[j]->name, a->inputs[i], (size_t)(eq - a->inputs[i])))
+                k = j;
+        if (k < 0) {
+            fail("%s: the model has no input named '%.*s'", a->model, (int)(eq - a->inputs[i]),
+                 a->inputs[i]);
+            goto done;
+        }
+        if (given[k]) {
+            fail("input '%s' is given twice", g->inputs[k]->name);
+            goto done;
+        }
+        if (icc_npy_read(eq + 1, &in[k], &d) < 0) {
+            fail("%s", d.msg);
+            goto done;
+        }
+        given[k] = true;
+    }
+    for (int j = 0; j < g->ninputs; j++)
+        if (!given[j]) {
+            char t[256];
+            type_str(g, &g->inputs[j]->type, t, sizeof t);
+            fail("%s: input '%s' (%s) is not given; pass --input %s=FILE.npy", a->model,
+                 g->inputs[j]->name, t, g->inputs[j]->name);
+            goto done;
+        }
+    if (ir_interp_run(g, in, out, &d) < 0) {
+        fail("%s: %s", a->model, d.msg);
+        goto done;
+    }
+    ran = true;
+    if (a->out) {
+        struct stat st;
+        if (stat(a->out, &st) < 0 && mkdir(a->out, 0777) < 0) {
+            fail("%s: %s", a->out, strerror(errno));
+            goto done;
+        }
+        for (int i = 0; i < g->noutputs; i++) {
+            char name[256], path[4096];
+            safe_name(g->outputs[i]->name, name, sizeof name);
+            snprintf(path, sizeof path, "%s/%s.npy", a->out, name);
+            if (icc_npy_write(path, &out[i], &d) < 0) {
+                fail("%s", d.msg);
+                goto done;
+            }
+        }
+    } else {
+        for (int i = 0; i < g->noutputs; i++)
+            summarize(g->outputs[i]->name, &out[i]);
+    }
+    rc = 0;
+done:
+    if (in)
+        ir_tensors_free(in, g->ninputs);
+    if (ran)
+        ir_tensors_free(out, g->noutputs);
+    free(in);
+    free(out);
+    free(given);
+    ir_graph_destroy(g);
+    return rc;
+}
+
+/* Markdown table of the registry: docs/ops.md. */
+static int cmd_ops_doc(void)
+{
+    printf("# Operators\n\n"
+           "Generated from `ir/ops.def` by `icc --ops-doc`; do not edit by hand.\n"
+           "Semantics follow the newest ONNX opset; the frontend rewrites older opsets.\n\n"
+           "| op | inputs | outputs | input dtypes | attributes (default) | semantics |\n"
+           "| --- | --- | --- | --- | --- | --- |\n");
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        const ir_op_info *o = &ir_ops[op];
+        char in[32], out[32], attrs[1024] = "";
+        snprintf(in, sizeof in, o->max_in < 0 ? "%d+" : o->min_in == o->max_in ? "%d" : "%d-%d",
+                 o->min_in, o->max_in);
+        snprintf(out, sizeof out, o->max_out < 0 ? "%d+" : o->min_out == o->max_out ? "%d" : "%d-%d",
+                 o->min_out, o->max_out);
+        const ir_attr_schema *s;
+        static const char *const kinds[] = {"int", "float", "string", "ints", "floats", "strings", "tensor"};
+        for (int i = 0; (s = ir_op_attr_schema(op, i)); i++)
+            snprintf(attrs + strlen(attrs), sizeof attrs - strlen(attrs), "%s`%s`: %s%s%s%s%s",
+                     i ? "<br>" : "", s->name, kinds[s->kind], s->required ? " (required)" : "",
+                     s->has_def ? " (" : "", s->has_def ? s->def : "", s->has_def ? ")" : "");
+        printf("| %s | %s | %s | %s | %s | %s |\n", o->name, in, out, o->types, attrs, o->doc);
+    }
+    printf("\n%d ops.\n", IR_OP_COUNT);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    args a = {.cmd = "compile"};
+    int i = 1;
+    if (argc > 1 && (!strcmp(argv[1], "info") || !strcmp(argv[1], "run") || !strcmp(argv[1], "opt"))) {
+        a.cmd = argv[1];
+        i = 2;
+    }
+    for (; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(s, "--version")) {
+            printf("icc %s (LLVM %s)\n", ICC_VERSION, ICC_LLVM_VERSION);
+            return 0;
+        } else if (!strcmp(s, "--ops-doc")) {
+            return cmd_ops_doc();
+        } else if (!strncmp(s, "--emit=", 7)) {
+            a.emit = s + 7;
+        } else if (!strcmp(s, "-o")) {
+            if (++i >= argc)
+                return fail("-o needs a path");
+            a.out = argv[i];
+        } else if (!strcmp(s, "--input") || !strncmp(s, "--input=", 8)) {
+            const char *v = s[7] == '=' ? s + 8 : (++i < argc ? argv[i] : NULL);
+            if (!v)
+                return fail("--input needs NAME=FILE.npy");
+            if (a.ninputs == MAX_INPUTS)
+                return fail("too many --input options (max %d)", MAX_INPUTS);
+            a.inputs[a.ninputs++] = v;
+        } else if (s[0] == '-' && s[1]) {
+            return fail("unknown option '%s' (see icc --help)", s);
+        } else if (!a.model) {
+            a.model = s;
+        } else {
+            return fail("unexpected argument '%s' (one model at a time)", s);
+        }
+    }
+    if (!a.model) {
+        usage(stderr);
+        return 1;
+    }
+    if (!strcmp(a.cmd, "info"))
+        return cmd_info(&a);
+    if (!strcmp(a.cmd, "run"))
+        return cmd_run(&a);
+    if (strcmp(a.cmd, "opt") == 0) {
+        if (!ends_with(a.model, ".icc"))
+            return fail("%s: opt reads text IR (.icc)", a.model);
+        return cmd_opt(&a);
+    }
+    if (a.ninputs)
+        return fail("--input is only for 'icc run'");
+    return cmd_emit(&a);
+}

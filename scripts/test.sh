@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test:
+#   1. unit tests (Check, one suite per module, CK_FORK) in a -Werror build
+#   2. the ONNX node-test conformance run through the interpreter
+#   3. the bad-input corpus (every file: exit 1, one-line error)
+#   4. all of the above again in an AddressSanitizer + UBSan build
+#   5. the libFuzzer targets, 60 s each (ICC_FUZZ_SECONDS to change)
+# Usage: scripts/test.sh [--quick]   (--quick: stages 1-3 only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+JOBS=$(nproc)
+
+bash scripts/install-deps.sh
+
+NODE_DATA=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
+MIN_PASS=600
+
+# build DIR [cmake args...]
+build() {
+  local dir=$1; shift
+  echo "== build $dir"
+  cmake -S "$ROOT" -B "$dir" -DICC_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$JOBS" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^-- ' || true
+  test -x "$dir/icc"
+}
+
+# suite DIR: unit tests, conformance, bad inputs against the build in DIR
+suite() {
+  local dir=$1
+  echo "== unit tests ($dir)"
+  (cd "$dir" && ctest --output-on-failure -j"$JOBS")
+  echo "== conformance ($dir)"
+  "$dir/tests/icc-conformance" --data "$NODE_DATA" \
+      --known tests/conformance/known_failures.txt --min-pass "$MIN_PASS"
+  if [ -x tests/bad/run.sh ]; then
+    echo "== bad inputs ($dir)"
+    tests/bad/run.sh "$dir/icc"
+  fi
+}
+
+build build
+suite build
+[ $QUICK = 1 ] && exit 0
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+build build-asan -DICC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+suite build-asan
+
+if [ -d tests/fuzz ] && [ -f tests/fuzz/CMakeLists.txt ]; then
+  build build-fuzz -DICC_FUZZ=ON -DICC_TESTS=OFF -DCMAKE_C_COMPILER=clang-19
+  echo "== fuzzing"
+  tests/fuzz/run.sh build-fuzz "${ICC_FUZZ_SECONDS:-60}"
+fi
+echo "== all tests passed"
