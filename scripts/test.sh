@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test:
 #   1. unit tests (Check, one suite per module, CK_FORK) in a -Werror build
-#   2. the ONNX node-test conformance run through the interpreter
+#   2. the ONNX node-test conformance run, and the onnx package's light_*
+#      models (ResNet-50, VGG-19, ...), through the interpreter
 #   3. the bad-input corpus (every file: exit 1, one-line error)
 #   4. all of the above again in an AddressSanitizer + UBSan build
 #   5. the libFuzzer targets, 60 s each (ICC_FUZZ_SECONDS to change)
@@ -27,14 +28,20 @@ build() {
   test -x "$dir/icc"
 }
 
-# suite DIR: unit tests, conformance, bad inputs against the build in DIR
+LIGHT_DATA=$(dirname "$NODE_DATA")/light
+
+# suite DIR [MODEL_FILTER]: unit tests, conformance, the light models (all,
+# or those matching the filter), bad inputs, against the build in DIR
 suite() {
-  local dir=$1
+  local dir=$1 models=${2:-}
   echo "== unit tests ($dir)"
   (cd "$dir" && ctest --output-on-failure -j"$JOBS")
   echo "== conformance ($dir)"
   "$dir/tests/icc-conformance" --data "$NODE_DATA" \
       --known tests/conformance/known_failures.txt --min-pass "$MIN_PASS"
+  echo "== models ($dir)"
+  "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 \
+      ${models:+--filter "$models"}
   if [ -x tests/bad/run.sh ]; then
     echo "== bad inputs ($dir)"
     tests/bad/run.sh "$dir/icc"
@@ -48,7 +55,8 @@ suite build
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build build-asan -DICC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-suite build-asan
+# The sanitizer build is ~3x slower: the small light models only.
+suite build-asan light_squeezenet,light_shufflenet,light_bvlc_alexnet
 
 if [ -d tests/fuzz ] && [ -f tests/fuzz/CMakeLists.txt ]; then
   build build-fuzz -DICC_FUZZ=ON -DICC_TESTS=OFF -DCMAKE_C_COMPILER=clang-19

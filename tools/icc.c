@@ -309,6 +309,18 @@ static void summarize(const char *name, const ir_tensor *t)
     for (int64_t i = 0; i < t->numel && i < 10; i++)
         printf("%s%.6g", i ? ", " : "", ir_tensor_getf(t, i));
     printf("%s]\n", t->numel > 10 ? ", ..." : "");
+    /* Classifier outputs [rows, classes]: the predicted class per row. */
+    if (t->rank == 2 && ir_dtype_is_float(t->dtype) && t->dims[1] > 1 && t->dims[0] <= 64) {
+        printf("  argmax per row:");
+        for (int64_t r = 0; r < t->dims[0]; r++) {
+            int64_t best = 0;
+            for (int64_t c = 1; c < t->dims[1]; c++)
+                if (ir_tensor_getf(t, r * t->dims[1] + c) > ir_tensor_getf(t, r * t->dims[1] + best))
+                    best = c;
+            printf(" %lld", (long long)best);
+        }
+        printf("\n");
+    }
 }
 
 static int cmd_run(const args *a)

@@ -32,6 +32,7 @@ enum { R_PASS = 0, R_FAIL = 1, R_SKIP = 2 };
 
 typedef struct {
     const char *data_dir;
+    const char *models_dir;      /* light_* models: NAME.onnx + NAME_output_0.pb */
     const char *filters[64];
     int nfilters;
     const char *known_path;
@@ -81,6 +82,17 @@ static int load_known(const char *path, known_list *k)
     }
     fclose(f);
     return 0;
+}
+
+/* NAME.onnx with a NAME_output_0.pb beside it. */
+static bool has_output_file(const char *dir, const char *file)
+{
+    size_t n = strlen(file);
+    if (n < 6 || strcmp(file + n - 5, ".onnx"))
+        return false;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%.*s_output_0.pb", dir, (int)(n - 5), file);
+    return access(path, F_OK) == 0;
 }
 
 static int known_index(const known_list *k, const char *name)
@@ -257,6 +269,61 @@ static int run_test(const char *dir, const options *o, char *why, size_t whylen)
     return rc;
 }
 
+/* A light model: NAME.onnx with NAME_output_0.pb; inputs as ONNX's test
+ * runner makes them (float32 arange(n)/n, symbolic dims taken as 1). */
+static int run_model_test(const char *onnx_path, const options *o, char *why, size_t whylen)
+{
+    icc_diag d = {{0}};
+    ir_graph *g = icc_onnx_load_file(onnx_path, &d);
+    if (!g) {
+        snprintf(why, whylen, "%s", d.msg);
+        return strstr(d.msg, "unsupported op") ? R_SKIP : R_FAIL;
+    }
+    int rc = R_FAIL, nin = 0;
+    ir_tensor *in = calloc((size_t)g->ninputs + 1, sizeof *in);
+    ir_tensor *out = calloc((size_t)g->noutputs + 1, sizeof *out), want = {0};
+    bool ran = false;
+    if (!o->no_roundtrip && !roundtrip(g, why, whylen))
+        goto done;
+    for (; nin < g->ninputs; nin++) {
+        const ir_type *t = &g->inputs[nin]->type;
+        int64_t dims[IR_MAX_RANK];
+        for (int k = 0; k < t->rank; k++)
+            dims[k] = ir_dim_is_const(t->dims[k]) ? t->dims[k].v : 1;
+        if (t->dtype != IR_F32 || t->rank < 0 || ir_tensor_init(&in[nin], IR_F32, t->rank, dims, &d) < 0 ||
+            !(in[nin].data = malloc(in[nin].nbytes + 1))) {
+            snprintf(why, whylen, "cannot make input '%s'", g->inputs[nin]->name);
+            goto done;
+        }
+        for (int64_t i = 0; i < in[nin].numel; i++)
+            ((float *)in[nin].data)[i] = (float)((double)i / (double)in[nin].numel);
+    }
+    if (ir_interp_run(g, in, out, &d) < 0) {
+        snprintf(why, whylen, "%s", d.msg);
+        goto done;
+    }
+    ran = true;
+    char path[4096], sub[512];
+    snprintf(path, sizeof path, "%.*s_output_0.pb", (int)(strlen(onnx_path) - 5), onnx_path);
+    if (icc_onnx_load_tensor_file(path, &want, NULL, &d) < 0) {
+        snprintf(why, whylen, "%s", d.msg);
+        goto done;
+    }
+    if (!compare(&out[0], &want, o, sub, sizeof sub))
+        snprintf(why, whylen, "output 0 ('%s'): %s", g->outputs[0]->name, sub);
+    else
+        rc = R_PASS;
+    free(want.data);
+done:
+    ir_tensors_free(in, nin);
+    if (ran)
+        ir_tensors_free(out, g->noutputs);
+    free(in);
+    free(out);
+    ir_graph_destroy(g);
+    return rc;
+}
+
 /* Forks so that a crash or hang is one test's failure. The child sends
  * its result code and reason through a pipe. */
 static int run_isolated(const char *dir, const options *o, char *why, size_t whylen)
@@ -272,7 +339,8 @@ static int run_isolated(const char *dir, const options *o, char *why, size_t why
         close(fds[0]);
         alarm((unsigned)o->timeout);
         char buf[2048] = "";
-        int rc = run_test(dir, o, buf, sizeof buf);
+        int rc = o->models_dir ? run_model_test(dir, o, buf, sizeof buf)
+                               : run_test(dir, o, buf, sizeof buf);
         char msg[2100];
         int n = snprintf(msg, sizeof msg, "%d %s", rc, buf);
         if (write(fds[1], msg, (size_t)n) < 0)
@@ -310,6 +378,9 @@ static void usage(FILE *f)
             "Runs the ONNX backend node tests in DIR (onnx/backend/test/data/node) through\n"
             "the reference interpreter and compares with the expected outputs.\n"
             "  --data DIR          directory of test_* folders\n"
+            "  --models DIR        instead: every NAME.onnx in DIR that has NAME_output_0.pb\n"
+            "                      (the onnx package's light models), fed the inputs ONNX's\n"
+            "                      runner feeds them: arange(n)/n in f32, symbolic dims = 1\n"
             "  --filter S[,S...]   only tests whose name contains one of the substrings\n"
             "  --known FILE        known failures (\"test_name reason\" per line)\n"
             "  --rtol X --atol X   float tolerance (default 1e-3, 1e-7)\n"
@@ -334,6 +405,9 @@ int main(int argc, char **argv)
             o.no_roundtrip = true;
         } else if (v && !strcmp(a, "--data")) {
             o.data_dir = v;
+            i++;
+        } else if (v && !strcmp(a, "--models")) {
+            o.models_dir = v;
             i++;
         } else if (v && !strcmp(a, "--known")) {
             o.known_path = v;
@@ -361,33 +435,36 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!o.data_dir) {
+    if (!o.data_dir == !o.models_dir) {
         usage(stderr);
         return 2;
     }
+    const char *root = o.models_dir ? o.models_dir : o.data_dir;
     known_list known;
     if (load_known(o.known_path, &known) < 0)
         return 2;
-    DIR *dd = opendir(o.data_dir);
+    DIR *dd = opendir(root);
     if (!dd) {
-        fprintf(stderr, "icc-conformance: cannot open %s\n", o.data_dir);
+        fprintf(stderr, "icc-conformance: cannot open %s\n", root);
         return 2;
     }
     char **tests = NULL;
     int ntests = 0;
     struct dirent *e;
-    while ((e = readdir(dd)))
-        if (!strncmp(e->d_name, "test_", 5) && matches(&o, e->d_name)) {
+    while ((e = readdir(dd))) {
+        bool want = o.models_dir ? has_output_file(root, e->d_name) : !strncmp(e->d_name, "test_", 5);
+        if (want && matches(&o, e->d_name)) {
             tests = realloc(tests, sizeof(char *) * (size_t)(ntests + 1));
             tests[ntests++] = strdup(e->d_name);
         }
+    }
     closedir(dd);
     qsort(tests, (size_t)ntests, sizeof(char *), cmp_str);
 
     int passed = 0, failed = 0, skipped = 0, unexpected = 0, fixed = 0, known_failed = 0;
     for (int i = 0; i < ntests; i++) {
         char dir[4096], why[2048] = "";
-        snprintf(dir, sizeof dir, "%s/%s", o.data_dir, tests[i]);
+        snprintf(dir, sizeof dir, "%s/%s", root, tests[i]);
         int rc = run_isolated(dir, &o, why, sizeof why);
         int k = known_index(&known, tests[i]);
         if (rc == R_PASS) {
@@ -413,8 +490,8 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
-    printf("conformance (interpreter): %d known failures, %d unexpected failures, %d fixed\n",
-           known_failed, unexpected, fixed);
+    printf("%s (interpreter): %d known failures, %d unexpected failures, %d fixed\n",
+           o.models_dir ? "models" : "conformance", known_failed, unexpected, fixed);
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     for (int i = 0; i < ntests; i++)
         free(tests[i]);
