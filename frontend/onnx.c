@@ -1,24 +1,1025 @@
-/* onnx.c - ModelProto -> ir_graph (stub until implemented). */
-#include "frontend/onnx.h"
+/* onnx.c - ModelProto -> ir_graph: the frontend's driver and public API.
+ *
+ * Loading runs in stages, each finishing before the next starts: check the
+ * raw bytes (wire.c), unpack, flatten the graph with functions inlined
+ * (function.c), report every unsupported op at once, register every value
+ * name (initializers, inputs, node outputs; duplicates are errors), order
+ * the nodes topologically (sorting them if the file did not, rejecting true
+ * cycles and dangling inputs), then lower node by node: attributes
+ * converted, old-opset forms rewritten (opset.c), Constant nodes turned
+ * into graph constants, declared value_info types attached. Initializers
+ * become constants when first used. Finally shapes are inferred and the
+ * graph verified. All scratch memory lives in one arena freed at the end.
+ */
+#include "frontend/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Everything the loader knows about one value name. */
+typedef struct fe_name {
+    const char *name;
+    ir_value *v;                          /* once created */
+    const Onnx__TensorProto *init;        /* an initializer */
+    const Onnx__ValueInfoProto *input;    /* a graph input (not an initializer) */
+    const Onnx__TypeProto *decl;          /* declared type (value_info, outputs) */
+    int producer;                         /* index in nodes, or -1 */
+} fe_name;
+
+struct fe_ctx {
+    ir_graph *g;
+    ir_arena *tmp;
+    const Onnx__ModelProto *m;
+    const Onnx__GraphProto *gp;
+    const char *base_dir;
+    icc_diag *d;
+    fe_nodes nodes;
+    fe_map names;
+    int fresh;
+};
+
+icc_diag *fe_diag(fe_ctx *c) { return c->d; }
+
+static int oom(fe_ctx *c)
+{
+    return ir_errorf(c->d, "out of memory");
+}
+
+static fe_name *name_get(fe_ctx *c, const char *name)
+{
+    return fe_map_get(&c->names, name);
+}
+
+static fe_name *name_add(fe_ctx *c, const char *name)
+{
+    fe_name *e = name_get(c, name);
+    if (e)
+        return e;
+    e = ir_arena_alloc(c->tmp, sizeof *e);
+    if (!e || fe_map_put(&c->names, name, e) < 0)
+        return NULL;
+    e->name = name;
+    e->producer = -1;
+    return e;
+}
+
+const char *fe_fresh_name(fe_ctx *c, const char *base, const char *suffix)
+{
+    char buf[512];
+    for (int k = 0;; k++) {
+        if (k == 0)
+            snprintf(buf, sizeof buf, "%.200s/%.100s", base, suffix);
+        else
+            snprintf(buf, sizeof buf, "%.200s/%.100s#%d", base, suffix, ++c->fresh);
+        if (!name_get(c, buf))
+            break;
+    }
+    char *s = ir_arena_strdup(c->tmp, buf);
+    if (!s || !name_add(c, s))
+        return NULL;
+    return s;
+}
+
+/* ---- types ------------------------------------------------------------- */
+
+/* TypeProto -> ir_type. strict: anything we cannot represent is an error
+ * (graph inputs); otherwise it leaves *out unknown (declarations are only
+ * hints for inference). Returns 0, or -1 with d set. */
+static int type_from_proto(fe_ctx *c, const Onnx__TypeProto *tp, const char *name, bool strict,
+                           ir_type *out)
+{
+    memset(out, 0, sizeof *out);
+    out->rank = IR_RANK_UNKNOWN;
+    if (!tp) {
+        if (strict)
+            return ir_errorf(c->d, "input '%.200s' has no type", name);
+        return 0;
+    }
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+        if (strict)
+            return ir_errorf(c->d, "input '%.200s' is not a tensor (sequence, map, optional and "
+                             "sparse types are not supported)", name);
+        return 0;
+    }
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    int code = tt->has_elem_type ? tt->elem_type : 0;
+    ir_dtype dt = ir_dtype_from_onnx(code);
+    if (dt == IR_UNDEF) {
+        if (strict)
+            return ir_errorf(c->d, "input '%.200s': dtype %s (%d) is not supported", name,
+                             ir_onnx_dtype_name(code), code);
+        return 0;
+    }
+    ir_type t = {.dtype = dt, .rank = IR_RANK_UNKNOWN};
+    if (tt->shape) {
+        const Onnx__TensorShapeProto *sp = tt->shape;
+        if (sp->n_dim > IR_MAX_RANK) {
+            if (strict)
+                return ir_errorf(c->d, "input '%.200s': rank %zu exceeds the maximum of %d", name,
+                                 sp->n_dim, IR_MAX_RANK);
+            out->dtype = dt;
+            return 0;
+        }
+        t.rank = (int)sp->n_dim;
+        for (size_t i = 0; i < sp->n_dim; i++) {
+            const Onnx__TensorShapeProto__Dimension *dm = sp->dim[i];
+            if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+                if (dm->dim_value < 0) {
+                    if (strict)
+                        return ir_errorf(c->d, "input '%.200s': dim %zu is negative (%lld)", name,
+                                         i, (long long)dm->dim_value);
+                    t.dims[i] = ir_dim_unknown();
+                } else {
+                    t.dims[i] = ir_dim_const(dm->dim_value);
+                }
+            } else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                       dm->dim_param && *dm->dim_param) {
+                int32_t s = ir_graph_sym(c->g, dm->dim_param, strlen(dm->dim_param));
+                if (!s)
+                    return oom(c);
+                t.dims[i] = (ir_dim){0, s};
+            } else {
+                t.dims[i] = ir_dim_unknown();
+            }
+        }
+    }
+    *out = t;
+    return 0;
+}
+
+/* ---- attributes -------------------------------------------------------- */
+
+static const char *attr_kind_name(int k)
+{
+    switch (k) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: return "FLOAT";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: return "INT";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: return "STRING";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: return "TENSOR";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: return "GRAPH";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR: return "SPARSE_TENSOR";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: return "TYPE_PROTO";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: return "FLOATS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: return "INTS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: return "STRINGS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS: return "TENSORS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS: return "GRAPHS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS: return "SPARSE_TENSORS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS: return "TYPE_PROTOS";
+    }
+    return "UNDEFINED";
+}
+
+/* The attribute's kind; IR version 1 files leave `type` unset, so it is
+ * then read off whichever value field is present. */
+static int attr_kind(const Onnx__AttributeProto *a)
+{
+    if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
+        return a->type;
+    if (a->has_f) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    if (a->has_i) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    if (a->has_s) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    if (a->t) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (a->g) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    if (a->sparse_tensor) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR;
+    if (a->tp) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO;
+    if (a->n_floats) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    if (a->n_ints) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    if (a->n_strings) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    if (a->n_tensors) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS;
+    if (a->n_graphs) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS;
+    /* An empty list: INTS, retyped against the schema later. */
+    return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+}
+
+static char *bytes_to_str(fe_ctx *c, const fe_node *n, const char *an, ProtobufCBinaryData b)
+{
+    if (b.len && memchr(b.data, 0, b.len)) {
+        fe_node_errorf(c->d, n, "attribute '%.100s' contains a NUL byte", an);
+        return NULL;
+    }
+    char *s = ir_arena_strndup(c->tmp, b.len ? (const char *)b.data : "", b.len);
+    if (!s)
+        oom(c);
+    return s;
+}
+
+/* AttributeProto -> ir_attr with payloads in the scratch arena. */
+static int convert_attr(fe_ctx *c, const fe_node *n, const fe_attr *fa, ir_attr *out)
+{
+    const Onnx__AttributeProto *a = fa->p;
+    const char *an = fa->name;
+    memset(out, 0, sizeof *out);
+    out->name = an;
+    int k = attr_kind(a);
+    switch (k) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        out->kind = IR_ATTR_FLOAT;
+        out->f = a->f;
+        return 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        out->kind = IR_ATTR_INT;
+        out->i = a->i;
+        return 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        out->kind = IR_ATTR_STRING;
+        return (out->s = bytes_to_str(c, n, an, a->s)) ? 0 : -1;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+        size_t cnt = k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS ? a->n_floats
+                     : k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS ? a->n_ints
+                                                                        : a->n_strings;
+        if (cnt > (size_t)INT32_MAX / 8)
+            return fe_node_errorf(c->d, n, "attribute '%.100s' has too many values", an);
+        out->n = (int)cnt;
+        if (k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS) {
+            out->kind = IR_ATTR_FLOATS;
+            out->floats = a->floats;
+        } else if (k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) {
+            out->kind = IR_ATTR_INTS;
+            out->ints = a->ints;
+        } else {
+            out->kind = IR_ATTR_STRINGS;
+            out->strings = ir_arena_alloc(c->tmp, sizeof(char *) * (cnt + 1));
+            if (!out->strings)
+                return oom(c);
+            for (size_t i = 0; i < cnt; i++)
+                if (!(out->strings[i] = bytes_to_str(c, n, an, a->strings[i])))
+                    return -1;
+        }
+        return 0;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+        if (!a->t)
+            return fe_node_errorf(c->d, n, "attribute '%.100s' has no tensor", an);
+        char label[160];
+        snprintf(label, sizeof label, "attribute '%.100s'", an);
+        out->kind = IR_ATTR_TENSOR;
+        out->tensor = ir_arena_alloc(c->tmp, sizeof(ir_tensor));
+        if (!out->tensor)
+            return oom(c);
+        if (fe_tensor_decode(a->t, c->base_dir, label, c->tmp, out->tensor, c->d) < 0) {
+            char m[sizeof c->d->msg];
+            memcpy(m, c->d->msg, sizeof m);
+            return fe_node_errorf(c->d, n, "%s", m);
+        }
+        return 0;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
+        return fe_node_errorf(c->d, n, "attribute '%.100s' holds a subgraph; subgraphs are not "
+                              "supported", an);
+    default:
+        return fe_node_errorf(c->d, n, "attribute '%.100s' of kind %s is not supported", an,
+                              attr_kind_name(k));
+    }
+}
+
+ir_attr *fe_attr_find(fe_lower *l, const char *name)
+{
+    for (int i = 0; i < l->nattr; i++)
+        if (!strcmp(l->attrs[i].name, name))
+            return &l->attrs[i];
+    return NULL;
+}
+
+bool fe_attr_take(fe_lower *l, const char *name, ir_attr *out)
+{
+    ir_attr *a = fe_attr_find(l, name);
+    if (!a)
+        return false;
+    if (out)
+        *out = *a;
+    int i = (int)(a - l->attrs);
+    memmove(a, a + 1, sizeof *a * (size_t)(l->nattr - i - 1));
+    l->nattr--;
+    return true;
+}
+
+int fe_attr_add(fe_lower *l, const ir_attr *a)
+{
+    ir_attr *old = fe_attr_find(l, a->name);
+    if (old) {
+        *old = *a;
+        return 0;
+    }
+    if (l->nattr == l->cap_attr) {
+        int nc = l->cap_attr * 2 + 4;
+        ir_attr *na = ir_arena_alloc(l->c->tmp, sizeof *na * (size_t)nc);
+        if (!na)
+            return oom(l->c);
+        if (l->nattr)
+            memcpy(na, l->attrs, sizeof *na * (size_t)l->nattr);
+        l->attrs = na;
+        l->cap_attr = nc;
+    }
+    l->attrs[l->nattr++] = *a;
+    return 0;
+}
+
+int fe_set_input(fe_lower *l, int i, ir_value *v)
+{
+    if (i >= l->cap_in) {
+        int nc = i + 4;
+        ir_value **na = ir_arena_alloc(l->c->tmp, sizeof *na * (size_t)nc);
+        if (!na)
+            return oom(l->c);
+        if (l->nin)
+            memcpy(na, l->in, sizeof *na * (size_t)l->nin);
+        l->in = na;
+        l->cap_in = nc;
+    }
+    while (l->nin <= i)
+        l->in[l->nin++] = NULL;
+    l->in[i] = v;
+    return 0;
+}
+
+/* ---- constants --------------------------------------------------------- */
+
+/* Creates a constant named name from a prepared tensor, reading its data
+ * straight into the graph's storage. */
+static ir_value *const_from_src(fe_ctx *c, const char *name, const Onnx__TensorProto *tp,
+                                fe_tensor_src *s, const char *label)
+{
+    ir_type t;
+    ir_type_of_tensor(&s->t, &t);
+    ir_value *v = ir_graph_add_const(c->g, name, &t, NULL, c->d);
+    if (!v) {
+        fe_tensor_close(s);
+        return NULL;
+    }
+    if (fe_tensor_read(tp, s, v->cval.data, label, c->d) < 0)
+        return NULL;
+    return v;
+}
+
+static ir_value *make_initializer(fe_ctx *c, fe_name *e)
+{
+    char label[256];
+    snprintf(label, sizeof label, "tensor '%.200s'", e->name);
+    fe_tensor_src s;
+    if (fe_tensor_prepare(e->init, c->base_dir, label, &s, c->d) < 0)
+        return NULL;
+    return e->v = const_from_src(c, e->name, e->init, &s, label);
+}
+
+ir_value *fe_const(fe_lower *l, const char *suffix, ir_dtype dt, int rank, const int64_t *dims,
+                   const void *data)
+{
+    fe_ctx *c = l->c;
+    const char *nm = fe_fresh_name(c, l->src->name, suffix);
+    if (!nm) {
+        oom(c);
+        return NULL;
+    }
+    ir_type t = {.dtype = dt, .rank = rank};
+    for (int i = 0; i < rank; i++)
+        t.dims[i] = ir_dim_const(dims[i]);
+    ir_value *v = ir_graph_add_const(c->g, nm, &t, data, c->d);
+    if (v)
+        name_get(c, nm)->v = v;
+    return v;
+}
+
+ir_value *fe_scalar_like(fe_lower *l, const char *suffix, ir_value *x, double v)
+{
+    ir_dtype dt = x->type.dtype;
+    if (dt != IR_UNDEF) {
+        ir_value *s = fe_const(l, suffix, dt, 0, NULL, NULL);
+        if (s)
+            ir_tensor_setf(&s->cval, 0, v);
+        return s;
+    }
+    float f = (float)v;
+    ir_value *s = fe_const(l, suffix, IR_F32, 0, NULL, &f);
+    if (!s)
+        return NULL;
+    ir_value *in[2] = {s, x};
+    ir_node *n = fe_emit(l, IR_OP_CAST_LIKE, suffix, 2, in, 1, NULL, NULL, 0);
+    return n ? n->out[0] : NULL;
+}
+
+/* Constant nodes become graph constants; every value_* form is accepted,
+ * strings and sparse tensors are reported as unsupported. */
+static int lower_constant(fe_ctx *c, const fe_node *n)
+{
+    if (n->nout != 1 || !*n->out[0])
+        return fe_node_errorf(c->d, n, "must have exactly one named output");
+    if (n->nattr != 1)
+        return fe_node_errorf(c->d, n, "needs exactly one value attribute, has %d", n->nattr);
+    const Onnx__AttributeProto *a = n->attrs[0].p;
+    const char *an = n->attrs[0].name, *out = n->out[0];
+    int k = attr_kind(a);
+    fe_name *e = name_get(c, out);
+    ir_value *v = NULL;
+    ir_type t = {.rank = 0};
+    if (!strcmp(an, "value") && k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && a->t) {
+        fe_tensor_src s;
+        if (fe_tensor_prepare(a->t, c->base_dir, "attribute 'value'", &s, c->d) < 0)
+            goto fail;
+        v = const_from_src(c, out, a->t, &s, "attribute 'value'");
+    } else if (!strcmp(an, "value_float") && k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) {
+        t.dtype = IR_F32;
+        v = ir_graph_add_const(c->g, out, &t, &a->f, c->d);
+    } else if (!strcmp(an, "value_int") && k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) {
+        t.dtype = IR_I64;
+        v = ir_graph_add_const(c->g, out, &t, &a->i, c->d);
+    } else if (!strcmp(an, "value_floats") && k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS) {
+        t = (ir_type){.dtype = IR_F32, .rank = 1, .dims = {ir_dim_const((int64_t)a->n_floats)}};
+        v = ir_graph_add_const(c->g, out, &t, a->floats, c->d);
+    } else if (!strcmp(an, "value_ints") &&
+               (k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)) {
+        t = (ir_type){.dtype = IR_I64, .rank = 1, .dims = {ir_dim_const((int64_t)a->n_ints)}};
+        v = ir_graph_add_const(c->g, out, &t, a->ints, c->d);
+    } else if (!strcmp(an, "value_string") || !strcmp(an, "value_strings")) {
+        return fe_node_errorf(c->d, n, "string constants are not supported");
+    } else if (!strcmp(an, "sparse_value")) {
+        return fe_node_errorf(c->d, n, "sparse constants are not supported");
+    } else {
+        return fe_node_errorf(c->d, n, "unexpected attribute '%.100s' of kind %s", an,
+                              attr_kind_name(k));
+    }
+    if (v) {
+        e->v = v;
+        return 0;
+    }
+fail:;
+    char m[sizeof c->d->msg];
+    memcpy(m, c->d->msg, sizeof m);
+    return fe_node_errorf(c->d, n, "%s", m);
+}
+
+/* ---- emitting IR nodes ------------------------------------------------- */
+
+/* Runs the op's shape function right away, quietly, so adapters of later
+ * nodes can see ranks and dtypes. Failures leave the types unknown; the
+ * full inference pass after import reports them. */
+static void infer_now(ir_node *n)
+{
+    const ir_type *tin[64];
+    const ir_tensor *val[64];
+    ir_type tout[64];
+    if (n->nin > 64 || n->nout > 64)
+        return;
+    for (int i = 0; i < n->nin; i++) {
+        tin[i] = n->in[i] ? &n->in[i]->type : NULL;
+        val[i] = n->in[i] && n->in[i]->kind == IR_VAL_CONST ? &n->in[i]->cval : NULL;
+        if (tin[i] && tin[i]->dtype == IR_UNDEF)
+            return;
+    }
+    memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
+    icc_diag quiet;
+    ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, &quiet};
+    if (ir_ops[n->op].shape(&sc) < 0)
+        return;
+    for (int i = 0; i < n->nout; i++) {
+        ir_type *t = &n->out[i]->type;
+        if (t->dtype == IR_UNDEF && t->rank < 0)
+            *t = tout[i];
+    }
+}
+
+static const char *ir_kind_name(ir_attr_kind k)
+{
+    static const char *const names[] = {"int", "float", "string", "ints", "floats", "strings",
+                                        "tensor"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+static bool is_list(ir_attr_kind k)
+{
+    return k == IR_ATTR_INTS || k == IR_ATTR_FLOATS || k == IR_ATTR_STRINGS;
+}
+
+ir_node *fe_emit(fe_lower *l, int op, const char *suffix, int nin, ir_value *const *in, int nout,
+                 const char *const *out_names, const ir_attr *attrs, int nattr)
+{
+    fe_ctx *c = l->c;
+    const fe_node *src = l->src;
+    const char *name = src->name;
+    if (suffix) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.300s/%.100s", src->name, suffix);
+        if (!(name = ir_arena_strdup(c->tmp, buf))) {
+            oom(c);
+            return NULL;
+        }
+    }
+    while (nin > 0 && !in[nin - 1])
+        nin--;
+    /* Shape functions run before ir_verify and rely on the arity. */
+    const ir_op_info *info = &ir_ops[op];
+    if (nin < info->min_in || (info->max_in >= 0 && nin > info->max_in) || nout < info->min_out ||
+        (info->max_out >= 0 && nout > info->max_out)) {
+        fe_node_errorf(c->d, src, "has %d inputs and %d outputs; %s takes %d to %d inputs and %d "
+                       "to %d outputs (-1: any number)", nin, nout, info->name, info->min_in,
+                       info->max_in, info->min_out, info->max_out);
+        return NULL;
+    }
+    for (int i = 0; i < info->min_in; i++)
+        if (!in[i]) {
+            fe_node_errorf(c->d, src, "required input %d is missing", i);
+            return NULL;
+        }
+    const ir_attr_schema *req;
+    for (int i = 0; (req = ir_op_attr_schema(op, i)); i++) {
+        bool found = !req->required;
+        for (int j = 0; j < nattr && !found; j++)
+            found = !strcmp(attrs[j].name, req->name);
+        if (!found) {
+            fe_node_errorf(c->d, src, "required attribute '%s' is missing", req->name);
+            return NULL;
+        }
+    }
+    const char **outs = ir_arena_alloc(c->tmp, sizeof(char *) * (size_t)(nout + 1));
+    if (!outs) {
+        oom(c);
+        return NULL;
+    }
+    for (int i = 0; i < nout; i++) {
+        outs[i] = out_names ? out_names[i] : NULL;
+        if (!outs[i] && !(outs[i] = fe_fresh_name(c, src->name, suffix ? suffix : "out"))) {
+            oom(c);
+            return NULL;
+        }
+    }
+    ir_node *n = ir_graph_add_node(c->g, op, name, nin, in, nout, outs, c->d);
+    if (!n)
+        return NULL;
+    for (int i = 0; i < nattr; i++) {
+        ir_attr a = attrs[i];
+        const ir_attr_schema *s = ir_op_find_attr(op, a.name);
+        if (!s) {
+            /* The one legacy attribute ignored everywhere: an in-place
+             * memory hint of opsets before 6, with no effect on results. */
+            if (!strcmp(a.name, "consumed_inputs") && src->opset < 7)
+                continue;
+            fe_node_errorf(c->d, src, "attribute '%.100s' is not supported (opset %d)", a.name,
+                           src->opset);
+            return NULL;
+        }
+        if (s->kind != a.kind) {
+            if (is_list(s->kind) && is_list(a.kind) && a.n == 0) {
+                a.kind = s->kind;
+            } else {
+                fe_node_errorf(c->d, src, "attribute '%.100s' should be %s, not %s", a.name,
+                               ir_kind_name(s->kind), ir_kind_name(a.kind));
+                return NULL;
+            }
+        }
+        for (int j = 0; j < i; j++)
+            if (!strcmp(attrs[j].name, a.name)) {
+                fe_node_errorf(c->d, src, "attribute '%.100s' is given twice", a.name);
+                return NULL;
+            }
+        if (ir_node_add_attr(c->g, n, &a) < 0) {
+            oom(c);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < nout; i++) {
+        fe_name *e = name_get(c, outs[i]);
+        if (!e) {
+            ir_errorf(c->d, "internal error: output '%.200s' is not registered", outs[i]);
+            return NULL;
+        }
+        e->v = n->out[i];
+        ir_type t;
+        if (e->decl && type_from_proto(c, e->decl, e->name, false, &t) == 0)
+            n->out[i]->type = t;
+    }
+    infer_now(n);
+    return n;
+}
+
+/* Lowers one flattened node into IR. */
+static int lower_node(fe_ctx *c, const fe_node *n)
+{
+    if (!*n->domain && !strcmp(n->op_type, "Constant"))
+        return lower_constant(c, n);
+    int op = ir_op_lookup(n->op_type, strlen(n->op_type));
+    if (op < 0)
+        op = fe_adapted_op(n->op_type);
+    if (op < 0) /* check_supported lets none through; kept for safety */
+        return fe_node_errorf(c->d, n, "is not supported");
+    fe_lower l = {.c = c, .src = n, .op = op};
+    l.cap_in = n->nin + 4;
+    l.in = ir_arena_alloc(c->tmp, sizeof(ir_value *) * (size_t)l.cap_in);
+    l.cap_attr = n->nattr + 4;
+    l.attrs = ir_arena_alloc(c->tmp, sizeof(ir_attr) * (size_t)l.cap_attr);
+    l.out = ir_arena_alloc(c->tmp, sizeof(char *) * (size_t)(n->nout + 1));
+    if (!l.in || !l.attrs || !l.out)
+        return oom(c);
+    for (int i = 0; i < n->nin; i++) {
+        const char *nm = n->in[i] ? n->in[i] : "";
+        ir_value *v = NULL;
+        if (*nm) {
+            fe_name *e = name_get(c, nm);
+            if (!e || (!e->v && !e->init))
+                return fe_node_errorf(c->d, n, "input '%.200s' is never defined", nm);
+            v = e->v ? e->v : make_initializer(c, e);
+            if (!v)
+                return -1;
+        }
+        l.in[l.nin++] = v;
+    }
+    l.nout = n->nout;
+    /* Unused trailing outputs go, but never below the op's minimum. */
+    while (l.nout > ir_ops[op].min_out && !*n->out[l.nout - 1])
+        l.nout--;
+    for (int i = 0; i < l.nout; i++) {
+        l.out[i] = n->out[i];
+        if (!*l.out[i] && !(l.out[i] = fe_fresh_name(c, n->name, "unused")))
+            return oom(c);
+    }
+    for (int i = 0; i < n->nattr; i++) {
+        for (int j = 0; j < l.nattr; j++)
+            if (!strcmp(l.attrs[j].name, n->attrs[i].name))
+                return fe_node_errorf(c->d, n, "attribute '%.100s' is given twice",
+                                      n->attrs[i].name);
+        if (convert_attr(c, n, &n->attrs[i], &l.attrs[l.nattr]) < 0)
+            return -1;
+        l.nattr++;
+    }
+    if (fe_adapt(&l) < 0)
+        return -1;
+    if (l.done)
+        return 0;
+    return fe_emit(&l, l.op, NULL, l.nin, l.in, l.nout, l.out, l.attrs, l.nattr) ? 0 : -1;
+}
+
+/* ---- whole-graph stages ------------------------------------------------ */
+
+typedef struct unsup {
+    const fe_node *first;
+    int count;
+} unsup;
+
+/* Lists every unsupported op type in one message, one entry per
+ * (domain, op type) with its node count and first node. */
+static int check_supported(fe_ctx *c, const char *display)
+{
+    fe_map seen = {0};
+    unsup **groups = NULL;
+    int ngroups = 0, cap = 0, rc = -1;
+    for (int i = 0; i < c->nodes.n; i++) {
+        const fe_node *n = &c->nodes.v[i];
+        if (!*n->domain && (!strcmp(n->op_type, "Constant") ||
+                            ir_op_lookup(n->op_type, strlen(n->op_type)) >= 0 ||
+                            fe_adapted_op(n->op_type) >= 0))
+            continue;
+        size_t la = strlen(n->domain), lb = strlen(n->op_type);
+        char *key = ir_arena_alloc(c->tmp, la + lb + 2);
+        if (!key)
+            goto oom;
+        memcpy(key, n->domain, la);
+        key[la] = '\x1f';
+        memcpy(key + la + 1, n->op_type, lb + 1);
+        unsup *u = fe_map_get(&seen, key);
+        if (u) {
+            u->count++;
+            continue;
+        }
+        if (!(u = ir_arena_alloc(c->tmp, sizeof *u)) || fe_map_put(&seen, key, u) < 0)
+            goto oom;
+        u->first = n;
+        u->count = 1;
+        if (ngroups == cap) {
+            cap = cap ? cap * 2 : 16;
+            unsup **ng = realloc(groups, sizeof *ng * (size_t)cap);
+            if (!ng)
+                goto oom;
+            groups = ng;
+        }
+        groups[ngroups++] = u;
+    }
+    if (!ngroups) {
+        rc = 0;
+        goto done;
+    }
+    char msg[sizeof c->d->msg];
+    size_t at = (size_t)snprintf(msg, sizeof msg, "%.300s: %d unsupported op%s: ", display,
+                                 ngroups, ngroups > 1 ? "s" : "");
+    for (int i = 0; i < ngroups && at < sizeof msg; i++) {
+        const fe_node *n = groups[i]->first;
+        char one[400];
+        if (groups[i]->count == 1)
+            snprintf(one, sizeof one, "%s%.80s (domain '%.80s', opset %d, node '%.80s')",
+                     i ? ", " : "", n->op_type, n->domain, n->opset, n->name);
+        else
+            snprintf(one, sizeof one, "%s%.80s (domain '%.80s', opset %d, %d nodes, first '%.80s')",
+                     i ? ", " : "", n->op_type, n->domain, n->opset, groups[i]->count, n->name);
+        size_t len = strlen(one);
+        if (at + len + 5 >= sizeof msg) {
+            snprintf(msg + at, sizeof msg - at, "%s...", i ? ", " : "");
+            break;
+        }
+        memcpy(msg + at, one, len + 1);
+        at += len;
+    }
+    ir_errorf(c->d, "%s", msg);
+    goto done;
+oom:
+    oom(c);
+done:
+    fe_map_free(&seen);
+    free(groups);
+    return rc;
+}
+
+/* Registers every defined name; a name defined twice is an error. */
+static int register_names(fe_ctx *c)
+{
+    const Onnx__GraphProto *gp = c->gp;
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        const char *nm = tp->name ? tp->name : "";
+        if (!*nm)
+            return ir_errorf(c->d, "initializer %zu has no name", i);
+        fe_name *e = name_add(c, nm);
+        if (!e)
+            return oom(c);
+        if (e->init)
+            return ir_errorf(c->d, "tensor '%.200s': initializer defined twice", nm);
+        e->init = tp;
+    }
+    if (gp->n_sparse_initializer)
+        return ir_errorf(c->d, "sparse initializers are not supported");
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        const char *nm = vi->name ? vi->name : "";
+        if (!*nm)
+            return ir_errorf(c->d, "graph input %zu has no name", i);
+        fe_name *e = name_add(c, nm);
+        if (!e)
+            return oom(c);
+        /* An initializer listed as an input (IR < 4 style, or an
+         * overridable default) is taken as a constant. */
+        if (e->init)
+            continue;
+        if (e->input)
+            return ir_errorf(c->d, "graph input '%.200s' is listed twice", nm);
+        e->input = vi;
+    }
+    for (int k = 0; k < c->nodes.n; k++) {
+        const fe_node *n = &c->nodes.v[k];
+        for (int i = 0; i < n->nout; i++) {
+            const char *nm = n->out[i];
+            if (!*nm)
+                continue;
+            fe_name *e = name_add(c, nm);
+            if (!e)
+                return oom(c);
+            if (e->init || e->input || e->producer >= 0)
+                return fe_node_errorf(c->d, n, "output '%.200s' is already defined%s", nm,
+                                      e->init ? " by an initializer"
+                                      : e->input ? " as a graph input"
+                                                 : " by another node");
+            e->producer = k;
+        }
+    }
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        fe_name *e = gp->value_info[i]->name ? name_get(c, gp->value_info[i]->name) : NULL;
+        if (e && !e->decl)
+            e->decl = gp->value_info[i]->type;
+    }
+    /* Output declarations win over value_info. */
+    for (size_t i = 0; i < gp->n_output; i++) {
+        fe_name *e = gp->output[i]->name ? name_get(c, gp->output[i]->name) : NULL;
+        if (e && gp->output[i]->type)
+            e->decl = gp->output[i]->type;
+    }
+    return 0;
+}
+
+/* Node order: the file's if it is topological (ONNX requires it), else a
+ * Kahn sort; nodes left over sit on a cycle. Dangling inputs are found
+ * here too. *order receives a malloc'd permutation. */
+static int topo_order(fe_ctx *c, int **order_out)
+{
+    int n = c->nodes.n, rc = -1;
+    int *order = malloc(sizeof(int) * ((size_t)n + 1));
+    int *indeg = calloc((size_t)n + 1, sizeof(int));
+    int *start = calloc((size_t)n + 2, sizeof(int));
+    int *adj = NULL;
+    if (!order || !indeg || !start)
+        goto oom;
+    bool sorted = true;
+    size_t nedges = 0;
+    for (int k = 0; k < n; k++) {
+        const fe_node *nd = &c->nodes.v[k];
+        for (int i = 0; i < nd->nin; i++) {
+            const char *nm = nd->in[i] ? nd->in[i] : "";
+            if (!*nm)
+                continue;
+            fe_name *e = name_get(c, nm);
+            if (!e || (!e->init && !e->input && e->producer < 0)) {
+                fe_node_errorf(c->d, nd, "input '%.200s' is never defined", nm);
+                goto done;
+            }
+            if (e->producer == k) {
+                fe_node_errorf(c->d, nd, "input '%.200s' is its own output (a cycle)", nm);
+                goto done;
+            }
+            if (e->producer >= 0) {
+                sorted &= e->producer < k;
+                indeg[k]++;
+                start[e->producer + 1]++;
+                nedges++;
+            }
+        }
+    }
+    if (sorted) {
+        for (int k = 0; k < n; k++)
+            order[k] = k;
+        rc = 0;
+        goto done;
+    }
+    /* CSR adjacency producer -> consumers. */
+    for (int k = 0; k < n; k++)
+        start[k + 1] += start[k];
+    adj = malloc(sizeof(int) * (nedges + 1));
+    int *fill = calloc((size_t)n + 1, sizeof(int));
+    if (!adj || !fill) {
+        free(fill);
+        goto oom;
+    }
+    for (int k = 0; k < n; k++) {
+        const fe_node *nd = &c->nodes.v[k];
+        for (int i = 0; i < nd->nin; i++) {
+            fe_name *e = nd->in[i] && *nd->in[i] ? name_get(c, nd->in[i]) : NULL;
+            if (e && e->producer >= 0)
+                adj[start[e->producer] + fill[e->producer]++] = k;
+        }
+    }
+    free(fill);
+    int head = 0, tail = 0;
+    for (int k = 0; k < n; k++)
+        if (!indeg[k])
+            order[tail++] = k;
+    while (head < tail) {
+        int k = order[head++];
+        for (int j = start[k]; j < start[k + 1]; j++)
+            if (--indeg[adj[j]] == 0)
+                order[tail++] = adj[j];
+    }
+    if (tail < n) {
+        for (int k = 0; k < n; k++)
+            if (indeg[k]) {
+                fe_node_errorf(c->d, &c->nodes.v[k], "is part of a cycle");
+                goto done;
+            }
+    }
+    rc = 0;
+    goto done;
+oom:
+    oom(c);
+done:
+    free(indeg);
+    free(start);
+    free(adj);
+    if (rc < 0) {
+        free(order);
+        order = NULL;
+    }
+    *order_out = order;
+    return rc;
+}
+
+static int add_inputs(fe_ctx *c)
+{
+    const Onnx__GraphProto *gp = c->gp;
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        fe_name *e = name_get(c, vi->name);
+        if (e->init || e->input != vi)
+            continue;
+        ir_type t;
+        if (type_from_proto(c, vi->type, vi->name, true, &t) < 0)
+            return -1;
+        if (!(e->v = ir_graph_add_input(c->g, vi->name, &t, c->d)))
+            return -1;
+    }
+    return 0;
+}
+
+static int add_outputs(fe_ctx *c)
+{
+    const Onnx__GraphProto *gp = c->gp;
+    if (!gp->n_output)
+        return ir_errorf(c->d, "the graph has no outputs");
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *nm = gp->output[i]->name ? gp->output[i]->name : "";
+        fe_name *e = *nm ? name_get(c, nm) : NULL;
+        if (!e || (!e->v && !e->init))
+            return ir_errorf(c->d, "graph output '%.200s' is never defined", nm);
+        ir_value *v = e->v ? e->v : make_initializer(c, e);
+        if (!v || ir_graph_add_output(c->g, v, c->d) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int import_graph(fe_ctx *c, const char *display)
+{
+    int *order = NULL;
+    if (fe_flatten(c->m, c->gp, c->tmp, &c->nodes, c->d) < 0)
+        return -1;
+    if (check_supported(c, display) < 0)
+        return 1; /* already prefixed */
+    if (register_names(c) < 0 || topo_order(c, &order) < 0 || add_inputs(c) < 0)
+        goto fail;
+    for (int k = 0; k < c->nodes.n; k++)
+        if (lower_node(c, &c->nodes.v[order[k]]) < 0)
+            goto fail;
+    free(order);
+    return add_outputs(c);
+fail:
+    free(order);
+    return -1;
+}
+
+ir_graph *fe_import_buffer(const void *buf, size_t len, const char *base_dir, const char *display,
+                           bool infer, icc_diag *d)
+{
+    icc_diag local;
+    if (!d)
+        d = &local;
+    if (!display)
+        display = "model";
+    Onnx__ModelProto *m = NULL;
+    fe_ctx c = {.base_dir = base_dir, .d = d};
+    int rc = -1;
+
+    if (!buf && len) {
+        ir_errorf(d, "no buffer");
+        goto done;
+    }
+    if (len > FE_MAX_PROTO_BYTES) {
+        ir_errorf(d, "model of %zu bytes exceeds protobuf's 2 GiB limit (use external data)", len);
+        goto done;
+    }
+    if (fe_wire_check(buf, len, &onnx__model_proto__descriptor, d) < 0)
+        goto done;
+    m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) {
+        ir_errorf(d, "malformed protobuf: not a ModelProto");
+        goto done;
+    }
+    if (!m->graph) {
+        ir_errorf(d, "the model has no graph");
+        goto done;
+    }
+    c.m = m;
+    c.gp = m->graph;
+    c.g = ir_graph_create(m->graph->name && *m->graph->name ? m->graph->name : "main");
+    c.tmp = ir_arena_create();
+    if (!c.g || !c.tmp) {
+        ir_errorf(d, "out of memory");
+        goto done;
+    }
+    rc = import_graph(&c, display);
+    if (rc == 0 && infer && (ir_infer_shapes(c.g, d) < 0 || ir_verify(c.g, d) < 0))
+        rc = -1;
+done:
+    if (rc < 0)
+        ir_diag_prefix(d, "%s", display);
+    free(c.nodes.v);
+    fe_map_free(&c.names);
+    ir_arena_destroy(c.tmp);
+    if (m)
+        onnx__model_proto__free_unpacked(m, NULL);
+    if (rc != 0) {
+        ir_graph_destroy(c.g);
+        return NULL;
+    }
+    return c.g;
+}
 
 ir_graph *icc_onnx_load_buffer(const void *buf, size_t len, const char *base_dir,
                                const char *display, icc_diag *d)
 {
-    (void)buf;
-    (void)len;
-    (void)base_dir;
-    ir_errorf(d, "%s: the ONNX frontend is not implemented yet", display);
-    return NULL;
+    return fe_import_buffer(buf, len, base_dir, display, true, d);
 }
 
 ir_graph *icc_onnx_load_file(const char *path, icc_diag *d)
 {
-    return icc_onnx_load_buffer(NULL, 0, NULL, path, d);
-}
-
-int icc_onnx_load_tensor_file(const char *path, ir_tensor *out, char **name, icc_diag *d)
-{
-    (void)out;
-    (void)name;
-    return ir_errorf(d, "%s: the ONNX frontend is not implemented yet", path);
+    uint8_t *buf;
+    size_t len;
+    if (fe_read_file(path, FE_MAX_PROTO_BYTES, &buf, &len, d) < 0) {
+        ir_diag_prefix(d, "%s", path);
+        return NULL;
+    }
+    char *dir = fe_dirname(path);
+    ir_graph *g = NULL;
+    if (!dir)
+        ir_errorf(d, "%s: out of memory", path);
+    else
+        g = fe_import_buffer(buf, len, dir, path, true, d);
+    free(dir);
+    free(buf);
+    return g;
 }
