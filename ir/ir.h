@@ -264,6 +264,10 @@ int ir_node_errorf(icc_diag *d, const ir_node *n, const char *fmt, ...)
  * schemas against the registry, output types present. */
 int ir_verify(const ir_graph *g, icc_diag *d);
 
+/* Checks n's input/output counts and required inputs against the
+ * registry (what shape functions and kernels rely on). */
+int ir_node_check_arity(const ir_node *n, icc_diag *d);
+
 /* Runs every node's shape function with constant inputs known, filling
  * output types. Declared output types that are more precise are kept. */
 int ir_infer_shapes(ir_graph *g, icc_diag *d);

@@ -9,9 +9,10 @@ int ir_verrorf(icc_diag *d, const char *fmt, va_list ap)
 {
     if (d) {
         vsnprintf(d->msg, sizeof d->msg, fmt, ap);
-        /* Messages are one line: fold any newline from user strings. */
+        /* Messages are one line of text: fold newlines and other control
+         * bytes (terminal escapes) that user strings bring in. */
         for (char *p = d->msg; *p; p++)
-            if (*p == '\n' || *p == '\r')
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
                 *p = ' ';
     }
     return -1;

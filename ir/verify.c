@@ -24,6 +24,23 @@ static int check_attrs(const ir_node *n, icc_diag *d)
     return 0;
 }
 
+/* Shape functions and kernels index inputs below min_in without checking:
+ * everything that calls them checks the arity first, here. */
+int ir_node_check_arity(const ir_node *n, icc_diag *d)
+{
+    if (n->op < 0 || n->op >= IR_OP_COUNT)
+        return ir_errorf(d, "node '%.200s' has an invalid op", n->name);
+    const ir_op_info *op = &ir_ops[n->op];
+    if (n->nin < op->min_in || (op->max_in >= 0 && n->nin > op->max_in))
+        return ir_node_errorf(d, n, "has %d inputs; expected %d to %d", n->nin, op->min_in, op->max_in);
+    if (n->nout < op->min_out || (op->max_out >= 0 && n->nout > op->max_out))
+        return ir_node_errorf(d, n, "has %d outputs; expected %d to %d", n->nout, op->min_out, op->max_out);
+    for (int i = 0; i < op->min_in; i++)
+        if (!n->in[i])
+            return ir_node_errorf(d, n, "required input %d is missing", i);
+    return 0;
+}
+
 /* Value names are checked unique by sorting a copy of the pointers. */
 static int cmp_name(const void *a, const void *b)
 {
@@ -64,28 +81,12 @@ int ir_verify(const ir_graph *g, icc_diag *d)
     }
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
-        if (n->op < 0 || n->op >= IR_OP_COUNT) {
-            ir_errorf(d, "node '%s' has an invalid op", n->name);
+        if (ir_node_check_arity(n, d) < 0)
             goto done;
-        }
-        const ir_op_info *op = &ir_ops[n->op];
-        if (n->nin < op->min_in || (op->max_in >= 0 && n->nin > op->max_in)) {
-            ir_node_errorf(d, n, "has %d inputs; expected %d to %d", n->nin, op->min_in, op->max_in);
-            goto done;
-        }
-        if (n->nout < op->min_out || (op->max_out >= 0 && n->nout > op->max_out)) {
-            ir_node_errorf(d, n, "has %d outputs; expected %d to %d", n->nout, op->min_out, op->max_out);
-            goto done;
-        }
         for (int i = 0; i < n->nin; i++) {
             const ir_value *v = n->in[i];
-            if (!v) {
-                if (i < op->min_in) {
-                    ir_node_errorf(d, n, "required input %d is missing", i);
-                    goto done;
-                }
+            if (!v)
                 continue;
-            }
             if (!defined[v->id]) {
                 ir_node_errorf(d, n, "input '%s' is used before it is defined (or never defined)", v->name);
                 goto done;
@@ -94,7 +95,7 @@ int ir_verify(const ir_graph *g, icc_diag *d)
         if (n->nin && n->in[0] && n->in[0]->type.dtype != IR_UNDEF &&
             !ir_op_accepts_dtype(n->op, n->in[0]->type.dtype)) {
             ir_node_errorf(d, n, "input dtype %s is not supported (expects %s)",
-                           ir_dtype_name(n->in[0]->type.dtype), op->types);
+                           ir_dtype_name(n->in[0]->type.dtype), ir_ops[n->op].types);
             goto done;
         }
         if (check_attrs(n, d) < 0)
@@ -160,6 +161,8 @@ int ir_infer_shapes(ir_graph *g, icc_diag *d)
         ir_type tout[64];
         if (n->nin > 64 || n->nout > 64)
             return ir_node_errorf(d, n, "more than 64 inputs or outputs");
+        if (ir_node_check_arity(n, d) < 0)
+            return -1;
         for (int i = 0; i < n->nin; i++) {
             tin[i] = n->in[i] ? &n->in[i]->type : NULL;
             val[i] = n->in[i] && n->in[i]->kind == IR_VAL_CONST ? &n->in[i]->cval : NULL;

@@ -21,6 +21,8 @@ int ir_eval_node(const ir_node *n, const ir_tensor *const *in, ir_tensor *out, i
     ir_tensor *outp[64];
     if (n->nin > 64 || n->nout > 64)
         return ir_node_errorf(d, n, "more than 64 inputs or outputs");
+    if (ir_node_check_arity(n, d) < 0)
+        return -1;
     for (int i = 0; i < n->nin; i++) {
         tin_ptr[i] = NULL;
         if (in[i]) {
