@@ -973,6 +973,22 @@ ir_graph *fe_import_buffer(const void *buf, size_t len, const char *base_dir, co
         ir_errorf(d, "the model has no graph");
         goto done;
     }
+    /* Only IR version 2 models predate opset_import (they mean opset 1). */
+    if (!m->n_opset_import && m->has_ir_version && m->ir_version >= 3) {
+        ir_errorf(d, "the model has no opset_import (required since IR version 3)");
+        goto done;
+    }
+    /* Newer opsets may change an op's meaning; running them with the
+     * semantics we know would be silently wrong. */
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        bool dflt = !o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx");
+        if (dflt && o->version > ICC_ONNX_MAX_OPSET) {
+            ir_errorf(d, "opset %lld of the default domain is newer than the newest icc knows (%d)",
+                      (long long)o->version, ICC_ONNX_MAX_OPSET);
+            goto done;
+        }
+    }
     c.m = m;
     c.gp = m->graph;
     c.g = ir_graph_create(m->graph->name && *m->graph->name ? m->graph->name : "main");

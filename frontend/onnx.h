@@ -26,6 +26,10 @@ ir_graph *icc_onnx_load_buffer(const void *buf, size_t len, const char *base_dir
  * and *name (if non-NULL) a malloc'd copy of the tensor's name. */
 int icc_onnx_load_tensor_file(const char *path, ir_tensor *out, char **name, icc_diag *d);
 
+/* Newest opset of the default domain whose semantics icc implements
+ * (that of onnx 1.22); a model importing a newer one is rejected. */
+#define ICC_ONNX_MAX_OPSET 27
+
 /* Maximum nesting depth of protobuf messages accepted. */
 #define ICC_ONNX_MAX_DEPTH 64
 

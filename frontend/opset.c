@@ -295,7 +295,7 @@ static int adapt_legacy_broadcast(fe_lower *l)
                         "known (opset %d)", "axis", l->src->opset);
     int64_t rA = A->type.rank, rB = B->type.rank;
     int64_t axis = ax.i < 0 ? ax.i + rA : ax.i;
-    if (axis < 0 || axis + rB > rA)
+    if (axis < 0 || axis > rA - rB)
         return node_err(l, "broadcast '%s' is out of range (opset %d)", "axis", l->src->opset);
     int64_t extra = rA - axis - rB;
     if (extra == 0)
