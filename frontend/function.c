@@ -59,14 +59,11 @@ int fe_opset_version(Onnx__OperatorSetIdProto *const *imp, size_t n, const char 
 
 int fe_node_errorf(icc_diag *d, const fe_node *n, const char *fmt, ...)
 {
-    if (!d)
-        return -1;
-    char buf[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    ir_located_verrorf(d, n->name, n->op_type, fmt, ap);
     va_end(ap);
-    return ir_errorf(d, "node '%.200s' (%.100s): %s", n->name, n->op_type, buf);
+    return -1;
 }
 
 /* Scratch for the main graph is bounded by the file's size; for inlined

@@ -337,14 +337,11 @@ int ir_attr_floats(const ir_node *n, const char *name, const float **v)
 
 int ir_node_errorf(icc_diag *d, const ir_node *n, const char *fmt, ...)
 {
-    if (!d)
-        return -1;
-    char buf[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    ir_located_verrorf(d, n->name, ir_ops[n->op].name, fmt, ap);
     va_end(ap);
-    return ir_errorf(d, "node '%.200s' (%s): %s", n->name, ir_ops[n->op].name, buf);
+    return -1;
 }
 
 void ir_graph_param_stats(const ir_graph *g, int64_t *count, int64_t *bytes)

@@ -30,6 +30,8 @@ typedef struct icc_diag {
 int ir_errorf(icc_diag *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int ir_verrorf(icc_diag *d, const char *fmt, va_list ap);
+/* "node 'NODE' (OP): <fmt>", names truncated to keep the line short. */
+int ir_located_verrorf(icc_diag *d, const char *node, const char *op, const char *fmt, va_list ap);
 /* Prepends "prefix: " to an existing message (e.g. the file name). */
 void ir_diag_prefix(icc_diag *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -27,6 +27,15 @@ int ir_errorf(icc_diag *d, const char *fmt, ...)
     return -1;
 }
 
+int ir_located_verrorf(icc_diag *d, const char *node, const char *op, const char *fmt, va_list ap)
+{
+    if (!d)
+        return -1;
+    char buf[768];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    return ir_errorf(d, "node '%.200s' (%.100s): %s", node, op, buf);
+}
+
 void ir_diag_prefix(icc_diag *d, const char *fmt, ...)
 {
     if (!d)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ir/ref/interp.h"
+#include "check_main.h"
 #include "onnx_build.h"
 
 /* ---- basic import --------------------------------------------------------- */
@@ -734,9 +735,5 @@ static Suite *frontend_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(frontend_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return icc_run_suite(frontend_suite());
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "onnx_build.h"
 
 /* ---- tensors ------------------------------------------------------------ */
@@ -554,9 +555,5 @@ static Suite *frontend_data_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(frontend_data_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return icc_run_suite(frontend_data_suite());
 }

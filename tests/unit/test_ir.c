@@ -1,6 +1,6 @@
 /* test_ir.c - core IR: dtypes, checked arithmetic, arena, graph building,
  * attributes and the registry. */
-#include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <string.h>
 
@@ -131,9 +131,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return icc_run_suite(suite());
 }

@@ -3,7 +3,7 @@
  * against hand-computed values: broadcasting, integer wraparound and
  * division, Pow and Mod forms, NaN rules, rounding of f16/bf16 results,
  * every class of Cast, Clip/Where/PRelu, activations and error paths. */
-#include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -888,9 +888,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return icc_run_suite(suite());
 }

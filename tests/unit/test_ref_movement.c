@@ -1,7 +1,7 @@
 /* test_ref_movement.c - shape functions and reference kernels of the data
  * movement ops (ir/ref/movement*.c): hand-computed outputs, symbolic
  * shape inference, and the errors hostile inputs must produce. */
-#include <check.h>
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1230,9 +1230,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return icc_run_suite(suite());
 }

@@ -2,7 +2,7 @@
  * contraction and neural-network ops (ir/ref/nn*.c): hand-computed small
  * cases per op, the f32 fast paths against the double path on random
  * data, symbolic shape inference, and node-located errors. */
-#include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1142,9 +1142,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return icc_run_suite(suite());
 }

@@ -2,7 +2,7 @@
  * reductions, ArgMax/ArgMin, CumSum/CumProd, TopK, Unique, Resize,
  * GridSample and Einsum, checked against hand-computed values, plus their
  * error paths. */
-#include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1038,9 +1038,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return icc_run_suite(suite());
 }

@@ -2,7 +2,7 @@
  * as written, graphs built in C survive print -> parse -> print with the
  * same text and the same structure, malformed texts fail with located
  * one-line messages, and floats of every dtype round-trip bit-exactly. */
-#include <check.h>
+#include "check_main.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -823,9 +823,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return icc_run_suite(suite());
 }
