@@ -173,23 +173,40 @@ int nn_window_out_dim(const ir_node *node, icc_diag *d, const nn_window *w, int 
 
 /* ---- Conv / ConvInteger typing ------------------------------------------ */
 
+/* The rank shared by a convolution's input x and weights w, in *r.
+ * Returns 1 when known and valid; 0 when unknown (out[0] is then set to
+ * an unknown-rank type of dtype dt, and *r to 0); -1 on error (*r = -1). */
+static int conv_rank(ir_shape_ctx *c, const ir_type *x, const ir_type *w, ir_dtype dt, int *r)
+{
+    *r = x->rank >= 0 ? x->rank : w->rank;
+    if (*r < 0) {
+        ir_type_unknown(&c->out[0], dt, IR_RANK_UNKNOWN);
+        *r = 0;
+        return 0;
+    }
+    if (*r < 3) {
+        *r = -1;
+        return ir_node_errorf(c->diag, c->node,
+                              "input must have rank >= 3 (N, C, spatial dims), got rank %d",
+                              x->rank >= 0 ? x->rank : w->rank);
+    }
+    if (x->rank >= 0 && w->rank >= 0 && x->rank != w->rank) {
+        *r = -1;
+        return ir_node_errorf(c->diag, c->node, "weights have rank %d, input has rank %d", w->rank,
+                              x->rank);
+    }
+    return 1;
+}
+
 /* The common typing of Conv and ConvInteger: output [N, M, spatial...]
  * of dtype dt; bias is the index of the bias input or -1. */
 static int conv_type(ir_shape_ctx *c, int bias, ir_dtype dt)
 {
     const ir_type *x = c->in[0], *w = c->in[1];
     const ir_type *b = bias >= 0 && bias < c->nin ? c->in[bias] : NULL;
-    int r = x->rank >= 0 ? x->rank : w->rank;
-    if (r < 0) {
-        ir_type_unknown(&c->out[0], dt, IR_RANK_UNKNOWN);
-        return 0;
-    }
-    if (r < 3)
-        return ir_node_errorf(c->diag, c->node,
-                              "input must have rank >= 3 (N, C, spatial dims), got rank %d", r);
-    if (x->rank >= 0 && w->rank >= 0 && x->rank != w->rank)
-        return ir_node_errorf(c->diag, c->node, "weights have rank %d, input has rank %d", w->rank,
-                              x->rank);
+    int r;
+    if (conv_rank(c, x, w, dt, &r) <= 0)
+        return r < 0 ? -1 : 0;
     int64_t group = ir_attr_int(c->node, "group", 1);
     if (group < 1)
         return ir_node_errorf(c->diag, c->node, "group is %lld; it must be >= 1", (long long)group);
@@ -580,17 +597,9 @@ int shape_conv_transpose(ir_shape_ctx *c)
     const ir_type *x = c->in[0], *w = c->in[1], *b = c->nin > 2 ? c->in[2] : NULL;
     if (nn_same_dtype(c, 1) < 0 || nn_same_dtype(c, 2) < 0)
         return -1;
-    int r = x->rank >= 0 ? x->rank : w->rank;
-    if (r < 0) {
-        ir_type_unknown(&c->out[0], x->dtype, IR_RANK_UNKNOWN);
-        return 0;
-    }
-    if (r < 3)
-        return ir_node_errorf(c->diag, c->node,
-                              "input must have rank >= 3 (N, C, spatial dims), got rank %d", r);
-    if (x->rank >= 0 && w->rank >= 0 && x->rank != w->rank)
-        return ir_node_errorf(c->diag, c->node, "weights have rank %d, input has rank %d", w->rank,
-                              x->rank);
+    int r;
+    if (conv_rank(c, x, w, x->dtype, &r) <= 0)
+        return r < 0 ? -1 : 0;
     int n = r - 2;
     int64_t group = ir_attr_int(c->node, "group", 1);
     if (group < 1)
