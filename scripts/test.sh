@@ -3,7 +3,8 @@
 #   1. unit tests (Check, one suite per module, CK_FORK) in a -Werror build
 #   2. the ONNX node-test conformance run, and the onnx package's light_*
 #      models (ResNet-50, VGG-19, ...), through the interpreter
-#   3. the bad-input corpus (every file: exit 1, one-line error)
+#   3. the driver's command line, and the bad-input corpus (every file:
+#      exit 1, one-line error)
 #   4. all of the above again in an AddressSanitizer + UBSan build
 #   5. the libFuzzer targets, 60 s each (ICC_FUZZ_SECONDS to change)
 # Usage: scripts/test.sh [--quick]   (--quick: stages 1-3 only)
@@ -42,6 +43,8 @@ suite() {
   echo "== models ($dir)"
   "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 \
       ${models:+--filter "$models"}
+  echo "== command line ($dir)"
+  tests/cli/run.sh "$dir/icc"
   if [ -x tests/bad/run.sh ]; then
     echo "== bad inputs ($dir)"
     tests/bad/run.sh "$dir/icc"

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Tests of the icc driver's command line: help, version, info, emit, opt,
+# run (checked against ONNX Runtime on the bundled example), and its errors
+# (one line, exit 1, no partial output). Usage: tests/cli/run.sh ICC
+set -uo pipefail
+ICC=$(realpath "$1")
+cd "$(dirname "$0")/../.."
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+M=examples/digits/digits.onnx
+X=examples/digits/digits_input.npy
+pass=0 fail=0
+
+check() { # name, then a command that must succeed
+  local name=$1; shift
+  if "$@" >"$T/out" 2>"$T/err"; then pass=$((pass + 1)); echo "ok   $name"
+  else fail=$((fail + 1)); echo "FAIL $name"; head -5 "$T/out" "$T/err"; fi
+}
+
+# fails_cleanly NAME REGEX CMD...: exit 1, one stderr line "icc: error: ..." matching REGEX
+fails_cleanly() {
+  local name=$1 re=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ $rc -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -qE "^icc: error: .*$re" "$T/err"; then
+    pass=$((pass + 1)); echo "ok   $name"
+  else
+    fail=$((fail + 1)); echo "FAIL $name (exit $rc)"; head -3 "$T/err"
+  fi
+}
+
+help_lists_options() {
+  "$ICC" --help >"$T/help" || return 1
+  for opt in --emit= -o --input --help --version info run opt; do
+    grep -q -- "$opt" "$T/help" || { echo "--help lacks $opt"; return 1; }
+  done
+}
+check "--help lists every option" help_lists_options
+check "--version" sh -c "'$ICC' --version | grep -qE '^icc [0-9]+\.[0-9]+\.[0-9]+ \(LLVM 19'"
+
+info_digits() {
+  "$ICC" info "$M" >"$T/info" || return 1
+  grep -q "image: f32\[N,1,8,8\]" "$T/info" && grep -q "probs: f32\[N,10\]" "$T/info" &&
+    grep -qE "^parameters: 2410 " "$T/info" && grep -qE "^  Gemm +2$" "$T/info" &&
+    grep -q "^nodes: 5$" "$T/info"
+}
+check "info: inputs, outputs, params, op histogram" info_digits
+
+emit_opt_roundtrip() {
+  "$ICC" "$M" --emit=ir -o "$T/d.icc" && "$ICC" opt "$T/d.icc" -o "$T/d2.icc" && cmp "$T/d.icc" "$T/d2.icc" &&
+    "$ICC" "$M" --emit=ir | cmp - "$T/d.icc"
+}
+check "--emit=ir then opt round-trips identically" emit_opt_roundtrip
+
+run_matches_onnxruntime() {
+  "$ICC" run "$M" --input image="$X" -o "$T/out_dir" || return 1
+  python3 - "$M" "$X" "$T/out_dir/probs.npy" <<'PY'
+import sys, numpy as np, onnxruntime as ort
+m, x, got = sys.argv[1:]
+want = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, {"image": np.load(x)})[0]
+got = np.load(got)
+assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype)
+np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+PY
+}
+check "run -o writes outputs matching ONNX Runtime" run_matches_onnxruntime
+
+run_summary() {
+  "$ICC" run "$M" --input image="$X" >"$T/sum" || return 1
+  grep -q "^probs: f32\[8,10\]" "$T/sum" && grep -q "argmax per row: $(cat examples/digits/digits_labels.txt)" "$T/sum"
+}
+check "run without -o prints a summary with the predicted classes" run_summary
+
+fails_cleanly "run: missing input is named" "input 'image'.*not given" "$ICC" run "$M"
+fails_cleanly "run: unknown input name" "no input named 'bogus'" "$ICC" run "$M" --input bogus="$X"
+fails_cleanly "run: malformed --input" "expected NAME=FILE" "$ICC" run "$M" --input "$X"
+fails_cleanly "run: missing .npy" "nope.npy" "$ICC" run "$M" --input image=nope.npy
+python3 -c "import numpy as np; np.save('$T/bad.npy', np.zeros((2, 3), np.float32))"
+fails_cleanly "run: wrong rank" "rank" "$ICC" run "$M" --input image="$T/bad.npy"
+python3 -c "import numpy as np; np.save('$T/i64.npy', np.zeros((1, 1, 8, 8), np.int64))"
+fails_cleanly "run: wrong dtype" "dtype" "$ICC" run "$M" --input image="$T/i64.npy"
+fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
+fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
+fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus
+fails_cleanly "opt wants text IR" "opt reads text IR" "$ICC" opt "$M"
+
+no_partial_output() {
+  # writing into a directory that does not exist fails and leaves nothing
+  ! "$ICC" "$M" --emit=ir -o "$T/missing_dir/x.icc" 2>/dev/null && [ ! -e "$T/missing_dir" ] &&
+    [ -z "$(ls "$T" | grep '\.tmp')" ]
+}
+check "a failed write leaves no file" no_partial_output
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
