@@ -2,9 +2,28 @@
 #include "ir/stats.h"
 #include "ir/ops.h"
 
+/* Element count with symbolic dims taken as 1 (an estimate per unit of
+ * each symbol); false when the rank or a dim is unknown. */
 static bool numel(const ir_value *v, int64_t *n)
 {
-    return v && ir_type_numel(&v->type, n);
+    if (!v || v->type.rank < 0)
+        return false;
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0; i < v->type.rank; i++) {
+        ir_dim d = v->type.dims[i];
+        if (d.sym == IR_DIM_UNKNOWN)
+            return false;
+        dims[i] = d.sym > 0 ? 1 : d.v;
+    }
+    return ir_numel_ok(dims, v->type.rank, n);
+}
+
+static bool dim_value(ir_dim d, int64_t *v)
+{
+    if (d.sym == IR_DIM_UNKNOWN)
+        return false;
+    *v = d.sym > 0 ? 1 : d.v;
+    return true;
 }
 
 /* Saturating multiply: estimates must not overflow on huge graphs. */
@@ -23,17 +42,19 @@ bool ir_node_flops(const ir_node *n, int64_t *flops)
     case IR_OP_MATMUL: {
         /* out elements * K * 2, K = last dim of A */
         const ir_type *a = &n->in[0]->type;
-        if (!numel(n->out[0], &out) || a->rank < 1 || !ir_dim_is_const(a->dims[a->rank - 1]))
+        int64_t k;
+        if (!numel(n->out[0], &out) || a->rank < 1 || !dim_value(a->dims[a->rank - 1], &k))
             return false;
-        *flops = smul(smul(out, a->dims[a->rank - 1].v), 2);
+        *flops = smul(smul(out, k), 2);
         return true;
     }
     case IR_OP_GEMM: {
         const ir_type *a = &n->in[0]->type;
-        int k = ir_attr_int(n, "transA", 0) ? 0 : 1;
-        if (!numel(n->out[0], &out) || a->rank != 2 || !ir_dim_is_const(a->dims[k]))
+        int ki = ir_attr_int(n, "transA", 0) ? 0 : 1;
+        int64_t k;
+        if (!numel(n->out[0], &out) || a->rank != 2 || !dim_value(a->dims[ki], &k))
             return false;
-        *flops = smul(smul(out, a->dims[k].v), 2);
+        *flops = smul(smul(out, k), 2);
         return true;
     }
     case IR_OP_CONV:
@@ -44,7 +65,7 @@ bool ir_node_flops(const ir_node *n, int64_t *flops)
         if (!numel(n->out[0], &out) || !numel(n->in[0], &in0) || !numel(n->in[1], &wn))
             return false;
         const ir_type *w = &n->in[1]->type;
-        if (w->rank < 1 || w->dims[0].v == 0)
+        if (w->rank < 1 || w->dims[0].sym != 0 || w->dims[0].v == 0)
             return false;
         int64_t per_out = wn / w->dims[0].v; /* Cin/group * kernel (Conv) */
         if (n->op == IR_OP_CONV) {
@@ -90,4 +111,13 @@ int64_t ir_graph_flops(const ir_graph *g, bool *exact)
             total = INT64_MAX;
     }
     return total;
+}
+
+bool ir_graph_has_symbols(const ir_graph *g)
+{
+    for (int i = 0; i < g->nvalues; i++)
+        for (int k = 0; k < g->values[i]->type.rank; k++)
+            if (g->values[i]->type.dims[k].sym > 0)
+                return true;
+    return false;
 }

@@ -7,10 +7,12 @@
 /* Floating-point operations of one node, from its static types: a
  * multiply-add counts as 2 in contractions; elementwise ops count one per
  * output element; reductions one per input element; data movement 0.
- * Returns false when a needed dim is not static (then *flops is 0). */
+ * Symbolic dims count as 1 (so the result is per unit of each symbol).
+ * Returns false when a needed dim is unknown (then *flops is 0). */
 bool ir_node_flops(const ir_node *n, int64_t *flops);
 
 /* Sum over the graph; *exact is false when some node's count is unknown. */
+bool ir_graph_has_symbols(const ir_graph *g);
 int64_t ir_graph_flops(const ir_graph *g, bool *exact);
 
 #endif

@@ -235,8 +235,9 @@ static int cmd_info(const args *a)
     bool exact;
     int64_t fl = ir_graph_flops(g, &exact);
     human((double)fl, "FLOP", buf, sizeof buf);
-    printf("FLOPs: %s%lld (%s)%s\n", exact ? "" : ">= ", (long long)fl, buf,
-           exact ? "" : " (some dims are symbolic; pin them for an exact count)");
+    printf("FLOPs: %s%lld (%s)%s%s\n", exact ? "" : ">= ", (long long)fl, buf,
+           ir_graph_has_symbols(g) ? " with symbolic dims taken as 1" : "",
+           exact ? "" : " (some dims are unknown: not counted)");
     ir_graph_destroy(g);
     return 0;
 }

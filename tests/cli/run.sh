@@ -42,7 +42,7 @@ info_digits() {
   "$ICC" info "$M" >"$T/info" || return 1
   grep -q "image: f32\[N,1,8,8\]" "$T/info" && grep -q "probs: f32\[N,10\]" "$T/info" &&
     grep -qE "^parameters: 2410 " "$T/info" && grep -qE "^  Gemm +2$" "$T/info" &&
-    grep -q "^nodes: 5$" "$T/info"
+    grep -q "^nodes: 5$" "$T/info" && grep -q "^FLOPs: 4808 .*symbolic dims taken as 1" "$T/info"
 }
 check "info: inputs, outputs, params, op histogram" info_digits
 
