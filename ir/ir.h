@@ -185,6 +185,7 @@ typedef struct ir_value {
     struct ir_node *def;       /* IR_VAL_NODE: producer */
     int def_index;             /* IR_VAL_NODE: which output of def */
     ir_tensor cval;            /* IR_VAL_CONST: payload (data in arena) */
+    bool dead;                 /* erased; dropped by ir_graph_compact */
 } ir_value;
 
 typedef struct ir_node {
@@ -196,6 +197,7 @@ typedef struct ir_node {
     ir_value **out;
     int nattr;
     ir_attr *attrs;
+    bool dead;                 /* erased; dropped by ir_graph_compact */
 } ir_node;
 
 typedef struct ir_graph {
@@ -273,6 +275,23 @@ int ir_node_check_arity(const ir_node *n, icc_diag *d);
 /* Runs every node's shape function with constant inputs known, filling
  * output types. Declared output types that are more precise are kept. */
 int ir_infer_shapes(ir_graph *g, icc_diag *d);
+
+/* ---- rewriting (ir/rewrite.c) ------------------------------------------- */
+
+/* Points every use of `from` (node inputs, graph outputs) at `to`;
+ * returns the number of uses changed. */
+int ir_replace_all_uses(ir_graph *g, ir_value *from, ir_value *to);
+/* uses[v->id] = number of uses of v by live nodes and graph outputs;
+ * uses has g->nvalues entries. */
+void ir_graph_count_uses(const ir_graph *g, int *uses);
+/* Mark a node (and its outputs) or a value erased; ir_graph_compact
+ * drops marked entries and renumbers value ids. */
+void ir_node_erase(ir_node *n);
+void ir_value_erase(ir_value *v);
+void ir_graph_compact(ir_graph *g);
+/* Restores topological order after nodes were appended out of place,
+ * keeping the existing order wherever it is already valid; -1 on a cycle. */
+int ir_graph_toposort(ir_graph *g, icc_diag *d);
 
 /* Parameter count (elements of constants) and their bytes. */
 void ir_graph_param_stats(const ir_graph *g, int64_t *count, int64_t *bytes);

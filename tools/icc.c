@@ -19,6 +19,7 @@
 
 #include "frontend/onnx.h"
 #include "ir/ops.h"
+#include "passes/pass.h"
 #include "ir/ref/interp.h"
 #include "ir/stats.h"
 #include "ir/text.h"
@@ -40,6 +41,10 @@ typedef struct {
     const char *emit;
     const char *inputs[MAX_INPUTS];
     int ninputs;
+    const char *passes;       /* --passes=, or NULL */
+    int level;                /* -O level; -1 when not given */
+    int dflt_level;           /* level used when neither -O nor --passes is given */
+    icc_pass_options popts;
 } args;
 
 static void usage(FILE *f)
@@ -63,6 +68,22 @@ static void usage(FILE *f)
         "  --emit=ir            what to produce (ir: the text IR)\n"
         "  -o PATH              output file (or directory for run)\n"
         "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
+        "\n"
+        "optimization (icc MODEL --emit=ir, icc opt):\n"
+        "  -O0 .. -O3           the default pipeline of that level (icc --list-passes\n"
+        "                       shows them; --emit=ir defaults to -O0, opt to no passes)\n"
+        "  --passes=PIPELINE    run these passes, e.g. shape-infer,fold{max-bytes=4096},dce\n"
+        "  --list-passes        every pass, its options, and the -O pipelines\n"
+        "  --print-before=P,..  print the IR before the named passes (or 'all')\n"
+        "  --print-after=P,..   print the IR after the named passes (or 'all')\n"
+        "  --print-after-all    print the IR after every pass\n"
+        "  --print-changed      print the IR only after passes that changed it\n"
+        "  --time-passes        a table of wall time per pass\n"
+        "  --stats              each pass's statistics (nodes removed, constants folded...)\n"
+        "  --no-verify          do not verify the IR after each pass\n"
+        "  --reproducer=PATH    where a failing pass writes its reproducer\n"
+        "                       (default: $TMPDIR/icc-reproducer-PID.icc)\n"
+        "  (pass output goes to stderr)\n"
         "  --help, -h           this help\n"
         "  --version            print the version\n"
         "\n"
@@ -242,6 +263,43 @@ static int cmd_info(const args *a)
     return 0;
 }
 
+/* Runs the pipeline the options ask for (none when neither --passes nor
+ * -O is given and dflt_level is -1). */
+static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_diag *d)
+{
+    int level = a->level >= 0 ? a->level : dflt_level;
+    const char *text = a->passes ? a->passes : level >= 0 ? icc_pipeline_for_level(level) : NULL;
+    if (!text)
+        return 0;
+    icc_pipeline p;
+    if (icc_pipeline_parse(text, &p, d) < 0)
+        return -1;
+    char repro[512];
+    icc_pass_options o = a->popts;
+    if (!o.reproducer) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(repro, sizeof repro, "%s/icc-reproducer-%d.icc", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+        o.reproducer = repro;
+    }
+    int rc = icc_pipeline_run(&p, g, &o, d);
+    icc_pipeline_free(&p);
+    return rc;
+}
+
+static int cmd_list_passes(void)
+{
+    printf("passes:\n");
+    for (int i = 0; i < PASS_COUNT; i++) {
+        printf("  %-14s %s\n", pass_table[i].name, pass_table[i].doc);
+        if (*pass_table[i].opts)
+            printf("  %-14s   options: %s\n", "", pass_table[i].opts);
+    }
+    printf("pipelines:\n");
+    for (int l = 0; l <= 3; l++)
+        printf("  -O%d  %s\n", l, icc_pipeline_for_level(l));
+    return 0;
+}
+
 static int cmd_emit(const args *a)
 {
     icc_diag d = {{0}};
@@ -253,6 +311,10 @@ static int cmd_emit(const args *a)
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
+    if (run_passes(a, g, a->dflt_level, &d) < 0) {
+        ir_graph_destroy(g);
+        return fail("%s: %s", a->model, d.msg);
+    }
     size_t len;
     char *text = ir_print_string(g, &len);
     ir_graph_destroy(g);
@@ -271,7 +333,10 @@ static int cmd_emit(const args *a)
 
 static int cmd_opt(const args *a)
 {
-    return cmd_emit(&(args){.model = a->model, .out = a->out, .emit = "ir"});
+    args b = *a;
+    b.emit = "ir";
+    b.dflt_level = -1;
+    return cmd_emit(&b);
 }
 
 /* Output names become file names: keep [A-Za-z0-9._-], map others to '_'. */
@@ -441,7 +506,7 @@ static int cmd_ops_doc(void)
 
 int main(int argc, char **argv)
 {
-    args a = {.cmd = "compile"};
+    args a = {.cmd = "compile", .level = -1, .dflt_level = 0};
     int i = 1;
     if (argc > 1 && (!strcmp(argv[1], "info") || !strcmp(argv[1], "run") || !strcmp(argv[1], "opt"))) {
         a.cmd = argv[1];
@@ -457,6 +522,28 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(s, "--ops-doc")) {
             return cmd_ops_doc();
+        } else if (!strcmp(s, "--list-passes")) {
+            return cmd_list_passes();
+        } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
+            a.level = s[2] - '0';
+        } else if (!strncmp(s, "--passes=", 9)) {
+            a.passes = s + 9;
+        } else if (!strncmp(s, "--print-before=", 15)) {
+            a.popts.print_before = s + 15;
+        } else if (!strncmp(s, "--print-after=", 14)) {
+            a.popts.print_after = s + 14;
+        } else if (!strcmp(s, "--print-after-all")) {
+            a.popts.print_after_all = true;
+        } else if (!strcmp(s, "--print-changed")) {
+            a.popts.print_changed = true;
+        } else if (!strcmp(s, "--time-passes")) {
+            a.popts.time_passes = true;
+        } else if (!strcmp(s, "--stats")) {
+            a.popts.stats = true;
+        } else if (!strcmp(s, "--no-verify")) {
+            a.popts.no_verify = true;
+        } else if (!strncmp(s, "--reproducer=", 13)) {
+            a.popts.reproducer = s + 13;
         } else if (!strncmp(s, "--emit=", 7)) {
             a.emit = s + 7;
         } else if (!strcmp(s, "-o")) {

@@ -1,0 +1,7 @@
+/* fold.c - (not implemented yet). */
+#include "passes/pass.h"
+
+int pass_fold(pass_ctx *c)
+{
+    return ir_errorf(c->diag, "not implemented yet");
+}

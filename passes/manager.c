@@ -1,0 +1,319 @@
+/* manager.c - the pass registry, pipeline parsing and printing, the
+ * default pipelines of -O0..-O3, and the runner (verify after each pass,
+ * IR printing, timing, statistics, reproducers). */
+#include "passes/pass.h"
+#include "ir/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const pass_info pass_table[PASS_COUNT] = {
+#define PASS(id, nm, fn, doc, opts) [PASS_##id] = {nm, fn, doc, opts},
+#include "passes/passes.def"
+#undef PASS
+};
+
+/* The default pipelines, top to bottom. Each level names what it adds:
+ *  -O0: types only, the graph as imported.
+ *  -O1: constants folded, dead code removed.
+ *  -O2: and simplified, BatchNorm folded into weights, duplicates merged.
+ *  -O3: -O2 today; fusion, layout and memory planning join it as they land. */
+static const char *const levels[4] = {
+    "shape-infer",
+    "shape-infer,fold,dce",
+    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce",
+    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce",
+};
+
+const char *icc_pipeline_for_level(int level)
+{
+    return level >= 0 && level <= 3 ? levels[level] : NULL;
+}
+
+/* The documented default of key in a pass's option text, or NULL. */
+static const char *opt_doc_default(int pass, const char *key, char *buf, size_t n)
+{
+    const char *p = pass_table[pass].opts;
+    size_t kl = strlen(key);
+    while (p && *p) {
+        while (*p == ' ' || *p == ';')
+            p++;
+        if (!strncmp(p, key, kl) && p[kl] == '=') {
+            size_t vl = strcspn(p + kl + 1, ":; ");
+            snprintf(buf, n, "%.*s", (int)vl, p + kl + 1);
+            return buf;
+        }
+        p += strcspn(p, ";");
+    }
+    return NULL;
+}
+
+int64_t pass_opt_int(const pass_ctx *c, const char *key, int64_t def)
+{
+    for (int i = 0; i < c->nopts; i++)
+        if (!strcmp(c->opts[i].key, key))
+            return strtoll(c->opts[i].val, NULL, 0);
+    return def;
+}
+
+void pass_stat(pass_ctx *c, const char *name, int64_t delta)
+{
+    for (int i = 0; i < c->nstats; i++)
+        if (!strcmp(c->stats[i].name, name)) {
+            c->stats[i].value += delta;
+            return;
+        }
+    if (c->nstats < PASS_MAX_STATS)
+        c->stats[c->nstats++] = (pass_stat_entry){name, delta};
+}
+
+static int find_pass(const char *name, size_t n)
+{
+    for (int i = 0; i < PASS_COUNT; i++)
+        if (strlen(pass_table[i].name) == n && !strncmp(pass_table[i].name, name, n))
+            return i;
+    return -1;
+}
+
+/* pipeline = step (',' step)* ; step = name ('{' opt (',' opt)* '}')? ;
+ * opt = key '=' value. Whitespace around tokens is ignored. */
+int icc_pipeline_parse(const char *text, icc_pipeline *p, icc_diag *d)
+{
+    memset(p, 0, sizeof *p);
+    const char *s = text;
+    int cap = 0;
+    while (*s == ' ')
+        s++;
+    if (!*s)
+        return 0;
+    for (;;) {
+        while (*s == ' ')
+            s++;
+        size_t n = strcspn(s, ",{} ");
+        int pass = find_pass(s, n);
+        if (pass < 0) {
+            ir_errorf(d, "unknown pass '%.*s' in pipeline (see icc --list-passes)", (int)(n > 64 ? 64 : n), s);
+            goto fail;
+        }
+        if (p->nsteps == cap) {
+            cap = cap ? cap * 2 : 8;
+            icc_pipeline_step *ns = realloc(p->steps, sizeof *ns * (size_t)cap);
+            if (!ns) {
+                ir_errorf(d, "out of memory");
+                goto fail;
+            }
+            p->steps = ns;
+        }
+        icc_pipeline_step *st = &p->steps[p->nsteps++];
+        memset(st, 0, sizeof *st);
+        st->pass = pass;
+        s += n;
+        while (*s == ' ')
+            s++;
+        if (*s == '{') {
+            s++;
+            for (;;) {
+                while (*s == ' ')
+                    s++;
+                size_t kl = strcspn(s, "=,} ");
+                char dbuf[64];
+                if (kl == 0 || kl >= sizeof st->opts[0].key || s[kl] != '=') {
+                    ir_errorf(d, "pass '%s': expected key=value in its options", pass_table[pass].name);
+                    goto fail;
+                }
+                char key[32];
+                snprintf(key, sizeof key, "%.*s", (int)kl, s);
+                if (!opt_doc_default(pass, key, dbuf, sizeof dbuf)) {
+                    ir_errorf(d, "pass '%s' has no option '%s'", pass_table[pass].name, key);
+                    goto fail;
+                }
+                s += kl + 1;
+                size_t vl = strcspn(s, ",} ");
+                if (vl == 0 || vl >= sizeof st->opts[0].val || st->nopts == PASS_MAX_OPTS) {
+                    ir_errorf(d, "pass '%s': bad value for option '%s'", pass_table[pass].name, key);
+                    goto fail;
+                }
+                pass_opt *o = &st->opts[st->nopts++];
+                snprintf(o->key, sizeof o->key, "%s", key);
+                snprintf(o->val, sizeof o->val, "%.*s", (int)vl, s);
+                s += vl;
+                while (*s == ' ')
+                    s++;
+                if (*s == ',') {
+                    s++;
+                    continue;
+                }
+                if (*s == '}') {
+                    s++;
+                    break;
+                }
+                ir_errorf(d, "pass '%s': unterminated options (missing '}')", pass_table[pass].name);
+                goto fail;
+            }
+        }
+        while (*s == ' ')
+            s++;
+        if (!*s)
+            return 0;
+        if (*s != ',') {
+            ir_errorf(d, "unexpected '%c' in pipeline", *s);
+            goto fail;
+        }
+        s++;
+    }
+fail:
+    icc_pipeline_free(p);
+    return -1;
+}
+
+void icc_pipeline_free(icc_pipeline *p)
+{
+    free(p->steps);
+    p->steps = NULL;
+    p->nsteps = 0;
+}
+
+char *icc_pipeline_string(const icc_pipeline *p, int from)
+{
+    size_t cap = 64, n = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    s[0] = 0;
+    for (int i = from; i < p->nsteps; i++) {
+        const icc_pipeline_step *st = &p->steps[i];
+        char buf[1024];
+        int k = snprintf(buf, sizeof buf, "%s%s", i > from ? "," : "", pass_table[st->pass].name);
+        for (int j = 0; j < st->nopts; j++)
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s=%s", j ? "," : "{", st->opts[j].key,
+                          st->opts[j].val);
+        if (st->nopts)
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "}");
+        if (n + (size_t)k + 1 > cap) {
+            cap = (n + (size_t)k + 1) * 2;
+            char *ns = realloc(s, cap);
+            if (!ns) {
+                free(s);
+                return NULL;
+            }
+            s = ns;
+        }
+        memcpy(s + n, buf, (size_t)k + 1);
+        n += (size_t)k;
+    }
+    return s;
+}
+
+static bool in_list(const char *list, const char *name)
+{
+    if (!list)
+        return false;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if ((k == n && !strncmp(p, name, n)) || (k == 3 && !strncmp(p, "all", 3)))
+            return true;
+        p += k + (p[k] == ',');
+    }
+    return false;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void write_reproducer(const char *path, const char *before, const icc_pipeline *p, int step,
+                             const char *msg)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    char *rest = icc_pipeline_string(p, step);
+    fprintf(f, "# icc reproducer: pass '%s' failed: %s\n# re-run: icc opt %s --passes=%s\n",
+            pass_table[p->steps[step].pass].name, msg, path, rest ? rest : "");
+    fputs(before ? before : "# (the IR could not be printed)\n", f);
+    fclose(f);
+    free(rest);
+}
+
+int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options *o, icc_diag *d)
+{
+    static const icc_pass_options none = {0};
+    if (!o)
+        o = &none;
+    FILE *out = o->out ? o->out : stderr;
+    double *ms = calloc((size_t)p->nsteps + 1, sizeof(double));
+    int rc = -1;
+    if (!ms)
+        return ir_errorf(d, "out of memory");
+    for (int i = 0; i < p->nsteps; i++) {
+        const icc_pipeline_step *st = &p->steps[i];
+        const char *name = pass_table[st->pass].name;
+        bool after = o->print_after_all || in_list(o->print_after, name) ||
+                     (o->print_changed && !o->print_after);
+        /* The text before the pass serves print-before, print-changed and
+         * the reproducer; print it only when one of them needs it. */
+        char *before = NULL;
+        if (in_list(o->print_before, name) || (after && o->print_changed) || o->reproducer)
+            before = ir_print_string(g, NULL);
+        if (in_list(o->print_before, name))
+            fprintf(out, "# IR before %s\n%s", name, before ? before : "");
+        pass_ctx c = {.g = g, .diag = d, .opts = st->opts, .nopts = st->nopts};
+        double t0 = now_ms();
+        int r = pass_table[st->pass].run(&c);
+        ms[i] = now_ms() - t0;
+        if (r == 0 && !o->no_verify && ir_verify(g, d) < 0) {
+            ir_diag_prefix(d, "IR invalid after pass '%s'", name);
+            r = -1;
+        } else if (r < 0) {
+            ir_diag_prefix(d, "pass '%s'", name);
+        }
+        if (r < 0) {
+            if (o->reproducer) {
+                write_reproducer(o->reproducer, before, p, i, d->msg);
+                size_t n = strlen(d->msg);
+                snprintf(d->msg + n, sizeof d->msg - n, " (reproducer: %s)", o->reproducer);
+            }
+            free(before);
+            goto done;
+        }
+        if (after) {
+            char *now = ir_print_string(g, NULL);
+            if (!o->print_changed || !before || !now || strcmp(before, now))
+                fprintf(out, "# IR after %s\n%s", name, now ? now : "");
+            else
+                fprintf(out, "# IR after %s: unchanged\n", name);
+            free(now);
+        }
+        free(before);
+        if (o->stats && c.nstats) {
+            fprintf(out, "# %s:", name);
+            for (int k = 0; k < c.nstats; k++)
+                fprintf(out, "%s %lld %s", k ? "," : "", (long long)c.stats[k].value, c.stats[k].name);
+            fprintf(out, "\n");
+        }
+    }
+    if (o->time_passes) {
+        double total = 0;
+        for (int i = 0; i < p->nsteps; i++)
+            total += ms[i];
+        fprintf(out, "# pass timings (wall)\n#   %10s  %6s  %s\n", "ms", "%", "pass");
+        for (int i = 0; i < p->nsteps; i++)
+            fprintf(out, "#   %10.3f  %5.1f%%  %s\n", ms[i], total > 0 ? 100 * ms[i] / total : 0,
+                    pass_table[p->steps[i].pass].name);
+        fprintf(out, "#   %10.3f  100.0%%  total\n", total);
+    }
+    rc = 0;
+done:
+    free(ms);
+    return rc;
+}
+
+int pass_shape_infer(pass_ctx *c)
+{
+    return ir_infer_shapes(c->g, c->diag);
+}

@@ -1,0 +1,107 @@
+/* pass.h - passes and pipelines.
+ *
+ * A pass is a function over a graph; passes.def lists them. A pipeline is
+ * a comma-separated list of pass names with optional {key=value,...}
+ * options, e.g. "shape-infer,fold{max-bytes=4096},dce"; it prints back to
+ * the same text. The runner verifies after each pass, prints IR before or
+ * after chosen passes, times them, collects statistics, and on a failing
+ * pass writes a reproducer (the IR before the pass plus the pipeline from
+ * that pass on) that `icc opt FILE --passes=...` re-runs.
+ */
+#ifndef ICC_PASS_H
+#define ICC_PASS_H
+
+#include <stdio.h>
+#include "ir/ir.h"
+
+enum {
+#define PASS(id, name, fn, doc, opts) PASS_##id,
+#include "passes/passes.def"
+#undef PASS
+    PASS_COUNT
+};
+
+#define PASS_MAX_OPTS 8
+#define PASS_MAX_STATS 8
+
+typedef struct pass_opt {
+    char key[32];
+    char val[64];
+} pass_opt;
+
+typedef struct pass_stat_entry {
+    const char *name;          /* a static string, e.g. "nodes removed" */
+    int64_t value;
+} pass_stat_entry;
+
+/* What a pass sees. It reports errors through diag (returning -1) and
+ * sets `changed` when it modified the graph. */
+typedef struct pass_ctx {
+    ir_graph *g;
+    icc_diag *diag;
+    const pass_opt *opts;
+    int nopts;
+    bool changed;
+    pass_stat_entry stats[PASS_MAX_STATS];
+    int nstats;
+} pass_ctx;
+
+typedef int (*pass_fn)(pass_ctx *c);
+
+typedef struct pass_info {
+    const char *name;
+    pass_fn run;
+    const char *doc;
+    const char *opts;
+} pass_info;
+
+extern const pass_info pass_table[PASS_COUNT];
+
+#define PASS(id, name, fn, doc, opts) int fn(pass_ctx *c);
+#include "passes/passes.def"
+#undef PASS
+
+/* An option's value (the pass's documented default when absent). */
+int64_t pass_opt_int(const pass_ctx *c, const char *key, int64_t def);
+/* Adds delta to the named counter (name must be a static string). */
+void pass_stat(pass_ctx *c, const char *name, int64_t delta);
+
+/* ---- pipelines ----------------------------------------------------------- */
+
+typedef struct icc_pipeline_step {
+    int pass;
+    pass_opt opts[PASS_MAX_OPTS];
+    int nopts;
+} icc_pipeline_step;
+
+typedef struct icc_pipeline {
+    icc_pipeline_step *steps;
+    int nsteps;
+} icc_pipeline;
+
+/* Parses text into p (the caller frees with icc_pipeline_free). Unknown
+ * passes or options are errors naming them. */
+int icc_pipeline_parse(const char *text, icc_pipeline *p, icc_diag *d);
+void icc_pipeline_free(icc_pipeline *p);
+/* Prints steps [from, nsteps) back as pipeline text (malloc'd). */
+char *icc_pipeline_string(const icc_pipeline *p, int from);
+/* The default pipeline of -O0..-O3 (static text). */
+const char *icc_pipeline_for_level(int level);
+
+typedef struct icc_pass_options {
+    const char *print_before;  /* comma-separated pass names, or NULL */
+    const char *print_after;   /* comma-separated pass names, or NULL */
+    bool print_after_all;
+    bool print_changed;        /* with print-after*: only when the pass changed the IR */
+    bool time_passes;          /* a table of wall time per pass on `out` */
+    bool stats;                /* each pass's counters on `out` */
+    bool no_verify;            /* skip ir_verify after each pass */
+    FILE *out;                 /* where prints and tables go (NULL: stderr) */
+    const char *reproducer;    /* path for the reproducer on failure (NULL: none) */
+} icc_pass_options;
+
+/* Runs p over g. On failure d says which pass failed and why (and where the
+ * reproducer was written). */
+int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options *o, icc_diag *d);
+
+#endif

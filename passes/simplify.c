@@ -1,0 +1,7 @@
+/* simplify.c - (not implemented yet). */
+#include "passes/pass.h"
+
+int pass_simplify(pass_ctx *c)
+{
+    return ir_errorf(c->diag, "not implemented yet");
+}
