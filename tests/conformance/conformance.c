@@ -27,6 +27,7 @@
 #include "frontend/onnx.h"
 #include "ir/ref/interp.h"
 #include "ir/text.h"
+#include "passes/pass.h"
 
 enum { R_PASS = 0, R_FAIL = 1, R_SKIP = 2 };
 
@@ -40,6 +41,7 @@ typedef struct {
     double rtol, atol;
     int timeout;
     int min_pass;
+    const char *passes;          /* pipeline run after loading, or NULL */
 } options;
 
 typedef struct {
@@ -152,6 +154,34 @@ static bool compare(const ir_tensor *got, const ir_tensor *want, const options *
     return true;
 }
 
+/* Loads a model and runs the chosen pipeline on it; NULL with why filled
+ * (and *skip set for an unsupported op) on failure. */
+static ir_graph *load(const char *path, const options *o, char *why, size_t whylen, bool *skip)
+{
+    icc_diag d = {{0}};
+    *skip = false;
+    ir_graph *g = icc_onnx_load_file(path, &d);
+    if (!g) {
+        snprintf(why, whylen, "%s", d.msg);
+        *skip = strstr(d.msg, "unsupported op") != NULL;
+        return NULL;
+    }
+    if (o->passes) {
+        icc_pipeline p;
+        int rc = icc_pipeline_parse(o->passes, &p, &d);
+        if (rc == 0) {
+            rc = icc_pipeline_run(&p, g, NULL, &d);
+            icc_pipeline_free(&p);
+        }
+        if (rc < 0) {
+            snprintf(why, whylen, "passes: %s", d.msg);
+            ir_graph_destroy(g);
+            return NULL;
+        }
+    }
+    return g;
+}
+
 static bool roundtrip(const ir_graph *g, char *why, size_t whylen)
 {
     size_t n1, n2;
@@ -232,13 +262,11 @@ done:
 static int run_test(const char *dir, const options *o, char *why, size_t whylen)
 {
     char path[4096];
-    icc_diag d = {{0}};
+    bool skip;
     snprintf(path, sizeof path, "%s/model.onnx", dir);
-    ir_graph *g = icc_onnx_load_file(path, &d);
-    if (!g) {
-        snprintf(why, whylen, "%s", d.msg);
-        return strstr(d.msg, "unsupported op") ? R_SKIP : R_FAIL;
-    }
+    ir_graph *g = load(path, o, why, whylen, &skip);
+    if (!g)
+        return skip ? R_SKIP : R_FAIL;
     int rc = R_PASS;
     if (!o->no_roundtrip && !roundtrip(g, why, whylen))
         rc = R_FAIL;
@@ -274,11 +302,10 @@ static int run_test(const char *dir, const options *o, char *why, size_t whylen)
 static int run_model_test(const char *onnx_path, const options *o, char *why, size_t whylen)
 {
     icc_diag d = {{0}};
-    ir_graph *g = icc_onnx_load_file(onnx_path, &d);
-    if (!g) {
-        snprintf(why, whylen, "%s", d.msg);
-        return strstr(d.msg, "unsupported op") ? R_SKIP : R_FAIL;
-    }
+    bool skip;
+    ir_graph *g = load(onnx_path, o, why, whylen, &skip);
+    if (!g)
+        return skip ? R_SKIP : R_FAIL;
     int rc = R_FAIL, nin = 0;
     ir_tensor *in = calloc((size_t)g->ninputs + 1, sizeof *in);
     ir_tensor *out = calloc((size_t)g->noutputs + 1, sizeof *out), want = {0};
@@ -387,6 +414,7 @@ static void usage(FILE *f)
             "  --timeout S         seconds per test (default 120)\n"
             "  --min-pass N        fail unless at least N tests pass\n"
             "  --no-roundtrip      skip the text IR print/parse/print check\n"
+            "  --passes=PIPELINE   run this pass pipeline on each model before checking it\n"
             "  --verbose           print passing tests too\n");
 }
 
@@ -406,6 +434,8 @@ int main(int argc, char **argv)
         } else if (v && !strcmp(a, "--data")) {
             o.data_dir = v;
             i++;
+        } else if (!strncmp(a, "--passes=", 9)) {
+            o.passes = a + 9;
         } else if (v && !strcmp(a, "--models")) {
             o.models_dir = v;
             i++;
