@@ -40,8 +40,16 @@ suite() {
   echo "== conformance ($dir)"
   "$dir/tests/icc-conformance" --data "$NODE_DATA" \
       --known tests/conformance/known_failures.txt --min-pass "$MIN_PASS"
+  # The same tests with the -O3 pipeline run on every model first: passes
+  # must not change results.
+  echo "== conformance at -O3 ($dir)"
+  "$dir/tests/icc-conformance" --data "$NODE_DATA" -O3 \
+      --known tests/conformance/known_failures.txt --min-pass "$MIN_PASS"
   echo "== models ($dir)"
   "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 \
+      ${models:+--filter "$models"}
+  echo "== models at -O3 ($dir)"
+  "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 -O3 \
       ${models:+--filter "$models"}
   echo "== command line ($dir)"
   tests/cli/run.sh "$dir/icc"

@@ -57,7 +57,8 @@ static void usage(FILE *f)
         "\n"
         "commands:\n"
         "  icc MODEL --emit=ir [-o OUT.icc]   print the model's text IR\n"
-        "  icc info MODEL                     inputs, outputs, op histogram, parameters, FLOPs\n"
+        "  icc info MODEL [-O2]               inputs, outputs, op histogram, parameters, FLOPs,\n"
+        "                                     and the node count after the -O pipeline (default -O2)\n"
         "  icc run MODEL --input NAME=FILE.npy ... [-o DIR]\n"
         "                                     run through the reference interpreter; with -o,\n"
         "                                     write DIR/<output name>.npy per output, else print\n"
@@ -69,9 +70,10 @@ static void usage(FILE *f)
         "  -o PATH              output file (or directory for run)\n"
         "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
         "\n"
-        "optimization (icc MODEL --emit=ir, icc opt):\n"
+        "optimization (icc MODEL --emit=ir, icc opt, icc info):\n"
         "  -O0 .. -O3           the default pipeline of that level (icc --list-passes\n"
-        "                       shows them; --emit=ir defaults to -O0, opt to no passes)\n"
+        "                       shows them; --emit=ir defaults to -O0, info to -O2,\n"
+        "                       opt to no passes)\n"
         "  --passes=PIPELINE    run these passes, e.g. shape-infer,fold{max-bytes=4096},dce\n"
         "  --list-passes        every pass, its options, and the -O pipelines\n"
         "  --print-before=P,..  print the IR before the named passes (or 'all')\n"
@@ -211,6 +213,43 @@ static void human(double v, const char *unit, char *buf, size_t n)
     snprintf(buf, n, i ? "%.2f %s%s" : "%.0f %s%s", v, pre[i], unit);
 }
 
+/* Runs the pipeline the options ask for (none when neither --passes nor
+ * -O is given and dflt_level is -1). */
+static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_diag *d)
+{
+    int level = a->level >= 0 ? a->level : dflt_level;
+    const char *text = a->passes ? a->passes : level >= 0 ? icc_pipeline_for_level(level) : NULL;
+    if (!text)
+        return 0;
+    icc_pipeline p;
+    if (icc_pipeline_parse(text, &p, d) < 0)
+        return -1;
+    char repro[512];
+    icc_pass_options o = a->popts;
+    if (!o.reproducer) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(repro, sizeof repro, "%s/icc-reproducer-%d.icc", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+        o.reproducer = repro;
+    }
+    int rc = icc_pipeline_run(&p, g, &o, d);
+    icc_pipeline_free(&p);
+    return rc;
+}
+
+static int cmd_list_passes(void)
+{
+    printf("passes:\n");
+    for (int i = 0; i < PASS_COUNT; i++) {
+        printf("  %-14s %s\n", pass_table[i].name, pass_table[i].doc);
+        if (*pass_table[i].opts)
+            printf("  %-14s   options: %s\n", "", pass_table[i].opts);
+    }
+    printf("pipelines:\n");
+    for (int l = 0; l <= 3; l++)
+        printf("  -O%d  %s\n", l, icc_pipeline_for_level(l));
+    return 0;
+}
+
 static int cmd_info(const args *a)
 {
     icc_diag d = {{0}};
@@ -259,44 +298,24 @@ static int cmd_info(const args *a)
     printf("FLOPs: %s%lld (%s)%s%s\n", exact ? "" : ">= ", (long long)fl, buf,
            ir_graph_has_symbols(g) ? " with symbolic dims taken as 1" : "",
            exact ? "" : " (some dims are unknown: not counted)");
+    /* What the optimizer makes of it: the default pipeline (or the one
+     * asked for), node and parameter counts after it. */
+    int before = g->nnodes;
+    int level = a->level >= 0 ? a->level : 2;
+    if (run_passes(a, g, level, &d) < 0) {
+        ir_graph_destroy(g);
+        return fail("%s: %s", a->model, d.msg);
+    }
+    ir_graph_param_stats(g, &pc, &pb);
+    human((double)pb, "B", buf, sizeof buf);
+    char label[64];
+    if (a->passes)
+        snprintf(label, sizeof label, "--passes=%.50s", a->passes);
+    else
+        snprintf(label, sizeof label, "-O%d", level);
+    printf("after %s: %d nodes (%+d), %lld parameters (%s)\n", label, g->nnodes, g->nnodes - before,
+           (long long)pc, buf);
     ir_graph_destroy(g);
-    return 0;
-}
-
-/* Runs the pipeline the options ask for (none when neither --passes nor
- * -O is given and dflt_level is -1). */
-static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_diag *d)
-{
-    int level = a->level >= 0 ? a->level : dflt_level;
-    const char *text = a->passes ? a->passes : level >= 0 ? icc_pipeline_for_level(level) : NULL;
-    if (!text)
-        return 0;
-    icc_pipeline p;
-    if (icc_pipeline_parse(text, &p, d) < 0)
-        return -1;
-    char repro[512];
-    icc_pass_options o = a->popts;
-    if (!o.reproducer) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(repro, sizeof repro, "%s/icc-reproducer-%d.icc", tmp && *tmp ? tmp : "/tmp", (int)getpid());
-        o.reproducer = repro;
-    }
-    int rc = icc_pipeline_run(&p, g, &o, d);
-    icc_pipeline_free(&p);
-    return rc;
-}
-
-static int cmd_list_passes(void)
-{
-    printf("passes:\n");
-    for (int i = 0; i < PASS_COUNT; i++) {
-        printf("  %-14s %s\n", pass_table[i].name, pass_table[i].doc);
-        if (*pass_table[i].opts)
-            printf("  %-14s   options: %s\n", "", pass_table[i].opts);
-    }
-    printf("pipelines:\n");
-    for (int l = 0; l <= 3; l++)
-        printf("  -O%d  %s\n", l, icc_pipeline_for_level(l));
     return 0;
 }
 

@@ -415,6 +415,7 @@ static void usage(FILE *f)
             "  --min-pass N        fail unless at least N tests pass\n"
             "  --no-roundtrip      skip the text IR print/parse/print check\n"
             "  --passes=PIPELINE   run this pass pipeline on each model before checking it\n"
+            "  -O0 .. -O3          run that level's default pipeline\n"
             "  --verbose           print passing tests too\n");
 }
 
@@ -434,6 +435,8 @@ int main(int argc, char **argv)
         } else if (v && !strcmp(a, "--data")) {
             o.data_dir = v;
             i++;
+        } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
+            o.passes = icc_pipeline_for_level(a[2] - '0');
         } else if (!strncmp(a, "--passes=", 9)) {
             o.passes = a + 9;
         } else if (v && !strcmp(a, "--models")) {
