@@ -264,3 +264,13 @@ bool ir_type_eq(const ir_type *a, const ir_type *b)
             return false;
     return true;
 }
+
+bool ir_type_same(const ir_type *a, const ir_type *b)
+{
+    if (a->dtype == IR_UNDEF || a->dtype != b->dtype || a->rank == IR_RANK_UNKNOWN || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (!ir_dim_eq(a->dims[i], b->dims[i]))
+            return false;
+    return true;
+}

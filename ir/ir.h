@@ -108,6 +108,9 @@ bool ir_type_is_static(const ir_type *t);
 /* Number of elements of a static type (checked; false on overflow). */
 bool ir_type_numel(const ir_type *t, int64_t *n);
 bool ir_type_eq(const ir_type *a, const ir_type *b);
+/* Same dtype, known rank, and every dim provably equal (constants, or
+ * the same symbol); unlike ir_type_eq, two unknown dims are not equal. */
+bool ir_type_same(const ir_type *a, const ir_type *b);
 
 /* ---- concrete tensors (interpreter, constants) ------------------------ */
 
@@ -284,6 +287,8 @@ int ir_replace_all_uses(ir_graph *g, ir_value *from, ir_value *to);
 /* uses[v->id] = number of uses of v by live nodes and graph outputs;
  * uses has g->nvalues entries. */
 void ir_graph_count_uses(const ir_graph *g, int *uses);
+/* Uses of one value by live nodes and graph outputs (a full scan). */
+int ir_value_count_uses(const ir_graph *g, const ir_value *v);
 /* Mark a node (and its outputs) or a value erased; ir_graph_compact
  * drops marked entries and renumbers value ids. */
 void ir_node_erase(ir_node *n);

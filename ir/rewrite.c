@@ -46,6 +46,21 @@ void ir_graph_count_uses(const ir_graph *g, int *uses)
         uses[g->outputs[i]->id]++;
 }
 
+int ir_value_count_uses(const ir_graph *g, const ir_value *v)
+{
+    int n = 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *nd = g->nodes[k];
+        if (nd->dead)
+            continue;
+        for (int i = 0; i < nd->nin; i++)
+            n += nd->in[i] == v;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        n += g->outputs[i] == v;
+    return n;
+}
+
 void ir_node_erase(ir_node *n)
 {
     n->dead = true;

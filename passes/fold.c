@@ -13,6 +13,7 @@
  * are dce's job.
  */
 #include "passes/pass.h"
+#include "ir/ref/ref.h"
 #include "ir/ops.h"
 #include "ir/ref/interp.h"
 
@@ -20,22 +21,6 @@
 #include <string.h>
 
 #define FOLD_MAX_IO 64
-
-/* Shape's [start, end) per ONNX: negatives count from the end, both clamp
- * to [0, rank], an empty range when start >= end. The kernel applies the
- * same rule; we need it first to know which dims must be static. */
-static void fold_shape_bounds(const ir_node *n, int rank, int *s, int *e)
-{
-    int64_t a = ir_attr_int(n, "start", 0), b = ir_attr_int(n, "end", rank);
-    if (a < 0)
-        a += rank;
-    if (b < 0)
-        b += rank;
-    a = a < 0 ? 0 : a > rank ? rank : a;
-    b = b < 0 ? 0 : b > rank ? rank : b;
-    *s = (int)a;
-    *e = (int)(b > a ? b : a);
-}
 
 /* A stand-in tensor for the input of Shape or Size whose type is static
  * where the op looks (the whole type for Size, the sliced dims for Shape).
@@ -57,7 +42,7 @@ static bool shape_only_input(const ir_node *n, const ir_value *v, ir_tensor *t)
         return true;
     }
     int s, e;
-    fold_shape_bounds(n, ty->rank, &s, &e);
+    ir_shape_op_bounds(n, ty->rank, &s, &e);
     for (int i = 0; i < ty->rank; i++) {
         if (i >= s && i < e && !ir_dim_is_const(ty->dims[i]))
             return false;

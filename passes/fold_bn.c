@@ -24,31 +24,6 @@ typedef struct fb {
     int64_t bns, scales;
 } fb;
 
-static bool same_type(const ir_type *a, const ir_type *b)
-{
-    if (a->dtype == IR_UNDEF || a->dtype != b->dtype || a->rank == IR_RANK_UNKNOWN || a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(a->dims[i], b->dims[i]))
-            return false;
-    return true;
-}
-
-static int count_uses(const ir_graph *g, const ir_value *v)
-{
-    int n = 0;
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *nd = g->nodes[k];
-        if (nd->dead)
-            continue;
-        for (int i = 0; i < nd->nin; i++)
-            n += nd->in[i] == v;
-    }
-    for (int i = 0; i < g->noutputs; i++)
-        n += g->outputs[i] == v;
-    return n;
-}
-
 static bool is_const(const ir_value *v)
 {
     return v && v->kind == IR_VAL_CONST;
@@ -220,7 +195,7 @@ static bool fold_affine(fb *f, ir_node *prod, ir_node *cons, const double *s, co
 {
     ir_graph *g = f->c->g;
     ir_value *z = prod->out[0];
-    if (prod->nout != 1 || count_uses(g, z) != 1 || !is_const(prod->in[1]) ||
+    if (prod->nout != 1 || ir_value_count_uses(g, z) != 1 || !is_const(prod->in[1]) ||
         !ir_dtype_is_float(prod->in[1]->type.dtype) || !ir_dtype_is_float(z->type.dtype))
         return false;
     bool all_one = true;
@@ -267,7 +242,7 @@ static bool fold_batchnorm(fb *f, ir_node *bn)
     if (ir_attr_int(bn, "training_mode", 0) != 0)
         return false;
     for (int i = 1; i < bn->nout; i++)
-        if (count_uses(g, bn->out[i]))
+        if (ir_value_count_uses(g, bn->out[i]))
             return false;
     const ir_type *zt = &bn->in[0]->type;
     if (zt->rank < 2 || (p->op != IR_OP_CONV && zt->rank != 2) || !ir_dim_is_const(zt->dims[1]))
@@ -306,7 +281,7 @@ static bool fold_scale_shift(fb *f, ir_node *n)
     if (!p || p->op != IR_OP_CONV || !is_const(k) || !ir_dtype_is_float(k->type.dtype))
         return false;
     const ir_type *zt = &p->out[0]->type;
-    if (!same_type(zt, &n->out[0]->type) || zt->rank < 2 || !ir_dim_is_const(zt->dims[1]) ||
+    if (!ir_type_same(zt, &n->out[0]->type) || zt->rank < 2 || !ir_dim_is_const(zt->dims[1]) ||
         k->cval.rank > zt->rank)
         return false;
     int64_t C = zt->dims[1].v;

@@ -19,39 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Same dtype, known rank and dims that are provably equal (constants or
- * the same symbol); ir_type_eq alone would call two unknown dims equal. */
-static bool same_type(const ir_type *a, const ir_type *b)
-{
-    if (a->dtype == IR_UNDEF || a->dtype != b->dtype || a->rank == IR_RANK_UNKNOWN || a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(a->dims[i], b->dims[i]))
-            return false;
-    return true;
-}
-
 static bool is_output(const ir_graph *g, const ir_value *v)
 {
     for (int i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == v)
             return true;
     return false;
-}
-
-static int count_uses(const ir_graph *g, const ir_value *v)
-{
-    int n = 0;
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *nd = g->nodes[k];
-        if (nd->dead)
-            continue;
-        for (int i = 0; i < nd->nin; i++)
-            n += nd->in[i] == v;
-    }
-    for (int i = 0; i < g->noutputs; i++)
-        n += g->outputs[i] == v;
-    return n;
 }
 
 /* Producer of v when it is a live node of op `op` (any op if op < 0). */
@@ -139,7 +112,7 @@ static void drop_dead_chain(simp *s, ir_value *v, bool reshapes)
 {
     for (ir_node *p; (p = def_of(v, -1)) && p->nout == 1 &&
                      (reshapes ? is_reshape_like(p->op) : p->op == IR_OP_TRANSPOSE) &&
-                     count_uses(s->c->g, v) == 0;) {
+                     ir_value_count_uses(s->c->g, v) == 0;) {
         ir_node_erase(p);
         s->removed++;
         v = p->in[0];
@@ -191,7 +164,7 @@ static bool simplify_arith(simp *s, ir_node *n)
         x = splat_of(b, 0, fl ? 1 : 0) ? a : NULL;
         break;
     }
-    if (!x || !same_type(&x->type, &y->type))
+    if (!x || !ir_type_same(&x->type, &y->type))
         return false;
     if (!forward(s, n, y, x))
         return false;
@@ -211,7 +184,7 @@ static bool simplify_dropout(simp *s, ir_node *n)
                    ir_tensor_getf(&ratio->cval, 0) == 0;
     if (!inference && !no_drop)
         return false;
-    if (n->nout > 1 && count_uses(s->c->g, n->out[1]) > 0)
+    if (n->nout > 1 && ir_value_count_uses(s->c->g, n->out[1]) > 0)
         return false;
     return forward(s, n, n->out[0], n->in[0]);
 }
@@ -367,7 +340,7 @@ static bool simplify_reshape(simp *s, ir_node *n)
 {
     ir_graph *g = s->c->g;
     ir_value *x = n->in[0], *y = n->out[0];
-    if (same_type(&x->type, &y->type)) {
+    if (ir_type_same(&x->type, &y->type)) {
         if (!forward(s, n, y, x))
             return false;
         s->reshapes++;
@@ -429,7 +402,7 @@ static bool simplify_slice(simp *s, ir_node *n)
             if (ir_tensor_geti(&steps->cval, i) != 1)
                 return false;
     }
-    return same_type(&x->type, &y->type) && forward(s, n, y, x);
+    return ir_type_same(&x->type, &y->type) && forward(s, n, y, x);
 }
 
 /* One rewrite at n if any applies. */
@@ -452,7 +425,7 @@ static bool simplify_node(simp *s, ir_node *n)
     case IR_OP_CAST: case IR_OP_CAST_LIKE:
         return simplify_cast(s, n);
     case IR_OP_EXPAND:
-        return same_type(&x->type, &y->type) && forward(s, n, y, x);
+        return ir_type_same(&x->type, &y->type) && forward(s, n, y, x);
     case IR_OP_CONCAT:
         return n->nin == 1 && x->type.dtype == y->type.dtype && forward(s, n, y, x);
     case IR_OP_SLICE:

@@ -27,9 +27,7 @@ int ir_mv_check_size(ir_shape_ctx *c, const ir_type *t)
 
 /* ---- Shape, Size ------------------------------------------------------------ */
 
-/* Shape's [start, end) after negatives count from the end and both clamp
- * to [0, rank]. */
-static void shape_bounds(const ir_node *n, int rank, int *s, int *e)
+void ir_shape_op_bounds(const ir_node *n, int rank, int *s, int *e)
 {
     int64_t a = ir_attr_int(n, "start", 0), b = rank;
     const ir_attr *ea = ir_node_attr(n, "end");
@@ -52,7 +50,7 @@ int shape_shape(ir_shape_ctx *c)
     ir_type_unknown(o, IR_I64, 1);
     if (x->rank >= 0) {
         int s, e;
-        shape_bounds(c->node, x->rank, &s, &e);
+        ir_shape_op_bounds(c->node, x->rank, &s, &e);
         o->dims[0] = ir_dim_const(e - s);
     }
     return 0;
@@ -62,7 +60,7 @@ int ref_shape(ir_ref_ctx *c)
 {
     const ir_tensor *x = c->in[0];
     int s, e;
-    shape_bounds(c->node, x->rank, &s, &e);
+    ir_shape_op_bounds(c->node, x->rank, &s, &e);
     if (c->out[0]->numel != e - s || c->out[0]->dtype != IR_I64)
         return ir_node_errorf(c->diag, c->node, "output does not match the input's rank");
     for (int i = s; i < e; i++)

@@ -28,6 +28,10 @@ int ir_broadcast_types(ir_shape_ctx *c, const ir_type *a, const ir_type *b, ir_t
  * (with a message) if t has more than max elements or is not integral. */
 int ir_read_i64s(ir_shape_ctx *c, const ir_tensor *t, int64_t *out, int max);
 
+/* Shape op n's [start, end) over a rank-`rank` input: negatives count
+ * from the end, both clamp to [0, rank], an empty range when start >= end. */
+void ir_shape_op_bounds(const ir_node *n, int rank, int *s, int *e);
+
 /* Output 0 = input 0's type. */
 int shape_first_input(ir_shape_ctx *c);
 
