@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "frontend/onnx.h"
+#include "ir/dot.h"
 #include "ir/ops.h"
 #include "passes/pass.h"
 #include "ir/ref/interp.h"
@@ -56,7 +57,7 @@ static void usage(FILE *f)
         "icc's text IR (.icc, see docs/ir.md).\n"
         "\n"
         "commands:\n"
-        "  icc MODEL --emit=ir [-o OUT.icc]   print the model's text IR\n"
+        "  icc MODEL --emit=ir [-o OUT.icc]   print the model's text IR (--emit=dot: Graphviz)\n"
         "  icc info MODEL [-O2]               inputs, outputs, op histogram, parameters, FLOPs,\n"
         "                                     and the node count after the -O pipeline (default -O2)\n"
         "  icc run MODEL --input NAME=FILE.npy ... [-o DIR]\n"
@@ -66,14 +67,14 @@ static void usage(FILE *f)
         "  icc opt IN.icc [-o OUT.icc]        parse, verify and print text IR\n"
         "\n"
         "options:\n"
-        "  --emit=ir            what to produce (ir: the text IR)\n"
+        "  --emit=KIND          what to produce: ir (the text IR) or dot (Graphviz)\n"
         "  -o PATH              output file (or directory for run)\n"
         "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
         "\n"
-        "optimization (icc MODEL --emit=ir, icc opt, icc info):\n"
+        "optimization (icc MODEL --emit=ir, icc opt, icc info, icc run):\n"
         "  -O0 .. -O3           the default pipeline of that level (icc --list-passes\n"
-        "                       shows them; --emit=ir defaults to -O0, info to -O2,\n"
-        "                       opt to no passes)\n"
+        "                       shows them; --emit defaults to -O0, info to -O2,\n"
+        "                       opt and run to no passes)\n"
         "  --passes=PIPELINE    run these passes, e.g. shape-infer,fold{max-bytes=4096},dce\n"
         "  --list-passes        every pass, its options, and the -O pipelines\n"
         "  --print-before=P,..  print the IR before the named passes (or 'all')\n"
@@ -325,8 +326,9 @@ static int cmd_emit(const args *a)
     if (!a->emit)
         return fail("%s: compiling to an object or shared library is not available yet; "
                     "use --emit=ir (see icc --help)", a->model);
-    if (strcmp(a->emit, "ir"))
-        return fail("unknown --emit kind '%s' (supported: ir)", a->emit);
+    bool dot = !strcmp(a->emit, "dot");
+    if (strcmp(a->emit, "ir") && !dot)
+        return fail("unknown --emit kind '%s' (supported: ir, dot)", a->emit);
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
@@ -334,8 +336,22 @@ static int cmd_emit(const args *a)
         ir_graph_destroy(g);
         return fail("%s: %s", a->model, d.msg);
     }
-    size_t len;
-    char *text = ir_print_string(g, &len);
+    size_t len = 0;
+    char *text = NULL;
+    if (dot) {
+        FILE *mf = open_memstream(&text, &len);
+        if (!mf || ir_print_dot(g, mf) < 0) {
+            if (mf)
+                fclose(mf);
+            free(text);
+            text = NULL;
+        } else if (fclose(mf) != 0) {
+            free(text);
+            text = NULL;
+        }
+    } else {
+        text = ir_print_string(g, &len);
+    }
     ir_graph_destroy(g);
     if (!text)
         return fail("%s: printing the IR failed", a->model);
@@ -416,6 +432,10 @@ static int cmd_run(const args *a)
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
+    if (run_passes(a, g, -1, &d) < 0) {
+        ir_graph_destroy(g);
+        return fail("%s: %s", a->model, d.msg);
+    }
     int rc = 1;
     ir_tensor *in = calloc((size_t)g->ninputs + 1, sizeof *in);
     ir_tensor *out = calloc((size_t)g->noutputs + 1, sizeof *out);

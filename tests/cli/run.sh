@@ -65,6 +65,27 @@ PY
 }
 check "run -o writes outputs matching ONNX Runtime" run_matches_onnxruntime
 
+emit_dot() {
+  "$ICC" "$M" --emit=dot -o "$T/d.dot" || return 1
+  head -1 "$T/d.dot" | grep -q '^digraph "digits_mlp" {$' && tail -1 "$T/d.dot" | grep -q '^}$' &&
+    [ "$(grep -c -- ' -> ' "$T/d.dot")" -eq 10 ] && grep -q 'label="Gemm\\nfc1\\nf32\[N,32\]"' "$T/d.dot"
+}
+check "--emit=dot writes a Graphviz digraph" emit_dot
+
+run_optimized_same() {
+  "$ICC" run "$M" --input image="$X" -o "$T/o0" -O0 && "$ICC" run "$M" --input image="$X" -o "$T/o2" -O2 &&
+    cmp "$T/o0/probs.npy" "$T/o2/probs.npy"
+}
+check "run -O2 gives the outputs of -O0" run_optimized_same
+
+passes_flags() {
+  "$ICC" "$M" --emit=ir -O2 --time-passes --stats --print-after=dce -o "$T/p.icc" 2>"$T/perr" || return 1
+  grep -q "^# pass timings (wall)" "$T/perr" && grep -q "^# IR after dce" "$T/perr" &&
+    grep -q "^# cse: " "$T/perr" && "$ICC" --list-passes | grep -q "^  -O2  "
+}
+check "pass flags: --time-passes, --stats, --print-after, --list-passes" passes_flags
+fails_cleanly "unknown pass is named" "unknown pass 'nosuch'" "$ICC" "$M" --emit=ir --passes=nosuch
+
 run_summary() {
   "$ICC" run "$M" --input image="$X" >"$T/sum" || return 1
   grep -q "^probs: f32\[8,10\]" "$T/sum" && grep -q "argmax per row: $(cat examples/digits/digits_labels.txt)" "$T/sum"
