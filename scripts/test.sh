@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test:
 #   1. unit tests (Check, one suite per module, CK_FORK) in a -Werror build
-#   2. the ONNX node-test conformance run, and the onnx package's light_*
-#      models (ResNet-50, VGG-19, ...), through the interpreter
+#   2. the ONNX node-test conformance run, the onnx package's light_*
+#      models (ResNet-50, VGG-19, ...) and a BERT-base layer (checked
+#      against ONNX Runtime), through the interpreter, without and with -O3
 #   3. the driver's command line, and the bad-input corpus (every file:
 #      exit 1, one-line error)
 #   4. all of the above again in an AddressSanitizer + UBSan build
@@ -30,6 +31,10 @@ build() {
 }
 
 LIGHT_DATA=$(dirname "$NODE_DATA")/light
+# A BERT-base-shaped encoder layer, with ONNX Runtime's output as the oracle.
+BERT_DIR=$(mktemp -d)
+trap 'rm -rf "$BERT_DIR"' EXIT
+python3 tests/models/make_bert_layer.py "$BERT_DIR" >/dev/null
 
 # suite DIR [MODEL_FILTER]: unit tests, conformance, the light models (all,
 # or those matching the filter), bad inputs, against the build in DIR
@@ -51,6 +56,9 @@ suite() {
   echo "== models at -O3 ($dir)"
   "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 -O3 \
       ${models:+--filter "$models"}
+  echo "== BERT-base layer vs ONNX Runtime, -O0 and -O3 ($dir)"
+  "$dir/tests/icc-conformance" --models "$BERT_DIR" --rtol 1e-3 --atol 1e-5
+  "$dir/tests/icc-conformance" --models "$BERT_DIR" --rtol 1e-3 --atol 1e-5 -O3
   echo "== command line ($dir)"
   tests/cli/run.sh "$dir/icc"
   if [ -x tests/bad/run.sh ]; then
