@@ -84,8 +84,8 @@ static void usage(FILE *f)
         "  --time-passes        a table of wall time per pass\n"
         "  --stats              each pass's statistics (nodes removed, constants folded...)\n"
         "  --no-verify          do not verify the IR after each pass\n"
-        "  --reproducer=PATH    where a failing pass writes its reproducer\n"
-        "                       (default: $TMPDIR/icc-reproducer-PID.icc)\n"
+        "  --reproducer=PATH    if a pass fails, write the IR before it and the rest of\n"
+        "                       the pipeline to PATH, for icc opt to re-run\n"
         "  (pass output goes to stderr)\n"
         "  --help, -h           this help\n"
         "  --version            print the version\n"
@@ -225,15 +225,14 @@ static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_diag *d)
     icc_pipeline p;
     if (icc_pipeline_parse(text, &p, d) < 0)
         return -1;
-    char repro[512];
-    icc_pass_options o = a->popts;
-    if (!o.reproducer) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(repro, sizeof repro, "%s/icc-reproducer-%d.icc", tmp && *tmp ? tmp : "/tmp", (int)getpid());
-        o.reproducer = repro;
-    }
-    int rc = icc_pipeline_run(&p, g, &o, d);
+    /* A reproducer needs the IR printed before every pass (costly with
+     * large weights), so it is opt-in; a failure says how to get one. */
+    int rc = icc_pipeline_run(&p, g, &a->popts, d);
     icc_pipeline_free(&p);
+    if (rc < 0 && !a->popts.reproducer) {
+        size_t n = strlen(d->msg);
+        snprintf(d->msg + n, sizeof d->msg - n, " (--reproducer=FILE saves the IR and pipeline)");
+    }
     return rc;
 }
 

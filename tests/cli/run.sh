@@ -86,6 +86,23 @@ passes_flags() {
 check "pass flags: --time-passes, --stats, --print-after, --list-passes" passes_flags
 fails_cleanly "unknown pass is named" "unknown pass 'nosuch'" "$ICC" "$M" --emit=ir --passes=nosuch
 
+reproducer_on_failure() {
+  cat >"$T/bad_gather.icc" <<'ICC'
+graph @g(%x: f32[2]) -> (%y) {
+  %d = const f32[3] [1.0, 2.0, 3.0]
+  %i = const i64[1] [7]
+  %c = Gather(%d, %i) {axis = 0} : f32[1]
+  %y = Add(%x, %c) : f32[2]
+}
+ICC
+  ! "$ICC" opt "$T/bad_gather.icc" --passes=fold,dce --reproducer="$T/repro.icc" 2>"$T/rerr" &&
+    grep -q "reproducer: $T/repro.icc" "$T/rerr" && grep -q "^# re-run: icc opt .* --passes=fold,dce" "$T/repro.icc" &&
+    "$ICC" opt "$T/repro.icc" >/dev/null &&
+    ! "$ICC" opt "$T/bad_gather.icc" --passes=fold 2>"$T/rerr2" &&
+    ! grep -q "reproducer: " "$T/rerr2" && grep -q -- "--reproducer=FILE" "$T/rerr2"
+}
+check "a failing pass writes a reproducer that opt re-reads (opt-in)" reproducer_on_failure
+
 run_summary() {
   "$ICC" run "$M" --input image="$X" >"$T/sum" || return 1
   grep -q "^probs: f32\[8,10\]" "$T/sum" && grep -q "argmax per row: $(cat examples/digits/digits_labels.txt)" "$T/sum"
