@@ -355,3 +355,17 @@ void ir_graph_param_stats(const ir_graph *g, int64_t *count, int64_t *bytes)
         }
     }
 }
+
+int64_t ir_graph_arena_bytes(const ir_graph *g)
+{
+    int64_t end = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        int64_t n;
+        if (!v->planned || !ir_type_numel(&v->type, &n))
+            continue;
+        int64_t e = v->offset + n * (int64_t)ir_dtype_size(v->type.dtype);
+        end = e > end ? e : end;
+    }
+    return (end + 63) & ~(int64_t)63;
+}

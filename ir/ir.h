@@ -189,6 +189,8 @@ typedef struct ir_value {
     int def_index;             /* IR_VAL_NODE: which output of def */
     ir_tensor cval;            /* IR_VAL_CONST: payload (data in arena) */
     bool dead;                 /* erased; dropped by ir_graph_compact */
+    bool planned;              /* memory plan: lives in the arena at offset */
+    int64_t offset;
 } ir_value;
 
 typedef struct ir_node {
@@ -297,6 +299,10 @@ void ir_graph_compact(ir_graph *g);
 /* Restores topological order after nodes were appended out of place,
  * keeping the existing order wherever it is already valid; -1 on a cycle. */
 int ir_graph_toposort(ir_graph *g, icc_diag *d);
+
+/* Bytes of the arena the memory plan needs (0 when nothing is planned):
+ * the end of the highest planned value, rounded up to 64. */
+int64_t ir_graph_arena_bytes(const ir_graph *g);
 
 /* Parameter count (elements of constants) and their bytes. */
 void ir_graph_param_stats(const ir_graph *g, int64_t *count, int64_t *bytes);

@@ -1022,7 +1022,7 @@ static int parse_data(parser *p)
             return -1;
     }
     if (p->t.k != T_EOF)
-        return perr(p, p->t.pos, "expected 'data' or the end of the text");
+        return perr(p, p->t.pos, "expected 'plan', 'data' or the end of the text");
     for (size_t i = 0; i < p->npend; i++)
         if (!p->pend[i].done)
             return perr(p, p->pend[i].pos, "data @%llu is never defined",
@@ -1030,7 +1030,45 @@ static int parse_data(parser *p)
     return 0;
 }
 
-/* graph = header '{' stmt* '}' data* */
+/* plan = 'plan' '{' (value '=' INT)* '}' : arena offsets of node outputs
+ * with static types, 64-byte aligned. Whether the plan is sound (no two
+ * live values overlap) is the plan pass's job; the interpreter honours it,
+ * so a wrong plan shows up as wrong results in the tests. */
+static int parse_plan(parser *p)
+{
+    if (!is_kw(p, "plan"))
+        return 0;
+    if (next(p) < 0 || expect(p, '{') < 0)
+        return -1;
+    while (!is_p(p, '}')) {
+        if (p->t.k != T_VAL)
+            return perr(p, p->t.pos, "expected a value or '}' in the plan");
+        size_t pos = p->t.pos;
+        ir_value *v = ht_get(&p->vals, p->t.s, p->t.n);
+        if (!v)
+            return perr(p, pos, "plan names an undefined value");
+        if (v->kind != IR_VAL_NODE)
+            return perr(p, pos, "only node outputs can be planned");
+        if (v->planned)
+            return perr(p, pos, "value is planned twice");
+        if (!ir_type_is_static(&v->type))
+            return perr(p, pos, "a planned value needs a static type");
+        if (next(p) < 0 || expect(p, '=') < 0)
+            return -1;
+        uint64_t off;
+        const char *why;
+        if (p->t.k != T_NUM || ir_text_scan_elem(IR_U64, p->t.s, p->t.n, &off, &why) < 0 ||
+            off > (uint64_t)IR_MAX_TENSOR_BYTES || off % 64)
+            return perr(p, p->t.pos, "expected an offset: a multiple of 64 below 2^40");
+        v->planned = true;
+        v->offset = (int64_t)off;
+        if (next(p) < 0)
+            return -1;
+    }
+    return next(p);
+}
+
+/* graph = header '{' stmt* '}' [plan] data* */
 static int parse_graph(parser *p)
 {
     if (next(p) < 0 || parse_header(p) < 0 || expect(p, '{') < 0)
@@ -1055,7 +1093,7 @@ static int parse_graph(parser *p)
         if (ir_graph_add_output(p->g, v, &d) < 0)
             return oom(p);
     }
-    if (parse_data(p) < 0)
+    if (parse_plan(p) < 0 || parse_data(p) < 0)
         return -1;
     if (ir_verify(p->g, p->d) < 0) {
         ir_diag_prefix(p->d, "%s", p->display);

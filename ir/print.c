@@ -420,6 +420,30 @@ static void put_body(pr *p)
     free(done);
 }
 
+/* plan = 'plan' '{' (value '=' INT)* '}', in node order: the memory
+ * plan's arena offsets, when the plan pass has run. */
+static void put_plan(pr *p)
+{
+    const ir_graph *g = p->g;
+    bool any = false;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k]->nout; i++) {
+            const ir_value *v = g->nodes[k]->out[i];
+            if (!v || !v->planned)
+                continue;
+            if (!any)
+                puts_(p, "plan {\n");
+            any = true;
+            puts_(p, "  ");
+            put_value(p, v);
+            puts_(p, " = ");
+            put_int(p, (long long)v->offset);
+            puts_(p, "\n");
+        }
+    if (any)
+        puts_(p, "}\n");
+}
+
 static int print_graph(const ir_graph *g, pr *p)
 {
     p->g = g;
@@ -451,6 +475,7 @@ static int print_graph(const ir_graph *g, pr *p)
     puts_(p, ") {\n");
     put_body(p);
     puts_(p, "}\n");
+    put_plan(p);
     for (size_t i = 0; i < p->nblobs; i++) {
         puts_(p, "data @");
         put_int(p, (long long)i);

@@ -17,13 +17,14 @@ const pass_info pass_table[PASS_COUNT] = {
 /* The default pipelines, top to bottom. Each level names what it adds:
  *  -O0: types only, the graph as imported.
  *  -O1: constants folded, dead code removed.
- *  -O2: and simplified, BatchNorm folded into weights, duplicates merged.
- *  -O3: -O2 today; fusion, layout and memory planning join it as they land. */
+ *  -O2: and simplified, BatchNorm folded into weights, duplicates merged,
+ *       intermediates planned into one arena.
+ *  -O3: -O2 today; fusion and layout join it as they land. */
 static const char *const levels[4] = {
     "shape-infer",
     "shape-infer,fold,dce",
-    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce",
-    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce",
+    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce,plan",
+    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce,plan",
 };
 
 const char *icc_pipeline_for_level(int level)

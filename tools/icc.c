@@ -315,6 +315,24 @@ static int cmd_info(const args *a)
         snprintf(label, sizeof label, "-O%d", level);
     printf("after %s: %d nodes (%+d), %lld parameters (%s)\n", label, g->nnodes, g->nnodes - before,
            (long long)pc, buf);
+    /* The memory plan, when the pipeline made one: the arena against the
+     * sum of the intermediates it holds. */
+    int64_t planned_sum = 0, nplanned = 0, arena = ir_graph_arena_bytes(g);
+    for (int i = 0; i < g->nvalues; i++) {
+        int64_t n;
+        const ir_value *v = g->values[i];
+        if (v->planned && ir_type_numel(&v->type, &n)) {
+            planned_sum += n * (int64_t)ir_dtype_size(v->type.dtype);
+            nplanned++;
+        }
+    }
+    if (nplanned) {
+        char b2[64];
+        human((double)arena, "B", buf, sizeof buf);
+        human((double)planned_sum, "B", b2, sizeof b2);
+        printf("memory plan: arena %s for %lld intermediates totalling %s (%.1fx smaller)\n", buf,
+               (long long)nplanned, b2, arena ? (double)planned_sum / (double)arena : 0.0);
+    }
     ir_graph_destroy(g);
     return 0;
 }

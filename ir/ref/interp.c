@@ -15,6 +15,22 @@ void ir_tensors_free(ir_tensor *t, int n)
 
 int ir_eval_node(const ir_node *n, const ir_tensor *const *in, ir_tensor *out, icc_diag *d)
 {
+    return ir_eval_node_into(n, in, out, NULL, d);
+}
+
+/* Frees the outputs this call allocated (not the caller's storage). */
+static void free_own(ir_tensor *out, int n, void *const *storage)
+{
+    for (int i = 0; i < n; i++)
+        if (!storage || !storage[i])
+            free(out[i].data);
+        else
+            out[i].data = NULL;
+}
+
+int ir_eval_node_into(const ir_node *n, const ir_tensor *const *in, ir_tensor *out,
+                      void *const *storage, icc_diag *d)
+{
     const ir_op_info *op = &ir_ops[n->op];
     ir_type tin_buf[64], tout_buf[64];
     const ir_type *tin_ptr[64];
@@ -38,28 +54,40 @@ int ir_eval_node(const ir_node *n, const ir_tensor *const *in, ir_tensor *out, i
     for (int i = 0; i < n->nout; i++) {
         const ir_type *t = &tout_buf[i];
         if (!ir_type_is_static(t)) {
-            ir_tensors_free(out, i);
+            free_own(out, i, storage);
             return ir_node_errorf(d, n, "output %d has no concrete shape", i);
         }
         int64_t dims[IR_MAX_RANK];
         for (int k = 0; k < t->rank; k++)
             dims[k] = t->dims[k].v;
         if (ir_tensor_init(&out[i], t->dtype, t->rank, dims, d) < 0) {
-            ir_tensors_free(out, i);
+            free_own(out, i, storage);
             char m[sizeof d->msg];
             memcpy(m, d->msg, sizeof m);
             return ir_node_errorf(d, n, "output %d: %s", i, m);
         }
+        if (storage && storage[i]) {
+            /* Kernels may count on zeroed outputs, except when running in
+             * place, where the storage holds an input. */
+            bool inplace = false;
+            for (int k = 0; k < n->nin; k++)
+                inplace |= in[k] && in[k]->data == storage[i];
+            out[i].data = storage[i];
+            if (!inplace)
+                memset(out[i].data, 0, out[i].nbytes);
+            outp[i] = &out[i];
+            continue;
+        }
         out[i].data = calloc(1, out[i].nbytes ? out[i].nbytes : 1);
         if (!out[i].data) {
-            ir_tensors_free(out, i);
+            free_own(out, i, storage);
             return ir_node_errorf(d, n, "out of memory for output %d (%zu bytes)", i, out[i].nbytes);
         }
         outp[i] = &out[i];
     }
     ir_ref_ctx rc = {n, n->nin, n->nout, in, outp, d};
     if (op->ref(&rc) < 0) {
-        ir_tensors_free(out, n->nout);
+        free_own(out, n->nout, storage);
         return -1;
     }
     return 0;
@@ -89,7 +117,9 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs
     bool *owned = calloc((size_t)nv + 1, sizeof *owned), *is_out = calloc((size_t)nv + 1, 1);
     int *last = calloc((size_t)nv + 1, sizeof *last);
     bool *have = calloc((size_t)nv + 1, sizeof *have);
-    if (!slot || !owned || !last || !have || !is_out) {
+    int64_t arena_bytes = ir_graph_arena_bytes(g);
+    unsigned char *arena = arena_bytes ? aligned_alloc(64, (size_t)arena_bytes) : NULL;
+    if (!slot || !owned || !last || !have || !is_out || (arena_bytes && !arena)) {
         ir_errorf(d, "out of memory");
         goto done;
     }
@@ -115,6 +145,7 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs
         const ir_node *n = g->nodes[k];
         const ir_tensor *in[64];
         ir_tensor out[64];
+        void *storage[64];
         if (n->nin > 64 || n->nout > 64) {
             ir_node_errorf(d, n, "more than 64 inputs or outputs");
             goto done;
@@ -129,17 +160,21 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs
             }
             in[i] = &slot[n->in[i]->id];
         }
-        if (ir_eval_node(n, in, out, d) < 0)
+        for (int i = 0; i < n->nout; i++)
+            storage[i] = arena && n->out[i]->planned ? arena + n->out[i]->offset : NULL;
+        if (ir_eval_node_into(n, in, out, storage, d) < 0)
             goto done;
         for (int i = 0; i < n->nout; i++) {
             int id = n->out[i]->id;
             slot[id] = out[i];
-            owned[id] = have[id] = true;
+            have[id] = true;
+            owned[id] = storage[i] == NULL;
         }
         for (int i = 0; i < n->nin; i++) {
             const ir_value *v = n->in[i];
-            if (v && last[v->id] == k && owned[v->id] && !is_out[v->id]) {
-                free(slot[v->id].data);
+            if (v && last[v->id] == k && !is_out[v->id] && v->kind == IR_VAL_NODE) {
+                if (owned[v->id])
+                    free(slot[v->id].data);
                 slot[v->id].data = NULL;
                 owned[v->id] = have[v->id] = false;
             }
@@ -148,7 +183,8 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs
         for (int i = 0; i < n->nout; i++) {
             int id = n->out[i]->id;
             if (!is_out[id] && last[id] <= k) {
-                free(slot[id].data);
+                if (owned[id])
+                    free(slot[id].data);
                 slot[id].data = NULL;
                 owned[id] = have[id] = false;
             }
@@ -187,5 +223,6 @@ done:
     free(last);
     free(have);
     free(is_out);
+    free(arena);
     return rc;
 }

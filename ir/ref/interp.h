@@ -13,9 +13,17 @@
 int ir_eval_node(const ir_node *n, const ir_tensor *const *in, ir_tensor *out,
                  icc_diag *d);
 
+/* Same, but where storage[i] is non-NULL output i is written there (the
+ * caller owns it; it holds at least the output's bytes and may be an
+ * input's buffer when the op runs in place). storage may be NULL. */
+int ir_eval_node_into(const ir_node *n, const ir_tensor *const *in, ir_tensor *out,
+                      void *const *storage, icc_diag *d);
+
 /* Runs g. inputs[i] matches g->inputs[i] (borrowed; dtype and rank must
  * match, and constant dims must agree). outputs[0..g->noutputs-1] receive
- * malloc'd data owned by the caller. */
+ * malloc'd data owned by the caller. Values the memory plan placed (the
+ * plan pass) live in one arena at their offsets, so a wrong plan gives
+ * wrong results rather than going unnoticed. */
 int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs,
                   icc_diag *d);
 

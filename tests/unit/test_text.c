@@ -324,7 +324,7 @@ static const struct {
     {"graf @g() -> () {}", "t.icc:1:1: expected 'graph'"},
     {"graph g() -> () {}", "t.icc:1:7: expected the graph name (@name)"},
     {"graph @g() -> () {", "t.icc:1:19: expected '}'"},
-    {"graph @g() -> () {}}", "t.icc:1:20: expected 'data' or the end of the text"},
+    {"graph @g() -> () {}}", "t.icc:1:20: expected 'plan', 'data' or the end of the text"},
     {"graph @g() () {}", "t.icc:1:12: expected '->'"},
     {HDR "  %y = Relu(%x : f32[2]\n}", "t.icc:2:16: expected ',' or ')'"},
     {HDR "  %y = Foo(%x) : f32[2]\n}", "t.icc:2:8: unknown op Foo"},

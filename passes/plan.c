@@ -1,0 +1,190 @@
+/* plan.c - memory planning: every intermediate value with a static size
+ * gets an offset in one arena, so that values whose lifetimes overlap
+ * never overlap in memory, and the arena is as small as a simple greedy
+ * can make it.
+ *
+ * A value lives from the node that defines it to its last user (both
+ * inclusive: a node reads its inputs while it writes its outputs). Graph
+ * inputs and outputs live in the caller's buffers and constants in the
+ * weights, so they are not planned; nor are values whose size depends on
+ * a symbol (the runtime sizes those per call).
+ *
+ * In place: an elementwise node may write its output over an input of the
+ * same size and dtype that dies at that node (it reads element i before it
+ * writes element i). Such chains share one buffer, whose lifetime is the
+ * union of theirs.
+ *
+ * Placement is greedy by size (largest first), each buffer at the lowest
+ * 64-byte-aligned offset that no already placed, lifetime-overlapping
+ * buffer occupies: O(n^2) in the number of buffers, which is fine for
+ * graphs of thousands of intermediates.
+ */
+#include "passes/pass.h"
+#include "ir/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t size;              /* bytes, rounded up to 64 */
+    int first, last;           /* node indices, inclusive */
+    int64_t offset;
+} buffer;
+
+/* Placement order: largest first, then by definition. */
+typedef struct {
+    int64_t size;
+    int first, index;
+} rank_key;
+
+static int cmp_size(const void *a, const void *b)
+{
+    const rank_key *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->first - y->first;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t value_bytes(const ir_value *v)
+{
+    int64_t n, b;
+    if (!ir_type_numel(&v->type, &n) || !ir_mul_ok(n, (int64_t)ir_dtype_size(v->type.dtype), &b))
+        return -1;
+    return b;
+}
+
+/* The input of n whose buffer n's output 0 may take over, or -1. */
+static int inplace_input(const ir_graph *g, const ir_node *n, const int *last, const int *buf_of,
+                         int k)
+{
+    if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1)
+        return -1;
+    const ir_value *o = n->out[0];
+    for (int i = 0; i < n->nin; i++) {
+        const ir_value *v = n->in[i];
+        if (!v || buf_of[v->id] < 0 || last[v->id] != k || !ir_type_same(&v->type, &o->type))
+            continue;
+        /* the input must be read only once by this node */
+        int uses = 0;
+        for (int j = 0; j < n->nin; j++)
+            uses += n->in[j] == v;
+        if (uses == 1)
+            return i;
+    }
+    (void)g;
+    return -1;
+}
+
+int pass_plan(pass_ctx *c)
+{
+    ir_graph *g = c->g;
+    int nv = g->nvalues, rc = -1;
+    int *last = malloc(sizeof(int) * ((size_t)nv + 1));
+    int *buf_of = malloc(sizeof(int) * ((size_t)nv + 1));
+    bool *is_out = calloc((size_t)nv + 1, 1);
+    buffer *bufs = malloc(sizeof(buffer) * ((size_t)nv + 1));
+    rank_key *order = malloc(sizeof(rank_key) * ((size_t)nv + 1));
+    int64_t *taken = NULL;
+    if (!last || !buf_of || !is_out || !bufs || !order) {
+        ir_errorf(c->diag, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nv; i++) {
+        last[i] = -1;
+        buf_of[i] = -1;
+        g->values[i]->planned = false;
+        g->values[i]->offset = 0;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        is_out[g->outputs[i]->id] = true;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k]->nin; i++)
+            if (g->nodes[k]->in[i])
+                last[g->nodes[k]->in[i]->id] = k;
+
+    int nb = 0;
+    int64_t naive = 0, inplace = 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int i = 0; i < n->nout; i++) {
+            const ir_value *v = n->out[i];
+            int64_t bytes = value_bytes(v);
+            if (is_out[v->id] || bytes < 0)
+                continue;
+            naive += bytes;
+            int lastuse = last[v->id] < k ? k : last[v->id];
+            int src = i == 0 ? inplace_input(g, n, last, buf_of, k) : -1;
+            if (src >= 0) {
+                int b = buf_of[n->in[src]->id];
+                buf_of[v->id] = b;
+                bufs[b].last = lastuse;
+                inplace++;
+                continue;
+            }
+            bufs[nb] = (buffer){(bytes + 63) & ~(int64_t)63, k, lastuse, 0};
+            buf_of[v->id] = nb++;
+        }
+    }
+
+    /* Greedy by size: each buffer goes to the lowest offset free of the
+     * already placed buffers whose lifetimes overlap its own. */
+    for (int i = 0; i < nb; i++)
+        order[i] = (rank_key){bufs[i].size, bufs[i].first, i};
+    qsort(order, (size_t)nb, sizeof *order, cmp_size);
+    taken = malloc(sizeof(int64_t) * 2 * ((size_t)nb + 1));
+    if (!taken) {
+        ir_errorf(c->diag, "out of memory");
+        goto done;
+    }
+    int64_t arena = 0;
+    for (int i = 0; i < nb; i++) {
+        buffer *b = &bufs[order[i].index];
+        int nt = 0;
+        for (int j = 0; j < i; j++) {
+            const buffer *o = &bufs[order[j].index];
+            if (o->first <= b->last && b->first <= o->last) {
+                taken[2 * nt] = o->offset;
+                taken[2 * nt + 1] = o->offset + o->size;
+                nt++;
+            }
+        }
+        qsort(taken, (size_t)nt, 2 * sizeof(int64_t), cmp_i64);
+        int64_t off = 0;
+        for (int j = 0; j < nt; j++) {
+            if (taken[2 * j] >= off + b->size)
+                break;
+            if (taken[2 * j + 1] > off)
+                off = taken[2 * j + 1];
+        }
+        b->offset = off;
+        if (off + b->size > arena)
+            arena = off + b->size;
+    }
+    int64_t planned = 0;
+    for (int i = 0; i < nv; i++)
+        if (buf_of[i] >= 0) {
+            g->values[i]->planned = true;
+            g->values[i]->offset = bufs[buf_of[i]].offset;
+            planned++;
+        }
+    c->changed = planned > 0;
+    pass_stat(c, "values planned", planned);
+    pass_stat(c, "in-place reuses", inplace);
+    pass_stat(c, "arena bytes", arena);
+    pass_stat(c, "bytes without planning", naive);
+    rc = 0;
+done:
+    free(last);
+    free(buf_of);
+    free(is_out);
+    free(bufs);
+    free(order);
+    free(taken);
+    return rc;
+}
