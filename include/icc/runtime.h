@@ -1,0 +1,214 @@
+/* icc/runtime.h - the runtime every compiled model links, and its ABI.
+ *
+ * Usage, with a model compiled by `icc model.onnx -o model.so`:
+ *
+ *     icc_model *m;
+ *     if (icc_model_open("model.so", NULL, &m) != ICC_OK) {
+ *         fprintf(stderr, "%s\n", icc_last_error());
+ *         return 1;
+ *     }
+ *     icc_context *ctx;
+ *     icc_context_create(m, NULL, &ctx);
+ *     const void *in[1] = {pixels};           // in the order of icc_model_input(m, i)
+ *     void *out[1] = {probs};
+ *     int64_t dims[4] = {1, 3, 224, 224};     // actual dims of each input
+ *     const int64_t *in_dims[1] = {dims};
+ *     if (icc_run(ctx, in, in_dims, out) != ICC_OK)
+ *         fprintf(stderr, "%s\n", icc_context_error(ctx));
+ *     icc_context_destroy(ctx);
+ *     icc_model_close(m);
+ *
+ * A loaded model is immutable and may be shared by any number of threads;
+ * each thread runs it through its own context (arena + scratch). Nothing
+ * here calls exit() or abort(); every failure is a status plus a message.
+ * Ownership: *_create and *_open return objects the caller destroys/closes;
+ * getters return borrowed pointers valid while their owner lives.
+ */
+#ifndef ICC_RUNTIME_H
+#define ICC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any incompatible change of icc_model_desc or the entry point. */
+#define ICC_ABI_VERSION 1
+
+typedef enum icc_status {
+    ICC_OK = 0,
+    ICC_ERR_INVALID,      /* bad argument */
+    ICC_ERR_SHAPE,        /* an input's shape does not match the model */
+    ICC_ERR_DTYPE,        /* an input's dtype does not match the model */
+    ICC_ERR_NOMEM,        /* an allocation failed */
+    ICC_ERR_CPU,          /* the model needs a CPU feature this machine lacks */
+    ICC_ERR_IO,           /* a file could not be opened, read or mapped */
+    ICC_ERR_ABI,          /* not an icc model, or a different ABI version */
+    ICC_ERR_INTERNAL,     /* a bug: please report */
+} icc_status;
+
+/* Element types, numbered as ONNX's TensorProto.DataType. */
+typedef enum icc_dtype {
+    ICC_F32 = 1, ICC_U8 = 2, ICC_I8 = 3, ICC_U16 = 4, ICC_I16 = 5, ICC_I32 = 6,
+    ICC_I64 = 7, ICC_BOOL = 9, ICC_F16 = 10, ICC_F64 = 11, ICC_U32 = 12,
+    ICC_U64 = 13, ICC_BF16 = 16,
+} icc_dtype;
+
+/* ---- the ABI a compiled model exports ------------------------------------ */
+
+/* One input or output. dims[i] >= 0 is fixed; -1 is symbolic, named by
+ * dim_names[i] (symbols with the same name must agree at run time). */
+typedef struct icc_tensor_desc {
+    const char *name;
+    int32_t dtype;                 /* an icc_dtype */
+    int32_t rank;
+    const int64_t *dims;
+    const char *const *dim_names;  /* rank entries; NULL where fixed */
+} icc_tensor_desc;
+
+/* Services the runtime lends generated code (read-only to it). */
+typedef struct icc_kernel_env {
+    /* Runs fn(arg, i) for every i in [0, n), spread over the context's
+     * workers and the calling thread, and returns when all are done. The
+     * calls for different i must be independent (any order, any thread).
+     * A nested call (from inside fn) runs serially on its thread. */
+    void (*parallel_for)(void *pool, int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
+    void *pool;
+    int32_t nthreads;              /* threads parallel_for may use, caller included (>= 1) */
+    int32_t reserved;
+    const void *weights;           /* desc->weights, or the mapped model.weights file */
+} icc_kernel_env;
+
+/* The entry point of the generated code. inputs/outputs follow the
+ * descriptor's order; dims holds the actual value of every symbol, in the
+ * order of icc_model_desc.symbols; arena is at least arena_size(dims)
+ * bytes (arena_bytes when the model has no symbols), 64-byte aligned and
+ * never NULL. Returns 0, or an icc_status. */
+typedef int (*icc_entry_fn)(const void *const *inputs, void *const *outputs, const int64_t *dims,
+                            void *arena, const icc_kernel_env *env);
+
+/* Arena bytes needed for the given symbol values (NULL when the model has
+ * no symbols, then arena_bytes is exact). */
+typedef uint64_t (*icc_arena_fn)(const int64_t *dims);
+
+/* The one symbol a model exports: `<prefix>_model` (default prefix
+ * "model", so `model_model`; the prefix cannot be "icc", whose `icc_model`
+ * and `icc_run` are this header's names). */
+typedef struct icc_model_desc {
+    uint32_t abi_version;          /* ICC_ABI_VERSION */
+    uint32_t desc_size;            /* sizeof(icc_model_desc) when compiled */
+    const char *compiler_version;
+    const char *name;              /* the --name prefix */
+    const char *cpu_features;      /* comma-separated LLVM feature names, e.g. "avx2,fma" */
+    int32_t ninputs, noutputs;
+    const icc_tensor_desc *inputs;
+    const icc_tensor_desc *outputs;
+    int32_t nsymbols;
+    const char *const *symbols;    /* symbol names, the order of `dims` */
+    uint64_t arena_bytes;          /* for all symbols = 1, or exact when none */
+    icc_arena_fn arena_size;       /* NULL when the model has no symbols */
+    uint64_t weights_checksum;     /* FNV-1a 64 of the weights */
+    uint64_t weights_bytes;
+    /* In .rodata, 64-byte aligned; NULL if external: then icc_model_open
+     * maps `<path less .so>.weights` (weights_bytes long, checksum
+     * verified) and the code reads it through env->weights. */
+    const void *weights;
+    icc_entry_fn run;
+} icc_model_desc;
+
+/* ---- the runtime API ----------------------------------------------------- */
+
+typedef struct icc_model icc_model;
+typedef struct icc_context icc_context;
+
+/* Caller-supplied allocator (optional): alloc(user, bytes, align) and
+ * free(user, ptr). NULL uses aligned_alloc/free. */
+typedef struct icc_allocator {
+    void *(*alloc)(void *user, size_t bytes, size_t align);
+    void (*free)(void *user, void *ptr);
+    void *user;
+} icc_allocator;
+
+/* Loads a model .so by path (dlopen; a path without '/' is taken
+ * relative to the working directory, not searched for), finds its
+ * descriptor (symbol `<prefix>_model`; prefix NULL means "model"), checks
+ * the ABI version, the descriptor's consistency, and that this CPU has
+ * every feature the model needs. Errors: ICC_ERR_IO (file missing or
+ * unreadable), ICC_ERR_ABI (not a loadable .so, no such symbol, other ABI
+ * version, inconsistent descriptor), ICC_ERR_CPU (a feature missing or
+ * unknown to this runtime), with icc_last_error() naming the thing. The
+ * caller closes *out with icc_model_close. */
+icc_status icc_model_open(const char *path, const char *prefix, icc_model **out);
+/* Wraps a descriptor linked into the program (model.h's symbol), with the
+ * same checks. The descriptor must outlive the model. A model with
+ * external weights cannot be wrapped (ICC_ERR_INVALID). */
+icc_status icc_model_from_desc(const icc_model_desc *desc, icc_model **out);
+/* NULL is a no-op. No context of m may outlive it. */
+void icc_model_close(icc_model *m);
+/* Borrowed, valid while m is open. */
+const icc_model_desc *icc_model_describe(const icc_model *m);
+/* Input/output i (borrowed), or NULL when i is out of range. */
+const icc_tensor_desc *icc_model_input(const icc_model *m, int i);
+const icc_tensor_desc *icc_model_output(const icc_model *m, int i);
+/* The index of the input/output of that name, or -1. */
+int icc_model_find_input(const icc_model *m, const char *name);
+int icc_model_find_output(const icc_model *m, const char *name);
+
+/* A context: the arena, scratch and thread pool one thread runs with;
+ * one context serves one caller at a time. alloc may be NULL; it is
+ * copied, and used for every allocation the context makes. Threads:
+ * ICC_NUM_THREADS (a positive integer, else ICC_ERR_INVALID), else the
+ * CPUs this process may run on; 1 means no worker threads. Workers start
+ * at the first run that has parallel work and sleep between runs. The
+ * caller destroys *out with icc_context_destroy. */
+icc_status icc_context_create(const icc_model *m, const icc_allocator *alloc, icc_context **out);
+/* threads >= 1 sets the count (caller included); 0 restores the default
+ * above. Joins the current workers; not during a run. */
+icc_status icc_context_set_threads(icc_context *ctx, int threads);
+/* The thread count runs use, caller included. */
+int icc_context_threads(const icc_context *ctx);
+/* Joins the workers and frees everything; NULL is a no-op. */
+void icc_context_destroy(icc_context *ctx);
+
+/* Runs the model. in_dims[i] gives input i's actual dims (rank entries);
+ * they are checked against the descriptor (fixed dims equal, symbols
+ * consistent and >= 0): ICC_ERR_SHAPE with a message naming the input and
+ * dim. in_dims (or one entry) may be NULL for inputs with no symbolic dim.
+ * The arena grows when these symbol values need more. Outputs must be
+ * large enough for the resulting shapes (icc_output_dims tells them after
+ * shapes are known); a buffer may be NULL only for an empty output. */
+icc_status icc_run(icc_context *ctx, const void *const *inputs, const int64_t *const *in_dims,
+                   void *const *outputs);
+/* An input buffer that says what it holds, for icc_run_tensors. */
+typedef struct icc_tensor {
+    const void *data;
+    int32_t dtype;                 /* an icc_dtype */
+    int32_t rank;
+    const int64_t *dims;           /* rank entries */
+} icc_tensor;
+
+/* icc_run for buffers that carry dtype and rank (e.g. from .npy files):
+ * also checks ninputs, each input's dtype (ICC_ERR_DTYPE) and rank
+ * (ICC_ERR_SHAPE), naming the input. */
+icc_status icc_run_tensors(icc_context *ctx, const icc_tensor *inputs, int ninputs,
+                           void *const *outputs);
+/* Dims of output `index` (rank entries into dims) for inputs of the given
+ * dims: fixed dims as declared, symbols bound from the inputs (checked as
+ * icc_run does; errors in icc_last_error()). */
+icc_status icc_output_dims(const icc_model *m, const int64_t *const *in_dims, int index, int64_t *dims);
+/* The message of the last failure in ctx (never NULL). */
+const char *icc_context_error(const icc_context *ctx);
+/* The message of the last failure on this thread (open, create,
+ * output_dims, and a copy of icc_run's); "" when none. */
+const char *icc_last_error(void);
+
+/* Size of one element of dtype; 0 if unknown. */
+size_t icc_dtype_size(int32_t dtype);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

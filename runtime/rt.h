@@ -1,0 +1,65 @@
+/* rt.h - what the runtime's files share (internal, not installed). */
+#ifndef ICC_RT_H
+#define ICC_RT_H
+
+#include "icc/runtime.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+/* Immutable after open: any number of threads may read it. */
+struct icc_model {
+    const icc_model_desc *desc;
+    void *dl;               /* dlopen handle; NULL for icc_model_from_desc */
+    const void *weights;    /* desc->weights, or the mapping below */
+    void *wmap;
+    size_t wmap_len;
+};
+
+/* A thread pool: nthreads - 1 persistent workers plus the caller. Workers
+ * start lazily and sleep on `wake` between jobs. */
+typedef struct rt_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    pthread_t *threads;
+    int nthreads;           /* wanted, caller included */
+    int nworkers;           /* running */
+    int tried;              /* workers were started (or failed to) */
+    int stop;
+    int busy;               /* a job is running: nested calls go serial */
+    uint64_t gen, gen0;     /* job generation; gen0: the one workers start at */
+    int pending;            /* workers yet to finish this job */
+    void (*fn)(void *, int64_t);
+    void *arg;
+    int64_t n, chunk;
+    _Atomic int64_t next;
+    icc_allocator alloc;
+} rt_pool;
+
+/* Never fails: the mutex and conditions use default attributes. */
+void rt_pool_init(rt_pool *p, int nthreads, const icc_allocator *alloc);
+/* Stops and joins the workers; p may be re-initialised afterwards. */
+void rt_pool_fini(rt_pool *p);
+/* icc_kernel_env.parallel_for. */
+void rt_parallel_for(void *pool, int64_t n, void (*fn)(void *, int64_t), void *arg);
+/* ICC_NUM_THREADS, else the CPUs this process may use; -1 with a message
+ * in err when the variable is set but not a positive integer. */
+int rt_default_threads(char *err, size_t errlen);
+
+/* Allocation through a caller's allocator, or aligned_alloc. */
+void *rt_alloc(const icc_allocator *a, size_t bytes, size_t align);
+void rt_free(const icc_allocator *a, void *p);
+
+/* Sets this thread's icc_last_error and returns st. */
+icc_status rt_fail(icc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rt_set_last_error(const char *msg);
+
+/* Binds every symbol of m from the inputs' dims (from in_dims, or from ts
+ * with dtype and rank checked too) into syms (nsymbols
+ * entries), checking fixed dims and consistency. ICC_OK or ICC_ERR_SHAPE
+ * / ICC_ERR_INVALID with a message in err. */
+icc_status rt_bind(const icc_model *m, const int64_t *const *in_dims, const icc_tensor *ts,
+                   int64_t *syms, char *err, size_t errlen);
+
+#endif
