@@ -1,0 +1,274 @@
+/* lower.c - graph nodes to kernels: the elementwise family today.
+ *
+ * An elementwise node becomes one loop nest over its output's dims
+ * (outermost parallel, innermost vectorized when the rank allows), each
+ * input read through its broadcasting index map, and the op's semantics
+ * (the same formulas as ir/ref/elementwise*.c) as a scalar expression.
+ * Ops without a formula here (Sin, Cos, Mod, BitShift, ...) report
+ * cg_can_lower() false; the model compiler lists them as not compiled.
+ */
+#include "codegen/lower.h"
+#include "ir/ops.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    const ir_graph *g;
+    const ir_node *n;
+    kir_kernel *k;
+    int buf[64];               /* kernel buffer of each input; -1 if omitted */
+    int out;                   /* kernel buffer of output 0 */
+    int var[IR_MAX_RANK];      /* loop variable per output dim */
+    int orank;
+    ir_dtype cdt;              /* compute dtype of floats (f16/bf16 -> f32) */
+} lctx;
+
+static ir_dtype compute_dtype(ir_dtype t)
+{
+    return t == IR_F16 || t == IR_BF16 ? IR_F32 : t;
+}
+
+/* Input i at the current output index: size-1 and missing leading dims
+ * read index 0 (numpy broadcasting), narrow floats widen to f32. */
+static kir_expr *input(lctx *c, int i)
+{
+    const ir_value *v = c->n->in[i];
+    const ir_type *t = &v->type;
+    kir_expr *idx[IR_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) {
+        int od = c->orank - t->rank + d;
+        bool one = ir_dim_is_const(t->dims[d]) && t->dims[d].v == 1;
+        idx[d] = one ? kir_const_i(c->k, IR_I64, 0) : kir_var(c->k, c->var[od]);
+    }
+    kir_expr *e = kir_load(c->k, c->buf[i], idx);
+    ir_dtype cd = compute_dtype(t->dtype);
+    return cd != t->dtype ? kir_op1(c->k, KIR_CAST, cd, e) : e;
+}
+
+static kir_expr *cf(lctx *c, double v) { return kir_const_f(c->k, c->cdt, v); }
+
+static kir_expr *zero_of(lctx *c, ir_dtype t)
+{
+    return ir_dtype_is_float(t) ? kir_const_f(c->k, t, 0) : kir_const_i(c->k, t, 0);
+}
+
+/* x < 0 ? a : b */
+static kir_expr *if_neg(lctx *c, kir_expr *x, kir_expr *a, kir_expr *b)
+{
+    kir_kernel *k = c->k;
+    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, x, zero_of(c, x ? x->dtype : c->cdt));
+    return kir_op3(k, KIR_SELECT, x ? x->dtype : c->cdt, neg, a, b);
+}
+
+/* max(0, min(1, alpha*x + beta)) */
+static kir_expr *hard_sigmoid(lctx *c, kir_expr *x, double alpha, double beta)
+{
+    kir_kernel *k = c->k;
+    ir_dtype t = c->cdt;
+    kir_expr *y = kir_op3(k, KIR_FMA, t, cf(c, alpha), x, cf(c, beta));
+    return kir_op2(k, KIR_MAX, t, cf(c, 0), kir_op2(k, KIR_MIN, t, cf(c, 1), y));
+}
+
+/* The scalar expression of the node at the current index, in cdt (or
+ * bool for comparisons); NULL when unsupported or out of memory. */
+static kir_expr *formula(lctx *c)
+{
+    const ir_node *n = c->n;
+    kir_kernel *k = c->k;
+    ir_dtype t = c->cdt;
+    kir_expr *x = n->nin > 0 && n->in[0] ? input(c, 0) : NULL;
+    kir_expr *y = n->nin > 1 && n->in[1] ? input(c, 1) : NULL;
+    double alpha = ir_attr_float(n, "alpha", 0), beta = ir_attr_float(n, "beta", 0);
+    switch (n->op) {
+    case IR_OP_ADD: return kir_op2(k, KIR_ADD, t, x, y);
+    case IR_OP_SUB: return kir_op2(k, KIR_SUB, t, x, y);
+    case IR_OP_MUL: return kir_op2(k, KIR_MUL, t, x, y);
+    case IR_OP_DIV: return kir_op2(k, KIR_DIV, t, x, y);
+    case IR_OP_POW: return y && y->dtype == t ? kir_op2(k, KIR_POW, t, x, y) : NULL;
+    case IR_OP_EQUAL: return kir_op2(k, KIR_EQ, IR_BOOL, x, y);
+    case IR_OP_LESS: return kir_op2(k, KIR_LT, IR_BOOL, x, y);
+    case IR_OP_LESS_OR_EQUAL: return kir_op2(k, KIR_LE, IR_BOOL, x, y);
+    case IR_OP_GREATER: return kir_op2(k, KIR_LT, IR_BOOL, y, x);
+    case IR_OP_GREATER_OR_EQUAL: return kir_op2(k, KIR_LE, IR_BOOL, y, x);
+    case IR_OP_AND: return kir_op2(k, KIR_AND, IR_BOOL, x, y);
+    case IR_OP_OR: return kir_op2(k, KIR_OR, IR_BOOL, x, y);
+    case IR_OP_XOR: return kir_op2(k, KIR_NE, IR_BOOL, x, y);
+    case IR_OP_NOT: return kir_op1(k, KIR_NOT, IR_BOOL, x);
+    case IR_OP_MAX:
+    case IR_OP_MIN:
+    case IR_OP_SUM:
+    case IR_OP_MEAN: {
+        kir_op op = n->op == IR_OP_MAX ? KIR_MAX : n->op == IR_OP_MIN ? KIR_MIN : KIR_ADD;
+        kir_expr *acc = x;
+        for (int i = 1; i < n->nin; i++)
+            acc = kir_op2(k, op, t, acc, input(c, i));
+        return n->op == IR_OP_MEAN ? kir_op2(k, KIR_DIV, t, acc, cf(c, n->nin)) : acc;
+    }
+    case IR_OP_NEG: return kir_op1(k, KIR_NEG, t, x);
+    case IR_OP_ABS: return kir_op1(k, KIR_ABS, t, x);
+    case IR_OP_RELU: return if_neg(c, x, zero_of(c, t), x);
+    case IR_OP_SQRT: return kir_op1(k, KIR_SQRT, t, x);
+    case IR_OP_EXP: return kir_op1(k, KIR_EXP, t, x);
+    case IR_OP_LOG: return kir_op1(k, KIR_LOG, t, x);
+    case IR_OP_TANH: return kir_op1(k, KIR_TANH, t, x);
+    case IR_OP_ERF: return kir_op1(k, KIR_ERF, t, x);
+    case IR_OP_FLOOR: return kir_op1(k, KIR_FLOOR, t, x);
+    case IR_OP_CEIL: return kir_op1(k, KIR_CEIL, t, x);
+    case IR_OP_ROUND: return kir_op1(k, KIR_ROUND, t, x);
+    case IR_OP_RECIPROCAL: return kir_op2(k, KIR_DIV, t, cf(c, 1), x);
+    case IR_OP_SIGMOID:
+        return kir_op2(k, KIR_DIV, t, cf(c, 1),
+                       kir_op2(k, KIR_ADD, t, cf(c, 1), kir_op1(k, KIR_EXP, t, kir_op1(k, KIR_NEG, t, x))));
+    case IR_OP_LEAKY_RELU: return if_neg(c, x, kir_op2(k, KIR_MUL, t, cf(c, alpha), x), x);
+    case IR_OP_ELU:
+        return if_neg(c, x, kir_op2(k, KIR_MUL, t, cf(c, alpha),
+                                    kir_op2(k, KIR_SUB, t, kir_op1(k, KIR_EXP, t, x), cf(c, 1))), x);
+    case IR_OP_SELU: {
+        /* gamma * (x <= 0 ? alpha*(e^x - 1) : x) */
+        double gamma = ir_attr_float(n, "gamma", 0);
+        kir_expr *le = kir_op2(k, KIR_LE, IR_BOOL, x, cf(c, 0));
+        kir_expr *em = kir_op2(k, KIR_MUL, t, cf(c, alpha),
+                               kir_op2(k, KIR_SUB, t, kir_op1(k, KIR_EXP, t, x), cf(c, 1)));
+        return kir_op2(k, KIR_MUL, t, cf(c, gamma), kir_op3(k, KIR_SELECT, t, le, em, x));
+    }
+    case IR_OP_HARD_SIGMOID: return hard_sigmoid(c, x, alpha, beta);
+    case IR_OP_HARD_SWISH: return kir_op2(k, KIR_MUL, t, x, hard_sigmoid(c, x, 1.0 / 6, 0.5));
+    case IR_OP_SOFTPLUS: {
+        /* max(x, 0) + log(1 + e^-|x|): no overflow for large x */
+        kir_expr *e = kir_op1(k, KIR_EXP, t, kir_op1(k, KIR_NEG, t, kir_op1(k, KIR_ABS, t, x)));
+        return kir_op2(k, KIR_ADD, t, kir_op2(k, KIR_MAX, t, x, cf(c, 0)),
+                       kir_op1(k, KIR_LOG, t, kir_op2(k, KIR_ADD, t, cf(c, 1), e)));
+    }
+    case IR_OP_GELU: {
+        kir_expr *inner;
+        if (!strcmp(ir_attr_string(n, "approximate", "none"), "tanh")) {
+            /* tanh(sqrt(2/pi) * (x + 0.044715 x^3)) */
+            kir_expr *x3 = kir_op2(k, KIR_MUL, t, kir_op2(k, KIR_MUL, t, x, x), x);
+            kir_expr *s = kir_op3(k, KIR_FMA, t, cf(c, 0.044715), x3, x);
+            inner = kir_op1(k, KIR_TANH, t, kir_op2(k, KIR_MUL, t, cf(c, sqrt(2 / M_PI)), s));
+        } else {
+            inner = kir_op1(k, KIR_ERF, t, kir_op2(k, KIR_MUL, t, x, cf(c, M_SQRT1_2)));
+        }
+        /* 0.5 * x * (1 + inner) */
+        return kir_op2(k, KIR_MUL, t, kir_op2(k, KIR_MUL, t, cf(c, 0.5), x),
+                       kir_op2(k, KIR_ADD, t, cf(c, 1), inner));
+    }
+    case IR_OP_CLIP: {
+        kir_expr *r = x;
+        if (y)
+            r = kir_op2(k, KIR_MAX, t, r, y);
+        if (n->nin > 2 && n->in[2])
+            r = kir_op2(k, KIR_MIN, t, r, input(c, 2));
+        return r;
+    }
+    case IR_OP_WHERE: {
+        kir_expr *z = input(c, 2);
+        return kir_op3(k, KIR_SELECT, y ? y->dtype : t, x, y, z);
+    }
+    default:
+        return NULL;
+    }
+}
+
+bool cg_can_lower(const ir_node *n)
+{
+    switch (n->op) {
+    case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_MAX: case IR_OP_MIN:
+    case IR_OP_SUM: case IR_OP_EQUAL: case IR_OP_LESS: case IR_OP_LESS_OR_EQUAL: case IR_OP_GREATER:
+    case IR_OP_GREATER_OR_EQUAL: case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: case IR_OP_NOT:
+    case IR_OP_NEG: case IR_OP_ABS: case IR_OP_RELU: case IR_OP_CLIP: case IR_OP_WHERE:
+        break;
+    case IR_OP_POW:
+        if (n->in[1]->type.dtype != n->in[0]->type.dtype || !ir_dtype_is_float(n->in[0]->type.dtype))
+            return false;
+        break;
+    case IR_OP_MEAN: case IR_OP_SQRT: case IR_OP_EXP: case IR_OP_LOG:
+    case IR_OP_TANH: case IR_OP_ERF: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_ROUND:
+    case IR_OP_RECIPROCAL: case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_ELU:
+    case IR_OP_SELU: case IR_OP_HARD_SIGMOID: case IR_OP_HARD_SWISH: case IR_OP_SOFTPLUS:
+    case IR_OP_GELU:
+        if (!ir_dtype_is_float(n->in[0]->type.dtype))
+            return false;
+        break;
+    default:
+        return false;
+    }
+    /* every operand's shape must be known to build index maps */
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && n->in[i]->type.rank < 0)
+            return false;
+    const ir_type *o = &n->out[0]->type;
+    if (n->nout != 1 || o->rank < 0 || n->nin > 64)
+        return false;
+    for (int i = 0; i < o->rank; i++)
+        if (o->dims[i].sym == IR_DIM_UNKNOWN)
+            return false;
+    return true;
+}
+
+int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, int vector_lanes,
+                  const char *name, kir_kernel **out, icc_diag *d)
+{
+    *out = NULL;
+    if (!cg_can_lower(n))
+        return ir_node_errorf(d, n, "cannot be compiled yet (op or dtype not lowered)");
+    lctx c = {.g = g, .n = n};
+    if (!(c.k = kir_kernel_create(name, g)))
+        return ir_errorf(d, "out of memory");
+    kir_kernel *k = c.k;
+    const ir_value *ov = n->out[0];
+    for (int i = 0; i < n->nin; i++) {
+        const ir_value *v = n->in[i];
+        c.buf[i] = -1;
+        if (!v)
+            continue;
+        const cg_binding *b = &bind[v->id];
+        if ((c.buf[i] = kir_add_buf(k, v->name, b->kind, &v->type, b->index, b->offset)) < 0)
+            goto oom;
+    }
+    const cg_binding *ob = &bind[ov->id];
+    if ((c.out = kir_add_buf(k, ov->name, ob->kind, &ov->type, ob->index, ob->offset)) < 0)
+        goto oom;
+    c.orank = ov->type.rank;
+    ir_dtype in_dt = n->nin && n->in[0] ? n->in[0]->type.dtype : ov->type.dtype;
+    /* Where's data type is that of its second input. */
+    if (n->op == IR_OP_WHERE)
+        in_dt = n->in[1]->type.dtype;
+    c.cdt = compute_dtype(in_dt);
+
+    /* The loop nest over the output, outermost parallel, innermost vector. */
+    kir_block *body = &k->body;
+    for (int dim = 0; dim < c.orank; dim++) {
+        c.var[dim] = kir_new_var(k);
+        kir_loop kind = dim == 0 ? KIR_PARALLEL : dim == c.orank - 1 ? KIR_VECTOR : KIR_SERIAL;
+        int width = kind == KIR_VECTOR ? vector_lanes * 4 / (int)ir_dtype_size(ov->type.dtype) : 0;
+        ir_dim od = ov->type.dims[dim];
+        kir_expr *hi = od.sym > 0 ? kir_sym(k, od.sym) : kir_const_i(k, IR_I64, od.v);
+        kir_stmt *s = kir_for(k, body, c.var[dim], kir_const_i(k, IR_I64, 0), hi, kind, width);
+        if (!s)
+            goto oom;
+        body = &s->body;
+    }
+    kir_expr *v = formula(&c);
+    if (!v)
+        goto oom;
+    if (v->dtype != ov->type.dtype)
+        v = kir_op1(k, KIR_CAST, ov->type.dtype, v);
+    kir_expr *idx[IR_MAX_RANK];
+    for (int dim = 0; dim < c.orank; dim++)
+        idx[dim] = kir_var(k, c.var[dim]);
+    if (!kir_store(k, body, c.out, idx, v))
+        goto oom;
+    if (kir_verify(k, d) < 0) {
+        char m[sizeof d->msg];
+        memcpy(m, d->msg, sizeof m);
+        kir_kernel_destroy(k);
+        return ir_node_errorf(d, n, "lowering produced an invalid kernel: %s", m);
+    }
+    *out = k;
+    return 0;
+oom:
+    kir_kernel_destroy(k);
+    return ir_node_errorf(d, n, "out of memory while lowering");
+}

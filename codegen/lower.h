@@ -1,0 +1,34 @@
+/* lower.h - graph nodes to kernels.
+ *
+ * Each node (a fused group, once fusion lands) becomes one kernel whose
+ * loop nest covers its output's index space: the outermost loop parallel,
+ * the innermost vectorized, the node's reference semantics (ir/ref/) as a
+ * scalar expression. Broadcast inputs are read through index maps (size-1
+ * or missing dims read index 0). f16/bf16 compute in f32 and round once at
+ * the store, as the reference does through double.
+ */
+#ifndef ICC_CG_LOWER_H
+#define ICC_CG_LOWER_H
+
+#include "codegen/kir.h"
+
+/* Where a graph value lives at run time, by value id (the model compiler
+ * fills this from the graph's inputs, outputs, weights layout and memory
+ * plan). */
+typedef struct cg_binding {
+    kir_buf_kind kind;
+    int index;                 /* INPUT/OUTPUT position */
+    int64_t offset;            /* WEIGHT/ARENA byte offset */
+} cg_binding;
+
+/* True if cg_lower_node supports n's op and dtypes. */
+bool cg_can_lower(const ir_node *n);
+
+/* Lowers node n of g to a new kernel named `name` (the caller destroys
+ * it). bind[v->id] says where each of n's inputs and outputs lives.
+ * vector_lanes is the target's vector width in elements of 32 bits (16
+ * for avx512). Returns 0, or -1 with a node-located message. */
+int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, int vector_lanes,
+                  const char *name, kir_kernel **out, icc_diag *d);
+
+#endif
