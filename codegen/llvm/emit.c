@@ -1,0 +1,795 @@
+/* emit.c - lowers one kernel of the kernel IR to an LLVM function: buffer
+ * base pointers and row-major strides computed once in the entry block,
+ * counted i64 loops (the top-level PARALLEL loop clamped to [begin, end),
+ * VECTOR/UNROLL loops with llvm.loop hints), accumulators as entry-block
+ * allocas that SROA turns into registers, and scalar expressions for every
+ * dtype with the reference interpreter's semantics: integer division and
+ * remainder by zero give 0, float->int casts truncate and saturate with
+ * NaN -> 0 (llvm.fptosi.sat), f16/bf16 live in f32 registers holding
+ * exactly representable values and are rounded after each inexact op, bool
+ * is i1 in registers and one byte in memory. Memory accesses of distinct
+ * buffers carry scoped noalias metadata, which lets the loop vectoriser do
+ * without runtime overlap checks. */
+#include "codegen/llvm/emit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h>
+
+typedef struct {
+    const kir_expr *key;
+    LLVMValueRef val;
+} memo_slot;
+
+typedef struct em {
+    const cg_target *t;
+    const kir_kernel *k;
+    icc_diag *d;
+    LLVMContextRef cx;
+    LLVMModuleRef m;
+    LLVMValueRef fn;
+    LLVMBuilderRef b;          /* the code being emitted */
+    LLVMBuilderRef eb;         /* the end of the entry block: hoisted loads, allocas */
+    LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, half, ptr;
+    LLVMValueRef bufs_arg, syms_arg, begin, end;
+    LLVMValueRef *base;        /* per buffer: its first element */
+    LLVMValueRef (*stride)[IR_MAX_RANK];
+    LLVMValueRef *vars;        /* per loop variable: its value where in scope */
+    LLVMValueRef *accs;        /* per accumulator: its alloca */
+    LLVMValueRef *syms;        /* per symbol id: its value, loaded in the entry block */
+    int nsyms;
+    LLVMValueRef *scope_md, *noalias_md; /* per buffer: alias.scope / noalias lists */
+    unsigned kind_scope, kind_noalias, kind_loop;
+    memo_slot *memo;           /* expression values within one statement */
+    int memo_cap, memo_n;
+    int libm_calls;            /* calls to libm emitted so far */
+    int loops;                 /* loops emitted so far */
+} em;
+
+/* ---- types and small helpers ---------------------------------------------- */
+
+static LLVMTypeRef int_type(em *e, ir_dtype dt)
+{
+    switch (ir_dtype_size(dt)) {
+    case 1: return e->i8;
+    case 2: return e->i16;
+    case 4: return e->i32;
+    default: return e->i64;
+    }
+}
+
+/* The register type: f16/bf16 compute in f32, bool is i1. */
+static LLVMTypeRef reg_type(em *e, ir_dtype dt)
+{
+    switch (dt) {
+    case IR_F32: case IR_F16: case IR_BF16: return e->f32;
+    case IR_F64: return e->f64;
+    case IR_BOOL: return e->i1;
+    default: return int_type(e, dt);
+    }
+}
+
+/* The in-memory element type: f16/bf16 as i16, bool as i8. */
+static LLVMTypeRef mem_type(em *e, ir_dtype dt)
+{
+    switch (dt) {
+    case IR_F32: return e->f32;
+    case IR_F64: return e->f64;
+    default: return int_type(e, dt);
+    }
+}
+
+static bool is_narrow_float(ir_dtype dt) { return dt == IR_F16 || dt == IR_BF16; }
+
+static LLVMValueRef ci64(em *e, int64_t v) { return LLVMConstInt(e->i64, (unsigned long long)v, 1); }
+
+/* Calls an overloaded intrinsic by name, the overload types given. */
+static LLVMValueRef intr(em *e, const char *name, LLVMTypeRef *ovl, size_t novl, LLVMValueRef *args,
+                         unsigned nargs)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, ovl, novl);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, ovl, novl);
+    return LLVMBuildCall2(e->b, fty, f, args, nargs, "");
+}
+
+static LLVMValueRef intr1(em *e, const char *name, LLVMValueRef x)
+{
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    return intr(e, name, &ty, 1, &x, 1);
+}
+
+static LLVMValueRef intr2(em *e, const char *name, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMValueRef args[] = {x, y};
+    return intr(e, name, &ty, 1, args, 2);
+}
+
+/* A libm function of one argument (tanhf, erf...), declared pure so it
+ * can be hoisted and CSE'd. */
+static LLVMValueRef libm1(em *e, const char *name, LLVMValueRef x)
+{
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMTypeRef fty = LLVMFunctionType(ty, &ty, 1, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(e->m, name);
+    if (!f) {
+        f = LLVMAddFunction(e->m, name, fty);
+        const char *attrs[] = {"nounwind", "willreturn", "memory"};
+        for (int i = 0; i < 3; i++) {
+            unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+            if (kind) /* memory(none) encodes as 0 */
+                LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                        LLVMCreateEnumAttribute(e->cx, kind, 0));
+        }
+    }
+    e->libm_calls++;
+    return LLVMBuildCall2(e->b, fty, f, &x, 1, "");
+}
+
+/* ---- f16 / bf16 ------------------------------------------------------------ */
+
+/* Rounds the f32 x to the nearest (even) value of dt, kept in f32. bf16 is
+ * done with integer ops (as ir_f32_to_bf16) so no libgcc helper is needed;
+ * f16 goes through LLVM's half (F16C instructions where available). */
+static LLVMValueRef round_narrow(em *e, LLVMValueRef x, ir_dtype dt)
+{
+    LLVMBuilderRef b = e->b;
+    if (dt == IR_F16)
+        return LLVMBuildFPExt(b, LLVMBuildFPTrunc(b, x, e->half, ""), e->f32, "");
+    if (dt != IR_BF16)
+        return x;
+    LLVMValueRef u = LLVMBuildBitCast(b, x, e->i32, "");
+    LLVMValueRef c16 = LLVMConstInt(e->i32, 16, 0), hi = LLVMConstInt(e->i32, 0xffff0000u, 0);
+    LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c16, ""), LLVMConstInt(e->i32, 1, 0), "");
+    LLVMValueRef r = LLVMBuildAdd(b, u, LLVMBuildAdd(b, odd, LLVMConstInt(e->i32, 0x7fff, 0), ""), "");
+    LLVMValueRef qnan = LLVMBuildOr(b, u, LLVMConstInt(e->i32, 0x400000, 0), "");
+    LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+    r = LLVMBuildAnd(b, LLVMBuildSelect(b, isnan, qnan, r, ""), hi, "");
+    return LLVMBuildBitCast(b, r, e->f32, "");
+}
+
+/* f64 -> f32 rounded to odd: rounding that once more to f16/bf16 is then
+ * the correctly rounded result (the reference does the same). */
+static LLVMValueRef f64_to_f32_odd(em *e, LLVMValueRef x)
+{
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef r = LLVMBuildFPTrunc(b, x, e->f32, "");
+    LLVMValueRef back = LLVMBuildFPExt(b, r, e->f64, "");
+    LLVMValueRef inexact = LLVMBuildFCmp(b, LLVMRealONE, back, x, "");
+    LLVMValueRef away = LLVMBuildFCmp(b, LLVMRealOGT, intr1(e, "llvm.fabs", back), intr1(e, "llvm.fabs", x), "");
+    LLVMValueRef u = LLVMBuildBitCast(b, r, e->i32, "");
+    LLVMValueRef tz = LLVMBuildSelect(b, away, LLVMBuildSub(b, u, LLVMConstInt(e->i32, 1, 0), ""), u, "");
+    tz = LLVMBuildOr(b, tz, LLVMConstInt(e->i32, 1, 0), "");
+    return LLVMBuildBitCast(b, LLVMBuildSelect(b, inexact, tz, u, ""), e->f32, "");
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+static LLVMValueRef eval(em *e, const kir_expr *x);
+
+/* The address of buf[idx...]: the row-major linear index times the element. */
+static LLVMValueRef elem_ptr(em *e, int buf, int nidx, kir_expr *const *idx)
+{
+    LLVMValueRef lin = NULL;
+    for (int i = 0; i < nidx; i++) {
+        LLVMValueRef v = eval(e, idx[i]);
+        if (!v)
+            return NULL;
+        if (i < nidx - 1)
+            v = LLVMBuildNSWMul(e->b, v, e->stride[buf][i], "");
+        lin = lin ? LLVMBuildNSWAdd(e->b, lin, v, "") : v;
+    }
+    if (!lin)
+        lin = ci64(e, 0);
+    return LLVMBuildInBoundsGEP2(e->b, mem_type(e, e->k->bufs[buf].dtype), e->base[buf], &lin, 1, "");
+}
+
+static void tag_access(em *e, LLVMValueRef inst, int buf)
+{
+    if (e->scope_md[buf])
+        LLVMSetMetadata(inst, e->kind_scope, e->scope_md[buf]);
+    if (e->noalias_md[buf])
+        LLVMSetMetadata(inst, e->kind_noalias, e->noalias_md[buf]);
+}
+
+static LLVMValueRef emit_load(em *e, const kir_expr *x)
+{
+    LLVMValueRef p = elem_ptr(e, x->buf, x->nidx, x->idx);
+    if (!p)
+        return NULL;
+    ir_dtype dt = e->k->bufs[x->buf].dtype;
+    LLVMValueRef v = LLVMBuildLoad2(e->b, mem_type(e, dt), p, "");
+    tag_access(e, v, x->buf);
+    switch (dt) {
+    case IR_F16:
+        return LLVMBuildFPExt(e->b, LLVMBuildBitCast(e->b, v, e->half, ""), e->f32, "");
+    case IR_BF16:
+        v = LLVMBuildShl(e->b, LLVMBuildZExt(e->b, v, e->i32, ""), LLVMConstInt(e->i32, 16, 0), "");
+        return LLVMBuildBitCast(e->b, v, e->f32, "");
+    case IR_BOOL:
+        return LLVMBuildICmp(e->b, LLVMIntNE, v, LLVMConstInt(e->i8, 0, 0), "");
+    default:
+        return v;
+    }
+}
+
+static int emit_store(em *e, const kir_stmt *s)
+{
+    LLVMValueRef v = eval(e, s->value);
+    LLVMValueRef p = v ? elem_ptr(e, s->buf, s->nidx, s->idx) : NULL;
+    if (!p)
+        return -1;
+    switch (e->k->bufs[s->buf].dtype) {
+    case IR_F16: /* exact: v holds an f16 value */
+        v = LLVMBuildBitCast(e->b, LLVMBuildFPTrunc(e->b, v, e->half, ""), e->i16, "");
+        break;
+    case IR_BF16:
+        v = LLVMBuildLShr(e->b, LLVMBuildBitCast(e->b, v, e->i32, ""), LLVMConstInt(e->i32, 16, 0), "");
+        v = LLVMBuildTrunc(e->b, v, e->i16, "");
+        break;
+    case IR_BOOL:
+        v = LLVMBuildZExt(e->b, v, e->i8, "");
+        break;
+    default:
+        break;
+    }
+    tag_access(e, LLVMBuildStore(e->b, v, p), s->buf);
+    return 0;
+}
+
+/* The value of graph symbol id, loaded once at entry. */
+static LLVMValueRef sym_value(em *e, int id)
+{
+    if (id >= e->nsyms) {
+        int n = id + 8;
+        LLVMValueRef *s = realloc(e->syms, sizeof *s * (size_t)n);
+        if (!s) {
+            ir_errorf(e->d, "out of memory");
+            return NULL;
+        }
+        memset(s + e->nsyms, 0, sizeof *s * (size_t)(n - e->nsyms));
+        e->syms = s;
+        e->nsyms = n;
+    }
+    if (!e->syms[id]) {
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(e->eb, e->i64, e->syms_arg, (LLVMValueRef[]){ci64(e, id)}, 1, "");
+        e->syms[id] = LLVMBuildLoad2(e->eb, e->i64, p, "");
+    }
+    return e->syms[id];
+}
+
+/* ---- scalar expressions -------------------------------------------------- */
+
+static LLVMValueRef emit_const(em *e, const kir_expr *x)
+{
+    switch (x->dtype) {
+    case IR_F32: return LLVMConstReal(e->f32, (float)x->c.f);
+    case IR_F64: return LLVMConstReal(e->f64, x->c.f);
+    case IR_F16: return LLVMConstReal(e->f32, ir_f16_to_f32(ir_f32_to_f16((float)x->c.f)));
+    case IR_BF16: return LLVMConstReal(e->f32, ir_bf16_to_f32(ir_f32_to_bf16((float)x->c.f)));
+    case IR_BOOL: return LLVMConstInt(e->i1, x->c.i != 0, 0);
+    default: return LLVMConstInt(int_type(e, x->dtype), (unsigned long long)x->c.i, 1);
+    }
+}
+
+/* CAST with the reference's rules (ir/ref/elementwise_cast.c). */
+static LLVMValueRef emit_cast(em *e, LLVMValueRef v, ir_dtype from, ir_dtype to)
+{
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef rt = reg_type(e, to);
+    if (from == to)
+        return v;
+    if (to == IR_BOOL)
+        return ir_dtype_is_float(from) ? LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0), "")
+                                       : LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    if (from == IR_BOOL)
+        return ir_dtype_is_float(to) ? LLVMBuildUIToFP(b, v, rt, "") : LLVMBuildZExt(b, v, rt, "");
+    if (ir_dtype_is_float(from) && ir_dtype_is_float(to)) {
+        if (to == IR_F64)
+            return LLVMBuildFPExt(b, v, e->f64, "");
+        if (from == IR_F64)
+            return to == IR_F32 ? LLVMBuildFPTrunc(b, v, e->f32, "") : round_narrow(e, f64_to_f32_odd(e, v), to);
+        return round_narrow(e, v, to); /* f32/f16/bf16 in f32 registers */
+    }
+    if (ir_dtype_is_float(from)) {
+        LLVMTypeRef ovl[] = {rt, LLVMTypeOf(v)};
+        return intr(e, ir_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", ovl, 2, &v, 1);
+    }
+    bool sgn = ir_dtype_is_signed(from);
+    if (ir_dtype_is_float(to)) {
+        if (!is_narrow_float(to))
+            return sgn ? LLVMBuildSIToFP(b, v, rt, "") : LLVMBuildUIToFP(b, v, rt, "");
+        /* exact in f64 up to 53 bits, then one more rounding through odd */
+        LLVMValueRef dv = sgn ? LLVMBuildSIToFP(b, v, e->f64, "") : LLVMBuildUIToFP(b, v, e->f64, "");
+        return round_narrow(e, f64_to_f32_odd(e, dv), to);
+    }
+    unsigned fb = LLVMGetIntTypeWidth(LLVMTypeOf(v)), tb = LLVMGetIntTypeWidth(rt);
+    if (fb == tb)
+        return v;
+    if (fb > tb)
+        return LLVMBuildTrunc(b, v, rt, "");
+    return sgn ? LLVMBuildSExt(b, v, rt, "") : LLVMBuildZExt(b, v, rt, "");
+}
+
+/* Integer DIV/REM: x/0 and x%0 are 0, INT_MIN/-1 wraps (the reference's
+ * s_div/s_rem), so the divisor is replaced by 1 where LLVM would trap. */
+static LLVMValueRef emit_idiv(em *e, kir_op op, bool sgn, LLVMValueRef a, LLVMValueRef y)
+{
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef zero = LLVMConstNull(ty), one = LLVMConstInt(ty, 1, 0);
+    LLVMValueRef isz = LLVMBuildICmp(b, LLVMIntEQ, y, zero, "");
+    if (!sgn) {
+        LLVMValueRef q = op == KIR_DIV ? LLVMBuildUDiv(b, a, LLVMBuildSelect(b, isz, one, y, ""), "")
+                                       : LLVMBuildURem(b, a, LLVMBuildSelect(b, isz, one, y, ""), "");
+        return LLVMBuildSelect(b, isz, zero, q, "");
+    }
+    LLVMValueRef ism1 = LLVMBuildICmp(b, LLVMIntEQ, y, LLVMConstAllOnes(ty), "");
+    LLVMValueRef bad = LLVMBuildOr(b, isz, ism1, "");
+    LLVMValueRef sy = LLVMBuildSelect(b, bad, one, y, "");
+    if (op == KIR_REM)
+        return LLVMBuildSelect(b, bad, zero, LLVMBuildSRem(b, a, sy, ""), "");
+    LLVMValueRef q = LLVMBuildSDiv(b, a, sy, "");
+    q = LLVMBuildSelect(b, ism1, LLVMBuildSub(b, zero, a, ""), q, "");
+    return LLVMBuildSelect(b, isz, zero, q, "");
+}
+
+static LLVMValueRef emit_cmp(em *e, kir_op op, ir_dtype dt, LLVMValueRef a, LLVMValueRef y)
+{
+    if (ir_dtype_is_float(dt)) {
+        static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOEQ, LLVMRealUNE};
+        return LLVMBuildFCmp(e->b, fp[op - KIR_LT], a, y, "");
+    }
+    bool sgn = ir_dtype_is_signed(dt);
+    LLVMIntPredicate p = op == KIR_LT ? (sgn ? LLVMIntSLT : LLVMIntULT)
+                       : op == KIR_LE ? (sgn ? LLVMIntSLE : LLVMIntULE)
+                       : op == KIR_EQ ? LLVMIntEQ : LLVMIntNE;
+    return LLVMBuildICmp(e->b, p, a, y, "");
+}
+
+/* Ops whose float result must be rounded again for f16/bf16. */
+static bool inexact_op(kir_op op)
+{
+    switch (op) {
+    case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_REM: case KIR_POW:
+    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_FMA:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static LLVMValueRef emit_float_op(em *e, const kir_expr *x, LLVMValueRef *v)
+{
+    LLVMBuilderRef b = e->b;
+    bool dbl = x->dtype == IR_F64;
+    switch (x->op) {
+    case KIR_NEG: return LLVMBuildFNeg(b, v[0], "");
+    case KIR_ABS: return intr1(e, "llvm.fabs", v[0]);
+    case KIR_EXP: return intr1(e, "llvm.exp", v[0]);
+    case KIR_LOG: return intr1(e, "llvm.log", v[0]);
+    case KIR_SQRT: return intr1(e, "llvm.sqrt", v[0]);
+    case KIR_FLOOR: return intr1(e, "llvm.floor", v[0]);
+    case KIR_CEIL: return intr1(e, "llvm.ceil", v[0]);
+    case KIR_ROUND: return intr1(e, "llvm.roundeven", v[0]);
+    /* no LLVM intrinsics: libm for now (TODO: inline polynomials) */
+    case KIR_TANH: return libm1(e, dbl ? "tanh" : "tanhf", v[0]);
+    case KIR_ERF: return libm1(e, dbl ? "erf" : "erff", v[0]);
+    case KIR_ADD: return LLVMBuildFAdd(b, v[0], v[1], "");
+    case KIR_SUB: return LLVMBuildFSub(b, v[0], v[1], "");
+    case KIR_MUL: return LLVMBuildFMul(b, v[0], v[1], "");
+    case KIR_DIV: return LLVMBuildFDiv(b, v[0], v[1], "");
+    case KIR_REM: return LLVMBuildFRem(b, v[0], v[1], "");
+    case KIR_MIN: return intr2(e, "llvm.minimum", v[0], v[1]);
+    case KIR_MAX: return intr2(e, "llvm.maximum", v[0], v[1]);
+    case KIR_POW: return intr2(e, "llvm.pow", v[0], v[1]);
+    case KIR_FMA: {
+        LLVMTypeRef ty = LLVMTypeOf(v[0]);
+        return intr(e, "llvm.fma", &ty, 1, v, 3);
+    }
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef emit_int_op(em *e, const kir_expr *x, LLVMValueRef *v)
+{
+    LLVMBuilderRef b = e->b;
+    bool sgn = ir_dtype_is_signed(x->dtype);
+    switch (x->op) {
+    case KIR_NEG: return LLVMBuildNeg(b, v[0], "");
+    case KIR_ABS: {
+        if (!sgn)
+            return v[0];
+        LLVMTypeRef ty = LLVMTypeOf(v[0]);
+        LLVMValueRef args[] = {v[0], LLVMConstInt(e->i1, 0, 0)}; /* INT_MIN stays INT_MIN */
+        return intr(e, "llvm.abs", &ty, 1, args, 2);
+    }
+    case KIR_FLOOR: case KIR_CEIL: case KIR_ROUND: return v[0];
+    case KIR_ADD: return LLVMBuildAdd(b, v[0], v[1], "");
+    case KIR_SUB: return LLVMBuildSub(b, v[0], v[1], "");
+    case KIR_MUL: return LLVMBuildMul(b, v[0], v[1], "");
+    case KIR_DIV: case KIR_REM: return emit_idiv(e, x->op, sgn, v[0], v[1]);
+    case KIR_MIN: return intr2(e, sgn ? "llvm.smin" : "llvm.umin", v[0], v[1]);
+    case KIR_MAX: return intr2(e, sgn ? "llvm.smax" : "llvm.umax", v[0], v[1]);
+    case KIR_FMA: return LLVMBuildAdd(b, LLVMBuildMul(b, v[0], v[1], ""), v[2], "");
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef emit_bool_op(em *e, const kir_expr *x, LLVMValueRef *v)
+{
+    LLVMBuilderRef b = e->b;
+    switch (x->op) {
+    case KIR_NOT: return LLVMBuildNot(b, v[0], "");
+    case KIR_AND: case KIR_MIN: case KIR_MUL: return LLVMBuildAnd(b, v[0], v[1], "");
+    case KIR_OR: case KIR_MAX: return LLVMBuildOr(b, v[0], v[1], "");
+    case KIR_ABS: case KIR_FLOOR: case KIR_CEIL: case KIR_ROUND: return v[0];
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef emit_op(em *e, const kir_expr *x)
+{
+    LLVMValueRef v[3] = {0};
+    int n = kir_op_arity(x->op);
+    for (int i = 0; i < n; i++)
+        if (!(v[i] = eval(e, x->a[i])))
+            return NULL;
+    switch (x->op) {
+    case KIR_CAST: return emit_cast(e, v[0], x->a[0]->dtype, x->dtype);
+    case KIR_SELECT: return LLVMBuildSelect(e->b, v[0], v[1], v[2], "");
+    case KIR_LT: case KIR_LE: case KIR_EQ: case KIR_NE:
+        return emit_cmp(e, x->op, x->a[0]->dtype, v[0], v[1]);
+    default:
+        break;
+    }
+    LLVMValueRef r;
+    if (ir_dtype_is_float(x->dtype)) {
+        r = emit_float_op(e, x, v);
+        if (r && is_narrow_float(x->dtype) && inexact_op(x->op))
+            r = round_narrow(e, r, x->dtype);
+    } else if (x->dtype == IR_BOOL) {
+        r = emit_bool_op(e, x, v);
+    } else {
+        r = emit_int_op(e, x, v);
+    }
+    if (!r)
+        ir_errorf(e->d, "kernel '%.100s': %s on %s is not supported by the LLVM backend", e->k->name,
+                  kir_op_name(x->op), ir_dtype_name(x->dtype));
+    return r;
+}
+
+/* Expressions form a DAG: within one statement a shared node is emitted
+ * once (everything it reads is unchanged until the statement's effect). */
+static LLVMValueRef *memo_find(em *e, const kir_expr *x)
+{
+    if (e->memo_n * 2 >= e->memo_cap) {
+        int cap = e->memo_cap ? e->memo_cap * 2 : 64;
+        memo_slot *old = e->memo, *nm = calloc((size_t)cap, sizeof *nm);
+        if (!nm)
+            return NULL;
+        e->memo = nm;
+        int oc = e->memo_cap;
+        e->memo_cap = cap;
+        e->memo_n = 0;
+        for (int i = 0; i < oc; i++)
+            if (old[i].key)
+                *memo_find(e, old[i].key) = old[i].val;
+        free(old);
+    }
+    size_t h = ((uintptr_t)x >> 4) * 0x9e3779b97f4a7c15u;
+    for (size_t i = h & (size_t)(e->memo_cap - 1);; i = (i + 1) & (size_t)(e->memo_cap - 1))
+        if (!e->memo[i].key || e->memo[i].key == x) {
+            if (!e->memo[i].key) {
+                e->memo[i].key = x;
+                e->memo_n++;
+            }
+            return &e->memo[i].val;
+        }
+}
+
+static void memo_clear(em *e)
+{
+    if (e->memo_n)
+        memset(e->memo, 0, sizeof *e->memo * (size_t)e->memo_cap);
+    e->memo_n = 0;
+}
+
+static LLVMValueRef eval(em *e, const kir_expr *x)
+{
+    switch (x->op) {
+    case KIR_CONST: return emit_const(e, x);
+    case KIR_VAR: return e->vars[x->var];
+    case KIR_SYM: return sym_value(e, x->var);
+    default: break;
+    }
+    LLVMValueRef *slot = memo_find(e, x);
+    if (!slot) {
+        ir_errorf(e->d, "out of memory");
+        return NULL;
+    }
+    if (*slot)
+        return *slot;
+    LLVMValueRef r;
+    if (x->op == KIR_ACC)
+        r = LLVMBuildLoad2(e->b, reg_type(e, e->k->acc_dtype[x->var]), e->accs[x->var], "");
+    else if (x->op == KIR_LOAD)
+        r = emit_load(e, x);
+    else
+        r = emit_op(e, x);
+    /* memo_find may have rehashed while operands were emitted */
+    if (r)
+        *memo_find(e, x) = r;
+    return r;
+}
+
+/* ---- statements ---------------------------------------------------------- */
+
+static LLVMMetadataRef md_str(em *e, const char *s) { return LLVMMDStringInContext2(e->cx, s, strlen(s)); }
+
+/* A self-referential node {self, ops...}: loop IDs and alias scopes must
+ * be distinct, which the C API only offers through this cycle. */
+static LLVMMetadataRef md_self(em *e, LLVMMetadataRef *ops, size_t n)
+{
+    LLVMMetadataRef all[8];
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->cx, NULL, 0);
+    all[0] = tmp;
+    for (size_t i = 0; i < n && i < 7; i++)
+        all[i + 1] = ops[i];
+    LLVMMetadataRef node = LLVMMDNodeInContext2(e->cx, all, n + 1);
+    LLVMMetadataReplaceAllUsesWith(tmp, node);
+    return node;
+}
+
+static LLVMMetadataRef loop_hint(em *e, const char *name, LLVMValueRef v)
+{
+    LLVMMetadataRef ops[] = {md_str(e, name), LLVMValueAsMetadata(v)};
+    return LLVMMDNodeInContext2(e->cx, ops, 2);
+}
+
+static int emit_block(em *e, const kir_block *bl, int depth);
+
+static int emit_for(em *e, const kir_stmt *s, int depth)
+{
+    LLVMValueRef lo = eval(e, s->lo), hi = lo ? eval(e, s->hi) : NULL;
+    if (!hi)
+        return -1;
+    if (s->loop == KIR_PARALLEL && depth == 0) {
+        lo = intr2(e, "llvm.smax", lo, e->begin);
+        hi = intr2(e, "llvm.smin", hi, e->end);
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->cx, e->fn, "loop");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->cx, e->fn, "body");
+    LLVMBuildBr(e->b, head);
+    LLVMPositionBuilderAtEnd(e->b, head);
+    LLVMValueRef iv = LLVMBuildPhi(e->b, e->i64, "i");
+    LLVMValueRef test = LLVMBuildICmp(e->b, LLVMIntSLT, iv, hi, "");
+    LLVMPositionBuilderAtEnd(e->b, body);
+    LLVMValueRef saved = e->vars[s->var];
+    e->vars[s->var] = iv;
+    int calls = e->libm_calls, loops = ++e->loops;
+    int rc = emit_block(e, &s->body, depth + 1);
+    e->vars[s->var] = saved;
+    if (rc < 0)
+        return -1;
+    /* appended now so blocks print in source order */
+    LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(e->cx, e->fn, "latch");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->cx, e->fn, "done");
+    LLVMBuildBr(e->b, latch);
+    LLVMPositionBuilderAtEnd(e->b, head);
+    LLVMBuildCondBr(e->b, test, body, exit);
+    LLVMPositionBuilderAtEnd(e->b, latch);
+    LLVMValueRef next = LLVMBuildNSWAdd(e->b, iv, ci64(e, 1), "");
+    LLVMValueRef back = LLVMBuildBr(e->b, head);
+    LLVMValueRef in_v[] = {lo, next};
+    LLVMBasicBlockRef in_b[] = {pre, latch};
+    LLVMAddIncoming(iv, in_v, in_b, 2);
+
+    int w = s->width > 0 ? s->width : 1;
+    LLVMMetadataRef hints[2];
+    size_t nh = 0;
+    /* LLVM vectorises innermost loops only, and cannot widen libm calls
+     * (tanhf, erff); where it cannot, a forced hint only yields a warning
+     * on stderr, so such loops get none (TODO: widen them ourselves;
+     * inline polynomials for tanh/erf). */
+    if (s->loop == KIR_VECTOR && e->libm_calls == calls && e->loops == loops) {
+        hints[nh++] = loop_hint(e, "llvm.loop.vectorize.enable", LLVMConstInt(e->i1, 1, 0));
+        hints[nh++] = loop_hint(e, "llvm.loop.vectorize.width", LLVMConstInt(e->i32, (unsigned)w, 0));
+    } else if (s->loop == KIR_UNROLL) {
+        hints[nh++] = loop_hint(e, "llvm.loop.unroll.count", LLVMConstInt(e->i32, (unsigned)w, 0));
+    }
+    if (nh)
+        LLVMSetMetadata(back, e->kind_loop, LLVMMetadataAsValue(e->cx, md_self(e, hints, nh)));
+    LLVMPositionBuilderAtEnd(e->b, exit);
+    return 0;
+}
+
+static int emit_if(em *e, const kir_stmt *s, int depth)
+{
+    LLVMValueRef c = eval(e, s->cond);
+    if (!c)
+        return -1;
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->cx, e->fn, "then");
+    LLVMBasicBlockRef els = LLVMAppendBasicBlockInContext(e->cx, e->fn, "else");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->cx, e->fn, "endif");
+    LLVMBuildCondBr(e->b, c, then, els);
+    LLVMPositionBuilderAtEnd(e->b, then);
+    if (emit_block(e, &s->body, depth + 1) < 0)
+        return -1;
+    LLVMBuildBr(e->b, join);
+    LLVMPositionBuilderAtEnd(e->b, els);
+    if (emit_block(e, &s->orelse, depth + 1) < 0)
+        return -1;
+    LLVMBuildBr(e->b, join);
+    LLVMPositionBuilderAtEnd(e->b, join);
+    return 0;
+}
+
+static int emit_block(em *e, const kir_block *bl, int depth)
+{
+    for (int i = 0; i < bl->n; i++) {
+        const kir_stmt *s = bl->s[i];
+        memo_clear(e);
+        int rc = 0;
+        switch (s->kind) {
+        case KIR_S_FOR: rc = emit_for(e, s, depth); break;
+        case KIR_S_IF: rc = emit_if(e, s, depth); break;
+        case KIR_S_STORE: rc = emit_store(e, s); break;
+        case KIR_S_ACC_SET: {
+            LLVMValueRef v = eval(e, s->value);
+            if (!v)
+                return -1;
+            LLVMBuildStore(e->b, v, e->accs[s->acc]);
+            break;
+        }
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the function ---------------------------------------------------------- */
+
+/* Base pointers, strides and alias scopes, computed in the entry block. */
+static int emit_prologue(em *e)
+{
+    const kir_kernel *k = e->k;
+    LLVMMetadataRef domain = NULL, *scopes = NULL;
+    if (k->nbufs > 1) {
+        LLVMMetadataRef name = md_str(e, k->name);
+        domain = md_self(e, &name, 1);
+        if (!(scopes = calloc((size_t)k->nbufs, sizeof *scopes)))
+            return ir_errorf(e->d, "out of memory");
+    }
+    for (int i = 0; i < k->nbufs; i++) {
+        const kir_buf *bf = &k->bufs[i];
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(e->eb, e->ptr, e->bufs_arg, (LLVMValueRef[]){ci64(e, i)}, 1, "");
+        e->base[i] = LLVMBuildLoad2(e->eb, e->ptr, p, bf->name);
+        LLVMValueRef st = ci64(e, 1);
+        for (int dd = bf->rank - 1; dd >= 0; dd--) {
+            e->stride[i][dd] = st;
+            const kir_expr *dim = bf->dims[dd];
+            LLVMValueRef dv = !dim ? NULL : dim->op == KIR_CONST ? ci64(e, dim->c.i)
+                                          : dim->op == KIR_SYM   ? sym_value(e, dim->var) : NULL;
+            if (!dv) {
+                free(scopes);
+                return ir_errorf(e->d, "kernel '%.100s': dim %d of buffer '%.100s' is not a constant or symbol",
+                                 k->name, dd, bf->name);
+            }
+            st = LLVMBuildNSWMul(e->eb, st, dv, "");
+        }
+        if (scopes) {
+            LLVMMetadataRef ops[] = {domain, md_str(e, bf->name)};
+            scopes[i] = md_self(e, ops, 2);
+        }
+    }
+    for (int i = 0; scopes && i < k->nbufs; i++) {
+        e->scope_md[i] = LLVMMetadataAsValue(e->cx, LLVMMDNodeInContext2(e->cx, &scopes[i], 1));
+        /* past 64 other buffers the list is cut: fewer no-alias facts, still true */
+        LLVMMetadataRef others[64];
+        size_t n = 0;
+        for (int j = 0; j < k->nbufs && n < 64; j++)
+            if (j != i)
+                others[n++] = scopes[j];
+        e->noalias_md[i] = LLVMMetadataAsValue(e->cx, LLVMMDNodeInContext2(e->cx, others, n));
+    }
+    free(scopes);
+    for (int i = 0; i < k->naccs; i++)
+        e->accs[i] = LLVMBuildAlloca(e->eb, reg_type(e, k->acc_dtype[i]), "acc");
+    return 0;
+}
+
+static int emit_function(em *e)
+{
+    const kir_kernel *k = e->k;
+    LLVMTypeRef params[] = {e->ptr, e->ptr, e->i64, e->i64};
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(e->cx), params, 4, 0);
+    e->fn = LLVMAddFunction(e->m, k->name, fty);
+    LLVMAddAttributeAtIndex(e->fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(e->cx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
+    /* bufs and syms are only read, and only through these pointers */
+    const char *pattrs[] = {"noalias", "readonly", "nocapture"};
+    for (unsigned p = 1; p <= 2; p++)
+        for (int i = 0; i < 3; i++) {
+            unsigned kind = LLVMGetEnumAttributeKindForName(pattrs[i], strlen(pattrs[i]));
+            if (kind)
+                LLVMAddAttributeAtIndex(e->fn, p, LLVMCreateEnumAttribute(e->cx, kind, 0));
+        }
+    cg_target_tune_function(e->t, e->fn);
+    e->bufs_arg = LLVMGetParam(e->fn, 0);
+    e->syms_arg = LLVMGetParam(e->fn, 1);
+    e->begin = LLVMGetParam(e->fn, 2);
+    e->end = LLVMGetParam(e->fn, 3);
+    LLVMSetValueName2(e->bufs_arg, "bufs", 4);
+    LLVMSetValueName2(e->syms_arg, "syms", 4);
+    LLVMSetValueName2(e->begin, "begin", 5);
+    LLVMSetValueName2(e->end, "end", 3);
+
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->cx, e->fn, "entry");
+    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(e->cx, e->fn, "start");
+    LLVMPositionBuilderAtEnd(e->eb, entry);
+    LLVMPositionBuilderAtEnd(e->b, start);
+    if (emit_prologue(e) < 0 || emit_block(e, &k->body, 0) < 0)
+        return -1;
+    LLVMBuildRetVoid(e->b);
+    LLVMBuildBr(e->eb, start);
+    return 0;
+}
+
+int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, const kir_kernel *k, LLVMValueRef *fn,
+                        icc_diag *d)
+{
+    *fn = NULL;
+    if (kir_verify(k, d) < 0)
+        return -1;
+    if (!k->name || !*k->name)
+        return ir_errorf(d, "kernel without a name");
+    if (LLVMGetNamedFunction(m, k->name))
+        return ir_errorf(d, "kernel '%.100s': the module already has a function of that name", k->name);
+    em e = {.t = t, .k = k, .d = d, .m = m, .cx = LLVMGetModuleContext(m)};
+    e.i1 = LLVMInt1TypeInContext(e.cx);
+    e.i8 = LLVMInt8TypeInContext(e.cx);
+    e.i16 = LLVMInt16TypeInContext(e.cx);
+    e.i32 = LLVMInt32TypeInContext(e.cx);
+    e.i64 = LLVMInt64TypeInContext(e.cx);
+    e.f32 = LLVMFloatTypeInContext(e.cx);
+    e.f64 = LLVMDoubleTypeInContext(e.cx);
+    e.half = LLVMHalfTypeInContext(e.cx);
+    e.ptr = LLVMPointerTypeInContext(e.cx, 0);
+    e.kind_scope = LLVMGetMDKindIDInContext(e.cx, "alias.scope", 11);
+    e.kind_noalias = LLVMGetMDKindIDInContext(e.cx, "noalias", 7);
+    e.kind_loop = LLVMGetMDKindIDInContext(e.cx, "llvm.loop", 9);
+    size_t nb = (size_t)k->nbufs + 1;
+    e.base = calloc(nb, sizeof *e.base);
+    e.stride = calloc(nb, sizeof *e.stride);
+    e.scope_md = calloc(nb, sizeof *e.scope_md);
+    e.noalias_md = calloc(nb, sizeof *e.noalias_md);
+    e.vars = calloc((size_t)k->nvars + 1, sizeof *e.vars);
+    e.accs = calloc((size_t)k->naccs + 1, sizeof *e.accs);
+    e.b = LLVMCreateBuilderInContext(e.cx);
+    e.eb = LLVMCreateBuilderInContext(e.cx);
+    int rc;
+    if (!e.base || !e.stride || !e.scope_md || !e.noalias_md || !e.vars || !e.accs)
+        rc = ir_errorf(d, "out of memory");
+    else
+        rc = emit_function(&e);
+    if (rc < 0 && e.fn)
+        LLVMDeleteFunction(e.fn);
+    else if (rc == 0)
+        *fn = e.fn;
+    LLVMDisposeBuilder(e.b);
+    LLVMDisposeBuilder(e.eb);
+    free(e.base);
+    free(e.stride);
+    free(e.scope_md);
+    free(e.noalias_md);
+    free(e.vars);
+    free(e.accs);
+    free(e.syms);
+    free(e.memo);
+    return rc;
+}
