@@ -1,0 +1,425 @@
+/* model.c - a whole graph to one LLVM module.
+ *
+ * Where values live: graph inputs and outputs are the caller's buffers,
+ * constants are slices of one weights blob (64-byte aligned, in .rodata
+ * or mapped from model.weights; the code reaches it through env->weights),
+ * intermediates sit in the arena at the offsets the plan pass gave them.
+ * Each node becomes a kernel (codegen/lower.c) compiled by the LLVM
+ * emitter; `<prefix>_run` calls them in order, splitting a kernel's
+ * parallel outer loop over the runtime's parallel_for. The descriptor
+ * `<prefix>_model` is a constant laid out exactly as icc_model_desc.
+ */
+#include "codegen/model.h"
+#include "codegen/llvm/emit.h"
+#include "codegen/lower.h"
+#include "icc/runtime.h"
+#include "ir/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef ICC_VERSION
+#define ICC_VERSION "0.1.0"
+#endif
+
+typedef struct {
+    const ir_graph *g;
+    const cg_target *t;
+    const char *prefix;
+    icc_diag *d;
+    LLVMModuleRef m;
+    LLVMContextRef cx;
+    LLVMTypeRef ptr, i8, i32, i64, kfn_ty;
+    cg_binding *bind;
+    unsigned char *weights;
+    int64_t weights_bytes;
+} mctx;
+
+/* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights. */
+static uint64_t fnv1a(const unsigned char *p, int64_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Every node must lower, every dim be static, every intermediate planned,
+ * and outputs be node results listed once. All unsupported nodes are
+ * reported together, like the frontend's unsupported ops. */
+static int check_graph(mctx *c)
+{
+    const ir_graph *g = c->g;
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        for (int k = 0; k < v->type.rank; k++)
+            if (v->type.dims[k].sym != 0)
+                return ir_errorf(c->d, "value '%.200s' has the %s dim '%s': pin it with --shape "
+                                 "(dynamic shapes are not compiled yet)", v->name,
+                                 v->type.dims[k].sym > 0 ? "symbolic" : "unknown",
+                                 v->type.dims[k].sym > 0 ? ir_graph_sym_name(g, v->type.dims[k].sym) : "?");
+        if (v->type.rank < 0)
+            return ir_errorf(c->d, "value '%.200s' has an unknown rank", v->name);
+    }
+    char list[768] = "";
+    int bad = 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        if (cg_can_lower(n))
+            continue;
+        if (bad < 8)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
+                     ir_ops[n->op].name, n->name);
+        bad++;
+    }
+    if (bad)
+        return ir_errorf(c->d, "%d node%s cannot be compiled yet: %s%s", bad, bad == 1 ? "" : "s", list,
+                         bad > 8 ? ", ..." : "");
+    for (int i = 0; i < g->noutputs; i++) {
+        const ir_value *v = g->outputs[i];
+        if (v->kind != IR_VAL_NODE)
+            return ir_errorf(c->d, "output '%.200s' is a graph input or constant: not compiled yet", v->name);
+        for (int j = 0; j < i; j++)
+            if (g->outputs[j] == v)
+                return ir_errorf(c->d, "output '%.200s' is listed twice: not compiled yet", v->name);
+    }
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k]->nout; i++) {
+            const ir_value *v = g->nodes[k]->out[i];
+            bool is_out = false;
+            for (int j = 0; j < g->noutputs; j++)
+                is_out |= g->outputs[j] == v;
+            if (!is_out && !v->planned)
+                return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
+        }
+    return 0;
+}
+
+/* Bindings, and the weights blob: constants in value order, 64-aligned. */
+static int bind_values(mctx *c)
+{
+    const ir_graph *g = c->g;
+    c->bind = calloc((size_t)g->nvalues + 1, sizeof *c->bind);
+    if (!c->bind)
+        return ir_errorf(c->d, "out of memory");
+    int64_t off = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        if (v->kind == IR_VAL_CONST) {
+            c->bind[i] = (cg_binding){KIR_BUF_WEIGHT, 0, off};
+            off += ((int64_t)v->cval.nbytes + 63) & ~(int64_t)63;
+        } else if (v->planned) {
+            c->bind[i] = (cg_binding){KIR_BUF_ARENA, 0, v->offset};
+        }
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        c->bind[g->inputs[i]->id] = (cg_binding){KIR_BUF_INPUT, i, 0};
+    for (int i = 0; i < g->noutputs; i++)
+        c->bind[g->outputs[i]->id] = (cg_binding){KIR_BUF_OUTPUT, i, 0};
+    c->weights_bytes = off;
+    c->weights = calloc(1, (size_t)off + 1);
+    if (!c->weights)
+        return ir_errorf(c->d, "out of memory for %lld bytes of weights", (long long)off);
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        if (v->kind == IR_VAL_CONST && v->cval.nbytes)
+            memcpy(c->weights + c->bind[i].offset, v->cval.data, v->cval.nbytes);
+    }
+    return 0;
+}
+
+/* ---- constants in the module ------------------------------------------------ */
+
+static LLVMValueRef global_const(mctx *c, const char *name, LLVMValueRef init, unsigned align)
+{
+    LLVMValueRef gv = LLVMAddGlobal(c->m, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    if (align)
+        LLVMSetAlignment(gv, align);
+    return gv;
+}
+
+static LLVMValueRef cstr(mctx *c, const char *s)
+{
+    return global_const(c, "str", LLVMConstStringInContext(c->cx, s, (unsigned)strlen(s), 0), 1);
+}
+
+static LLVMValueRef ci32(mctx *c, int64_t v) { return LLVMConstInt(c->i32, (unsigned long long)v, 1); }
+static LLVMValueRef ci64(mctx *c, int64_t v) { return LLVMConstInt(c->i64, (unsigned long long)v, 1); }
+
+/* One icc_tensor_desc {name, dtype, rank, dims, dim_names}. */
+static LLVMValueRef tensor_desc(mctx *c, LLVMTypeRef ty, const ir_value *v)
+{
+    LLVMValueRef dims[IR_MAX_RANK + 1];
+    for (int i = 0; i < v->type.rank; i++)
+        dims[i] = ci64(c, v->type.dims[i].v);
+    LLVMValueRef darr = v->type.rank ? global_const(c, "dims", LLVMConstArray(c->i64, dims, (unsigned)v->type.rank), 8)
+                                     : LLVMConstPointerNull(c->ptr);
+    LLVMValueRef f[5] = {cstr(c, v->name), ci32(c, ir_dtype_to_onnx(v->type.dtype)), ci32(c, v->type.rank),
+                         darr, LLVMConstPointerNull(c->ptr)};
+    return LLVMConstNamedStruct(ty, f, 5);
+}
+
+/* ---- code ----------------------------------------------------------------------- */
+
+/* void <prefix>_par(void *arg, int64_t i): runs chunk i of a parallel
+ * kernel; arg = {kernel, bufs, syms, hi, chunk}. */
+static LLVMValueRef emit_trampoline(mctx *c, LLVMTypeRef args_ty)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s_par", c->prefix);
+    LLVMTypeRef params[2] = {c->ptr, c->i64};
+    LLVMValueRef fn = LLVMAddFunction(c->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c->cx), params, 2, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
+    LLVMValueRef arg = LLVMGetParam(fn, 0), i = LLVMGetParam(fn, 1);
+    LLVMValueRef f[5];
+    LLVMTypeRef ft[5] = {c->ptr, c->ptr, c->ptr, c->i64, c->i64};
+    for (unsigned k = 0; k < 5; k++)
+        f[k] = LLVMBuildLoad2(b, ft[k], LLVMBuildStructGEP2(b, args_ty, arg, k, ""), "");
+    LLVMValueRef begin = LLVMBuildMul(b, i, f[4], "begin");
+    LLVMValueRef end = LLVMBuildAdd(b, begin, f[4], "end");
+    LLVMValueRef lt = LLVMBuildICmp(b, LLVMIntSLT, end, f[3], "");
+    end = LLVMBuildSelect(b, lt, end, f[3], "");
+    LLVMValueRef cargs[4] = {f[1], f[2], begin, end};
+    LLVMBuildCall2(b, c->kfn_ty, f[0], cargs, 4, "");
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
+/* The static trip count of a kernel's outermost parallel loop, or 0. */
+static int64_t parallel_trips(const kir_kernel *k)
+{
+    if (k->body.n != 1 || k->body.s[0]->kind != KIR_S_FOR || k->body.s[0]->loop != KIR_PARALLEL)
+        return 0;
+    const kir_stmt *s = k->body.s[0];
+    if (s->lo->op != KIR_CONST || s->hi->op != KIR_CONST)
+        return 0;
+    return s->hi->c.i - s->lo->c.i;
+}
+
+static int emit_model(mctx *c)
+{
+    const ir_graph *g = c->g;
+    LLVMTypeRef env_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i32, c->i32, c->ptr}, 5, 0);
+    LLVMTypeRef args_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->ptr, c->i64, c->i64}, 5, 0);
+    LLVMTypeRef run_params[5] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
+    char name[256];
+    snprintf(name, sizeof name, "%s_run", c->prefix);
+    LLVMValueRef run = LLVMAddFunction(c->m, name, LLVMFunctionType(c->i32, run_params, 5, 0));
+    LLVMSetLinkage(run, LLVMInternalLinkage);
+    LLVMValueRef par = emit_trampoline(c, args_ty);
+    LLVMTypeRef pf_params[4] = {c->ptr, c->i64, c->ptr, c->ptr};
+    LLVMTypeRef pf_ty = LLVMFunctionType(LLVMVoidTypeInContext(c->cx), pf_params, 4, 0);
+
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->cx, run, "entry");
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef inputs = LLVMGetParam(run, 0), outputs = LLVMGetParam(run, 1), dims = LLVMGetParam(run, 2);
+    LLVMValueRef arena = LLVMGetParam(run, 3), env = LLVMGetParam(run, 4);
+    LLVMValueRef pfn = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 0, ""), "parallel_for");
+    LLVMValueRef pool = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 1, ""), "pool");
+    LLVMValueRef nthreads = LLVMBuildLoad2(b, c->i32, LLVMBuildStructGEP2(b, env_ty, env, 2, ""), "nthreads");
+    LLVMValueRef weights = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 4, ""), "weights");
+    /* Parallel when the pool has more than one thread and a parallel_for. */
+    LLVMValueRef threaded = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGT, nthreads, ci32(c, 1), ""),
+                                         LLVMBuildIsNotNull(b, pfn, ""), "threaded");
+    LLVMValueRef nthreads64 = LLVMBuildSExt(b, nthreads, c->i64, "");
+
+    int rc = 0;
+    for (int kx = 0; kx < g->nnodes && rc == 0; kx++) {
+        const ir_node *n = g->nodes[kx];
+        char kname[256];
+        snprintf(kname, sizeof kname, "%s_k%d", c->prefix, kx);
+        kir_kernel *k;
+        if (cg_lower_node(g, n, c->bind, cg_target_vector_bits(c->t) / 32, kname, &k, c->d) < 0) {
+            rc = -1;
+            break;
+        }
+        LLVMValueRef kfn;
+        if (cg_llvm_emit_kernel(c->t, c->m, k, &kfn, c->d) < 0) {
+            ir_diag_prefix(c->d, "node '%.200s' (%s)", n->name, ir_ops[n->op].name);
+            kir_kernel_destroy(k);
+            rc = -1;
+            break;
+        }
+        LLVMSetLinkage(kfn, LLVMInternalLinkage);
+        /* The buffer table, filled from the run's arguments. */
+        LLVMValueRef bufs = LLVMBuildArrayAlloca(b, c->ptr, ci32(c, k->nbufs), "bufs");
+        for (int i = 0; i < k->nbufs; i++) {
+            const kir_buf *kb = &k->bufs[i];
+            LLVMValueRef p;
+            switch (kb->kind) {
+            case KIR_BUF_INPUT:
+            case KIR_BUF_OUTPUT: {
+                LLVMValueRef base = kb->kind == KIR_BUF_INPUT ? inputs : outputs;
+                LLVMValueRef idx = ci64(c, kb->index);
+                p = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, base, &idx, 1, ""), "");
+                break;
+            }
+            default: {
+                LLVMValueRef idx = ci64(c, kb->offset);
+                p = LLVMBuildGEP2(b, c->i8, kb->kind == KIR_BUF_WEIGHT ? weights : arena, &idx, 1, "");
+            }
+            }
+            LLVMValueRef slot_idx = ci64(c, i);
+            LLVMBuildStore(b, p, LLVMBuildGEP2(b, c->ptr, bufs, &slot_idx, 1, ""));
+        }
+        int64_t trips = parallel_trips(k);
+        kir_kernel_destroy(k);
+        LLVMValueRef direct_args[4] = {bufs, dims, ci64(c, 0), ci64(c, INT64_MAX)};
+        if (trips < 2) {
+            LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
+            continue;
+        }
+        /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks) */
+        LLVMBasicBlockRef bpar = LLVMAppendBasicBlockInContext(c->cx, run, "par");
+        LLVMBasicBlockRef bser = LLVMAppendBasicBlockInContext(c->cx, run, "ser");
+        LLVMBasicBlockRef bnext = LLVMAppendBasicBlockInContext(c->cx, run, "next");
+        LLVMBuildCondBr(b, threaded, bpar, bser);
+        LLVMPositionBuilderAtEnd(b, bser);
+        LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
+        LLVMBuildBr(b, bnext);
+        LLVMPositionBuilderAtEnd(b, bpar);
+        LLVMValueRef want = LLVMBuildMul(b, nthreads64, ci64(c, 4), "");
+        LLVMValueRef chunks = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, want, ci64(c, trips), ""), want,
+                                              ci64(c, trips), "chunks");
+        LLVMValueRef chunk = LLVMBuildSDiv(b, LLVMBuildAdd(b, ci64(c, trips - 1), chunks, ""), chunks, "chunk");
+        LLVMValueRef nchunks = LLVMBuildSDiv(b, LLVMBuildAdd(b, ci64(c, trips - 1), chunk, ""), chunk, "");
+        LLVMValueRef args = LLVMBuildAlloca(b, args_ty, "args");
+        LLVMValueRef fields[5] = {kfn, bufs, dims, ci64(c, trips), chunk};
+        for (unsigned f = 0; f < 5; f++)
+            LLVMBuildStore(b, fields[f], LLVMBuildStructGEP2(b, args_ty, args, f, ""));
+        LLVMValueRef pargs[4] = {pool, nchunks, par, args};
+        LLVMBuildCall2(b, pf_ty, pfn, pargs, 4, "");
+        LLVMBuildBr(b, bnext);
+        LLVMPositionBuilderAtEnd(b, bnext);
+    }
+    if (rc == 0)
+        LLVMBuildRet(b, ci32(c, 0));
+    LLVMDisposeBuilder(b);
+    if (rc < 0)
+        return -1;
+
+    /* The weights and the descriptor. */
+    LLVMValueRef wglob = LLVMConstPointerNull(c->ptr);
+    if (c->weights_bytes) {
+        char wname[256];
+        snprintf(wname, sizeof wname, "%s_weights", c->prefix);
+        wglob = global_const(c, wname,
+                             LLVMConstStringInContext(c->cx, (const char *)c->weights, (unsigned)c->weights_bytes, 1), 64);
+    }
+    LLVMTypeRef td_ty = LLVMStructCreateNamed(c->cx, "icc_tensor_desc");
+    LLVMStructSetBody(td_ty, (LLVMTypeRef[]){c->ptr, c->i32, c->i32, c->ptr, c->ptr}, 5, 0);
+    LLVMValueRef descs[2];
+    for (int io = 0; io < 2; io++) {
+        int cnt = io ? g->noutputs : g->ninputs;
+        LLVMValueRef *el = calloc((size_t)cnt + 1, sizeof *el);
+        if (!el)
+            return ir_errorf(c->d, "out of memory");
+        for (int i = 0; i < cnt; i++)
+            el[i] = tensor_desc(c, td_ty, io ? g->outputs[i] : g->inputs[i]);
+        descs[io] = cnt ? global_const(c, io ? "outputs" : "inputs", LLVMConstArray(td_ty, el, (unsigned)cnt), 8)
+                        : LLVMConstPointerNull(c->ptr);
+        free(el);
+    }
+    LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
+    LLVMTypeRef dfields[17] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
+                               c->i32, c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr};
+    LLVMStructSetBody(desc_ty, dfields, 17, 0);
+    int64_t arena_bytes = ir_graph_arena_bytes(g);
+    LLVMValueRef dv[17] = {
+        ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
+        cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, g->ninputs),
+        ci32(c, g->noutputs), descs[0], descs[1], ci32(c, 0), LLVMConstPointerNull(c->ptr),
+        ci64(c, arena_bytes), LLVMConstPointerNull(c->ptr), ci64(c, (int64_t)fnv1a(c->weights, c->weights_bytes)),
+        ci64(c, c->weights_bytes), wglob, run,
+    };
+    snprintf(name, sizeof name, "%s_model", c->prefix);
+    LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 17));
+    LLVMSetGlobalConstant(desc, 1);
+    LLVMSetAlignment(desc, 8);
+    return 0;
+}
+
+int cg_compile_model(const ir_graph *g, const cg_target *t, const char *prefix, LLVMModuleRef *out,
+                     icc_diag *d)
+{
+    *out = NULL;
+    mctx c = {.g = g, .t = t, .prefix = prefix && *prefix ? prefix : "model", .d = d};
+    if (check_graph(&c) < 0 || bind_values(&c) < 0) {
+        free(c.bind);
+        free(c.weights);
+        return -1;
+    }
+    c.m = LLVMModuleCreateWithName(c.prefix);
+    c.cx = LLVMGetModuleContext(c.m);
+    cg_target_setup_module(t, c.m);
+    c.ptr = LLVMPointerTypeInContext(c.cx, 0);
+    c.i8 = LLVMInt8TypeInContext(c.cx);
+    c.i32 = LLVMInt32TypeInContext(c.cx);
+    c.i64 = LLVMInt64TypeInContext(c.cx);
+    LLVMTypeRef kparams[4] = {c.ptr, c.ptr, c.i64, c.i64};
+    c.kfn_ty = LLVMFunctionType(LLVMVoidTypeInContext(c.cx), kparams, 4, 0);
+    int rc = emit_model(&c);
+    free(c.bind);
+    free(c.weights);
+    if (rc < 0) {
+        LLVMDisposeModule(c.m);
+        return -1;
+    }
+    *out = c.m;
+    return 0;
+}
+
+char *cg_kernels_text(const ir_graph *g, const cg_target *t, const char *prefix, icc_diag *d)
+{
+    mctx c = {.g = g, .t = t, .prefix = prefix && *prefix ? prefix : "model", .d = d};
+    if (check_graph(&c) < 0 || bind_values(&c) < 0) {
+        free(c.bind);
+        free(c.weights);
+        return NULL;
+    }
+    size_t len = 0, cap = 0;
+    char *all = NULL;
+    for (int kx = 0; kx < g->nnodes; kx++) {
+        char kname[256];
+        snprintf(kname, sizeof kname, "%s_k%d", c.prefix, kx);
+        kir_kernel *k;
+        if (cg_lower_node(g, g->nodes[kx], c.bind, cg_target_vector_bits(t) / 32, kname, &k, d) < 0)
+            goto fail;
+        char *text = kir_print(k);
+        kir_kernel_destroy(k);
+        if (!text)
+            goto oom;
+        size_t n = strlen(text);
+        if (len + n + 2 > cap) {
+            cap = (len + n + 2) * 2;
+            char *na = realloc(all, cap);
+            if (!na) {
+                free(text);
+                goto oom;
+            }
+            all = na;
+        }
+        memcpy(all + len, text, n + 1);
+        len += n;
+        free(text);
+    }
+    free(c.bind);
+    free(c.weights);
+    return all ? all : calloc(1, 1);
+oom:
+    ir_errorf(d, "out of memory");
+fail:
+    free(all);
+    free(c.bind);
+    free(c.weights);
+    return NULL;
+}

@@ -1,0 +1,22 @@
+/* compile.h - the driver's compile step: an optimized graph to model.so /
+ * model.o, or to a dump of kernels, LLVM IR or assembly. */
+#ifndef ICC_TOOLS_COMPILE_H
+#define ICC_TOOLS_COMPILE_H
+
+#include "ir/ir.h"
+
+typedef struct icc_compile_opts {
+    const char *emit;          /* NULL (object/library), "kernels", "llvm" or "asm" */
+    const char *out;           /* output path; NULL for dumps means stdout */
+    const char *name;          /* symbol prefix (NULL: "model") */
+    const char *triple;        /* NULL: the host */
+    const char *cpu;           /* NULL: the host; -march= */
+    int opt_level;             /* LLVM's, 0..3 */
+} icc_compile_opts;
+
+/* Compiles g (optimized and planned) as o says. A library output
+ * "X.so" is linked from a temporary object; nothing partial is left on
+ * failure. Returns 0, or -1 with a message in d. */
+int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d);
+
+#endif
