@@ -3,6 +3,7 @@
  *   icc info  MODEL                    inputs, outputs, op histogram, params, FLOPs
  *   icc MODEL --emit=ir [-o OUT]       the text IR of a model
  *   icc run   MODEL --input NAME=F.npy [-o DIR]   run through the interpreter
+ *   icc run   MODEL.so --input NAME=F.npy [-o DIR] [--name=P]   run a compiled model
  *   icc opt   IN.icc [-o OUT.icc]      parse, verify, print
  *
  * MODEL is an ONNX file or a text IR file (.icc). Errors print one line
@@ -24,7 +25,10 @@
 #include "ir/ref/interp.h"
 #include "ir/stats.h"
 #include "ir/text.h"
+#include "icc/runtime.h"
 #include "runtime/npy.h"
+#include "codegen/header.h"
+#include "tools/compile.h"
 
 #ifndef ICC_VERSION
 #define ICC_VERSION "0.0.0"
@@ -42,9 +46,14 @@ typedef struct {
     const char *emit;
     const char *inputs[MAX_INPUTS];
     int ninputs;
+    const char *name;         /* --name=: the model's symbol prefix, or NULL */
     const char *passes;       /* --passes=, or NULL */
     int level;                /* -O level; -1 when not given */
     int dflt_level;           /* level used when neither -O nor --passes is given */
+    const char *march;        /* -march=CPU, or NULL for the host */
+    const char *triple;       /* --target-triple=, or NULL for the host */
+    const char *shapes[MAX_INPUTS];   /* --shape=NAME:1x3x224x224 */
+    int nshapes;
     icc_pass_options popts;
 } args;
 
@@ -57,19 +66,29 @@ static void usage(FILE *f)
         "icc's text IR (.icc, see docs/ir.md).\n"
         "\n"
         "commands:\n"
-        "  icc MODEL --emit=ir [-o OUT.icc]   print the model's text IR (--emit=dot: Graphviz)\n"
+        "  icc MODEL -o model.so [--shape=x:1x64]\n"
+        "                                     compile to a shared library plus model.h (-o X.o:\n"
+        "                                     an object file); elementwise graphs today\n"
+        "  icc MODEL --emit=ir [-o OUT.icc]   print the model's text IR (--emit=dot: Graphviz,\n"
+        "                                     kernels, llvm, asm: the compiler's stages)\n"
         "  icc info MODEL [-O2]               inputs, outputs, op histogram, parameters, FLOPs,\n"
         "                                     and the node count after the -O pipeline (default -O2)\n"
         "  icc run MODEL --input NAME=FILE.npy ... [-o DIR]\n"
         "                                     run through the reference interpreter; with -o,\n"
         "                                     write DIR/<output name>.npy per output, else print\n"
-        "                                     a summary of each output\n"
+        "                                     a summary of each output; MODEL.so runs a\n"
+        "                                     compiled model through the runtime instead\n"
         "  icc opt IN.icc [-o OUT.icc]        parse, verify and print text IR\n"
         "\n"
         "options:\n"
-        "  --emit=KIND          what to produce: ir (the text IR) or dot (Graphviz)\n"
+        "  --emit=KIND          what to produce: ir (the text IR), dot (Graphviz), kernels\n"
+        "                       (the kernel IR), llvm (optimized LLVM IR), asm\n"
         "  -o PATH              output file (or directory for run)\n"
         "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
+        "  --name=PREFIX        the model's symbol prefix (PREFIX_model; default model)\n"
+        "  --shape=NAME:DxDx..  pin input NAME's dims (symbolic dims must be pinned to compile)\n"
+        "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
+        "  --target-triple=T    e.g. aarch64-linux-gnu (with -o X.o: an object for another machine)\n"
         "\n"
         "optimization (icc MODEL --emit=ir, icc opt, icc info, icc run):\n"
         "  -O0 .. -O3           the default pipeline of that level (icc --list-passes\n"
@@ -337,19 +356,102 @@ static int cmd_info(const args *a)
     return 0;
 }
 
-static int cmd_emit(const args *a)
+/* --shape=NAME:DxDx...: fixes input NAME's dims (symbols included), then
+ * re-infers every shape from there. */
+static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
+{
+    for (int i = 0; i < a->nshapes; i++) {
+        const char *s = a->shapes[i], *colon = strrchr(s, ':');
+        if (!colon)
+            return ir_errorf(d, "--shape=%s: expected NAME:DxDx...", s);
+        ir_value *v = NULL;
+        for (int k = 0; k < g->ninputs; k++)
+            if (strlen(g->inputs[k]->name) == (size_t)(colon - s) && !strncmp(g->inputs[k]->name, s, (size_t)(colon - s)))
+                v = g->inputs[k];
+        if (!v)
+            return ir_errorf(d, "--shape: the model has no input named '%.*s'", (int)(colon - s), s);
+        int64_t dims[IR_MAX_RANK];
+        int r = 0;
+        for (const char *p = colon + 1; *p;) {
+            char *end;
+            long long x = strtoll(p, &end, 10);
+            if (end == p || x < 0 || r == IR_MAX_RANK || (*end && *end != 'x'))
+                return ir_errorf(d, "--shape=%s: dims must be non-negative numbers joined by 'x'", s);
+            dims[r++] = x;
+            p = *end ? end + 1 : end;
+        }
+        if (v->type.rank >= 0 && r != v->type.rank)
+            return ir_errorf(d, "--shape=%s: input '%s' has rank %d", s, v->name, v->type.rank);
+        for (int k = 0; k < r; k++) {
+            if (v->type.rank >= 0 && ir_dim_is_const(v->type.dims[k]) && v->type.dims[k].v != dims[k])
+                return ir_errorf(d, "--shape=%s: dim %d of '%s' is fixed at %lld", s, k, v->name,
+                                 (long long)v->type.dims[k].v);
+            v->type.dims[k] = ir_dim_const(dims[k]);
+        }
+        v->type.rank = r;
+    }
+    return a->nshapes ? ir_infer_shapes(g, d) : 0;
+}
+
+/* The compile step: optimize at -O2 by default, always ending with the
+ * memory plan the code needs; then kernels, LLVM, object or library, and
+ * model.h beside a library. */
+static int cmd_compile(const args *a)
 {
     icc_diag d = {{0}};
-    if (!a->emit)
-        return fail("%s: compiling to an object or shared library is not available yet; "
-                    "use --emit=ir (see icc --help)", a->model);
-    bool dot = !strcmp(a->emit, "dot");
-    if (strcmp(a->emit, "ir") && !dot)
-        return fail("unknown --emit kind '%s' (supported: ir, dot)", a->emit);
+    if (!a->out && !a->emit)
+        return fail("%s: no output: give -o model.so (or model.o), or --emit=ir|dot|kernels|llvm|asm",
+                    a->model);
+    if (a->emit && strcmp(a->emit, "kernels") && strcmp(a->emit, "llvm") && strcmp(a->emit, "asm"))
+        return fail("unknown --emit kind '%s' (supported: ir, dot, kernels, llvm, asm)", a->emit);
+    if (a->name && !cg_header_prefix_ok(a->name))
+        return fail("--name=%s: the prefix must be a C identifier other than 'icc'", a->name);
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
-    if (run_passes(a, g, a->dflt_level, &d) < 0) {
+    args b = *a;
+    char pipeline[1024];
+    const char *base = a->passes ? a->passes : icc_pipeline_for_level(a->level >= 0 ? a->level : 2);
+    size_t n = strlen(base);
+    bool has_plan = n >= 4 && !strcmp(base + n - 4, "plan");
+    snprintf(pipeline, sizeof pipeline, "%s%s%s", base, n && !has_plan ? "," : "", has_plan ? "" : "plan");
+    b.passes = pipeline;
+    int rc = 1;
+    if (pin_shapes(a, g, &d) < 0 || run_passes(&b, g, -1, &d) < 0) {
+        fail("%s: %s", a->model, d.msg);
+        goto done;
+    }
+    icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2};
+    if (icc_compile_graph(g, &o, &d) < 0) {
+        fail("%s: %s", a->model, d.msg);
+        goto done;
+    }
+    if (!a->emit && a->out && ends_with(a->out, ".so")) {
+        char hdr[4096];
+        snprintf(hdr, sizeof hdr, "%.*s.h", (int)(strlen(a->out) - 3), a->out);
+        if (cg_write_header(g, a->name, hdr, &d) < 0) {
+            unlink(a->out);
+            fail("%s", d.msg);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    ir_graph_destroy(g);
+    return rc;
+}
+
+static int cmd_emit(const args *a)
+{
+    icc_diag d = {{0}};
+    /* ir and dot print the graph; everything else goes through the compiler. */
+    if (!a->emit || (strcmp(a->emit, "ir") && strcmp(a->emit, "dot")))
+        return cmd_compile(a);
+    bool dot = !strcmp(a->emit, "dot");
+    ir_graph *g = load_model(a->model, &d);
+    if (!g)
+        return fail("%s", d.msg);
+    if (pin_shapes(a, g, &d) < 0 || run_passes(a, g, a->dflt_level, &d) < 0) {
         ir_graph_destroy(g);
         return fail("%s: %s", a->model, d.msg);
     }
@@ -441,11 +543,174 @@ static void summarize(const char *name, const ir_tensor *t)
     }
 }
 
+/* What run does with the outputs: DIR/<name>.npy each with -o (the
+ * directory made if missing), else a summary of each on stdout. */
+static int emit_outputs(const args *a, const char *const *names, const ir_tensor *out, int n)
+{
+    icc_diag d = {{0}};
+    if (!a->out) {
+        for (int i = 0; i < n; i++)
+            summarize(names[i], &out[i]);
+        return 0;
+    }
+    struct stat st;
+    if (stat(a->out, &st) < 0 && mkdir(a->out, 0777) < 0)
+        return fail("%s: %s", a->out, strerror(errno));
+    for (int i = 0; i < n; i++) {
+        char name[256], path[4096];
+        safe_name(names[i], name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s.npy", a->out, name);
+        if (icc_npy_write(path, &out[i], &d) < 0)
+            return fail("%s", d.msg);
+    }
+    return 0;
+}
+
+/* "f32[N,4]" for a descriptor's input. */
+static void desc_type_str(const icc_tensor_desc *t, char *buf, size_t n)
+{
+    ir_dtype dt = ir_dtype_from_onnx(t->dtype);
+    size_t k = (size_t)snprintf(buf, n, "%s[", dt ? ir_dtype_name(dt) : "?");
+    for (int i = 0; i < t->rank && k < n; i++) {
+        const char *sep = i ? "," : "";
+        if (t->dims[i] >= 0)
+            k += (size_t)snprintf(buf + k, n - k, "%s%lld", sep, (long long)t->dims[i]);
+        else
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", sep,
+                                  t->dim_names && t->dim_names[i] ? t->dim_names[i] : "?");
+    }
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+/* icc run MODEL.so: the compiled model through the runtime API (the
+ * same checks and messages an application gets), inputs by name from
+ * .npy files, outputs sized by icc_output_dims. */
+static int cmd_run_compiled(const args *a)
+{
+    if (a->passes || a->level >= 0)
+        return fail("%s: -O and --passes do not apply to a compiled model", a->model);
+    icc_model *m = NULL;
+    if (icc_model_open(a->model, a->name, &m) != ICC_OK)
+        return fail("%s", icc_last_error());
+    const icc_model_desc *desc = icc_model_describe(m);
+    int nin = desc->ninputs, nout = desc->noutputs, rc = 1;
+    icc_diag d = {{0}};
+    icc_context *ctx = NULL;
+    ir_tensor *in = calloc((size_t)nin + 1, sizeof *in);
+    ir_tensor *out = calloc((size_t)nout + 1, sizeof *out);
+    icc_tensor *args_in = calloc((size_t)nin + 1, sizeof *args_in);
+    const int64_t **in_dims = calloc((size_t)nin + 1, sizeof *in_dims);
+    void **bufs = calloc((size_t)nout + 1, sizeof *bufs);
+    const char **names = calloc((size_t)nout + 1, sizeof *names);
+    bool *given = calloc((size_t)nin + 1, 1);
+    if (!in || !out || !args_in || !in_dims || !bufs || !names || !given) {
+        fail("out of memory");
+        goto done;
+    }
+    for (int i = 0; i < a->ninputs; i++) {
+        const char *eq = strchr(a->inputs[i], '=');
+        if (!eq) {
+            fail("--input '%s': expected NAME=FILE.npy", a->inputs[i]);
+            goto done;
+        }
+        char name[1024];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - a->inputs[i]), a->inputs[i]);
+        int k = icc_model_find_input(m, name);
+        if (k < 0) {
+            fail("%s: the model has no input named '%s'", a->model, name);
+            goto done;
+        }
+        const icc_tensor_desc *t = icc_model_input(m, k);
+        if (given[k]) {
+            fail("input '%s' is given twice", t->name);
+            goto done;
+        }
+        if (icc_npy_read(eq + 1, &in[k], &d) < 0) {
+            fail("%s", d.msg);
+            goto done;
+        }
+        given[k] = true;
+        char want[512];
+        desc_type_str(t, want, sizeof want);
+        if (ir_dtype_to_onnx(in[k].dtype) != t->dtype) {
+            fail("%s: input '%s' wants dtype %s, but %s holds %s", a->model, t->name, want, eq + 1,
+                 ir_dtype_name(in[k].dtype));
+            goto done;
+        }
+        if (in[k].rank != t->rank) {
+            fail("%s: input '%s' wants rank %d (%s), but %s has rank %d", a->model, t->name, t->rank,
+                 want, eq + 1, in[k].rank);
+            goto done;
+        }
+    }
+    for (int k = 0; k < nin; k++) {
+        const icc_tensor_desc *t = icc_model_input(m, k);
+        if (!given[k]) {
+            char want[512];
+            desc_type_str(t, want, sizeof want);
+            fail("%s: input '%s' (%s) is not given; pass --input %s=FILE.npy", a->model, t->name,
+                 want, t->name);
+            goto done;
+        }
+        args_in[k] = (icc_tensor){in[k].data, t->dtype, in[k].rank, in[k].dims};
+        in_dims[k] = in[k].dims;
+    }
+    for (int o = 0; o < nout; o++) {
+        const icc_tensor_desc *t = icc_model_output(m, o);
+        names[o] = t->name;
+        ir_dtype dt = ir_dtype_from_onnx(t->dtype);
+        int64_t dims[64];
+        if (t->rank > IR_MAX_RANK || !dt) {
+            fail("%s: output '%s' (dtype %d, rank %d) cannot be held in a .npy by icc", a->model,
+                 t->name, t->dtype, t->rank);
+            goto done;
+        }
+        if (icc_output_dims(m, in_dims, o, dims) != ICC_OK) {
+            fail("%s: %s", a->model, icc_last_error());
+            goto done;
+        }
+        if (ir_tensor_init(&out[o], dt, t->rank, dims, &d) < 0) {
+            fail("%s: output '%s': %s", a->model, t->name, d.msg);
+            goto done;
+        }
+        out[o].data = bufs[o] = malloc(out[o].nbytes ? out[o].nbytes : 1);
+        if (!out[o].data) {
+            fail("%s: out of memory for output '%s'", a->model, t->name);
+            goto done;
+        }
+    }
+    if (icc_context_create(m, NULL, &ctx) != ICC_OK) {
+        fail("%s", icc_last_error());
+        goto done;
+    }
+    if (icc_run_tensors(ctx, args_in, nin, bufs) != ICC_OK) {
+        fail("%s: %s", a->model, icc_context_error(ctx));
+        goto done;
+    }
+    rc = emit_outputs(a, names, out, nout);
+done:
+    icc_context_destroy(ctx);
+    if (in)
+        ir_tensors_free(in, nin);
+    if (out)
+        ir_tensors_free(out, nout);
+    free(in);
+    free(out);
+    free(args_in);
+    free(in_dims);
+    free(bufs);
+    free(names);
+    free(given);
+    icc_model_close(m);
+    return rc;
+}
+
 static int cmd_run(const args *a)
 {
     icc_diag d = {{0}};
     if (ends_with(a->model, ".so"))
-        return fail("%s: running compiled models is not available yet", a->model);
+        return cmd_run_compiled(a);
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
@@ -501,26 +766,15 @@ static int cmd_run(const args *a)
         goto done;
     }
     ran = true;
-    if (a->out) {
-        struct stat st;
-        if (stat(a->out, &st) < 0 && mkdir(a->out, 0777) < 0) {
-            fail("%s: %s", a->out, strerror(errno));
-            goto done;
-        }
-        for (int i = 0; i < g->noutputs; i++) {
-            char name[256], path[4096];
-            safe_name(g->outputs[i]->name, name, sizeof name);
-            snprintf(path, sizeof path, "%s/%s.npy", a->out, name);
-            if (icc_npy_write(path, &out[i], &d) < 0) {
-                fail("%s", d.msg);
-                goto done;
-            }
-        }
-    } else {
-        for (int i = 0; i < g->noutputs; i++)
-            summarize(g->outputs[i]->name, &out[i]);
+    const char **names = calloc((size_t)g->noutputs + 1, sizeof *names);
+    if (!names) {
+        fail("out of memory");
+        goto done;
     }
-    rc = 0;
+    for (int i = 0; i < g->noutputs; i++)
+        names[i] = g->outputs[i]->name;
+    rc = emit_outputs(a, names, out, g->noutputs);
+    free(names);
 done:
     if (in)
         ir_tensors_free(in, g->ninputs);
@@ -600,6 +854,16 @@ int main(int argc, char **argv)
             a.popts.no_verify = true;
         } else if (!strncmp(s, "--reproducer=", 13)) {
             a.popts.reproducer = s + 13;
+        } else if (!strncmp(s, "-march=", 7)) {
+            a.march = s + 7;
+        } else if (!strncmp(s, "--target-triple=", 16)) {
+            a.triple = s + 16;
+        } else if (!strncmp(s, "--shape=", 8)) {
+            if (a.nshapes == MAX_INPUTS)
+                return fail("too many --shape options (max %d)", MAX_INPUTS);
+            a.shapes[a.nshapes++] = s + 8;
+        } else if (!strncmp(s, "--name=", 7)) {
+            a.name = s + 7;
         } else if (!strncmp(s, "--emit=", 7)) {
             a.emit = s + 7;
         } else if (!strcmp(s, "-o")) {

@@ -31,7 +31,7 @@ fails_cleanly() {
 
 help_lists_options() {
   "$ICC" --help >"$T/help" || return 1
-  for opt in --emit= -o --input --help --version info run opt; do
+  for opt in --emit= -o --input --name= --help --version info run opt; do
     grep -q -- "$opt" "$T/help" || { echo "--help lacks $opt"; return 1; }
   done
 }
@@ -103,6 +103,38 @@ ICC
 }
 check "a failing pass writes a reproducer that opt re-reads (opt-in)" reproducer_on_failure
 
+compile_and_run() {
+  cat >"$T/ew.icc" <<'ICC'
+graph @ew<N>(%x: f32[N,8], %m: f32[8]) -> (%y) {
+  %w = const f32[1,8] [0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 3.0, 1.0]
+  %a = Mul(%x, %m) : f32[N,8]
+  %b = Tanh(%a) : f32[N,8]
+  %c = Add(%b, %w) : f32[N,8]
+  %y = Sigmoid(%c) : f32[N,8]
+}
+ICC
+  python3 -c "import numpy as np; np.save('$T/ewx.npy', np.linspace(-2, 2, 48, dtype=np.float32).reshape(6, 8)); np.save('$T/ewm.npy', np.linspace(0, 1, 8, dtype=np.float32))"
+  "$ICC" "$T/ew.icc" --shape=x:6x8 -o "$T/ew.so" && [ -f "$T/ew.h" ] &&
+    cc -std=c99 -Wall -Werror -fsyntax-only -I include -x c "$T/ew.h" &&
+    "$ICC" run "$T/ew.so" --input x="$T/ewx.npy" --input m="$T/ewm.npy" -o "$T/c" &&
+    "$ICC" run "$T/ew.icc" --input x="$T/ewx.npy" --input m="$T/ewm.npy" -o "$T/i" &&
+    python3 -c "import numpy as np; a = np.load('$T/c/y.npy'); b = np.load('$T/i/y.npy'); np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)"
+}
+check "compile to .so + .h, run it, match the interpreter" compile_and_run
+
+compile_dumps() {
+  # (to files first: grep -q closing a pipe early would fail the writer under pipefail)
+  "$ICC" "$T/ew.icc" --shape=x:6x8 --emit=kernels >"$T/k.txt" && grep -q "^kernel @model_k0(" "$T/k.txt" &&
+    "$ICC" "$T/ew.icc" --shape=x:6x8 --emit=llvm --name=ew >"$T/l.txt" && grep -q "@ew_model = " "$T/l.txt" &&
+    "$ICC" "$T/ew.icc" --shape=x:6x8 --emit=asm >"$T/a.txt" && grep -q "model_k1" "$T/a.txt" &&
+    "$ICC" "$T/ew.icc" --shape=x:6x8 --target-triple=aarch64-linux-gnu -o "$T/arm.o" &&
+    [ "$(od -An -tu2 -j18 -N2 "$T/arm.o" | tr -d ' ')" = 183 ]
+}
+check "--emit=kernels|llvm|asm, and an aarch64 object" compile_dumps
+fails_cleanly "compile: a symbolic dim must be pinned" "symbolic dim 'N': pin it with --shape" "$ICC" "$T/ew.icc" -o "$T/no.so"
+fails_cleanly "compile: ops not compiled yet are all named" "4 nodes cannot be compiled yet: Flatten .'flatten'., Gemm .'fc1'." "$ICC" "$M" --shape=image:1x1x8x8 -o "$T/no.so"
+fails_cleanly "compile: bad --name" "must be a C identifier" "$ICC" "$M" --name=a-b -o "$T/no.so"
+
 run_summary() {
   "$ICC" run "$M" --input image="$X" >"$T/sum" || return 1
   grep -q "^probs: f32\[8,10\]" "$T/sum" && grep -q "argmax per row: $(cat examples/digits/digits_labels.txt)" "$T/sum"
@@ -121,6 +153,67 @@ fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --fro
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
 fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus
 fails_cleanly "opt wants text IR" "opt reads text IR" "$ICC" opt "$M"
+
+# icc run MODEL.so: the hand-written toy model (tests/runtime/toy_model.c,
+# y[n][j] = 2*x[n][j] + 1 + w[n] over x: f32[N,4], w: f32[N]) through the
+# runtime. It is built next to icc; a missing one is a failure.
+TOY=$(dirname "$ICC")/tests/libtoy_model.so
+toy_built() { [ -f "$TOY" ] || { echo "$TOY is missing (build the toy_model target)"; return 1; }; }
+check "the toy model .so is built" toy_built
+python3 - "$T" <<'PY'
+import sys, numpy as np
+t = sys.argv[1]
+np.save(t + "/tx.npy", np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5)
+np.save(t + "/tw.npy", np.array([0.0, 10.0, -20.0], np.float32))
+np.save(t + "/tx64.npy", np.zeros((3, 4), np.float64))
+np.save(t + "/tx1.npy", np.zeros(12, np.float32))
+np.save(t + "/tw2.npy", np.zeros(2, np.float32))
+PY
+run_compiled() {
+  "$ICC" run "$TOY" --input x="$T/tx.npy" --input w="$T/tw.npy" -o "$T/so_out" || return 1
+  python3 - "$T" <<'PY'
+import sys, numpy as np
+t = sys.argv[1]
+x, w, y = np.load(t + "/tx.npy"), np.load(t + "/tw.npy"), np.load(t + "/so_out/y.npy")
+assert y.dtype == np.float32 and y.shape == (3, 4), (y.dtype, y.shape)
+np.testing.assert_array_equal(y, 2 * x + 1 + w[:, None])
+PY
+}
+check "run MODEL.so -o writes the compiled model's outputs" run_compiled
+run_compiled_summary() {
+  "$ICC" run "$TOY" --input w="$T/tw.npy" --input x="$T/tx.npy" >"$T/so_sum" || return 1
+  grep -q "^y: f32\[3,4\] min=-14 max=14 mean=-2.33333$" "$T/so_sum" &&
+    grep -q "^  \[-10, -8, -6, -4, 8, 10, 12, 14, -14, -12, ...\]$" "$T/so_sum"
+}
+check "run MODEL.so without -o prints the summary" run_compiled_summary
+run_compiled_name() {
+  "$ICC" run "$TOY" --name=model --input x="$T/tx.npy" --input w="$T/tw.npy" -o "$T/so_out2" &&
+    cmp "$T/so_out/y.npy" "$T/so_out2/y.npy"
+}
+check "run MODEL.so --name=model is the default prefix" run_compiled_name
+fails_cleanly "run .so: missing input is named" "input 'w' \(f32\[N\]\) is not given" \
+  "$ICC" run "$TOY" --input x="$T/tx.npy"
+fails_cleanly "run .so: unknown input name" "no input named 'bogus'" \
+  "$ICC" run "$TOY" --input bogus="$T/tx.npy"
+fails_cleanly "run .so: wrong dtype" "input 'x' wants dtype f32\[N,4\], but .*tx64.npy holds f64" \
+  "$ICC" run "$TOY" --input x="$T/tx64.npy" --input w="$T/tw.npy"
+fails_cleanly "run .so: wrong rank" "input 'x' wants rank 2" \
+  "$ICC" run "$TOY" --input x="$T/tx1.npy" --input w="$T/tw.npy"
+fails_cleanly "run .so: inconsistent symbol" "input 'w' dim 0 \(N\) is 2" \
+  "$ICC" run "$TOY" --input x="$T/tx.npy" --input w="$T/tw2.npy"
+fails_cleanly "run .so: --name of a missing prefix" "not an icc model: no symbol 'nosuch_model'" \
+  "$ICC" run "$TOY" --name=nosuch --input x="$T/tx.npy" --input w="$T/tw.npy"
+fails_cleanly "run .so: another model's ABI version" "ABI version 999" \
+  "$ICC" run "$TOY" --name=toy3 --input x="$T/tx.npy" --input w="$T/tw.npy"
+echo 'int not_a_model(void) { return 1; }' >"$T/plain.c"
+cc -shared -fPIC -o "$T/plain.so" "$T/plain.c"
+fails_cleanly "run .so: a shared object that is not an icc model" "plain.so: not an icc model: no symbol 'model_model'" \
+  "$ICC" run "$T/plain.so" --input x="$T/tx.npy"
+echo "not ELF" >"$T/text.so"
+fails_cleanly "run .so: not a shared object" "text.so: not a loadable shared object" "$ICC" run "$T/text.so"
+fails_cleanly "run .so: missing file" "nope.so: No such file" "$ICC" run "$T/nope.so"
+fails_cleanly "run .so: -O does not apply" "do not apply to a compiled model" \
+  "$ICC" run "$TOY" -O2 --input x="$T/tx.npy" --input w="$T/tw.npy"
 
 no_partial_output() {
   # writing into a directory that does not exist fails and leaves nothing
