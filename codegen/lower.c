@@ -13,21 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct {
-    const ir_graph *g;
-    const ir_node *n;
-    kir_kernel *k;
-    int buf[64];               /* kernel buffer of each input; -1 if omitted */
-    int out;                   /* kernel buffer of output 0 */
-    int var[IR_MAX_RANK];      /* loop variable per output dim */
-    int orank;
-    ir_dtype cdt;              /* compute dtype of floats (f16/bf16 -> f32) */
-} lctx;
-
-static ir_dtype compute_dtype(ir_dtype t)
-{
-    return t == IR_F16 || t == IR_BF16 ? IR_F32 : t;
-}
+#include "codegen/lower_internal.h"
 
 /* Input i at the current output index: size-1 and missing leading dims
  * read index 0 (numpy broadcasting), narrow floats widen to f32. */
@@ -192,7 +178,8 @@ bool cg_can_lower(const ir_node *n)
             return false;
         break;
     default:
-        return false;
+        if (!cg_can_lower_nn(n))
+            return false;
     }
     /* every operand's shape must be known to build index maps */
     for (int i = 0; i < n->nin; i++)
@@ -236,6 +223,12 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
     if (n->op == IR_OP_WHERE)
         in_dt = n->in[1]->type.dtype;
     c.cdt = compute_dtype(in_dt);
+    c.lanes = vector_lanes;
+    if (!(ir_ops[n->op].flags & IR_F_ELEMWISE)) {
+        if (lower_nn(&c) < 0)
+            goto oom;
+        goto verify;
+    }
 
     /* The loop nest over the output, outermost parallel, innermost vector. */
     kir_block *body = &k->body;
@@ -260,6 +253,7 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         idx[dim] = kir_var(k, c.var[dim]);
     if (!kir_store(k, body, c.out, idx, v))
         goto oom;
+verify:
     if (kir_verify(k, d) < 0) {
         char m[sizeof d->msg];
         memcpy(m, d->msg, sizeof m);

@@ -1,4 +1,5 @@
-/* test_codegen_elementwise.c - elementwise nodes compiled end to end
+/* test_codegen_elementwise.c - nodes compiled end to end (elementwise, and
+ * the contractions, softmax and reshapes lowered so far)
  * (lower -> kernel IR -> LLVM -> object -> .so) and run against the
  * reference interpreter on the same random inputs. One module holds every
  * case, so LLVM and the linker run once. */
@@ -62,6 +63,19 @@ static const struct {
     {"Not(%a)", "%a: bool[12]", "bool[12]"},
     {"Where(%a, %b, %c)", "%a: bool[4,6], %b: f32[6], %c: f32[4,1]", "f32[4,6]"},
     {"Clip(%a, %b, %c)", "%a: f32[20], %b: f32[], %c: f32[]", "f32[20]"},
+    /* contractions, normalizations, reshapes (codegen/lower_nn.c) */
+    {"Gemm(%a, %b, %c)", "%a: f32[5,7], %b: f32[7,3], %c: f32[3]", "f32[5,3]"},
+    {"Gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, transA = 1, transB = 1}",
+     "%a: f32[7,5], %b: f32[3,7], %c: f32[5,1]", "f32[5,3]"},
+    {"Gemm(%a, %b)", "%a: f64[4,6], %b: f64[6,2]", "f64[4,2]"},
+    {"MatMul(%a, %b)", "%a: f32[9,16], %b: f32[16,11]", "f32[9,11]"},
+    {"MatMul(%a, %b)", "%a: f32[2,1,3,4], %b: f32[5,4,6]", "f32[2,5,3,6]"},
+    {"MatMul(%a, %b)", "%a: f16[3,8], %b: f16[8,5]", "f16[3,5]"},
+    {"Softmax(%a) {axis = 1}", "%a: f32[4,10]", "f32[4,10]"},
+    {"Softmax(%a) {axis = 0}", "%a: f32[6,3,2]", "f32[6,3,2]"},
+    {"LogSoftmax(%a)", "%a: f32[3,7]", "f32[3,7]"},
+    {"Flatten(%a) {axis = 2}", "%a: f32[2,3,4,5]", "f32[6,20]"},
+    {"Identity(%a)", "%a: i64[3,3]", "i64[3,3]"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
