@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: installs what is missing, builds
-# icc, prints the model's summary and runs it on the bundled input through
-# the reference interpreter.
+# icc, prints the model's summary, runs it on the bundled input through the
+# reference interpreter, then compiles it to digits.so (+ digits.h) and runs
+# the compiled model through the runtime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -13,3 +14,7 @@ build/icc info $M/digits.onnx
 echo "== icc run $M/digits.onnx --input image=$M/digits_input.npy"
 build/icc run $M/digits.onnx --input image=$M/digits_input.npy
 echo "true labels:     $(cat $M/digits_labels.txt)"
+echo "== icc $M/digits.onnx --shape=image:8x1x8x8 -o build/digits.so   (ahead-of-time, LLVM)"
+build/icc $M/digits.onnx --shape=image:8x1x8x8 -o build/digits.so
+echo "== icc run build/digits.so --input image=$M/digits_input.npy   (the compiled model)"
+build/icc run build/digits.so --input image=$M/digits_input.npy
