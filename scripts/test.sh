@@ -5,7 +5,7 @@
 #      models (ResNet-50, VGG-19, ...) and a BERT-base layer (checked
 #      against ONNX Runtime), through the interpreter, without and with -O3
 #   3. the driver's command line, and the bad-input corpus (every file:
-#      exit 1, one-line error)
+#      exit 1, one-line error); the node tests again through compiled code
 #   4. all of the above again in an AddressSanitizer + UBSan build
 #   5. the libFuzzer targets, 60 s each (ICC_FUZZ_SECONDS to change)
 # Usage: scripts/test.sh [--quick]   (--quick: stages 1-3 only)
@@ -69,6 +69,10 @@ suite() {
 
 build build
 suite build
+# Compiled code against the same data (models with ops not compiled yet
+# are skipped, naming them; any other failure fails the run).
+echo "== conformance, compiled to .so through LLVM (build)"
+build/tests/icc-conformance --data "$NODE_DATA" --compiled --known tests/conformance/known_failures.txt
 [ $QUICK = 1 ] && exit 0
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0

@@ -28,6 +28,8 @@
 #include "ir/ref/interp.h"
 #include "ir/text.h"
 #include "passes/pass.h"
+#include "codegen/model.h"
+#include "icc/runtime.h"
 
 enum { R_PASS = 0, R_FAIL = 1, R_SKIP = 2 };
 
@@ -42,6 +44,7 @@ typedef struct {
     int timeout;
     int min_pass;
     const char *passes;          /* pipeline run after loading, or NULL */
+    bool compiled;               /* run through icc's compiled code, not the interpreter */
 } options;
 
 typedef struct {
@@ -207,8 +210,100 @@ static bool roundtrip(const ir_graph *g, char *why, size_t whylen)
     return ok;
 }
 
-/* Runs one data set; returns R_PASS or R_FAIL with why filled. */
-static int run_set(const ir_graph *g, const char *setdir, const options *o, char *why, size_t whylen)
+/* A model compiled to a .so and loaded through the runtime. */
+typedef struct {
+    icc_model *m;
+    icc_context *ctx;
+} compiled_model;
+
+/* Compiles g to a temporary .so and loads it. R_SKIP when some node is not
+ * compiled yet (why names them), R_FAIL on any other error. */
+static int compile_model(const ir_graph *g, compiled_model *cm, char *why, size_t whylen)
+{
+    icc_diag d = {{0}};
+    cg_target *t;
+    memset(cm, 0, sizeof *cm);
+    if (cg_target_create(NULL, NULL, NULL, 2, &t, &d) < 0) {
+        snprintf(why, whylen, "%s", d.msg);
+        return R_FAIL;
+    }
+    LLVMModuleRef m = NULL;
+    int rc = R_FAIL;
+    char obj[64], so[64];
+    snprintf(obj, sizeof obj, "/tmp/icc-conf-%d.o", (int)getpid());
+    snprintf(so, sizeof so, "/tmp/icc-conf-%d.so", (int)getpid());
+    if (cg_compile_model(g, t, NULL, &m, &d) < 0) {
+        snprintf(why, whylen, "compiled: %s", d.msg);
+        rc = strstr(d.msg, "cannot be compiled yet") || strstr(d.msg, "not compiled yet") ? R_SKIP : R_FAIL;
+        goto done;
+    }
+    const char *objs[1] = {obj}, *libs[1] = {"-lm"};
+    if (cg_optimize(t, m, &d) < 0 || cg_emit_object(t, m, obj, &d) < 0 ||
+        cg_link_shared(objs, 1, libs, 1, so, &d) < 0) {
+        snprintf(why, whylen, "compiled: %s", d.msg);
+        goto done;
+    }
+    if (icc_model_open(so, NULL, &cm->m) != ICC_OK || icc_context_create(cm->m, NULL, &cm->ctx) != ICC_OK) {
+        snprintf(why, whylen, "compiled: %s", icc_last_error());
+        goto done;
+    }
+    rc = R_PASS;
+done:
+    unlink(obj);
+    unlink(so);
+    if (m)
+        LLVMDisposeModule(m);
+    cg_target_destroy(t);
+    return rc;
+}
+
+static void compiled_free(compiled_model *cm)
+{
+    icc_context_destroy(cm->ctx);
+    icc_model_close(cm->m);
+}
+
+/* Runs the compiled model; outputs are allocated from the graph's static
+ * output types. */
+static int run_compiled(const ir_graph *g, const compiled_model *cm, const ir_tensor *in, ir_tensor *out,
+                        icc_diag *d)
+{
+    icc_tensor *ti = calloc((size_t)g->ninputs + 1, sizeof *ti);
+    void **po = calloc((size_t)g->noutputs + 1, sizeof *po);
+    int rc = -1, made = 0;
+    if (!ti || !po) {
+        ir_errorf(d, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        ti[i] = (icc_tensor){in[i].data, ir_dtype_to_onnx(in[i].dtype), in[i].rank, in[i].dims};
+    for (; made < g->noutputs; made++) {
+        const ir_type *t = &g->outputs[made]->type;
+        int64_t dims[IR_MAX_RANK];
+        for (int k = 0; k < t->rank; k++)
+            dims[k] = t->dims[k].v;
+        if (ir_tensor_init(&out[made], t->dtype, t->rank, dims, d) < 0 ||
+            !(out[made].data = calloc(1, out[made].nbytes + 1)))
+            goto done;
+        po[made] = out[made].data;
+    }
+    if (icc_run_tensors(cm->ctx, ti, g->ninputs, po) != ICC_OK) {
+        ir_errorf(d, "compiled run: %s", icc_context_error(cm->ctx));
+        goto done;
+    }
+    rc = 0;
+done:
+    if (rc < 0)
+        ir_tensors_free(out, made);
+    free(ti);
+    free(po);
+    return rc;
+}
+
+/* Runs one data set (through cm when non-NULL, else the interpreter);
+ * returns R_PASS or R_FAIL with why filled. */
+static int run_set(const ir_graph *g, const compiled_model *cm, const char *setdir, const options *o,
+                   char *why, size_t whylen)
 {
     int rc = R_FAIL, nin = 0, nout = 0;
     ir_tensor *in = calloc((size_t)g->ninputs + 1, sizeof *in);
@@ -229,7 +324,7 @@ static int run_set(const ir_graph *g, const char *setdir, const options *o, char
         snprintf(why, whylen, "data set has more inputs than the graph (%d)", g->ninputs);
         goto done;
     }
-    if (ir_interp_run(g, in, out, &d) < 0) {
+    if ((cm ? run_compiled(g, cm, in, out, &d) : ir_interp_run(g, in, out, &d)) < 0) {
         snprintf(why, whylen, "%s", d.msg);
         goto done;
     }
@@ -286,10 +381,18 @@ static int run_test(const char *dir, const options *o, char *why, size_t whylen)
         snprintf(why, whylen, "no test_data_set_* directory");
         rc = R_FAIL;
     }
+    compiled_model cm = {0};
+    bool have_cm = false;
+    if (rc == R_PASS && o->compiled) {
+        rc = compile_model(g, &cm, why, whylen);
+        have_cm = rc == R_PASS;
+    }
     for (int i = 0; i < nsets && rc == R_PASS; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, sets[i]);
-        rc = run_set(g, path, o, why, whylen);
+        rc = run_set(g, have_cm ? &cm : NULL, path, o, why, whylen);
     }
+    if (have_cm)
+        compiled_free(&cm);
     for (int i = 0; i < nsets; i++)
         free(sets[i]);
     free(sets);
@@ -416,6 +519,9 @@ static void usage(FILE *f)
             "  --no-roundtrip      skip the text IR print/parse/print check\n"
             "  --passes=PIPELINE   run this pass pipeline on each model before checking it\n"
             "  -O0 .. -O3          run that level's default pipeline\n"
+            "  --compiled          (with --data) compile each model (-O2 unless -O is given) to a\n"
+            "                      .so and run it through the runtime; models with ops not\n"
+            "                      compiled yet are skipped, naming them\n"
             "  --verbose           print passing tests too\n");
 }
 
@@ -437,6 +543,8 @@ int main(int argc, char **argv)
             i++;
         } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
             o.passes = icc_pipeline_for_level(a[2] - '0');
+        } else if (!strcmp(a, "--compiled")) {
+            o.compiled = true;
         } else if (!strncmp(a, "--passes=", 9)) {
             o.passes = a + 9;
         } else if (v && !strcmp(a, "--models")) {
@@ -468,6 +576,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (o.compiled && !o.passes)
+        o.passes = icc_pipeline_for_level(2);
     if (!o.data_dir == !o.models_dir) {
         usage(stderr);
         return 2;
@@ -523,8 +633,9 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
-    printf("%s (interpreter): %d known failures, %d unexpected failures, %d fixed\n",
-           o.models_dir ? "models" : "conformance", known_failed, unexpected, fixed);
+    printf("%s (%s): %d known failures, %d unexpected failures, %d fixed\n",
+           o.models_dir ? "models" : "conformance", o.compiled ? "compiled" : "interpreter", known_failed,
+           unexpected, fixed);
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     for (int i = 0; i < ntests; i++)
         free(tests[i]);
