@@ -10,29 +10,41 @@
 #include <string.h>
 #include <unistd.h>
 
-static bool ends_with(const char *s, const char *suf)
+bool icc_ends_with(const char *s, const char *suf)
 {
     size_t n = strlen(s), m = strlen(suf);
     return n >= m && !strcmp(s + n - m, suf);
 }
 
-/* Writes text to path (temporary file + rename) or to stdout. */
+int icc_write_atomic(const char *path, const char *text, size_t len, icc_diag *d)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return ir_errorf(d, "out of memory");
+    snprintf(tmp, n, "%s.tmp%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        free(tmp);
+        return ir_errorf(d, "%s: %s", path, strerror(errno));
+    }
+    bool ok = fwrite(text, 1, len, f) == len;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        free(tmp);
+        return ir_errorf(d, "%s: write failed", path);
+    }
+    free(tmp);
+    return 0;
+}
+
+/* A dump goes to the output file, or to stdout without one. */
 static int put_text(const char *path, const char *text, icc_diag *d)
 {
     if (!path)
         return fputs(text, stdout) < 0 ? ir_errorf(d, "write error on stdout") : 0;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return ir_errorf(d, "%s: %s", path, strerror(errno));
-    bool ok = fputs(text, f) >= 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) < 0) {
-        unlink(tmp);
-        return ir_errorf(d, "%s: write failed", path);
-    }
-    return 0;
+    return icc_write_atomic(path, text, strlen(text), d);
 }
 
 int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
@@ -65,7 +77,7 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         ir_errorf(d, "no output: give -o model.so (or model.o), or --emit=...");
         goto done;
     }
-    if (ends_with(o->out, ".o")) {
+    if (icc_ends_with(o->out, ".o")) {
         rc = cg_emit_object(t, m, o->out, d);
         goto done;
     }

@@ -1,5 +1,6 @@
 /* compile.h - the driver's compile step: an optimized graph to model.so /
- * model.o, or to a dump of kernels, LLVM IR or assembly. */
+ * model.o, or to a dump of kernels, LLVM IR or assembly; and the file
+ * helpers the driver's commands share. */
 #ifndef ICC_TOOLS_COMPILE_H
 #define ICC_TOOLS_COMPILE_H
 
@@ -18,5 +19,10 @@ typedef struct icc_compile_opts {
  * "X.so" is linked from a temporary object; nothing partial is left on
  * failure. Returns 0, or -1 with a message in d. */
 int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d);
+
+/* Writes len bytes to path through a temporary file and rename, so a
+ * failure leaves no partial file. */
+int icc_write_atomic(const char *path, const char *text, size_t len, icc_diag *d);
+bool icc_ends_with(const char *s, const char *suf);
 
 #endif

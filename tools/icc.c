@@ -124,12 +124,6 @@ static int fail(const char *fmt, ...)
     return 1;
 }
 
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
-
 /* Reads a whole file (size-limited) into a malloc'd buffer. */
 static char *read_file(const char *path, size_t *len, icc_diag *d)
 {
@@ -165,7 +159,7 @@ static char *read_file(const char *path, size_t *len, icc_diag *d)
 /* Loads ONNX or text IR by extension. */
 static ir_graph *load_model(const char *path, icc_diag *d)
 {
-    if (ends_with(path, ".icc")) {
+    if (icc_ends_with(path, ".icc")) {
         size_t len;
         char *text = read_file(path, &len, d);
         if (!text)
@@ -175,30 +169,6 @@ static ir_graph *load_model(const char *path, icc_diag *d)
         return g;
     }
     return icc_onnx_load_file(path, d);
-}
-
-/* Writes text to path through a temporary file and rename. */
-static int write_atomic(const char *path, const char *text, size_t len, icc_diag *d)
-{
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return ir_errorf(d, "out of memory");
-    snprintf(tmp, n, "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        free(tmp);
-        return ir_errorf(d, "%s: %s", path, strerror(errno));
-    }
-    bool ok = fwrite(text, 1, len, f) == len;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) < 0) {
-        unlink(tmp);
-        free(tmp);
-        return ir_errorf(d, "%s: write failed", path);
-    }
-    free(tmp);
-    return 0;
 }
 
 static void type_str(const ir_graph *g, const ir_type *t, char *buf, size_t n)
@@ -426,7 +396,7 @@ static int cmd_compile(const args *a)
         fail("%s: %s", a->model, d.msg);
         goto done;
     }
-    if (!a->emit && a->out && ends_with(a->out, ".so")) {
+    if (!a->emit && a->out && icc_ends_with(a->out, ".so")) {
         char hdr[4096];
         snprintf(hdr, sizeof hdr, "%.*s.h", (int)(strlen(a->out) - 3), a->out);
         if (cg_write_header(g, a->name, hdr, &d) < 0) {
@@ -476,7 +446,7 @@ static int cmd_emit(const args *a)
         return fail("%s: printing the IR failed", a->model);
     int rc = 0;
     if (a->out) {
-        if (write_atomic(a->out, text, len, &d) < 0)
+        if (icc_write_atomic(a->out, text, len, &d) < 0)
             rc = fail("%s", d.msg);
     } else if (fwrite(text, 1, len, stdout) != len) {
         rc = fail("write error on stdout");
@@ -709,7 +679,7 @@ done:
 static int cmd_run(const args *a)
 {
     icc_diag d = {{0}};
-    if (ends_with(a->model, ".so"))
+    if (icc_ends_with(a->model, ".so"))
         return cmd_run_compiled(a);
     ir_graph *g = load_model(a->model, &d);
     if (!g)
@@ -894,7 +864,7 @@ int main(int argc, char **argv)
     if (!strcmp(a.cmd, "run"))
         return cmd_run(&a);
     if (strcmp(a.cmd, "opt") == 0) {
-        if (!ends_with(a.model, ".icc"))
+        if (!icc_ends_with(a.model, ".icc"))
             return fail("%s: opt reads text IR (.icc)", a.model);
         return cmd_opt(&a);
     }
