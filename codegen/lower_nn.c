@@ -1,7 +1,8 @@
 /* lower_nn.c - lowering of the non-elementwise ops compiled so far:
- * reshapes (a flat copy), MatMul and Gemm (a plain triple loop with an
- * f32/f64 accumulator), Softmax and LogSoftmax (max, sum of exponentials,
- * store; numerically stable like the reference).
+ * reshapes (a flat copy), Transpose, MatMul and Gemm (a plain triple loop
+ * with an f32/f64 accumulator), Softmax and LogSoftmax (max, sum of
+ * exponentials, store; numerically stable like the reference), and
+ * Reduce{Sum,Mean,Max,Min,Prod,L2} over constant axes.
  *
  * These are the correct first forms, not the fast ones: the contraction
  * template with packed weights and a register-blocked microkernel
@@ -25,6 +26,16 @@ bool cg_can_lower_nn(const ir_node *n)
         return ir_dtype_is_float(x->dtype);
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
         return ir_dtype_is_float(x->dtype) && x->rank >= 1;
+    case IR_OP_TRANSPOSE:
+        return true;
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L2: {
+        /* float data, constant axes (or none: all dims), not the no-op form */
+        bool axes_const = n->nin < 2 || !n->in[1] || n->in[1]->kind == IR_VAL_CONST;
+        bool empty = n->nin < 2 || !n->in[1] || n->in[1]->cval.numel == 0;
+        return ir_dtype_is_float(x->dtype) && x->rank >= 0 && axes_const &&
+               !(empty && ir_attr_int(n, "noop_with_empty_axes", 0));
+    }
     default:
         return false;
     }
@@ -220,9 +231,119 @@ static int lower_softmax(lctx *c)
     return 0;
 }
 
+/* out[i...] = in[j...] with j[perm[d]] = i[d]. */
+static int lower_transpose(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *to = &n->out[0]->type;
+    int r = to->rank, perm[IR_MAX_RANK];
+    const int64_t *p;
+    int np = ir_attr_ints(n, "perm", &p);
+    for (int d = 0; d < r; d++)
+        perm[d] = np == r ? (int)p[d] : r - 1 - d;
+    kir_block *body = &k->body;
+    kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, body, v, dim_of(k, to->dims[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        if (!l)
+            return -1;
+        body = &l->body;
+        oi[d] = kir_var(k, v);
+        ii[perm[d]] = kir_var(k, v);
+    }
+    return kir_store(k, body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+}
+
+/* Reduce* over constant axes: loops over the output, then over the
+ * reduced dims with an accumulator, then the op's finish (mean: divide by
+ * the count; L2: square root). */
+static int lower_reduce(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
+    int r = ti->rank;
+    bool red[IR_MAX_RANK] = {0}, any = false;
+    if (n->nin > 1 && n->in[1])
+        for (int64_t i = 0; i < n->in[1]->cval.numel; i++) {
+            int64_t a = ir_tensor_geti(&n->in[1]->cval, i);
+            a = a < 0 ? a + r : a;
+            if (a < 0 || a >= r)
+                return -1;
+            red[a] = any = true;
+        }
+    if (!any)
+        for (int d = 0; d < r; d++)
+            red[d] = true;
+    bool keep = ir_attr_int(n, "keepdims", 1);
+    ir_dtype ct = c->cdt;
+    kir_block *body = &k->body;
+    kir_expr *ii[IR_MAX_RANK], *oi[IR_MAX_RANK];
+    int no = 0;
+    bool first = true;
+    for (int d = 0; d < r; d++) {
+        if (red[d]) {
+            if (keep)
+                oi[no++] = i64c(k, 0);
+            continue;
+        }
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, body, v, dim_of(k, ti->dims[d]), first ? KIR_PARALLEL : KIR_SERIAL);
+        if (!l)
+            return -1;
+        first = false;
+        body = &l->body;
+        ii[d] = oi[no++] = kir_var(k, v);
+    }
+    if (no != to->rank)
+        return -1;
+    int acc = kir_new_acc(k, ct);
+    double init = 0;
+    kir_op op = KIR_ADD;
+    switch (n->op) {
+    case IR_OP_REDUCE_MAX: init = -INFINITY; op = KIR_MAX; break;
+    case IR_OP_REDUCE_MIN: init = INFINITY; op = KIR_MIN; break;
+    case IR_OP_REDUCE_PROD: init = 1; op = KIR_MUL; break;
+    default: break;
+    }
+    if (!kir_acc_set(k, body, acc, kir_const_f(k, ct, init)))
+        return -1;
+    kir_block *inner = body;
+    kir_expr *count = kir_const_f(k, ct, 1);
+    for (int d = 0; d < r; d++) {
+        if (!red[d])
+            continue;
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, inner, v, dim_of(k, ti->dims[d]), KIR_SERIAL);
+        if (!l)
+            return -1;
+        inner = &l->body;
+        ii[d] = kir_var(k, v);
+        count = kir_op2(k, KIR_MUL, ct, count, kir_op1(k, KIR_CAST, ct, dim_of(k, ti->dims[d])));
+    }
+    kir_expr *x = load_in(c, 0, ii);
+    if (n->op == IR_OP_REDUCE_L2)
+        x = kir_op2(k, KIR_MUL, ct, x, x);
+    if (!kir_acc_set(k, inner, acc, kir_op2(k, op, ct, kir_acc(k, acc), x)))
+        return -1;
+    kir_expr *v = kir_acc(k, acc);
+    if (n->op == IR_OP_REDUCE_MEAN)
+        v = kir_op2(k, KIR_DIV, ct, v, count);
+    else if (n->op == IR_OP_REDUCE_L2)
+        v = kir_op1(k, KIR_SQRT, ct, v);
+    return kir_store(k, body, c->out, oi, to_out(c, v)) ? 0 : -1;
+}
+
 int lower_nn(lctx *c)
 {
     switch (c->n->op) {
+    case IR_OP_TRANSPOSE:
+        return lower_transpose(c);
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L2:
+        return lower_reduce(c);
     case IR_OP_MATMUL:
     case IR_OP_GEMM:
         return lower_contraction(c);

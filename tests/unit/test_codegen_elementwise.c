@@ -76,6 +76,12 @@ static const struct {
     {"LogSoftmax(%a)", "%a: f32[3,7]", "f32[3,7]"},
     {"Flatten(%a) {axis = 2}", "%a: f32[2,3,4,5]", "f32[6,20]"},
     {"Identity(%a)", "%a: i64[3,3]", "i64[3,3]"},
+    {"Transpose(%a) {perm = [2, 0, 1]}", "%a: f32[2,3,4]", "f32[4,2,3]"},
+    {"Transpose(%a)", "%a: i32[5,3]", "i32[3,5]"},
+    {"ReduceSum(%a) {keepdims = 0}", "%a: f32[3,4,5]", "f32[]"},
+    {"ReduceMax(%a)", "%a: f32[6,7]", "f32[1,1]"},
+    {"ReduceMean(%a)", "%a: f16[4,4]", "f16[1,1]"},
+    {"ReduceL2(%a) {keepdims = 0}", "%a: f64[9]", "f64[]"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
