@@ -553,6 +553,33 @@ static void desc_type_str(const icc_tensor_desc *t, char *buf, size_t n)
         snprintf(buf + k, n - k, "]");
 }
 
+/* Reads every --input NAME=FILE.npy into in[k], k the index of NAME among
+ * the model's input names; files[k] keeps the file's path. Prints the error
+ * and returns -1 on a malformed option, an unknown or repeated name, or an
+ * unreadable file. */
+static int read_inputs(const args *a, const char *const *names, int nin, ir_tensor *in,
+                       const char **files)
+{
+    icc_diag d = {{0}};
+    for (int i = 0; i < a->ninputs; i++) {
+        const char *arg = a->inputs[i], *eq = strchr(arg, '=');
+        if (!eq)
+            return fail("--input '%s': expected NAME=FILE.npy", arg), -1;
+        int k = -1;
+        for (int j = 0; j < nin; j++)
+            if (strlen(names[j]) == (size_t)(eq - arg) && !strncmp(names[j], arg, (size_t)(eq - arg)))
+                k = j;
+        if (k < 0)
+            return fail("%s: the model has no input named '%.*s'", a->model, (int)(eq - arg), arg), -1;
+        if (files[k])
+            return fail("input '%s' is given twice", names[k]), -1;
+        if (icc_npy_read(eq + 1, &in[k], &d) < 0)
+            return fail("%s", d.msg), -1;
+        files[k] = eq + 1;
+    }
+    return 0;
+}
+
 /* icc run MODEL.so: the compiled model through the runtime API (the
  * same checks and messages an application gets), inputs by name from
  * .npy files, outputs sized by icc_output_dims. */
@@ -578,42 +605,35 @@ static int cmd_run_compiled(const args *a)
         fail("out of memory");
         goto done;
     }
-    for (int i = 0; i < a->ninputs; i++) {
-        const char *eq = strchr(a->inputs[i], '=');
-        if (!eq) {
-            fail("--input '%s': expected NAME=FILE.npy", a->inputs[i]);
-            goto done;
-        }
-        char name[1024];
-        snprintf(name, sizeof name, "%.*s", (int)(eq - a->inputs[i]), a->inputs[i]);
-        int k = icc_model_find_input(m, name);
-        if (k < 0) {
-            fail("%s: the model has no input named '%s'", a->model, name);
-            goto done;
-        }
+    const char **in_names = calloc((size_t)nin + 1, sizeof *in_names);
+    const char **files = calloc((size_t)nin + 1, sizeof *files);
+    if (!in_names || !files) {
+        free(in_names);
+        free(files);
+        fail("out of memory");
+        goto done;
+    }
+    for (int k = 0; k < nin; k++)
+        in_names[k] = icc_model_input(m, k)->name;
+    int got = read_inputs(a, in_names, nin, in, files);
+    for (int k = 0; got == 0 && k < nin; k++) {
         const icc_tensor_desc *t = icc_model_input(m, k);
-        if (given[k]) {
-            fail("input '%s' is given twice", t->name);
-            goto done;
-        }
-        if (icc_npy_read(eq + 1, &in[k], &d) < 0) {
-            fail("%s", d.msg);
-            goto done;
-        }
-        given[k] = true;
+        given[k] = files[k] != NULL;
+        if (!given[k])
+            continue;
         char want[512];
         desc_type_str(t, want, sizeof want);
-        if (ir_dtype_to_onnx(in[k].dtype) != t->dtype) {
-            fail("%s: input '%s' wants dtype %s, but %s holds %s", a->model, t->name, want, eq + 1,
-                 ir_dtype_name(in[k].dtype));
-            goto done;
-        }
-        if (in[k].rank != t->rank) {
-            fail("%s: input '%s' wants rank %d (%s), but %s has rank %d", a->model, t->name, t->rank,
-                 want, eq + 1, in[k].rank);
-            goto done;
-        }
+        if (ir_dtype_to_onnx(in[k].dtype) != t->dtype)
+            got = fail("%s: input '%s' wants dtype %s, but %s holds %s", a->model, t->name, want, files[k],
+                       ir_dtype_name(in[k].dtype));
+        else if (in[k].rank != t->rank)
+            got = fail("%s: input '%s' wants rank %d (%s), but %s has rank %d", a->model, t->name,
+                       t->rank, want, files[k], in[k].rank);
     }
+    free(in_names);
+    free(files);
+    if (got)
+        goto done;
     for (int k = 0; k < nin; k++) {
         const icc_tensor_desc *t = icc_model_input(m, k);
         if (!given[k]) {
@@ -697,31 +717,20 @@ static int cmd_run(const args *a)
         fail("out of memory");
         goto done;
     }
-    for (int i = 0; i < a->ninputs; i++) {
-        const char *eq = strchr(a->inputs[i], '=');
-        if (!eq) {
-            fail("--input '%s': expected NAME=FILE.npy", a->inputs[i]);
+    {
+        const char **in_names = calloc((size_t)g->ninputs + 1, sizeof *in_names);
+        const char **files = calloc((size_t)g->ninputs + 1, sizeof *files);
+        int got = in_names && files ? 0 : fail("out of memory");
+        for (int j = 0; got == 0 && j < g->ninputs; j++)
+            in_names[j] = g->inputs[j]->name;
+        if (got == 0)
+            got = read_inputs(a, in_names, g->ninputs, in, files);
+        for (int j = 0; files && j < g->ninputs; j++)
+            given[j] = files[j] != NULL;
+        free(in_names);
+        free(files);
+        if (got)
             goto done;
-        }
-        int k = -1;
-        for (int j = 0; j < g->ninputs; j++)
-            if (strlen(g->inputs[j]->name) == (size_t)(eq - a->inputs[i]) &&
-                !strncmp(g->inputs[j]->name, a->inputs[i], (size_t)(eq - a->inputs[i])))
-                k = j;
-        if (k < 0) {
-            fail("%s: the model has no input named '%.*s'", a->model, (int)(eq - a->inputs[i]),
-                 a->inputs[i]);
-            goto done;
-        }
-        if (given[k]) {
-            fail("input '%s' is given twice", g->inputs[k]->name);
-            goto done;
-        }
-        if (icc_npy_read(eq + 1, &in[k], &d) < 0) {
-            fail("%s", d.msg);
-            goto done;
-        }
-        given[k] = true;
     }
     for (int j = 0; j < g->ninputs; j++)
         if (!given[j]) {
