@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "host_cpu.h"
 #include "codegen/kir.h"
 #include "codegen/llvm/emit.h"
 #include "codegen/llvm/target.h"
@@ -440,25 +441,6 @@ START_TEST(test_math)
     }
 }
 END_TEST
-
-static bool cpu_has(const char *flag)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return false;
-    char line[8192];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "flags", 5))
-            continue;
-        for (char *tok = strtok(strchr(line, ':') + 1, " \n"); tok; tok = strtok(NULL, " \n"))
-            if (!strcmp(tok, flag))
-                found = true;
-        break;
-    }
-    fclose(f);
-    return found;
-}
 
 /* (8) a VECTOR loop over 1024 f32 becomes vector code of the CPU's width,
  * with no runtime overlap check between the buffers (scoped noalias). */

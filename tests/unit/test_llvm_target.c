@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "host_cpu.h"
 #include "codegen/llvm/target.h"
 
 static char dir[64];
@@ -28,26 +29,6 @@ static void teardown(void)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
-}
-
-/* Whether /proc/cpuinfo's flags line lists flag (as a whole word). */
-static bool cpu_has(const char *flag)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return false;
-    char line[8192];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "flags", 5))
-            continue;
-        for (char *tok = strtok(strchr(line, ':') + 1, " \n"); tok; tok = strtok(NULL, " \n"))
-            if (!strcmp(tok, flag))
-                found = true;
-        break;
-    }
-    fclose(f);
-    return found;
 }
 
 /* Whether the comma-separated list holds name as a whole entry. */
