@@ -1,4 +1,5 @@
-/* lower.c - graph nodes to kernels: the elementwise family today.
+/* lower.c - graph nodes to kernels: the common setup, and the elementwise
+ * family.
  *
  * An elementwise node becomes one loop nest over its output's dims
  * (outermost parallel, innermost vectorized when the rank allows), each
@@ -157,7 +158,47 @@ static kir_expr *formula(lctx *c)
     }
 }
 
-bool cg_can_lower(const ir_node *n)
+/* Every operand's and result's shape must be known to build index maps. */
+static bool shapes_known(const ir_node *n)
+{
+    if (n->nin > LOWER_MAX_IO || n->nout > LOWER_MAX_IO || n->nout < 1)
+        return false;
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && n->in[i]->type.rank < 0)
+            return false;
+    for (int i = 0; i < n->nout; i++) {
+        const ir_type *o = &n->out[i]->type;
+        if (o->rank < 0)
+            return false;
+        for (int d = 0; d < o->rank; d++)
+            if (o->dims[d].sym == IR_DIM_UNKNOWN)
+                return false;
+    }
+    return true;
+}
+
+typedef enum { FAM_NONE, FAM_NN, FAM_REDUCE, FAM_MOVEMENT, FAM_CONV, FAM_MISC } lower_family;
+
+/* The family that lowers a non-elementwise node. */
+static lower_family family(const ir_node *n)
+{
+    if (!shapes_known(n))
+        return FAM_NONE;
+    if (cg_can_lower_nn(n))
+        return FAM_NN;
+    if (cg_can_lower_reduce(n))
+        return FAM_REDUCE;
+    if (cg_can_lower_movement(n))
+        return FAM_MOVEMENT;
+    if (cg_can_lower_conv(n))
+        return FAM_CONV;
+    if (cg_can_lower_misc(n))
+        return FAM_MISC;
+    return FAM_NONE;
+}
+
+/* True if formula() handles n's op and dtypes. */
+static bool can_elementwise(const ir_node *n)
 {
     switch (n->op) {
     case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_MAX: case IR_OP_MIN:
@@ -178,20 +219,14 @@ bool cg_can_lower(const ir_node *n)
             return false;
         break;
     default:
-        if (!cg_can_lower_nn(n))
-            return false;
-    }
-    /* every operand's shape must be known to build index maps */
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && n->in[i]->type.rank < 0)
-            return false;
-    const ir_type *o = &n->out[0]->type;
-    if (n->nout != 1 || o->rank < 0 || n->nin > 64)
         return false;
-    for (int i = 0; i < o->rank; i++)
-        if (o->dims[i].sym == IR_DIM_UNKNOWN)
-            return false;
-    return true;
+    }
+    return n->nout == 1 && shapes_known(n);
+}
+
+bool cg_can_lower(const ir_node *n)
+{
+    return can_elementwise(n) || family(n) != FAM_NONE;
 }
 
 int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, int vector_lanes,
@@ -214,9 +249,13 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         if ((c.buf[i] = kir_add_buf(k, v->name, b->kind, &v->type, b->index, b->offset)) < 0)
             goto oom;
     }
-    const cg_binding *ob = &bind[ov->id];
-    if ((c.out = kir_add_buf(k, ov->name, ob->kind, &ov->type, ob->index, ob->offset)) < 0)
-        goto oom;
+    for (int i = 0; i < n->nout; i++) {
+        const ir_value *v = n->out[i];
+        const cg_binding *b = &bind[v->id];
+        if ((c.outs[i] = kir_add_buf(k, v->name, b->kind, &v->type, b->index, b->offset)) < 0)
+            goto oom;
+    }
+    c.out = c.outs[0];
     c.orank = ov->type.rank;
     ir_dtype in_dt = n->nin && n->in[0] ? n->in[0]->type.dtype : ov->type.dtype;
     /* Where's data type is that of its second input. */
@@ -224,8 +263,17 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         in_dt = n->in[1]->type.dtype;
     c.cdt = compute_dtype(in_dt);
     c.lanes = vector_lanes;
-    if (!(ir_ops[n->op].flags & IR_F_ELEMWISE)) {
-        if (lower_nn(&c) < 0)
+    if (!can_elementwise(n)) {
+        int rc;
+        switch (family(n)) {
+        case FAM_NN: rc = lower_nn(&c); break;
+        case FAM_REDUCE: rc = lower_reduce(&c); break;
+        case FAM_MOVEMENT: rc = lower_movement(&c); break;
+        case FAM_CONV: rc = lower_conv(&c); break;
+        case FAM_MISC: rc = lower_misc(&c); break;
+        default: rc = -1;
+        }
+        if (rc < 0)
             goto oom;
         goto verify;
     }

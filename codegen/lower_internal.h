@@ -1,15 +1,27 @@
-/* lower_internal.h - what the lowering files share. */
+/* lower_internal.h - what the lowering files share.
+ *
+ * cg_lower_node (lower.c) builds the kernel's buffers, then hands the
+ * node to the family that claims its op: elementwise formulas (lower.c),
+ * contractions (lower_nn.c), reductions and normalizations
+ * (lower_reduce.c), data movement (lower_movement.c), convolution and
+ * pooling (lower_conv.c), and the rest (lower_misc.c). Each family has a
+ * `can` predicate (op, dtypes and attributes it handles) and a builder
+ * that fills c->k's body.
+ */
 #ifndef ICC_CG_LOWER_INTERNAL_H
 #define ICC_CG_LOWER_INTERNAL_H
 
 #include "codegen/lower.h"
 
+#define LOWER_MAX_IO 64
+
 typedef struct {
     const ir_graph *g;
     const ir_node *n;
     kir_kernel *k;
-    int buf[64];               /* kernel buffer of each input; -1 if omitted */
-    int out;                   /* kernel buffer of output 0 */
+    int buf[LOWER_MAX_IO];     /* kernel buffer of each input; -1 if omitted */
+    int outs[LOWER_MAX_IO];    /* kernel buffer of each output */
+    int out;                   /* outs[0] */
     int var[IR_MAX_RANK];      /* loop variable per output dim */
     int orank;
     ir_dtype cdt;              /* compute dtype of floats (f16/bf16 -> f32) */
@@ -22,9 +34,52 @@ static inline ir_dtype compute_dtype(ir_dtype t)
     return t == IR_F16 || t == IR_BF16 ? IR_F32 : t;
 }
 
-/* Contractions, normalizations and data movement (lower_nn.c). */
+/* A dim as an i64 index expression (a constant or the run's symbol). */
+static inline kir_expr *dim_of(kir_kernel *k, ir_dim d)
+{
+    return d.sym > 0 ? kir_sym(k, d.sym) : kir_const_i(k, IR_I64, d.v);
+}
+
+static inline kir_expr *i64c(kir_kernel *k, int64_t v) { return kir_const_i(k, IR_I64, v); }
+
+/* Input i at idx, widened to its compute dtype. */
+static inline kir_expr *load_in(lctx *c, int i, kir_expr *const *idx)
+{
+    kir_expr *e = kir_load(c->k, c->buf[i], idx);
+    ir_dtype t = c->n->in[i]->type.dtype;
+    return compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, compute_dtype(t), e) : e;
+}
+
+/* v converted to output i's dtype. */
+static inline kir_expr *to_out_i(lctx *c, int i, kir_expr *v)
+{
+    ir_dtype t = c->n->out[i]->type.dtype;
+    return v && v->dtype != t ? kir_op1(c->k, KIR_CAST, t, v) : v;
+}
+
+static inline kir_expr *to_out(lctx *c, kir_expr *v) { return to_out_i(c, 0, v); }
+
+/* Appends `for var in [0, hi)` of the given kind to b. */
+static inline kir_stmt *loop(lctx *c, kir_block *b, int var, kir_expr *hi, kir_loop kind)
+{
+    return kir_for(c->k, b, var, i64c(c->k, 0), hi, kind, 0);
+}
+
+/* Row-major multi-index of flat position `flat` over type t's dims. */
+void lower_unflatten(lctx *c, const ir_type *t, kir_expr *flat, kir_expr **idx);
+
+/* The families. Each can_* sees a node whose operand and output shapes
+ * are known (cg_can_lower checks that first); each lower_* returns 0, or
+ * -1 on out of memory or a malformed node. */
 bool cg_can_lower_nn(const ir_node *n);
-/* Builds c->k's body for c->n; -1 on out of memory. */
 int lower_nn(lctx *c);
+bool cg_can_lower_reduce(const ir_node *n);
+int lower_reduce(lctx *c);
+bool cg_can_lower_movement(const ir_node *n);
+int lower_movement(lctx *c);
+bool cg_can_lower_conv(const ir_node *n);
+int lower_conv(lctx *c);
+bool cg_can_lower_misc(const ir_node *n);
+int lower_misc(lctx *c);
 
 #endif
