@@ -53,14 +53,18 @@ static int check_graph(mctx *c)
     const ir_graph *g = c->g;
     for (int i = 0; i < g->nvalues; i++) {
         const ir_value *v = g->values[i];
-        for (int k = 0; k < v->type.rank; k++)
-            if (v->type.dims[k].sym != 0)
-                return ir_errorf(c->d, "value '%.200s' has the %s dim '%s': pin it with --shape "
+        for (int k = 0; k < v->type.rank; k++) {
+            if (v->type.dims[k].sym > 0)
+                return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s': pin it with --shape "
                                  "(dynamic shapes are not compiled yet)", v->name,
-                                 v->type.dims[k].sym > 0 ? "symbolic" : "unknown",
-                                 v->type.dims[k].sym > 0 ? ir_graph_sym_name(g, v->type.dims[k].sym) : "?");
+                                 ir_graph_sym_name(g, v->type.dims[k].sym));
+            if (v->type.dims[k].sym < 0)
+                return ir_errorf(c->d, "value '%.200s' has a dim that depends on input values: bind the "
+                                 "inputs that decide it with --bind=NAME=FILE.npy", v->name);
+        }
         if (v->type.rank < 0)
-            return ir_errorf(c->d, "value '%.200s' has an unknown rank", v->name);
+            return ir_errorf(c->d, "value '%.200s' has an unknown rank: bind the inputs that decide it "
+                             "with --bind=NAME=FILE.npy", v->name);
     }
     char list[768] = "";
     int bad = 0;

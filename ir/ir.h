@@ -300,6 +300,12 @@ void ir_graph_compact(ir_graph *g);
  * keeping the existing order wherever it is already valid; -1 on a cycle. */
 int ir_graph_toposort(ir_graph *g, icc_diag *d);
 
+/* Turns graph input `index` into a constant holding a copy of t (the
+ * value keeps its name and uses): for inputs that decide shapes, such as
+ * Reshape's shape or Reduce's axes, that a compiled model needs known.
+ * -1 when t's dtype or shape does not fit the input's declared type. */
+int ir_graph_bind_input(ir_graph *g, int index, const ir_tensor *t, icc_diag *d);
+
 /* Bytes of the arena the memory plan needs (0 when nothing is planned):
  * the end of the highest planned value, rounded up to 64. */
 int64_t ir_graph_arena_bytes(const ir_graph *g);

@@ -198,3 +198,31 @@ done:
     free(users);
     return rc;
 }
+
+int ir_graph_bind_input(ir_graph *g, int index, const ir_tensor *t, icc_diag *d)
+{
+    if (index < 0 || index >= g->ninputs)
+        return ir_errorf(d, "no graph input #%d", index);
+    ir_value *v = g->inputs[index];
+    const ir_type *dt = &v->type;
+    if (t->dtype != dt->dtype)
+        return ir_errorf(d, "input '%.200s': bound tensor is %s, the input is %s", v->name,
+                         ir_dtype_name(t->dtype), ir_dtype_name(dt->dtype));
+    bool fits = dt->rank < 0 || dt->rank == t->rank;
+    for (int i = 0; fits && dt->rank >= 0 && i < t->rank; i++)
+        fits = !ir_dim_is_const(dt->dims[i]) || dt->dims[i].v == t->dims[i];
+    if (!fits)
+        return ir_errorf(d, "input '%.200s': bound tensor's shape does not fit the declared one", v->name);
+    void *data = ir_arena_alloc(g->arena, t->nbytes + 1);
+    if (!data)
+        return ir_errorf(d, "out of memory binding input '%.200s'", v->name);
+    if (t->nbytes)
+        memcpy(data, t->data, t->nbytes);
+    v->cval = *t;
+    v->cval.data = data;
+    ir_type_of_tensor(t, &v->type);
+    v->kind = IR_VAL_CONST;
+    memmove(g->inputs + index, g->inputs + index + 1, sizeof *g->inputs * (size_t)(g->ninputs - index - 1));
+    g->ninputs--;
+    return 0;
+}

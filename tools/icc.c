@@ -53,6 +53,8 @@ typedef struct {
     const char *march;        /* -march=CPU, or NULL for the host */
     const char *triple;       /* --target-triple=, or NULL for the host */
     const char *shapes[MAX_INPUTS];   /* --shape=NAME:1x3x224x224 */
+    int nbinds;
+    const char *binds[MAX_INPUTS];    /* --bind=NAME=FILE.npy */
     int nshapes;
     icc_pass_options popts;
 } args;
@@ -87,6 +89,8 @@ static void usage(FILE *f)
         "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
         "  --name=PREFIX        the model's symbol prefix (PREFIX_model; default model)\n"
         "  --shape=NAME:DxDx..  pin input NAME's dims (symbolic dims must be pinned to compile)\n"
+        "  --bind=NAME=F.npy    make input NAME a constant with F's values (for inputs that\n"
+        "                       decide shapes, e.g. a Reshape's shape or Reduce's axes)\n"
         "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
         "  --target-triple=T    e.g. aarch64-linux-gnu (with -o X.o: an object for another machine)\n"
         "\n"
@@ -326,8 +330,9 @@ static int cmd_info(const args *a)
     return 0;
 }
 
-/* --shape=NAME:DxDx...: fixes input NAME's dims (symbols included), then
- * re-infers every shape from there. */
+/* --shape=NAME:DxDx...: fixes input NAME's dims (symbols included);
+ * --bind=NAME=F.npy: makes input NAME a constant; then re-infers every
+ * shape from there. */
 static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
 {
     for (int i = 0; i < a->nshapes; i++) {
@@ -360,7 +365,25 @@ static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
         }
         v->type.rank = r;
     }
-    return a->nshapes ? ir_infer_shapes(g, d) : 0;
+    for (int i = 0; i < a->nbinds; i++) {
+        const char *s = a->binds[i], *eq = strchr(s, '=');
+        if (!eq)
+            return ir_errorf(d, "--bind=%s: expected NAME=FILE.npy", s);
+        int k = 0;
+        while (k < g->ninputs && !(strlen(g->inputs[k]->name) == (size_t)(eq - s) &&
+                                   !strncmp(g->inputs[k]->name, s, (size_t)(eq - s))))
+            k++;
+        if (k == g->ninputs)
+            return ir_errorf(d, "--bind: the model has no input named '%.*s'", (int)(eq - s), s);
+        ir_tensor t = {0};
+        if (icc_npy_read(eq + 1, &t, d) < 0)
+            return -1;
+        int rc = ir_graph_bind_input(g, k, &t, d);
+        free(t.data);
+        if (rc < 0)
+            return ir_diag_prefix(d, "--bind=%s", s), -1;
+    }
+    return a->nshapes || a->nbinds ? ir_infer_shapes(g, d) : 0;
 }
 
 /* The compile step: optimize at -O2 by default, always ending with the
@@ -841,6 +864,10 @@ int main(int argc, char **argv)
             if (a.nshapes == MAX_INPUTS)
                 return fail("too many --shape options (max %d)", MAX_INPUTS);
             a.shapes[a.nshapes++] = s + 8;
+        } else if (!strncmp(s, "--bind=", 7)) {
+            if (a.nbinds == MAX_INPUTS)
+                return fail("too many --bind options (max %d)", MAX_INPUTS);
+            a.binds[a.nbinds++] = s + 7;
         } else if (!strncmp(s, "--name=", 7)) {
             a.name = s + 7;
         } else if (!strncmp(s, "--emit=", 7)) {

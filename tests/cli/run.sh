@@ -234,6 +234,32 @@ fails_cleanly "run .so: missing file" "nope.so: No such file" "$ICC" run "$T/nop
 fails_cleanly "run .so: -O does not apply" "do not apply to a compiled model" \
   "$ICC" run "$TOY" -O2 --input x="$T/tx.npy" --input w="$T/tw.npy"
 
+# --bind: a Reshape whose target shape is an input compiles once the shape is bound
+python3 - "$T" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as P
+g = h.make_graph([h.make_node("Reshape", ["x", "shape"], ["y"])], "bindme",
+                 [h.make_tensor_value_info("x", P.FLOAT, [2, 6]), h.make_tensor_value_info("shape", P.INT64, [2])],
+                 [h.make_tensor_value_info("y", P.FLOAT, None)])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), sys.argv[1] + "/bindme.onnx")
+np.save(sys.argv[1] + "/shape.npy", np.array([3, 4], np.int64))
+np.save(sys.argv[1] + "/shape32.npy", np.array([3, 4], np.int32))
+np.save(sys.argv[1] + "/bx.npy", np.arange(12, dtype=np.float32).reshape(2, 6))
+PY
+bind_compiles() {
+  "$ICC" "$T/bindme.onnx" --bind=shape="$T/shape.npy" -o "$T/bindme.so" &&
+    "$ICC" run "$T/bindme.so" --input x="$T/bx.npy" -o "$T/bind_out" &&
+    python3 -c "import numpy as np,sys; y=np.load(sys.argv[1]); assert y.shape==(3,4) and (y.ravel()==np.arange(12)).all()" \
+      "$T/bind_out/y.npy"
+}
+check "--bind makes a shape input constant, and the model compiles" bind_compiles
+fails_cleanly "--bind: no such input" "--bind: the model has no input named 'nope'" \
+  "$ICC" "$T/bindme.onnx" --bind=nope="$T/shape.npy" -o "$T/x.so"
+fails_cleanly "--bind: wrong dtype" "--bind=shape=.*bound tensor is i32, the input is i64" \
+  "$ICC" "$T/bindme.onnx" --bind=shape="$T/shape32.npy" -o "$T/x.so"
+fails_cleanly "compile: a shape input left unbound" "cannot be compiled|unknown" \
+  "$ICC" "$T/bindme.onnx" -o "$T/x.so"
+
 no_partial_output() {
   # writing into a directory that does not exist fails and leaves nothing
   ! "$ICC" "$M" --emit=ir -o "$T/missing_dir/x.icc" 2>/dev/null && [ ! -e "$T/missing_dir" ] &&
