@@ -80,14 +80,6 @@ static int check_graph(mctx *c)
     if (bad)
         return ir_errorf(c->d, "%d node%s cannot be compiled yet: %s%s", bad, bad == 1 ? "" : "s", list,
                          bad > 8 ? ", ..." : "");
-    for (int i = 0; i < g->noutputs; i++) {
-        const ir_value *v = g->outputs[i];
-        if (v->kind != IR_VAL_NODE)
-            return ir_errorf(c->d, "output '%.200s' is a graph input or constant: not compiled yet", v->name);
-        for (int j = 0; j < i; j++)
-            if (g->outputs[j] == v)
-                return ir_errorf(c->d, "output '%.200s' is listed twice: not compiled yet", v->name);
-    }
     for (int k = 0; k < g->nnodes; k++)
         for (int i = 0; i < g->nodes[k]->nout; i++) {
             const ir_value *v = g->nodes[k]->out[i];
@@ -119,8 +111,11 @@ static int bind_values(mctx *c)
     }
     for (int i = 0; i < g->ninputs; i++)
         c->bind[g->inputs[i]->id] = (cg_binding){KIR_BUF_INPUT, i, 0};
-    for (int i = 0; i < g->noutputs; i++)
-        c->bind[g->outputs[i]->id] = (cg_binding){KIR_BUF_OUTPUT, i, 0};
+    /* A node's result listed as several outputs is computed into the
+     * first; outputs that are inputs or constants are copies (copy_outputs). */
+    for (int i = g->noutputs - 1; i >= 0; i--)
+        if (g->outputs[i]->kind == IR_VAL_NODE)
+            c->bind[g->outputs[i]->id] = (cg_binding){KIR_BUF_OUTPUT, i, 0};
     c->weights_bytes = off;
     c->weights = calloc(1, (size_t)off + 1);
     if (!c->weights)
@@ -205,6 +200,36 @@ static int64_t parallel_trips(const kir_kernel *k)
     if (s->lo->op != KIR_CONST || s->hi->op != KIR_CONST)
         return 0;
     return s->hi->c.i - s->lo->c.i;
+}
+
+/* Outputs that no kernel writes: a graph input or constant passed
+ * through, or a value listed again after its first output slot. */
+static void copy_outputs(mctx *c, LLVMBuilderRef b, LLVMValueRef inputs, LLVMValueRef outputs,
+                         LLVMValueRef weights)
+{
+    const ir_graph *g = c->g;
+    for (int i = 0; i < g->noutputs; i++) {
+        const ir_value *v = g->outputs[i];
+        const cg_binding *bd = &c->bind[v->id];
+        if (bd->kind == KIR_BUF_OUTPUT && bd->index == i)
+            continue;
+        int64_t bytes = 0;
+        if (!ir_type_numel(&v->type, &bytes) || !ir_mul_ok(bytes, (int64_t)ir_dtype_size(v->type.dtype), &bytes) ||
+            bytes == 0)
+            continue;
+        LLVMValueRef src;
+        if (bd->kind == KIR_BUF_WEIGHT) {
+            LLVMValueRef off = ci64(c, bd->offset);
+            src = LLVMBuildGEP2(b, c->i8, weights, &off, 1, "");
+        } else {
+            LLVMValueRef idx = ci64(c, bd->index);
+            src = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, bd->kind == KIR_BUF_INPUT ? inputs : outputs,
+                                                          &idx, 1, ""), "");
+        }
+        LLVMValueRef oi = ci64(c, i);
+        LLVMValueRef dst = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, outputs, &oi, 1, ""), "");
+        LLVMBuildMemCpy(b, dst, 1, src, 1, ci64(c, bytes));
+    }
 }
 
 static int emit_model(mctx *c)
@@ -304,8 +329,10 @@ static int emit_model(mctx *c)
         LLVMBuildBr(b, bnext);
         LLVMPositionBuilderAtEnd(b, bnext);
     }
-    if (rc == 0)
+    if (rc == 0) {
+        copy_outputs(c, b, inputs, outputs, weights);
         LLVMBuildRet(b, ci32(c, 0));
+    }
     LLVMDisposeBuilder(b);
     if (rc < 0)
         return -1;
