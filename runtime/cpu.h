@@ -2,6 +2,9 @@
 #ifndef ICC_RT_CPU_H
 #define ICC_RT_CPU_H
 
+/* Internal to the runtime: hidden from a model.so's exports. */
+#pragma GCC visibility push(hidden)
+
 /* 1 when this CPU (and the OS, for register state such as AVX-512 and
  * AMX) supports the feature named as LLVM spells it ("avx2", "amx-tile",
  * "neon"), else 0. A name this runtime does not know is 0, so a model
@@ -18,5 +21,7 @@ int icc_cpu_known(const char *feature);
  * request first (Linux: AMX tile data via arch_prctl). Returns 0, or -1
  * when the OS refuses. A no-op for other features. */
 int icc_cpu_enable(const char *feature);
+
+#pragma GCC visibility pop
 
 #endif

@@ -8,6 +8,9 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 
+/* Internal to the runtime: hidden from a model.so's exports. */
+#pragma GCC visibility push(hidden)
+
 /* Immutable after open: any number of threads may read it. */
 struct icc_model {
     const icc_model_desc *desc;
@@ -61,5 +64,7 @@ void rt_set_last_error(const char *msg);
  * / ICC_ERR_INVALID with a message in err. */
 icc_status rt_bind(const icc_model *m, const int64_t *const *in_dims, const icc_tensor *ts,
                    int64_t *syms, char *err, size_t errlen);
+
+#pragma GCC visibility pop
 
 #endif
