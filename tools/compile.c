@@ -47,6 +47,38 @@ static int put_text(const char *path, const char *text, icc_diag *d)
     return icc_write_atomic(path, text, strlen(text), d);
 }
 
+#ifndef ICC_RUNTIME_RELDIR
+#define ICC_RUNTIME_RELDIR "../lib"
+#endif
+
+/* The runtime library linked into every model.so, so that an app needs
+ * nothing else: $ICC_RUNTIME_LIB, else libiccrt.a beside this icc (the
+ * build tree) or in the install's libdir (ICC_RUNTIME_RELDIR from bindir). */
+static int runtime_lib(char *buf, size_t n, icc_diag *d)
+{
+    const char *env = getenv("ICC_RUNTIME_LIB");
+    if (env && *env) {
+        snprintf(buf, n, "%s", env);
+        return access(buf, R_OK) == 0 ? 0 : ir_errorf(d, "ICC_RUNTIME_LIB=%s: %s", env, strerror(errno));
+    }
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = 0;
+        const char *tries[2] = {"libiccrt.a", ICC_RUNTIME_RELDIR "/libiccrt.a"};
+        for (int i = 0; i < 2; i++) {
+            snprintf(buf, n, "%s/%s", exe, tries[i]);
+            if (access(buf, R_OK) == 0)
+                return 0;
+        }
+    }
+    return ir_errorf(d, "cannot find the runtime libiccrt.a beside icc or in %s (set ICC_RUNTIME_LIB)",
+                     ICC_RUNTIME_RELDIR);
+}
+
 int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
 {
     cg_target *t;
@@ -54,13 +86,16 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         return -1;
     int rc = -1;
     LLVMModuleRef m = NULL;
-    char *text = NULL;
+    char *text = NULL, wpath[4096] = "";
+    void *wblob = NULL;
+    int64_t wbytes = 0;
     if (o->emit && !strcmp(o->emit, "kernels")) {
         text = cg_kernels_text(g, t, o->name, d);
         rc = text ? put_text(o->out, text, d) : -1;
         goto done;
     }
-    if (cg_compile_model(g, t, o->name, &m, d) < 0 || cg_optimize(t, m, d) < 0)
+    if (cg_compile_model_ext(g, t, o->name, o->external_weights ? &wblob : NULL, &wbytes, &m, d) < 0 ||
+        cg_optimize(t, m, d) < 0)
         goto done;
     if (o->emit && (!strcmp(o->emit, "llvm") || !strcmp(o->emit, "asm"))) {
         text = !strcmp(o->emit, "llvm") ? cg_emit_llvm_ir(m) : cg_emit_asm(t, m, d);
@@ -77,18 +112,38 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         ir_errorf(d, "no output: give -o model.so (or model.o), or --emit=...");
         goto done;
     }
+    if (o->external_weights) {
+        /* model.so -> model.weights, where the runtime looks for it */
+        size_t stem = strlen(o->out) - (icc_ends_with(o->out, ".so") ? 3 : icc_ends_with(o->out, ".o") ? 2 : 0);
+        snprintf(wpath, sizeof wpath, "%.*s.weights", (int)stem, o->out);
+        if (icc_write_atomic(wpath, wblob, (size_t)wbytes, d) < 0) {
+            wpath[0] = 0;
+            goto done;
+        }
+    }
     if (icc_ends_with(o->out, ".o")) {
         rc = cg_emit_object(t, m, o->out, d);
         goto done;
     }
-    char obj[4096];
+    char obj[4096], rt[4096];
+    if (runtime_lib(rt, sizeof rt, d) < 0)
+        goto done;
     snprintf(obj, sizeof obj, "%s.%d.o", o->out, (int)getpid());
     if (cg_emit_object(t, m, obj, d) == 0) {
-        const char *objs[1] = {obj}, *libs[1] = {"-lm"};
-        rc = cg_link_shared(objs, 1, libs, 1, o->out, d);
+        /* the file name as soname, so apps linking it find it by rpath */
+        const char *base = strrchr(o->out, '/');
+        char soname[4200];
+        snprintf(soname, sizeof soname, "-Wl,-soname,%s", base ? base + 1 : o->out);
+        const char *objs[1] = {obj};
+        const char *libs[7] = {"-Wl,--whole-archive", rt, "-Wl,--no-whole-archive", "-lm", "-lpthread", "-ldl",
+                               soname};
+        rc = cg_link_shared(objs, 1, libs, 7, o->out, d);
         unlink(obj);
     }
 done:
+    if (rc < 0 && wpath[0])
+        unlink(wpath);
+    free(wblob);
     free(text);
     if (m)
         LLVMDisposeModule(m);
