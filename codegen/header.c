@@ -373,18 +373,19 @@ static void put_usage(FILE *f, const ir_graph *g, const char *prefix, const tens
         fputc('\n', f);
     }
     fputs(" *\n"
-          " * Link the model.so given to icc -o into the program (cc app.c ./model.so\n"
-          " * libiccrt.a -lm -lpthread -ldl) and wrap its descriptor:\n"
+          " * The model.so given to icc -o holds the runtime too: link it into the\n"
+          " * program (cc app.c -I<icc>/include ./model.so) and wrap its descriptor:\n"
           " *\n"
           " *     icc_model *m;\n", f);
     fprintf(f, " *     if (icc_model_from_desc(&%s_model, &m) != ICC_OK) ...\n", prefix);
     fputs(" *\n"
-          " * or load it at run time with dlopen (link only libiccrt.a and -ldl):\n"
+          " * or load it at run time with dlopen (link libiccrt.a -lpthread -ldl):\n"
           " *\n", f);
     fprintf(f, " *     if (icc_model_open(\"./model.so\", \"%s\", &m) != ICC_OK)\n", prefix);
     fputs(" *         fprintf(stderr, \"%s\\n\", icc_last_error());\n"
           " *\n"
-          " * (a model compiled with external weights must be loaded this way), then\n"
+          " * (either way, --weights=external's model.weights is mapped from beside\n"
+          " * model.so), then\n"
           " * create a context and run it (symbolic dims are 1 in this example):\n"
           " *\n"
           " *     icc_context *ctx;\n"

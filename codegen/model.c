@@ -34,6 +34,7 @@ typedef struct {
     cg_binding *bind;
     unsigned char *weights;
     int64_t weights_bytes;
+    bool external;             /* weights in model.weights, not .rodata */
 } mctx;
 
 /* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights. */
@@ -339,7 +340,7 @@ static int emit_model(mctx *c)
 
     /* The weights and the descriptor. */
     LLVMValueRef wglob = LLVMConstPointerNull(c->ptr);
-    if (c->weights_bytes) {
+    if (c->weights_bytes && !c->external) {
         char wname[256];
         snprintf(wname, sizeof wname, "%s_weights", c->prefix);
         wglob = global_const(c, wname,
@@ -382,8 +383,14 @@ static int emit_model(mctx *c)
 int cg_compile_model(const ir_graph *g, const cg_target *t, const char *prefix, LLVMModuleRef *out,
                      icc_diag *d)
 {
+    return cg_compile_model_ext(g, t, prefix, NULL, NULL, out, d);
+}
+
+int cg_compile_model_ext(const ir_graph *g, const cg_target *t, const char *prefix, void **weights,
+                         int64_t *weights_bytes, LLVMModuleRef *out, icc_diag *d)
+{
     *out = NULL;
-    mctx c = {.g = g, .t = t, .prefix = prefix && *prefix ? prefix : "model", .d = d};
+    mctx c = {.g = g, .t = t, .prefix = prefix && *prefix ? prefix : "model", .d = d, .external = weights != NULL};
     if (check_graph(&c) < 0 || bind_values(&c) < 0) {
         free(c.bind);
         free(c.weights);
@@ -400,10 +407,16 @@ int cg_compile_model(const ir_graph *g, const cg_target *t, const char *prefix, 
     c.kfn_ty = LLVMFunctionType(LLVMVoidTypeInContext(c.cx), kparams, 4, 0);
     int rc = emit_model(&c);
     free(c.bind);
-    free(c.weights);
     if (rc < 0) {
+        free(c.weights);
         LLVMDisposeModule(c.m);
         return -1;
+    }
+    if (weights) {
+        *weights = c.weights;
+        *weights_bytes = c.weights_bytes;
+    } else {
+        free(c.weights);
     }
     *out = c.m;
     return 0;

@@ -18,6 +18,13 @@
 int cg_compile_model(const ir_graph *g, const cg_target *t, const char *prefix, LLVMModuleRef *out,
                      icc_diag *d);
 
+/* cg_compile_model with the weights external: the descriptor's weights
+ * pointer is NULL (the runtime maps `<model less .so>.weights`, checksum
+ * verified) and the blob is returned in *weights (malloc'd, the caller
+ * writes and frees it) with its size. */
+int cg_compile_model_ext(const ir_graph *g, const cg_target *t, const char *prefix, void **weights,
+                         int64_t *weights_bytes, LLVMModuleRef *out, icc_diag *d);
+
 /* The kernels of g as text (--emit=kernels), malloc'd; NULL with d set. */
 char *cg_kernels_text(const ir_graph *g, const cg_target *t, const char *prefix, icc_diag *d);
 

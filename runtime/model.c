@@ -300,14 +300,26 @@ icc_status icc_model_from_desc(const icc_model_desc *desc, icc_model **out)
     icc_status st = check_desc(desc, who);
     if (st != ICC_OK)
         return st;
-    if (!desc->weights && desc->weights_bytes)
-        return rt_fail(ICC_ERR_INVALID, "%s: has external weights; load it with icc_model_open",
-                       who);
     icc_model *m = calloc(1, sizeof *m);
     if (!m)
         return rt_fail(ICC_ERR_NOMEM, "%s: out of memory", who);
     m->desc = desc;
     m->weights = desc->weights;
+    if (!desc->weights && desc->weights_bytes) {
+        /* External weights sit beside the shared object holding the code;
+         * ask about the entry point, not desc: an app linking model.so may
+         * hold a copy of desc (a copy relocation). */
+        Dl_info info;
+        if (!dladdr((void *)desc->run, &info) || !info.dli_fname || !*info.dli_fname) {
+            free(m);
+            return rt_fail(ICC_ERR_INVALID, "%s: has external weights but is not in a shared object; "
+                           "load it with icc_model_open", who);
+        }
+        if ((st = map_weights(m, info.dli_fname)) != ICC_OK) {
+            free(m);
+            return st;
+        }
+    }
     *out = m;
     return ICC_OK;
 }

@@ -13,6 +13,7 @@ typedef struct icc_compile_opts {
     const char *triple;        /* NULL: the host */
     const char *cpu;           /* NULL: the host; -march= */
     int opt_level;             /* LLVM's, 0..3 */
+    bool external_weights;     /* --weights=external: write X.weights beside X.so */
 } icc_compile_opts;
 
 /* Compiles g (optimized and planned) as o says. A library output

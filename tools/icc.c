@@ -53,6 +53,7 @@ typedef struct {
     const char *march;        /* -march=CPU, or NULL for the host */
     const char *triple;       /* --target-triple=, or NULL for the host */
     const char *shapes[MAX_INPUTS];   /* --shape=NAME:1x3x224x224 */
+    bool external_weights;            /* --weights=external */
     int nbinds;
     const char *binds[MAX_INPUTS];    /* --bind=NAME=FILE.npy */
     int nshapes;
@@ -89,6 +90,8 @@ static void usage(FILE *f)
         "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
         "  --name=PREFIX        the model's symbol prefix (PREFIX_model; default model)\n"
         "  --shape=NAME:DxDx..  pin input NAME's dims (symbolic dims must be pinned to compile)\n"
+        "  --weights=external   write the weights to model.weights beside model.so (mapped at\n"
+        "                       load, checksum verified) instead of the .so's .rodata\n"
         "  --bind=NAME=F.npy    make input NAME a constant with F's values (for inputs that\n"
         "                       decide shapes, e.g. a Reshape's shape or Reduce's axes)\n"
         "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
@@ -414,7 +417,8 @@ static int cmd_compile(const args *a)
         fail("%s: %s", a->model, d.msg);
         goto done;
     }
-    icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2};
+    icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2,
+                          a->external_weights};
     if (icc_compile_graph(g, &o, &d) < 0) {
         fail("%s: %s", a->model, d.msg);
         goto done;
@@ -424,6 +428,10 @@ static int cmd_compile(const args *a)
         snprintf(hdr, sizeof hdr, "%.*s.h", (int)(strlen(a->out) - 3), a->out);
         if (cg_write_header(g, a->name, hdr, &d) < 0) {
             unlink(a->out);
+            if (a->external_weights) {
+                snprintf(hdr, sizeof hdr, "%.*s.weights", (int)(strlen(a->out) - 3), a->out);
+                unlink(hdr);
+            }
             fail("%s", d.msg);
             goto done;
         }
@@ -864,6 +872,10 @@ int main(int argc, char **argv)
             if (a.nshapes == MAX_INPUTS)
                 return fail("too many --shape options (max %d)", MAX_INPUTS);
             a.shapes[a.nshapes++] = s + 8;
+        } else if (!strncmp(s, "--weights=", 10)) {
+            if (strcmp(s + 10, "external") && strcmp(s + 10, "embedded"))
+                return fail("--weights=%s: expected embedded (in the .so, the default) or external", s + 10);
+            a.external_weights = !strcmp(s + 10, "external");
         } else if (!strncmp(s, "--bind=", 7)) {
             if (a.nbinds == MAX_INPUTS)
                 return fail("too many --bind options (max %d)", MAX_INPUTS);

@@ -142,8 +142,8 @@ typedef struct icc_allocator {
  * caller closes *out with icc_model_close. */
 icc_status icc_model_open(const char *path, const char *prefix, icc_model **out);
 /* Wraps a descriptor linked into the program (model.h's symbol), with the
- * same checks. The descriptor must outlive the model. A model with
- * external weights cannot be wrapped (ICC_ERR_INVALID). */
+ * same checks. The descriptor must outlive the model. External weights
+ * are mapped from `<the .so holding desc, less .so>.weights`. */
 icc_status icc_model_from_desc(const icc_model_desc *desc, icc_model **out);
 /* NULL is a no-op. No context of m may outlive it. */
 void icc_model_close(icc_model *m);
