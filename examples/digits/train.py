@@ -1,8 +1,10 @@
 """Trains the bundled example model: a small MLP on scikit-learn's 8x8 digits.
 
 Writes digits.onnx (Flatten -> Gemm -> Relu -> Gemm -> Softmax, opset 17),
-digits_input.npy (the first 8 test images, float32 [8,1,8,8], pixels 0..1)
-and digits_labels.txt (their true labels). Plain numpy gradient descent with
+digits_input.npy (the first 8 test images, float32 [8,1,8,8], pixels 0..1),
+digits_labels.txt (their true labels), and the whole held-out set for the C
+app: digits_test.f32 (360 images, raw little-endian float32 [360,1,8,8]) and
+digits_test.u8 (their labels, one byte each). Plain numpy gradient descent with
 a fixed seed, so the result is reproducible. Needs numpy, onnx, scikit-learn;
 only to regenerate the files, which are committed.
 
@@ -81,4 +83,6 @@ onnx.save(model, os.path.join(HERE, "digits.onnx"))
 np.save(os.path.join(HERE, "digits_input.npy"), xte[:8].reshape(8, 1, 8, 8))
 with open(os.path.join(HERE, "digits_labels.txt"), "w") as f:
     f.write(" ".join(str(v) for v in yte[:8]) + "\n")
-print("wrote digits.onnx, digits_input.npy, digits_labels.txt")
+xte.reshape(ntest, 1, 8, 8).astype("<f4").tofile(os.path.join(HERE, "digits_test.f32"))
+yte.astype(np.uint8).tofile(os.path.join(HERE, "digits_test.u8"))
+print("wrote digits.onnx, digits_input.npy, digits_labels.txt, digits_test.f32, digits_test.u8")
