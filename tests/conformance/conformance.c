@@ -176,6 +176,21 @@ static ir_graph *load_bound(const char *path, const options *o, const ir_tensor 
         *skip = strstr(d.msg, "unsupported op") != NULL;
         return NULL;
     }
+    if (o->models_dir && o->compiled) {
+        /* symbolic input dims are 1, as the light models' inputs are made */
+        bool pinned = false;
+        for (int i = 0; i < g->ninputs; i++)
+            for (int k = 0; k < g->inputs[i]->type.rank; k++)
+                if (!ir_dim_is_const(g->inputs[i]->type.dims[k])) {
+                    g->inputs[i]->type.dims[k] = ir_dim_const(1);
+                    pinned = true;
+                }
+        if (pinned && ir_infer_shapes(g, &d) < 0) {
+            snprintf(why, whylen, "pinning symbolic dims to 1: %s", d.msg);
+            ir_graph_destroy(g);
+            return NULL;
+        }
+    }
     if (bound) {
         /* from the last input down, so earlier indices stay put */
         int rc = 0;
@@ -550,7 +565,18 @@ static int run_model_test(const char *onnx_path, const options *o, char *why, si
         for (int64_t i = 0; i < in[nin].numel; i++)
             ((float *)in[nin].data)[i] = (float)((double)i / (double)in[nin].numel);
     }
-    if (ir_interp_run(g, in, out, &d) < 0) {
+    if (o->compiled) {
+        compiled_model cm;
+        if ((rc = compile_model(g, &cm, why, whylen)) != R_PASS)
+            goto done;
+        rc = R_FAIL;
+        int r = run_compiled(g, &cm, in, out, &d);
+        compiled_free(&cm);
+        if (r < 0) {
+            snprintf(why, whylen, "%s", d.msg);
+            goto done;
+        }
+    } else if (ir_interp_run(g, in, out, &d) < 0) {
         snprintf(why, whylen, "%s", d.msg);
         goto done;
     }
@@ -641,7 +667,7 @@ static void usage(FILE *f)
             "  --no-roundtrip      skip the text IR print/parse/print check\n"
             "  --passes=PIPELINE   run this pass pipeline on each model before checking it\n"
             "  -O0 .. -O3          run that level's default pipeline\n"
-            "  --compiled          (with --data) compile each model (-O2 unless -O is given) to a\n"
+            "  --compiled          compile each model (-O2 unless -O is given) to a\n"
             "                      .so and run it through the runtime; models with ops not\n"
             "                      compiled yet are skipped, naming them\n"
             "  --verbose           print passing tests too\n");
