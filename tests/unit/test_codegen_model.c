@@ -152,6 +152,112 @@ START_TEST(what_cannot_compile_is_named)
 }
 END_TEST
 
+/* A network with contractions, a reduction and a softmax over 96 rows,
+ * so kernels split their rows across threads. */
+static const char *dense =
+    "graph @dense(%x: f32[96,64]) -> (%p, %s) {\n"
+    "  %c = const f32[1] [0.03125]\n"
+    "  %shape = const i64[2] [64, 32]\n"
+    "  %w = Expand(%c, %shape) : f32[64,32]\n"
+    "  %h = MatMul(%x, %w) : f32[96,32]\n"
+    "  %r = Relu(%h) : f32[96,32]\n"
+    "  %p = Softmax(%r) {axis=1} : f32[96,32]\n"
+    "  %s = ReduceSum(%h) {keepdims=0} : f32[]\n"
+    "}\n";
+
+typedef struct {
+    icc_model *m;
+    const float *x;
+    const float *p1;           /* the single-threaded outputs */
+    float s1;
+    int threads, runs, mismatches;
+} worker_arg;
+
+#include <pthread.h>
+
+static void *worker(void *arg)
+{
+    worker_arg *w = arg;
+    icc_context *ctx;
+    if (icc_context_create(w->m, NULL, &ctx) != ICC_OK || icc_context_set_threads(ctx, w->threads) != ICC_OK) {
+        w->mismatches = -1;
+        return NULL;
+    }
+    float *p = malloc(sizeof(float) * 96 * 32), s;
+    const void *in[1] = {w->x};
+    void *out[2] = {p, &s};
+    for (int r = 0; r < w->runs; r++) {
+        if (icc_run(ctx, in, NULL, out) != ICC_OK) {
+            w->mismatches = -1;
+            break;
+        }
+        w->mismatches += memcmp(p, w->p1, sizeof(float) * 96 * 32) != 0 || memcmp(&s, &w->s1, sizeof s) != 0;
+    }
+    free(p);
+    icc_context_destroy(ctx);
+    return NULL;
+}
+
+/* 16 threads x 100 runs on one loaded model, each thread with its own
+ * context (two of them with 2 pool threads), are bitwise identical to a
+ * single-threaded run; then 1,000 create/run/destroy cycles (LeakSanitizer
+ * watches them in the sanitizer build). */
+START_TEST(threads_are_deterministic_and_cycles_clean)
+{
+    icc_diag d = {{0}};
+    ir_graph *g = prepare(dense, &d);
+    char dir[] = "/tmp/icc_model_XXXXXX", so[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(so, sizeof so, "%s/dense.so", dir);
+    ck_assert_msg(build_so(g, so, &d) == 0, "%s", d.msg);
+    icc_model *m;
+    ck_assert_msg(icc_model_open(so, NULL, &m) == ICC_OK, "%s", icc_last_error());
+    float *x = malloc(sizeof(float) * 96 * 64), *p1 = malloc(sizeof(float) * 96 * 32), s1;
+    for (int i = 0; i < 96 * 64; i++)
+        x[i] = (float)sin(i * 0.7);
+    icc_context *ctx;
+    ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
+    ck_assert_int_eq(icc_context_set_threads(ctx, 1), ICC_OK);
+    const void *in[1] = {x};
+    void *out[2] = {p1, &s1};
+    ck_assert_msg(icc_run(ctx, in, NULL, out) == ICC_OK, "%s", icc_context_error(ctx));
+    icc_context_destroy(ctx);
+    /* the oracle for the single-threaded run */
+    ir_tensor ti = {0}, want[2] = {{0}};
+    int64_t xd[2] = {96, 64};
+    ir_tensor_init(&ti, IR_F32, 2, xd, &d);
+    ti.data = x;
+    ck_assert_msg(ir_interp_run(g, &ti, want, &d) == 0, "%s", d.msg);
+    for (int i = 0; i < 96 * 32; i++)
+        ck_assert_msg(fabsf(p1[i] - ((float *)want[0].data)[i]) <= 1e-6f, "p[%d]", i);
+    ck_assert_msg(fabsf(s1 - *(float *)want[1].data) <= 1e-3f * fabsf(s1) + 1e-4f, "s = %g", s1);
+    ir_tensors_free(want, 2);
+
+    pthread_t th[16];
+    worker_arg wa[16];
+    for (int i = 0; i < 16; i++) {
+        wa[i] = (worker_arg){m, x, p1, s1, i < 2 ? 2 : 1, 100, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, worker, &wa[i]), 0);
+    }
+    for (int i = 0; i < 16; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(wa[i].mismatches == 0, "thread %d: %d runs differ from the single-threaded one", i,
+                      wa[i].mismatches);
+    }
+    for (int i = 0; i < 1000; i++) {
+        worker_arg one = {m, x, p1, s1, 1 + i % 2, 1, 0};
+        worker(&one);
+        ck_assert_int_eq(one.mismatches, 0);
+    }
+    icc_model_close(m);
+    free(x);
+    free(p1);
+    unlink(so);
+    rmdir(dir);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("codegen_model");
@@ -159,6 +265,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, compiled_model_matches_interpreter);
     tcase_add_test(tc, what_cannot_compile_is_named);
+    tcase_add_test(tc, threads_are_deterministic_and_cycles_clean);
     suite_add_tcase(s, tc);
     return s;
 }
