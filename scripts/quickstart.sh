@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: installs what is missing, builds
 # icc, prints the model's summary, runs it on the bundled input through the
-# reference interpreter, then compiles it to digits.so (+ digits.h) and runs
-# the compiled model through the runtime.
+# reference interpreter, then compiles it to digits.so (+ digits.h), runs
+# the compiled model through the runtime, and from a C program (app.c) that
+# classifies the 360 held-out images.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -14,7 +15,10 @@ build/icc info $M/digits.onnx
 echo "== icc run $M/digits.onnx --input image=$M/digits_input.npy"
 build/icc run $M/digits.onnx --input image=$M/digits_input.npy
 echo "true labels:     $(cat $M/digits_labels.txt)"
-echo "== icc $M/digits.onnx --shape=image:8x1x8x8 -o build/digits.so   (ahead-of-time, LLVM)"
-build/icc $M/digits.onnx --shape=image:8x1x8x8 -o build/digits.so
-echo "== icc run build/digits.so --input image=$M/digits_input.npy   (the compiled model)"
+echo "== icc $M/digits.onnx --shape=image:8x1x8x8 --name=digits -o build/digits.so   (ahead of time, LLVM)"
+build/icc $M/digits.onnx --shape=image:8x1x8x8 --name=digits -o build/digits.so
+echo "== icc run build/digits.so --input image=$M/digits_input.npy   (the compiled model, by the runtime)"
 build/icc run build/digits.so --input image=$M/digits_input.npy
+echo "== a C program that includes build/digits.h and links build/digits.so ($M/app.c)"
+cc -O2 -Iinclude -Ibuild $M/app.c build/digits.so -Wl,-rpath,"$PWD/build" -o build/digits_app
+build/digits_app $M

@@ -5,7 +5,9 @@
 #      models (ResNet-50, VGG-19, ...) and a BERT-base layer (checked
 #      against ONNX Runtime), through the interpreter, without and with -O3
 #   3. the driver's command line, and the bad-input corpus (every file:
-#      exit 1, one-line error); the node tests again through compiled code
+#      exit 1, one-line error); the node tests and light models again
+#      through compiled code; `cmake --install` and the examples built
+#      against the installed package
 #   4. all of the above again in an AddressSanitizer + UBSan build
 #   5. the libFuzzer targets, 60 s each (ICC_FUZZ_SECONDS to change)
 # Usage: scripts/test.sh [--quick]   (--quick: stages 1-3 only)
@@ -73,6 +75,10 @@ suite build
 # are skipped, naming them; any other failure fails the run).
 echo "== conformance, compiled to .so through LLVM (build)"
 build/tests/icc-conformance --data "$NODE_DATA" --compiled --known tests/conformance/known_failures.txt
+echo "== light models, compiled (build)"
+build/tests/icc-conformance --models "$LIGHT_DATA" --compiled --rtol 1e-3 --atol 1e-5
+echo "== install, the examples, embedding (build)"
+tests/install/run.sh build
 [ $QUICK = 1 ] && exit 0
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
