@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frontend/onnx.h"
@@ -27,6 +28,7 @@
 #include "ir/text.h"
 #include "icc/runtime.h"
 #include "runtime/npy.h"
+#include "tools/verify.h"
 #include "codegen/header.h"
 #include "tools/compile.h"
 
@@ -40,7 +42,7 @@
 #define MAX_INPUTS 256
 
 typedef struct {
-    const char *cmd;          /* "compile", "info", "run", "opt" */
+    const char *cmd;          /* "compile", "info", "run", "opt", "verify" */
     const char *model;
     const char *out;
     const char *emit;
@@ -57,6 +59,7 @@ typedef struct {
     int nbinds;
     const char *binds[MAX_INPUTS];    /* --bind=NAME=FILE.npy */
     int nshapes;
+    double rtol, atol;                /* verify's tolerance */
     icc_pass_options popts;
 } args;
 
@@ -71,7 +74,7 @@ static void usage(FILE *f)
         "commands:\n"
         "  icc MODEL -o model.so [--shape=x:1x64]\n"
         "                                     compile to a shared library plus model.h (-o X.o:\n"
-        "                                     an object file); elementwise graphs today\n"
+        "                                     an object file)\n"
         "  icc MODEL --emit=ir [-o OUT.icc]   print the model's text IR (--emit=dot: Graphviz,\n"
         "                                     kernels, llvm, asm: the compiler's stages)\n"
         "  icc info MODEL [-O2]               inputs, outputs, op histogram, parameters, FLOPs,\n"
@@ -82,6 +85,10 @@ static void usage(FILE *f)
         "                                     a summary of each output; MODEL.so runs a\n"
         "                                     compiled model through the runtime instead\n"
         "  icc opt IN.icc [-o OUT.icc]        parse, verify and print text IR\n"
+        "  icc verify MODEL [--input NAME=FILE.npy ...] [--rtol=1e-4] [--atol=1e-5]\n"
+        "                                     compile MODEL, run it and the interpreter on the\n"
+        "                                     same inputs (given, or made up) and print the max\n"
+        "                                     abs/rel error per output; exit 1 beyond tolerance\n"
         "\n"
         "options:\n"
         "  --emit=KIND          what to produce: ir (the text IR), dot (Graphviz), kernels\n"
@@ -389,6 +396,20 @@ static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
     return a->nshapes || a->nbinds ? ir_infer_shapes(g, d) : 0;
 }
 
+/* The pipeline before code generation: --passes, else -O (default -O2),
+ * always ending with the memory plan the code needs. */
+static int compile_passes(const args *a, ir_graph *g, icc_diag *d)
+{
+    args b = *a;
+    char pipeline[1024];
+    const char *base = a->passes ? a->passes : icc_pipeline_for_level(a->level >= 0 ? a->level : 2);
+    size_t n = strlen(base);
+    bool has_plan = n >= 4 && !strcmp(base + n - 4, "plan");
+    snprintf(pipeline, sizeof pipeline, "%s%s%s", base, n && !has_plan ? "," : "", has_plan ? "" : "plan");
+    b.passes = pipeline;
+    return run_passes(&b, g, -1, d);
+}
+
 /* The compile step: optimize at -O2 by default, always ending with the
  * memory plan the code needs; then kernels, LLVM, object or library, and
  * model.h beside a library. */
@@ -405,15 +426,8 @@ static int cmd_compile(const args *a)
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
-    args b = *a;
-    char pipeline[1024];
-    const char *base = a->passes ? a->passes : icc_pipeline_for_level(a->level >= 0 ? a->level : 2);
-    size_t n = strlen(base);
-    bool has_plan = n >= 4 && !strcmp(base + n - 4, "plan");
-    snprintf(pipeline, sizeof pipeline, "%s%s%s", base, n && !has_plan ? "," : "", has_plan ? "" : "plan");
-    b.passes = pipeline;
     int rc = 1;
-    if (pin_shapes(a, g, &d) < 0 || run_passes(&b, g, -1, &d) < 0) {
+    if (pin_shapes(a, g, &d) < 0 || compile_passes(a, g, &d) < 0) {
         fail("%s: %s", a->model, d.msg);
         goto done;
     }
@@ -798,6 +812,145 @@ done:
 }
 
 /* Markdown table of the registry: docs/ops.md. */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* icc verify MODEL: compiles MODEL (as `icc MODEL -o model.so` would) to a
+ * temporary .so, runs it through the runtime and the reference interpreter
+ * (on the graph before any pass) on the same inputs -- the --input files,
+ * the others made up -- and prints each output's max abs/rel error. Exit 1
+ * when an output differs beyond --rtol/--atol. */
+static int cmd_verify(const args *a)
+{
+    icc_diag d = {{0}};
+    int rc = 1, nin = 0, nout = 0;
+    char dir[] = "/tmp/icc-verify-XXXXXX", so[64] = "";
+    icc_model *m = NULL;
+    icc_context *ctx = NULL;
+    ir_tensor *in = NULL, *want = NULL, *got = NULL;
+    icc_tensor *tin = NULL;
+    void **bufs = NULL;
+    const char **names = NULL, **files = NULL;
+    bool ran = false;
+    ir_graph *ref = load_model(a->model, &d), *g = NULL;
+    if (!ref || pin_shapes(a, ref, &d) < 0 || !(g = load_model(a->model, &d)) || pin_shapes(a, g, &d) < 0) {
+        fail("%s%s%s", ref ? a->model : "", ref ? ": " : "", d.msg);
+        goto done;
+    }
+    double t0 = now_s();
+    if (compile_passes(a, g, &d) < 0) {
+        fail("%s: %s", a->model, d.msg);
+        goto done;
+    }
+    if (!mkdtemp(dir)) {
+        fail("cannot make a temporary folder: %s", strerror(errno));
+        goto done;
+    }
+    snprintf(so, sizeof so, "%s/model.so", dir);
+    icc_compile_opts o = {NULL, so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false};
+    if (icc_compile_graph(g, &o, &d) < 0) {
+        fail("%s: %s", a->model, d.msg);
+        goto done;
+    }
+    double t_compile = now_s() - t0;
+    nin = ref->ninputs;
+    nout = ref->noutputs;
+    in = calloc((size_t)nin + 1, sizeof *in);
+    tin = calloc((size_t)nin + 1, sizeof *tin);
+    want = calloc((size_t)nout + 1, sizeof *want);
+    got = calloc((size_t)nout + 1, sizeof *got);
+    bufs = calloc((size_t)nout + 1, sizeof *bufs);
+    names = calloc((size_t)nin + 1, sizeof *names);
+    files = calloc((size_t)nin + 1, sizeof *files);
+    if (!in || !tin || !want || !got || !bufs || !names || !files) {
+        fail("out of memory");
+        goto done;
+    }
+    for (int k = 0; k < nin; k++)
+        names[k] = ref->inputs[k]->name;
+    if (read_inputs(a, names, nin, in, files) < 0)
+        goto done;
+    for (int k = 0; k < nin; k++) {
+        if (!files[k] && icc_verify_random_input(&in[k], &ref->inputs[k]->type, (uint64_t)k + 1, &d) < 0) {
+            fail("%s: input '%s': %s", a->model, names[k], d.msg);
+            goto done;
+        }
+        tin[k] = (icc_tensor){in[k].data, ir_dtype_to_onnx(in[k].dtype), in[k].rank, in[k].dims};
+    }
+    t0 = now_s();
+    if (ir_interp_run(ref, in, want, &d) < 0) {
+        fail("%s: the interpreter: %s", a->model, d.msg);
+        goto done;
+    }
+    ran = true;
+    double t_interp = now_s() - t0;
+    if (icc_model_open(so, a->name, &m) != ICC_OK || icc_context_create(m, NULL, &ctx) != ICC_OK) {
+        fail("%s", icc_last_error());
+        goto done;
+    }
+    for (int k = 0; k < nout; k++) {
+        ir_tensor *w = &want[k];
+        if (ir_tensor_init(&got[k], w->dtype, w->rank, w->dims, &d) < 0 ||
+            !(got[k].data = bufs[k] = calloc(1, got[k].nbytes + 1))) {
+            fail("out of memory");
+            goto done;
+        }
+    }
+    t0 = now_s();
+    if (icc_run_tensors(ctx, tin, nin, bufs) != ICC_OK) {
+        fail("%s: the compiled model: %s", a->model, icc_context_error(ctx));
+        goto done;
+    }
+    double t_run = now_s() - t0;
+    printf("%s: compiled in %.2f s; first run %.3f ms compiled, %.3f ms interpreted\n", a->model, t_compile,
+           t_run * 1e3, t_interp * 1e3);
+    rc = 0;
+    for (int k = 0; k < nout; k++) {
+        icc_verify_diff df;
+        icc_verify_compare(&got[k], &want[k], a->rtol, a->atol, &df);
+        if (df.shape_differs) {
+            printf("  %s: shapes differ: MISMATCH\n", ref->outputs[k]->name);
+            rc = 1;
+            continue;
+        }
+        printf("  %s: %lld elements, max abs error %.3g, max rel error %.3g: %s", ref->outputs[k]->name,
+               (long long)want[k].numel, df.max_abs, df.max_rel, df.bad ? "MISMATCH" : "ok");
+        if (df.bad)
+            printf(" (%lld beyond atol %g + rtol %g)", (long long)df.bad, a->atol, a->rtol);
+        printf("\n");
+        rc |= df.bad != 0;
+    }
+    if (rc)
+        fail("%s: the compiled model differs from the interpreter", a->model);
+done:
+    icc_context_destroy(ctx);
+    icc_model_close(m);
+    if (so[0]) {
+        unlink(so);
+        rmdir(dir);
+    }
+    if (in)
+        ir_tensors_free(in, nin);
+    if (ran)
+        ir_tensors_free(want, nout);
+    if (got)
+        ir_tensors_free(got, nout);
+    free(in);
+    free(tin);
+    free(want);
+    free(got);
+    free(bufs);
+    free(names);
+    free(files);
+    ir_graph_destroy(ref);
+    ir_graph_destroy(g);
+    return rc;
+}
+
 static int cmd_ops_doc(void)
 {
     printf("# Operators\n\n"
@@ -826,9 +979,10 @@ static int cmd_ops_doc(void)
 
 int main(int argc, char **argv)
 {
-    args a = {.cmd = "compile", .level = -1, .dflt_level = 0};
+    args a = {.cmd = "compile", .level = -1, .dflt_level = 0, .rtol = 1e-4, .atol = 1e-5};
     int i = 1;
-    if (argc > 1 && (!strcmp(argv[1], "info") || !strcmp(argv[1], "run") || !strcmp(argv[1], "opt"))) {
+    if (argc > 1 && (!strcmp(argv[1], "info") || !strcmp(argv[1], "run") || !strcmp(argv[1], "opt") ||
+                     !strcmp(argv[1], "verify"))) {
         a.cmd = argv[1];
         i = 2;
     }
@@ -880,6 +1034,12 @@ int main(int argc, char **argv)
             if (a.nbinds == MAX_INPUTS)
                 return fail("too many --bind options (max %d)", MAX_INPUTS);
             a.binds[a.nbinds++] = s + 7;
+        } else if (!strncmp(s, "--rtol=", 7) || !strncmp(s, "--atol=", 7)) {
+            char *end;
+            double v = strtod(s + 7, &end);
+            if (end == s + 7 || *end || !(v >= 0))
+                return fail("%.6s needs a non-negative number, not '%s'", s, s + 7);
+            *(s[2] == 'r' ? &a.rtol : &a.atol) = v;
         } else if (!strncmp(s, "--name=", 7)) {
             a.name = s + 7;
         } else if (!strncmp(s, "--emit=", 7)) {
@@ -911,6 +1071,8 @@ int main(int argc, char **argv)
         return cmd_info(&a);
     if (!strcmp(a.cmd, "run"))
         return cmd_run(&a);
+    if (!strcmp(a.cmd, "verify"))
+        return cmd_verify(&a);
     if (strcmp(a.cmd, "opt") == 0) {
         if (!icc_ends_with(a.model, ".icc"))
             return fail("%s: opt reads text IR (.icc)", a.model);

@@ -31,7 +31,7 @@ fails_cleanly() {
 
 help_lists_options() {
   "$ICC" --help >"$T/help" || return 1
-  for opt in --emit= -o --input --name= --help --version info run opt; do
+  for opt in --emit= -o --input --name= --help --version --bind= --weights= info run opt verify; do
     grep -q -- "$opt" "$T/help" || { echo "--help lacks $opt"; return 1; }
   done
 }
@@ -259,6 +259,22 @@ fails_cleanly "--bind: wrong dtype" "--bind=shape=.*bound tensor is i32, the inp
   "$ICC" "$T/bindme.onnx" --bind=shape="$T/shape32.npy" -o "$T/x.so"
 fails_cleanly "compile: a shape input left unbound" "depends on input values: bind the inputs that decide it with --bind" \
   "$ICC" "$T/bindme.onnx" -o "$T/x.so"
+
+verify_ok() {
+  "$ICC" verify "$M" --shape=image:8x1x8x8 --input image="$X" >"$T/verify" &&
+    grep -qE "^  probs: 80 elements, max abs error [0-9.e+-]+, max rel error [0-9.e+-]+: ok$" "$T/verify"
+}
+check "verify: compiled and interpreter agree on the example" verify_ok
+verify_strict() {
+  # with zero tolerance, float rounding differences must be reported
+  ! "$ICC" verify "$M" --shape=image:8x1x8x8 --rtol=0 --atol=0 >"$T/verify" 2>"$T/verr" &&
+    grep -q "MISMATCH (.* beyond atol 0 + rtol 0)" "$T/verify" &&
+    grep -q "the compiled model differs from the interpreter" "$T/verr"
+}
+check "verify: differences beyond the tolerance fail, naming the output" verify_strict
+fails_cleanly "verify: a symbolic input dim must be pinned" "symbolic dim 'N': pin it with --shape" \
+  "$ICC" verify "$M"
+fails_cleanly "verify: bad --rtol" "--rtol needs a non-negative number, not 'x'" "$ICC" verify "$M" --rtol=x
 
 no_partial_output() {
   # writing into a directory that does not exist fails and leaves nothing
