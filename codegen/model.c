@@ -35,6 +35,16 @@ typedef struct {
     unsigned char *weights;
     int64_t weights_bytes;
     bool external;             /* weights in model.weights, not .rodata */
+    /* Symbolic dims: graph symbol id -> its index in the descriptor's
+     * symbols (-1: not bound by an input); with any symbol, intermediates
+     * get a layout computed at run time (dyn_*), not the plan's offsets. */
+    int *sym_desc;
+    int nsymbols;
+    bool dynamic;
+    int ndyn;                  /* intermediates in the dynamic layout */
+    int *dyn_val;              /* slot -> value id, in definition order */
+    int **dyn_conf;            /* slot -> earlier slots it is live with, -1 ended */
+    LLVMValueRef layout_fn;    /* i64 layout(const i64 *dims, i64 *offs) */
 } mctx;
 
 /* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights. */
@@ -46,6 +56,50 @@ static uint64_t fnv1a(const unsigned char *p, int64_t n)
     return h;
 }
 
+/* The ops whose lowering reads every dim through dim_of (constant or the
+ * run's symbol value), so symbolic dims are safe; other families still
+ * assume static shapes. */
+static bool symbolic_ok(const ir_node *n)
+{
+    bool sym = false;
+    for (int i = 0; i < n->nin; i++)
+        for (int k = 0; n->in[i] && k < n->in[i]->type.rank; k++)
+            sym |= n->in[i]->type.dims[k].sym > 0;
+    for (int i = 0; i < n->nout; i++)
+        for (int k = 0; k < n->out[i]->type.rank; k++)
+            sym |= n->out[i]->type.dims[k].sym > 0;
+    if (!sym || (ir_ops[n->op].flags & IR_F_ELEMWISE))
+        return true;
+    switch (n->op) {
+    case IR_OP_MATMUL: case IR_OP_GEMM: case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L2: case IR_OP_RESHAPE: case IR_OP_FLATTEN:
+    case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_IDENTITY: case IR_OP_DROPOUT: case IR_OP_TRANSPOSE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Symbols bound by the inputs, numbered in order of first appearance. */
+static int find_symbols(mctx *c)
+{
+    const ir_graph *g = c->g;
+    c->sym_desc = malloc(sizeof *c->sym_desc * ((size_t)g->nsyms + 1));
+    if (!c->sym_desc)
+        return ir_errorf(c->d, "out of memory");
+    for (int s = 0; s <= g->nsyms; s++)
+        c->sym_desc[s] = -1;
+    for (int i = 0; i < g->ninputs; i++)
+        for (int k = 0; k < g->inputs[i]->type.rank; k++) {
+            int32_t sym = g->inputs[i]->type.dims[k].sym;
+            if (sym > 0 && sym < g->nsyms && c->sym_desc[sym] < 0)
+                c->sym_desc[sym] = c->nsymbols++;
+        }
+    c->dynamic = c->nsymbols > 0;
+    return 0;
+}
+
 /* Every node must lower, every dim be static, every intermediate planned,
  * and outputs be node results listed once. All unsupported nodes are
  * reported together, like the frontend's unsupported ops. */
@@ -55,11 +109,11 @@ static int check_graph(mctx *c)
     for (int i = 0; i < g->nvalues; i++) {
         const ir_value *v = g->values[i];
         for (int k = 0; k < v->type.rank; k++) {
-            if (v->type.dims[k].sym > 0)
-                return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s': pin it with --shape "
-                                 "(dynamic shapes are not compiled yet)", v->name,
-                                 ir_graph_sym_name(g, v->type.dims[k].sym));
-            if (v->type.dims[k].sym < 0)
+            int32_t sym = v->type.dims[k].sym;
+            if (sym > 0 && (sym >= g->nsyms || c->sym_desc[sym] < 0))
+                return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s', which no input "
+                                 "decides: pin it with --shape", v->name, ir_graph_sym_name(g, sym));
+            if (sym < 0)
                 return ir_errorf(c->d, "value '%.200s' has a dim that depends on input values: bind the "
                                  "inputs that decide it with --bind=NAME=FILE.npy", v->name);
         }
@@ -71,7 +125,7 @@ static int check_graph(mctx *c)
     int bad = 0;
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
-        if (cg_can_lower(n))
+        if (cg_can_lower(n) && (!c->dynamic || symbolic_ok(n)))
             continue;
         if (bad < 8)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
@@ -87,7 +141,7 @@ static int check_graph(mctx *c)
             bool is_out = false;
             for (int j = 0; j < g->noutputs; j++)
                 is_out |= g->outputs[j] == v;
-            if (!is_out && !v->planned)
+            if (!is_out && !v->planned && !c->dynamic)
                 return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
         }
     return 0;
@@ -129,6 +183,99 @@ static int bind_values(mctx *c)
     return 0;
 }
 
+/* The dynamic layout's program: intermediates in definition order, each
+ * with the earlier ones live at the same time. At run time each goes at
+ * the lowest 64-aligned offset above all of those (valid for any symbol
+ * values: values never live together may share bytes). Slots become the
+ * bindings' offsets. */
+static int dyn_plan(mctx *c)
+{
+    const ir_graph *g = c->g;
+    int nv = g->nvalues;
+    int *def = malloc(sizeof *def * ((size_t)nv + 1)), *last = malloc(sizeof *last * ((size_t)nv + 1));
+    c->dyn_val = malloc(sizeof *c->dyn_val * ((size_t)nv + 1));
+    c->dyn_conf = calloc((size_t)nv + 1, sizeof *c->dyn_conf);
+    if (!def || !last || !c->dyn_val || !c->dyn_conf) {
+        free(def);
+        free(last);
+        return ir_errorf(c->d, "out of memory");
+    }
+    for (int i = 0; i < nv; i++)
+        def[i] = last[i] = -1;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i])
+                last[n->in[i]->id] = k;
+        for (int i = 0; i < n->nout; i++)
+            def[n->out[i]->id] = last[n->out[i]->id] = k;
+    }
+    int rc = 0;
+    for (int k = 0; k < g->nnodes && rc == 0; k++)
+        for (int i = 0; i < g->nodes[k]->nout && rc == 0; i++) {
+            const ir_value *v = g->nodes[k]->out[i];
+            if (c->bind[v->id].kind == KIR_BUF_OUTPUT)
+                continue;
+            int slot = c->ndyn++, nconf = 0;
+            c->dyn_val[slot] = v->id;
+            c->bind[v->id] = (cg_binding){KIR_BUF_ARENA, 0, slot};
+            int *conf = malloc(sizeof *conf * ((size_t)slot + 1));
+            if (!conf) {
+                rc = ir_errorf(c->d, "out of memory");
+                break;
+            }
+            for (int u = 0; u < slot; u++) {
+                int uid = c->dyn_val[u];
+                if (def[uid] <= last[v->id] && def[v->id] <= last[uid])
+                    conf[nconf++] = u;
+            }
+            conf[nconf] = -1;
+            c->dyn_conf[slot] = conf;
+        }
+    free(def);
+    free(last);
+    return rc;
+}
+
+/* Bytes of value v, with symbols from dims (descriptor order; NULL: 1). */
+static int64_t value_bytes_at(const mctx *c, const ir_value *v, const int64_t *dims)
+{
+    int64_t n = (int64_t)ir_dtype_size(v->type.dtype);
+    for (int k = 0; k < v->type.rank; k++) {
+        ir_dim dm = v->type.dims[k];
+        n *= dm.sym > 0 ? (dims ? dims[c->sym_desc[dm.sym]] : 1) : dm.v;
+    }
+    return n;
+}
+
+/* The dynamic layout's arena bytes with every symbol 1 (the descriptor's
+ * arena_bytes), the way the generated layout function computes it. */
+static int64_t dyn_bytes_at_one(const mctx *c)
+{
+    int64_t *end = calloc((size_t)c->ndyn + 1, sizeof *end), total = 0;
+    if (!end)
+        return 0;
+    for (int s = 0; s < c->ndyn; s++) {
+        int64_t off = 0;
+        for (const int *u = c->dyn_conf[s]; *u >= 0; u++)
+            off = end[*u] > off ? end[*u] : off;
+        off = (off + 63) & ~(int64_t)63;
+        end[s] = off + value_bytes_at(c, c->g->values[c->dyn_val[s]], NULL);
+        total = end[s] > total ? end[s] : total;
+    }
+    free(end);
+    return (total + 63) & ~(int64_t)63;
+}
+
+static void dyn_free(mctx *c)
+{
+    for (int s = 0; c->dyn_conf && s < c->ndyn; s++)
+        free(c->dyn_conf[s]);
+    free(c->dyn_conf);
+    free(c->dyn_val);
+    free(c->sym_desc);
+}
+
 /* ---- constants in the module ------------------------------------------------ */
 
 static LLVMValueRef global_const(mctx *c, const char *name, LLVMValueRef init, unsigned align)
@@ -153,13 +300,20 @@ static LLVMValueRef ci64(mctx *c, int64_t v) { return LLVMConstInt(c->i64, (unsi
 /* One icc_tensor_desc {name, dtype, rank, dims, dim_names}. */
 static LLVMValueRef tensor_desc(mctx *c, LLVMTypeRef ty, const ir_value *v)
 {
-    LLVMValueRef dims[IR_MAX_RANK + 1];
-    for (int i = 0; i < v->type.rank; i++)
-        dims[i] = ci64(c, v->type.dims[i].v);
+    LLVMValueRef dims[IR_MAX_RANK + 1], names[IR_MAX_RANK + 1];
+    bool any = false;
+    for (int i = 0; i < v->type.rank; i++) {
+        int32_t sym = v->type.dims[i].sym;
+        dims[i] = ci64(c, sym > 0 ? -1 : v->type.dims[i].v);
+        names[i] = sym > 0 ? cstr(c, ir_graph_sym_name(c->g, sym)) : LLVMConstPointerNull(c->ptr);
+        any |= sym > 0;
+    }
     LLVMValueRef darr = v->type.rank ? global_const(c, "dims", LLVMConstArray(c->i64, dims, (unsigned)v->type.rank), 8)
                                      : LLVMConstPointerNull(c->ptr);
+    LLVMValueRef narr = any ? global_const(c, "dim_names", LLVMConstArray(c->ptr, names, (unsigned)v->type.rank), 8)
+                            : LLVMConstPointerNull(c->ptr);
     LLVMValueRef f[5] = {cstr(c, v->name), ci32(c, ir_dtype_to_onnx(v->type.dtype)), ci32(c, v->type.rank),
-                         darr, LLVMConstPointerNull(c->ptr)};
+                         darr, narr};
     return LLVMConstNamedStruct(ty, f, 5);
 }
 
@@ -192,21 +346,97 @@ static LLVMValueRef emit_trampoline(mctx *c, LLVMTypeRef args_ty)
     return fn;
 }
 
-/* The static trip count of a kernel's outermost parallel loop, or 0. */
-static int64_t parallel_trips(const kir_kernel *k)
+/* The trip count of a kernel's outermost parallel loop (from 0 to a
+ * constant or a symbol), as a value of the run function; NULL when the
+ * kernel runs serially. */
+static LLVMValueRef parallel_trips(mctx *c, LLVMBuilderRef b, const kir_kernel *k, LLVMValueRef symtab)
 {
     if (k->body.n != 1 || k->body.s[0]->kind != KIR_S_FOR || k->body.s[0]->loop != KIR_PARALLEL)
-        return 0;
+        return NULL;
     const kir_stmt *s = k->body.s[0];
-    if (s->lo->op != KIR_CONST || s->hi->op != KIR_CONST)
-        return 0;
-    return s->hi->c.i - s->lo->c.i;
+    if (s->lo->op != KIR_CONST || s->lo->c.i != 0)
+        return NULL;
+    if (s->hi->op == KIR_CONST)
+        return s->hi->c.i >= 2 ? ci64(c, s->hi->c.i) : NULL;
+    if (s->hi->op != KIR_SYM)
+        return NULL;
+    LLVMValueRef idx = ci64(c, s->hi->var);
+    return LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "trips");
+}
+
+/* Value v's byte size in the run function (symbols from symtab). */
+static LLVMValueRef value_bytes(mctx *c, LLVMBuilderRef b, const ir_value *v, LLVMValueRef symtab)
+{
+    LLVMValueRef n = ci64(c, (int64_t)ir_dtype_size(v->type.dtype));
+    for (int k = 0; k < v->type.rank; k++) {
+        ir_dim dm = v->type.dims[k];
+        LLVMValueRef idx = ci64(c, dm.sym);
+        n = LLVMBuildMul(b, n, dm.sym > 0 ? LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "")
+                                          : ci64(c, dm.v), "");
+    }
+    return n;
+}
+
+/* i64 <prefix>_layout(const i64 *dims, i64 *offs): the dynamic layout
+ * (dyn_plan) for the run's symbol values; stores each slot's offset and
+ * returns the arena bytes. */
+static LLVMValueRef emit_layout(mctx *c)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s_layout", c->prefix);
+    LLVMTypeRef params[2] = {c->ptr, c->ptr};
+    LLVMValueRef fn = LLVMAddFunction(c->m, name, LLVMFunctionType(c->i64, params, 2, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
+    LLVMValueRef dims = LLVMGetParam(fn, 0), offs = LLVMGetParam(fn, 1);
+    /* the graph's symbol table from the descriptor-ordered dims */
+    LLVMValueRef symtab = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->g->nsyms + 1), "symtab");
+    for (int sym = 1; sym < c->g->nsyms; sym++)
+        if (c->sym_desc[sym] >= 0) {
+            LLVMValueRef di = ci64(c, c->sym_desc[sym]), si = ci64(c, sym);
+            LLVMBuildStore(b, LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, dims, &di, 1, ""), ""),
+                           LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""));
+        }
+    LLVMValueRef *end = calloc((size_t)c->ndyn + 1, sizeof *end), total = ci64(c, 0);
+    for (int sl = 0; end && sl < c->ndyn; sl++) {
+        LLVMValueRef off = ci64(c, 0);
+        for (const int *u = c->dyn_conf[sl]; *u >= 0; u++)
+            off = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end[*u], off, ""), end[*u], off, "");
+        off = LLVMBuildAnd(b, LLVMBuildAdd(b, off, ci64(c, 63), ""), ci64(c, ~(int64_t)63), "");
+        LLVMValueRef si = ci64(c, sl);
+        LLVMBuildStore(b, off, LLVMBuildGEP2(b, c->i64, offs, &si, 1, ""));
+        end[sl] = LLVMBuildAdd(b, off, value_bytes(c, b, c->g->values[c->dyn_val[sl]], symtab), "");
+        total = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end[sl], total, ""), end[sl], total, "");
+    }
+    free(end);
+    LLVMBuildRet(b, LLVMBuildAnd(b, LLVMBuildAdd(b, total, ci64(c, 63), ""), ci64(c, ~(int64_t)63), ""));
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
+/* uint64_t <prefix>_arena_size(const int64_t *dims): icc_arena_fn. */
+static LLVMValueRef emit_arena_size(mctx *c)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s_arena_size", c->prefix);
+    LLVMTypeRef params[1] = {c->ptr};
+    LLVMValueRef fn = LLVMAddFunction(c->m, name, LLVMFunctionType(c->i64, params, 1, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
+    LLVMValueRef offs = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->ndyn + 1), "offs");
+    LLVMValueRef args[2] = {LLVMGetParam(fn, 0), offs};
+    LLVMTypeRef lp[2] = {c->ptr, c->ptr};
+    LLVMBuildRet(b, LLVMBuildCall2(b, LLVMFunctionType(c->i64, lp, 2, 0), c->layout_fn, args, 2, ""));
+    LLVMDisposeBuilder(b);
+    return fn;
 }
 
 /* Outputs that no kernel writes: a graph input or constant passed
  * through, or a value listed again after its first output slot. */
 static void copy_outputs(mctx *c, LLVMBuilderRef b, LLVMValueRef inputs, LLVMValueRef outputs,
-                         LLVMValueRef weights)
+                         LLVMValueRef weights, LLVMValueRef symtab)
 {
     const ir_graph *g = c->g;
     for (int i = 0; i < g->noutputs; i++) {
@@ -214,9 +444,8 @@ static void copy_outputs(mctx *c, LLVMBuilderRef b, LLVMValueRef inputs, LLVMVal
         const cg_binding *bd = &c->bind[v->id];
         if (bd->kind == KIR_BUF_OUTPUT && bd->index == i)
             continue;
-        int64_t bytes = 0;
-        if (!ir_type_numel(&v->type, &bytes) || !ir_mul_ok(bytes, (int64_t)ir_dtype_size(v->type.dtype), &bytes) ||
-            bytes == 0)
+        LLVMValueRef bytes = value_bytes(c, b, v, symtab);
+        if (LLVMIsAConstantInt(bytes) && LLVMConstIntGetSExtValue(bytes) == 0)
             continue;
         LLVMValueRef src;
         if (bd->kind == KIR_BUF_WEIGHT) {
@@ -229,7 +458,7 @@ static void copy_outputs(mctx *c, LLVMBuilderRef b, LLVMValueRef inputs, LLVMVal
         }
         LLVMValueRef oi = ci64(c, i);
         LLVMValueRef dst = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, outputs, &oi, 1, ""), "");
-        LLVMBuildMemCpy(b, dst, 1, src, 1, ci64(c, bytes));
+        LLVMBuildMemCpy(b, dst, 1, src, 1, bytes);
     }
 }
 
@@ -244,6 +473,19 @@ static int emit_model(mctx *c)
     LLVMValueRef run = LLVMAddFunction(c->m, name, LLVMFunctionType(c->i32, run_params, 5, 0));
     LLVMSetLinkage(run, LLVMInternalLinkage);
     LLVMValueRef par = emit_trampoline(c, args_ty);
+    LLVMValueRef arena_fn = LLVMConstPointerNull(c->ptr), symbols = LLVMConstPointerNull(c->ptr);
+    if (c->dynamic) {
+        c->layout_fn = emit_layout(c);
+        arena_fn = emit_arena_size(c);
+        LLVMValueRef *names = calloc((size_t)c->nsymbols + 1, sizeof *names);
+        if (!names)
+            return ir_errorf(c->d, "out of memory");
+        for (int sym = 1; sym < g->nsyms; sym++)
+            if (c->sym_desc[sym] >= 0)
+                names[c->sym_desc[sym]] = cstr(c, ir_graph_sym_name(g, sym));
+        symbols = global_const(c, "symbols", LLVMConstArray(c->ptr, names, (unsigned)c->nsymbols), 8);
+        free(names);
+    }
     LLVMTypeRef pf_params[4] = {c->ptr, c->i64, c->ptr, c->ptr};
     LLVMTypeRef pf_ty = LLVMFunctionType(LLVMVoidTypeInContext(c->cx), pf_params, 4, 0);
 
@@ -260,6 +502,23 @@ static int emit_model(mctx *c)
     LLVMValueRef threaded = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGT, nthreads, ci32(c, 1), ""),
                                          LLVMBuildIsNotNull(b, pfn, ""), "threaded");
     LLVMValueRef nthreads64 = LLVMBuildSExt(b, nthreads, c->i64, "");
+    /* Kernels read symbol k at syms[k] (graph ids); the run gets them in
+     * the descriptor's order. With symbols, the arena layout is computed
+     * for this run's values. */
+    LLVMValueRef symtab = LLVMBuildArrayAlloca(b, c->i64, ci64(c, g->nsyms + 1), "symtab");
+    for (int sym = 1; sym < g->nsyms; sym++)
+        if (c->sym_desc[sym] >= 0) {
+            LLVMValueRef di = ci64(c, c->sym_desc[sym]), si = ci64(c, sym);
+            LLVMBuildStore(b, LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, dims, &di, 1, ""), ""),
+                           LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""));
+        }
+    LLVMValueRef offs = NULL;
+    if (c->dynamic) {
+        offs = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->ndyn + 1), "offs");
+        LLVMValueRef largs[2] = {dims, offs};
+        LLVMTypeRef lp[2] = {c->ptr, c->ptr};
+        LLVMBuildCall2(b, LLVMFunctionType(c->i64, lp, 2, 0), c->layout_fn, largs, 2, "");
+    }
 
     int rc = 0;
     for (int kx = 0; kx < g->nnodes && rc == 0; kx++) {
@@ -294,35 +553,39 @@ static int emit_model(mctx *c)
             }
             default: {
                 LLVMValueRef idx = ci64(c, kb->offset);
+                if (kb->kind == KIR_BUF_ARENA && c->dynamic)   /* offset = the value's slot */
+                    idx = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, offs, &idx, 1, ""), "");
                 p = LLVMBuildGEP2(b, c->i8, kb->kind == KIR_BUF_WEIGHT ? weights : arena, &idx, 1, "");
             }
             }
             LLVMValueRef slot_idx = ci64(c, i);
             LLVMBuildStore(b, p, LLVMBuildGEP2(b, c->ptr, bufs, &slot_idx, 1, ""));
         }
-        int64_t trips = parallel_trips(k);
+        LLVMValueRef trips = parallel_trips(c, b, k, symtab);
         kir_kernel_destroy(k);
-        LLVMValueRef direct_args[4] = {bufs, dims, ci64(c, 0), ci64(c, INT64_MAX)};
-        if (trips < 2) {
+        LLVMValueRef direct_args[4] = {bufs, symtab, ci64(c, 0), ci64(c, INT64_MAX)};
+        if (!trips) {
             LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
             continue;
         }
-        /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks) */
+        /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks);
+         * serial when single-threaded or under 2 trips */
         LLVMBasicBlockRef bpar = LLVMAppendBasicBlockInContext(c->cx, run, "par");
         LLVMBasicBlockRef bser = LLVMAppendBasicBlockInContext(c->cx, run, "ser");
         LLVMBasicBlockRef bnext = LLVMAppendBasicBlockInContext(c->cx, run, "next");
-        LLVMBuildCondBr(b, threaded, bpar, bser);
+        LLVMBuildCondBr(b, LLVMBuildAnd(b, threaded, LLVMBuildICmp(b, LLVMIntSGT, trips, ci64(c, 1), ""), ""),
+                        bpar, bser);
         LLVMPositionBuilderAtEnd(b, bser);
         LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
         LLVMBuildBr(b, bnext);
         LLVMPositionBuilderAtEnd(b, bpar);
         LLVMValueRef want = LLVMBuildMul(b, nthreads64, ci64(c, 4), "");
-        LLVMValueRef chunks = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, want, ci64(c, trips), ""), want,
-                                              ci64(c, trips), "chunks");
-        LLVMValueRef chunk = LLVMBuildSDiv(b, LLVMBuildAdd(b, ci64(c, trips - 1), chunks, ""), chunks, "chunk");
-        LLVMValueRef nchunks = LLVMBuildSDiv(b, LLVMBuildAdd(b, ci64(c, trips - 1), chunk, ""), chunk, "");
+        LLVMValueRef chunks = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, want, trips, ""), want, trips, "chunks");
+        LLVMValueRef tm1 = LLVMBuildSub(b, trips, ci64(c, 1), "");
+        LLVMValueRef chunk = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunks, ""), chunks, "chunk");
+        LLVMValueRef nchunks = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunk, ""), chunk, "");
         LLVMValueRef args = LLVMBuildAlloca(b, args_ty, "args");
-        LLVMValueRef fields[5] = {kfn, bufs, dims, ci64(c, trips), chunk};
+        LLVMValueRef fields[5] = {kfn, bufs, symtab, trips, chunk};
         for (unsigned f = 0; f < 5; f++)
             LLVMBuildStore(b, fields[f], LLVMBuildStructGEP2(b, args_ty, args, f, ""));
         LLVMValueRef pargs[4] = {pool, nchunks, par, args};
@@ -331,7 +594,7 @@ static int emit_model(mctx *c)
         LLVMPositionBuilderAtEnd(b, bnext);
     }
     if (rc == 0) {
-        copy_outputs(c, b, inputs, outputs, weights);
+        copy_outputs(c, b, inputs, outputs, weights, symtab);
         LLVMBuildRet(b, ci32(c, 0));
     }
     LLVMDisposeBuilder(b);
@@ -364,12 +627,12 @@ static int emit_model(mctx *c)
     LLVMTypeRef dfields[17] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
                                c->i32, c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr};
     LLVMStructSetBody(desc_ty, dfields, 17, 0);
-    int64_t arena_bytes = ir_graph_arena_bytes(g);
+    int64_t arena_bytes = c->dynamic ? dyn_bytes_at_one(c) : ir_graph_arena_bytes(g);
     LLVMValueRef dv[17] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, g->ninputs),
-        ci32(c, g->noutputs), descs[0], descs[1], ci32(c, 0), LLVMConstPointerNull(c->ptr),
-        ci64(c, arena_bytes), LLVMConstPointerNull(c->ptr), ci64(c, (int64_t)fnv1a(c->weights, c->weights_bytes)),
+        ci32(c, g->noutputs), descs[0], descs[1], ci32(c, c->nsymbols), symbols,
+        ci64(c, arena_bytes), arena_fn, ci64(c, (int64_t)fnv1a(c->weights, c->weights_bytes)),
         ci64(c, c->weights_bytes), wglob, run,
     };
     snprintf(name, sizeof name, "%s_model", c->prefix);
@@ -391,9 +654,10 @@ int cg_compile_model_ext(const ir_graph *g, const cg_target *t, const char *pref
 {
     *out = NULL;
     mctx c = {.g = g, .t = t, .prefix = prefix && *prefix ? prefix : "model", .d = d, .external = weights != NULL};
-    if (check_graph(&c) < 0 || bind_values(&c) < 0) {
+    if (find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || (c.dynamic && dyn_plan(&c) < 0)) {
         free(c.bind);
         free(c.weights);
+        dyn_free(&c);
         return -1;
     }
     c.m = LLVMModuleCreateWithName(c.prefix);
@@ -407,6 +671,7 @@ int cg_compile_model_ext(const ir_graph *g, const cg_target *t, const char *pref
     c.kfn_ty = LLVMFunctionType(LLVMVoidTypeInContext(c.cx), kparams, 4, 0);
     int rc = emit_model(&c);
     free(c.bind);
+    dyn_free(&c);
     if (rc < 0) {
         free(c.weights);
         LLVMDisposeModule(c.m);
@@ -425,9 +690,10 @@ int cg_compile_model_ext(const ir_graph *g, const cg_target *t, const char *pref
 char *cg_kernels_text(const ir_graph *g, const cg_target *t, const char *prefix, icc_diag *d)
 {
     mctx c = {.g = g, .t = t, .prefix = prefix && *prefix ? prefix : "model", .d = d};
-    if (check_graph(&c) < 0 || bind_values(&c) < 0) {
+    if (find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || (c.dynamic && dyn_plan(&c) < 0)) {
         free(c.bind);
         free(c.weights);
+        dyn_free(&c);
         return NULL;
     }
     size_t len = 0, cap = 0;
@@ -458,6 +724,7 @@ char *cg_kernels_text(const ir_graph *g, const cg_target *t, const char *prefix,
     }
     free(c.bind);
     free(c.weights);
+    dyn_free(&c);
     return all ? all : calloc(1, 1);
 oom:
     ir_errorf(d, "out of memory");
@@ -465,5 +732,6 @@ fail:
     free(all);
     free(c.bind);
     free(c.weights);
+    dyn_free(&c);
     return NULL;
 }
