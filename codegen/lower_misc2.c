@@ -1,0 +1,726 @@
+/* lower_misc2.c - Resize and GridSample as kernels. Both sample an input
+ * at computed coordinates with per-dim taps (index, weight) whose tensor
+ * product gives each output element, computed in f64 like the reference
+ * (ir/ref/resize.c, ir/ref/gridsample.c) with the same operation order, so
+ * nearest-neighbour ties pick the same pixel. Resize needs static shapes;
+ * its scales or sizes (and roi) may be constants, folded into the
+ * coordinate formulas, or run-time inputs read by the kernel when the
+ * output shape is declared. Antialias and exclude_outside normalize by the
+ * per-axis weight sum, accumulated before the main taps. GridSample reads
+ * its coordinates from the grid at run time. Every index is clamped: a tap
+ * outside the input (zeros padding), a NaN/huge coordinate or a hostile
+ * run-time scale reads index 0 (dropped, or clamped as the reference does),
+ * and a run-time tap count never exceeds the planned one.
+ */
+#include "codegen/lower_misc.h"
+#include "ir/ops.h"
+
+#include <math.h>
+#include <string.h>
+
+static kir_expr *sel_or(kir_kernel *k, kir_expr *a, kir_expr *b)
+{
+    return !a ? b : kir_op2(k, KIR_OR, IR_BOOL, a, b);
+}
+
+/* floor(v) as a double, v an f64 expression. */
+static kir_expr *ffloor(kir_kernel *k, kir_expr *v) { return kir_op1(k, KIR_FLOOR, IR_F64, v); }
+
+/* ---- Resize ------------------------------------------------------------------ */
+
+enum { RZ_NEAREST, RZ_LINEAR, RZ_CUBIC };
+enum { RZ_HALF_PIXEL, RZ_HALF_PIXEL_SYMMETRIC, RZ_PYTORCH_HALF_PIXEL, RZ_ALIGN_CORNERS, RZ_ASYMMETRIC,
+       RZ_TF_CROP_AND_RESIZE };
+enum { RZ_PREFER_FLOOR, RZ_PREFER_CEIL, RZ_FLOOR, RZ_CEIL };
+enum { RZ_STRETCH, RZ_NOT_LARGER, RZ_NOT_SMALLER };
+
+typedef struct rz_plan {
+    int mode, ctm, nearest, policy;
+    bool antialias, exclude;
+    double cubic_a, extrap;
+    int r, naxes;
+    int which;                    /* the input holding scales (2) or sizes (3) */
+    bool rt;                      /* ... known only at run time */
+    int64_t in[IR_MAX_RANK], out[IR_MAX_RANK];
+    int pos[IR_MAX_RANK];         /* the dim's position in axes, or -1 */
+    double scale[IR_MAX_RANK], roi_lo[IR_MAX_RANK], roi_hi[IR_MAX_RANK];
+    bool ident[IR_MAX_RANK];      /* the axis is copied as is */
+    bool rt_ident[IR_MAX_RANK];   /* ... when its run-time scale is 1 */
+    bool rt_taps[IR_MAX_RANK];    /* the tap count follows a run-time scale */
+    int start[IR_MAX_RANK];       /* first tap's offset from the base position */
+    int ntap[IR_MAX_RANK];        /* tap count (the most, when rt_taps) */
+    double saa[IR_MAX_RANK];      /* antialias stretch of the kernel (1: none) */
+    bool roi_rt;                  /* tf_crop_and_resize's roi read at run time */
+} rz_plan;
+
+static int rz_pick(const char *s, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+/* An optional input: 0 absent (or empty), 1 a non-empty constant, -1 a
+ * value only known at run time. */
+static int rz_input(const ir_node *n, int i)
+{
+    if (i >= n->nin || !n->in[i])
+        return 0;
+    const ir_value *v = n->in[i];
+    if (v->kind == IR_VAL_CONST)
+        return v->cval.numel > 0 ? 1 : 0;
+    if (v->type.rank == 1 && ir_dim_is_const(v->type.dims[0]) && v->type.dims[0].v == 0)
+        return 0;
+    return -1;
+}
+
+/* A run-time input i: 1-D with n values of a float (or integer) dtype. */
+static bool rz_rt_input(const ir_node *n, int i, int64_t len, bool flt)
+{
+    const ir_type *t = &n->in[i]->type;
+    return t->rank == 1 && ir_dim_is_const(t->dims[0]) && t->dims[0].v == len &&
+           (flt ? ir_dtype_is_float(t->dtype) : ir_dtype_is_int(t->dtype));
+}
+
+/* Scales from constant scales or sizes, as the reference derives them. */
+static bool rz_const_scales(const ir_node *n, rz_plan *p, const int *axes)
+{
+    int na = p->naxes;
+    const ir_tensor *v = &n->in[p->which]->cval;
+    if (v->numel != na)
+        return false;
+    if (p->which == 2) {
+        for (int i = 0; i < na; i++) {
+            double s = ir_tensor_getf(v, i);
+            if (!(s > 0) || !isfinite(s))
+                return false;
+            p->scale[axes[i]] = s;
+        }
+    } else if (p->policy == RZ_STRETCH) {
+        for (int i = 0; i < na; i++)
+            if (p->in[axes[i]] > 0)
+                p->scale[axes[i]] = (double)ir_tensor_geti(v, i) / (double)p->in[axes[i]];
+    } else {
+        /* one scale for every resized axis, keeping the aspect ratio */
+        double s = p->policy == RZ_NOT_LARGER ? INFINITY : 0;
+        for (int i = 0; i < na; i++) {
+            double si = (double)ir_tensor_geti(v, i) / (double)p->in[axes[i]];
+            s = p->policy == RZ_NOT_LARGER ? fmin(s, si) : fmax(s, si);
+        }
+        for (int i = 0; i < na; i++)
+            p->scale[axes[i]] = s;
+    }
+    return true;
+}
+
+/* Tap layout of axis d: fixed, or (antialias with a run-time scale) at
+ * most the count of the smallest scale that gives the known output size. */
+static bool rz_taps(rz_plan *p, int d)
+{
+    p->ntap[d] = 1;
+    p->saa[d] = 1;
+    if (p->ident[d] || p->mode == RZ_NEAREST)
+        return true;
+    double radius = p->mode == RZ_LINEAR ? 1 : 2, s = p->scale[d];
+    if (p->rt && p->pos[d] >= 0) {
+        if (!p->antialias) {
+            p->start[d] = (int)(1 - radius);
+            p->ntap[d] = (int)(2 * radius);
+            return true;
+        }
+        /* out = floor(in*s) (or rounded, keeping the aspect ratio) */
+        p->rt_taps[d] = true;
+        s = p->out[d] > 0 ? ((double)p->out[d] - 0.5) / (double)p->in[d] : 1;
+    }
+    if (p->antialias && s < 1)
+        p->saa[d] = s;
+    double st = floor(-radius / p->saa[d]) + 1;
+    if (st < -(1 << 20))
+        return false;
+    p->start[d] = (int)st;
+    p->ntap[d] = 2 - 2 * p->start[d];
+    return true;
+}
+
+/* The whole resampling, fixed from attributes, constant inputs and the
+ * (constant) shapes, with scales or sizes possibly read at run time;
+ * false for anything the kernel does not handle. */
+static bool rz_plan_make(const ir_node *n, rz_plan *p)
+{
+    static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+    static const char *const ctms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                       "align_corners", "asymmetric", "tf_crop_and_resize", NULL};
+    static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
+    memset(p, 0, sizeof *p);
+    const ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
+    int r = x->rank;
+    if (r < 1 || y->rank != r || x->dtype == IR_BOOL || y->dtype != x->dtype)
+        return false;
+    p->r = r;
+    p->mode = rz_pick(ir_attr_string(n, "mode", "nearest"), modes);
+    p->ctm = rz_pick(ir_attr_string(n, "coordinate_transformation_mode", "half_pixel"), ctms);
+    p->nearest = rz_pick(ir_attr_string(n, "nearest_mode", "round_prefer_floor"), nmodes);
+    p->policy = rz_pick(ir_attr_string(n, "keep_aspect_ratio_policy", "stretch"), policies);
+    if (p->mode < 0 || p->ctm < 0 || p->nearest < 0 || p->policy < 0)
+        return false;
+    p->antialias = ir_attr_int(n, "antialias", 0) != 0;
+    p->exclude = ir_attr_int(n, "exclude_outside", 0) != 0;
+    p->cubic_a = ir_attr_float(n, "cubic_coeff_a", -0.75f);
+    p->extrap = ir_attr_float(n, "extrapolation_value", 0.0f);
+    if (p->antialias && p->mode == RZ_NEAREST)
+        return false;
+    int64_t numel = 1, in_numel = 1;
+    for (int d = 0; d < r; d++) {
+        if (!ir_dim_is_const(x->dims[d]) || !ir_dim_is_const(y->dims[d]))
+            return false;
+        p->in[d] = x->dims[d].v;
+        p->out[d] = y->dims[d].v;
+        numel *= p->out[d];
+        in_numel *= p->in[d];
+        p->scale[d] = 1;
+        p->roi_lo[d] = 0;
+        p->roi_hi[d] = 1;
+        p->pos[d] = -1;
+    }
+    if (numel > 0 && in_numel == 0)
+        return false;
+    int axes[IR_MAX_RANK], na;
+    const int64_t *ax;
+    if ((na = ir_attr_ints(n, "axes", &ax)) < 0) {
+        na = r;
+        for (int i = 0; i < r; i++)
+            axes[i] = i;
+    } else {
+        if (na > r)
+            return false;
+        for (int i = 0; i < na; i++) {
+            int64_t a = ax[i] < 0 ? ax[i] + r : ax[i];
+            if (a < 0 || a >= r || p->pos[a] >= 0)
+                return false;
+            axes[i] = (int)a;
+            p->pos[a] = i;
+        }
+    }
+    p->naxes = na;
+    for (int i = 0; i < na; i++)
+        p->pos[axes[i]] = i;
+    int sc = rz_input(n, 2), sz = rz_input(n, 3), roi = rz_input(n, 1);
+    /* an input not known yet counts as given when the other is absent */
+    if ((sc != 0) == (sz != 0))
+        return false;
+    p->which = sc ? 2 : 3;
+    p->rt = (sc ? sc : sz) < 0;
+    if (p->rt && !rz_rt_input(n, p->which, na, p->which == 2))
+        return false;
+    if (p->policy != RZ_STRETCH && p->which == 3)
+        for (int i = 0; i < na; i++)
+            if (p->in[axes[i]] == 0)
+                return false;
+    if (p->ctm == RZ_TF_CROP_AND_RESIZE && roi < 0) {
+        if (!rz_rt_input(n, 1, 2 * (int64_t)na, true))
+            return false;
+        p->roi_rt = true;
+    } else if (p->ctm == RZ_TF_CROP_AND_RESIZE && roi) {
+        const ir_tensor *t = &n->in[1]->cval;
+        if (t->numel != 2 * na)
+            return false;
+        for (int i = 0; i < na; i++) {
+            p->roi_lo[axes[i]] = ir_tensor_getf(t, i);
+            p->roi_hi[axes[i]] = ir_tensor_getf(t, na + i);
+        }
+    }
+    if (!p->rt && !rz_const_scales(n, p, axes))
+        return false;
+    for (int d = 0; d < r; d++) {
+        double s = p->scale[d];
+        /* the reference's test for an axis it leaves alone; an axis
+         * cropped by a run-time roi is never one (its formula gives the
+         * identity exactly when the roi is [0, 1]) */
+        bool roi_full = p->ctm != RZ_TF_CROP_AND_RESIZE ||
+                        ((p->pos[d] < 0 || !p->roi_rt) && fabs(p->roi_lo[d]) <= 1e-9 &&
+                         fabs(p->roi_hi[d] - 1) <= 1e-9);
+        if (p->rt && p->pos[d] >= 0)
+            p->rt_ident[d] = p->out[d] == p->in[d] && roi_full;
+        else
+            p->ident[d] = p->out[d] == p->in[d] && fabs(s - 1) <= 1e-9 * fmax(1, fabs(s)) && roi_full;
+        if (!rz_taps(p, d))
+            return false;
+    }
+    return true;
+}
+
+bool can_resize(const ir_node *n)
+{
+    rz_plan p;
+    return rz_plan_make(n, &p);
+}
+
+/* Element i of a run-time 1-D input as f64. */
+static kir_expr *rz_read(lctx *c, int input, int64_t i)
+{
+    kir_expr *ix = i64c(c->k, i);
+    return to_f64(c->k, kir_load(c->k, c->buf[input], &ix));
+}
+
+/* The scale of axis d: a constant, or derived from the run-time scales or
+ * sizes as the reference does (bound in b). */
+static kir_expr *rz_scale(lctx *c, const rz_plan *p, kir_block *b, int d)
+{
+    kir_kernel *k = c->k;
+    if (!p->rt || p->pos[d] < 0)
+        return f64c(k, p->scale[d]);
+    if (p->which == 2)
+        return let(c, b, rz_read(c, 2, p->pos[d]));
+    if (p->policy == RZ_STRETCH)
+        return let(c, b, p->in[d] > 0 ? fdiv(k, rz_read(c, 3, p->pos[d]), f64c(k, (double)p->in[d]))
+                                      : f64c(k, 1));
+    kir_expr *s = NULL;
+    for (int dd = 0; dd < p->r; dd++) {
+        if (p->pos[dd] < 0)
+            continue;
+        kir_expr *si = fdiv(k, rz_read(c, 3, p->pos[dd]), f64c(k, (double)p->in[dd]));
+        s = !s ? si : kir_op2(k, p->policy == RZ_NOT_LARGER ? KIR_MIN : KIR_MAX, IR_F64, s, si);
+    }
+    return let(c, b, s);
+}
+
+/* x_original of output position o along axis d at scale s (the
+ * reference's formulas and operation order; with a constant scale the
+ * backend folds the constant parts exactly as the reference computes
+ * them). */
+static kir_expr *rz_source(lctx *c, const rz_plan *p, int d, kir_expr *o, kir_expr *s)
+{
+    kir_kernel *k = c->k;
+    double in = (double)p->in[d];
+    kir_expr *fx = to_f64(k, o), *one = f64c(k, 1);
+    kir_expr *width = fmul(k, s, f64c(k, in));
+    kir_expr *w1 = kir_op2(k, KIR_EQ, IR_BOOL, width, one);
+    kir_expr *hp = fsub(k, fdiv(k, fadd(k, fx, f64c(k, 0.5)), s), f64c(k, 0.5));
+    switch (p->ctm) {
+    case RZ_HALF_PIXEL_SYMMETRIC: {
+        kir_expr *adj = fdiv(k, f64c(k, (double)p->out[d]), width);
+        kir_expr *shift = fmul(k, f64c(k, in / 2), fsub(k, one, adj));
+        return fsub(k, fadd(k, shift, fdiv(k, fadd(k, fx, f64c(k, 0.5)), s)), f64c(k, 0.5));
+    }
+    case RZ_PYTORCH_HALF_PIXEL:
+        return p->out[d] > 1 ? hp : f64c(k, 0);
+    case RZ_ALIGN_CORNERS:
+        return sel(k, w1, f64c(k, 0), fdiv(k, fmul(k, fx, f64c(k, in - 1)), fsub(k, width, one)));
+    case RZ_ASYMMETRIC:
+        return fdiv(k, fx, s);
+    case RZ_TF_CROP_AND_RESIZE: {
+        kir_expr *lo = f64c(k, p->roi_lo[d]), *hi = f64c(k, p->roi_hi[d]), *span = f64c(k, in - 1);
+        if (p->roi_rt && p->pos[d] >= 0) {
+            lo = rz_read(c, 1, p->pos[d]);
+            hi = rz_read(c, 1, p->naxes + p->pos[d]);
+        }
+        kir_expr *xo = sel(k, w1, fdiv(k, fmul(k, fsub(k, hi, lo), span), f64c(k, 2)),
+                           fdiv(k, fmul(k, fmul(k, fx, fsub(k, hi, lo)), span), fsub(k, width, one)));
+        return fadd(k, xo, fmul(k, lo, span));
+    }
+    default:
+        return hp;
+    }
+}
+
+/* The reference's clamp of a position to an index in [0, in). */
+static kir_expr *rz_clamp(kir_kernel *k, kir_expr *v, int64_t in)
+{
+    kir_expr *i = kir_op1(k, KIR_CAST, IR_I64, v);
+    i = kir_op2(k, KIR_MIN, IR_I64, i, i64c(k, in - 1));
+    return sel(k, lt(k, f64c(k, 0), v), i, i64c(k, 0));
+}
+
+static kir_expr *rz_nearest(lctx *c, const rz_plan *p, kir_expr *xo, int64_t in)
+{
+    kir_kernel *k = c->k;
+    kir_expr *f = ffloor(k, xo), *up;
+    kir_expr *fr = fsub(k, xo, f);
+    switch (p->nearest) {
+    case RZ_FLOOR: up = kir_const_i(k, IR_BOOL, 0); break;
+    case RZ_CEIL: up = kir_op2(k, KIR_NE, IR_BOOL, fr, f64c(k, 0)); break;
+    case RZ_PREFER_FLOOR: up = lt(k, f64c(k, 0.5), fr); break;
+    default: up = kir_op2(k, KIR_LE, IR_BOOL, f64c(k, 0.5), fr); break;
+    }
+    return rz_clamp(k, sel(k, up, fadd(k, f, f64c(k, 1)), f), in);
+}
+
+/* Interpolation weight at distance t (already stretched). */
+static kir_expr *rz_weight(lctx *c, const rz_plan *p, kir_block *b, kir_expr *t)
+{
+    kir_kernel *k = c->k;
+    t = let(c, b, kir_op1(k, KIR_ABS, IR_F64, t));
+    kir_expr *one = f64c(k, 1);
+    if (p->mode == RZ_LINEAR)
+        return sel(k, lt(k, t, one), fsub(k, one, t), f64c(k, 0));
+    double a = p->cubic_a;
+    /* ((a+2)t - (a+3)) t t + 1 and ((a t - 5a) t + 8a) t - 4a */
+    kir_expr *near = fadd(k, fmul(k, fmul(k, fsub(k, fmul(k, f64c(k, a + 2), t), f64c(k, a + 3)), t), t), one);
+    kir_expr *far = fsub(k, fmul(k, fadd(k, fmul(k, fsub(k, fmul(k, f64c(k, a), t), f64c(k, 5 * a)), t),
+                                          f64c(k, 8 * a)), t), f64c(k, 4 * a));
+    return sel(k, kir_op2(k, KIR_LE, IR_BOOL, t, one), near,
+               sel(k, lt(k, t, f64c(k, 2)), far, f64c(k, 0)));
+}
+
+/* Per resampled axis: x_original, the taps' base position, first offset
+ * (f64), count (i64) and the kernel's stretch. */
+typedef struct rz_axis {
+    kir_expr *xo, *base, *start, *ntap, *saa;
+} rz_axis;
+
+/* Weight of tap j of an axis; *pos_out gets the tap's position. */
+static kir_expr *rz_tap(lctx *c, const rz_plan *p, kir_block *b, int d, const rz_axis *a, kir_expr *j,
+                        kir_expr **pos_out)
+{
+    kir_kernel *k = c->k;
+    kir_expr *pos = let(c, b, fadd(k, fadd(k, a->base, a->start), to_f64(k, j)));
+    kir_expr *w = rz_weight(c, p, b, fmul(k, fsub(k, pos, a->xo), a->saa));
+    if (p->exclude)
+        w = sel(k, sel_or(k, lt(k, pos, f64c(k, 0)), lt(k, f64c(k, (double)(p->in[d] - 1)), pos)),
+                f64c(k, 0), w);
+    *pos_out = pos;
+    return w;
+}
+
+/* Fills a for axis d at output position o, binding values in b. */
+static int rz_axis_setup(lctx *c, const rz_plan *p, kir_block *b, int d, kir_expr *o, rz_axis *a)
+{
+    kir_kernel *k = c->k;
+    kir_expr *s = rz_scale(c, p, b, d);
+    kir_expr *src = rz_source(c, p, d, o, s);
+    kir_expr *ident = NULL;
+    if (p->rt_ident[d]) {
+        /* a run-time scale of ~1 copies the axis, as the reference does */
+        kir_expr *dev = kir_op1(k, KIR_ABS, IR_F64, fsub(k, s, f64c(k, 1)));
+        kir_expr *tol = fmul(k, f64c(k, 1e-9), kir_op2(k, KIR_MAX, IR_F64, f64c(k, 1), kir_op1(k, KIR_ABS, IR_F64, s)));
+        ident = kir_op2(k, KIR_LE, IR_BOOL, dev, tol);
+        src = sel(k, ident, to_f64(k, o), src);
+    }
+    a->xo = let(c, b, src);
+    if (p->mode == RZ_NEAREST)
+        return a->xo ? 0 : -1;
+    /* taps start left of x_original; at an integer x_original a whole
+     * step left, as the reference's window leans */
+    kir_expr *fr = fsub(k, a->xo, ffloor(k, a->xo));
+    fr = sel(k, kir_op2(k, KIR_EQ, IR_BOOL, fr, f64c(k, 0)), f64c(k, 1), fr);
+    a->base = let(c, b, fsub(k, a->xo, fr));
+    if (!p->rt_taps[d]) {
+        a->saa = f64c(k, p->saa[d]);
+        a->start = f64c(k, p->start[d]);
+        a->ntap = i64c(k, p->ntap[d]);
+        return a->base ? 0 : -1;
+    }
+    kir_expr *plain = kir_op1(k, KIR_NOT, IR_BOOL, lt(k, s, f64c(k, 1)));
+    a->saa = let(c, b, sel(k, ident ? kir_op2(k, KIR_OR, IR_BOOL, ident, plain) : plain, f64c(k, 1), s));
+    double radius = p->mode == RZ_LINEAR ? 1 : 2;
+    /* a hostile scale gives at most the planned count, never a wild loop */
+    kir_expr *st = kir_op1(k, KIR_CAST, IR_I64, ffloor(k, fdiv(k, f64c(k, -radius), a->saa)));
+    st = let(c, b, kir_iadd(k, kir_op2(k, KIR_MAX, IR_I64, st, i64c(k, -(1 << 20))), i64c(k, 1)));
+    a->start = to_f64(k, st);
+    a->ntap = let(c, b, kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, i64c(k, 2), kir_imul(k, i64c(k, -2), st)),
+                                i64c(k, p->ntap[d])));
+    return a->ntap ? 0 : -1;
+}
+
+static int lower_resize_plan(lctx *c, const rz_plan *p)
+{
+    kir_kernel *k = c->k;
+    int r = p->r;
+    bool interp = p->mode != RZ_NEAREST, norm = p->antialias || p->exclude;
+    kir_block *body = &k->body;
+    kir_expr *ov[IR_MAX_RANK], *idx[IR_MAX_RANK];
+    rz_axis ax[IR_MAX_RANK];
+    kir_expr *ext = NULL, *div = NULL;
+    /* Leading copied dims (batch, channels) share one parallel loop, so
+     * a batch of 1 still splits across threads. */
+    int lead = 0;
+    while (lead < r && p->ident[lead])
+        lead++;
+    if (lead >= 2) {
+        int64_t total = 1;
+        for (int d = 0; d < lead; d++)
+            total *= p->out[d];
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, body, v, i64c(k, total), KIR_PARALLEL);
+        if (!l)
+            return -1;
+        body = &l->body;
+        kir_expr *stride = i64c(k, 1);
+        for (int d = lead - 1; d >= 0; d--) {
+            kir_expr *q = kir_op2(k, KIR_DIV, IR_I64, kir_var(k, v), stride);
+            ov[d] = idx[d] = kir_op2(k, KIR_REM, IR_I64, q, i64c(k, p->out[d]));
+            stride = kir_imul(k, stride, i64c(k, p->out[d]));
+        }
+    } else {
+        lead = 0;
+    }
+    for (int d = lead; d < r; d++) {
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, body, v, i64c(k, p->out[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        if (!l)
+            return -1;
+        body = &l->body;
+        ov[d] = idx[d] = kir_var(k, v);
+        if (p->ident[d])
+            continue;
+        rz_axis *a = &ax[d];
+        if (rz_axis_setup(c, p, body, d, ov[d], a) < 0)
+            return -1;
+        if (p->ctm == RZ_TF_CROP_AND_RESIZE)
+            ext = sel_or(k, ext, sel_or(k, lt(k, a->xo, f64c(k, 0)),
+                                        lt(k, f64c(k, (double)(p->in[d] - 1)), a->xo)));
+        if (!interp) {
+            idx[d] = let(c, body, rz_nearest(c, p, a->xo, p->in[d]));
+            continue;
+        }
+        if (!norm)
+            continue;
+        int sum = kir_new_acc(k, IR_F64), jv = kir_new_var(k);
+        if (sum < 0 || !kir_acc_set(k, body, sum, f64c(k, 0)))
+            return -1;
+        kir_stmt *lj = kir_for(k, body, jv, i64c(k, 0), a->ntap, KIR_SERIAL, 0);
+        if (!lj)
+            return -1;
+        kir_expr *pos;
+        kir_expr *w = rz_tap(c, p, &lj->body, d, a, kir_var(k, jv), &pos);
+        if (!kir_acc_set(k, &lj->body, sum, fadd(k, kir_acc(k, sum), w)))
+            return -1;
+        kir_expr *s = kir_acc(k, sum);
+        s = let(c, body, sel(k, kir_op2(k, KIR_EQ, IR_BOOL, s, f64c(k, 0)), f64c(k, 1), s));
+        div = div ? fmul(k, div, s) : s;
+    }
+    kir_expr *value;
+    if (!interp) {
+        value = kir_load(k, c->buf[0], idx);
+    } else {
+        int acc = kir_new_acc(k, IR_F64);
+        if (acc < 0 || !kir_acc_set(k, body, acc, f64c(k, 0)))
+            return -1;
+        kir_block *inner = body;
+        kir_expr *wp = NULL;
+        for (int d = 0; d < r; d++) {
+            if (p->ident[d])
+                continue;
+            int jv = kir_new_var(k);
+            kir_stmt *lj = kir_for(k, inner, jv, i64c(k, 0), ax[d].ntap, KIR_SERIAL, 0);
+            if (!lj)
+                return -1;
+            inner = &lj->body;
+            kir_expr *pos;
+            kir_expr *w = rz_tap(c, p, inner, d, &ax[d], kir_var(k, jv), &pos);
+            wp = let(c, inner, wp ? fmul(k, wp, w) : w);
+            idx[d] = let(c, inner, rz_clamp(k, pos, p->in[d]));
+        }
+        kir_expr *x = to_f64(k, kir_load(k, c->buf[0], idx));
+        kir_expr *term = wp ? fmul(k, wp, x) : x;
+        if (!kir_acc_set(k, inner, acc, fadd(k, kir_acc(k, acc), term)))
+            return -1;
+        value = kir_acc(k, acc);
+        if (div)
+            value = fdiv(k, value, div);
+        value = misc_f64_to_out(c, 0, value, true);
+    }
+    if (ext)
+        value = sel(k, ext, misc_f64_to_out(c, 0, f64c(k, p->extrap), true), value);
+    return kir_store(k, body, c->out, ov, value) ? 0 : -1;
+}
+
+int lower_resize(lctx *c)
+{
+    rz_plan p;
+    return rz_plan_make(c->n, &p) ? lower_resize_plan(c, &p) : -1;
+}
+
+/* ---- GridSample ------------------------------------------------------------------ */
+
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
+
+static bool gs_modes(const ir_node *n, int *mode, int *pad)
+{
+    const char *m = ir_attr_string(n, "mode", "linear"), *pd = ir_attr_string(n, "padding_mode", "zeros");
+    *mode = !strcmp(m, "nearest") ? GS_NEAREST
+          : !strcmp(m, "linear") || !strcmp(m, "bilinear") ? GS_LINEAR
+          : !strcmp(m, "cubic") || !strcmp(m, "bicubic") ? GS_CUBIC : -1;
+    *pad = !strcmp(pd, "zeros") ? GS_ZEROS : !strcmp(pd, "border") ? GS_BORDER
+         : !strcmp(pd, "reflection") ? GS_REFLECTION : -1;
+    return *mode >= 0 && *pad >= 0;
+}
+
+bool can_grid_sample(const ir_node *n)
+{
+    const ir_type *x = &n->in[0]->type, *g = &n->in[1]->type, *y = &n->out[0]->type;
+    int mode, pad;
+    if (!gs_modes(n, &mode, &pad) || x->rank < 3 || g->rank != x->rank || y->rank != x->rank ||
+        x->dtype == IR_BOOL || !ir_dtype_is_float(g->dtype) || y->dtype != x->dtype)
+        return false;
+    int64_t in_sp = 1, numel = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (!ir_dim_is_const(x->dims[d]) || !ir_dim_is_const(g->dims[d]) || !ir_dim_is_const(y->dims[d]))
+            return false;
+        numel *= y->dims[d].v;
+        if (d >= 2)
+            in_sp *= x->dims[d].v;
+    }
+    return g->dims[x->rank - 1].v == x->rank - 2 && (in_sp > 0 || numel == 0);
+}
+
+/* x folded into [lo, hi] by reflections (x known to be outside it), with
+ * helper values bound in b. */
+static kir_expr *gs_reflect(lctx *c, kir_block *b, kir_expr *x, double lo, double hi)
+{
+    kir_kernel *k = c->k;
+    double range = hi - lo;
+    if (range <= 0)
+        return f64c(k, lo);
+    kir_expr *below = lt(k, x, f64c(k, lo));
+    kir_expr *dx = let(c, b, sel(k, below, fsub(k, f64c(k, lo), x), fsub(k, x, f64c(k, hi))));
+    kir_expr *nr = let(c, b, ffloor(k, fdiv(k, dx, f64c(k, range))));
+    kir_expr *rr = let(c, b, fsub(k, dx, fmul(k, nr, f64c(k, range))));
+    kir_expr *odd = kir_op2(k, KIR_NE, IR_BOOL, kir_op2(k, KIR_REM, IR_F64, nr, f64c(k, 2)), f64c(k, 0));
+    kir_expr *lo_r = fadd(k, f64c(k, lo), rr), *hi_r = fsub(k, f64c(k, hi), rr);
+    kir_expr *v = sel(k, below, sel(k, odd, hi_r, lo_r), sel(k, odd, lo_r, hi_r));
+    kir_expr *finite = kir_op2(k, KIR_EQ, IR_BOOL, fsub(k, x, x), f64c(k, 0));
+    return sel(k, finite, v, f64c(k, lo));
+}
+
+static kir_expr *gs_outside(kir_kernel *k, kir_expr *x, double lo, double hi)
+{
+    return sel_or(k, lt(k, x, f64c(k, lo)), lt(k, f64c(k, hi), x));
+}
+
+/* Clamp to [0, len-1] (NaN passes through, as in the reference). */
+static kir_expr *gs_border(kir_kernel *k, kir_expr *x, int64_t len)
+{
+    kir_expr *top = f64c(k, (double)(len - 1));
+    return sel(k, lt(k, x, f64c(k, 0)), f64c(k, 0), sel(k, lt(k, top, x), top, x));
+}
+
+/* Cubic weight of tap j (0..3) at fraction t (Keys, a = -0.75). */
+static kir_expr *gs_cubic(lctx *c, kir_expr *t, kir_expr *j)
+{
+    kir_kernel *k = c->k;
+    const double a = -0.75;
+    kir_expr *one = f64c(k, 1);
+    kir_expr *s = fadd(k, t, one), *u = fsub(k, one, t), *v = fsub(k, f64c(k, 2), t);
+#define GS_FAR(q) fsub(k, fmul(k, fadd(k, fmul(k, fsub(k, fmul(k, f64c(k, a), q), f64c(k, 5 * a)), q), f64c(k, 8 * a)), q), f64c(k, 4 * a))
+#define GS_NEAR(q) fadd(k, fmul(k, fmul(k, fsub(k, fmul(k, f64c(k, a + 2), q), f64c(k, a + 3)), q), q), one)
+    kir_expr *w0 = GS_FAR(s), *w1 = GS_NEAR(t), *w2 = GS_NEAR(u), *w3 = GS_FAR(v);
+#undef GS_FAR
+#undef GS_NEAR
+    kir_expr *r = sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, i64c(k, 2)), w2, w3);
+    r = sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, i64c(k, 1)), w1, r);
+    return sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, i64c(k, 0)), w0, r);
+}
+
+static int lower_grid_sample_modes(lctx *c, int mode, int pad)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *ty = &n->out[0]->type;
+    int rank = tx->rank, r = rank - 2;
+    bool align = ir_attr_int(n, "align_corners", 0) != 0;
+    kir_block *body = &k->body;
+    /* batch and the first output dim share the parallel loop */
+    int nv = kir_new_var(k);
+    int64_t d1 = ty->dims[2].v;
+    kir_stmt *l = loop(c, body, nv, i64c(k, ty->dims[0].v * d1), KIR_PARALLEL);
+    if (!l)
+        return -1;
+    body = &l->body;
+    kir_expr *yi[IR_MAX_RANK], *gi[IR_MAX_RANK], *xi[IR_MAX_RANK];
+    yi[0] = gi[0] = xi[0] = kir_op2(k, KIR_DIV, IR_I64, kir_var(k, nv), i64c(k, d1));
+    yi[2] = gi[1] = kir_op2(k, KIR_REM, IR_I64, kir_var(k, nv), i64c(k, d1));
+    for (int i = 1; i < r; i++) {
+        int v = kir_new_var(k);
+        if (!(l = loop(c, body, v, i64c(k, ty->dims[2 + i].v), KIR_SERIAL)))
+            return -1;
+        body = &l->body;
+        yi[2 + i] = gi[1 + i] = kir_var(k, v);
+    }
+    /* per spatial dim: the padded coordinate and whether it is usable;
+     * the grid's last axis lists the last spatial dim first */
+    kir_expr *X[IR_MAX_RANK], *ok[IR_MAX_RANK];
+    double lo[IR_MAX_RANK], hi[IR_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        int64_t len = tx->dims[2 + i].v;
+        lo[i] = align ? 0 : -0.5;
+        hi[i] = align ? (double)(len - 1) : (double)len - 0.5;
+        gi[rank - 1] = i64c(k, r - 1 - i);
+        kir_expr *g = to_f64(k, kir_load(k, c->buf[1], gi));
+        kir_expr *one = f64c(k, 1);
+        kir_expr *x = align ? fmul(k, fdiv(k, fadd(k, g, one), f64c(k, 2)), f64c(k, (double)(len - 1)))
+                            : fdiv(k, fsub(k, fmul(k, fadd(k, g, one), f64c(k, (double)len)), one), f64c(k, 2));
+        if (mode == GS_NEAREST)
+            x = kir_op1(k, KIR_ROUND, IR_F64, x);
+        x = let(c, body, x);
+        if (pad == GS_BORDER)
+            x = let(c, body, sel(k, gs_outside(k, x, lo[i], hi[i]), gs_border(k, x, len), x));
+        else if (pad == GS_REFLECTION)
+            x = let(c, body, sel(k, gs_outside(k, x, lo[i], hi[i]), gs_reflect(c, body, x, lo[i], hi[i]), x));
+        X[i] = x;
+        ok[i] = kir_op2(k, KIR_LE, IR_BOOL, kir_op1(k, KIR_ABS, IR_F64, x), f64c(k, 0x1p52));
+    }
+    int cv = kir_new_var(k);
+    if (!(l = loop(c, body, cv, i64c(k, ty->dims[1].v), KIR_SERIAL)))
+        return -1;
+    body = &l->body;
+    yi[1] = xi[1] = kir_var(k, cv);
+    int acc = kir_new_acc(k, IR_F64);
+    if (acc < 0 || !kir_acc_set(k, body, acc, f64c(k, 0)))
+        return -1;
+    kir_block *inner = body;
+    kir_expr *wp = NULL, *vp = NULL;
+    int ntap = mode == GS_NEAREST ? 1 : mode == GS_LINEAR ? 2 : 4;
+    for (int i = 0; i < r; i++) {
+        int64_t len = tx->dims[2 + i].v;
+        int jv = kir_new_var(k);
+        if (!(l = loop(c, inner, jv, i64c(k, ntap), KIR_SERIAL)))
+            return -1;
+        inner = &l->body;
+        kir_expr *j = kir_var(k, jv), *pos, *w;
+        /* trunc through i64 is exact: |X| <= 2^52 wherever the tap is used */
+        kir_expr *x0 = ffloor(k, X[i]);
+        if (mode == GS_NEAREST) {
+            pos = to_f64(k, kir_op1(k, KIR_CAST, IR_I64, X[i]));
+            w = f64c(k, 1);
+        } else if (mode == GS_LINEAR) {
+            pos = fadd(k, x0, to_f64(k, j));
+            kir_expr *f = fsub(k, X[i], x0);
+            w = sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, i64c(k, 0)), fsub(k, f64c(k, 1), f), f);
+        } else {
+            pos = fadd(k, fsub(k, x0, f64c(k, 1)), to_f64(k, j));
+            w = gs_cubic(c, let(c, inner, fsub(k, X[i], x0)), j);
+        }
+        pos = let(c, inner, pos);
+        if (pad == GS_BORDER) {
+            pos = gs_border(k, pos, len);
+        } else if (pad == GS_REFLECTION) {
+            kir_expr *rf = gs_reflect(c, inner, pos, lo[i], hi[i]);
+            pos = sel(k, gs_outside(k, pos, lo[i], hi[i]), rf, pos);
+            pos = to_f64(k, kir_op1(k, KIR_CAST, IR_I64, pos));
+        }
+        pos = let(c, inner, pos);
+        kir_expr *valid = kir_op2(k, KIR_AND, IR_BOOL, ok[i],
+                                  kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, f64c(k, 0), pos),
+                                          lt(k, pos, f64c(k, (double)len))));
+        valid = let(c, inner, sel(k, valid, i64c(k, 1), i64c(k, 0)));
+        kir_expr *vb = kir_op2(k, KIR_NE, IR_BOOL, valid, i64c(k, 0));
+        xi[2 + i] = let(c, inner, sel(k, vb, kir_op1(k, KIR_CAST, IR_I64, pos), i64c(k, 0)));
+        vp = let(c, inner, vp ? kir_imul(k, vp, valid) : valid);
+        wp = let(c, inner, wp ? fmul(k, wp, w) : w);
+    }
+    kir_expr *x = to_f64(k, kir_load(k, c->buf[0], xi));
+    kir_expr *term = sel(k, kir_op2(k, KIR_NE, IR_BOOL, vp, i64c(k, 0)), fmul(k, wp, x), f64c(k, 0));
+    if (!kir_acc_set(k, inner, acc, fadd(k, kir_acc(k, acc), term)))
+        return -1;
+    return kir_store(k, body, c->out, yi, misc_f64_to_out(c, 0, kir_acc(k, acc), false)) ? 0 : -1;
+}
+
+int lower_grid_sample(lctx *c)
+{
+    int mode, pad;
+    return gs_modes(c->n, &mode, &pad) ? lower_grid_sample_modes(c, mode, pad) : -1;
+}
