@@ -77,6 +77,8 @@ echo "== conformance, compiled to .so through LLVM (build)"
 build/tests/icc-conformance --data "$NODE_DATA" --compiled --known tests/conformance/known_failures.txt
 echo "== light models, compiled (build)"
 build/tests/icc-conformance --models "$LIGHT_DATA" --compiled --rtol 1e-3 --atol 1e-5
+echo "== light models, compiled, vs ONNX Runtime (build)"
+python3 tests/models/compiled_vs_ort.py build/icc
 echo "== install, the examples, embedding (build)"
 tests/install/run.sh build
 [ $QUICK = 1 ] && exit 0
