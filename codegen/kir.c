@@ -306,11 +306,15 @@ static int vexpr(vctx *c, const kir_expr *e)
                              ir_dtype_name(e->a[0]->dtype), ir_dtype_name(e->a[1]->dtype),
                              ir_dtype_name(e->dtype));
         return 0;
-    case KIR_NOT: case KIR_AND: case KIR_OR:
+    case KIR_NOT: case KIR_AND: case KIR_OR: case KIR_XOR: case KIR_SHL: case KIR_SHR:
+        /* logical on bool, bitwise on integers; shifts on integers only */
         for (int i = 0; i < n; i++)
-            if (!is_bool(e->a[i]->dtype))
-                return ir_errorf(c->d, "kernel '%s': %s needs bool operands", kn, kir_op_name(e->op));
-        return is_bool(e->dtype) ? 0 : ir_errorf(c->d, "kernel '%s': %s gives bool", kn, kir_op_name(e->op));
+            if (e->a[i]->dtype != e->dtype)
+                return ir_errorf(c->d, "kernel '%s': %s of %s operand into %s", kn, kir_op_name(e->op),
+                                 ir_dtype_name(e->a[i]->dtype), ir_dtype_name(e->dtype));
+        if (ir_dtype_is_int(e->dtype) || (is_bool(e->dtype) && e->op != KIR_SHL && e->op != KIR_SHR))
+            return 0;
+        return ir_errorf(c->d, "kernel '%s': %s on %s", kn, kir_op_name(e->op), ir_dtype_name(e->dtype));
     case KIR_SELECT:
         if (!is_bool(e->a[0]->dtype) || e->a[1]->dtype != e->dtype || e->a[2]->dtype != e->dtype)
             return ir_errorf(c->d, "kernel '%s': select needs a bool condition and two %s values", kn,

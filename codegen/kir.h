@@ -78,6 +78,8 @@ typedef struct kir_stmt {
     kir_expr *lo, *hi;
     kir_loop loop;
     int width;
+    bool tail_mask;            /* innermost VECTOR: the remainder runs as one masked
+                                  vector step (short loops), not scalar iterations */
     kir_block body;
     /* IF: cond, body, orelse */
     kir_expr *cond;

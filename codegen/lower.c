@@ -5,8 +5,9 @@
  * (outermost parallel, innermost vectorized when the rank allows), each
  * input read through its broadcasting index map, and the op's semantics
  * (the same formulas as ir/ref/elementwise*.c) as a scalar expression.
- * Ops without a formula here (Sin, Cos, Mod, BitShift, ...) report
- * cg_can_lower() false; the model compiler lists them as not compiled.
+ * Every elementwise op of the interpreter has a formula here, for every
+ * dtype it accepts; integer inputs of ops defined by real arithmetic
+ * (Erf, Shrink, Pow with a float) compute in f64 like the reference.
  */
 #include "codegen/lower.h"
 #include "ir/ops.h"
@@ -57,8 +58,91 @@ static kir_expr *hard_sigmoid(lctx *c, kir_expr *x, double alpha, double beta)
     return kir_op2(k, KIR_MAX, t, cf(c, 0), kir_op2(k, KIR_MIN, t, cf(c, 1), y));
 }
 
+/* v converted to t (no-op when it already is t). */
+static kir_expr *cvt(lctx *c, kir_expr *v, ir_dtype t)
+{
+    return v && v->dtype != t ? kir_op1(c->k, KIR_CAST, t, v) : v;
+}
+
+/* max(x, 0) + log(1 + e^-|x|): no overflow for large x */
+static kir_expr *softplus(lctx *c, kir_expr *x)
+{
+    kir_kernel *k = c->k;
+    ir_dtype t = c->cdt;
+    kir_expr *e = kir_op1(k, KIR_EXP, t, kir_op1(k, KIR_NEG, t, kir_op1(k, KIR_ABS, t, x)));
+    return kir_op2(k, KIR_ADD, t, kir_op2(k, KIR_MAX, t, x, cf(c, 0)),
+                   kir_op1(k, KIR_LOG, t, kir_op2(k, KIR_ADD, t, cf(c, 1), e)));
+}
+
+/* Pow when the exponent's dtype differs from the base's, or both are
+ * integers: integer pairs power in 64 bits of the base's signedness (the
+ * reference's int64/uint64 class, exponent bits reinterpreted), anything
+ * with a float computes in f64 and rounds (or saturates) once into the
+ * base's dtype, like the reference's double math. */
+static kir_expr *pow_mixed(lctx *c, kir_expr *x, kir_expr *y)
+{
+    ir_dtype a = c->n->in[0]->type.dtype, b = c->n->in[1]->type.dtype;
+    ir_dtype t = ir_dtype_is_int(a) && ir_dtype_is_int(b) ? (ir_dtype_is_signed(a) ? IR_I64 : IR_U64)
+                                                          : IR_F64;
+    return kir_op2(c->k, KIR_POW, t, cvt(c, x, t), cvt(c, y, t));
+}
+
+/* Python's %: the remainder takes the divisor's sign (integers only). */
+static kir_expr *py_mod(lctx *c, kir_expr *x, kir_expr *y)
+{
+    kir_kernel *k = c->k;
+    ir_dtype t = c->cdt;
+    kir_expr *r = kir_op2(k, KIR_REM, t, x, y);
+    if (!ir_dtype_is_signed(t))
+        return r;
+    kir_expr *z = zero_of(c, t);
+    kir_expr *differ = kir_op2(k, KIR_NE, IR_BOOL, kir_op2(k, KIR_LT, IR_BOOL, r, z),
+                               kir_op2(k, KIR_LT, IR_BOOL, y, z));
+    kir_expr *fix = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_NE, IR_BOOL, r, z), differ);
+    return kir_op3(k, KIR_SELECT, t, fix, kir_op2(k, KIR_ADD, t, r, y), r);
+}
+
+/* x < -lambd ? x + bias : x > lambd ? x - bias : 0, in t. */
+static kir_expr *shrink(lctx *c, kir_expr *x, ir_dtype t)
+{
+    kir_kernel *k = c->k;
+    double lambd = ir_attr_float(c->n, "lambd", 0.5), bias = ir_attr_float(c->n, "bias", 0);
+    kir_expr *l = kir_const_f(k, t, lambd), *bs = kir_const_f(k, t, bias);
+    kir_expr *hi = kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LT, IR_BOOL, l, x), kir_op2(k, KIR_SUB, t, x, bs),
+                           kir_const_f(k, t, 0));
+    return kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LT, IR_BOOL, x, kir_const_f(k, t, -lambd)),
+                   kir_op2(k, KIR_ADD, t, x, bs), hi);
+}
+
+/* The ops that map to one unary KIR op on floats. */
+static kir_op unary_kop(ir_op op)
+{
+    switch (op) {
+    case IR_OP_SQRT: return KIR_SQRT;
+    case IR_OP_EXP: return KIR_EXP;
+    case IR_OP_LOG: return KIR_LOG;
+    case IR_OP_TANH: return KIR_TANH;
+    case IR_OP_FLOOR: return KIR_FLOOR;
+    case IR_OP_CEIL: return KIR_CEIL;
+    case IR_OP_ROUND: return KIR_ROUND;
+    case IR_OP_SIN: return KIR_SIN;
+    case IR_OP_COS: return KIR_COS;
+    case IR_OP_TAN: return KIR_TAN;
+    case IR_OP_ASIN: return KIR_ASIN;
+    case IR_OP_ACOS: return KIR_ACOS;
+    case IR_OP_ATAN: return KIR_ATAN;
+    case IR_OP_SINH: return KIR_SINH;
+    case IR_OP_COSH: return KIR_COSH;
+    case IR_OP_ASINH: return KIR_ASINH;
+    case IR_OP_ACOSH: return KIR_ACOSH;
+    case IR_OP_ATANH: return KIR_ATANH;
+    default: return KIR_OP_COUNT;
+    }
+}
+
 /* The scalar expression of the node at the current index, in cdt (or
- * bool for comparisons); NULL when unsupported or out of memory. */
+ * bool for comparisons, or whatever the final cast to the output's dtype
+ * starts from); NULL when unsupported or out of memory. */
 static kir_expr *formula(lctx *c)
 {
     const ir_node *n = c->n;
@@ -67,12 +151,28 @@ static kir_expr *formula(lctx *c)
     kir_expr *x = n->nin > 0 && n->in[0] ? input(c, 0) : NULL;
     kir_expr *y = n->nin > 1 && n->in[1] ? input(c, 1) : NULL;
     double alpha = ir_attr_float(n, "alpha", 0), beta = ir_attr_float(n, "beta", 0);
+    kir_op uop = unary_kop(n->op);
+    if (uop != KIR_OP_COUNT)
+        return kir_op1(k, uop, t, x);
     switch (n->op) {
     case IR_OP_ADD: return kir_op2(k, KIR_ADD, t, x, y);
     case IR_OP_SUB: return kir_op2(k, KIR_SUB, t, x, y);
     case IR_OP_MUL: return kir_op2(k, KIR_MUL, t, x, y);
     case IR_OP_DIV: return kir_op2(k, KIR_DIV, t, x, y);
-    case IR_OP_POW: return y && y->dtype == t ? kir_op2(k, KIR_POW, t, x, y) : NULL;
+    case IR_OP_POW:
+        if (y && y->dtype == t && ir_dtype_is_float(t))
+            return kir_op2(k, KIR_POW, t, x, y);
+        return pow_mixed(c, x, y);
+    case IR_OP_MOD:
+        if (ir_attr_int(n, "fmod", 0))
+            return kir_op2(k, KIR_REM, t, x, y);
+        return py_mod(c, x, y);
+    case IR_OP_BIT_SHIFT:
+        return kir_op2(k, strcmp(ir_attr_string(n, "direction", ""), "LEFT") ? KIR_SHR : KIR_SHL, t, x, y);
+    case IR_OP_BITWISE_AND: return kir_op2(k, KIR_AND, t, x, y);
+    case IR_OP_BITWISE_OR: return kir_op2(k, KIR_OR, t, x, y);
+    case IR_OP_BITWISE_XOR: return kir_op2(k, KIR_XOR, t, x, y);
+    case IR_OP_BITWISE_NOT: return kir_op1(k, KIR_NOT, t, x);
     case IR_OP_EQUAL: return kir_op2(k, KIR_EQ, IR_BOOL, x, y);
     case IR_OP_LESS: return kir_op2(k, KIR_LT, IR_BOOL, x, y);
     case IR_OP_LESS_OR_EQUAL: return kir_op2(k, KIR_LE, IR_BOOL, x, y);
@@ -80,7 +180,7 @@ static kir_expr *formula(lctx *c)
     case IR_OP_GREATER_OR_EQUAL: return kir_op2(k, KIR_LE, IR_BOOL, y, x);
     case IR_OP_AND: return kir_op2(k, KIR_AND, IR_BOOL, x, y);
     case IR_OP_OR: return kir_op2(k, KIR_OR, IR_BOOL, x, y);
-    case IR_OP_XOR: return kir_op2(k, KIR_NE, IR_BOOL, x, y);
+    case IR_OP_XOR: return kir_op2(k, KIR_XOR, IR_BOOL, x, y);
     case IR_OP_NOT: return kir_op1(k, KIR_NOT, IR_BOOL, x);
     case IR_OP_MAX:
     case IR_OP_MIN:
@@ -92,25 +192,52 @@ static kir_expr *formula(lctx *c)
             acc = kir_op2(k, op, t, acc, input(c, i));
         return n->op == IR_OP_MEAN ? kir_op2(k, KIR_DIV, t, acc, cf(c, n->nin)) : acc;
     }
+    case IR_OP_CAST:
+    case IR_OP_CAST_LIKE:
+        return x; /* the store's cast does it, with the IR's rules */
     case IR_OP_NEG: return kir_op1(k, KIR_NEG, t, x);
     case IR_OP_ABS: return kir_op1(k, KIR_ABS, t, x);
     case IR_OP_RELU: return if_neg(c, x, zero_of(c, t), x);
-    case IR_OP_SQRT: return kir_op1(k, KIR_SQRT, t, x);
-    case IR_OP_EXP: return kir_op1(k, KIR_EXP, t, x);
-    case IR_OP_LOG: return kir_op1(k, KIR_LOG, t, x);
-    case IR_OP_TANH: return kir_op1(k, KIR_TANH, t, x);
-    case IR_OP_ERF: return kir_op1(k, KIR_ERF, t, x);
-    case IR_OP_FLOOR: return kir_op1(k, KIR_FLOOR, t, x);
-    case IR_OP_CEIL: return kir_op1(k, KIR_CEIL, t, x);
-    case IR_OP_ROUND: return kir_op1(k, KIR_ROUND, t, x);
+    case IR_OP_SIGN: {
+        /* NaN and zeros fall through unchanged; unsigned is never < 0 */
+        kir_expr *one = ir_dtype_is_float(t) ? cf(c, 1) : kir_const_i(k, t, 1);
+        kir_expr *m1 = ir_dtype_is_float(t) ? cf(c, -1) : kir_const_i(k, t, -1);
+        return kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LT, IR_BOOL, zero_of(c, t), x), one, if_neg(c, x, m1, x));
+    }
+    case IR_OP_ERF:
+        /* integers: real erf in f64, truncated back like the reference */
+        if (!ir_dtype_is_float(t))
+            return kir_op1(k, KIR_ERF, IR_F64, cvt(c, x, IR_F64));
+        return kir_op1(k, KIR_ERF, t, x);
+    case IR_OP_SHRINK: return shrink(c, ir_dtype_is_float(t) ? x : cvt(c, x, IR_F64),
+                                     ir_dtype_is_float(t) ? t : IR_F64);
+    case IR_OP_IS_NAN: return kir_op2(k, KIR_NE, IR_BOOL, x, x);
+    case IR_OP_IS_INF: {
+        kir_expr *r = kir_const_i(k, IR_BOOL, 0);
+        if (ir_attr_int(n, "detect_positive", 1))
+            r = kir_op2(k, KIR_OR, IR_BOOL, r, kir_op2(k, KIR_EQ, IR_BOOL, x, cf(c, INFINITY)));
+        if (ir_attr_int(n, "detect_negative", 1))
+            r = kir_op2(k, KIR_OR, IR_BOOL, r, kir_op2(k, KIR_EQ, IR_BOOL, x, cf(c, -INFINITY)));
+        return r;
+    }
     case IR_OP_RECIPROCAL: return kir_op2(k, KIR_DIV, t, cf(c, 1), x);
     case IR_OP_SIGMOID:
         return kir_op2(k, KIR_DIV, t, cf(c, 1),
                        kir_op2(k, KIR_ADD, t, cf(c, 1), kir_op1(k, KIR_EXP, t, kir_op1(k, KIR_NEG, t, x))));
     case IR_OP_LEAKY_RELU: return if_neg(c, x, kir_op2(k, KIR_MUL, t, cf(c, alpha), x), x);
+    case IR_OP_PRELU: return if_neg(c, x, kir_op2(k, KIR_MUL, t, x, y), x);
+    case IR_OP_THRESHOLDED_RELU:
+        return kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LT, IR_BOOL, cf(c, alpha), x), x, cf(c, 0));
     case IR_OP_ELU:
         return if_neg(c, x, kir_op2(k, KIR_MUL, t, cf(c, alpha),
                                     kir_op2(k, KIR_SUB, t, kir_op1(k, KIR_EXP, t, x), cf(c, 1))), x);
+    case IR_OP_CELU: {
+        /* x <= 0 ? alpha*(e^(x/alpha) - 1) : x */
+        kir_expr *le = kir_op2(k, KIR_LE, IR_BOOL, x, cf(c, 0));
+        kir_expr *ex = kir_op1(k, KIR_EXP, t, kir_op2(k, KIR_DIV, t, x, cf(c, alpha)));
+        kir_expr *em = kir_op2(k, KIR_MUL, t, cf(c, alpha), kir_op2(k, KIR_SUB, t, ex, cf(c, 1)));
+        return kir_op3(k, KIR_SELECT, t, le, em, x);
+    }
     case IR_OP_SELU: {
         /* gamma * (x <= 0 ? alpha*(e^x - 1) : x) */
         double gamma = ir_attr_float(n, "gamma", 0);
@@ -121,12 +248,10 @@ static kir_expr *formula(lctx *c)
     }
     case IR_OP_HARD_SIGMOID: return hard_sigmoid(c, x, alpha, beta);
     case IR_OP_HARD_SWISH: return kir_op2(k, KIR_MUL, t, x, hard_sigmoid(c, x, 1.0 / 6, 0.5));
-    case IR_OP_SOFTPLUS: {
-        /* max(x, 0) + log(1 + e^-|x|): no overflow for large x */
-        kir_expr *e = kir_op1(k, KIR_EXP, t, kir_op1(k, KIR_NEG, t, kir_op1(k, KIR_ABS, t, x)));
-        return kir_op2(k, KIR_ADD, t, kir_op2(k, KIR_MAX, t, x, cf(c, 0)),
-                       kir_op1(k, KIR_LOG, t, kir_op2(k, KIR_ADD, t, cf(c, 1), e)));
-    }
+    case IR_OP_SOFTPLUS: return softplus(c, x);
+    case IR_OP_SOFTSIGN:
+        return kir_op2(k, KIR_DIV, t, x, kir_op2(k, KIR_ADD, t, cf(c, 1), kir_op1(k, KIR_ABS, t, x)));
+    case IR_OP_MISH: return kir_op2(k, KIR_MUL, t, x, kir_op1(k, KIR_TANH, t, softplus(c, x)));
     case IR_OP_GELU: {
         kir_expr *inner;
         if (!strcmp(ir_attr_string(n, "approximate", "none"), "tanh")) {
@@ -197,31 +322,49 @@ static lower_family family(const ir_node *n)
     return FAM_NONE;
 }
 
-/* True if formula() handles n's op and dtypes. */
+/* True if formula() handles n's op and dtypes (shape inference already
+ * rejected the dtypes the interpreter does not define for the op). */
 static bool can_elementwise(const ir_node *n)
 {
+    if (n->nin < 1 || !n->in[0] || n->nout != 1)
+        return false;
+    ir_dtype t = n->in[0]->type.dtype;
+    if (unary_kop(n->op) != KIR_OP_COUNT && !ir_dtype_is_float(t))
+        return false;
     switch (n->op) {
     case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_MAX: case IR_OP_MIN:
     case IR_OP_SUM: case IR_OP_EQUAL: case IR_OP_LESS: case IR_OP_LESS_OR_EQUAL: case IR_OP_GREATER:
     case IR_OP_GREATER_OR_EQUAL: case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: case IR_OP_NOT:
     case IR_OP_NEG: case IR_OP_ABS: case IR_OP_RELU: case IR_OP_CLIP: case IR_OP_WHERE:
-        break;
+    case IR_OP_CAST: case IR_OP_SIGN: case IR_OP_PRELU: case IR_OP_ERF: case IR_OP_SHRINK:
     case IR_OP_POW:
-        if (n->in[1]->type.dtype != n->in[0]->type.dtype || !ir_dtype_is_float(n->in[0]->type.dtype))
+        break;
+    case IR_OP_CAST_LIKE:
+        if (n->nin < 2 || !n->in[1])
             return false;
         break;
-    case IR_OP_MEAN: case IR_OP_SQRT: case IR_OP_EXP: case IR_OP_LOG:
-    case IR_OP_TANH: case IR_OP_ERF: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_ROUND:
-    case IR_OP_RECIPROCAL: case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_ELU:
+    case IR_OP_MOD:
+        if (ir_dtype_is_float(t) && !ir_attr_int(n, "fmod", 0))
+            return false;
+        break;
+    case IR_OP_BIT_SHIFT: case IR_OP_BITWISE_AND: case IR_OP_BITWISE_OR: case IR_OP_BITWISE_XOR:
+    case IR_OP_BITWISE_NOT:
+        if (!ir_dtype_is_int(t))
+            return false;
+        break;
+    case IR_OP_MEAN: case IR_OP_RECIPROCAL: case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_ELU:
     case IR_OP_SELU: case IR_OP_HARD_SIGMOID: case IR_OP_HARD_SWISH: case IR_OP_SOFTPLUS:
-    case IR_OP_GELU:
-        if (!ir_dtype_is_float(n->in[0]->type.dtype))
+    case IR_OP_GELU: case IR_OP_IS_NAN: case IR_OP_IS_INF: case IR_OP_SOFTSIGN:
+    case IR_OP_THRESHOLDED_RELU: case IR_OP_CELU: case IR_OP_MISH:
+        if (!ir_dtype_is_float(t))
             return false;
         break;
     default:
-        return false;
+        if (unary_kop(n->op) == KIR_OP_COUNT)
+            return false;
+        break;
     }
-    return n->nout == 1 && shapes_known(n);
+    return shapes_known(n);
 }
 
 bool cg_can_lower(const ir_node *n)

@@ -11,6 +11,7 @@
  * buffers carry scoped noalias metadata, which lets the loop vectoriser do
  * without runtime overlap checks. */
 #include "codegen/llvm/emit.h"
+#include "codegen/llvm/emit_math.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,16 @@ typedef struct em {
     int memo_cap, memo_n;
     int libm_calls;            /* calls to libm emitted so far */
     int loops;                 /* loops emitted so far */
+    /* A VECTOR loop widened by the emitter itself (see emit_widened):
+     * its variable (-1 outside one) holds <wlanes x i64> there. */
+    int wvar;
+    unsigned wlanes;
+    LLVMValueRef wbase;        /* the scalar first lane of the current chunk */
+    LLVMValueRef wmask;        /* <wlanes x i1> of the tail chunk, or NULL */
+    LLVMValueRef *vaccs;       /* per accumulator: its vector alloca inside one */
+    bool no_memo;              /* evaluating with the vector variable scalar */
+    unsigned char *wdef;       /* wcheck: per accumulator, set before this point */
+    unsigned char *wred;       /* per accumulator: a sum carried across the lanes */
 } em;
 
 /* ---- types and small helpers ---------------------------------------------- */
@@ -169,7 +180,30 @@ static LLVMValueRef f64_to_f32_odd(em *e, LLVMValueRef x)
 
 static LLVMValueRef eval(em *e, const kir_expr *x);
 
-/* The address of buf[idx...]: the row-major linear index times the element. */
+/* ---- widened values ----------------------------------------------------
+ * Inside a VECTOR loop the emitter widens itself (emit_widened), a value
+ * is either uniform (a scalar, the same for every lane) or varying (a
+ * <wlanes x T> vector); uniform operands of a varying op are splatted. */
+
+static bool is_vec(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind; }
+
+static LLVMValueRef splat(em *e, LLVMValueRef v)
+{
+    if (is_vec(v))
+        return v;
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), e->wlanes);
+    LLVMValueRef one = LLVMBuildInsertElement(e->b, LLVMGetPoison(vt), v, LLVMConstInt(e->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(e->b, one, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(e->i32, e->wlanes)), "");
+}
+
+/* v, splatted when `like` is a vector. */
+static LLVMValueRef splat_like(em *e, LLVMValueRef v, LLVMValueRef like)
+{
+    return is_vec(like) ? splat(e, v) : v;
+}
+
+/* The address of buf[idx...]: the row-major linear index times the element
+ * (a vector of addresses when an index is varying). */
 static LLVMValueRef elem_ptr(em *e, int buf, int nidx, kir_expr *const *idx)
 {
     LLVMValueRef lin = NULL;
@@ -178,8 +212,8 @@ static LLVMValueRef elem_ptr(em *e, int buf, int nidx, kir_expr *const *idx)
         if (!v)
             return NULL;
         if (i < nidx - 1)
-            v = LLVMBuildNSWMul(e->b, v, e->stride[buf][i], "");
-        lin = lin ? LLVMBuildNSWAdd(e->b, lin, v, "") : v;
+            v = LLVMBuildNSWMul(e->b, v, splat_like(e, e->stride[buf][i], v), "");
+        lin = lin ? LLVMBuildNSWAdd(e->b, splat_like(e, lin, v), splat_like(e, v, lin), "") : v;
     }
     if (!lin)
         lin = ci64(e, 0);
@@ -194,8 +228,71 @@ static void tag_access(em *e, LLVMValueRef inst, int buf)
         LLVMSetMetadata(inst, e->kind_noalias, e->noalias_md[buf]);
 }
 
+static bool wdep(em *e, const kir_expr *x);
+static bool wunit(em *e, const kir_expr *x);
+
+/* The address of buf[idx...] for the chunk's first lane: the vector
+ * variable bound to its scalar base, without memoising (the same nodes
+ * are varying elsewhere in the statement). */
+static LLVMValueRef first_lane_ptr(em *e, int buf, int nidx, kir_expr *const *idx)
+{
+    LLVMValueRef saved = e->vars[e->wvar];
+    bool nm = e->no_memo;
+    e->vars[e->wvar] = e->wbase;
+    e->no_memo = true;
+    LLVMValueRef p = elem_ptr(e, buf, nidx, idx);
+    e->vars[e->wvar] = saved;
+    e->no_memo = nm;
+    return p;
+}
+
+static LLVMValueRef all_lanes(em *e)
+{
+    return e->wmask ? e->wmask : LLVMConstAllOnes(LLVMVectorType(e->i1, e->wlanes));
+}
+
+/* A varying load (the element dtype is f32, f64 or an integer: wcheck):
+ * contiguous when only the last index varies and by the vector variable
+ * itself (plus a uniform offset), masked in the tail chunk; a gather
+ * otherwise. */
+static LLVMValueRef emit_wload(em *e, const kir_expr *x)
+{
+    ir_dtype dt = e->k->bufs[x->buf].dtype;
+    LLVMTypeRef et = mem_type(e, dt), vt = LLVMVectorType(et, e->wlanes);
+    unsigned align = (unsigned)ir_dtype_size(dt);
+    bool contig = wunit(e, x->idx[x->nidx - 1]);
+    for (int i = 0; i < x->nidx - 1; i++)
+        contig = contig && !wdep(e, x->idx[i]);
+    LLVMValueRef v;
+    if (contig) {
+        LLVMValueRef p = first_lane_ptr(e, x->buf, x->nidx, x->idx);
+        if (!p)
+            return NULL;
+        if (!e->wmask) {
+            v = LLVMBuildLoad2(e->b, vt, p, "");
+            LLVMSetAlignment(v, align);
+        } else {
+            LLVMTypeRef ovl[] = {vt, e->ptr};
+            LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), e->wmask, LLVMConstNull(vt)};
+            v = intr(e, "llvm.masked.load", ovl, 2, args, 4);
+        }
+    } else {
+        LLVMValueRef p = elem_ptr(e, x->buf, x->nidx, x->idx);
+        if (!p)
+            return NULL;
+        p = splat(e, p);
+        LLVMTypeRef ovl[] = {vt, LLVMTypeOf(p)};
+        LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), all_lanes(e), LLVMConstNull(vt)};
+        v = intr(e, "llvm.masked.gather", ovl, 2, args, 4);
+    }
+    tag_access(e, v, x->buf);
+    return v;
+}
+
 static LLVMValueRef emit_load(em *e, const kir_expr *x)
 {
+    if (e->wvar >= 0 && !e->no_memo && wdep(e, x))
+        return emit_wload(e, x);
     LLVMValueRef p = elem_ptr(e, x->buf, x->nidx, x->idx);
     if (!p)
         return NULL;
@@ -215,8 +312,32 @@ static LLVMValueRef emit_load(em *e, const kir_expr *x)
     }
 }
 
+/* A store in a widened loop: contiguous (wcheck), masked in the tail. */
+static int emit_wstore(em *e, const kir_stmt *s)
+{
+    LLVMValueRef v = eval(e, s->value);
+    LLVMValueRef p = v ? first_lane_ptr(e, s->buf, s->nidx, s->idx) : NULL;
+    if (!p)
+        return -1;
+    v = splat(e, v);
+    unsigned align = (unsigned)ir_dtype_size(e->k->bufs[s->buf].dtype);
+    LLVMValueRef st;
+    if (!e->wmask) {
+        st = LLVMBuildStore(e->b, v, p);
+        LLVMSetAlignment(st, align);
+    } else {
+        LLVMTypeRef ovl[] = {LLVMTypeOf(v), e->ptr};
+        LLVMValueRef args[] = {v, p, LLVMConstInt(e->i32, align, 0), e->wmask};
+        st = intr(e, "llvm.masked.store", ovl, 2, args, 4);
+    }
+    tag_access(e, st, s->buf);
+    return 0;
+}
+
 static int emit_store(em *e, const kir_stmt *s)
 {
+    if (e->wvar >= 0)
+        return emit_wstore(e, s);
     LLVMValueRef v = eval(e, s->value);
     LLVMValueRef p = v ? elem_ptr(e, s->buf, s->nidx, s->idx) : NULL;
     if (!p)
@@ -355,6 +476,8 @@ static bool inexact_op(kir_op op)
     switch (op) {
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_REM: case KIR_POW:
     case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_FMA:
+    case KIR_SIN: case KIR_COS: case KIR_TAN: case KIR_ASIN: case KIR_ACOS: case KIR_ATAN:
+    case KIR_SINH: case KIR_COSH: case KIR_ASINH: case KIR_ACOSH: case KIR_ATANH:
         return true;
     default:
         return false;
@@ -368,15 +491,26 @@ static LLVMValueRef emit_float_op(em *e, const kir_expr *x, LLVMValueRef *v)
     switch (x->op) {
     case KIR_NEG: return LLVMBuildFNeg(b, v[0], "");
     case KIR_ABS: return intr1(e, "llvm.fabs", v[0]);
-    case KIR_EXP: return intr1(e, "llvm.exp", v[0]);
-    case KIR_LOG: return intr1(e, "llvm.log", v[0]);
+    /* f32 (and f16/bf16): inline polynomials the vectoriser can widen */
+    case KIR_EXP: return dbl ? intr1(e, "llvm.exp", v[0]) : cg_math_exp_f32(b, v[0]);
+    case KIR_LOG: return dbl ? intr1(e, "llvm.log", v[0]) : cg_math_log_f32(b, v[0]);
     case KIR_SQRT: return intr1(e, "llvm.sqrt", v[0]);
     case KIR_FLOOR: return intr1(e, "llvm.floor", v[0]);
     case KIR_CEIL: return intr1(e, "llvm.ceil", v[0]);
     case KIR_ROUND: return intr1(e, "llvm.roundeven", v[0]);
-    /* no LLVM intrinsics: libm for now (TODO: inline polynomials) */
-    case KIR_TANH: return libm1(e, dbl ? "tanh" : "tanhf", v[0]);
-    case KIR_ERF: return libm1(e, dbl ? "erf" : "erff", v[0]);
+    case KIR_TANH: return dbl ? libm1(e, "tanh", v[0]) : cg_math_tanh_f32(b, v[0]);
+    case KIR_ERF: return dbl ? libm1(e, "erf", v[0]) : cg_math_erf_f32(b, v[0]);
+    case KIR_SIN: return libm1(e, dbl ? "sin" : "sinf", v[0]);
+    case KIR_COS: return libm1(e, dbl ? "cos" : "cosf", v[0]);
+    case KIR_TAN: return libm1(e, dbl ? "tan" : "tanf", v[0]);
+    case KIR_ASIN: return libm1(e, dbl ? "asin" : "asinf", v[0]);
+    case KIR_ACOS: return libm1(e, dbl ? "acos" : "acosf", v[0]);
+    case KIR_ATAN: return libm1(e, dbl ? "atan" : "atanf", v[0]);
+    case KIR_SINH: return libm1(e, dbl ? "sinh" : "sinhf", v[0]);
+    case KIR_COSH: return libm1(e, dbl ? "cosh" : "coshf", v[0]);
+    case KIR_ASINH: return libm1(e, dbl ? "asinh" : "asinhf", v[0]);
+    case KIR_ACOSH: return libm1(e, dbl ? "acosh" : "acoshf", v[0]);
+    case KIR_ATANH: return libm1(e, dbl ? "atanh" : "atanhf", v[0]);
     case KIR_ADD: return LLVMBuildFAdd(b, v[0], v[1], "");
     case KIR_SUB: return LLVMBuildFSub(b, v[0], v[1], "");
     case KIR_MUL: return LLVMBuildFMul(b, v[0], v[1], "");
@@ -414,6 +548,22 @@ static LLVMValueRef emit_int_op(em *e, const kir_expr *x, LLVMValueRef *v)
     case KIR_MIN: return intr2(e, sgn ? "llvm.smin" : "llvm.umin", v[0], v[1]);
     case KIR_MAX: return intr2(e, sgn ? "llvm.smax" : "llvm.umax", v[0], v[1]);
     case KIR_FMA: return LLVMBuildAdd(b, LLVMBuildMul(b, v[0], v[1], ""), v[2], "");
+    case KIR_NOT: return LLVMBuildNot(b, v[0], "");
+    case KIR_AND: return LLVMBuildAnd(b, v[0], v[1], "");
+    case KIR_OR: return LLVMBuildOr(b, v[0], v[1], "");
+    case KIR_XOR: return LLVMBuildXor(b, v[0], v[1], "");
+    case KIR_SHL: case KIR_SHR: {
+        /* LLVM's shifts by >= the width are poison; ours give 0 */
+        LLVMTypeRef ty = LLVMTypeOf(v[0]);
+        LLVMValueRef zero = LLVMConstNull(ty);
+        LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, v[1], LLVMConstInt(ty, LLVMGetIntTypeWidth(ty), 0), "");
+        LLVMValueRef amt = LLVMBuildSelect(b, big, zero, v[1], "");
+        LLVMValueRef r = x->op == KIR_SHL ? LLVMBuildShl(b, v[0], amt, "") : LLVMBuildLShr(b, v[0], amt, "");
+        return LLVMBuildSelect(b, big, zero, r, "");
+    }
+    case KIR_POW:
+        e->loops++; /* a loop of its own: the enclosing one is no longer innermost */
+        return cg_math_ipow(b, v[0], v[1], sgn);
     default: return NULL;
     }
 }
@@ -425,6 +575,7 @@ static LLVMValueRef emit_bool_op(em *e, const kir_expr *x, LLVMValueRef *v)
     case KIR_NOT: return LLVMBuildNot(b, v[0], "");
     case KIR_AND: case KIR_MIN: case KIR_MUL: return LLVMBuildAnd(b, v[0], v[1], "");
     case KIR_OR: case KIR_MAX: return LLVMBuildOr(b, v[0], v[1], "");
+    case KIR_XOR: return LLVMBuildXor(b, v[0], v[1], "");
     case KIR_ABS: case KIR_FLOOR: case KIR_CEIL: case KIR_ROUND: return v[0];
     default: return NULL;
     }
@@ -437,6 +588,10 @@ static LLVMValueRef emit_op(em *e, const kir_expr *x)
     for (int i = 0; i < n; i++)
         if (!(v[i] = eval(e, x->a[i])))
             return NULL;
+    /* in a widened loop: one varying operand makes the op varying */
+    if (e->wvar >= 0 && n > 1 && (is_vec(v[0]) || is_vec(v[1]) || (n > 2 && is_vec(v[2]))))
+        for (int i = 0; i < n; i++)
+            v[i] = splat(e, v[i]);
     switch (x->op) {
     case KIR_CAST: return emit_cast(e, v[0], x->a[0]->dtype, x->dtype);
     case KIR_SELECT: return LLVMBuildSelect(e->b, v[0], v[1], v[2], "");
@@ -497,6 +652,18 @@ static void memo_clear(em *e)
     e->memo_n = 0;
 }
 
+static LLVMValueRef eval_node(em *e, const kir_expr *x)
+{
+    if (x->op == KIR_ACC && e->vaccs[x->var])
+        return LLVMBuildLoad2(e->b, LLVMVectorType(reg_type(e, e->k->acc_dtype[x->var]), e->wlanes),
+                              e->vaccs[x->var], "");
+    if (x->op == KIR_ACC)
+        return LLVMBuildLoad2(e->b, reg_type(e, e->k->acc_dtype[x->var]), e->accs[x->var], "");
+    if (x->op == KIR_LOAD)
+        return emit_load(e, x);
+    return emit_op(e, x);
+}
+
 static LLVMValueRef eval(em *e, const kir_expr *x)
 {
     switch (x->op) {
@@ -505,6 +672,8 @@ static LLVMValueRef eval(em *e, const kir_expr *x)
     case KIR_SYM: return sym_value(e, x->var);
     default: break;
     }
+    if (e->no_memo)
+        return eval_node(e, x);
     LLVMValueRef *slot = memo_find(e, x);
     if (!slot) {
         ir_errorf(e->d, "out of memory");
@@ -512,13 +681,7 @@ static LLVMValueRef eval(em *e, const kir_expr *x)
     }
     if (*slot)
         return *slot;
-    LLVMValueRef r;
-    if (x->op == KIR_ACC)
-        r = LLVMBuildLoad2(e->b, reg_type(e, e->k->acc_dtype[x->var]), e->accs[x->var], "");
-    else if (x->op == KIR_LOAD)
-        r = emit_load(e, x);
-    else
-        r = emit_op(e, x);
+    LLVMValueRef r = eval_node(e, x);
     /* memo_find may have rehashed while operands were emitted */
     if (r)
         *memo_find(e, x) = r;
@@ -551,6 +714,323 @@ static LLVMMetadataRef loop_hint(em *e, const char *name, LLVMValueRef v)
 
 static int emit_block(em *e, const kir_block *bl, int depth);
 
+/* ---- VECTOR loops widened by the emitter ----------------------------------
+ * LLVM vectorises innermost loops only. A VECTOR loop whose body holds
+ * other loops (a register tile: accumulators across a reduction loop) is
+ * widened here instead: its variable becomes base + <0..W-1>, expressions
+ * that depend on it (or on an accumulator set inside it) become vectors,
+ * everything else stays scalar and is splatted on use. When some construct
+ * has no vector form (wcheck), the loop is emitted serially. */
+
+static bool wdep(em *e, const kir_expr *x)
+{
+    switch (x->op) {
+    case KIR_VAR: return x->var == e->wvar;
+    case KIR_ACC: return e->vaccs[x->var] != NULL;
+    case KIR_CONST: case KIR_SYM: return false;
+    case KIR_LOAD:
+        for (int i = 0; i < x->nidx; i++)
+            if (wdep(e, x->idx[i]))
+                return true;
+        return false;
+    default:
+        for (int i = 0; i < kir_op_arity(x->op); i++)
+            if (wdep(e, x->a[i]))
+                return true;
+        return false;
+    }
+}
+
+/* x is the vector variable plus a uniform offset (unit stride). */
+static bool wunit(em *e, const kir_expr *x)
+{
+    if (x->op == KIR_VAR)
+        return x->var == e->wvar;
+    if (x->op != KIR_ADD)
+        return false;
+    return (wunit(e, x->a[0]) && !wdep(e, x->a[1])) || (!wdep(e, x->a[0]) && wunit(e, x->a[1]));
+}
+
+/* Dtypes whose vectors need no conversion: loads, stores and ops. */
+static bool wdtype(ir_dtype dt) { return dt == IR_F32 || dt == IR_F64 || (dt != IR_BOOL && ir_dtype_is_int(dt)); }
+
+static bool wcheck_expr(em *e, const kir_expr *x)
+{
+    if (!wdep(e, x))
+        return true;
+    switch (x->op) {
+    case KIR_VAR: return true;
+    case KIR_ACC: return e->wdef[x->var] != 0; /* set in this iteration before */
+    case KIR_LOAD:
+        if (!wdtype(e->k->bufs[x->buf].dtype))
+            return false;
+        for (int i = 0; i < x->nidx; i++)
+            if (!wcheck_expr(e, x->idx[i]))
+                return false;
+        return true;
+    case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_FMA: case KIR_MIN: case KIR_MAX: case KIR_NEG:
+        if (!wdtype(x->dtype))
+            return false;
+        break;
+    case KIR_LT: case KIR_LE: case KIR_EQ: case KIR_NE:
+        if (!wdtype(x->a[0]->dtype))
+            return false;
+        break;
+    case KIR_SELECT:
+        if (x->dtype != IR_BOOL && !wdtype(x->dtype))
+            return false;
+        break;
+    case KIR_AND: case KIR_OR: case KIR_NOT: break;
+    default: return false;
+    }
+    for (int i = 0; i < kir_op_arity(x->op); i++)
+        if (!wcheck_expr(e, x->a[i]))
+            return false;
+    return true;
+}
+
+/* Gives every accumulator set in bl a vector alloca; false on one of a
+ * dtype without a vector form. */
+static bool wmark_accs(em *e, const kir_block *bl)
+{
+    for (int i = 0; i < bl->n; i++) {
+        const kir_stmt *s = bl->s[i];
+        if (s->kind == KIR_S_ACC_SET && !e->vaccs[s->acc]) {
+            ir_dtype dt = e->k->acc_dtype[s->acc];
+            if (!wdtype(dt))
+                return false;
+            e->vaccs[s->acc] = LLVMBuildAlloca(e->eb, LLVMVectorType(reg_type(e, dt), e->wlanes), "vacc");
+        }
+        if ((s->kind == KIR_S_FOR || s->kind == KIR_S_IF) && !wmark_accs(e, &s->body))
+            return false;
+        if (s->kind == KIR_S_IF && !wmark_accs(e, &s->orelse))
+            return false;
+    }
+    return true;
+}
+
+static bool wcheck_block(em *e, const kir_block *bl);
+
+/* acc + x, x + acc or fma(a, b, acc): a sum the lanes may split (a vector
+ * loop allows reassociating it); *rest gets the other operands. */
+static int red_form(const kir_expr *v, int acc, const kir_expr **rest)
+{
+    bool is_acc[3];
+    for (int i = 0; i < 3; i++)
+        is_acc[i] = v->a[i] && v->a[i]->op == KIR_ACC && v->a[i]->var == acc;
+    if (v->op == KIR_ADD && (is_acc[0] || is_acc[1])) {
+        rest[0] = v->a[is_acc[0] ? 1 : 0];
+        return 1;
+    }
+    if (v->op == KIR_FMA && is_acc[2]) {
+        rest[0] = v->a[0];
+        rest[1] = v->a[1];
+        return 2;
+    }
+    return 0;
+}
+
+static bool has_red_set(const kir_block *bl)
+{
+    const kir_expr *rest[2];
+    for (int i = 0; i < bl->n; i++)
+        if (bl->s[i]->kind == KIR_S_ACC_SET && red_form(bl->s[i]->value, bl->s[i]->acc, rest))
+            return true;
+    return false;
+}
+
+/* Checks a nested block; what it sets counts as set only inside it (it
+ * may run zero times). */
+static bool wcheck_nested(em *e, const kir_block *bl)
+{
+    size_t n = (size_t)e->k->naccs;
+    unsigned char *saved = malloc(n + 1);
+    if (!saved)
+        return false;
+    memcpy(saved, e->wdef, n);
+    bool ok = wcheck_block(e, bl);
+    memcpy(e->wdef, saved, n);
+    free(saved);
+    return ok;
+}
+
+static bool wcheck_block(em *e, const kir_block *bl)
+{
+    for (int i = 0; i < bl->n; i++) {
+        const kir_stmt *s = bl->s[i];
+        switch (s->kind) {
+        case KIR_S_FOR:
+            if (wdep(e, s->lo) || wdep(e, s->hi) || !wcheck_nested(e, &s->body))
+                return false;
+            break;
+        case KIR_S_IF:
+            if (wdep(e, s->cond) || !wcheck_nested(e, &s->body) || !wcheck_nested(e, &s->orelse))
+                return false;
+            break;
+        case KIR_S_STORE:
+            /* contiguous stores only: a scatter's lanes may collide */
+            if (!wdtype(e->k->bufs[s->buf].dtype) || !wunit(e, s->idx[s->nidx - 1]))
+                return false;
+            for (int d = 0; d < s->nidx - 1; d++)
+                if (wdep(e, s->idx[d]))
+                    return false;
+            if (!wdtype(s->value->dtype) || !wcheck_expr(e, s->value))
+                return false;
+            break;
+        case KIR_S_ACC_SET: {
+            const kir_expr *rest[2];
+            int nr = e->wdef[s->acc] ? 0 : red_form(s->value, s->acc, rest);
+            if (nr && wdtype(s->value->dtype)) {
+                for (int r = 0; r < nr; r++)
+                    if (!wcheck_expr(e, rest[r]))
+                        return false;
+                e->wred[s->acc] = 1;
+                break;
+            }
+            if (e->wred[s->acc] || !wcheck_expr(e, s->value))
+                return false;
+            e->wdef[s->acc] = 1;
+            break;
+        }
+        }
+    }
+    return true;
+}
+
+static bool has_loop(const kir_block *bl)
+{
+    for (int i = 0; i < bl->n; i++) {
+        const kir_stmt *s = bl->s[i];
+        if (s->kind == KIR_S_FOR || (s->kind == KIR_S_IF && (has_loop(&s->body) || has_loop(&s->orelse))))
+            return true;
+    }
+    return false;
+}
+
+/* One chunk of W lanes from base; mask NULL for a full chunk. */
+static int emit_chunk(em *e, const kir_stmt *s, int depth, LLVMValueRef base, LLVMValueRef hi, bool tail)
+{
+    LLVMTypeRef vt = LLVMVectorType(e->i64, e->wlanes);
+    LLVMValueRef *lanes = malloc(sizeof *lanes * e->wlanes);
+    if (!lanes)
+        return ir_errorf(e->d, "out of memory");
+    for (unsigned i = 0; i < e->wlanes; i++)
+        lanes[i] = ci64(e, i);
+    LLVMValueRef iota = LLVMConstVector(lanes, e->wlanes);
+    free(lanes);
+    (void)vt;
+    e->wbase = base;
+    e->vars[s->var] = LLVMBuildNSWAdd(e->b, splat(e, base), iota, "lane");
+    e->wmask = tail ? LLVMBuildICmp(e->b, LLVMIntSLT, e->vars[s->var], splat(e, hi), "") : NULL;
+    return emit_block(e, &s->body, depth + 1);
+}
+
+/* The sum of v's lanes: halves added pairwise (log2 W steps). */
+static LLVMValueRef hsum(em *e, LLVMValueRef v)
+{
+    bool fp = LLVMGetTypeKind(LLVMGetElementType(LLVMTypeOf(v))) != LLVMIntegerTypeKind;
+    unsigned n = LLVMGetVectorSize(LLVMTypeOf(v));
+    LLVMValueRef idx[512];
+    while (n > 1 && n % 2 == 0 && n <= 1024) {
+        unsigned h = n / 2;
+        for (unsigned i = 0; i < h; i++)
+            idx[i] = LLVMConstInt(e->i32, i, 0);
+        LLVMValueRef lo = LLVMBuildShuffleVector(e->b, v, v, LLVMConstVector(idx, h), "");
+        for (unsigned i = 0; i < h; i++)
+            idx[i] = LLVMConstInt(e->i32, h + i, 0);
+        LLVMValueRef hi = LLVMBuildShuffleVector(e->b, v, v, LLVMConstVector(idx, h), "");
+        v = fp ? LLVMBuildFAdd(e->b, lo, hi, "") : LLVMBuildAdd(e->b, lo, hi, "");
+        n = h;
+    }
+    LLVMValueRef r = LLVMBuildExtractElement(e->b, v, LLVMConstInt(e->i32, 0, 0), "");
+    for (unsigned i = 1; i < n; i++) {
+        LLVMValueRef x = LLVMBuildExtractElement(e->b, v, LLVMConstInt(e->i32, i, 0), "");
+        r = fp ? LLVMBuildFAdd(e->b, r, x, "") : LLVMBuildAdd(e->b, r, x, "");
+    }
+    return r;
+}
+
+/* 1 when emitted widened, 0 when it has no vector form, -1 on error. */
+static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LLVMValueRef hi)
+{
+    const kir_kernel *k = e->k;
+    e->wvar = s->var;
+    e->wlanes = (unsigned)s->width;
+    /* an accumulator carried across iterations (a reduction over this
+     * loop) has no per-lane form: wcheck wants each set before its reads */
+    e->wdef = calloc((size_t)k->naccs + 1, 1);
+    e->wred = calloc((size_t)k->naccs + 1, 1);
+    bool ok = e->wdef && e->wred && wmark_accs(e, &s->body) && wcheck_block(e, &s->body);
+    free(e->wdef);
+    e->wdef = NULL;
+    int rc = 1;
+    if (ok) {
+        LLVMBuilderRef b = e->b;
+        /* a carried sum starts as <acc, 0, ..., 0> */
+        for (int a = 0; a < k->naccs; a++)
+            if (e->wred[a]) {
+                LLVMTypeRef st = reg_type(e, k->acc_dtype[a]);
+                LLVMValueRef in = LLVMBuildLoad2(b, st, e->accs[a], "");
+                LLVMValueRef v0 = LLVMBuildInsertElement(b, LLVMConstNull(LLVMVectorType(st, e->wlanes)), in,
+                                                         LLVMConstInt(e->i32, 0, 0), "");
+                LLVMBuildStore(b, v0, e->vaccs[a]);
+            }
+        LLVMValueRef saved = e->vars[s->var], w = ci64(e, s->width);
+        LLVMValueRef n = intr2(e, "llvm.smax", LLVMBuildNSWSub(b, hi, lo, ""), ci64(e, 0));
+        LLVMValueRef full = LLVMBuildNSWAdd(b, lo, LLVMBuildNSWMul(b, LLVMBuildSDiv(b, n, w, ""), w, ""), "");
+        LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+        LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->cx, e->fn, "vloop");
+        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->cx, e->fn, "vbody");
+        LLVMBuildBr(b, head);
+        LLVMPositionBuilderAtEnd(b, head);
+        LLVMValueRef iv = LLVMBuildPhi(b, e->i64, "j");
+        LLVMValueRef test = LLVMBuildICmp(b, LLVMIntSLT, iv, full, "");
+        LLVMPositionBuilderAtEnd(b, body);
+        e->loops++;
+        if (emit_chunk(e, s, depth, iv, hi, false) < 0) {
+            rc = -1;
+        } else {
+            LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(e->cx, e->fn, "vlatch");
+            LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->cx, e->fn, "vtail");
+            LLVMBuildBr(b, latch);
+            LLVMPositionBuilderAtEnd(b, head);
+            LLVMBuildCondBr(b, test, body, exit);
+            LLVMPositionBuilderAtEnd(b, latch);
+            LLVMValueRef next = LLVMBuildNSWAdd(b, iv, w, "");
+            LLVMBuildBr(b, head);
+            LLVMValueRef in_v[] = {lo, next};
+            LLVMBasicBlockRef in_b[] = {pre, latch};
+            LLVMAddIncoming(iv, in_v, in_b, 2);
+            /* the partial last chunk, masked */
+            LLVMPositionBuilderAtEnd(b, exit);
+            LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->cx, e->fn, "vrest");
+            LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->cx, e->fn, "vdone");
+            LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, full, hi, ""), then, join);
+            LLVMPositionBuilderAtEnd(b, then);
+            memo_clear(e);
+            if (emit_chunk(e, s, depth, full, hi, true) < 0) {
+                rc = -1;
+            } else {
+                LLVMBuildBr(b, join);
+                LLVMPositionBuilderAtEnd(b, join);
+                for (int a = 0; a < k->naccs; a++)
+                    if (e->wred[a])
+                        LLVMBuildStore(b, hsum(e, LLVMBuildLoad2(b, LLVMVectorType(reg_type(e, k->acc_dtype[a]),
+                                                                                   e->wlanes), e->vaccs[a], "")),
+                                       e->accs[a]);
+            }
+        }
+        e->vars[s->var] = saved;
+    }
+    e->wvar = -1;
+    e->wmask = NULL;
+    e->wbase = NULL;
+    free(e->wred);
+    e->wred = NULL;
+    memset(e->vaccs, 0, sizeof *e->vaccs * (size_t)k->naccs);
+    return ok ? rc : 0;
+}
+
 static int emit_for(em *e, const kir_stmt *s, int depth)
 {
     LLVMValueRef lo = eval(e, s->lo), hi = lo ? eval(e, s->hi) : NULL;
@@ -559,6 +1039,11 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
     if (s->loop == KIR_PARALLEL && depth == 0) {
         lo = intr2(e, "llvm.smax", lo, e->begin);
         hi = intr2(e, "llvm.smin", hi, e->end);
+    }
+    if (s->loop == KIR_VECTOR && s->width > 1 && e->wvar < 0 && (has_loop(&s->body) || has_red_set(&s->body))) {
+        int rc = emit_widened(e, s, depth, lo, hi);
+        if (rc)
+            return rc < 0 ? -1 : 0;
     }
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->cx, e->fn, "loop");
@@ -589,15 +1074,17 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
     LLVMAddIncoming(iv, in_v, in_b, 2);
 
     int w = s->width > 0 ? s->width : 1;
-    LLVMMetadataRef hints[2];
+    LLVMMetadataRef hints[3];
     size_t nh = 0;
     /* LLVM vectorises innermost loops only, and cannot widen libm calls
-     * (tanhf, erff); where it cannot, a forced hint only yields a warning
-     * on stderr, so such loops get none (TODO: widen them ourselves;
-     * inline polynomials for tanh/erf). */
-    if (s->loop == KIR_VECTOR && e->libm_calls == calls && e->loops == loops) {
+     * (sinf, f64 tanh...; f32 exp/tanh/erf are inline code); where it
+     * cannot, a forced hint only yields a warning on stderr, so such loops
+     * get none. */
+    if (s->loop == KIR_VECTOR && e->libm_calls == calls && e->loops == loops && e->wvar < 0) {
         hints[nh++] = loop_hint(e, "llvm.loop.vectorize.enable", LLVMConstInt(e->i1, 1, 0));
         hints[nh++] = loop_hint(e, "llvm.loop.vectorize.width", LLVMConstInt(e->i32, (unsigned)w, 0));
+        if (s->tail_mask)
+            hints[nh++] = loop_hint(e, "llvm.loop.vectorize.predicate.enable", LLVMConstInt(e->i1, 1, 0));
     } else if (s->loop == KIR_UNROLL) {
         hints[nh++] = loop_hint(e, "llvm.loop.unroll.count", LLVMConstInt(e->i32, (unsigned)w, 0));
     }
@@ -642,7 +1129,16 @@ static int emit_block(em *e, const kir_block *bl, int depth)
             LLVMValueRef v = eval(e, s->value);
             if (!v)
                 return -1;
-            LLVMBuildStore(e->b, v, e->accs[s->acc]);
+            if (e->vaccs[s->acc]) {
+                v = splat(e, v);
+                if (e->wmask && e->wred && e->wred[s->acc]) { /* masked lanes keep their sum */
+                    LLVMValueRef old = LLVMBuildLoad2(e->b, LLVMTypeOf(v), e->vaccs[s->acc], "");
+                    v = LLVMBuildSelect(e->b, e->wmask, v, old, "");
+                }
+                LLVMBuildStore(e->b, v, e->vaccs[s->acc]);
+            }
+            else
+                LLVMBuildStore(e->b, v, e->accs[s->acc]);
             break;
         }
         }
@@ -770,10 +1266,12 @@ int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, const kir_kernel *k
     e.noalias_md = calloc(nb, sizeof *e.noalias_md);
     e.vars = calloc((size_t)k->nvars + 1, sizeof *e.vars);
     e.accs = calloc((size_t)k->naccs + 1, sizeof *e.accs);
+    e.vaccs = calloc((size_t)k->naccs + 1, sizeof *e.vaccs);
+    e.wvar = -1;
     e.b = LLVMCreateBuilderInContext(e.cx);
     e.eb = LLVMCreateBuilderInContext(e.cx);
     int rc;
-    if (!e.base || !e.stride || !e.scope_md || !e.noalias_md || !e.vars || !e.accs)
+    if (!e.base || !e.stride || !e.scope_md || !e.noalias_md || !e.vars || !e.accs || !e.vaccs)
         rc = ir_errorf(d, "out of memory");
     else
         rc = emit_function(&e);
@@ -789,6 +1287,7 @@ int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, const kir_kernel *k
     free(e.noalias_md);
     free(e.vars);
     free(e.accs);
+    free(e.vaccs);
     free(e.syms);
     free(e.memo);
     return rc;

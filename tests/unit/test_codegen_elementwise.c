@@ -17,11 +17,14 @@
 #include "ir/text.h"
 
 /* Each case: one node over inputs of the given types. */
-static const struct {
+typedef struct {
     const char *node;          /* "Op(%a, %b) {attrs}" */
     const char *inputs;        /* "%a: f32[3,5], %b: f32[5]" */
     const char *out;           /* the output type */
-} cases[] = {
+} tcase;
+
+/* Cases on random inputs. */
+static const tcase rand_cases[] = {
     {"Add(%a, %b)", "%a: f32[3,5], %b: f32[5]", "f32[3,5]"},
     {"Sub(%a, %b)", "%a: f64[2,1,4], %b: f64[3,1]", "f64[2,3,4]"},
     {"Mul(%a, %b)", "%a: f16[4,8], %b: f16[4,1]", "f16[4,8]"},
@@ -63,6 +66,39 @@ static const struct {
     {"Not(%a)", "%a: bool[12]", "bool[12]"},
     {"Where(%a, %b, %c)", "%a: bool[4,6], %b: f32[6], %c: f32[4,1]", "f32[4,6]"},
     {"Clip(%a, %b, %c)", "%a: f32[20], %b: f32[], %c: f32[]", "f32[20]"},
+    /* the rest of the elementwise family: every op, integer and narrow dtypes */
+    {"Clip(%a, %b, %c)", "%a: i32[20], %b: i32[], %c: i32[]", "i32[20]"},
+    {"Clip(%a, %b)", "%a: u8[20], %b: u8[]", "u8[20]"},
+    {"Sum(%a, %b, %c)", "%a: u16[4,10], %b: u16[10], %c: u16[4,1]", "u16[4,10]"},
+    {"Where(%a, %b, %c)", "%a: bool[4,6], %b: i64[6], %c: i64[4,1]", "i64[4,6]"},
+    {"Where(%a, %b, %c)", "%a: bool[12], %b: bool[12], %c: bool[1]", "bool[12]"},
+    {"Where(%a, %b, %c)", "%a: bool[12], %b: bf16[12], %c: bf16[12]", "bf16[12]"},
+    {"Cast(%a) {to = 1}", "%a: bool[48]", "f32[48]"},
+    {"Mod(%a, %b)", "%a: i8[6,5], %b: i8[5]", "i8[6,5]"},
+    {"Mod(%a, %b) {fmod = 1}", "%a: f32[40], %b: f32[40]", "f32[40]"},
+    {"Mod(%a, %b) {fmod = 1}", "%a: f16[40], %b: f16[1]", "f16[40]"},
+    {"Pow(%a, %b)", "%a: i32[40], %b: i32[40]", "i32[40]"},
+    {"Pow(%a, %b)", "%a: u8[40], %b: u8[40]", "u8[40]"},
+    {"Pow(%a, %b)", "%a: i32[40], %b: i64[40]", "i32[40]"},
+    {"Pow(%a, %b)", "%a: f32[40], %b: i64[40]", "f32[40]"},
+    {"Pow(%a, %b)", "%a: i64[40], %b: f32[40]", "i64[40]"},
+    {"Pow(%a, %b)", "%a: f16[40], %b: f32[40]", "f16[40]"},
+    {"BitShift(%a, %b) {direction = \"LEFT\"}", "%a: u8[40], %b: u8[40]", "u8[40]"},
+    {"Or(%a, %b)", "%a: bool[12], %b: bool[12]", "bool[12]"},
+    {"PRelu(%a, %b)", "%a: f32[3,16], %b: f32[16]", "f32[3,16]"},
+    {"PRelu(%a, %b)", "%a: i32[3,16], %b: i32[3,1]", "i32[3,16]"},
+    {"Sin(%a)", "%a: f32[32]", "f32[32]"},
+    {"Cos(%a)", "%a: f64[32]", "f64[32]"},
+    {"Tan(%a)", "%a: f16[32]", "f16[32]"},
+    {"Asin(%a)", "%a: f32[32]", "f32[32]"},
+    {"Acos(%a)", "%a: f32[32]", "f32[32]"},
+    {"Atan(%a)", "%a: f32[32]", "f32[32]"},
+    {"Sinh(%a)", "%a: f32[32]", "f32[32]"},
+    {"Cosh(%a)", "%a: bf16[32]", "bf16[32]"},
+    {"Asinh(%a)", "%a: f32[32]", "f32[32]"},
+    {"Acosh(%a)", "%a: f32[32]", "f32[32]"},
+    {"Atanh(%a)", "%a: f32[32]", "f32[32]"},
+    /* inline exp/tanh/erf at their edges: overflow, underflow, NaN, inf */
     /* contractions, normalizations, reshapes (codegen/lower_nn.c) */
     {"Gemm(%a, %b, %c)", "%a: f32[5,7], %b: f32[7,3], %c: f32[3]", "f32[5,3]"},
     {"Gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, transA = 1, transB = 1}",
@@ -83,12 +119,98 @@ static const struct {
     {"ReduceMean(%a)", "%a: f16[4,4]", "f16[1,1]"},
     {"ReduceL2(%a) {keepdims = 0}", "%a: f64[9]", "f64[]"},
 };
-#define NCASES (int)(sizeof cases / sizeof cases[0])
+/* Cases on the edge values (fill_edge). */
+static const tcase edge_cases[] = {
+    {"Relu(%a)", "%a: i8[40]", "i8[40]"},
+    {"Neg(%a)", "%a: i64[40]", "i64[40]"},
+    {"Abs(%a)", "%a: i16[40]", "i16[40]"},
+    {"Max(%a, %b)", "%a: i64[40], %b: i64[40]", "i64[40]"},
+    {"Cast(%a) {to = 6}", "%a: f32[48]", "i32[48]"},
+    {"Cast(%a) {to = 2}", "%a: f32[48]", "u8[48]"},
+    {"Cast(%a) {to = 12}", "%a: f64[48]", "u32[48]"},
+    {"Cast(%a) {to = 7}", "%a: f16[48]", "i64[48]"},
+    {"Cast(%a) {to = 10}", "%a: f64[48]", "f16[48]"},
+    {"Cast(%a) {to = 16}", "%a: f32[48]", "bf16[48]"},
+    {"Cast(%a) {to = 10}", "%a: bf16[48]", "f16[48]"},
+    {"Cast(%a) {to = 11}", "%a: bf16[48]", "f64[48]"},
+    {"Cast(%a) {to = 9}", "%a: f32[48]", "bool[48]"},
+    {"Cast(%a) {to = 10}", "%a: i64[48]", "f16[48]"},
+    {"Cast(%a) {to = 1}", "%a: u64[48]", "f32[48]"},
+    {"Cast(%a) {to = 3}", "%a: i64[48]", "i8[48]"},
+    {"Cast(%a) {to = 7}", "%a: u32[48]", "i64[48]"},
+    {"Cast(%a) {to = 9}", "%a: i16[48]", "bool[48]"},
+    {"CastLike(%a, %b)", "%a: f32[48], %b: f16[1]", "f16[48]"},
+    {"Mod(%a, %b)", "%a: i32[40], %b: i32[40]", "i32[40]"},
+    {"Mod(%a, %b)", "%a: u16[40], %b: u16[40]", "u16[40]"},
+    {"Mod(%a, %b) {fmod = 1}", "%a: i64[40], %b: i64[40]", "i64[40]"},
+    {"Pow(%a, %b)", "%a: i64[40], %b: i64[40]", "i64[40]"},
+    {"BitShift(%a, %b) {direction = \"RIGHT\"}", "%a: u32[40], %b: u32[40]", "u32[40]"},
+    {"BitShift(%a, %b) {direction = \"LEFT\"}", "%a: u64[40], %b: u64[40]", "u64[40]"},
+    {"BitwiseAnd(%a, %b)", "%a: i16[40], %b: i16[40]", "i16[40]"},
+    {"BitwiseOr(%a, %b)", "%a: u64[40], %b: u64[1]", "u64[40]"},
+    {"BitwiseXor(%a, %b)", "%a: i8[40], %b: i8[40]", "i8[40]"},
+    {"BitwiseNot(%a)", "%a: u32[40]", "u32[40]"},
+    {"IsNaN(%a)", "%a: f32[48]", "bool[48]"},
+    {"IsInf(%a)", "%a: f16[48]", "bool[48]"},
+    {"IsInf(%a) {detect_negative = 0}", "%a: f64[48]", "bool[48]"},
+    {"Sign(%a)", "%a: f32[48]", "f32[48]"},
+    {"Sign(%a)", "%a: i8[48]", "i8[48]"},
+    {"Sign(%a)", "%a: u16[48]", "u16[48]"},
+    {"ThresholdedRelu(%a) {alpha = 0.5}", "%a: f32[48]", "f32[48]"},
+    {"Softsign(%a)", "%a: f32[48]", "f32[48]"},
+    {"Shrink(%a) {lambd = 1.5, bias = 0.25}", "%a: f32[48]", "f32[48]"},
+    {"Shrink(%a) {lambd = 1.5, bias = 1.5}", "%a: i32[48]", "i32[48]"},
+    {"Celu(%a) {alpha = 2.0}", "%a: f32[48]", "f32[48]"},
+    {"Mish(%a)", "%a: f32[48]", "f32[48]"},
+    {"Erf(%a)", "%a: i32[48]", "i32[48]"},
+    {"Exp(%a)", "%a: f32[48]", "f32[48]"},
+    {"Tanh(%a)", "%a: f32[48]", "f32[48]"},
+    {"Erf(%a)", "%a: f32[48]", "f32[48]"},
+    {"Sigmoid(%a)", "%a: f32[48]", "f32[48]"},
+    {"Gelu(%a)", "%a: f32[48]", "f32[48]"},
+    {"Gelu(%a) {approximate = \"tanh\"}", "%a: bf16[48]", "bf16[48]"},
+    {"Elu(%a)", "%a: f32[48]", "f32[48]"},
+    {"Softplus(%a)", "%a: f32[48]", "f32[48]"},
+    {"Log(%a)", "%a: f32[48]", "f32[48]"},
+};
+#define NRAND (int)(sizeof rand_cases / sizeof rand_cases[0])
+#define NCASES (NRAND + (int)(sizeof edge_cases / sizeof edge_cases[0]))
+
+static const tcase *case_at(int c) { return c < NRAND ? &rand_cases[c] : &edge_cases[c - NRAND]; }
 
 static ir_graph *graphs[NCASES];
 static ir_tensor ins[NCASES][3];
 static ir_tensor want[NCASES];
 static void *lib;
+
+/* Edge values: zeros, ones, halves, the limits of each dtype, overflow
+ * and underflow of exp, NaN and infinities. Each tensor starts at a
+ * random position of the list, so operands pair up differently. */
+static const double edge_f[] = {0.0, -0.0, 1, -1, 0.5, -0.5, 2.5, -2.5, 3.5, 1e-3, -1e-3, 0.3, -0.7,
+                                4, -4.5, 9, -12, 20, -20, 88.5, -88.5, 95, -104, 200, -150, 255.5,
+                                127.9, -128.9, 70000, -65520, 3e9, -3e9, 1.5e19, 2e19, -9.3e18,
+                                1e30, -1e30, 1e-40, -1e-30, INFINITY, -INFINITY, NAN, 0.625, -0.62,
+                                0.999, 1.001, 3.9, -3.95};
+static const int64_t edge_i[] = {0, 1, -1, 2, -2, 3, -3, 7, -7, 8, 15, 31, 32, 33, 63, 64, 65, 100,
+                                 -100, 127, -128, 128, 255, 256, 32767, -32768, 65535, 65536,
+                                 INT32_MAX, INT32_MIN, (int64_t)UINT32_MAX, INT64_MAX, INT64_MIN,
+                                 0x5555555555555555, -6, 5, 12, -13, 40, 9};
+#define NEDGE_F (int)(sizeof edge_f / sizeof edge_f[0])
+#define NEDGE_I (int)(sizeof edge_i / sizeof edge_i[0])
+
+static void fill_edge(ir_tensor *t, unsigned *seed)
+{
+    t->data = calloc(1, t->nbytes + 1);
+    int start = rand_r(seed);
+    for (int64_t i = 0; i < t->numel; i++) {
+        if (t->dtype == IR_BOOL)
+            ir_tensor_seti(t, i, (i + start) % 3 == 0);
+        else if (ir_dtype_is_float(t->dtype))
+            ir_tensor_setf(t, i, edge_f[(i + start) % NEDGE_F]);
+        else
+            ir_tensor_seti(t, i, edge_i[(i + start) % NEDGE_I]);
+    }
+}
 
 /* Random inputs away from the ops' edge cases (positive for Log/Sqrt). */
 static void fill(ir_tensor *t, unsigned *seed, bool positive)
@@ -115,8 +237,8 @@ static void setup(void)
     unsigned seed = 42;
     for (int c = 0; c < NCASES; c++) {
         char text[512];
-        snprintf(text, sizeof text, "graph @g(%s) -> (%%y) {\n  %%y = %s : %s\n}\n", cases[c].inputs,
-                 cases[c].node, cases[c].out);
+        snprintf(text, sizeof text, "graph @g(%s) -> (%%y) {\n  %%y = %s : %s\n}\n", case_at(c)->inputs,
+                 case_at(c)->node, case_at(c)->out);
         ir_graph *g = ir_parse(text, strlen(text), "case", &d);
         ck_assert_msg(g != NULL, "case %d: %s", c, d.msg);
         graphs[c] = g;
@@ -135,8 +257,8 @@ static void setup(void)
         kir_kernel_destroy(k);
         free(b);
         /* the oracle */
-        bool positive = strstr(cases[c].node, "Log") || strstr(cases[c].node, "Sqrt") ||
-                        strstr(cases[c].node, "Pow");
+        bool positive = strstr(case_at(c)->node, "Log") || strstr(case_at(c)->node, "Sqrt") ||
+                        strstr(case_at(c)->node, "Pow") || strstr(case_at(c)->node, "Acosh");
         const ir_tensor *inp[3] = {NULL, NULL, NULL};
         for (int i = 0; i < g->ninputs; i++) {
             const ir_type *ty = &g->inputs[i]->type;
@@ -144,13 +266,17 @@ static void setup(void)
             for (int j = 0; j < ty->rank; j++)
                 dims[j] = ty->dims[j].v;
             ck_assert_int_eq(ir_tensor_init(&ins[c][i], ty->dtype, ty->rank, dims, &d), 0);
-            fill(&ins[c][i], &seed, positive);
+            if (c >= NRAND)
+                fill_edge(&ins[c][i], &seed);
+            else
+                fill(&ins[c][i], &seed, positive);
             inp[i] = &ins[c][i];
         }
         /* Clip's bounds: lo < hi */
-        if (strstr(cases[c].node, "Clip")) {
-            ir_tensor_setf(&ins[c][1], 0, -1);
-            ir_tensor_setf(&ins[c][2], 0, 1.5);
+        if (strstr(case_at(c)->node, "Clip")) {
+            ir_tensor_setf(&ins[c][1], 0, ir_dtype_is_signed(ins[c][1].dtype) ? -1 : 3);
+            if (g->ninputs > 2)
+                ir_tensor_setf(&ins[c][2], 0, ir_dtype_is_float(ins[c][2].dtype) ? 1.5 : 4);
         }
         ck_assert_msg(ir_eval_node(n, inp, &want[c], &d) == 0, "case %d: %s", c, d.msg);
     }
@@ -207,11 +333,12 @@ START_TEST(compiled_matches_interpreter)
     for (int64_t i = 0; i < got.numel; i++) {
         if (ir_dtype_is_float(got.dtype)) {
             double a = ir_tensor_getf(&got, i), b = ir_tensor_getf(&want[c], i);
-            ck_assert_msg(fabs(a - b) <= 1e-6 + rtol * fabs(b), "%s, element %lld: %.9g, want %.9g",
-                          cases[c].node, (long long)i, a, b);
+            bool ok = isnan(b) ? isnan(a) : isinf(b) ? a == b : fabs(a - b) <= 1e-6 + rtol * fabs(b);
+            ck_assert_msg(ok, "%s, element %lld: %.9g, want %.9g (input %.9g)", case_at(c)->node,
+                          (long long)i, a, b, ir_tensor_getf(&ins[c][0], i % ins[c][0].numel));
         } else {
             ck_assert_msg(ir_tensor_geti(&got, i) == ir_tensor_geti(&want[c], i),
-                          "%s, element %lld: %lld, want %lld", cases[c].node, (long long)i,
+                          "%s, element %lld: %lld, want %lld", case_at(c)->node, (long long)i,
                           (long long)ir_tensor_geti(&got, i), (long long)ir_tensor_geti(&want[c], i));
         }
     }
