@@ -5,8 +5,9 @@
  * below k at their rank. Einsum parses its equation at lowering time into
  * labels, loops over the output labels and then the summed ones with an
  * accumulator (f64 for floats, wrapping i64 for integers, as the
- * reference). NonZero, Unique and Compress are not lowered: their output
- * shapes depend on the input values, and kernels have static shapes.
+ * reference). Unique is not lowered: its output shape depends on the
+ * input values (NonZero and Compress, in lower_movement2.c, fill the
+ * declared static shape and stop there).
  */
 #include "codegen/lower_misc.h"
 #include "ir/ops.h"

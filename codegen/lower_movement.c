@@ -1,21 +1,117 @@
-/* lower_movement.c - data movement: reshapes (a flat copy in row-major
- * order) and Transpose.
+/* lower_movement.c - data movement whose source positions follow from
+ * the shapes and constant operands alone: reshapes (a flat copy in
+ * row-major order), Transpose, Concat, Split, Slice, Expand, Tile, Pad,
+ * CenterCropPad, DepthToSpace, SpaceToDepth, Trilu, and the generators
+ * ConstantOfShape, EyeLike, Range, Shape and Size. Movement copies the
+ * buffer's own dtype, so every dtype is handled. Where the innermost
+ * accesses are unit-stride (Concat, Split, Slice with step 1, the
+ * interior of Pad, Tile's rows) the innermost loop is a VECTOR loop so
+ * LLVM emits vector moves. Ops driven by index tensors live in
+ * lower_movement2.c.
  */
-#include "codegen/lower_internal.h"
+#include "codegen/lower_movement.h"
 #include "ir/ops.h"
+#include "ir/ref/ref.h"
 
-bool cg_can_lower_movement(const ir_node *n)
+#include <string.h>
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+int mv_width(lctx *c, ir_dtype dt)
 {
-    switch (n->op) {
-    case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
-    case IR_OP_IDENTITY: case IR_OP_DROPOUT:
-        return n->nout == 1;
-    case IR_OP_TRANSPOSE:
-        return true;
-    default:
-        return false;
-    }
+    int w = c->lanes * 4 / (int)ir_dtype_size(dt);
+    return w > 0 ? w : 1;
 }
+
+kir_block *mv_nest(lctx *c, kir_block *b, const ir_type *t, bool par, bool vec, kir_expr **idx)
+{
+    kir_kernel *k = c->k;
+    int r = t->rank, d = 0;
+    if (par && r > 0) {
+        /* Leading dims of 1 (a batch of one) would leave the threads idle:
+         * the parallel loop runs over the product of the leading constant
+         * dims up to PAR_MIN positions, unflattened per iteration. */
+        enum { PAR_MIN = 64 };
+        int last = vec && r > 1 ? r - 1 : r, nf = 1;
+        int64_t p = ir_dim_is_const(t->dims[0]) ? t->dims[0].v : PAR_MIN;
+        while (nf < last && p < PAR_MIN && ir_dim_is_const(t->dims[nf]) && ir_dim_is_const(t->dims[0])) {
+            p *= t->dims[nf].v;
+            nf++;
+        }
+        int v = kir_new_var(k);
+        kir_stmt *l = kir_for(k, b, v, i64c(k, 0), nf == 1 ? dim_of(k, t->dims[0]) : i64c(k, p), KIR_PARALLEL, 0);
+        if (!l)
+            return NULL;
+        b = &l->body;
+        kir_expr *flat = kir_var(k, v);
+        int64_t stride = 1;
+        for (int j = nf - 1; j >= 0; j--) {
+            kir_expr *q = stride == 1 ? flat : kir_op2(k, KIR_DIV, IR_I64, flat, i64c(k, stride));
+            idx[j] = nf > 1 && t->dims[j].v == 1 ? i64c(k, 0)
+                     : j == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, i64c(k, t->dims[j].v));
+            if (nf > 1)
+                stride *= t->dims[j].v;
+        }
+        d = nf;
+    }
+    for (; d < r; d++) {
+        int v = kir_new_var(k);
+        kir_loop kind = d == r - 1 && vec ? KIR_VECTOR : KIR_SERIAL;
+        kir_stmt *l = kir_for(k, b, v, i64c(k, 0), dim_of(k, t->dims[d]), kind,
+                              kind == KIR_VECTOR ? mv_width(c, t->dtype) : 0);
+        if (!l)
+            return NULL;
+        b = &l->body;
+        idx[d] = kir_var(k, v);
+    }
+    return b;
+}
+
+kir_expr *mv_const(lctx *c, ir_dtype dt, double v)
+{
+    return ir_dtype_is_float(dt) ? kir_const_f(c->k, dt, v) : kir_const_i(c->k, dt, (int64_t)v);
+}
+
+kir_expr *mv_index(lctx *c, kir_expr *v, int64_t n)
+{
+    kir_kernel *k = c->k;
+    if (v && v->dtype != IR_I64)
+        v = kir_op1(k, KIR_CAST, IR_I64, v);
+    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, v, i64c(k, 0));
+    v = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, v, i64c(k, n)), v);
+    v = kir_op2(k, KIR_MAX, IR_I64, v, i64c(k, 0));
+    return kir_op2(k, KIR_MIN, IR_I64, v, i64c(k, n > 0 ? n - 1 : 0));
+}
+
+bool mv_axis(int64_t axis, int rank, int *out)
+{
+    if (axis < -rank || axis >= rank)
+        return false;
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
+static bool is_const_in(const ir_node *n, int i)
+{
+    return i < n->nin && n->in[i] && n->in[i]->kind == IR_VAL_CONST;
+}
+
+static bool has_in(const ir_node *n, int i)
+{
+    return i < n->nin && n->in[i];
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
+static kir_expr *imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
+static kir_expr *irem(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)); }
+static kir_expr *idiv(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)); }
+
+/* ---- reshapes, Transpose ---------------------------------------------------- */
 
 void lower_unflatten(lctx *c, const ir_type *t, kir_expr *flat, kir_expr **idx)
 {
@@ -28,22 +124,66 @@ void lower_unflatten(lctx *c, const ir_type *t, kir_expr *flat, kir_expr **idx)
     }
 }
 
-/* Reshapes keep the bytes in order: out[flat] = in[flat]. */
+/* Buffer buf's element at row-major position flat: zeros for the leading
+ * dims and flat as the last index. The backends linearize indices as
+ * sum(idx[d] * stride[d]), so an index past its dim that keeps the
+ * linear position inside the buffer addresses exactly that element. */
+static kir_expr *flat_load(lctx *c, int buf, int rank, kir_expr *flat)
+{
+    kir_expr *idx[IR_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+        idx[d] = d == rank - 1 ? flat : i64c(c->k, 0);
+    return kir_load(c->k, buf, idx);
+}
+
+/* Reshapes keep the bytes in order: out[flat] = in[flat], as parallel
+ * blocks of one vector loop each (no per-element index arithmetic). */
 static int lower_copy(lctx *c)
 {
+    enum { BLOCK = 4096 };
     kir_kernel *k = c->k;
     const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
-    kir_expr *numel = i64c(k, 1);
+    /* constant bounds when the shape is static: the runtime only splits
+     * a parallel loop whose trip count is a constant */
+    int64_t n = 1;
+    kir_expr *numel = NULL, *nblk;
     for (int d = 0; d < to->rank; d++)
-        numel = kir_imul(k, numel, dim_of(k, to->dims[d]));
-    int v = kir_new_var(k);
-    kir_stmt *l = loop(c, &k->body, v, numel, KIR_PARALLEL);
+        if (ir_dim_is_const(to->dims[d]))
+            n *= to->dims[d].v;
+        else
+            numel = numel ? kir_imul(k, numel, dim_of(k, to->dims[d])) : dim_of(k, to->dims[d]);
+    if (numel) {
+        numel = kir_imul(k, numel, i64c(k, n));
+        nblk = kir_op2(k, KIR_DIV, IR_I64, kir_iadd(k, numel, i64c(k, BLOCK - 1)), i64c(k, BLOCK));
+    } else {
+        numel = i64c(k, n);
+        nblk = i64c(k, (n + BLOCK - 1) / BLOCK);
+    }
+    int bv = kir_new_var(k), v = kir_new_var(k);
+    kir_stmt *lb = loop(c, &k->body, bv, nblk, KIR_PARALLEL);
+    if (!lb)
+        return -1;
+    kir_expr *lo = kir_imul(k, kir_var(k, bv), i64c(k, BLOCK));
+    kir_expr *hi = kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, lo, i64c(k, BLOCK)), numel);
+    kir_stmt *l = kir_for(k, &lb->body, v, lo, hi, KIR_VECTOR, mv_width(c, to->dtype));
     if (!l)
         return -1;
-    kir_expr *ii[IR_MAX_RANK], *oi[IR_MAX_RANK];
-    lower_unflatten(c, ti, kir_var(k, v), ii);
-    lower_unflatten(c, to, kir_var(k, v), oi);
-    return kir_store(k, &l->body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+    kir_expr *oi[IR_MAX_RANK];
+    for (int d = 0; d < to->rank; d++)
+        oi[d] = d == to->rank - 1 ? kir_var(k, v) : i64c(k, 0);
+    return kir_store(k, &l->body, c->out, oi, flat_load(c, c->buf[0], ti->rank, kir_var(k, v))) ? 0 : -1;
+}
+
+/* Dropout's optional mask output is all true at inference. */
+static int lower_dropout(lctx *c)
+{
+    if (lower_copy(c) < 0)
+        return -1;
+    if (c->n->nout < 2)
+        return 0;
+    kir_expr *idx[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &c->k->body, &c->n->out[1]->type, false, true, idx);
+    return b && kir_store(c->k, b, c->outs[1], idx, kir_const_i(c->k, IR_BOOL, 1)) ? 0 : -1;
 }
 
 /* out[i...] = in[j...] with j[perm[d]] = i[d]. */
@@ -57,21 +197,660 @@ static int lower_transpose(lctx *c)
     int np = ir_attr_ints(n, "perm", &p);
     for (int d = 0; d < r; d++)
         perm[d] = np == r ? (int)p[d] : r - 1 - d;
-    kir_block *body = &k->body;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    /* unit-stride on both sides only when the last dim stays last */
+    kir_block *body = mv_nest(c, &k->body, to, true, r > 0 && perm[r - 1] == r - 1, oi);
+    if (!body)
+        return -1;
+    for (int d = 0; d < r; d++)
+        ii[perm[d]] = oi[d];
+    return kir_store(k, body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+}
+
+/* ---- Concat, Split ------------------------------------------------------------ */
+
+/* Concat and Split: a parallel loop over the dims before the axis, then
+ * one nest per piece over the axis and the dims after it, the piece's
+ * axis position offset by the pieces before it. When the dims before the
+ * axis hold few positions (concatenating along dim 0, or a batch of
+ * one), the parallel loop runs over (outer, axis) rows instead and a
+ * chain of ifs picks the piece a row belongs to. */
+static int lower_concat_split(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    bool concat = n->op == IR_OP_CONCAT;
+    const ir_type *whole = concat ? &n->out[0]->type : &n->in[0]->type;
+    int r = whole->rank, axis;
+    if (!mv_axis(ir_attr_int(n, "axis", 0), r, &axis))
+        return -1;
+    int64_t outer_n = 1;
+    for (int d = 0; d < axis; d++)
+        outer_n = ir_dim_is_const(whole->dims[d]) ? outer_n * whole->dims[d].v : 1 << 20;
+    bool rows = outer_n < 64 && axis < r - 1;
+    ir_type outer = *whole;
+    outer.rank = rows ? axis + 1 : axis;
+    kir_expr *wi[IR_MAX_RANK], *pi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, &outer, true, false, wi);
+    if (!b)
+        return -1;
+    kir_expr *a = rows ? wi[axis] : NULL;
+    int npieces = concat ? n->nin : n->nout, lastp = -1;
+    for (int i = 0; i < npieces; i++)
+        if ((concat ? &n->in[i]->type : &n->out[i]->type)->dims[axis].v > 0)
+            lastp = i;
+    int64_t at = 0;
+    for (int i = 0; i < npieces; i++) {
+        const ir_type *pt = concat ? &n->in[i]->type : &n->out[i]->type;
+        int64_t len = pt->dims[axis].v;
+        if (len == 0)
+            continue;
+        kir_block *target = b;
+        if (rows && i != lastp) {
+            kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_LT, IR_BOOL, a, i64c(k, at + len)));
+            if (!s)
+                return -1;
+            target = &s->body;
+            b = &s->orelse;
+        }
+        int from = rows ? axis + 1 : axis;
+        ir_type inner = *pt;
+        inner.rank = r - from;
+        memmove(inner.dims, pt->dims + from, sizeof(ir_dim) * (size_t)inner.rank);
+        for (int d = 0; d < axis; d++)
+            pi[d] = wi[d];
+        if (rows)
+            pi[axis] = kir_op2(k, KIR_SUB, IR_I64, a, i64c(k, at));
+        kir_block *ib = mv_nest(c, target, &inner, false, true, pi + from);
+        if (!ib)
+            return -1;
+        for (int d = from; d < r; d++)
+            wi[d] = d == axis ? kir_iadd(k, pi[d], i64c(k, at)) : pi[d];
+        kir_stmt *s = concat ? kir_store(k, ib, c->out, wi, kir_load(k, c->buf[i], pi))
+                             : kir_store(k, ib, c->outs[i], pi, kir_load(k, c->buf[0], wi));
+        if (!s)
+            return -1;
+        at += len;
+    }
+    return 0;
+}
+
+/* ---- Slice --------------------------------------------------------------------- */
+
+/* The first position and step of each dim of a slice with constant
+ * operands over static data; false if malformed or not matching the
+ * output's shape. */
+static bool slice_params(const ir_node *n, int64_t *first, int64_t *step)
+{
+    const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
+    if (!ir_type_is_static(x) || !is_const_in(n, 1) || !is_const_in(n, 2) ||
+        (has_in(n, 3) && !is_const_in(n, 3)) || (has_in(n, 4) && !is_const_in(n, 4)))
+        return false;
+    const ir_tensor *ts = &n->in[1]->cval, *te = &n->in[2]->cval;
+    const ir_tensor *ta = has_in(n, 3) ? &n->in[3]->cval : NULL, *tp = has_in(n, 4) ? &n->in[4]->cval : NULL;
+    int64_t cnt = ts->numel;
+    if (cnt > x->rank || te->numel != cnt || (ta && ta->numel != cnt) || (tp && tp->numel != cnt) ||
+        o->rank != x->rank)
+        return false;
+    bool sliced[IR_MAX_RANK] = {false};
+    for (int d = 0; d < x->rank; d++) {
+        first[d] = 0;
+        step[d] = 1;
+    }
+    for (int64_t i = 0; i < cnt; i++) {
+        int a;
+        if (!mv_axis(ta ? ir_tensor_geti(ta, i) : i, x->rank, &a) || sliced[a])
+            return false;
+        sliced[a] = true;
+        int64_t st = tp ? ir_tensor_geti(tp, i) : 1, d = x->dims[a].v;
+        int64_t s = ir_tensor_geti(ts, i), e = ir_tensor_geti(te, i);
+        if (st == 0)
+            return false;
+        if (st == INT64_MIN)
+            st = -INT64_MAX;
+        int64_t len = 0;
+        if (d > 0) {
+            if (s < 0)
+                s += d;
+            if (e < 0)
+                e += d;
+            if (st > 0) {
+                s = clamp64(s, 0, d);
+                e = clamp64(e, 0, d);
+                len = e > s ? (e - s - 1) / st + 1 : 0;
+            } else {
+                s = clamp64(s, 0, d - 1);
+                e = clamp64(e, -1, d - 1);
+                len = s > e ? (s - e - 1) / -st + 1 : 0;
+            }
+        } else {
+            s = 0;
+        }
+        if (len != o->dims[a].v)
+            return false;
+        first[a] = s;
+        step[a] = len > 1 ? st : 1;
+    }
+    for (int d = 0; d < x->rank; d++)
+        if (!sliced[d] && o->dims[d].v != x->dims[d].v)
+            return false;
+    return true;
+}
+
+static int lower_slice(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_type *to = &c->n->out[0]->type;
+    int64_t first[IR_MAX_RANK], step[IR_MAX_RANK];
+    if (!slice_params(c->n, first, step))
+        return -1;
+    int r = to->rank;
+    kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, r > 0 && step[r - 1] == 1, oi);
+    if (!b)
+        return -1;
+    for (int d = 0; d < r; d++)
+        ii[d] = kir_iadd(k, i64c(k, first[d]), step[d] == 1 ? oi[d] : kir_imul(k, oi[d], i64c(k, step[d])));
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+}
+
+/* ---- Expand, Tile ----------------------------------------------------------------- */
+
+/* Expand: numpy broadcasting of the input to the (static) output. */
+static int lower_expand(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
+    kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
+    if (!b)
+        return -1;
+    for (int d = 0; d < ti->rank; d++) {
+        int od = to->rank - ti->rank + d;
+        ii[d] = ti->dims[d].v == 1 ? i64c(k, 0) : oi[od];
+    }
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+}
+
+/* Tile: loops over [r0, d0, r1, d1, ...] (repeat, then the input's dim),
+ * so the innermost loop walks an input row. */
+static int lower_tile(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
+    int r = ti->rank;
+    kir_block *b = &k->body;
+    kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    if (2 * r <= IR_MAX_RANK) {
+        /* mv_nest spreads small leading repeat counts over the threads */
+        ir_type vt = *to;
+        kir_expr *vi[IR_MAX_RANK];
+        vt.rank = 2 * r;
+        for (int d = 0; d < r; d++) {
+            int64_t dim = ti->dims[d].v;
+            vt.dims[2 * d] = ir_dim_const(dim ? to->dims[d].v / dim : 0);
+            vt.dims[2 * d + 1] = ir_dim_const(dim);
+        }
+        if (!(b = mv_nest(c, b, &vt, true, true, vi)))
+            return -1;
+        for (int d = 0; d < r; d++) {
+            ii[d] = vi[2 * d + 1];
+            oi[d] = kir_iadd(k, kir_imul(k, vi[2 * d], i64c(k, ti->dims[d].v)), ii[d]);
+        }
+        return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+    }
     for (int d = 0; d < r; d++) {
+        int64_t dim = ti->dims[d].v, rep = dim ? to->dims[d].v / dim : 0;
+        int rv = kir_new_var(k), jv = kir_new_var(k);
+        kir_stmt *lr = kir_for(k, b, rv, i64c(k, 0), i64c(k, rep), d == 0 ? KIR_PARALLEL : KIR_SERIAL, 0);
+        if (!lr)
+            return -1;
+        bool last = d == r - 1;
+        kir_stmt *lj = kir_for(k, &lr->body, jv, i64c(k, 0), i64c(k, dim), last ? KIR_VECTOR : KIR_SERIAL,
+                               last ? mv_width(c, to->dtype) : 0);
+        if (!lj)
+            return -1;
+        b = &lj->body;
+        ii[d] = kir_var(k, jv);
+        oi[d] = kir_iadd(k, kir_imul(k, kir_var(k, rv), i64c(k, dim)), ii[d]);
+    }
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+}
+
+/* ---- Pad, CenterCropPad --------------------------------------------------------------- */
+
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
+
+/* Per dim: lo = begin pad (>= 0), crop = elements cropped at the start,
+ * len = input elements kept; the output dim is lo + len + end pad. */
+typedef struct {
+    int mode;
+    int64_t lo[IR_MAX_RANK], crop[IR_MAX_RANK], len[IR_MAX_RANK];
+} pad_spec;
+
+/* Fills sp from the signed begin/end pads of each dim; false when they
+ * do not produce the output's shape or a mode has nothing to repeat. */
+static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad_spec *sp)
+{
+    const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
+    if (o->rank != x->rank)
+        return false;
+    for (int d = 0; d < x->rank; d++) {
+        int64_t dim = x->dims[d].v;
+        sp->crop[d] = b[d] < 0 ? -b[d] : 0;
+        sp->len[d] = dim - sp->crop[d] - (e[d] < 0 ? -e[d] : 0);
+        sp->lo[d] = b[d] > 0 ? b[d] : 0;
+        if (sp->len[d] < 0 || sp->lo[d] + sp->len[d] + (e[d] > 0 ? e[d] : 0) != o->dims[d].v)
+            return false;
+        if (sp->mode != PAD_CONSTANT && sp->len[d] == 0 && o->dims[d].v > 0)
+            return false;
+    }
+    return true;
+}
+
+static bool pad_params(const ir_node *n, pad_spec *sp)
+{
+    const ir_type *x = &n->in[0]->type;
+    if (!ir_type_is_static(x) || !ir_type_is_static(&n->out[0]->type))
+        return false;
+    int r = x->rank;
+    int64_t b[IR_MAX_RANK] = {0}, e[IR_MAX_RANK] = {0};
+    if (n->op == IR_OP_CENTER_CROP_PAD) {
+        /* the static output holds the targets: the odd element goes last */
+        sp->mode = PAD_CONSTANT;
+        for (int d = 0; d < r; d++) {
+            int64_t diff = n->out[0]->type.dims[d].v - x->dims[d].v;
+            b[d] = diff / 2;
+            e[d] = diff - b[d];
+        }
+        return pad_finish(n, b, e, sp);
+    }
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    const char *m = ir_attr_string(n, "mode", "constant");
+    sp->mode = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(m, modes[i]))
+            sp->mode = i;
+    if (sp->mode < 0 || !is_const_in(n, 1) || (has_in(n, 3) && !is_const_in(n, 3)))
+        return false;
+    if (has_in(n, 2) && n->in[2]->type.dtype != x->dtype)
+        return false;
+    const ir_tensor *tp = &n->in[1]->cval, *ta = has_in(n, 3) ? &n->in[3]->cval : NULL;
+    int na = ta ? (int)ta->numel : r;
+    if (na > r || tp->numel != 2 * na)
+        return false;
+    bool seen[IR_MAX_RANK] = {false};
+    for (int i = 0; i < na; i++) {
+        int a;
+        if (!mv_axis(ta ? ir_tensor_geti(ta, i) : i, r, &a) || seen[a])
+            return false;
+        seen[a] = true;
+        b[a] = ir_tensor_geti(tp, i);
+        e[a] = ir_tensor_geti(tp, na + i);
+        if (b[a] < -((int64_t)1 << 40) || b[a] > ((int64_t)1 << 40) || e[a] < -((int64_t)1 << 40) ||
+            e[a] > ((int64_t)1 << 40))
+            return false;
+    }
+    return pad_finish(n, b, e, sp);
+}
+
+/* Position i (relative to the kept input) mapped into [0, n) by a
+ * non-constant mode: edge clamps, wrap is periodic, reflect mirrors about
+ * the end elements without repeating them. */
+static kir_expr *pad_map(kir_kernel *k, int mode, kir_expr *i, int64_t n)
+{
+    switch (mode) {
+    case PAD_EDGE:
+        return imin(k, imax(k, i, i64c(k, 0)), i64c(k, n - 1));
+    case PAD_WRAP:
+        return irem(k, kir_iadd(k, irem(k, i, n), i64c(k, n)), n);
+    default: {
+        if (n == 1)
+            return i64c(k, 0);
+        int64_t p = 2 * (n - 1);
+        kir_expr *m = irem(k, kir_iadd(k, irem(k, i, p), i64c(k, p)), p);
+        kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, m, i64c(k, n));
+        return kir_op3(k, KIR_SELECT, IR_I64, lt, m, kir_op2(k, KIR_SUB, IR_I64, i64c(k, p), m));
+    }
+    }
+}
+
+/* Pad (and CenterCropPad): rows of the last dim in three runs, the
+ * padding before, the kept input (a vector copy) and the padding after;
+ * the outer dims map through the mode, or in constant mode select a row
+ * of fill when they fall in the padding. */
+static int lower_pad(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *to = &n->out[0]->type;
+    ir_dtype dt = to->dtype;
+    pad_spec sp;
+    if (!pad_params(n, &sp))
+        return -1;
+    int r = to->rank;
+    if (r == 0)
+        return kir_store(k, &k->body, c->out, NULL, kir_load(k, c->buf[0], NULL)) ? 0 : -1;
+    kir_expr *fill;
+    if (n->op == IR_OP_PAD && has_in(n, 2) && n->in[2]->type.rank >= 0) {
+        kir_expr *z[IR_MAX_RANK];
+        for (int d = 0; d < n->in[2]->type.rank; d++)
+            z[d] = i64c(k, 0);
+        /* an empty constant_value means the default 0 */
+        int64_t cn = 1;
+        for (int d = 0; d < n->in[2]->type.rank; d++)
+            cn *= n->in[2]->type.dims[d].v;
+        fill = cn > 0 ? kir_load(k, c->buf[2], z) : mv_const(c, dt, 0);
+    } else {
+        fill = mv_const(c, dt, 0);
+    }
+    ir_type outer = *to;
+    outer.rank = r - 1;
+    kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, &outer, true, false, oi);
+    if (!b)
+        return -1;
+    kir_expr *inside = NULL;
+    for (int d = 0; d < r - 1; d++) {
+        kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], i64c(k, sp.lo[d]));
+        if (sp.mode == PAD_CONSTANT) {
+            if (sp.lo[d] > 0 || sp.lo[d] + sp.len[d] < to->dims[d].v) {
+                kir_expr *in = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, i64c(k, 0), i),
+                                       kir_op2(k, KIR_LT, IR_BOOL, i, i64c(k, sp.len[d])));
+                inside = inside ? kir_op2(k, KIR_AND, IR_BOOL, inside, in) : in;
+            }
+        } else {
+            i = pad_map(k, sp.mode, i, sp.len[d]);
+        }
+        ii[d] = kir_iadd(k, i, i64c(k, sp.crop[d]));
+    }
+    int64_t L = to->dims[r - 1].v, lo = sp.lo[r - 1], len = sp.len[r - 1];
+    int w = mv_width(c, dt);
+    kir_block *rows = b;
+    if (inside) {
+        kir_stmt *s = kir_if(k, b, inside);
+        if (!s)
+            return -1;
+        rows = &s->body;
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, body, v, dim_of(k, to->dims[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *l = kir_for(k, &s->orelse, v, i64c(k, 0), i64c(k, L), KIR_VECTOR, w);
+        oi[r - 1] = kir_var(k, v);
+        if (!l || !kir_store(k, &l->body, c->out, oi, fill))
+            return -1;
+    }
+    /* before, kept, after */
+    int64_t bounds[4] = {0, lo, lo + len, L};
+    for (int part = 0; part < 3; part++) {
+        if (bounds[part + 1] <= bounds[part])
+            continue;
+        int v = kir_new_var(k);
+        kir_stmt *l = kir_for(k, rows, v, i64c(k, bounds[part]), i64c(k, bounds[part + 1]),
+                              part == 1 ? KIR_VECTOR : KIR_SERIAL, part == 1 ? w : 0);
         if (!l)
             return -1;
-        body = &l->body;
-        oi[d] = kir_var(k, v);
-        ii[perm[d]] = kir_var(k, v);
+        oi[r - 1] = kir_var(k, v);
+        kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[r - 1], i64c(k, lo));
+        kir_expr *val;
+        if (part != 1 && sp.mode == PAD_CONSTANT) {
+            val = fill;
+        } else {
+            if (part != 1)
+                i = pad_map(k, sp.mode, i, len);
+            ii[r - 1] = kir_iadd(k, i, i64c(k, sp.crop[r - 1]));
+            val = kir_load(k, c->buf[0], ii);
+        }
+        if (!kir_store(k, &l->body, c->out, oi, val))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- DepthToSpace, SpaceToDepth ------------------------------------------------------------ */
+
+/* DepthToSpace: out[n, c, h, w] = in[n, chan, h/b, w/b] with chan
+ * (h%b * b + w%b) * C' + c (DCR) or c * b*b + h%b * b + w%b (CRD).
+ * SpaceToDepth: out[n, oc, h, w] = in[n, oc % C, h*b + bh, w*b + bw]
+ * with oc / C = bh * b + bw. */
+static int lower_depth_space(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
+    int64_t b = ir_attr_int(n, "blocksize", 1);
+    kir_expr *oi[4], *ii[4];
+    kir_block *body = mv_nest(c, &k->body, to, true, false, oi);
+    if (!body)
+        return -1;
+    ii[0] = oi[0];
+    if (n->op == IR_OP_DEPTH_TO_SPACE) {
+        int64_t C = to->dims[1].v;
+        kir_expr *bh = irem(k, oi[2], b), *bw = irem(k, oi[3], b);
+        bool crd = !strcmp(ir_attr_string(n, "mode", "DCR"), "CRD");
+        kir_expr *blk = kir_iadd(k, kir_imul(k, bh, i64c(k, b)), bw);
+        ii[1] = crd ? kir_iadd(k, kir_imul(k, oi[1], i64c(k, b * b)), blk)
+                    : kir_iadd(k, kir_imul(k, blk, i64c(k, C)), oi[1]);
+        ii[2] = idiv(k, oi[2], b);
+        ii[3] = idiv(k, oi[3], b);
+    } else {
+        int64_t C = ti->dims[1].v;
+        kir_expr *q = idiv(k, oi[1], C);
+        ii[1] = irem(k, oi[1], C);
+        ii[2] = kir_iadd(k, kir_imul(k, oi[2], i64c(k, b)), idiv(k, q, b));
+        ii[3] = kir_iadd(k, kir_imul(k, oi[3], i64c(k, b)), irem(k, q, b));
     }
     return kir_store(k, body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
 }
 
+/* ---- Trilu, EyeLike, ConstantOfShape, Range, Shape, Size ---------------------------------------- */
+
+/* Trilu keeps (i, j) when j - i >= k (upper) or j - i <= k (lower). */
+static int lower_trilu(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *to = &n->out[0]->type;
+    int r = to->rank;
+    bool upper = ir_attr_int(n, "upper", 1) != 0;
+    kir_expr *oi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
+    if (!b)
+        return -1;
+    kir_expr *kk = i64c(k, 0);
+    if (has_in(n, 1)) {
+        kir_expr *z[IR_MAX_RANK];
+        for (int d = 0; d < n->in[1]->type.rank; d++)
+            z[d] = i64c(k, 0);
+        kk = kir_load(k, c->buf[1], z);
+        if (kk && kk->dtype != IR_I64)
+            kk = kir_op1(k, KIR_CAST, IR_I64, kk);
+    }
+    kir_expr *diff = kir_op2(k, KIR_SUB, IR_I64, oi[r - 1], oi[r - 2]);
+    kir_expr *keep = upper ? kir_op2(k, KIR_LE, IR_BOOL, kk, diff) : kir_op2(k, KIR_LE, IR_BOOL, diff, kk);
+    kir_expr *v = kir_op3(k, KIR_SELECT, to->dtype, keep, kir_load(k, c->buf[0], oi), mv_const(c, to->dtype, 0));
+    return kir_store(k, b, c->out, oi, v) ? 0 : -1;
+}
+
+/* EyeLike: 1 where j - i == k. */
+static int lower_eyelike(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_type *to = &c->n->out[0]->type;
+    kir_expr *oi[2];
+    kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
+    if (!b)
+        return -1;
+    kir_expr *diff = kir_op2(k, KIR_SUB, IR_I64, oi[1], oi[0]);
+    kir_expr *on = kir_op2(k, KIR_EQ, IR_BOOL, diff, i64c(k, ir_attr_int(c->n, "k", 0)));
+    kir_expr *v = kir_op3(k, KIR_SELECT, to->dtype, on, mv_const(c, to->dtype, 1), mv_const(c, to->dtype, 0));
+    return kir_store(k, b, c->out, oi, v) ? 0 : -1;
+}
+
+/* ConstantOfShape: the `value` attribute (default f32 0) everywhere. */
+static int lower_constant_of_shape(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_type *to = &c->n->out[0]->type;
+    const ir_attr *a = ir_node_attr(c->n, "value");
+    kir_expr *v;
+    if (a && a->kind == IR_ATTR_TENSOR && a->tensor && a->tensor->numel == 1) {
+        if (a->tensor->dtype != to->dtype)
+            return -1;
+        v = ir_dtype_is_float(to->dtype) ? kir_const_f(k, to->dtype, ir_tensor_getf(a->tensor, 0))
+                                         : kir_const_i(k, to->dtype, ir_tensor_geti(a->tensor, 0));
+    } else {
+        v = mv_const(c, to->dtype, 0);
+    }
+    kir_expr *oi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
+    return b && kir_store(k, b, c->out, oi, v) ? 0 : -1;
+}
+
+/* Range: out[i] = start + i * delta, floats in f32 (f64 for f64) like
+ * the reference, integers wrapping. */
+static int lower_range(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *to = &n->out[0]->type;
+    ir_dtype ct = compute_dtype(to->dtype);
+    kir_expr *oi[1], *z[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
+    if (!b)
+        return -1;
+    for (int d = 0; d < IR_MAX_RANK; d++)
+        z[d] = i64c(k, 0);
+    kir_expr *start = load_in(c, 0, z), *delta = load_in(c, 2, z);
+    kir_expr *i = kir_op1(k, KIR_CAST, ct, oi[0]);
+    kir_expr *v = kir_op2(k, KIR_ADD, ct, start, kir_op2(k, KIR_MUL, ct, i, delta));
+    return kir_store(k, b, c->out, oi, to_out(c, v)) ? 0 : -1;
+}
+
+/* Shape and Size of a static input: constants stored one by one. */
+static int lower_shape_size(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *ti = &n->in[0]->type;
+    if (n->op == IR_OP_SIZE) {
+        int64_t numel = 1;
+        for (int d = 0; d < ti->rank; d++)
+            numel *= ti->dims[d].v;
+        return kir_store(k, &k->body, c->out, NULL, i64c(k, numel)) ? 0 : -1;
+    }
+    int s, e;
+    ir_shape_op_bounds(n, ti->rank, &s, &e);
+    for (int d = s; d < e; d++) {
+        kir_expr *idx[1] = {i64c(k, d - s)};
+        if (!kir_store(k, &k->body, c->out, idx, i64c(k, ti->dims[d].v)))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------- */
+
+bool cg_can_lower_movement(const ir_node *n)
+{
+    const ir_type *x = n->nin > 0 && n->in[0] ? &n->in[0]->type : NULL;
+    const ir_type *o = &n->out[0]->type;
+    switch (n->op) {
+    case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+    case IR_OP_IDENTITY:
+        return n->nout == 1;
+    case IR_OP_DROPOUT:
+        return n->nout == 1 || (n->nout == 2 && n->out[1]->type.dtype == IR_BOOL);
+    case IR_OP_TRANSPOSE:
+        return true;
+    case IR_OP_CONCAT: case IR_OP_SPLIT: {
+        const ir_type *whole = n->op == IR_OP_CONCAT ? o : x;
+        int axis, np = n->op == IR_OP_CONCAT ? n->nin : n->nout;
+        if (!mv_axis(ir_attr_int(n, "axis", 0), whole->rank, &axis))
+            return false;
+        for (int i = 0; i < np; i++) {
+            const ir_value *v = n->op == IR_OP_CONCAT ? n->in[i] : n->out[i];
+            if (!v || v->type.rank != whole->rank || !ir_dim_is_const(v->type.dims[axis]))
+                return false;
+        }
+        return true;
+    }
+    case IR_OP_SLICE: {
+        int64_t f[IR_MAX_RANK], s[IR_MAX_RANK];
+        return slice_params(n, f, s) || cg_can_lower_movement2(n);
+    }
+    case IR_OP_EXPAND:
+        if (!ir_type_is_static(x) || !ir_type_is_static(o) || o->rank < x->rank)
+            return false;
+        for (int d = 0; d < x->rank; d++)
+            if (x->dims[d].v != 1 && x->dims[d].v != o->dims[o->rank - x->rank + d].v)
+                return false;
+        return true;
+    case IR_OP_TILE:
+        if (!ir_type_is_static(x) || !ir_type_is_static(o) || o->rank != x->rank)
+            return false;
+        for (int d = 0; d < x->rank; d++)
+            if (x->dims[d].v ? o->dims[d].v % x->dims[d].v != 0 : o->dims[d].v != 0)
+                return false;
+        return true;
+    case IR_OP_PAD: case IR_OP_CENTER_CROP_PAD: {
+        pad_spec sp;
+        return pad_params(n, &sp) || (n->op == IR_OP_PAD && cg_can_lower_movement2(n));
+    }
+    case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH: {
+        int64_t b = ir_attr_int(n, "blocksize", 0);
+        if (!ir_type_is_static(x) || !ir_type_is_static(o) || x->rank != 4 || o->rank != 4 || b < 1)
+            return false;
+        if (n->op == IR_OP_DEPTH_TO_SPACE)
+            return o->dims[1].v * b * b == x->dims[1].v && o->dims[2].v == x->dims[2].v * b &&
+                   o->dims[3].v == x->dims[3].v * b;
+        return x->dims[1].v * b * b == o->dims[1].v && x->dims[2].v == o->dims[2].v * b &&
+               x->dims[3].v == o->dims[3].v * b;
+    }
+    case IR_OP_TRILU:
+        return x->rank >= 2 && (!has_in(n, 1) || (n->in[1]->type.rank >= 0 && n->in[1]->type.rank <= 1 &&
+                                                  ir_dtype_is_int(n->in[1]->type.dtype)));
+    case IR_OP_EYE_LIKE:
+        return o->rank == 2;
+    case IR_OP_CONSTANT_OF_SHAPE:
+        return true;
+    case IR_OP_RANGE: {
+        ir_dtype t = o->dtype;
+        return (ir_dtype_is_float(t) || ir_dtype_is_int(t)) && n->in[0]->type.dtype == t &&
+               n->in[2]->type.dtype == t && n->in[0]->type.rank >= 0 && n->in[2]->type.rank >= 0 &&
+               o->rank == 1;
+    }
+    case IR_OP_SHAPE: case IR_OP_SIZE:
+        return ir_type_is_static(x) && o->dtype == IR_I64;
+    default:
+        return cg_can_lower_movement2(n);
+    }
+}
+
 int lower_movement(lctx *c)
 {
-    return c->n->op == IR_OP_TRANSPOSE ? lower_transpose(c) : lower_copy(c);
+    switch (c->n->op) {
+    case IR_OP_TRANSPOSE: return lower_transpose(c);
+    case IR_OP_DROPOUT: return lower_dropout(c);
+    case IR_OP_CONCAT: case IR_OP_SPLIT: return lower_concat_split(c);
+    case IR_OP_SLICE: {
+        int64_t f[IR_MAX_RANK], s[IR_MAX_RANK];
+        return slice_params(c->n, f, s) ? lower_slice(c) : lower_movement2(c);
+    }
+    case IR_OP_EXPAND: return lower_expand(c);
+    case IR_OP_TILE: return lower_tile(c);
+    case IR_OP_PAD: case IR_OP_CENTER_CROP_PAD: {
+        pad_spec sp;
+        return pad_params(c->n, &sp) || c->n->op != IR_OP_PAD ? lower_pad(c) : lower_movement2(c);
+    }
+    case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH: return lower_depth_space(c);
+    case IR_OP_TRILU: return lower_trilu(c);
+    case IR_OP_EYE_LIKE: return lower_eyelike(c);
+    case IR_OP_CONSTANT_OF_SHAPE: return lower_constant_of_shape(c);
+    case IR_OP_RANGE: return lower_range(c);
+    case IR_OP_SHAPE: case IR_OP_SIZE: return lower_shape_size(c);
+    case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+    case IR_OP_IDENTITY:
+        return lower_copy(c);
+    default:
+        return lower_movement2(c);
+    }
 }

@@ -1,179 +1,667 @@
-/* lower_reduce.c - reductions and normalizations: Softmax and LogSoftmax
- * (max, sum of exponentials, store; numerically stable like the
- * reference) and Reduce{Sum,Mean,Max,Min,Prod,L2} over constant axes.
+/* lower_reduce.c - reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,
+ * SumSquare,LogSum,LogSumExp} over constant axes, ArgMax/ArgMin and
+ * CumSum/CumProd (axis a constant input), for every dtype the reference
+ * interpreter (ir/ref/reduce.c) accepts, plus the loop-nest helpers the
+ * normalizations (lower_reduce2.c) share.
+ *
+ * Each output element gets one iteration of the loops over the kept dims
+ * (flattened into one parallel loop when their extents are constant), and
+ * inside it one pass over the reduced dims per statistic with scalar
+ * accumulators; a float sum, max or min along the unit-stride last dim
+ * keeps a vector's worth of partial results so that it vectorizes without
+ * reassociation. Reductions and scans that keep a wide last dim instead
+ * accumulate in the output, row by row, vectorized along that dim.
+ * Integers accumulate in 64 bits, wrapping, and are truncated to their
+ * dtype at the store: the same bits as the reference's exact 64-bit
+ * arithmetic. Floats accumulate in their compute dtype (f32 for
+ * f16/bf16); the transcendental reductions of integers (L2, LogSum,
+ * LogSumExp) go through f64 as the reference does.
  */
-#include "codegen/lower_internal.h"
+#include "codegen/lower_reduce.h"
 #include "ir/ops.h"
 
 #include <math.h>
+#include <string.h>
 
-bool cg_can_lower_reduce(const ir_node *n)
+/* ---- shared helpers --------------------------------------------------------- */
+
+kir_block *red_nest(lctx *c, kir_block *b, int n, const ir_dim *dims, kir_expr **idx)
 {
-    const ir_type *x = &n->in[0]->type;
-    switch (n->op) {
-    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
-        return ir_dtype_is_float(x->dtype) && x->rank >= 1;
-    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
-    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L2: {
-        /* float data, constant axes (or none: all dims), not the no-op form */
-        bool axes_const = n->nin < 2 || !n->in[1] || n->in[1]->kind == IR_VAL_CONST;
-        bool empty = n->nin < 2 || !n->in[1] || n->in[1]->cval.numel == 0;
-        return ir_dtype_is_float(x->dtype) && x->rank >= 0 && axes_const &&
-               !(empty && ir_attr_int(n, "noop_with_empty_axes", 0));
+    kir_kernel *k = c->k;
+    bool top = b == &k->body, flat = n >= 2;
+    for (int i = 0; i < n; i++)
+        if (!ir_dim_is_const(dims[i]))
+            flat = false;
+    if (flat) {
+        int64_t total = 1;
+        for (int i = 0; i < n; i++)
+            total *= dims[i].v;
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, b, v, i64c(k, total), top ? KIR_PARALLEL : KIR_SERIAL);
+        if (!l)
+            return NULL;
+        kir_expr *f = kir_var(k, v);
+        int64_t stride = 1;
+        for (int i = n - 1; i >= 0; i--) {
+            kir_expr *q = stride == 1 ? f : kir_op2(k, KIR_DIV, IR_I64, f, i64c(k, stride));
+            idx[i] = i == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, i64c(k, dims[i].v));
+            stride *= dims[i].v;
+        }
+        return &l->body;
     }
+    for (int i = 0; i < n; i++) {
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, b, v, dim_of(k, dims[i]), top && i == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        if (!l)
+            return NULL;
+        idx[i] = kir_var(k, v);
+        b = &l->body;
+    }
+    return b;
+}
+
+kir_block *red_outer(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
+{
+    ir_dim dims[IR_MAX_RANK];
+    kir_expr *sub[IR_MAX_RANK];
+    int n = 0;
+    for (int d = 0; d < t->rank; d++)
+        if (!red[d])
+            dims[n++] = t->dims[d];
+    kir_block *b = red_nest(c, &c->k->body, n, dims, sub);
+    n = 0;
+    for (int d = 0; b && d < t->rank; d++)
+        if (!red[d])
+            idx[d] = sub[n++];
+    return b;
+}
+
+int red_width(lctx *c, ir_dtype dt)
+{
+    int w = c->lanes * 4 / (int)ir_dtype_size(dt);
+    return w > 0 ? w : 1;
+}
+
+kir_block *red_pass(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **idx,
+                    kir_loop last, ir_dtype vdt)
+{
+    kir_kernel *k = c->k;
+    int inner = -1;
+    for (int d = 0; d < t->rank; d++)
+        if (red[d])
+            inner = d;
+    for (int d = 0; d < t->rank; d++) {
+        if (!red[d])
+            continue;
+        kir_loop kind = d == inner ? last : KIR_SERIAL;
+        int v = kir_new_var(k);
+        kir_stmt *l = kir_for(k, b, v, i64c(k, 0), dim_of(k, t->dims[d]), kind,
+                              kind == KIR_VECTOR ? red_width(c, vdt) : 0);
+        if (!l)
+            return NULL;
+        idx[d] = kir_var(k, v);
+        b = &l->body;
+    }
+    return b;
+}
+
+int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **ix, int acc,
+               kir_op op, red_term_fn term, void *ud)
+{
+    kir_kernel *k = c->k;
+    ir_dtype at = k->acc_dtype[acc];
+    int inner = -1, w = red_width(c, at);
+    for (int d = 0; d < t->rank; d++)
+        if (red[d])
+            inner = d;
+    bool split = ir_dtype_is_float(at) && inner >= 0 && inner == t->rank - 1 &&
+                 ir_dim_is_const(t->dims[inner]) && t->dims[inner].v >= 2 * w && w > 1 && w <= 64 &&
+                 (w & (w - 1)) == 0;
+    if (!split) {
+        kir_block *p = red_pass(c, b, t, red, ix, KIR_SERIAL, at);
+        return p && kir_acc_set(k, p, acc, kir_op2(k, op, at, kir_acc(k, acc), term(c, ix, ud))) ? 0 : -1;
+    }
+    double init = op == KIR_MAX ? -INFINITY : op == KIR_MIN ? INFINITY : 0;
+    int part[64];
+    for (int i = 0; i < w; i++)
+        if ((part[i] = kir_new_acc(k, at)) < 0 || !kir_acc_set(k, b, part[i], kir_const_f(k, at, init)))
+            return -1;
+    bool outer[IR_MAX_RANK];
+    memcpy(outer, red, sizeof outer);
+    outer[inner] = false;
+    kir_block *p = red_pass(c, b, t, outer, ix, KIR_SERIAL, at);
+    int64_t len = t->dims[inner].v, nb = len / w;
+    int j = kir_new_var(k);
+    kir_stmt *l = p ? kir_for(k, p, j, i64c(k, 0), i64c(k, nb), KIR_SERIAL, 0) : NULL;
+    if (!l)
+        return -1;
+    for (int i = 0; i < w; i++) {
+        ix[inner] = kir_iadd(k, kir_imul(k, kir_var(k, j), i64c(k, w)), i64c(k, i));
+        if (!kir_acc_set(k, &l->body, part[i], kir_op2(k, op, at, kir_acc(k, part[i]), term(c, ix, ud))))
+            return -1;
+    }
+    if (nb * w < len) {
+        int tv = kir_new_var(k);
+        kir_stmt *tl = kir_for(k, p, tv, i64c(k, nb * w), i64c(k, len), KIR_SERIAL, 0);
+        if (!tl)
+            return -1;
+        ix[inner] = kir_var(k, tv);
+        if (!kir_acc_set(k, &tl->body, part[0], kir_op2(k, op, at, kir_acc(k, part[0]), term(c, ix, ud))))
+            return -1;
+    }
+    kir_expr *e[64];
+    for (int i = 0; i < w; i++)
+        e[i] = kir_acc(k, part[i]);
+    for (int n = w; n > 1; n /= 2)
+        for (int i = 0; i < n / 2; i++)
+            e[i] = kir_op2(k, op, at, e[2 * i], e[2 * i + 1]);
+    return kir_acc_set(k, b, acc, kir_op2(k, op, at, kir_acc(k, acc), e[0])) ? 0 : -1;
+}
+
+kir_expr *red_count(lctx *c, const ir_type *t, const bool *red)
+{
+    int64_t cst = 1;
+    kir_expr *e = NULL;
+    for (int d = 0; d < t->rank; d++) {
+        if (!red[d])
+            continue;
+        if (ir_dim_is_const(t->dims[d]))
+            cst *= t->dims[d].v;
+        else
+            e = e ? kir_imul(c->k, e, dim_of(c->k, t->dims[d])) : dim_of(c->k, t->dims[d]);
+    }
+    return e ? (cst == 1 ? e : kir_imul(c->k, e, i64c(c->k, cst))) : i64c(c->k, cst);
+}
+
+kir_expr *red_cvt(lctx *c, kir_expr *v, ir_dtype dt)
+{
+    if (!v || v->dtype == dt)
+        return v;
+    if (ir_dtype_is_float(v->dtype) && ir_dtype_is_int(dt) && dt != IR_I64 && dt != IR_U64)
+        v = kir_op1(c->k, KIR_CAST, IR_I64, v);
+    return kir_op1(c->k, KIR_CAST, dt, v);
+}
+
+kir_expr *red_load(lctx *c, int i, kir_expr *const *idx, ir_dtype dt)
+{
+    return red_cvt(c, kir_load(c->k, c->buf[i], idx), dt);
+}
+
+kir_expr *red_load_bcast(lctx *c, int i, kir_expr *const *idx, int r, ir_dtype dt)
+{
+    const ir_type *t = &c->n->in[i]->type;
+    kir_expr *ix[IR_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) {
+        bool one = ir_dim_is_const(t->dims[d]) && t->dims[d].v == 1;
+        ix[d] = one ? i64c(c->k, 0) : idx[r - t->rank + d];
+    }
+    return red_load(c, i, ix, dt);
+}
+
+kir_expr *red_const(lctx *c, ir_dtype dt, double v)
+{
+    return ir_dtype_is_float(dt) ? kir_const_f(c->k, dt, v) : kir_const_i(c->k, dt, (int64_t)v);
+}
+
+/* ---- Reduce* ------------------------------------------------------------------ */
+
+static bool is_reduce(int op)
+{
+    switch (op) {
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_SUM_SQUARE:
+    case IR_OP_REDUCE_LOG_SUM: case IR_OP_REDUCE_LOG_SUM_EXP:
+        return true;
     default:
         return false;
     }
 }
 
-/* Softmax along axis: m = max x; s = sum e^(x-m); y = e^(x-m)/s, or
- * (x-m) - log s for LogSoftmax. */
-static int lower_softmax(lctx *c)
+/* The reduced dims from the constant axes input (absent or empty: all,
+ * or none with noop_with_empty_axes: *noop). False for axes that are not
+ * constant, out of range or repeated (the reference rejects those). */
+static bool reduce_axes(const ir_node *n, bool *red, bool *noop)
+{
+    int r = n->in[0]->type.rank;
+    memset(red, 0, sizeof(bool) * IR_MAX_RANK);
+    *noop = false;
+    const ir_value *a = n->nin > 1 ? n->in[1] : NULL;
+    int64_t cnt = 0;
+    if (a) {
+        if (a->kind != IR_VAL_CONST || !ir_dtype_is_int(a->cval.dtype) || a->cval.rank > 1)
+            return false;
+        cnt = a->cval.numel;
+        for (int64_t i = 0; i < cnt; i++) {
+            int64_t ax = ir_tensor_geti(&a->cval, i);
+            ax = ax < 0 ? ax + r : ax;
+            if (ax < 0 || ax >= r || red[ax])
+                return false;
+            red[ax] = true;
+        }
+    }
+    if (cnt == 0) {
+        if (ir_attr_int(n, "noop_with_empty_axes", 0))
+            *noop = true;
+        else
+            for (int d = 0; d < r; d++)
+                red[d] = true;
+    }
+    return true;
+}
+
+/* The accumulator dtype of a reduction of dtype xt: 64-bit integers
+ * (keeping the signedness that decides Max/Min), f64 for the
+ * transcendental ones of integers, bool for Max/Min of bool. */
+static ir_dtype acc_dtype(int op, ir_dtype xt)
+{
+    if (ir_dtype_is_float(xt) || xt == IR_BOOL)
+        return compute_dtype(xt);
+    if (op == IR_OP_REDUCE_L2 || op == IR_OP_REDUCE_LOG_SUM || op == IR_OP_REDUCE_LOG_SUM_EXP)
+        return IR_F64;
+    return ir_dtype_is_signed(xt) ? IR_I64 : IR_U64;
+}
+
+/* Floats in their compute dtype, integers in 64 bits of their signedness. */
+static ir_dtype wide_dtype(ir_dtype xt)
+{
+    return ir_dtype_is_float(xt) ? compute_dtype(xt) : ir_dtype_is_signed(xt) ? IR_I64 : IR_U64;
+}
+
+/* The smallest (hi false) or largest value of integer dtype t, as the
+ * bits of a 64-bit accumulator of the same signedness. */
+static int64_t int_limit(ir_dtype t, bool hi)
+{
+    int bits = (int)ir_dtype_size(t) * 8;
+    if (t == IR_BOOL)
+        return hi;
+    if (ir_dtype_is_signed(t)) {
+        int64_t max = (int64_t)(((uint64_t)1 << (bits - 1)) - 1);
+        return hi ? max : -max - 1;
+    }
+    return hi ? (bits == 64 ? -1 : (int64_t)(((uint64_t)1 << bits) - 1)) : 0;
+}
+
+/* out = in, elementwise (noop_with_empty_axes with no axes). */
+static int lower_copy_all(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_type *t = &c->n->in[0]->type;
+    bool red[IR_MAX_RANK] = {0};
+    kir_expr *idx[IR_MAX_RANK];
+    if (t->rank > 0)
+        red[t->rank - 1] = true;
+    kir_block *b = red_outer(c, t, red, idx);
+    b = b ? red_pass(c, b, t, red, idx, KIR_VECTOR, t->dtype) : NULL;
+    return b && kir_store(k, b, c->out, idx, kir_load(k, c->buf[0], idx)) ? 0 : -1;
+}
+
+typedef struct {
+    ir_dtype at;
+    int op;
+    kir_expr *shift;           /* LogSumExp's */
+} red_term;
+
+/* What Reduce* accumulates of the element at ix. */
+static kir_expr *reduce_term(lctx *c, kir_expr **ix, void *ud)
+{
+    const red_term *r = ud;
+    kir_kernel *k = c->k;
+    kir_expr *x = red_load(c, 0, ix, r->at);
+    switch (r->op) {
+    case IR_OP_REDUCE_L1: return kir_op1(k, KIR_ABS, r->at, x);
+    case IR_OP_REDUCE_L2: case IR_OP_REDUCE_SUM_SQUARE: return kir_op2(k, KIR_MUL, r->at, x, x);
+    case IR_OP_REDUCE_LOG_SUM_EXP: return kir_op1(k, KIR_EXP, r->at, kir_op2(k, KIR_SUB, r->at, x, r->shift));
+    default: return x;
+    }
+}
+
+/* The output index of a reduction: kept dims' indices, 0 for reduced
+ * dims under keepdims. */
+static int reduce_out_index(lctx *c, const bool *red, kir_expr **ix, kir_expr **oi)
+{
+    const ir_node *n = c->n;
+    bool keep = ir_attr_int(n, "keepdims", 1);
+    int no = 0;
+    for (int d = 0; d < n->in[0]->type.rank; d++)
+        if (!red[d])
+            oi[no++] = ix[d];
+        else if (keep)
+            oi[no++] = i64c(c->k, 0);
+    return no == n->out[0]->type.rank ? 0 : -1;
+}
+
+/* The combining op and start value of a reduction accumulating in at. */
+static kir_expr *reduce_init(lctx *c, int op, ir_dtype xt, ir_dtype at, kir_op *kop)
+{
+    *kop = op == IR_OP_REDUCE_MAX ? KIR_MAX : op == IR_OP_REDUCE_MIN ? KIR_MIN
+         : op == IR_OP_REDUCE_PROD ? KIR_MUL : KIR_ADD;
+    if (ir_dtype_is_float(at)) {
+        double v = *kop == KIR_MAX ? -INFINITY : *kop == KIR_MIN ? INFINITY : *kop == KIR_MUL;
+        return kir_const_f(c->k, at, v);
+    }
+    if (*kop == KIR_MAX || *kop == KIR_MIN)
+        return kir_const_i(c->k, at, int_limit(xt, *kop == KIR_MIN));
+    return kir_const_i(c->k, at, *kop == KIR_MUL);
+}
+
+/* Reductions that keep the last dim accumulate in the output itself, in
+ * input order: the loops over the dims from the first reduced one on
+ * read x and update y with unit stride in the innermost (kept) dim, which
+ * vectorizes; the dims before it are the parallel loop. Only where the
+ * output holds the accumulator's dtype: floats of f32/f64, and integers
+ * whose 64-bit results truncate to what native-width arithmetic gives. */
+static bool rows_ok(const ir_node *n, const bool *red, int lanes)
+{
+    const ir_type *t = &n->in[0]->type;
+    int op = n->op, r = t->rank;
+    ir_dtype xt = t->dtype;
+    if (r < 2 || red[r - 1] || op == IR_OP_REDUCE_LOG_SUM_EXP)
+        return false;
+    bool int_exact = op != IR_OP_REDUCE_MEAN && op != IR_OP_REDUCE_L2 && op != IR_OP_REDUCE_LOG_SUM;
+    if (ir_dtype_is_float(xt) ? compute_dtype(xt) != xt : !int_exact)
+        return false;
+    int w = lanes * 4 / (int)ir_dtype_size(xt);
+    return !ir_dim_is_const(t->dims[r - 1]) || t->dims[r - 1].v >= w;
+}
+
+static int lower_reduce_rows(lctx *c, const bool *red)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     const ir_type *t = &n->in[0]->type;
-    int64_t axis = ir_attr_int(n, "axis", -1);
-    if (axis < 0)
-        axis += t->rank;
-    if (axis < 0 || axis >= t->rank)
-        return -1;
-    kir_block *body = &k->body;
-    int vars[IR_MAX_RANK];
-    bool first = true;
-    for (int d = 0; d < t->rank; d++) {
-        if (d == axis)
-            continue;
-        vars[d] = kir_new_var(k);
-        kir_stmt *l = loop(c, body, vars[d], dim_of(k, t->dims[d]), first ? KIR_PARALLEL : KIR_SERIAL);
-        if (!l)
-            return -1;
-        body = &l->body;
-        first = false;
+    int op = n->op, r = t->rank, first = 0;
+    ir_dtype xt = t->dtype, ot = n->out[0]->type.dtype;
+    while (!red[first])
+        first++;
+    bool outer[IR_MAX_RANK] = {0}, kept[IR_MAX_RANK] = {0}, all[IR_MAX_RANK] = {0};
+    for (int d = first; d < r; d++) {
+        outer[d] = all[d] = true;
+        kept[d] = !red[d];
     }
-    int mx = kir_new_acc(k, c->cdt), sum = kir_new_acc(k, c->cdt);
-    ir_dtype ct = c->cdt;
-    kir_expr *len = dim_of(k, t->dims[axis]);
-    kir_expr *idx[IR_MAX_RANK];
-    /* three passes over the axis, each with its own variable */
-    int pv[3];
-    kir_stmt *pl[3];
-    if (!kir_acc_set(k, body, mx, kir_const_f(k, ct, -INFINITY)))
+    kir_expr *ix[IR_MAX_RANK], *oi[IR_MAX_RANK];
+    kir_block *body = red_outer(c, t, outer, ix);
+    if (!body)
         return -1;
-    for (int p = 0; p < 3; p++) {
-        if (p == 1 && !kir_acc_set(k, body, sum, kir_const_f(k, ct, 0)))
-            return -1;
-        pv[p] = kir_new_var(k);
-        if (!(pl[p] = loop(c, body, pv[p], len, KIR_SERIAL)))
-            return -1;
-        for (int d = 0; d < t->rank; d++)
-            idx[d] = d == axis ? kir_var(k, pv[p]) : kir_var(k, vars[d]);
-        kir_expr *x = load_in(c, 0, idx);
-        kir_expr *xm = kir_op2(k, KIR_SUB, ct, x, kir_acc(k, mx));
-        if (p == 0) {
-            if (!kir_acc_set(k, &pl[p]->body, mx, kir_op2(k, KIR_MAX, ct, kir_acc(k, mx), x)))
-                return -1;
-        } else if (p == 1) {
-            if (!kir_acc_set(k, &pl[p]->body, sum, kir_op2(k, KIR_ADD, ct, kir_acc(k, sum), kir_op1(k, KIR_EXP, ct, xm))))
-                return -1;
-        } else {
-            kir_expr *y = n->op == IR_OP_LOG_SOFTMAX
-                              ? kir_op2(k, KIR_SUB, ct, xm, kir_op1(k, KIR_LOG, ct, kir_acc(k, sum)))
-                              : kir_op2(k, KIR_DIV, ct, kir_op1(k, KIR_EXP, ct, xm), kir_acc(k, sum));
-            if (!kir_store(k, &pl[p]->body, c->out, idx, to_out(c, y)))
-                return -1;
-        }
-    }
-    return 0;
+    kir_op kop;
+    kir_expr *init = reduce_init(c, op, xt, xt, &kop);
+    kir_block *p = red_pass(c, body, t, kept, ix, KIR_VECTOR, ot);
+    if (!p || reduce_out_index(c, red, ix, oi) < 0 || !kir_store(k, p, c->out, oi, init))
+        return -1;
+    if (!(p = red_pass(c, body, t, all, ix, KIR_VECTOR, ot)) || reduce_out_index(c, red, ix, oi) < 0)
+        return -1;
+    red_term rt = {xt, op, NULL};
+    if (!kir_store(k, p, c->out, oi, kir_op2(k, kop, xt, kir_load(k, c->out, oi), reduce_term(c, ix, &rt))))
+        return -1;
+    if (op != IR_OP_REDUCE_MEAN && op != IR_OP_REDUCE_L2 && op != IR_OP_REDUCE_LOG_SUM)
+        return 0;
+    if (!(p = red_pass(c, body, t, kept, ix, KIR_VECTOR, ot)) || reduce_out_index(c, red, ix, oi) < 0)
+        return -1;
+    kir_expr *y = kir_load(k, c->out, oi);
+    if (op == IR_OP_REDUCE_MEAN)
+        y = kir_op2(k, KIR_DIV, xt, y, kir_op1(k, KIR_CAST, xt, red_count(c, t, red)));
+    else
+        y = kir_op1(k, op == IR_OP_REDUCE_L2 ? KIR_SQRT : KIR_LOG, xt, y);
+    return kir_store(k, p, c->out, oi, y) ? 0 : -1;
 }
 
-/* Reduce* over constant axes: loops over the output, then over the
- * reduced dims with an accumulator, then the op's finish (mean: divide by
- * the count; L2: square root). */
-static int lower_reduce_axes(lctx *c)
+static int lower_reduce_op(lctx *c)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
-    int r = ti->rank;
-    bool red[IR_MAX_RANK] = {0}, any = false;
-    if (n->nin > 1 && n->in[1])
-        for (int64_t i = 0; i < n->in[1]->cval.numel; i++) {
-            int64_t a = ir_tensor_geti(&n->in[1]->cval, i);
-            a = a < 0 ? a + r : a;
-            if (a < 0 || a >= r)
-                return -1;
-            red[a] = any = true;
-        }
-    if (!any)
-        for (int d = 0; d < r; d++)
-            red[d] = true;
-    bool keep = ir_attr_int(n, "keepdims", 1);
-    ir_dtype ct = c->cdt;
-    kir_block *body = &k->body;
-    kir_expr *ii[IR_MAX_RANK], *oi[IR_MAX_RANK];
-    int no = 0;
-    bool first = true;
-    for (int d = 0; d < r; d++) {
-        if (red[d]) {
-            if (keep)
-                oi[no++] = i64c(k, 0);
-            continue;
-        }
-        int v = kir_new_var(k);
-        kir_stmt *l = loop(c, body, v, dim_of(k, ti->dims[d]), first ? KIR_PARALLEL : KIR_SERIAL);
-        if (!l)
-            return -1;
-        first = false;
-        body = &l->body;
-        ii[d] = oi[no++] = kir_var(k, v);
-    }
-    if (no != to->rank)
+    const ir_type *t = &n->in[0]->type;
+    bool red[IR_MAX_RANK], noop;
+    if (!reduce_axes(n, red, &noop))
         return -1;
-    int acc = kir_new_acc(k, ct);
-    double init = 0;
-    kir_op op = KIR_ADD;
-    switch (n->op) {
-    case IR_OP_REDUCE_MAX: init = -INFINITY; op = KIR_MAX; break;
-    case IR_OP_REDUCE_MIN: init = INFINITY; op = KIR_MIN; break;
-    case IR_OP_REDUCE_PROD: init = 1; op = KIR_MUL; break;
+    if (noop)
+        return lower_copy_all(c);
+    if (rows_ok(n, red, c->lanes))
+        return lower_reduce_rows(c, red);
+    int op = n->op;
+    ir_dtype xt = t->dtype, at = acc_dtype(op, xt);
+    kir_expr *ix[IR_MAX_RANK], *oi[IR_MAX_RANK];
+    kir_block *body = red_outer(c, t, red, ix);
+    if (!body)
+        return -1;
+    kir_expr *shift = NULL;
+    if (op == IR_OP_REDUCE_LOG_SUM_EXP) {
+        /* exp(x - max) never overflows; an infinite max shifts by 0 */
+        int mx = kir_new_acc(k, at);
+        red_term rt = {at, IR_OP_REDUCE_MAX, NULL};
+        if (!kir_acc_set(k, body, mx, kir_const_f(k, at, -INFINITY)) ||
+            red_reduce(c, body, t, red, ix, mx, KIR_MAX, reduce_term, &rt) < 0)
+            return -1;
+        kir_expr *m = kir_acc(k, mx);
+        kir_expr *inf = kir_op2(k, KIR_EQ, IR_BOOL, kir_op1(k, KIR_ABS, at, m), kir_const_f(k, at, INFINITY));
+        shift = kir_op3(k, KIR_SELECT, at, inf, kir_const_f(k, at, 0), m);
+    }
+    kir_op kop;
+    int acc = kir_new_acc(k, at);
+    if (!kir_acc_set(k, body, acc, reduce_init(c, op, xt, at, &kop)))
+        return -1;
+    red_term rt = {at, op, shift};
+    /* products are not split: partial products overflow and underflow
+     * where the sequential one may not */
+    if (kop == KIR_MUL) {
+        kir_block *p = red_pass(c, body, t, red, ix, KIR_SERIAL, at);
+        if (!p || !kir_acc_set(k, p, acc, kir_op2(k, kop, at, kir_acc(k, acc), reduce_term(c, ix, &rt))))
+            return -1;
+    } else if (red_reduce(c, body, t, red, ix, acc, kop, reduce_term, &rt) < 0) {
+        return -1;
+    }
+    kir_expr *v = kir_acc(k, acc);
+    switch (op) {
+    case IR_OP_REDUCE_MEAN: {
+        kir_expr *cnt = red_count(c, t, red);
+        v = kir_op2(k, KIR_DIV, at, v, kir_op1(k, KIR_CAST, at, cnt));
+        break;
+    }
+    case IR_OP_REDUCE_L2: v = kir_op1(k, KIR_SQRT, at, v); break;
+    case IR_OP_REDUCE_LOG_SUM: v = kir_op1(k, KIR_LOG, at, v); break;
+    case IR_OP_REDUCE_LOG_SUM_EXP: v = kir_op2(k, KIR_ADD, at, kir_op1(k, KIR_LOG, at, v), shift); break;
     default: break;
     }
-    if (!kir_acc_set(k, body, acc, kir_const_f(k, ct, init)))
+    if (reduce_out_index(c, red, ix, oi) < 0)
         return -1;
-    kir_block *inner = body;
-    kir_expr *count = kir_const_f(k, ct, 1);
-    for (int d = 0; d < r; d++) {
-        if (!red[d])
-            continue;
-        int v = kir_new_var(k);
-        kir_stmt *l = loop(c, inner, v, dim_of(k, ti->dims[d]), KIR_SERIAL);
-        if (!l)
-            return -1;
-        inner = &l->body;
-        ii[d] = kir_var(k, v);
-        count = kir_op2(k, KIR_MUL, ct, count, kir_op1(k, KIR_CAST, ct, dim_of(k, ti->dims[d])));
+    return kir_store(k, body, c->out, oi, red_cvt(c, v, n->out[0]->type.dtype)) ? 0 : -1;
+}
+
+/* ---- ArgMax / ArgMin ------------------------------------------------------------ */
+
+/* One pass along the axis from a sentinel (the worst value, which the
+ * first element always beats or ties at index 0), so an empty axis never
+ * reads out of bounds. NaN beats numbers, as in the reference. */
+static int lower_arg(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *t = &n->in[0]->type;
+    int64_t axis = ir_attr_int(n, "axis", 0);
+    axis = axis < 0 ? axis + t->rank : axis;
+    if (axis < 0 || axis >= t->rank)
+        return -1;
+    bool want_max = n->op == IR_OP_ARG_MAX, last = ir_attr_int(n, "select_last_index", 0);
+    ir_dtype xt = t->dtype, at = wide_dtype(xt);
+    bool flt = ir_dtype_is_float(at);
+    bool red[IR_MAX_RANK] = {0};
+    red[axis] = true;
+    kir_expr *ix[IR_MAX_RANK], *oi[IR_MAX_RANK];
+    kir_block *body = red_outer(c, t, red, ix);
+    if (!body)
+        return -1;
+    int best = kir_new_acc(k, IR_I64), bv = kir_new_acc(k, at);
+    kir_expr *init = flt ? kir_const_f(k, at, want_max ? -INFINITY : INFINITY)
+                         : kir_const_i(k, at, int_limit(xt, !want_max));
+    if (!kir_acc_set(k, body, best, i64c(k, 0)) || !kir_acc_set(k, body, bv, init))
+        return -1;
+    kir_block *p = red_pass(c, body, t, red, ix, KIR_SERIAL, at);
+    if (!p)
+        return -1;
+    kir_expr *v = red_load(c, 0, ix, at), *a = kir_acc(k, bv);
+    kir_expr *better;
+    if (last)
+        better = want_max ? kir_op2(k, KIR_LE, IR_BOOL, a, v) : kir_op2(k, KIR_LE, IR_BOOL, v, a);
+    else
+        better = want_max ? kir_op2(k, KIR_LT, IR_BOOL, a, v) : kir_op2(k, KIR_LT, IR_BOOL, v, a);
+    if (flt) {
+        /* last: v is NaN; first: v is NaN and the best so far is not */
+        kir_expr *vnan = kir_op2(k, KIR_NE, IR_BOOL, v, v);
+        kir_expr *anum = kir_op2(k, KIR_EQ, IR_BOOL, a, a);
+        better = kir_op2(k, KIR_OR, IR_BOOL, better, last ? vnan : kir_op2(k, KIR_AND, IR_BOOL, vnan, anum));
     }
-    kir_expr *x = load_in(c, 0, ii);
-    if (n->op == IR_OP_REDUCE_L2)
-        x = kir_op2(k, KIR_MUL, ct, x, x);
-    if (!kir_acc_set(k, inner, acc, kir_op2(k, op, ct, kir_acc(k, acc), x)))
+    if (!kir_acc_set(k, p, best, kir_op3(k, KIR_SELECT, IR_I64, better, ix[axis], kir_acc(k, best))) ||
+        !kir_acc_set(k, p, bv, kir_op3(k, KIR_SELECT, at, better, v, a)))
         return -1;
-    kir_expr *v = kir_acc(k, acc);
-    if (n->op == IR_OP_REDUCE_MEAN)
-        v = kir_op2(k, KIR_DIV, ct, v, count);
-    else if (n->op == IR_OP_REDUCE_L2)
-        v = kir_op1(k, KIR_SQRT, ct, v);
-    return kir_store(k, body, c->out, oi, to_out(c, v)) ? 0 : -1;
+    bool keep = ir_attr_int(n, "keepdims", 1);
+    int no = 0;
+    for (int d = 0; d < t->rank; d++)
+        if (d != axis)
+            oi[no++] = ix[d];
+        else if (keep)
+            oi[no++] = i64c(k, 0);
+    if (no != n->out[0]->type.rank)
+        return -1;
+    return kir_store(k, body, c->out, oi, red_cvt(c, kir_acc(k, best), n->out[0]->type.dtype)) ? 0 : -1;
+}
+
+/* ---- CumSum / CumProd ------------------------------------------------------------- */
+
+/* The constant axis input of CumSum/CumProd, normalized; false if it is
+ * not a constant single integer in range. */
+static bool cum_axis(const ir_node *n, int *axis)
+{
+    const ir_value *a = n->nin > 1 ? n->in[1] : NULL;
+    int r = n->in[0]->type.rank;
+    if (!a || a->kind != IR_VAL_CONST || !ir_dtype_is_int(a->cval.dtype) || a->cval.rank > 1 ||
+        a->cval.numel != 1)
+        return false;
+    int64_t ax = ir_tensor_geti(&a->cval, 0);
+    ax = ax < 0 ? ax + r : ax;
+    if (ax < 0 || ax >= r)
+        return false;
+    *axis = (int)ax;
+    return true;
+}
+
+/* A scan along an axis other than the last runs row by row in the
+ * output: y[j] = y[j-1] + x[j] (x[j-1] when exclusive) over the dims
+ * after the axis, unit stride and vectorized; the dims before it are the
+ * parallel loop. Only where the output holds the accumulator (not
+ * f16/bf16; integers wrap the same in their own width). */
+static int lower_cum_rows(lctx *c, int axis)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *t = &n->in[0]->type;
+    bool excl = ir_attr_int(n, "exclusive", 0), rev = ir_attr_int(n, "reverse", 0);
+    bool prod = n->op == IR_OP_CUM_PROD;
+    ir_dtype xt = t->dtype;
+    int64_t len = t->dims[axis].v;
+    bool outer[IR_MAX_RANK] = {0}, inner[IR_MAX_RANK] = {0};
+    for (int d = axis; d < t->rank; d++) {
+        outer[d] = true;
+        inner[d] = d > axis;
+    }
+    kir_expr *ix[IR_MAX_RANK], *pi[IR_MAX_RANK];
+    kir_block *body = red_outer(c, t, outer, ix);
+    kir_block *p = body ? red_pass(c, body, t, inner, ix, KIR_VECTOR, xt) : NULL;
+    if (!p)
+        return -1;
+    ix[axis] = i64c(k, rev ? len - 1 : 0);
+    if (!kir_store(k, p, c->out, ix, excl ? red_const(c, xt, prod) : kir_load(k, c->buf[0], ix)))
+        return -1;
+    int tv = kir_new_var(k);
+    kir_stmt *l = kir_for(k, body, tv, i64c(k, 1), i64c(k, len), KIR_SERIAL, 0);
+    if (!l || !(p = red_pass(c, &l->body, t, inner, ix, KIR_VECTOR, xt)))
+        return -1;
+    kir_expr *step = kir_var(k, tv);
+    ix[axis] = rev ? kir_op2(k, KIR_SUB, IR_I64, i64c(k, len - 1), step) : step;
+    memcpy(pi, ix, sizeof pi);
+    pi[axis] = rev ? kir_op2(k, KIR_SUB, IR_I64, i64c(k, len), step)
+                   : kir_op2(k, KIR_SUB, IR_I64, step, i64c(k, 1));
+    kir_expr *x = kir_load(k, c->buf[0], excl ? pi : ix);
+    kir_expr *y = kir_op2(k, prod ? KIR_MUL : KIR_ADD, xt, kir_load(k, c->out, pi), x);
+    return kir_store(k, p, c->out, ix, y) ? 0 : -1;
+}
+
+static int lower_cum(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *t = &n->in[0]->type;
+    int axis;
+    if (!cum_axis(n, &axis))
+        return -1;
+    const ir_dim *last = &t->dims[t->rank - 1];
+    if (axis < t->rank - 1 && ir_dim_is_const(t->dims[axis]) && t->dims[axis].v >= 1 &&
+        compute_dtype(t->dtype) == t->dtype &&
+        (!ir_dim_is_const(*last) || last->v >= red_width(c, t->dtype)))
+        return lower_cum_rows(c, axis);
+    bool excl = ir_attr_int(n, "exclusive", 0), rev = ir_attr_int(n, "reverse", 0);
+    bool prod = n->op == IR_OP_CUM_PROD;
+    ir_dtype xt = t->dtype, at = wide_dtype(xt);
+    bool red[IR_MAX_RANK] = {0};
+    red[axis] = true;
+    kir_expr *ix[IR_MAX_RANK];
+    kir_block *body = red_outer(c, t, red, ix);
+    if (!body)
+        return -1;
+    int acc = kir_new_acc(k, at);
+    if (!kir_acc_set(k, body, acc, red_const(c, at, prod)))
+        return -1;
+    kir_block *p = red_pass(c, body, t, red, ix, KIR_SERIAL, at);
+    if (!p)
+        return -1;
+    if (rev) /* j = len - 1 - step */
+        ix[axis] = kir_op2(k, KIR_SUB, IR_I64,
+                           kir_op2(k, KIR_SUB, IR_I64, dim_of(k, t->dims[axis]), i64c(k, 1)), ix[axis]);
+    ir_dtype ot = n->out[0]->type.dtype;
+    if (excl && !kir_store(k, p, c->out, ix, red_cvt(c, kir_acc(k, acc), ot)))
+        return -1;
+    kir_expr *x = red_load(c, 0, ix, at);
+    if (!kir_acc_set(k, p, acc, kir_op2(k, prod ? KIR_MUL : KIR_ADD, at, kir_acc(k, acc), x)))
+        return -1;
+    if (!excl && !kir_store(k, p, c->out, ix, red_cvt(c, kir_acc(k, acc), ot)))
+        return -1;
+    return 0;
+}
+
+/* ---- the family ------------------------------------------------------------------- */
+
+bool cg_can_lower_reduce(const ir_node *n)
+{
+    if (n->nin < 1 || !n->in[0])
+        return false;
+    const ir_type *x = &n->in[0]->type;
+    ir_dtype xt = x->dtype;
+    bool num = ir_dtype_is_float(xt) || ir_dtype_is_int(xt);
+    if (is_reduce(n->op)) {
+        bool red[IR_MAX_RANK], noop;
+        bool minmax = n->op == IR_OP_REDUCE_MAX || n->op == IR_OP_REDUCE_MIN;
+        return n->nout == 1 && (num || (minmax && xt == IR_BOOL)) && n->out[0]->type.dtype == xt &&
+               reduce_axes(n, red, &noop);
+    }
+    switch (n->op) {
+    case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: {
+        int64_t a = ir_attr_int(n, "axis", 0);
+        return n->nout == 1 && num && x->rank >= 1 && a >= -x->rank && a < x->rank;
+    }
+    case IR_OP_CUM_SUM: case IR_OP_CUM_PROD: {
+        int axis;
+        return n->nout == 1 && num && n->out[0]->type.dtype == xt && cum_axis(n, &axis);
+    }
+    default:
+        return cg_can_lower_norm(n);
+    }
 }
 
 int lower_reduce(lctx *c)
 {
-    switch (c->n->op) {
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOG_SOFTMAX:
-        return lower_softmax(c);
-    default:
-        return lower_reduce_axes(c);
+    int op = c->n->op;
+    if (is_reduce(op))
+        return lower_reduce_op(c);
+    switch (op) {
+    case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: return lower_arg(c);
+    case IR_OP_CUM_SUM: case IR_OP_CUM_PROD: return lower_cum(c);
+    default: return lower_norm(c);
     }
 }

@@ -1,0 +1,701 @@
+/* lower_movement2.c - data movement driven by index tensors: Gather,
+ * GatherElements, GatherND, ScatterElements (and the deprecated
+ * Scatter), ScatterND, TensorScatter, OneHot, ReverseSequence, and the
+ * value-dependent Compress and NonZero (into their static output shape,
+ * with a running count as the output position); also Slice and Pad
+ * whose starts/pads arrive at run time (per-element index expressions).
+ * Indices are data: each is loaded, converted to i64, wrapped when
+ * negative and clamped into its dim (mv_index), so a hostile index never
+ * reads or writes outside a buffer (the reference rejects such indices;
+ * here they address the nearest element). Scatters copy the data to the
+ * output first, then a second loop nest applies the updates in the
+ * reference's order, so the kernel runs serially.
+ */
+#include "codegen/lower_movement.h"
+#include "ir/ops.h"
+
+#include <string.h>
+
+enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
+
+static int reduction(const ir_node *n)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const char *s = n->op == IR_OP_SCATTER ? "none" : ir_attr_string(n, "reduction", "none");
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+static bool static_io(const ir_node *n)
+{
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && !ir_type_is_static(&n->in[i]->type))
+            return false;
+    for (int i = 0; i < n->nout; i++)
+        if (!ir_type_is_static(&n->out[i]->type))
+            return false;
+    return true;
+}
+
+static bool index_dtype(ir_dtype t) { return ir_dtype_is_int(t); }
+
+/* The scatter reduction of the current value a and the update b in the
+ * buffer's dtype (bool: add is or, mul is and). */
+static kir_expr *reduce(kir_kernel *k, int red, kir_expr *a, kir_expr *b)
+{
+    ir_dtype t = b->dtype;
+    switch (red) {
+    case RED_ADD: return kir_op2(k, t == IR_BOOL ? KIR_MAX : KIR_ADD, t, a, b);
+    case RED_MUL: return kir_op2(k, t == IR_BOOL ? KIR_MIN : KIR_MUL, t, a, b);
+    case RED_MAX: return kir_op2(k, KIR_MAX, t, a, b);
+    case RED_MIN: return kir_op2(k, KIR_MIN, t, a, b);
+    default: return b;
+    }
+}
+
+/* out = data, element by element (the first statement of a scatter). */
+static int copy_data(lctx *c)
+{
+    kir_expr *idx[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &c->k->body, &c->n->out[0]->type, false, true, idx);
+    return b && kir_store(c->k, b, c->out, idx, kir_load(c->k, c->buf[0], idx)) ? 0 : -1;
+}
+
+/* ---- Gather, GatherElements, GatherND ---------------------------------------------------- */
+
+/* out[pre, j..., post] = data[pre, wrap(indices[j...]), post]. */
+static int lower_gather(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *tind = &n->in[1]->type, *to = &n->out[0]->type;
+    int axis, q = tind->rank;
+    if (!mv_axis(ir_attr_int(n, "axis", 0), tx->rank, &axis))
+        return -1;
+    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, axis < tx->rank - 1, oi);
+    if (!b)
+        return -1;
+    kir_expr *w = mv_index(c, kir_load(k, c->buf[1], oi + axis), tx->dims[axis].v);
+    for (int d = 0; d < tx->rank; d++)
+        xi[d] = d < axis ? oi[d] : d == axis ? w : oi[d - 1 + q];
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
+}
+
+/* out[i...] = data[i... with i[axis] = wrap(indices[i...])]. */
+static int lower_gather_elements(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *to = &n->out[0]->type;
+    int axis;
+    if (!mv_axis(ir_attr_int(n, "axis", 0), tx->rank, &axis))
+        return -1;
+    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, false, oi);
+    if (!b)
+        return -1;
+    for (int d = 0; d < tx->rank; d++)
+        xi[d] = d == axis ? mv_index(c, kir_load(k, c->buf[1], oi), tx->dims[axis].v) : oi[d];
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
+}
+
+/* out[bt..., t..., s...] = data[bt..., tuple(bt..., t...), s...] with
+ * the tuple's k values read from the last dim of indices. */
+static int lower_gather_nd(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *tind = &n->in[1]->type, *to = &n->out[0]->type;
+    int bd = (int)ir_attr_int(n, "batch_dims", 0), q = tind->rank;
+    int64_t kk = tind->dims[q - 1].v;
+    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, bd + kk < tx->rank, oi);
+    if (!b)
+        return -1;
+    for (int d = 0; d < q - 1; d++)
+        ii[d] = oi[d];
+    for (int d = 0; d < bd; d++)
+        xi[d] = oi[d];
+    for (int j = 0; j < kk; j++) {
+        ii[q - 1] = i64c(k, j);
+        xi[bd + j] = mv_index(c, kir_load(k, c->buf[1], ii), tx->dims[bd + j].v);
+    }
+    for (int d = bd + (int)kk; d < tx->rank; d++)
+        xi[d] = oi[q - 1 + d - bd - (int)kk];
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
+}
+
+/* ---- ScatterElements, Scatter, ScatterND, TensorScatter --------------------------------- */
+
+/* out[i... with i[axis] = wrap(indices[i...])] op= updates[i...]. */
+static int lower_scatter_elements(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *tind = &n->in[1]->type;
+    int axis, red = reduction(n);
+    if (!mv_axis(ir_attr_int(n, "axis", 0), tx->rank, &axis) || copy_data(c) < 0)
+        return -1;
+    kir_expr *ii[IR_MAX_RANK], *yi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, tind, false, false, ii);
+    if (!b)
+        return -1;
+    for (int d = 0; d < tx->rank; d++)
+        yi[d] = d == axis ? mv_index(c, kir_load(k, c->buf[1], ii), tx->dims[axis].v) : ii[d];
+    kir_expr *v = reduce(k, red, kir_load(k, c->out, yi), kir_load(k, c->buf[2], ii));
+    return kir_store(k, b, c->out, yi, v) ? 0 : -1;
+}
+
+/* out[tuple(t...), s...] op= updates[t..., s...]. */
+static int lower_scatter_nd(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *tu = &n->in[2]->type;
+    const ir_type *tind = &n->in[1]->type;
+    int q = tind->rank, red = reduction(n);
+    int64_t kk = tind->dims[q - 1].v;
+    if (copy_data(c) < 0)
+        return -1;
+    kir_expr *ui[IR_MAX_RANK], *yi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, tu, false, red == RED_NONE && kk < tx->rank, ui);
+    if (!b)
+        return -1;
+    for (int d = 0; d < q - 1; d++)
+        ii[d] = ui[d];
+    for (int j = 0; j < kk; j++) {
+        ii[q - 1] = i64c(k, j);
+        yi[j] = mv_index(c, kir_load(k, c->buf[1], ii), tx->dims[j].v);
+    }
+    for (int d = (int)kk; d < tx->rank; d++)
+        yi[d] = ui[q - 1 + d - (int)kk];
+    kir_expr *v = reduce(k, red, kir_load(k, c->out, yi), kir_load(k, c->buf[2], ui));
+    return kir_store(k, b, c->out, yi, v) ? 0 : -1;
+}
+
+/* The KV-cache write: update's steps go to positions w + t along axis
+ * (w = write_indices[batch], 0 if absent), modulo the axis size when
+ * circular; linear writes clamp w so all steps stay inside the cache. */
+static int lower_tensor_scatter(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *tu = &n->in[1]->type;
+    int axis;
+    if (!mv_axis(ir_attr_int(n, "axis", -2), tx->rank, &axis) || axis == 0 || copy_data(c) < 0)
+        return -1;
+    bool circular = !strcmp(ir_attr_string(n, "mode", "linear"), "circular");
+    int64_t maxs = tx->dims[axis].v, seq = tu->dims[axis].v;
+    kir_expr *ui[IR_MAX_RANK], *yi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, tu, false, axis < tx->rank - 1, ui);
+    if (!b)
+        return -1;
+    kir_expr *w = i64c(k, 0);
+    if (n->nin > 2 && n->in[2]) {
+        w = kir_load(k, c->buf[2], ui);
+        if (w && w->dtype != IR_I64)
+            w = kir_op1(k, KIR_CAST, IR_I64, w);
+    }
+    kir_expr *pos;
+    if (circular) {
+        kir_expr *m = i64c(k, maxs > 0 ? maxs : 1);
+        kir_expr *wm = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, w, m), m), m);
+        pos = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, wm, ui[axis]), m);
+    } else {
+        w = kir_op2(k, KIR_MIN, IR_I64, kir_op2(k, KIR_MAX, IR_I64, w, i64c(k, 0)), i64c(k, maxs - seq));
+        pos = kir_iadd(k, w, ui[axis]);
+    }
+    for (int d = 0; d < tx->rank; d++)
+        yi[d] = d == axis ? pos : ui[d];
+    return kir_store(k, b, c->out, yi, kir_load(k, c->buf[1], ui)) ? 0 : -1;
+}
+
+/* ---- OneHot, ReverseSequence ----------------------------------------------------------- */
+
+/* out[..., d, ...] = values[1] if indices[...] (+ depth if negative) == d,
+ * else values[0]. */
+static int lower_onehot(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *to = &n->out[0]->type;
+    int axis;
+    if (!mv_axis(ir_attr_int(n, "axis", -1), to->rank, &axis))
+        return -1;
+    int64_t depth = to->dims[axis].v;
+    kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, axis == to->rank - 1, oi);
+    if (!b)
+        return -1;
+    for (int d = 0, j = 0; d < to->rank; d++)
+        if (d != axis)
+            ii[j++] = oi[d];
+    kir_expr *iv = kir_load(k, c->buf[0], ii);
+    if (iv && iv->dtype != IR_I64)
+        iv = kir_op1(k, KIR_CAST, IR_I64, iv);
+    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, iv, i64c(k, 0));
+    iv = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, iv, i64c(k, depth)), iv);
+    kir_expr *z[1] = {i64c(k, 0)}, *one[1] = {i64c(k, 1)};
+    kir_expr *on = kir_op2(k, KIR_EQ, IR_BOOL, iv, oi[axis]);
+    kir_expr *v = kir_op3(k, KIR_SELECT, to->dtype, on, kir_load(k, c->buf[2], one), kir_load(k, c->buf[2], z));
+    return kir_store(k, b, c->out, oi, v) ? 0 : -1;
+}
+
+/* out[t, b, ...] = x[t < len ? len-1-t : t, b, ...] with len =
+ * sequence_lens[b] clamped to [0, T] (time and batch axes in either
+ * order). */
+static int lower_reverse_sequence(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *to = &n->out[0]->type;
+    int ta = (int)ir_attr_int(n, "time_axis", 0), ba = (int)ir_attr_int(n, "batch_axis", 1);
+    int64_t T = to->dims[ta].v;
+    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, to->rank > 2, oi);
+    if (!b)
+        return -1;
+    kir_expr *len = kir_load(k, c->buf[1], &oi[ba]);
+    if (len && len->dtype != IR_I64)
+        len = kir_op1(k, KIR_CAST, IR_I64, len);
+    len = kir_op2(k, KIR_MIN, IR_I64, kir_op2(k, KIR_MAX, IR_I64, len, i64c(k, 0)), i64c(k, T));
+    kir_expr *t = oi[ta];
+    kir_expr *rev = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, len, i64c(k, 1)), t);
+    kir_expr *in = kir_op2(k, KIR_LT, IR_BOOL, t, len);
+    for (int d = 0; d < to->rank; d++)
+        xi[d] = d == ta ? kir_op3(k, KIR_SELECT, IR_I64, in, rev, t) : oi[d];
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
+}
+
+/* ---- Compress, NonZero ------------------------------------------------------------------ */
+
+/* out = 0 everywhere first: a condition selecting fewer slices than the
+ * static output holds leaves the rest defined. */
+static int zero_out(lctx *c)
+{
+    kir_expr *idx[IR_MAX_RANK];
+    const ir_type *to = &c->n->out[0]->type;
+    kir_block *b = mv_nest(c, &c->k->body, to, false, true, idx);
+    return b && kir_store(c->k, b, c->out, idx, mv_const(c, to->dtype, 0)) ? 0 : -1;
+}
+
+/* Compress: for each outer position, walk the axis with a running count
+ * of selected slices (an accumulator) and copy each selected slice to
+ * that position; the count never passes the output's size. Without an
+ * axis the input is walked as a flat sequence. */
+static int lower_compress(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *to = &n->out[0]->type;
+    const ir_attr *aa = ir_node_attr(n, "axis");
+    int64_t clen = n->in[1]->type.dims[0].v;
+    if (zero_out(c) < 0)
+        return -1;
+    int axis = 0;
+    if (aa && !mv_axis(aa->i, tx->rank, &axis))
+        return -1;
+    ir_type outer = *tx, inner = *tx;
+    if (aa) {
+        outer.rank = axis;
+        inner.rank = tx->rank - axis - 1;
+        memmove(inner.dims, tx->dims + axis + 1, sizeof(ir_dim) * (size_t)inner.rank);
+    } else {
+        outer.rank = 0;
+    }
+    int64_t cnt = to->dims[aa ? axis : 0].v;
+    kir_expr *xi[IR_MAX_RANK], *oi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, &outer, false, false, xi);
+    if (!b)
+        return -1;
+    for (int d = 0; d < outer.rank; d++)
+        oi[d] = xi[d];
+    int acc = kir_new_acc(k, IR_I64);
+    if (acc < 0 || !kir_acc_set(k, b, acc, i64c(k, 0)))
+        return -1;
+    kir_expr *pos, *cv;
+    kir_block *walk;
+    if (aa) {
+        int v = kir_new_var(k);
+        int64_t len = tx->dims[axis].v < clen ? tx->dims[axis].v : clen;
+        kir_stmt *l = kir_for(k, b, v, i64c(k, 0), i64c(k, len), KIR_SERIAL, 0);
+        if (!l)
+            return -1;
+        walk = &l->body;
+        pos = kir_var(k, v);
+        xi[axis] = pos;
+        cv = kir_load(k, c->buf[1], &pos);
+    } else {
+        /* the flat position over every dim of x */
+        if (!(walk = mv_nest(c, b, tx, false, false, xi)))
+            return -1;
+        pos = i64c(k, 0);
+        for (int d = 0; d < tx->rank; d++)
+            pos = kir_iadd(k, kir_imul(k, pos, i64c(k, tx->dims[d].v)), xi[d]);
+        kir_expr *in = kir_op2(k, KIR_LT, IR_BOOL, pos, i64c(k, clen));
+        kir_expr *cp = kir_op2(k, KIR_MIN, IR_I64, pos, i64c(k, clen > 0 ? clen - 1 : 0));
+        cv = kir_op2(k, KIR_AND, IR_BOOL, in, kir_op1(k, KIR_CAST, IR_BOOL, kir_load(k, c->buf[1], &cp)));
+    }
+    if (cv && cv->dtype != IR_BOOL)
+        cv = kir_op1(k, KIR_CAST, IR_BOOL, cv);
+    kir_expr *room = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), i64c(k, cnt));
+    kir_stmt *s = clen > 0 ? kir_if(k, walk, kir_op2(k, KIR_AND, IR_BOOL, cv, room)) : NULL;
+    if (!s)
+        return clen > 0 ? -1 : 0;
+    oi[aa ? axis : 0] = kir_acc(k, acc);
+    kir_block *cb = &s->body;
+    if (aa) {
+        if (!(cb = mv_nest(c, cb, &inner, false, true, xi + axis + 1)))
+            return -1;
+        for (int d = axis + 1; d < tx->rank; d++)
+            oi[d] = xi[d];
+    }
+    if (!kir_store(k, cb, c->out, oi, kir_load(k, c->buf[0], xi)))
+        return -1;
+    return kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), i64c(k, 1))) ? 0 : -1;
+}
+
+/* NonZero: the coordinates of each non-zero element, in row-major order,
+ * at the running count's column. */
+static int lower_nonzero(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_type *tx = &c->n->in[0]->type, *to = &c->n->out[0]->type;
+    int64_t cnt = to->dims[1].v;
+    if (zero_out(c) < 0)
+        return -1;
+    int acc = kir_new_acc(k, IR_I64);
+    if (acc < 0 || !kir_acc_set(k, &k->body, acc, i64c(k, 0)))
+        return -1;
+    kir_expr *xi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, tx, false, false, xi);
+    if (!b)
+        return -1;
+    kir_expr *nz = kir_op1(k, KIR_CAST, IR_BOOL, kir_load(k, c->buf[0], xi));
+    kir_expr *room = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), i64c(k, cnt));
+    kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_AND, IR_BOOL, nz, room));
+    if (!s)
+        return -1;
+    for (int d = 0; d < (tx->rank ? tx->rank : 1); d++) {
+        kir_expr *oi[2] = {i64c(k, d), kir_acc(k, acc)};
+        if (!kir_store(k, &s->body, c->out, oi, tx->rank ? xi[d] : i64c(k, 0)))
+            return -1;
+    }
+    return kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), i64c(k, 1))) ? 0 : -1;
+}
+
+/* ---- Slice and Pad with operands known only at run time ------------------------------------ */
+
+static kir_expr *clampi(kir_kernel *k, kir_expr *v, kir_expr *lo, kir_expr *hi)
+{
+    return kir_op2(k, KIR_MIN, IR_I64, kir_op2(k, KIR_MAX, IR_I64, v, lo), hi);
+}
+
+/* Element i of the 1-D integer input j as i64. */
+static kir_expr *operand(lctx *c, int j, int64_t i)
+{
+    kir_expr *idx[1] = {i64c(c->k, i)};
+    kir_expr *v = kir_load(c->k, c->buf[j], idx);
+    return v && v->dtype != IR_I64 ? kir_op1(c->k, KIR_CAST, IR_I64, v) : v;
+}
+
+/* Whether the axis named by entry i of the axes input j (entry i itself
+ * when there is no axes input) is dim d: a constant when it can be. */
+static kir_expr *names_dim(lctx *c, int j, int64_t i, int d, int r, bool *never)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    *never = false;
+    if (!(j < n->nin && n->in[j]) || n->in[j]->kind == IR_VAL_CONST) {
+        int64_t a = j < n->nin && n->in[j] ? ir_tensor_geti(&n->in[j]->cval, i) : i;
+        a = a < 0 ? a + r : a;
+        *never = a != d;
+        return *never ? NULL : kir_const_i(k, IR_BOOL, 1);
+    }
+    kir_expr *a = operand(c, j, i);
+    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, a, i64c(k, 0));
+    a = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, a, i64c(k, r)), a);
+    return kir_op2(k, KIR_EQ, IR_BOOL, a, i64c(k, d));
+}
+
+static bool is_1d_int(const ir_node *n, int i)
+{
+    return i < n->nin && n->in[i] && ir_dtype_is_int(n->in[i]->type.dtype) && n->in[i]->type.rank == 1;
+}
+
+/* Slice: per dim, the first position and step chosen among the entries
+ * that name it (later entries win, as duplicates are invalid anyway),
+ * the start wrapped and clamped as the reference does; each source
+ * position is clamped into the dim, so values that disagree with the
+ * static output shape still read inside the input. */
+static int lower_slice_dyn(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *to = &n->out[0]->type;
+    int r = tx->rank;
+    int64_t m = n->in[1]->type.dims[0].v;
+    bool has_steps = n->nin > 4 && n->in[4];
+    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK];
+    kir_block *b = mv_nest(c, &k->body, to, true, false, oi);
+    if (!b)
+        return -1;
+    for (int d = 0; d < r; d++) {
+        int64_t D = tx->dims[d].v;
+        kir_expr *first = i64c(k, 0), *step = i64c(k, 1);
+        for (int64_t i = 0; i < m; i++) {
+            bool never;
+            kir_expr *sel = names_dim(c, 3, i, d, r, &never);
+            if (never)
+                continue;
+            kir_expr *st = has_steps ? operand(c, 4, i) : i64c(k, 1);
+            kir_expr *s = operand(c, 1, i);
+            kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, s, i64c(k, 0));
+            s = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, s, i64c(k, D)), s);
+            kir_expr *up = kir_op2(k, KIR_LT, IR_BOOL, i64c(k, 0), st);
+            s = clampi(k, s, i64c(k, 0),
+                       kir_op3(k, KIR_SELECT, IR_I64, up, i64c(k, D), i64c(k, D > 0 ? D - 1 : 0)));
+            first = kir_op3(k, KIR_SELECT, IR_I64, sel, s, first);
+            step = kir_op3(k, KIR_SELECT, IR_I64, sel, st, step);
+        }
+        kir_expr *pos = kir_iadd(k, first, kir_imul(k, step, oi[d]));
+        xi[d] = clampi(k, pos, i64c(k, 0), i64c(k, D > 0 ? D - 1 : 0));
+    }
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
+}
+
+/* Pad with run-time pads (or axes): per dim the begin pad b is chosen
+ * among the entries naming the dim, the end pad follows from the static
+ * output (e = out - in - b), and each output position maps through the
+ * mode as in lower_pad, every step an expression; the source position
+ * is clamped into the dim whatever the values. */
+static int lower_pad_dyn(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *tx = &n->in[0]->type, *to = &n->out[0]->type;
+    int r = tx->rank;
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    const char *ms = ir_attr_string(n, "mode", "constant");
+    int mode = 0;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(ms, modes[i]))
+            mode = i;
+    int64_t np = n->in[1]->type.dims[0].v, na = np / 2;
+    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK];
+    kir_block *blk = mv_nest(c, &k->body, to, true, false, oi);
+    if (!blk)
+        return -1;
+    kir_expr *fill = mv_const(c, to->dtype, 0);
+    if (n->nin > 2 && n->in[2] && n->in[2]->type.rank >= 0) {
+        int64_t cn = 1;
+        kir_expr *z[IR_MAX_RANK];
+        for (int d = 0; d < n->in[2]->type.rank; d++) {
+            cn *= n->in[2]->type.dims[d].v;
+            z[d] = i64c(k, 0);
+        }
+        if (cn > 0)
+            fill = kir_load(k, c->buf[2], z);
+    }
+    kir_expr *inside = kir_const_i(k, IR_BOOL, 1);
+    for (int d = 0; d < r; d++) {
+        int64_t D = tx->dims[d].v;
+        kir_expr *bp = i64c(k, 0);
+        for (int64_t i = 0; i < na; i++) {
+            bool never;
+            kir_expr *sel = names_dim(c, 3, i, d, r, &never);
+            if (!never)
+                bp = kir_op3(k, KIR_SELECT, IR_I64, sel, operand(c, 1, i), bp);
+        }
+        kir_expr *z = i64c(k, 0);
+        kir_expr *ep = kir_op2(k, KIR_SUB, IR_I64, i64c(k, to->dims[d].v - D), bp);
+        kir_expr *crop = kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, bp), z);
+        kir_expr *lo = kir_op2(k, KIR_MAX, IR_I64, bp, z);
+        kir_expr *len = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, i64c(k, D), crop),
+                                kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, ep), z));
+        len = kir_op2(k, KIR_MAX, IR_I64, len, i64c(k, 1));
+        kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], lo), *mi;
+        switch (mode) {
+        case 0:
+            inside = kir_op2(k, KIR_AND, IR_BOOL, inside,
+                             kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, z, i),
+                                     kir_op2(k, KIR_LT, IR_BOOL, i, len)));
+            mi = i;
+            break;
+        case 2:
+            mi = clampi(k, i, z, kir_op2(k, KIR_SUB, IR_I64, len, i64c(k, 1)));
+            break;
+        case 3:
+            mi = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, len), len), len);
+            break;
+        default: {
+            kir_expr *p = kir_op2(k, KIR_MAX, IR_I64, kir_imul(k, i64c(k, 2), kir_op2(k, KIR_SUB, IR_I64, len, i64c(k, 1))),
+                                  i64c(k, 1));
+            kir_expr *mm = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, p), p), p);
+            kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, mm, len);
+            mi = kir_op3(k, KIR_SELECT, IR_I64, lt, mm, kir_op2(k, KIR_SUB, IR_I64, p, mm));
+            break;
+        }
+        }
+        xi[d] = clampi(k, kir_iadd(k, mi, crop), z, i64c(k, D > 0 ? D - 1 : 0));
+    }
+    kir_expr *v = kir_load(k, c->buf[0], xi);
+    if (mode == 0)
+        v = kir_op3(k, KIR_SELECT, to->dtype, inside, v, fill);
+    return kir_store(k, blk, c->out, oi, v) ? 0 : -1;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------- */
+
+bool cg_can_lower_movement2(const ir_node *n)
+{
+    if (!static_io(n))
+        return false;
+    const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
+    switch (n->op) {
+    case IR_OP_GATHER: {
+        int axis;
+        return index_dtype(n->in[1]->type.dtype) && mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis) &&
+               o->rank == x->rank - 1 + n->in[1]->type.rank;
+    }
+    case IR_OP_GATHER_ELEMENTS: {
+        int axis;
+        const ir_type *ti = &n->in[1]->type;
+        if (!index_dtype(ti->dtype) || ti->rank != x->rank || !mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis))
+            return false;
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && ti->dims[d].v > x->dims[d].v)
+                return false;
+        return true;
+    }
+    case IR_OP_GATHER_ND: {
+        const ir_type *ti = &n->in[1]->type;
+        int64_t bd = ir_attr_int(n, "batch_dims", 0);
+        if (!index_dtype(ti->dtype) || ti->rank < 1 || bd < 0 || bd >= ti->rank || bd >= x->rank)
+            return false;
+        int64_t kk = ti->dims[ti->rank - 1].v;
+        if (kk < 1 || kk > x->rank - bd || o->rank != ti->rank - 1 + x->rank - bd - kk)
+            return false;
+        for (int d = 0; d < bd; d++)
+            if (ti->dims[d].v != x->dims[d].v)
+                return false;
+        return true;
+    }
+    case IR_OP_SCATTER_ELEMENTS: case IR_OP_SCATTER: {
+        int axis;
+        const ir_type *ti = &n->in[1]->type, *tu = &n->in[2]->type;
+        if (!index_dtype(ti->dtype) || reduction(n) < 0 || ti->rank != x->rank || tu->rank != ti->rank ||
+            tu->dtype != x->dtype || !mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis))
+            return false;
+        for (int d = 0; d < x->rank; d++)
+            if (tu->dims[d].v != ti->dims[d].v || (d != axis && ti->dims[d].v > x->dims[d].v))
+                return false;
+        return true;
+    }
+    case IR_OP_SCATTER_ND: {
+        const ir_type *ti = &n->in[1]->type, *tu = &n->in[2]->type;
+        if (!index_dtype(ti->dtype) || reduction(n) < 0 || ti->rank < 1 || tu->dtype != x->dtype)
+            return false;
+        int q = ti->rank;
+        int64_t kk = ti->dims[q - 1].v;
+        if (kk > x->rank || tu->rank != q - 1 + x->rank - kk)
+            return false;
+        for (int d = 0; d < tu->rank; d++)
+            if (tu->dims[d].v != (d < q - 1 ? ti->dims[d].v : x->dims[kk + d - (q - 1)].v))
+                return false;
+        return true;
+    }
+    case IR_OP_TENSOR_SCATTER: {
+        const ir_type *tu = &n->in[1]->type;
+        int axis;
+        if (tu->dtype != x->dtype || tu->rank != x->rank || x->rank < 2 ||
+            !mv_axis(ir_attr_int(n, "axis", -2), x->rank, &axis) || axis == 0)
+            return false;
+        for (int d = 0; d < x->rank; d++)
+            if (d == axis ? tu->dims[d].v > x->dims[d].v : tu->dims[d].v != x->dims[d].v)
+                return false;
+        if (n->nin > 2 && n->in[2]) {
+            const ir_type *tw = &n->in[2]->type;
+            if (!index_dtype(tw->dtype) || tw->rank != 1 || tw->dims[0].v != x->dims[0].v)
+                return false;
+        }
+        return true;
+    }
+    case IR_OP_ONE_HOT: {
+        int axis;
+        const ir_type *tv = &n->in[2]->type;
+        return tv->rank == 1 && tv->dims[0].v == 2 && tv->dtype == o->dtype && o->rank == x->rank + 1 &&
+               mv_axis(ir_attr_int(n, "axis", -1), o->rank, &axis) &&
+               (ir_dtype_is_int(x->dtype) || ir_dtype_is_float(x->dtype));
+    }
+    case IR_OP_REVERSE_SEQUENCE: {
+        int64_t ta = ir_attr_int(n, "time_axis", 0), ba = ir_attr_int(n, "batch_axis", 1);
+        const ir_type *tl = &n->in[1]->type;
+        return ((ta == 0 && ba == 1) || (ta == 1 && ba == 0)) && x->rank >= 2 && index_dtype(tl->dtype) &&
+               tl->rank == 1 && tl->dims[0].v == x->dims[ba].v;
+    }
+    case IR_OP_COMPRESS: {
+        const ir_type *tc = &n->in[1]->type;
+        const ir_attr *aa = ir_node_attr(n, "axis");
+        int axis;
+        if (tc->rank != 1 || (aa && (!mv_axis(aa->i, x->rank, &axis) || o->rank != x->rank)) ||
+            (!aa && o->rank != 1))
+            return false;
+        return tc->dtype == IR_BOOL || ir_dtype_is_int(tc->dtype);
+    }
+    case IR_OP_SLICE: {
+        /* the constant form is lower_movement.c's */
+        int64_t m = is_1d_int(n, 1) ? n->in[1]->type.dims[0].v : -1;
+        if (m < 0 || m > x->rank || o->rank != x->rank || !is_1d_int(n, 2) || n->in[2]->type.dims[0].v != m)
+            return false;
+        for (int j = 3; j < 5; j++)
+            if (j < n->nin && n->in[j] && (!is_1d_int(n, j) || n->in[j]->type.dims[0].v != m))
+                return false;
+        return true;
+    }
+    case IR_OP_PAD: {
+        int64_t np = is_1d_int(n, 1) ? n->in[1]->type.dims[0].v : -1;
+        bool axes = n->nin > 3 && n->in[3];
+        static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+        bool known = false;
+        for (int i = 0; i < 4; i++)
+            known |= !strcmp(ir_attr_string(n, "mode", "constant"), modes[i]);
+        if (!known || np < 0 || np % 2 || o->rank != x->rank || (axes && !is_1d_int(n, 3)) ||
+            np / 2 != (axes ? n->in[3]->type.dims[0].v : x->rank) || np / 2 > x->rank)
+            return false;
+        if (axes && n->in[3]->kind == IR_VAL_CONST)
+            for (int64_t i = 0; i < np / 2; i++) {
+                int a;
+                if (!mv_axis(ir_tensor_geti(&n->in[3]->cval, i), x->rank, &a))
+                    return false;
+            }
+        return !(n->nin > 2 && n->in[2]) || n->in[2]->type.dtype == x->dtype;
+    }
+    case IR_OP_NON_ZERO:
+        return o->rank == 2 && o->dtype == IR_I64 && o->dims[0].v == (x->rank ? x->rank : 1);
+    default:
+        return false;
+    }
+}
+
+int lower_movement2(lctx *c)
+{
+    switch (c->n->op) {
+    case IR_OP_GATHER: return lower_gather(c);
+    case IR_OP_GATHER_ELEMENTS: return lower_gather_elements(c);
+    case IR_OP_GATHER_ND: return lower_gather_nd(c);
+    case IR_OP_SCATTER_ELEMENTS: case IR_OP_SCATTER: return lower_scatter_elements(c);
+    case IR_OP_SCATTER_ND: return lower_scatter_nd(c);
+    case IR_OP_TENSOR_SCATTER: return lower_tensor_scatter(c);
+    case IR_OP_ONE_HOT: return lower_onehot(c);
+    case IR_OP_REVERSE_SEQUENCE: return lower_reverse_sequence(c);
+    case IR_OP_COMPRESS: return lower_compress(c);
+    case IR_OP_NON_ZERO: return lower_nonzero(c);
+    case IR_OP_SLICE: return lower_slice_dyn(c);
+    case IR_OP_PAD: return lower_pad_dyn(c);
+    default: return -1;
+    }
+}

@@ -1,0 +1,62 @@
+/* lower_reduce.h - what the reduction lowerings (lower_reduce.c) and the
+ * normalization lowerings (lower_reduce2.c) share: loop nests split into
+ * kept dims (outside, parallel) and reduced dims (inside, one nest per
+ * pass over the data), and conversions with the reference's rules.
+ */
+#ifndef ICC_CG_LOWER_REDUCE_H
+#define ICC_CG_LOWER_REDUCE_H
+
+#include "codegen/lower_internal.h"
+
+/* Loops over the n extents dims, appended to b; idx[i] receives index i.
+ * At the kernel's top level the outermost loop is parallel, and several
+ * constant extents are flattened into that one loop so threads get work
+ * even when the leading extent is 1. Returns the innermost body (b when
+ * n is 0), NULL on out of memory. */
+kir_block *red_nest(lctx *c, kir_block *b, int n, const ir_dim *dims, kir_expr **idx);
+
+/* red_nest over the dims of t that red[] does not mark; sets idx[d] of
+ * those dims. */
+kir_block *red_outer(lctx *c, const ir_type *t, const bool *red, kir_expr **idx);
+
+/* One pass over the dims of t that red[] marks, appended to b with fresh
+ * variables; sets idx[d] of those dims. The innermost loop is of kind
+ * `last` (KIR_VECTOR gets the width of dtype vdt). */
+kir_block *red_pass(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **idx,
+                    kir_loop last, ir_dtype vdt);
+
+/* The term of a reduction at index ix (ud: the caller's context). */
+typedef kir_expr *(*red_term_fn)(lctx *c, kir_expr **ix, void *ud);
+
+/* acc = op(acc, term(ix)) over the dims of t that red[] marks, appended
+ * to b (acc already set); op is ADD, MAX or MIN. A float reduction whose
+ * innermost dim is t's last (unit stride) with a constant extent keeps
+ * red_width partial results, combined at the end: without licence to
+ * reassociate, LLVM vectorizes only independent chains like these. */
+int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **ix, int acc,
+               kir_op op, red_term_fn term, void *ud);
+
+/* The number of elements of t's dims marked by red[], as an i64 expression. */
+kir_expr *red_count(lctx *c, const ir_type *t, const bool *red);
+
+/* v converted to dt; floats to integers go through i64 (saturating, NaN
+ * to 0) and then wrap, as ir_tensor_setf stores them. */
+kir_expr *red_cvt(lctx *c, kir_expr *v, ir_dtype dt);
+
+/* Input i at idx (its own rank), converted to dt. */
+kir_expr *red_load(lctx *c, int i, kir_expr *const *idx, ir_dtype dt);
+
+/* Input i broadcast (numpy, right-aligned) against a rank-r index. */
+kir_expr *red_load_bcast(lctx *c, int i, kir_expr *const *idx, int r, ir_dtype dt);
+
+/* A float constant (dt float) or an integer one. */
+kir_expr *red_const(lctx *c, ir_dtype dt, double v);
+
+/* The vector width, in elements of dt, of a KIR_VECTOR loop. */
+int red_width(lctx *c, ir_dtype dt);
+
+/* The normalizations and the softmax family (lower_reduce2.c). */
+bool cg_can_lower_norm(const ir_node *n);
+int lower_norm(lctx *c);
+
+#endif
