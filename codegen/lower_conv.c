@@ -1,16 +1,940 @@
-/* lower_conv.c - convolution and pooling: nothing yet.
+/* lower_conv.c - convolution and pooling: Conv, ConvInteger,
+ * ConvTranspose, MaxPool (with its Indices output), AveragePool, LpPool,
+ * the global pools, and MatMulInteger, for any number of spatial dims
+ * and static shapes.
+ *
+ * The window geometry (output sizes, effective pads) comes from the
+ * reference's own nn_window_* functions, so both paths agree on every
+ * auto_pad / ceil_mode corner. Per output position, the taps of a window
+ * that fall inside the input are a range [lo, hi) computed with index
+ * arithmetic, so no kernel branches on padding. f32 Conv has a schedule
+ * of its own (lower_conv_fast); everything else is one accumulator per
+ * output element, the parallel loop over (batch, channel) planes.
  */
 #include "codegen/lower_internal.h"
 #include "ir/ops.h"
+#include "ir/ref/nn.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- geometry ---------------------------------------------------------- */
+
+typedef struct {
+    int n;                                 /* spatial rank */
+    int64_t batch, cin, cout, group, cg, mg;   /* cg/mg: channels per group */
+    int64_t in[IR_MAX_RANK], out[IR_MAX_RANK], k[IR_MAX_RANK];
+    int64_t s[IR_MAX_RANK], d[IR_MAX_RANK], pb[IR_MAX_RANK], pe[IR_MAX_RANK];
+} geom;
+
+static bool type_static(const ir_type *t)
+{
+    if (t->rank < 0)
+        return false;
+    for (int i = 0; i < t->rank; i++)
+        if (!ir_dim_is_const(t->dims[i]))
+            return false;
+    return true;
+}
+
+static bool node_static(const ir_node *n)
+{
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && !type_static(&n->in[i]->type))
+            return false;
+    for (int i = 0; i < n->nout; i++)
+        if (!type_static(&n->out[i]->type))
+            return false;
+    return true;
+}
+
+static bool is_pool(int op)
+{
+    return op == IR_OP_MAX_POOL || op == IR_OP_AVERAGE_POOL || op == IR_OP_LP_POOL;
+}
+
+static int64_t numel_of(const ir_type *t)
+{
+    int64_t p = 1;
+    for (int i = 0; i < t->rank; i++)
+        p *= t->dims[i].v;
+    return p;
+}
+
+/* The geometry of Conv, ConvInteger and the windowed pools, checked
+ * against the inferred output type; false when anything disagrees. */
+static bool window_geom(const ir_node *n, geom *g)
+{
+    const ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
+    bool pool = is_pool(n->op);
+    const ir_type *w = pool ? NULL : &n->in[1]->type;
+    memset(g, 0, sizeof *g);
+    if (x->rank < 3 || y->rank != x->rank || (w && w->rank != x->rank))
+        return false;
+    g->n = x->rank - 2;
+    ir_dim wk[IR_MAX_RANK];
+    for (int i = 0; w && i < g->n; i++)
+        wk[i] = w->dims[2 + i];
+    icc_diag d;
+    nn_window win;
+    if (nn_window_parse(n, &d, g->n, pool ? NULL : wk, &win) < 0)
+        return false;
+    g->batch = x->dims[0].v;
+    g->cin = x->dims[1].v;
+    g->cout = pool ? g->cin : w->dims[0].v;
+    g->group = pool ? 1 : ir_attr_int(n, "group", 1);
+    if (g->group < 1 || g->cin % g->group || g->cout % g->group)
+        return false;
+    g->cg = g->cin / g->group;
+    g->mg = g->cout / g->group;
+    if ((w && w->dims[1].v != g->cg) || y->dims[0].v != g->batch || y->dims[1].v != g->cout)
+        return false;
+    for (int i = 0; i < g->n; i++) {
+        int64_t o;
+        if (nn_window_dim(n, &d, &win, i, x->dims[2 + i].v, &o, &g->pb[i], &g->pe[i]) < 0 ||
+            o != y->dims[2 + i].v || win.kernel[i] < 1)
+            return false;
+        g->in[i] = x->dims[2 + i].v;
+        g->out[i] = o;
+        g->k[i] = win.kernel[i];
+        g->s[i] = win.stride[i];
+        g->d[i] = win.dilation[i];
+    }
+    return true;
+}
+
+/* Floor division by 2 of a possibly negative total padding. */
+static int64_t floordiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+
+/* ConvTranspose: W is [C, M/group, k...]; out = s*(in-1) + output_padding
+ * + (k-1)*d+1 - pads unless output_shape or SAME fix it (then the total
+ * padding follows, split as the reference does). */
+static bool convt_geom(const ir_node *n, geom *g)
+{
+    const ir_type *x = &n->in[0]->type, *w = &n->in[1]->type, *y = &n->out[0]->type;
+    memset(g, 0, sizeof *g);
+    if (x->rank < 3 || w->rank != x->rank || y->rank != x->rank)
+        return false;
+    g->n = x->rank - 2;
+    ir_dim wk[IR_MAX_RANK];
+    for (int i = 0; i < g->n; i++)
+        wk[i] = w->dims[2 + i];
+    icc_diag d;
+    nn_window win;
+    if (nn_window_parse(n, &d, g->n, wk, &win) < 0)
+        return false;
+    int64_t opad[IR_MAX_RANK] = {0};
+    const int64_t *v, *oshape = NULL;
+    int cnt = ir_attr_ints(n, "output_padding", &v);
+    if (cnt >= 0) {
+        if (cnt != g->n && cnt != 2 * g->n)
+            return false;
+        for (int i = 0; i < g->n; i++)
+            opad[i] = v[i];
+    }
+    cnt = ir_attr_ints(n, "output_shape", &v);
+    if (cnt >= 0) {
+        if (cnt != g->n && cnt != g->n + 2)
+            return false;
+        oshape = v + cnt - g->n;
+    }
+    g->batch = x->dims[0].v;
+    g->cin = x->dims[1].v;
+    g->group = ir_attr_int(n, "group", 1);
+    if (g->group < 1 || g->cin % g->group || w->dims[0].v != g->cin)
+        return false;
+    g->cg = g->cin / g->group;
+    g->mg = w->dims[1].v;
+    g->cout = g->mg * g->group;
+    if (y->dims[0].v != g->batch || y->dims[1].v != g->cout)
+        return false;
+    bool same = win.auto_pad == NN_PAD_SAME_UPPER || win.auto_pad == NN_PAD_SAME_LOWER;
+    for (int i = 0; i < g->n; i++) {
+        int64_t in = x->dims[2 + i].v, k = wk[i].v, s = win.stride[i], dl = win.dilation[i];
+        if (k != win.kernel[i] || in < 1 || k > (INT64_C(1) << 31) || dl > (INT64_C(1) << 31) ||
+            s > (INT64_C(1) << 31) || in > (INT64_C(1) << 31) || opad[i] < 0 || opad[i] > (INT64_C(1) << 31))
+            return false;
+        int64_t full = s * (in - 1) + opad[i] + (k - 1) * dl + 1, out, pb;
+        if (oshape || same) {
+            out = oshape ? oshape[i] : in * s;
+            int64_t total = full - out;
+            pb = win.auto_pad == NN_PAD_SAME_UPPER ? floordiv2(total) : total - floordiv2(total);
+        } else if (win.auto_pad == NN_PAD_VALID) {
+            pb = 0;
+            out = full;
+        } else {
+            pb = win.pads[i];
+            out = full - win.pads[i] - win.pads[g->n + i];
+        }
+        if (out != y->dims[2 + i].v)
+            return false;
+        g->in[i] = in;
+        g->out[i] = out;
+        g->k[i] = k;
+        g->s[i] = s;
+        g->d[i] = dl;
+        g->pb[i] = pb;
+    }
+    return true;
+}
+
+/* ---- index arithmetic ---------------------------------------------------- */
+
+static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_I64, a, b); }
+static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
+static kir_expr *imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
+static kir_expr *iaddc(kir_kernel *k, kir_expr *a, int64_t b) { return b ? kir_iadd(k, a, i64c(k, b)) : a; }
+static kir_expr *imulc(kir_kernel *k, kir_expr *a, int64_t b) { return b != 1 ? kir_imul(k, a, i64c(k, b)) : a; }
+static kir_expr *idivc(kir_kernel *k, kir_expr *a, int64_t b)
+{
+    return b != 1 ? kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)) : a;
+}
+static kir_expr *iremc(kir_kernel *k, kir_expr *a, int64_t b)
+{
+    return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)) : i64c(k, 0);
+}
+
+/* max(0, ceil(a / s)) for s > 0: a negative numerator truncates to <= 0,
+ * which the max clamps, so truncating division is enough. */
+static kir_expr *cdiv0(kir_kernel *k, kir_expr *a, int64_t s)
+{
+    return imax(k, i64c(k, 0), idivc(k, iaddc(k, a, s - 1), s));
+}
+
+/* The taps kk in [0, kn) with a <= start + kk*d < b, as [*lo, *hi)
+ * (*hi may be below *lo: an empty range). */
+static void tap_range(kir_kernel *k, kir_expr *start, int64_t d, int64_t kn, int64_t a, int64_t b,
+                      kir_expr **lo, kir_expr **hi)
+{
+    kir_expr *kc = i64c(k, kn);
+    *lo = imin(k, kc, cdiv0(k, isub(k, i64c(k, a), start), d));
+    *hi = imin(k, kc, cdiv0(k, isub(k, i64c(k, b), start), d));
+}
+
+/* A VECTOR width for a loop of `extent` iterations: of lanes, lanes/2,
+ * ... 4, the one with the fewest vector plus scalar-remainder steps. */
+static int vec_width(lctx *c, int64_t extent)
+{
+    int best = 4;
+    int64_t cost = INT64_MAX;
+    for (int w = c->lanes > 4 ? c->lanes : 4; w >= 4; w /= 2) {
+        int64_t t = extent / w + extent % w;
+        if (t < cost) {
+            cost = t;
+            best = w;
+        }
+    }
+    return best;
+}
+
+/* The parallel loop over the (batch, channel) planes, and each plane's
+ * batch item and channel. */
+static kir_block *plane_loop(lctx *c, int64_t batch, int64_t chans, kir_expr **nb, kir_expr **ch)
+{
+    kir_kernel *k = c->k;
+    int v = kir_new_var(k);
+    kir_stmt *l = loop(c, &k->body, v, i64c(k, batch * chans), KIR_PARALLEL);
+    if (!l)
+        return NULL;
+    *nb = idivc(k, kir_var(k, v), chans);
+    *ch = iremc(k, kir_var(k, v), chans);
+    return &l->body;
+}
+
+/* Serial loops over the output's spatial positions, o[j] their values;
+ * start[j] = o[j]*s - pb, the first input position of the window. */
+static kir_block *spatial_loops(lctx *c, kir_block *b, const geom *g, kir_expr **o, kir_expr **start)
+{
+    kir_kernel *k = c->k;
+    for (int j = 0; j < g->n; j++) {
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, b, v, i64c(k, g->out[j]), KIR_SERIAL);
+        if (!l)
+            return NULL;
+        b = &l->body;
+        o[j] = kir_var(k, v);
+        if (start)
+            start[j] = iaddc(k, imulc(k, o[j], g->s[j]), -g->pb[j]);
+    }
+    return b;
+}
+
+static kir_expr *zero(kir_kernel *k, ir_dtype t)
+{
+    return ir_dtype_is_float(t) ? kir_const_f(k, t, 0) : kir_const_i(k, t, 0);
+}
+
+/* ---- pools ---------------------------------------------------------------- */
+
+/* MaxPool: the first maximum of the window's inside taps (a window wholly
+ * in the padding gives -inf, 0 for integers, and index -1); AveragePool
+ * and LpPool: the mean or p-norm of the inside taps. */
+static int lower_pool(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    geom g;
+    if (!window_geom(n, &g))
+        return -1;
+    ir_dtype t = c->cdt;
+    kir_expr *nb, *ch, *o[IR_MAX_RANK], *start[IR_MAX_RANK], *lo[IR_MAX_RANK], *hi[IR_MAX_RANK];
+    kir_block *b = plane_loop(c, g.batch, g.cin, &nb, &ch);
+    if (!b || !(b = spatial_loops(c, b, &g, o, start)))
+        return -1;
+    for (int j = 0; j < g.n; j++)
+        tap_range(k, start[j], g.d[j], g.k[j], 0, g.in[j], &lo[j], &hi[j]);
+    bool maxp = n->op == IR_OP_MAX_POOL;
+    int best = kir_new_acc(k, t), bidx = -1, better = -1;
+    if (maxp) {
+        bidx = kir_new_acc(k, IR_I64);
+        better = kir_new_acc(k, IR_BOOL);
+        kir_expr *init = ir_dtype_is_float(t) ? kir_const_f(k, t, -INFINITY) : zero(k, t);
+        if (!kir_acc_set(k, b, best, init) || !kir_acc_set(k, b, bidx, i64c(k, -1)))
+            return -1;
+    } else if (!kir_acc_set(k, b, best, zero(k, t))) {
+        return -1;
+    }
+    kir_block *in = b;
+    kir_expr *xi[IR_MAX_RANK + 2] = {nb, ch}, *ip[IR_MAX_RANK];
+    for (int j = 0; j < g.n; j++) {
+        int v = kir_new_var(k);
+        kir_stmt *l = kir_for(k, in, v, lo[j], hi[j], KIR_SERIAL, 0);
+        if (!l)
+            return -1;
+        in = &l->body;
+        ip[j] = xi[2 + j] = kir_iadd(k, start[j], imulc(k, kir_var(k, v), g.d[j]));
+    }
+    kir_expr *x = load_in(c, 0, xi);
+    if (maxp) {
+        /* the flat index: plane * pin + the offset, row- or column-major */
+        bool colmajor = ir_attr_int(n, "storage_order", 0) == 1;
+        int64_t pin = 1;
+        for (int j = 0; j < g.n; j++)
+            pin *= g.in[j];
+        kir_expr *off = i64c(k, 0);
+        int64_t scale = 1;
+        for (int jj = 0; jj < g.n; jj++) {
+            int j = colmajor ? jj : g.n - 1 - jj;
+            off = kir_iadd(k, off, imulc(k, ip[j], scale));
+            scale *= g.in[j];
+        }
+        kir_expr *flat = kir_iadd(k, imulc(k, kir_iadd(k, imulc(k, nb, g.cin), ch), pin), off);
+        kir_expr *first = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, bidx), i64c(k, 0));
+        kir_expr *gt = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, best), x);
+        if (!kir_acc_set(k, in, better, kir_op2(k, KIR_OR, IR_BOOL, first, gt)) ||
+            !kir_acc_set(k, in, best, kir_op3(k, KIR_SELECT, t, kir_acc(k, better), x, kir_acc(k, best))) ||
+            !kir_acc_set(k, in, bidx, kir_op3(k, KIR_SELECT, IR_I64, kir_acc(k, better), flat, kir_acc(k, bidx))))
+            return -1;
+    } else {
+        int64_t p = n->op == IR_OP_LP_POOL ? ir_attr_int(n, "p", 2) : 0;
+        kir_expr *term = x;
+        if (p == 2)
+            term = kir_op2(k, KIR_MUL, t, x, x);
+        else if (p >= 1)
+            term = kir_op1(k, KIR_ABS, t, x);
+        if (p > 2)
+            term = kir_op2(k, KIR_POW, t, term, kir_const_f(k, t, (double)p));
+        if (!kir_acc_set(k, in, best, kir_op2(k, KIR_ADD, t, kir_acc(k, best), term)))
+            return -1;
+    }
+    kir_expr *yi[IR_MAX_RANK + 2] = {nb, ch};
+    for (int j = 0; j < g.n; j++)
+        yi[2 + j] = o[j];
+    kir_expr *v = kir_acc(k, best);
+    if (n->op == IR_OP_AVERAGE_POOL) {
+        bool incl = ir_attr_int(n, "count_include_pad", 0) != 0;
+        kir_expr *cnt = i64c(k, 1);
+        for (int j = 0; j < g.n; j++) {
+            kir_expr *a = lo[j], *e = hi[j];
+            if (incl)
+                tap_range(k, start[j], g.d[j], g.k[j], -g.pb[j], g.in[j] + g.pe[j], &a, &e);
+            cnt = kir_imul(k, cnt, imax(k, i64c(k, 0), isub(k, e, a)));
+        }
+        v = kir_op2(k, KIR_DIV, t, v, kir_op1(k, KIR_CAST, t, cnt));
+    } else if (n->op == IR_OP_LP_POOL) {
+        int64_t p = ir_attr_int(n, "p", 2);
+        if (p == 2)
+            v = kir_op1(k, KIR_SQRT, t, v);
+        else if (p > 2)
+            v = kir_op2(k, KIR_POW, t, v, kir_const_f(k, t, 1.0 / (double)p));
+    }
+    if (!kir_store(k, b, c->out, yi, to_out(c, v)))
+        return -1;
+    if (maxp && n->nout > 1 && !kir_store(k, b, c->outs[1], yi, kir_acc(k, bidx)))
+        return -1;
+    return 0;
+}
+
+/* Global pools: one reduction per plane over its contiguous spatial
+ * positions (the last index runs over all of them: the plane is
+ * row-major, so the flat position addresses the same element). */
+static int lower_global_pool(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *x = &n->in[0]->type;
+    ir_dtype t = c->cdt;
+    int r = x->rank;
+    int64_t len = 1;
+    for (int i = 2; i < r; i++)
+        len *= x->dims[i].v;
+    kir_expr *nb, *ch;
+    kir_block *b = plane_loop(c, x->dims[0].v, x->dims[1].v, &nb, &ch);
+    if (!b)
+        return -1;
+    bool maxp = n->op == IR_OP_GLOBAL_MAX_POOL;
+    int64_t p = n->op == IR_OP_GLOBAL_LP_POOL ? ir_attr_int(n, "p", 2) : 0;
+    int acc = kir_new_acc(k, t);
+    if (!kir_acc_set(k, b, acc, maxp ? kir_const_f(k, t, -INFINITY) : zero(k, t)))
+        return -1;
+    kir_expr *xi[IR_MAX_RANK] = {nb, ch}, *yi[IR_MAX_RANK] = {nb, ch};
+    for (int i = 2; i < r; i++)
+        xi[i] = yi[i] = i64c(k, 0);
+    kir_block *in = b;
+    if (r > 2) {
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, b, v, i64c(k, len), KIR_SERIAL);
+        if (!l)
+            return -1;
+        in = &l->body;
+        xi[r - 1] = kir_var(k, v);
+    }
+    kir_expr *xv = load_in(c, 0, xi), *term = xv;
+    if (p == 2)
+        term = kir_op2(k, KIR_MUL, t, xv, xv);
+    else if (p >= 1)
+        term = kir_op1(k, KIR_ABS, t, xv);
+    if (p > 2)
+        term = kir_op2(k, KIR_POW, t, term, kir_const_f(k, t, (double)p));
+    if (!kir_acc_set(k, in, acc, kir_op2(k, maxp ? KIR_MAX : KIR_ADD, t, kir_acc(k, acc), term)))
+        return -1;
+    kir_expr *v = kir_acc(k, acc);
+    if (n->op == IR_OP_GLOBAL_AVERAGE_POOL)
+        v = kir_op2(k, KIR_DIV, t, v, kir_const_f(k, t, (double)len));
+    else if (p == 2)
+        v = kir_op1(k, KIR_SQRT, t, v);
+    else if (p > 2)
+        v = kir_op2(k, KIR_POW, t, v, kir_const_f(k, t, 1.0 / (double)p));
+    return kir_store(k, b, c->out, yi, to_out(c, v)) ? 0 : -1;
+}
+
+/* ---- convolutions: one accumulator per output element -------------------- */
+
+/* Zero point input i of ConvInteger / MatMulInteger at per-channel index
+ * ch (ignored for a single value), widened to i32; NULL when absent. */
+static kir_expr *zero_point(lctx *c, int i, kir_expr *ch)
+{
+    const ir_node *n = c->n;
+    if (n->nin <= i || !n->in[i])
+        return NULL;
+    const ir_type *t = &n->in[i]->type;
+    kir_expr *idx[IR_MAX_RANK];
+    bool single = numel_of(t) == 1;
+    for (int d = 0; d < t->rank; d++)
+        idx[d] = single ? i64c(c->k, 0) : ch;
+    return kir_op1(c->k, KIR_CAST, IR_I32, kir_load(c->k, c->buf[i], idx));
+}
+
+/* y[n,m,o] = b[m] + sum over c in m's group and inside taps kk of
+ * x[n,c,o*s-pb+kk*d] * w[m,c,kk]; ConvInteger subtracts the zero points
+ * and accumulates in i32 (wrapping like the reference's int64 sum stored
+ * to i32). */
+static int lower_conv_naive(lctx *c, const geom *g)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    bool isint = n->op == IR_OP_CONV_INTEGER;
+    ir_dtype t = isint ? IR_I32 : c->cdt;
+    kir_expr *nb, *m, *o[IR_MAX_RANK], *start[IR_MAX_RANK];
+    kir_block *b = plane_loop(c, g->batch, g->cout, &nb, &m);
+    if (!b || !(b = spatial_loops(c, b, g, o, start)))
+        return -1;
+    int acc = kir_new_acc(k, t);
+    kir_expr *init = zero(k, t);
+    if (!isint && n->nin > 2 && n->in[2])
+        init = load_in(c, 2, (kir_expr *[]){m});
+    if (!kir_acc_set(k, b, acc, init))
+        return -1;
+    int cv = kir_new_var(k);
+    kir_stmt *lc = loop(c, b, cv, i64c(k, g->cg), KIR_SERIAL);
+    if (!lc)
+        return -1;
+    kir_block *in = &lc->body;
+    kir_expr *xi[IR_MAX_RANK + 2], *wi[IR_MAX_RANK + 2];
+    xi[0] = nb;
+    xi[1] = kir_iadd(k, imulc(k, idivc(k, m, g->mg), g->cg), kir_var(k, cv));
+    wi[0] = m;
+    wi[1] = kir_var(k, cv);
+    for (int j = 0; j < g->n; j++) {
+        kir_expr *lo, *hi;
+        tap_range(k, start[j], g->d[j], g->k[j], 0, g->in[j], &lo, &hi);
+        int v = kir_new_var(k);
+        kir_stmt *l = kir_for(k, in, v, lo, hi, KIR_SERIAL, 0);
+        if (!l)
+            return -1;
+        in = &l->body;
+        wi[2 + j] = kir_var(k, v);
+        xi[2 + j] = kir_iadd(k, start[j], imulc(k, kir_var(k, v), g->d[j]));
+    }
+    kir_expr *xv = load_in(c, 0, xi), *wv = load_in(c, 1, wi), *nv;
+    if (isint) {
+        kir_expr *xz = zero_point(c, 2, m), *wz = zero_point(c, 3, m);
+        xv = kir_op1(k, KIR_CAST, IR_I32, xv);
+        wv = kir_op1(k, KIR_CAST, IR_I32, wv);
+        if (xz)
+            xv = kir_op2(k, KIR_SUB, IR_I32, xv, xz);
+        if (wz)
+            wv = kir_op2(k, KIR_SUB, IR_I32, wv, wz);
+        nv = kir_op2(k, KIR_ADD, t, kir_acc(k, acc), kir_op2(k, KIR_MUL, t, xv, wv));
+    } else {
+        nv = kir_op3(k, KIR_FMA, t, xv, wv, kir_acc(k, acc));
+    }
+    if (!kir_acc_set(k, in, acc, nv))
+        return -1;
+    kir_expr *yi[IR_MAX_RANK + 2] = {nb, m};
+    for (int j = 0; j < g->n; j++)
+        yi[2 + j] = o[j];
+    return kir_store(k, b, c->out, yi, to_out(c, kir_acc(k, acc))) ? 0 : -1;
+}
+
+/* ConvTranspose as a gather: y[n,m,o] = b[m] + sum over the input
+ * channels c of m's group and taps kk with o = i*s - pb + kk*d (i inside
+ * the input) of x[n,c,i] * w[c, m mod M/group, kk]. The tap range keeps i
+ * in [0, in); a stride > 1 also needs s | o + pb - kk*d. */
+static int lower_conv_transpose(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    geom g;
+    if (!convt_geom(n, &g))
+        return -1;
+    ir_dtype t = c->cdt;
+    kir_expr *nb, *m, *o[IR_MAX_RANK];
+    kir_block *b = plane_loop(c, g.batch, g.cout, &nb, &m);
+    if (!b || !(b = spatial_loops(c, b, &g, o, NULL)))
+        return -1;
+    int acc = kir_new_acc(k, t);
+    kir_expr *init = n->nin > 2 && n->in[2] ? load_in(c, 2, (kir_expr *[]){m}) : zero(k, t);
+    if (!kir_acc_set(k, b, acc, init))
+        return -1;
+    int cv = kir_new_var(k);
+    kir_stmt *lc = loop(c, b, cv, i64c(k, g.cg), KIR_SERIAL);
+    if (!lc)
+        return -1;
+    kir_block *in = &lc->body;
+    kir_expr *ch = kir_iadd(k, imulc(k, idivc(k, m, g.mg), g.cg), kir_var(k, cv));
+    kir_expr *xi[IR_MAX_RANK + 2] = {nb, ch}, *wi[IR_MAX_RANK + 2] = {ch, iremc(k, m, g.mg)};
+    kir_expr *cond = NULL;
+    for (int j = 0; j < g.n; j++) {
+        /* t = o + pb - kk*d must lie in [0, (in-1)*s] */
+        kir_expr *op = iaddc(k, o[j], g.pb[j]);
+        kir_expr *lo = imin(k, i64c(k, g.k[j]), cdiv0(k, iaddc(k, op, -(g.in[j] - 1) * g.s[j]), g.d[j]));
+        kir_expr *hi = imin(k, i64c(k, g.k[j]), cdiv0(k, iaddc(k, op, 1), g.d[j]));
+        int v = kir_new_var(k);
+        kir_stmt *l = kir_for(k, in, v, lo, hi, KIR_SERIAL, 0);
+        if (!l)
+            return -1;
+        in = &l->body;
+        wi[2 + j] = kir_var(k, v);
+        kir_expr *tt = isub(k, op, imulc(k, kir_var(k, v), g.d[j]));
+        xi[2 + j] = idivc(k, tt, g.s[j]);
+        if (g.s[j] > 1) {
+            kir_expr *ok = kir_op2(k, KIR_EQ, IR_BOOL, iremc(k, tt, g.s[j]), i64c(k, 0));
+            cond = cond ? kir_op2(k, KIR_AND, IR_BOOL, cond, ok) : ok;
+        }
+    }
+    if (cond) {
+        kir_stmt *s = kir_if(k, in, cond);
+        if (!s)
+            return -1;
+        in = &s->body;
+    }
+    kir_expr *nv = kir_op3(k, KIR_FMA, t, load_in(c, 0, xi), load_in(c, 1, wi), kir_acc(k, acc));
+    if (!kir_acc_set(k, in, acc, nv))
+        return -1;
+    kir_expr *yi[IR_MAX_RANK + 2] = {nb, m};
+    for (int j = 0; j < g.n; j++)
+        yi[2 + j] = o[j];
+    return kir_store(k, b, c->out, yi, to_out(c, kir_acc(k, acc))) ? 0 : -1;
+}
+
+/* ---- f32 Conv: a VECTOR loop over output positions ---------------------- */
+
+/* The schedule: per (batch item, block of MB output channels) the output
+ * rows are set to the bias, then for each block of U input channels and
+ * each kernel tap a VECTOR loop over the output positions that tap sees
+ * inside the input adds sum_u w[m,c+u,tap] * x[n,c+u,...] to each of the
+ * MB rows. The reduction sits outside the vector loop (so LLVM widens
+ * it), the MB*U weights are loop-invariant there, each x load feeds MB
+ * FMAs and each output load/store U of them.
+ *
+ * With stride 1 and every spatial dim but the first kept (out == in:
+ * "same" padding, or none), the vector loop runs over the whole output
+ * plane, flattened: a tap then reads the input at a constant offset from
+ * the output position, the tap's range of valid first-dim rows bounds
+ * the loop, and positions whose inner coordinates fall in the padding
+ * are masked to 0 (their loads stay inside the plane: the loop is also
+ * clipped to in-plane offsets, which only drops masked positions). So 7x7
+ * and 14x14 planes still fill whole vectors. Otherwise (strides) the
+ * vector loop runs along the last dim, the other dims looped outside.
+ * Contiguous vector loops run their remainder as one masked step
+ * (tail_mask): with 7..56-wide loops a scalar remainder would cost more
+ * than the vector part (strided loads are left to the plain remainder,
+ * which measured faster than masked interleaved loads). Long vector
+ * loops are tiled so a tile's rows stay in L1 over the whole reduction.
+ * The mask positions are computed in i32 (LLVM widens i32 division by a
+ * constant, but scalarizes i64's). */
+typedef struct {
+    const geom *g;
+    bool flat;                 /* the vector loop runs over the flattened output plane */
+    int64_t mb;
+    kir_expr *nb, *m0, *cbase; /* batch item, first output channel, group's first input channel */
+    kir_expr *o[IR_MAX_RANK], *start[IR_MAX_RANK], *lo[IR_MAX_RANK], *hi[IR_MAX_RANK]; /* row form: outer dims */
+    int64_t plane[IR_MAX_RANK];    /* flat form: the output plane's stride of each dim */
+    int64_t vlen;              /* the vector dim's extent */
+    kir_expr *t0, *t1;         /* the current tile of it; NULL: whole */
+    int width;
+} fconv;
+
+/* The index of output row m at vector position v. */
+static void fc_out_idx(kir_kernel *k, const fconv *f, kir_expr *m, kir_expr *v, kir_expr **yi)
+{
+    int n = f->g->n;
+    yi[0] = f->nb;
+    yi[1] = m;
+    for (int j = 0; j < n - 1; j++)
+        yi[2 + j] = f->flat ? i64c(k, 0) : f->o[j];
+    yi[2 + n - 1] = v;
+}
+
+/* A tap loop over [lo, hi) of kernel dim j, or the constant 0 for a
+ * 1-wide kernel dim. */
+static kir_expr *tap_loop(lctx *c, kir_block **b, int64_t kn, kir_expr *lo, kir_expr *hi)
+{
+    kir_kernel *k = c->k;
+    if (kn == 1 && !lo)
+        return i64c(k, 0);
+    int v = kir_new_var(k);
+    kir_stmt *l = kir_for(k, *b, v, lo ? lo : i64c(k, 0), hi ? hi : i64c(k, kn), KIR_SERIAL, 0);
+    if (!l)
+        return NULL;
+    *b = &l->body;
+    return kir_var(k, v);
+}
+
+/* The taps and vector loop adding input channels [ci0, ci0 + u) of the
+ * group to the MB output rows. */
+static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int64_t u)
+{
+    kir_kernel *k = c->k;
+    const geom *g = f->g;
+    int n = g->n, L = n - 1;
+    kir_expr *kk[IR_MAX_RANK], *ip[IR_MAX_RANK], *mask = NULL, *lo, *hi, *v;
+    for (int j = 0; j < n; j++) {
+        bool outer = !f->flat && j < L;
+        if (!(kk[j] = tap_loop(c, &b, g->k[j], outer ? f->lo[j] : NULL, outer ? f->hi[j] : NULL)))
+            return -1;
+    }
+    int var = kir_new_var(k);
+    v = kir_var(k, var);
+    if (f->flat) {
+        /* input offset of the tap from the output position, flattened */
+        kir_expr *off = i64c(k, 0);
+        for (int j = 0; j < n; j++)
+            off = kir_iadd(k, off, imulc(k, iaddc(k, imulc(k, kk[j], g->d[j]), -g->pb[j]), f->plane[j]));
+        /* rows r with 0 <= r + kk0*d - pb < in0 */
+        kir_expr *sh = iaddc(k, imulc(k, kk[0], g->d[0]), -g->pb[0]);
+        kir_expr *rlo = imax(k, i64c(k, 0), isub(k, i64c(k, 0), sh));
+        kir_expr *rhi = imin(k, i64c(k, g->out[0]), isub(k, i64c(k, g->in[0]), sh));
+        lo = imax(k, imulc(k, rlo, f->plane[0]), isub(k, i64c(k, 0), off));
+        hi = imin(k, imulc(k, rhi, f->plane[0]), isub(k, i64c(k, g->in[0] * f->plane[0]), off));
+        ip[L] = kir_iadd(k, v, off);
+        for (int j = 0; j < L; j++)
+            ip[j] = i64c(k, 0);
+        for (int j = 1; j < n; j++) {
+            if (g->k[j] == 1 && g->pb[j] == 0)
+                continue;
+            kir_expr *pos = kir_op1(k, KIR_CAST, IR_I32, v);
+            kir_expr *ps = kir_const_i(k, IR_I32, f->plane[j]), *os = kir_const_i(k, IR_I32, g->out[j]);
+            if (f->plane[j] > 1)
+                pos = kir_op2(k, KIR_DIV, IR_I32, pos, ps);
+            pos = kir_op2(k, KIR_REM, IR_I32, pos, os);
+            kir_expr *q = kir_op2(k, KIR_ADD, IR_I32, pos,
+                                  kir_op1(k, KIR_CAST, IR_I32, iaddc(k, imulc(k, kk[j], g->d[j]), -g->pb[j])));
+            kir_expr *ok = kir_op2(k, KIR_AND, IR_BOOL,
+                                   kir_op2(k, KIR_LE, IR_BOOL, kir_const_i(k, IR_I32, 0), q),
+                                   kir_op2(k, KIR_LT, IR_BOOL, q, kir_const_i(k, IR_I32, g->in[j])));
+            mask = mask ? kir_op2(k, KIR_AND, IR_BOOL, mask, ok) : ok;
+        }
+    } else {
+        /* ox is inside when 0 <= ox*s + kx*d - pb < in */
+        kir_expr *off = iaddc(k, imulc(k, kk[L], g->d[L]), -g->pb[L]);
+        kir_expr *ow = i64c(k, g->out[L]);
+        lo = imin(k, ow, cdiv0(k, isub(k, i64c(k, 0), off), g->s[L]));
+        hi = imin(k, ow, cdiv0(k, isub(k, i64c(k, g->in[L]), off), g->s[L]));
+        for (int j = 0; j < L; j++)
+            ip[j] = kir_iadd(k, f->start[j], imulc(k, kk[j], g->d[j]));
+        ip[L] = kir_iadd(k, imulc(k, v, g->s[L]), off);
+    }
+    if (f->t0) {
+        lo = imax(k, lo, f->t0);
+        hi = imin(k, hi, f->t1);
+    }
+    kir_stmt *l = kir_for(k, b, var, lo, hi, KIR_VECTOR, f->width);
+    if (!l)
+        return -1;
+    l->tail_mask = f->flat || g->s[L] == 1;
+    kir_expr *xv[16];
+    for (int64_t q = 0; q < u; q++) {
+        kir_expr *xi[IR_MAX_RANK + 2] = {f->nb, kir_iadd(k, f->cbase, iaddc(k, ci0, q))};
+        for (int j = 0; j < n; j++)
+            xi[2 + j] = ip[j];
+        xv[q] = load_in(c, 0, xi);
+        if (mask)
+            xv[q] = kir_op3(k, KIR_SELECT, IR_F32, mask, xv[q], kir_const_f(k, IR_F32, 0));
+    }
+    for (int64_t mo = 0; mo < f->mb; mo++) {
+        kir_expr *m = iaddc(k, f->m0, mo), *yi[IR_MAX_RANK + 2];
+        fc_out_idx(k, f, m, v, yi);
+        kir_expr *sum = kir_load(k, c->out, yi);
+        for (int64_t q = 0; q < u; q++) {
+            kir_expr *wi[IR_MAX_RANK + 2] = {m, iaddc(k, ci0, q)};
+            for (int j = 0; j < n; j++)
+                wi[2 + j] = kk[j];
+            sum = kir_op3(k, KIR_FMA, IR_F32, load_in(c, 1, wi), xv[q], sum);
+        }
+        if (!kir_store(k, &l->body, c->out, yi, sum))
+            return -1;
+    }
+    return 0;
+}
+
+static bool fast_ok(const ir_node *n)
+{
+    for (int i = 0; i < n->nin && i < 3; i++)
+        if (n->in[i] && n->in[i]->type.dtype != IR_F32)
+            return false;
+    return n->out[0]->type.dtype == IR_F32;
+}
+
+enum { FC_U = 8, FC_TILE = 512 };
+
+static int lower_conv_fast(lctx *c, const geom *g)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    fconv f = {.g = g, .flat = true};
+    int L = g->n - 1;
+    for (int j = 0; j < g->n; j++)
+        f.flat = f.flat && g->s[j] == 1 && (j == 0 || g->out[j] == g->in[j]);
+    int64_t pl = 1;
+    for (int j = L; j >= 0; j--) {
+        f.plane[j] = pl;
+        pl *= g->out[j];
+    }
+    /* the masks compute positions in i32 */
+    int64_t ipl = 1;
+    for (int j = 0; j < g->n; j++)
+        ipl *= g->in[j];
+    if (pl >= (INT64_C(1) << 31) || ipl >= (INT64_C(1) << 31))
+        f.flat = false;
+    f.mb = g->mg % 4 == 0 ? 4 : g->mg % 2 == 0 ? 2 : 1;
+    int64_t u = g->cg < FC_U ? g->cg : FC_U;
+    int64_t nmb = g->cout / f.mb;
+    kir_expr *mblk;
+    kir_block *b = plane_loop(c, g->batch, nmb, &f.nb, &mblk);
+    if (!b)
+        return -1;
+    f.m0 = imulc(k, mblk, f.mb);
+    f.cbase = imulc(k, idivc(k, f.m0, g->mg), g->cg);
+    for (int j = 0; !f.flat && j < L; j++) {
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, b, v, i64c(k, g->out[j]), KIR_SERIAL);
+        if (!l)
+            return -1;
+        b = &l->body;
+        f.o[j] = kir_var(k, v);
+        f.start[j] = iaddc(k, imulc(k, f.o[j], g->s[j]), -g->pb[j]);
+        tap_range(k, f.start[j], g->d[j], g->k[j], 0, g->in[j], &f.lo[j], &f.hi[j]);
+    }
+    f.vlen = f.flat ? pl : g->out[L];
+    int64_t tile = f.vlen > 2 * FC_TILE ? FC_TILE : f.vlen;
+    if (tile < f.vlen) {
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, b, v, i64c(k, (f.vlen + tile - 1) / tile), KIR_SERIAL);
+        if (!l)
+            return -1;
+        b = &l->body;
+        f.t0 = imulc(k, kir_var(k, v), tile);
+        f.t1 = imin(k, i64c(k, f.vlen), iaddc(k, f.t0, tile));
+    }
+    f.width = vec_width(c, tile);
+    /* the rows start as the bias */
+    int v = kir_new_var(k);
+    kir_stmt *li = kir_for(k, b, v, f.t0 ? f.t0 : i64c(k, 0), f.t1 ? f.t1 : i64c(k, f.vlen), KIR_VECTOR,
+                           f.width);
+    if (!li)
+        return -1;
+    for (int64_t mo = 0; mo < f.mb; mo++) {
+        kir_expr *m = iaddc(k, f.m0, mo), *yi[IR_MAX_RANK + 2];
+        fc_out_idx(k, &f, m, kir_var(k, v), yi);
+        kir_expr *init = n->nin > 2 && n->in[2] ? load_in(c, 2, (kir_expr *[]){m}) : kir_const_f(k, IR_F32, 0);
+        if (!kir_store(k, &li->body, c->out, yi, init))
+            return -1;
+    }
+    int64_t full = g->cg / u, rest = g->cg % u;
+    if (full > 0) {
+        int cb = kir_new_var(k);
+        kir_stmt *lc = loop(c, b, cb, i64c(k, full), KIR_SERIAL);
+        if (!lc || fconv_taps(c, &f, &lc->body, imulc(k, kir_var(k, cb), u), u) < 0)
+            return -1;
+    }
+    if (rest > 0 && fconv_taps(c, &f, b, i64c(k, full * u), rest) < 0)
+        return -1;
+    return 0;
+}
+
+static int lower_conv_op(lctx *c)
+{
+    geom g;
+    if (!window_geom(c->n, &g))
+        return -1;
+    if (c->n->op == IR_OP_CONV && fast_ok(c->n))
+        return lower_conv_fast(c, &g);
+    return lower_conv_naive(c, &g);
+}
+
+/* ---- MatMulInteger ------------------------------------------------------- */
+
+/* y[..., i, j] = sum_k (a[..., i, k] - za[i]) * (b[..., k, j] - zb[j]) in
+ * i32, batch dims broadcast as numpy does. */
+static int lower_matmul_integer(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *to = &n->out[0]->type;
+    int r = to->rank;
+    kir_block *body = &k->body;
+    kir_expr *ov[IR_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, body, v, i64c(k, to->dims[d].v), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        if (!l)
+            return -1;
+        body = &l->body;
+        ov[d] = kir_var(k, v);
+    }
+    int acc = kir_new_acc(k, IR_I32), kv = kir_new_var(k);
+    if (acc < 0 || !kir_acc_set(k, body, acc, kir_const_i(k, IR_I32, 0)))
+        return -1;
+    kir_stmt *lk = loop(c, body, kv, i64c(k, ta->dims[ta->rank - 1].v), KIR_SERIAL);
+    if (!lk)
+        return -1;
+    kir_expr *ai[IR_MAX_RANK], *bi[IR_MAX_RANK];
+    for (int side = 0; side < 2; side++) {
+        const ir_type *t = side ? tb : ta;
+        kir_expr **ix = side ? bi : ai;
+        for (int d = 0; d < t->rank - 2; d++) {
+            int od = r - 2 - (t->rank - 2) + d;
+            ix[d] = t->dims[d].v == 1 ? i64c(k, 0) : ov[od];
+        }
+        ix[t->rank - 2] = side ? kir_var(k, kv) : ov[r - 2];
+        ix[t->rank - 1] = side ? ov[r - 1] : kir_var(k, kv);
+    }
+    kir_expr *av = kir_op1(k, KIR_CAST, IR_I32, kir_load(k, c->buf[0], ai));
+    kir_expr *bv = kir_op1(k, KIR_CAST, IR_I32, kir_load(k, c->buf[1], bi));
+    kir_expr *za = zero_point(c, 2, ov[r - 2]), *zb = zero_point(c, 3, ov[r - 1]);
+    if (za)
+        av = kir_op2(k, KIR_SUB, IR_I32, av, za);
+    if (zb)
+        bv = kir_op2(k, KIR_SUB, IR_I32, bv, zb);
+    kir_expr *nv = kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, acc), kir_op2(k, KIR_MUL, IR_I32, av, bv));
+    if (!kir_acc_set(k, &lk->body, acc, nv))
+        return -1;
+    return kir_store(k, body, c->out, ov, kir_acc(k, acc)) ? 0 : -1;
+}
+
+/* ---- the family ------------------------------------------------------------ */
+
+static bool int8ish(const ir_value *v) { return v->type.dtype == IR_U8 || v->type.dtype == IR_I8; }
+
+/* A zero point: absent, or of the operand's dtype with 1 or `per` values
+ * (a scalar or a vector). */
+static bool zp_ok(const ir_node *n, int i, int64_t per)
+{
+    if (n->nin <= i || !n->in[i])
+        return true;
+    const ir_type *t = &n->in[i]->type;
+    int64_t cnt = numel_of(t);
+    return int8ish(n->in[i]) && t->rank <= 1 && (cnt == 1 || (cnt == per && t->rank == 1));
+}
 
 bool cg_can_lower_conv(const ir_node *n)
 {
-    (void)n;
-    return false;
+    if (!node_static(n) || n->nin < 1 || !n->in[0])
+        return false;
+    const ir_type *x = &n->in[0]->type;
+    ir_dtype dt = x->dtype;
+    geom g;
+    switch (n->op) {
+    case IR_OP_CONV:
+        if (!ir_dtype_is_float(dt) || n->nin < 2 || !n->in[1] || !window_geom(n, &g))
+            return false;
+        return n->nin < 3 || !n->in[2] || (n->in[2]->type.rank == 1 && n->in[2]->type.dims[0].v == g.cout);
+    case IR_OP_CONV_INTEGER:
+        return n->nin >= 2 && n->in[1] && int8ish(n->in[0]) && int8ish(n->in[1]) &&
+               n->out[0]->type.dtype == IR_I32 && window_geom(n, &g) && zp_ok(n, 2, 1) &&
+               zp_ok(n, 3, g.cout);
+    case IR_OP_CONV_TRANSPOSE:
+        if (!ir_dtype_is_float(dt) || n->nin < 2 || !n->in[1] || !convt_geom(n, &g))
+            return false;
+        return n->nin < 3 || !n->in[2] || (n->in[2]->type.rank == 1 && n->in[2]->type.dims[0].v == g.cout);
+    case IR_OP_MAX_POOL:
+        if (dt == IR_BOOL || !window_geom(n, &g))
+            return false;
+        return n->nout < 2 || n->out[1]->type.dtype == IR_I64;
+    case IR_OP_AVERAGE_POOL:
+    case IR_OP_LP_POOL:
+        return ir_dtype_is_float(dt) && window_geom(n, &g) &&
+               (n->op != IR_OP_LP_POOL || ir_attr_int(n, "p", 2) >= 1);
+    case IR_OP_GLOBAL_AVERAGE_POOL:
+    case IR_OP_GLOBAL_MAX_POOL:
+    case IR_OP_GLOBAL_LP_POOL:
+        return ir_dtype_is_float(dt) && x->rank >= 2 && n->out[0]->type.rank == x->rank &&
+               (n->op != IR_OP_GLOBAL_LP_POOL || ir_attr_int(n, "p", 2) >= 1);
+    case IR_OP_MATMUL_INTEGER: {
+        if (n->nin < 2 || !n->in[1] || !int8ish(n->in[0]) || !int8ish(n->in[1]))
+            return false;
+        const ir_type *b = &n->in[1]->type, *y = &n->out[0]->type;
+        if (x->rank < 2 || b->rank < 2 || y->dtype != IR_I32 || y->rank < 2 ||
+            x->dims[x->rank - 1].v != b->dims[b->rank - 2].v)
+            return false;
+        return zp_ok(n, 2, x->dims[x->rank - 2].v) && zp_ok(n, 3, b->dims[b->rank - 1].v);
+    }
+    default:
+        return false;
+    }
 }
 
 int lower_conv(lctx *c)
 {
-    (void)c;
-    return -1;
+    switch (c->n->op) {
+    case IR_OP_CONV:
+    case IR_OP_CONV_INTEGER:
+        return lower_conv_op(c);
+    case IR_OP_CONV_TRANSPOSE:
+        return lower_conv_transpose(c);
+    case IR_OP_MAX_POOL:
+    case IR_OP_AVERAGE_POOL:
+    case IR_OP_LP_POOL:
+        return lower_pool(c);
+    case IR_OP_GLOBAL_AVERAGE_POOL:
+    case IR_OP_GLOBAL_MAX_POOL:
+    case IR_OP_GLOBAL_LP_POOL:
+        return lower_global_pool(c);
+    case IR_OP_MATMUL_INTEGER:
+        return lower_matmul_integer(c);
+    default:
+        return -1;
+    }
 }

@@ -1,19 +1,40 @@
-/* lower_nn.c - contractions: MatMul and Gemm as a plain triple loop with
- * an f32/f64 accumulator.
+/* lower_nn.c - contractions: MatMul (numpy semantics: batch broadcasting,
+ * rank-1 operands; float and wrapping integer) and Gemm.
  *
- * The correct first form, not the fast one: the contraction template with
- * packed weights and a register-blocked microkernel (docs/kernel-ir.md)
- * replaces the triple loop next.
+ * The fast form is a register-blocked kernel over f32/f64/integer data:
+ * parallel over (batch, chunk of row blocks x chunk of column panels), a
+ * serial loop over blocks of K (cache), a VECTOR loop over the output
+ * columns that the LLVM emitter widens itself (docs/kernel-ir.md: four
+ * registers wide on AVX-512), and inside it TILE_ROWS rows of vector
+ * accumulators carried across the k loop, each step one uniform
+ * (broadcast) load of A per row and contiguous vector loads of B. Partial
+ * sums of a K block go through the output. Rows past M are clamped to the
+ * last row, so the last block recomputes a row instead of branching.
+ * Gemm with transB uses dot-product tiles along k (lower_dot). f16/bf16
+ * (rounded at each store, so no partial sums in the output), symbolic
+ * shapes and tiny N use the plain triple loop.
+ *
+ * B is read in place (no packing: kernels get no scratch memory), so for
+ * large N its rows are pages apart; packed weight panels are the next step.
  */
 #include "codegen/lower_internal.h"
 #include "ir/ops.h"
+
+enum {
+    TILE_ROWS = 6,    /* rows of accumulators in a register tile */
+    KC = 128,         /* the K block: a B micro-panel (KC x width) stays in L1 */
+    MC_BLOCKS = 16,   /* row blocks of a parallel chunk: its A block (96 x KC) stays in L2 */
+    NC_PANELS = 8,    /* column panels of a parallel chunk */
+    DOT_CHUNK = 16,   /* transB: tiles of rows (and of columns) in a parallel chunk */
+};
 
 bool cg_can_lower_nn(const ir_node *n)
 {
     const ir_type *x = &n->in[0]->type;
     switch (n->op) {
     case IR_OP_MATMUL:
-        return ir_dtype_is_float(x->dtype) && x->rank >= 2 && n->in[1]->type.rank >= 2;
+        return (ir_dtype_is_float(x->dtype) || (ir_dtype_is_int(x->dtype) && x->dtype != IR_BOOL)) &&
+               x->rank >= 1 && n->in[1]->type.rank >= 1 && n->in[1]->type.dtype == x->dtype;
     case IR_OP_GEMM:
         return ir_dtype_is_float(x->dtype);
     default:
@@ -21,79 +42,306 @@ bool cg_can_lower_nn(const ir_node *n)
     }
 }
 
-/* Gemm: y[i,j] = alpha * sum_k op(A)[i,k] op(B)[k,j] + beta * C[i,j]
- * (C broadcast). MatMul: batched over the leading dims, with numpy
- * broadcasting of the batch dims. */
-static int lower_contraction(lctx *c)
+/* The geometry of one contraction: output dims are
+ * [batch..., M (if A has rank > 1), N (if B has rank > 1)]. */
+typedef struct {
+    const ir_type *ta, *tb, *to;
+    bool tA, tB, gemm;
+    int nbatch;              /* output batch dims */
+    bool has_m, has_n;
+    ir_dim m, n, kd;
+} mm_geo;
+
+static void geo_init(lctx *c, mm_geo *g)
+{
+    const ir_node *n = c->n;
+    g->ta = &n->in[0]->type;
+    g->tb = &n->in[1]->type;
+    g->to = &n->out[0]->type;
+    g->gemm = n->op == IR_OP_GEMM;
+    g->tA = g->gemm && ir_attr_int(n, "transA", 0);
+    g->tB = g->gemm && ir_attr_int(n, "transB", 0);
+    g->has_m = g->ta->rank > 1;
+    g->has_n = g->tb->rank > 1;
+    g->nbatch = g->to->rank - g->has_m - g->has_n;
+    g->kd = g->ta->dims[g->tA ? g->ta->rank - 2 : g->ta->rank - 1];
+    g->m = g->has_m ? g->to->dims[g->nbatch] : (ir_dim){.v = 1};
+    g->n = g->has_n ? g->to->dims[g->to->rank - 1] : (ir_dim){.v = 1};
+}
+
+/* Index of operand side (0 = A, 1 = B) at (row, col) of its matrix, with
+ * the output batch indices bat[] (right-aligned, size-1 dims broadcast). */
+static void operand_idx(lctx *c, const mm_geo *g, int side, kir_expr *const *bat, kir_expr *row, kir_expr *col,
+                        kir_expr **ix)
+{
+    kir_kernel *k = c->k;
+    const ir_type *t = side ? g->tb : g->ta;
+    if (t->rank == 1) {
+        ix[0] = side ? row : col; /* A[k] is a row, B[k] a column */
+        return;
+    }
+    for (int d = 0; d < t->rank - 2; d++) {
+        int od = g->nbatch - (t->rank - 2) + d;
+        bool one = ir_dim_is_const(t->dims[d]) && t->dims[d].v == 1;
+        ix[d] = one ? i64c(k, 0) : bat[od];
+    }
+    bool tr = side ? g->tB : g->tA;
+    ix[t->rank - 2] = tr ? col : row;
+    ix[t->rank - 1] = tr ? row : col;
+}
+
+static void out_idx(const mm_geo *g, kir_expr *const *bat, kir_expr *i, kir_expr *j, kir_expr **ix)
+{
+    int d = 0;
+    for (; d < g->nbatch; d++)
+        ix[d] = bat[d];
+    if (g->has_m)
+        ix[d++] = i;
+    if (g->has_n)
+        ix[d++] = j;
+}
+
+/* Gemm's epilogue: alpha * acc + beta * C[i, j] (C broadcast); MatMul: acc. */
+static kir_expr *epilogue(lctx *c, const mm_geo *g, kir_expr *v, kir_expr *i, kir_expr *j)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *to = &n->out[0]->type;
-    bool gemm = n->op == IR_OP_GEMM;
-    bool tA = gemm && ir_attr_int(n, "transA", 0), tB = gemm && ir_attr_int(n, "transB", 0);
+    if (!g->gemm)
+        return v;
+    double alpha = ir_attr_float(n, "alpha", 1), beta = ir_attr_float(n, "beta", 1);
+    if (alpha != 1)
+        v = kir_op2(k, KIR_MUL, c->cdt, kir_const_f(k, c->cdt, alpha), v);
+    if (n->nin > 2 && n->in[2] && beta != 0) {
+        const ir_type *tc = &n->in[2]->type;
+        kir_expr *ci[IR_MAX_RANK], *oi[] = {i, j};
+        for (int d = 0; d < tc->rank; d++) {
+            bool one = ir_dim_is_const(tc->dims[d]) && tc->dims[d].v == 1;
+            ci[d] = one ? i64c(k, 0) : oi[2 - tc->rank + d];
+        }
+        kir_expr *cv = load_in(c, 2, ci);
+        if (beta != 1)
+            cv = kir_op2(k, KIR_MUL, c->cdt, kir_const_f(k, c->cdt, beta), cv);
+        v = kir_op2(k, KIR_ADD, c->cdt, v, cv);
+    }
+    return v;
+}
+
+static kir_expr *zero(lctx *c)
+{
+    return ir_dtype_is_float(c->cdt) ? kir_const_f(c->k, c->cdt, 0) : kir_const_i(c->k, c->cdt, 0);
+}
+
+/* The plain form: one loop per output dim (the first parallel), a scalar
+ * accumulator over k. */
+static int lower_plain(lctx *c, const mm_geo *g)
+{
+    kir_kernel *k = c->k;
+    const ir_type *to = g->to;
     int r = to->rank;
     kir_block *body = &k->body;
-    int ov[IR_MAX_RANK];
+    kir_expr *ov[IR_MAX_RANK] = {0};
     for (int d = 0; d < r; d++) {
-        ov[d] = kir_new_var(k);
-        kir_stmt *l = loop(c, body, ov[d], dim_of(k, to->dims[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        int v = kir_new_var(k);
+        kir_stmt *l = loop(c, body, v, dim_of(k, to->dims[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return -1;
+        ov[d] = kir_var(k, v);
         body = &l->body;
     }
+    kir_expr *i = g->has_m ? ov[g->nbatch] : i64c(k, 0);
+    kir_expr *j = g->has_n ? ov[r - 1] : i64c(k, 0);
     int acc = kir_new_acc(k, c->cdt), kv = kir_new_var(k);
-    if (acc < 0 || !kir_acc_set(k, body, acc, kir_const_f(k, c->cdt, 0)))
+    if (acc < 0 || !kir_acc_set(k, body, acc, zero(c)))
         return -1;
-    /* K: A's last dim (its first under transA) */
-    ir_dim kd = ta->dims[tA ? ta->rank - 2 : ta->rank - 1];
-    kir_stmt *lk = loop(c, body, kv, dim_of(k, kd), KIR_SERIAL);
+    kir_stmt *lk = loop(c, body, kv, dim_of(k, g->kd), KIR_SERIAL);
     if (!lk)
         return -1;
-    kir_expr *ai[IR_MAX_RANK], *bi[IR_MAX_RANK];
-    for (int side = 0; side < 2; side++) {
-        const ir_type *t = side ? tb : ta;
-        kir_expr **ix = side ? bi : ai;
-        /* batch dims, right-aligned to the output's, size 1 broadcasting */
-        for (int d = 0; d < t->rank - 2; d++) {
-            int od = r - 2 - (t->rank - 2) + d;
-            bool one = ir_dim_is_const(t->dims[d]) && t->dims[d].v == 1;
-            ix[d] = one ? i64c(k, 0) : kir_var(k, ov[od]);
-        }
-        kir_expr *row = side ? kir_var(k, kv) : kir_var(k, ov[r - 2]);
-        kir_expr *col = side ? kir_var(k, ov[r - 1]) : kir_var(k, kv);
-        bool tr = side ? tB : tA;
-        ix[t->rank - 2] = tr ? col : row;
-        ix[t->rank - 1] = tr ? row : col;
-    }
+    kir_expr *ai[IR_MAX_RANK], *bi[IR_MAX_RANK], *oi[IR_MAX_RANK];
+    operand_idx(c, g, 0, ov, i, kir_var(k, kv), ai);
+    operand_idx(c, g, 1, ov, kir_var(k, kv), j, bi);
     kir_expr *prod = kir_op3(k, KIR_FMA, c->cdt, load_in(c, 0, ai), load_in(c, 1, bi), kir_acc(k, acc));
     if (!kir_acc_set(k, &lk->body, acc, prod))
         return -1;
-    kir_expr *v = kir_acc(k, acc);
-    if (gemm) {
-        double alpha = ir_attr_float(n, "alpha", 1), beta = ir_attr_float(n, "beta", 1);
-        if (alpha != 1)
-            v = kir_op2(k, KIR_MUL, c->cdt, kir_const_f(k, c->cdt, alpha), v);
-        if (n->nin > 2 && n->in[2] && beta != 0) {
-            const ir_type *tc = &n->in[2]->type;
-            kir_expr *ci[IR_MAX_RANK];
-            for (int d = 0; d < tc->rank; d++) {
-                int od = r - tc->rank + d;
-                bool one = ir_dim_is_const(tc->dims[d]) && tc->dims[d].v == 1;
-                ci[d] = one ? i64c(k, 0) : kir_var(k, ov[od]);
-            }
-            kir_expr *cv = load_in(c, 2, ci);
-            if (beta != 1)
-                cv = kir_op2(k, KIR_MUL, c->cdt, kir_const_f(k, c->cdt, beta), cv);
-            v = kir_op2(k, KIR_ADD, c->cdt, v, cv);
-        }
+    out_idx(g, ov, i, j, oi);
+    return kir_store(k, body, c->out, oi, to_out(c, epilogue(c, g, kir_acc(k, acc), i, j))) ? 0 : -1;
+}
+
+static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
+static kir_expr *idiv(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)); }
+
+/* The register-blocked form (see the file comment). Needs constant M, N, K
+ * and batch dims (the parallel loop's bounds must be constant). */
+static int lower_tiled(lctx *c, const mm_geo *g, int width)
+{
+    kir_kernel *k = c->k;
+    int64_t M = g->m.v, N = g->n.v, K = g->kd.v, nbat = 1;
+    for (int d = 0; d < g->nbatch; d++)
+        nbat *= g->to->dims[d].v;
+    int64_t nb = (M + TILE_ROWS - 1) / TILE_ROWS;           /* row blocks */
+    int64_t np = (N + width - 1) / width;                   /* column panels */
+    int64_t mcb = nb < MC_BLOCKS ? nb : MC_BLOCKS, ncp = np < NC_PANELS ? np : NC_PANELS;
+    int64_t nrc = (nb + mcb - 1) / mcb, ncc = (np + ncp - 1) / ncp, nkb = (K + KC - 1) / KC;
+    int64_t nch = nrc * ncc;                                /* chunks per batch */
+
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, nbat * nch), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv);
+    kir_expr *bat[IR_MAX_RANK] = {0};
+    if (g->nbatch > 0) {
+        ir_type bt = *g->to;
+        bt.rank = g->nbatch;
+        lower_unflatten(c, &bt, idiv(k, p, nch), bat);
     }
+    kir_expr *pc = kir_op2(k, KIR_REM, IR_I64, p, i64c(k, nch));
+    kir_expr *rc = idiv(k, pc, ncc), *cc = kir_op2(k, KIR_REM, IR_I64, pc, i64c(k, ncc));
+    int kbv = kir_new_var(k), jv = kir_new_var(k), rbv = kir_new_var(k), kv = kir_new_var(k);
+    kir_stmt *lkb = loop(c, &lp->body, kbv, i64c(k, nkb), KIR_SERIAL);
+    if (!lkb)
+        return -1;
+    kir_expr *kb = kir_var(k, kbv);
+    kir_expr *j0 = kir_imul(k, cc, i64c(k, ncp * width));
+    kir_stmt *lj = kir_for(k, &lkb->body, jv, j0, imin(k, i64c(k, N), kir_iadd(k, j0, i64c(k, ncp * width))),
+                           KIR_VECTOR, width);
+    if (!lj)
+        return -1;
+    kir_expr *j = kir_var(k, jv);
+    kir_expr *rb0 = kir_imul(k, rc, i64c(k, mcb));
+    kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, imin(k, i64c(k, nb), kir_iadd(k, rb0, i64c(k, mcb))),
+                            KIR_SERIAL, 0);
+    if (!lrb)
+        return -1;
+    kir_block *tb = &lrb->body;
+    kir_expr *rows[TILE_ROWS];
+    int acc[TILE_ROWS];
+    kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, kb, i64c(k, 0));
+    kir_expr *last = kir_op2(k, KIR_EQ, IR_BOOL, kb, i64c(k, nkb - 1));
     kir_expr *oi[IR_MAX_RANK];
-    for (int d = 0; d < r; d++)
-        oi[d] = kir_var(k, ov[d]);
-    return kir_store(k, body, c->out, oi, to_out(c, v)) ? 0 : -1;
+    for (int r = 0; r < TILE_ROWS; r++) {
+        kir_expr *row = kir_iadd(k, kir_imul(k, kir_var(k, rbv), i64c(k, TILE_ROWS)), i64c(k, r));
+        rows[r] = imin(k, row, i64c(k, M - 1));
+        if ((acc[r] = kir_new_acc(k, c->cdt)) < 0)
+            return -1;
+        kir_expr *init = zero(c);
+        if (nkb > 1) {
+            out_idx(g, bat, rows[r], j, oi);
+            init = kir_op3(k, KIR_SELECT, c->cdt, first, init, kir_load(k, c->out, oi));
+        }
+        if (!kir_acc_set(k, tb, acc[r], init))
+            return -1;
+    }
+    kir_expr *k0 = kir_imul(k, kb, i64c(k, KC));
+    kir_stmt *lk = kir_for(k, tb, kv, k0, imin(k, i64c(k, K), kir_iadd(k, k0, i64c(k, KC))), KIR_SERIAL, 0);
+    if (!lk)
+        return -1;
+    kir_expr *bi[IR_MAX_RANK], *ai[IR_MAX_RANK];
+    operand_idx(c, g, 1, bat, kir_var(k, kv), j, bi);
+    kir_expr *bv = load_in(c, 1, bi);
+    for (int r = 0; r < TILE_ROWS; r++) {
+        operand_idx(c, g, 0, bat, rows[r], kir_var(k, kv), ai);
+        kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, load_in(c, 0, ai), bv, kir_acc(k, acc[r]));
+        if (!kir_acc_set(k, &lk->body, acc[r], f))
+            return -1;
+    }
+    for (int r = 0; r < TILE_ROWS; r++) {
+        kir_expr *v = kir_acc(k, acc[r]), *fin = epilogue(c, g, v, rows[r], j);
+        if (nkb > 1 && fin != v)
+            fin = kir_op3(k, KIR_SELECT, c->cdt, last, fin, v);
+        out_idx(g, bat, rows[r], j, oi);
+        if (!kir_store(k, tb, c->out, oi, fin))
+            return -1;
+    }
+    return 0;
+}
+
+/* Gemm with transB (B is [N, K], as nn.Linear exports it): both operands
+ * run along k, so the tile is DOT x DOT dot products, each a vector
+ * accumulator over a VECTOR k loop summed across its lanes at the end (a
+ * vector loop may split a carried sum: docs/kernel-ir.md). Per k chunk,
+ * 2 DOT contiguous loads feed DOT^2 FMAs. Chunks of DOT_CHUNK tiles of
+ * rows x columns keep their A rows and B rows in L2. */
+static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
+{
+    kir_kernel *k = c->k;
+    int64_t M = g->m.v, N = g->n.v, K = g->kd.v;
+    int64_t nbr = (M + dot - 1) / dot, nbc = (N + dot - 1) / dot;
+    int64_t mcb = nbr < DOT_CHUNK ? nbr : DOT_CHUNK, ncb = nbc < DOT_CHUNK ? nbc : DOT_CHUNK;
+    int64_t nrc = (nbr + mcb - 1) / mcb, ncc = (nbc + ncb - 1) / ncb;
+    int pv = kir_new_var(k), cbv = kir_new_var(k), rbv = kir_new_var(k), kv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv);
+    kir_expr *rb0 = kir_imul(k, idiv(k, p, ncc), i64c(k, mcb));
+    kir_expr *cb0 = kir_imul(k, kir_op2(k, KIR_REM, IR_I64, p, i64c(k, ncc)), i64c(k, ncb));
+    kir_stmt *lc = kir_for(k, &lp->body, cbv, cb0, imin(k, i64c(k, nbc), kir_iadd(k, cb0, i64c(k, ncb))),
+                           KIR_SERIAL, 0);
+    kir_stmt *lr = lc ? kir_for(k, &lc->body, rbv, rb0, imin(k, i64c(k, nbr), kir_iadd(k, rb0, i64c(k, mcb))),
+                                KIR_SERIAL, 0) : NULL;
+    if (!lr)
+        return -1;
+    kir_block *tb = &lr->body;
+    kir_expr *rows[8], *cols[8];
+    int acc[8][8];
+    for (int r = 0; r < dot; r++) {
+        kir_expr *i = kir_iadd(k, kir_imul(k, kir_var(k, rbv), i64c(k, dot)), i64c(k, r));
+        kir_expr *j = kir_iadd(k, kir_imul(k, kir_var(k, cbv), i64c(k, dot)), i64c(k, r));
+        rows[r] = imin(k, i, i64c(k, M - 1));
+        cols[r] = imin(k, j, i64c(k, N - 1));
+    }
+    for (int r = 0; r < dot; r++)
+        for (int q = 0; q < dot; q++)
+            if ((acc[r][q] = kir_new_acc(k, c->cdt)) < 0 || !kir_acc_set(k, tb, acc[r][q], zero(c)))
+                return -1;
+    kir_stmt *lk = kir_for(k, tb, kv, i64c(k, 0), i64c(k, K), KIR_VECTOR, width);
+    if (!lk)
+        return -1;
+    kir_expr *av[8], *bv[8], *ix[IR_MAX_RANK];
+    for (int r = 0; r < dot; r++) {
+        operand_idx(c, g, 0, NULL, rows[r], kir_var(k, kv), ix);
+        av[r] = load_in(c, 0, ix);
+        operand_idx(c, g, 1, NULL, kir_var(k, kv), cols[r], ix);
+        bv[r] = load_in(c, 1, ix);
+    }
+    for (int r = 0; r < dot; r++)
+        for (int q = 0; q < dot; q++) {
+            kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, av[r], bv[q], kir_acc(k, acc[r][q]));
+            if (!kir_acc_set(k, &lk->body, acc[r][q], f))
+                return -1;
+        }
+    for (int r = 0; r < dot; r++)
+        for (int q = 0; q < dot; q++) {
+            kir_expr *oi[] = {rows[r], cols[q]};
+            if (!kir_store(k, tb, c->out, oi, epilogue(c, g, kir_acc(k, acc[r][q]), rows[r], cols[q])))
+                return -1;
+        }
+    return 0;
 }
 
 int lower_nn(lctx *c)
 {
-    return lower_contraction(c);
+    mm_geo g;
+    geo_init(c, &g);
+    ir_dtype dt = g.ta->dtype;
+    bool consts = ir_dim_is_const(g.m) && ir_dim_is_const(g.n) && ir_dim_is_const(g.kd);
+    for (int d = 0; d < g.nbatch; d++)
+        consts = consts && ir_dim_is_const(g.to->dims[d]);
+    /* The tile's row: 4 vector registers with 32 of them (AVX-512: 24
+     * accumulators, 4 of B, 1 broadcast of A), 2 with 16 (AVX2); fewer
+     * when N is narrower. Wide rows halve the B traffic per flop, which
+     * matters because B's rows are a page apart for large N. */
+    int vl = c->lanes * 4 / (int)ir_dtype_size(dt);
+    int64_t width = (int64_t)vl * (c->lanes >= 16 ? 4 : 2);
+    if (consts && vl > 0 && g.n.v < width)
+        width = (g.n.v + vl - 1) / vl * vl;
+    bool wide = dt == c->cdt && g.to->dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&
+                g.has_m && g.has_n && consts && g.n.v >= 4 && g.m.v >= 1 && g.kd.v >= 1 && vl >= 2;
+    if (wide && g.gemm && c->n->nin > 2 && c->n->in[2] && c->n->in[2]->type.dtype != dt)
+        wide = false;
+    /* transB: B's columns are a row apart; dot products along k instead
+     * (4 x 4 accumulators with 32 registers, 2 x 2 with 16) */
+    if (wide && g.tB && !g.tA && g.kd.v >= vl)
+        return lower_dot(c, &g, vl, c->lanes >= 16 ? 4 : 2);
+    return wide && !g.tB ? lower_tiled(c, &g, (int)width) : lower_plain(c, &g);
 }

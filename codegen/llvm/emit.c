@@ -1,7 +1,8 @@
 /* emit.c - lowers one kernel of the kernel IR to an LLVM function: buffer
  * base pointers and row-major strides computed once in the entry block,
  * counted i64 loops (the top-level PARALLEL loop clamped to [begin, end),
- * VECTOR/UNROLL loops with llvm.loop hints), accumulators as entry-block
+ * innermost VECTOR/UNROLL loops with llvm.loop hints, VECTOR loops around
+ * other loops or carried sums widened here), accumulators as entry-block
  * allocas that SROA turns into registers, and scalar expressions for every
  * dtype with the reference interpreter's semantics: integer division and
  * remainder by zero give 0, float->int casts truncate and saturate with
