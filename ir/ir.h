@@ -280,6 +280,8 @@ int ir_node_check_arity(const ir_node *n, icc_diag *d);
 /* Runs every node's shape function with constant inputs known, filling
  * output types. Declared output types that are more precise are kept. */
 int ir_infer_shapes(ir_graph *g, icc_diag *d);
+/* The same for one node, from its inputs' current types and constants. */
+int ir_infer_node(ir_node *n, icc_diag *d);
 
 /* ---- rewriting (ir/rewrite.c) ------------------------------------------- */
 

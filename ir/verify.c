@@ -152,32 +152,37 @@ static int merge_type(const ir_node *n, int idx, ir_type *inf, const ir_type *de
     return 0;
 }
 
+int ir_infer_node(ir_node *n, icc_diag *d)
+{
+    const ir_type *tin[64];
+    const ir_tensor *val[64];
+    ir_type tout[64];
+    if (n->nin > 64 || n->nout > 64)
+        return ir_node_errorf(d, n, "more than 64 inputs or outputs");
+    if (ir_node_check_arity(n, d) < 0)
+        return -1;
+    for (int i = 0; i < n->nin; i++) {
+        tin[i] = n->in[i] ? &n->in[i]->type : NULL;
+        val[i] = n->in[i] && n->in[i]->kind == IR_VAL_CONST ? &n->in[i]->cval : NULL;
+        if (tin[i] && tin[i]->dtype == IR_UNDEF)
+            return ir_node_errorf(d, n, "input '%s' has no known dtype", n->in[i]->name);
+    }
+    memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
+    ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, d};
+    if (ir_ops[n->op].shape(&sc) < 0)
+        return -1;
+    for (int i = 0; i < n->nout; i++) {
+        if (merge_type(n, i, &tout[i], &n->out[i]->type, d) < 0)
+            return -1;
+        n->out[i]->type = tout[i];
+    }
+    return 0;
+}
+
 int ir_infer_shapes(ir_graph *g, icc_diag *d)
 {
-    for (int k = 0; k < g->nnodes; k++) {
-        ir_node *n = g->nodes[k];
-        const ir_type *tin[64];
-        const ir_tensor *val[64];
-        ir_type tout[64];
-        if (n->nin > 64 || n->nout > 64)
-            return ir_node_errorf(d, n, "more than 64 inputs or outputs");
-        if (ir_node_check_arity(n, d) < 0)
+    for (int k = 0; k < g->nnodes; k++)
+        if (ir_infer_node(g->nodes[k], d) < 0)
             return -1;
-        for (int i = 0; i < n->nin; i++) {
-            tin[i] = n->in[i] ? &n->in[i]->type : NULL;
-            val[i] = n->in[i] && n->in[i]->kind == IR_VAL_CONST ? &n->in[i]->cval : NULL;
-            if (tin[i] && tin[i]->dtype == IR_UNDEF)
-                return ir_node_errorf(d, n, "input '%s' has no known dtype", n->in[i]->name);
-        }
-        memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
-        ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, d};
-        if (ir_ops[n->op].shape(&sc) < 0)
-            return -1;
-        for (int i = 0; i < n->nout; i++) {
-            if (merge_type(n, i, &tout[i], &n->out[i]->type, d) < 0)
-                return -1;
-            n->out[i]->type = tout[i];
-        }
-    }
     return 0;
 }

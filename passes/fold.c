@@ -1,7 +1,8 @@
 /* fold.c - constant folding: every node whose present inputs are all
  * constants is evaluated once with the registry's reference kernels
  * (ir_eval_node) and its outputs become constants that keep the outputs'
- * names. Shape and Size also fold when their input is not constant but the
+ * names; a node whose operands became constant gets its shapes inferred
+ * again. Shape and Size also fold when their input is not constant but the
  * part of its type they read is static, which is what turns
  * Reshape(x, Shape(y)) into a static reshape. Nodes are visited in
  * topological order and each input is redirected to its folded constant on
@@ -175,9 +176,18 @@ int pass_fold(pass_ctx *c)
         ir_node *n = g->nodes[k];
         if (n->dead)
             continue;
+        bool replaced = false;
         for (int i = 0; i < n->nin; i++)
-            if (n->in[i] && n->in[i]->id < nv && repl[n->in[i]->id])
+            if (n->in[i] && n->in[i]->id < nv && repl[n->in[i]->id]) {
                 n->in[i] = repl[n->in[i]->id];
+                replaced = true;
+            }
+        /* an operand that became constant may decide the output's shape
+         * (Pad's pads, Reshape's shape), which later Shape ops then fold */
+        if (replaced && ir_infer_node(n, c->diag) < 0) {
+            rc = -1;
+            break;
+        }
         bool folded;
         if (fold_node(c, n, max_bytes, repl, &folded) < 0) {
             rc = -1;
