@@ -2,6 +2,7 @@
  * default pipelines of -O0..-O3, and the runner (verify after each pass,
  * IR printing, timing, statistics, reproducers). */
 #include "passes/pass.h"
+#include "ir/ops.h"
 #include "ir/text.h"
 
 #include <stdlib.h>
@@ -239,6 +240,32 @@ static void write_reproducer(const char *path, const char *before, const icc_pip
     fputs(before ? before : "# (the IR could not be printed)\n", f);
     fclose(f);
     free(rest);
+}
+
+int icc_keep_output_names(ir_graph *g, const char *const *names, icc_diag *d)
+{
+    for (int i = 0; i < g->noutputs; i++) {
+        ir_value *v = g->outputs[i];
+        if (!strcmp(v->name, names[i]))
+            continue;
+        bool taken = false, shared = false;
+        for (int k = 0; k < g->nvalues; k++)
+            taken |= !g->values[k]->dead && !strcmp(g->values[k]->name, names[i]);
+        for (int j = 0; j < g->noutputs; j++)
+            shared |= j != i && g->outputs[j] == v;
+        if (taken)
+            continue;
+        if (v->kind == IR_VAL_NODE && !shared) {
+            v->name = names[i];
+            continue;
+        }
+        ir_node *n = ir_graph_add_node(g, IR_OP_IDENTITY, "", 1, &v, 1, &names[i], d);
+        if (!n)
+            return -1;
+        n->out[0]->type = v->type;
+        g->outputs[i] = n->out[0];
+    }
+    return 0;
 }
 
 int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options *o, icc_diag *d)

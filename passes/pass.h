@@ -104,4 +104,12 @@ typedef struct icc_pass_options {
  * reproducer was written). */
 int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options *o, icc_diag *d);
 
+/* Gives the graph's outputs back the names they had before a pipeline
+ * (names[i] for output i): passes may replace an output's value (an
+ * Identity removed, a node merged by cse, a constant folded), which a
+ * compiled model's interface must not show. The new value is renamed when
+ * it is a node's result no other output uses; otherwise an Identity named
+ * as the output is appended. A name some live value already has is left. */
+int icc_keep_output_names(ir_graph *g, const char *const *names, icc_diag *d);
+
 #endif

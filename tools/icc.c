@@ -407,7 +407,16 @@ static int compile_passes(const args *a, ir_graph *g, icc_diag *d)
     bool has_plan = n >= 4 && !strcmp(base + n - 4, "plan");
     snprintf(pipeline, sizeof pipeline, "%s%s%s", base, n && !has_plan ? "," : "", has_plan ? "" : "plan");
     b.passes = pipeline;
-    return run_passes(&b, g, -1, d);
+    const char **names = calloc((size_t)g->noutputs + 1, sizeof *names);
+    if (!names)
+        return ir_errorf(d, "out of memory");
+    for (int i = 0; i < g->noutputs; i++)
+        names[i] = g->outputs[i]->name;
+    int rc = run_passes(&b, g, -1, d);
+    if (rc == 0)
+        rc = icc_keep_output_names(g, names, d);
+    free(names);
+    return rc;
 }
 
 /* The compile step: optimize at -O2 by default, always ending with the
