@@ -470,6 +470,19 @@ static int run_set_bound(const char *model, const ir_graph *g, const char *setdi
         best = b < best ? b : best;
         ir_graph_destroy(gt);
     }
+    if (!nbound) {
+        /* some inputs decide shapes only together (Slice's starts and ends) */
+        for (int i = 0; i < n; i++)
+            bound[i] = !ir_dtype_is_float(vals[i].dtype) && vals[i].dtype != IR_BOOL && vals[i].numel <= 4096;
+        ir_graph *gt = load_bound(model, o, vals, bound, sub, sizeof sub, &skip);
+        for (int i = 0; i < n; i++)
+            nbound += bound[i];
+        if (!gt || blockers(gt) >= best) {
+            memset(bound, 0, sizeof *bound * (size_t)n);
+            nbound = 0;
+        }
+        ir_graph_destroy(gt);
+    }
     ir_graph *gb = nbound ? load_bound(model, o, vals, bound, sub, sizeof sub, &skip) : NULL;
     compiled_model cm;
     if (!gb) {
