@@ -183,8 +183,9 @@ int pass_fold(pass_ctx *c)
                 replaced = true;
             }
         /* an operand that became constant may decide the output's shape
-         * (Pad's pads, Reshape's shape), which later Shape ops then fold */
-        if (replaced && ir_infer_node(n, c->diag) < 0) {
+         * (Pad's pads, Reduce's axes), and so may the shapes that follow
+         * from it; later Shape ops then fold */
+        if ((replaced || folded_nodes) && ir_infer_node(n, c->diag) < 0) {
             rc = -1;
             break;
         }
