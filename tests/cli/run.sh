@@ -286,6 +286,21 @@ fails_cleanly "verify: made-up inputs need static dims" "input 'image': the inpu
   "$ICC" verify "$M"
 fails_cleanly "verify: bad --rtol" "--rtol needs a non-negative number, not 'x'" "$ICC" verify "$M" --rtol=x
 
+output_names_kept() {
+  # -O2 removes the Identity; the compiled model still calls its output y
+  cat >"$T/idn.icc" <<'ICC'
+graph @g(%x: f32[4]) -> (%y, %z) {
+  %y = Identity(%x) : f32[4]
+  %z = Relu(%x) : f32[4]
+}
+ICC
+  python3 -c "import numpy as np,sys; np.save(sys.argv[1], np.array([-1,2,-3,4],np.float32))" "$T/x4.npy" &&
+    "$ICC" "$T/idn.icc" -o "$T/idn.so" && "$ICC" run "$T/idn.so" --input x="$T/x4.npy" -o "$T/idn" &&
+    python3 -c "import numpy as np,sys; d=sys.argv[1]; assert (np.load(d+'/y.npy')==[-1,2,-3,4]).all() and (np.load(d+'/z.npy')==[0,2,0,4]).all()" "$T/idn" &&
+    grep -q "MODEL_OUTPUT_Y_NAME \"y\"" "$T/idn.h"
+}
+check "compiled outputs keep their names when passes bypass them" output_names_kept
+
 no_partial_output() {
   # writing into a directory that does not exist fails and leaves nothing
   ! "$ICC" "$M" --emit=ir -o "$T/missing_dir/x.icc" 2>/dev/null && [ ! -e "$T/missing_dir" ] &&
