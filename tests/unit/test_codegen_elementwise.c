@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "codegen_harness.h"
 #include "codegen/llvm/emit.h"
 #include "codegen/lower.h"
 #include "ir/ref/interp.h"
@@ -280,19 +281,7 @@ static void setup(void)
         }
         ck_assert_msg(ir_eval_node(n, inp, &want[c], &d) == 0, "case %d: %s", c, d.msg);
     }
-    char dir[] = "/tmp/icc_cg_XXXXXX", obj[64], so[64];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(obj, sizeof obj, "%s/ew.o", dir);
-    snprintf(so, sizeof so, "%s/ew.so", dir);
-    ck_assert_msg(cg_optimize(t, m, &d) == 0, "%s", d.msg);
-    ck_assert_msg(cg_emit_object(t, m, obj, &d) == 0, "%s", d.msg);
-    const char *objs[] = {obj}, *libs[] = {"-lm"};
-    ck_assert_msg(cg_link_shared(objs, 1, libs, 1, so, &d) == 0, "%s", d.msg);
-    lib = dlopen(so, RTLD_NOW);
-    ck_assert_msg(lib != NULL, "%s", dlerror());
-    unlink(obj);
-    unlink(so);
-    rmdir(dir);
+    lib = harness_load_module(t, m);
     LLVMDisposeModule(m);
     cg_target_destroy(t);
 }
@@ -309,7 +298,6 @@ static void teardown(void)
         dlclose(lib);
 }
 
-typedef void (*kernel_fn)(void *const *bufs, const int64_t *syms, int64_t begin, int64_t end);
 
 START_TEST(compiled_matches_interpreter)
 {
@@ -317,7 +305,7 @@ START_TEST(compiled_matches_interpreter)
     ir_graph *g = graphs[c];
     char name[32];
     snprintf(name, sizeof name, "case%d", c);
-    kernel_fn fn = (kernel_fn)dlsym(lib, name);
+    harness_kernel_fn fn = (harness_kernel_fn)dlsym(lib, name);
     ck_assert_ptr_nonnull(fn);
     ir_tensor got = want[c];
     got.data = calloc(1, got.nbytes + 1);
@@ -330,18 +318,7 @@ START_TEST(compiled_matches_interpreter)
     /* f32/f64 within a few ulps of the reference's double math; narrow
      * floats within one of their own ulps; integers and bools exactly. */
     double rtol = got.dtype == IR_BF16 ? 1e-2 : got.dtype == IR_F16 ? 2e-3 : 2e-6;
-    for (int64_t i = 0; i < got.numel; i++) {
-        if (ir_dtype_is_float(got.dtype)) {
-            double a = ir_tensor_getf(&got, i), b = ir_tensor_getf(&want[c], i);
-            bool ok = isnan(b) ? isnan(a) : isinf(b) ? a == b : fabs(a - b) <= 1e-6 + rtol * fabs(b);
-            ck_assert_msg(ok, "%s, element %lld: %.9g, want %.9g (input %.9g)", case_at(c)->node,
-                          (long long)i, a, b, ir_tensor_getf(&ins[c][0], i % ins[c][0].numel));
-        } else {
-            ck_assert_msg(ir_tensor_geti(&got, i) == ir_tensor_geti(&want[c], i),
-                          "%s, element %lld: %lld, want %lld", case_at(c)->node, (long long)i,
-                          (long long)ir_tensor_geti(&got, i), (long long)ir_tensor_geti(&want[c], i));
-        }
-    }
+    harness_expect_close(&got, &want[c], rtol, 1e-6, case_at(c)->node);
     free(got.data);
 }
 END_TEST

@@ -60,14 +60,28 @@ static int build_so(const ir_graph *g, const char *so, icc_diag *d)
     return rc;
 }
 
+/* Prepares text at -O2, compiles it to a temporary .so and opens it (the
+ * files are removed at once: the loaded mapping stays). */
+static icc_model *compile_and_open(const char *text, ir_graph **g)
+{
+    icc_diag d = {{0}};
+    *g = prepare(text, &d);
+    char dir[] = "/tmp/icc_model_XXXXXX", so[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(so, sizeof so, "%s/m.so", dir);
+    ck_assert_msg(build_so(*g, so, &d) == 0, "%s", d.msg);
+    icc_model *m;
+    ck_assert_msg(icc_model_open(so, NULL, &m) == ICC_OK, "%s", icc_last_error());
+    unlink(so);
+    rmdir(dir);
+    return m;
+}
+
 START_TEST(compiled_model_matches_interpreter)
 {
     icc_diag d = {{0}};
-    ir_graph *g = prepare(net, &d);
-    char dir[] = "/tmp/icc_model_XXXXXX", so[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(so, sizeof so, "%s/net.so", dir);
-    ck_assert_msg(build_so(g, so, &d) == 0, "%s", d.msg);
+    ir_graph *g;
+    icc_model *model = compile_and_open(net, &g);
 
     /* inputs and the oracle */
     float *x = malloc(sizeof(float) * 64 * 48), *mm = malloc(sizeof(float) * 48);
@@ -83,8 +97,6 @@ START_TEST(compiled_model_matches_interpreter)
     in[1].data = mm;
     ck_assert_msg(ir_interp_run(g, in, want, &d) == 0, "%s", d.msg);
 
-    icc_model *model;
-    ck_assert_msg(icc_model_open(so, NULL, &model) == ICC_OK, "%s", icc_last_error());
     const icc_model_desc *desc = icc_model_describe(model);
     ck_assert_int_eq(desc->ninputs, 2);
     ck_assert_int_eq(desc->noutputs, 3);
@@ -121,8 +133,6 @@ START_TEST(compiled_model_matches_interpreter)
     ir_tensors_free(want, 3);
     free(x);
     free(mm);
-    unlink(so);
-    rmdir(dir);
     ir_graph_destroy(g);
 }
 END_TEST
@@ -207,13 +217,8 @@ static void *worker(void *arg)
 START_TEST(threads_are_deterministic_and_cycles_clean)
 {
     icc_diag d = {{0}};
-    ir_graph *g = prepare(dense, &d);
-    char dir[] = "/tmp/icc_model_XXXXXX", so[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(so, sizeof so, "%s/dense.so", dir);
-    ck_assert_msg(build_so(g, so, &d) == 0, "%s", d.msg);
-    icc_model *m;
-    ck_assert_msg(icc_model_open(so, NULL, &m) == ICC_OK, "%s", icc_last_error());
+    ir_graph *g;
+    icc_model *m = compile_and_open(dense, &g);
     float *x = malloc(sizeof(float) * 96 * 64), *p1 = malloc(sizeof(float) * 96 * 32), s1;
     for (int i = 0; i < 96 * 64; i++)
         x[i] = (float)sin(i * 0.7);
@@ -254,8 +259,6 @@ START_TEST(threads_are_deterministic_and_cycles_clean)
     icc_model_close(m);
     free(x);
     free(p1);
-    unlink(so);
-    rmdir(dir);
     ir_graph_destroy(g);
 }
 END_TEST
@@ -279,13 +282,8 @@ static const char *dyn =
 START_TEST(symbolic_batch)
 {
     icc_diag d = {{0}};
-    ir_graph *g = prepare(dyn, &d);
-    char dir[] = "/tmp/icc_model_XXXXXX", so[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(so, sizeof so, "%s/dyn.so", dir);
-    ck_assert_msg(build_so(g, so, &d) == 0, "%s", d.msg);
-    icc_model *m;
-    ck_assert_msg(icc_model_open(so, NULL, &m) == ICC_OK, "%s", icc_last_error());
+    ir_graph *g;
+    icc_model *m = compile_and_open(dyn, &g);
     const icc_model_desc *desc = icc_model_describe(m);
     ck_assert_int_eq(desc->nsymbols, 1);
     ck_assert_str_eq(desc->symbols[0], "B");
@@ -337,8 +335,6 @@ START_TEST(symbolic_batch)
     ck_assert_msg(strstr(icc_context_error(ctx), "'v'"), "%s", icc_context_error(ctx));
     icc_context_destroy(ctx);
     icc_model_close(m);
-    unlink(so);
-    rmdir(dir);
     ir_graph_destroy(g);
 }
 END_TEST

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "codegen_harness.h"
 #include "codegen/llvm/emit.h"
 #include "codegen/lower.h"
 #include "ir/ref/interp.h"
@@ -193,19 +194,7 @@ static void setup(void)
         }
         ck_assert_msg(ir_eval_node(n, inp, want[c], &d) == 0, "case %d: %s", c, d.msg);
     }
-    char dir[] = "/tmp/icc_cgr_XXXXXX", obj[64], so[64];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(obj, sizeof obj, "%s/red.o", dir);
-    snprintf(so, sizeof so, "%s/red.so", dir);
-    ck_assert_msg(cg_optimize(t, m, &d) == 0, "%s", d.msg);
-    ck_assert_msg(cg_emit_object(t, m, obj, &d) == 0, "%s", d.msg);
-    const char *objs[] = {obj}, *libs[] = {"-lm"};
-    ck_assert_msg(cg_link_shared(objs, 1, libs, 1, so, &d) == 0, "%s", d.msg);
-    lib = dlopen(so, RTLD_NOW);
-    ck_assert_msg(lib != NULL, "%s", dlerror());
-    unlink(obj);
-    unlink(so);
-    rmdir(dir);
+    lib = harness_load_module(t, m);
     LLVMDisposeModule(m);
     cg_target_destroy(t);
 }
@@ -223,7 +212,6 @@ static void teardown(void)
         dlclose(lib);
 }
 
-typedef void (*kernel_fn)(void *const *bufs, const int64_t *syms, int64_t begin, int64_t end);
 
 START_TEST(compiled_matches_interpreter)
 {
@@ -231,7 +219,7 @@ START_TEST(compiled_matches_interpreter)
     const ir_node *n = graphs[c]->nodes[0];
     char name[32];
     snprintf(name, sizeof name, "case%d", c);
-    kernel_fn fn = (kernel_fn)dlsym(lib, name);
+    harness_kernel_fn fn = (harness_kernel_fn)dlsym(lib, name);
     ck_assert_ptr_nonnull(fn);
     ir_tensor got[MAXIO];
     void *bufs[2 * MAXIO] = {NULL};
@@ -247,21 +235,11 @@ START_TEST(compiled_matches_interpreter)
     int64_t syms[2] = {0, 0};
     fn(bufs, syms, 0, INT64_MAX);
     for (int o = 0; o < n->nout; o++) {
-        const ir_tensor *w = &want[c][o], *gt = &got[o];
+        const ir_tensor *gt = &got[o];
         double rtol = gt->dtype == IR_BF16 ? 1e-2 : gt->dtype == IR_F16 ? 2e-3 : 1e-5;
-        for (int64_t i = 0; i < gt->numel; i++) {
-            if (ir_dtype_is_float(gt->dtype)) {
-                double a = ir_tensor_getf(gt, i), b = ir_tensor_getf(w, i);
-                bool ok = isnan(b) ? isnan(a) : fabs(a - b) <= 1e-5 + rtol * fabs(b);
-                ck_assert_msg(ok, "%s, output %d, element %lld: %.9g, want %.9g", cases[c].body, o,
-                              (long long)i, a, b);
-            } else {
-                ck_assert_msg(ir_tensor_geti(gt, i) == ir_tensor_geti(w, i),
-                              "%s, output %d, element %lld: %lld, want %lld", cases[c].body, o,
-                              (long long)i, (long long)ir_tensor_geti(gt, i),
-                              (long long)ir_tensor_geti(w, i));
-            }
-        }
+        char what[600];
+        snprintf(what, sizeof what, "%s, output %d", cases[c].body, o);
+        harness_expect_close(gt, &want[c][o], rtol, 1e-5, what);
         free(got[o].data);
     }
 }
