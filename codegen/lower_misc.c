@@ -5,9 +5,7 @@
  * below k at their rank. Einsum parses its equation at lowering time into
  * labels, loops over the output labels and then the summed ones with an
  * accumulator (f64 for floats, wrapping i64 for integers, as the
- * reference). Unique is not lowered: its output shape depends on the
- * input values (NonZero and Compress, in lower_movement2.c, fill the
- * declared static shape and stop there).
+ * reference). Unique (lower_unique.c) fills its declared static shapes.
  */
 #include "codegen/lower_misc.h"
 #include "ir/ops.h"
@@ -354,6 +352,7 @@ bool cg_can_lower_misc(const ir_node *n)
     case IR_OP_EINSUM: return can_einsum(n);
     case IR_OP_RESIZE: return can_resize(n);
     case IR_OP_GRID_SAMPLE: return can_grid_sample(n);
+    case IR_OP_UNIQUE: return cg_can_lower_unique(n);
     default: return false;
     }
 }
@@ -365,6 +364,7 @@ int lower_misc(lctx *c)
     case IR_OP_EINSUM: return lower_einsum(c);
     case IR_OP_RESIZE: return lower_resize(c);
     case IR_OP_GRID_SAMPLE: return lower_grid_sample(c);
+    case IR_OP_UNIQUE: return lower_unique(c);
     default: return -1;
     }
 }

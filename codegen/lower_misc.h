@@ -1,5 +1,6 @@
-/* lower_misc.h - what lower_misc.c and lower_misc2.c share: the
- * resampling ops' entry points and small expression helpers.
+/* lower_misc.h - what lower_misc.c, lower_misc2.c and lower_unique.c
+ * share: the resampling ops' and Unique's entry points and small
+ * expression helpers.
  */
 #ifndef ICC_CG_LOWER_MISC_H
 #define ICC_CG_LOWER_MISC_H
@@ -10,6 +11,8 @@ bool can_resize(const ir_node *n);
 int lower_resize(lctx *c);
 bool can_grid_sample(const ir_node *n);
 int lower_grid_sample(lctx *c);
+bool cg_can_lower_unique(const ir_node *n);
+int lower_unique(lctx *c);
 
 static inline kir_expr *f64c(kir_kernel *k, double v) { return kir_const_f(k, IR_F64, v); }
 

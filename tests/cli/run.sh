@@ -155,7 +155,7 @@ dynamic_batch() {
 }
 check "compile: a symbolic batch stays symbolic; one .so runs any batch" dynamic_batch
 cat >"$T/notyet.icc" <<'ICC'
-graph @g(%x: i64[4], %w: i64[4]) -> (%y) {
+graph @g<N>(%x: i64[N], %w: i64[N]) -> (%y) {
   %a = Unique(%x) "s1" : i64[2]
   %b = Unique(%w) "c1" : i64[2]
   %y = Add(%a, %b) : i64[2]

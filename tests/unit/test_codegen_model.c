@@ -140,9 +140,9 @@ END_TEST
 START_TEST(what_cannot_compile_is_named)
 {
     icc_diag d = {{0}};
-    /* Unique's result size depends on the data: declared static here,
-     * it still has no kernel */
-    ir_graph *g = prepare("graph @g(%x: i64[4], %w: i64[4]) -> (%y) {\n"
+    /* Unique's result size depends on the data: it compiles into a
+     * declared static shape, but not over an input of symbolic length */
+    ir_graph *g = prepare("graph @g<N>(%x: i64[N], %w: i64[N]) -> (%y) {\n"
                           "  %a = Unique(%x) \"s1\" : i64[2]\n"
                           "  %b = Unique(%w) \"c1\" : i64[2]\n"
                           "  %y = Add(%a, %b) : i64[2]\n"
