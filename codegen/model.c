@@ -45,6 +45,8 @@ typedef struct {
     int *dyn_val;              /* slot -> value id, in definition order */
     int **dyn_conf;            /* slot -> earlier slots it is live with, -1 ended */
     LLVMValueRef layout_fn;    /* i64 layout(const i64 *dims, i64 *offs) */
+    char **messages;           /* run-time shape checks' messages */
+    int nmessages;
 } mctx;
 
 /* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights. */
@@ -79,6 +81,87 @@ static bool symbolic_ok(const ir_node *n)
     default:
         return false;
     }
+}
+
+/* A node whose every operand and result is symbolic in dim 0 only, with
+ * one symbol S, and whose op treats dim 0 as independent items (a batch:
+ * convolutions and pools, per-item normalizations, ops along another
+ * axis), is compiled for one item and called S times by `run`, each call
+ * on the next item of every batched buffer. Returns S, or 0. */
+static int32_t batch_symbol(const ir_node *n)
+{
+    int32_t s = 0;
+    for (int io = 0; io < 2; io++)
+        for (int i = 0; i < (io ? n->nout : n->nin); i++) {
+            const ir_value *v = io ? n->out[i] : n->in[i];
+            if (!v)
+                continue;
+            for (int k = 0; k < v->type.rank; k++) {
+                int32_t sym = v->type.dims[k].sym;
+                if (sym < 0 || (sym > 0 && (k > 0 || (s && sym != s))))
+                    return 0;
+                if (sym > 0)
+                    s = sym;
+            }
+            if (io && (v->type.rank < 1 || v->type.dims[0].sym != s))
+                return 0;
+        }
+    if (!s)
+        return 0;
+    int rank = n->in[0] ? n->in[0]->type.rank : 0;
+    int64_t axis = ir_attr_int(n, "axis", n->op == IR_OP_LAYER_NORMALIZATION ? -1 : 1);
+    axis = axis < 0 ? axis + rank : axis;
+    switch (n->op) {
+    case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL:
+    case IR_OP_AVERAGE_POOL: case IR_OP_LP_POOL: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_GLOBAL_MAX_POOL:
+    case IR_OP_GLOBAL_LP_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_INSTANCE_NORMALIZATION:
+    case IR_OP_LRN: case IR_OP_GROUP_NORMALIZATION: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH:
+    case IR_OP_GRID_SAMPLE: case IR_OP_RESIZE:
+        /* the data's dim 0 is the batch; other operands (weights, scales,
+         * the grid's batch is the data's) must follow it or be unbatched */
+        if (n->op == IR_OP_BATCH_NORMALIZATION && n->nout > 1)
+            return 0;
+        if (n->op == IR_OP_GRID_SAMPLE && n->in[1]->type.dims[0].sym != s)
+            return 0;   /* the grid's batch must follow the data's */
+        return s;
+    case IR_OP_CONCAT: case IR_OP_SPLIT: case IR_OP_GATHER: case IR_OP_GATHER_ELEMENTS:
+    case IR_OP_LAYER_NORMALIZATION: case IR_OP_LP_NORMALIZATION: case IR_OP_HARDMAX:
+    case IR_OP_ARG_MAX: case IR_OP_ARG_MIN:
+        return axis >= 1 && axis < rank ? s : 0;
+    default:
+        return 0;
+    }
+}
+
+/* Sets dim 0 of n's operands and results that carry symbol s to 1, saving
+ * their types in saved (nin + nout entries), or restores them. The graph
+ * is the caller's and stays unchanged outside these calls. */
+static void pin_batch(const ir_node *n, int32_t s, ir_type *saved, bool restore)
+{
+    for (int i = 0; i < n->nin + n->nout; i++) {
+        ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+        if (!v)
+            continue;
+        if (restore) {
+            v->type = saved[i];
+        } else {
+            saved[i] = v->type;
+            if (v->type.rank > 0 && v->type.dims[0].sym == s)
+                v->type.dims[0] = ir_dim_const(1);
+        }
+    }
+}
+
+static bool can_lower_batched(const ir_node *n)
+{
+    int32_t s = batch_symbol(n);
+    if (!s || n->nin + n->nout > 128)
+        return false;
+    ir_type saved[128];
+    pin_batch(n, s, saved, false);
+    bool ok = cg_can_lower(n);
+    pin_batch(n, s, saved, true);
+    return ok;
 }
 
 /* Symbols bound by the inputs, numbered in order of first appearance. */
@@ -126,6 +209,8 @@ static int check_graph(mctx *c)
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
         if (cg_can_lower(n) && (!c->dynamic || symbolic_ok(n)))
+            continue;
+        if (c->dynamic && can_lower_batched(n))
             continue;
         if (bad < 8)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
@@ -269,6 +354,9 @@ static int64_t dyn_bytes_at_one(const mctx *c)
 
 static void dyn_free(mctx *c)
 {
+    for (int i = 0; i < c->nmessages; i++)
+        free(c->messages[i]);
+    free(c->messages);
     for (int s = 0; c->dyn_conf && s < c->ndyn; s++)
         free(c->dyn_conf[s]);
     free(c->dyn_conf);
@@ -462,6 +550,127 @@ static void copy_outputs(mctx *c, LLVMBuilderRef b, LLVMValueRef inputs, LLVMVal
     }
 }
 
+/* ---- run-time shape checks ------------------------------------------------ */
+
+/* A dim's value in the run function. */
+static LLVMValueRef dim_value(mctx *c, LLVMBuilderRef b, ir_dim dm, LLVMValueRef symtab)
+{
+    if (dm.sym <= 0)
+        return ci64(c, dm.v);
+    LLVMValueRef idx = ci64(c, dm.sym);
+    return LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "");
+}
+
+static void dim_text(const ir_graph *g, ir_dim dm, char *buf, size_t n)
+{
+    if (dm.sym > 0)
+        snprintf(buf, n, "%s", ir_graph_sym_name(g, dm.sym));
+    else
+        snprintf(buf, n, "%lld", (long long)dm.v);
+}
+
+/* if (a != b) return ICC_ERR_SHAPE with a message naming the node. */
+static int check_eq(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef a, LLVMValueRef v,
+                    const ir_node *n, const char *what)
+{
+    if (LLVMIsAConstantInt(a) && LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(a) == LLVMConstIntGetSExtValue(v))
+        return 0;
+    char **m = realloc(c->messages, sizeof *m * ((size_t)c->nmessages + 1));
+    if (!m)
+        return ir_errorf(c->d, "out of memory");
+    c->messages = m;
+    size_t len = strlen(n->name) + strlen(what) + 64;
+    if (!(m[c->nmessages] = malloc(len)))
+        return ir_errorf(c->d, "out of memory");
+    snprintf(m[c->nmessages], len, "node '%s' (%s): %s", n->name, ir_ops[n->op].name, what);
+    int idx = ++c->nmessages;
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(c->cx, run, "bad_shape");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(c->cx, run, "shape_ok");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, a, v, ""), ok, bad);
+    LLVMPositionBuilderAtEnd(b, bad);
+    LLVMBuildRet(b, ci32(c, ICC_ERR_SHAPE | (idx << 8)));
+    LLVMPositionBuilderAtEnd(b, ok);
+    return 0;
+}
+
+/* Shape inference resolves a symbol against what a node needs (broadcast
+ * against a fixed dim, a reshape's element count, a contraction's inner
+ * dim); the compiled kernels rely on it, so the run checks it first and
+ * refuses inputs that break it, naming the node. */
+static int emit_shape_checks(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef symtab)
+{
+    const ir_graph *g = c->g;
+    char what[512], x[128], y[128];
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        const ir_type *to = &n->out[0]->type;
+        bool sym = false;
+        for (int i = 0; i < n->nin + n->nout; i++) {
+            const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+            for (int d = 0; v && d < v->type.rank; d++)
+                sym |= v->type.dims[d].sym > 0;
+        }
+        if (!sym)
+            continue;
+        bool ew = ir_ops[n->op].flags & IR_F_ELEMWISE;
+        int first = 0, last = n->nin;
+        if (n->op == IR_OP_GEMM)
+            first = 2, last = n->nin > 2 ? 3 : 2;   /* C broadcasts to the output */
+        if (ew || n->op == IR_OP_GEMM) {
+            for (int i = first; i < last; i++) {
+                const ir_value *v = n->in[i];
+                if (!v)
+                    continue;
+                for (int d = 0; d < v->type.rank && d < to->rank; d++) {
+                    ir_dim in = v->type.dims[d], out = to->dims[to->rank - v->type.rank + d];
+                    if (in.sym == out.sym && (in.sym > 0 || in.v == out.v))
+                        continue;
+                    if (in.sym <= 0 && in.v == 1)
+                        continue;   /* broadcast */
+                    dim_text(g, in, x, sizeof x);
+                    dim_text(g, out, y, sizeof y);
+                    snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must equal %s", d, v->name, x, y);
+                    if (check_eq(c, b, run, dim_value(c, b, in, symtab), dim_value(c, b, out, symtab), n, what) < 0)
+                        return -1;
+                }
+            }
+        }
+        if (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM) {
+            const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
+            bool tA = n->op == IR_OP_GEMM && ir_attr_int(n, "transA", 0);
+            bool tB = n->op == IR_OP_GEMM && ir_attr_int(n, "transB", 0);
+            if (ta->rank >= 1 && tb->rank >= 1) {
+                ir_dim ka = ta->dims[tA ? ta->rank - 2 : ta->rank - 1];
+                ir_dim kb = tb->rank == 1 ? tb->dims[0] : tb->dims[tB ? tb->rank - 1 : tb->rank - 2];
+                dim_text(g, ka, x, sizeof x);
+                dim_text(g, kb, y, sizeof y);
+                snprintf(what, sizeof what, "the inner dims differ (%s vs %s)", x, y);
+                if ((ka.sym > 0 || kb.sym > 0) &&
+                    check_eq(c, b, run, dim_value(c, b, ka, symtab), dim_value(c, b, kb, symtab), n, what) < 0)
+                    return -1;
+            }
+        }
+        switch (n->op) {
+        case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: {
+            const ir_type *ti = &n->in[0]->type;
+            LLVMValueRef ni = ci64(c, 1), no = ci64(c, 1);
+            for (int d = 0; d < ti->rank; d++)
+                ni = LLVMBuildMul(b, ni, dim_value(c, b, ti->dims[d], symtab), "");
+            for (int d = 0; d < to->rank; d++)
+                no = LLVMBuildMul(b, no, dim_value(c, b, to->dims[d], symtab), "");
+            snprintf(what, sizeof what, "'%.100s' cannot be reshaped to '%.100s': the element counts differ",
+                     n->in[0]->name, n->out[0]->name);
+            if (check_eq(c, b, run, ni, no, n, what) < 0)
+                return -1;
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
 static int emit_model(mctx *c)
 {
     const ir_graph *g = c->g;
@@ -519,6 +728,10 @@ static int emit_model(mctx *c)
         LLVMTypeRef lp[2] = {c->ptr, c->ptr};
         LLVMBuildCall2(b, LLVMFunctionType(c->i64, lp, 2, 0), c->layout_fn, largs, 2, "");
     }
+    if (c->dynamic && emit_shape_checks(c, b, run, symtab) < 0) {
+        LLVMDisposeBuilder(b);
+        return -1;
+    }
 
     int rc = 0;
     for (int kx = 0; kx < g->nnodes && rc == 0; kx++) {
@@ -526,7 +739,24 @@ static int emit_model(mctx *c)
         char kname[256];
         snprintf(kname, sizeof kname, "%s_k%d", c->prefix, kx);
         kir_kernel *k;
-        if (cg_lower_node(g, n, c->bind, cg_target_vector_bits(c->t) / 32, kname, &k, c->d) < 0) {
+        /* per item, for a batch dim the op's lowering takes as static */
+        int32_t bsym = c->dynamic && !symbolic_ok(n) ? batch_symbol(n) : 0;
+        ir_type saved[128];
+        if (bsym)
+            pin_batch(n, bsym, saved, false);
+        int lrc = cg_lower_node(g, n, c->bind, cg_target_vector_bits(c->t) / 32, kname, &k, c->d);
+        int64_t item_bytes[128] = {0};
+        for (int i = 0, kb = 0; bsym && lrc == 0 && i < n->nin + n->nout; i++) {
+            const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+            if (!v)
+                continue;
+            if (saved[i].rank > 0 && saved[i].dims[0].sym == bsym && kb < 128)
+                item_bytes[kb] = value_bytes_at(c, v, NULL);   /* dims pinned: one item */
+            kb++;
+        }
+        if (bsym)
+            pin_batch(n, bsym, saved, true);
+        if (lrc < 0) {
             rc = -1;
             break;
         }
@@ -561,11 +791,44 @@ static int emit_model(mctx *c)
             LLVMValueRef slot_idx = ci64(c, i);
             LLVMBuildStore(b, p, LLVMBuildGEP2(b, c->ptr, bufs, &slot_idx, 1, ""));
         }
+        LLVMBasicBlockRef bloop = NULL, bdone = NULL;
+        LLVMValueRef item = NULL, item_slot = NULL;
+        if (bsym) {
+            /* for item in [0, S): the buffer table at that item */
+            LLVMValueRef si = ci64(c, bsym);
+            LLVMValueRef count = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""), "items");
+            LLVMValueRef base = bufs;
+            bufs = LLVMBuildArrayAlloca(b, c->ptr, ci32(c, k->nbufs), "item_bufs");
+            item_slot = LLVMBuildAlloca(b, c->i64, "item");
+            LLVMBuildStore(b, ci64(c, 0), item_slot);
+            bloop = LLVMAppendBasicBlockInContext(c->cx, run, "item");
+            LLVMBasicBlockRef bbody = LLVMAppendBasicBlockInContext(c->cx, run, "item_body");
+            bdone = LLVMAppendBasicBlockInContext(c->cx, run, "items_done");
+            LLVMBuildBr(b, bloop);
+            LLVMPositionBuilderAtEnd(b, bloop);
+            item = LLVMBuildLoad2(b, c->i64, item_slot, "");
+            LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, item, count, ""), bbody, bdone);
+            LLVMPositionBuilderAtEnd(b, bbody);
+            for (int i = 0; i < k->nbufs; i++) {
+                LLVMValueRef slot_idx = ci64(c, i);
+                LLVMValueRef p = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, base, &slot_idx, 1, ""), "");
+                if (i < 128 && item_bytes[i]) {
+                    LLVMValueRef off = LLVMBuildMul(b, item, ci64(c, item_bytes[i]), "");
+                    p = LLVMBuildGEP2(b, c->i8, p, &off, 1, "");
+                }
+                LLVMBuildStore(b, p, LLVMBuildGEP2(b, c->ptr, bufs, &slot_idx, 1, ""));
+            }
+        }
         LLVMValueRef trips = parallel_trips(c, b, k, symtab);
         kir_kernel_destroy(k);
         LLVMValueRef direct_args[4] = {bufs, symtab, ci64(c, 0), ci64(c, INT64_MAX)};
         if (!trips) {
             LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
+            if (bsym) {
+                LLVMBuildStore(b, LLVMBuildAdd(b, item, ci64(c, 1), ""), item_slot);
+                LLVMBuildBr(b, bloop);
+                LLVMPositionBuilderAtEnd(b, bdone);
+            }
             continue;
         }
         /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks);
@@ -584,7 +847,11 @@ static int emit_model(mctx *c)
         LLVMValueRef tm1 = LLVMBuildSub(b, trips, ci64(c, 1), "");
         LLVMValueRef chunk = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunks, ""), chunks, "chunk");
         LLVMValueRef nchunks = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunk, ""), chunk, "");
-        LLVMValueRef args = LLVMBuildAlloca(b, args_ty, "args");
+        /* in the entry block: this point may be inside a per-item loop */
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(c->cx);
+        LLVMPositionBuilder(eb, entry, LLVMGetFirstInstruction(entry));
+        LLVMValueRef args = LLVMBuildAlloca(eb, args_ty, "args");
+        LLVMDisposeBuilder(eb);
         LLVMValueRef fields[5] = {kfn, bufs, symtab, trips, chunk};
         for (unsigned f = 0; f < 5; f++)
             LLVMBuildStore(b, fields[f], LLVMBuildStructGEP2(b, args_ty, args, f, ""));
@@ -592,6 +859,11 @@ static int emit_model(mctx *c)
         LLVMBuildCall2(b, pf_ty, pfn, pargs, 4, "");
         LLVMBuildBr(b, bnext);
         LLVMPositionBuilderAtEnd(b, bnext);
+        if (bsym) {
+            LLVMBuildStore(b, LLVMBuildAdd(b, item, ci64(c, 1), ""), item_slot);
+            LLVMBuildBr(b, bloop);
+            LLVMPositionBuilderAtEnd(b, bdone);
+        }
     }
     if (rc == 0) {
         copy_outputs(c, b, inputs, outputs, weights, symtab);
@@ -624,20 +896,30 @@ static int emit_model(mctx *c)
         free(el);
     }
     LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
-    LLVMTypeRef dfields[17] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
-                               c->i32, c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr};
-    LLVMStructSetBody(desc_ty, dfields, 17, 0);
+    LLVMTypeRef dfields[20] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
+                               c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32};
+    LLVMStructSetBody(desc_ty, dfields, 20, 0);
+    LLVMValueRef msgs = LLVMConstPointerNull(c->ptr);
+    if (c->nmessages) {
+        LLVMValueRef *el = calloc((size_t)c->nmessages, sizeof *el);
+        if (!el)
+            return ir_errorf(c->d, "out of memory");
+        for (int i = 0; i < c->nmessages; i++)
+            el[i] = cstr(c, c->messages[i]);
+        msgs = global_const(c, "messages", LLVMConstArray(c->ptr, el, (unsigned)c->nmessages), 8);
+        free(el);
+    }
     int64_t arena_bytes = c->dynamic ? dyn_bytes_at_one(c) : ir_graph_arena_bytes(g);
-    LLVMValueRef dv[17] = {
+    LLVMValueRef dv[20] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, g->ninputs),
         ci32(c, g->noutputs), descs[0], descs[1], ci32(c, c->nsymbols), symbols,
         ci64(c, arena_bytes), arena_fn, ci64(c, (int64_t)fnv1a(c->weights, c->weights_bytes)),
-        ci64(c, c->weights_bytes), wglob, run,
+        ci64(c, c->weights_bytes), wglob, run, msgs, ci32(c, c->nmessages), ci32(c, 0),
     };
     snprintf(name, sizeof name, "%s_model", c->prefix);
     LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
-    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 17));
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 20));
     LLVMSetGlobalConstant(desc, 1);
     LLVMSetAlignment(desc, 8);
     return 0;

@@ -211,6 +211,10 @@ static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *c
     int rc = d->run(inputs, outputs, ctx->syms, ctx->arena, &ctx->env);
     if (rc == ICC_OK)
         return ICC_OK;
+    int why = rc >> 8;
+    rc &= 0xff;
+    if (why > 0 && why <= d->nmessages && d->messages && rc > 0 && rc <= ICC_ERR_INTERNAL)
+        return ctx_fail(ctx, (icc_status)rc, "%s: %s", model_name(ctx->m), d->messages[why - 1]);
     if (rc < 0 || rc > ICC_ERR_INTERNAL)
         return ctx_fail(ctx, ICC_ERR_INTERNAL, "%s: the compiled code returned %d", model_name(ctx->m),
                         rc);

@@ -155,6 +155,11 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
     for (int s = 0; s < d->nsymbols; s++)
         if (!d->symbols[s])
             return rt_fail(ICC_ERR_ABI, "%s: symbol %d has no name", who, s);
+    if (d->nmessages < 0 || (d->nmessages && !d->messages))
+        return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad message table", who);
+    for (int i = 0; i < d->nmessages; i++)
+        if (!d->messages[i])
+            return rt_fail(ICC_ERR_ABI, "%s: message %d is missing", who, i);
     if (d->nsymbols && !d->arena_size)
         return rt_fail(ICC_ERR_ABI, "%s: model has symbols but no arena_size function", who);
     icc_status st;

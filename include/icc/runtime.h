@@ -85,7 +85,8 @@ typedef struct icc_kernel_env {
  * descriptor's order; dims holds the actual value of every symbol, in the
  * order of icc_model_desc.symbols; arena is at least arena_size(dims)
  * bytes (arena_bytes when the model has no symbols), 64-byte aligned and
- * never NULL. Returns 0, or an icc_status. */
+ * never NULL. Returns 0, or an icc_status (with a message index, see
+ * icc_model_desc.messages). */
 typedef int (*icc_entry_fn)(const void *const *inputs, void *const *outputs, const int64_t *dims,
                             void *arena, const icc_kernel_env *env);
 
@@ -116,6 +117,12 @@ typedef struct icc_model_desc {
      * verified) and the code reads it through env->weights. */
     const void *weights;
     icc_entry_fn run;
+    /* Why a run failed: run returns an icc_status, or status | (i + 1) << 8
+     * with messages[i] saying what was wrong (e.g. a dim the model fixes,
+     * or two dims it needs equal, differing at run time). */
+    const char *const *messages;
+    int32_t nmessages;
+    int32_t reserved2;
 } icc_model_desc;
 
 /* ---- the runtime API ----------------------------------------------------- */

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Symbolic batch through compiled code, against ONNX Runtime.
+
+A small CNN (Conv, BatchNormalization, Relu, MaxPool, Conv with stride 2,
+GlobalAveragePool, Flatten, Gemm, Softmax) with its batch dim left symbolic is
+compiled once, then run for batches 1, 2 and 5; each output must match ONNX
+Runtime (rtol 1e-4, atol 1e-5). A model whose Reshape fixes the batch to 1
+must refuse a batch of 2 with a message naming the node.
+
+    python3 tests/models/dynamic_batch.py build/icc
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as P, helper as h, numpy_helper as nh
+
+ort.set_default_logger_severity(3)
+
+
+def cnn(path):
+    r = np.random.default_rng(0)
+    w = lambda name, *shape: nh.from_array((r.standard_normal(shape) * 0.2).astype(np.float32), name)
+    inits = [w("w1", 8, 3, 3, 3), w("b1", 8), w("s", 8), w("bb", 8), w("m", 8),
+             nh.from_array((r.random(8) + 0.5).astype(np.float32), "v"),
+             w("w2", 16, 8, 3, 3), w("fc", 16, 10), w("fcb", 10)]
+    nodes = [
+        h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        h.make_node("BatchNormalization", ["c1", "s", "bb", "m", "v"], ["n1"]),
+        h.make_node("Relu", ["n1"], ["r1"]),
+        h.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        h.make_node("Conv", ["p1", "w2"], ["c2"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        h.make_node("GlobalAveragePool", ["c2"], ["g"]),
+        h.make_node("Flatten", ["g"], ["f"]),
+        h.make_node("Gemm", ["f", "fc", "fcb"], ["z"]),
+        h.make_node("Softmax", ["z"], ["y"], axis=1),
+    ]
+    g = h.make_graph(nodes, "cnn", [h.make_tensor_value_info("x", P.FLOAT, ["N", 3, 12, 12])],
+                     [h.make_tensor_value_info("y", P.FLOAT, ["N", 10])], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def fixed(path):
+    shape = nh.from_array(np.array([2, 2], np.int64), "shape")
+    g = h.make_graph([h.make_node("Reshape", ["x", "shape"], ["y"], name="fix")], "fixed",
+                     [h.make_tensor_value_info("x", P.FLOAT, ["N", 4])],
+                     [h.make_tensor_value_info("y", P.FLOAT, [2, 2])], [shape])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def main():
+    icc = os.path.abspath(sys.argv[1])
+    t = tempfile.mkdtemp()
+    failed = 0
+    cnn(t + "/cnn.onnx")
+    subprocess.run([icc, t + "/cnn.onnx", "-o", t + "/cnn.so"], check=True)
+    s = ort.InferenceSession(t + "/cnn.onnx", providers=["CPUExecutionProvider"])
+    for n in (1, 2, 5):
+        x = np.random.default_rng(n).standard_normal((n, 3, 12, 12)).astype(np.float32)
+        np.save(t + "/x.npy", x)
+        subprocess.run([icc, "run", t + "/cnn.so", "--input", "x=" + t + "/x.npy", "-o", t + "/out"], check=True)
+        got, want = np.load(t + "/out/y.npy"), s.run(None, {"x": x})[0]
+        ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+        print("%s batch %d: max abs error %.3g" % ("ok  " if ok else "FAIL", n, np.abs(got - want).max()))
+        failed += not ok
+    fixed(t + "/fixed.onnx")
+    subprocess.run([icc, t + "/fixed.onnx", "-o", t + "/fixed.so"], check=True)
+    np.save(t + "/x2.npy", np.zeros((2, 4), np.float32))
+    r = subprocess.run([icc, "run", t + "/fixed.so", "--input", "x=" + t + "/x2.npy"], capture_output=True, text=True)
+    ok = r.returncode == 1 and "node 'fix' (Reshape)" in r.stderr and "element counts differ" in r.stderr
+    print("%s a batch the model's Reshape cannot take is refused: %s" % ("ok  " if ok else "FAIL", r.stderr.strip()))
+    failed += not ok
+    print("dynamic batch: %s" % ("all passed" if not failed else "%d failed" % failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
