@@ -8,6 +8,8 @@
  * Every elementwise op of the interpreter has a formula here, for every
  * dtype it accepts; integer inputs of ops defined by real arithmetic
  * (Erf, Shrink, Pow with a float) compute in f64 like the reference.
+ * A fused group of elementwise nodes is one such loop nest, at its root:
+ * the values inside the group are computed where they are read.
  */
 #include "codegen/lower.h"
 #include "ir/ops.h"
@@ -17,8 +19,90 @@
 
 #include "codegen/lower_internal.h"
 
+/* ---- fused groups (ir.h, docs/fusion.md) ----------------------------------
+ * A group is lowered at its root, as the root's loop nest. An input that
+ * another member of the group produces (an interior value) is not loaded:
+ * its producer's formula is evaluated at the index where it is read, the
+ * broadcast maps composed, and rounded to its dtype as a store would. */
+
+/* v, read by `reader`, is computed inside reader's group. */
+static bool interior(const ir_node *reader, const ir_value *v)
+{
+    return reader->group > 0 && v && v->kind == IR_VAL_NODE && v->def->group == reader->group;
+}
+
+/* The kernel buffer already holding graph value v, or -1. */
+static int find_buf(const kir_kernel *k, const ir_value *v)
+{
+    for (int b = 0; b < k->nbufs; b++)
+        if (!strcmp(k->bufs[b].name, v->name))
+            return b;
+    return -1;
+}
+
+static bool can_elementwise(const ir_node *n);
+static kir_expr *formula(lctx *c);
+
+/* The compute dtype of node n's formula: its first input's (Where: its
+ * second's), f16/bf16 widened. */
+static ir_dtype node_cdt(const ir_node *n)
+{
+    ir_dtype t = n->nin && n->in[0] ? n->in[0]->type.dtype : n->out[0]->type.dtype;
+    if (n->op == IR_OP_WHERE)
+        t = n->in[1]->type.dtype;
+    return compute_dtype(t);
+}
+
+/* Interior value v at idx (one index per dim of v), in its compute dtype. */
+static kir_expr *fused_value(lctx *c, const ir_value *v, kir_expr **idx)
+{
+    lctx save = *c;
+    const ir_node *p = v->def;
+    c->n = p;
+    c->orank = v->type.rank;
+    c->at = idx;
+    c->cdt = node_cdt(p);
+    for (int i = 0; i < p->nin && i < LOWER_MAX_IO; i++)
+        c->buf[i] = p->in[i] && !interior(p, p->in[i]) ? find_buf(c->k, p->in[i]) : -1;
+    kir_expr *e = formula(c);
+    ir_dtype t = v->type.dtype;
+    if (e && e->dtype != t)
+        e = kir_op1(c->k, KIR_CAST, t, e);
+    if (e && compute_dtype(t) != t)
+        e = kir_op1(c->k, KIR_CAST, compute_dtype(t), e);
+    *c = save;
+    return e;
+}
+
+/* Adds the buffers of the outside inputs of the members that n's interior
+ * inputs come from, recursively. *budget bounds the inlined evaluations
+ * (one per path from the root), so a hand-written group cannot blow up
+ * the kernel. -1: out of memory; -2: not loweable as one kernel. */
+static int group_bufs(lctx *c, const ir_node *n, const cg_binding *bind, int *budget)
+{
+    for (int i = 0; i < n->nin; i++) {
+        const ir_value *v = n->in[i];
+        if (!v)
+            continue;
+        if (interior(n, v)) {
+            if (--*budget < 0 || v->def->nout != 1 || !can_elementwise(v->def))
+                return -2;
+            int rc = group_bufs(c, v->def, bind, budget);
+            if (rc < 0)
+                return rc;
+        } else if (find_buf(c->k, v) < 0) {
+            const cg_binding *b = &bind[v->id];
+            if (kir_add_buf(c->k, v->name, b->kind, &v->type, b->index, b->offset) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* Input i at the current output index: size-1 and missing leading dims
- * read index 0 (numpy broadcasting), narrow floats widen to f32. */
+ * read index 0 (numpy broadcasting), narrow floats widen to f32. Inside a
+ * fused group the current index is c->at when set (an interior value
+ * being computed), else the loop variables. */
 static kir_expr *input(lctx *c, int i)
 {
     const ir_value *v = c->n->in[i];
@@ -27,8 +111,10 @@ static kir_expr *input(lctx *c, int i)
     for (int d = 0; d < t->rank; d++) {
         int od = c->orank - t->rank + d;
         bool one = ir_dim_is_const(t->dims[d]) && t->dims[d].v == 1;
-        idx[d] = one ? kir_const_i(c->k, IR_I64, 0) : kir_var(c->k, c->var[od]);
+        idx[d] = one ? kir_const_i(c->k, IR_I64, 0) : c->at ? c->at[od] : kir_var(c->k, c->var[od]);
     }
+    if (interior(c->n, v))
+        return fused_value(c, v, idx);
     kir_expr *e = kir_load(c->k, c->buf[i], idx);
     ir_dtype cd = compute_dtype(t->dtype);
     return cd != t->dtype ? kir_op1(c->k, KIR_CAST, cd, e) : e;
@@ -386,7 +472,7 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
     for (int i = 0; i < n->nin; i++) {
         const ir_value *v = n->in[i];
         c.buf[i] = -1;
-        if (!v)
+        if (!v || interior(n, v))
             continue;
         const cg_binding *b = &bind[v->id];
         if ((c.buf[i] = kir_add_buf(k, v->name, b->kind, &v->type, b->index, b->offset)) < 0)
@@ -406,6 +492,19 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         in_dt = n->in[1]->type.dtype;
     c.cdt = compute_dtype(in_dt);
     c.lanes = vector_lanes;
+    if (n->group > 0) {
+        bool inner = false;
+        for (int i = 0; i < n->nin; i++)
+            inner |= interior(n, n->in[i]);
+        int budget = 256, rc = inner && !can_elementwise(n) ? -2 : group_bufs(&c, n, bind, &budget);
+        if (rc == -2) {
+            kir_kernel_destroy(k);
+            return ir_node_errorf(d, n, "fused group %d cannot be compiled as one kernel (a member is not "
+                                  "elementwise, or it inlines more than 256 evaluations)", n->group);
+        }
+        if (rc < 0)
+            goto oom;
+    }
     if (!can_elementwise(n)) {
         int rc;
         switch (family(n)) {

@@ -1,6 +1,6 @@
 /* lower.h - graph nodes to kernels.
  *
- * Each node (a fused group, once fusion lands) becomes one kernel whose
+ * Each node, or fused group (ir.h; lowered at its root), becomes one kernel whose
  * loop nest covers its output's index space: the outermost loop parallel,
  * the innermost vectorized, the node's reference semantics (ir/ref/) as a
  * scalar expression. Broadcast inputs are read through index maps (size-1

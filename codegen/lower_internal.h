@@ -26,6 +26,7 @@ typedef struct {
     int orank;
     ir_dtype cdt;              /* compute dtype of floats (f16/bf16 -> f32) */
     int lanes;                 /* the target's vector width in 32-bit lanes */
+    kir_expr **at;             /* fused groups: the index being computed (NULL: var[]) */
 } lctx;
 
 /* f16/bf16 compute in f32; other dtypes in themselves. */

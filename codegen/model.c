@@ -41,6 +41,7 @@ typedef struct {
     int *sym_desc;
     int nsymbols;
     bool dynamic;
+    int *root;                 /* node index -> its fused group's root (ir_graph_group_roots) */
     int ndyn;                  /* intermediates in the dynamic layout */
     int *dyn_val;              /* slot -> value id, in definition order */
     int **dyn_conf;            /* slot -> earlier slots it is live with, -1 ended */
@@ -180,6 +181,11 @@ static int find_symbols(mctx *c)
                 c->sym_desc[sym] = c->nsymbols++;
         }
     c->dynamic = c->nsymbols > 0;
+    /* A fused group is one kernel, at its root; its other members' results
+     * stay inside it (no memory, no kernel of their own). */
+    c->root = malloc(sizeof *c->root * ((size_t)g->nnodes + 1));
+    if (!c->root || ir_graph_group_roots(g, c->root) < 0)
+        return ir_errorf(c->d, "out of memory");
     return 0;
 }
 
@@ -210,7 +216,7 @@ static int check_graph(mctx *c)
         const ir_node *n = g->nodes[k];
         if (cg_can_lower(n) && (!c->dynamic || symbolic_ok(n)))
             continue;
-        if (c->dynamic && can_lower_batched(n))
+        if (c->dynamic && c->root[k] == k && can_lower_batched(n))
             continue;
         if (bad < 8)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
@@ -226,7 +232,7 @@ static int check_graph(mctx *c)
             bool is_out = false;
             for (int j = 0; j < g->noutputs; j++)
                 is_out |= g->outputs[j] == v;
-            if (!is_out && !v->planned && !c->dynamic)
+            if (!is_out && !v->planned && !c->dynamic && c->root[k] == k)
                 return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
         }
     return 0;
@@ -291,7 +297,7 @@ static int dyn_plan(mctx *c)
         const ir_node *n = g->nodes[k];
         for (int i = 0; i < n->nin; i++)
             if (n->in[i])
-                last[n->in[i]->id] = k;
+                last[n->in[i]->id] = c->root[k];
         for (int i = 0; i < n->nout; i++)
             def[n->out[i]->id] = last[n->out[i]->id] = k;
     }
@@ -299,7 +305,7 @@ static int dyn_plan(mctx *c)
     for (int k = 0; k < g->nnodes && rc == 0; k++)
         for (int i = 0; i < g->nodes[k]->nout && rc == 0; i++) {
             const ir_value *v = g->nodes[k]->out[i];
-            if (c->bind[v->id].kind == KIR_BUF_OUTPUT)
+            if (c->bind[v->id].kind == KIR_BUF_OUTPUT || c->root[k] != k)
                 continue;
             int slot = c->ndyn++, nconf = 0;
             c->dyn_val[slot] = v->id;
@@ -362,6 +368,7 @@ static void dyn_free(mctx *c)
     free(c->dyn_conf);
     free(c->dyn_val);
     free(c->sym_desc);
+    free(c->root);
 }
 
 /* ---- constants in the module ------------------------------------------------ */
@@ -736,6 +743,8 @@ static int emit_model(mctx *c)
     int rc = 0;
     for (int kx = 0; kx < g->nnodes && rc == 0; kx++) {
         const ir_node *n = g->nodes[kx];
+        if (c->root[kx] != kx)
+            continue;
         char kname[256];
         snprintf(kname, sizeof kname, "%s_k%d", c->prefix, kx);
         kir_kernel *k;
@@ -981,6 +990,8 @@ char *cg_kernels_text(const ir_graph *g, const cg_target *t, const char *prefix,
     size_t len = 0, cap = 0;
     char *all = NULL;
     for (int kx = 0; kx < g->nnodes; kx++) {
+        if (c.root[kx] != kx)
+            continue;
         char kname[256];
         snprintf(kname, sizeof kname, "%s_k%d", c.prefix, kx);
         kir_kernel *k;

@@ -1,10 +1,11 @@
 /* dot.c - the graph as Graphviz `dot` text (--emit=dot): graph inputs as
  * ellipses, constants as notes, nodes as boxes with their op, name and
- * output types, edges from producers to users. Fused groups will be drawn
- * as clusters once the fusion pass records them. */
+ * output types, edges from producers to users, fused groups as dashed
+ * clusters (one per kernel) labelled with their id. */
 #include "ir/dot.h"
 #include "ir/ops.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Writes s as a dot string body: quotes and backslashes escaped, control
@@ -86,6 +87,29 @@ int ir_print_dot(const ir_graph *g, FILE *f)
             fprintf(f, " -> n%d;\n", n->id);
         }
     }
+    /* Clusters: a node listed inside a subgraph joins it. Members run from
+     * the group's first node to its root; first[] finds the start. */
+    int *root = malloc(sizeof(int) * (2 * (size_t)g->nnodes + 1));
+    if (!root || ir_graph_group_roots(g, root) < 0) {
+        free(root);
+        return -1;
+    }
+    int *first = root + g->nnodes;
+    for (int k = g->nnodes - 1; k >= 0; k--)
+        first[k] = k;
+    for (int k = g->nnodes - 1; k >= 0; k--)
+        first[root[k]] = k;
+    for (int k = 0; k < g->nnodes; k++) {
+        if (root[k] != k || g->nodes[k]->group <= 0)
+            continue;
+        fprintf(f, "  subgraph cluster_g%d {\n    label=\"fused %d\"; style=dashed;\n    ", g->nodes[k]->group,
+                g->nodes[k]->group);
+        for (int j = first[k]; j <= k; j++)
+            if (root[j] == k)
+                fprintf(f, "n%d; ", g->nodes[j]->id);
+        fputs("\n  }\n", f);
+    }
+    free(root);
     for (int i = 0; i < g->noutputs; i++) {
         fprintf(f, "  out%d [shape=ellipse, style=bold, label=\"", i);
         esc(f, g->outputs[i]->name);

@@ -202,6 +202,7 @@ typedef struct ir_node {
     ir_value **out;
     int nattr;
     ir_attr *attrs;
+    int group;                 /* fused group (> 0) or none (0); see ir_graph_group_roots */
     bool dead;                 /* erased; dropped by ir_graph_compact */
 } ir_node;
 
@@ -307,6 +308,35 @@ int ir_graph_toposort(ir_graph *g, icc_diag *d);
  * Reshape's shape or Reduce's axes, that a compiled model needs known.
  * -1 when t's dtype or shape does not fit the input's declared type. */
 int ir_graph_bind_input(ir_graph *g, int index, const ir_tensor *t, icc_diag *d);
+
+/* ---- fused groups (ir/group.c) ------------------------------------------ */
+
+/* Nodes with the same n->group > 0 form a fused group: the nodes a backend
+ * turns into one kernel. The group runs where its last node in node order
+ * (its root) is. Every other member's outputs are used only by nodes of
+ * the same group and are not graph outputs (ir_verify checks this, which
+ * also makes the group convex), so they are computed inside the kernel
+ * and never stored. */
+
+/* root[k] = index of the root of node k's group, or k when node k is in
+ * no group; root has g->nnodes entries. -1 on out of memory. */
+int ir_graph_group_roots(const ir_graph *g, int *root);
+/* Number of distinct groups, and of nodes in them (either may be NULL). */
+void ir_graph_group_stats(const ir_graph *g, int *groups, int *members);
+/* Checks the rule above; called by ir_verify. */
+int ir_verify_groups(const ir_graph *g, icc_diag *d);
+
+/* The static cost of one kernel: a fused group, or a node in none. */
+typedef struct ir_kernel_cost {
+    int root;                  /* node index of the kernel's root */
+    int nodes;                 /* nodes in it */
+    int64_t flops;             /* ir_node_flops summed (symbolic dims as 1) */
+    int64_t bytes;             /* read and written in memory: outside inputs once, outputs */
+    bool exact;                /* false when some node's FLOPs are unknown */
+} ir_kernel_cost;
+/* One entry per kernel in node order of roots, in *out (malloc'd; the
+ * caller frees). -1 on out of memory. */
+int ir_graph_kernel_costs(const ir_graph *g, ir_kernel_cost **out, int *count);
 
 /* Bytes of the arena the memory plan needs (0 when nothing is planned):
  * the end of the highest planned value, rounded up to 64. */

@@ -1068,7 +1068,53 @@ static int parse_plan(parser *p)
     return next(p);
 }
 
-/* graph = header '{' stmt* '}' [plan] data* */
+/* groups = 'groups' '{' (INT '=' '[' value (',' value)* ']')* '}' : the
+ * fused groups, ids positive and increasing (so none repeats), each
+ * member named by one of its outputs, no node in two groups. Whether a
+ * group obeys the one-exit rule is ir_verify's to check. */
+static int parse_groups(parser *p)
+{
+    if (!is_kw(p, "groups"))
+        return 0;
+    if (next(p) < 0 || expect(p, '{') < 0)
+        return -1;
+    int64_t prev = 0;
+    while (!is_p(p, '}')) {
+        int32_t id;
+        const char *why;
+        if (p->t.k != T_NUM || ir_text_scan_elem(IR_I32, p->t.s, p->t.n, &id, &why) < 0)
+            return perr(p, p->t.pos, "expected a group id (a positive int) or '}'");
+        if (id <= prev)
+            return perr(p, p->t.pos, "group ids must be positive and increasing");
+        prev = id;
+        if (next(p) < 0 || expect(p, '=') < 0 || expect(p, '[') < 0)
+            return -1;
+        for (int nm = 0;; nm++) {
+            if (nm && is_p(p, ']'))
+                break;
+            if (nm && expect(p, ',') < 0)
+                return -1;
+            if (p->t.k != T_VAL)
+                return perr(p, p->t.pos, "expected a node's output value in the group");
+            size_t pos = p->t.pos;
+            ir_value *v = ht_get(&p->vals, p->t.s, p->t.n);
+            if (!v)
+                return perr(p, pos, "group names an undefined value");
+            if (v->kind != IR_VAL_NODE)
+                return perr(p, pos, "only nodes can be grouped (this value is not a node's output)");
+            if (v->def->group)
+                return perr(p, pos, "node is already in group %d", v->def->group);
+            v->def->group = (int)id;
+            if (next(p) < 0)
+                return -1;
+        }
+        if (next(p) < 0)
+            return -1;
+    }
+    return next(p);
+}
+
+/* graph = header '{' stmt* '}' [groups] [plan] data* */
 static int parse_graph(parser *p)
 {
     if (next(p) < 0 || parse_header(p) < 0 || expect(p, '{') < 0)
@@ -1093,7 +1139,7 @@ static int parse_graph(parser *p)
         if (ir_graph_add_output(p->g, v, &d) < 0)
             return oom(p);
     }
-    if (parse_plan(p) < 0 || parse_data(p) < 0)
+    if (parse_groups(p) < 0 || parse_plan(p) < 0 || parse_data(p) < 0)
         return -1;
     if (ir_verify(p->g, p->d) < 0) {
         ir_diag_prefix(p->d, "%s", p->display);

@@ -420,6 +420,59 @@ static void put_body(pr *p)
     free(done);
 }
 
+/* groups = 'groups' '{' (INT '=' '[' values ']')* '}': ids increasing,
+ * members in node order, each named by its first output. Printing never
+ * fails on a malformed graph, so the groups are found by sorting here
+ * rather than through ir_graph_group_roots's checks. */
+typedef struct {
+    int group, index;
+} gmember;
+
+static int cmp_gmember(const void *a, const void *b)
+{
+    const gmember *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    return x->index - y->index;
+}
+
+static void put_groups(pr *p)
+{
+    const ir_graph *g = p->g;
+    int n = 0;
+    for (int k = 0; k < g->nnodes; k++)
+        n += g->nodes[k]->group != 0;
+    if (!n)
+        return;
+    gmember *m = malloc(sizeof *m * (size_t)n);
+    if (!m) {
+        p->err = true;
+        return;
+    }
+    n = 0;
+    for (int k = 0; k < g->nnodes; k++)
+        if (g->nodes[k]->group)
+            m[n++] = (gmember){g->nodes[k]->group, k};
+    qsort(m, (size_t)n, sizeof *m, cmp_gmember);
+    puts_(p, "groups {\n");
+    for (int i = 0; i < n; i++) {
+        const ir_node *nd = g->nodes[m[i].index];
+        bool first = i == 0 || m[i - 1].group != m[i].group;
+        if (first) {
+            puts_(p, "  ");
+            put_int(p, m[i].group);
+            puts_(p, " = [");
+        } else {
+            puts_(p, ", ");
+        }
+        put_value(p, nd->nout ? nd->out[0] : NULL);
+        if (i + 1 == n || m[i + 1].group != m[i].group)
+            puts_(p, "]\n");
+    }
+    puts_(p, "}\n");
+    free(m);
+}
+
 /* plan = 'plan' '{' (value '=' INT)* '}', in node order: the memory
  * plan's arena offsets, when the plan pass has run. */
 static void put_plan(pr *p)
@@ -475,6 +528,7 @@ static int print_graph(const ir_graph *g, pr *p)
     puts_(p, ") {\n");
     put_body(p);
     puts_(p, "}\n");
+    put_groups(p);
     put_plan(p);
     for (size_t i = 0; i < p->nblobs; i++) {
         puts_(p, "data @");

@@ -114,6 +114,8 @@ int ir_verify(const ir_graph *g, icc_diag *d)
             ir_errorf(d, "graph output '%s' is never defined", g->outputs[i]->name);
             goto done;
         }
+    if (ir_verify_groups(g, d) < 0)
+        goto done;
     rc = 0;
 done:
     free(defined);

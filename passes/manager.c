@@ -19,13 +19,14 @@ const pass_info pass_table[PASS_COUNT] = {
  *  -O0: types only, the graph as imported.
  *  -O1: constants folded, dead code removed.
  *  -O2: and simplified, BatchNorm folded into weights, duplicates merged,
- *       intermediates planned into one arena.
- *  -O3: -O2 today; fusion and layout join it as they land. */
+ *       elementwise chains fused into one kernel each, intermediates
+ *       planned into one arena.
+ *  -O3: -O2 today; more fusion and layout join it as they land. */
 static const char *const levels[4] = {
     "shape-infer",
     "shape-infer,fold,dce",
-    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce,plan",
-    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce,plan",
+    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce,fuse,plan",
+    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce,fuse,plan",
 };
 
 const char *icc_pipeline_for_level(int level)

@@ -14,6 +14,13 @@
  * writes element i). Such chains share one buffer, whose lifetime is the
  * union of theirs.
  *
+ * Fused groups (ir.h) run as one kernel at their root's place: a value
+ * used inside a group lives until the root, the values the group keeps
+ * inside (the outputs of its other members) get no memory at all, and
+ * the root may take over a dying outside input of the group in place when
+ * every member is elementwise over the root's dims (then each element is
+ * read, at its own index, before it is written).
+ *
  * Placement is greedy by size (largest first), each buffer at the lowest
  * 64-byte-aligned offset that no already placed, lifetime-overlapping
  * buffer occupies: O(n^2) in the number of buffers, which is fine for
@@ -59,26 +66,46 @@ static int64_t value_bytes(const ir_value *v)
     return b;
 }
 
-/* The input of n whose buffer n's output 0 may take over, or -1. */
-static int inplace_input(const ir_graph *g, const ir_node *n, const int *last, const int *buf_of,
-                         int k)
+/* The value whose buffer node k's output 0 may take over, or NULL:
+ * an input of k, or with a group rooted at k an outside input of any
+ * member, that dies at k, has the output's type, and is read once. */
+static const ir_value *inplace_input(const ir_graph *g, const int *root, int first, const int *last,
+                                     const int *buf_of, int k)
 {
+    const ir_node *n = g->nodes[k];
     if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1)
-        return -1;
+        return NULL;
     const ir_value *o = n->out[0];
-    for (int i = 0; i < n->nin; i++) {
-        const ir_value *v = n->in[i];
-        if (!v || buf_of[v->id] < 0 || last[v->id] != k || !ir_type_same(&v->type, &o->type))
+    /* the group's members: the nodes from its first member to k whose root is k */
+    for (int j = first; j < k; j++) {
+        const ir_node *m = g->nodes[j];
+        if (root[j] != k)
             continue;
-        /* the input must be read only once by this node */
-        int uses = 0;
-        for (int j = 0; j < n->nin; j++)
-            uses += n->in[j] == v;
-        if (uses == 1)
-            return i;
+        if (!(ir_ops[m->op].flags & IR_F_ELEMWISE) || m->nout != 1 ||
+            m->out[0]->type.rank != o->type.rank)
+            return NULL;
+        for (int d = 0; d < o->type.rank; d++)
+            if (!ir_dim_eq(m->out[0]->type.dims[d], o->type.dims[d]))
+                return NULL;
     }
-    (void)g;
-    return -1;
+    for (int j = first; j <= k; j++) {
+        const ir_node *m = g->nodes[j];
+        if (root[j] != k)
+            continue;
+        for (int i = 0; i < m->nin; i++) {
+            const ir_value *v = m->in[i];
+            if (!v || buf_of[v->id] < 0 || last[v->id] != k || !ir_type_same(&v->type, &o->type))
+                continue;
+            /* the input must be read only once by the kernel */
+            int uses = 0;
+            for (int jj = first; jj <= k; jj++)
+                for (int ii = 0; root[jj] == k && ii < g->nodes[jj]->nin; ii++)
+                    uses += g->nodes[jj]->in[ii] == v;
+            if (uses == 1)
+                return v;
+        }
+    }
+    return NULL;
 }
 
 int pass_plan(pass_ctx *c)
@@ -90,8 +117,9 @@ int pass_plan(pass_ctx *c)
     bool *is_out = calloc((size_t)nv + 1, 1);
     buffer *bufs = malloc(sizeof(buffer) * ((size_t)nv + 1));
     rank_key *order = malloc(sizeof(rank_key) * ((size_t)nv + 1));
+    int *root = malloc(sizeof(int) * (2 * (size_t)g->nnodes + 1));
     int64_t *taken = NULL;
-    if (!last || !buf_of || !is_out || !bufs || !order) {
+    if (!last || !buf_of || !is_out || !bufs || !order || !root || ir_graph_group_roots(g, root) < 0) {
         ir_errorf(c->diag, "out of memory");
         goto done;
     }
@@ -103,13 +131,18 @@ int pass_plan(pass_ctx *c)
     }
     for (int i = 0; i < g->noutputs; i++)
         is_out[g->outputs[i]->id] = true;
+    int *first = root + g->nnodes; /* first[k]: the first member of the group rooted at k */
+    for (int k = g->nnodes - 1; k >= 0; k--)
+        first[k] = k;
+    for (int k = g->nnodes - 1; k >= 0; k--)
+        first[root[k]] = k;
     for (int k = 0; k < g->nnodes; k++)
         for (int i = 0; i < g->nodes[k]->nin; i++)
             if (g->nodes[k]->in[i])
-                last[g->nodes[k]->in[i]->id] = k;
+                last[g->nodes[k]->in[i]->id] = root[k];
 
     int nb = 0;
-    int64_t naive = 0, inplace = 0;
+    int64_t naive = 0, inplace = 0, fused = 0;
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
         for (int i = 0; i < n->nout; i++) {
@@ -117,11 +150,15 @@ int pass_plan(pass_ctx *c)
             int64_t bytes = value_bytes(v);
             if (is_out[v->id] || bytes < 0)
                 continue;
+            if (root[k] != k) { /* computed inside its group's kernel */
+                fused += bytes;
+                continue;
+            }
             naive += bytes;
             int lastuse = last[v->id] < k ? k : last[v->id];
-            int src = i == 0 ? inplace_input(g, n, last, buf_of, k) : -1;
-            if (src >= 0) {
-                int b = buf_of[n->in[src]->id];
+            const ir_value *src = i == 0 ? inplace_input(g, root, first[k], last, buf_of, k) : NULL;
+            if (src) {
+                int b = buf_of[src->id];
                 buf_of[v->id] = b;
                 bufs[b].last = lastuse;
                 inplace++;
@@ -178,6 +215,8 @@ int pass_plan(pass_ctx *c)
     pass_stat(c, "in-place reuses", inplace);
     pass_stat(c, "arena bytes", arena);
     pass_stat(c, "bytes without planning", naive);
+    if (fused)
+        pass_stat(c, "bytes kept in fused kernels", fused);
     rc = 0;
 done:
     free(last);
@@ -185,6 +224,7 @@ done:
     free(is_out);
     free(bufs);
     free(order);
+    free(root);
     free(taken);
     return rc;
 }

@@ -318,6 +318,40 @@ static int cmd_info(const args *a)
         snprintf(label, sizeof label, "-O%d", level);
     printf("after %s: %d nodes (%+d), %lld parameters (%s)\n", label, g->nnodes, g->nnodes - before,
            (long long)pc, buf);
+    /* Kernels: one per node, but one per fused group (ir.h). */
+    int ngroups, nfused;
+    ir_graph_group_stats(g, &ngroups, &nfused);
+    printf("kernels: %d (%d fused groups of %d nodes)\n", g->nnodes - nfused + ngroups, ngroups, nfused);
+    /* The heaviest kernels by FLOPs, with the bytes they move. */
+    ir_kernel_cost *kc;
+    int nk;
+    if (ir_graph_kernel_costs(g, &kc, &nk) == 0) {
+        int64_t traffic = 0;
+        for (int i = 0; i < nk; i++)
+            traffic += kc[i].bytes;
+        human((double)traffic, "B", buf, sizeof buf);
+        printf("  memory traffic: %s (each kernel reads its inputs once, writes its outputs)\n", buf);
+        for (int shown = 0; shown < 5 && shown < nk; shown++) {
+            int best = shown;
+            for (int i = shown + 1; i < nk; i++)
+                if (kc[i].flops > kc[best].flops)
+                    best = i;
+            ir_kernel_cost t = kc[shown];
+            kc[shown] = kc[best];
+            kc[best] = t;
+            const ir_node *n = g->nodes[kc[shown].root];
+            char fb[64], bb[64], what[96];
+            human((double)kc[shown].flops, "FLOP", fb, sizeof fb);
+            human((double)kc[shown].bytes, "B", bb, sizeof bb);
+            snprintf(what, sizeof what, "%s%s%.40s%s", ir_ops[n->op].name, *n->name ? " '" : "", n->name,
+                     *n->name ? "'" : "");
+            if (kc[shown].nodes > 1)
+                snprintf(what + strlen(what), sizeof what - strlen(what), " +%d fused", kc[shown].nodes - 1);
+            printf("%s %-44s %12s %12s %8.1f FLOP/B\n", shown ? "              " : "  heaviest:   ", what, fb, bb,
+                   kc[shown].bytes ? (double)kc[shown].flops / (double)kc[shown].bytes : 0.0);
+        }
+        free(kc);
+    }
     /* The memory plan, when the pipeline made one: the arena against the
      * sum of the intermediates it holds. */
     int64_t planned_sum = 0, nplanned = 0, arena = ir_graph_arena_bytes(g);
@@ -336,6 +370,35 @@ static int cmd_info(const args *a)
         printf("memory plan: arena %s for %lld intermediates totalling %s (%.1fx smaller)\n", buf,
                (long long)nplanned, b2, arena ? (double)planned_sum / (double)arena : 0.0);
     }
+    /* With fusion, the intermediates kept inside kernels never reach memory. */
+    int *groot = nfused ? malloc(sizeof(int) * ((size_t)g->nnodes + 1)) : NULL;
+    if (groot && ir_graph_group_roots(g, groot) == 0) {
+        int64_t all = 0, inside = 0, nall = 0, nin = 0, n;
+        for (int k = 0; k < g->nnodes; k++)
+            for (int i = 0; i < g->nodes[k]->nout; i++) {
+                const ir_value *v = g->nodes[k]->out[i];
+                if (!ir_type_numel(&v->type, &n))
+                    continue;
+                bool is_out = false;
+                for (int j = 0; j < g->noutputs; j++)
+                    is_out |= g->outputs[j] == v;
+                if (is_out)
+                    continue;
+                n *= (int64_t)ir_dtype_size(v->type.dtype);
+                all += n;
+                nall++;
+                if (groot[k] != k) {
+                    inside += n;
+                    nin++;
+                }
+            }
+        char b2[64];
+        human((double)all, "B", buf, sizeof buf);
+        human((double)inside, "B", b2, sizeof b2);
+        printf("intermediates: %lld totalling %s, of which %lld (%s) stay inside fused kernels\n",
+               (long long)nall, buf, (long long)nin, b2);
+    }
+    free(groot);
     ir_graph_destroy(g);
     return 0;
 }

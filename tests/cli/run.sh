@@ -136,9 +136,11 @@ check "the digits MLP compiled to .so matches ONNX Runtime" compiled_digits_matc
 
 compile_dumps() {
   # (to files first: grep -q closing a pipe early would fail the writer under pipefail)
-  "$ICC" "$T/ew.icc" --shape=x:6x8 --emit=kernels >"$T/k.txt" && grep -q "^kernel @model_k0(" "$T/k.txt" &&
+  # The chain is one fused kernel, named after its last node (index 3).
+  "$ICC" "$T/ew.icc" --shape=x:6x8 --emit=kernels >"$T/k.txt" && grep -q "^kernel @model_k3(" "$T/k.txt" &&
+    [ "$(grep -c "^kernel @" "$T/k.txt")" = 1 ] &&
     "$ICC" "$T/ew.icc" --shape=x:6x8 --emit=llvm --name=ew >"$T/l.txt" && grep -q "@ew_model = " "$T/l.txt" &&
-    "$ICC" "$T/ew.icc" --shape=x:6x8 --emit=asm >"$T/a.txt" && grep -q "model_k1" "$T/a.txt" &&
+    "$ICC" "$T/ew.icc" --shape=x:6x8 --emit=asm >"$T/a.txt" && grep -q "model_k3" "$T/a.txt" &&
     "$ICC" "$T/ew.icc" --shape=x:6x8 --target-triple=aarch64-linux-gnu -o "$T/arm.o" &&
     [ "$(od -An -tu2 -j18 -N2 "$T/arm.o" | tr -d ' ')" = 183 ]
 }

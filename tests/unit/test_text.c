@@ -247,6 +247,24 @@ static const char *const canonical[] = {
     "}\n"
     "data @0 = hex\"02\"\n"
     "data @1 = hex\"000102030405060708090a0b0c0d0e0f10\"\n",
+    /* fused groups (ids kept, members in node order by their first
+     * output), then the memory plan */
+    "graph @fused(%x: f32[4], %b: f32[4]) -> (%y, %z) {\n"
+    "  %a = Add(%x, %b) : f32[4]\n"
+    "  %r = Relu(%a) : f32[4]\n"
+    "  %y = Neg(%r) : f32[4]\n"
+    "  %p, %q = Split(%x, _) {axis = 0, num_outputs = 2} : f32[2], f32[2]\n"
+    "  %e = Exp(%p) : f32[2]\n"
+    "  %z = Abs(%e) : f32[2]\n"
+    "}\n"
+    "groups {\n"
+    "  2 = [%a, %r, %y]\n"
+    "  7 = [%p, %e, %z]\n"
+    "}\n"
+    "plan {\n"
+    "  %p = 0\n"
+    "  %q = 64\n"
+    "}\n",
 };
 
 START_TEST(canonical_texts_print_back)
@@ -291,6 +309,8 @@ static const char *const normalized[][2] = {
     {"graph @g(%x: f32[2]) -> (%y) { %y = Relu(%x) \"\" : f32[2] }",
      "graph @g(%x: f32[2]) -> (%y) {\n  %y = Relu(%x) : f32[2]\n}\n"},
     {"graph @g(%x: f32[-0]) -> () {}", "graph @g(%x: f32[0]) -> () {\n}\n"},
+    {"graph @g(%x: f32[2]) -> (%y) { %a = Neg(%x) %y = Relu(%a) } groups { 5 = [%y, %a] }",
+     "graph @g(%x: f32[2]) -> (%y) {\n  %a = Neg(%x) : ?[*]\n  %y = Relu(%a) : ?[*]\n}\ngroups {\n  5 = [%a, %y]\n}\n"},
     {"graph @g(%x:f32[2])->(%y){%y=Relu(%x)\"\\x41\\X\":f32[2]}",
      NULL /* an error, see malformed */},
 };
@@ -326,6 +346,19 @@ static const struct {
     {"graph @g() -> () {", "t.icc:1:19: expected '}'"},
     {"graph @g() -> () {}}", "t.icc:1:20: expected 'plan', 'data' or the end of the text"},
     {"graph @g() () {}", "t.icc:1:12: expected '->'"},
+    {HDR "  %a = Neg(%x) : f32[2]\n  %y = Relu(%a) : f32[2]\n}\ngroups { 1 = [%a, %y] 1 = [%x] }",
+     "t.icc:5:23: group ids must be positive and increasing"},
+    {HDR "  %a = Neg(%x) : f32[2]\n  %y = Relu(%a) : f32[2]\n}\ngroups { 0 = [%a] }",
+     "t.icc:5:10: group ids must be positive and increasing"},
+    {HDR "  %a = Neg(%x) : f32[2]\n  %y = Relu(%a) : f32[2]\n}\ngroups { 1 = [%a, %a] }",
+     "t.icc:5:19: node is already in group 1"},
+    {HDR "  %a = Neg(%x) : f32[2]\n  %y = Relu(%a) : f32[2]\n}\ngroups { 1 = [%x] }",
+     "t.icc:5:15: only nodes can be grouped (this value is not a node's output)"},
+    {HDR "  %a = Neg(%x) : f32[2]\n  %y = Relu(%a) : f32[2]\n}\ngroups { 1 = [] }",
+     "t.icc:5:15: expected a node's output value in the group"},
+    {HDR "  %a = Neg(%x) : f32[2]\n  %b = Relu(%a) : f32[2]\n  %y = Abs(%a) : f32[2]\n}\ngroups { 1 = [%a, %b] }",
+     "t.icc: node '' (Neg): is inside fused group 1 but its output 'a' is used outside it (only the group's last "
+     "node may have outside uses)"},
     {HDR "  %y = Relu(%x : f32[2]\n}", "t.icc:2:16: expected ',' or ')'"},
     {HDR "  %y = Foo(%x) : f32[2]\n}", "t.icc:2:8: unknown op Foo"},
     {HDR "  %y = Relu(%z) : f32[2]\n}", "t.icc:2:13: undefined value %z"},

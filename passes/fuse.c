@@ -1,0 +1,254 @@
+/* fuse.c - fusion: groups of nodes that a backend turns into one kernel
+ * (ir.h, "fused groups"). This first step forms elementwise chains: a
+ * root elementwise node takes in, walking producers backwards, every
+ * elementwise producer whose output has the root's dims (constant or the
+ * same symbols; the dtype may differ, as through Cast or a comparison) and
+ * whose every use is already inside the group, up to max-ops nodes.
+ * Inputs from outside the group may broadcast. Because only the root's
+ * output leaves the group, the group is convex and needs no storage for
+ * its interior values: the kernel computes each one at the index where
+ * its user reads it.
+ *
+ * The kernel computes an interior value once per path by which the root
+ * reads it (x * sigmoid(x) reads x twice), so a producer is left outside
+ * when that count would pass MAX_EVALS.
+ *
+ * Roots are tried from the last node backwards, so a chain goes into the
+ * group of its final consumer. Producers are visited in decreasing node
+ * order (a max-heap): when a producer is looked at, every node after it
+ * has already been decided, so "all uses inside the group" is final.
+ * Then the members of each group are moved next to their root (a valid
+ * order: nothing between them used their outputs), which keeps printed
+ * groups contiguous. Existing groups are dropped first: the pass
+ * recomputes them, so running it twice gives the same result.
+ */
+#include "passes/pass.h"
+#include "ir/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The most times a kernel may compute one interior value. */
+#define MAX_EVALS 4
+
+/* n may join an elementwise group: one output of known rank and
+ * known dims. */
+static bool candidate(const ir_node *n)
+{
+    if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1)
+        return false;
+    const ir_type *t = &n->out[0]->type;
+    if (t->rank < 0 || t->dtype == IR_UNDEF)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d].sym == IR_DIM_UNKNOWN)
+            return false;
+    return true;
+}
+
+static bool same_dims(const ir_type *a, const ir_type *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (!ir_dim_eq(a->dims[d], b->dims[d]))
+            return false;
+    return true;
+}
+
+typedef struct {
+    int *v, n;
+} heap;
+
+static void hpush(heap *h, int x)
+{
+    int j = h->n++;
+    h->v[j] = x;
+    while (j && h->v[(j - 1) / 2] < h->v[j]) {
+        int t = h->v[j];
+        h->v[j] = h->v[(j - 1) / 2];
+        h->v[(j - 1) / 2] = t;
+        j = (j - 1) / 2;
+    }
+}
+
+static int hpop(heap *h)
+{
+    int top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    for (int j = 0;;) {
+        int l = 2 * j + 1, r = l + 1, m = j;
+        if (l < h->n && h->v[l] > h->v[m])
+            m = l;
+        if (r < h->n && h->v[r] > h->v[m])
+            m = r;
+        if (m == j)
+            break;
+        int t = h->v[j];
+        h->v[j] = h->v[m];
+        h->v[m] = t;
+        j = m;
+    }
+    return top;
+}
+
+int pass_fuse(pass_ctx *c)
+{
+    ir_graph *g = c->g;
+    int nn = g->nnodes, nv = g->nvalues, rc = -1;
+    int64_t max_ops = pass_opt_int(c, "max-ops", 16);
+    int *old = malloc(sizeof(int) * ((size_t)nn + 1));
+    int *at = malloc(sizeof(int) * ((size_t)nv + 1));          /* value -> producer index */
+    int *ustart = calloc((size_t)nv + 2, sizeof(int));          /* value -> users (CSR) */
+    int *users = NULL, *seen = malloc(sizeof(int) * ((size_t)nn + 1));
+    bool *is_out = calloc((size_t)nv + 1, 1);
+    heap h = {malloc(sizeof(int) * ((size_t)nn + 1)), 0};
+    ir_node **order = malloc(sizeof(ir_node *) * ((size_t)nn + 1));
+    int *root = malloc(sizeof(int) * (2 * (size_t)nn + 1));
+    int *evals = malloc(sizeof(int) * ((size_t)nn + 1)); /* member -> times computed */
+    if (!evals || !old || !at || !ustart || !seen || !is_out || !h.v || !order || !root)
+        goto oom;
+    for (int i = 0; i < nv; i++)
+        at[i] = -1;
+    int nedges = 0;
+    for (int k = 0; k < nn; k++) {
+        ir_node *n = g->nodes[k];
+        old[k] = n->group;
+        n->group = 0;
+        seen[k] = 0;
+        for (int i = 0; i < n->nout; i++)
+            at[n->out[i]->id] = k;
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i]) {
+                ustart[n->in[i]->id + 1]++;
+                nedges++;
+            }
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        is_out[g->outputs[i]->id] = true;
+    for (int i = 0; i < nv; i++)
+        ustart[i + 1] += ustart[i];
+    users = malloc(sizeof(int) * ((size_t)nedges + 1));
+    int *fill = calloc((size_t)nv + 1, sizeof(int));
+    if (!users || !fill) {
+        free(fill);
+        goto oom;
+    }
+    for (int k = 0; k < nn; k++)
+        for (int i = 0; i < g->nodes[k]->nin; i++) {
+            const ir_value *v = g->nodes[k]->in[i];
+            if (v)
+                users[ustart[v->id] + fill[v->id]++] = k;
+        }
+    free(fill);
+
+    int ngroups = 0, stamp = 0;
+    int64_t fused = 0;
+    for (int r = nn - 1; r >= 0; r--) {
+        ir_node *rn = g->nodes[r];
+        if (rn->group || !candidate(rn))
+            continue;
+        int gid = ngroups + 1, size = 1;
+        const ir_type *rt = &rn->out[0]->type;
+        rn->group = gid;
+        evals[r] = 1;
+        h.n = 0;
+        /* Each producer is pushed once per attempt (seen == stamp), so
+         * the heap never holds more than nn entries. */
+        stamp++;
+        for (int i = 0; i < rn->nin; i++) {
+            int p = rn->in[i] ? at[rn->in[i]->id] : -1;
+            if (p >= 0 && seen[p] != stamp) {
+                seen[p] = stamp;
+                hpush(&h, p);
+            }
+        }
+        while (h.n && size < max_ops) {
+            int p = hpop(&h);
+            ir_node *pn = g->nodes[p];
+            if (pn->group || !candidate(pn) || is_out[pn->out[0]->id] ||
+                !same_dims(&pn->out[0]->type, rt))
+                continue;
+            int vid = pn->out[0]->id, ev = 0;
+            bool inside = ustart[vid + 1] > ustart[vid];
+            for (int u = ustart[vid]; u < ustart[vid + 1] && inside; u++) {
+                inside = g->nodes[users[u]]->group == gid;
+                ev += inside ? evals[users[u]] : 0;
+            }
+            if (!inside || ev > MAX_EVALS)
+                continue;
+            pn->group = gid;
+            evals[p] = ev;
+            size++;
+            for (int i = 0; i < pn->nin; i++) {
+                int q = pn->in[i] ? at[pn->in[i]->id] : -1;
+                if (q >= 0 && seen[q] != stamp) {
+                    seen[q] = stamp;
+                    hpush(&h, q);
+                }
+            }
+        }
+        if (size < 2) {
+            rn->group = 0;
+            continue;
+        }
+        ngroups++;
+        fused += size;
+    }
+    /* Number groups in node order of their roots (1, 2, ... from the
+     * top), so the printed text reads naturally. Roots were found bottom
+     * up: group gid becomes ngroups + 1 - gid. */
+    for (int k = 0; k < nn; k++)
+        if (g->nodes[k]->group)
+            g->nodes[k]->group = ngroups + 1 - g->nodes[k]->group;
+    bool moved = false, regrouped = false;
+    for (int k = 0; k < nn; k++)
+        regrouped |= g->nodes[k]->group != old[k];
+    /* Members next to their root, in their order: each root's members
+     * are chained (head[root], then link[member]) in one pass. */
+    if (ir_graph_group_roots(g, root) < 0)
+        goto oom;
+    int *head = seen, *tail = old, *link = root + nn; /* seen and old are free by now */
+    for (int k = 0; k < nn; k++)
+        head[k] = tail[k] = link[k] = -1;
+    for (int k = 0; k < nn; k++) {
+        int r = root[k];
+        if (r == k)
+            continue;
+        if (head[r] < 0)
+            head[r] = k;
+        else
+            link[tail[r]] = k;
+        tail[r] = k;
+    }
+    int no = 0;
+    for (int k = 0; k < nn; k++) {
+        if (root[k] != k)
+            continue;
+        for (int j = head[k]; j >= 0; j = link[j])
+            order[no++] = g->nodes[j];
+        order[no++] = g->nodes[k];
+    }
+    for (int k = 0; k < nn; k++)
+        moved |= order[k] != g->nodes[k];
+    memcpy(g->nodes, order, sizeof(ir_node *) * (size_t)nn);
+    c->changed = moved || regrouped;
+    pass_stat(c, "kernels formed", ngroups);
+    pass_stat(c, "nodes fused", fused);
+    rc = 0;
+    goto done;
+oom:
+    ir_errorf(c->diag, "out of memory");
+done:
+    free(old);
+    free(at);
+    free(ustart);
+    free(users);
+    free(seen);
+    free(is_out);
+    free(h.v);
+    free(order);
+    free(root);
+    free(evals);
+    return rc;
+}
