@@ -10,14 +10,16 @@
  * (broadcast) load of A per row and contiguous vector loads of B. Partial
  * sums of a K block go through the output. Rows past M are clamped to the
  * last row, so the last block recomputes a row instead of branching.
- * Gemm with transB uses dot-product tiles along k (lower_dot). f16/bf16
+ * This schedule is lower_tile (lower_tile.h), shared with Conv: the
+ * caller supplies the reduction loops and the operands' loads through
+ * callbacks. Gemm with transB uses dot-product tiles along k (lower_dot). f16/bf16
  * (rounded at each store, so no partial sums in the output), symbolic
  * shapes and tiny N use the plain triple loop.
  *
  * B is read in place (no packing: kernels get no scratch memory), so for
  * large N its rows are pages apart; packed weight panels are the next step.
  */
-#include "codegen/lower_internal.h"
+#include "codegen/lower_tile.h"
 #include "ir/ops.h"
 
 enum {
@@ -169,41 +171,62 @@ static int lower_plain(lctx *c, const mm_geo *g)
 static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
 static kir_expr *idiv(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)); }
 
-/* The register-blocked form (see the file comment). Needs constant M, N, K
- * and batch dims (the parallel loop's bounds must be constant). */
-static int lower_tiled(lctx *c, const mm_geo *g, int width)
+/* ---- the register-tiled schedule (lower_tile.h) ---------------------- */
+
+/* Enough parallel chunks that two threads or more balance. */
+enum { MIN_CHUNKS = 8 };
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int lower_tile(lctx *c, cg_tile *t)
 {
     kir_kernel *k = c->k;
-    int64_t M = g->m.v, N = g->n.v, K = g->kd.v, nbat = 1;
-    for (int d = 0; d < g->nbatch; d++)
-        nbat *= g->to->dims[d].v;
-    int64_t nb = (M + TILE_ROWS - 1) / TILE_ROWS;           /* row blocks */
-    int64_t np = (N + width - 1) / width;                   /* column panels */
-    int64_t mcb = nb < MC_BLOCKS ? nb : MC_BLOCKS, ncp = np < NC_PANELS ? np : NC_PANELS;
-    int64_t nrc = (nb + mcb - 1) / mcb, ncc = (np + ncp - 1) / ncp, nkb = (K + KC - 1) / KC;
-    int64_t nch = nrc * ncc;                                /* chunks per batch */
+    int R = t->rows;
+    if (R < 1 || R > TILE_MAX_ROWS || t->width < 1)
+        return -1;
+    int64_t nb = cdiv(t->m, R), np = cdiv(t->n, t->width), nq = t->ng * np;
+    /* chunks of row blocks x column panels, split evenly; more of them
+     * when there are too few to share between threads */
+    int64_t nrc = cdiv(nb, MC_BLOCKS), ncc = cdiv(nq, NC_PANELS);
+    while (t->nbat * nrc * ncc < MIN_CHUNKS) {
+        bool can_r = nrc < nb, can_c = ncc < nq;
+        if (!can_r && !can_c)
+            break;
+        if (can_c && (!can_r || nq * nrc >= nb * ncc))
+            ncc++;
+        else
+            nrc++;
+    }
+    int64_t mcb = cdiv(nb, nrc), ncp = cdiv(nq, ncc);
+    nrc = cdiv(nb, mcb);
+    ncc = cdiv(nq, ncp);
+    int64_t nch = nrc * ncc;
 
     int pv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, nbat * nch), KIR_PARALLEL, 0);
+    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, t->nbat * nch), KIR_PARALLEL, 0);
     if (!lp)
         return -1;
     kir_expr *p = kir_var(k, pv);
-    kir_expr *bat[IR_MAX_RANK] = {0};
-    if (g->nbatch > 0) {
-        ir_type bt = *g->to;
-        bt.rank = g->nbatch;
-        lower_unflatten(c, &bt, idiv(k, p, nch), bat);
-    }
+    if (t->setup && t->setup(c, t, t->nbat > 1 ? idiv(k, p, nch) : i64c(k, 0)) < 0)
+        return -1;
     kir_expr *pc = kir_op2(k, KIR_REM, IR_I64, p, i64c(k, nch));
     kir_expr *rc = idiv(k, pc, ncc), *cc = kir_op2(k, KIR_REM, IR_I64, pc, i64c(k, ncc));
-    int kbv = kir_new_var(k), jv = kir_new_var(k), rbv = kir_new_var(k), kv = kir_new_var(k);
-    kir_stmt *lkb = loop(c, &lp->body, kbv, i64c(k, nkb), KIR_SERIAL);
+    int kbv = kir_new_var(k), qv = kir_new_var(k), jv = kir_new_var(k), rbv = kir_new_var(k);
+    kir_stmt *lkb = loop(c, &lp->body, kbv, i64c(k, t->nkb), KIR_SERIAL);
     if (!lkb)
         return -1;
     kir_expr *kb = kir_var(k, kbv);
-    kir_expr *j0 = kir_imul(k, cc, i64c(k, ncp * width));
-    kir_stmt *lj = kir_for(k, &lkb->body, jv, j0, imin(k, i64c(k, N), kir_iadd(k, j0, i64c(k, ncp * width))),
-                           KIR_VECTOR, width);
+    kir_expr *q0 = kir_imul(k, cc, i64c(k, ncp));
+    kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, imin(k, i64c(k, nq), kir_iadd(k, q0, i64c(k, ncp))), KIR_SERIAL,
+                           0);
+    if (!lq)
+        return -1;
+    kir_expr *q = kir_var(k, qv);
+    kir_expr *g = np > 1 ? idiv(k, q, np) : q;
+    kir_expr *j0 = np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, q, i64c(k, np)), i64c(k, t->width))
+                          : i64c(k, 0);
+    kir_stmt *lj = kir_for(k, &lq->body, jv, j0, imin(k, i64c(k, t->n), kir_iadd(k, j0, i64c(k, t->width))),
+                           KIR_VECTOR, t->width);
     if (!lj)
         return -1;
     kir_expr *j = kir_var(k, jv);
@@ -213,46 +236,124 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width)
     if (!lrb)
         return -1;
     kir_block *tb = &lrb->body;
-    kir_expr *rows[TILE_ROWS];
-    int acc[TILE_ROWS];
+    kir_expr *rows[TILE_MAX_ROWS];
+    int acc[TILE_MAX_ROWS];
     kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, kb, i64c(k, 0));
-    kir_expr *last = kir_op2(k, KIR_EQ, IR_BOOL, kb, i64c(k, nkb - 1));
+    kir_expr *last = kir_op2(k, KIR_EQ, IR_BOOL, kb, i64c(k, t->nkb - 1));
     kir_expr *oi[IR_MAX_RANK];
-    for (int r = 0; r < TILE_ROWS; r++) {
-        kir_expr *row = kir_iadd(k, kir_imul(k, kir_var(k, rbv), i64c(k, TILE_ROWS)), i64c(k, r));
-        rows[r] = imin(k, row, i64c(k, M - 1));
+    for (int r = 0; r < R; r++) {
+        kir_expr *row = kir_iadd(k, kir_imul(k, kir_var(k, rbv), i64c(k, R)), i64c(k, r));
+        rows[r] = imin(k, row, i64c(k, t->m - 1));
         if ((acc[r] = kir_new_acc(k, c->cdt)) < 0)
             return -1;
         kir_expr *init = zero(c);
-        if (nkb > 1) {
-            out_idx(g, bat, rows[r], j, oi);
+        if (t->nkb > 1) {
+            t->out(c, t, rows[r], g, j, oi);
             init = kir_op3(k, KIR_SELECT, c->cdt, first, init, kir_load(k, c->out, oi));
         }
         if (!kir_acc_set(k, tb, acc[r], init))
             return -1;
     }
-    kir_expr *k0 = kir_imul(k, kb, i64c(k, KC));
-    kir_stmt *lk = kir_for(k, tb, kv, k0, imin(k, i64c(k, K), kir_iadd(k, k0, i64c(k, KC))), KIR_SERIAL, 0);
-    if (!lk)
+    kir_block *kbody = tb;
+    if (t->k_open(c, t, kb, g, &kbody) < 0)
         return -1;
-    kir_expr *bi[IR_MAX_RANK], *ai[IR_MAX_RANK];
-    operand_idx(c, g, 1, bat, kir_var(k, kv), j, bi);
-    kir_expr *bv = load_in(c, 1, bi);
-    for (int r = 0; r < TILE_ROWS; r++) {
-        operand_idx(c, g, 0, bat, rows[r], kir_var(k, kv), ai);
-        kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, load_in(c, 0, ai), bv, kir_acc(k, acc[r]));
-        if (!kir_acc_set(k, &lk->body, acc[r], f))
+    kir_expr *bv = t->b(c, t, g, j);
+    for (int r = 0; r < R; r++) {
+        kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, t->a(c, t, rows[r]), bv, kir_acc(k, acc[r]));
+        if (!kir_acc_set(k, kbody, acc[r], f))
             return -1;
     }
-    for (int r = 0; r < TILE_ROWS; r++) {
-        kir_expr *v = kir_acc(k, acc[r]), *fin = epilogue(c, g, v, rows[r], j);
-        if (nkb > 1 && fin != v)
+    for (int r = 0; r < R; r++) {
+        kir_expr *v = kir_acc(k, acc[r]), *fin = t->epi ? t->epi(c, t, v, rows[r], g, j) : v;
+        if (t->nkb > 1 && fin != v)
             fin = kir_op3(k, KIR_SELECT, c->cdt, last, fin, v);
-        out_idx(g, bat, rows[r], j, oi);
+        t->out(c, t, rows[r], g, j, oi);
         if (!kir_store(k, tb, c->out, oi, fin))
             return -1;
     }
     return 0;
+}
+
+/* ---- MatMul / Gemm on the tile ------------------------------------------ */
+
+typedef struct {
+    const mm_geo *g;
+    kir_expr *bat[IR_MAX_RANK];
+    kir_expr *kv;
+} mm_tile;
+
+static int mm_setup(lctx *c, cg_tile *t, kir_expr *flat)
+{
+    mm_tile *u = t->u;
+    if (u->g->nbatch > 0) {
+        ir_type bt = *u->g->to;
+        bt.rank = u->g->nbatch;
+        lower_unflatten(c, &bt, flat, u->bat);
+    }
+    return 0;
+}
+
+static int mm_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *g, kir_block **b)
+{
+    (void)g;
+    kir_kernel *k = c->k;
+    mm_tile *u = t->u;
+    int kv = kir_new_var(k);
+    kir_expr *k0 = kir_imul(k, kb, i64c(k, KC));
+    kir_stmt *lk = kir_for(k, *b, kv, k0, imin(k, i64c(k, u->g->kd.v), kir_iadd(k, k0, i64c(k, KC))), KIR_SERIAL, 0);
+    if (!lk)
+        return -1;
+    u->kv = kir_var(k, kv);
+    *b = &lk->body;
+    return 0;
+}
+
+static kir_expr *mm_a(lctx *c, cg_tile *t, kir_expr *row)
+{
+    mm_tile *u = t->u;
+    kir_expr *ix[IR_MAX_RANK];
+    operand_idx(c, u->g, 0, u->bat, row, u->kv, ix);
+    return load_in(c, 0, ix);
+}
+
+static kir_expr *mm_b(lctx *c, cg_tile *t, kir_expr *g, kir_expr *j)
+{
+    (void)g;
+    mm_tile *u = t->u;
+    kir_expr *ix[IR_MAX_RANK];
+    operand_idx(c, u->g, 1, u->bat, u->kv, j, ix);
+    return load_in(c, 1, ix);
+}
+
+static void mm_out(lctx *c, cg_tile *t, kir_expr *row, kir_expr *g, kir_expr *j, kir_expr **ix)
+{
+    (void)c;
+    (void)g;
+    mm_tile *u = t->u;
+    out_idx(u->g, u->bat, row, j, ix);
+}
+
+static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_expr *g, kir_expr *j)
+{
+    (void)g;
+    mm_tile *u = t->u;
+    return epilogue(c, u->g, v, row, j);
+}
+
+/* The register-blocked form (see the file comment). Needs constant M, N, K
+ * and batch dims (the parallel loop's bounds must be constant). */
+static int lower_tiled(lctx *c, const mm_geo *g, int width)
+{
+    int64_t nbat = 1;
+    for (int d = 0; d < g->nbatch; d++)
+        nbat *= g->to->dims[d].v;
+    mm_tile u = {.g = g};
+    cg_tile t = {
+        .nbat = nbat, .m = g->m.v, .ng = 1, .n = g->n.v, .nkb = (g->kd.v + KC - 1) / KC,
+        .rows = TILE_ROWS, .width = width, .u = &u,
+        .setup = mm_setup, .k_open = mm_k_open, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
+    };
+    return lower_tile(c, &t);
 }
 
 /* Gemm with transB (B is [N, K], as nn.Linear exports it): both operands

@@ -252,11 +252,31 @@ static LLVMValueRef all_lanes(em *e)
     return e->wmask ? e->wmask : LLVMConstAllOnes(LLVMVectorType(e->i1, e->wlanes));
 }
 
+/* x is the vector variable times a constant 2..4 plus a uniform offset
+ * (and the span of W lanes fits a shuffle): that constant, else 0. */
+static int wstride(em *e, const kir_expr *x)
+{
+    if (x->op == KIR_ADD) {
+        if (!wdep(e, x->a[1]))
+            return wstride(e, x->a[0]);
+        return wdep(e, x->a[0]) ? 0 : wstride(e, x->a[1]);
+    }
+    if (x->op != KIR_MUL || e->wlanes > 64)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        const kir_expr *v = x->a[i], *c = x->a[1 - i];
+        if (v->op == KIR_VAR && v->var == e->wvar && c->op == KIR_CONST && ir_dtype_is_int(c->dtype) &&
+            c->c.i >= 2 && c->c.i <= 4)
+            return (int)c->c.i;
+    }
+    return 0;
+}
+
 /* A varying load (the element dtype is f32, f64 or an integer: wcheck):
  * contiguous when only the last index varies and by the vector variable
  * itself (plus a uniform offset), masked in the tail chunk; a gather
  * otherwise. */
-static LLVMValueRef emit_wload(em *e, const kir_expr *x)
+static LLVMValueRef emit_wload(em *e, const kir_expr *x, LLVMValueRef mask)
 {
     ir_dtype dt = e->k->bufs[x->buf].dtype;
     LLVMTypeRef et = mem_type(e, dt), vt = LLVMVectorType(et, e->wlanes);
@@ -264,17 +284,46 @@ static LLVMValueRef emit_wload(em *e, const kir_expr *x)
     bool contig = wunit(e, x->idx[x->nidx - 1]);
     for (int i = 0; i < x->nidx - 1; i++)
         contig = contig && !wdep(e, x->idx[i]);
+    int st = contig ? 0 : wstride(e, x->idx[x->nidx - 1]);
+    for (int i = 0; st && i < x->nidx - 1; i++)
+        if (wdep(e, x->idx[i]))
+            st = 0;
     LLVMValueRef v;
+    if (st) {
+        /* every st-th element: one wide load of the lanes' span (only the
+         * lanes' own elements enabled) and a shuffle, not a gather */
+        LLVMValueRef p = first_lane_ptr(e, x->buf, x->nidx, x->idx), ix[256];
+        if (!p)
+            return NULL;
+        unsigned W = e->wlanes, WS = W * (unsigned)st;
+        LLVMValueRef m = mask ? mask : e->wmask, m2;
+        if (m) {
+            for (unsigned i = 0; i < WS; i++)
+                ix[i] = LLVMConstInt(e->i32, i % (unsigned)st ? W : i / (unsigned)st, 0);
+            m2 = LLVMBuildShuffleVector(e->b, m, LLVMConstNull(LLVMTypeOf(m)), LLVMConstVector(ix, WS), "");
+        } else {
+            for (unsigned i = 0; i < WS; i++)
+                ix[i] = LLVMConstInt(e->i1, i % (unsigned)st == 0, 0);
+            m2 = LLVMConstVector(ix, WS);
+        }
+        LLVMTypeRef wt = LLVMVectorType(et, WS), ovl[] = {wt, e->ptr};
+        LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), m2, LLVMConstNull(wt)};
+        LLVMValueRef wide = intr(e, "llvm.masked.load", ovl, 2, args, 4);
+        tag_access(e, wide, x->buf);
+        for (unsigned i = 0; i < W; i++)
+            ix[i] = LLVMConstInt(e->i32, i * (unsigned)st, 0);
+        return LLVMBuildShuffleVector(e->b, wide, LLVMGetPoison(wt), LLVMConstVector(ix, W), "");
+    }
     if (contig) {
         LLVMValueRef p = first_lane_ptr(e, x->buf, x->nidx, x->idx);
         if (!p)
             return NULL;
-        if (!e->wmask) {
+        if (!e->wmask && !mask) {
             v = LLVMBuildLoad2(e->b, vt, p, "");
             LLVMSetAlignment(v, align);
         } else {
             LLVMTypeRef ovl[] = {vt, e->ptr};
-            LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), e->wmask, LLVMConstNull(vt)};
+            LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), mask ? mask : e->wmask, LLVMConstNull(vt)};
             v = intr(e, "llvm.masked.load", ovl, 2, args, 4);
         }
     } else {
@@ -283,7 +332,7 @@ static LLVMValueRef emit_wload(em *e, const kir_expr *x)
             return NULL;
         p = splat(e, p);
         LLVMTypeRef ovl[] = {vt, LLVMTypeOf(p)};
-        LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), all_lanes(e), LLVMConstNull(vt)};
+        LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), mask ? mask : all_lanes(e), LLVMConstNull(vt)};
         v = intr(e, "llvm.masked.gather", ovl, 2, args, 4);
     }
     tag_access(e, v, x->buf);
@@ -293,7 +342,7 @@ static LLVMValueRef emit_wload(em *e, const kir_expr *x)
 static LLVMValueRef emit_load(em *e, const kir_expr *x)
 {
     if (e->wvar >= 0 && !e->no_memo && wdep(e, x))
-        return emit_wload(e, x);
+        return emit_wload(e, x, NULL);
     LLVMValueRef p = elem_ptr(e, x->buf, x->nidx, x->idx);
     if (!p)
         return NULL;
@@ -427,7 +476,12 @@ static LLVMValueRef emit_cast(em *e, LLVMValueRef v, ir_dtype from, ir_dtype to)
         LLVMValueRef dv = sgn ? LLVMBuildSIToFP(b, v, e->f64, "") : LLVMBuildUIToFP(b, v, e->f64, "");
         return round_narrow(e, f64_to_f32_odd(e, dv), to);
     }
-    unsigned fb = LLVMGetIntTypeWidth(LLVMTypeOf(v)), tb = LLVMGetIntTypeWidth(rt);
+    LLVMTypeRef ft = LLVMTypeOf(v);
+    if (is_vec(v)) { /* widened integer index math */
+        ft = LLVMGetElementType(ft);
+        rt = LLVMVectorType(rt, LLVMGetVectorSize(LLVMTypeOf(v)));
+    }
+    unsigned fb = LLVMGetIntTypeWidth(ft), tb = LLVMGetIntTypeWidth(is_vec(v) ? LLVMGetElementType(rt) : rt);
     if (fb == tb)
         return v;
     if (fb > tb)
@@ -441,7 +495,8 @@ static LLVMValueRef emit_idiv(em *e, kir_op op, bool sgn, LLVMValueRef a, LLVMVa
 {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef ty = LLVMTypeOf(a);
-    LLVMValueRef zero = LLVMConstNull(ty), one = LLVMConstInt(ty, 1, 0);
+    LLVMValueRef zero = LLVMConstNull(ty);
+    LLVMValueRef one = is_vec(a) ? splat(e, LLVMConstInt(LLVMGetElementType(ty), 1, 0)) : LLVMConstInt(ty, 1, 0);
     LLVMValueRef isz = LLVMBuildICmp(b, LLVMIntEQ, y, zero, "");
     if (!sgn) {
         LLVMValueRef q = op == KIR_DIV ? LLVMBuildUDiv(b, a, LLVMBuildSelect(b, isz, one, y, ""), "")
@@ -653,8 +708,25 @@ static void memo_clear(em *e)
     e->memo_n = 0;
 }
 
+/* select(cond, varying load, 0) in a widened loop: a load masked by cond,
+ * so lanes outside the operand (a convolution's padding) touch no memory. */
+static LLVMValueRef emit_wselect_load(em *e, const kir_expr *x)
+{
+    LLVMValueRef c = eval(e, x->a[0]);
+    if (!c)
+        return NULL;
+    c = splat(e, c);
+    if (e->wmask)
+        c = LLVMBuildAnd(e->b, c, e->wmask, "");
+    return emit_wload(e, x->a[1], c);
+}
+
 static LLVMValueRef eval_node(em *e, const kir_expr *x)
 {
+    if (x->op == KIR_SELECT && e->wvar >= 0 && !e->no_memo && x->a[1]->op == KIR_LOAD && wdep(e, x->a[1]) &&
+        x->a[2]->op == KIR_CONST && ir_dtype_is_float(x->dtype) && x->a[2]->c.f == 0 &&
+        !__builtin_signbit(x->a[2]->c.f))
+        return emit_wselect_load(e, x);
     if (x->op == KIR_ACC && e->vaccs[x->var])
         return LLVMBuildLoad2(e->b, LLVMVectorType(reg_type(e, e->k->acc_dtype[x->var]), e->wlanes),
                               e->vaccs[x->var], "");
@@ -782,6 +854,15 @@ static bool wcheck_expr(em *e, const kir_expr *x)
             return false;
         break;
     case KIR_AND: case KIR_OR: case KIR_NOT: break;
+    case KIR_DIV: case KIR_REM: /* integer index math (a position's row and column) */
+        if (!ir_dtype_is_int(x->dtype) || x->dtype == IR_BOOL)
+            return false;
+        break;
+    case KIR_CAST:
+        if (!ir_dtype_is_int(x->dtype) || x->dtype == IR_BOOL || !ir_dtype_is_int(x->a[0]->dtype) ||
+            x->a[0]->dtype == IR_BOOL)
+            return false;
+        break;
     default: return false;
     }
     for (int i = 0; i < kir_op_arity(x->op); i++)

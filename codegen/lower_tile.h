@@ -1,0 +1,48 @@
+/* lower_tile.h - the register-tiled contraction schedule shared by MatMul,
+ * Gemm (lower_nn.c) and Conv (lower_conv.c).
+ *
+ * out[bat, row, g, j] = epi(sum_k A(bat, row, k) * B(bat, k, g, j)): rows
+ * form a register tile (`rows` accumulators per vector of columns, A read
+ * as a uniform broadcast), columns j the VECTOR loop the emitter widens
+ * (`width` lanes), g a group of columns (a Conv's output row; 1 for a
+ * matrix). The reduction is split in `nkb` blocks whose partial sums go
+ * through the output; the caller opens each block's loops (k_open) and
+ * builds the operands at the loop variables it made. Needs constant sizes
+ * (the parallel loop's bounds are constant).
+ */
+#ifndef ICC_CG_LOWER_TILE_H
+#define ICC_CG_LOWER_TILE_H
+
+#include "codegen/lower_internal.h"
+
+enum { TILE_MAX_ROWS = 32 };
+
+typedef struct cg_tile cg_tile;
+struct cg_tile {
+    int64_t nbat;              /* independent problems (batch items) */
+    int64_t m;                 /* rows */
+    int64_t ng;                /* column groups */
+    int64_t n;                 /* columns of a group: the vector loop */
+    int64_t nkb;               /* blocks of the reduction */
+    int rows;                  /* rows of the register tile, <= TILE_MAX_ROWS */
+    int width;                 /* lanes of the vector loop */
+    void *u;                   /* the caller's state */
+    /* Called once inside the parallel loop with the batch item. */
+    int (*setup)(lctx *c, cg_tile *t, kir_expr *bat);
+    /* Opens block kb's reduction loops in *b (column group g), moving *b
+     * to the innermost body. */
+    int (*k_open)(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *g, kir_block **b);
+    /* A at (row, the current k): uniform in the columns. */
+    kir_expr *(*a)(lctx *c, cg_tile *t, kir_expr *row);
+    /* B at (the current k, g, j). */
+    kir_expr *(*b)(lctx *c, cg_tile *t, kir_expr *g, kir_expr *j);
+    /* The output's index of (row, g, j). */
+    void (*out)(lctx *c, cg_tile *t, kir_expr *row, kir_expr *g, kir_expr *j, kir_expr **ix);
+    /* The final value from the sum (NULL: the sum itself). */
+    kir_expr *(*epi)(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_expr *g, kir_expr *j);
+};
+
+/* Fills c->k's body with the tiled schedule; 0, or -1 on out of memory. */
+int lower_tile(lctx *c, cg_tile *t);
+
+#endif
