@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "codegen/lower_internal.h"
+#include "codegen/lower_movement.h"
 
 /* ---- fused groups (ir.h, docs/fusion.md) ----------------------------------
  * A group is lowered at its root, as the root's loop nest. An input that
@@ -520,27 +521,19 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         goto verify;
     }
 
-    /* The loop nest over the output, outermost parallel, innermost vector. */
-    kir_block *body = &k->body;
-    for (int dim = 0; dim < c.orank; dim++) {
-        c.var[dim] = kir_new_var(k);
-        kir_loop kind = dim == 0 ? KIR_PARALLEL : dim == c.orank - 1 ? KIR_VECTOR : KIR_SERIAL;
-        int width = kind == KIR_VECTOR ? vector_lanes * 4 / (int)ir_dtype_size(ov->type.dtype) : 0;
-        ir_dim od = ov->type.dims[dim];
-        kir_expr *hi = od.sym > 0 ? kir_sym(k, od.sym) : kir_const_i(k, IR_I64, od.v);
-        kir_stmt *s = kir_for(k, body, c.var[dim], kir_const_i(k, IR_I64, 0), hi, kind, width);
-        if (!s)
-            goto oom;
-        body = &s->body;
-    }
+    /* The loop nest over the output: the parallel loop over the leading
+     * dims flattened until there is work for every thread (a batch of one
+     * would leave them idle), the innermost vectorized. */
+    kir_expr *idx[IR_MAX_RANK];
+    kir_block *body = mv_nest(&c, &k->body, &ov->type, true, c.orank > 0, idx);
+    if (!body)
+        goto oom;
+    c.at = idx;
     kir_expr *v = formula(&c);
     if (!v)
         goto oom;
     if (v->dtype != ov->type.dtype)
         v = kir_op1(k, KIR_CAST, ov->type.dtype, v);
-    kir_expr *idx[IR_MAX_RANK];
-    for (int dim = 0; dim < c.orank; dim++)
-        idx[dim] = kir_var(k, c.var[dim]);
     if (!kir_store(k, body, c.out, idx, v))
         goto oom;
 verify:

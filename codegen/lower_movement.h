@@ -7,7 +7,8 @@
 
 #include "codegen/lower_internal.h"
 
-/* Appends loops over type t's dims to b and returns the innermost body;
+/* Appends loops over type t's dims to b and returns the innermost body
+ * (the elementwise family in lower.c builds its nest with it too);
  * idx receives one index expression per dim. When par (a kernel of one
  * loop nest) the outermost loop is PARALLEL, over the leading constant
  * dims flattened until it has enough iterations; the innermost is VECTOR
