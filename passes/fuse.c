@@ -231,7 +231,8 @@ int pass_fuse(pass_ctx *c)
     }
     for (int k = 0; k < nn; k++)
         moved |= order[k] != g->nodes[k];
-    memcpy(g->nodes, order, sizeof(ir_node *) * (size_t)nn);
+    if (nn)
+        memcpy(g->nodes, order, sizeof(ir_node *) * (size_t)nn);
     c->changed = moved || regrouped;
     pass_stat(c, "kernels formed", ngroups);
     pass_stat(c, "nodes fused", fused);
