@@ -1,6 +1,7 @@
-/* codegen_harness.h - what the kernel tests share: a module of kernels
- * turned into a loaded .so, and compiled outputs checked against the
- * reference interpreter's. Header-only, for tests/unit/test_codegen_*.c. */
+/* codegen_harness.h - what the code generator's tests share: a module of
+ * kernels turned into a loaded .so, a whole graph compiled into a model
+ * .so, and compiled outputs checked against the reference interpreter's.
+ * Header-only, for tests/unit/test_codegen_*.c. */
 #ifndef ICC_TESTS_CODEGEN_HARNESS_H
 #define ICC_TESTS_CODEGEN_HARNESS_H
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "codegen/llvm/target.h"
+#include "codegen/model.h"
 #include "ir/ir.h"
 
 /* A kernel as the LLVM backend compiles it (codegen/kir.h). */
@@ -36,6 +38,29 @@ static inline void *harness_load_module(const cg_target *t, LLVMModuleRef m)
     unlink(so);
     rmdir(dir);
     return lib;
+}
+
+/* Compiles the whole graph g (optimized and planned) into the model .so
+ * at path so; 0, or -1 with d set. */
+static inline int harness_build_model(const ir_graph *g, const char *so, icc_diag *d)
+{
+    cg_target *t;
+    ck_assert_msg(cg_target_create(NULL, NULL, NULL, 2, &t, d) == 0, "%s", d->msg);
+    LLVMModuleRef m;
+    int rc = cg_compile_model(g, t, NULL, &m, d);
+    if (rc == 0) {
+        char obj[512];
+        snprintf(obj, sizeof obj, "%s.o", so);
+        rc = cg_optimize(t, m, d) < 0 || cg_emit_object(t, m, obj, d) < 0 ? -1 : 0;
+        if (rc == 0) {
+            const char *objs[] = {obj}, *libs[] = {"-lm"};
+            rc = cg_link_shared(objs, 1, libs, 1, so, d);
+        }
+        unlink(obj);
+        LLVMDisposeModule(m);
+    }
+    cg_target_destroy(t);
+    return rc;
 }
 
 /* got matches want: floats within atol + rtol*|want| (NaN matches NaN, an

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "codegen_harness.h"
 #include "codegen/model.h"
 #include "icc/runtime.h"
 #include "ir/ref/interp.h"
@@ -42,26 +43,6 @@ static int count_kernels(const ir_graph *g)
     return n;
 }
 
-static int build_so(const ir_graph *g, const char *so, icc_diag *d)
-{
-    cg_target *t;
-    ck_assert_msg(cg_target_create(NULL, NULL, NULL, 2, &t, d) == 0, "%s", d->msg);
-    LLVMModuleRef m;
-    int rc = cg_compile_model(g, t, NULL, &m, d);
-    if (rc == 0) {
-        char obj[512];
-        snprintf(obj, sizeof obj, "%s.o", so);
-        rc = cg_optimize(t, m, d) < 0 || cg_emit_object(t, m, obj, d) < 0 ? -1 : 0;
-        if (rc == 0) {
-            const char *objs[] = {obj}, *libs[] = {"-lm"};
-            rc = cg_link_shared(objs, 1, libs, 1, so, d);
-        }
-        unlink(obj);
-        LLVMDisposeModule(m);
-    }
-    cg_target_destroy(t);
-    return rc;
-}
 
 static double elem(const ir_tensor *t, int64_t i) { return ir_tensor_getf(t, i); }
 
@@ -94,7 +75,7 @@ static void check_compiled(ir_graph *g, int64_t sym_n, int want_kernels)
     char dir[] = "/tmp/icc_fuse_XXXXXX", so[256];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(so, sizeof so, "%s/m.so", dir);
-    ck_assert_msg(build_so(g, so, &d) == 0, "%s", d.msg);
+    ck_assert_msg(harness_build_model(g, so, &d) == 0, "%s", d.msg);
     icc_model *model;
     ck_assert_msg(icc_model_open(so, NULL, &model) == ICC_OK, "%s", icc_last_error());
     for (int threads = 1; threads <= 3; threads += 2) {

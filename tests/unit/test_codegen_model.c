@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "codegen_harness.h"
 #include "codegen/model.h"
 #include "icc/runtime.h"
 #include "ir/ref/interp.h"
@@ -38,28 +39,6 @@ static ir_graph *prepare(const char *text, icc_diag *d)
     return g;
 }
 
-/* Compiles g to dir/name.so; returns 0 or -1 with d set. */
-static int build_so(const ir_graph *g, const char *so, icc_diag *d)
-{
-    cg_target *t;
-    ck_assert_msg(cg_target_create(NULL, NULL, NULL, 2, &t, d) == 0, "%s", d->msg);
-    LLVMModuleRef m;
-    int rc = cg_compile_model(g, t, NULL, &m, d);
-    if (rc == 0) {
-        char obj[512];
-        snprintf(obj, sizeof obj, "%s.o", so);
-        rc = cg_optimize(t, m, d) < 0 || cg_emit_object(t, m, obj, d) < 0 ? -1 : 0;
-        if (rc == 0) {
-            const char *objs[] = {obj}, *libs[] = {"-lm"};
-            rc = cg_link_shared(objs, 1, libs, 1, so, d);
-        }
-        unlink(obj);
-        LLVMDisposeModule(m);
-    }
-    cg_target_destroy(t);
-    return rc;
-}
-
 /* Prepares text at -O2, compiles it to a temporary .so and opens it (the
  * files are removed at once: the loaded mapping stays). */
 static icc_model *compile_and_open(const char *text, ir_graph **g)
@@ -69,7 +48,7 @@ static icc_model *compile_and_open(const char *text, ir_graph **g)
     char dir[] = "/tmp/icc_model_XXXXXX", so[256];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(so, sizeof so, "%s/m.so", dir);
-    ck_assert_msg(build_so(*g, so, &d) == 0, "%s", d.msg);
+    ck_assert_msg(harness_build_model(*g, so, &d) == 0, "%s", d.msg);
     icc_model *m;
     ck_assert_msg(icc_model_open(so, NULL, &m) == ICC_OK, "%s", icc_last_error());
     unlink(so);
