@@ -472,6 +472,20 @@ static LLVMValueRef value_bytes(mctx *c, LLVMBuilderRef b, const ir_value *v, LL
     return n;
 }
 
+/* The graph's symbol table (symtab[id] = symbol id's value, as kernels
+ * read it) filled from the descriptor-ordered dims the run receives. */
+static LLVMValueRef emit_symtab(mctx *c, LLVMBuilderRef b, LLVMValueRef dims)
+{
+    LLVMValueRef symtab = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->g->nsyms + 1), "symtab");
+    for (int sym = 1; sym < c->g->nsyms; sym++)
+        if (c->sym_desc[sym] >= 0) {
+            LLVMValueRef di = ci64(c, c->sym_desc[sym]), si = ci64(c, sym);
+            LLVMBuildStore(b, LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, dims, &di, 1, ""), ""),
+                           LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""));
+        }
+    return symtab;
+}
+
 /* i64 <prefix>_layout(const i64 *dims, i64 *offs): the dynamic layout
  * (dyn_plan) for the run's symbol values; stores each slot's offset and
  * returns the arena bytes. */
@@ -485,14 +499,7 @@ static LLVMValueRef emit_layout(mctx *c)
     LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
     LLVMValueRef dims = LLVMGetParam(fn, 0), offs = LLVMGetParam(fn, 1);
-    /* the graph's symbol table from the descriptor-ordered dims */
-    LLVMValueRef symtab = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->g->nsyms + 1), "symtab");
-    for (int sym = 1; sym < c->g->nsyms; sym++)
-        if (c->sym_desc[sym] >= 0) {
-            LLVMValueRef di = ci64(c, c->sym_desc[sym]), si = ci64(c, sym);
-            LLVMBuildStore(b, LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, dims, &di, 1, ""), ""),
-                           LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""));
-        }
+    LLVMValueRef symtab = emit_symtab(c, b, dims);
     LLVMValueRef *end = calloc((size_t)c->ndyn + 1, sizeof *end), total = ci64(c, 0);
     for (int sl = 0; end && sl < c->ndyn; sl++) {
         LLVMValueRef off = ci64(c, 0);
@@ -721,13 +728,7 @@ static int emit_model(mctx *c)
     /* Kernels read symbol k at syms[k] (graph ids); the run gets them in
      * the descriptor's order. With symbols, the arena layout is computed
      * for this run's values. */
-    LLVMValueRef symtab = LLVMBuildArrayAlloca(b, c->i64, ci64(c, g->nsyms + 1), "symtab");
-    for (int sym = 1; sym < g->nsyms; sym++)
-        if (c->sym_desc[sym] >= 0) {
-            LLVMValueRef di = ci64(c, c->sym_desc[sym]), si = ci64(c, sym);
-            LLVMBuildStore(b, LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, dims, &di, 1, ""), ""),
-                           LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""));
-        }
+    LLVMValueRef symtab = emit_symtab(c, b, dims);
     LLVMValueRef offs = NULL;
     if (c->dynamic) {
         offs = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->ndyn + 1), "offs");
