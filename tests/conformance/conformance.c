@@ -441,6 +441,12 @@ static int blockers(const ir_graph *g)
     return n;
 }
 
+/* An input that may decide shapes: small, integer. */
+static bool bindable(const ir_tensor *t)
+{
+    return !ir_dtype_is_float(t->dtype) && t->dtype != IR_BOOL && t->numel <= 4096;
+}
+
 /* Compiled mode, for a model that does not compile as is: binds the
  * integer inputs that decide shapes (Reshape's shape, Reduce's axes,
  * Slice's starts, TopK's k...) to the data set's values, as a user would
@@ -460,7 +466,7 @@ static int run_set_bound(const char *model, const ir_graph *g, const char *setdi
     }
     int best = blockers(g);
     for (int i = 0; i < n; i++) {
-        if (ir_dtype_is_float(vals[i].dtype) || vals[i].dtype == IR_BOOL || vals[i].numel > 4096)
+        if (!bindable(&vals[i]))
             continue;
         bound[i] = true;
         ir_graph *gt = load_bound(model, o, vals, bound, sub, sizeof sub, &skip);
@@ -473,7 +479,7 @@ static int run_set_bound(const char *model, const ir_graph *g, const char *setdi
     if (!nbound) {
         /* some inputs decide shapes only together (Slice's starts and ends) */
         for (int i = 0; i < n; i++)
-            bound[i] = !ir_dtype_is_float(vals[i].dtype) && vals[i].dtype != IR_BOOL && vals[i].numel <= 4096;
+            bound[i] = bindable(&vals[i]);
         ir_graph *gt = load_bound(model, o, vals, bound, sub, sizeof sub, &skip);
         for (int i = 0; i < n; i++)
             nbound += bound[i];
