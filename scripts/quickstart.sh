@@ -17,8 +17,8 @@ build/icc run $M/digits.onnx --input image=$M/digits_input.npy
 echo "true labels:     $(cat $M/digits_labels.txt)"
 echo "== icc $M/digits.onnx --shape=image:8x1x8x8 --name=digits -o build/digits.so   (ahead of time, LLVM)"
 build/icc $M/digits.onnx --shape=image:8x1x8x8 --name=digits -o build/digits.so
-echo "== icc run build/digits.so --input image=$M/digits_input.npy   (the compiled model, by the runtime)"
-build/icc run build/digits.so --input image=$M/digits_input.npy
+echo "== icc run build/digits.so --name=digits --input image=$M/digits_input.npy   (the compiled model, by the runtime)"
+build/icc run build/digits.so --name=digits --input image=$M/digits_input.npy
 echo "== a C program that includes build/digits.h and links build/digits.so ($M/app.c)"
 cc -O2 -Iinclude -Ibuild $M/app.c build/digits.so -Wl,-rpath,"$PWD/build" -o build/digits_app
 build/digits_app $M
