@@ -854,8 +854,21 @@ static bool wcheck_expr(em *e, const kir_expr *x)
             return false;
         break;
     case KIR_AND: case KIR_OR: case KIR_NOT: break;
-    case KIR_DIV: case KIR_REM: /* integer index math (a position's row and column) */
+    case KIR_DIV: /* f32/f64, or integer index math (a position's row and column) */
+        if (!wdtype(x->dtype))
+            return false;
+        break;
+    case KIR_REM:
         if (!ir_dtype_is_int(x->dtype) || x->dtype == IR_BOOL)
+            return false;
+        break;
+    case KIR_ABS: case KIR_SQRT: case KIR_FLOOR: case KIR_CEIL: case KIR_ROUND:
+        /* vector intrinsics; an epilogue fused into a contraction (docs/fusion.md) */
+        if (x->dtype != IR_F32 && x->dtype != IR_F64)
+            return false;
+        break;
+    case KIR_EXP: case KIR_LOG: case KIR_TANH: case KIR_ERF: /* f32: inline polynomials (emit_math.c) */
+        if (x->dtype != IR_F32)
             return false;
         break;
     case KIR_CAST:
