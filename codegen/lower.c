@@ -57,8 +57,16 @@ static ir_dtype node_cdt(const ir_node *n)
 /* Interior value v at idx (one index per dim of v), in its compute dtype. */
 static kir_expr *fused_value(lctx *c, const ir_value *v, kir_expr **idx)
 {
-    lctx save = *c;
     const ir_node *p = v->def;
+    ir_dtype t = v->type.dtype;
+    if (c->epi_root && p == c->anchor) {
+        /* the anchor's final value, rounded as its store would round it */
+        kir_expr *e = c->epi_val;
+        if (e && e->dtype != t)
+            e = kir_op1(c->k, KIR_CAST, t, e);
+        return e && compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, compute_dtype(t), e) : e;
+    }
+    lctx save = *c;
     c->n = p;
     c->orank = v->type.rank;
     c->at = idx;
@@ -66,7 +74,6 @@ static kir_expr *fused_value(lctx *c, const ir_value *v, kir_expr **idx)
     for (int i = 0; i < p->nin && i < LOWER_MAX_IO; i++)
         c->buf[i] = p->in[i] && !interior(p, p->in[i]) ? find_buf(c->k, p->in[i]) : -1;
     kir_expr *e = formula(c);
-    ir_dtype t = v->type.dtype;
     if (e && e->dtype != t)
         e = kir_op1(c->k, KIR_CAST, t, e);
     if (e && compute_dtype(t) != t)
@@ -86,6 +93,8 @@ static int group_bufs(lctx *c, const ir_node *n, const cg_binding *bind, int *bu
         if (!v)
             continue;
         if (interior(n, v)) {
+            if (c->epi_root && v->def == c->anchor)
+                continue; /* its inputs are the kernel's first buffers */
             if (--*budget < 0 || v->def->nout != 1 || !can_elementwise(v->def))
                 return -2;
             int rc = group_bufs(c, v->def, bind, budget);
@@ -98,6 +107,40 @@ static int group_bufs(lctx *c, const ir_node *n, const cg_binding *bind, int *bu
         }
     }
     return 0;
+}
+
+/* The group's anchor (docs/fusion.md): the one member reached from n
+ * through interior inputs that is not elementwise, into *a. *count counts
+ * the distinct such members; *budget bounds the walk like group_bufs'. */
+static void find_anchor(const ir_node *n, int *budget, const ir_node **a, int *count)
+{
+    for (int i = 0; i < n->nin && *budget >= 0; i++) {
+        const ir_value *v = n->in[i];
+        if (!interior(n, v) || --*budget < 0)
+            continue;
+        const ir_node *p = v->def;
+        if (can_elementwise(p))
+            find_anchor(p, budget, a, count);
+        else if (!*a)
+            *a = p, *count = 1;
+        else if (*a != p)
+            (*count)++;
+    }
+}
+
+kir_expr *lower_epi(lctx *c, kir_expr *v, kir_expr *const *idx)
+{
+    if (!c->epi_root || !v)
+        return v;
+    c->epi_used = true;
+    const ir_value *rv = c->epi_root->out[0];
+    kir_expr *ix[IR_MAX_RANK], *saved = c->epi_val;
+    for (int d = 0; d < rv->type.rank; d++)
+        ix[d] = idx[d];
+    c->epi_val = v;
+    kir_expr *e = fused_value(c, rv, ix);
+    c->epi_val = saved;
+    return e;
 }
 
 /* Input i at the current output index: size-1 and missing leading dims
@@ -454,6 +497,46 @@ static bool can_elementwise(const ir_node *n)
     return shapes_known(n);
 }
 
+/* Normalizations read their data input through red_load, which computes
+ * it when a member of the group produces it (a prologue). */
+static bool takes_prologue(const ir_node *a)
+{
+    return a->op == IR_OP_SOFTMAX || a->op == IR_OP_LOG_SOFTMAX || a->op == IR_OP_LAYER_NORMALIZATION ||
+           a->op == IR_OP_RMS_NORMALIZATION;
+}
+
+/* anchor may be the kernel of the group rooted at root: the only
+ * non-elementwise member, one output of the root's type, its inputs from
+ * outside the group but a normalization's data input, lowered by a
+ * family whose final stores go through lower_epi. */
+static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int budget)
+{
+    if (count != 1 || budget < 0 || anchor->nout != 1)
+        return false;
+    for (int i = 0; i < anchor->nin; i++)
+        if (interior(anchor, anchor->in[i]) && (i > 0 || !takes_prologue(anchor)))
+            return false;
+    const ir_type *a = &anchor->out[0]->type, *r = &root->out[0]->type;
+    if (a->dtype != r->dtype || a->rank != r->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (!ir_dim_eq(a->dims[d], r->dims[d]))
+            return false;
+    lower_family f = family(anchor);
+    return f == FAM_NN || f == FAM_REDUCE || f == FAM_CONV;
+}
+
+kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx)
+{
+    const ir_value *v = c->n->in[i];
+    if (c->buf[i] >= 0)
+        return kir_load(c->k, c->buf[i], idx);
+    kir_expr *ix[IR_MAX_RANK];
+    for (int d = 0; d < v->type.rank; d++)
+        ix[d] = idx[d];
+    return fused_value(c, v, ix);
+}
+
 bool cg_can_lower(const ir_node *n)
 {
     return can_elementwise(n) || family(n) != FAM_NONE;
@@ -465,7 +548,24 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
     *out = NULL;
     if (!cg_can_lower(n))
         return ir_node_errorf(d, n, "cannot be compiled yet (op or dtype not lowered)");
-    lctx c = {.g = g, .n = n};
+    /* A group whose members are elementwise but one, its anchor, is the
+     * anchor's kernel with the others as its epilogue. */
+    const ir_node *root = n, *anchor = NULL;
+    if (n->group > 0) {
+        int budget = 256, count = 1;
+        if (can_elementwise(n))
+            count = 0, find_anchor(n, &budget, &anchor, &count);
+        else
+            anchor = n;
+        if (anchor && !anchor_ok(n, anchor, count, budget))
+            return ir_node_errorf(d, n, "fused group %d cannot be compiled as one kernel (its members other "
+                                  "than one contraction or normalization of the root's type must be "
+                                  "elementwise, and only a normalization's data input may come from "
+                                  "the group)", n->group);
+        if (anchor)
+            n = anchor;
+    }
+    lctx c = {.g = g, .n = n, .epi_root = anchor && anchor != root ? root : NULL, .anchor = anchor};
     if (!(c.k = kir_kernel_create(name, g)))
         return ir_errorf(d, "out of memory");
     kir_kernel *k = c.k;
@@ -480,7 +580,8 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
             goto oom;
     }
     for (int i = 0; i < n->nout; i++) {
-        const ir_value *v = n->out[i];
+        /* an anchor's result is the root's output */
+        const ir_value *v = anchor ? root->out[i] : n->out[i];
         const cg_binding *b = &bind[v->id];
         if ((c.outs[i] = kir_add_buf(k, v->name, b->kind, &v->type, b->index, b->offset)) < 0)
             goto oom;
@@ -493,15 +594,16 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         in_dt = n->in[1]->type.dtype;
     c.cdt = compute_dtype(in_dt);
     c.lanes = vector_lanes;
-    if (n->group > 0) {
-        bool inner = false;
-        for (int i = 0; i < n->nin; i++)
-            inner |= interior(n, n->in[i]);
-        int budget = 256, rc = inner && !can_elementwise(n) ? -2 : group_bufs(&c, n, bind, &budget);
+    if (root->group > 0) {
+        /* the outside inputs of the epilogue (after the anchor) and of the
+         * prologue (before it) */
+        int budget = 256, rc = group_bufs(&c, root, bind, &budget);
+        if (rc == 0 && anchor && anchor != root)
+            rc = group_bufs(&c, anchor, bind, &budget);
         if (rc == -2) {
             kir_kernel_destroy(k);
-            return ir_node_errorf(d, n, "fused group %d cannot be compiled as one kernel (a member is not "
-                                  "elementwise, or it inlines more than 256 evaluations)", n->group);
+            return ir_node_errorf(d, root, "fused group %d cannot be compiled as one kernel (a member is not "
+                                  "elementwise, or it inlines more than 256 evaluations)", root->group);
         }
         if (rc < 0)
             goto oom;
@@ -518,6 +620,11 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         }
         if (rc < 0)
             goto oom;
+        if (c.epi_root && !c.epi_used) {
+            kir_kernel_destroy(k);
+            return ir_node_errorf(d, root, "fused group %d cannot be compiled as one kernel: the lowering of "
+                                  "'%s' (%s) takes no epilogue", root->group, anchor->name, ir_ops[anchor->op].name);
+        }
         goto verify;
     }
 

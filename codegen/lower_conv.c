@@ -497,7 +497,7 @@ static int lower_conv_naive(lctx *c, const geom *g)
     kir_expr *yi[IR_MAX_RANK + 2] = {nb, m};
     for (int j = 0; j < g->n; j++)
         yi[2 + j] = o[j];
-    return kir_store(k, b, c->out, yi, to_out(c, kir_acc(k, acc))) ? 0 : -1;
+    return kir_store(k, b, c->out, yi, to_out(c, lower_epi(c, kir_acc(k, acc), yi))) ? 0 : -1;
 }
 
 /* ConvTranspose as a gather: y[n,m,o] = b[m] + sum over the input
@@ -794,6 +794,20 @@ static int lower_conv_fast(lctx *c, const geom *g)
     }
     if (rest > 0 && fconv_taps(c, &f, b, i64c(k, full * u), rest) < 0)
         return -1;
+    if (!c->epi_root)
+        return 0;
+    /* the sums are final once every channel went in: a fused group's
+     * epilogue rewrites the tile in place */
+    int ev = kir_new_var(k);
+    kir_stmt *le = kir_for(k, b, ev, f.t0 ? f.t0 : i64c(k, 0), f.t1 ? f.t1 : i64c(k, f.vlen), KIR_VECTOR, f.width);
+    if (!le)
+        return -1;
+    for (int64_t mo = 0; mo < f.mb; mo++) {
+        kir_expr *yi[IR_MAX_RANK + 2];
+        fc_out_idx(k, &f, iaddc(k, f.m0, mo), kir_var(k, ev), yi);
+        if (!kir_store(k, &le->body, c->out, yi, lower_epi(c, kir_load(k, c->out, yi), yi)))
+            return -1;
+    }
     return 0;
 }
 

@@ -27,6 +27,13 @@ typedef struct {
     ir_dtype cdt;              /* compute dtype of floats (f16/bf16 -> f32) */
     int lanes;                 /* the target's vector width in 32-bit lanes */
     kir_expr **at;             /* fused groups: the index being computed (NULL: var[]) */
+    /* A fused group with an anchor (docs/fusion.md): the anchor is c->n,
+     * its output buffer c->out is the root's, and its final values go
+     * through lower_epi, which computes the root's value from them. */
+    const ir_node *epi_root;   /* the group's root, or NULL */
+    const ir_node *anchor;     /* the group's anchor, when epi_root is set */
+    kir_expr *epi_val;         /* the anchor's value while lower_epi runs */
+    bool epi_used;             /* lower_epi was called */
 } lctx;
 
 /* f16/bf16 compute in f32; other dtypes in themselves. */
@@ -59,6 +66,19 @@ static inline kir_expr *to_out_i(lctx *c, int i, kir_expr *v)
 }
 
 static inline kir_expr *to_out(lctx *c, kir_expr *v) { return to_out_i(c, 0, v); }
+
+/* The value to store at output index idx (one index per dim of the
+ * output) when the node's final value there is v, in c->cdt: v itself,
+ * or, when the node anchors a fused group, the root's value computed from
+ * v by the group's elementwise members (in the root's compute dtype; the
+ * root's output has the anchor's dtype, so to_out casts it). Call it for
+ * FINAL values only: partial results stored to the output and read back
+ * must bypass it. */
+kir_expr *lower_epi(lctx *c, kir_expr *v, kir_expr *const *idx);
+
+/* Input i of c->n at idx, in its dtype: loaded, or, when a member of
+ * the fused group produces it (a normalization's prologue), computed. */
+kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx);
 
 /* Appends `for var in [0, hi)` of the given kind to b. */
 static inline kir_stmt *loop(lctx *c, kir_block *b, int var, kir_expr *hi, kir_loop kind)

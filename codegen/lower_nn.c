@@ -165,7 +165,8 @@ static int lower_plain(lctx *c, const mm_geo *g)
     if (!kir_acc_set(k, &lk->body, acc, prod))
         return -1;
     out_idx(g, ov, i, j, oi);
-    return kir_store(k, body, c->out, oi, to_out(c, epilogue(c, g, kir_acc(k, acc), i, j))) ? 0 : -1;
+    return kir_store(k, body, c->out, oi, to_out(c, lower_epi(c, epilogue(c, g, kir_acc(k, acc), i, j), oi))) ? 0
+                                                                                                           : -1;
 }
 
 static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
@@ -178,60 +179,42 @@ enum { MIN_CHUNKS = 8 };
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int lower_tile(lctx *c, cg_tile *t)
+/* The tile's geometry inside one parallel chunk. */
+typedef struct {
+    int64_t nb, np, nq;       /* row blocks, column panels per group, panels in all */
+    int64_t mcb, ncp;         /* row blocks and panels per chunk */
+    kir_expr *rc, *cc;        /* this chunk's row and column chunk */
+} tile_geo;
+
+/* The reduction blocks [kb0, kb1) of the chunk, in *b. All but the last
+ * block leave partial sums in the output as they are; `final` blocks
+ * (only the last) store through the epilogues, which then run once per
+ * element. */
+static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int64_t kb0, int64_t kb1, bool final)
 {
     kir_kernel *k = c->k;
     int R = t->rows;
-    if (R < 1 || R > TILE_MAX_ROWS || t->width < 1)
-        return -1;
-    int64_t nb = cdiv(t->m, R), np = cdiv(t->n, t->width), nq = t->ng * np;
-    /* chunks of row blocks x column panels, split evenly; more of them
-     * when there are too few to share between threads */
-    int64_t nrc = cdiv(nb, MC_BLOCKS), ncc = cdiv(nq, NC_PANELS);
-    while (t->nbat * nrc * ncc < MIN_CHUNKS) {
-        bool can_r = nrc < nb, can_c = ncc < nq;
-        if (!can_r && !can_c)
-            break;
-        if (can_c && (!can_r || nq * nrc >= nb * ncc))
-            ncc++;
-        else
-            nrc++;
-    }
-    int64_t mcb = cdiv(nb, nrc), ncp = cdiv(nq, ncc);
-    nrc = cdiv(nb, mcb);
-    ncc = cdiv(nq, ncp);
-    int64_t nch = nrc * ncc;
-
-    int pv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, t->nbat * nch), KIR_PARALLEL, 0);
-    if (!lp)
-        return -1;
-    kir_expr *p = kir_var(k, pv);
-    if (t->setup && t->setup(c, t, t->nbat > 1 ? idiv(k, p, nch) : i64c(k, 0)) < 0)
-        return -1;
-    kir_expr *pc = kir_op2(k, KIR_REM, IR_I64, p, i64c(k, nch));
-    kir_expr *rc = idiv(k, pc, ncc), *cc = kir_op2(k, KIR_REM, IR_I64, pc, i64c(k, ncc));
     int kbv = kir_new_var(k), qv = kir_new_var(k), jv = kir_new_var(k), rbv = kir_new_var(k);
-    kir_stmt *lkb = loop(c, &lp->body, kbv, i64c(k, t->nkb), KIR_SERIAL);
+    kir_stmt *lkb = kir_for(k, b, kbv, i64c(k, kb0), i64c(k, kb1), KIR_SERIAL, 0);
     if (!lkb)
         return -1;
     kir_expr *kb = kir_var(k, kbv);
-    kir_expr *q0 = kir_imul(k, cc, i64c(k, ncp));
-    kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, imin(k, i64c(k, nq), kir_iadd(k, q0, i64c(k, ncp))), KIR_SERIAL,
-                           0);
+    kir_expr *q0 = kir_imul(k, q->cc, i64c(k, q->ncp));
+    kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, imin(k, i64c(k, q->nq), kir_iadd(k, q0, i64c(k, q->ncp))),
+                           KIR_SERIAL, 0);
     if (!lq)
         return -1;
-    kir_expr *q = kir_var(k, qv);
-    kir_expr *g = np > 1 ? idiv(k, q, np) : q;
-    kir_expr *j0 = np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, q, i64c(k, np)), i64c(k, t->width))
-                          : i64c(k, 0);
+    kir_expr *qx = kir_var(k, qv);
+    kir_expr *g = q->np > 1 ? idiv(k, qx, q->np) : qx;
+    kir_expr *j0 = q->np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, qx, i64c(k, q->np)), i64c(k, t->width))
+                             : i64c(k, 0);
     kir_stmt *lj = kir_for(k, &lq->body, jv, j0, imin(k, i64c(k, t->n), kir_iadd(k, j0, i64c(k, t->width))),
                            KIR_VECTOR, t->width);
     if (!lj)
         return -1;
     kir_expr *j = kir_var(k, jv);
-    kir_expr *rb0 = kir_imul(k, rc, i64c(k, mcb));
-    kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, imin(k, i64c(k, nb), kir_iadd(k, rb0, i64c(k, mcb))),
+    kir_expr *rb0 = kir_imul(k, q->rc, i64c(k, q->mcb));
+    kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, imin(k, i64c(k, q->nb), kir_iadd(k, rb0, i64c(k, q->mcb))),
                             KIR_SERIAL, 0);
     if (!lrb)
         return -1;
@@ -239,7 +222,6 @@ int lower_tile(lctx *c, cg_tile *t)
     kir_expr *rows[TILE_MAX_ROWS];
     int acc[TILE_MAX_ROWS];
     kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, kb, i64c(k, 0));
-    kir_expr *last = kir_op2(k, KIR_EQ, IR_BOOL, kb, i64c(k, t->nkb - 1));
     kir_expr *oi[IR_MAX_RANK];
     for (int r = 0; r < R; r++) {
         kir_expr *row = kir_iadd(k, kir_imul(k, kir_var(k, rbv), i64c(k, R)), i64c(k, r));
@@ -249,7 +231,7 @@ int lower_tile(lctx *c, cg_tile *t)
         kir_expr *init = zero(c);
         if (t->nkb > 1) {
             t->out(c, t, rows[r], g, j, oi);
-            init = kir_op3(k, KIR_SELECT, c->cdt, first, init, kir_load(k, c->out, oi));
+            init = kb0 > 0 ? kir_load(k, c->out, oi) : kir_op3(k, KIR_SELECT, c->cdt, first, init, kir_load(k, c->out, oi));
         }
         if (!kir_acc_set(k, tb, acc[r], init))
             return -1;
@@ -264,14 +246,58 @@ int lower_tile(lctx *c, cg_tile *t)
             return -1;
     }
     for (int r = 0; r < R; r++) {
-        kir_expr *v = kir_acc(k, acc[r]), *fin = t->epi ? t->epi(c, t, v, rows[r], g, j) : v;
-        if (t->nkb > 1 && fin != v)
-            fin = kir_op3(k, KIR_SELECT, c->cdt, last, fin, v);
         t->out(c, t, rows[r], g, j, oi);
-        if (!kir_store(k, tb, c->out, oi, fin))
+        kir_expr *v = kir_acc(k, acc[r]);
+        if (final) {
+            if (t->epi)
+                v = t->epi(c, t, v, rows[r], g, j);
+            v = lower_epi(c, v, oi);
+        }
+        if (!kir_store(k, tb, c->out, oi, v))
             return -1;
     }
     return 0;
+}
+
+int lower_tile(lctx *c, cg_tile *t)
+{
+    kir_kernel *k = c->k;
+    int R = t->rows;
+    if (R < 1 || R > TILE_MAX_ROWS || t->width < 1 || t->nkb < 1)
+        return -1;
+    tile_geo q = {.nb = cdiv(t->m, R), .np = cdiv(t->n, t->width)};
+    q.nq = t->ng * q.np;
+    /* chunks of row blocks x column panels, split evenly; more of them
+     * when there are too few to share between threads */
+    int64_t nrc = cdiv(q.nb, MC_BLOCKS), ncc = cdiv(q.nq, NC_PANELS);
+    while (t->nbat * nrc * ncc < MIN_CHUNKS) {
+        bool can_r = nrc < q.nb, can_c = ncc < q.nq;
+        if (!can_r && !can_c)
+            break;
+        if (can_c && (!can_r || q.nq * nrc >= q.nb * ncc))
+            ncc++;
+        else
+            nrc++;
+    }
+    q.mcb = cdiv(q.nb, nrc);
+    q.ncp = cdiv(q.nq, ncc);
+    nrc = cdiv(q.nb, q.mcb);
+    ncc = cdiv(q.nq, q.ncp);
+    int64_t nch = nrc * ncc;
+
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, t->nbat * nch), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv);
+    if (t->setup && t->setup(c, t, t->nbat > 1 ? idiv(k, p, nch) : i64c(k, 0)) < 0)
+        return -1;
+    kir_expr *pc = kir_op2(k, KIR_REM, IR_I64, p, i64c(k, nch));
+    q.rc = idiv(k, pc, ncc);
+    q.cc = kir_op2(k, KIR_REM, IR_I64, pc, i64c(k, ncc));
+    if (t->nkb > 1 && tile_blocks(c, t, &q, &lp->body, 0, t->nkb - 1, false) < 0)
+        return -1;
+    return tile_blocks(c, t, &q, &lp->body, t->nkb - 1, t->nkb, true);
 }
 
 /* ---- MatMul / Gemm on the tile ------------------------------------------ */
@@ -414,7 +440,8 @@ static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
     for (int r = 0; r < dot; r++)
         for (int q = 0; q < dot; q++) {
             kir_expr *oi[] = {rows[r], cols[q]};
-            if (!kir_store(k, tb, c->out, oi, epilogue(c, g, kir_acc(k, acc[r][q]), rows[r], cols[q])))
+            kir_expr *v = lower_epi(c, epilogue(c, g, kir_acc(k, acc[r][q]), rows[r], cols[q]), oi);
+            if (!kir_store(k, tb, c->out, oi, v))
                 return -1;
         }
     return 0;

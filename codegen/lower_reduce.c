@@ -184,7 +184,7 @@ kir_expr *red_cvt(lctx *c, kir_expr *v, ir_dtype dt)
 
 kir_expr *red_load(lctx *c, int i, kir_expr *const *idx, ir_dtype dt)
 {
-    return red_cvt(c, kir_load(c->k, c->buf[i], idx), dt);
+    return red_cvt(c, lower_in(c, i, idx), dt);
 }
 
 kir_expr *red_load_bcast(lctx *c, int i, kir_expr *const *idx, int r, ir_dtype dt)

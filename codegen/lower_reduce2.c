@@ -189,7 +189,7 @@ static int lower_softmax(lctx *c, int axis)
     else
         y = op2(c, KIR_DIV, kir_op1(k, KIR_EXP, ct, op2(c, KIR_SUB, red_load(c, 0, ix, ct), kir_acc(k, mx))),
                 kir_acc(k, sum));
-    return kir_store(k, p, c->out, ix, to_out(c, y)) ? 0 : -1;
+    return kir_store(k, p, c->out, ix, to_out(c, lower_epi(c, y, ix))) ? 0 : -1;
 }
 
 /* Softmax along an axis other than the last: the last dim is taken in
@@ -243,7 +243,7 @@ static int lower_softmax_cols(lctx *c, int axis)
                     return -1;
                 kir_expr *y = lg ? op2(c, KIR_SUB, xm, kir_op1(k, KIR_LOG, ct, s))
                                  : op2(c, KIR_DIV, kir_op1(k, KIR_EXP, ct, xm), s);
-                if (pass == 2 && !kir_store(k, p, c->out, ix, to_out(c, y)))
+                if (pass == 2 && !kir_store(k, p, c->out, ix, to_out(c, lower_epi(c, y, ix))))
                     return -1;
             }
         }
@@ -320,7 +320,7 @@ static int lower_layernorm(lctx *c, int axis)
     y = op2(c, KIR_MUL, y, red_load_bcast(c, 1, ix, t->rank, c->cdt));
     if (bi >= 0)
         y = op2(c, KIR_ADD, y, red_load_bcast(c, bi, ix, t->rank, c->cdt));
-    return kir_store(k, p, c->out, ix, to_out(c, y)) ? 0 : -1;
+    return kir_store(k, p, c->out, ix, to_out(c, lower_epi(c, y, ix))) ? 0 : -1;
 }
 
 /* ---- GroupNormalization, InstanceNormalization ------------------------------------ */

@@ -46,6 +46,46 @@ static bool candidate(const ir_node *n)
     return true;
 }
 
+/* n may anchor a group whose root has type rt: a contraction or
+ * normalization with one output of the root's dtype (a float) and static
+ * dims, whose lowering takes the group's elementwise members as its
+ * epilogue (codegen: lower_epi). Its inputs stay outside the group. */
+static bool anchor_candidate(const ir_node *n, const ir_type *rt)
+{
+    switch (n->op) {
+    case IR_OP_MATMUL: case IR_OP_GEMM: case IR_OP_CONV: case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
+    case IR_OP_LAYER_NORMALIZATION: case IR_OP_RMS_NORMALIZATION:
+        break;
+    default:
+        return false;
+    }
+    const ir_type *t = &n->out[0]->type;
+    if (n->nout != 1 || t->dtype != rt->dtype || !ir_dtype_is_float(t->dtype) || t->rank < 0)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (!ir_dim_is_const(t->dims[d]))
+            return false;
+    return true;
+}
+
+/* Conv kernels may index their output with the plane's dims (those after
+ * the channel dim, [2, hi)) flattened into the last of them: an input from
+ * outside the group must then span all of those dims or none. ConvNCHWc's
+ * plane is [2, rank - 1): its last dim is the channel block's lanes. */
+static bool flat_safe(const ir_value *x, const ir_type *rt, int hi)
+{
+    const ir_type *t = &x->type;
+    int all = 0, ones = 0, n = 0;
+    for (int d = 2; d < hi; d++) {
+        int xd = d - (rt->rank - t->rank);
+        bool one = xd < 0 || (ir_dim_is_const(t->dims[xd]) && t->dims[xd].v == 1);
+        all += xd >= 0 && ir_dim_eq(t->dims[xd], rt->dims[d]);
+        ones += one;
+        n++;
+    }
+    return t->rank >= 0 && (all == n || ones == n);
+}
+
 static bool same_dims(const ir_type *a, const ir_type *b)
 {
     if (a->rank != b->rank)
@@ -54,6 +94,44 @@ static bool same_dims(const ir_type *a, const ir_type *b)
         if (!ir_dim_eq(a->dims[d], b->dims[d]))
             return false;
     return true;
+}
+
+/* Normalizations read their data input up to 3 times (max, sum, the
+ * result; mean, variance, the result): a prologue is computed that often. */
+enum { NORM_READS = 3 };
+
+/* n's lowering computes its data input from a prologue when it is
+ * interior (codegen: red_load). */
+static bool prologue_anchor(const ir_node *n)
+{
+    return n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX || n->op == IR_OP_LAYER_NORMALIZATION ||
+           n->op == IR_OP_RMS_NORMALIZATION;
+}
+
+/* v is the data input of normalization a, and no other input of it. */
+static bool prologue_input(const ir_node *a, const ir_value *v)
+{
+    if (!prologue_anchor(a) || a->in[0] != v)
+        return false;
+    for (int i = 1; i < a->nin; i++)
+        if (a->in[i] == v)
+            return false;
+    return true;
+}
+
+/* n reads the result of a MatMul/Gemm/Conv that nothing else reads. */
+static bool feeds_on_contraction(const ir_graph *g, const ir_node *n, const int *at, const int *ustart)
+{
+    for (int i = 0; i < n->nin; i++) {
+        const ir_value *v = n->in[i];
+        int p = v ? at[v->id] : -1;
+        if (p < 0)
+            continue;
+        int op = g->nodes[p]->op;
+        if ((op == IR_OP_MATMUL || op == IR_OP_GEMM || op == IR_OP_CONV) && ustart[v->id + 1] - ustart[v->id] == 1)
+            return true;
+    }
+    return false;
 }
 
 typedef struct {
@@ -92,6 +170,18 @@ static int hpop(heap *h)
     return top;
 }
 
+/* Pushes the producers of n's first nin inputs not seen in this attempt. */
+static void push_producers(heap *h, const ir_node *n, int nin, const int *at, int *seen, int stamp)
+{
+    for (int i = 0; i < nin && i < n->nin; i++) {
+        int p = n->in[i] ? at[n->in[i]->id] : -1;
+        if (p >= 0 && seen[p] != stamp) {
+            seen[p] = stamp;
+            hpush(h, p);
+        }
+    }
+}
+
 int pass_fuse(pass_ctx *c)
 {
     ir_graph *g = c->g;
@@ -106,7 +196,9 @@ int pass_fuse(pass_ctx *c)
     ir_node **order = malloc(sizeof(ir_node *) * ((size_t)nn + 1));
     int *root = malloc(sizeof(int) * (2 * (size_t)nn + 1));
     int *evals = malloc(sizeof(int) * ((size_t)nn + 1)); /* member -> times computed */
-    if (!evals || !old || !at || !ustart || !seen || !is_out || !h.v || !order || !root)
+    int *members = malloc(sizeof(int) * ((size_t)nn + 1));
+    bool anchors = pass_opt_int(c, "anchors", 1) != 0;
+    if (!members || !evals || !old || !at || !ustart || !seen || !is_out || !h.v || !order || !root)
         goto oom;
     for (int i = 0; i < nv; i++)
         at[i] = -1;
@@ -146,45 +238,62 @@ int pass_fuse(pass_ctx *c)
     int64_t fused = 0;
     for (int r = nn - 1; r >= 0; r--) {
         ir_node *rn = g->nodes[r];
-        if (rn->group || !candidate(rn))
+        /* a normalization may root a group of its prologue */
+        bool root_anchor = anchors && !rn->group && prologue_anchor(rn) && anchor_candidate(rn, &rn->out[0]->type);
+        if (rn->group || !(candidate(rn) || root_anchor))
             continue;
-        int gid = ngroups + 1, size = 1;
+        int gid = ngroups + 1, size = 1, anchor = root_anchor ? r : -1;
         const ir_type *rt = &rn->out[0]->type;
         rn->group = gid;
-        evals[r] = 1;
+        evals[r] = root_anchor ? NORM_READS : 1;
+        members[0] = r;
         h.n = 0;
         /* Each producer is pushed once per attempt (seen == stamp), so
          * the heap never holds more than nn entries. */
         stamp++;
-        for (int i = 0; i < rn->nin; i++) {
-            int p = rn->in[i] ? at[rn->in[i]->id] : -1;
-            if (p >= 0 && seen[p] != stamp) {
-                seen[p] = stamp;
-                hpush(&h, p);
-            }
-        }
+        push_producers(&h, rn, root_anchor ? 1 : rn->nin, at, seen, stamp);
         while (h.n && size < max_ops) {
             int p = hpop(&h);
             ir_node *pn = g->nodes[p];
-            if (pn->group || !candidate(pn) || is_out[pn->out[0]->id] ||
+            bool an = anchors && anchor < 0 && !pn->group && anchor_candidate(pn, rt);
+            if (pn->group || !(an || candidate(pn)) || is_out[pn->out[0]->id] ||
                 !same_dims(&pn->out[0]->type, rt))
+                continue;
+            /* a prologue leaves a contraction's only reader to be that
+             * contraction's epilogue */
+            if (anchor >= 0 && !an && feeds_on_contraction(g, pn, at, ustart))
                 continue;
             int vid = pn->out[0]->id, ev = 0;
             bool inside = ustart[vid + 1] > ustart[vid];
             for (int u = ustart[vid]; u < ustart[vid + 1] && inside; u++) {
-                inside = g->nodes[users[u]]->group == gid;
+                /* the anchor's inputs come from outside the group, but a
+                 * normalization's data input */
+                const ir_node *un = g->nodes[users[u]];
+                inside = un->group == gid && (users[u] != anchor || prologue_input(un, pn->out[0]));
                 ev += inside ? evals[users[u]] : 0;
             }
-            if (!inside || ev > MAX_EVALS)
+            /* an anchor is computed once, whatever reads it */
+            if (!inside || (!an && ev > MAX_EVALS))
                 continue;
             pn->group = gid;
-            evals[p] = ev;
-            size++;
-            for (int i = 0; i < pn->nin; i++) {
-                int q = pn->in[i] ? at[pn->in[i]->id] : -1;
-                if (q >= 0 && seen[q] != stamp) {
-                    seen[q] = stamp;
-                    hpush(&h, q);
+            evals[p] = an ? NORM_READS : ev;
+            members[size++] = p;
+            if (an)
+                anchor = p;
+            if (!an || prologue_anchor(pn))
+                push_producers(&h, pn, an ? 1 : pn->nin, at, seen, stamp);
+        }
+        /* a Conv anchor leaves again when an outside input of the others
+         * breaks its kernel's indexing (it is never the root) */
+        int plane_hi = anchor < 0 ? 0 : g->nodes[anchor]->op == IR_OP_CONV ? rt->rank : 0;
+        for (int m = 0; plane_hi > 0 && anchor >= 0 && m < size; m++) {
+            const ir_node *mn = g->nodes[members[m]];
+            for (int i = 0; anchor >= 0 && mn != g->nodes[anchor] && i < mn->nin; i++) {
+                const ir_value *x = mn->in[i];
+                if (x && !(x->kind == IR_VAL_NODE && x->def->group == gid) && !flat_safe(x, rt, plane_hi)) {
+                    g->nodes[anchor]->group = 0;
+                    anchor = -1;
+                    size--;
                 }
             }
         }
@@ -251,5 +360,6 @@ done:
     free(order);
     free(root);
     free(evals);
+    free(members);
     return rc;
 }

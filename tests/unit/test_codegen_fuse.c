@@ -49,7 +49,7 @@ static double elem(const ir_tensor *t, int64_t i) { return ir_tensor_getf(t, i);
 /* Compiles g (inputs f32/f16 with the given dims for symbols), runs it
  * and checks every output against the interpreter. sym_n: the value of
  * symbol N (0: none). */
-static void check_compiled(ir_graph *g, int64_t sym_n, int want_kernels)
+static void check_compiled_tol(ir_graph *g, int64_t sym_n, int want_kernels, double tol, bool abs_scale)
 {
     icc_diag d = {{0}};
     ck_assert_int_eq(count_kernels(g), want_kernels);
@@ -90,9 +90,14 @@ static void check_compiled(ir_graph *g, int64_t sym_n, int want_kernels)
         }
         ck_assert_msg(icc_run(ctx, inputs, dimp, outputs) == ICC_OK, "%s", icc_context_error(ctx));
         for (int o = 0; o < g->noutputs; o++) {
+            /* f32 sums err in proportion to their terms, which the
+             * largest result bounds: tol of it, absolute */
+            double scale = 0.1;
+            for (int64_t e = 0; e < want[o].numel; e++)
+                scale = fmax(scale, fabs(elem(&want[o], e)));
             for (int64_t e = 0; e < want[o].numel; e++) {
                 double w = elem(&want[o], e), x = elem(&got[o], e);
-                ck_assert_msg(fabs(x - w) <= 1e-6 + 1e-5 * fabs(w) || (isnan(x) && isnan(w)),
+                ck_assert_msg(fabs(x - w) <= tol * (abs_scale ? scale : 0.1 + fabs(w)) || (isnan(x) && isnan(w)),
                               "threads %d, output %d [%lld] = %g, want %g", threads, o, (long long)e, x, w);
             }
             free(outputs[o]);
@@ -105,6 +110,13 @@ static void check_compiled(ir_graph *g, int64_t sym_n, int want_kernels)
     ir_tensors_free(want, g->noutputs);
     for (int i = 0; i < g->ninputs; i++)
         free(in[i].data);
+}
+
+/* Elementwise groups: as exact as the interpreter's float math (1e-6
+ * absolute, 1e-5 relative). */
+static void check_compiled(ir_graph *g, int64_t sym_n, int want_kernels)
+{
+    check_compiled_tol(g, sym_n, want_kernels, 1e-5, false);
 }
 
 #define FUSE "shape-infer,fuse,plan"
@@ -221,6 +233,134 @@ START_TEST(unloweable_group_is_an_error)
 }
 END_TEST
 
+
+/* ---- anchored groups: a contraction or normalization with its epilogue -- */
+
+/* The kernel count and the group's size of a graph run through fuse:
+ * the anchor and every member after it are one kernel. Contractions sum
+ * in f32 against the interpreter's double: 2e-5 of the largest result. */
+static void check_anchored(const char *text, int want_members, int want_kernels)
+{
+    icc_diag d = {{0}};
+    ir_graph *g = prepare(text, FUSE, &d);
+    int groups, members;
+    ir_graph_group_stats(g, &groups, &members);
+    ck_assert_int_eq(groups, 1);
+    ck_assert_int_eq(members, want_members);
+    check_compiled_tol(g, 0, want_kernels, 2e-5, true);
+    ir_graph_destroy(g);
+}
+
+/* MatMul (register tile) + bias + the erf GELU + a residual: one kernel;
+ * the GELU reads the biased value twice. */
+START_TEST(matmul_bias_gelu_residual)
+{
+    check_anchored("graph @mm(%x: f32[10,64], %w: f32[64,40], %b: f32[40], %r: f32[10,40]) -> (%y) {\n"
+                   "  %m = MatMul(%x, %w) : f32[10,40]\n"
+                   "  %h = Add(%m, %b) : f32[10,40]\n"
+                   "  %g = Gelu(%h) : f32[10,40]\n"
+                   "  %y = Add(%g, %r) : f32[10,40]\n"
+                   "}\n", 4, 1);
+}
+END_TEST
+
+/* K past the tile's reduction block: partial sums go through the output,
+ * the epilogue applies once, at the last block. */
+START_TEST(matmul_blocked_k_epilogue)
+{
+    check_anchored("graph @mmk(%x: f32[3,7,300], %w: f32[300,33]) -> (%y) {\n"
+                   "  %m = MatMul(%x, %w) : f32[3,7,33]\n"
+                   "  %t = Tanh(%m) : f32[3,7,33]\n"
+                   "  %y = Mul(%t, %m) : f32[3,7,33]\n"
+                   "}\n", 3, 1);
+}
+END_TEST
+
+/* Gemm with transB (the dot-product schedule) and Gemm's own C, then a
+ * Relu; a small MatMul (the plain schedule) then a Sigmoid. */
+START_TEST(gemm_and_plain_matmul_epilogues)
+{
+    check_anchored("graph @gemm(%x: f32[9,48], %w: f32[20,48], %c: f32[20]) -> (%y) {\n"
+                   "  %m = Gemm(%x, %w, %c) {transB = 1, alpha = 0.5} : f32[9,20]\n"
+                   "  %y = Relu(%m) : f32[9,20]\n"
+                   "}\n", 2, 1);
+    check_anchored("graph @vec(%x: f32[5], %w: f32[5,3]) -> (%y) {\n"
+                   "  %m = MatMul(%x, %w) : f32[3]\n"
+                   "  %y = Sigmoid(%m) : f32[3]\n"
+                   "}\n", 2, 1);
+}
+END_TEST
+
+/* Conv (implicit GEMM, flattened plane) + bias + a residual + Relu, and a
+ * strided one (rows) with a per-channel scale. */
+START_TEST(conv_residual_relu)
+{
+    check_anchored("graph @conv(%x: f32[2,16,9,9], %w: f32[24,16,3,3], %b: f32[24], %r: f32[2,24,9,9]) -> (%y) {\n"
+                   "  %c = Conv(%x, %w, %b) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[2,24,9,9]\n"
+                   "  %a = Add(%c, %r) : f32[2,24,9,9]\n"
+                   "  %y = Relu(%a) : f32[2,24,9,9]\n"
+                   "}\n", 3, 1);
+    check_anchored("graph @convs(%x: f32[1,8,11,11], %w: f32[16,8,3,3], %s: f32[16,1,1]) -> (%y) {\n"
+                   "  %c = Conv(%x, %w) {kernel_shape = [3, 3], strides = [2, 2]} : f32[1,16,5,5]\n"
+                   "  %y = Mul(%c, %s) : f32[1,16,5,5]\n"
+                   "}\n", 2, 1);
+}
+END_TEST
+
+/* A depthwise Conv (the vector-over-positions schedule, its sums final
+ * only after every channel block) and a dilated f32 Conv with groups of 2
+ * channels (the plain schedule). */
+START_TEST(depthwise_and_plain_conv_epilogues)
+{
+    check_anchored("graph @dw(%x: f32[1,16,12,12], %w: f32[16,1,3,3]) -> (%y) {\n"
+                   "  %c = Conv(%x, %w) {kernel_shape = [3, 3], group = 16, pads = [1, 1, 1, 1]} : f32[1,16,12,12]\n"
+                   "  %y = Clip(%c) : f32[1,16,12,12]\n"
+                   "}\n", 2, 1);
+    check_anchored("graph @dil(%x: f32[1,4,9,9], %w: f32[4,2,3,3]) -> (%y) {\n"
+                   "  %c = Conv(%x, %w) {kernel_shape = [3, 3], group = 2, dilations = [2, 2]} : f32[1,4,5,5]\n"
+                   "  %y = Exp(%c) : f32[1,4,5,5]\n"
+                   "}\n", 2, 1);
+}
+END_TEST
+
+/* Softmax along the last axis and along another, then a mask; a
+ * LayerNorm then a scale and shift of its own. */
+START_TEST(normalization_epilogues)
+{
+    check_anchored("graph @sm(%x: f32[6,37], %m: f32[6,37]) -> (%y) {\n"
+                   "  %p = Softmax(%x) {axis = -1} : f32[6,37]\n"
+                   "  %y = Mul(%p, %m) : f32[6,37]\n"
+                   "}\n", 2, 1);
+    check_anchored("graph @smc(%x: f32[4,5,19]) -> (%y) {\n"
+                   "  %p = LogSoftmax(%x) {axis = 1} : f32[4,5,19]\n"
+                   "  %y = Neg(%p) : f32[4,5,19]\n"
+                   "}\n", 2, 1);
+    check_anchored("graph @ln(%x: f32[3,4,64], %s: f32[64], %b: f32[64], %t: f32[64]) -> (%y) {\n"
+                   "  %n = LayerNormalization(%x, %s, %b) : f32[3,4,64]\n"
+                   "  %m = Mul(%n, %t) : f32[3,4,64]\n"
+                   "  %y = Relu(%m) : f32[3,4,64]\n"
+                   "}\n", 3, 1);
+}
+END_TEST
+
+/* Normalizations with a prologue: the residual Add computed in each of
+ * LayerNorm's passes, then an epilogue; a scaled, masked Softmax that
+ * roots its own group. */
+START_TEST(normalization_prologues)
+{
+    check_anchored("graph @lnp(%x: f32[2,5,48], %r: f32[2,5,48], %s: f32[48], %b: f32[48]) -> (%y) {\n"
+                   "  %a = Add(%x, %r) : f32[2,5,48]\n"
+                   "  %n = LayerNormalization(%a, %s, %b) : f32[2,5,48]\n"
+                   "  %y = Tanh(%n) : f32[2,5,48]\n"
+                   "}\n", 3, 1);
+    check_anchored("graph @smp(%x: f32[2,3,7,7], %m: f32[1,1,1,7]) -> (%y) {\n"
+                   "  %d = Div(%x, %m) : f32[2,3,7,7]\n"
+                   "  %a = Add(%d, %m) : f32[2,3,7,7]\n"
+                   "  %y = Softmax(%a) {axis = -1} : f32[2,3,7,7]\n"
+                   "}\n", 3, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("codegen_fuse");
@@ -232,6 +372,13 @@ static Suite *suite(void)
     tcase_add_test(tc, in_place_over_an_inner_members_input);
     tcase_add_test(tc, symbolic_dims);
     tcase_add_test(tc, unloweable_group_is_an_error);
+    tcase_add_test(tc, matmul_bias_gelu_residual);
+    tcase_add_test(tc, matmul_blocked_k_epilogue);
+    tcase_add_test(tc, gemm_and_plain_matmul_epilogues);
+    tcase_add_test(tc, conv_residual_relu);
+    tcase_add_test(tc, depthwise_and_plain_conv_epilogues);
+    tcase_add_test(tc, normalization_epilogues);
+    tcase_add_test(tc, normalization_prologues);
     suite_add_tcase(s, tc);
     return s;
 }
