@@ -432,7 +432,7 @@ static bool shapes_known(const ir_node *n)
     return true;
 }
 
-typedef enum { FAM_NONE, FAM_NN, FAM_REDUCE, FAM_MOVEMENT, FAM_CONV, FAM_MISC } lower_family;
+typedef enum { FAM_NONE, FAM_NN, FAM_REDUCE, FAM_MOVEMENT, FAM_CONV, FAM_MISC, FAM_ATTENTION } lower_family;
 
 /* The family that lowers a non-elementwise node. */
 static lower_family family(const ir_node *n)
@@ -449,6 +449,8 @@ static lower_family family(const ir_node *n)
         return FAM_CONV;
     if (cg_can_lower_misc(n))
         return FAM_MISC;
+    if (cg_can_lower_attention(n))
+        return FAM_ATTENTION;
     return FAM_NONE;
 }
 
@@ -616,6 +618,7 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         case FAM_MOVEMENT: rc = lower_movement(&c); break;
         case FAM_CONV: rc = lower_conv(&c); break;
         case FAM_MISC: rc = lower_misc(&c); break;
+        case FAM_ATTENTION: rc = lower_attention(&c); break;
         default: rc = -1;
         }
         if (rc < 0)

@@ -102,5 +102,7 @@ bool cg_can_lower_conv(const ir_node *n);
 int lower_conv(lctx *c);
 bool cg_can_lower_misc(const ir_node *n);
 int lower_misc(lctx *c);
+bool cg_can_lower_attention(const ir_node *n);
+int lower_attention(lctx *c);
 
 #endif

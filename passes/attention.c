@@ -1,0 +1,223 @@
+/* attention.c - recognises attention written out in primitive ops,
+ *
+ *     S = MatMul(Q, Kt)                 Q [B,H,Sq,D], Kt [B,H,D,Skv]
+ *     S = Mul(S, c) | Div(S, c)         optional, c a constant scalar
+ *     S = Add(S, M)                     optional, M a float mask
+ *     P = Softmax(S, axis=-1)
+ *     Y = MatMul(P, V)                  V [B,H,Skv,Dv]
+ *
+ * and replaces it by one Attention node (ONNX opset 23) Y = Attention(Q,
+ * K, V, M) with scale = c (1/c for Div; 1 when there is none), which the
+ * backend compiles as one kernel that never stores the [.., Sq, Skv]
+ * scores. K is Kt's Transpose input when Kt = Transpose(K) swapping the
+ * last two dims; otherwise a Transpose putting Kt back as [.., Skv, D] is
+ * added (simplify cancels it against a Transpose before). Every
+ * intermediate must be used only by the next step of the pattern and not
+ * be a graph output, because none of them exists afterwards; Q, K and V
+ * must agree in their batch and head dims (no broadcasting), and the
+ * mask's last dim must be Skv exactly (Attention pads a shorter one with
+ * -inf where Add would broadcast it). Y keeps its name.
+ */
+#include "passes/pass.h"
+#include "ir/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    pass_ctx *c;
+    int *uses;
+    int64_t found, transposes;
+} att;
+
+static ir_node *producer(const ir_value *v)
+{
+    if (!v || v->kind != IR_VAL_NODE || !v->def || v->def->dead)
+        return NULL;
+    return v->def;
+}
+
+/* v is produced by a live node whose only use is the pattern's next step
+ * (a graph output counts as a use). */
+static ir_node *single_use_producer(att *a, const ir_value *v, int op)
+{
+    ir_node *p = producer(v);
+    if (!p || p->op != op || p->nout != 1 || a->uses[v->id] != 1)
+        return NULL;
+    return p;
+}
+
+static bool rank4_float(const ir_value *v, ir_dtype dt)
+{
+    return v && v->type.rank == 4 && v->type.dtype == dt;
+}
+
+/* A constant scalar (any rank, one element) of a float dtype. */
+static bool const_scalar(const ir_value *v, double *out)
+{
+    if (!v || v->kind != IR_VAL_CONST || !ir_dtype_is_float(v->type.dtype) || v->cval.numel != 1)
+        return false;
+    *out = ir_tensor_getf(&v->cval, 0);
+    return isfinite(*out);
+}
+
+/* A name no live value has: base + suffix (+ .N). */
+static const char *fresh_name(const ir_graph *g, const char *base, const char *suffix, char *buf, size_t n)
+{
+    for (int k = 0;; k++) {
+        if (k)
+            snprintf(buf, n, "%.200s%s.%d", base, suffix, k);
+        else
+            snprintf(buf, n, "%.200s%s", base, suffix);
+        bool taken = false;
+        for (int i = 0; i < g->nvalues && !taken; i++)
+            taken = !g->values[i]->dead && !strcmp(g->values[i]->name, buf);
+        if (!taken)
+            return buf;
+    }
+}
+
+static bool is_last_swap(const ir_node *t)
+{
+    const int64_t *perm;
+    if (ir_attr_ints(t, "perm", &perm) != 4)
+        return false;
+    return perm[0] == 0 && perm[1] == 1 && perm[2] == 3 && perm[3] == 2;
+}
+
+/* Tries the pattern ending in the MatMul `pv` (P x V). Returns 1 when it
+ * rewrote, 0 when the pattern does not match, -1 on error. */
+static int match(att *a, ir_node *pv)
+{
+    ir_graph *g = a->c->g;
+    icc_diag *d = a->c->diag;
+    ir_value *y = pv->out[0], *v = pv->in[1];
+    ir_dtype dt = y->type.dtype;
+    if (!ir_dtype_is_float(dt) || !rank4_float(y, dt) || !rank4_float(v, dt))
+        return 0;
+    ir_node *sm = single_use_producer(a, pv->in[0], IR_OP_SOFTMAX);
+    int64_t axis = sm ? ir_attr_int(sm, "axis", -1) : 0;
+    if (!sm || (axis != -1 && axis != 3))
+        return 0;
+    ir_value *s = sm->in[0], *mask = NULL;
+    ir_node *add = NULL, *scl = NULL;
+    /* optional mask: either operand of the Add may be the scores */
+    ir_node *p = single_use_producer(a, s, IR_OP_ADD);
+    if (p) {
+        for (int side = 0; side < 2 && !add; side++) {
+            ir_node *q = producer(p->in[side]);
+            if (q && (q->op == IR_OP_MUL || q->op == IR_OP_DIV || q->op == IR_OP_MATMUL)) {
+                add = p;
+                mask = p->in[1 - side];
+                s = p->in[side];
+            }
+        }
+        if (!add)
+            return 0;
+        const ir_type *mt = &mask->type;
+        if (!ir_type_same(&add->out[0]->type, &s->type) || mt->dtype != dt || mt->rank < 1 || mt->rank > 4 ||
+            !ir_dim_eq(mt->dims[mt->rank - 1], s->type.dims[3]))
+            return 0;
+    }
+    double scale = 1.0;
+    bool have_scale = false;
+    if ((p = single_use_producer(a, s, IR_OP_MUL)) || (p = single_use_producer(a, s, IR_OP_DIV))) {
+        double cv;
+        int side = p->op == IR_OP_MUL && const_scalar(p->in[0], &cv) ? 1 : 0;
+        if (!const_scalar(p->in[1 - side], &cv) || !ir_type_same(&p->out[0]->type, &p->in[side]->type))
+            return 0;
+        if (p->op == IR_OP_DIV && (side != 0 || cv == 0))
+            return 0;
+        scale = p->op == IR_OP_DIV ? 1.0 / cv : cv;
+        have_scale = true;
+        scl = p;
+        s = p->in[side];
+    }
+    ir_node *qk = single_use_producer(a, s, IR_OP_MATMUL);
+    if (!qk)
+        return 0;
+    ir_value *q = qk->in[0], *kt = qk->in[1];
+    if (!rank4_float(q, dt) || !rank4_float(kt, dt) || !rank4_float(s, dt))
+        return 0;
+    const ir_dim *qd = q->type.dims, *kd = kt->type.dims, *vd = v->type.dims;
+    /* no batch or head broadcasting; D and Skv agree */
+    for (int i = 0; i < 2; i++)
+        if (!ir_dim_eq(qd[i], kd[i]) || !ir_dim_eq(qd[i], vd[i]))
+            return 0;
+    if (!ir_dim_eq(qd[3], kd[2]) || !ir_dim_eq(kd[3], vd[2]))
+        return 0;
+    if (have_scale && !(fabs(scale) < 3.4e38 && (float)scale != 0))
+        return 0;
+
+    /* K as [B, H, Skv, D] */
+    ir_node *tr = producer(kt);
+    ir_value *k;
+    if (tr && tr->op == IR_OP_TRANSPOSE && is_last_swap(tr) && rank4_float(tr->in[0], dt)) {
+        k = tr->in[0];
+        if (a->uses[kt->id] == 1)
+            ir_node_erase(tr);
+    } else {
+        char buf[256];
+        const char *nm = fresh_name(g, kt->name, ".k", buf, sizeof buf);
+        ir_node *t = ir_graph_add_node(g, IR_OP_TRANSPOSE, nm, 1, &kt, 1, &nm, d);
+        static const int64_t perm[4] = {0, 1, 3, 2};
+        if (!t || ir_node_set_ints(g, t, "perm", perm, 4) < 0)
+            return -1;
+        ir_type kty = kt->type;
+        kty.dims[2] = kt->type.dims[3];
+        kty.dims[3] = kt->type.dims[2];
+        t->out[0]->type = kty;
+        k = t->out[0];
+        a->transposes++;
+    }
+    ir_value *in[4] = {q, k, v, mask};
+    const char *yname = y->name;
+    ir_node *at = ir_graph_add_node(g, IR_OP_ATTENTION, pv->name, mask ? 4 : 3, in, 1, &yname, d);
+    if (!at || ir_node_set_float(g, at, "scale", (float)scale) < 0)
+        return -1;
+    at->out[0]->type = y->type;
+    ir_replace_all_uses(g, y, at->out[0]);
+    ir_node_erase(pv);
+    ir_node_erase(sm);
+    if (add)
+        ir_node_erase(add);
+    if (scl)
+        ir_node_erase(scl);
+    ir_node_erase(qk);
+    a->found++;
+    a->c->changed = true;
+    return 1;
+}
+
+int pass_attention(pass_ctx *c)
+{
+    ir_graph *g = c->g;
+    att a = {.c = c};
+    if (!(a.uses = malloc(sizeof(int) * ((size_t)g->nvalues + 1))))
+        return ir_errorf(c->diag, "out of memory");
+    ir_graph_count_uses(g, a.uses);
+    /* Matches never overlap (each erases its own single-use chain), and
+     * the new nodes are only appended, so one sweep over the nodes that
+     * existed before it finds them all. The use counts stay valid for
+     * the values a later match reads: a match only adds uses to values
+     * it keeps (Q, V, the mask, K). */
+    int n0 = g->nnodes, rc = 0;
+    for (int i = 0; i < n0 && rc >= 0; i++) {
+        ir_node *n = g->nodes[i];
+        if (!n->dead && n->op == IR_OP_MATMUL && n->nin == 2 && n->nout == 1)
+            rc = match(&a, n);
+    }
+    free(a.uses);
+    if (rc < 0)
+        return -1;
+    if (c->changed) {
+        ir_graph_compact(g);
+        if (ir_graph_toposort(g, c->diag) < 0)
+            return -1;
+    }
+    pass_stat(c, "attention patterns fused", a.found);
+    pass_stat(c, "transposes added", a.transposes);
+    return 0;
+}
