@@ -432,7 +432,7 @@ static bool shapes_known(const ir_node *n)
     return true;
 }
 
-typedef enum { FAM_NONE, FAM_NN, FAM_REDUCE, FAM_MOVEMENT, FAM_CONV, FAM_MISC, FAM_ATTENTION } lower_family;
+typedef enum { FAM_NONE, FAM_NN, FAM_REDUCE, FAM_MOVEMENT, FAM_CONV, FAM_MISC, FAM_ATTENTION, FAM_BLOCKED } lower_family;
 
 /* The family that lowers a non-elementwise node. */
 static lower_family family(const ir_node *n)
@@ -451,6 +451,8 @@ static lower_family family(const ir_node *n)
         return FAM_MISC;
     if (cg_can_lower_attention(n))
         return FAM_ATTENTION;
+    if (cg_can_lower_blocked(n))
+        return FAM_BLOCKED;
     return FAM_NONE;
 }
 
@@ -525,7 +527,7 @@ static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int
         if (!ir_dim_eq(a->dims[d], r->dims[d]))
             return false;
     lower_family f = family(anchor);
-    return f == FAM_NN || f == FAM_REDUCE || f == FAM_CONV;
+    return f == FAM_NN || f == FAM_REDUCE || f == FAM_CONV || f == FAM_BLOCKED;
 }
 
 kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx)
@@ -619,6 +621,7 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
         case FAM_CONV: rc = lower_conv(&c); break;
         case FAM_MISC: rc = lower_misc(&c); break;
         case FAM_ATTENTION: rc = lower_attention(&c); break;
+        case FAM_BLOCKED: rc = lower_blocked(&c); break;
         default: rc = -1;
         }
         if (rc < 0)

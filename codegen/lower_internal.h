@@ -104,5 +104,7 @@ bool cg_can_lower_misc(const ir_node *n);
 int lower_misc(lctx *c);
 bool cg_can_lower_attention(const ir_node *n);
 int lower_attention(lctx *c);
+bool cg_can_lower_blocked(const ir_node *n);
+int lower_blocked(lctx *c);
 
 #endif

@@ -595,12 +595,20 @@ ir_node *fe_emit(fe_lower *l, int op, const char *suffix, int nin, ir_value *con
     return n;
 }
 
+/* The registry op an ONNX op_type names, or -1: internal ops (made by
+ * passes, e.g. the layout pass's ConvNCHWc) are not ONNX ops. */
+static int onnx_op(const char *op_type)
+{
+    int op = ir_op_lookup(op_type, strlen(op_type));
+    return op == IR_OP_CONV_NCHWC ? -1 : op;
+}
+
 /* Lowers one flattened node into IR. */
 static int lower_node(fe_ctx *c, const fe_node *n)
 {
     if (!*n->domain && !strcmp(n->op_type, "Constant"))
         return lower_constant(c, n);
-    int op = ir_op_lookup(n->op_type, strlen(n->op_type));
+    int op = onnx_op(n->op_type);
     if (op < 0)
         op = fe_adapted_op(n->op_type);
     if (op < 0) /* check_supported lets none through; kept for safety */
@@ -668,7 +676,7 @@ static int check_supported(fe_ctx *c, const char *display)
     for (int i = 0; i < c->nodes.n; i++) {
         const fe_node *n = &c->nodes.v[i];
         if (!*n->domain && (!strcmp(n->op_type, "Constant") ||
-                            ir_op_lookup(n->op_type, strlen(n->op_type)) >= 0 ||
+                            onnx_op(n->op_type) >= 0 ||
                             fe_adapted_op(n->op_type) >= 0))
             continue;
         size_t la = strlen(n->domain), lb = strlen(n->op_type);

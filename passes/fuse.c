@@ -53,7 +53,7 @@ static bool candidate(const ir_node *n)
 static bool anchor_candidate(const ir_node *n, const ir_type *rt)
 {
     switch (n->op) {
-    case IR_OP_MATMUL: case IR_OP_GEMM: case IR_OP_CONV: case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
+    case IR_OP_MATMUL: case IR_OP_GEMM: case IR_OP_CONV: case IR_OP_CONV_NCHWC: case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
     case IR_OP_LAYER_NORMALIZATION: case IR_OP_RMS_NORMALIZATION:
         break;
     default:
@@ -285,7 +285,8 @@ int pass_fuse(pass_ctx *c)
         }
         /* a Conv anchor leaves again when an outside input of the others
          * breaks its kernel's indexing (it is never the root) */
-        int plane_hi = anchor < 0 ? 0 : g->nodes[anchor]->op == IR_OP_CONV ? rt->rank : 0;
+        int plane_hi = anchor < 0 ? 0 : g->nodes[anchor]->op == IR_OP_CONV ? rt->rank
+                     : g->nodes[anchor]->op == IR_OP_CONV_NCHWC ? rt->rank - 1 : 0;
         for (int m = 0; plane_hi > 0 && anchor >= 0 && m < size; m++) {
             const ir_node *mn = g->nodes[members[m]];
             for (int i = 0; anchor >= 0 && mn != g->nodes[anchor] && i < mn->nin; i++) {

@@ -1,0 +1,623 @@
+/* layout.c - blocked channel layouts (NCHWc) for 2-D convolutions.
+ *
+ * A blocked tensor is an ordinary rank-5 tensor [N, C/cb, H, W, cb]:
+ * channel c lives in block c / cb, lane c % cb, so the cb channels of
+ * one pixel are contiguous (one vector register when cb is the target's
+ * f32 width). Each eligible Conv (2-D, group 1, f32, static shapes, output
+ * channels a multiple of cb, input channels a multiple of cb or fewer
+ * than cb) becomes ConvNCHWc (ir/ref/conv_blocked.c) over blocked data
+ * with weights packed as [M/cb, C/cb, kh, kw, cb, cb]. An input of fewer
+ * than cb channels (an image) is read as 1-channel blocks, which NCHW
+ * already is: a Reshape to [N, C, H, W, 1] and weights [M/cb, C, kh, kw,
+ * 1, cb]. The reorders are plain IR: to blocked is Reshape [N, C/cb, cb,
+ * H, W] + Transpose [0,1,3,4,2], from blocked Transpose [0,1,4,2,3] +
+ * Reshape, so the interpreter and backend run them as they are.
+ *
+ * The pass walks the graph in order keeping, for each NCHW value, its
+ * blocked twin when one exists. A converted node's result is rebuilt in
+ * NCHW by a from-blocked reorder (so any user still sees it) whose input
+ * is remembered as the twin. These run on the twins instead when their
+ * operands have them: elementwise ops (Relu, the residual Add or Sum,
+ * Add/Mul by a per-channel constant, re-laid out as [C/cb, 1, 1, cb], or
+ * by a scalar), inference BatchNormalization with constant parameters (a
+ * blocked Mul and Add), MaxPool and AveragePool (the same op over three
+ * spatial dims, the lanes' window 1 wide) and pools over the whole plane
+ * (ReduceMean/ReduceMax over the blocked H, W); a later Conv takes its
+ * input's twin rather than a new to-blocked reorder. A from-blocked
+ * reorder nobody uses in the end is removed (cancelled), so reorders
+ * remain only where data enters or leaves a blocked region (ResNet-50:
+ * one, before its final Reshape).
+ *
+ * Weights: a constant is packed here; a ConstantOfShape (a splat, as the
+ * light test models have) becomes a ConstantOfShape of the packed shape;
+ * anything else gets the Reshape + Transpose, which `fold` evaluates when
+ * its input is constant. Options: block (0 = the host's f32 vector
+ * width: 16 with AVX-512F, else 8; passes do not see the target, so a
+ * cross-compile should give it), pad (1 = a padded conv reads an
+ * explicitly zero-padded copy of its input, made by a Pad on the blocked
+ * data, so the compiled kernel needs no bounds checks), min-k (convert
+ * only convs whose kernel has at least this many taps; 1 = all: measured,
+ * the blocked kernel is at least as fast as the NCHW one on every
+ * ResNet-50 shape, 1x1 included).
+ */
+#include "passes/pass.h"
+#include "ir/ops.h"
+#include "ir/ref/nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct lay {
+    pass_ctx *c;
+    ir_graph *g;
+    int64_t cb;
+    bool pad;
+    int64_t min_k;
+    ir_value **twin;           /* blocked twin by value id */
+    int ntwin;
+    ir_node **from;            /* the from-blocked Reshapes made */
+    int nfrom, capfrom;
+    int64_t convs, to_blk, moved;
+} lay;
+
+/* A name no live value has: base+suffix, else base+suffix.1, ... */
+static const char *fresh_name(const ir_graph *g, const char *base, const char *suffix, char *buf, size_t n)
+{
+    for (int k = 0;; k++) {
+        if (k)
+            snprintf(buf, n, "%.200s%s.%d", base, suffix, k);
+        else
+            snprintf(buf, n, "%.200s%s", base, suffix);
+        bool taken = false;
+        for (int i = 0; i < g->nvalues && !taken; i++)
+            taken = !g->values[i]->dead && !strcmp(g->values[i]->name, buf);
+        if (!taken)
+            return buf;
+    }
+}
+
+static ir_value *twin_of(const lay *L, const ir_value *v)
+{
+    return v && v->id < L->ntwin ? L->twin[v->id] : NULL;
+}
+
+static int set_twin(lay *L, const ir_value *v, ir_value *b)
+{
+    if (v->id >= L->ntwin) {
+        int n = L->g->nvalues + 64;
+        ir_value **t = realloc(L->twin, sizeof *t * (size_t)n);
+        if (!t)
+            return ir_errorf(L->c->diag, "out of memory");
+        memset(t + L->ntwin, 0, sizeof *t * (size_t)(n - L->ntwin));
+        L->twin = t;
+        L->ntwin = n;
+    }
+    L->twin[v->id] = b;
+    return 0;
+}
+
+static bool is_static_f32(const ir_value *v, int rank)
+{
+    return v && v->type.dtype == IR_F32 && v->type.rank == rank && ir_type_is_static(&v->type);
+}
+
+/* A new i64 constant [n] holding v. */
+static ir_value *i64_const(lay *L, const char *base, const char *suffix, const int64_t *v, int n)
+{
+    char buf[256];
+    ir_type t = {.dtype = IR_I64, .rank = 1, .dims = {ir_dim_const(n)}};
+    return ir_graph_add_const(L->g, fresh_name(L->g, base, suffix, buf, sizeof buf), &t, v, L->c->diag);
+}
+
+/* Appends node op(in) with one result, named `out_name` or fresh from
+ * base+suffix; the caller sets attributes, then infers the type. */
+static ir_node *add_node(lay *L, int op, const char *base, const char *suffix, int nin, ir_value *const *in,
+                         const char *out_name)
+{
+    char buf[256];
+    const char *nm = out_name ? out_name : fresh_name(L->g, base, suffix, buf, sizeof buf);
+    return ir_graph_add_node(L->g, op, "", nin, in, 1, &nm, L->c->diag);
+}
+
+static int infer(lay *L, ir_node *n)
+{
+    return ir_infer_node(n, L->c->diag);
+}
+
+/* Reshape x to dims[0..r) (the result named out_name or fresh). */
+static ir_value *reshape(lay *L, ir_value *x, const int64_t *dims, int r, const char *out_name)
+{
+    ir_value *s = i64_const(L, x->name, "_shape", dims, r);
+    if (!s)
+        return NULL;
+    ir_value *in[2] = {x, s};
+    ir_node *n = add_node(L, IR_OP_RESHAPE, x->name, "_r", 2, in, out_name);
+    return n && infer(L, n) == 0 ? n->out[0] : NULL;
+}
+
+static ir_value *transpose(lay *L, ir_value *x, const int64_t *perm, int r, const char *out_name)
+{
+    ir_node *n = add_node(L, IR_OP_TRANSPOSE, x->name, "_t", 1, &x, out_name);
+    if (!n || ir_node_set_ints(L->g, n, "perm", perm, r) < 0)
+        return n ? (ir_errorf(L->c->diag, "out of memory"), NULL) : NULL;
+    return infer(L, n) == 0 ? n->out[0] : NULL;
+}
+
+/* x [N, C, H, W] blocked, reusing its twin when it has one. */
+static ir_value *to_blocked(lay *L, ir_value *x)
+{
+    ir_value *b = twin_of(L, x);
+    if (b)
+        return b;
+    const ir_dim *d = x->type.dims;
+    int64_t s[5] = {d[0].v, d[1].v / L->cb, L->cb, d[2].v, d[3].v};
+    static const int64_t perm[5] = {0, 1, 3, 4, 2};
+    ir_value *r = reshape(L, x, s, 5, NULL);
+    if (!r || !(b = transpose(L, r, perm, 5, NULL)) || set_twin(L, x, b) < 0)
+        return NULL;
+    L->to_blk++;
+    return b;
+}
+
+/* The NCHW value of blocked b, with type t and name `name`; b becomes its
+ * twin. */
+static ir_value *from_blocked(lay *L, ir_value *b, const ir_type *t, const char *name)
+{
+    static const int64_t perm[5] = {0, 1, 4, 2, 3};
+    int64_t s[4];
+    for (int i = 0; i < 4; i++)
+        s[i] = t->dims[i].v;
+    ir_value *tr = transpose(L, b, perm, 5, NULL);
+    ir_value *y = tr ? reshape(L, tr, s, 4, name) : NULL;
+    if (!y || set_twin(L, y, b) < 0)
+        return NULL;
+    if (L->nfrom == L->capfrom) {
+        int cap = L->capfrom ? 2 * L->capfrom : 32;
+        ir_node **f = realloc(L->from, sizeof *f * (size_t)cap);
+        if (!f)
+            return ir_errorf(L->c->diag, "out of memory"), NULL;
+        L->from = f;
+        L->capfrom = cap;
+    }
+    L->from[L->nfrom++] = y->def;
+    return y;
+}
+
+/* Replaces n's result by the NCHW view of its blocked replacement b. */
+static int finish(lay *L, ir_node *n, ir_value *b)
+{
+    ir_value *y = n->out[0];
+    ir_value *v = from_blocked(L, b, &y->type, y->name);
+    if (!v)
+        return -1;
+    ir_replace_all_uses(L->g, y, v);
+    ir_node_erase(n);
+    L->c->changed = true;
+    return 0;
+}
+
+/* ---- Conv ----------------------------------------------------------------- */
+
+/* Packs W [M, C, kh, kw] as [M/cb, C/ib, kh, kw, ib, cb] (ib: the input's
+ * block, cb or 1). */
+static ir_value *pack_weights(lay *L, ir_value *w, int64_t ib)
+{
+    const ir_dim *d = w->type.dims;
+    int64_t cb = L->cb, M = d[0].v, C = d[1].v, kh = d[2].v, kw = d[3].v;
+    int64_t packed[6] = {M / cb, C / ib, kh, kw, ib, cb};
+    char buf[256];
+    if (w->kind == IR_VAL_CONST) {
+        ir_type t = {.dtype = IR_F32, .rank = 6};
+        for (int i = 0; i < 6; i++)
+            t.dims[i] = ir_dim_const(packed[i]);
+        ir_value *p = ir_graph_add_const(L->g, fresh_name(L->g, w->name, "_nchwc", buf, sizeof buf), &t, NULL,
+                                         L->c->diag);
+        if (!p)
+            return NULL;
+        const float *src = w->cval.data;
+        float *dst = p->cval.data;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t k = 0; k < kh * kw; k++)
+                    dst[((((m / cb) * (C / ib) + c / ib) * kh * kw + k) * ib + c % ib) * cb + m % cb] =
+                        src[(m * C + c) * kh * kw + k];
+        return p;
+    }
+    ir_node *def = w->kind == IR_VAL_NODE ? w->def : NULL;
+    if (def && def->op == IR_OP_CONSTANT_OF_SHAPE && def->in[0]->kind == IR_VAL_CONST) {
+        /* a splat stays a splat */
+        ir_value *s = i64_const(L, w->name, "_nchwc_shape", packed, 6);
+        ir_node *n = s ? add_node(L, IR_OP_CONSTANT_OF_SHAPE, w->name, "_nchwc", 1, &s, NULL) : NULL;
+        for (int i = 0; n && i < def->nattr; i++)
+            if (ir_node_add_attr(L->g, n, &def->attrs[i]) < 0)
+                return ir_errorf(L->c->diag, "out of memory"), NULL;
+        return n && infer(L, n) == 0 ? n->out[0] : NULL;
+    }
+    int64_t split[6] = {M / cb, cb, C / ib, ib, kh, kw};
+    static const int64_t perm[6] = {0, 2, 4, 5, 3, 1};
+    ir_value *r = reshape(L, w, split, 6, NULL);
+    return r ? transpose(L, r, perm, 6, NULL) : NULL;
+}
+
+/* Bias [M] as [M/cb, cb]: the same elements in the same order. */
+static ir_value *pack_bias(lay *L, ir_value *b)
+{
+    int64_t M = b->type.dims[0].v, s[2] = {M / L->cb, L->cb};
+    if (b->kind == IR_VAL_CONST) {
+        char buf[256];
+        ir_type t = {.dtype = IR_F32, .rank = 2, .dims = {ir_dim_const(s[0]), ir_dim_const(s[1])}};
+        return ir_graph_add_const(L->g, fresh_name(L->g, b->name, "_nchwc", buf, sizeof buf), &t, b->cval.data,
+                                  L->c->diag);
+    }
+    return reshape(L, b, s, 2, NULL);
+}
+
+/* The blocked geometry of Conv n: pads [top, left, bottom, right],
+ * strides, dilations, and the input's block *ib: cb, or 1 for an input
+ * of fewer than cb channels (an image: NCHW is the blocked layout with
+ * 1-channel blocks, a Reshape away); false when n is not eligible. */
+static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl, int64_t *ib)
+{
+    if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1 || ir_attr_int(n, "group", 1) != 1)
+        return false;
+    ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+    if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
+        return false;
+    int64_t C = x->type.dims[1].v, M = w->type.dims[0].v;
+    *ib = C % L->cb == 0 ? L->cb : C < L->cb && !twin_of(L, x) ? 1 : 0;
+    if (!*ib || M % L->cb || w->type.dims[1].v != C || y->type.dims[1].v != M ||
+        w->type.dims[2].v * w->type.dims[3].v < L->min_k)
+        return false;
+    icc_diag d;
+    nn_window win;
+    ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
+    if (nn_window_parse(n, &d, 2, wk, &win) < 0)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        int64_t o, pb, pe, in = x->type.dims[2 + i].v, k = wk[i].v;
+        if (nn_window_dim(n, &d, &win, i, in, &o, &pb, &pe) < 0 || o != y->type.dims[2 + i].v || pb < 0 ||
+            pe < 0)
+            return false;
+        /* the blocked op's floor arithmetic must give the same extent */
+        int64_t span = (k - 1) * win.dilation[i] + 1;
+        if (in + pb + pe < span || (in + pb + pe - span) / win.stride[i] + 1 != o)
+            return false;
+        pads[i] = pb;
+        pads[2 + i] = pe;
+        s[i] = win.stride[i];
+        dl[i] = win.dilation[i];
+    }
+    return true;
+}
+
+static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *s, const int64_t *dl, int64_t ib)
+{
+    ir_value *x = n->in[0];
+    if (ib == 1) {
+        const ir_dim *d = x->type.dims;
+        int64_t s5[5] = {d[0].v, d[1].v, d[2].v, d[3].v, 1};
+        x = reshape(L, x, s5, 5, NULL);
+    } else {
+        x = to_blocked(L, x);
+    }
+    ir_value *w = x ? pack_weights(L, n->in[1], ib) : NULL;
+    if (!w)
+        return -1;
+    ir_value *b = n->nin > 2 && n->in[2] ? pack_bias(L, n->in[2]) : NULL;
+    if (n->nin > 2 && n->in[2] && !b)
+        return -1;
+    int64_t p[4] = {pads[0], pads[1], pads[2], pads[3]};
+    if (L->pad && (p[0] || p[1] || p[2] || p[3])) {
+        /* Pad's pads: begins of the 5 dims, then ends */
+        int64_t pp[10] = {0, 0, p[0], p[1], 0, 0, 0, p[2], p[3], 0};
+        ir_value *pv = i64_const(L, x->name, "_pads", pp, 10);
+        ir_value *in[2] = {x, pv};
+        ir_node *pn = pv ? add_node(L, IR_OP_PAD, x->name, "_pad", 2, in, NULL) : NULL;
+        if (!pn || infer(L, pn) < 0)
+            return -1;
+        x = pn->out[0];
+        memset(p, 0, sizeof p);
+    }
+    ir_value *in[3] = {x, w, b};
+    ir_node *c = add_node(L, IR_OP_CONV_NCHWC, n->out[0]->name, "_nchwc", b ? 3 : 2, in, NULL);
+    if (!c)
+        return -1;
+    c->name = n->name;
+    if (ir_node_set_ints(L->g, c, "strides", s, 2) < 0 || ir_node_set_ints(L->g, c, "pads", p, 4) < 0 ||
+        ir_node_set_ints(L->g, c, "dilations", dl, 2) < 0)
+        return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, c) < 0)
+        return -1;
+    L->convs++;
+    return finish(L, n, c->out[0]);
+}
+
+/* ---- layout-agnostic ops ----------------------------------------------------- */
+
+static bool same_dims(const ir_type *a, const ir_type *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (!ir_dim_is_const(a->dims[i]) || !ir_dim_is_const(b->dims[i]) || a->dims[i].v != b->dims[i].v)
+            return false;
+    return true;
+}
+
+/* Operand v of an elementwise op whose result has NCHW type t, on blocked
+ * data: its twin (same shape as t), itself when it has one element, or a
+ * per-channel constant re-laid out; NULL when none of these. */
+static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fail)
+{
+    ir_value *b = twin_of(L, v);
+    if (b)
+        return same_dims(&v->type, t) ? b : (*fail = true, NULL);
+    const ir_type *vt = &v->type;
+    int64_t numel;
+    if (!ir_type_is_static(vt) || vt->rank > 4 || !ir_type_numel(vt, &numel))
+        return *fail = true, NULL;
+    if (numel == 1)
+        return v;
+    int r = vt->rank;
+    if (v->kind != IR_VAL_CONST || r < 3 || vt->dims[r - 1].v != 1 || vt->dims[r - 2].v != 1 ||
+        vt->dims[r - 3].v != t->dims[1].v || (r == 4 && vt->dims[0].v != 1))
+        return *fail = true, NULL;
+    /* [.., C, 1, 1] -> [.., C/cb, 1, 1, cb]: element c keeps its place */
+    ir_type nt = *vt;
+    nt.rank = r + 1;
+    nt.dims[r - 3] = ir_dim_const(t->dims[1].v / L->cb);
+    nt.dims[r] = ir_dim_const(L->cb);
+    char buf[256];
+    return ir_graph_add_const(L->g, fresh_name(L->g, v->name, "_nchwc", buf, sizeof buf), &nt, v->cval.data,
+                              L->c->diag);
+}
+
+static int move_elementwise(lay *L, ir_node *n)
+{
+    if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1 || n->nin < 1 || n->nin > 8)
+        return 0;
+    const ir_type *t = &n->out[0]->type;
+    if (t->rank != 4 || !ir_type_is_static(t) || t->dims[1].v % L->cb)
+        return 0;
+    bool any = false, fail = false;
+    for (int i = 0; i < n->nin; i++)
+        any = any || twin_of(L, n->in[i]);
+    if (!any)
+        return 0;
+    ir_value *in[8];
+    for (int i = 0; i < n->nin && !fail; i++)
+        in[i] = n->in[i] ? blocked_operand(L, n->in[i], t, &fail) : NULL;
+    if (fail)
+        return 0;
+    ir_node *m = add_node(L, n->op, n->out[0]->name, "_nchwc", n->nin, in, NULL);
+    if (!m)
+        return -1;
+    m->name = n->name;
+    for (int i = 0; i < n->nattr; i++)
+        if (ir_node_add_attr(L->g, m, &n->attrs[i]) < 0)
+            return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, m) < 0)
+        return -1;
+    L->moved++;
+    return finish(L, n, m->out[0]);
+}
+
+/* Inference BatchNormalization with constant parameters as x*s + t on
+ * blocked data (s = scale/sqrt(var+eps), t = B - mean*s, re-laid out as
+ * [C/cb, 1, 1, cb]): the BatchNormalizations fold-bn could not fold. */
+static int move_batchnorm(lay *L, ir_node *n)
+{
+    ir_value *x = n->in[0], *b = twin_of(L, x);
+    if (!b || n->nin != 5 || n->nout != 1 || ir_attr_int(n, "training_mode", 0) != 0)
+        return 0;
+    int64_t C = x->type.dims[1].v;
+    for (int i = 1; i < 5; i++)
+        if (!n->in[i] || n->in[i]->kind != IR_VAL_CONST || !is_static_f32(n->in[i], 1) ||
+            n->in[i]->type.dims[0].v != C)
+            return 0;
+    ir_type t = {.dtype = IR_F32, .rank = 4,
+                 .dims = {ir_dim_const(C / L->cb), ir_dim_const(1), ir_dim_const(1), ir_dim_const(L->cb)}};
+    char buf[256];
+    ir_value *sv = ir_graph_add_const(L->g, fresh_name(L->g, n->out[0]->name, "_scale", buf, sizeof buf), &t, NULL,
+                                      L->c->diag);
+    ir_value *tv = sv ? ir_graph_add_const(L->g, fresh_name(L->g, n->out[0]->name, "_shift", buf, sizeof buf), &t,
+                                           NULL, L->c->diag)
+                      : NULL;
+    if (!tv)
+        return -1;
+    double eps = ir_attr_float(n, "epsilon", 1e-5f);
+    const float *sc = n->in[1]->cval.data, *bb = n->in[2]->cval.data, *mu = n->in[3]->cval.data,
+                *var = n->in[4]->cval.data;
+    float *so = sv->cval.data, *to = tv->cval.data;
+    for (int64_t i = 0; i < C; i++) {
+        double s = sc[i] / sqrt((double)var[i] + eps);
+        so[i] = (float)s;
+        to[i] = (float)(bb[i] - mu[i] * s);
+    }
+    ir_value *in[2] = {b, sv};
+    ir_node *m = add_node(L, IR_OP_MUL, n->out[0]->name, "_nchwc_scaled", 2, in, NULL);
+    if (!m || infer(L, m) < 0)
+        return -1;
+    in[0] = m->out[0];
+    in[1] = tv;
+    ir_node *a = add_node(L, IR_OP_ADD, n->out[0]->name, "_nchwc", 2, in, NULL);
+    if (!a || infer(L, a) < 0)
+        return -1;
+    m->name = a->name = n->name;
+    L->moved++;
+    return finish(L, n, a->out[0]);
+}
+
+/* A pool whose window is the whole plane (output 1x1, no padding) as a
+ * reduction over the blocked H, W. */
+/* MaxPool or AveragePool with explicit pads on blocked data: the same op
+ * over three spatial dims (H, W, lanes), the lanes' window 1 wide. */
+static int move_window_pool(lay *L, ir_node *n, ir_value *b)
+{
+    const int64_t *v;
+    int64_t k[3], st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, p[6] = {0};
+    if ((n->op != IR_OP_MAX_POOL && n->op != IR_OP_AVERAGE_POOL) ||
+        strcmp(ir_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") || ir_attr_ints(n, "kernel_shape", &v) != 2)
+        return 0;
+    k[0] = v[0], k[1] = v[1], k[2] = 1;
+    int cnt = ir_attr_ints(n, "strides", &v);
+    if (cnt >= 0 && cnt != 2)
+        return 0;
+    for (int i = 0; i < cnt; i++)
+        st[i] = v[i];
+    cnt = ir_attr_ints(n, "dilations", &v);
+    if (cnt >= 0 && cnt != 2)
+        return 0;
+    for (int i = 0; i < cnt; i++)
+        dl[i] = v[i];
+    cnt = ir_attr_ints(n, "pads", &v);
+    if (cnt >= 0 && cnt != 4)
+        return 0;
+    for (int i = 0; i < cnt; i++)
+        p[i < 2 ? i : i + 1] = v[i];
+    ir_node *m = add_node(L, n->op, n->out[0]->name, "_nchwc", 1, &b, NULL);
+    if (!m)
+        return -1;
+    m->name = n->name;
+    for (int i = 0; i < n->nattr; i++) {
+        const char *an = n->attrs[i].name;
+        if (strcmp(an, "kernel_shape") && strcmp(an, "strides") && strcmp(an, "dilations") && strcmp(an, "pads") &&
+            strcmp(an, "storage_order") && ir_node_add_attr(L->g, m, &n->attrs[i]) < 0)
+            return ir_errorf(L->c->diag, "out of memory");
+    }
+    if (ir_node_set_ints(L->g, m, "kernel_shape", k, 3) < 0 || ir_node_set_ints(L->g, m, "strides", st, 3) < 0 ||
+        ir_node_set_ints(L->g, m, "pads", p, 6) < 0 ||
+        (ir_node_attr(n, "dilations") && ir_node_set_ints(L->g, m, "dilations", dl, 3) < 0))
+        return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, m) < 0)
+        return -1;
+    const ir_type *yt = &n->out[0]->type, *mt = &m->out[0]->type;
+    if (mt->rank != 5 || mt->dims[2].v != yt->dims[2].v || mt->dims[3].v != yt->dims[3].v) {
+        ir_node_erase(m); /* not expected: the windows are the same arithmetic */
+        return 0;
+    }
+    L->moved++;
+    return finish(L, n, m->out[0]);
+}
+
+static int move_pool(lay *L, ir_node *n)
+{
+    ir_value *x = n->nin >= 1 ? n->in[0] : NULL, *b = twin_of(L, x);
+    if (!b || n->nout != 1)
+        return 0;
+    const ir_type *xt = &x->type, *yt = &n->out[0]->type;
+    if (yt->rank != 4 || !ir_type_is_static(yt))
+        return 0;
+    if (yt->dims[2].v != 1 || yt->dims[3].v != 1)
+        return move_window_pool(L, n, b);
+    int op;
+    switch (n->op) {
+    case IR_OP_GLOBAL_AVERAGE_POOL: op = IR_OP_REDUCE_MEAN; break;
+    case IR_OP_GLOBAL_MAX_POOL: op = IR_OP_REDUCE_MAX; break;
+    case IR_OP_AVERAGE_POOL:
+    case IR_OP_MAX_POOL: {
+        const int64_t *k, *p;
+        int nk = ir_attr_ints(n, "kernel_shape", &k), np = ir_attr_ints(n, "pads", &p);
+        bool whole = nk == 2 && k[0] == xt->dims[2].v && k[1] == xt->dims[3].v &&
+                     !strcmp(ir_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") && ir_attr_ints(n, "dilations", &p) < 0;
+        np = ir_attr_ints(n, "pads", &p);
+        for (int i = 0; i < np; i++)
+            whole = whole && !p[i];
+        if (!whole)
+            return move_window_pool(L, n, b);
+        op = n->op == IR_OP_AVERAGE_POOL ? IR_OP_REDUCE_MEAN : IR_OP_REDUCE_MAX;
+        break;
+    }
+    default:
+        return 0;
+    }
+    static const int64_t axes[2] = {2, 3};
+    ir_value *av = i64_const(L, x->name, "_axes", axes, 2);
+    ir_value *in[2] = {b, av};
+    ir_node *m = av ? add_node(L, op, n->out[0]->name, "_nchwc", 2, in, NULL) : NULL;
+    if (!m || ir_node_set_int(L->g, m, "keepdims", 1) < 0)
+        return m ? ir_errorf(L->c->diag, "out of memory") : -1;
+    m->name = n->name;
+    if (infer(L, m) < 0)
+        return -1;
+    L->moved++;
+    return finish(L, n, m->out[0]);
+}
+
+/* ---- the pass ------------------------------------------------------------------ */
+
+/* The host's f32 vector width (what the compiled kernels will be built
+ * for unless cross-compiling). */
+static int64_t host_block(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return 16;
+#endif
+    return 8;
+}
+
+/* Removes from-blocked reorders nobody uses; returns how many. */
+static int64_t cancel_unused(lay *L)
+{
+    int64_t n = 0;
+    for (int i = 0; i < L->nfrom; i++) {
+        ir_node *r = L->from[i];
+        if (r->dead || ir_value_count_uses(L->g, r->out[0]) > 0)
+            continue;
+        ir_node *t = r->in[0]->def;
+        ir_value *shape = r->in[1];
+        ir_node_erase(r);
+        if (shape->kind == IR_VAL_CONST && ir_value_count_uses(L->g, shape) == 0)
+            ir_value_erase(shape);
+        if (t && !t->dead && ir_value_count_uses(L->g, t->out[0]) == 0)
+            ir_node_erase(t);
+        n++;
+    }
+    return n;
+}
+
+int pass_layout(pass_ctx *c)
+{
+    lay L = {.c = c, .g = c->g};
+    L.cb = pass_opt_int(c, "block", 0);
+    if (L.cb <= 0)
+        L.cb = host_block();
+    if (L.cb > 1024)
+        return ir_errorf(c->diag, "layout: block %lld is too large", (long long)L.cb);
+    L.pad = pass_opt_int(c, "pad", 1) != 0;
+    L.min_k = pass_opt_int(c, "min-k", 1);
+    int rc = 0, n0 = c->g->nnodes;
+    for (int i = 0; i < n0 && rc == 0; i++) {
+        ir_node *n = c->g->nodes[i];
+        if (n->dead || n->group)
+            continue;
+        int64_t pads[4], s[2], dl[2], ib;
+        if (conv_ok(&L, n, pads, s, dl, &ib))
+            rc = convert_conv(&L, n, pads, s, dl, ib);
+        else if (ir_ops[n->op].flags & IR_F_ELEMWISE)
+            rc = move_elementwise(&L, n);
+        else if (n->op == IR_OP_BATCH_NORMALIZATION)
+            rc = move_batchnorm(&L, n);
+        else
+            rc = move_pool(&L, n);
+    }
+    if (rc == 0) {
+        int64_t cancelled = cancel_unused(&L);
+        int64_t kept = L.nfrom - cancelled;
+        if (L.convs || L.moved) {
+            ir_graph_compact(c->g);
+            rc = ir_graph_toposort(c->g, c->diag);
+        }
+        pass_stat(c, "convs converted", L.convs);
+        pass_stat(c, "ops moved to blocked", L.moved);
+        pass_stat(c, "reorders inserted", L.to_blk + kept);
+        pass_stat(c, "reorders cancelled", cancelled);
+    }
+    free(L.twin);
+    free(L.from);
+    return rc;
+}
