@@ -18,15 +18,20 @@ const pass_info pass_table[PASS_COUNT] = {
 /* The default pipelines, top to bottom. Each level names what it adds:
  *  -O0: types only, the graph as imported.
  *  -O1: constants folded, dead code removed.
- *  -O2: and simplified, BatchNorm folded into weights, duplicates merged,
- *       elementwise chains fused into one kernel each, intermediates
- *       planned into one arena.
- *  -O3: -O2 today; more fusion and layout join it as they land. */
+ *  -O2: and simplified, BatchNorm folded into weights, decomposed
+ *       norms/softmax/GELU recognised as one op each, duplicates merged,
+ *       elementwise chains fused into one kernel each with the
+ *       contraction or normalization before them, intermediates planned
+ *       into one arena.
+ *  -O3: and convolutions on blocked NCHWc data (layout), reorders at the
+ *       edges. Not in any level: `attention` (one Attention kernel for the
+ *       decomposed pattern; it saves the score buffers but is slower than
+ *       the MatMul/Softmax/MatMul kernels today, docs/fusion.md). */
 static const char *const levels[4] = {
     "shape-infer",
     "shape-infer,fold,dce",
-    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce,fuse,plan",
-    "shape-infer,simplify,fold,fold-bn,simplify,cse,dce,fuse,plan",
+    "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,fuse,plan",
+    "shape-infer,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,fuse,plan",
 };
 
 const char *icc_pipeline_for_level(int level)
