@@ -9,7 +9,7 @@ compiled outputs match the interpreter's), and ONNX Runtime's p50 with the same
 thread count. Prints a Markdown table (ratios are ORT time / icc time: > 1
 means icc is faster).
 
-    python3 bench/models.py [--icc build/icc] [--threads 1] [--runs 20] [MODEL.onnx ...]
+    python3 bench/models.py [--icc build/icc] [--threads 1] [--runs 20] [--level -O3] [MODEL.onnx ...]
 
 Default models: the onnx package's light_resnet50 and light_squeezenet (their
 symbolic dims pinned to 1).
@@ -65,6 +65,7 @@ def main():
     ap.add_argument("--icc", default=os.path.join(ROOT, "build/icc"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--level", default="-O3", help="icc's optimization level (-O0..-O3)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     models = a.models or [os.path.join(LIGHT, m + ".onnx") for m in ("light_resnet50", "light_squeezenet")]
@@ -74,7 +75,7 @@ def main():
     subprocess.run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "examples/runner/icc_runner.c"),
                     os.path.join(build, "libiccrt.a"), "-lpthread", "-ldl", "-o", runner], check=True)
     env = dict(os.environ, ICC_NUM_THREADS=str(a.threads))
-    print("threads: %d, runs: %d (p50 after one warm-up)\n" % (a.threads, a.runs))
+    print("threads: %d, runs: %d (p50 after one warm-up), icc %s\n" % (a.threads, a.runs, a.level))
     print("| model | compile (s) | .so (MB) | icc compiled (ms) | icc interpreter (ms) | ONNX Runtime (ms) | ORT / icc |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for path in models:
@@ -82,7 +83,7 @@ def main():
         opts, feeds = static_shapes(path)
         so = os.path.join(tmp, name + ".so")
         t0 = time.perf_counter()
-        r = subprocess.run([a.icc, path, *opts, "-o", so], capture_output=True, text=True)
+        r = subprocess.run([a.icc, path, *opts, a.level, "-o", so], capture_output=True, text=True)
         tc = time.perf_counter() - t0
         if r.returncode:
             print("| %s | failed: %s |" % (name, r.stderr.strip()[:200]))
@@ -90,7 +91,7 @@ def main():
         out = subprocess.run([runner, so, "--runs=%d" % a.runs], capture_output=True, text=True, env=env)
         m = re.search(r"p50 ([0-9.]+) ms", out.stdout)
         icc_ms = float(m.group(1)) if m else float("nan")
-        v = subprocess.run([a.icc, "verify", path, *opts, "--rtol=1e-3", "--atol=1e-4"], capture_output=True,
+        v = subprocess.run([a.icc, "verify", path, *opts, a.level, "--rtol=1e-3", "--atol=1e-4"], capture_output=True,
                            text=True, env=env)
         m = re.search(r"([0-9.]+) ms interpreted", v.stdout)
         interp_ms = float(m.group(1)) if m else float("nan")

@@ -745,6 +745,14 @@ int main(int argc, char **argv)
     }
     if (o.compiled && !o.passes)
         o.passes = icc_pipeline_for_level(2);
+    /* compiled code needs the memory plan, last (as the driver's compile
+     * step appends it: -O0 has none) */
+    static char with_plan[1024];
+    size_t np = o.passes ? strlen(o.passes) : 0;
+    if (o.compiled && !(np >= 4 && !strcmp(o.passes + np - 4, "plan"))) {
+        snprintf(with_plan, sizeof with_plan, "%s%splan", o.passes ? o.passes : "", np ? "," : "");
+        o.passes = with_plan;
+    }
     if (!o.data_dir == !o.models_dir) {
         usage(stderr);
         return 2;
