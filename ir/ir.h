@@ -299,6 +299,9 @@ int ir_value_count_uses(const ir_graph *g, const ir_value *v);
 void ir_node_erase(ir_node *n);
 void ir_value_erase(ir_value *v);
 void ir_graph_compact(ir_graph *g);
+/* A name no live value of g has: base + suffix, else base + suffix + .1,
+ * .2, ... (base cut at 200 bytes), written to buf. */
+const char *ir_graph_fresh_name(const ir_graph *g, const char *base, const char *suffix, char *buf, size_t n);
 /* Restores topological order after nodes were appended out of place,
  * keeping the existing order wherever it is already valid; -1 on a cycle. */
 int ir_graph_toposort(ir_graph *g, icc_diag *d);

@@ -9,8 +9,24 @@
  */
 #include "ir/ops.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+const char *ir_graph_fresh_name(const ir_graph *g, const char *base, const char *suffix, char *buf, size_t n)
+{
+    for (int k = 0;; k++) {
+        if (k)
+            snprintf(buf, n, "%.200s%s.%d", base, suffix, k);
+        else
+            snprintf(buf, n, "%.200s%s", base, suffix);
+        bool taken = false;
+        for (int i = 0; i < g->nvalues && !taken; i++)
+            taken = !g->values[i]->dead && !strcmp(g->values[i]->name, buf);
+        if (!taken)
+            return buf;
+    }
+}
 
 int ir_replace_all_uses(ir_graph *g, ir_value *from, ir_value *to)
 {

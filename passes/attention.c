@@ -63,21 +63,6 @@ static bool const_scalar(const ir_value *v, double *out)
     return isfinite(*out);
 }
 
-/* A name no live value has: base + suffix (+ .N). */
-static const char *fresh_name(const ir_graph *g, const char *base, const char *suffix, char *buf, size_t n)
-{
-    for (int k = 0;; k++) {
-        if (k)
-            snprintf(buf, n, "%.200s%s.%d", base, suffix, k);
-        else
-            snprintf(buf, n, "%.200s%s", base, suffix);
-        bool taken = false;
-        for (int i = 0; i < g->nvalues && !taken; i++)
-            taken = !g->values[i]->dead && !strcmp(g->values[i]->name, buf);
-        if (!taken)
-            return buf;
-    }
-}
 
 static bool is_last_swap(const ir_node *t)
 {
@@ -160,7 +145,7 @@ static int match(att *a, ir_node *pv)
             ir_node_erase(tr);
     } else {
         char buf[256];
-        const char *nm = fresh_name(g, kt->name, ".k", buf, sizeof buf);
+        const char *nm = ir_graph_fresh_name(g, kt->name, ".k", buf, sizeof buf);
         ir_node *t = ir_graph_add_node(g, IR_OP_TRANSPOSE, nm, 1, &kt, 1, &nm, d);
         static const int64_t perm[4] = {0, 1, 3, 2};
         if (!t || ir_node_set_ints(g, t, "perm", perm, 4) < 0)

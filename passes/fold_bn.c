@@ -29,28 +29,13 @@ static bool is_const(const ir_value *v)
     return v && v->kind == IR_VAL_CONST;
 }
 
-/* A name no live value has: base, else base.1, base.2, ... (in buf). */
-static const char *fresh_name(const ir_graph *g, const char *base, const char *suffix, char *buf, size_t n)
-{
-    for (int k = 0;; k++) {
-        if (k)
-            snprintf(buf, n, "%.200s%s.%d", base, suffix, k);
-        else
-            snprintf(buf, n, "%.200s%s", base, suffix);
-        bool taken = false;
-        for (int i = 0; i < g->nvalues && !taken; i++)
-            taken = !g->values[i]->dead && !strcmp(g->values[i]->name, buf);
-        if (!taken)
-            return buf;
-    }
-}
 
 /* A new constant of type t named after `base`, zero-filled for the
  * caller to write through cval. */
 static ir_value *new_const(fb *f, const char *base, const char *suffix, const ir_type *t)
 {
     char buf[256];
-    return ir_graph_add_const(f->c->g, fresh_name(f->c->g, base, suffix, buf, sizeof buf), t, NULL, f->c->diag);
+    return ir_graph_add_const(f->c->g, ir_graph_fresh_name(f->c->g, base, suffix, buf, sizeof buf), t, NULL, f->c->diag);
 }
 
 /* Replaces consumer `cons` (whose result the fold computes) and producer
@@ -176,7 +161,7 @@ static bool fold_matmul(fb *f, ir_node *mm, ir_node *cons, const double *s, cons
         ir_tensor_setf(&nb->cval, i, t[i]);
     char buf[256];
     ir_value *in[2] = {mm->in[0], nw};
-    ir_node *nm = emit(f, mm, cons, 2, in, NULL, fresh_name(g, mm->out[0]->name, "_scaled", buf, sizeof buf));
+    ir_node *nm = emit(f, mm, cons, 2, in, NULL, ir_graph_fresh_name(g, mm->out[0]->name, "_scaled", buf, sizeof buf));
     if (!nm)
         return false;
     const char *yname = cons->out[0]->name;

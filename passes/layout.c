@@ -62,21 +62,6 @@ typedef struct lay {
     int64_t convs, to_blk, moved;
 } lay;
 
-/* A name no live value has: base+suffix, else base+suffix.1, ... */
-static const char *fresh_name(const ir_graph *g, const char *base, const char *suffix, char *buf, size_t n)
-{
-    for (int k = 0;; k++) {
-        if (k)
-            snprintf(buf, n, "%.200s%s.%d", base, suffix, k);
-        else
-            snprintf(buf, n, "%.200s%s", base, suffix);
-        bool taken = false;
-        for (int i = 0; i < g->nvalues && !taken; i++)
-            taken = !g->values[i]->dead && !strcmp(g->values[i]->name, buf);
-        if (!taken)
-            return buf;
-    }
-}
 
 static ir_value *twin_of(const lay *L, const ir_value *v)
 {
@@ -108,7 +93,7 @@ static ir_value *i64_const(lay *L, const char *base, const char *suffix, const i
 {
     char buf[256];
     ir_type t = {.dtype = IR_I64, .rank = 1, .dims = {ir_dim_const(n)}};
-    return ir_graph_add_const(L->g, fresh_name(L->g, base, suffix, buf, sizeof buf), &t, v, L->c->diag);
+    return ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, base, suffix, buf, sizeof buf), &t, v, L->c->diag);
 }
 
 /* Appends node op(in) with one result, named `out_name` or fresh from
@@ -117,7 +102,7 @@ static ir_node *add_node(lay *L, int op, const char *base, const char *suffix, i
                          const char *out_name)
 {
     char buf[256];
-    const char *nm = out_name ? out_name : fresh_name(L->g, base, suffix, buf, sizeof buf);
+    const char *nm = out_name ? out_name : ir_graph_fresh_name(L->g, base, suffix, buf, sizeof buf);
     return ir_graph_add_node(L->g, op, "", nin, in, 1, &nm, L->c->diag);
 }
 
@@ -212,7 +197,7 @@ static ir_value *pack_weights(lay *L, ir_value *w, int64_t ib)
         ir_type t = {.dtype = IR_F32, .rank = 6};
         for (int i = 0; i < 6; i++)
             t.dims[i] = ir_dim_const(packed[i]);
-        ir_value *p = ir_graph_add_const(L->g, fresh_name(L->g, w->name, "_nchwc", buf, sizeof buf), &t, NULL,
+        ir_value *p = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_nchwc", buf, sizeof buf), &t, NULL,
                                          L->c->diag);
         if (!p)
             return NULL;
@@ -248,7 +233,7 @@ static ir_value *pack_bias(lay *L, ir_value *b)
     if (b->kind == IR_VAL_CONST) {
         char buf[256];
         ir_type t = {.dtype = IR_F32, .rank = 2, .dims = {ir_dim_const(s[0]), ir_dim_const(s[1])}};
-        return ir_graph_add_const(L->g, fresh_name(L->g, b->name, "_nchwc", buf, sizeof buf), &t, b->cval.data,
+        return ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, b->name, "_nchwc", buf, sizeof buf), &t, b->cval.data,
                                   L->c->diag);
     }
     return reshape(L, b, s, 2, NULL);
@@ -370,7 +355,7 @@ static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fa
     nt.dims[r - 3] = ir_dim_const(t->dims[1].v / L->cb);
     nt.dims[r] = ir_dim_const(L->cb);
     char buf[256];
-    return ir_graph_add_const(L->g, fresh_name(L->g, v->name, "_nchwc", buf, sizeof buf), &nt, v->cval.data,
+    return ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, v->name, "_nchwc", buf, sizeof buf), &nt, v->cval.data,
                               L->c->diag);
 }
 
@@ -420,9 +405,9 @@ static int move_batchnorm(lay *L, ir_node *n)
     ir_type t = {.dtype = IR_F32, .rank = 4,
                  .dims = {ir_dim_const(C / L->cb), ir_dim_const(1), ir_dim_const(1), ir_dim_const(L->cb)}};
     char buf[256];
-    ir_value *sv = ir_graph_add_const(L->g, fresh_name(L->g, n->out[0]->name, "_scale", buf, sizeof buf), &t, NULL,
+    ir_value *sv = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, n->out[0]->name, "_scale", buf, sizeof buf), &t, NULL,
                                       L->c->diag);
-    ir_value *tv = sv ? ir_graph_add_const(L->g, fresh_name(L->g, n->out[0]->name, "_shift", buf, sizeof buf), &t,
+    ir_value *tv = sv ? ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, n->out[0]->name, "_shift", buf, sizeof buf), &t,
                                            NULL, L->c->diag)
                       : NULL;
     if (!tv)

@@ -263,21 +263,6 @@ static bool power_of(const prod *p, const ir_value *x, int k)
 
 /* ---- rewriting ---------------------------------------------------------------------- */
 
-/* A name no live value has: base, else base.1, base.2, ... (in buf). */
-static const char *fresh_name(const ir_graph *g, const char *base, char *buf, size_t n)
-{
-    for (int k = 0;; k++) {
-        if (k)
-            snprintf(buf, n, "%.200s.%d", base, k);
-        else
-            snprintf(buf, n, "%.200s", base);
-        bool taken = false;
-        for (int i = 0; i < g->nvalues && !taken; i++)
-            taken = !g->values[i]->dead && !strcmp(g->values[i]->name, buf);
-        if (!taken)
-            return buf;
-    }
-}
 
 /* Replaces the pattern (root last computed) by one node of op over
  * in[0..nin), which takes the root's name, result name and type. The
@@ -455,7 +440,7 @@ static ir_value *param(rec *r, const ir_value *k, const ir_type *xt, int axis, c
         n = 1;
     }
     char buf[256];
-    ir_value *v = ir_graph_add_const(r->g, fresh_name(r->g, base, buf, sizeof buf), &t, NULL, r->c->diag);
+    ir_value *v = ir_graph_add_const(r->g, ir_graph_fresh_name(r->g, base, "", buf, sizeof buf), &t, NULL, r->c->diag);
     if (!v)
         return NULL;
     int kr = k ? k->cval.rank : 0;

@@ -40,21 +40,6 @@ static bool is_reshape_like(int op)
     return op == IR_OP_RESHAPE || op == IR_OP_SQUEEZE || op == IR_OP_UNSQUEEZE || op == IR_OP_FLATTEN;
 }
 
-/* A name no live value has: base, else base.1, base.2, ... (in buf). */
-static const char *fresh_name(const ir_graph *g, const char *base, char *buf, size_t n)
-{
-    for (int k = 0;; k++) {
-        if (k)
-            snprintf(buf, n, "%.*s.%d", (int)n - 16, base, k);
-        else
-            snprintf(buf, n, "%.*s", (int)n - 16, base);
-        bool taken = false;
-        for (int i = 0; i < g->nvalues && !taken; i++)
-            taken = !g->values[i]->dead && !strcmp(g->values[i]->name, buf);
-        if (!taken)
-            return buf;
-    }
-}
 
 typedef struct simp {
     pass_ctx *c;
@@ -372,7 +357,7 @@ static bool simplify_reshape(simp *s, ir_node *n)
         ir_type st = {.dtype = IR_I64, .rank = 1, .dims = {ir_dim_const(y->type.rank)}};
         char base[256], buf[256];
         snprintf(base, sizeof base, "%.200s_shape", y->name);
-        shape = ir_graph_add_const(g, fresh_name(g, base, buf, sizeof buf), &st, dims, s->c->diag);
+        shape = ir_graph_add_const(g, ir_graph_fresh_name(g, base, "", buf, sizeof buf), &st, dims, s->c->diag);
         if (!shape)
             return false;
     }
