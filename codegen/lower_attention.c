@@ -119,10 +119,9 @@ bool cg_can_lower_attention(const ir_node *n)
            g.hq % g.hkv == 0 && (n->in[0]->type.rank == 3 || n->in[0]->type.rank == 4);
 }
 
-static kir_expr *idiv(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)); }
 static kir_expr *irem(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)); }
-static kir_expr *imin(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_MIN, IR_I64, a, i64c(k, b)); }
-static kir_expr *imax(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_MAX, IR_I64, a, i64c(k, b)); }
+static kir_expr *iminc(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_MIN, IR_I64, a, i64c(k, b)); }
+static kir_expr *imaxc(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_MAX, IR_I64, a, i64c(k, b)); }
 
 static kir_expr *fc(lctx *c, double v) { return kir_const_f(c->k, c->cdt, v); }
 static kir_expr *op2(lctx *c, kir_op op, kir_expr *a, kir_expr *b) { return kir_op2(c->k, op, c->cdt, a, b); }
@@ -150,7 +149,7 @@ static kir_expr *kv_at(lctx *c, const att_geo *g, bool val, kir_expr *j, kir_exp
     kir_kernel *k = c->k;
     int cur = val ? 2 : 1, old = val ? 5 : 4;
     int64_t w = val ? g->dv : g->d;
-    kir_expr *jn = g->past ? imax(k, kir_iadd(k, j, i64c(k, -g->past)), 0) : j, *ix[4];
+    kir_expr *jn = g->past ? imaxc(k, kir_iadd(k, j, i64c(k, -g->past)), 0) : j, *ix[4];
     if (g->three) {
         ix[0] = g->bi;
         ix[1] = jn;
@@ -164,7 +163,7 @@ static kir_expr *kv_at(lctx *c, const att_geo *g, bool val, kir_expr *j, kir_exp
     kir_expr *now = load_in(c, cur, ix);
     if (!g->past)
         return now;
-    kir_expr *px[4] = {g->bi, g->khi, imin(k, j, g->past - 1), e};
+    kir_expr *px[4] = {g->bi, g->khi, iminc(k, j, g->past - 1), e};
     kir_expr *was = load_in(c, old, px);
     return kir_op3(k, KIR_SELECT, c->cdt, kir_op2(k, KIR_LT, IR_BOOL, j, i64c(k, g->past)), was, now);
 }
@@ -179,7 +178,7 @@ static kir_expr *bias(lctx *c, const att_geo *g, kir_expr *x, kir_expr *i, kir_e
     kir_expr *hidden = kir_op2(k, KIR_LE, IR_BOOL, i64c(k, g->total), jraw);
     if (n->nin > 3 && n->in[3]) {
         const ir_type *mt = &n->in[3]->type;
-        kir_expr *full[4] = {g->bi, g->hi, i, imin(k, j, g->mlen - 1)}, *ix[4];
+        kir_expr *full[4] = {g->bi, g->hi, i, iminc(k, j, g->mlen - 1)}, *ix[4];
         for (int d = 0; d < mt->rank; d++) {
             int od = 4 - mt->rank + d;
             ix[d] = mt->dims[d].v == 1 ? i64c(k, 0) : full[od];
@@ -268,9 +267,9 @@ int lower_attention(lctx *c)
         return -1;
     kir_block *body = &lp->body;
     kir_expr *p = kir_var(k, pv);
-    g.bi = g.b > 1 ? idiv(k, p, g.hq * g.nqb) : i64c(k, 0);
-    g.hi = irem(k, idiv(k, p, g.nqb), g.hq);
-    g.khi = g.reps > 1 ? idiv(k, g.hi, g.reps) : g.hi;
+    g.bi = g.b > 1 ? idivc(k, p, g.hq * g.nqb) : i64c(k, 0);
+    g.hi = irem(k, idivc(k, p, g.nqb), g.hq);
+    g.khi = g.reps > 1 ? idivc(k, g.hi, g.reps) : g.hi;
     kir_expr *qb = irem(k, p, g.nqb);
     if (n->nout > 1) {
         kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, qb, i64c(k, 0));
@@ -312,7 +311,7 @@ int lower_attention(lctx *c)
     kir_expr *jraw[KEYS], *key[KEYS];
     for (int q = 0; q < J; q++) {
         jraw[q] = kir_iadd(k, kir_imul(k, kir_var(k, jbv), i64c(k, J)), i64c(k, q));
-        key[q] = imin(k, jraw[q], g.total - 1);
+        key[q] = iminc(k, jraw[q], g.total - 1);
         for (int r = 0; r < R; r++)
             if (!kir_acc_set(k, kb, s[r][q], fc(c, 0)))
                 return -1;

@@ -41,18 +41,6 @@ typedef struct {
     kir_expr *icb, *kh, *kw, *ic;     /* the reduction's current position */
 } bconv;
 
-static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
-static kir_expr *imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
-static kir_expr *iaddc(kir_kernel *k, kir_expr *a, int64_t b) { return b ? kir_iadd(k, a, i64c(k, b)) : a; }
-static kir_expr *imulc(kir_kernel *k, kir_expr *a, int64_t b) { return b != 1 ? kir_imul(k, a, i64c(k, b)) : a; }
-static kir_expr *idivc(kir_kernel *k, kir_expr *a, int64_t b)
-{
-    return b != 1 ? kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)) : a;
-}
-static kir_expr *iremc(kir_kernel *k, kir_expr *a, int64_t b)
-{
-    return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)) : i64c(k, 0);
-}
 
 static bool read_ints(const ir_node *n, const char *name, int want, int64_t def, int64_t minv, int64_t *out)
 {

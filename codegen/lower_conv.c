@@ -184,18 +184,6 @@ static bool convt_geom(const ir_node *n, geom *g)
 /* ---- index arithmetic ---------------------------------------------------- */
 
 static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_I64, a, b); }
-static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
-static kir_expr *imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
-static kir_expr *iaddc(kir_kernel *k, kir_expr *a, int64_t b) { return b ? kir_iadd(k, a, i64c(k, b)) : a; }
-static kir_expr *imulc(kir_kernel *k, kir_expr *a, int64_t b) { return b != 1 ? kir_imul(k, a, i64c(k, b)) : a; }
-static kir_expr *idivc(kir_kernel *k, kir_expr *a, int64_t b)
-{
-    return b != 1 ? kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)) : a;
-}
-static kir_expr *iremc(kir_kernel *k, kir_expr *a, int64_t b)
-{
-    return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)) : i64c(k, 0);
-}
 
 /* max(0, ceil(a / s)) for s > 0: a negative numerator truncates to <= 0,
  * which the max clamps, so truncating division is enough. */

@@ -50,6 +50,20 @@ static inline kir_expr *dim_of(kir_kernel *k, ir_dim d)
 
 static inline kir_expr *i64c(kir_kernel *k, int64_t v) { return kir_const_i(k, IR_I64, v); }
 
+/* i64 index arithmetic; the *c forms take a constant and skip identities. */
+static inline kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
+static inline kir_expr *imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
+static inline kir_expr *iaddc(kir_kernel *k, kir_expr *a, int64_t b) { return b ? kir_iadd(k, a, i64c(k, b)) : a; }
+static inline kir_expr *imulc(kir_kernel *k, kir_expr *a, int64_t b) { return b != 1 ? kir_imul(k, a, i64c(k, b)) : a; }
+static inline kir_expr *idivc(kir_kernel *k, kir_expr *a, int64_t b)
+{
+    return b != 1 ? kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)) : a;
+}
+static inline kir_expr *iremc(kir_kernel *k, kir_expr *a, int64_t b)
+{
+    return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)) : i64c(k, 0);
+}
+
 /* Input i at idx, widened to its compute dtype. */
 static inline kir_expr *load_in(lctx *c, int i, kir_expr *const *idx)
 {

@@ -106,10 +106,7 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
-static kir_expr *imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
 static kir_expr *irem(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)); }
-static kir_expr *idiv(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)); }
 
 /* ---- reshapes, Transpose ---------------------------------------------------- */
 
@@ -629,13 +626,13 @@ static int lower_depth_space(lctx *c)
         kir_expr *blk = kir_iadd(k, kir_imul(k, bh, i64c(k, b)), bw);
         ii[1] = crd ? kir_iadd(k, kir_imul(k, oi[1], i64c(k, b * b)), blk)
                     : kir_iadd(k, kir_imul(k, blk, i64c(k, C)), oi[1]);
-        ii[2] = idiv(k, oi[2], b);
-        ii[3] = idiv(k, oi[3], b);
+        ii[2] = idivc(k, oi[2], b);
+        ii[3] = idivc(k, oi[3], b);
     } else {
         int64_t C = ti->dims[1].v;
-        kir_expr *q = idiv(k, oi[1], C);
+        kir_expr *q = idivc(k, oi[1], C);
         ii[1] = irem(k, oi[1], C);
-        ii[2] = kir_iadd(k, kir_imul(k, oi[2], i64c(k, b)), idiv(k, q, b));
+        ii[2] = kir_iadd(k, kir_imul(k, oi[2], i64c(k, b)), idivc(k, q, b));
         ii[3] = kir_iadd(k, kir_imul(k, oi[3], i64c(k, b)), irem(k, q, b));
     }
     return kir_store(k, body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;

@@ -169,8 +169,6 @@ static int lower_plain(lctx *c, const mm_geo *g)
                                                                                                            : -1;
 }
 
-static kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
-static kir_expr *idiv(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)); }
 
 /* ---- the register-tiled schedule (lower_tile.h) ---------------------- */
 
@@ -205,7 +203,7 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     if (!lq)
         return -1;
     kir_expr *qx = kir_var(k, qv);
-    kir_expr *g = q->np > 1 ? idiv(k, qx, q->np) : qx;
+    kir_expr *g = q->np > 1 ? idivc(k, qx, q->np) : qx;
     kir_expr *j0 = q->np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, qx, i64c(k, q->np)), i64c(k, t->width))
                              : i64c(k, 0);
     kir_stmt *lj = kir_for(k, &lq->body, jv, j0, imin(k, i64c(k, t->n), kir_iadd(k, j0, i64c(k, t->width))),
@@ -290,10 +288,10 @@ int lower_tile(lctx *c, cg_tile *t)
     if (!lp)
         return -1;
     kir_expr *p = kir_var(k, pv);
-    if (t->setup && t->setup(c, t, t->nbat > 1 ? idiv(k, p, nch) : i64c(k, 0)) < 0)
+    if (t->setup && t->setup(c, t, t->nbat > 1 ? idivc(k, p, nch) : i64c(k, 0)) < 0)
         return -1;
     kir_expr *pc = kir_op2(k, KIR_REM, IR_I64, p, i64c(k, nch));
-    q.rc = idiv(k, pc, ncc);
+    q.rc = idivc(k, pc, ncc);
     q.cc = kir_op2(k, KIR_REM, IR_I64, pc, i64c(k, ncc));
     if (t->nkb > 1 && tile_blocks(c, t, &q, &lp->body, 0, t->nkb - 1, false) < 0)
         return -1;
@@ -400,7 +398,7 @@ static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
     if (!lp)
         return -1;
     kir_expr *p = kir_var(k, pv);
-    kir_expr *rb0 = kir_imul(k, idiv(k, p, ncc), i64c(k, mcb));
+    kir_expr *rb0 = kir_imul(k, idivc(k, p, ncc), i64c(k, mcb));
     kir_expr *cb0 = kir_imul(k, kir_op2(k, KIR_REM, IR_I64, p, i64c(k, ncc)), i64c(k, ncb));
     kir_stmt *lc = kir_for(k, &lp->body, cbv, cb0, imin(k, i64c(k, nbc), kir_iadd(k, cb0, i64c(k, ncb))),
                            KIR_SERIAL, 0);
