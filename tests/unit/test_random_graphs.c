@@ -275,25 +275,39 @@ static void gen_conv(gen *s)
     ir_value *a = pick_rank(s, 3, 3);
     if (!a)
         return;
-    int64_t c = a->type.dims[1].v, l = a->type.dims[2].v, m = 1 + rint_(3);
-    int64_t wd[3] = {m, c, 1 + rint_((int)l)};
-    ir_value *in[3] = {a, add_const(s, 3, wd, NAN), NULL};
+    int64_t n = a->type.dims[0].v, c = a->type.dims[1].v, l = a->type.dims[2].v, m = 1 + rint_(3);
+    /* often as a 2-D Conv of [N,C,1,L] (what layout converts), reshaped back */
+    bool two = chance(50);
+    if (two) {
+        int64_t d4[4] = {n, c, 1, l};
+        ir_value *ri[2] = {a, add_i64_const(s, 4, d4)};
+        a = finish_node(s, add_node(s, IR_OP_RESHAPE, 2, ri));
+    }
+    int64_t wd[4] = {m, c, 1 + rint_((int)l), 0};
+    if (two)
+        wd[3] = wd[2], wd[2] = 1;
+    ir_value *in[3] = {a, add_const(s, two ? 4 : 3, wd, NAN), NULL};
     int nin = 2;
     if (chance(50))
         in[nin++] = add_const(s, 1, &m, NAN);
     ir_value *y = finish_node(s, add_node(s, IR_OP_CONV, nin, in));
     if (chance(50)) {
-        int64_t cd[2] = {m, 1};
+        int64_t cd[3] = {m, 1, 1};
         if (chance(70)) {
-            ir_value *mi[2] = {y, add_const(s, 2, cd, NAN)};
+            ir_value *mi[2] = {y, add_const(s, two ? 3 : 2, cd, NAN)};
             y = finish_node(s, add_node(s, IR_OP_MUL, 2, mi));
         }
         if (chance(70)) {
-            ir_value *ai[2] = {y, add_const(s, 2, cd, NAN)};
+            ir_value *ai[2] = {y, add_const(s, two ? 3 : 2, cd, NAN)};
             y = finish_node(s, add_node(s, IR_OP_ADD, 2, ai));
         }
     } else {
         y = maybe_bn(s, y, 60);
+    }
+    if (two) {
+        int64_t d3[3] = {n, m, y->type.dims[3].v};
+        ir_value *ri[2] = {y, add_i64_const(s, 3, d3)};
+        y = finish_node(s, add_node(s, IR_OP_RESHAPE, 2, ri));
     }
     push(s, y);
 }
@@ -598,10 +612,20 @@ static void compare(const ir_tensor *a, const ir_tensor *b, char *why, size_t n)
     }
 }
 
-/* The pipelines under test: every pass alone, then -O0..-O3. */
+/* Passes with options the generator's graphs need to be touched: layout
+ * by every 2-D Conv (one-channel blocks), fuse without anchors. */
+static const char *const with_options[] = {
+    "shape-infer,layout{block=1},simplify,cse,dce",
+    "shape-infer,fold-bn,layout{block=1},simplify,cse,dce,fuse,plan",
+    "shape-infer,fuse{anchors=0},plan",
+};
+enum { NOPTS = sizeof with_options / sizeof *with_options };
+
+/* The pipelines under test: every pass alone, -O0..-O3, then the above. */
 static const char *pipeline_of(int i)
 {
-    return i < PASS_COUNT ? pass_table[i].name : icc_pipeline_for_level(i - PASS_COUNT);
+    return i < PASS_COUNT ? pass_table[i].name
+         : i < PASS_COUNT + 4 ? icc_pipeline_for_level(i - PASS_COUNT) : with_options[i - PASS_COUNT - 4];
 }
 
 /* ---- tests --------------------------------------------------------------- */
@@ -642,7 +666,7 @@ START_TEST(pipeline_preserves_outputs)
     icc_pipeline p;
     icc_diag d = {{0}};
     ck_assert_msg(icc_pipeline_parse(pl, &p, &d) == 0, "%s", d.msg);
-    int failed = 0, changed = 0, shown = 0;
+    int failed = 0, changed = 0, shown = 0, blocked = 0;
     char first[1024] = "";
     for (unsigned seed = 0; seed < NGRAPHS; seed++) {
         ir_graph *g = gen_graph(seed);
@@ -676,6 +700,11 @@ START_TEST(pipeline_preserves_outputs)
         char *after = ir_print_string(c, NULL);
         if (after && strcmp(after, text))
             changed++;
+        for (int k = 0; k < c->nnodes; k++)
+            if (c->nodes[k]->op == IR_OP_CONV_NCHWC) {
+                blocked++;
+                break;
+            }
         if (why[0]) {
             if (!failed)
                 snprintf(first, sizeof first, "graph %u: %s", seed, why);
@@ -701,6 +730,9 @@ START_TEST(pipeline_preserves_outputs)
      * anything here is not being tested. */
     if (_i == PASS_DCE || _i == PASS_FOLD || _i == PASS_CSE || _i == PASS_SIMPLIFY || _i == PASS_FOLD_BN)
         ck_assert_msg(changed >= NGRAPHS / 10, "[%s] changed only %d of %d graphs", pl, changed, NGRAPHS);
+    /* and layout{block=1} has 2-D Convs to convert */
+    if (strstr(pl, "layout{block=1}"))
+        ck_assert_msg(blocked >= NGRAPHS / 20, "[%s] converted Convs in only %d of %d graphs", pl, blocked, NGRAPHS);
 }
 END_TEST
 
@@ -710,7 +742,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("random");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, generated_graphs_run);
-    tcase_add_loop_test(tc, pipeline_preserves_outputs, 0, PASS_COUNT + 4);
+    tcase_add_loop_test(tc, pipeline_preserves_outputs, 0, PASS_COUNT + 4 + NOPTS);
     suite_add_tcase(s, tc);
     return s;
 }
