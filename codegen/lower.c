@@ -55,7 +55,7 @@ static ir_dtype node_cdt(const ir_node *n)
 }
 
 /* Interior value v at idx (one index per dim of v), in its compute dtype. */
-static kir_expr *fused_value(lctx *c, const ir_value *v, kir_expr **idx)
+static kir_expr *fused_value(lctx *c, const ir_value *v, kir_expr *const *idx)
 {
     const ir_node *p = v->def;
     ir_dtype t = v->type.dtype;
@@ -133,12 +133,9 @@ kir_expr *lower_epi(lctx *c, kir_expr *v, kir_expr *const *idx)
     if (!c->epi_root || !v)
         return v;
     c->epi_used = true;
-    const ir_value *rv = c->epi_root->out[0];
-    kir_expr *ix[IR_MAX_RANK], *saved = c->epi_val;
-    for (int d = 0; d < rv->type.rank; d++)
-        ix[d] = idx[d];
+    kir_expr *saved = c->epi_val;
     c->epi_val = v;
-    kir_expr *e = fused_value(c, rv, ix);
+    kir_expr *e = fused_value(c, c->epi_root->out[0], idx);
     c->epi_val = saved;
     return e;
 }
@@ -532,13 +529,7 @@ static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int
 
 kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx)
 {
-    const ir_value *v = c->n->in[i];
-    if (c->buf[i] >= 0)
-        return kir_load(c->k, c->buf[i], idx);
-    kir_expr *ix[IR_MAX_RANK];
-    for (int d = 0; d < v->type.rank; d++)
-        ix[d] = idx[d];
-    return fused_value(c, v, ix);
+    return c->buf[i] >= 0 ? kir_load(c->k, c->buf[i], idx) : fused_value(c, c->n->in[i], idx);
 }
 
 bool cg_can_lower(const ir_node *n)

@@ -26,7 +26,7 @@ typedef struct {
     int orank;
     ir_dtype cdt;              /* compute dtype of floats (f16/bf16 -> f32) */
     int lanes;                 /* the target's vector width in 32-bit lanes */
-    kir_expr **at;             /* fused groups: the index being computed (NULL: var[]) */
+    kir_expr *const *at;       /* fused groups: the index being computed (NULL: var[]) */
     /* A fused group with an anchor (docs/fusion.md): the anchor is c->n,
      * its output buffer c->out is the root's, and its final values go
      * through lower_epi, which computes the root's value from them. */

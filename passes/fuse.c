@@ -255,7 +255,7 @@ int pass_fuse(pass_ctx *c)
         while (h.n && size < max_ops) {
             int p = hpop(&h);
             ir_node *pn = g->nodes[p];
-            bool an = anchors && anchor < 0 && !pn->group && anchor_candidate(pn, rt);
+            bool an = anchors && anchor < 0 && anchor_candidate(pn, rt);
             if (pn->group || !(an || candidate(pn)) || is_out[pn->out[0]->id] ||
                 !same_dims(&pn->out[0]->type, rt))
                 continue;
