@@ -197,11 +197,8 @@ int pass_attention(pass_ctx *c)
     free(a.uses);
     if (rc < 0)
         return -1;
-    if (c->changed) {
-        ir_graph_compact(g);
-        if (ir_graph_toposort(g, c->diag) < 0)
-            return -1;
-    }
+    if (pass_commit_rewrites(c) < 0)
+        return -1;
     pass_stat(c, "attention patterns fused", a.found);
     pass_stat(c, "transposes added", a.transposes);
     return 0;

@@ -313,11 +313,8 @@ int pass_fold_bn(pass_ctx *c)
             any |= done;
         }
     }
-    if (c->changed) {
-        ir_graph_compact(g);
-        if (ir_graph_toposort(g, c->diag) < 0)
-            return -1;
-    }
+    if (pass_commit_rewrites(c) < 0)
+        return -1;
     pass_stat(c, "batchnorms folded", f.bns);
     pass_stat(c, "scales folded", f.scales);
     return 0;

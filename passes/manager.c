@@ -65,6 +65,14 @@ int64_t pass_opt_int(const pass_ctx *c, const char *key, int64_t def)
     return def;
 }
 
+int pass_commit_rewrites(pass_ctx *c)
+{
+    if (!c->changed)
+        return 0;
+    ir_graph_compact(c->g);
+    return ir_graph_toposort(c->g, c->diag);
+}
+
 void pass_stat(pass_ctx *c, const char *name, int64_t delta)
 {
     for (int i = 0; i < c->nstats; i++)

@@ -65,6 +65,10 @@ extern const pass_info pass_table[PASS_COUNT];
 int64_t pass_opt_int(const pass_ctx *c, const char *key, int64_t def);
 /* Adds delta to the named counter (name must be a static string). */
 void pass_stat(pass_ctx *c, const char *name, int64_t delta);
+/* The end of a rewrite that erased nodes (ir_node_erase) or appended them
+ * out of place: when the pass changed the graph, drops the erased entries
+ * and restores topological order. 0, or -1 on a cycle (c->diag says). */
+int pass_commit_rewrites(pass_ctx *c);
 
 /* ---- pipelines ----------------------------------------------------------- */
 

@@ -773,11 +773,8 @@ int pass_recognize(pass_ctx *c)
     free(r.user);
     if (rc < 0)
         return -1;
-    if (c->changed) {
-        ir_graph_compact(g);
-        if (ir_graph_toposort(g, c->diag) < 0)
-            return -1;
-    }
+    if (pass_commit_rewrites(c) < 0)
+        return -1;
     pass_stat(c, "layernorms recognised", r.ln);
     pass_stat(c, "rmsnorms recognised", r.rms);
     pass_stat(c, "softmaxes recognised", r.sm);

@@ -441,11 +441,8 @@ int pass_simplify(pass_ctx *c)
         if (!any)
             break;
     }
-    if (c->changed) {
-        ir_graph_compact(g);
-        if (ir_graph_toposort(g, c->diag) < 0)
-            return -1;
-    }
+    if (pass_commit_rewrites(c) < 0)
+        return -1;
     pass_stat(c, "nodes removed", s.removed);
     pass_stat(c, "arithmetic identities", s.arith);
     pass_stat(c, "reshapes", s.reshapes);
