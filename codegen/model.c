@@ -4,7 +4,7 @@
  * constants are slices of one weights blob (64-byte aligned, in .rodata
  * or mapped from model.weights; the code reaches it through env->weights),
  * intermediates sit in the arena at the offsets the plan pass gave them.
- * Each node becomes a kernel (codegen/lower.c) compiled by the LLVM
+ * Each node becomes a kernel (codegen/lower/lower.c) compiled by the LLVM
  * emitter; `<prefix>_run` calls them in order, splitting a kernel's
  * parallel outer loop over the runtime's parallel_for. The descriptor
  * `<prefix>_model` is a constant laid out exactly as icc_model_desc.

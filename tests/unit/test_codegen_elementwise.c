@@ -100,7 +100,7 @@ static const tcase rand_cases[] = {
     {"Acosh(%a)", "%a: f32[32]", "f32[32]"},
     {"Atanh(%a)", "%a: f32[32]", "f32[32]"},
     /* inline exp/tanh/erf at their edges: overflow, underflow, NaN, inf */
-    /* contractions, normalizations, reshapes (codegen/lower_nn.c) */
+    /* contractions, normalizations, reshapes (codegen/lower/matmul.c) */
     {"Gemm(%a, %b, %c)", "%a: f32[5,7], %b: f32[7,3], %c: f32[3]", "f32[5,3]"},
     {"Gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, transA = 1, transB = 1}",
      "%a: f32[7,5], %b: f32[3,7], %c: f32[5,1]", "f32[5,3]"},

@@ -1,6 +1,6 @@
-/* lower_blocked.c - ConvNCHWc, the layout pass's blocked 2-D convolution
+/* conv_blocked.c - ConvNCHWc, the layout pass's blocked 2-D convolution
  * (ir/ref/conv_blocked.c), as a direct convolution on the register tile
- * (lower_tile.h).
+ * (tile.h).
  *
  * With X [N, C/cb, H, W, cb], W [M/mb, C/cb, kh, kw, cb, mb] and Y
  * [N, M/mb, OH, OW, mb], one output pixel's mb channels are contiguous in
@@ -17,7 +17,7 @@
  * vector load of W and `rows` FMAs whose broadcast operand LLVM folds
  * into the FMA. The reduction runs over (input block, kh, kw, lane); a
  * long one is cut into blocks of input channel blocks whose partial sums
- * go through Y. Unlike the NCHW implicit GEMM (lower_conv.c), no load is
+ * go through Y. Unlike the NCHW implicit GEMM (conv.c), no load is
  * masked or strided and no lane is wasted on a plane that does not fill
  * the vector.
  *
@@ -27,7 +27,7 @@
  * W the A load reads a clamped position and selects 0 outside (correct,
  * slower).
  */
-#include "codegen/lower_tile.h"
+#include "codegen/lower/tile.h"
 #include "ir/ops.h"
 
 typedef struct {
@@ -123,7 +123,7 @@ static int bc_setup(lctx *c, cg_tile *t, kir_expr *bat)
 /* The first input row of output row oh: oh*s - pad. */
 static kir_expr *row_start(kir_kernel *k, const bconv *g, kir_expr *gr)
 {
-    return iaddc(k, imulc(k, iremc(k, gr, g->OH), g->s[0]), -g->p[0]);
+    return lw_iaddc(k, lw_imulc(k, lw_iremc(k, gr, g->OH), g->s[0]), -g->p[0]);
 }
 
 static int bc_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *gr, kir_block **b)
@@ -133,24 +133,24 @@ static int bc_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *gr, kir_block 
     bconv *g = &u->g;
     u->gr = gr;
     int vb = kir_new_var(k), vh = kir_new_var(k), vw = kir_new_var(k), vi = kir_new_var(k);
-    kir_expr *c0 = imulc(k, kb, g->icbk);
-    kir_stmt *l = kir_for(k, *b, vb, c0, imin(k, i64c(k, g->CB), iaddc(k, c0, g->icbk)), KIR_SERIAL, 0);
+    kir_expr *c0 = lw_imulc(k, kb, g->icbk);
+    kir_stmt *l = kir_for(k, *b, vb, c0, lw_imin(k, lw_i64c(k, g->CB), lw_iaddc(k, c0, g->icbk)), KIR_SERIAL, 0);
     if (!l)
         return -1;
     /* taps along H inside the input: a range uniform in the tile */
-    kir_expr *lo = i64c(k, 0), *hi = i64c(k, g->KH);
+    kir_expr *lo = lw_i64c(k, 0), *hi = lw_i64c(k, g->KH);
     if (g->p[0] || g->p[2]) {
-        kir_expr *st = row_start(k, g, gr), *dd = i64c(k, g->d[0]);
+        kir_expr *st = row_start(k, g, gr), *dd = lw_i64c(k, g->d[0]);
         /* lo = ceil(-st / d) clamped to [0, KH]; hi = ceil((H - st) / d) likewise */
-        kir_expr *nlo = kir_op2(k, KIR_DIV, IR_I64, iaddc(k, kir_op2(k, KIR_SUB, IR_I64, i64c(k, 0), st), g->d[0] - 1), dd);
+        kir_expr *nlo = kir_op2(k, KIR_DIV, IR_I64, lw_iaddc(k, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 0), st), g->d[0] - 1), dd);
         kir_expr *nhi = kir_op2(k, KIR_DIV, IR_I64,
-                                iaddc(k, kir_op2(k, KIR_SUB, IR_I64, i64c(k, g->H), st), g->d[0] - 1), dd);
-        lo = imin(k, i64c(k, g->KH), imax(k, i64c(k, 0), nlo));
-        hi = imin(k, i64c(k, g->KH), imax(k, i64c(k, 0), nhi));
+                                lw_iaddc(k, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, g->H), st), g->d[0] - 1), dd);
+        lo = lw_imin(k, lw_i64c(k, g->KH), lw_imax(k, lw_i64c(k, 0), nlo));
+        hi = lw_imin(k, lw_i64c(k, g->KH), lw_imax(k, lw_i64c(k, 0), nhi));
     }
     kir_stmt *lh = kir_for(k, &l->body, vh, lo, hi, KIR_SERIAL, 0);
-    kir_stmt *lw = lh ? kir_for(k, &lh->body, vw, i64c(k, 0), i64c(k, g->KW), KIR_SERIAL, 0) : NULL;
-    kir_stmt *li = lw ? kir_for(k, &lw->body, vi, i64c(k, 0), i64c(k, g->CL), KIR_SERIAL, 0) : NULL;
+    kir_stmt *lw = lh ? kir_for(k, &lh->body, vw, lw_i64c(k, 0), lw_i64c(k, g->KW), KIR_SERIAL, 0) : NULL;
+    kir_stmt *li = lw ? kir_for(k, &lw->body, vi, lw_i64c(k, 0), lw_i64c(k, g->CL), KIR_SERIAL, 0) : NULL;
     if (!li)
         return -1;
     g->icb = kir_var(k, vb);
@@ -170,27 +170,27 @@ static kir_expr *bc_a(lctx *c, cg_tile *t, kir_expr *row)
     if (g->flat) {
         /* pixel `row` of the plane, addressed as a position past the
          * end of row 0 (the buffer is row-major, so it is the same element) */
-        kir_expr *xi[5] = {g->nb, g->icb, i64c(k, 0), row, g->ic};
-        return load_in(c, 0, xi);
+        kir_expr *xi[5] = {g->nb, g->icb, lw_i64c(k, 0), row, g->ic};
+        return lw_load_in(c, 0, xi);
     }
-    kir_expr *ih = kir_iadd(k, row_start(k, g, u->gr), imulc(k, g->kh, g->d[0]));
-    kir_expr *iw = iaddc(k, kir_iadd(k, imulc(k, row, g->s[1]), imulc(k, g->kw, g->d[1])), -g->p[1]);
+    kir_expr *ih = kir_iadd(k, row_start(k, g, u->gr), lw_imulc(k, g->kh, g->d[0]));
+    kir_expr *iw = lw_iaddc(k, kir_iadd(k, lw_imulc(k, row, g->s[1]), lw_imulc(k, g->kw, g->d[1])), -g->p[1]);
     if (!g->p[1] && !g->p[3]) {
         kir_expr *xi[5] = {g->nb, g->icb, ih, iw, g->ic};
-        return load_in(c, 0, xi);
+        return lw_load_in(c, 0, xi);
     }
     /* the clamped position is always inside the input; outside reads 0 */
-    kir_expr *cw = imin(k, i64c(k, g->W - 1), imax(k, i64c(k, 0), iw));
+    kir_expr *cw = lw_imin(k, lw_i64c(k, g->W - 1), lw_imax(k, lw_i64c(k, 0), iw));
     kir_expr *xi[5] = {g->nb, g->icb, ih, cw, g->ic};
     kir_expr *ok = kir_op2(k, KIR_EQ, IR_BOOL, cw, iw);
-    return kir_op3(k, KIR_SELECT, IR_F32, ok, load_in(c, 0, xi), kir_const_f(k, IR_F32, 0));
+    return kir_op3(k, KIR_SELECT, IR_F32, ok, lw_load_in(c, 0, xi), kir_const_f(k, IR_F32, 0));
 }
 
 static kir_expr *bc_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *j)
 {
     const bconv *g = &((bctile *)t->u)->g;
-    kir_expr *wi[6] = {g->flat ? gr : idivc(c->k, gr, g->OH), g->icb, g->kh, g->kw, g->ic, j};
-    return load_in(c, 1, wi);
+    kir_expr *wi[6] = {g->flat ? gr : lw_idivc(c->k, gr, g->OH), g->icb, g->kh, g->kw, g->ic, j};
+    return lw_load_in(c, 1, wi);
 }
 
 static void bc_out(lctx *c, cg_tile *t, kir_expr *row, kir_expr *gr, kir_expr *j, kir_expr **ix)
@@ -198,8 +198,8 @@ static void bc_out(lctx *c, cg_tile *t, kir_expr *row, kir_expr *gr, kir_expr *j
     kir_kernel *k = c->k;
     const bconv *g = &((bctile *)t->u)->g;
     ix[0] = g->nb;
-    ix[1] = g->flat ? gr : idivc(k, gr, g->OH);
-    ix[2] = g->flat ? i64c(k, 0) : iremc(k, gr, g->OH);
+    ix[1] = g->flat ? gr : lw_idivc(k, gr, g->OH);
+    ix[2] = g->flat ? lw_i64c(k, 0) : lw_iremc(k, gr, g->OH);
     ix[3] = row;
     ix[4] = j;
 }
@@ -211,8 +211,8 @@ static kir_expr *bc_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
     if (n->nin < 3 || !n->in[2])
         return v;
     const bconv *g = &((bctile *)t->u)->g;
-    kir_expr *bi[2] = {g->flat ? gr : idivc(c->k, gr, g->OH), j};
-    return kir_op2(c->k, KIR_ADD, IR_F32, v, load_in(c, 2, bi));
+    kir_expr *bi[2] = {g->flat ? gr : lw_idivc(c->k, gr, g->OH), j};
+    return kir_op2(c->k, KIR_ADD, IR_F32, v, lw_load_in(c, 2, bi));
 }
 
 /* Rows of the register tile for m rows of output pixels: as even a split
@@ -261,5 +261,5 @@ int lower_blocked(lctx *c)
         .rows = tile_rows(m, most), .width = (int)g->ML, .u = &u,
         .setup = bc_setup, .k_open = bc_k_open, .a = bc_a, .b = bc_b, .out = bc_out, .epi = bc_epi,
     };
-    return lower_tile(c, &t);
+    return cg_tile_lower(c, &t);
 }

@@ -1,6 +1,6 @@
-/* lower_unique.c - Unique, whose result sizes depend on the input values,
+/* unique.c - Unique, whose result sizes depend on the input values,
  * compiled into the static shapes the model declares (like NonZero and
- * Compress in lower_movement2.c): slots past the declared length are not
+ * Compress in gather_scatter.c): slots past the declared length are not
  * written, declared slots past the real count stay zero. The items are
  * the elements of the flattened input, or the slices along `axis`, ordered
  * like the reference: lexicographically over a slice's elements in
@@ -12,8 +12,8 @@
  * equals it. A slot then scans the items for its count and writes their
  * inverse indices. Both are O(distinct * items * slice size) and serial.
  */
-#include "codegen/lower_misc.h"
-#include "codegen/lower_movement.h"
+#include "codegen/lower/sample.h"
+#include "codegen/lower/movement.h"
 #include "ir/ops.h"
 
 #include <string.h>
@@ -77,15 +77,15 @@ static kir_expr *uq_load(uq *u, kir_expr *item, kir_expr *const *sidx, bool raw)
         if (u->axis >= 0)
             idx[d] = d == u->axis ? item : sidx[j++];
         else     /* the backends linearize indices, so the flat position in the last dim */
-            idx[d] = d == r - 1 ? item : i64c(c->k, 0);
+            idx[d] = d == r - 1 ? item : lw_i64c(c->k, 0);
     }
-    return raw ? kir_load(c->k, c->buf[0], idx) : load_in(c, 0, idx);
+    return raw ? kir_load(c->k, c->buf[0], idx) : lw_load_in(c, 0, idx);
 }
 
 /* a < b in the reference's order (NaN last). */
 static kir_expr *uq_less(kir_kernel *k, kir_expr *a, kir_expr *b)
 {
-    kir_expr *l = lt(k, a, b);
+    kir_expr *l = lw_lt(k, a, b);
     if (!ir_dtype_is_float(a->dtype))
         return l;
     kir_expr *na = kir_op2(k, KIR_NE, IR_BOOL, a, a), *nb = kir_op2(k, KIR_NE, IR_BOOL, b, b);
@@ -99,7 +99,7 @@ static kir_expr *uq_cmp(uq *u, kir_block *b, kir_expr *ia, kir_expr *ib)
     lctx *c = u->c;
     kir_kernel *k = c->k;
     int acc = kir_new_acc(k, IR_I64);
-    if (acc < 0 || !kir_acc_set(k, b, acc, i64c(k, 0)))
+    if (acc < 0 || !kir_acc_set(k, b, acc, lw_i64c(k, 0)))
         return NULL;
     kir_expr *sidx[IR_MAX_RANK];
     kir_block *in = u->axis >= 0 ? mv_nest(c, b, &u->slice, false, false, sidx) : b;
@@ -108,9 +108,9 @@ static kir_expr *uq_cmp(uq *u, kir_block *b, kir_expr *ia, kir_expr *ib)
     kir_expr *va = uq_load(u, ia, sidx, false), *vb = uq_load(u, ib, sidx, false);
     if (!va || !vb)
         return NULL;
-    kir_expr *d = kir_op3(k, KIR_SELECT, IR_I64, uq_less(k, va, vb), i64c(k, -1),
-                          kir_op3(k, KIR_SELECT, IR_I64, uq_less(k, vb, va), i64c(k, 1), i64c(k, 0)));
-    kir_expr *undecided = kir_op2(k, KIR_EQ, IR_BOOL, kir_acc(k, acc), i64c(k, 0));
+    kir_expr *d = kir_op3(k, KIR_SELECT, IR_I64, uq_less(k, va, vb), lw_i64c(k, -1),
+                          kir_op3(k, KIR_SELECT, IR_I64, uq_less(k, vb, va), lw_i64c(k, 1), lw_i64c(k, 0)));
+    kir_expr *undecided = kir_op2(k, KIR_EQ, IR_BOOL, kir_acc(k, acc), lw_i64c(k, 0));
     if (!kir_acc_set(k, in, acc, kir_op3(k, KIR_SELECT, IR_I64, undecided, d, kir_acc(k, acc))))
         return NULL;
     return kir_acc(k, acc);
@@ -120,7 +120,7 @@ static kir_expr *uq_cmp(uq *u, kir_block *b, kir_expr *ia, kir_expr *ib)
 static int uq_store_slot(uq *u, kir_block *b, int i, kir_expr *p, kir_expr *v)
 {
     kir_kernel *k = u->c->k;
-    kir_stmt *s = kir_if(k, b, lt(k, p, i64c(k, u->cap[i])));
+    kir_stmt *s = kir_if(k, b, lw_lt(k, p, lw_i64c(k, u->cap[i])));
     return s && kir_store(k, &s->body, u->c->outs[i], &p, v) ? 0 : -1;
 }
 
@@ -132,7 +132,7 @@ static int uq_slot(uq *u, kir_block *b, kir_expr *p, kir_expr *r, kir_expr *lo)
     lctx *c = u->c;
     kir_kernel *k = c->k;
     int nout = c->n->nout;
-    kir_stmt *s = kir_if(k, b, lt(k, p, i64c(k, u->cap[0])));
+    kir_stmt *s = kir_if(k, b, lw_lt(k, p, lw_i64c(k, u->cap[0])));
     if (!s)
         return -1;
     kir_expr *sidx[IR_MAX_RANK], *oidx[IR_MAX_RANK];
@@ -151,13 +151,13 @@ static int uq_slot(uq *u, kir_block *b, kir_expr *p, kir_expr *r, kir_expr *lo)
     if (nout < 3)
         return 0;
     int cnt = kir_new_acc(k, IR_I64), v = kir_new_var(k);
-    kir_stmt *l = cnt >= 0 && kir_acc_set(k, b, cnt, i64c(k, 0))
-                      ? kir_for(k, b, v, lo, i64c(k, u->n), KIR_SERIAL, 0) : NULL;
+    kir_stmt *l = cnt >= 0 && kir_acc_set(k, b, cnt, lw_i64c(k, 0))
+                      ? kir_for(k, b, v, lo, lw_i64c(k, u->n), KIR_SERIAL, 0) : NULL;
     if (!l)
         return -1;
     kir_expr *iv = kir_var(k, v), *cmp = uq_cmp(u, &l->body, iv, r);
-    kir_stmt *eq = cmp ? kir_if(k, &l->body, kir_op2(k, KIR_EQ, IR_BOOL, cmp, i64c(k, 0))) : NULL;
-    if (!eq || !kir_acc_set(k, &eq->body, cnt, kir_iadd(k, kir_acc(k, cnt), i64c(k, 1))) ||
+    kir_stmt *eq = cmp ? kir_if(k, &l->body, kir_op2(k, KIR_EQ, IR_BOOL, cmp, lw_i64c(k, 0))) : NULL;
+    if (!eq || !kir_acc_set(k, &eq->body, cnt, kir_iadd(k, kir_acc(k, cnt), lw_i64c(k, 1))) ||
         !kir_store(k, &eq->body, c->outs[2], &iv, p))
         return -1;
     return nout > 3 ? uq_store_slot(u, b, 3, p, kir_acc(k, cnt)) : 0;
@@ -170,34 +170,34 @@ static int uq_sorted(uq *u)
     kir_kernel *k = u->c->k;
     int prev = kir_new_acc(k, IR_I64), more = kir_new_acc(k, IR_BOOL), best = kir_new_acc(k, IR_I64);
     int pv = kir_new_var(k), jv = kir_new_var(k);
-    if (prev < 0 || more < 0 || best < 0 || !kir_acc_set(k, &k->body, prev, i64c(k, 0)) ||
+    if (prev < 0 || more < 0 || best < 0 || !kir_acc_set(k, &k->body, prev, lw_i64c(k, 0)) ||
         !kir_acc_set(k, &k->body, more, kir_const_i(k, IR_BOOL, 1)))
         return -1;
-    kir_stmt *pl = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, u->n), KIR_SERIAL, 0);
+    kir_stmt *pl = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, u->n), KIR_SERIAL, 0);
     kir_stmt *live = pl ? kir_if(k, &pl->body, kir_acc(k, more)) : NULL;
-    if (!live || !kir_acc_set(k, &live->body, best, i64c(k, -1)))
+    if (!live || !kir_acc_set(k, &live->body, best, lw_i64c(k, -1)))
         return -1;
-    kir_stmt *jl = kir_for(k, &live->body, jv, i64c(k, 0), i64c(k, u->n), KIR_SERIAL, 0);
+    kir_stmt *jl = kir_for(k, &live->body, jv, lw_i64c(k, 0), lw_i64c(k, u->n), KIR_SERIAL, 0);
     if (!jl)
         return -1;
     kir_expr *j = kir_var(k, jv), *p = kir_var(k, pv);
-    kir_expr *none = lt(k, kir_acc(k, best), i64c(k, 0));
+    kir_expr *none = lw_lt(k, kir_acc(k, best), lw_i64c(k, 0));
     /* best is clamped for the comparison; its result is unused while none */
     kir_expr *above = uq_cmp(u, &jl->body, kir_acc(k, prev), j);
-    kir_expr *below = uq_cmp(u, &jl->body, j, kir_op2(k, KIR_MAX, IR_I64, kir_acc(k, best), i64c(k, 0)));
+    kir_expr *below = uq_cmp(u, &jl->body, j, kir_op2(k, KIR_MAX, IR_I64, kir_acc(k, best), lw_i64c(k, 0)));
     if (!above || !below)
         return -1;
-    kir_expr *cand = kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_EQ, IR_BOOL, p, i64c(k, 0)),
-                             lt(k, above, i64c(k, 0)));
+    kir_expr *cand = kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_EQ, IR_BOOL, p, lw_i64c(k, 0)),
+                             lw_lt(k, above, lw_i64c(k, 0)));
     kir_expr *take = kir_op2(k, KIR_AND, IR_BOOL, cand,
-                             kir_op2(k, KIR_OR, IR_BOOL, none, lt(k, below, i64c(k, 0))));
+                             kir_op2(k, KIR_OR, IR_BOOL, none, lw_lt(k, below, lw_i64c(k, 0))));
     if (!kir_acc_set(k, &jl->body, best, kir_op3(k, KIR_SELECT, IR_I64, take, j, kir_acc(k, best))))
         return -1;
-    kir_expr *found = kir_op2(k, KIR_LE, IR_BOOL, i64c(k, 0), kir_acc(k, best));
+    kir_expr *found = kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), kir_acc(k, best));
     if (!kir_acc_set(k, &live->body, more, found))
         return -1;
     kir_stmt *s = kir_if(k, &live->body, kir_acc(k, more));
-    if (!s || uq_slot(u, &s->body, p, kir_acc(k, best), i64c(k, 0)) < 0)
+    if (!s || uq_slot(u, &s->body, p, kir_acc(k, best), lw_i64c(k, 0)) < 0)
         return -1;
     return kir_acc_set(k, &s->body, prev, kir_acc(k, best)) ? 0 : -1;
 }
@@ -208,21 +208,21 @@ static int uq_first_order(uq *u)
     kir_kernel *k = u->c->k;
     int p = kir_new_acc(k, IR_I64), dup = kir_new_acc(k, IR_BOOL);
     int iv = kir_new_var(k), jv = kir_new_var(k);
-    if (p < 0 || dup < 0 || !kir_acc_set(k, &k->body, p, i64c(k, 0)))
+    if (p < 0 || dup < 0 || !kir_acc_set(k, &k->body, p, lw_i64c(k, 0)))
         return -1;
-    kir_stmt *il = kir_for(k, &k->body, iv, i64c(k, 0), i64c(k, u->n), KIR_SERIAL, 0);
+    kir_stmt *il = kir_for(k, &k->body, iv, lw_i64c(k, 0), lw_i64c(k, u->n), KIR_SERIAL, 0);
     if (!il || !kir_acc_set(k, &il->body, dup, kir_const_i(k, IR_BOOL, 0)))
         return -1;
     kir_expr *i = kir_var(k, iv);
-    kir_stmt *jl = kir_for(k, &il->body, jv, i64c(k, 0), i, KIR_SERIAL, 0);
+    kir_stmt *jl = kir_for(k, &il->body, jv, lw_i64c(k, 0), i, KIR_SERIAL, 0);
     kir_expr *cmp = jl ? uq_cmp(u, &jl->body, kir_var(k, jv), i) : NULL;
     if (!cmp || !kir_acc_set(k, &jl->body, dup, kir_op2(k, KIR_OR, IR_BOOL, kir_acc(k, dup),
-                                                           kir_op2(k, KIR_EQ, IR_BOOL, cmp, i64c(k, 0)))))
+                                                           kir_op2(k, KIR_EQ, IR_BOOL, cmp, lw_i64c(k, 0)))))
         return -1;
     kir_stmt *s = kir_if(k, &il->body, kir_op1(k, KIR_NOT, IR_BOOL, kir_acc(k, dup)));
     if (!s || uq_slot(u, &s->body, kir_acc(k, p), i, i) < 0)
         return -1;
-    return kir_acc_set(k, &s->body, p, kir_iadd(k, kir_acc(k, p), i64c(k, 1))) ? 0 : -1;
+    return kir_acc_set(k, &s->body, p, kir_iadd(k, kir_acc(k, p), lw_i64c(k, 1))) ? 0 : -1;
 }
 
 int lower_unique(lctx *c)

@@ -1,8 +1,8 @@
-/* lower_reduce.c - reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,
+/* reduce.c - reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,
  * SumSquare,LogSum,LogSumExp} over constant axes, ArgMax/ArgMin and
  * CumSum/CumProd (axis a constant input), for every dtype the reference
  * interpreter (ir/ref/reduce.c) accepts, plus the loop-nest helpers the
- * normalizations (lower_reduce2.c) share.
+ * normalizations (norm.c) share.
  *
  * Each output element gets one iteration of the loops over the kept dims
  * (flattened into one parallel loop when their extents are constant), and
@@ -17,7 +17,7 @@
  * f16/bf16); the transcendental reductions of integers (L2, LogSum,
  * LogSumExp) go through f64 as the reference does.
  */
-#include "codegen/lower_reduce.h"
+#include "codegen/lower/reduce.h"
 #include "ir/ops.h"
 
 #include <math.h>
@@ -37,21 +37,21 @@ kir_block *red_nest(lctx *c, kir_block *b, int n, const ir_dim *dims, kir_expr *
         for (int i = 0; i < n; i++)
             total *= dims[i].v;
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, b, v, i64c(k, total), top ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, total), top ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return NULL;
         kir_expr *f = kir_var(k, v);
         int64_t stride = 1;
         for (int i = n - 1; i >= 0; i--) {
-            kir_expr *q = stride == 1 ? f : kir_op2(k, KIR_DIV, IR_I64, f, i64c(k, stride));
-            idx[i] = i == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, i64c(k, dims[i].v));
+            kir_expr *q = stride == 1 ? f : kir_op2(k, KIR_DIV, IR_I64, f, lw_i64c(k, stride));
+            idx[i] = i == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, lw_i64c(k, dims[i].v));
             stride *= dims[i].v;
         }
         return &l->body;
     }
     for (int i = 0; i < n; i++) {
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, b, v, dim_of(k, dims[i]), top && i == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, lw_dim_of(k, dims[i]), top && i == 0 ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return NULL;
         idx[i] = kir_var(k, v);
@@ -95,7 +95,7 @@ kir_block *red_pass(lctx *c, kir_block *b, const ir_type *t, const bool *red, ki
             continue;
         kir_loop kind = d == inner ? last : KIR_SERIAL;
         int v = kir_new_var(k);
-        kir_stmt *l = kir_for(k, b, v, i64c(k, 0), dim_of(k, t->dims[d]), kind,
+        kir_stmt *l = kir_for(k, b, v, lw_i64c(k, 0), lw_dim_of(k, t->dims[d]), kind,
                               kind == KIR_VECTOR ? red_width(c, vdt) : 0);
         if (!l)
             return NULL;
@@ -132,17 +132,17 @@ int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_exp
     kir_block *p = red_pass(c, b, t, outer, ix, KIR_SERIAL, at);
     int64_t len = t->dims[inner].v, nb = len / w;
     int j = kir_new_var(k);
-    kir_stmt *l = p ? kir_for(k, p, j, i64c(k, 0), i64c(k, nb), KIR_SERIAL, 0) : NULL;
+    kir_stmt *l = p ? kir_for(k, p, j, lw_i64c(k, 0), lw_i64c(k, nb), KIR_SERIAL, 0) : NULL;
     if (!l)
         return -1;
     for (int i = 0; i < w; i++) {
-        ix[inner] = kir_iadd(k, kir_imul(k, kir_var(k, j), i64c(k, w)), i64c(k, i));
+        ix[inner] = kir_iadd(k, kir_imul(k, kir_var(k, j), lw_i64c(k, w)), lw_i64c(k, i));
         if (!kir_acc_set(k, &l->body, part[i], kir_op2(k, op, at, kir_acc(k, part[i]), term(c, ix, ud))))
             return -1;
     }
     if (nb * w < len) {
         int tv = kir_new_var(k);
-        kir_stmt *tl = kir_for(k, p, tv, i64c(k, nb * w), i64c(k, len), KIR_SERIAL, 0);
+        kir_stmt *tl = kir_for(k, p, tv, lw_i64c(k, nb * w), lw_i64c(k, len), KIR_SERIAL, 0);
         if (!tl)
             return -1;
         ix[inner] = kir_var(k, tv);
@@ -168,9 +168,9 @@ kir_expr *red_count(lctx *c, const ir_type *t, const bool *red)
         if (ir_dim_is_const(t->dims[d]))
             cst *= t->dims[d].v;
         else
-            e = e ? kir_imul(c->k, e, dim_of(c->k, t->dims[d])) : dim_of(c->k, t->dims[d]);
+            e = e ? kir_imul(c->k, e, lw_dim_of(c->k, t->dims[d])) : lw_dim_of(c->k, t->dims[d]);
     }
-    return e ? (cst == 1 ? e : kir_imul(c->k, e, i64c(c->k, cst))) : i64c(c->k, cst);
+    return e ? (cst == 1 ? e : kir_imul(c->k, e, lw_i64c(c->k, cst))) : lw_i64c(c->k, cst);
 }
 
 kir_expr *red_cvt(lctx *c, kir_expr *v, ir_dtype dt)
@@ -193,7 +193,7 @@ kir_expr *red_load_bcast(lctx *c, int i, kir_expr *const *idx, int r, ir_dtype d
     kir_expr *ix[IR_MAX_RANK];
     for (int d = 0; d < t->rank; d++) {
         bool one = ir_dim_is_const(t->dims[d]) && t->dims[d].v == 1;
-        ix[d] = one ? i64c(c->k, 0) : idx[r - t->rank + d];
+        ix[d] = one ? lw_i64c(c->k, 0) : idx[r - t->rank + d];
     }
     return red_load(c, i, ix, dt);
 }
@@ -255,7 +255,7 @@ static bool reduce_axes(const ir_node *n, bool *red, bool *noop)
 static ir_dtype acc_dtype(int op, ir_dtype xt)
 {
     if (ir_dtype_is_float(xt) || xt == IR_BOOL)
-        return compute_dtype(xt);
+        return lw_compute_dtype(xt);
     if (op == IR_OP_REDUCE_L2 || op == IR_OP_REDUCE_LOG_SUM || op == IR_OP_REDUCE_LOG_SUM_EXP)
         return IR_F64;
     return ir_dtype_is_signed(xt) ? IR_I64 : IR_U64;
@@ -264,7 +264,7 @@ static ir_dtype acc_dtype(int op, ir_dtype xt)
 /* Floats in their compute dtype, integers in 64 bits of their signedness. */
 static ir_dtype wide_dtype(ir_dtype xt)
 {
-    return ir_dtype_is_float(xt) ? compute_dtype(xt) : ir_dtype_is_signed(xt) ? IR_I64 : IR_U64;
+    return ir_dtype_is_float(xt) ? lw_compute_dtype(xt) : ir_dtype_is_signed(xt) ? IR_I64 : IR_U64;
 }
 
 /* The smallest (hi false) or largest value of integer dtype t, as the
@@ -326,7 +326,7 @@ static int reduce_out_index(lctx *c, const bool *red, kir_expr **ix, kir_expr **
         if (!red[d])
             oi[no++] = ix[d];
         else if (keep)
-            oi[no++] = i64c(c->k, 0);
+            oi[no++] = lw_i64c(c->k, 0);
     return no == n->out[0]->type.rank ? 0 : -1;
 }
 
@@ -358,7 +358,7 @@ static bool rows_ok(const ir_node *n, const bool *red, int lanes)
     if (r < 2 || red[r - 1] || op == IR_OP_REDUCE_LOG_SUM_EXP)
         return false;
     bool int_exact = op != IR_OP_REDUCE_MEAN && op != IR_OP_REDUCE_L2 && op != IR_OP_REDUCE_LOG_SUM;
-    if (ir_dtype_is_float(xt) ? compute_dtype(xt) != xt : !int_exact)
+    if (ir_dtype_is_float(xt) ? lw_compute_dtype(xt) != xt : !int_exact)
         return false;
     int w = lanes * 4 / (int)ir_dtype_size(xt);
     return !ir_dim_is_const(t->dims[r - 1]) || t->dims[r - 1].v >= w;
@@ -491,7 +491,7 @@ static int lower_arg(lctx *c)
     int best = kir_new_acc(k, IR_I64), bv = kir_new_acc(k, at);
     kir_expr *init = flt ? kir_const_f(k, at, want_max ? -INFINITY : INFINITY)
                          : kir_const_i(k, at, int_limit(xt, !want_max));
-    if (!kir_acc_set(k, body, best, i64c(k, 0)) || !kir_acc_set(k, body, bv, init))
+    if (!kir_acc_set(k, body, best, lw_i64c(k, 0)) || !kir_acc_set(k, body, bv, init))
         return -1;
     kir_block *p = red_pass(c, body, t, red, ix, KIR_SERIAL, at);
     if (!p)
@@ -517,7 +517,7 @@ static int lower_arg(lctx *c)
         if (d != axis)
             oi[no++] = ix[d];
         else if (keep)
-            oi[no++] = i64c(k, 0);
+            oi[no++] = lw_i64c(k, 0);
     if (no != n->out[0]->type.rank)
         return -1;
     return kir_store(k, body, c->out, oi, red_cvt(c, kir_acc(k, best), n->out[0]->type.dtype)) ? 0 : -1;
@@ -566,18 +566,18 @@ static int lower_cum_rows(lctx *c, int axis)
     kir_block *p = body ? red_pass(c, body, t, inner, ix, KIR_VECTOR, xt) : NULL;
     if (!p)
         return -1;
-    ix[axis] = i64c(k, rev ? len - 1 : 0);
+    ix[axis] = lw_i64c(k, rev ? len - 1 : 0);
     if (!kir_store(k, p, c->out, ix, excl ? red_const(c, xt, prod) : kir_load(k, c->buf[0], ix)))
         return -1;
     int tv = kir_new_var(k);
-    kir_stmt *l = kir_for(k, body, tv, i64c(k, 1), i64c(k, len), KIR_SERIAL, 0);
+    kir_stmt *l = kir_for(k, body, tv, lw_i64c(k, 1), lw_i64c(k, len), KIR_SERIAL, 0);
     if (!l || !(p = red_pass(c, &l->body, t, inner, ix, KIR_VECTOR, xt)))
         return -1;
     kir_expr *step = kir_var(k, tv);
-    ix[axis] = rev ? kir_op2(k, KIR_SUB, IR_I64, i64c(k, len - 1), step) : step;
+    ix[axis] = rev ? kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, len - 1), step) : step;
     memcpy(pi, ix, sizeof pi);
-    pi[axis] = rev ? kir_op2(k, KIR_SUB, IR_I64, i64c(k, len), step)
-                   : kir_op2(k, KIR_SUB, IR_I64, step, i64c(k, 1));
+    pi[axis] = rev ? kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, len), step)
+                   : kir_op2(k, KIR_SUB, IR_I64, step, lw_i64c(k, 1));
     kir_expr *x = kir_load(k, c->buf[0], excl ? pi : ix);
     kir_expr *y = kir_op2(k, prod ? KIR_MUL : KIR_ADD, xt, kir_load(k, c->out, pi), x);
     return kir_store(k, p, c->out, ix, y) ? 0 : -1;
@@ -593,7 +593,7 @@ static int lower_cum(lctx *c)
         return -1;
     const ir_dim *last = &t->dims[t->rank - 1];
     if (axis < t->rank - 1 && ir_dim_is_const(t->dims[axis]) && t->dims[axis].v >= 1 &&
-        compute_dtype(t->dtype) == t->dtype &&
+        lw_compute_dtype(t->dtype) == t->dtype &&
         (!ir_dim_is_const(*last) || last->v >= red_width(c, t->dtype)))
         return lower_cum_rows(c, axis);
     bool excl = ir_attr_int(n, "exclusive", 0), rev = ir_attr_int(n, "reverse", 0);
@@ -613,7 +613,7 @@ static int lower_cum(lctx *c)
         return -1;
     if (rev) /* j = len - 1 - step */
         ix[axis] = kir_op2(k, KIR_SUB, IR_I64,
-                           kir_op2(k, KIR_SUB, IR_I64, dim_of(k, t->dims[axis]), i64c(k, 1)), ix[axis]);
+                           kir_op2(k, KIR_SUB, IR_I64, lw_dim_of(k, t->dims[axis]), lw_i64c(k, 1)), ix[axis]);
     ir_dtype ot = n->out[0]->type.dtype;
     if (excl && !kir_store(k, p, c->out, ix, red_cvt(c, kir_acc(k, acc), ot)))
         return -1;

@@ -1,4 +1,4 @@
-/* lower_misc2.c - Resize and GridSample as kernels. Both sample an input
+/* resample.c - Resize and GridSample as kernels. Both sample an input
  * at computed coordinates with per-dim taps (index, weight) whose tensor
  * product gives each output element, computed in f64 like the reference
  * (ir/ref/resize.c, ir/ref/gridsample.c) with the same operation order, so
@@ -12,7 +12,7 @@
  * run-time scale reads index 0 (dropped, or clamped as the reference does),
  * and a run-time tap count never exceeds the planned one.
  */
-#include "codegen/lower_misc.h"
+#include "codegen/lower/sample.h"
 #include "ir/ops.h"
 
 #include <math.h>
@@ -260,8 +260,8 @@ bool can_resize(const ir_node *n)
 /* Element i of a run-time 1-D input as f64. */
 static kir_expr *rz_read(lctx *c, int input, int64_t i)
 {
-    kir_expr *ix = i64c(c->k, i);
-    return to_f64(c->k, kir_load(c->k, c->buf[input], &ix));
+    kir_expr *ix = lw_i64c(c->k, i);
+    return lw_to_f64(c->k, kir_load(c->k, c->buf[input], &ix));
 }
 
 /* The scale of axis d: a constant, or derived from the run-time scales or
@@ -270,20 +270,20 @@ static kir_expr *rz_scale(lctx *c, const rz_plan *p, kir_block *b, int d)
 {
     kir_kernel *k = c->k;
     if (!p->rt || p->pos[d] < 0)
-        return f64c(k, p->scale[d]);
+        return lw_f64c(k, p->scale[d]);
     if (p->which == 2)
-        return let(c, b, rz_read(c, 2, p->pos[d]));
+        return lw_let(c, b, rz_read(c, 2, p->pos[d]));
     if (p->policy == RZ_STRETCH)
-        return let(c, b, p->in[d] > 0 ? fdiv(k, rz_read(c, 3, p->pos[d]), f64c(k, (double)p->in[d]))
-                                      : f64c(k, 1));
+        return lw_let(c, b, p->in[d] > 0 ? lw_fdiv(k, rz_read(c, 3, p->pos[d]), lw_f64c(k, (double)p->in[d]))
+                                      : lw_f64c(k, 1));
     kir_expr *s = NULL;
     for (int dd = 0; dd < p->r; dd++) {
         if (p->pos[dd] < 0)
             continue;
-        kir_expr *si = fdiv(k, rz_read(c, 3, p->pos[dd]), f64c(k, (double)p->in[dd]));
+        kir_expr *si = lw_fdiv(k, rz_read(c, 3, p->pos[dd]), lw_f64c(k, (double)p->in[dd]));
         s = !s ? si : kir_op2(k, p->policy == RZ_NOT_LARGER ? KIR_MIN : KIR_MAX, IR_F64, s, si);
     }
-    return let(c, b, s);
+    return lw_let(c, b, s);
 }
 
 /* x_original of output position o along axis d at scale s (the
@@ -294,31 +294,31 @@ static kir_expr *rz_source(lctx *c, const rz_plan *p, int d, kir_expr *o, kir_ex
 {
     kir_kernel *k = c->k;
     double in = (double)p->in[d];
-    kir_expr *fx = to_f64(k, o), *one = f64c(k, 1);
-    kir_expr *width = fmul(k, s, f64c(k, in));
+    kir_expr *fx = lw_to_f64(k, o), *one = lw_f64c(k, 1);
+    kir_expr *width = lw_fmul(k, s, lw_f64c(k, in));
     kir_expr *w1 = kir_op2(k, KIR_EQ, IR_BOOL, width, one);
-    kir_expr *hp = fsub(k, fdiv(k, fadd(k, fx, f64c(k, 0.5)), s), f64c(k, 0.5));
+    kir_expr *hp = lw_fsub(k, lw_fdiv(k, lw_fadd(k, fx, lw_f64c(k, 0.5)), s), lw_f64c(k, 0.5));
     switch (p->ctm) {
     case RZ_HALF_PIXEL_SYMMETRIC: {
-        kir_expr *adj = fdiv(k, f64c(k, (double)p->out[d]), width);
-        kir_expr *shift = fmul(k, f64c(k, in / 2), fsub(k, one, adj));
-        return fsub(k, fadd(k, shift, fdiv(k, fadd(k, fx, f64c(k, 0.5)), s)), f64c(k, 0.5));
+        kir_expr *adj = lw_fdiv(k, lw_f64c(k, (double)p->out[d]), width);
+        kir_expr *shift = lw_fmul(k, lw_f64c(k, in / 2), lw_fsub(k, one, adj));
+        return lw_fsub(k, lw_fadd(k, shift, lw_fdiv(k, lw_fadd(k, fx, lw_f64c(k, 0.5)), s)), lw_f64c(k, 0.5));
     }
     case RZ_PYTORCH_HALF_PIXEL:
-        return p->out[d] > 1 ? hp : f64c(k, 0);
+        return p->out[d] > 1 ? hp : lw_f64c(k, 0);
     case RZ_ALIGN_CORNERS:
-        return sel(k, w1, f64c(k, 0), fdiv(k, fmul(k, fx, f64c(k, in - 1)), fsub(k, width, one)));
+        return lw_sel(k, w1, lw_f64c(k, 0), lw_fdiv(k, lw_fmul(k, fx, lw_f64c(k, in - 1)), lw_fsub(k, width, one)));
     case RZ_ASYMMETRIC:
-        return fdiv(k, fx, s);
+        return lw_fdiv(k, fx, s);
     case RZ_TF_CROP_AND_RESIZE: {
-        kir_expr *lo = f64c(k, p->roi_lo[d]), *hi = f64c(k, p->roi_hi[d]), *span = f64c(k, in - 1);
+        kir_expr *lo = lw_f64c(k, p->roi_lo[d]), *hi = lw_f64c(k, p->roi_hi[d]), *span = lw_f64c(k, in - 1);
         if (p->roi_rt && p->pos[d] >= 0) {
             lo = rz_read(c, 1, p->pos[d]);
             hi = rz_read(c, 1, p->naxes + p->pos[d]);
         }
-        kir_expr *xo = sel(k, w1, fdiv(k, fmul(k, fsub(k, hi, lo), span), f64c(k, 2)),
-                           fdiv(k, fmul(k, fmul(k, fx, fsub(k, hi, lo)), span), fsub(k, width, one)));
-        return fadd(k, xo, fmul(k, lo, span));
+        kir_expr *xo = lw_sel(k, w1, lw_fdiv(k, lw_fmul(k, lw_fsub(k, hi, lo), span), lw_f64c(k, 2)),
+                           lw_fdiv(k, lw_fmul(k, lw_fmul(k, fx, lw_fsub(k, hi, lo)), span), lw_fsub(k, width, one)));
+        return lw_fadd(k, xo, lw_fmul(k, lo, span));
     }
     default:
         return hp;
@@ -329,39 +329,39 @@ static kir_expr *rz_source(lctx *c, const rz_plan *p, int d, kir_expr *o, kir_ex
 static kir_expr *rz_clamp(kir_kernel *k, kir_expr *v, int64_t in)
 {
     kir_expr *i = kir_op1(k, KIR_CAST, IR_I64, v);
-    i = kir_op2(k, KIR_MIN, IR_I64, i, i64c(k, in - 1));
-    return sel(k, lt(k, f64c(k, 0), v), i, i64c(k, 0));
+    i = kir_op2(k, KIR_MIN, IR_I64, i, lw_i64c(k, in - 1));
+    return lw_sel(k, lw_lt(k, lw_f64c(k, 0), v), i, lw_i64c(k, 0));
 }
 
 static kir_expr *rz_nearest(lctx *c, const rz_plan *p, kir_expr *xo, int64_t in)
 {
     kir_kernel *k = c->k;
     kir_expr *f = ffloor(k, xo), *up;
-    kir_expr *fr = fsub(k, xo, f);
+    kir_expr *fr = lw_fsub(k, xo, f);
     switch (p->nearest) {
     case RZ_FLOOR: up = kir_const_i(k, IR_BOOL, 0); break;
-    case RZ_CEIL: up = kir_op2(k, KIR_NE, IR_BOOL, fr, f64c(k, 0)); break;
-    case RZ_PREFER_FLOOR: up = lt(k, f64c(k, 0.5), fr); break;
-    default: up = kir_op2(k, KIR_LE, IR_BOOL, f64c(k, 0.5), fr); break;
+    case RZ_CEIL: up = kir_op2(k, KIR_NE, IR_BOOL, fr, lw_f64c(k, 0)); break;
+    case RZ_PREFER_FLOOR: up = lw_lt(k, lw_f64c(k, 0.5), fr); break;
+    default: up = kir_op2(k, KIR_LE, IR_BOOL, lw_f64c(k, 0.5), fr); break;
     }
-    return rz_clamp(k, sel(k, up, fadd(k, f, f64c(k, 1)), f), in);
+    return rz_clamp(k, lw_sel(k, up, lw_fadd(k, f, lw_f64c(k, 1)), f), in);
 }
 
 /* Interpolation weight at distance t (already stretched). */
 static kir_expr *rz_weight(lctx *c, const rz_plan *p, kir_block *b, kir_expr *t)
 {
     kir_kernel *k = c->k;
-    t = let(c, b, kir_op1(k, KIR_ABS, IR_F64, t));
-    kir_expr *one = f64c(k, 1);
+    t = lw_let(c, b, kir_op1(k, KIR_ABS, IR_F64, t));
+    kir_expr *one = lw_f64c(k, 1);
     if (p->mode == RZ_LINEAR)
-        return sel(k, lt(k, t, one), fsub(k, one, t), f64c(k, 0));
+        return lw_sel(k, lw_lt(k, t, one), lw_fsub(k, one, t), lw_f64c(k, 0));
     double a = p->cubic_a;
     /* ((a+2)t - (a+3)) t t + 1 and ((a t - 5a) t + 8a) t - 4a */
-    kir_expr *near = fadd(k, fmul(k, fmul(k, fsub(k, fmul(k, f64c(k, a + 2), t), f64c(k, a + 3)), t), t), one);
-    kir_expr *far = fsub(k, fmul(k, fadd(k, fmul(k, fsub(k, fmul(k, f64c(k, a), t), f64c(k, 5 * a)), t),
-                                          f64c(k, 8 * a)), t), f64c(k, 4 * a));
-    return sel(k, kir_op2(k, KIR_LE, IR_BOOL, t, one), near,
-               sel(k, lt(k, t, f64c(k, 2)), far, f64c(k, 0)));
+    kir_expr *near = lw_fadd(k, lw_fmul(k, lw_fmul(k, lw_fsub(k, lw_fmul(k, lw_f64c(k, a + 2), t), lw_f64c(k, a + 3)), t), t), one);
+    kir_expr *far = lw_fsub(k, lw_fmul(k, lw_fadd(k, lw_fmul(k, lw_fsub(k, lw_fmul(k, lw_f64c(k, a), t), lw_f64c(k, 5 * a)), t),
+                                          lw_f64c(k, 8 * a)), t), lw_f64c(k, 4 * a));
+    return lw_sel(k, kir_op2(k, KIR_LE, IR_BOOL, t, one), near,
+               lw_sel(k, lw_lt(k, t, lw_f64c(k, 2)), far, lw_f64c(k, 0)));
 }
 
 /* Per resampled axis: x_original, the taps' base position, first offset
@@ -375,11 +375,11 @@ static kir_expr *rz_tap(lctx *c, const rz_plan *p, kir_block *b, int d, const rz
                         kir_expr **pos_out)
 {
     kir_kernel *k = c->k;
-    kir_expr *pos = let(c, b, fadd(k, fadd(k, a->base, a->start), to_f64(k, j)));
-    kir_expr *w = rz_weight(c, p, b, fmul(k, fsub(k, pos, a->xo), a->saa));
+    kir_expr *pos = lw_let(c, b, lw_fadd(k, lw_fadd(k, a->base, a->start), lw_to_f64(k, j)));
+    kir_expr *w = rz_weight(c, p, b, lw_fmul(k, lw_fsub(k, pos, a->xo), a->saa));
     if (p->exclude)
-        w = sel(k, sel_or(k, lt(k, pos, f64c(k, 0)), lt(k, f64c(k, (double)(p->in[d] - 1)), pos)),
-                f64c(k, 0), w);
+        w = lw_sel(k, sel_or(k, lw_lt(k, pos, lw_f64c(k, 0)), lw_lt(k, lw_f64c(k, (double)(p->in[d] - 1)), pos)),
+                lw_f64c(k, 0), w);
     *pos_out = pos;
     return w;
 }
@@ -393,34 +393,34 @@ static int rz_axis_setup(lctx *c, const rz_plan *p, kir_block *b, int d, kir_exp
     kir_expr *ident = NULL;
     if (p->rt_ident[d]) {
         /* a run-time scale of ~1 copies the axis, as the reference does */
-        kir_expr *dev = kir_op1(k, KIR_ABS, IR_F64, fsub(k, s, f64c(k, 1)));
-        kir_expr *tol = fmul(k, f64c(k, 1e-9), kir_op2(k, KIR_MAX, IR_F64, f64c(k, 1), kir_op1(k, KIR_ABS, IR_F64, s)));
+        kir_expr *dev = kir_op1(k, KIR_ABS, IR_F64, lw_fsub(k, s, lw_f64c(k, 1)));
+        kir_expr *tol = lw_fmul(k, lw_f64c(k, 1e-9), kir_op2(k, KIR_MAX, IR_F64, lw_f64c(k, 1), kir_op1(k, KIR_ABS, IR_F64, s)));
         ident = kir_op2(k, KIR_LE, IR_BOOL, dev, tol);
-        src = sel(k, ident, to_f64(k, o), src);
+        src = lw_sel(k, ident, lw_to_f64(k, o), src);
     }
-    a->xo = let(c, b, src);
+    a->xo = lw_let(c, b, src);
     if (p->mode == RZ_NEAREST)
         return a->xo ? 0 : -1;
     /* taps start left of x_original; at an integer x_original a whole
      * step left, as the reference's window leans */
-    kir_expr *fr = fsub(k, a->xo, ffloor(k, a->xo));
-    fr = sel(k, kir_op2(k, KIR_EQ, IR_BOOL, fr, f64c(k, 0)), f64c(k, 1), fr);
-    a->base = let(c, b, fsub(k, a->xo, fr));
+    kir_expr *fr = lw_fsub(k, a->xo, ffloor(k, a->xo));
+    fr = lw_sel(k, kir_op2(k, KIR_EQ, IR_BOOL, fr, lw_f64c(k, 0)), lw_f64c(k, 1), fr);
+    a->base = lw_let(c, b, lw_fsub(k, a->xo, fr));
     if (!p->rt_taps[d]) {
-        a->saa = f64c(k, p->saa[d]);
-        a->start = f64c(k, p->start[d]);
-        a->ntap = i64c(k, p->ntap[d]);
+        a->saa = lw_f64c(k, p->saa[d]);
+        a->start = lw_f64c(k, p->start[d]);
+        a->ntap = lw_i64c(k, p->ntap[d]);
         return a->base ? 0 : -1;
     }
-    kir_expr *plain = kir_op1(k, KIR_NOT, IR_BOOL, lt(k, s, f64c(k, 1)));
-    a->saa = let(c, b, sel(k, ident ? kir_op2(k, KIR_OR, IR_BOOL, ident, plain) : plain, f64c(k, 1), s));
+    kir_expr *plain = kir_op1(k, KIR_NOT, IR_BOOL, lw_lt(k, s, lw_f64c(k, 1)));
+    a->saa = lw_let(c, b, lw_sel(k, ident ? kir_op2(k, KIR_OR, IR_BOOL, ident, plain) : plain, lw_f64c(k, 1), s));
     double radius = p->mode == RZ_LINEAR ? 1 : 2;
     /* a hostile scale gives at most the planned count, never a wild loop */
-    kir_expr *st = kir_op1(k, KIR_CAST, IR_I64, ffloor(k, fdiv(k, f64c(k, -radius), a->saa)));
-    st = let(c, b, kir_iadd(k, kir_op2(k, KIR_MAX, IR_I64, st, i64c(k, -(1 << 20))), i64c(k, 1)));
-    a->start = to_f64(k, st);
-    a->ntap = let(c, b, kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, i64c(k, 2), kir_imul(k, i64c(k, -2), st)),
-                                i64c(k, p->ntap[d])));
+    kir_expr *st = kir_op1(k, KIR_CAST, IR_I64, ffloor(k, lw_fdiv(k, lw_f64c(k, -radius), a->saa)));
+    st = lw_let(c, b, kir_iadd(k, kir_op2(k, KIR_MAX, IR_I64, st, lw_i64c(k, -(1 << 20))), lw_i64c(k, 1)));
+    a->start = lw_to_f64(k, st);
+    a->ntap = lw_let(c, b, kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, lw_i64c(k, 2), kir_imul(k, lw_i64c(k, -2), st)),
+                                lw_i64c(k, p->ntap[d])));
     return a->ntap ? 0 : -1;
 }
 
@@ -443,22 +443,22 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
         for (int d = 0; d < lead; d++)
             total *= p->out[d];
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, body, v, i64c(k, total), KIR_PARALLEL);
+        kir_stmt *l = lw_loop(c, body, v, lw_i64c(k, total), KIR_PARALLEL);
         if (!l)
             return -1;
         body = &l->body;
-        kir_expr *stride = i64c(k, 1);
+        kir_expr *stride = lw_i64c(k, 1);
         for (int d = lead - 1; d >= 0; d--) {
             kir_expr *q = kir_op2(k, KIR_DIV, IR_I64, kir_var(k, v), stride);
-            ov[d] = idx[d] = kir_op2(k, KIR_REM, IR_I64, q, i64c(k, p->out[d]));
-            stride = kir_imul(k, stride, i64c(k, p->out[d]));
+            ov[d] = idx[d] = kir_op2(k, KIR_REM, IR_I64, q, lw_i64c(k, p->out[d]));
+            stride = kir_imul(k, stride, lw_i64c(k, p->out[d]));
         }
     } else {
         lead = 0;
     }
     for (int d = lead; d < r; d++) {
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, body, v, i64c(k, p->out[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, body, v, lw_i64c(k, p->out[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return -1;
         body = &l->body;
@@ -469,34 +469,34 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
         if (rz_axis_setup(c, p, body, d, ov[d], a) < 0)
             return -1;
         if (p->ctm == RZ_TF_CROP_AND_RESIZE)
-            ext = sel_or(k, ext, sel_or(k, lt(k, a->xo, f64c(k, 0)),
-                                        lt(k, f64c(k, (double)(p->in[d] - 1)), a->xo)));
+            ext = sel_or(k, ext, sel_or(k, lw_lt(k, a->xo, lw_f64c(k, 0)),
+                                        lw_lt(k, lw_f64c(k, (double)(p->in[d] - 1)), a->xo)));
         if (!interp) {
-            idx[d] = let(c, body, rz_nearest(c, p, a->xo, p->in[d]));
+            idx[d] = lw_let(c, body, rz_nearest(c, p, a->xo, p->in[d]));
             continue;
         }
         if (!norm)
             continue;
         int sum = kir_new_acc(k, IR_F64), jv = kir_new_var(k);
-        if (sum < 0 || !kir_acc_set(k, body, sum, f64c(k, 0)))
+        if (sum < 0 || !kir_acc_set(k, body, sum, lw_f64c(k, 0)))
             return -1;
-        kir_stmt *lj = kir_for(k, body, jv, i64c(k, 0), a->ntap, KIR_SERIAL, 0);
+        kir_stmt *lj = kir_for(k, body, jv, lw_i64c(k, 0), a->ntap, KIR_SERIAL, 0);
         if (!lj)
             return -1;
         kir_expr *pos;
         kir_expr *w = rz_tap(c, p, &lj->body, d, a, kir_var(k, jv), &pos);
-        if (!kir_acc_set(k, &lj->body, sum, fadd(k, kir_acc(k, sum), w)))
+        if (!kir_acc_set(k, &lj->body, sum, lw_fadd(k, kir_acc(k, sum), w)))
             return -1;
         kir_expr *s = kir_acc(k, sum);
-        s = let(c, body, sel(k, kir_op2(k, KIR_EQ, IR_BOOL, s, f64c(k, 0)), f64c(k, 1), s));
-        div = div ? fmul(k, div, s) : s;
+        s = lw_let(c, body, lw_sel(k, kir_op2(k, KIR_EQ, IR_BOOL, s, lw_f64c(k, 0)), lw_f64c(k, 1), s));
+        div = div ? lw_fmul(k, div, s) : s;
     }
     kir_expr *value;
     if (!interp) {
         value = kir_load(k, c->buf[0], idx);
     } else {
         int acc = kir_new_acc(k, IR_F64);
-        if (acc < 0 || !kir_acc_set(k, body, acc, f64c(k, 0)))
+        if (acc < 0 || !kir_acc_set(k, body, acc, lw_f64c(k, 0)))
             return -1;
         kir_block *inner = body;
         kir_expr *wp = NULL;
@@ -504,26 +504,26 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
             if (p->ident[d])
                 continue;
             int jv = kir_new_var(k);
-            kir_stmt *lj = kir_for(k, inner, jv, i64c(k, 0), ax[d].ntap, KIR_SERIAL, 0);
+            kir_stmt *lj = kir_for(k, inner, jv, lw_i64c(k, 0), ax[d].ntap, KIR_SERIAL, 0);
             if (!lj)
                 return -1;
             inner = &lj->body;
             kir_expr *pos;
             kir_expr *w = rz_tap(c, p, inner, d, &ax[d], kir_var(k, jv), &pos);
-            wp = let(c, inner, wp ? fmul(k, wp, w) : w);
-            idx[d] = let(c, inner, rz_clamp(k, pos, p->in[d]));
+            wp = lw_let(c, inner, wp ? lw_fmul(k, wp, w) : w);
+            idx[d] = lw_let(c, inner, rz_clamp(k, pos, p->in[d]));
         }
-        kir_expr *x = to_f64(k, kir_load(k, c->buf[0], idx));
-        kir_expr *term = wp ? fmul(k, wp, x) : x;
-        if (!kir_acc_set(k, inner, acc, fadd(k, kir_acc(k, acc), term)))
+        kir_expr *x = lw_to_f64(k, kir_load(k, c->buf[0], idx));
+        kir_expr *term = wp ? lw_fmul(k, wp, x) : x;
+        if (!kir_acc_set(k, inner, acc, lw_fadd(k, kir_acc(k, acc), term)))
             return -1;
         value = kir_acc(k, acc);
         if (div)
-            value = fdiv(k, value, div);
+            value = lw_fdiv(k, value, div);
         value = misc_f64_to_out(c, 0, value, true);
     }
     if (ext)
-        value = sel(k, ext, misc_f64_to_out(c, 0, f64c(k, p->extrap), true), value);
+        value = lw_sel(k, ext, misc_f64_to_out(c, 0, lw_f64c(k, p->extrap), true), value);
     return kir_store(k, body, c->out, ov, value) ? 0 : -1;
 }
 
@@ -574,28 +574,28 @@ static kir_expr *gs_reflect(lctx *c, kir_block *b, kir_expr *x, double lo, doubl
     kir_kernel *k = c->k;
     double range = hi - lo;
     if (range <= 0)
-        return f64c(k, lo);
-    kir_expr *below = lt(k, x, f64c(k, lo));
-    kir_expr *dx = let(c, b, sel(k, below, fsub(k, f64c(k, lo), x), fsub(k, x, f64c(k, hi))));
-    kir_expr *nr = let(c, b, ffloor(k, fdiv(k, dx, f64c(k, range))));
-    kir_expr *rr = let(c, b, fsub(k, dx, fmul(k, nr, f64c(k, range))));
-    kir_expr *odd = kir_op2(k, KIR_NE, IR_BOOL, kir_op2(k, KIR_REM, IR_F64, nr, f64c(k, 2)), f64c(k, 0));
-    kir_expr *lo_r = fadd(k, f64c(k, lo), rr), *hi_r = fsub(k, f64c(k, hi), rr);
-    kir_expr *v = sel(k, below, sel(k, odd, hi_r, lo_r), sel(k, odd, lo_r, hi_r));
-    kir_expr *finite = kir_op2(k, KIR_EQ, IR_BOOL, fsub(k, x, x), f64c(k, 0));
-    return sel(k, finite, v, f64c(k, lo));
+        return lw_f64c(k, lo);
+    kir_expr *below = lw_lt(k, x, lw_f64c(k, lo));
+    kir_expr *dx = lw_let(c, b, lw_sel(k, below, lw_fsub(k, lw_f64c(k, lo), x), lw_fsub(k, x, lw_f64c(k, hi))));
+    kir_expr *nr = lw_let(c, b, ffloor(k, lw_fdiv(k, dx, lw_f64c(k, range))));
+    kir_expr *rr = lw_let(c, b, lw_fsub(k, dx, lw_fmul(k, nr, lw_f64c(k, range))));
+    kir_expr *odd = kir_op2(k, KIR_NE, IR_BOOL, kir_op2(k, KIR_REM, IR_F64, nr, lw_f64c(k, 2)), lw_f64c(k, 0));
+    kir_expr *lo_r = lw_fadd(k, lw_f64c(k, lo), rr), *hi_r = lw_fsub(k, lw_f64c(k, hi), rr);
+    kir_expr *v = lw_sel(k, below, lw_sel(k, odd, hi_r, lo_r), lw_sel(k, odd, lo_r, hi_r));
+    kir_expr *finite = kir_op2(k, KIR_EQ, IR_BOOL, lw_fsub(k, x, x), lw_f64c(k, 0));
+    return lw_sel(k, finite, v, lw_f64c(k, lo));
 }
 
 static kir_expr *gs_outside(kir_kernel *k, kir_expr *x, double lo, double hi)
 {
-    return sel_or(k, lt(k, x, f64c(k, lo)), lt(k, f64c(k, hi), x));
+    return sel_or(k, lw_lt(k, x, lw_f64c(k, lo)), lw_lt(k, lw_f64c(k, hi), x));
 }
 
 /* Clamp to [0, len-1] (NaN passes through, as in the reference). */
 static kir_expr *gs_border(kir_kernel *k, kir_expr *x, int64_t len)
 {
-    kir_expr *top = f64c(k, (double)(len - 1));
-    return sel(k, lt(k, x, f64c(k, 0)), f64c(k, 0), sel(k, lt(k, top, x), top, x));
+    kir_expr *top = lw_f64c(k, (double)(len - 1));
+    return lw_sel(k, lw_lt(k, x, lw_f64c(k, 0)), lw_f64c(k, 0), lw_sel(k, lw_lt(k, top, x), top, x));
 }
 
 /* Cubic weight of tap j (0..3) at fraction t (Keys, a = -0.75). */
@@ -603,16 +603,16 @@ static kir_expr *gs_cubic(lctx *c, kir_expr *t, kir_expr *j)
 {
     kir_kernel *k = c->k;
     const double a = -0.75;
-    kir_expr *one = f64c(k, 1);
-    kir_expr *s = fadd(k, t, one), *u = fsub(k, one, t), *v = fsub(k, f64c(k, 2), t);
-#define GS_FAR(q) fsub(k, fmul(k, fadd(k, fmul(k, fsub(k, fmul(k, f64c(k, a), q), f64c(k, 5 * a)), q), f64c(k, 8 * a)), q), f64c(k, 4 * a))
-#define GS_NEAR(q) fadd(k, fmul(k, fmul(k, fsub(k, fmul(k, f64c(k, a + 2), q), f64c(k, a + 3)), q), q), one)
+    kir_expr *one = lw_f64c(k, 1);
+    kir_expr *s = lw_fadd(k, t, one), *u = lw_fsub(k, one, t), *v = lw_fsub(k, lw_f64c(k, 2), t);
+#define GS_FAR(q) lw_fsub(k, lw_fmul(k, lw_fadd(k, lw_fmul(k, lw_fsub(k, lw_fmul(k, lw_f64c(k, a), q), lw_f64c(k, 5 * a)), q), lw_f64c(k, 8 * a)), q), lw_f64c(k, 4 * a))
+#define GS_NEAR(q) lw_fadd(k, lw_fmul(k, lw_fmul(k, lw_fsub(k, lw_fmul(k, lw_f64c(k, a + 2), q), lw_f64c(k, a + 3)), q), q), one)
     kir_expr *w0 = GS_FAR(s), *w1 = GS_NEAR(t), *w2 = GS_NEAR(u), *w3 = GS_FAR(v);
 #undef GS_FAR
 #undef GS_NEAR
-    kir_expr *r = sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, i64c(k, 2)), w2, w3);
-    r = sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, i64c(k, 1)), w1, r);
-    return sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, i64c(k, 0)), w0, r);
+    kir_expr *r = lw_sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, lw_i64c(k, 2)), w2, w3);
+    r = lw_sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, lw_i64c(k, 1)), w1, r);
+    return lw_sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, lw_i64c(k, 0)), w0, r);
 }
 
 static int lower_grid_sample_modes(lctx *c, int mode, int pad)
@@ -626,16 +626,16 @@ static int lower_grid_sample_modes(lctx *c, int mode, int pad)
     /* batch and the first output dim share the parallel loop */
     int nv = kir_new_var(k);
     int64_t d1 = ty->dims[2].v;
-    kir_stmt *l = loop(c, body, nv, i64c(k, ty->dims[0].v * d1), KIR_PARALLEL);
+    kir_stmt *l = lw_loop(c, body, nv, lw_i64c(k, ty->dims[0].v * d1), KIR_PARALLEL);
     if (!l)
         return -1;
     body = &l->body;
     kir_expr *yi[IR_MAX_RANK], *gi[IR_MAX_RANK], *xi[IR_MAX_RANK];
-    yi[0] = gi[0] = xi[0] = kir_op2(k, KIR_DIV, IR_I64, kir_var(k, nv), i64c(k, d1));
-    yi[2] = gi[1] = kir_op2(k, KIR_REM, IR_I64, kir_var(k, nv), i64c(k, d1));
+    yi[0] = gi[0] = xi[0] = kir_op2(k, KIR_DIV, IR_I64, kir_var(k, nv), lw_i64c(k, d1));
+    yi[2] = gi[1] = kir_op2(k, KIR_REM, IR_I64, kir_var(k, nv), lw_i64c(k, d1));
     for (int i = 1; i < r; i++) {
         int v = kir_new_var(k);
-        if (!(l = loop(c, body, v, i64c(k, ty->dims[2 + i].v), KIR_SERIAL)))
+        if (!(l = lw_loop(c, body, v, lw_i64c(k, ty->dims[2 + i].v), KIR_SERIAL)))
             return -1;
         body = &l->body;
         yi[2 + i] = gi[1 + i] = kir_var(k, v);
@@ -648,28 +648,28 @@ static int lower_grid_sample_modes(lctx *c, int mode, int pad)
         int64_t len = tx->dims[2 + i].v;
         lo[i] = align ? 0 : -0.5;
         hi[i] = align ? (double)(len - 1) : (double)len - 0.5;
-        gi[rank - 1] = i64c(k, r - 1 - i);
-        kir_expr *g = to_f64(k, kir_load(k, c->buf[1], gi));
-        kir_expr *one = f64c(k, 1);
-        kir_expr *x = align ? fmul(k, fdiv(k, fadd(k, g, one), f64c(k, 2)), f64c(k, (double)(len - 1)))
-                            : fdiv(k, fsub(k, fmul(k, fadd(k, g, one), f64c(k, (double)len)), one), f64c(k, 2));
+        gi[rank - 1] = lw_i64c(k, r - 1 - i);
+        kir_expr *g = lw_to_f64(k, kir_load(k, c->buf[1], gi));
+        kir_expr *one = lw_f64c(k, 1);
+        kir_expr *x = align ? lw_fmul(k, lw_fdiv(k, lw_fadd(k, g, one), lw_f64c(k, 2)), lw_f64c(k, (double)(len - 1)))
+                            : lw_fdiv(k, lw_fsub(k, lw_fmul(k, lw_fadd(k, g, one), lw_f64c(k, (double)len)), one), lw_f64c(k, 2));
         if (mode == GS_NEAREST)
             x = kir_op1(k, KIR_ROUND, IR_F64, x);
-        x = let(c, body, x);
+        x = lw_let(c, body, x);
         if (pad == GS_BORDER)
-            x = let(c, body, sel(k, gs_outside(k, x, lo[i], hi[i]), gs_border(k, x, len), x));
+            x = lw_let(c, body, lw_sel(k, gs_outside(k, x, lo[i], hi[i]), gs_border(k, x, len), x));
         else if (pad == GS_REFLECTION)
-            x = let(c, body, sel(k, gs_outside(k, x, lo[i], hi[i]), gs_reflect(c, body, x, lo[i], hi[i]), x));
+            x = lw_let(c, body, lw_sel(k, gs_outside(k, x, lo[i], hi[i]), gs_reflect(c, body, x, lo[i], hi[i]), x));
         X[i] = x;
-        ok[i] = kir_op2(k, KIR_LE, IR_BOOL, kir_op1(k, KIR_ABS, IR_F64, x), f64c(k, 0x1p52));
+        ok[i] = kir_op2(k, KIR_LE, IR_BOOL, kir_op1(k, KIR_ABS, IR_F64, x), lw_f64c(k, 0x1p52));
     }
     int cv = kir_new_var(k);
-    if (!(l = loop(c, body, cv, i64c(k, ty->dims[1].v), KIR_SERIAL)))
+    if (!(l = lw_loop(c, body, cv, lw_i64c(k, ty->dims[1].v), KIR_SERIAL)))
         return -1;
     body = &l->body;
     yi[1] = xi[1] = kir_var(k, cv);
     int acc = kir_new_acc(k, IR_F64);
-    if (acc < 0 || !kir_acc_set(k, body, acc, f64c(k, 0)))
+    if (acc < 0 || !kir_acc_set(k, body, acc, lw_f64c(k, 0)))
         return -1;
     kir_block *inner = body;
     kir_expr *wp = NULL, *vp = NULL;
@@ -677,44 +677,44 @@ static int lower_grid_sample_modes(lctx *c, int mode, int pad)
     for (int i = 0; i < r; i++) {
         int64_t len = tx->dims[2 + i].v;
         int jv = kir_new_var(k);
-        if (!(l = loop(c, inner, jv, i64c(k, ntap), KIR_SERIAL)))
+        if (!(l = lw_loop(c, inner, jv, lw_i64c(k, ntap), KIR_SERIAL)))
             return -1;
         inner = &l->body;
         kir_expr *j = kir_var(k, jv), *pos, *w;
         /* trunc through i64 is exact: |X| <= 2^52 wherever the tap is used */
         kir_expr *x0 = ffloor(k, X[i]);
         if (mode == GS_NEAREST) {
-            pos = to_f64(k, kir_op1(k, KIR_CAST, IR_I64, X[i]));
-            w = f64c(k, 1);
+            pos = lw_to_f64(k, kir_op1(k, KIR_CAST, IR_I64, X[i]));
+            w = lw_f64c(k, 1);
         } else if (mode == GS_LINEAR) {
-            pos = fadd(k, x0, to_f64(k, j));
-            kir_expr *f = fsub(k, X[i], x0);
-            w = sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, i64c(k, 0)), fsub(k, f64c(k, 1), f), f);
+            pos = lw_fadd(k, x0, lw_to_f64(k, j));
+            kir_expr *f = lw_fsub(k, X[i], x0);
+            w = lw_sel(k, kir_op2(k, KIR_EQ, IR_BOOL, j, lw_i64c(k, 0)), lw_fsub(k, lw_f64c(k, 1), f), f);
         } else {
-            pos = fadd(k, fsub(k, x0, f64c(k, 1)), to_f64(k, j));
-            w = gs_cubic(c, let(c, inner, fsub(k, X[i], x0)), j);
+            pos = lw_fadd(k, lw_fsub(k, x0, lw_f64c(k, 1)), lw_to_f64(k, j));
+            w = gs_cubic(c, lw_let(c, inner, lw_fsub(k, X[i], x0)), j);
         }
-        pos = let(c, inner, pos);
+        pos = lw_let(c, inner, pos);
         if (pad == GS_BORDER) {
             pos = gs_border(k, pos, len);
         } else if (pad == GS_REFLECTION) {
             kir_expr *rf = gs_reflect(c, inner, pos, lo[i], hi[i]);
-            pos = sel(k, gs_outside(k, pos, lo[i], hi[i]), rf, pos);
-            pos = to_f64(k, kir_op1(k, KIR_CAST, IR_I64, pos));
+            pos = lw_sel(k, gs_outside(k, pos, lo[i], hi[i]), rf, pos);
+            pos = lw_to_f64(k, kir_op1(k, KIR_CAST, IR_I64, pos));
         }
-        pos = let(c, inner, pos);
+        pos = lw_let(c, inner, pos);
         kir_expr *valid = kir_op2(k, KIR_AND, IR_BOOL, ok[i],
-                                  kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, f64c(k, 0), pos),
-                                          lt(k, pos, f64c(k, (double)len))));
-        valid = let(c, inner, sel(k, valid, i64c(k, 1), i64c(k, 0)));
-        kir_expr *vb = kir_op2(k, KIR_NE, IR_BOOL, valid, i64c(k, 0));
-        xi[2 + i] = let(c, inner, sel(k, vb, kir_op1(k, KIR_CAST, IR_I64, pos), i64c(k, 0)));
-        vp = let(c, inner, vp ? kir_imul(k, vp, valid) : valid);
-        wp = let(c, inner, wp ? fmul(k, wp, w) : w);
+                                  kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_f64c(k, 0), pos),
+                                          lw_lt(k, pos, lw_f64c(k, (double)len))));
+        valid = lw_let(c, inner, lw_sel(k, valid, lw_i64c(k, 1), lw_i64c(k, 0)));
+        kir_expr *vb = kir_op2(k, KIR_NE, IR_BOOL, valid, lw_i64c(k, 0));
+        xi[2 + i] = lw_let(c, inner, lw_sel(k, vb, kir_op1(k, KIR_CAST, IR_I64, pos), lw_i64c(k, 0)));
+        vp = lw_let(c, inner, vp ? kir_imul(k, vp, valid) : valid);
+        wp = lw_let(c, inner, wp ? lw_fmul(k, wp, w) : w);
     }
-    kir_expr *x = to_f64(k, kir_load(k, c->buf[0], xi));
-    kir_expr *term = sel(k, kir_op2(k, KIR_NE, IR_BOOL, vp, i64c(k, 0)), fmul(k, wp, x), f64c(k, 0));
-    if (!kir_acc_set(k, inner, acc, fadd(k, kir_acc(k, acc), term)))
+    kir_expr *x = lw_to_f64(k, kir_load(k, c->buf[0], xi));
+    kir_expr *term = lw_sel(k, kir_op2(k, KIR_NE, IR_BOOL, vp, lw_i64c(k, 0)), lw_fmul(k, wp, x), lw_f64c(k, 0));
+    if (!kir_acc_set(k, inner, acc, lw_fadd(k, kir_acc(k, acc), term)))
         return -1;
     return kir_store(k, body, c->out, yi, misc_f64_to_out(c, 0, kir_acc(k, acc), false)) ? 0 : -1;
 }

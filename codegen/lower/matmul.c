@@ -1,4 +1,4 @@
-/* lower_nn.c - contractions: MatMul (numpy semantics: batch broadcasting,
+/* matmul.c - contractions: MatMul (numpy semantics: batch broadcasting,
  * rank-1 operands; float and wrapping integer) and Gemm.
  *
  * The fast form is a register-blocked kernel over f32/f64/integer data:
@@ -10,7 +10,7 @@
  * (broadcast) load of A per row and contiguous vector loads of B. Partial
  * sums of a K block go through the output. Rows past M are clamped to the
  * last row, so the last block recomputes a row instead of branching.
- * This schedule is lower_tile (lower_tile.h), shared with Conv: the
+ * This schedule is cg_tile_lower (tile.c), shared with Conv: the
  * caller supplies the reduction loops and the operands' loads through
  * callbacks. Gemm with transB uses dot-product tiles along k (lower_dot). f16/bf16
  * (rounded at each store, so no partial sums in the output), symbolic
@@ -19,14 +19,12 @@
  * B is read in place (no packing: kernels get no scratch memory), so for
  * large N its rows are pages apart; packed weight panels are the next step.
  */
-#include "codegen/lower_tile.h"
+#include "codegen/lower/tile.h"
 #include "ir/ops.h"
 
 enum {
     TILE_ROWS = 6,    /* rows of accumulators in a register tile */
     KC = 128,         /* the K block: a B micro-panel (KC x width) stays in L1 */
-    MC_BLOCKS = 16,   /* row blocks of a parallel chunk: its A block (96 x KC) stays in L2 */
-    NC_PANELS = 8,    /* column panels of a parallel chunk */
     DOT_CHUNK = 16,   /* transB: tiles of rows (and of columns) in a parallel chunk */
 };
 
@@ -85,7 +83,7 @@ static void operand_idx(lctx *c, const mm_geo *g, int side, kir_expr *const *bat
     for (int d = 0; d < t->rank - 2; d++) {
         int od = g->nbatch - (t->rank - 2) + d;
         bool one = ir_dim_is_const(t->dims[d]) && t->dims[d].v == 1;
-        ix[d] = one ? i64c(k, 0) : bat[od];
+        ix[d] = one ? lw_i64c(k, 0) : bat[od];
     }
     bool tr = side ? g->tB : g->tA;
     ix[t->rank - 2] = tr ? col : row;
@@ -118,9 +116,9 @@ static kir_expr *epilogue(lctx *c, const mm_geo *g, kir_expr *v, kir_expr *i, ki
         kir_expr *ci[IR_MAX_RANK], *oi[] = {i, j};
         for (int d = 0; d < tc->rank; d++) {
             bool one = ir_dim_is_const(tc->dims[d]) && tc->dims[d].v == 1;
-            ci[d] = one ? i64c(k, 0) : oi[2 - tc->rank + d];
+            ci[d] = one ? lw_i64c(k, 0) : oi[2 - tc->rank + d];
         }
-        kir_expr *cv = load_in(c, 2, ci);
+        kir_expr *cv = lw_load_in(c, 2, ci);
         if (beta != 1)
             cv = kir_op2(k, KIR_MUL, c->cdt, kir_const_f(k, c->cdt, beta), cv);
         v = kir_op2(k, KIR_ADD, c->cdt, v, cv);
@@ -144,159 +142,31 @@ static int lower_plain(lctx *c, const mm_geo *g)
     kir_expr *ov[IR_MAX_RANK] = {0};
     for (int d = 0; d < r; d++) {
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, body, v, dim_of(k, to->dims[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, body, v, lw_dim_of(k, to->dims[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return -1;
         ov[d] = kir_var(k, v);
         body = &l->body;
     }
-    kir_expr *i = g->has_m ? ov[g->nbatch] : i64c(k, 0);
-    kir_expr *j = g->has_n ? ov[r - 1] : i64c(k, 0);
+    kir_expr *i = g->has_m ? ov[g->nbatch] : lw_i64c(k, 0);
+    kir_expr *j = g->has_n ? ov[r - 1] : lw_i64c(k, 0);
     int acc = kir_new_acc(k, c->cdt), kv = kir_new_var(k);
     if (acc < 0 || !kir_acc_set(k, body, acc, zero(c)))
         return -1;
-    kir_stmt *lk = loop(c, body, kv, dim_of(k, g->kd), KIR_SERIAL);
+    kir_stmt *lk = lw_loop(c, body, kv, lw_dim_of(k, g->kd), KIR_SERIAL);
     if (!lk)
         return -1;
     kir_expr *ai[IR_MAX_RANK], *bi[IR_MAX_RANK], *oi[IR_MAX_RANK];
     operand_idx(c, g, 0, ov, i, kir_var(k, kv), ai);
     operand_idx(c, g, 1, ov, kir_var(k, kv), j, bi);
-    kir_expr *prod = kir_op3(k, KIR_FMA, c->cdt, load_in(c, 0, ai), load_in(c, 1, bi), kir_acc(k, acc));
+    kir_expr *prod = kir_op3(k, KIR_FMA, c->cdt, lw_load_in(c, 0, ai), lw_load_in(c, 1, bi), kir_acc(k, acc));
     if (!kir_acc_set(k, &lk->body, acc, prod))
         return -1;
     out_idx(g, ov, i, j, oi);
-    return kir_store(k, body, c->out, oi, to_out(c, lower_epi(c, epilogue(c, g, kir_acc(k, acc), i, j), oi))) ? 0
+    return kir_store(k, body, c->out, oi, lw_to_out(c, lower_epi(c, epilogue(c, g, kir_acc(k, acc), i, j), oi))) ? 0
                                                                                                            : -1;
 }
 
-
-/* ---- the register-tiled schedule (lower_tile.h) ---------------------- */
-
-/* Enough parallel chunks that two threads or more balance. */
-enum { MIN_CHUNKS = 8 };
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* The tile's geometry inside one parallel chunk. */
-typedef struct {
-    int64_t nb, np, nq;       /* row blocks, column panels per group, panels in all */
-    int64_t mcb, ncp;         /* row blocks and panels per chunk */
-    kir_expr *rc, *cc;        /* this chunk's row and column chunk */
-} tile_geo;
-
-/* The reduction blocks [kb0, kb1) of the chunk, in *b. All but the last
- * block leave partial sums in the output as they are; `final` blocks
- * (only the last) store through the epilogues, which then run once per
- * element. */
-static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int64_t kb0, int64_t kb1, bool final)
-{
-    kir_kernel *k = c->k;
-    int R = t->rows;
-    int kbv = kir_new_var(k), qv = kir_new_var(k), jv = kir_new_var(k), rbv = kir_new_var(k);
-    kir_stmt *lkb = kir_for(k, b, kbv, i64c(k, kb0), i64c(k, kb1), KIR_SERIAL, 0);
-    if (!lkb)
-        return -1;
-    kir_expr *kb = kir_var(k, kbv);
-    kir_expr *q0 = kir_imul(k, q->cc, i64c(k, q->ncp));
-    kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, imin(k, i64c(k, q->nq), kir_iadd(k, q0, i64c(k, q->ncp))),
-                           KIR_SERIAL, 0);
-    if (!lq)
-        return -1;
-    kir_expr *qx = kir_var(k, qv);
-    kir_expr *g = q->np > 1 ? idivc(k, qx, q->np) : qx;
-    kir_expr *j0 = q->np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, qx, i64c(k, q->np)), i64c(k, t->width))
-                             : i64c(k, 0);
-    kir_stmt *lj = kir_for(k, &lq->body, jv, j0, imin(k, i64c(k, t->n), kir_iadd(k, j0, i64c(k, t->width))),
-                           KIR_VECTOR, t->width);
-    if (!lj)
-        return -1;
-    kir_expr *j = kir_var(k, jv);
-    kir_expr *rb0 = kir_imul(k, q->rc, i64c(k, q->mcb));
-    kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, imin(k, i64c(k, q->nb), kir_iadd(k, rb0, i64c(k, q->mcb))),
-                            KIR_SERIAL, 0);
-    if (!lrb)
-        return -1;
-    kir_block *tb = &lrb->body;
-    kir_expr *rows[TILE_MAX_ROWS];
-    int acc[TILE_MAX_ROWS];
-    kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, kb, i64c(k, 0));
-    kir_expr *oi[IR_MAX_RANK];
-    for (int r = 0; r < R; r++) {
-        kir_expr *row = kir_iadd(k, kir_imul(k, kir_var(k, rbv), i64c(k, R)), i64c(k, r));
-        rows[r] = imin(k, row, i64c(k, t->m - 1));
-        if ((acc[r] = kir_new_acc(k, c->cdt)) < 0)
-            return -1;
-        kir_expr *init = zero(c);
-        if (t->nkb > 1) {
-            t->out(c, t, rows[r], g, j, oi);
-            init = kb0 > 0 ? kir_load(k, c->out, oi) : kir_op3(k, KIR_SELECT, c->cdt, first, init, kir_load(k, c->out, oi));
-        }
-        if (!kir_acc_set(k, tb, acc[r], init))
-            return -1;
-    }
-    kir_block *kbody = tb;
-    if (t->k_open(c, t, kb, g, &kbody) < 0)
-        return -1;
-    kir_expr *bv = t->b(c, t, g, j);
-    for (int r = 0; r < R; r++) {
-        kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, t->a(c, t, rows[r]), bv, kir_acc(k, acc[r]));
-        if (!kir_acc_set(k, kbody, acc[r], f))
-            return -1;
-    }
-    for (int r = 0; r < R; r++) {
-        t->out(c, t, rows[r], g, j, oi);
-        kir_expr *v = kir_acc(k, acc[r]);
-        if (final) {
-            if (t->epi)
-                v = t->epi(c, t, v, rows[r], g, j);
-            v = lower_epi(c, v, oi);
-        }
-        if (!kir_store(k, tb, c->out, oi, v))
-            return -1;
-    }
-    return 0;
-}
-
-int lower_tile(lctx *c, cg_tile *t)
-{
-    kir_kernel *k = c->k;
-    int R = t->rows;
-    if (R < 1 || R > TILE_MAX_ROWS || t->width < 1 || t->nkb < 1)
-        return -1;
-    tile_geo q = {.nb = cdiv(t->m, R), .np = cdiv(t->n, t->width)};
-    q.nq = t->ng * q.np;
-    /* chunks of row blocks x column panels, split evenly; more of them
-     * when there are too few to share between threads */
-    int64_t nrc = cdiv(q.nb, MC_BLOCKS), ncc = cdiv(q.nq, NC_PANELS);
-    while (t->nbat * nrc * ncc < MIN_CHUNKS) {
-        bool can_r = nrc < q.nb, can_c = ncc < q.nq;
-        if (!can_r && !can_c)
-            break;
-        if (can_c && (!can_r || q.nq * nrc >= q.nb * ncc))
-            ncc++;
-        else
-            nrc++;
-    }
-    q.mcb = cdiv(q.nb, nrc);
-    q.ncp = cdiv(q.nq, ncc);
-    nrc = cdiv(q.nb, q.mcb);
-    ncc = cdiv(q.nq, q.ncp);
-    int64_t nch = nrc * ncc;
-
-    int pv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, t->nbat * nch), KIR_PARALLEL, 0);
-    if (!lp)
-        return -1;
-    kir_expr *p = kir_var(k, pv);
-    if (t->setup && t->setup(c, t, t->nbat > 1 ? idivc(k, p, nch) : i64c(k, 0)) < 0)
-        return -1;
-    kir_expr *pc = kir_op2(k, KIR_REM, IR_I64, p, i64c(k, nch));
-    q.rc = idivc(k, pc, ncc);
-    q.cc = kir_op2(k, KIR_REM, IR_I64, pc, i64c(k, ncc));
-    if (t->nkb > 1 && tile_blocks(c, t, &q, &lp->body, 0, t->nkb - 1, false) < 0)
-        return -1;
-    return tile_blocks(c, t, &q, &lp->body, t->nkb - 1, t->nkb, true);
-}
 
 /* ---- MatMul / Gemm on the tile ------------------------------------------ */
 
@@ -323,8 +193,8 @@ static int mm_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *g, kir_block *
     kir_kernel *k = c->k;
     mm_tile *u = t->u;
     int kv = kir_new_var(k);
-    kir_expr *k0 = kir_imul(k, kb, i64c(k, KC));
-    kir_stmt *lk = kir_for(k, *b, kv, k0, imin(k, i64c(k, u->g->kd.v), kir_iadd(k, k0, i64c(k, KC))), KIR_SERIAL, 0);
+    kir_expr *k0 = kir_imul(k, kb, lw_i64c(k, KC));
+    kir_stmt *lk = kir_for(k, *b, kv, k0, lw_imin(k, lw_i64c(k, u->g->kd.v), kir_iadd(k, k0, lw_i64c(k, KC))), KIR_SERIAL, 0);
     if (!lk)
         return -1;
     u->kv = kir_var(k, kv);
@@ -337,7 +207,7 @@ static kir_expr *mm_a(lctx *c, cg_tile *t, kir_expr *row)
     mm_tile *u = t->u;
     kir_expr *ix[IR_MAX_RANK];
     operand_idx(c, u->g, 0, u->bat, row, u->kv, ix);
-    return load_in(c, 0, ix);
+    return lw_load_in(c, 0, ix);
 }
 
 static kir_expr *mm_b(lctx *c, cg_tile *t, kir_expr *g, kir_expr *j)
@@ -346,7 +216,7 @@ static kir_expr *mm_b(lctx *c, cg_tile *t, kir_expr *g, kir_expr *j)
     mm_tile *u = t->u;
     kir_expr *ix[IR_MAX_RANK];
     operand_idx(c, u->g, 1, u->bat, u->kv, j, ix);
-    return load_in(c, 1, ix);
+    return lw_load_in(c, 1, ix);
 }
 
 static void mm_out(lctx *c, cg_tile *t, kir_expr *row, kir_expr *g, kir_expr *j, kir_expr **ix)
@@ -377,7 +247,7 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width)
         .rows = TILE_ROWS, .width = width, .u = &u,
         .setup = mm_setup, .k_open = mm_k_open, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
-    return lower_tile(c, &t);
+    return cg_tile_lower(c, &t);
 }
 
 /* Gemm with transB (B is [N, K], as nn.Linear exports it): both operands
@@ -394,15 +264,15 @@ static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
     int64_t mcb = nbr < DOT_CHUNK ? nbr : DOT_CHUNK, ncb = nbc < DOT_CHUNK ? nbc : DOT_CHUNK;
     int64_t nrc = (nbr + mcb - 1) / mcb, ncc = (nbc + ncb - 1) / ncb;
     int pv = kir_new_var(k), cbv = kir_new_var(k), rbv = kir_new_var(k), kv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
     if (!lp)
         return -1;
     kir_expr *p = kir_var(k, pv);
-    kir_expr *rb0 = kir_imul(k, idivc(k, p, ncc), i64c(k, mcb));
-    kir_expr *cb0 = kir_imul(k, kir_op2(k, KIR_REM, IR_I64, p, i64c(k, ncc)), i64c(k, ncb));
-    kir_stmt *lc = kir_for(k, &lp->body, cbv, cb0, imin(k, i64c(k, nbc), kir_iadd(k, cb0, i64c(k, ncb))),
+    kir_expr *rb0 = kir_imul(k, lw_idivc(k, p, ncc), lw_i64c(k, mcb));
+    kir_expr *cb0 = kir_imul(k, kir_op2(k, KIR_REM, IR_I64, p, lw_i64c(k, ncc)), lw_i64c(k, ncb));
+    kir_stmt *lc = kir_for(k, &lp->body, cbv, cb0, lw_imin(k, lw_i64c(k, nbc), kir_iadd(k, cb0, lw_i64c(k, ncb))),
                            KIR_SERIAL, 0);
-    kir_stmt *lr = lc ? kir_for(k, &lc->body, rbv, rb0, imin(k, i64c(k, nbr), kir_iadd(k, rb0, i64c(k, mcb))),
+    kir_stmt *lr = lc ? kir_for(k, &lc->body, rbv, rb0, lw_imin(k, lw_i64c(k, nbr), kir_iadd(k, rb0, lw_i64c(k, mcb))),
                                 KIR_SERIAL, 0) : NULL;
     if (!lr)
         return -1;
@@ -410,24 +280,24 @@ static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
     kir_expr *rows[8], *cols[8];
     int acc[8][8];
     for (int r = 0; r < dot; r++) {
-        kir_expr *i = kir_iadd(k, kir_imul(k, kir_var(k, rbv), i64c(k, dot)), i64c(k, r));
-        kir_expr *j = kir_iadd(k, kir_imul(k, kir_var(k, cbv), i64c(k, dot)), i64c(k, r));
-        rows[r] = imin(k, i, i64c(k, M - 1));
-        cols[r] = imin(k, j, i64c(k, N - 1));
+        kir_expr *i = kir_iadd(k, kir_imul(k, kir_var(k, rbv), lw_i64c(k, dot)), lw_i64c(k, r));
+        kir_expr *j = kir_iadd(k, kir_imul(k, kir_var(k, cbv), lw_i64c(k, dot)), lw_i64c(k, r));
+        rows[r] = lw_imin(k, i, lw_i64c(k, M - 1));
+        cols[r] = lw_imin(k, j, lw_i64c(k, N - 1));
     }
     for (int r = 0; r < dot; r++)
         for (int q = 0; q < dot; q++)
             if ((acc[r][q] = kir_new_acc(k, c->cdt)) < 0 || !kir_acc_set(k, tb, acc[r][q], zero(c)))
                 return -1;
-    kir_stmt *lk = kir_for(k, tb, kv, i64c(k, 0), i64c(k, K), KIR_VECTOR, width);
+    kir_stmt *lk = kir_for(k, tb, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_VECTOR, width);
     if (!lk)
         return -1;
     kir_expr *av[8], *bv[8], *ix[IR_MAX_RANK];
     for (int r = 0; r < dot; r++) {
         operand_idx(c, g, 0, NULL, rows[r], kir_var(k, kv), ix);
-        av[r] = load_in(c, 0, ix);
+        av[r] = lw_load_in(c, 0, ix);
         operand_idx(c, g, 1, NULL, kir_var(k, kv), cols[r], ix);
-        bv[r] = load_in(c, 1, ix);
+        bv[r] = lw_load_in(c, 1, ix);
     }
     for (int r = 0; r < dot; r++)
         for (int q = 0; q < dot; q++) {

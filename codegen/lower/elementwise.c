@@ -1,144 +1,15 @@
-/* lower.c - graph nodes to kernels: the common setup, and the elementwise
- * family.
- *
- * An elementwise node becomes one loop nest over its output's dims
- * (outermost parallel, innermost vectorized when the rank allows), each
- * input read through its broadcasting index map, and the op's semantics
- * (the same formulas as ir/ref/elementwise*.c) as a scalar expression.
- * Every elementwise op of the interpreter has a formula here, for every
- * dtype it accepts; integer inputs of ops defined by real arithmetic
- * (Erf, Shrink, Pow with a float) compute in f64 like the reference.
- * A fused group of elementwise nodes is one such loop nest, at its root:
- * the values inside the group are computed where they are read.
+/* elementwise.c - the elementwise family: every elementwise op of the
+ * interpreter as a scalar formula, for every dtype it accepts (the same
+ * formulas as ir/ref/elementwise*.c); integer inputs of ops defined by
+ * real arithmetic (Erf, Shrink, Pow with a float) compute in f64 like the
+ * reference. Inputs are read through their broadcasting index maps, or
+ * computed when a member of the node's fused group produces them.
  */
-#include "codegen/lower.h"
-#include "ir/ops.h"
-
 #include <math.h>
 #include <string.h>
 
-#include "codegen/lower_internal.h"
-#include "codegen/lower_movement.h"
-
-/* ---- fused groups (ir.h, docs/fusion.md) ----------------------------------
- * A group is lowered at its root, as the root's loop nest. An input that
- * another member of the group produces (an interior value) is not loaded:
- * its producer's formula is evaluated at the index where it is read, the
- * broadcast maps composed, and rounded to its dtype as a store would. */
-
-/* v, read by `reader`, is computed inside reader's group. */
-static bool interior(const ir_node *reader, const ir_value *v)
-{
-    return reader->group > 0 && v && v->kind == IR_VAL_NODE && v->def->group == reader->group;
-}
-
-/* The kernel buffer already holding graph value v, or -1. */
-static int find_buf(const kir_kernel *k, const ir_value *v)
-{
-    for (int b = 0; b < k->nbufs; b++)
-        if (!strcmp(k->bufs[b].name, v->name))
-            return b;
-    return -1;
-}
-
-static bool can_elementwise(const ir_node *n);
-static kir_expr *formula(lctx *c);
-
-/* The compute dtype of node n's formula: its first input's (Where: its
- * second's), f16/bf16 widened. */
-static ir_dtype node_cdt(const ir_node *n)
-{
-    ir_dtype t = n->nin && n->in[0] ? n->in[0]->type.dtype : n->out[0]->type.dtype;
-    if (n->op == IR_OP_WHERE)
-        t = n->in[1]->type.dtype;
-    return compute_dtype(t);
-}
-
-/* Interior value v at idx (one index per dim of v), in its compute dtype. */
-static kir_expr *fused_value(lctx *c, const ir_value *v, kir_expr *const *idx)
-{
-    const ir_node *p = v->def;
-    ir_dtype t = v->type.dtype;
-    if (c->epi_root && p == c->anchor) {
-        /* the anchor's final value, rounded as its store would round it */
-        kir_expr *e = c->epi_val;
-        if (e && e->dtype != t)
-            e = kir_op1(c->k, KIR_CAST, t, e);
-        return e && compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, compute_dtype(t), e) : e;
-    }
-    lctx save = *c;
-    c->n = p;
-    c->orank = v->type.rank;
-    c->at = idx;
-    c->cdt = node_cdt(p);
-    for (int i = 0; i < p->nin && i < LOWER_MAX_IO; i++)
-        c->buf[i] = p->in[i] && !interior(p, p->in[i]) ? find_buf(c->k, p->in[i]) : -1;
-    kir_expr *e = formula(c);
-    if (e && e->dtype != t)
-        e = kir_op1(c->k, KIR_CAST, t, e);
-    if (e && compute_dtype(t) != t)
-        e = kir_op1(c->k, KIR_CAST, compute_dtype(t), e);
-    *c = save;
-    return e;
-}
-
-/* Adds the buffers of the outside inputs of the members that n's interior
- * inputs come from, recursively. *budget bounds the inlined evaluations
- * (one per path from the root), so a hand-written group cannot blow up
- * the kernel. -1: out of memory; -2: not loweable as one kernel. */
-static int group_bufs(lctx *c, const ir_node *n, const cg_binding *bind, int *budget)
-{
-    for (int i = 0; i < n->nin; i++) {
-        const ir_value *v = n->in[i];
-        if (!v)
-            continue;
-        if (interior(n, v)) {
-            if (c->epi_root && v->def == c->anchor)
-                continue; /* its inputs are the kernel's first buffers */
-            if (--*budget < 0 || v->def->nout != 1 || !can_elementwise(v->def))
-                return -2;
-            int rc = group_bufs(c, v->def, bind, budget);
-            if (rc < 0)
-                return rc;
-        } else if (find_buf(c->k, v) < 0) {
-            const cg_binding *b = &bind[v->id];
-            if (kir_add_buf(c->k, v->name, b->kind, &v->type, b->index, b->offset) < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-/* The group's anchor (docs/fusion.md): the one member reached from n
- * through interior inputs that is not elementwise, into *a. *count counts
- * the distinct such members; *budget bounds the walk like group_bufs'. */
-static void find_anchor(const ir_node *n, int *budget, const ir_node **a, int *count)
-{
-    for (int i = 0; i < n->nin && *budget >= 0; i++) {
-        const ir_value *v = n->in[i];
-        if (!interior(n, v) || --*budget < 0)
-            continue;
-        const ir_node *p = v->def;
-        if (can_elementwise(p))
-            find_anchor(p, budget, a, count);
-        else if (!*a)
-            *a = p, *count = 1;
-        else if (*a != p)
-            (*count)++;
-    }
-}
-
-kir_expr *lower_epi(lctx *c, kir_expr *v, kir_expr *const *idx)
-{
-    if (!c->epi_root || !v)
-        return v;
-    c->epi_used = true;
-    kir_expr *saved = c->epi_val;
-    c->epi_val = v;
-    kir_expr *e = fused_value(c, c->epi_root->out[0], idx);
-    c->epi_val = saved;
-    return e;
-}
+#include "codegen/lower/internal.h"
+#include "ir/ops.h"
 
 /* Input i at the current output index: size-1 and missing leading dims
  * read index 0 (numpy broadcasting), narrow floats widen to f32. Inside a
@@ -154,10 +25,10 @@ static kir_expr *input(lctx *c, int i)
         bool one = ir_dim_is_const(t->dims[d]) && t->dims[d].v == 1;
         idx[d] = one ? kir_const_i(c->k, IR_I64, 0) : c->at ? c->at[od] : kir_var(c->k, c->var[od]);
     }
-    if (interior(c->n, v))
-        return fused_value(c, v, idx);
+    if (lw_interior(c->n, v))
+        return lw_fused_value(c, v, idx);
     kir_expr *e = kir_load(c->k, c->buf[i], idx);
-    ir_dtype cd = compute_dtype(t->dtype);
+    ir_dtype cd = lw_compute_dtype(t->dtype);
     return cd != t->dtype ? kir_op1(c->k, KIR_CAST, cd, e) : e;
 }
 
@@ -270,7 +141,7 @@ static kir_op unary_kop(ir_op op)
 /* The scalar expression of the node at the current index, in cdt (or
  * bool for comparisons, or whatever the final cast to the output's dtype
  * starts from); NULL when unsupported or out of memory. */
-static kir_expr *formula(lctx *c)
+kir_expr *lw_formula(lctx *c)
 {
     const ir_node *n = c->n;
     kir_kernel *k = c->k;
@@ -410,52 +281,9 @@ static kir_expr *formula(lctx *c)
     }
 }
 
-/* Every operand's and result's shape must be known to build index maps. */
-static bool shapes_known(const ir_node *n)
-{
-    if (n->nin > LOWER_MAX_IO || n->nout > LOWER_MAX_IO || n->nout < 1)
-        return false;
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && n->in[i]->type.rank < 0)
-            return false;
-    for (int i = 0; i < n->nout; i++) {
-        const ir_type *o = &n->out[i]->type;
-        if (o->rank < 0)
-            return false;
-        for (int d = 0; d < o->rank; d++)
-            if (o->dims[d].sym == IR_DIM_UNKNOWN)
-                return false;
-    }
-    return true;
-}
-
-typedef enum { FAM_NONE, FAM_NN, FAM_REDUCE, FAM_MOVEMENT, FAM_CONV, FAM_MISC, FAM_ATTENTION, FAM_BLOCKED } lower_family;
-
-/* The family that lowers a non-elementwise node. */
-static lower_family family(const ir_node *n)
-{
-    if (!shapes_known(n))
-        return FAM_NONE;
-    if (cg_can_lower_nn(n))
-        return FAM_NN;
-    if (cg_can_lower_reduce(n))
-        return FAM_REDUCE;
-    if (cg_can_lower_movement(n))
-        return FAM_MOVEMENT;
-    if (cg_can_lower_conv(n))
-        return FAM_CONV;
-    if (cg_can_lower_misc(n))
-        return FAM_MISC;
-    if (cg_can_lower_attention(n))
-        return FAM_ATTENTION;
-    if (cg_can_lower_blocked(n))
-        return FAM_BLOCKED;
-    return FAM_NONE;
-}
-
-/* True if formula() handles n's op and dtypes (shape inference already
+/* True if lw_formula() handles n's op and dtypes (shape inference already
  * rejected the dtypes the interpreter does not define for the op). */
-static bool can_elementwise(const ir_node *n)
+bool lw_can_elementwise(const ir_node *n)
 {
     if (n->nin < 1 || !n->in[0] || n->nout != 1)
         return false;
@@ -495,161 +323,5 @@ static bool can_elementwise(const ir_node *n)
             return false;
         break;
     }
-    return shapes_known(n);
-}
-
-/* Normalizations read their data input through red_load, which computes
- * it when a member of the group produces it (a prologue). */
-static bool takes_prologue(const ir_node *a)
-{
-    return a->op == IR_OP_SOFTMAX || a->op == IR_OP_LOG_SOFTMAX || a->op == IR_OP_LAYER_NORMALIZATION ||
-           a->op == IR_OP_RMS_NORMALIZATION;
-}
-
-/* anchor may be the kernel of the group rooted at root: the only
- * non-elementwise member, one output of the root's type, its inputs from
- * outside the group but a normalization's data input, lowered by a
- * family whose final stores go through lower_epi. */
-static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int budget)
-{
-    if (count != 1 || budget < 0 || anchor->nout != 1)
-        return false;
-    for (int i = 0; i < anchor->nin; i++)
-        if (interior(anchor, anchor->in[i]) && (i > 0 || !takes_prologue(anchor)))
-            return false;
-    const ir_type *a = &anchor->out[0]->type, *r = &root->out[0]->type;
-    if (a->dtype != r->dtype || a->rank != r->rank)
-        return false;
-    for (int d = 0; d < a->rank; d++)
-        if (!ir_dim_eq(a->dims[d], r->dims[d]))
-            return false;
-    lower_family f = family(anchor);
-    return f == FAM_NN || f == FAM_REDUCE || f == FAM_CONV || f == FAM_BLOCKED;
-}
-
-kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx)
-{
-    return c->buf[i] >= 0 ? kir_load(c->k, c->buf[i], idx) : fused_value(c, c->n->in[i], idx);
-}
-
-bool cg_can_lower(const ir_node *n)
-{
-    return can_elementwise(n) || family(n) != FAM_NONE;
-}
-
-int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, int vector_lanes,
-                  const char *name, kir_kernel **out, icc_diag *d)
-{
-    *out = NULL;
-    if (!cg_can_lower(n))
-        return ir_node_errorf(d, n, "cannot be compiled yet (op or dtype not lowered)");
-    /* A group whose members are elementwise but one, its anchor, is the
-     * anchor's kernel with the others as its epilogue. */
-    const ir_node *root = n, *anchor = NULL;
-    if (n->group > 0) {
-        int budget = 256, count = 1;
-        if (can_elementwise(n))
-            count = 0, find_anchor(n, &budget, &anchor, &count);
-        else
-            anchor = n;
-        if (anchor && !anchor_ok(n, anchor, count, budget))
-            return ir_node_errorf(d, n, "fused group %d cannot be compiled as one kernel (its members other "
-                                  "than one contraction or normalization of the root's type must be "
-                                  "elementwise, and only a normalization's data input may come from "
-                                  "the group)", n->group);
-        if (anchor)
-            n = anchor;
-    }
-    lctx c = {.g = g, .n = n, .epi_root = anchor && anchor != root ? root : NULL, .anchor = anchor};
-    if (!(c.k = kir_kernel_create(name, g)))
-        return ir_errorf(d, "out of memory");
-    kir_kernel *k = c.k;
-    const ir_value *ov = n->out[0];
-    for (int i = 0; i < n->nin; i++) {
-        const ir_value *v = n->in[i];
-        c.buf[i] = -1;
-        if (!v || interior(n, v))
-            continue;
-        const cg_binding *b = &bind[v->id];
-        if ((c.buf[i] = kir_add_buf(k, v->name, b->kind, &v->type, b->index, b->offset)) < 0)
-            goto oom;
-    }
-    for (int i = 0; i < n->nout; i++) {
-        /* an anchor's result is the root's output */
-        const ir_value *v = anchor ? root->out[i] : n->out[i];
-        const cg_binding *b = &bind[v->id];
-        if ((c.outs[i] = kir_add_buf(k, v->name, b->kind, &v->type, b->index, b->offset)) < 0)
-            goto oom;
-    }
-    c.out = c.outs[0];
-    c.orank = ov->type.rank;
-    ir_dtype in_dt = n->nin && n->in[0] ? n->in[0]->type.dtype : ov->type.dtype;
-    /* Where's data type is that of its second input. */
-    if (n->op == IR_OP_WHERE)
-        in_dt = n->in[1]->type.dtype;
-    c.cdt = compute_dtype(in_dt);
-    c.lanes = vector_lanes;
-    if (root->group > 0) {
-        /* the outside inputs of the epilogue (after the anchor) and of the
-         * prologue (before it) */
-        int budget = 256, rc = group_bufs(&c, root, bind, &budget);
-        if (rc == 0 && anchor && anchor != root)
-            rc = group_bufs(&c, anchor, bind, &budget);
-        if (rc == -2) {
-            kir_kernel_destroy(k);
-            return ir_node_errorf(d, root, "fused group %d cannot be compiled as one kernel (a member is not "
-                                  "elementwise, or it inlines more than 256 evaluations)", root->group);
-        }
-        if (rc < 0)
-            goto oom;
-    }
-    if (!can_elementwise(n)) {
-        int rc;
-        switch (family(n)) {
-        case FAM_NN: rc = lower_nn(&c); break;
-        case FAM_REDUCE: rc = lower_reduce(&c); break;
-        case FAM_MOVEMENT: rc = lower_movement(&c); break;
-        case FAM_CONV: rc = lower_conv(&c); break;
-        case FAM_MISC: rc = lower_misc(&c); break;
-        case FAM_ATTENTION: rc = lower_attention(&c); break;
-        case FAM_BLOCKED: rc = lower_blocked(&c); break;
-        default: rc = -1;
-        }
-        if (rc < 0)
-            goto oom;
-        if (c.epi_root && !c.epi_used) {
-            kir_kernel_destroy(k);
-            return ir_node_errorf(d, root, "fused group %d cannot be compiled as one kernel: the lowering of "
-                                  "'%s' (%s) takes no epilogue", root->group, anchor->name, ir_ops[anchor->op].name);
-        }
-        goto verify;
-    }
-
-    /* The loop nest over the output: the parallel loop over the leading
-     * dims flattened until there is work for every thread (a batch of one
-     * would leave them idle), the innermost vectorized. */
-    kir_expr *idx[IR_MAX_RANK];
-    kir_block *body = mv_nest(&c, &k->body, &ov->type, true, c.orank > 0, idx);
-    if (!body)
-        goto oom;
-    c.at = idx;
-    kir_expr *v = formula(&c);
-    if (!v)
-        goto oom;
-    if (v->dtype != ov->type.dtype)
-        v = kir_op1(k, KIR_CAST, ov->type.dtype, v);
-    if (!kir_store(k, body, c.out, idx, v))
-        goto oom;
-verify:
-    if (kir_verify(k, d) < 0) {
-        char m[sizeof d->msg];
-        memcpy(m, d->msg, sizeof m);
-        kir_kernel_destroy(k);
-        return ir_node_errorf(d, n, "lowering produced an invalid kernel: %s", m);
-    }
-    *out = k;
-    return 0;
-oom:
-    kir_kernel_destroy(k);
-    return ir_node_errorf(d, n, "out of memory while lowering");
+    return lw_shapes_known(n);
 }

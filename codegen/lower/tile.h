@@ -1,5 +1,5 @@
-/* lower_tile.h - the register-tiled contraction schedule shared by MatMul,
- * Gemm (lower_nn.c) and Conv (lower_conv.c).
+/* tile.h - the register-tiled contraction schedule shared by MatMul,
+ * Gemm (matmul.c) and Conv (conv.c).
  *
  * out[bat, row, g, j] = epi(sum_k A(bat, row, k) * B(bat, k, g, j)): rows
  * form a register tile (`rows` accumulators per vector of columns, A read
@@ -13,7 +13,7 @@
 #ifndef ICC_CG_LOWER_TILE_H
 #define ICC_CG_LOWER_TILE_H
 
-#include "codegen/lower_internal.h"
+#include "codegen/lower/internal.h"
 
 enum { TILE_MAX_ROWS = 32 };
 
@@ -43,6 +43,6 @@ struct cg_tile {
 };
 
 /* Fills c->k's body with the tiled schedule; 0, or -1 on out of memory. */
-int lower_tile(lctx *c, cg_tile *t);
+int cg_tile_lower(lctx *c, cg_tile *t);
 
 #endif

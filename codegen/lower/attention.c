@@ -1,4 +1,4 @@
-/* lower_attention.c - Attention (ir/ref/attention.c for its semantics) as
+/* attention.c - Attention (ir/ref/attention.c for its semantics) as
  * one kernel that never stores the [Sq, T] scores, by the online softmax:
  * the output rows themselves accumulate sum_j e^(s_j - m) V[j] while the
  * running row max m and sum l live in accumulators; when a block of keys
@@ -29,7 +29,7 @@
  * Needs constant shapes and f32/f64 data: the output rows are the
  * accumulator, which f16 would round at every key block.
  */
-#include "codegen/lower_internal.h"
+#include "codegen/lower/internal.h"
 #include "ir/ops.h"
 
 #include <math.h>
@@ -119,9 +119,9 @@ bool cg_can_lower_attention(const ir_node *n)
            g.hq % g.hkv == 0 && (n->in[0]->type.rank == 3 || n->in[0]->type.rank == 4);
 }
 
-static kir_expr *irem(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)); }
-static kir_expr *iminc(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_MIN, IR_I64, a, i64c(k, b)); }
-static kir_expr *imaxc(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_MAX, IR_I64, a, i64c(k, b)); }
+static kir_expr *irem(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_REM, IR_I64, a, lw_i64c(k, b)); }
+static kir_expr *iminc(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_MIN, IR_I64, a, lw_i64c(k, b)); }
+static kir_expr *imaxc(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_MAX, IR_I64, a, lw_i64c(k, b)); }
 
 static kir_expr *fc(lctx *c, double v) { return kir_const_f(c->k, c->cdt, v); }
 static kir_expr *op2(lctx *c, kir_op op, kir_expr *a, kir_expr *b) { return kir_op2(c->k, op, c->cdt, a, b); }
@@ -132,7 +132,7 @@ static void y_idx(lctx *c, const att_geo *g, kir_expr *i, kir_expr *e, kir_expr 
     if (g->three) {
         ix[0] = g->bi;
         ix[1] = i;
-        ix[2] = kir_iadd(k, kir_imul(k, g->hi, i64c(k, g->dv)), e);
+        ix[2] = kir_iadd(k, kir_imul(k, g->hi, lw_i64c(k, g->dv)), e);
     } else {
         ix[0] = g->bi;
         ix[1] = g->hi;
@@ -149,23 +149,23 @@ static kir_expr *kv_at(lctx *c, const att_geo *g, bool val, kir_expr *j, kir_exp
     kir_kernel *k = c->k;
     int cur = val ? 2 : 1, old = val ? 5 : 4;
     int64_t w = val ? g->dv : g->d;
-    kir_expr *jn = g->past ? imaxc(k, kir_iadd(k, j, i64c(k, -g->past)), 0) : j, *ix[4];
+    kir_expr *jn = g->past ? imaxc(k, kir_iadd(k, j, lw_i64c(k, -g->past)), 0) : j, *ix[4];
     if (g->three) {
         ix[0] = g->bi;
         ix[1] = jn;
-        ix[2] = kir_iadd(k, kir_imul(k, g->khi, i64c(k, w)), e);
+        ix[2] = kir_iadd(k, kir_imul(k, g->khi, lw_i64c(k, w)), e);
     } else {
         ix[0] = g->bi;
         ix[1] = g->khi;
         ix[2] = jn;
         ix[3] = e;
     }
-    kir_expr *now = load_in(c, cur, ix);
+    kir_expr *now = lw_load_in(c, cur, ix);
     if (!g->past)
         return now;
     kir_expr *px[4] = {g->bi, g->khi, iminc(k, j, g->past - 1), e};
-    kir_expr *was = load_in(c, old, px);
-    return kir_op3(k, KIR_SELECT, c->cdt, kir_op2(k, KIR_LT, IR_BOOL, j, i64c(k, g->past)), was, now);
+    kir_expr *was = lw_load_in(c, old, px);
+    return kir_op3(k, KIR_SELECT, c->cdt, kir_op2(k, KIR_LT, IR_BOOL, j, lw_i64c(k, g->past)), was, now);
 }
 
 /* The score's bias terms: x unless masked out (-inf), plus an additive
@@ -175,13 +175,13 @@ static kir_expr *bias(lctx *c, const att_geo *g, kir_expr *x, kir_expr *i, kir_e
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     kir_expr *ninf = fc(c, -INFINITY);
-    kir_expr *hidden = kir_op2(k, KIR_LE, IR_BOOL, i64c(k, g->total), jraw);
+    kir_expr *hidden = kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, g->total), jraw);
     if (n->nin > 3 && n->in[3]) {
         const ir_type *mt = &n->in[3]->type;
         kir_expr *full[4] = {g->bi, g->hi, i, iminc(k, j, g->mlen - 1)}, *ix[4];
         for (int d = 0; d < mt->rank; d++) {
             int od = 4 - mt->rank + d;
-            ix[d] = mt->dims[d].v == 1 ? i64c(k, 0) : full[od];
+            ix[d] = mt->dims[d].v == 1 ? lw_i64c(k, 0) : full[od];
         }
         kir_expr *mv = kir_load(k, c->buf[3], ix);
         if (mt->dtype == IR_BOOL) {
@@ -192,11 +192,11 @@ static kir_expr *bias(lctx *c, const att_geo *g, kir_expr *x, kir_expr *i, kir_e
             x = op2(c, KIR_ADD, x, mv);
         }
         if (g->mlen < g->total)
-            hidden = kir_op2(k, KIR_OR, IR_BOOL, hidden, kir_op2(k, KIR_LE, IR_BOOL, i64c(k, g->mlen), j));
+            hidden = kir_op2(k, KIR_OR, IR_BOOL, hidden, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, g->mlen), j));
     }
     if (g->causal)
         hidden = kir_op2(k, KIR_OR, IR_BOOL, hidden,
-                         kir_op2(k, KIR_LT, IR_BOOL, kir_iadd(k, i, i64c(k, g->past)), j));
+                         kir_op2(k, KIR_LT, IR_BOOL, kir_iadd(k, i, lw_i64c(k, g->past)), j));
     if (n->nin > 6 && n->in[6]) {
         kir_expr *bx[1] = {g->bi};
         kir_expr *len = kir_load(k, c->buf[6], bx);
@@ -211,14 +211,14 @@ static int copy_present(lctx *c, const att_geo *g, kir_block *b)
     kir_kernel *k = c->k;
     for (int o = 1; o < 3 && o < c->n->nout; o++) {
         int jv = kir_new_var(k), ev = kir_new_var(k);
-        kir_stmt *lj = loop(c, b, jv, i64c(k, g->total), KIR_SERIAL);
-        kir_stmt *le = lj ? loop(c, &lj->body, ev, i64c(k, o == 1 ? g->d : g->dv), KIR_VECTOR) : NULL;
+        kir_stmt *lj = lw_loop(c, b, jv, lw_i64c(k, g->total), KIR_SERIAL);
+        kir_stmt *le = lj ? lw_loop(c, &lj->body, ev, lw_i64c(k, o == 1 ? g->d : g->dv), KIR_VECTOR) : NULL;
         if (!le)
             return -1;
         le->width = c->lanes;
         kir_expr *j = kir_var(k, jv), *e = kir_var(k, ev);
         kir_expr *ix[4] = {g->bi, g->khi, j, e};
-        if (!kir_store(k, &le->body, c->outs[o], ix, to_out_i(c, o, kv_at(c, g, o == 2, j, e))))
+        if (!kir_store(k, &le->body, c->outs[o], ix, lw_to_out_i(c, o, kv_at(c, g, o == 2, j, e))))
             return -1;
     }
     return 0;
@@ -241,8 +241,8 @@ static kir_block *rows_loop(lctx *c, kir_block *b, int64_t n, int width, kir_exp
 {
     kir_kernel *k = c->k;
     int ev = kir_new_var(k), tv = kir_new_var(k);
-    kir_stmt *lv = kir_for(k, b, ev, i64c(k, 0), i64c(k, n), KIR_VECTOR, width);
-    kir_stmt *lt = lv ? loop(c, &lv->body, tv, i64c(k, 1), KIR_SERIAL) : NULL;
+    kir_stmt *lv = kir_for(k, b, ev, lw_i64c(k, 0), lw_i64c(k, n), KIR_VECTOR, width);
+    kir_stmt *lt = lv ? lw_loop(c, &lv->body, tv, lw_i64c(k, 1), KIR_SERIAL) : NULL;
     *e = kir_var(k, ev);
     return lt ? &lt->body : NULL;
 }
@@ -262,20 +262,20 @@ int lower_attention(lctx *c)
     bool qk = n->nout > 3;
 
     int pv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, i64c(k, 0), i64c(k, g.b * g.hq * g.nqb), KIR_PARALLEL, 0);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g.b * g.hq * g.nqb), KIR_PARALLEL, 0);
     if (!lp)
         return -1;
     kir_block *body = &lp->body;
     kir_expr *p = kir_var(k, pv);
-    g.bi = g.b > 1 ? idivc(k, p, g.hq * g.nqb) : i64c(k, 0);
-    g.hi = irem(k, idivc(k, p, g.nqb), g.hq);
-    g.khi = g.reps > 1 ? idivc(k, g.hi, g.reps) : g.hi;
+    g.bi = g.b > 1 ? lw_idivc(k, p, g.hq * g.nqb) : lw_i64c(k, 0);
+    g.hi = irem(k, lw_idivc(k, p, g.nqb), g.hq);
+    g.khi = g.reps > 1 ? lw_idivc(k, g.hi, g.reps) : g.hi;
     kir_expr *qb = irem(k, p, g.nqb);
     if (n->nout > 1) {
-        kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, qb, i64c(k, 0));
+        kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, qb, lw_i64c(k, 0));
         if (g.reps > 1)
             first = kir_op2(k, KIR_AND, IR_BOOL, first,
-                            kir_op2(k, KIR_EQ, IR_BOOL, irem(k, g.hi, g.reps), i64c(k, 0)));
+                            kir_op2(k, KIR_EQ, IR_BOOL, irem(k, g.hi, g.reps), lw_i64c(k, 0)));
         kir_stmt *ifp = kir_if(k, body, first);
         if (!ifp || copy_present(c, &g, &ifp->body) < 0)
             return -1;
@@ -283,7 +283,7 @@ int lower_attention(lctx *c)
     kir_expr *row[ROWS];
     int m[ROWS], l[ROWS], s[ROWS][KEYS], pr[ROWS][KEYS];
     for (int r = 0; r < R; r++) {
-        row[r] = kir_iadd(k, kir_imul(k, qb, i64c(k, R)), i64c(k, r));
+        row[r] = kir_iadd(k, kir_imul(k, qb, lw_i64c(k, R)), lw_i64c(k, r));
         if ((m[r] = kir_new_acc(k, ct)) < 0 || (l[r] = kir_new_acc(k, ct)) < 0 ||
             !kir_acc_set(k, body, m[r], fc(c, -INFINITY)) || !kir_acc_set(k, body, l[r], fc(c, 0)))
             return -1;
@@ -304,20 +304,20 @@ int lower_attention(lctx *c)
     }
     /* the key blocks */
     int jbv = kir_new_var(k);
-    kir_stmt *ljb = loop(c, body, jbv, i64c(k, njb), KIR_SERIAL);
+    kir_stmt *ljb = lw_loop(c, body, jbv, lw_i64c(k, njb), KIR_SERIAL);
     if (!ljb)
         return -1;
     kir_block *kb = &ljb->body;
     kir_expr *jraw[KEYS], *key[KEYS];
     for (int q = 0; q < J; q++) {
-        jraw[q] = kir_iadd(k, kir_imul(k, kir_var(k, jbv), i64c(k, J)), i64c(k, q));
+        jraw[q] = kir_iadd(k, kir_imul(k, kir_var(k, jbv), lw_i64c(k, J)), lw_i64c(k, q));
         key[q] = iminc(k, jraw[q], g.total - 1);
         for (int r = 0; r < R; r++)
             if (!kir_acc_set(k, kb, s[r][q], fc(c, 0)))
                 return -1;
     }
     int dv = kir_new_var(k);
-    kir_stmt *ld = kir_for(k, kb, dv, i64c(k, 0), i64c(k, g.d), KIR_VECTOR, lanes);
+    kir_stmt *ld = kir_for(k, kb, dv, lw_i64c(k, 0), lw_i64c(k, g.d), KIR_VECTOR, lanes);
     if (!ld)
         return -1;
     kir_expr *qv[ROWS], *kv[KEYS];
@@ -326,14 +326,14 @@ int lower_attention(lctx *c)
         if (g.three) {
             ix[0] = g.bi;
             ix[1] = row[r];
-            ix[2] = kir_iadd(k, kir_imul(k, g.hi, i64c(k, g.d)), kir_var(k, dv));
+            ix[2] = kir_iadd(k, kir_imul(k, g.hi, lw_i64c(k, g.d)), kir_var(k, dv));
         } else {
             ix[0] = g.bi;
             ix[1] = g.hi;
             ix[2] = row[r];
             ix[3] = kir_var(k, dv);
         }
-        qv[r] = load_in(c, 0, ix);
+        qv[r] = lw_load_in(c, 0, ix);
     }
     for (int q = 0; q < J; q++)
         kv[q] = kv_at(c, &g, false, key[q], kir_var(k, dv));
@@ -355,8 +355,8 @@ int lower_attention(lctx *c)
             if (qk) {
                 kir_expr *ix[4], *sv = g.mode == 0 ? raw : g.mode == 1 ? capped : x;
                 qk_idx(&g, row[r], key[q], ix);
-                kir_stmt *in = kir_if(k, kb, kir_op2(k, KIR_LT, IR_BOOL, jraw[q], i64c(k, g.total)));
-                if (!in || !kir_store(k, &in->body, c->outs[3], ix, to_out_i(c, 3, sv)))
+                kir_stmt *in = kir_if(k, kb, kir_op2(k, KIR_LT, IR_BOOL, jraw[q], lw_i64c(k, g.total)));
+                if (!in || !kir_store(k, &in->body, c->outs[3], ix, lw_to_out_i(c, 3, sv)))
                     return -1;
             }
             if (!kir_acc_set(k, kb, s[r][q], x))
@@ -420,7 +420,7 @@ int lower_attention(lctx *c)
                                                             kir_op2(k, KIR_EQ, IR_BOOL, mx, fc(c, -INFINITY)),
                                                             fc(c, 0), mx)))
                 return -1;
-            kir_stmt *lj = kir_for(k, body, jv, i64c(k, 0), i64c(k, g.total), KIR_SERIAL, 0);
+            kir_stmt *lj = kir_for(k, body, jv, lw_i64c(k, 0), lw_i64c(k, g.total), KIR_SERIAL, 0);
             if (!lj)
                 return -1;
             kir_expr *ix[4];

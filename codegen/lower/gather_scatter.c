@@ -1,4 +1,4 @@
-/* lower_movement2.c - data movement driven by index tensors: Gather,
+/* gather_scatter.c - data movement driven by index tensors: Gather,
  * GatherElements, GatherND, ScatterElements (and the deprecated
  * Scatter), ScatterND, TensorScatter, OneHot, ReverseSequence, and the
  * value-dependent Compress and NonZero (into their static output shape,
@@ -11,7 +11,7 @@
  * output first, then a second loop nest applies the updates in the
  * reference's order, so the kernel runs serially.
  */
-#include "codegen/lower_movement.h"
+#include "codegen/lower/movement.h"
 #include "ir/ops.h"
 
 #include <string.h>
@@ -120,7 +120,7 @@ static int lower_gather_nd(lctx *c)
     for (int d = 0; d < bd; d++)
         xi[d] = oi[d];
     for (int j = 0; j < kk; j++) {
-        ii[q - 1] = i64c(k, j);
+        ii[q - 1] = lw_i64c(k, j);
         xi[bd + j] = mv_index(c, kir_load(k, c->buf[1], ii), tx->dims[bd + j].v);
     }
     for (int d = bd + (int)kk; d < tx->rank; d++)
@@ -167,7 +167,7 @@ static int lower_scatter_nd(lctx *c)
     for (int d = 0; d < q - 1; d++)
         ii[d] = ui[d];
     for (int j = 0; j < kk; j++) {
-        ii[q - 1] = i64c(k, j);
+        ii[q - 1] = lw_i64c(k, j);
         yi[j] = mv_index(c, kir_load(k, c->buf[1], ii), tx->dims[j].v);
     }
     for (int d = (int)kk; d < tx->rank; d++)
@@ -193,7 +193,7 @@ static int lower_tensor_scatter(lctx *c)
     kir_block *b = mv_nest(c, &k->body, tu, false, axis < tx->rank - 1, ui);
     if (!b)
         return -1;
-    kir_expr *w = i64c(k, 0);
+    kir_expr *w = lw_i64c(k, 0);
     if (n->nin > 2 && n->in[2]) {
         w = kir_load(k, c->buf[2], ui);
         if (w && w->dtype != IR_I64)
@@ -201,11 +201,11 @@ static int lower_tensor_scatter(lctx *c)
     }
     kir_expr *pos;
     if (circular) {
-        kir_expr *m = i64c(k, maxs > 0 ? maxs : 1);
+        kir_expr *m = lw_i64c(k, maxs > 0 ? maxs : 1);
         kir_expr *wm = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, w, m), m), m);
         pos = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, wm, ui[axis]), m);
     } else {
-        w = kir_op2(k, KIR_MIN, IR_I64, kir_op2(k, KIR_MAX, IR_I64, w, i64c(k, 0)), i64c(k, maxs - seq));
+        w = kir_op2(k, KIR_MIN, IR_I64, kir_op2(k, KIR_MAX, IR_I64, w, lw_i64c(k, 0)), lw_i64c(k, maxs - seq));
         pos = kir_iadd(k, w, ui[axis]);
     }
     for (int d = 0; d < tx->rank; d++)
@@ -236,9 +236,9 @@ static int lower_onehot(lctx *c)
     kir_expr *iv = kir_load(k, c->buf[0], ii);
     if (iv && iv->dtype != IR_I64)
         iv = kir_op1(k, KIR_CAST, IR_I64, iv);
-    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, iv, i64c(k, 0));
-    iv = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, iv, i64c(k, depth)), iv);
-    kir_expr *z[1] = {i64c(k, 0)}, *one[1] = {i64c(k, 1)};
+    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, iv, lw_i64c(k, 0));
+    iv = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, iv, lw_i64c(k, depth)), iv);
+    kir_expr *z[1] = {lw_i64c(k, 0)}, *one[1] = {lw_i64c(k, 1)};
     kir_expr *on = kir_op2(k, KIR_EQ, IR_BOOL, iv, oi[axis]);
     kir_expr *v = kir_op3(k, KIR_SELECT, to->dtype, on, kir_load(k, c->buf[2], one), kir_load(k, c->buf[2], z));
     return kir_store(k, b, c->out, oi, v) ? 0 : -1;
@@ -261,9 +261,9 @@ static int lower_reverse_sequence(lctx *c)
     kir_expr *len = kir_load(k, c->buf[1], &oi[ba]);
     if (len && len->dtype != IR_I64)
         len = kir_op1(k, KIR_CAST, IR_I64, len);
-    len = kir_op2(k, KIR_MIN, IR_I64, kir_op2(k, KIR_MAX, IR_I64, len, i64c(k, 0)), i64c(k, T));
+    len = kir_op2(k, KIR_MIN, IR_I64, kir_op2(k, KIR_MAX, IR_I64, len, lw_i64c(k, 0)), lw_i64c(k, T));
     kir_expr *t = oi[ta];
-    kir_expr *rev = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, len, i64c(k, 1)), t);
+    kir_expr *rev = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, len, lw_i64c(k, 1)), t);
     kir_expr *in = kir_op2(k, KIR_LT, IR_BOOL, t, len);
     for (int d = 0; d < to->rank; d++)
         xi[d] = d == ta ? kir_op3(k, KIR_SELECT, IR_I64, in, rev, t) : oi[d];
@@ -314,14 +314,14 @@ static int lower_compress(lctx *c)
     for (int d = 0; d < outer.rank; d++)
         oi[d] = xi[d];
     int acc = kir_new_acc(k, IR_I64);
-    if (acc < 0 || !kir_acc_set(k, b, acc, i64c(k, 0)))
+    if (acc < 0 || !kir_acc_set(k, b, acc, lw_i64c(k, 0)))
         return -1;
     kir_expr *pos, *cv;
     kir_block *walk;
     if (aa) {
         int v = kir_new_var(k);
         int64_t len = tx->dims[axis].v < clen ? tx->dims[axis].v : clen;
-        kir_stmt *l = kir_for(k, b, v, i64c(k, 0), i64c(k, len), KIR_SERIAL, 0);
+        kir_stmt *l = kir_for(k, b, v, lw_i64c(k, 0), lw_i64c(k, len), KIR_SERIAL, 0);
         if (!l)
             return -1;
         walk = &l->body;
@@ -332,16 +332,16 @@ static int lower_compress(lctx *c)
         /* the flat position over every dim of x */
         if (!(walk = mv_nest(c, b, tx, false, false, xi)))
             return -1;
-        pos = i64c(k, 0);
+        pos = lw_i64c(k, 0);
         for (int d = 0; d < tx->rank; d++)
-            pos = kir_iadd(k, kir_imul(k, pos, i64c(k, tx->dims[d].v)), xi[d]);
-        kir_expr *in = kir_op2(k, KIR_LT, IR_BOOL, pos, i64c(k, clen));
-        kir_expr *cp = kir_op2(k, KIR_MIN, IR_I64, pos, i64c(k, clen > 0 ? clen - 1 : 0));
+            pos = kir_iadd(k, kir_imul(k, pos, lw_i64c(k, tx->dims[d].v)), xi[d]);
+        kir_expr *in = kir_op2(k, KIR_LT, IR_BOOL, pos, lw_i64c(k, clen));
+        kir_expr *cp = kir_op2(k, KIR_MIN, IR_I64, pos, lw_i64c(k, clen > 0 ? clen - 1 : 0));
         cv = kir_op2(k, KIR_AND, IR_BOOL, in, kir_op1(k, KIR_CAST, IR_BOOL, kir_load(k, c->buf[1], &cp)));
     }
     if (cv && cv->dtype != IR_BOOL)
         cv = kir_op1(k, KIR_CAST, IR_BOOL, cv);
-    kir_expr *room = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), i64c(k, cnt));
+    kir_expr *room = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), lw_i64c(k, cnt));
     kir_stmt *s = clen > 0 ? kir_if(k, walk, kir_op2(k, KIR_AND, IR_BOOL, cv, room)) : NULL;
     if (!s)
         return clen > 0 ? -1 : 0;
@@ -355,7 +355,7 @@ static int lower_compress(lctx *c)
     }
     if (!kir_store(k, cb, c->out, oi, kir_load(k, c->buf[0], xi)))
         return -1;
-    return kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), i64c(k, 1))) ? 0 : -1;
+    return kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), lw_i64c(k, 1))) ? 0 : -1;
 }
 
 /* NonZero: the coordinates of each non-zero element, in row-major order,
@@ -368,23 +368,23 @@ static int lower_nonzero(lctx *c)
     if (zero_out(c) < 0)
         return -1;
     int acc = kir_new_acc(k, IR_I64);
-    if (acc < 0 || !kir_acc_set(k, &k->body, acc, i64c(k, 0)))
+    if (acc < 0 || !kir_acc_set(k, &k->body, acc, lw_i64c(k, 0)))
         return -1;
     kir_expr *xi[IR_MAX_RANK];
     kir_block *b = mv_nest(c, &k->body, tx, false, false, xi);
     if (!b)
         return -1;
     kir_expr *nz = kir_op1(k, KIR_CAST, IR_BOOL, kir_load(k, c->buf[0], xi));
-    kir_expr *room = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), i64c(k, cnt));
+    kir_expr *room = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), lw_i64c(k, cnt));
     kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_AND, IR_BOOL, nz, room));
     if (!s)
         return -1;
     for (int d = 0; d < (tx->rank ? tx->rank : 1); d++) {
-        kir_expr *oi[2] = {i64c(k, d), kir_acc(k, acc)};
-        if (!kir_store(k, &s->body, c->out, oi, tx->rank ? xi[d] : i64c(k, 0)))
+        kir_expr *oi[2] = {lw_i64c(k, d), kir_acc(k, acc)};
+        if (!kir_store(k, &s->body, c->out, oi, tx->rank ? xi[d] : lw_i64c(k, 0)))
             return -1;
     }
-    return kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), i64c(k, 1))) ? 0 : -1;
+    return kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), lw_i64c(k, 1))) ? 0 : -1;
 }
 
 /* ---- Slice and Pad with operands known only at run time ------------------------------------ */
@@ -397,7 +397,7 @@ static kir_expr *clampi(kir_kernel *k, kir_expr *v, kir_expr *lo, kir_expr *hi)
 /* Element i of the 1-D integer input j as i64. */
 static kir_expr *operand(lctx *c, int j, int64_t i)
 {
-    kir_expr *idx[1] = {i64c(c->k, i)};
+    kir_expr *idx[1] = {lw_i64c(c->k, i)};
     kir_expr *v = kir_load(c->k, c->buf[j], idx);
     return v && v->dtype != IR_I64 ? kir_op1(c->k, KIR_CAST, IR_I64, v) : v;
 }
@@ -416,9 +416,9 @@ static kir_expr *names_dim(lctx *c, int j, int64_t i, int d, int r, bool *never)
         return *never ? NULL : kir_const_i(k, IR_BOOL, 1);
     }
     kir_expr *a = operand(c, j, i);
-    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, a, i64c(k, 0));
-    a = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, a, i64c(k, r)), a);
-    return kir_op2(k, KIR_EQ, IR_BOOL, a, i64c(k, d));
+    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, a, lw_i64c(k, 0));
+    a = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, a, lw_i64c(k, r)), a);
+    return kir_op2(k, KIR_EQ, IR_BOOL, a, lw_i64c(k, d));
 }
 
 static bool is_1d_int(const ir_node *n, int i)
@@ -445,24 +445,24 @@ static int lower_slice_dyn(lctx *c)
         return -1;
     for (int d = 0; d < r; d++) {
         int64_t D = tx->dims[d].v;
-        kir_expr *first = i64c(k, 0), *step = i64c(k, 1);
+        kir_expr *first = lw_i64c(k, 0), *step = lw_i64c(k, 1);
         for (int64_t i = 0; i < m; i++) {
             bool never;
             kir_expr *sel = names_dim(c, 3, i, d, r, &never);
             if (never)
                 continue;
-            kir_expr *st = has_steps ? operand(c, 4, i) : i64c(k, 1);
+            kir_expr *st = has_steps ? operand(c, 4, i) : lw_i64c(k, 1);
             kir_expr *s = operand(c, 1, i);
-            kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, s, i64c(k, 0));
-            s = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, s, i64c(k, D)), s);
-            kir_expr *up = kir_op2(k, KIR_LT, IR_BOOL, i64c(k, 0), st);
-            s = clampi(k, s, i64c(k, 0),
-                       kir_op3(k, KIR_SELECT, IR_I64, up, i64c(k, D), i64c(k, D > 0 ? D - 1 : 0)));
+            kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, s, lw_i64c(k, 0));
+            s = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, s, lw_i64c(k, D)), s);
+            kir_expr *up = kir_op2(k, KIR_LT, IR_BOOL, lw_i64c(k, 0), st);
+            s = clampi(k, s, lw_i64c(k, 0),
+                       kir_op3(k, KIR_SELECT, IR_I64, up, lw_i64c(k, D), lw_i64c(k, D > 0 ? D - 1 : 0)));
             first = kir_op3(k, KIR_SELECT, IR_I64, sel, s, first);
             step = kir_op3(k, KIR_SELECT, IR_I64, sel, st, step);
         }
         kir_expr *pos = kir_iadd(k, first, kir_imul(k, step, oi[d]));
-        xi[d] = clampi(k, pos, i64c(k, 0), i64c(k, D > 0 ? D - 1 : 0));
+        xi[d] = clampi(k, pos, lw_i64c(k, 0), lw_i64c(k, D > 0 ? D - 1 : 0));
     }
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
 }
@@ -495,7 +495,7 @@ static int lower_pad_dyn(lctx *c)
         kir_expr *z[IR_MAX_RANK];
         for (int d = 0; d < n->in[2]->type.rank; d++) {
             cn *= n->in[2]->type.dims[d].v;
-            z[d] = i64c(k, 0);
+            z[d] = lw_i64c(k, 0);
         }
         if (cn > 0)
             fill = kir_load(k, c->buf[2], z);
@@ -503,20 +503,20 @@ static int lower_pad_dyn(lctx *c)
     kir_expr *inside = kir_const_i(k, IR_BOOL, 1);
     for (int d = 0; d < r; d++) {
         int64_t D = tx->dims[d].v;
-        kir_expr *bp = i64c(k, 0);
+        kir_expr *bp = lw_i64c(k, 0);
         for (int64_t i = 0; i < na; i++) {
             bool never;
             kir_expr *sel = names_dim(c, 3, i, d, r, &never);
             if (!never)
                 bp = kir_op3(k, KIR_SELECT, IR_I64, sel, operand(c, 1, i), bp);
         }
-        kir_expr *z = i64c(k, 0);
-        kir_expr *ep = kir_op2(k, KIR_SUB, IR_I64, i64c(k, to->dims[d].v - D), bp);
+        kir_expr *z = lw_i64c(k, 0);
+        kir_expr *ep = kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, to->dims[d].v - D), bp);
         kir_expr *crop = kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, bp), z);
         kir_expr *lo = kir_op2(k, KIR_MAX, IR_I64, bp, z);
-        kir_expr *len = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, i64c(k, D), crop),
+        kir_expr *len = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, D), crop),
                                 kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, ep), z));
-        len = kir_op2(k, KIR_MAX, IR_I64, len, i64c(k, 1));
+        len = kir_op2(k, KIR_MAX, IR_I64, len, lw_i64c(k, 1));
         kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], lo), *mi;
         switch (mode) {
         case 0:
@@ -526,21 +526,21 @@ static int lower_pad_dyn(lctx *c)
             mi = i;
             break;
         case 2:
-            mi = clampi(k, i, z, kir_op2(k, KIR_SUB, IR_I64, len, i64c(k, 1)));
+            mi = clampi(k, i, z, kir_op2(k, KIR_SUB, IR_I64, len, lw_i64c(k, 1)));
             break;
         case 3:
             mi = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, len), len), len);
             break;
         default: {
-            kir_expr *p = kir_op2(k, KIR_MAX, IR_I64, kir_imul(k, i64c(k, 2), kir_op2(k, KIR_SUB, IR_I64, len, i64c(k, 1))),
-                                  i64c(k, 1));
+            kir_expr *p = kir_op2(k, KIR_MAX, IR_I64, kir_imul(k, lw_i64c(k, 2), kir_op2(k, KIR_SUB, IR_I64, len, lw_i64c(k, 1))),
+                                  lw_i64c(k, 1));
             kir_expr *mm = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, p), p), p);
             kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, mm, len);
             mi = kir_op3(k, KIR_SELECT, IR_I64, lt, mm, kir_op2(k, KIR_SUB, IR_I64, p, mm));
             break;
         }
         }
-        xi[d] = clampi(k, kir_iadd(k, mi, crop), z, i64c(k, D > 0 ? D - 1 : 0));
+        xi[d] = clampi(k, kir_iadd(k, mi, crop), z, lw_i64c(k, D > 0 ? D - 1 : 0));
     }
     kir_expr *v = kir_load(k, c->buf[0], xi);
     if (mode == 0)
@@ -647,7 +647,7 @@ bool cg_can_lower_movement2(const ir_node *n)
         return tc->dtype == IR_BOOL || ir_dtype_is_int(tc->dtype);
     }
     case IR_OP_SLICE: {
-        /* the constant form is lower_movement.c's */
+        /* the constant form is movement.c's */
         int64_t m = is_1d_int(n, 1) ? n->in[1]->type.dims[0].v : -1;
         if (m < 0 || m > x->rank || o->rank != x->rank || !is_1d_int(n, 2) || n->in[2]->type.dims[0].v != m)
             return false;

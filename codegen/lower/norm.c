@@ -1,4 +1,4 @@
-/* lower_reduce2.c - the normalizations and the softmax family: Softmax,
+/* norm.c - the normalizations and the softmax family: Softmax,
  * LogSoftmax, Hardmax, LayerNormalization (with its Mean and InvStdDev
  * outputs), RMSNormalization, GroupNormalization, InstanceNormalization,
  * BatchNormalization (inference), LpNormalization,
@@ -12,7 +12,7 @@
  * last one, is a unit-stride vector loop. Computation is in f32 for
  * f16/bf16, else in the input's dtype.
  */
-#include "codegen/lower_reduce.h"
+#include "codegen/lower/reduce.h"
 #include "ir/ops.h"
 
 #include <math.h>
@@ -44,7 +44,7 @@ static kir_loop store_kind(const ir_type *t, const bool *red)
 static kir_expr *mean_of(lctx *c, kir_expr *s, kir_expr *n)
 {
     kir_kernel *k = c->k;
-    kir_expr *z = kir_op2(k, KIR_EQ, IR_BOOL, n, i64c(k, 0));
+    kir_expr *z = kir_op2(k, KIR_EQ, IR_BOOL, n, lw_i64c(k, 0));
     return kir_op3(k, KIR_SELECT, c->cdt, z, fc(c, 0), op2(c, KIR_DIV, s, kir_op1(k, KIR_CAST, c->cdt, n)));
 }
 
@@ -53,7 +53,7 @@ static kir_expr *mean_of(lctx *c, kir_expr *s, kir_expr *n)
 static void view_to_x(lctx *c, kir_expr **vi, int cg, int xrank, kir_expr **xi)
 {
     xi[0] = vi[0];
-    xi[1] = kir_iadd(c->k, kir_imul(c->k, vi[1], i64c(c->k, cg)), vi[2]);
+    xi[1] = kir_iadd(c->k, kir_imul(c->k, vi[1], lw_i64c(c->k, cg)), vi[2]);
     for (int d = 2; d < xrank; d++)
         xi[d] = vi[d + 1];
 }
@@ -189,7 +189,7 @@ static int lower_softmax(lctx *c, int axis)
     else
         y = op2(c, KIR_DIV, kir_op1(k, KIR_EXP, ct, op2(c, KIR_SUB, red_load(c, 0, ix, ct), kir_acc(k, mx))),
                 kir_acc(k, sum));
-    return kir_store(k, p, c->out, ix, to_out(c, lower_epi(c, y, ix))) ? 0 : -1;
+    return kir_store(k, p, c->out, ix, lw_to_out(c, lower_epi(c, y, ix))) ? 0 : -1;
 }
 
 /* Softmax along an axis other than the last: the last dim is taken in
@@ -216,14 +216,14 @@ static int lower_softmax_cols(lctx *c, int axis)
         if (part && nb * w == len)
             break;
         int cols = part ? 1 : w, cv = kir_new_var(k);
-        kir_stmt *cl = part ? kir_for(k, body, cv, i64c(k, nb * w), i64c(k, len), KIR_SERIAL, 0)
-                            : kir_for(k, body, cv, i64c(k, 0), i64c(k, nb), KIR_SERIAL, 0);
+        kir_stmt *cl = part ? kir_for(k, body, cv, lw_i64c(k, nb * w), lw_i64c(k, len), KIR_SERIAL, 0)
+                            : kir_for(k, body, cv, lw_i64c(k, 0), lw_i64c(k, nb), KIR_SERIAL, 0);
         if (!cl)
             return -1;
         kir_expr *col[64];
         int mx[64], sm[64];
         for (int l = 0; l < cols; l++) {
-            col[l] = part ? kir_var(k, cv) : kir_iadd(k, kir_imul(k, kir_var(k, cv), i64c(k, w)), i64c(k, l));
+            col[l] = part ? kir_var(k, cv) : kir_iadd(k, kir_imul(k, kir_var(k, cv), lw_i64c(k, w)), lw_i64c(k, l));
             mx[l] = kir_new_acc(k, ct);
             sm[l] = kir_new_acc(k, ct);
             if (!kir_acc_set(k, &cl->body, mx[l], fc(c, -INFINITY)) || !kir_acc_set(k, &cl->body, sm[l], fc(c, 0)))
@@ -243,7 +243,7 @@ static int lower_softmax_cols(lctx *c, int axis)
                     return -1;
                 kir_expr *y = lg ? op2(c, KIR_SUB, xm, kir_op1(k, KIR_LOG, ct, s))
                                  : op2(c, KIR_DIV, kir_op1(k, KIR_EXP, ct, xm), s);
-                if (pass == 2 && !kir_store(k, p, c->out, ix, to_out(c, lower_epi(c, y, ix))))
+                if (pass == 2 && !kir_store(k, p, c->out, ix, lw_to_out(c, lower_epi(c, y, ix))))
                     return -1;
             }
         }
@@ -265,13 +265,13 @@ static int lower_hardmax(lctx *c, int axis)
     if (!body)
         return -1;
     int best = kir_new_acc(k, IR_I64), mx = kir_new_acc(k, ct);
-    if (!kir_acc_set(k, body, best, i64c(k, 0)) || !kir_acc_set(k, body, mx, fc(c, -INFINITY)))
+    if (!kir_acc_set(k, body, best, lw_i64c(k, 0)) || !kir_acc_set(k, body, mx, fc(c, -INFINITY)))
         return -1;
     kir_block *p = red_pass(c, body, t, red, ix, KIR_SERIAL, ct);
     if (!p)
         return -1;
     kir_expr *v = red_load(c, 0, ix, ct);
-    kir_expr *better = kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_EQ, IR_BOOL, ix[axis], i64c(k, 0)),
+    kir_expr *better = kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_EQ, IR_BOOL, ix[axis], lw_i64c(k, 0)),
                                kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, mx), v));
     if (!kir_acc_set(k, p, best, kir_op3(k, KIR_SELECT, IR_I64, better, ix[axis], kir_acc(k, best))) ||
         !kir_acc_set(k, p, mx, kir_op3(k, KIR_SELECT, ct, better, v, kir_acc(k, mx))))
@@ -280,7 +280,7 @@ static int lower_hardmax(lctx *c, int axis)
         return -1;
     kir_expr *hit = kir_op2(k, KIR_EQ, IR_BOOL, ix[axis], kir_acc(k, best));
     kir_expr *y = kir_op3(k, KIR_SELECT, ct, hit, fc(c, 1), fc(c, 0));
-    return kir_store(k, p, c->out, ix, to_out(c, y)) ? 0 : -1;
+    return kir_store(k, p, c->out, ix, lw_to_out(c, y)) ? 0 : -1;
 }
 
 /* ---- LayerNormalization, RMSNormalization ---------------------------------------- */
@@ -309,9 +309,9 @@ static int lower_layernorm(lctx *c, int axis)
         return -1;
     kir_expr *oi[IR_MAX_RANK];
     for (int d = 0; d < t->rank; d++)
-        oi[d] = red[d] ? i64c(k, 0) : ix[d];
+        oi[d] = red[d] ? lw_i64c(k, 0) : ix[d];
     for (int o = 1; o < n->nout && o < 3; o++)
-        if (n->out[o] && !kir_store(k, body, c->outs[o], oi, to_out_i(c, o, o == 1 ? mean : kir_acc(k, inv))))
+        if (n->out[o] && !kir_store(k, body, c->outs[o], oi, lw_to_out_i(c, o, o == 1 ? mean : kir_acc(k, inv))))
             return -1;
     kir_block *p = red_pass(c, body, t, red, ix, KIR_VECTOR, n->out[0]->type.dtype);
     if (!p)
@@ -320,7 +320,7 @@ static int lower_layernorm(lctx *c, int axis)
     y = op2(c, KIR_MUL, y, red_load_bcast(c, 1, ix, t->rank, c->cdt));
     if (bi >= 0)
         y = op2(c, KIR_ADD, y, red_load_bcast(c, bi, ix, t->rank, c->cdt));
-    return kir_store(k, p, c->out, ix, to_out(c, lower_epi(c, y, ix))) ? 0 : -1;
+    return kir_store(k, p, c->out, ix, lw_to_out(c, lower_epi(c, y, ix))) ? 0 : -1;
 }
 
 /* ---- GroupNormalization, InstanceNormalization ------------------------------------ */
@@ -371,7 +371,7 @@ static int lower_groupnorm(lctx *c)
     bool bg = !inst && !(ir_dim_is_const(tb->dims[0]) && tb->dims[0].v == ch.v);
     kir_expr *si[1] = {sg ? vi[1] : xi[1]}, *bi[1] = {bg ? vi[1] : xi[1]};
     y = op2(c, KIR_ADD, op2(c, KIR_MUL, red_load(c, 1, si, c->cdt), y), red_load(c, 2, bi, c->cdt));
-    return kir_store(k, p, c->out, xi, to_out(c, y)) ? 0 : -1;
+    return kir_store(k, p, c->out, xi, lw_to_out(c, y)) ? 0 : -1;
 }
 
 /* ---- BatchNormalization, LRN ----------------------------------------------------- */
@@ -395,7 +395,7 @@ static int lower_batchnorm(lctx *c)
     kir_expr *d = op2(c, KIR_SUB, red_load(c, 0, ix, c->cdt), red_load(c, 3, ci, c->cdt));
     kir_expr *v = op2(c, KIR_DIV, d, sd);
     kir_expr *y = op2(c, KIR_ADD, op2(c, KIR_MUL, red_load(c, 1, ci, c->cdt), v), red_load(c, 2, ci, c->cdt));
-    return kir_store(k, b, c->out, ix, to_out(c, y)) ? 0 : -1;
+    return kir_store(k, b, c->out, ix, lw_to_out(c, y)) ? 0 : -1;
 }
 
 /* y = x / (bias + alpha/size * sum of x^2 over the channels
@@ -416,8 +416,8 @@ static int lower_lrn(lctx *c)
     int sq = kir_new_acc(k, c->cdt), j = kir_new_var(k);
     if (!kir_acc_set(k, b, sq, fc(c, 0)))
         return -1;
-    kir_expr *jlo = kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, ix[1], i64c(k, lo)), i64c(k, 0));
-    kir_expr *jhi = kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, ix[1], i64c(k, hi + 1)), dim_of(k, t->dims[1]));
+    kir_expr *jlo = kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, ix[1], lw_i64c(k, lo)), lw_i64c(k, 0));
+    kir_expr *jhi = kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, ix[1], lw_i64c(k, hi + 1)), lw_dim_of(k, t->dims[1]));
     kir_stmt *l = kir_for(k, b, j, jlo, jhi, KIR_SERIAL, 0);
     if (!l)
         return -1;
@@ -429,7 +429,7 @@ static int lower_lrn(lctx *c)
     kir_expr *den = op2(c, KIR_MUL, fc(c, alpha / (double)size), kir_acc(k, sq));
     den = op2(c, KIR_ADD, fc(c, bias), den);
     kir_expr *y = op2(c, KIR_DIV, red_load(c, 0, ix, c->cdt), op2(c, KIR_POW, den, fc(c, beta)));
-    return kir_store(k, b, c->out, ix, to_out(c, y)) ? 0 : -1;
+    return kir_store(k, b, c->out, ix, lw_to_out(c, y)) ? 0 : -1;
 }
 
 /* ---- LpNormalization, MeanVarianceNormalization ------------------------------------ */
@@ -458,7 +458,7 @@ static int lower_lpnorm(lctx *c, int axis)
     kir_expr *z = kir_op2(k, KIR_EQ, IR_BOOL, kir_acc(k, nr), fc(c, 0));
     kir_expr *q = op2(c, KIR_DIV, red_load(c, 0, ix, c->cdt), kir_acc(k, nr));
     kir_expr *y = kir_op3(k, KIR_SELECT, c->cdt, z, fc(c, 0), q);
-    return kir_store(k, p, c->out, ix, to_out(c, y)) ? 0 : -1;
+    return kir_store(k, p, c->out, ix, lw_to_out(c, y)) ? 0 : -1;
 }
 
 /* The dims MVN's axes attribute (default [0, 2, 3]) names; false when one
@@ -501,7 +501,7 @@ static int lower_mvn(lctx *c)
     if (!p)
         return -1;
     kir_expr *y = op2(c, KIR_DIV, op2(c, KIR_SUB, red_load(c, 0, ix, c->cdt), mean), kir_acc(k, den));
-    return kir_store(k, p, c->out, ix, to_out(c, y)) ? 0 : -1;
+    return kir_store(k, p, c->out, ix, lw_to_out(c, y)) ? 0 : -1;
 }
 
 /* ---- the family ----------------------------------------------------------------- */

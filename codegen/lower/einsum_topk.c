@@ -1,13 +1,13 @@
-/* lower_misc.c - the ops no other family claims: TopK and Einsum here,
- * Resize and GridSample in lower_misc2.c. TopK ranks every element of a
+/* einsum_topk.c - the ops no other family claims: TopK and Einsum here,
+ * Resize and GridSample in resample.c. TopK ranks every element of a
  * row by counting the elements that precede it in the reference's stable
  * order (O(n^2) per row, but no scratch memory) and stores the ones ranked
  * below k at their rank. Einsum parses its equation at lowering time into
  * labels, loops over the output labels and then the summed ones with an
  * accumulator (f64 for floats, wrapping i64 for integers, as the
- * reference). Unique (lower_unique.c) fills its declared static shapes.
+ * reference). Unique (unique.c) fills its declared static shapes.
  */
-#include "codegen/lower_misc.h"
+#include "codegen/lower/sample.h"
 #include "ir/ops.h"
 
 #include <stdlib.h>
@@ -54,11 +54,11 @@ static kir_expr *topk_before(lctx *c, kir_expr *a, kir_expr *b, bool largest)
     if (!a || !b)
         return NULL;
     if (!ir_dtype_is_float(a->dtype))
-        return largest ? lt(k, b, a) : lt(k, a, b);
+        return largest ? lw_lt(k, b, a) : lw_lt(k, a, b);
     kir_expr *na = kir_op2(k, KIR_NE, IR_BOOL, a, a), *nb = kir_op2(k, KIR_NE, IR_BOOL, b, b);
     kir_expr *nan_first = largest ? kir_op2(k, KIR_AND, IR_BOOL, na, kir_op1(k, KIR_NOT, IR_BOOL, nb))
                                   : kir_op2(k, KIR_AND, IR_BOOL, kir_op1(k, KIR_NOT, IR_BOOL, na), nb);
-    return kir_op2(k, KIR_OR, IR_BOOL, nan_first, largest ? lt(k, b, a) : lt(k, a, b));
+    return kir_op2(k, KIR_OR, IR_BOOL, nan_first, largest ? lw_lt(k, b, a) : lw_lt(k, a, b));
 }
 
 static int lower_topk(lctx *c)
@@ -75,7 +75,7 @@ static int lower_topk(lctx *c)
         if (d == axis)
             continue;
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, body, v, dim_of(k, tx->dims[d]), first ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, body, v, lw_dim_of(k, tx->dims[d]), first ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return -1;
         first = false;
@@ -85,29 +85,29 @@ static int lower_topk(lctx *c)
     /* Each element i finds its rank; distinct elements get distinct ranks
      * (ties go by index), so every kept rank is stored exactly once. */
     int iv = kir_new_var(k), mv = kir_new_var(k);
-    kir_stmt *li = loop(c, body, iv, dim_of(k, tx->dims[axis]), first ? KIR_PARALLEL : KIR_SERIAL);
+    kir_stmt *li = lw_loop(c, body, iv, lw_dim_of(k, tx->dims[axis]), first ? KIR_PARALLEL : KIR_SERIAL);
     if (!li)
         return -1;
     body = &li->body;
     kir_expr *i = kir_var(k, iv);
     ix[axis] = i;
-    kir_expr *xi = let(c, body, load_in(c, 0, ix));
+    kir_expr *xi = lw_let(c, body, lw_load_in(c, 0, ix));
     int rank = kir_new_acc(k, IR_I64);
-    if (!xi || rank < 0 || !kir_acc_set(k, body, rank, i64c(k, 0)))
+    if (!xi || rank < 0 || !kir_acc_set(k, body, rank, lw_i64c(k, 0)))
         return -1;
-    kir_stmt *lm = loop(c, body, mv, dim_of(k, tx->dims[axis]), KIR_SERIAL);
+    kir_stmt *lm = lw_loop(c, body, mv, lw_dim_of(k, tx->dims[axis]), KIR_SERIAL);
     if (!lm)
         return -1;
     kir_expr *m = kir_var(k, mv);
     mx[axis] = m;
-    kir_expr *xm = load_in(c, 0, mx);
-    kir_expr *earlier_tie = kir_op2(k, KIR_AND, IR_BOOL, lt(k, m, i),
+    kir_expr *xm = lw_load_in(c, 0, mx);
+    kir_expr *earlier_tie = kir_op2(k, KIR_AND, IR_BOOL, lw_lt(k, m, i),
                                     kir_op1(k, KIR_NOT, IR_BOOL, topk_before(c, xi, xm, largest)));
     kir_expr *ahead = kir_op2(k, KIR_OR, IR_BOOL, topk_before(c, xm, xi, largest), earlier_tie);
-    kir_expr *inc = sel(k, ahead, i64c(k, 1), i64c(k, 0));
+    kir_expr *inc = lw_sel(k, ahead, lw_i64c(k, 1), lw_i64c(k, 0));
     if (!kir_acc_set(k, &lm->body, rank, kir_iadd(k, kir_acc(k, rank), inc)))
         return -1;
-    kir_stmt *s = kir_if(k, body, lt(k, kir_acc(k, rank), dim_of(k, tv->dims[axis])));
+    kir_stmt *s = kir_if(k, body, lw_lt(k, kir_acc(k, rank), lw_dim_of(k, tv->dims[axis])));
     if (!s)
         return -1;
     ox[axis] = kir_acc(k, rank);
@@ -288,7 +288,7 @@ static int lower_einsum_plan(lctx *c, const ein_plan *p)
     kir_block *body = &k->body;
     for (int j = 0; j < p->nout; j++) {
         int v = kir_new_var(k), l = p->olab[j];
-        kir_stmt *s = loop(c, body, v, i64c(k, p->size[l]), j == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *s = lw_loop(c, body, v, lw_i64c(k, p->size[l]), j == 0 ? KIR_PARALLEL : KIR_SERIAL);
         if (!s)
             return -1;
         body = &s->body;
@@ -296,14 +296,14 @@ static int lower_einsum_plan(lctx *c, const ein_plan *p)
     }
     ir_dtype at = ir_dtype_is_float(n->in[0]->type.dtype) ? IR_F64 : IR_I64;
     int acc = kir_new_acc(k, at);
-    if (acc < 0 || !kir_acc_set(k, body, acc, at == IR_F64 ? f64c(k, 0) : i64c(k, 0)))
+    if (acc < 0 || !kir_acc_set(k, body, acc, at == IR_F64 ? lw_f64c(k, 0) : lw_i64c(k, 0)))
         return -1;
     kir_block *inner = body;
     for (int l = 0; l < EIN_LABELS; l++) {
         if (!p->used[l] || lv[l])
             continue;
         int v = kir_new_var(k);
-        kir_stmt *s = loop(c, inner, v, i64c(k, p->size[l]), KIR_SERIAL);
+        kir_stmt *s = lw_loop(c, inner, v, lw_i64c(k, p->size[l]), KIR_SERIAL);
         if (!s)
             return -1;
         inner = &s->body;
@@ -316,7 +316,7 @@ static int lower_einsum_plan(lctx *c, const ein_plan *p)
         for (int d = 0; d < ti->rank; d++) {
             int l = p->lab[i][d];
             /* a broadcast ellipsis dim of 1 stays at 0 */
-            idx[d] = ti->dims[d].v == 1 && p->size[l] != 1 ? i64c(k, 0) : lv[l];
+            idx[d] = ti->dims[d].v == 1 && p->size[l] != 1 ? lw_i64c(k, 0) : lv[l];
         }
         kir_expr *x = kir_load(k, c->buf[i], idx);
         if (x && x->dtype != at)

@@ -1,4 +1,4 @@
-/* lower_movement.c - data movement whose source positions follow from
+/* movement.c - data movement whose source positions follow from
  * the shapes and constant operands alone: reshapes (a flat copy in
  * row-major order), Transpose, Concat, Split, Slice, Expand, Tile, Pad,
  * CenterCropPad, DepthToSpace, SpaceToDepth, Trilu, and the generators
@@ -7,9 +7,9 @@
  * accesses are unit-stride (Concat, Split, Slice with step 1, the
  * interior of Pad, Tile's rows) the innermost loop is a VECTOR loop so
  * LLVM emits vector moves. Ops driven by index tensors live in
- * lower_movement2.c.
+ * gather_scatter.c.
  */
-#include "codegen/lower_movement.h"
+#include "codegen/lower/movement.h"
 #include "ir/ops.h"
 #include "ir/ref/ref.h"
 
@@ -39,16 +39,16 @@ kir_block *mv_nest(lctx *c, kir_block *b, const ir_type *t, bool par, bool vec, 
             nf++;
         }
         int v = kir_new_var(k);
-        kir_stmt *l = kir_for(k, b, v, i64c(k, 0), nf == 1 ? dim_of(k, t->dims[0]) : i64c(k, p), KIR_PARALLEL, 0);
+        kir_stmt *l = kir_for(k, b, v, lw_i64c(k, 0), nf == 1 ? lw_dim_of(k, t->dims[0]) : lw_i64c(k, p), KIR_PARALLEL, 0);
         if (!l)
             return NULL;
         b = &l->body;
         kir_expr *flat = kir_var(k, v);
         int64_t stride = 1;
         for (int j = nf - 1; j >= 0; j--) {
-            kir_expr *q = stride == 1 ? flat : kir_op2(k, KIR_DIV, IR_I64, flat, i64c(k, stride));
-            idx[j] = nf > 1 && t->dims[j].v == 1 ? i64c(k, 0)
-                     : j == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, i64c(k, t->dims[j].v));
+            kir_expr *q = stride == 1 ? flat : kir_op2(k, KIR_DIV, IR_I64, flat, lw_i64c(k, stride));
+            idx[j] = nf > 1 && t->dims[j].v == 1 ? lw_i64c(k, 0)
+                     : j == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, lw_i64c(k, t->dims[j].v));
             if (nf > 1)
                 stride *= t->dims[j].v;
         }
@@ -57,7 +57,7 @@ kir_block *mv_nest(lctx *c, kir_block *b, const ir_type *t, bool par, bool vec, 
     for (; d < r; d++) {
         int v = kir_new_var(k);
         kir_loop kind = d == r - 1 && vec ? KIR_VECTOR : KIR_SERIAL;
-        kir_stmt *l = kir_for(k, b, v, i64c(k, 0), dim_of(k, t->dims[d]), kind,
+        kir_stmt *l = kir_for(k, b, v, lw_i64c(k, 0), lw_dim_of(k, t->dims[d]), kind,
                               kind == KIR_VECTOR ? mv_width(c, t->dtype) : 0);
         if (!l)
             return NULL;
@@ -77,10 +77,10 @@ kir_expr *mv_index(lctx *c, kir_expr *v, int64_t n)
     kir_kernel *k = c->k;
     if (v && v->dtype != IR_I64)
         v = kir_op1(k, KIR_CAST, IR_I64, v);
-    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, v, i64c(k, 0));
-    v = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, v, i64c(k, n)), v);
-    v = kir_op2(k, KIR_MAX, IR_I64, v, i64c(k, 0));
-    return kir_op2(k, KIR_MIN, IR_I64, v, i64c(k, n > 0 ? n - 1 : 0));
+    kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, v, lw_i64c(k, 0));
+    v = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, v, lw_i64c(k, n)), v);
+    v = kir_op2(k, KIR_MAX, IR_I64, v, lw_i64c(k, 0));
+    return kir_op2(k, KIR_MIN, IR_I64, v, lw_i64c(k, n > 0 ? n - 1 : 0));
 }
 
 bool mv_axis(int64_t axis, int rank, int *out)
@@ -106,18 +106,18 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-static kir_expr *irem(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)); }
+static kir_expr *irem(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k, KIR_REM, IR_I64, a, lw_i64c(k, b)); }
 
 /* ---- reshapes, Transpose ---------------------------------------------------- */
 
 void lower_unflatten(lctx *c, const ir_type *t, kir_expr *flat, kir_expr **idx)
 {
     kir_kernel *k = c->k;
-    kir_expr *stride = i64c(k, 1);
+    kir_expr *stride = lw_i64c(k, 1);
     for (int d = t->rank - 1; d >= 0; d--) {
         kir_expr *q = kir_op2(k, KIR_DIV, IR_I64, flat, stride);
-        idx[d] = kir_op2(k, KIR_REM, IR_I64, q, dim_of(k, t->dims[d]));
-        stride = kir_imul(k, stride, dim_of(k, t->dims[d]));
+        idx[d] = kir_op2(k, KIR_REM, IR_I64, q, lw_dim_of(k, t->dims[d]));
+        stride = kir_imul(k, stride, lw_dim_of(k, t->dims[d]));
     }
 }
 
@@ -129,7 +129,7 @@ static kir_expr *flat_load(lctx *c, int buf, int rank, kir_expr *flat)
 {
     kir_expr *idx[IR_MAX_RANK];
     for (int d = 0; d < rank; d++)
-        idx[d] = d == rank - 1 ? flat : i64c(c->k, 0);
+        idx[d] = d == rank - 1 ? flat : lw_i64c(c->k, 0);
     return kir_load(c->k, buf, idx);
 }
 
@@ -148,26 +148,26 @@ static int lower_copy(lctx *c)
         if (ir_dim_is_const(to->dims[d]))
             n *= to->dims[d].v;
         else
-            numel = numel ? kir_imul(k, numel, dim_of(k, to->dims[d])) : dim_of(k, to->dims[d]);
+            numel = numel ? kir_imul(k, numel, lw_dim_of(k, to->dims[d])) : lw_dim_of(k, to->dims[d]);
     if (numel) {
-        numel = kir_imul(k, numel, i64c(k, n));
-        nblk = kir_op2(k, KIR_DIV, IR_I64, kir_iadd(k, numel, i64c(k, BLOCK - 1)), i64c(k, BLOCK));
+        numel = kir_imul(k, numel, lw_i64c(k, n));
+        nblk = kir_op2(k, KIR_DIV, IR_I64, kir_iadd(k, numel, lw_i64c(k, BLOCK - 1)), lw_i64c(k, BLOCK));
     } else {
-        numel = i64c(k, n);
-        nblk = i64c(k, (n + BLOCK - 1) / BLOCK);
+        numel = lw_i64c(k, n);
+        nblk = lw_i64c(k, (n + BLOCK - 1) / BLOCK);
     }
     int bv = kir_new_var(k), v = kir_new_var(k);
-    kir_stmt *lb = loop(c, &k->body, bv, nblk, KIR_PARALLEL);
+    kir_stmt *lb = lw_loop(c, &k->body, bv, nblk, KIR_PARALLEL);
     if (!lb)
         return -1;
-    kir_expr *lo = kir_imul(k, kir_var(k, bv), i64c(k, BLOCK));
-    kir_expr *hi = kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, lo, i64c(k, BLOCK)), numel);
+    kir_expr *lo = kir_imul(k, kir_var(k, bv), lw_i64c(k, BLOCK));
+    kir_expr *hi = kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, lo, lw_i64c(k, BLOCK)), numel);
     kir_stmt *l = kir_for(k, &lb->body, v, lo, hi, KIR_VECTOR, mv_width(c, to->dtype));
     if (!l)
         return -1;
     kir_expr *oi[IR_MAX_RANK];
     for (int d = 0; d < to->rank; d++)
-        oi[d] = d == to->rank - 1 ? kir_var(k, v) : i64c(k, 0);
+        oi[d] = d == to->rank - 1 ? kir_var(k, v) : lw_i64c(k, 0);
     return kir_store(k, &l->body, c->out, oi, flat_load(c, c->buf[0], ti->rank, kir_var(k, v))) ? 0 : -1;
 }
 
@@ -244,7 +244,7 @@ static int lower_concat_split(lctx *c)
             continue;
         kir_block *target = b;
         if (rows && i != lastp) {
-            kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_LT, IR_BOOL, a, i64c(k, at + len)));
+            kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_LT, IR_BOOL, a, lw_i64c(k, at + len)));
             if (!s)
                 return -1;
             target = &s->body;
@@ -257,12 +257,12 @@ static int lower_concat_split(lctx *c)
         for (int d = 0; d < axis; d++)
             pi[d] = wi[d];
         if (rows)
-            pi[axis] = kir_op2(k, KIR_SUB, IR_I64, a, i64c(k, at));
+            pi[axis] = kir_op2(k, KIR_SUB, IR_I64, a, lw_i64c(k, at));
         kir_block *ib = mv_nest(c, target, &inner, false, true, pi + from);
         if (!ib)
             return -1;
         for (int d = from; d < r; d++)
-            wi[d] = d == axis ? kir_iadd(k, pi[d], i64c(k, at)) : pi[d];
+            wi[d] = d == axis ? kir_iadd(k, pi[d], lw_i64c(k, at)) : pi[d];
         kir_stmt *s = concat ? kir_store(k, ib, c->out, wi, kir_load(k, c->buf[i], pi))
                              : kir_store(k, ib, c->outs[i], pi, kir_load(k, c->buf[0], wi));
         if (!s)
@@ -347,7 +347,7 @@ static int lower_slice(lctx *c)
     if (!b)
         return -1;
     for (int d = 0; d < r; d++)
-        ii[d] = kir_iadd(k, i64c(k, first[d]), step[d] == 1 ? oi[d] : kir_imul(k, oi[d], i64c(k, step[d])));
+        ii[d] = kir_iadd(k, lw_i64c(k, first[d]), step[d] == 1 ? oi[d] : kir_imul(k, oi[d], lw_i64c(k, step[d])));
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
 }
 
@@ -364,14 +364,14 @@ static int lower_expand(lctx *c)
         return -1;
     for (int d = 0; d < ti->rank; d++) {
         int od = to->rank - ti->rank + d;
-        ii[d] = ti->dims[d].v == 1 ? i64c(k, 0) : oi[od];
+        ii[d] = ti->dims[d].v == 1 ? lw_i64c(k, 0) : oi[od];
     }
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
 }
 
 /* Tile: loops over [r0, d0, r1, d1, ...] (repeat, then the input's dim),
  * so the innermost loop walks an input row. */
-static int lower_tile(lctx *c)
+static int lower_tile_op(lctx *c)
 {
     kir_kernel *k = c->k;
     const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
@@ -392,24 +392,24 @@ static int lower_tile(lctx *c)
             return -1;
         for (int d = 0; d < r; d++) {
             ii[d] = vi[2 * d + 1];
-            oi[d] = kir_iadd(k, kir_imul(k, vi[2 * d], i64c(k, ti->dims[d].v)), ii[d]);
+            oi[d] = kir_iadd(k, kir_imul(k, vi[2 * d], lw_i64c(k, ti->dims[d].v)), ii[d]);
         }
         return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
     }
     for (int d = 0; d < r; d++) {
         int64_t dim = ti->dims[d].v, rep = dim ? to->dims[d].v / dim : 0;
         int rv = kir_new_var(k), jv = kir_new_var(k);
-        kir_stmt *lr = kir_for(k, b, rv, i64c(k, 0), i64c(k, rep), d == 0 ? KIR_PARALLEL : KIR_SERIAL, 0);
+        kir_stmt *lr = kir_for(k, b, rv, lw_i64c(k, 0), lw_i64c(k, rep), d == 0 ? KIR_PARALLEL : KIR_SERIAL, 0);
         if (!lr)
             return -1;
         bool last = d == r - 1;
-        kir_stmt *lj = kir_for(k, &lr->body, jv, i64c(k, 0), i64c(k, dim), last ? KIR_VECTOR : KIR_SERIAL,
+        kir_stmt *lj = kir_for(k, &lr->body, jv, lw_i64c(k, 0), lw_i64c(k, dim), last ? KIR_VECTOR : KIR_SERIAL,
                                last ? mv_width(c, to->dtype) : 0);
         if (!lj)
             return -1;
         b = &lj->body;
         ii[d] = kir_var(k, jv);
-        oi[d] = kir_iadd(k, kir_imul(k, kir_var(k, rv), i64c(k, dim)), ii[d]);
+        oi[d] = kir_iadd(k, kir_imul(k, kir_var(k, rv), lw_i64c(k, dim)), ii[d]);
     }
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
 }
@@ -498,16 +498,16 @@ static kir_expr *pad_map(kir_kernel *k, int mode, kir_expr *i, int64_t n)
 {
     switch (mode) {
     case PAD_EDGE:
-        return imin(k, imax(k, i, i64c(k, 0)), i64c(k, n - 1));
+        return lw_imin(k, lw_imax(k, i, lw_i64c(k, 0)), lw_i64c(k, n - 1));
     case PAD_WRAP:
-        return irem(k, kir_iadd(k, irem(k, i, n), i64c(k, n)), n);
+        return irem(k, kir_iadd(k, irem(k, i, n), lw_i64c(k, n)), n);
     default: {
         if (n == 1)
-            return i64c(k, 0);
+            return lw_i64c(k, 0);
         int64_t p = 2 * (n - 1);
-        kir_expr *m = irem(k, kir_iadd(k, irem(k, i, p), i64c(k, p)), p);
-        kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, m, i64c(k, n));
-        return kir_op3(k, KIR_SELECT, IR_I64, lt, m, kir_op2(k, KIR_SUB, IR_I64, i64c(k, p), m));
+        kir_expr *m = irem(k, kir_iadd(k, irem(k, i, p), lw_i64c(k, p)), p);
+        kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, m, lw_i64c(k, n));
+        return kir_op3(k, KIR_SELECT, IR_I64, lt, m, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, p), m));
     }
     }
 }
@@ -532,7 +532,7 @@ static int lower_pad(lctx *c)
     if (n->op == IR_OP_PAD && has_in(n, 2) && n->in[2]->type.rank >= 0) {
         kir_expr *z[IR_MAX_RANK];
         for (int d = 0; d < n->in[2]->type.rank; d++)
-            z[d] = i64c(k, 0);
+            z[d] = lw_i64c(k, 0);
         /* an empty constant_value means the default 0 */
         int64_t cn = 1;
         for (int d = 0; d < n->in[2]->type.rank; d++)
@@ -549,17 +549,17 @@ static int lower_pad(lctx *c)
         return -1;
     kir_expr *inside = NULL;
     for (int d = 0; d < r - 1; d++) {
-        kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], i64c(k, sp.lo[d]));
+        kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], lw_i64c(k, sp.lo[d]));
         if (sp.mode == PAD_CONSTANT) {
             if (sp.lo[d] > 0 || sp.lo[d] + sp.len[d] < to->dims[d].v) {
-                kir_expr *in = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, i64c(k, 0), i),
-                                       kir_op2(k, KIR_LT, IR_BOOL, i, i64c(k, sp.len[d])));
+                kir_expr *in = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), i),
+                                       kir_op2(k, KIR_LT, IR_BOOL, i, lw_i64c(k, sp.len[d])));
                 inside = inside ? kir_op2(k, KIR_AND, IR_BOOL, inside, in) : in;
             }
         } else {
             i = pad_map(k, sp.mode, i, sp.len[d]);
         }
-        ii[d] = kir_iadd(k, i, i64c(k, sp.crop[d]));
+        ii[d] = kir_iadd(k, i, lw_i64c(k, sp.crop[d]));
     }
     int64_t L = to->dims[r - 1].v, lo = sp.lo[r - 1], len = sp.len[r - 1];
     int w = mv_width(c, dt);
@@ -570,7 +570,7 @@ static int lower_pad(lctx *c)
             return -1;
         rows = &s->body;
         int v = kir_new_var(k);
-        kir_stmt *l = kir_for(k, &s->orelse, v, i64c(k, 0), i64c(k, L), KIR_VECTOR, w);
+        kir_stmt *l = kir_for(k, &s->orelse, v, lw_i64c(k, 0), lw_i64c(k, L), KIR_VECTOR, w);
         oi[r - 1] = kir_var(k, v);
         if (!l || !kir_store(k, &l->body, c->out, oi, fill))
             return -1;
@@ -581,19 +581,19 @@ static int lower_pad(lctx *c)
         if (bounds[part + 1] <= bounds[part])
             continue;
         int v = kir_new_var(k);
-        kir_stmt *l = kir_for(k, rows, v, i64c(k, bounds[part]), i64c(k, bounds[part + 1]),
+        kir_stmt *l = kir_for(k, rows, v, lw_i64c(k, bounds[part]), lw_i64c(k, bounds[part + 1]),
                               part == 1 ? KIR_VECTOR : KIR_SERIAL, part == 1 ? w : 0);
         if (!l)
             return -1;
         oi[r - 1] = kir_var(k, v);
-        kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[r - 1], i64c(k, lo));
+        kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[r - 1], lw_i64c(k, lo));
         kir_expr *val;
         if (part != 1 && sp.mode == PAD_CONSTANT) {
             val = fill;
         } else {
             if (part != 1)
                 i = pad_map(k, sp.mode, i, len);
-            ii[r - 1] = kir_iadd(k, i, i64c(k, sp.crop[r - 1]));
+            ii[r - 1] = kir_iadd(k, i, lw_i64c(k, sp.crop[r - 1]));
             val = kir_load(k, c->buf[0], ii);
         }
         if (!kir_store(k, &l->body, c->out, oi, val))
@@ -623,17 +623,17 @@ static int lower_depth_space(lctx *c)
         int64_t C = to->dims[1].v;
         kir_expr *bh = irem(k, oi[2], b), *bw = irem(k, oi[3], b);
         bool crd = !strcmp(ir_attr_string(n, "mode", "DCR"), "CRD");
-        kir_expr *blk = kir_iadd(k, kir_imul(k, bh, i64c(k, b)), bw);
-        ii[1] = crd ? kir_iadd(k, kir_imul(k, oi[1], i64c(k, b * b)), blk)
-                    : kir_iadd(k, kir_imul(k, blk, i64c(k, C)), oi[1]);
-        ii[2] = idivc(k, oi[2], b);
-        ii[3] = idivc(k, oi[3], b);
+        kir_expr *blk = kir_iadd(k, kir_imul(k, bh, lw_i64c(k, b)), bw);
+        ii[1] = crd ? kir_iadd(k, kir_imul(k, oi[1], lw_i64c(k, b * b)), blk)
+                    : kir_iadd(k, kir_imul(k, blk, lw_i64c(k, C)), oi[1]);
+        ii[2] = lw_idivc(k, oi[2], b);
+        ii[3] = lw_idivc(k, oi[3], b);
     } else {
         int64_t C = ti->dims[1].v;
-        kir_expr *q = idivc(k, oi[1], C);
+        kir_expr *q = lw_idivc(k, oi[1], C);
         ii[1] = irem(k, oi[1], C);
-        ii[2] = kir_iadd(k, kir_imul(k, oi[2], i64c(k, b)), idivc(k, q, b));
-        ii[3] = kir_iadd(k, kir_imul(k, oi[3], i64c(k, b)), irem(k, q, b));
+        ii[2] = kir_iadd(k, kir_imul(k, oi[2], lw_i64c(k, b)), lw_idivc(k, q, b));
+        ii[3] = kir_iadd(k, kir_imul(k, oi[3], lw_i64c(k, b)), irem(k, q, b));
     }
     return kir_store(k, body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
 }
@@ -652,11 +652,11 @@ static int lower_trilu(lctx *c)
     kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
     if (!b)
         return -1;
-    kir_expr *kk = i64c(k, 0);
+    kir_expr *kk = lw_i64c(k, 0);
     if (has_in(n, 1)) {
         kir_expr *z[IR_MAX_RANK];
         for (int d = 0; d < n->in[1]->type.rank; d++)
-            z[d] = i64c(k, 0);
+            z[d] = lw_i64c(k, 0);
         kk = kir_load(k, c->buf[1], z);
         if (kk && kk->dtype != IR_I64)
             kk = kir_op1(k, KIR_CAST, IR_I64, kk);
@@ -677,7 +677,7 @@ static int lower_eyelike(lctx *c)
     if (!b)
         return -1;
     kir_expr *diff = kir_op2(k, KIR_SUB, IR_I64, oi[1], oi[0]);
-    kir_expr *on = kir_op2(k, KIR_EQ, IR_BOOL, diff, i64c(k, ir_attr_int(c->n, "k", 0)));
+    kir_expr *on = kir_op2(k, KIR_EQ, IR_BOOL, diff, lw_i64c(k, ir_attr_int(c->n, "k", 0)));
     kir_expr *v = kir_op3(k, KIR_SELECT, to->dtype, on, mv_const(c, to->dtype, 1), mv_const(c, to->dtype, 0));
     return kir_store(k, b, c->out, oi, v) ? 0 : -1;
 }
@@ -709,17 +709,17 @@ static int lower_range(lctx *c)
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     const ir_type *to = &n->out[0]->type;
-    ir_dtype ct = compute_dtype(to->dtype);
+    ir_dtype ct = lw_compute_dtype(to->dtype);
     kir_expr *oi[1], *z[IR_MAX_RANK];
     kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
     if (!b)
         return -1;
     for (int d = 0; d < IR_MAX_RANK; d++)
-        z[d] = i64c(k, 0);
-    kir_expr *start = load_in(c, 0, z), *delta = load_in(c, 2, z);
+        z[d] = lw_i64c(k, 0);
+    kir_expr *start = lw_load_in(c, 0, z), *delta = lw_load_in(c, 2, z);
     kir_expr *i = kir_op1(k, KIR_CAST, ct, oi[0]);
     kir_expr *v = kir_op2(k, KIR_ADD, ct, start, kir_op2(k, KIR_MUL, ct, i, delta));
-    return kir_store(k, b, c->out, oi, to_out(c, v)) ? 0 : -1;
+    return kir_store(k, b, c->out, oi, lw_to_out(c, v)) ? 0 : -1;
 }
 
 /* Shape and Size of a static input: constants stored one by one. */
@@ -732,13 +732,13 @@ static int lower_shape_size(lctx *c)
         int64_t numel = 1;
         for (int d = 0; d < ti->rank; d++)
             numel *= ti->dims[d].v;
-        return kir_store(k, &k->body, c->out, NULL, i64c(k, numel)) ? 0 : -1;
+        return kir_store(k, &k->body, c->out, NULL, lw_i64c(k, numel)) ? 0 : -1;
     }
     int s, e;
     ir_shape_op_bounds(n, ti->rank, &s, &e);
     for (int d = s; d < e; d++) {
-        kir_expr *idx[1] = {i64c(k, d - s)};
-        if (!kir_store(k, &k->body, c->out, idx, i64c(k, ti->dims[d].v)))
+        kir_expr *idx[1] = {lw_i64c(k, d - s)};
+        if (!kir_store(k, &k->body, c->out, idx, lw_i64c(k, ti->dims[d].v)))
             return -1;
     }
     return 0;
@@ -833,7 +833,7 @@ int lower_movement(lctx *c)
         return slice_params(c->n, f, s) ? lower_slice(c) : lower_movement2(c);
     }
     case IR_OP_EXPAND: return lower_expand(c);
-    case IR_OP_TILE: return lower_tile(c);
+    case IR_OP_TILE: return lower_tile_op(c);
     case IR_OP_PAD: case IR_OP_CENTER_CROP_PAD: {
         pad_spec sp;
         return pad_params(c->n, &sp) || c->n->op != IR_OP_PAD ? lower_pad(c) : lower_movement2(c);

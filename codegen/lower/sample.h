@@ -1,11 +1,11 @@
-/* lower_misc.h - what lower_misc.c, lower_misc2.c and lower_unique.c
+/* sample.h - what einsum_topk.c, resample.c and unique.c
  * share: the resampling ops' and Unique's entry points and small
  * expression helpers.
  */
 #ifndef ICC_CG_LOWER_MISC_H
 #define ICC_CG_LOWER_MISC_H
 
-#include "codegen/lower_internal.h"
+#include "codegen/lower/internal.h"
 
 bool can_resize(const ir_node *n);
 int lower_resize(lctx *c);
@@ -14,12 +14,12 @@ int lower_grid_sample(lctx *c);
 bool cg_can_lower_unique(const ir_node *n);
 int lower_unique(lctx *c);
 
-static inline kir_expr *f64c(kir_kernel *k, double v) { return kir_const_f(k, IR_F64, v); }
+static inline kir_expr *lw_f64c(kir_kernel *k, double v) { return kir_const_f(k, IR_F64, v); }
 
 /* Binds v to a fresh accumulator set in b and returns a read of it: the
  * backends evaluate a shared subexpression once per use, so values used
  * many times (coordinates, tap weights) are computed once this way. */
-static inline kir_expr *let(lctx *c, kir_block *b, kir_expr *v)
+static inline kir_expr *lw_let(lctx *c, kir_block *b, kir_expr *v)
 {
     if (!v)
         return NULL;
@@ -30,16 +30,16 @@ static inline kir_expr *let(lctx *c, kir_block *b, kir_expr *v)
 }
 
 /* f64 arithmetic shorthands (NULL operands give NULL). */
-static inline kir_expr *fadd(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_ADD, IR_F64, a, b); }
-static inline kir_expr *fsub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_F64, a, b); }
-static inline kir_expr *fmul(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MUL, IR_F64, a, b); }
-static inline kir_expr *fdiv(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_DIV, IR_F64, a, b); }
-static inline kir_expr *lt(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_LT, IR_BOOL, a, b); }
-static inline kir_expr *sel(kir_kernel *k, kir_expr *c, kir_expr *a, kir_expr *b)
+static inline kir_expr *lw_fadd(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_ADD, IR_F64, a, b); }
+static inline kir_expr *lw_fsub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_F64, a, b); }
+static inline kir_expr *lw_fmul(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MUL, IR_F64, a, b); }
+static inline kir_expr *lw_fdiv(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_DIV, IR_F64, a, b); }
+static inline kir_expr *lw_lt(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_LT, IR_BOOL, a, b); }
+static inline kir_expr *lw_sel(kir_kernel *k, kir_expr *c, kir_expr *a, kir_expr *b)
 {
     return kir_op3(k, KIR_SELECT, a ? a->dtype : IR_F64, c, a, b);
 }
-static inline kir_expr *to_f64(kir_kernel *k, kir_expr *a)
+static inline kir_expr *lw_to_f64(kir_kernel *k, kir_expr *a)
 {
     return a && a->dtype != IR_F64 ? kir_op1(k, KIR_CAST, IR_F64, a) : a;
 }

@@ -1,10 +1,13 @@
-/* lower_internal.h - what the lowering files share.
+/* internal.h - what the lowering files share.
  *
  * cg_lower_node (lower.c) builds the kernel's buffers, then hands the
- * node to the family that claims its op: elementwise formulas (lower.c),
- * contractions (lower_nn.c), reductions and normalizations
- * (lower_reduce.c), data movement (lower_movement.c), convolution and
- * pooling (lower_conv.c), and the rest (lower_misc.c). Each family has a
+ * node to the family that claims its op: elementwise formulas
+ * (elementwise.c), contractions (matmul.c, on the register tile of
+ * tile.c), reductions (reduce.c), normalizations and softmax (norm.c),
+ * data movement (movement.c, gather_scatter.c), convolution and pooling
+ * (conv.c, conv_blocked.c), Resize and GridSample (resample.c), Einsum
+ * and TopK (einsum_topk.c), Unique (unique.c) and Attention
+ * (attention.c). Each family has a
  * `can` predicate (op, dtypes and attributes it handles) and a builder
  * that fills c->k's body.
  */
@@ -37,49 +40,49 @@ typedef struct {
 } lctx;
 
 /* f16/bf16 compute in f32; other dtypes in themselves. */
-static inline ir_dtype compute_dtype(ir_dtype t)
+static inline ir_dtype lw_compute_dtype(ir_dtype t)
 {
     return t == IR_F16 || t == IR_BF16 ? IR_F32 : t;
 }
 
 /* A dim as an i64 index expression (a constant or the run's symbol). */
-static inline kir_expr *dim_of(kir_kernel *k, ir_dim d)
+static inline kir_expr *lw_dim_of(kir_kernel *k, ir_dim d)
 {
     return d.sym > 0 ? kir_sym(k, d.sym) : kir_const_i(k, IR_I64, d.v);
 }
 
-static inline kir_expr *i64c(kir_kernel *k, int64_t v) { return kir_const_i(k, IR_I64, v); }
+static inline kir_expr *lw_i64c(kir_kernel *k, int64_t v) { return kir_const_i(k, IR_I64, v); }
 
 /* i64 index arithmetic; the *c forms take a constant and skip identities. */
-static inline kir_expr *imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
-static inline kir_expr *imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
-static inline kir_expr *iaddc(kir_kernel *k, kir_expr *a, int64_t b) { return b ? kir_iadd(k, a, i64c(k, b)) : a; }
-static inline kir_expr *imulc(kir_kernel *k, kir_expr *a, int64_t b) { return b != 1 ? kir_imul(k, a, i64c(k, b)) : a; }
-static inline kir_expr *idivc(kir_kernel *k, kir_expr *a, int64_t b)
+static inline kir_expr *lw_imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
+static inline kir_expr *lw_imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
+static inline kir_expr *lw_iaddc(kir_kernel *k, kir_expr *a, int64_t b) { return b ? kir_iadd(k, a, lw_i64c(k, b)) : a; }
+static inline kir_expr *lw_imulc(kir_kernel *k, kir_expr *a, int64_t b) { return b != 1 ? kir_imul(k, a, lw_i64c(k, b)) : a; }
+static inline kir_expr *lw_idivc(kir_kernel *k, kir_expr *a, int64_t b)
 {
-    return b != 1 ? kir_op2(k, KIR_DIV, IR_I64, a, i64c(k, b)) : a;
+    return b != 1 ? kir_op2(k, KIR_DIV, IR_I64, a, lw_i64c(k, b)) : a;
 }
-static inline kir_expr *iremc(kir_kernel *k, kir_expr *a, int64_t b)
+static inline kir_expr *lw_iremc(kir_kernel *k, kir_expr *a, int64_t b)
 {
-    return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, i64c(k, b)) : i64c(k, 0);
+    return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, lw_i64c(k, b)) : lw_i64c(k, 0);
 }
 
 /* Input i at idx, widened to its compute dtype. */
-static inline kir_expr *load_in(lctx *c, int i, kir_expr *const *idx)
+static inline kir_expr *lw_load_in(lctx *c, int i, kir_expr *const *idx)
 {
     kir_expr *e = kir_load(c->k, c->buf[i], idx);
     ir_dtype t = c->n->in[i]->type.dtype;
-    return compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, compute_dtype(t), e) : e;
+    return lw_compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, lw_compute_dtype(t), e) : e;
 }
 
 /* v converted to output i's dtype. */
-static inline kir_expr *to_out_i(lctx *c, int i, kir_expr *v)
+static inline kir_expr *lw_to_out_i(lctx *c, int i, kir_expr *v)
 {
     ir_dtype t = c->n->out[i]->type.dtype;
     return v && v->dtype != t ? kir_op1(c->k, KIR_CAST, t, v) : v;
 }
 
-static inline kir_expr *to_out(lctx *c, kir_expr *v) { return to_out_i(c, 0, v); }
+static inline kir_expr *lw_to_out(lctx *c, kir_expr *v) { return lw_to_out_i(c, 0, v); }
 
 /* The value to store at output index idx (one index per dim of the
  * output) when the node's final value there is v, in c->cdt: v itself,
@@ -95,13 +98,27 @@ kir_expr *lower_epi(lctx *c, kir_expr *v, kir_expr *const *idx);
 kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx);
 
 /* Appends `for var in [0, hi)` of the given kind to b. */
-static inline kir_stmt *loop(lctx *c, kir_block *b, int var, kir_expr *hi, kir_loop kind)
+static inline kir_stmt *lw_loop(lctx *c, kir_block *b, int var, kir_expr *hi, kir_loop kind)
 {
-    return kir_for(c->k, b, var, i64c(c->k, 0), hi, kind, 0);
+    return kir_for(c->k, b, var, lw_i64c(c->k, 0), hi, kind, 0);
 }
 
 /* Row-major multi-index of flat position `flat` over type t's dims. */
 void lower_unflatten(lctx *c, const ir_type *t, kir_expr *flat, kir_expr **idx);
+
+/* The elementwise family (elementwise.c): lw_can_elementwise says whether
+ * lw_formula handles n's op and dtypes; lw_formula gives c->n's value at
+ * the current index (c->at, else the loop variables) in c->cdt. */
+bool lw_can_elementwise(const ir_node *n);
+kir_expr *lw_formula(lctx *c);
+
+/* Fused groups (lower.c): v, read by `reader`, is computed inside reader's
+ * group; lw_fused_value computes such a value at idx (one index per dim of
+ * v) in its compute dtype. lw_shapes_known: every operand's and result's
+ * shape is known, as index maps need. */
+bool lw_interior(const ir_node *reader, const ir_value *v);
+kir_expr *lw_fused_value(lctx *c, const ir_value *v, kir_expr *const *idx);
+bool lw_shapes_known(const ir_node *n);
 
 /* The families. Each can_* sees a node whose operand and output shapes
  * are known (cg_can_lower checks that first); each lower_* returns 0, or

@@ -1,12 +1,12 @@
-/* lower_reduce.h - what the reduction lowerings (lower_reduce.c) and the
- * normalization lowerings (lower_reduce2.c) share: loop nests split into
+/* reduce.h - what the reduction lowerings (reduce.c) and the
+ * normalization lowerings (norm.c) share: loop nests split into
  * kept dims (outside, parallel) and reduced dims (inside, one nest per
  * pass over the data), and conversions with the reference's rules.
  */
 #ifndef ICC_CG_LOWER_REDUCE_H
 #define ICC_CG_LOWER_REDUCE_H
 
-#include "codegen/lower_internal.h"
+#include "codegen/lower/internal.h"
 
 /* Loops over the n extents dims, appended to b; idx[i] receives index i.
  * At the kernel's top level the outermost loop is parallel, and several
@@ -55,7 +55,7 @@ kir_expr *red_const(lctx *c, ir_dtype dt, double v);
 /* The vector width, in elements of dt, of a KIR_VECTOR loop. */
 int red_width(lctx *c, ir_dtype dt);
 
-/* The normalizations and the softmax family (lower_reduce2.c). */
+/* The normalizations and the softmax family (norm.c). */
 bool cg_can_lower_norm(const ir_node *n);
 int lower_norm(lctx *c);
 

@@ -1,4 +1,4 @@
-/* lower_conv.c - convolution and pooling: Conv, ConvInteger,
+/* conv.c - convolution and pooling: Conv, ConvInteger,
  * ConvTranspose, MaxPool (with its Indices output), AveragePool, LpPool,
  * the global pools, and MatMulInteger, for any number of spatial dims
  * and static shapes.
@@ -8,13 +8,13 @@
  * auto_pad / ceil_mode corner. Per output position, the taps of a window
  * that fall inside the input are a range [lo, hi) computed with index
  * arithmetic, so no kernel branches on padding. f32 Conv runs as an
- * implicit GEMM on the contraction schedule's register tile (lower_tile.h,
+ * implicit GEMM on the contraction schedule's register tile (tile.h,
  * lower_conv_tiled); depthwise-like grouped f32 Conv keeps a vector loop
  * over output positions (lower_conv_fast); everything else is one
  * accumulator per output element, the parallel loop over (batch, channel)
  * planes.
  */
-#include "codegen/lower_tile.h"
+#include "codegen/lower/tile.h"
 #include "ir/ops.h"
 #include "ir/ref/nn.h"
 
@@ -189,7 +189,7 @@ static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(
  * which the max clamps, so truncating division is enough. */
 static kir_expr *cdiv0(kir_kernel *k, kir_expr *a, int64_t s)
 {
-    return imax(k, i64c(k, 0), idivc(k, iaddc(k, a, s - 1), s));
+    return lw_imax(k, lw_i64c(k, 0), lw_idivc(k, lw_iaddc(k, a, s - 1), s));
 }
 
 /* The taps kk in [0, kn) with a <= start + kk*d < b, as [*lo, *hi)
@@ -197,9 +197,9 @@ static kir_expr *cdiv0(kir_kernel *k, kir_expr *a, int64_t s)
 static void tap_range(kir_kernel *k, kir_expr *start, int64_t d, int64_t kn, int64_t a, int64_t b,
                       kir_expr **lo, kir_expr **hi)
 {
-    kir_expr *kc = i64c(k, kn);
-    *lo = imin(k, kc, cdiv0(k, isub(k, i64c(k, a), start), d));
-    *hi = imin(k, kc, cdiv0(k, isub(k, i64c(k, b), start), d));
+    kir_expr *kc = lw_i64c(k, kn);
+    *lo = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, a), start), d));
+    *hi = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, b), start), d));
 }
 
 /* A VECTOR width for a loop of `extent` iterations: of lanes, lanes/2,
@@ -224,11 +224,11 @@ static kir_block *plane_loop(lctx *c, int64_t batch, int64_t chans, kir_expr **n
 {
     kir_kernel *k = c->k;
     int v = kir_new_var(k);
-    kir_stmt *l = loop(c, &k->body, v, i64c(k, batch * chans), KIR_PARALLEL);
+    kir_stmt *l = lw_loop(c, &k->body, v, lw_i64c(k, batch * chans), KIR_PARALLEL);
     if (!l)
         return NULL;
-    *nb = idivc(k, kir_var(k, v), chans);
-    *ch = iremc(k, kir_var(k, v), chans);
+    *nb = lw_idivc(k, kir_var(k, v), chans);
+    *ch = lw_iremc(k, kir_var(k, v), chans);
     return &l->body;
 }
 
@@ -239,13 +239,13 @@ static kir_block *spatial_loops(lctx *c, kir_block *b, const geom *g, kir_expr *
     kir_kernel *k = c->k;
     for (int j = 0; j < g->n; j++) {
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, b, v, i64c(k, g->out[j]), KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, g->out[j]), KIR_SERIAL);
         if (!l)
             return NULL;
         b = &l->body;
         o[j] = kir_var(k, v);
         if (start)
-            start[j] = iaddc(k, imulc(k, o[j], g->s[j]), -g->pb[j]);
+            start[j] = lw_iaddc(k, lw_imulc(k, o[j], g->s[j]), -g->pb[j]);
     }
     return b;
 }
@@ -280,7 +280,7 @@ static int lower_pool(lctx *c)
         bidx = kir_new_acc(k, IR_I64);
         better = kir_new_acc(k, IR_BOOL);
         kir_expr *init = ir_dtype_is_float(t) ? kir_const_f(k, t, -INFINITY) : zero(k, t);
-        if (!kir_acc_set(k, b, best, init) || !kir_acc_set(k, b, bidx, i64c(k, -1)))
+        if (!kir_acc_set(k, b, best, init) || !kir_acc_set(k, b, bidx, lw_i64c(k, -1)))
             return -1;
     } else if (!kir_acc_set(k, b, best, zero(k, t))) {
         return -1;
@@ -293,24 +293,24 @@ static int lower_pool(lctx *c)
         if (!l)
             return -1;
         in = &l->body;
-        ip[j] = xi[2 + j] = kir_iadd(k, start[j], imulc(k, kir_var(k, v), g.d[j]));
+        ip[j] = xi[2 + j] = kir_iadd(k, start[j], lw_imulc(k, kir_var(k, v), g.d[j]));
     }
-    kir_expr *x = load_in(c, 0, xi);
+    kir_expr *x = lw_load_in(c, 0, xi);
     if (maxp) {
         /* the flat index: plane * pin + the offset, row- or column-major */
         bool colmajor = ir_attr_int(n, "storage_order", 0) == 1;
         int64_t pin = 1;
         for (int j = 0; j < g.n; j++)
             pin *= g.in[j];
-        kir_expr *off = i64c(k, 0);
+        kir_expr *off = lw_i64c(k, 0);
         int64_t scale = 1;
         for (int jj = 0; jj < g.n; jj++) {
             int j = colmajor ? jj : g.n - 1 - jj;
-            off = kir_iadd(k, off, imulc(k, ip[j], scale));
+            off = kir_iadd(k, off, lw_imulc(k, ip[j], scale));
             scale *= g.in[j];
         }
-        kir_expr *flat = kir_iadd(k, imulc(k, kir_iadd(k, imulc(k, nb, g.cin), ch), pin), off);
-        kir_expr *first = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, bidx), i64c(k, 0));
+        kir_expr *flat = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, nb, g.cin), ch), pin), off);
+        kir_expr *first = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, bidx), lw_i64c(k, 0));
         kir_expr *gt = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, best), x);
         if (!kir_acc_set(k, in, better, kir_op2(k, KIR_OR, IR_BOOL, first, gt)) ||
             !kir_acc_set(k, in, best, kir_op3(k, KIR_SELECT, t, kir_acc(k, better), x, kir_acc(k, best))) ||
@@ -334,12 +334,12 @@ static int lower_pool(lctx *c)
     kir_expr *v = kir_acc(k, best);
     if (n->op == IR_OP_AVERAGE_POOL) {
         bool incl = ir_attr_int(n, "count_include_pad", 0) != 0;
-        kir_expr *cnt = i64c(k, 1);
+        kir_expr *cnt = lw_i64c(k, 1);
         for (int j = 0; j < g.n; j++) {
             kir_expr *a = lo[j], *e = hi[j];
             if (incl)
                 tap_range(k, start[j], g.d[j], g.k[j], -g.pb[j], g.in[j] + g.pe[j], &a, &e);
-            cnt = kir_imul(k, cnt, imax(k, i64c(k, 0), isub(k, e, a)));
+            cnt = kir_imul(k, cnt, lw_imax(k, lw_i64c(k, 0), isub(k, e, a)));
         }
         v = kir_op2(k, KIR_DIV, t, v, kir_op1(k, KIR_CAST, t, cnt));
     } else if (n->op == IR_OP_LP_POOL) {
@@ -349,7 +349,7 @@ static int lower_pool(lctx *c)
         else if (p > 2)
             v = kir_op2(k, KIR_POW, t, v, kir_const_f(k, t, 1.0 / (double)p));
     }
-    if (!kir_store(k, b, c->out, yi, to_out(c, v)))
+    if (!kir_store(k, b, c->out, yi, lw_to_out(c, v)))
         return -1;
     if (maxp && n->nout > 1 && !kir_store(k, b, c->outs[1], yi, kir_acc(k, bidx)))
         return -1;
@@ -380,17 +380,17 @@ static int lower_global_pool(lctx *c)
         return -1;
     kir_expr *xi[IR_MAX_RANK] = {nb, ch}, *yi[IR_MAX_RANK] = {nb, ch};
     for (int i = 2; i < r; i++)
-        xi[i] = yi[i] = i64c(k, 0);
+        xi[i] = yi[i] = lw_i64c(k, 0);
     kir_block *in = b;
     if (r > 2) {
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, b, v, i64c(k, len), KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, len), KIR_SERIAL);
         if (!l)
             return -1;
         in = &l->body;
         xi[r - 1] = kir_var(k, v);
     }
-    kir_expr *xv = load_in(c, 0, xi), *term = xv;
+    kir_expr *xv = lw_load_in(c, 0, xi), *term = xv;
     if (p == 2)
         term = kir_op2(k, KIR_MUL, t, xv, xv);
     else if (p >= 1)
@@ -406,7 +406,7 @@ static int lower_global_pool(lctx *c)
         v = kir_op1(k, KIR_SQRT, t, v);
     else if (p > 2)
         v = kir_op2(k, KIR_POW, t, v, kir_const_f(k, t, 1.0 / (double)p));
-    return kir_store(k, b, c->out, yi, to_out(c, v)) ? 0 : -1;
+    return kir_store(k, b, c->out, yi, lw_to_out(c, v)) ? 0 : -1;
 }
 
 /* ---- convolutions: one accumulator per output element -------------------- */
@@ -422,7 +422,7 @@ static kir_expr *zero_point(lctx *c, int i, kir_expr *ch)
     kir_expr *idx[IR_MAX_RANK];
     bool single = numel_of(t) == 1;
     for (int d = 0; d < t->rank; d++)
-        idx[d] = single ? i64c(c->k, 0) : ch;
+        idx[d] = single ? lw_i64c(c->k, 0) : ch;
     return kir_op1(c->k, KIR_CAST, IR_I32, kir_load(c->k, c->buf[i], idx));
 }
 
@@ -443,17 +443,17 @@ static int lower_conv_naive(lctx *c, const geom *g)
     int acc = kir_new_acc(k, t);
     kir_expr *init = zero(k, t);
     if (!isint && n->nin > 2 && n->in[2])
-        init = load_in(c, 2, (kir_expr *[]){m});
+        init = lw_load_in(c, 2, (kir_expr *[]){m});
     if (!kir_acc_set(k, b, acc, init))
         return -1;
     int cv = kir_new_var(k);
-    kir_stmt *lc = loop(c, b, cv, i64c(k, g->cg), KIR_SERIAL);
+    kir_stmt *lc = lw_loop(c, b, cv, lw_i64c(k, g->cg), KIR_SERIAL);
     if (!lc)
         return -1;
     kir_block *in = &lc->body;
     kir_expr *xi[IR_MAX_RANK + 2], *wi[IR_MAX_RANK + 2];
     xi[0] = nb;
-    xi[1] = kir_iadd(k, imulc(k, idivc(k, m, g->mg), g->cg), kir_var(k, cv));
+    xi[1] = kir_iadd(k, lw_imulc(k, lw_idivc(k, m, g->mg), g->cg), kir_var(k, cv));
     wi[0] = m;
     wi[1] = kir_var(k, cv);
     for (int j = 0; j < g->n; j++) {
@@ -465,9 +465,9 @@ static int lower_conv_naive(lctx *c, const geom *g)
             return -1;
         in = &l->body;
         wi[2 + j] = kir_var(k, v);
-        xi[2 + j] = kir_iadd(k, start[j], imulc(k, kir_var(k, v), g->d[j]));
+        xi[2 + j] = kir_iadd(k, start[j], lw_imulc(k, kir_var(k, v), g->d[j]));
     }
-    kir_expr *xv = load_in(c, 0, xi), *wv = load_in(c, 1, wi), *nv;
+    kir_expr *xv = lw_load_in(c, 0, xi), *wv = lw_load_in(c, 1, wi), *nv;
     if (isint) {
         kir_expr *xz = zero_point(c, 2, m), *wz = zero_point(c, 3, m);
         xv = kir_op1(k, KIR_CAST, IR_I32, xv);
@@ -485,7 +485,7 @@ static int lower_conv_naive(lctx *c, const geom *g)
     kir_expr *yi[IR_MAX_RANK + 2] = {nb, m};
     for (int j = 0; j < g->n; j++)
         yi[2 + j] = o[j];
-    return kir_store(k, b, c->out, yi, to_out(c, lower_epi(c, kir_acc(k, acc), yi))) ? 0 : -1;
+    return kir_store(k, b, c->out, yi, lw_to_out(c, lower_epi(c, kir_acc(k, acc), yi))) ? 0 : -1;
 }
 
 /* ConvTranspose as a gather: y[n,m,o] = b[m] + sum over the input
@@ -505,32 +505,32 @@ static int lower_conv_transpose(lctx *c)
     if (!b || !(b = spatial_loops(c, b, &g, o, NULL)))
         return -1;
     int acc = kir_new_acc(k, t);
-    kir_expr *init = n->nin > 2 && n->in[2] ? load_in(c, 2, (kir_expr *[]){m}) : zero(k, t);
+    kir_expr *init = n->nin > 2 && n->in[2] ? lw_load_in(c, 2, (kir_expr *[]){m}) : zero(k, t);
     if (!kir_acc_set(k, b, acc, init))
         return -1;
     int cv = kir_new_var(k);
-    kir_stmt *lc = loop(c, b, cv, i64c(k, g.cg), KIR_SERIAL);
+    kir_stmt *lc = lw_loop(c, b, cv, lw_i64c(k, g.cg), KIR_SERIAL);
     if (!lc)
         return -1;
     kir_block *in = &lc->body;
-    kir_expr *ch = kir_iadd(k, imulc(k, idivc(k, m, g.mg), g.cg), kir_var(k, cv));
-    kir_expr *xi[IR_MAX_RANK + 2] = {nb, ch}, *wi[IR_MAX_RANK + 2] = {ch, iremc(k, m, g.mg)};
+    kir_expr *ch = kir_iadd(k, lw_imulc(k, lw_idivc(k, m, g.mg), g.cg), kir_var(k, cv));
+    kir_expr *xi[IR_MAX_RANK + 2] = {nb, ch}, *wi[IR_MAX_RANK + 2] = {ch, lw_iremc(k, m, g.mg)};
     kir_expr *cond = NULL;
     for (int j = 0; j < g.n; j++) {
         /* t = o + pb - kk*d must lie in [0, (in-1)*s] */
-        kir_expr *op = iaddc(k, o[j], g.pb[j]);
-        kir_expr *lo = imin(k, i64c(k, g.k[j]), cdiv0(k, iaddc(k, op, -(g.in[j] - 1) * g.s[j]), g.d[j]));
-        kir_expr *hi = imin(k, i64c(k, g.k[j]), cdiv0(k, iaddc(k, op, 1), g.d[j]));
+        kir_expr *op = lw_iaddc(k, o[j], g.pb[j]);
+        kir_expr *lo = lw_imin(k, lw_i64c(k, g.k[j]), cdiv0(k, lw_iaddc(k, op, -(g.in[j] - 1) * g.s[j]), g.d[j]));
+        kir_expr *hi = lw_imin(k, lw_i64c(k, g.k[j]), cdiv0(k, lw_iaddc(k, op, 1), g.d[j]));
         int v = kir_new_var(k);
         kir_stmt *l = kir_for(k, in, v, lo, hi, KIR_SERIAL, 0);
         if (!l)
             return -1;
         in = &l->body;
         wi[2 + j] = kir_var(k, v);
-        kir_expr *tt = isub(k, op, imulc(k, kir_var(k, v), g.d[j]));
-        xi[2 + j] = idivc(k, tt, g.s[j]);
+        kir_expr *tt = isub(k, op, lw_imulc(k, kir_var(k, v), g.d[j]));
+        xi[2 + j] = lw_idivc(k, tt, g.s[j]);
         if (g.s[j] > 1) {
-            kir_expr *ok = kir_op2(k, KIR_EQ, IR_BOOL, iremc(k, tt, g.s[j]), i64c(k, 0));
+            kir_expr *ok = kir_op2(k, KIR_EQ, IR_BOOL, lw_iremc(k, tt, g.s[j]), lw_i64c(k, 0));
             cond = cond ? kir_op2(k, KIR_AND, IR_BOOL, cond, ok) : ok;
         }
     }
@@ -540,13 +540,13 @@ static int lower_conv_transpose(lctx *c)
             return -1;
         in = &s->body;
     }
-    kir_expr *nv = kir_op3(k, KIR_FMA, t, load_in(c, 0, xi), load_in(c, 1, wi), kir_acc(k, acc));
+    kir_expr *nv = kir_op3(k, KIR_FMA, t, lw_load_in(c, 0, xi), lw_load_in(c, 1, wi), kir_acc(k, acc));
     if (!kir_acc_set(k, in, acc, nv))
         return -1;
     kir_expr *yi[IR_MAX_RANK + 2] = {nb, m};
     for (int j = 0; j < g.n; j++)
         yi[2 + j] = o[j];
-    return kir_store(k, b, c->out, yi, to_out(c, kir_acc(k, acc))) ? 0 : -1;
+    return kir_store(k, b, c->out, yi, lw_to_out(c, kir_acc(k, acc))) ? 0 : -1;
 }
 
 /* ---- f32 Conv: a VECTOR loop over output positions ---------------------- */
@@ -594,7 +594,7 @@ static void fc_out_idx(kir_kernel *k, const fconv *f, kir_expr *m, kir_expr *v, 
     yi[0] = f->nb;
     yi[1] = m;
     for (int j = 0; j < n - 1; j++)
-        yi[2 + j] = f->flat ? i64c(k, 0) : f->o[j];
+        yi[2 + j] = f->flat ? lw_i64c(k, 0) : f->o[j];
     yi[2 + n - 1] = v;
 }
 
@@ -604,9 +604,9 @@ static kir_expr *tap_loop(lctx *c, kir_block **b, int64_t kn, kir_expr *lo, kir_
 {
     kir_kernel *k = c->k;
     if (kn == 1 && !lo)
-        return i64c(k, 0);
+        return lw_i64c(k, 0);
     int v = kir_new_var(k);
-    kir_stmt *l = kir_for(k, *b, v, lo ? lo : i64c(k, 0), hi ? hi : i64c(k, kn), KIR_SERIAL, 0);
+    kir_stmt *l = kir_for(k, *b, v, lo ? lo : lw_i64c(k, 0), hi ? hi : lw_i64c(k, kn), KIR_SERIAL, 0);
     if (!l)
         return NULL;
     *b = &l->body;
@@ -630,18 +630,18 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
     v = kir_var(k, var);
     if (f->flat) {
         /* input offset of the tap from the output position, flattened */
-        kir_expr *off = i64c(k, 0);
+        kir_expr *off = lw_i64c(k, 0);
         for (int j = 0; j < n; j++)
-            off = kir_iadd(k, off, imulc(k, iaddc(k, imulc(k, kk[j], g->d[j]), -g->pb[j]), f->plane[j]));
+            off = kir_iadd(k, off, lw_imulc(k, lw_iaddc(k, lw_imulc(k, kk[j], g->d[j]), -g->pb[j]), f->plane[j]));
         /* rows r with 0 <= r + kk0*d - pb < in0 */
-        kir_expr *sh = iaddc(k, imulc(k, kk[0], g->d[0]), -g->pb[0]);
-        kir_expr *rlo = imax(k, i64c(k, 0), isub(k, i64c(k, 0), sh));
-        kir_expr *rhi = imin(k, i64c(k, g->out[0]), isub(k, i64c(k, g->in[0]), sh));
-        lo = imax(k, imulc(k, rlo, f->plane[0]), isub(k, i64c(k, 0), off));
-        hi = imin(k, imulc(k, rhi, f->plane[0]), isub(k, i64c(k, g->in[0] * f->plane[0]), off));
+        kir_expr *sh = lw_iaddc(k, lw_imulc(k, kk[0], g->d[0]), -g->pb[0]);
+        kir_expr *rlo = lw_imax(k, lw_i64c(k, 0), isub(k, lw_i64c(k, 0), sh));
+        kir_expr *rhi = lw_imin(k, lw_i64c(k, g->out[0]), isub(k, lw_i64c(k, g->in[0]), sh));
+        lo = lw_imax(k, lw_imulc(k, rlo, f->plane[0]), isub(k, lw_i64c(k, 0), off));
+        hi = lw_imin(k, lw_imulc(k, rhi, f->plane[0]), isub(k, lw_i64c(k, g->in[0] * f->plane[0]), off));
         ip[L] = kir_iadd(k, v, off);
         for (int j = 0; j < L; j++)
-            ip[j] = i64c(k, 0);
+            ip[j] = lw_i64c(k, 0);
         for (int j = 1; j < n; j++) {
             if (g->k[j] == 1 && g->pb[j] == 0)
                 continue;
@@ -651,7 +651,7 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
                 pos = kir_op2(k, KIR_DIV, IR_I32, pos, ps);
             pos = kir_op2(k, KIR_REM, IR_I32, pos, os);
             kir_expr *q = kir_op2(k, KIR_ADD, IR_I32, pos,
-                                  kir_op1(k, KIR_CAST, IR_I32, iaddc(k, imulc(k, kk[j], g->d[j]), -g->pb[j])));
+                                  kir_op1(k, KIR_CAST, IR_I32, lw_iaddc(k, lw_imulc(k, kk[j], g->d[j]), -g->pb[j])));
             kir_expr *ok = kir_op2(k, KIR_AND, IR_BOOL,
                                    kir_op2(k, KIR_LE, IR_BOOL, kir_const_i(k, IR_I32, 0), q),
                                    kir_op2(k, KIR_LT, IR_BOOL, q, kir_const_i(k, IR_I32, g->in[j])));
@@ -659,17 +659,17 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
         }
     } else {
         /* ox is inside when 0 <= ox*s + kx*d - pb < in */
-        kir_expr *off = iaddc(k, imulc(k, kk[L], g->d[L]), -g->pb[L]);
-        kir_expr *ow = i64c(k, g->out[L]);
-        lo = imin(k, ow, cdiv0(k, isub(k, i64c(k, 0), off), g->s[L]));
-        hi = imin(k, ow, cdiv0(k, isub(k, i64c(k, g->in[L]), off), g->s[L]));
+        kir_expr *off = lw_iaddc(k, lw_imulc(k, kk[L], g->d[L]), -g->pb[L]);
+        kir_expr *ow = lw_i64c(k, g->out[L]);
+        lo = lw_imin(k, ow, cdiv0(k, isub(k, lw_i64c(k, 0), off), g->s[L]));
+        hi = lw_imin(k, ow, cdiv0(k, isub(k, lw_i64c(k, g->in[L]), off), g->s[L]));
         for (int j = 0; j < L; j++)
-            ip[j] = kir_iadd(k, f->start[j], imulc(k, kk[j], g->d[j]));
-        ip[L] = kir_iadd(k, imulc(k, v, g->s[L]), off);
+            ip[j] = kir_iadd(k, f->start[j], lw_imulc(k, kk[j], g->d[j]));
+        ip[L] = kir_iadd(k, lw_imulc(k, v, g->s[L]), off);
     }
     if (f->t0) {
-        lo = imax(k, lo, f->t0);
-        hi = imin(k, hi, f->t1);
+        lo = lw_imax(k, lo, f->t0);
+        hi = lw_imin(k, hi, f->t1);
     }
     kir_stmt *l = kir_for(k, b, var, lo, hi, KIR_VECTOR, f->width);
     if (!l)
@@ -677,22 +677,22 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
     l->tail_mask = f->flat || g->s[L] == 1;
     kir_expr *xv[16];
     for (int64_t q = 0; q < u; q++) {
-        kir_expr *xi[IR_MAX_RANK + 2] = {f->nb, kir_iadd(k, f->cbase, iaddc(k, ci0, q))};
+        kir_expr *xi[IR_MAX_RANK + 2] = {f->nb, kir_iadd(k, f->cbase, lw_iaddc(k, ci0, q))};
         for (int j = 0; j < n; j++)
             xi[2 + j] = ip[j];
-        xv[q] = load_in(c, 0, xi);
+        xv[q] = lw_load_in(c, 0, xi);
         if (mask)
             xv[q] = kir_op3(k, KIR_SELECT, IR_F32, mask, xv[q], kir_const_f(k, IR_F32, 0));
     }
     for (int64_t mo = 0; mo < f->mb; mo++) {
-        kir_expr *m = iaddc(k, f->m0, mo), *yi[IR_MAX_RANK + 2];
+        kir_expr *m = lw_iaddc(k, f->m0, mo), *yi[IR_MAX_RANK + 2];
         fc_out_idx(k, f, m, v, yi);
         kir_expr *sum = kir_load(k, c->out, yi);
         for (int64_t q = 0; q < u; q++) {
-            kir_expr *wi[IR_MAX_RANK + 2] = {m, iaddc(k, ci0, q)};
+            kir_expr *wi[IR_MAX_RANK + 2] = {m, lw_iaddc(k, ci0, q)};
             for (int j = 0; j < n; j++)
                 wi[2 + j] = kk[j];
-            sum = kir_op3(k, KIR_FMA, IR_F32, load_in(c, 1, wi), xv[q], sum);
+            sum = kir_op3(k, KIR_FMA, IR_F32, lw_load_in(c, 1, wi), xv[q], sum);
         }
         if (!kir_store(k, &l->body, c->out, yi, sum))
             return -1;
@@ -736,63 +736,63 @@ static int lower_conv_fast(lctx *c, const geom *g)
     kir_block *b = plane_loop(c, g->batch, nmb, &f.nb, &mblk);
     if (!b)
         return -1;
-    f.m0 = imulc(k, mblk, f.mb);
-    f.cbase = imulc(k, idivc(k, f.m0, g->mg), g->cg);
+    f.m0 = lw_imulc(k, mblk, f.mb);
+    f.cbase = lw_imulc(k, lw_idivc(k, f.m0, g->mg), g->cg);
     for (int j = 0; !f.flat && j < L; j++) {
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, b, v, i64c(k, g->out[j]), KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, g->out[j]), KIR_SERIAL);
         if (!l)
             return -1;
         b = &l->body;
         f.o[j] = kir_var(k, v);
-        f.start[j] = iaddc(k, imulc(k, f.o[j], g->s[j]), -g->pb[j]);
+        f.start[j] = lw_iaddc(k, lw_imulc(k, f.o[j], g->s[j]), -g->pb[j]);
         tap_range(k, f.start[j], g->d[j], g->k[j], 0, g->in[j], &f.lo[j], &f.hi[j]);
     }
     f.vlen = f.flat ? pl : g->out[L];
     int64_t tile = f.vlen > 2 * FC_TILE ? FC_TILE : f.vlen;
     if (tile < f.vlen) {
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, b, v, i64c(k, (f.vlen + tile - 1) / tile), KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, (f.vlen + tile - 1) / tile), KIR_SERIAL);
         if (!l)
             return -1;
         b = &l->body;
-        f.t0 = imulc(k, kir_var(k, v), tile);
-        f.t1 = imin(k, i64c(k, f.vlen), iaddc(k, f.t0, tile));
+        f.t0 = lw_imulc(k, kir_var(k, v), tile);
+        f.t1 = lw_imin(k, lw_i64c(k, f.vlen), lw_iaddc(k, f.t0, tile));
     }
     f.width = vec_width(c, tile);
     /* the rows start as the bias */
     int v = kir_new_var(k);
-    kir_stmt *li = kir_for(k, b, v, f.t0 ? f.t0 : i64c(k, 0), f.t1 ? f.t1 : i64c(k, f.vlen), KIR_VECTOR,
+    kir_stmt *li = kir_for(k, b, v, f.t0 ? f.t0 : lw_i64c(k, 0), f.t1 ? f.t1 : lw_i64c(k, f.vlen), KIR_VECTOR,
                            f.width);
     if (!li)
         return -1;
     for (int64_t mo = 0; mo < f.mb; mo++) {
-        kir_expr *m = iaddc(k, f.m0, mo), *yi[IR_MAX_RANK + 2];
+        kir_expr *m = lw_iaddc(k, f.m0, mo), *yi[IR_MAX_RANK + 2];
         fc_out_idx(k, &f, m, kir_var(k, v), yi);
-        kir_expr *init = n->nin > 2 && n->in[2] ? load_in(c, 2, (kir_expr *[]){m}) : kir_const_f(k, IR_F32, 0);
+        kir_expr *init = n->nin > 2 && n->in[2] ? lw_load_in(c, 2, (kir_expr *[]){m}) : kir_const_f(k, IR_F32, 0);
         if (!kir_store(k, &li->body, c->out, yi, init))
             return -1;
     }
     int64_t full = g->cg / u, rest = g->cg % u;
     if (full > 0) {
         int cb = kir_new_var(k);
-        kir_stmt *lc = loop(c, b, cb, i64c(k, full), KIR_SERIAL);
-        if (!lc || fconv_taps(c, &f, &lc->body, imulc(k, kir_var(k, cb), u), u) < 0)
+        kir_stmt *lc = lw_loop(c, b, cb, lw_i64c(k, full), KIR_SERIAL);
+        if (!lc || fconv_taps(c, &f, &lc->body, lw_imulc(k, kir_var(k, cb), u), u) < 0)
             return -1;
     }
-    if (rest > 0 && fconv_taps(c, &f, b, i64c(k, full * u), rest) < 0)
+    if (rest > 0 && fconv_taps(c, &f, b, lw_i64c(k, full * u), rest) < 0)
         return -1;
     if (!c->epi_root)
         return 0;
     /* the sums are final once every channel went in: a fused group's
      * epilogue rewrites the tile in place */
     int ev = kir_new_var(k);
-    kir_stmt *le = kir_for(k, b, ev, f.t0 ? f.t0 : i64c(k, 0), f.t1 ? f.t1 : i64c(k, f.vlen), KIR_VECTOR, f.width);
+    kir_stmt *le = kir_for(k, b, ev, f.t0 ? f.t0 : lw_i64c(k, 0), f.t1 ? f.t1 : lw_i64c(k, f.vlen), KIR_VECTOR, f.width);
     if (!le)
         return -1;
     for (int64_t mo = 0; mo < f.mb; mo++) {
         kir_expr *yi[IR_MAX_RANK + 2];
-        fc_out_idx(k, &f, iaddc(k, f.m0, mo), kir_var(k, ev), yi);
+        fc_out_idx(k, &f, lw_iaddc(k, f.m0, mo), kir_var(k, ev), yi);
         if (!kir_store(k, &le->body, c->out, yi, lower_epi(c, kir_load(k, c->out, yi), yi)))
             return -1;
     }
@@ -802,7 +802,7 @@ static int lower_conv_fast(lctx *c, const geom *g)
 /* ---- f32 Conv as an implicit GEMM on the register tile ------------------- */
 
 /* Per batch item y[m, o] = b[m] + sum over k = (c, taps) of W[m, k] *
- * X[c, o*s - pb + taps*d], run by the contraction schedule (lower_tile.h):
+ * X[c, o*s - pb + taps*d], run by the contraction schedule (tile.h):
  * rows are output channels (the weight a broadcast), the vector loop runs
  * along the output positions, the reduction over taps (outer) and input
  * channels (inner, blocked for cache). With stride 1 and the inner dims
@@ -831,9 +831,9 @@ static void ct_outer(kir_kernel *k, const geom *g, kir_expr *gr, kir_expr **o)
 {
     int64_t inner = 1;
     for (int j = g->n - 2; j >= 0; j--) {
-        o[j] = idivc(k, gr, inner);
+        o[j] = lw_idivc(k, gr, inner);
         if (j > 0)
-            o[j] = iremc(k, o[j], g->out[j]);
+            o[j] = lw_iremc(k, o[j], g->out[j]);
         inner *= g->out[j];
     }
 }
@@ -842,10 +842,10 @@ static int ct_setup(lctx *c, cg_tile *t, kir_expr *bat)
 {
     kir_kernel *k = c->k;
     ctile *u = t->u;
-    kir_expr *grp = iremc(k, bat, u->g->group);
-    u->nb = idivc(k, bat, u->g->group);
-    u->m0 = imulc(k, grp, u->g->mg);
-    u->c0 = imulc(k, grp, u->g->cg);
+    kir_expr *grp = lw_iremc(k, bat, u->g->group);
+    u->nb = lw_idivc(k, bat, u->g->group);
+    u->m0 = lw_imulc(k, grp, u->g->mg);
+    u->c0 = lw_imulc(k, grp, u->g->cg);
     return 0;
 }
 
@@ -861,15 +861,15 @@ static int ct_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *gr, kir_block 
     for (int j = 0; j < g->n; j++) {
         kir_expr *lo = NULL, *hi = NULL;
         if (!u->flat && j < L) {
-            u->start[j] = iaddc(k, imulc(k, o[j], g->s[j]), -g->pb[j]);
+            u->start[j] = lw_iaddc(k, lw_imulc(k, o[j], g->s[j]), -g->pb[j]);
             tap_range(k, u->start[j], g->d[j], g->k[j], 0, g->in[j], &lo, &hi);
         }
         if (!(u->kk[j] = tap_loop(c, b, g->k[j], lo, hi)))
             return -1;
     }
     int v = kir_new_var(k);
-    kir_expr *c0 = imulc(k, kb, u->icb);
-    kir_stmt *l = kir_for(k, *b, v, c0, imin(k, i64c(k, g->cg), iaddc(k, c0, u->icb)), KIR_SERIAL, 0);
+    kir_expr *c0 = lw_imulc(k, kb, u->icb);
+    kir_stmt *l = kir_for(k, *b, v, c0, lw_imin(k, lw_i64c(k, g->cg), lw_iaddc(k, c0, u->icb)), KIR_SERIAL, 0);
     if (!l)
         return -1;
     u->ic = kir_var(k, v);
@@ -883,7 +883,7 @@ static kir_expr *ct_a(lctx *c, cg_tile *t, kir_expr *row)
     kir_expr *wi[IR_MAX_RANK + 2] = {kir_iadd(c->k, u->m0, row), u->ic};
     for (int j = 0; j < u->g->n; j++)
         wi[2 + j] = u->kk[j];
-    return load_in(c, 1, wi);
+    return lw_load_in(c, 1, wi);
 }
 
 static kir_expr *ct_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *jv)
@@ -897,11 +897,11 @@ static kir_expr *ct_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *jv)
     if (u->flat) {
         /* the tap's input is at a constant offset from the output position;
          * positions whose window leaves the input in some dim read 0 */
-        kir_expr *off = i64c(k, 0), *ok = NULL;
+        kir_expr *off = lw_i64c(k, 0), *ok = NULL;
         for (int j = 0; j < g->n; j++) {
             int64_t lo = -g->pb[j], hi = g->out[j] - 1 + (g->k[j] - 1) * g->d[j] - g->pb[j];
-            kir_expr *sh = iaddc(k, imulc(k, u->kk[j], g->d[j]), -g->pb[j]);
-            off = kir_iadd(k, off, imulc(k, sh, u->plane[j]));
+            kir_expr *sh = lw_iaddc(k, lw_imulc(k, u->kk[j], g->d[j]), -g->pb[j]);
+            off = kir_iadd(k, off, lw_imulc(k, sh, u->plane[j]));
             if (lo >= 0 && hi < g->in[j])
                 continue;
             kir_expr *q = kir_op1(k, KIR_CAST, IR_I32, jv);
@@ -920,27 +920,27 @@ static kir_expr *ct_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *jv)
             }
         }
         for (int j = 0; j < L; j++)
-            xi[2 + j] = i64c(k, 0);
+            xi[2 + j] = lw_i64c(k, 0);
         xi[2 + L] = kir_iadd(k, jv, off);
-        kir_expr *x = load_in(c, 0, xi);
+        kir_expr *x = lw_load_in(c, 0, xi);
         return ok ? kir_op3(k, KIR_SELECT, IR_F32, ok, x, kir_const_f(k, IR_F32, 0)) : x;
     }
     for (int j = 0; j < L; j++)
-        xi[2 + j] = kir_iadd(k, u->start[j], imulc(k, u->kk[j], g->d[j]));
-    kir_expr *off = iaddc(k, imulc(k, u->kk[L], g->d[L]), -g->pb[L]);
-    kir_expr *ix = kir_iadd(k, imulc(k, jv, g->s[L]), off);
+        xi[2 + j] = kir_iadd(k, u->start[j], lw_imulc(k, u->kk[j], g->d[j]));
+    kir_expr *off = lw_iaddc(k, lw_imulc(k, u->kk[L], g->d[L]), -g->pb[L]);
+    kir_expr *ix = kir_iadd(k, lw_imulc(k, jv, g->s[L]), off);
     xi[2 + L] = ix;
-    kir_expr *x = load_in(c, 0, xi), *ok = NULL;
+    kir_expr *x = lw_load_in(c, 0, xi), *ok = NULL;
     /* j*s + off in [0, in) <=> ceil(-off/s) <= j < ceil((in - off)/s):
      * uniform bounds (cdiv0 clamps them at 0, which j >= 0 satisfies
      * anyway), compared in i32 (half the registers of i64) */
     kir_expr *j32 = kir_op1(k, KIR_CAST, IR_I32, jv);
     if (g->pb[L] > 0) {
-        kir_expr *lo = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, i64c(k, 0), off), g->s[L]));
+        kir_expr *lo = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, lw_i64c(k, 0), off), g->s[L]));
         ok = kir_op2(k, KIR_LE, IR_BOOL, lo, j32);
     }
     if ((g->out[L] - 1) * g->s[L] + (g->k[L] - 1) * g->d[L] - g->pb[L] >= g->in[L]) {
-        kir_expr *hi = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, i64c(k, g->in[L]), off), g->s[L]));
+        kir_expr *hi = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, lw_i64c(k, g->in[L]), off), g->s[L]));
         kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, j32, hi);
         ok = ok ? kir_op2(k, KIR_AND, IR_BOOL, ok, lt) : lt;
     }
@@ -957,7 +957,7 @@ static void ct_out(lctx *c, cg_tile *t, kir_expr *row, kir_expr *gr, kir_expr *j
     ix[1] = kir_iadd(k, u->m0, row);
     if (u->flat)
         for (int j = 0; j < L; j++)
-            ix[2 + j] = i64c(k, 0);
+            ix[2 + j] = lw_i64c(k, 0);
     else
         ct_outer(k, g, gr, ix + 2);
     ix[2 + L] = jv;
@@ -970,7 +970,7 @@ static kir_expr *ct_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
     const ir_node *n = c->n;
     kir_expr *m = kir_iadd(c->k, ((ctile *)t->u)->m0, row);
     if (n->nin > 2 && n->in[2])
-        return kir_op2(c->k, KIR_ADD, IR_F32, v, load_in(c, 2, (kir_expr *[]){m}));
+        return kir_op2(c->k, KIR_ADD, IR_F32, v, lw_load_in(c, 2, (kir_expr *[]){m}));
     return v;
 }
 
@@ -1044,7 +1044,7 @@ static int lower_conv_tiled(lctx *c, const geom *g)
         .nbat = g->batch * g->group, .m = g->mg, .ng = ng, .n = n, .nkb = nkb, .rows = (int)rows, .width = (int)width,
         .u = &u, .setup = ct_setup, .k_open = ct_k_open, .a = ct_a, .b = ct_b, .out = ct_out, .epi = ct_epi,
     };
-    return lower_tile(c, &t);
+    return cg_tile_lower(c, &t);
 }
 
 static int lower_conv_op(lctx *c)
@@ -1073,7 +1073,7 @@ static int lower_matmul_integer(lctx *c)
     kir_expr *ov[IR_MAX_RANK];
     for (int d = 0; d < r; d++) {
         int v = kir_new_var(k);
-        kir_stmt *l = loop(c, body, v, i64c(k, to->dims[d].v), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, body, v, lw_i64c(k, to->dims[d].v), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return -1;
         body = &l->body;
@@ -1082,7 +1082,7 @@ static int lower_matmul_integer(lctx *c)
     int acc = kir_new_acc(k, IR_I32), kv = kir_new_var(k);
     if (acc < 0 || !kir_acc_set(k, body, acc, kir_const_i(k, IR_I32, 0)))
         return -1;
-    kir_stmt *lk = loop(c, body, kv, i64c(k, ta->dims[ta->rank - 1].v), KIR_SERIAL);
+    kir_stmt *lk = lw_loop(c, body, kv, lw_i64c(k, ta->dims[ta->rank - 1].v), KIR_SERIAL);
     if (!lk)
         return -1;
     kir_expr *ai[IR_MAX_RANK], *bi[IR_MAX_RANK];
@@ -1091,7 +1091,7 @@ static int lower_matmul_integer(lctx *c)
         kir_expr **ix = side ? bi : ai;
         for (int d = 0; d < t->rank - 2; d++) {
             int od = r - 2 - (t->rank - 2) + d;
-            ix[d] = t->dims[d].v == 1 ? i64c(k, 0) : ov[od];
+            ix[d] = t->dims[d].v == 1 ? lw_i64c(k, 0) : ov[od];
         }
         ix[t->rank - 2] = side ? kir_var(k, kv) : ov[r - 2];
         ix[t->rank - 1] = side ? ov[r - 1] : kir_var(k, kv);

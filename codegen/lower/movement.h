@@ -1,11 +1,11 @@
-/* lower_movement.h - helpers shared by the data-movement lowering files
- * (lower_movement.c: views, padding and generators; lower_movement2.c:
+/* movement.h - helpers shared by the data-movement lowering files
+ * (movement.c: views, padding and generators; gather_scatter.c:
  * ops driven by index tensors: gathers, scatters, OneHot...).
  */
 #ifndef ICC_CG_LOWER_MOVEMENT_H
 #define ICC_CG_LOWER_MOVEMENT_H
 
-#include "codegen/lower_internal.h"
+#include "codegen/lower/internal.h"
 
 /* Appends loops over type t's dims to b and returns the innermost body
  * (the elementwise family in lower.c builds its nest with it too);

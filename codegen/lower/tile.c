@@ -1,0 +1,146 @@
+/* tile.c - the register-tiled contraction schedule (tile.h): a parallel
+ * loop over chunks of (row blocks x column panels), in each the blocks of
+ * the reduction, a VECTOR loop over a panel's columns and a register tile
+ * of `rows` accumulators per vector carried across the reduction. The
+ * caller (MatMul, Gemm, Conv, ConvNCHWc) supplies the reduction loops and
+ * the operands through callbacks; this file decides only how the work is
+ * split, so a schedule for another target replaces it without touching
+ * what the families compute.
+ */
+#include "codegen/lower/tile.h"
+
+enum {
+    MC_BLOCKS = 16,   /* row blocks of a parallel chunk: its A block (rows*16 x KC) stays in L2 */
+    NC_PANELS = 8,    /* column panels of a parallel chunk */
+};
+
+static kir_expr *zero(lctx *c)
+{
+    return ir_dtype_is_float(c->cdt) ? kir_const_f(c->k, c->cdt, 0) : kir_const_i(c->k, c->cdt, 0);
+}
+
+/* Enough parallel chunks that two threads or more balance. */
+enum { MIN_CHUNKS = 8 };
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The tile's geometry inside one parallel chunk. */
+typedef struct {
+    int64_t nb, np, nq;       /* row blocks, column panels per group, panels in all */
+    int64_t mcb, ncp;         /* row blocks and panels per chunk */
+    kir_expr *rc, *cc;        /* this chunk's row and column chunk */
+} tile_geo;
+
+/* The reduction blocks [kb0, kb1) of the chunk, in *b. All but the last
+ * block leave partial sums in the output as they are; `final` blocks
+ * (only the last) store through the epilogues, which then run once per
+ * element. */
+static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int64_t kb0, int64_t kb1, bool final)
+{
+    kir_kernel *k = c->k;
+    int R = t->rows;
+    int kbv = kir_new_var(k), qv = kir_new_var(k), jv = kir_new_var(k), rbv = kir_new_var(k);
+    kir_stmt *lkb = kir_for(k, b, kbv, lw_i64c(k, kb0), lw_i64c(k, kb1), KIR_SERIAL, 0);
+    if (!lkb)
+        return -1;
+    kir_expr *kb = kir_var(k, kbv);
+    kir_expr *q0 = kir_imul(k, q->cc, lw_i64c(k, q->ncp));
+    kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, lw_imin(k, lw_i64c(k, q->nq), kir_iadd(k, q0, lw_i64c(k, q->ncp))),
+                           KIR_SERIAL, 0);
+    if (!lq)
+        return -1;
+    kir_expr *qx = kir_var(k, qv);
+    kir_expr *g = q->np > 1 ? lw_idivc(k, qx, q->np) : qx;
+    kir_expr *j0 = q->np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, qx, lw_i64c(k, q->np)), lw_i64c(k, t->width))
+                             : lw_i64c(k, 0);
+    kir_stmt *lj = kir_for(k, &lq->body, jv, j0, lw_imin(k, lw_i64c(k, t->n), kir_iadd(k, j0, lw_i64c(k, t->width))),
+                           KIR_VECTOR, t->width);
+    if (!lj)
+        return -1;
+    kir_expr *j = kir_var(k, jv);
+    kir_expr *rb0 = kir_imul(k, q->rc, lw_i64c(k, q->mcb));
+    kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, lw_imin(k, lw_i64c(k, q->nb), kir_iadd(k, rb0, lw_i64c(k, q->mcb))),
+                            KIR_SERIAL, 0);
+    if (!lrb)
+        return -1;
+    kir_block *tb = &lrb->body;
+    kir_expr *rows[TILE_MAX_ROWS];
+    int acc[TILE_MAX_ROWS];
+    kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, kb, lw_i64c(k, 0));
+    kir_expr *oi[IR_MAX_RANK];
+    for (int r = 0; r < R; r++) {
+        kir_expr *row = kir_iadd(k, kir_imul(k, kir_var(k, rbv), lw_i64c(k, R)), lw_i64c(k, r));
+        rows[r] = lw_imin(k, row, lw_i64c(k, t->m - 1));
+        if ((acc[r] = kir_new_acc(k, c->cdt)) < 0)
+            return -1;
+        kir_expr *init = zero(c);
+        if (t->nkb > 1) {
+            t->out(c, t, rows[r], g, j, oi);
+            init = kb0 > 0 ? kir_load(k, c->out, oi) : kir_op3(k, KIR_SELECT, c->cdt, first, init, kir_load(k, c->out, oi));
+        }
+        if (!kir_acc_set(k, tb, acc[r], init))
+            return -1;
+    }
+    kir_block *kbody = tb;
+    if (t->k_open(c, t, kb, g, &kbody) < 0)
+        return -1;
+    kir_expr *bv = t->b(c, t, g, j);
+    for (int r = 0; r < R; r++) {
+        kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, t->a(c, t, rows[r]), bv, kir_acc(k, acc[r]));
+        if (!kir_acc_set(k, kbody, acc[r], f))
+            return -1;
+    }
+    for (int r = 0; r < R; r++) {
+        t->out(c, t, rows[r], g, j, oi);
+        kir_expr *v = kir_acc(k, acc[r]);
+        if (final) {
+            if (t->epi)
+                v = t->epi(c, t, v, rows[r], g, j);
+            v = lower_epi(c, v, oi);
+        }
+        if (!kir_store(k, tb, c->out, oi, v))
+            return -1;
+    }
+    return 0;
+}
+
+int cg_tile_lower(lctx *c, cg_tile *t)
+{
+    kir_kernel *k = c->k;
+    int R = t->rows;
+    if (R < 1 || R > TILE_MAX_ROWS || t->width < 1 || t->nkb < 1)
+        return -1;
+    tile_geo q = {.nb = cdiv(t->m, R), .np = cdiv(t->n, t->width)};
+    q.nq = t->ng * q.np;
+    /* chunks of row blocks x column panels, split evenly; more of them
+     * when there are too few to share between threads */
+    int64_t nrc = cdiv(q.nb, MC_BLOCKS), ncc = cdiv(q.nq, NC_PANELS);
+    while (t->nbat * nrc * ncc < MIN_CHUNKS) {
+        bool can_r = nrc < q.nb, can_c = ncc < q.nq;
+        if (!can_r && !can_c)
+            break;
+        if (can_c && (!can_r || q.nq * nrc >= q.nb * ncc))
+            ncc++;
+        else
+            nrc++;
+    }
+    q.mcb = cdiv(q.nb, nrc);
+    q.ncp = cdiv(q.nq, ncc);
+    nrc = cdiv(q.nb, q.mcb);
+    ncc = cdiv(q.nq, q.ncp);
+    int64_t nch = nrc * ncc;
+
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, t->nbat * nch), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv);
+    if (t->setup && t->setup(c, t, t->nbat > 1 ? lw_idivc(k, p, nch) : lw_i64c(k, 0)) < 0)
+        return -1;
+    kir_expr *pc = kir_op2(k, KIR_REM, IR_I64, p, lw_i64c(k, nch));
+    q.rc = lw_idivc(k, pc, ncc);
+    q.cc = kir_op2(k, KIR_REM, IR_I64, pc, lw_i64c(k, ncc));
+    if (t->nkb > 1 && tile_blocks(c, t, &q, &lp->body, 0, t->nkb - 1, false) < 0)
+        return -1;
+    return tile_blocks(c, t, &q, &lp->body, t->nkb - 1, t->nkb, true);
+}
