@@ -11,6 +11,7 @@
 #define ICC_CG_LOWER_H
 
 #include "codegen/kir.h"
+#include "codegen/schedule.h"
 
 /* Where a graph value lives at run time, by value id (the model compiler
  * fills this from the graph's inputs, outputs, weights layout and memory
@@ -25,10 +26,10 @@ typedef struct cg_binding {
 bool cg_can_lower(const ir_node *n);
 
 /* Lowers node n of g to a new kernel named `name` (the caller destroys
- * it). bind[v->id] says where each of n's inputs and outputs lives.
- * vector_lanes is the target's vector width in elements of 32 bits (16
- * for avx512). Returns 0, or -1 with a node-located message. */
-int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, int vector_lanes,
+ * it). bind[v->id] says where each of n's inputs and outputs lives; s is
+ * the target's schedule (cg_schedule_init), borrowed. Returns 0, or -1
+ * with a node-located message. */
+int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, const cg_schedule *s,
                   const char *name, kir_kernel **out, icc_diag *d);
 
 #endif

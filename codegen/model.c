@@ -26,6 +26,7 @@
 typedef struct {
     const ir_graph *g;
     const cg_target *t;
+    cg_schedule sched;         /* for t's description */
     const char *prefix;
     icc_diag *d;
     LLVMModuleRef m;
@@ -754,7 +755,7 @@ static int emit_model(mctx *c)
         ir_type saved[128];
         if (bsym)
             pin_batch(n, bsym, saved, false);
-        int lrc = cg_lower_node(g, n, c->bind, cg_target_vector_bits(c->t) / 32, kname, &k, c->d);
+        int lrc = cg_lower_node(g, n, c->bind, &c->sched, kname, &k, c->d);
         int64_t item_bytes[128] = {0};
         for (int i = 0, kb = 0; bsym && lrc == 0 && i < n->nin + n->nout; i++) {
             const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
@@ -946,6 +947,8 @@ int cg_compile_model_ext(const ir_graph *g, const cg_target *t, const char *pref
 {
     *out = NULL;
     mctx c = {.g = g, .t = t, .prefix = prefix && *prefix ? prefix : "model", .d = d, .external = weights != NULL};
+    if (cg_schedule_init(&c.sched, cg_target_desc(t), d) < 0)
+        return -1;
     if (find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || (c.dynamic && dyn_plan(&c) < 0)) {
         free(c.bind);
         free(c.weights);
@@ -982,6 +985,8 @@ int cg_compile_model_ext(const ir_graph *g, const cg_target *t, const char *pref
 char *cg_kernels_text(const ir_graph *g, const cg_target *t, const char *prefix, icc_diag *d)
 {
     mctx c = {.g = g, .t = t, .prefix = prefix && *prefix ? prefix : "model", .d = d};
+    if (cg_schedule_init(&c.sched, cg_target_desc(t), d) < 0)
+        return NULL;
     if (find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || (c.dynamic && dyn_plan(&c) < 0)) {
         free(c.bind);
         free(c.weights);
@@ -996,7 +1001,7 @@ char *cg_kernels_text(const ir_graph *g, const cg_target *t, const char *prefix,
         char kname[256];
         snprintf(kname, sizeof kname, "%s_k%d", c.prefix, kx);
         kir_kernel *k;
-        if (cg_lower_node(g, g->nodes[kx], c.bind, cg_target_vector_bits(t) / 32, kname, &k, d) < 0)
+        if (cg_lower_node(g, g->nodes[kx], c.bind, &c.sched, kname, &k, d) < 0)
             goto fail;
         char *text = kir_print(k);
         kir_kernel_destroy(k);

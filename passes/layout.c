@@ -31,9 +31,9 @@
  * Weights: a constant is packed here; a ConstantOfShape (a splat, as the
  * light test models have) becomes a ConstantOfShape of the packed shape;
  * anything else gets the Reshape + Transpose, which `fold` evaluates when
- * its input is constant. Options: block (0 = the host's f32 vector
- * width: 16 with AVX-512F, else 8; passes do not see the target, so a
- * cross-compile should give it), pad (1 = a padded conv reads an
+ * its input is constant. Options: block (0 = the target's f32 vector
+ * width, icc_target_layout_block: 16 with AVX-512, 8 with AVX2, 4 with
+ * SSE or NEON), pad (1 = a padded conv reads an
  * explicitly zero-padded copy of its input, made by a Pad on the blocked
  * data, so the compiled kernel needs no bounds checks), min-k (convert
  * only convs whose kernel has at least this many taps; 1 = all: measured,
@@ -533,18 +533,6 @@ static int move_pool(lay *L, ir_node *n)
 
 /* ---- the pass ------------------------------------------------------------------ */
 
-/* The host's f32 vector width (what the compiled kernels will be built
- * for unless cross-compiling). */
-static int64_t host_block(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        return 16;
-#endif
-    return 8;
-}
-
 /* Removes from-blocked reorders nobody uses; returns how many. */
 static int64_t cancel_unused(lay *L)
 {
@@ -570,7 +558,7 @@ int pass_layout(pass_ctx *c)
     lay L = {.c = c, .g = c->g};
     L.cb = pass_opt_int(c, "block", 0);
     if (L.cb <= 0)
-        L.cb = host_block();
+        L.cb = icc_target_layout_block(c->target);
     if (L.cb > 1024)
         return ir_errorf(c->diag, "layout: block %lld is too large", (long long)L.cb);
     L.pad = pass_opt_int(c, "pad", 1) != 0;

@@ -5,6 +5,7 @@
 #include "ir/ops.h"
 #include "ir/text.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -282,6 +283,21 @@ int icc_keep_output_names(ir_graph *g, const char *const *names, icc_diag *d)
     return 0;
 }
 
+static icc_target_desc default_target;
+
+static void init_default_target(void)
+{
+    icc_diag d;
+    icc_target_desc_init(&default_target, "x86_64-pc-linux-gnu", "x86-64-v3", NULL, &d);
+}
+
+const icc_target_desc *pass_default_target(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_default_target);
+    return &default_target;
+}
+
 int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options *o, icc_diag *d)
 {
     static const icc_pass_options none = {0};
@@ -304,7 +320,8 @@ int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options 
             before = ir_print_string(g, NULL);
         if (in_list(o->print_before, name))
             fprintf(out, "# IR before %s\n%s", name, before ? before : "");
-        pass_ctx c = {.g = g, .diag = d, .opts = st->opts, .nopts = st->nopts};
+        pass_ctx c = {.g = g, .diag = d, .target = o->target ? o->target : pass_default_target(), .opts = st->opts,
+                     .nopts = st->nopts};
         double t0 = now_ms();
         int r = pass_table[st->pass].run(&c);
         ms[i] = now_ms() - t0;

@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include "ir/ir.h"
+#include "ir/target.h"
 
 enum {
 #define PASS(id, name, fn, doc, opts) PASS_##id,
@@ -39,6 +40,9 @@ typedef struct pass_stat_entry {
 typedef struct pass_ctx {
     ir_graph *g;
     icc_diag *diag;
+    /* What the graph is compiled for (borrowed; never NULL: the runner
+     * supplies pass_default_target() when the caller gives none). */
+    const icc_target_desc *target;
     const pass_opt *opts;
     int nopts;
     bool changed;
@@ -102,7 +106,13 @@ typedef struct icc_pass_options {
     bool no_verify;            /* skip ir_verify after each pass */
     FILE *out;                 /* where prints and tables go (NULL: stderr) */
     const char *reproducer;    /* path for the reproducer on failure (NULL: none) */
+    const icc_target_desc *target;  /* the target passes see (borrowed; NULL: pass_default_target()) */
 } icc_pass_options;
+
+/* The target passes see when the caller names none: a baseline x86-64
+ * with 256-bit vectors (x86-64-v3), chosen once so that pass results
+ * never depend on the machine running icc. */
+const icc_target_desc *pass_default_target(void);
 
 /* Runs p over g. On failure d says which pass failed and why (and where the
  * reproducer was written). */

@@ -79,6 +79,16 @@ static int runtime_lib(char *buf, size_t n, icc_diag *d)
                      ICC_RUNTIME_RELDIR);
 }
 
+int icc_target_describe(const char *triple, const char *cpu, icc_target_desc *out, icc_diag *d)
+{
+    cg_target *t;
+    if (cg_target_create(triple, cpu, NULL, 0, &t, d) < 0)
+        return -1;
+    *out = *cg_target_desc(t);
+    cg_target_destroy(t);
+    return 0;
+}
+
 int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
 {
     cg_target *t;

@@ -5,6 +5,7 @@
 #define ICC_TOOLS_COMPILE_H
 
 #include "ir/ir.h"
+#include "ir/target.h"
 
 typedef struct icc_compile_opts {
     const char *emit;          /* NULL (object/library), "kernels", "llvm" or "asm" */
@@ -15,6 +16,10 @@ typedef struct icc_compile_opts {
     int opt_level;             /* LLVM's, 0..3 */
     bool external_weights;     /* --weights=external: write X.weights beside X.so */
 } icc_compile_opts;
+
+/* The description of the target triple/cpu name (NULL: the host, as
+ * icc_compile_graph would build it), for the passes. */
+int icc_target_describe(const char *triple, const char *cpu, icc_target_desc *out, icc_diag *d);
 
 /* Compiles g (optimized and planned) as o says. A library output
  * "X.so" is linked from a temporary object; nothing partial is left on

@@ -225,12 +225,18 @@ static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_diag *d)
     const char *text = a->passes ? a->passes : level >= 0 ? icc_pipeline_for_level(level) : NULL;
     if (!text)
         return 0;
+    /* passes see the target the model is compiled for (layout's block) */
+    icc_target_desc td;
+    if (icc_target_describe(a->triple, a->march, &td, d) < 0)
+        return -1;
     icc_pipeline p;
     if (icc_pipeline_parse(text, &p, d) < 0)
         return -1;
+    icc_pass_options po = a->popts;
+    po.target = &td;
     /* A reproducer needs the IR printed before every pass (costly with
      * large weights), so it is opt-in; a failure says how to get one. */
-    int rc = icc_pipeline_run(&p, g, &a->popts, d);
+    int rc = icc_pipeline_run(&p, g, &po, d);
     icc_pipeline_free(&p);
     if (rc < 0 && !a->popts.reproducer) {
         size_t n = strlen(d->msg);

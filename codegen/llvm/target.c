@@ -33,6 +33,8 @@ struct cg_target {
     char *triple, *cpu, *features, *required;
     int arch, opt_level, vector_bits;
     bool is_host;
+    bool native;               /* the host's CPU (its features possibly changed) */
+    icc_target_desc desc;      /* what passes and schedules see */
 };
 
 /* ---- feature sets --------------------------------------------------------- */
@@ -207,6 +209,15 @@ static int derive_features(cg_target *t, icc_diag *d)
         featset_add_list(s, "neon,fp-armv8");
     }
     featset_add_list(s, t->features);
+    /* the backend-neutral description: a named CPU's implied features
+     * come from its table (ir/target.c), which the C API cannot list */
+    if (icc_target_desc_init(&t->desc, t->triple, t->cpu, t->features, d) < 0) {
+        free(s);
+        return -1;
+    }
+    for (int f = 0; f < ICC_TF_COUNT; f++)
+        if (icc_target_has(&t->desc, f) && featset_get(s, icc_target_feature_name(f)) == 0)
+            featset_set(s, icc_target_feature_name(f), strlen(icc_target_feature_name(f)), +1);
 
     const char *const *list = t->arch == ARCH_X86_64 ? x86_codegen_features : a64_codegen_features;
     size_t cap = 1, len = 0;
@@ -222,16 +233,19 @@ static int derive_features(cg_target *t, icc_diag *d)
         if (featset_get(s, list[i]) > 0)
             len += (size_t)sprintf(t->required + len, "%s%s", len ? "," : "", list[i]);
 
-    t->vector_bits = 128;
-    if (t->arch == ARCH_X86_64) {
-        /* LLVM 19 splits AVX-512 into the instructions and the 512-bit
-         * registers (evex512); without the latter only 256 bits are used. */
-        if (featset_get(s, "avx512f") > 0 && featset_get(s, "evex512") >= 0)
-            t->vector_bits = 512;
-        else if (featset_get(s, "avx") > 0)
-            t->vector_bits = 256;
-    }
+    t->vector_bits = t->desc.vector_bits;
     free(s);
+    if ((t->desc.native = t->native)) {
+        /* only the target "native" looks at the host */
+        long v = sysconf(_SC_NPROCESSORS_ONLN);
+        t->desc.cores = v > 0 ? (int)v : 0;
+        if ((v = sysconf(_SC_LEVEL1_DCACHE_SIZE)) > 0)
+            t->desc.l1d_bytes = v;
+        if ((v = sysconf(_SC_LEVEL2_CACHE_SIZE)) > 0)
+            t->desc.l2_bytes = v;
+        if ((v = sysconf(_SC_LEVEL3_CACHE_SIZE)) > 0)
+            t->desc.l3_bytes = v;
+    }
     return 0;
 }
 
@@ -273,6 +287,7 @@ int cg_target_create(const char *triple, const char *cpu, const char *features, 
         t->cpu = dup_llvm_message(LLVMGetHostCPUName());
         t->features = features ? strdup(features) : dup_llvm_message(LLVMGetHostCPUFeatures());
         t->is_host = !features;
+        t->native = true;
     } else {
         t->cpu = strdup(cpu ? cpu : "generic");
         t->features = strdup(features ? features : "");
@@ -333,6 +348,7 @@ const char *cg_target_cpu(const cg_target *t) { return t->cpu; }
 const char *cg_target_features(const cg_target *t) { return t->features; }
 const char *cg_target_required_features(const cg_target *t) { return t->required; }
 int cg_target_vector_bits(const cg_target *t) { return t->vector_bits; }
+const icc_target_desc *cg_target_desc(const cg_target *t) { return &t->desc; }
 int cg_target_opt_level(const cg_target *t) { return t->opt_level; }
 bool cg_target_is_host(const cg_target *t) { return t->is_host; }
 LLVMTargetMachineRef cg_target_machine(const cg_target *t) { return t->tm; }

@@ -33,6 +33,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "ir/ir.h"
+#include "ir/target.h"
 
 typedef struct cg_target cg_target;
 
@@ -64,6 +65,10 @@ const char *cg_target_required_features(const cg_target *t);
  * 128 (SSE, NEON). */
 int cg_target_vector_bits(const cg_target *t);
 int cg_target_opt_level(const cg_target *t);
+/* The backend-neutral description of t (ir/target.h) that passes and
+ * schedules receive; borrowed, valid while t lives. For the host
+ * ("native") it also records the core count and cache sizes. */
+const icc_target_desc *cg_target_desc(const cg_target *t);
 /* True when code is generated for the machine running the compiler. */
 bool cg_target_is_host(const cg_target *t);
 /* The target machine, borrowed (for the lowering's own queries). */

@@ -708,7 +708,6 @@ static bool fast_ok(const ir_node *n)
     return n->out[0]->type.dtype == IR_F32;
 }
 
-enum { FC_U = 8, FC_TILE = 512 };
 
 static int lower_conv_fast(lctx *c, const geom *g)
 {
@@ -730,7 +729,7 @@ static int lower_conv_fast(lctx *c, const geom *g)
     if (pl >= (INT64_C(1) << 31) || ipl >= (INT64_C(1) << 31))
         f.flat = false;
     f.mb = g->mg % 4 == 0 ? 4 : g->mg % 2 == 0 ? 2 : 1;
-    int64_t u = g->cg < FC_U ? g->cg : FC_U;
+    int64_t u = g->cg < c->s->conv_unroll ? g->cg : c->s->conv_unroll;
     int64_t nmb = g->cout / f.mb;
     kir_expr *mblk;
     kir_block *b = plane_loop(c, g->batch, nmb, &f.nb, &mblk);
@@ -749,7 +748,7 @@ static int lower_conv_fast(lctx *c, const geom *g)
         tap_range(k, f.start[j], g->d[j], g->k[j], 0, g->in[j], &f.lo[j], &f.hi[j]);
     }
     f.vlen = f.flat ? pl : g->out[L];
-    int64_t tile = f.vlen > 2 * FC_TILE ? FC_TILE : f.vlen;
+    int64_t tile = f.vlen > 2 * c->s->conv_vtile ? c->s->conv_vtile : f.vlen;
     if (tile < f.vlen) {
         int v = kir_new_var(k);
         kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, (f.vlen + tile - 1) / tile), KIR_SERIAL);
@@ -824,7 +823,6 @@ typedef struct {
     kir_expr *start[IR_MAX_RANK];      /* row form: window starts of the outer dims */
 } ctile;
 
-enum { CT_KC = 128 };
 
 /* The outer output coordinates of column group gr (row form). */
 static void ct_outer(kir_kernel *k, const geom *g, kir_expr *gr, kir_expr **o)
@@ -1008,7 +1006,7 @@ static int lower_conv_tiled(lctx *c, const geom *g)
      * constant, but scalarizes i64's) */
     if (plane >= (INT64_C(1) << 31) || iplane >= (INT64_C(1) << 31))
         u.flat = false;
-    int64_t nkb = (g->cg * taps + CT_KC - 1) / CT_KC;
+    int64_t nkb = (g->cg * taps + c->s->conv_kc - 1) / c->s->conv_kc;
     if (nkb > g->cg)
         nkb = g->cg;
     if (g->cg <= 16) /* few channels, many taps (a stem conv): one block, a constant channel loop */

@@ -224,7 +224,6 @@ static int tile_rows(int64_t m, int most)
     return (int)((m + tiles - 1) / tiles);
 }
 
-enum { BC_KC = 4096 };  /* reduction length of a block (measured: partial sums through Y cost more than a weight panel of KC x mb in L2) */
 
 int lower_blocked(lctx *c)
 {
@@ -247,7 +246,7 @@ int lower_blocked(lctx *c)
     if (most < 1)
         most = 1;
     int64_t per_icb = g->KH * g->KW * g->CL;
-    g->icbk = BC_KC / per_icb;
+    g->icbk = c->s->blocked_conv_kc / per_icb;
     if (g->icbk < 1)
         g->icbk = 1;
     if (g->icbk > g->CB)

@@ -215,7 +215,7 @@ bool cg_can_lower(const ir_node *n)
     return lw_can_elementwise(n) || family(n) != FAM_NONE;
 }
 
-int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, int vector_lanes,
+int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, const cg_schedule *s,
                   const char *name, kir_kernel **out, icc_diag *d)
 {
     *out = NULL;
@@ -266,7 +266,8 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, i
     if (n->op == IR_OP_WHERE)
         in_dt = n->in[1]->type.dtype;
     c.cdt = lw_compute_dtype(in_dt);
-    c.lanes = vector_lanes;
+    c.s = s;
+    c.lanes = s->lanes;
     if (root->group > 0) {
         /* the outside inputs of the epilogue (after the anchor) and of the
          * prologue (before it) */

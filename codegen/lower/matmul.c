@@ -5,7 +5,7 @@
  * parallel over (batch, chunk of row blocks x chunk of column panels), a
  * serial loop over blocks of K (cache), a VECTOR loop over the output
  * columns that the LLVM emitter widens itself (docs/kernel-ir.md: four
- * registers wide on AVX-512), and inside it TILE_ROWS rows of vector
+ * registers wide on AVX-512), and inside it tile_rows rows of vector
  * accumulators carried across the k loop, each step one uniform
  * (broadcast) load of A per row and contiguous vector loads of B. Partial
  * sums of a K block go through the output. Rows past M are clamped to the
@@ -22,11 +22,6 @@
 #include "codegen/lower/tile.h"
 #include "ir/ops.h"
 
-enum {
-    TILE_ROWS = 6,    /* rows of accumulators in a register tile */
-    KC = 128,         /* the K block: a B micro-panel (KC x width) stays in L1 */
-    DOT_CHUNK = 16,   /* transB: tiles of rows (and of columns) in a parallel chunk */
-};
 
 bool cg_can_lower_nn(const ir_node *n)
 {
@@ -193,8 +188,8 @@ static int mm_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *g, kir_block *
     kir_kernel *k = c->k;
     mm_tile *u = t->u;
     int kv = kir_new_var(k);
-    kir_expr *k0 = kir_imul(k, kb, lw_i64c(k, KC));
-    kir_stmt *lk = kir_for(k, *b, kv, k0, lw_imin(k, lw_i64c(k, u->g->kd.v), kir_iadd(k, k0, lw_i64c(k, KC))), KIR_SERIAL, 0);
+    kir_expr *k0 = kir_imul(k, kb, lw_i64c(k, c->s->tile_kc));
+    kir_stmt *lk = kir_for(k, *b, kv, k0, lw_imin(k, lw_i64c(k, u->g->kd.v), kir_iadd(k, k0, lw_i64c(k, c->s->tile_kc))), KIR_SERIAL, 0);
     if (!lk)
         return -1;
     u->kv = kir_var(k, kv);
@@ -243,8 +238,8 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width)
         nbat *= g->to->dims[d].v;
     mm_tile u = {.g = g};
     cg_tile t = {
-        .nbat = nbat, .m = g->m.v, .ng = 1, .n = g->n.v, .nkb = (g->kd.v + KC - 1) / KC,
-        .rows = TILE_ROWS, .width = width, .u = &u,
+        .nbat = nbat, .m = g->m.v, .ng = 1, .n = g->n.v, .nkb = (g->kd.v + c->s->tile_kc - 1) / c->s->tile_kc,
+        .rows = c->s->tile_rows, .width = width, .u = &u,
         .setup = mm_setup, .k_open = mm_k_open, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
     return cg_tile_lower(c, &t);
@@ -254,14 +249,14 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width)
  * run along k, so the tile is DOT x DOT dot products, each a vector
  * accumulator over a VECTOR k loop summed across its lanes at the end (a
  * vector loop may split a carried sum: docs/kernel-ir.md). Per k chunk,
- * 2 DOT contiguous loads feed DOT^2 FMAs. Chunks of DOT_CHUNK tiles of
+ * 2 DOT contiguous loads feed DOT^2 FMAs. Chunks of dot_chunk tiles of
  * rows x columns keep their A rows and B rows in L2. */
 static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
 {
     kir_kernel *k = c->k;
     int64_t M = g->m.v, N = g->n.v, K = g->kd.v;
     int64_t nbr = (M + dot - 1) / dot, nbc = (N + dot - 1) / dot;
-    int64_t mcb = nbr < DOT_CHUNK ? nbr : DOT_CHUNK, ncb = nbc < DOT_CHUNK ? nbc : DOT_CHUNK;
+    int64_t mcb = nbr < c->s->dot_chunk ? nbr : c->s->dot_chunk, ncb = nbc < c->s->dot_chunk ? nbc : c->s->dot_chunk;
     int64_t nrc = (nbr + mcb - 1) / mcb, ncc = (nbc + ncb - 1) / ncb;
     int pv = kir_new_var(k), cbv = kir_new_var(k), rbv = kir_new_var(k), kv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
@@ -328,7 +323,7 @@ int lower_nn(lctx *c)
      * when N is narrower. Wide rows halve the B traffic per flop, which
      * matters because B's rows are a page apart for large N. */
     int vl = c->lanes * 4 / (int)ir_dtype_size(dt);
-    int64_t width = (int64_t)vl * (c->lanes >= 16 ? 4 : 2);
+    int64_t width = (int64_t)vl * c->s->tile_vecs;
     if (consts && vl > 0 && g.n.v < width)
         width = (g.n.v + vl - 1) / vl * vl;
     bool wide = dt == c->cdt && g.to->dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&
@@ -338,6 +333,6 @@ int lower_nn(lctx *c)
     /* transB: B's columns are a row apart; dot products along k instead
      * (4 x 4 accumulators with 32 registers, 2 x 2 with 16) */
     if (wide && g.tB && !g.tA && g.kd.v >= vl)
-        return lower_dot(c, &g, vl, c->lanes >= 16 ? 4 : 2);
+        return lower_dot(c, &g, vl, c->s->dot_tiles);
     return wide && !g.tB ? lower_tiled(c, &g, (int)width) : lower_plain(c, &g);
 }

@@ -9,18 +9,10 @@
  */
 #include "codegen/lower/tile.h"
 
-enum {
-    MC_BLOCKS = 16,   /* row blocks of a parallel chunk: its A block (rows*16 x KC) stays in L2 */
-    NC_PANELS = 8,    /* column panels of a parallel chunk */
-};
-
 static kir_expr *zero(lctx *c)
 {
     return ir_dtype_is_float(c->cdt) ? kir_const_f(c->k, c->cdt, 0) : kir_const_i(c->k, c->cdt, 0);
 }
-
-/* Enough parallel chunks that two threads or more balance. */
-enum { MIN_CHUNKS = 8 };
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -114,8 +106,8 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     q.nq = t->ng * q.np;
     /* chunks of row blocks x column panels, split evenly; more of them
      * when there are too few to share between threads */
-    int64_t nrc = cdiv(q.nb, MC_BLOCKS), ncc = cdiv(q.nq, NC_PANELS);
-    while (t->nbat * nrc * ncc < MIN_CHUNKS) {
+    int64_t nrc = cdiv(q.nb, c->s->tile_mc_blocks), ncc = cdiv(q.nq, c->s->tile_nc_panels);
+    while (t->nbat * nrc * ncc < c->s->min_chunks) {
         bool can_r = nrc < q.nb, can_c = ncc < q.nq;
         if (!can_r && !can_c)
             break;

@@ -145,6 +145,25 @@ compile_dumps() {
     [ "$(od -An -tu2 -j18 -N2 "$T/arm.o" | tr -d ' ')" = 183 ]
 }
 check "--emit=kernels|llvm|asm, and an aarch64 object" compile_dumps
+
+# The layout pass blocks channels by the target's vector width, not the
+# host's: 8 for AVX2 (haswell), 16 for AVX-512, 4 for NEON, and an
+# aarch64 object from the same -O3 pipeline.
+target_blocks() {
+  cat >"$T/cnn.icc" <<'ICC'
+graph @cnn(%x: f32[1,32,8,8], %w: f32[32,32,3,3]) -> (%y) {
+  %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,32,8,8]
+  %y = Relu(%c) : f32[1,32,8,8]
+}
+ICC
+  "$ICC" "$T/cnn.icc" -O3 -march=haswell --emit=ir >"$T/h.icc" && grep -q "ConvNCHWc(.*: f32\[1,4,8,8,8\]" "$T/h.icc" &&
+    "$ICC" "$T/cnn.icc" -O3 -march=x86-64-v4 --emit=ir >"$T/v4.icc" && grep -q "ConvNCHWc(.*: f32\[1,2,8,8,16\]" "$T/v4.icc" &&
+    "$ICC" "$T/cnn.icc" -O3 --target-triple=aarch64-linux-gnu --emit=ir >"$T/a.icc" &&
+    grep -q "ConvNCHWc(.*: f32\[1,8,8,8,4\]" "$T/a.icc" &&
+    "$ICC" "$T/cnn.icc" -O3 --target-triple=aarch64-linux-gnu -o "$T/cnn_arm.o" &&
+    [ "$(od -An -tu2 -j18 -N2 "$T/cnn_arm.o" | tr -d ' ')" = 183 ]
+}
+check "-O3 layout blocks follow -march and --target-triple" target_blocks
 dynamic_batch() {
   # the digits model with its batch dim N left symbolic runs any batch
   "$ICC" "$M" -o "$T/dyn.so" &&

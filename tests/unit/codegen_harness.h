@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "codegen/llvm/target.h"
+#include "codegen/schedule.h"
 #include "codegen/model.h"
 #include "ir/ir.h"
 
@@ -21,6 +22,14 @@ typedef void (*harness_kernel_fn)(void *const *bufs, const int64_t *syms, int64_
 
 /* Optimizes m, emits and links it into a temporary .so, loads it and
  * removes the files; the caller dlcloses the handle and still owns m. */
+/* t's schedule, in storage the caller provides. */
+static inline const cg_schedule *harness_sched(const cg_target *t, cg_schedule *s)
+{
+    icc_diag d = {{0}};
+    ck_assert_msg(cg_schedule_init(s, cg_target_desc(t), &d) == 0, "%s", d.msg);
+    return s;
+}
+
 static inline void *harness_load_module(const cg_target *t, LLVMModuleRef m)
 {
     icc_diag d = {{0}};

@@ -80,7 +80,7 @@ static void setup(void)
         char name[32];
         snprintf(name, sizeof name, "case%d", c);
         kir_kernel *k;
-        ck_assert_msg(cg_lower_node(g, n, b, cg_target_vector_bits(t) / 32, name, &k, &d) == 0,
+        ck_assert_msg(cg_lower_node(g, n, b, harness_sched(t, &(cg_schedule){0}), name, &k, &d) == 0,
                       "case %d: %s", c, d.msg);
         LLVMValueRef fn;
         ck_assert_msg(cg_llvm_emit_kernel(t, m, k, &fn, &d) == 0, "case %d: %s", c, d.msg);

@@ -6,6 +6,7 @@
 
 #include "check_main.h"
 #include "codegen/lower.h"
+#include "codegen/schedule.h"
 #include "ir/ops.h"
 #include "ir/text.h"
 
@@ -28,6 +29,17 @@ static cg_binding *bind_all(const ir_graph *g)
     return b;
 }
 
+/* The schedule of an AVX-512 target (16 lanes), whatever the host. */
+static const cg_schedule *avx512(void)
+{
+    static icc_target_desc t;
+    static cg_schedule s;
+    icc_diag d = {{0}};
+    ck_assert_int_eq(icc_target_desc_init(&t, "x86_64-pc-linux-gnu", "x86-64-v4", NULL, &d), 0);
+    ck_assert_int_eq(cg_schedule_init(&s, &t, &d), 0);
+    return &s;
+}
+
 START_TEST(broadcast_add_kernel)
 {
     ir_graph *g = parse("graph @g<N>(%x: f16[N,1,5], %y: f16[4,1]) -> (%z) {\n"
@@ -36,7 +48,7 @@ START_TEST(broadcast_add_kernel)
     cg_binding *b = bind_all(g);
     kir_kernel *k;
     icc_diag d = {{0}};
-    ck_assert_msg(cg_lower_node(g, g->nodes[0], b, 16, "add", &k, &d) == 0, "%s", d.msg);
+    ck_assert_msg(cg_lower_node(g, g->nodes[0], b, avx512(), "add", &k, &d) == 0, "%s", d.msg);
     char *text = kir_print(k);
     ck_assert_str_eq(text,
                      "kernel @add(b0 %x: f16[N,1,5] in, b1 %y: f16[4,1] in, b2 %z: f16[N,4,5] arena+0)\n"
@@ -64,7 +76,7 @@ START_TEST(every_supported_op_lowers_and_verifies)
         kir_kernel *k;
         icc_diag d = {{0}};
         ck_assert(cg_can_lower(g->nodes[0]));
-        ck_assert_msg(cg_lower_node(g, g->nodes[0], b, 16, "k", &k, &d) == 0, "%s: %s", ops[i], d.msg);
+        ck_assert_msg(cg_lower_node(g, g->nodes[0], b, avx512(), "k", &k, &d) == 0, "%s: %s", ops[i], d.msg);
         kir_kernel_destroy(k);
         free(b);
         ir_graph_destroy(g);
@@ -84,10 +96,10 @@ START_TEST(unsupported_is_a_located_error)
     icc_diag d = {{0}};
     ck_assert(!cg_can_lower(g->nodes[0]));
     ck_assert(cg_can_lower(g->nodes[1]));
-    ck_assert_int_eq(cg_lower_node(g, g->nodes[0], b, 16, "k", &k, &d), -1);
+    ck_assert_int_eq(cg_lower_node(g, g->nodes[0], b, avx512(), "k", &k, &d), -1);
     ck_assert_ptr_nonnull(strstr(d.msg, "node 'sin1' (Unique): cannot be compiled yet"));
     ck_assert_ptr_null(k);
-    ck_assert_msg(cg_lower_node(g, g->nodes[1], b, 16, "k", &k, &d) == 0, "%s", d.msg);
+    ck_assert_msg(cg_lower_node(g, g->nodes[1], b, avx512(), "k", &k, &d) == 0, "%s", d.msg);
     kir_kernel_destroy(k);
     free(b);
     ir_graph_destroy(g);
@@ -110,7 +122,7 @@ START_TEST(compare_where_clip)
     for (int i = 0; i < 3; i++) {
         kir_kernel *k;
         icc_diag d = {{0}};
-        ck_assert_msg(cg_lower_node(g, g->nodes[i], b, 16, "k", &k, &d) == 0, "%s", d.msg);
+        ck_assert_msg(cg_lower_node(g, g->nodes[i], b, avx512(), "k", &k, &d) == 0, "%s", d.msg);
         char *text = kir_print(k);
         ck_assert_msg(strstr(text, want[i]), "%s", text);
         free(text);

@@ -1,0 +1,53 @@
+/* schedule.h - how kernels are computed on a target, chosen in one place.
+ *
+ * A lowering family (codegen/lower/) says what a kernel computes: its
+ * index space, reductions, and fused prologue and epilogue. The schedule
+ * says how: the vector width of the innermost loop, the register tile of
+ * contractions (rows x vectors of accumulators, the reduction block, how
+ * many row blocks and column panels one parallel chunk takes), how finely
+ * work is split for threads, and the blocking of convolutions. Families
+ * read these numbers and never name a register count or a thread count
+ * themselves; building blocks (the register tile, codegen/lower/tile.c)
+ * take them as parameters.
+ *
+ * cg_schedule_init is the one place that picks a schedule per target:
+ * CPUs get the register-tile schedule sized by their vector registers;
+ * a GPU schedule (grid/block/thread loops, shared-memory staging) will be
+ * chosen there too.
+ */
+#ifndef ICC_CG_SCHEDULE_H
+#define ICC_CG_SCHEDULE_H
+
+#include "ir/target.h"
+
+typedef enum cg_schedule_kind {
+    CG_SCHED_CPU,              /* PARALLEL outer loops over threads, VECTOR inner loops, register tiles */
+} cg_schedule_kind;
+
+typedef struct cg_schedule {
+    cg_schedule_kind kind;
+    const icc_target_desc *target;   /* borrowed */
+    int lanes;                 /* f32 lanes of one vector register */
+    /* the register tile (tile.c; MatMul, Gemm, Conv, ConvNCHWc) */
+    int tile_rows;             /* rows of accumulators */
+    int tile_vecs;             /* vectors per row: accumulators = rows x vecs */
+    int tile_kc;               /* reduction block: a kc x row B micro-panel stays in L1 */
+    int tile_mc_blocks;        /* row blocks of a parallel chunk: its A block stays in L2 */
+    int tile_nc_panels;        /* column panels of a parallel chunk */
+    int min_chunks;            /* at least this many parallel chunks, so threads balance */
+    /* transposed-B contractions: dot-product tiles along k */
+    int dot_tiles;             /* dot x dot accumulators */
+    int dot_chunk;             /* tiles of rows (and of columns) in a parallel chunk */
+    /* convolutions (conv.c, conv_blocked.c) */
+    int conv_kc;               /* implicit-GEMM reduction block */
+    int conv_unroll;           /* output channels per step of the vector-loop schedule */
+    int conv_vtile;            /* vector-loop schedule: plane positions per tile */
+    int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
+                                  than a weight panel of kc x block in L2, measured) */
+} cg_schedule;
+
+/* Picks the schedule for target t (borrowed by *s: it must outlive s).
+ * Returns 0, or -1 with a message for a target with no schedule yet. */
+int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d);
+
+#endif
