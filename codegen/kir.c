@@ -300,6 +300,25 @@ static int vexpr(vctx *c, const kir_expr *e)
         return 0;
     case KIR_CAST:
         return 0;
+    case KIR_BITCAST:
+        if (ir_dtype_size(e->dtype) != ir_dtype_size(e->a[0]->dtype) || is_bool(e->dtype) ||
+            is_bool(e->a[0]->dtype))
+            return ir_errorf(c->d, "kernel '%s': bitcast of %s to %s (sizes differ)", kn,
+                             ir_dtype_name(e->a[0]->dtype), ir_dtype_name(e->dtype));
+        return 0;
+    case KIR_ASHR:
+        if (!ir_dtype_is_signed(e->dtype) || e->a[0]->dtype != e->dtype || e->a[1]->dtype != e->dtype)
+            return ir_errorf(c->d, "kernel '%s': ashr on %s (signed integers only)", kn, ir_dtype_name(e->dtype));
+        return 0;
+    case KIR_MULADD: case KIR_COPYSIGN:
+        if (!ir_dtype_is_float(e->dtype))
+            return ir_errorf(c->d, "kernel '%s': %s on %s (floats only)", kn, kir_op_name(e->op),
+                             ir_dtype_name(e->dtype));
+        for (int i = 0; i < n; i++)
+            if (e->a[i]->dtype != e->dtype)
+                return ir_errorf(c->d, "kernel '%s': %s of %s operand into %s", kn, kir_op_name(e->op),
+                                 ir_dtype_name(e->a[i]->dtype), ir_dtype_name(e->dtype));
+        return 0;
     case KIR_LT: case KIR_LE: case KIR_EQ: case KIR_NE:
         if (e->dtype != IR_BOOL || e->a[0]->dtype != e->a[1]->dtype)
             return ir_errorf(c->d, "kernel '%s': %s compares %s with %s into %s", kn, kir_op_name(e->op),
@@ -476,7 +495,7 @@ static void pexpr(out *o, const kir_expr *e)
         return;
     default:
         put(o, "%s", kir_op_name(e->op));
-        if (e->op == KIR_CAST || (e->dtype != IR_I64 && e->dtype != IR_BOOL))
+        if (e->op == KIR_CAST || e->op == KIR_BITCAST || (e->dtype != IR_I64 && e->dtype != IR_BOOL))
             put(o, ".%s", ir_dtype_name(e->dtype));
         put(o, "(");
         for (int i = 0; i < kir_op_arity(e->op); i++) {

@@ -12,6 +12,7 @@
  * buffers carry scoped noalias metadata, which lets the loop vectoriser do
  * without runtime overlap checks. */
 #include "codegen/llvm/emit.h"
+#include "codegen/kir_math.h"
 #include "codegen/llvm/emit_math.h"
 
 #include <stdlib.h>
@@ -470,8 +471,11 @@ static LLVMValueRef emit_cast(em *e, LLVMValueRef v, ir_dtype from, ir_dtype to)
     }
     bool sgn = ir_dtype_is_signed(from);
     if (ir_dtype_is_float(to)) {
-        if (!is_narrow_float(to))
+        if (!is_narrow_float(to)) {
+            if (is_vec(v)) /* widened: an exponent computed in integer lanes */
+                rt = LLVMVectorType(rt, LLVMGetVectorSize(LLVMTypeOf(v)));
             return sgn ? LLVMBuildSIToFP(b, v, rt, "") : LLVMBuildUIToFP(b, v, rt, "");
+        }
         /* exact in f64 up to 53 bits, then one more rounding through odd */
         LLVMValueRef dv = sgn ? LLVMBuildSIToFP(b, v, e->f64, "") : LLVMBuildUIToFP(b, v, e->f64, "");
         return round_narrow(e, f64_to_f32_odd(e, dv), to);
@@ -531,7 +535,7 @@ static bool inexact_op(kir_op op)
 {
     switch (op) {
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_REM: case KIR_POW:
-    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_FMA:
+    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_FMA: case KIR_MULADD:
     case KIR_SIN: case KIR_COS: case KIR_TAN: case KIR_ASIN: case KIR_ACOS: case KIR_ATAN:
     case KIR_SINH: case KIR_COSH: case KIR_ASINH: case KIR_ACOSH: case KIR_ATANH:
         return true;
@@ -547,15 +551,16 @@ static LLVMValueRef emit_float_op(em *e, const kir_expr *x, LLVMValueRef *v)
     switch (x->op) {
     case KIR_NEG: return LLVMBuildFNeg(b, v[0], "");
     case KIR_ABS: return intr1(e, "llvm.fabs", v[0]);
-    /* f32 (and f16/bf16): inline polynomials the vectoriser can widen */
-    case KIR_EXP: return dbl ? intr1(e, "llvm.exp", v[0]) : cg_math_exp_f32(b, v[0]);
-    case KIR_LOG: return dbl ? intr1(e, "llvm.log", v[0]) : cg_math_log_f32(b, v[0]);
+    /* f32 exp/log/tanh/erf arrive expanded (kir_expand_math, picked by
+     * cg_llvm_emit_kernel); what is left is f64 */
+    case KIR_EXP: return intr1(e, "llvm.exp", v[0]);
+    case KIR_LOG: return intr1(e, "llvm.log", v[0]);
     case KIR_SQRT: return intr1(e, "llvm.sqrt", v[0]);
     case KIR_FLOOR: return intr1(e, "llvm.floor", v[0]);
     case KIR_CEIL: return intr1(e, "llvm.ceil", v[0]);
     case KIR_ROUND: return intr1(e, "llvm.roundeven", v[0]);
-    case KIR_TANH: return dbl ? libm1(e, "tanh", v[0]) : cg_math_tanh_f32(b, v[0]);
-    case KIR_ERF: return dbl ? libm1(e, "erf", v[0]) : cg_math_erf_f32(b, v[0]);
+    case KIR_TANH: return libm1(e, dbl ? "tanh" : "tanhf", v[0]);
+    case KIR_ERF: return libm1(e, dbl ? "erf" : "erff", v[0]);
     case KIR_SIN: return libm1(e, dbl ? "sin" : "sinf", v[0]);
     case KIR_COS: return libm1(e, dbl ? "cos" : "cosf", v[0]);
     case KIR_TAN: return libm1(e, dbl ? "tan" : "tanf", v[0]);
@@ -579,6 +584,11 @@ static LLVMValueRef emit_float_op(em *e, const kir_expr *x, LLVMValueRef *v)
         LLVMTypeRef ty = LLVMTypeOf(v[0]);
         return intr(e, "llvm.fma", &ty, 1, v, 3);
     }
+    case KIR_MULADD: {
+        LLVMTypeRef ty = LLVMTypeOf(v[0]);
+        return intr(e, "llvm.fmuladd", &ty, 1, v, 3);
+    }
+    case KIR_COPYSIGN: return intr2(e, "llvm.copysign", v[0], v[1]);
     default: return NULL;
     }
 }
@@ -611,11 +621,22 @@ static LLVMValueRef emit_int_op(em *e, const kir_expr *x, LLVMValueRef *v)
     case KIR_SHL: case KIR_SHR: {
         /* LLVM's shifts by >= the width are poison; ours give 0 */
         LLVMTypeRef ty = LLVMTypeOf(v[0]);
-        LLVMValueRef zero = LLVMConstNull(ty);
-        LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, v[1], LLVMConstInt(ty, LLVMGetIntTypeWidth(ty), 0), "");
+        LLVMTypeRef et = is_vec(v[0]) ? LLVMGetElementType(ty) : ty;   /* widened: lanes of integers */
+        LLVMValueRef zero = LLVMConstNull(ty), width = LLVMConstInt(et, LLVMGetIntTypeWidth(et), 0);
+        LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, v[1], is_vec(v[0]) ? splat(e, width) : width, "");
         LLVMValueRef amt = LLVMBuildSelect(b, big, zero, v[1], "");
         LLVMValueRef r = x->op == KIR_SHL ? LLVMBuildShl(b, v[0], amt, "") : LLVMBuildLShr(b, v[0], amt, "");
         return LLVMBuildSelect(b, big, zero, r, "");
+    }
+    case KIR_ASHR: {
+        /* by >= the width: all sign bits, as a shift by width - 1 gives */
+        LLVMTypeRef ty = LLVMTypeOf(v[0]);
+        LLVMTypeRef et = is_vec(v[0]) ? LLVMGetElementType(ty) : ty;
+        LLVMValueRef w1 = LLVMConstInt(et, LLVMGetIntTypeWidth(et) - 1, 0);
+        if (is_vec(v[0]))
+            w1 = splat(e, w1);
+        LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGT, v[1], w1, "");
+        return LLVMBuildAShr(b, v[0], LLVMBuildSelect(b, big, w1, v[1], ""), "");
     }
     case KIR_POW:
         e->loops++; /* a loop of its own: the enclosing one is no longer innermost */
@@ -650,6 +671,15 @@ static LLVMValueRef emit_op(em *e, const kir_expr *x)
             v[i] = splat(e, v[i]);
     switch (x->op) {
     case KIR_CAST: return emit_cast(e, v[0], x->a[0]->dtype, x->dtype);
+    case KIR_BITCAST: {
+        /* between same-sized types with one register form (f32/i32, f64/i64) */
+        if (is_narrow_float(x->dtype) || is_narrow_float(x->a[0]->dtype) || x->dtype == IR_BOOL)
+            break;
+        LLVMTypeRef rt = reg_type(e, x->dtype);
+        if (is_vec(v[0]))
+            rt = LLVMVectorType(rt, LLVMGetVectorSize(LLVMTypeOf(v[0])));
+        return LLVMBuildBitCast(e->b, v[0], rt, "");
+    }
     case KIR_SELECT: return LLVMBuildSelect(e->b, v[0], v[1], v[2], "");
     case KIR_LT: case KIR_LE: case KIR_EQ: case KIR_NE:
         return emit_cmp(e, x->op, x->a[0]->dtype, v[0], v[1]);
@@ -867,13 +897,21 @@ static bool wcheck_expr(em *e, const kir_expr *x)
         if (x->dtype != IR_F32 && x->dtype != IR_F64)
             return false;
         break;
-    case KIR_EXP: case KIR_LOG: case KIR_TANH: case KIR_ERF: /* f32: inline polynomials (emit_math.c) */
-        if (x->dtype != IR_F32)
+    case KIR_MULADD: case KIR_COPYSIGN: /* the math expansions (kir_math.c) */
+        if (x->dtype != IR_F32 && x->dtype != IR_F64)
             return false;
         break;
-    case KIR_CAST:
-        if (!ir_dtype_is_int(x->dtype) || x->dtype == IR_BOOL || !ir_dtype_is_int(x->a[0]->dtype) ||
-            x->a[0]->dtype == IR_BOOL)
+    case KIR_BITCAST:
+        if (!wdtype(x->dtype) || !wdtype(x->a[0]->dtype))
+            return false;
+        break;
+    case KIR_SHL: case KIR_SHR: case KIR_ASHR:
+        if (!wdtype(x->dtype) || ir_dtype_is_float(x->dtype))
+            return false;
+        break;
+    case KIR_CAST: /* integers to integers, or to f32/f64 (an exponent) */
+        if (!ir_dtype_is_int(x->a[0]->dtype) || x->a[0]->dtype == IR_BOOL ||
+            !(x->dtype == IR_F32 || x->dtype == IR_F64 || (ir_dtype_is_int(x->dtype) && x->dtype != IR_BOOL)))
             return false;
         break;
     default: return false;
@@ -1331,12 +1369,15 @@ static int emit_function(em *e)
     return 0;
 }
 
-int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, const kir_kernel *k, LLVMValueRef *fn,
-                        icc_diag *d)
+int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, kir_kernel *k, LLVMValueRef *fn, icc_diag *d)
 {
     *fn = NULL;
     if (kir_verify(k, d) < 0)
         return -1;
+    /* libm calls block the loop vectoriser: f32 exp/log/tanh/erf become
+     * the target-neutral polynomial expansions (kir_math.c) */
+    if (kir_expand_math(k) < 0)
+        return ir_errorf(d, "out of memory");
     if (!k->name || !*k->name)
         return ir_errorf(d, "kernel without a name");
     if (LLVMGetNamedFunction(m, k->name))

@@ -27,11 +27,12 @@
 #include "codegen/llvm/target.h"
 
 /* Adds to m (already set up for t) a function for kernel k, tuned for t
- * (cg_target_tune_function). Verifies k first (kir_verify). Returns 0 and
- * the function (owned by m) in *fn, or -1 with a message in d; on failure
- * m is left without the function. A function of that name already in m is
- * an error. k is only read. */
-int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, const kir_kernel *k, LLVMValueRef *fn,
-                        icc_diag *d);
+ * (cg_target_tune_function). Verifies k first (kir_verify), then rewrites
+ * its f32/f16/bf16 exp, log, tanh and erf in place into the polynomial
+ * expansions of kir_math.h, the building block this backend picks (libm
+ * calls would block vectorisation). Returns 0 and the function (owned by
+ * m) in *fn, or -1 with a message in d; on failure m is left without the
+ * function. A function of that name already in m is an error. */
+int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, kir_kernel *k, LLVMValueRef *fn, icc_diag *d);
 
 #endif

@@ -1,0 +1,30 @@
+/* kir_math.h - f32 exp, log, tanh and erf as kernel-IR arithmetic: a
+ * building block that a schedule or backend picks (the LLVM backend does,
+ * because libm calls block its loop vectoriser; a CUDA backend keeps the
+ * device's own expf/logf and leaves kernels as they are).
+ *
+ * The expansions are branch-free: FMAs (MULADD), selects, integer shifts
+ * and bit reinterpretation (BITCAST), so they vectorise like an Add. They
+ * are accurate to about 2 ulp over the whole range and follow libm at the
+ * edges: NaN propagates, exp saturates to 0 and inf, log gives -inf at 0
+ * and NaN below, tanh and erf reach +-1 and keep the sign of zero.
+ */
+#ifndef ICC_CG_KIR_MATH_H
+#define ICC_CG_KIR_MATH_H
+
+#include "codegen/kir.h"
+
+/* Each builds the expansion of its f32 operand in k (NULL on out of
+ * memory; NULL operands give NULL). */
+kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x);
+kir_expr *kir_math_log_f32(kir_kernel *k, kir_expr *x);
+kir_expr *kir_math_tanh_f32(kir_kernel *k, kir_expr *x);
+kir_expr *kir_math_erf_f32(kir_kernel *k, kir_expr *x);
+
+/* Replaces, in place, every EXP, LOG, TANH and ERF of k on f32, f16 or
+ * bf16 by its expansion (narrow floats widened to f32 and rounded back
+ * once, as the reference computes them). Returns 0, or -1 on out of
+ * memory (k is then only partly rewritten, but still valid). */
+int kir_expand_math(kir_kernel *k);
+
+#endif
