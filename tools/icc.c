@@ -324,6 +324,13 @@ static int cmd_info(const args *a)
         snprintf(label, sizeof label, "-O%d", level);
     printf("after %s: %d nodes (%+d), %lld parameters (%s)\n", label, g->nnodes, g->nnodes - before,
            (long long)pc, buf);
+    /* what the passes (and the compile) take the target to be */
+    icc_target_desc td;
+    if (icc_target_describe(a->triple, a->march, &td, &d) == 0) {
+        char tbuf[512];
+        icc_target_desc_str(&td, tbuf, sizeof tbuf);
+        printf("target: %s\n", tbuf);
+    }
     /* Kernels: one per node, but one per fused group (ir.h). */
     int ngroups, nfused;
     ir_graph_group_stats(g, &ngroups, &nfused);

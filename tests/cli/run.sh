@@ -164,6 +164,7 @@ ICC
     [ "$(od -An -tu2 -j18 -N2 "$T/cnn_arm.o" | tr -d ' ')" = 183 ]
 }
 check "-O3 layout blocks follow -march and --target-triple" target_blocks
+check "info names the target it optimizes for" sh -c "'$ICC' info '$M' -march=haswell | grep -qE '^target: x86_64-.* cpu=haswell vector=256x16 features=.*avx2'"
 dynamic_batch() {
   # the digits model with its batch dim N left symbolic runs any batch
   "$ICC" "$M" -o "$T/dyn.so" &&
