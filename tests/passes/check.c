@@ -759,7 +759,9 @@ int main(int argc, char **argv)
             printf("usage: icc-passcheck [-v] FILE.icc...\n"
                    "Runs golden pass tests: cases separated by '# -----', each with\n"
                    "'# RUN: <pipeline>' (or '# RUN-ERROR:'), '# INTENT: ...', IR text and\n"
-                   "'# CHECK:', '# CHECK-NEXT:', '# CHECK-NOT:' ('# CHECK-ERROR:') lines.\n"
+                   "'# CHECK:', '# CHECK-NEXT:', '# CHECK-NOT:' ('# CHECK-ERROR:') lines;\n"
+                   "patterns may hold {{regex}}, [[NAME:regex]] (binds NAME) and [[NAME]].\n"
+                   "A RUN pipeline ending in ' --emit=kernels' checks the kernels' text.\n"
                    "-v prints the IR after the pipeline of every case.\n");
             return 0;
         } else {
