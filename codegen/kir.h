@@ -119,7 +119,7 @@ typedef enum kir_stmt_kind {
     KIR_S_IF,                  /* if cond: body else orelse */
     KIR_S_LET,                 /* let l<let> = value: evaluated once, read by LETV */
     KIR_S_BARRIER,             /* barrier(scope): the scope's threads wait for each other */
-    KIR_S_INTRINSIC,           /* intrin<lanes>(args...) */
+    KIR_S_INTRINSIC,           /* name(lanes) args...: an entry of kir_intrinsics.def */
 } kir_stmt_kind;
 
 struct kir_stmt;

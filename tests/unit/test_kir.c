@@ -200,6 +200,34 @@ START_TEST(print_new_constructs)
     ck_assert_str_eq(kir_intrin_feature(KIR_IN_DPBF16), "avx512bf16");
     ck_assert_int_eq(kir_intrin_nargs(KIR_IN_MMA_SYNC), 4);
     kir_kernel_destroy(k);
+
+    /* warps of a block, lanes of a warp, a warp barrier, tile operations */
+    k = kir_kernel_create("warps", g);
+    ir_type tacc = {IR_I32, 2, {{16, 0}, {16, 0}}};
+    int o = kir_add_buf(k, "o", KIR_BUF_OUTPUT, &tacc, 0, 0);
+    int gv = kir_new_var(k), wv = kir_new_var(k), lv = kir_new_var(k);
+    zero = kir_const_i(k, IR_I64, 0);
+    kir_stmt *g0 = kir_for(k, &k->body, gv, zero, kir_const_i(k, IR_I64, 2), KIR_GRID, 0);
+    kir_stmt *w0 = kir_for(k, &g0->body, wv, zero, kir_const_i(k, IR_I64, 4), KIR_BLOCK, 0);
+    kir_stmt *l0 = kir_for(k, &w0->body, lv, zero, kir_const_i(k, IR_I64, 32), KIR_WARP, 0);
+    ck_assert_ptr_nonnull(kir_barrier(k, &l0->body, KIR_SCOPE_WARP));
+    kir_iarg dp[3] = {{-1, 0, NULL, 0}, {-1, 0, NULL, 1}, {-1, 0, NULL, 2}};
+    ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_DPBSSD, 0, dp));
+    kir_expr *z2o[2] = {zero, zero};
+    kir_iarg stv[2] = {{o, 2, z2o, 0}, {-1, 0, NULL, 0}};
+    ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_STORE, 0, stv));
+    ck_assert_msg(kir_verify(k, &d) == 0, "%s", d.msg);
+    text = kir_print(k);
+    ck_assert_str_eq(text,
+                     "kernel @warps(b0 %o: i32[16,16] out)\n"
+                     "  grid for v0 in [0, 2)\n"
+                     "    block for v1 in [0, 4)\n"
+                     "      warp for v2 in [0, 32)\n"
+                     "        barrier(warp)\n"
+                     "  amx_dpbssd t0, t1, t2\n"
+                     "  amx_store b0[0, 0], t0\n");
+    free(text);
+    kir_kernel_destroy(k);
     ir_graph_destroy(g);
 }
 END_TEST
