@@ -224,7 +224,15 @@ static void rw_block(rw *w, kir_block *b)
             rw_expr(w, s->value);
             break;
         case KIR_S_ACC_SET:
+        case KIR_S_LET:
             rw_expr(w, s->value);
+            break;
+        case KIR_S_INTRINSIC:
+            for (int j = 0; j < s->nargs; j++)
+                for (int x = 0; x < s->args[j].nidx; x++)
+                    rw_expr(w, s->args[j].idx[x]);
+            break;
+        case KIR_S_BARRIER:
             break;
         case KIR_S_IF:
             rw_expr(w, s->cond);

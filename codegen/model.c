@@ -49,7 +49,31 @@ typedef struct {
     LLVMValueRef layout_fn;    /* i64 layout(const i64 *dims, i64 *offs) */
     char **messages;           /* run-time shape checks' messages */
     int nmessages;
+    int64_t scratch_bytes;     /* kernel-scope scratch: the most any kernel needs */
 } mctx;
+
+/* Kernel-scope scratch (kir.h) lives in the arena after the planned
+ * intermediates: kernels run one after another, so all share one region
+ * of the largest kernel's size. Fills each such buffer's offset. */
+static int reserve_kernel_scratch(mctx *c, kir_kernel *k)
+{
+    int64_t base = (ir_graph_arena_bytes(c->g) + 63) / 64 * 64, used = 0, bytes;
+    for (int i = 0; i < k->nbufs; i++) {
+        kir_buf *b = &k->bufs[i];
+        if (b->kind != KIR_BUF_SCRATCH || b->space != KIR_SPACE_KERNEL)
+            continue;
+        if (c->dynamic)
+            return ir_errorf(c->d, "kernel-scope scratch '%.100s' in a model with symbolic shapes is not supported",
+                             b->name);
+        if (kir_buf_bytes(b, &bytes) < 0 || bytes > ((int64_t)1 << 40) || used > ((int64_t)1 << 40))
+            return ir_errorf(c->d, "kernel-scope scratch '%.100s' is too large", b->name);
+        b->offset = base + used;
+        used += (bytes + 63) / 64 * 64;
+    }
+    if (used > c->scratch_bytes)
+        c->scratch_bytes = used;
+    return 0;
+}
 
 /* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights. */
 static uint64_t fnv1a(const unsigned char *p, int64_t n)
@@ -772,7 +796,7 @@ static int emit_model(mctx *c)
             break;
         }
         LLVMValueRef kfn;
-        if (cg_llvm_emit_kernel(c->t, c->m, k, &kfn, c->d) < 0) {
+        if (reserve_kernel_scratch(c, k) < 0 || cg_llvm_emit_kernel(c->t, c->m, k, &kfn, c->d) < 0) {
             ir_diag_prefix(c->d, "node '%.200s' (%s)", n->name, ir_ops[n->op].name);
             kir_kernel_destroy(k);
             rc = -1;
@@ -796,7 +820,10 @@ static int emit_model(mctx *c)
                 LLVMValueRef idx = ci64(c, kb->offset);
                 if (kb->kind == KIR_BUF_ARENA && c->dynamic)   /* offset = the value's slot */
                     idx = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, offs, &idx, 1, ""), "");
-                p = LLVMBuildGEP2(b, c->i8, kb->kind == KIR_BUF_WEIGHT ? weights : arena, &idx, 1, "");
+                if (kb->kind == KIR_BUF_SCRATCH && kb->space != KIR_SPACE_KERNEL)
+                    p = LLVMConstPointerNull(c->ptr);   /* on the kernel's stack */
+                else
+                    p = LLVMBuildGEP2(b, c->i8, kb->kind == KIR_BUF_WEIGHT ? weights : arena, &idx, 1, "");
             }
             }
             LLVMValueRef slot_idx = ci64(c, i);
@@ -921,6 +948,8 @@ static int emit_model(mctx *c)
         free(el);
     }
     int64_t arena_bytes = c->dynamic ? dyn_bytes_at_one(c) : ir_graph_arena_bytes(g);
+    if (c->scratch_bytes)
+        arena_bytes = (arena_bytes + 63) / 64 * 64 + c->scratch_bytes;
     LLVMValueRef dv[20] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, g->ninputs),

@@ -10,9 +10,11 @@
  * exactly representable values and are rounded after each inexact op, bool
  * is i1 in registers and one byte in memory. Memory accesses of distinct
  * buffers carry scoped noalias metadata, which lets the loop vectoriser do
- * without runtime overlap checks. */
+ * without runtime overlap checks. Lets are SSA values; scratch buffers,
+ * GPU loops and intrinsics are in emit_ext.c. */
 #include "codegen/llvm/emit.h"
 #include "codegen/kir_math.h"
+#include "codegen/llvm/emit_internal.h"
 #include "codegen/llvm/emit_math.h"
 
 #include <stdlib.h>
@@ -20,45 +22,6 @@
 
 #include <llvm-c/DebugInfo.h>
 
-typedef struct {
-    const kir_expr *key;
-    LLVMValueRef val;
-} memo_slot;
-
-typedef struct em {
-    const cg_target *t;
-    const kir_kernel *k;
-    icc_diag *d;
-    LLVMContextRef cx;
-    LLVMModuleRef m;
-    LLVMValueRef fn;
-    LLVMBuilderRef b;          /* the code being emitted */
-    LLVMBuilderRef eb;         /* the end of the entry block: hoisted loads, allocas */
-    LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, half, ptr;
-    LLVMValueRef bufs_arg, syms_arg, begin, end;
-    LLVMValueRef *base;        /* per buffer: its first element */
-    LLVMValueRef (*stride)[IR_MAX_RANK];
-    LLVMValueRef *vars;        /* per loop variable: its value where in scope */
-    LLVMValueRef *accs;        /* per accumulator: its alloca */
-    LLVMValueRef *syms;        /* per symbol id: its value, loaded in the entry block */
-    int nsyms;
-    LLVMValueRef *scope_md, *noalias_md; /* per buffer: alias.scope / noalias lists */
-    unsigned kind_scope, kind_noalias, kind_loop;
-    memo_slot *memo;           /* expression values within one statement */
-    int memo_cap, memo_n;
-    int libm_calls;            /* calls to libm emitted so far */
-    int loops;                 /* loops emitted so far */
-    /* A VECTOR loop widened by the emitter itself (see emit_widened):
-     * its variable (-1 outside one) holds <wlanes x i64> there. */
-    int wvar;
-    unsigned wlanes;
-    LLVMValueRef wbase;        /* the scalar first lane of the current chunk */
-    LLVMValueRef wmask;        /* <wlanes x i1> of the tail chunk, or NULL */
-    LLVMValueRef *vaccs;       /* per accumulator: its vector alloca inside one */
-    bool no_memo;              /* evaluating with the vector variable scalar */
-    unsigned char *wdef;       /* wcheck: per accumulator, set before this point */
-    unsigned char *wred;       /* per accumulator: a sum carried across the lanes */
-} em;
 
 /* ---- types and small helpers ---------------------------------------------- */
 
@@ -73,7 +36,7 @@ static LLVMTypeRef int_type(em *e, ir_dtype dt)
 }
 
 /* The register type: f16/bf16 compute in f32, bool is i1. */
-static LLVMTypeRef reg_type(em *e, ir_dtype dt)
+LLVMTypeRef em_reg_type(em *e, ir_dtype dt)
 {
     switch (dt) {
     case IR_F32: case IR_F16: case IR_BF16: return e->f32;
@@ -84,7 +47,7 @@ static LLVMTypeRef reg_type(em *e, ir_dtype dt)
 }
 
 /* The in-memory element type: f16/bf16 as i16, bool as i8. */
-static LLVMTypeRef mem_type(em *e, ir_dtype dt)
+LLVMTypeRef em_mem_type(em *e, ir_dtype dt)
 {
     switch (dt) {
     case IR_F32: return e->f32;
@@ -95,10 +58,10 @@ static LLVMTypeRef mem_type(em *e, ir_dtype dt)
 
 static bool is_narrow_float(ir_dtype dt) { return dt == IR_F16 || dt == IR_BF16; }
 
-static LLVMValueRef ci64(em *e, int64_t v) { return LLVMConstInt(e->i64, (unsigned long long)v, 1); }
+LLVMValueRef em_ci64(em *e, int64_t v) { return LLVMConstInt(e->i64, (unsigned long long)v, 1); }
 
 /* Calls an overloaded intrinsic by name, the overload types given. */
-static LLVMValueRef intr(em *e, const char *name, LLVMTypeRef *ovl, size_t novl, LLVMValueRef *args,
+LLVMValueRef em_intr(em *e, const char *name, LLVMTypeRef *ovl, size_t novl, LLVMValueRef *args,
                          unsigned nargs)
 {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
@@ -110,14 +73,14 @@ static LLVMValueRef intr(em *e, const char *name, LLVMTypeRef *ovl, size_t novl,
 static LLVMValueRef intr1(em *e, const char *name, LLVMValueRef x)
 {
     LLVMTypeRef ty = LLVMTypeOf(x);
-    return intr(e, name, &ty, 1, &x, 1);
+    return em_intr(e, name, &ty, 1, &x, 1);
 }
 
 static LLVMValueRef intr2(em *e, const char *name, LLVMValueRef x, LLVMValueRef y)
 {
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMValueRef args[] = {x, y};
-    return intr(e, name, &ty, 1, args, 2);
+    return em_intr(e, name, &ty, 1, args, 2);
 }
 
 /* A libm function of one argument (tanhf, erf...), declared pure so it
@@ -180,7 +143,6 @@ static LLVMValueRef f64_to_f32_odd(em *e, LLVMValueRef x)
 
 /* ---- memory ------------------------------------------------------------------ */
 
-static LLVMValueRef eval(em *e, const kir_expr *x);
 
 /* ---- widened values ----------------------------------------------------
  * Inside a VECTOR loop the emitter widens itself (emit_widened), a value
@@ -206,11 +168,11 @@ static LLVMValueRef splat_like(em *e, LLVMValueRef v, LLVMValueRef like)
 
 /* The address of buf[idx...]: the row-major linear index times the element
  * (a vector of addresses when an index is varying). */
-static LLVMValueRef elem_ptr(em *e, int buf, int nidx, kir_expr *const *idx)
+LLVMValueRef em_elem_ptr(em *e, int buf, int nidx, kir_expr *const *idx)
 {
     LLVMValueRef lin = NULL;
     for (int i = 0; i < nidx; i++) {
-        LLVMValueRef v = eval(e, idx[i]);
+        LLVMValueRef v = em_eval(e, idx[i]);
         if (!v)
             return NULL;
         if (i < nidx - 1)
@@ -218,11 +180,11 @@ static LLVMValueRef elem_ptr(em *e, int buf, int nidx, kir_expr *const *idx)
         lin = lin ? LLVMBuildNSWAdd(e->b, splat_like(e, lin, v), splat_like(e, v, lin), "") : v;
     }
     if (!lin)
-        lin = ci64(e, 0);
-    return LLVMBuildInBoundsGEP2(e->b, mem_type(e, e->k->bufs[buf].dtype), e->base[buf], &lin, 1, "");
+        lin = em_ci64(e, 0);
+    return LLVMBuildInBoundsGEP2(e->b, em_mem_type(e, e->k->bufs[buf].dtype), e->base[buf], &lin, 1, "");
 }
 
-static void tag_access(em *e, LLVMValueRef inst, int buf)
+void em_tag_access(em *e, LLVMValueRef inst, int buf)
 {
     if (e->scope_md[buf])
         LLVMSetMetadata(inst, e->kind_scope, e->scope_md[buf]);
@@ -242,7 +204,7 @@ static LLVMValueRef first_lane_ptr(em *e, int buf, int nidx, kir_expr *const *id
     bool nm = e->no_memo;
     e->vars[e->wvar] = e->wbase;
     e->no_memo = true;
-    LLVMValueRef p = elem_ptr(e, buf, nidx, idx);
+    LLVMValueRef p = em_elem_ptr(e, buf, nidx, idx);
     e->vars[e->wvar] = saved;
     e->no_memo = nm;
     return p;
@@ -280,7 +242,7 @@ static int wstride(em *e, const kir_expr *x)
 static LLVMValueRef emit_wload(em *e, const kir_expr *x, LLVMValueRef mask)
 {
     ir_dtype dt = e->k->bufs[x->buf].dtype;
-    LLVMTypeRef et = mem_type(e, dt), vt = LLVMVectorType(et, e->wlanes);
+    LLVMTypeRef et = em_mem_type(e, dt), vt = LLVMVectorType(et, e->wlanes);
     unsigned align = (unsigned)ir_dtype_size(dt);
     bool contig = wunit(e, x->idx[x->nidx - 1]);
     for (int i = 0; i < x->nidx - 1; i++)
@@ -309,8 +271,8 @@ static LLVMValueRef emit_wload(em *e, const kir_expr *x, LLVMValueRef mask)
         }
         LLVMTypeRef wt = LLVMVectorType(et, WS), ovl[] = {wt, e->ptr};
         LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), m2, LLVMConstNull(wt)};
-        LLVMValueRef wide = intr(e, "llvm.masked.load", ovl, 2, args, 4);
-        tag_access(e, wide, x->buf);
+        LLVMValueRef wide = em_intr(e, "llvm.masked.load", ovl, 2, args, 4);
+        em_tag_access(e, wide, x->buf);
         for (unsigned i = 0; i < W; i++)
             ix[i] = LLVMConstInt(e->i32, i * (unsigned)st, 0);
         return LLVMBuildShuffleVector(e->b, wide, LLVMGetPoison(wt), LLVMConstVector(ix, W), "");
@@ -325,18 +287,18 @@ static LLVMValueRef emit_wload(em *e, const kir_expr *x, LLVMValueRef mask)
         } else {
             LLVMTypeRef ovl[] = {vt, e->ptr};
             LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), mask ? mask : e->wmask, LLVMConstNull(vt)};
-            v = intr(e, "llvm.masked.load", ovl, 2, args, 4);
+            v = em_intr(e, "llvm.masked.load", ovl, 2, args, 4);
         }
     } else {
-        LLVMValueRef p = elem_ptr(e, x->buf, x->nidx, x->idx);
+        LLVMValueRef p = em_elem_ptr(e, x->buf, x->nidx, x->idx);
         if (!p)
             return NULL;
         p = splat(e, p);
         LLVMTypeRef ovl[] = {vt, LLVMTypeOf(p)};
         LLVMValueRef args[] = {p, LLVMConstInt(e->i32, align, 0), mask ? mask : all_lanes(e), LLVMConstNull(vt)};
-        v = intr(e, "llvm.masked.gather", ovl, 2, args, 4);
+        v = em_intr(e, "llvm.masked.gather", ovl, 2, args, 4);
     }
-    tag_access(e, v, x->buf);
+    em_tag_access(e, v, x->buf);
     return v;
 }
 
@@ -344,12 +306,12 @@ static LLVMValueRef emit_load(em *e, const kir_expr *x)
 {
     if (e->wvar >= 0 && !e->no_memo && wdep(e, x))
         return emit_wload(e, x, NULL);
-    LLVMValueRef p = elem_ptr(e, x->buf, x->nidx, x->idx);
+    LLVMValueRef p = em_elem_ptr(e, x->buf, x->nidx, x->idx);
     if (!p)
         return NULL;
     ir_dtype dt = e->k->bufs[x->buf].dtype;
-    LLVMValueRef v = LLVMBuildLoad2(e->b, mem_type(e, dt), p, "");
-    tag_access(e, v, x->buf);
+    LLVMValueRef v = LLVMBuildLoad2(e->b, em_mem_type(e, dt), p, "");
+    em_tag_access(e, v, x->buf);
     switch (dt) {
     case IR_F16:
         return LLVMBuildFPExt(e->b, LLVMBuildBitCast(e->b, v, e->half, ""), e->f32, "");
@@ -366,7 +328,7 @@ static LLVMValueRef emit_load(em *e, const kir_expr *x)
 /* A store in a widened loop: contiguous (wcheck), masked in the tail. */
 static int emit_wstore(em *e, const kir_stmt *s)
 {
-    LLVMValueRef v = eval(e, s->value);
+    LLVMValueRef v = em_eval(e, s->value);
     LLVMValueRef p = v ? first_lane_ptr(e, s->buf, s->nidx, s->idx) : NULL;
     if (!p)
         return -1;
@@ -379,9 +341,9 @@ static int emit_wstore(em *e, const kir_stmt *s)
     } else {
         LLVMTypeRef ovl[] = {LLVMTypeOf(v), e->ptr};
         LLVMValueRef args[] = {v, p, LLVMConstInt(e->i32, align, 0), e->wmask};
-        st = intr(e, "llvm.masked.store", ovl, 2, args, 4);
+        st = em_intr(e, "llvm.masked.store", ovl, 2, args, 4);
     }
-    tag_access(e, st, s->buf);
+    em_tag_access(e, st, s->buf);
     return 0;
 }
 
@@ -389,8 +351,8 @@ static int emit_store(em *e, const kir_stmt *s)
 {
     if (e->wvar >= 0)
         return emit_wstore(e, s);
-    LLVMValueRef v = eval(e, s->value);
-    LLVMValueRef p = v ? elem_ptr(e, s->buf, s->nidx, s->idx) : NULL;
+    LLVMValueRef v = em_eval(e, s->value);
+    LLVMValueRef p = v ? em_elem_ptr(e, s->buf, s->nidx, s->idx) : NULL;
     if (!p)
         return -1;
     switch (e->k->bufs[s->buf].dtype) {
@@ -407,7 +369,7 @@ static int emit_store(em *e, const kir_stmt *s)
     default:
         break;
     }
-    tag_access(e, LLVMBuildStore(e->b, v, p), s->buf);
+    em_tag_access(e, LLVMBuildStore(e->b, v, p), s->buf);
     return 0;
 }
 
@@ -426,7 +388,7 @@ static LLVMValueRef sym_value(em *e, int id)
         e->nsyms = n;
     }
     if (!e->syms[id]) {
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(e->eb, e->i64, e->syms_arg, (LLVMValueRef[]){ci64(e, id)}, 1, "");
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(e->eb, e->i64, e->syms_arg, (LLVMValueRef[]){em_ci64(e, id)}, 1, "");
         e->syms[id] = LLVMBuildLoad2(e->eb, e->i64, p, "");
     }
     return e->syms[id];
@@ -450,7 +412,7 @@ static LLVMValueRef emit_const(em *e, const kir_expr *x)
 static LLVMValueRef emit_cast(em *e, LLVMValueRef v, ir_dtype from, ir_dtype to)
 {
     LLVMBuilderRef b = e->b;
-    LLVMTypeRef rt = reg_type(e, to);
+    LLVMTypeRef rt = em_reg_type(e, to);
     if (from == to)
         return v;
     if (to == IR_BOOL)
@@ -467,7 +429,7 @@ static LLVMValueRef emit_cast(em *e, LLVMValueRef v, ir_dtype from, ir_dtype to)
     }
     if (ir_dtype_is_float(from)) {
         LLVMTypeRef ovl[] = {rt, LLVMTypeOf(v)};
-        return intr(e, ir_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", ovl, 2, &v, 1);
+        return em_intr(e, ir_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", ovl, 2, &v, 1);
     }
     bool sgn = ir_dtype_is_signed(from);
     if (ir_dtype_is_float(to)) {
@@ -582,11 +544,11 @@ static LLVMValueRef emit_float_op(em *e, const kir_expr *x, LLVMValueRef *v)
     case KIR_POW: return intr2(e, "llvm.pow", v[0], v[1]);
     case KIR_FMA: {
         LLVMTypeRef ty = LLVMTypeOf(v[0]);
-        return intr(e, "llvm.fma", &ty, 1, v, 3);
+        return em_intr(e, "llvm.fma", &ty, 1, v, 3);
     }
     case KIR_MULADD: {
         LLVMTypeRef ty = LLVMTypeOf(v[0]);
-        return intr(e, "llvm.fmuladd", &ty, 1, v, 3);
+        return em_intr(e, "llvm.fmuladd", &ty, 1, v, 3);
     }
     case KIR_COPYSIGN: return intr2(e, "llvm.copysign", v[0], v[1]);
     default: return NULL;
@@ -604,7 +566,7 @@ static LLVMValueRef emit_int_op(em *e, const kir_expr *x, LLVMValueRef *v)
             return v[0];
         LLVMTypeRef ty = LLVMTypeOf(v[0]);
         LLVMValueRef args[] = {v[0], LLVMConstInt(e->i1, 0, 0)}; /* INT_MIN stays INT_MIN */
-        return intr(e, "llvm.abs", &ty, 1, args, 2);
+        return em_intr(e, "llvm.abs", &ty, 1, args, 2);
     }
     case KIR_FLOOR: case KIR_CEIL: case KIR_ROUND: return v[0];
     case KIR_ADD: return LLVMBuildAdd(b, v[0], v[1], "");
@@ -663,7 +625,7 @@ static LLVMValueRef emit_op(em *e, const kir_expr *x)
     LLVMValueRef v[3] = {0};
     int n = kir_op_arity(x->op);
     for (int i = 0; i < n; i++)
-        if (!(v[i] = eval(e, x->a[i])))
+        if (!(v[i] = em_eval(e, x->a[i])))
             return NULL;
     /* in a widened loop: one varying operand makes the op varying */
     if (e->wvar >= 0 && n > 1 && (is_vec(v[0]) || is_vec(v[1]) || (n > 2 && is_vec(v[2]))))
@@ -675,7 +637,7 @@ static LLVMValueRef emit_op(em *e, const kir_expr *x)
         /* between same-sized types with one register form (f32/i32, f64/i64) */
         if (is_narrow_float(x->dtype) || is_narrow_float(x->a[0]->dtype) || x->dtype == IR_BOOL)
             break;
-        LLVMTypeRef rt = reg_type(e, x->dtype);
+        LLVMTypeRef rt = em_reg_type(e, x->dtype);
         if (is_vec(v[0]))
             rt = LLVMVectorType(rt, LLVMGetVectorSize(LLVMTypeOf(v[0])));
         return LLVMBuildBitCast(e->b, v[0], rt, "");
@@ -742,7 +704,7 @@ static void memo_clear(em *e)
  * so lanes outside the operand (a convolution's padding) touch no memory. */
 static LLVMValueRef emit_wselect_load(em *e, const kir_expr *x)
 {
-    LLVMValueRef c = eval(e, x->a[0]);
+    LLVMValueRef c = em_eval(e, x->a[0]);
     if (!c)
         return NULL;
     c = splat(e, c);
@@ -758,21 +720,22 @@ static LLVMValueRef eval_node(em *e, const kir_expr *x)
         !__builtin_signbit(x->a[2]->c.f))
         return emit_wselect_load(e, x);
     if (x->op == KIR_ACC && e->vaccs[x->var])
-        return LLVMBuildLoad2(e->b, LLVMVectorType(reg_type(e, e->k->acc_dtype[x->var]), e->wlanes),
+        return LLVMBuildLoad2(e->b, LLVMVectorType(em_reg_type(e, e->k->acc_dtype[x->var]), e->wlanes),
                               e->vaccs[x->var], "");
     if (x->op == KIR_ACC)
-        return LLVMBuildLoad2(e->b, reg_type(e, e->k->acc_dtype[x->var]), e->accs[x->var], "");
+        return LLVMBuildLoad2(e->b, em_reg_type(e, e->k->acc_dtype[x->var]), e->accs[x->var], "");
     if (x->op == KIR_LOAD)
         return emit_load(e, x);
     return emit_op(e, x);
 }
 
-static LLVMValueRef eval(em *e, const kir_expr *x)
+LLVMValueRef em_eval(em *e, const kir_expr *x)
 {
     switch (x->op) {
     case KIR_CONST: return emit_const(e, x);
     case KIR_VAR: return e->vars[x->var];
     case KIR_SYM: return sym_value(e, x->var);
+    case KIR_LETV: return e->lets[x->var];
     default: break;
     }
     if (e->no_memo)
@@ -830,6 +793,7 @@ static bool wdep(em *e, const kir_expr *x)
     switch (x->op) {
     case KIR_VAR: return x->var == e->wvar;
     case KIR_ACC: return e->vaccs[x->var] != NULL;
+    case KIR_LETV: return wdep(e, e->k->let_value[x->var]);
     case KIR_CONST: case KIR_SYM: return false;
     case KIR_LOAD:
         for (int i = 0; i < x->nidx; i++)
@@ -864,6 +828,7 @@ static bool wcheck_expr(em *e, const kir_expr *x)
     switch (x->op) {
     case KIR_VAR: return true;
     case KIR_ACC: return e->wdef[x->var] != 0; /* set in this iteration before */
+    case KIR_LETV: return wdtype(x->dtype);    /* its statement was checked */
     case KIR_LOAD:
         if (!wdtype(e->k->bufs[x->buf].dtype))
             return false;
@@ -932,7 +897,7 @@ static bool wmark_accs(em *e, const kir_block *bl)
             ir_dtype dt = e->k->acc_dtype[s->acc];
             if (!wdtype(dt))
                 return false;
-            e->vaccs[s->acc] = LLVMBuildAlloca(e->eb, LLVMVectorType(reg_type(e, dt), e->wlanes), "vacc");
+            e->vaccs[s->acc] = LLVMBuildAlloca(e->eb, LLVMVectorType(em_reg_type(e, dt), e->wlanes), "vacc");
         }
         if ((s->kind == KIR_S_FOR || s->kind == KIR_S_IF) && !wmark_accs(e, &s->body))
             return false;
@@ -1025,6 +990,14 @@ static bool wcheck_block(em *e, const kir_block *bl)
             e->wdef[s->acc] = 1;
             break;
         }
+        case KIR_S_LET:
+            if (wdep(e, s->value) && (!wdtype(s->value->dtype) || !wcheck_expr(e, s->value)))
+                return false;
+            break;
+        case KIR_S_BARRIER:
+            break;
+        case KIR_S_INTRINSIC: /* operates on memory spans of its own */
+            return false;
         }
     }
     return true;
@@ -1048,7 +1021,7 @@ static int emit_chunk(em *e, const kir_stmt *s, int depth, LLVMValueRef base, LL
     if (!lanes)
         return ir_errorf(e->d, "out of memory");
     for (unsigned i = 0; i < e->wlanes; i++)
-        lanes[i] = ci64(e, i);
+        lanes[i] = em_ci64(e, i);
     LLVMValueRef iota = LLVMConstVector(lanes, e->wlanes);
     free(lanes);
     (void)vt;
@@ -1102,14 +1075,14 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
         /* a carried sum starts as <acc, 0, ..., 0> */
         for (int a = 0; a < k->naccs; a++)
             if (e->wred[a]) {
-                LLVMTypeRef st = reg_type(e, k->acc_dtype[a]);
+                LLVMTypeRef st = em_reg_type(e, k->acc_dtype[a]);
                 LLVMValueRef in = LLVMBuildLoad2(b, st, e->accs[a], "");
                 LLVMValueRef v0 = LLVMBuildInsertElement(b, LLVMConstNull(LLVMVectorType(st, e->wlanes)), in,
                                                          LLVMConstInt(e->i32, 0, 0), "");
                 LLVMBuildStore(b, v0, e->vaccs[a]);
             }
-        LLVMValueRef saved = e->vars[s->var], w = ci64(e, s->width);
-        LLVMValueRef n = intr2(e, "llvm.smax", LLVMBuildNSWSub(b, hi, lo, ""), ci64(e, 0));
+        LLVMValueRef saved = e->vars[s->var], w = em_ci64(e, s->width);
+        LLVMValueRef n = intr2(e, "llvm.smax", LLVMBuildNSWSub(b, hi, lo, ""), em_ci64(e, 0));
         LLVMValueRef full = LLVMBuildNSWAdd(b, lo, LLVMBuildNSWMul(b, LLVMBuildSDiv(b, n, w, ""), w, ""), "");
         LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
         LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->cx, e->fn, "vloop");
@@ -1148,7 +1121,7 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
                 LLVMPositionBuilderAtEnd(b, join);
                 for (int a = 0; a < k->naccs; a++)
                     if (e->wred[a])
-                        LLVMBuildStore(b, hsum(e, LLVMBuildLoad2(b, LLVMVectorType(reg_type(e, k->acc_dtype[a]),
+                        LLVMBuildStore(b, hsum(e, LLVMBuildLoad2(b, LLVMVectorType(em_reg_type(e, k->acc_dtype[a]),
                                                                                    e->wlanes), e->vaccs[a], "")),
                                        e->accs[a]);
             }
@@ -1166,8 +1139,10 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
 
 static int emit_for(em *e, const kir_stmt *s, int depth)
 {
-    LLVMValueRef lo = eval(e, s->lo), hi = lo ? eval(e, s->hi) : NULL;
+    LLVMValueRef lo = em_eval(e, s->lo), hi = lo ? em_eval(e, s->hi) : NULL;
     if (!hi)
+        return -1;
+    if (s->loop >= KIR_GRID && em_check_gpu_loop(e, s) < 0)
         return -1;
     if (s->loop == KIR_PARALLEL && depth == 0) {
         lo = intr2(e, "llvm.smax", lo, e->begin);
@@ -1200,7 +1175,7 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
     LLVMPositionBuilderAtEnd(e->b, head);
     LLVMBuildCondBr(e->b, test, body, exit);
     LLVMPositionBuilderAtEnd(e->b, latch);
-    LLVMValueRef next = LLVMBuildNSWAdd(e->b, iv, ci64(e, 1), "");
+    LLVMValueRef next = LLVMBuildNSWAdd(e->b, iv, em_ci64(e, 1), "");
     LLVMValueRef back = LLVMBuildBr(e->b, head);
     LLVMValueRef in_v[] = {lo, next};
     LLVMBasicBlockRef in_b[] = {pre, latch};
@@ -1229,7 +1204,7 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
 
 static int emit_if(em *e, const kir_stmt *s, int depth)
 {
-    LLVMValueRef c = eval(e, s->cond);
+    LLVMValueRef c = em_eval(e, s->cond);
     if (!c)
         return -1;
     LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->cx, e->fn, "then");
@@ -1258,8 +1233,15 @@ static int emit_block(em *e, const kir_block *bl, int depth)
         case KIR_S_FOR: rc = emit_for(e, s, depth); break;
         case KIR_S_IF: rc = emit_if(e, s, depth); break;
         case KIR_S_STORE: rc = emit_store(e, s); break;
+        case KIR_S_LET: /* an SSA value, dominating its scope */
+            if (!(e->lets[s->let] = em_eval(e, s->value)))
+                return -1;
+            break;
+        case KIR_S_BARRIER: /* a CPU block is one thread: nothing to wait for */
+            break;
+        case KIR_S_INTRINSIC: rc = em_intrinsic(e, s); break;
         case KIR_S_ACC_SET: {
-            LLVMValueRef v = eval(e, s->value);
+            LLVMValueRef v = em_eval(e, s->value);
             if (!v)
                 return -1;
             if (e->vaccs[s->acc]) {
@@ -1296,13 +1278,20 @@ static int emit_prologue(em *e)
     }
     for (int i = 0; i < k->nbufs; i++) {
         const kir_buf *bf = &k->bufs[i];
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(e->eb, e->ptr, e->bufs_arg, (LLVMValueRef[]){ci64(e, i)}, 1, "");
-        e->base[i] = LLVMBuildLoad2(e->eb, e->ptr, p, bf->name);
-        LLVMValueRef st = ci64(e, 1);
+        bool err = false;
+        if (!(e->base[i] = em_scratch_base(e, i, &err)) && !err) {
+            LLVMValueRef p = LLVMBuildInBoundsGEP2(e->eb, e->ptr, e->bufs_arg, (LLVMValueRef[]){em_ci64(e, i)}, 1, "");
+            e->base[i] = LLVMBuildLoad2(e->eb, e->ptr, p, bf->name);
+        }
+        if (err) {
+            free(scopes);
+            return -1;
+        }
+        LLVMValueRef st = em_ci64(e, 1);
         for (int dd = bf->rank - 1; dd >= 0; dd--) {
             e->stride[i][dd] = st;
             const kir_expr *dim = bf->dims[dd];
-            LLVMValueRef dv = !dim ? NULL : dim->op == KIR_CONST ? ci64(e, dim->c.i)
+            LLVMValueRef dv = !dim ? NULL : dim->op == KIR_CONST ? em_ci64(e, dim->c.i)
                                           : dim->op == KIR_SYM   ? sym_value(e, dim->var) : NULL;
             if (!dv) {
                 free(scopes);
@@ -1328,7 +1317,7 @@ static int emit_prologue(em *e)
     }
     free(scopes);
     for (int i = 0; i < k->naccs; i++)
-        e->accs[i] = LLVMBuildAlloca(e->eb, reg_type(e, k->acc_dtype[i]), "acc");
+        e->accs[i] = LLVMBuildAlloca(e->eb, em_reg_type(e, k->acc_dtype[i]), "acc");
     return 0;
 }
 
@@ -1403,11 +1392,12 @@ int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, kir_kernel *k, LLVM
     e.vars = calloc((size_t)k->nvars + 1, sizeof *e.vars);
     e.accs = calloc((size_t)k->naccs + 1, sizeof *e.accs);
     e.vaccs = calloc((size_t)k->naccs + 1, sizeof *e.vaccs);
+    e.lets = calloc((size_t)k->nlets + 1, sizeof *e.lets);
     e.wvar = -1;
     e.b = LLVMCreateBuilderInContext(e.cx);
     e.eb = LLVMCreateBuilderInContext(e.cx);
     int rc;
-    if (!e.base || !e.stride || !e.scope_md || !e.noalias_md || !e.vars || !e.accs || !e.vaccs)
+    if (!e.base || !e.stride || !e.scope_md || !e.noalias_md || !e.vars || !e.accs || !e.vaccs || !e.lets)
         rc = ir_errorf(d, "out of memory");
     else
         rc = emit_function(&e);
@@ -1424,6 +1414,7 @@ int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, kir_kernel *k, LLVM
     free(e.vars);
     free(e.accs);
     free(e.vaccs);
+    free(e.lets);
     free(e.syms);
     free(e.memo);
     return rc;

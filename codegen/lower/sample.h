@@ -16,18 +16,10 @@ int lower_unique(lctx *c);
 
 static inline kir_expr *lw_f64c(kir_kernel *k, double v) { return kir_const_f(k, IR_F64, v); }
 
-/* Binds v to a fresh accumulator set in b and returns a read of it: the
+/* Binds v with a let statement in b and returns a read of it: the
  * backends evaluate a shared subexpression once per use, so values used
  * many times (coordinates, tap weights) are computed once this way. */
-static inline kir_expr *lw_let(lctx *c, kir_block *b, kir_expr *v)
-{
-    if (!v)
-        return NULL;
-    int a = kir_new_acc(c->k, v->dtype);
-    if (a < 0 || !kir_acc_set(c->k, b, a, v))
-        return NULL;
-    return kir_acc(c->k, a);
-}
+static inline kir_expr *lw_let(lctx *c, kir_block *b, kir_expr *v) { return kir_let(c->k, b, v); }
 
 /* f64 arithmetic shorthands (NULL operands give NULL). */
 static inline kir_expr *lw_fadd(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_ADD, IR_F64, a, b); }

@@ -3,14 +3,24 @@
  * `# RUN: <pipeline>` (or `# RUN-ERROR: <pipeline>`), one `# INTENT:`
  * line, and FileCheck-style `# CHECK:`, `# CHECK-NEXT:`, `# CHECK-NOT:`
  * (or `# CHECK-ERROR:`) lines matched against the IR printed after the
- * pipeline ran in-process with verification on. Patterns are plain
- * substrings of one output line. Prints one line per case and a closing
+ * pipeline ran in-process with verification on. A RUN pipeline ending in
+ * ` --emit=kernels` matches the kernels' text instead (cg_kernels_text for
+ * a fixed target, x86-64-v3, so the dump is the same on every host; the
+ * plan pass is appended as icc does). Patterns are substrings of one
+ * output line, with FileCheck's `{{regex}}` (POSIX extended) and variables:
+ * `[[NAME:regex]]` matches regex and binds NAME to the text matched,
+ * `[[NAME]]` matches what NAME was bound to (earlier in the same case, or
+ * earlier in the same pattern); in `[[[`, the first '[' is literal (an
+ * index list: `b0[[[I]]]`). Prints one line per case and a closing
  * count; exits non-zero on any failure.
  */
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/llvm/target.h"
+#include "codegen/model.h"
 #include "ir/text.h"
 #include "passes/pass.h"
 
@@ -31,6 +41,7 @@ typedef struct testcase {
     char *pipeline;
     int run_line;
     bool expect_error;
+    bool emit_kernels;         /* the RUN line ends in --emit=kernels */
     char *intent;
     directive *dirs;
     int ndirs;
@@ -158,6 +169,14 @@ static int parse_case(testcase *c, char *err, size_t errn)
             c->pipeline = rest;
             c->run_line = line;
             c->expect_error = IS("RUN-ERROR");
+            static const char emit[] = "--emit=kernels";
+            size_t rl = strlen(rest), el = sizeof emit - 1;
+            if (rl >= el && !strcmp(rest + rl - el, emit)) {
+                c->emit_kernels = true;
+                rest[rl - el] = 0;
+                while (rl > el && (rest[rl - el - 1] == ' ' || rest[rl - el - 1] == '\t'))
+                    rest[--rl - el] = 0;
+            }
             continue;
         }
         if (IS("INTENT")) {
@@ -235,17 +254,248 @@ static int parse_case(testcase *c, char *err, size_t errn)
     return 0;
 }
 
-/* CHECK-NOT patterns d[from..to) must not occur in out lines [lo, hi). */
-static int check_nots(const testcase *c, int from, int to, const lines *out, int lo, int hi,
-                      char *err, size_t errn)
+/* ---- patterns: substrings, {{regex}} and [[variables]] ---------------- */
+
+enum { MAX_VARS = 64, MAX_GROUPS = 32 };
+
+typedef struct vars {
+    char *name[MAX_VARS];
+    char *val[MAX_VARS];
+    int n;
+} vars;
+
+static void vars_clear(vars *v)
 {
-    for (int d = from; d < to; d++)
-        for (int i = lo; i < hi; i++)
-            if (strstr(out->l[i], c->dirs[d].pat)) {
-                snprintf(err, errn, "%s:%d: CHECK-NOT: '%s' found on line %d: %s", c->file,
-                         c->dirs[d].line, c->dirs[d].pat, i + 1, out->l[i]);
+    for (int i = 0; i < v->n; i++) {
+        free(v->name[i]);
+        free(v->val[i]);
+    }
+    v->n = 0;
+}
+
+static const char *var_get(const vars *v, const char *name, size_t n)
+{
+    for (int i = v->n - 1; i >= 0; i--)
+        if (strlen(v->name[i]) == n && !memcmp(v->name[i], name, n))
+            return v->val[i];
+    return NULL;
+}
+
+static void var_set(vars *v, const char *name, const char *val, size_t n)
+{
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->name[i], name)) {
+            free(v->val[i]);
+            v->val[i] = strndup(val, n);
+            return;
+        }
+    if (v->n < MAX_VARS) {
+        v->name[v->n] = strdup(name);
+        v->val[v->n++] = strndup(val, n);
+    }
+}
+
+/* A growing string. */
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        if (!(b->s = realloc(b->s, b->cap))) {
+            fprintf(stderr, "icc-passcheck: out of memory\n");
+            exit(2);
+        }
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
+static void sb_literal(sbuf *b, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strchr(".[]{}()\\*+?^$|", s[i]))
+            sb_put(b, "\\", 1);
+        sb_put(b, s + i, 1);
+    }
+}
+
+/* Groups a regex opens: unescaped '(' outside brackets. */
+static int count_groups(const char *re, size_t n)
+{
+    int g = 0;
+    bool br = false;
+    for (size_t i = 0; i < n; i++) {
+        if (re[i] == '\\')
+            i++;
+        else if (br)
+            br = re[i] != ']';
+        else if (re[i] == '[')
+            br = true;
+        else if (re[i] == '(')
+            g++;
+    }
+    return g;
+}
+
+/* A compiled pattern: a plain substring, or a regex with the variables it
+ * defines (name, group). */
+typedef struct pattern {
+    const char *plain;
+    bool is_re;
+    regex_t re;
+    char *def[MAX_GROUPS];
+    int def_group[MAX_GROUPS];
+    int ndefs;
+} pattern;
+
+static void pattern_free(pattern *p)
+{
+    if (p->is_re)
+        regfree(&p->re);
+    for (int i = 0; i < p->ndefs; i++)
+        free(p->def[i]);
+}
+
+/* Compiles pat against the variables bound so far; -1 with err. */
+static int pattern_compile(const char *pat, const vars *v, pattern *p, char *err, size_t errn)
+{
+    memset(p, 0, sizeof *p);
+    if (!strstr(pat, "[[") && !strstr(pat, "{{")) {
+        p->plain = pat;
+        return 0;
+    }
+    sbuf b = {0};
+    int groups = 0;
+    sb_put(&b, "", 0);
+    for (const char *s = pat; *s;) {
+        const char *open_re = strstr(s, "{{"), *open_var = strstr(s, "[[");
+        const char *o = !open_re ? open_var : !open_var ? open_re : open_re < open_var ? open_re : open_var;
+        if (!o) {
+            sb_literal(&b, s, strlen(s));
+            break;
+        }
+        sb_literal(&b, s, (size_t)(o - s));
+        bool is_var = o == open_var;
+        if (is_var && o[2] == '[') { /* `b0[[[I]]`: a literal '[' before a variable */
+            sb_literal(&b, o, 1);
+            s = o + 1;
+            continue;
+        }
+        const char *close = strstr(o + 2, is_var ? "]]" : "}}");
+        if (!close) {
+            snprintf(err, errn, "unterminated '%s' in pattern '%s'", is_var ? "[[" : "{{", pat);
+            free(b.s);
+            return -1;
+        }
+        const char *body = o + 2;
+        size_t bn = (size_t)(close - body);
+        if (!is_var) {
+            sb_put(&b, "(", 1);
+            sb_put(&b, body, bn);
+            sb_put(&b, ")", 1);
+            groups += 1 + count_groups(body, bn);
+        } else {
+            const char *colon = memchr(body, ':', bn);
+            size_t nl = colon ? (size_t)(colon - body) : bn;
+            bool ok = nl > 0;
+            for (size_t i = 0; i < nl; i++)
+                ok = ok && (body[i] == '_' || (body[i] >= 'A' && body[i] <= 'Z') || (body[i] >= 'a' && body[i] <= 'z') ||
+                            (i && body[i] >= '0' && body[i] <= '9'));
+            if (!ok) {
+                snprintf(err, errn, "bad variable name in '[[%.*s]]'", (int)bn, body);
+                free(b.s);
                 return -1;
             }
+            if (colon) {
+                if (p->ndefs == MAX_GROUPS || groups + 1 >= MAX_GROUPS) {
+                    snprintf(err, errn, "too many groups in pattern '%s'", pat);
+                    free(b.s);
+                    return -1;
+                }
+                p->def[p->ndefs] = strndup(body, nl);
+                p->def_group[p->ndefs++] = ++groups;
+                sb_put(&b, "(", 1);
+                sb_put(&b, colon + 1, bn - nl - 1);
+                sb_put(&b, ")", 1);
+                groups += count_groups(colon + 1, bn - nl - 1);
+            } else {
+                int same = -1;     /* defined earlier in this pattern: a back-reference */
+                for (int i = 0; i < p->ndefs; i++)
+                    if (strlen(p->def[i]) == nl && !memcmp(p->def[i], body, nl))
+                        same = p->def_group[i];
+                const char *val = var_get(v, body, nl);
+                if (same > 0 && same <= 9) {
+                    char ref[4] = {'\\', (char)('0' + same), 0};
+                    sb_put(&b, ref, 2);
+                } else if (val && same < 0) {
+                    sb_literal(&b, val, strlen(val));
+                } else {
+                    snprintf(err, errn, "undefined variable '%.*s' in pattern '%s'", (int)nl, body, pat);
+                    free(b.s);
+                    return -1;
+                }
+            }
+        }
+        s = close + 2;
+    }
+    int rc = regcomp(&p->re, b.s, REG_EXTENDED);
+    if (rc) {
+        char msg[256];
+        regerror(rc, &p->re, msg, sizeof msg);
+        snprintf(err, errn, "bad regex in pattern '%s': %s", pat, msg);
+        free(b.s);
+        for (int i = 0; i < p->ndefs; i++)
+            free(p->def[i]);
+        p->ndefs = 0;
+        return -1;
+    }
+    free(b.s);
+    p->is_re = true;
+    return 0;
+}
+
+/* Whether line matches p; on a match the variables p defines are bound
+ * in v (when v is given). */
+static bool pattern_match(const pattern *p, const char *line, vars *v)
+{
+    if (!p->is_re)
+        return strstr(line, p->plain) != NULL;
+    regmatch_t m[MAX_GROUPS];
+    if (regexec(&p->re, line, MAX_GROUPS, m, 0))
+        return false;
+    for (int i = 0; v && i < p->ndefs; i++) {
+        const regmatch_t *g = &m[p->def_group[i]];
+        if (g->rm_so >= 0)
+            var_set(v, p->def[i], line + g->rm_so, (size_t)(g->rm_eo - g->rm_so));
+    }
+    return true;
+}
+
+/* CHECK-NOT patterns d[from..to) must not occur in out lines [lo, hi). */
+static int check_nots(const testcase *c, int from, int to, const lines *out, int lo, int hi, vars *v,
+                      char *err, size_t errn)
+{
+    for (int d = from; d < to; d++) {
+        pattern p;
+        char perr[512];
+        if (pattern_compile(c->dirs[d].pat, v, &p, perr, sizeof perr) < 0) {
+            snprintf(err, errn, "%s:%d: CHECK-NOT: %s", c->file, c->dirs[d].line, perr);
+            return -1;
+        }
+        for (int i = lo; i < hi; i++)
+            if (pattern_match(&p, out->l[i], NULL)) {
+                snprintf(err, errn, "%s:%d: CHECK-NOT: '%s' found on line %d: %s", c->file,
+                         c->dirs[d].line, c->dirs[d].pat, i + 1, out->l[i]);
+                pattern_free(&p);
+                return -1;
+            }
+        pattern_free(&p);
+    }
     return 0;
 }
 
@@ -254,6 +504,8 @@ static int match_output(const testcase *c, const char *ir, char *err, size_t err
 {
     lines out;
     split_lines(ir, &out);
+    vars v;
+    v.n = 0;
     int last = -1, nots = -1, rc = 0;
     for (int d = 0; d < c->ndirs && !rc; d++) {
         const directive *dr = &c->dirs[d];
@@ -263,9 +515,16 @@ static int match_output(const testcase *c, const char *ir, char *err, size_t err
             continue;
         }
         int found = -1;
+        pattern p;
+        char perr[512];
+        if (pattern_compile(dr->pat, &v, &p, perr, sizeof perr) < 0) {
+            snprintf(err, errn, "%s:%d: %s: %s", c->file, dr->line, dnames[dr->kind], perr);
+            rc = -1;
+            break;
+        }
         if (dr->kind == D_CHECK) {
             for (int i = last + 1; i < out.n && found < 0; i++)
-                if (strstr(out.l[i], dr->pat))
+                if (pattern_match(&p, out.l[i], NULL))
                     found = i;
             if (found < 0) {
                 if (last < 0)
@@ -279,20 +538,27 @@ static int match_output(const testcase *c, const char *ir, char *err, size_t err
             }
         } else {
             found = last + 1;
-            if (found >= out.n || !strstr(out.l[found], dr->pat)) {
+            if (found >= out.n || !pattern_match(&p, out.l[found], NULL)) {
                 snprintf(err, errn, "%s:%d: CHECK-NEXT: expected '%s' on line %d, found: %s", c->file,
                          dr->line, dr->pat, found + 1, found < out.n ? out.l[found] : "(end of output)");
                 rc = -1;
-                break;
             }
         }
+        if (rc) {
+            pattern_free(&p);
+            break;
+        }
+        /* CHECK-NOTs before this match see the variables bound before it */
         if (nots >= 0)
-            rc = check_nots(c, nots, d, &out, last + 1, found, err, errn);
+            rc = check_nots(c, nots, d, &out, last + 1, found, &v, err, errn);
+        pattern_match(&p, out.l[found], &v);
+        pattern_free(&p);
         nots = -1;
         last = found;
     }
     if (!rc && nots >= 0)
-        rc = check_nots(c, nots, c->ndirs, &out, last + 1, out.n, err, errn);
+        rc = check_nots(c, nots, c->ndirs, &out, last + 1, out.n, &v, err, errn);
+    vars_clear(&v);
     free(out.buf);
     free(out.l);
     return rc;
@@ -321,16 +587,37 @@ static int run_case(const testcase *c, char *err, size_t errn, char **shown, con
         return -1;
     }
     icc_pipeline p;
-    int r = icc_pipeline_parse(c->pipeline, &p, &d);
+    char *pipeline = c->pipeline;
+    char planned[1024];
+    if (c->emit_kernels) { /* as icc: the memory plan last */
+        size_t n = strlen(pipeline);
+        bool has_plan = n >= 4 && !strcmp(pipeline + n - 4, "plan");
+        snprintf(planned, sizeof planned, "%s%s%s", pipeline, n && !has_plan ? "," : "", has_plan ? "" : "plan");
+        pipeline = planned;
+    }
+    int r = icc_pipeline_parse(pipeline, &p, &d);
     if (r == 0) {
         icc_pass_options o = {0};
         r = icc_pipeline_run(&p, g, &o, &d);
         icc_pipeline_free(&p);
     }
-    char *ir = r == 0 ? ir_print_string(g, NULL) : NULL;
+    char *ir = NULL;
+    if (r == 0 && c->emit_kernels) {
+        cg_target *t;
+        r = cg_target_create("x86_64-pc-linux-gnu", "x86-64-v3", NULL, 2, &t, &d);
+        if (r == 0) {
+            ir = cg_kernels_text(g, t, "model", &d);
+            r = ir ? 0 : -1;
+            cg_target_destroy(t);
+        }
+    } else if (r == 0) {
+        ir = ir_print_string(g, NULL);
+    }
     ir_graph_destroy(g);
     int rc = 0;
     if (r < 0 && !c->expect_error) {
+        free(ir);
+        ir = NULL;
         snprintf(err, errn, "%s:%d: pipeline failed: %s", c->file, c->run_line, d.msg);
         rc = -1;
     } else if (r == 0 && c->expect_error) {
@@ -351,7 +638,7 @@ static int run_case(const testcase *c, char *err, size_t errn, char **shown, con
         rc = -1;
     } else {
         rc = match_output(c, ir, err, errn);
-        if (!rc) {
+        if (!rc && !c->emit_kernels) {
             /* The output must be as exact as any other IR text. */
             ir_graph *g2 = ir_parse(ir, strlen(ir), "(output)", &d);
             char *again = g2 ? ir_print_string(g2, NULL) : NULL;
@@ -472,7 +759,9 @@ int main(int argc, char **argv)
             printf("usage: icc-passcheck [-v] FILE.icc...\n"
                    "Runs golden pass tests: cases separated by '# -----', each with\n"
                    "'# RUN: <pipeline>' (or '# RUN-ERROR:'), '# INTENT: ...', IR text and\n"
-                   "'# CHECK:', '# CHECK-NEXT:', '# CHECK-NOT:' ('# CHECK-ERROR:') lines.\n"
+                   "'# CHECK:', '# CHECK-NEXT:', '# CHECK-NOT:' ('# CHECK-ERROR:') lines;\n"
+                   "patterns may hold {{regex}}, [[NAME:regex]] (binds NAME) and [[NAME]].\n"
+                   "A RUN pipeline ending in ' --emit=kernels' checks the kernels' text.\n"
                    "-v prints the IR after the pipeline of every case.\n");
             return 0;
         } else {

@@ -1,0 +1,251 @@
+/* emit_ext.c - the LLVM backend's part for the kernel IR constructs that
+ * come from GPU schedules and precision lowering: scratch buffers (thread-
+ * and block-scope ones are entry-block allocas, as each call of a kernel
+ * function runs on one thread and a CPU "block" is one thread), GPU loops
+ * (run serially, which is one valid schedule of their iterations as long
+ * as no barrier orders them), and intrinsic statements: dpbusd and dpbf16
+ * map to AVX512-VNNI / AVX-VNNI / AVX512-BF16 instructions when the target
+ * has them and to scalar code computing the same otherwise; AMX and
+ * mma_sync are refused. Lets and barriers need no code of their own here
+ * (emit.c: SSA values, and nothing). See docs/kernel-ir.md. */
+#include "codegen/llvm/emit_internal.h"
+
+#include <string.h>
+
+/* Per kernel, the stack scratch of one call: the worker threads' stacks
+ * are the system default, and a kernel wanting more should use kernel-
+ * scope scratch (the arena). */
+#define STACK_SCRATCH_MAX ((int64_t)256 << 10)
+
+LLVMValueRef em_scratch_base(em *e, int buf, bool *err)
+{
+    const kir_kernel *k = e->k;
+    const kir_buf *b = &k->bufs[buf];
+    *err = false;
+    if (b->kind != KIR_BUF_SCRATCH || (b->space != KIR_SPACE_THREAD && b->space != KIR_SPACE_BLOCK))
+        return NULL;
+    int64_t total = 0, bytes;
+    for (int i = 0; i <= buf; i++) {
+        const kir_buf *o = &k->bufs[i];
+        if (o->kind != KIR_BUF_SCRATCH || o->space == KIR_SPACE_KERNEL)
+            continue;
+        /* verified: constant dims, at most 2 GiB each */
+        if (kir_buf_bytes(o, &bytes) < 0 || (total += (bytes + 63) / 64 * 64) > STACK_SCRATCH_MAX) {
+            *err = true;
+            ir_errorf(e->d, "kernel '%.100s': thread and block scratch exceed %lld bytes (at '%.100s'): "
+                      "use kernel-scope scratch", k->name, (long long)STACK_SCRATCH_MAX, o->name);
+            return NULL;
+        }
+    }
+    kir_buf_bytes(b, &bytes);
+    LLVMValueRef a = LLVMBuildAlloca(e->eb, LLVMArrayType2(e->i8, (uint64_t)(bytes ? bytes : 1)), b->name);
+    LLVMSetAlignment(a, 64);
+    return a;
+}
+
+static bool has_barrier(const kir_block *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        const kir_stmt *s = b->s[i];
+        if (s->kind == KIR_S_BARRIER || ((s->kind == KIR_S_FOR || s->kind == KIR_S_IF) &&
+                                         (has_barrier(&s->body) || has_barrier(&s->orelse))))
+            return true;
+    }
+    return false;
+}
+
+int em_check_gpu_loop(em *e, const kir_stmt *s)
+{
+    static const char *const names[] = {"grid", "thread", "block", "warp"};
+    /* iterations that wait for each other at a barrier cannot run one
+     * after another */
+    if (has_barrier(&s->body))
+        return ir_errorf(e->d, "kernel '%.100s': a %s loop with a barrier inside needs a GPU backend (the LLVM "
+                         "backend runs GPU loops serially, which is only valid without barriers)",
+                         e->k->name, names[s->loop - KIR_GRID]);
+    return 0;
+}
+
+/* ---- intrinsics ------------------------------------------------------------ */
+
+/* Whether the target's code may use feature f (LLVM's name). */
+static bool has_feature(const em *e, const char *f)
+{
+    const char *list = cg_target_required_features(e->t);
+    size_t n = strlen(f);
+    for (const char *p = list; p && *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == n && !strncmp(p, f, n))
+            return true;
+        p = c ? c + 1 : NULL;
+    }
+    return false;
+}
+
+/* The address of element `off` (a constant or i64 value) after p, of
+ * elements of type t. */
+static LLVMValueRef at(em *e, LLVMTypeRef t, LLVMValueRef p, LLVMValueRef off)
+{
+    return LLVMBuildInBoundsGEP2(e->b, t, p, &off, 1, "");
+}
+
+static LLVMValueRef load_as(em *e, LLVMTypeRef t, LLVMValueRef p, int buf, unsigned align)
+{
+    LLVMValueRef v = LLVMBuildLoad2(e->b, t, p, "");
+    LLVMSetAlignment(v, align);
+    em_tag_access(e, v, buf);
+    return v;
+}
+
+static void store_to(em *e, LLVMValueRef v, LLVMValueRef p, int buf, unsigned align)
+{
+    LLVMValueRef st = LLVMBuildStore(e->b, v, p);
+    LLVMSetAlignment(st, align);
+    em_tag_access(e, st, buf);
+}
+
+/* A counted loop `for i in [0, n)` around what gen emits for lane block
+ * i; loops keep the code small for long lane counts (LLVM unrolls short
+ * ones). */
+typedef void (*lane_fn)(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef i, void *ctx);
+
+static void lane_loop(em *e, const kir_stmt *s, LLVMValueRef *ptr, int64_t n, lane_fn gen, void *ctx)
+{
+    if (n <= 0)
+        return;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->cx, e->fn, "lanes");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->cx, e->fn, "lanes_done");
+    LLVMBuildBr(e->b, body);
+    LLVMPositionBuilderAtEnd(e->b, body);
+    LLVMValueRef i = LLVMBuildPhi(e->b, e->i64, "l");
+    gen(e, s, ptr, i, ctx);
+    LLVMValueRef next = LLVMBuildNSWAdd(e->b, i, em_ci64(e, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
+    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, next, em_ci64(e, n), ""), body, done);
+    LLVMValueRef in_v[] = {em_ci64(e, 0), next};
+    LLVMBasicBlockRef in_b[] = {pre, latch};
+    LLVMAddIncoming(i, in_v, in_b, 2);
+    LLVMPositionBuilderAtEnd(e->b, done);
+}
+
+/* Where a chunk of lanes starts: lanes [first + i*width, ...). */
+typedef struct {
+    int64_t first;
+    unsigned width;
+    const char *name;          /* the LLVM intrinsic, NULL: scalar lanes */
+} chunk;
+
+static LLVMValueRef lane_of(em *e, const chunk *c, LLVMValueRef i)
+{
+    return LLVMBuildNSWAdd(e->b, em_ci64(e, c->first), LLVMBuildNSWMul(e->b, i, em_ci64(e, c->width), ""), "");
+}
+
+/* A vector chunk of dpbusd or dpbf16: acc, a and b loaded as the LLVM
+ * intrinsic's parameter types, the instruction, acc stored back. grp is
+ * the elements of a and b per lane (4 bytes, 2 bf16). */
+static void vec_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef i, void *ctx)
+{
+    const chunk *c = ctx;
+    unsigned id = LLVMLookupIntrinsicID(c->name, strlen(c->name));
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0);
+    LLVMTypeRef pt[3];
+    LLVMGetParamTypes(fty, pt);
+    LLVMValueRef lane = lane_of(e, c, i);
+    bool bf = s->intrin == KIR_IN_DPBF16;
+    LLVMTypeRef acc_t = bf ? e->f32 : e->i32, in_t = bf ? e->i16 : e->i8;
+    LLVMValueRef grp = em_ci64(e, bf ? 2 : 4);
+    LLVMValueRef pacc = at(e, acc_t, ptr[0], lane);
+    LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4)};
+    for (int j = 1; j < 3; j++)
+        args[j] = load_as(e, pt[j], at(e, in_t, ptr[j], LLVMBuildNSWMul(e->b, lane, grp, "")), s->args[j].buf, 1);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
+    store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
+}
+
+/* bf16 bits (i16) to the f32 of that value. */
+static LLVMValueRef bf16_f32(em *e, LLVMValueRef v)
+{
+    v = LLVMBuildShl(e->b, LLVMBuildZExt(e->b, v, e->i32, ""), LLVMConstInt(e->i32, 16, 0), "");
+    return LLVMBuildBitCast(e->b, v, e->f32, "");
+}
+
+/* One lane of dpbusd or dpbf16 in scalar code, the instructions' order of
+ * operations (dpbf16: the odd pair first; products of bf16 are exact in
+ * f32, so only the two sums round). */
+static void scalar_lane(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef i, void *ctx)
+{
+    const chunk *c = ctx;
+    LLVMValueRef lane = lane_of(e, c, i);
+    bool bf = s->intrin == KIR_IN_DPBF16;
+    int grp = bf ? 2 : 4;
+    LLVMTypeRef acc_t = bf ? e->f32 : e->i32, in_t = bf ? e->i16 : e->i8;
+    LLVMValueRef pacc = at(e, acc_t, ptr[0], lane);
+    LLVMValueRef acc = load_as(e, acc_t, pacc, s->args[0].buf, 4);
+    LLVMValueRef base = LLVMBuildNSWMul(e->b, lane, em_ci64(e, grp), "");
+    for (int j = grp - 1; j >= 0; j--) {
+        LLVMValueRef off = LLVMBuildNSWAdd(e->b, base, em_ci64(e, j), "");
+        LLVMValueRef x = load_as(e, in_t, at(e, in_t, ptr[1], off), s->args[1].buf, bf ? 2 : 1);
+        LLVMValueRef y = load_as(e, in_t, at(e, in_t, ptr[2], off), s->args[2].buf, bf ? 2 : 1);
+        if (bf) {
+            acc = LLVMBuildFAdd(e->b, acc, LLVMBuildFMul(e->b, bf16_f32(e, x), bf16_f32(e, y), ""), "");
+        } else { /* u8 * s8, summed in i32 (wrapping, as vpdpbusd) */
+            LLVMValueRef p = LLVMBuildMul(e->b, LLVMBuildZExt(e->b, x, e->i32, ""), LLVMBuildSExt(e->b, y, e->i32, ""), "");
+            acc = LLVMBuildAdd(e->b, acc, p, "");
+        }
+    }
+    store_to(e, acc, pacc, s->args[0].buf, 4);
+}
+
+/* dpbusd / dpbf16 over s->lanes lanes: 512-bit chunks, then 256-bit ones,
+ * as the target allows, then scalar lanes. */
+static int emit_dot(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[3];
+    for (int j = 0; j < 3; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    bool bf = s->intrin == KIR_IN_DPBF16, wide = cg_target_vector_bits(e->t) >= 512;
+    bool v512, v256;
+    if (bf) {
+        v512 = has_feature(e, "avx512bf16") && wide;
+        v256 = has_feature(e, "avx512bf16") && has_feature(e, "avx512vl");
+    } else {
+        v512 = has_feature(e, "avx512vnni") && wide;
+        v256 = has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl"));
+    }
+    int64_t done = 0, n = s->lanes;
+    chunk c;
+    if (v512) {
+        c = (chunk){0, 16, bf ? "llvm.x86.avx512bf16.dpbf16ps.512" : "llvm.x86.avx512.vpdpbusd.512"};
+        lane_loop(e, s, ptr, n / 16, vec_chunk, &c);
+        done = n / 16 * 16;
+    }
+    if (v256 && n - done >= 8) {
+        c = (chunk){done, 8, bf ? "llvm.x86.avx512bf16.dpbf16ps.256" : "llvm.x86.avx512.vpdpbusd.256"};
+        lane_loop(e, s, ptr, (n - done) / 8, vec_chunk, &c);
+        done += (n - done) / 8 * 8;
+    }
+    c = (chunk){done, 1, NULL};
+    lane_loop(e, s, ptr, n - done, scalar_lane, &c);
+    return 0;
+}
+
+int em_intrinsic(em *e, const kir_stmt *s)
+{
+    const char *nm = kir_intrin_name(s->intrin);
+    switch (s->intrin) {
+    case KIR_IN_DPBUSD:
+    case KIR_IN_DPBF16:
+        return emit_dot(e, s);
+    case KIR_IN_MMA_SYNC:
+        return ir_errorf(e->d, "kernel '%.100s': intrinsic %s is a CUDA warp operation: the LLVM backend refuses it",
+                         e->k->name, nm);
+    default:
+        /* AMX: tiles need the runtime's arch_prctl permission and a tile
+         * configuration per thread; not emitted yet */
+        return ir_errorf(e->d, "kernel '%.100s': intrinsic %s (%s) is not supported by the LLVM backend yet",
+                         e->k->name, nm, kir_intrin_feature(s->intrin));
+    }
+}
