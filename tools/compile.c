@@ -1,8 +1,8 @@
 /* compile.c - the driver's compile step: target, kernels, LLVM module,
  * optimization, object, link. */
 #include "tools/compile.h"
+#include "codegen/llvm/model.h"
 #include "codegen/llvm/target.h"
-#include "codegen/model.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -100,7 +100,8 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
     void *wblob = NULL;
     int64_t wbytes = 0;
     if (o->emit && !strcmp(o->emit, "kernels")) {
-        text = cg_kernels_text(g, t, o->name, d);
+        cg_schedule s;
+        text = cg_schedule_init(&s, cg_target_desc(t), d) == 0 ? cg_kernels_text(g, &s, o->name, d) : NULL;
         rc = text ? put_text(o->out, text, d) : -1;
         goto done;
     }
