@@ -251,6 +251,8 @@ static void emit_shape_checks(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMV
     }
 }
 
+/* The module: the run function with its helpers, then the weights, the
+ * I/O descriptions and the descriptor. */
 static int emit_model(mctx *c)
 {
     const cg_program *p = c->p;
@@ -269,7 +271,7 @@ static int emit_model(mctx *c)
         LLVMValueRef *names = calloc((size_t)p->nsymbols + 1, sizeof *names);
         if (!names)
             return ir_errorf(c->d, "out of memory");
-        for (int sym = 1; sym < p->nsyms; sym++)   /* in id order, as the strings were always made */
+        for (int sym = 1; sym < p->nsyms; sym++)   /* by id: the strings' order is the module's */
             if (p->sym_desc[sym] >= 0)
                 names[p->sym_desc[sym]] = cstr(c, p->symbol_names[p->sym_desc[sym]]);
         symbols = global_const(c, "symbols", LLVMConstArray(c->ptr, names, (unsigned)p->nsymbols), 8);
