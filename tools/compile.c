@@ -1,8 +1,9 @@
-/* compile.c - the driver's compile step: target, kernels, LLVM module,
- * optimization, object, link. */
+/* compile.c - the driver's compile step: a target, the backend-neutral
+ * program, the backend's compile and its package (object or library), or
+ * a dump of one stage. The code generator is reached only through its
+ * backend table (codegen/backend.h). */
 #include "tools/compile.h"
-#include "codegen/llvm/target.h"
-#include "codegen/model.h"
+#include "codegen/backend.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -79,43 +80,51 @@ static int runtime_lib(char *buf, size_t n, icc_diag *d)
                      ICC_RUNTIME_RELDIR);
 }
 
+/* The backend the driver compiles with; the build always has it. */
+static const cg_backend *backend(icc_diag *d)
+{
+    const cg_backend *be = cg_backend_find("llvm");
+    if (!be)
+        ir_errorf(d, "this icc was built without the llvm backend");
+    return be;
+}
+
 int icc_target_describe(const char *triple, const char *cpu, icc_target_desc *out, icc_diag *d)
 {
-    cg_target *t;
-    if (cg_target_create(triple, cpu, NULL, 0, &t, d) < 0)
+    const cg_backend *be = backend(d);
+    void *t;
+    if (!be || be->target_create(triple, cpu, NULL, 0, &t, d) < 0)
         return -1;
-    *out = *cg_target_desc(t);
-    cg_target_destroy(t);
+    *out = *be->target_desc(t);
+    be->target_destroy(t);
     return 0;
 }
 
 int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
 {
-    cg_target *t;
-    if (cg_target_create(o->triple, o->cpu, NULL, o->opt_level, &t, d) < 0)
+    const cg_backend *be = backend(d);
+    void *t;
+    if (!be || be->target_create(o->triple, o->cpu, NULL, o->opt_level, &t, d) < 0)
         return -1;
     int rc = -1;
-    LLVMModuleRef m = NULL;
+    cg_schedule s;
+    cg_program *p = NULL;
+    cg_artifact *a = NULL;
     char *text = NULL, wpath[4096] = "";
-    void *wblob = NULL;
-    int64_t wbytes = 0;
+    if (cg_schedule_init(&s, be->target_desc(t), d) < 0)
+        goto done;
     if (o->emit && !strcmp(o->emit, "kernels")) {
-        text = cg_kernels_text(g, t, o->name, d);
+        text = cg_kernels_text(g, &s, o->name, d);
         rc = text ? put_text(o->out, text, d) : -1;
         goto done;
     }
-    if (cg_compile_model_ext(g, t, o->name, o->external_weights ? &wblob : NULL, &wbytes, &m, d) < 0 ||
-        cg_optimize(t, m, d) < 0)
+    if (cg_program_build(g, &s, o->name, o->external_weights, &p, d) < 0 || be->compile(t, p, &a, d) < 0)
         goto done;
-    if (o->emit && (!strcmp(o->emit, "llvm") || !strcmp(o->emit, "asm"))) {
-        text = !strcmp(o->emit, "llvm") ? cg_emit_llvm_ir(m) : cg_emit_asm(t, m, d);
-        if (!text && !strcmp(o->emit, "llvm"))
-            ir_errorf(d, "out of memory");
-        rc = text ? put_text(o->out, text, d) : -1;
-        goto done;
-    }
     if (o->emit) {
-        ir_errorf(d, "unknown --emit kind '%s' (supported: ir, dot, kernels, llvm, asm)", o->emit);
+        if (!be->emit_text)
+            ir_errorf(d, "unknown --emit kind '%s' (supported: ir, dot, kernels)", o->emit);
+        else if ((text = be->emit_text(a, o->emit, d)))
+            rc = put_text(o->out, text, d);
         goto done;
     }
     if (!o->out) {
@@ -126,37 +135,23 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         /* model.so -> model.weights, where the runtime looks for it */
         size_t stem = strlen(o->out) - (icc_ends_with(o->out, ".so") ? 3 : icc_ends_with(o->out, ".o") ? 2 : 0);
         snprintf(wpath, sizeof wpath, "%.*s.weights", (int)stem, o->out);
-        if (icc_write_atomic(wpath, wblob, (size_t)wbytes, d) < 0) {
+        if (icc_write_atomic(wpath, (const char *)p->weights, (size_t)p->weights_bytes, d) < 0) {
             wpath[0] = 0;
             goto done;
         }
     }
-    if (icc_ends_with(o->out, ".o")) {
-        rc = cg_emit_object(t, m, o->out, d);
-        goto done;
-    }
-    char obj[4096], rt[4096];
-    if (runtime_lib(rt, sizeof rt, d) < 0)
-        goto done;
-    snprintf(obj, sizeof obj, "%s.%d.o", o->out, (int)getpid());
-    if (cg_emit_object(t, m, obj, d) == 0) {
-        /* the file name as soname, so apps linking it find it by rpath */
-        const char *base = strrchr(o->out, '/');
-        char soname[4200];
-        snprintf(soname, sizeof soname, "-Wl,-soname,%s", base ? base + 1 : o->out);
-        const char *objs[1] = {obj};
-        const char *libs[7] = {"-Wl,--whole-archive", rt, "-Wl,--no-whole-archive", "-lm", "-lpthread", "-ldl",
-                               soname};
-        rc = cg_link_shared(objs, 1, libs, 7, o->out, d);
-        unlink(obj);
-    }
+    char rt[4096];
+    if (icc_ends_with(o->out, ".o"))
+        rc = be->write(a, o->out, NULL, d);
+    else if (runtime_lib(rt, sizeof rt, d) == 0)
+        rc = be->write(a, o->out, rt, d);
 done:
     if (rc < 0 && wpath[0])
         unlink(wpath);
-    free(wblob);
     free(text);
-    if (m)
-        LLVMDisposeModule(m);
-    cg_target_destroy(t);
+    if (a)
+        be->artifact_free(a);
+    cg_program_destroy(p);
+    be->target_destroy(t);
     return rc;
 }

@@ -34,7 +34,7 @@
 #include "ir/text.h"
 #include "passes/pass.h"
 #include "codegen/lower.h"
-#include "codegen/model.h"
+#include "codegen/llvm/model.h"
 #include "icc/runtime.h"
 
 enum { R_PASS = 0, R_FAIL = 1, R_SKIP = 2 };

@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/llvm/target.h"
-#include "codegen/model.h"
+#include "codegen/program.h"
 #include "ir/text.h"
 #include "passes/pass.h"
 
@@ -603,12 +602,13 @@ static int run_case(const testcase *c, char *err, size_t errn, char **shown, con
     }
     char *ir = NULL;
     if (r == 0 && c->emit_kernels) {
-        cg_target *t;
-        r = cg_target_create("x86_64-pc-linux-gnu", "x86-64-v3", NULL, 2, &t, &d);
+        icc_target_desc t;
+        cg_schedule s;
+        r = icc_target_desc_init(&t, "x86_64-pc-linux-gnu", "x86-64-v3", NULL, &d) < 0 || cg_schedule_init(&s, &t, &d) < 0
+                ? -1 : 0;
         if (r == 0) {
-            ir = cg_kernels_text(g, t, "model", &d);
+            ir = cg_kernels_text(g, &s, "model", &d);
             r = ir ? 0 : -1;
-            cg_target_destroy(t);
         }
     } else if (r == 0) {
         ir = ir_print_string(g, NULL);

@@ -14,7 +14,7 @@
 
 #include "codegen/llvm/target.h"
 #include "codegen/schedule.h"
-#include "codegen/model.h"
+#include "codegen/llvm/model.h"
 #include "ir/ir.h"
 
 /* A kernel as the LLVM backend compiles it (codegen/kir.h). */

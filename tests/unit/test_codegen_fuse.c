@@ -11,7 +11,7 @@
 
 #include "check_main.h"
 #include "codegen_harness.h"
-#include "codegen/model.h"
+#include "codegen/llvm/model.h"
 #include "icc/runtime.h"
 #include "ir/ref/interp.h"
 #include "ir/text.h"
@@ -33,7 +33,9 @@ static int count_kernels(const ir_graph *g)
     icc_diag d = {{0}};
     cg_target *t;
     ck_assert_msg(cg_target_create(NULL, NULL, NULL, 2, &t, &d) == 0, "%s", d.msg);
-    char *text = cg_kernels_text(g, t, NULL, &d);
+    cg_schedule s;
+    ck_assert_msg(cg_schedule_init(&s, cg_target_desc(t), &d) == 0, "%s", d.msg);
+    char *text = cg_kernels_text(g, &s, NULL, &d);
     ck_assert_msg(text != NULL, "%s", d.msg);
     int n = 0;
     for (const char *p = text; (p = strstr(p, "kernel @")); p++)

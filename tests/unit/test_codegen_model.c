@@ -9,7 +9,7 @@
 
 #include "check_main.h"
 #include "codegen_harness.h"
-#include "codegen/model.h"
+#include "codegen/llvm/model.h"
 #include "icc/runtime.h"
 #include "ir/ref/interp.h"
 #include "ir/text.h"

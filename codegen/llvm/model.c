@@ -1,0 +1,522 @@
+/* model.c - the LLVM backend's program assembly: a cg_program
+ * (codegen/program.h) to one LLVM module.
+ *
+ * Each kernel becomes a function (codegen/llvm/emit.c), internal to the
+ * module; `<prefix>_run` fills the symbol table from the run's dims, lays
+ * out the arena (a dynamic program's slots, through `<prefix>_layout`),
+ * checks the shapes, then calls the kernels in order, each on its buffer
+ * table, per batch item where the program says so, splitting a kernel's
+ * parallel outer loop over the runtime's parallel_for through the
+ * `<prefix>_par` trampoline; last it copies the outputs no kernel
+ * writes. The weights are a 64-aligned constant in .rodata (or mapped by
+ * the runtime), and the descriptor `<prefix>_model` is a constant laid
+ * out exactly as icc_model_desc. What goes where was decided by
+ * cg_program_build; this file only spells it in LLVM IR.
+ */
+#include "codegen/llvm/model.h"
+#include "codegen/llvm/emit.h"
+#include "icc/runtime.h"
+#include "ir/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef ICC_VERSION
+#define ICC_VERSION "0.1.0"
+#endif
+
+typedef struct {
+    cg_program *p;
+    const cg_target *t;
+    const char *prefix;
+    icc_diag *d;
+    LLVMModuleRef m;
+    LLVMContextRef cx;
+    LLVMTypeRef ptr, i8, i32, i64, kfn_ty;
+    LLVMValueRef layout_fn;    /* i64 layout(const i64 *dims, i64 *offs) */
+} mctx;
+
+/* ---- constants in the module ------------------------------------------------ */
+
+static LLVMValueRef global_const(mctx *c, const char *name, LLVMValueRef init, unsigned align)
+{
+    LLVMValueRef gv = LLVMAddGlobal(c->m, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    if (align)
+        LLVMSetAlignment(gv, align);
+    return gv;
+}
+
+static LLVMValueRef cstr(mctx *c, const char *s)
+{
+    return global_const(c, "str", LLVMConstStringInContext(c->cx, s, (unsigned)strlen(s), 0), 1);
+}
+
+static LLVMValueRef ci32(mctx *c, int64_t v) { return LLVMConstInt(c->i32, (unsigned long long)v, 1); }
+static LLVMValueRef ci64(mctx *c, int64_t v) { return LLVMConstInt(c->i64, (unsigned long long)v, 1); }
+
+/* One icc_tensor_desc {name, dtype, rank, dims, dim_names}. */
+static LLVMValueRef tensor_desc(mctx *c, LLVMTypeRef ty, const cg_tensor *v)
+{
+    LLVMValueRef dims[IR_MAX_RANK + 1], names[IR_MAX_RANK + 1];
+    for (int i = 0; i < v->rank; i++) {
+        dims[i] = ci64(c, v->dims[i]);
+        names[i] = v->dim_names[i] ? cstr(c, v->dim_names[i]) : LLVMConstPointerNull(c->ptr);
+    }
+    LLVMValueRef darr = v->rank ? global_const(c, "dims", LLVMConstArray(c->i64, dims, (unsigned)v->rank), 8)
+                                : LLVMConstPointerNull(c->ptr);
+    LLVMValueRef narr = v->named ? global_const(c, "dim_names", LLVMConstArray(c->ptr, names, (unsigned)v->rank), 8)
+                                 : LLVMConstPointerNull(c->ptr);
+    LLVMValueRef f[5] = {cstr(c, v->name), ci32(c, v->onnx_dtype), ci32(c, v->rank),
+                         darr, narr};
+    return LLVMConstNamedStruct(ty, f, 5);
+}
+
+/* ---- code ----------------------------------------------------------------------- */
+
+/* void <prefix>_par(void *arg, int64_t i): runs chunk i of a parallel
+ * kernel; arg = {kernel, bufs, syms, hi, chunk}. */
+static LLVMValueRef emit_trampoline(mctx *c, LLVMTypeRef args_ty)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s_par", c->prefix);
+    LLVMTypeRef params[2] = {c->ptr, c->i64};
+    LLVMValueRef fn = LLVMAddFunction(c->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c->cx), params, 2, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
+    LLVMValueRef arg = LLVMGetParam(fn, 0), i = LLVMGetParam(fn, 1);
+    LLVMValueRef f[5];
+    LLVMTypeRef ft[5] = {c->ptr, c->ptr, c->ptr, c->i64, c->i64};
+    for (unsigned k = 0; k < 5; k++)
+        f[k] = LLVMBuildLoad2(b, ft[k], LLVMBuildStructGEP2(b, args_ty, arg, k, ""), "");
+    LLVMValueRef begin = LLVMBuildMul(b, i, f[4], "begin");
+    LLVMValueRef end = LLVMBuildAdd(b, begin, f[4], "end");
+    LLVMValueRef lt = LLVMBuildICmp(b, LLVMIntSLT, end, f[3], "");
+    end = LLVMBuildSelect(b, lt, end, f[3], "");
+    LLVMValueRef cargs[4] = {f[1], f[2], begin, end};
+    LLVMBuildCall2(b, c->kfn_ty, f[0], cargs, 4, "");
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
+/* The trip count of kernel ck's parallel loop (cg_kernel.trips) as a
+ * value of the run function; NULL when the kernel runs serially. */
+static LLVMValueRef parallel_trips(mctx *c, LLVMBuilderRef b, const cg_kernel *ck, LLVMValueRef symtab)
+{
+    if (ck->trips.sym <= 0)
+        return ck->trips.v >= 2 ? ci64(c, ck->trips.v) : NULL;
+    LLVMValueRef idx = ci64(c, ck->trips.sym);
+    return LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "trips");
+}
+
+/* A cg_size in the run function (symbols from symtab), left to right. */
+static LLVMValueRef size_value(mctx *c, LLVMBuilderRef b, const cg_size *z, LLVMValueRef symtab)
+{
+    LLVMValueRef n = ci64(c, z->scale);
+    for (int k = 0; k < z->n; k++) {
+        ir_dim dm = z->dims[k];
+        LLVMValueRef idx = ci64(c, dm.sym);
+        n = LLVMBuildMul(b, n, dm.sym > 0 ? LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "")
+                                          : ci64(c, dm.v), "");
+    }
+    return n;
+}
+
+/* The graph's symbol table (symtab[id] = symbol id's value, as kernels
+ * read it) filled from the descriptor-ordered dims the run receives. */
+static LLVMValueRef emit_symtab(mctx *c, LLVMBuilderRef b, LLVMValueRef dims)
+{
+    LLVMValueRef symtab = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->p->nsyms + 1), "symtab");
+    for (int sym = 1; sym < c->p->nsyms; sym++)
+        if (c->p->sym_desc[sym] >= 0) {
+            LLVMValueRef di = ci64(c, c->p->sym_desc[sym]), si = ci64(c, sym);
+            LLVMBuildStore(b, LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, dims, &di, 1, ""), ""),
+                           LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""));
+        }
+    return symtab;
+}
+
+/* i64 <prefix>_layout(const i64 *dims, i64 *offs): the dynamic layout
+ * (cg_program.slots) for the run's symbol values; stores each slot's offset and
+ * returns the arena bytes. */
+static LLVMValueRef emit_layout(mctx *c)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s_layout", c->prefix);
+    LLVMTypeRef params[2] = {c->ptr, c->ptr};
+    LLVMValueRef fn = LLVMAddFunction(c->m, name, LLVMFunctionType(c->i64, params, 2, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
+    LLVMValueRef dims = LLVMGetParam(fn, 0), offs = LLVMGetParam(fn, 1);
+    LLVMValueRef symtab = emit_symtab(c, b, dims);
+    LLVMValueRef *end = calloc((size_t)c->p->nslots + 1, sizeof *end), total = ci64(c, 0);
+    for (int sl = 0; end && sl < c->p->nslots; sl++) {
+        LLVMValueRef off = ci64(c, 0);
+        for (const int *u = c->p->slots[sl].live_with; *u >= 0; u++)
+            off = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end[*u], off, ""), end[*u], off, "");
+        off = LLVMBuildAnd(b, LLVMBuildAdd(b, off, ci64(c, 63), ""), ci64(c, ~(int64_t)63), "");
+        LLVMValueRef si = ci64(c, sl);
+        LLVMBuildStore(b, off, LLVMBuildGEP2(b, c->i64, offs, &si, 1, ""));
+        end[sl] = LLVMBuildAdd(b, off, size_value(c, b, &c->p->slots[sl].bytes, symtab), "");
+        total = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end[sl], total, ""), end[sl], total, "");
+    }
+    free(end);
+    LLVMBuildRet(b, LLVMBuildAnd(b, LLVMBuildAdd(b, total, ci64(c, 63), ""), ci64(c, ~(int64_t)63), ""));
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
+/* uint64_t <prefix>_arena_size(const int64_t *dims): icc_arena_fn. */
+static LLVMValueRef emit_arena_size(mctx *c)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s_arena_size", c->prefix);
+    LLVMTypeRef params[1] = {c->ptr};
+    LLVMValueRef fn = LLVMAddFunction(c->m, name, LLVMFunctionType(c->i64, params, 1, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
+    LLVMValueRef offs = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->p->nslots + 1), "offs");
+    LLVMValueRef args[2] = {LLVMGetParam(fn, 0), offs};
+    LLVMTypeRef lp[2] = {c->ptr, c->ptr};
+    LLVMBuildRet(b, LLVMBuildCall2(b, LLVMFunctionType(c->i64, lp, 2, 0), c->layout_fn, args, 2, ""));
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
+/* The outputs no kernel writes (cg_program.copies). */
+static void copy_outputs(mctx *c, LLVMBuilderRef b, LLVMValueRef inputs, LLVMValueRef outputs,
+                         LLVMValueRef weights, LLVMValueRef symtab)
+{
+    for (int i = 0; i < c->p->ncopies; i++) {
+        const cg_copy *cp = &c->p->copies[i];
+        const cg_binding *bd = &cp->src;
+        LLVMValueRef bytes = size_value(c, b, &cp->bytes, symtab);
+        LLVMValueRef src;
+        if (bd->kind == KIR_BUF_WEIGHT) {
+            LLVMValueRef off = ci64(c, bd->offset);
+            src = LLVMBuildGEP2(b, c->i8, weights, &off, 1, "");
+        } else {
+            LLVMValueRef idx = ci64(c, bd->index);
+            src = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, bd->kind == KIR_BUF_INPUT ? inputs : outputs,
+                                                          &idx, 1, ""), "");
+        }
+        LLVMValueRef oi = ci64(c, cp->output);
+        LLVMValueRef dst = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, outputs, &oi, 1, ""), "");
+        LLVMBuildMemCpy(b, dst, 1, src, 1, bytes);
+    }
+}
+
+/* ---- run-time shape checks ------------------------------------------------ */
+
+/* A dim's value in the run function. */
+static LLVMValueRef dim_value(mctx *c, LLVMBuilderRef b, ir_dim dm, LLVMValueRef symtab)
+{
+    if (dm.sym <= 0)
+        return ci64(c, dm.v);
+    LLVMValueRef idx = ci64(c, dm.sym);
+    return LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "");
+}
+
+/* if (a != v) return ICC_ERR_SHAPE | (message << 8). */
+static void check_eq(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef a, LLVMValueRef v, int message)
+{
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(c->cx, run, "bad_shape");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(c->cx, run, "shape_ok");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, a, v, ""), ok, bad);
+    LLVMPositionBuilderAtEnd(b, bad);
+    LLVMBuildRet(b, ci32(c, ICC_ERR_SHAPE | (message << 8)));
+    LLVMPositionBuilderAtEnd(b, ok);
+}
+
+/* The program's shape checks (cg_program.checks), first thing in the run:
+ * the kernels rely on what shape inference resolved. */
+static void emit_shape_checks(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef symtab)
+{
+    for (int i = 0; i < c->p->nchecks; i++) {
+        const cg_check *ck = &c->p->checks[i];
+        if (ck->kind == CG_CHECK_DIM) {
+            check_eq(c, b, run, dim_value(c, b, ck->a, symtab), dim_value(c, b, ck->b, symtab), ck->message);
+        } else {
+            LLVMValueRef ni = size_value(c, b, &ck->ca, symtab);
+            LLVMValueRef no = size_value(c, b, &ck->cb, symtab);
+            check_eq(c, b, run, ni, no, ck->message);
+        }
+    }
+}
+
+/* The module: the run function with its helpers, then the weights, the
+ * I/O descriptions and the descriptor. */
+static int emit_model(mctx *c)
+{
+    const cg_program *p = c->p;
+    LLVMTypeRef env_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i32, c->i32, c->ptr}, 5, 0);
+    LLVMTypeRef args_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->ptr, c->i64, c->i64}, 5, 0);
+    LLVMTypeRef run_params[5] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
+    char name[256];
+    snprintf(name, sizeof name, "%s_run", c->prefix);
+    LLVMValueRef run = LLVMAddFunction(c->m, name, LLVMFunctionType(c->i32, run_params, 5, 0));
+    LLVMSetLinkage(run, LLVMInternalLinkage);
+    LLVMValueRef par = emit_trampoline(c, args_ty);
+    LLVMValueRef arena_fn = LLVMConstPointerNull(c->ptr), symbols = LLVMConstPointerNull(c->ptr);
+    if (p->dynamic) {
+        c->layout_fn = emit_layout(c);
+        arena_fn = emit_arena_size(c);
+        LLVMValueRef *names = calloc((size_t)p->nsymbols + 1, sizeof *names);
+        if (!names)
+            return ir_errorf(c->d, "out of memory");
+        for (int sym = 1; sym < p->nsyms; sym++)   /* by id: the strings' order is the module's */
+            if (p->sym_desc[sym] >= 0)
+                names[p->sym_desc[sym]] = cstr(c, p->symbol_names[p->sym_desc[sym]]);
+        symbols = global_const(c, "symbols", LLVMConstArray(c->ptr, names, (unsigned)p->nsymbols), 8);
+        free(names);
+    }
+    LLVMTypeRef pf_params[4] = {c->ptr, c->i64, c->ptr, c->ptr};
+    LLVMTypeRef pf_ty = LLVMFunctionType(LLVMVoidTypeInContext(c->cx), pf_params, 4, 0);
+
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->cx, run, "entry");
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef inputs = LLVMGetParam(run, 0), outputs = LLVMGetParam(run, 1), dims = LLVMGetParam(run, 2);
+    LLVMValueRef arena = LLVMGetParam(run, 3), env = LLVMGetParam(run, 4);
+    LLVMValueRef pfn = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 0, ""), "parallel_for");
+    LLVMValueRef pool = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 1, ""), "pool");
+    LLVMValueRef nthreads = LLVMBuildLoad2(b, c->i32, LLVMBuildStructGEP2(b, env_ty, env, 2, ""), "nthreads");
+    LLVMValueRef weights = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 4, ""), "weights");
+    /* Parallel when the pool has more than one thread and a parallel_for. */
+    LLVMValueRef threaded = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGT, nthreads, ci32(c, 1), ""),
+                                         LLVMBuildIsNotNull(b, pfn, ""), "threaded");
+    LLVMValueRef nthreads64 = LLVMBuildSExt(b, nthreads, c->i64, "");
+    /* Kernels read symbol k at syms[k] (graph ids); the run gets them in
+     * the descriptor's order. With symbols, the arena layout is computed
+     * for this run's values. */
+    LLVMValueRef symtab = emit_symtab(c, b, dims);
+    LLVMValueRef offs = NULL;
+    if (p->dynamic) {
+        offs = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->p->nslots + 1), "offs");
+        LLVMValueRef largs[2] = {dims, offs};
+        LLVMTypeRef lp[2] = {c->ptr, c->ptr};
+        LLVMBuildCall2(b, LLVMFunctionType(c->i64, lp, 2, 0), c->layout_fn, largs, 2, "");
+    }
+    if (p->dynamic)
+        emit_shape_checks(c, b, run, symtab);
+
+    int rc = 0;
+    for (int kx = 0; kx < p->nkernels && rc == 0; kx++) {
+        const cg_kernel *ck = &p->kernels[kx];
+        kir_kernel *k = ck->k;
+        const ir_node *n = ck->node;
+        int32_t bsym = ck->batch_sym;
+        const int64_t *item_bytes = ck->item_bytes;
+        LLVMValueRef kfn;
+        if (cg_llvm_emit_kernel(c->t, c->m, k, &kfn, c->d) < 0) {
+            ir_diag_prefix(c->d, "node '%.200s' (%s)", n->name, ir_ops[n->op].name);
+            rc = -1;
+            break;
+        }
+        LLVMSetLinkage(kfn, LLVMInternalLinkage);
+        /* The buffer table, filled from the run's arguments. */
+        LLVMValueRef bufs = LLVMBuildArrayAlloca(b, c->ptr, ci32(c, k->nbufs), "bufs");
+        for (int i = 0; i < k->nbufs; i++) {
+            const kir_buf *kb = &k->bufs[i];
+            LLVMValueRef bp;
+            switch (kb->kind) {
+            case KIR_BUF_INPUT:
+            case KIR_BUF_OUTPUT: {
+                LLVMValueRef base = kb->kind == KIR_BUF_INPUT ? inputs : outputs;
+                LLVMValueRef idx = ci64(c, kb->index);
+                bp = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, base, &idx, 1, ""), "");
+                break;
+            }
+            default: {
+                LLVMValueRef idx = ci64(c, kb->offset);
+                if (kb->kind == KIR_BUF_ARENA && p->dynamic)   /* offset = the value's slot */
+                    idx = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, offs, &idx, 1, ""), "");
+                if (kb->kind == KIR_BUF_SCRATCH && kb->space != KIR_SPACE_KERNEL)
+                    bp = LLVMConstPointerNull(c->ptr);   /* on the kernel's stack */
+                else
+                    bp = LLVMBuildGEP2(b, c->i8, kb->kind == KIR_BUF_WEIGHT ? weights : arena, &idx, 1, "");
+            }
+            }
+            LLVMValueRef slot_idx = ci64(c, i);
+            LLVMBuildStore(b, bp, LLVMBuildGEP2(b, c->ptr, bufs, &slot_idx, 1, ""));
+        }
+        LLVMBasicBlockRef bloop = NULL, bdone = NULL;
+        LLVMValueRef item = NULL, item_slot = NULL;
+        if (bsym) {
+            /* for item in [0, S): the buffer table at that item */
+            LLVMValueRef si = ci64(c, bsym);
+            LLVMValueRef count = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""), "items");
+            LLVMValueRef base = bufs;
+            bufs = LLVMBuildArrayAlloca(b, c->ptr, ci32(c, k->nbufs), "item_bufs");
+            item_slot = LLVMBuildAlloca(b, c->i64, "item");
+            LLVMBuildStore(b, ci64(c, 0), item_slot);
+            bloop = LLVMAppendBasicBlockInContext(c->cx, run, "item");
+            LLVMBasicBlockRef bbody = LLVMAppendBasicBlockInContext(c->cx, run, "item_body");
+            bdone = LLVMAppendBasicBlockInContext(c->cx, run, "items_done");
+            LLVMBuildBr(b, bloop);
+            LLVMPositionBuilderAtEnd(b, bloop);
+            item = LLVMBuildLoad2(b, c->i64, item_slot, "");
+            LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, item, count, ""), bbody, bdone);
+            LLVMPositionBuilderAtEnd(b, bbody);
+            for (int i = 0; i < k->nbufs; i++) {
+                LLVMValueRef slot_idx = ci64(c, i);
+                LLVMValueRef bp = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, base, &slot_idx, 1, ""), "");
+                if (item_bytes[i]) {
+                    LLVMValueRef off = LLVMBuildMul(b, item, ci64(c, item_bytes[i]), "");
+                    bp = LLVMBuildGEP2(b, c->i8, bp, &off, 1, "");
+                }
+                LLVMBuildStore(b, bp, LLVMBuildGEP2(b, c->ptr, bufs, &slot_idx, 1, ""));
+            }
+        }
+        LLVMValueRef trips = parallel_trips(c, b, ck, symtab);
+        LLVMValueRef direct_args[4] = {bufs, symtab, ci64(c, 0), ci64(c, INT64_MAX)};
+        if (!trips) {
+            LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
+            if (bsym) {
+                LLVMBuildStore(b, LLVMBuildAdd(b, item, ci64(c, 1), ""), item_slot);
+                LLVMBuildBr(b, bloop);
+                LLVMPositionBuilderAtEnd(b, bdone);
+            }
+            continue;
+        }
+        /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks);
+         * serial when single-threaded or under 2 trips */
+        LLVMBasicBlockRef bpar = LLVMAppendBasicBlockInContext(c->cx, run, "par");
+        LLVMBasicBlockRef bser = LLVMAppendBasicBlockInContext(c->cx, run, "ser");
+        LLVMBasicBlockRef bnext = LLVMAppendBasicBlockInContext(c->cx, run, "next");
+        LLVMBuildCondBr(b, LLVMBuildAnd(b, threaded, LLVMBuildICmp(b, LLVMIntSGT, trips, ci64(c, 1), ""), ""),
+                        bpar, bser);
+        LLVMPositionBuilderAtEnd(b, bser);
+        LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
+        LLVMBuildBr(b, bnext);
+        LLVMPositionBuilderAtEnd(b, bpar);
+        LLVMValueRef want = LLVMBuildMul(b, nthreads64, ci64(c, 4), "");
+        LLVMValueRef chunks = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, want, trips, ""), want, trips, "chunks");
+        LLVMValueRef tm1 = LLVMBuildSub(b, trips, ci64(c, 1), "");
+        LLVMValueRef chunk = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunks, ""), chunks, "chunk");
+        LLVMValueRef nchunks = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunk, ""), chunk, "");
+        /* in the entry block: this point may be inside a per-item loop */
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(c->cx);
+        LLVMPositionBuilder(eb, entry, LLVMGetFirstInstruction(entry));
+        LLVMValueRef args = LLVMBuildAlloca(eb, args_ty, "args");
+        LLVMDisposeBuilder(eb);
+        LLVMValueRef fields[5] = {kfn, bufs, symtab, trips, chunk};
+        for (unsigned f = 0; f < 5; f++)
+            LLVMBuildStore(b, fields[f], LLVMBuildStructGEP2(b, args_ty, args, f, ""));
+        LLVMValueRef pargs[4] = {pool, nchunks, par, args};
+        LLVMBuildCall2(b, pf_ty, pfn, pargs, 4, "");
+        LLVMBuildBr(b, bnext);
+        LLVMPositionBuilderAtEnd(b, bnext);
+        if (bsym) {
+            LLVMBuildStore(b, LLVMBuildAdd(b, item, ci64(c, 1), ""), item_slot);
+            LLVMBuildBr(b, bloop);
+            LLVMPositionBuilderAtEnd(b, bdone);
+        }
+    }
+    if (rc == 0) {
+        copy_outputs(c, b, inputs, outputs, weights, symtab);
+        LLVMBuildRet(b, ci32(c, 0));
+    }
+    LLVMDisposeBuilder(b);
+    if (rc < 0)
+        return -1;
+
+    /* The weights and the descriptor. */
+    LLVMValueRef wglob = LLVMConstPointerNull(c->ptr);
+    if (p->weights_bytes && !p->external_weights) {
+        char wname[256];
+        snprintf(wname, sizeof wname, "%s_weights", c->prefix);
+        wglob = global_const(c, wname,
+                             LLVMConstStringInContext(c->cx, (const char *)p->weights, (unsigned)p->weights_bytes, 1), 64);
+    }
+    LLVMTypeRef td_ty = LLVMStructCreateNamed(c->cx, "icc_tensor_desc");
+    LLVMStructSetBody(td_ty, (LLVMTypeRef[]){c->ptr, c->i32, c->i32, c->ptr, c->ptr}, 5, 0);
+    LLVMValueRef descs[2];
+    for (int io = 0; io < 2; io++) {
+        int cnt = io ? p->noutputs : p->ninputs;
+        LLVMValueRef *el = calloc((size_t)cnt + 1, sizeof *el);
+        if (!el)
+            return ir_errorf(c->d, "out of memory");
+        for (int i = 0; i < cnt; i++)
+            el[i] = tensor_desc(c, td_ty, io ? &p->outputs[i] : &p->inputs[i]);
+        descs[io] = cnt ? global_const(c, io ? "outputs" : "inputs", LLVMConstArray(td_ty, el, (unsigned)cnt), 8)
+                        : LLVMConstPointerNull(c->ptr);
+        free(el);
+    }
+    LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
+    LLVMTypeRef dfields[20] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
+                               c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32};
+    LLVMStructSetBody(desc_ty, dfields, 20, 0);
+    LLVMValueRef msgs = LLVMConstPointerNull(c->ptr);
+    if (p->nmessages) {
+        LLVMValueRef *el = calloc((size_t)p->nmessages, sizeof *el);
+        if (!el)
+            return ir_errorf(c->d, "out of memory");
+        for (int i = 0; i < p->nmessages; i++)
+            el[i] = cstr(c, p->messages[i]);
+        msgs = global_const(c, "messages", LLVMConstArray(c->ptr, el, (unsigned)p->nmessages), 8);
+        free(el);
+    }
+    LLVMValueRef dv[20] = {
+        ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
+        cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, p->ninputs),
+        ci32(c, p->noutputs), descs[0], descs[1], ci32(c, p->nsymbols), symbols,
+        ci64(c, p->arena_bytes), arena_fn, ci64(c, (int64_t)p->weights_checksum),
+        ci64(c, p->weights_bytes), wglob, run, msgs, ci32(c, p->nmessages), ci32(c, 0),
+    };
+    snprintf(name, sizeof name, "%s_model", c->prefix);
+    LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 20));
+    LLVMSetGlobalConstant(desc, 1);
+    LLVMSetAlignment(desc, 8);
+    return 0;
+}
+
+int cg_llvm_assemble(const cg_target *t, cg_program *p, LLVMModuleRef *out, icc_diag *d)
+{
+    mctx c = {.p = p, .t = t, .prefix = p->prefix, .d = d};
+    c.m = LLVMModuleCreateWithName(c.prefix);
+    c.cx = LLVMGetModuleContext(c.m);
+    cg_target_setup_module(t, c.m);
+    c.ptr = LLVMPointerTypeInContext(c.cx, 0);
+    c.i8 = LLVMInt8TypeInContext(c.cx);
+    c.i32 = LLVMInt32TypeInContext(c.cx);
+    c.i64 = LLVMInt64TypeInContext(c.cx);
+    LLVMTypeRef kparams[4] = {c.ptr, c.ptr, c.i64, c.i64};
+    c.kfn_ty = LLVMFunctionType(LLVMVoidTypeInContext(c.cx), kparams, 4, 0);
+    if (emit_model(&c) < 0) {
+        LLVMDisposeModule(c.m);
+        *out = NULL;
+        return -1;
+    }
+    *out = c.m;
+    return 0;
+}
+
+int cg_compile_model(const ir_graph *g, const cg_target *t, const char *prefix, LLVMModuleRef *out,
+                     icc_diag *d)
+{
+    return cg_compile_model_ext(g, t, prefix, NULL, NULL, out, d);
+}
+
+int cg_compile_model_ext(const ir_graph *g, const cg_target *t, const char *prefix, void **weights,
+                         int64_t *weights_bytes, LLVMModuleRef *out, icc_diag *d)
+{
+    *out = NULL;
+    cg_schedule s;
+    cg_program *p;
+    if (cg_schedule_init(&s, cg_target_desc(t), d) < 0 || cg_program_build(g, &s, prefix, weights != NULL, &p, d) < 0)
+        return -1;
+    int rc = cg_llvm_assemble(t, p, out, d);
+    if (rc == 0 && weights)
+        *weights = cg_program_take_weights(p, weights_bytes);
+    cg_program_destroy(p);
+    return rc;
+}

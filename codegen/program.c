@@ -1,0 +1,729 @@
+/* program.c - a graph to the backend-neutral program (program.h).
+ *
+ * Where values live: graph inputs and outputs are the caller's buffers,
+ * constants are slices of one weights blob (64-byte aligned, in the
+ * library or mapped from model.weights), intermediates sit in the arena
+ * at the offsets the plan pass gave them, or, with symbolic dims, in
+ * slots laid out per run. Each fused group becomes one kernel at its
+ * root (codegen/lower/lower.c), in node order; a node whose op takes its
+ * batch dim as static is lowered for one item and looped over by the
+ * run. Everything here is decided once for every backend; a backend only
+ * turns the result into code (codegen/backend.h).
+ */
+#include "codegen/program.h"
+#include "icc/runtime.h"
+#include "ir/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const ir_graph *g;
+    const cg_schedule *s;
+    icc_diag *d;
+    cg_program *p;
+    cg_binding *bind;          /* value id -> where it lives (the kernels' buffers) */
+    int *root;                 /* node index -> its fused group's root (ir_graph_group_roots) */
+} pbuild;
+
+/* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights. */
+static uint64_t fnv1a(const unsigned char *p, int64_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* ---- which nodes run per batch item ------------------------------------------ */
+
+/* The ops whose lowering reads every dim through dim_of (constant or the
+ * run's symbol value), so symbolic dims are safe; other families still
+ * assume static shapes. */
+static bool symbolic_ok(const ir_node *n)
+{
+    bool sym = false;
+    for (int i = 0; i < n->nin; i++)
+        for (int k = 0; n->in[i] && k < n->in[i]->type.rank; k++)
+            sym |= n->in[i]->type.dims[k].sym > 0;
+    for (int i = 0; i < n->nout; i++)
+        for (int k = 0; k < n->out[i]->type.rank; k++)
+            sym |= n->out[i]->type.dims[k].sym > 0;
+    if (!sym || (ir_ops[n->op].flags & IR_F_ELEMWISE))
+        return true;
+    switch (n->op) {
+    case IR_OP_MATMUL: case IR_OP_GEMM: case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L2: case IR_OP_RESHAPE: case IR_OP_FLATTEN:
+    case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_IDENTITY: case IR_OP_DROPOUT: case IR_OP_TRANSPOSE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A node whose every operand and result is symbolic in dim 0 only, with
+ * one symbol S, and whose op treats dim 0 as independent items (a batch:
+ * convolutions and pools, per-item normalizations, ops along another
+ * axis), is compiled for one item and called S times by `run`, each call
+ * on the next item of every batched buffer. Returns S, or 0. */
+static int32_t batch_symbol(const ir_node *n)
+{
+    int32_t s = 0;
+    for (int io = 0; io < 2; io++)
+        for (int i = 0; i < (io ? n->nout : n->nin); i++) {
+            const ir_value *v = io ? n->out[i] : n->in[i];
+            if (!v)
+                continue;
+            for (int k = 0; k < v->type.rank; k++) {
+                int32_t sym = v->type.dims[k].sym;
+                if (sym < 0 || (sym > 0 && (k > 0 || (s && sym != s))))
+                    return 0;
+                if (sym > 0)
+                    s = sym;
+            }
+            if (io && (v->type.rank < 1 || v->type.dims[0].sym != s))
+                return 0;
+        }
+    if (!s)
+        return 0;
+    int rank = n->in[0] ? n->in[0]->type.rank : 0;
+    int64_t axis = ir_attr_int(n, "axis", n->op == IR_OP_LAYER_NORMALIZATION ? -1 : 1);
+    axis = axis < 0 ? axis + rank : axis;
+    switch (n->op) {
+    case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL:
+    case IR_OP_AVERAGE_POOL: case IR_OP_LP_POOL: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_GLOBAL_MAX_POOL:
+    case IR_OP_GLOBAL_LP_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_INSTANCE_NORMALIZATION:
+    case IR_OP_LRN: case IR_OP_GROUP_NORMALIZATION: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH:
+    case IR_OP_GRID_SAMPLE: case IR_OP_RESIZE:
+        /* the data's dim 0 is the batch; other operands (weights, scales,
+         * the grid's batch is the data's) must follow it or be unbatched */
+        if (n->op == IR_OP_BATCH_NORMALIZATION && n->nout > 1)
+            return 0;
+        if (n->op == IR_OP_GRID_SAMPLE && n->in[1]->type.dims[0].sym != s)
+            return 0;   /* the grid's batch must follow the data's */
+        return s;
+    case IR_OP_CONCAT: case IR_OP_SPLIT: case IR_OP_GATHER: case IR_OP_GATHER_ELEMENTS:
+    case IR_OP_LAYER_NORMALIZATION: case IR_OP_LP_NORMALIZATION: case IR_OP_HARDMAX:
+    case IR_OP_ARG_MAX: case IR_OP_ARG_MIN:
+        return axis >= 1 && axis < rank ? s : 0;
+    default:
+        return 0;
+    }
+}
+
+/* Sets dim 0 of n's operands and results that carry symbol s to 1, saving
+ * their types in saved (nin + nout entries), or restores them. The graph
+ * is the caller's and stays unchanged outside these calls. */
+static void pin_batch(const ir_node *n, int32_t s, ir_type *saved, bool restore)
+{
+    for (int i = 0; i < n->nin + n->nout; i++) {
+        ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+        if (!v)
+            continue;
+        if (restore) {
+            v->type = saved[i];
+        } else {
+            saved[i] = v->type;
+            if (v->type.rank > 0 && v->type.dims[0].sym == s)
+                v->type.dims[0] = ir_dim_const(1);
+        }
+    }
+}
+
+static bool can_lower_batched(const ir_node *n)
+{
+    int32_t s = batch_symbol(n);
+    if (!s || n->nin + n->nout > 128)
+        return false;
+    ir_type saved[128];
+    pin_batch(n, s, saved, false);
+    bool ok = cg_can_lower(n);
+    pin_batch(n, s, saved, true);
+    return ok;
+}
+
+/* ---- sizes ------------------------------------------------------------------------ */
+
+/* Value v's byte size as the run computes it. */
+static cg_size value_size(const ir_value *v)
+{
+    cg_size z = {.scale = (int64_t)ir_dtype_size(v->type.dtype), .n = v->type.rank};
+    for (int k = 0; k < v->type.rank; k++)
+        z.dims[k] = v->type.dims[k];
+    return z;
+}
+
+/* z with every symbol 1; *fixed says whether z has no symbol at all.
+ * Unsigned, so that it wraps the way a backend's 64-bit arithmetic does. */
+static int64_t size_at_one(const cg_size *z, bool *fixed)
+{
+    uint64_t n = (uint64_t)z->scale;
+    bool f = true;
+    for (int k = 0; k < z->n; k++) {
+        f &= z->dims[k].sym <= 0;
+        n *= z->dims[k].sym > 0 ? 1 : (uint64_t)z->dims[k].v;
+    }
+    if (fixed)
+        *fixed = f;
+    return (int64_t)n;
+}
+
+/* ---- symbols, checks, bindings ------------------------------------------------ */
+
+/* Symbols bound by the inputs, numbered in order of first appearance. */
+static int find_symbols(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    cg_program *p = c->p;
+    p->nsyms = g->nsyms;
+    p->sym_desc = malloc(sizeof *p->sym_desc * ((size_t)g->nsyms + 1));
+    p->symbol_names = calloc((size_t)g->nsyms + 1, sizeof *p->symbol_names);
+    if (!p->sym_desc || !p->symbol_names)
+        return ir_errorf(c->d, "out of memory");
+    for (int s = 0; s <= g->nsyms; s++)
+        p->sym_desc[s] = -1;
+    for (int i = 0; i < g->ninputs; i++)
+        for (int k = 0; k < g->inputs[i]->type.rank; k++) {
+            int32_t sym = g->inputs[i]->type.dims[k].sym;
+            if (sym > 0 && sym < g->nsyms && p->sym_desc[sym] < 0) {
+                p->symbol_names[p->nsymbols] = ir_graph_sym_name(g, sym);
+                p->sym_desc[sym] = p->nsymbols++;
+            }
+        }
+    p->dynamic = p->nsymbols > 0;
+    /* A fused group is one kernel, at its root; its other members' results
+     * stay inside it (no memory, no kernel of their own). */
+    c->root = malloc(sizeof *c->root * ((size_t)g->nnodes + 1));
+    if (!c->root || ir_graph_group_roots(g, c->root) < 0)
+        return ir_errorf(c->d, "out of memory");
+    return 0;
+}
+
+/* Every node must lower, every dim be static, every intermediate planned,
+ * and outputs be node results listed once. All unsupported nodes are
+ * reported together, like the frontend's unsupported ops. */
+static int check_graph(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    const cg_program *p = c->p;
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        for (int k = 0; k < v->type.rank; k++) {
+            int32_t sym = v->type.dims[k].sym;
+            if (sym > 0 && (sym >= g->nsyms || p->sym_desc[sym] < 0))
+                return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s', which no input "
+                                 "decides: pin it with --shape", v->name, ir_graph_sym_name(g, sym));
+            if (sym < 0)
+                return ir_errorf(c->d, "value '%.200s' has a dim that depends on input values: bind the "
+                                 "inputs that decide it with --bind=NAME=FILE.npy", v->name);
+        }
+        if (v->type.rank < 0)
+            return ir_errorf(c->d, "value '%.200s' has an unknown rank: bind the inputs that decide it "
+                             "with --bind=NAME=FILE.npy", v->name);
+    }
+    char list[768] = "";
+    int bad = 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        if (cg_can_lower(n) && (!p->dynamic || symbolic_ok(n)))
+            continue;
+        if (p->dynamic && c->root[k] == k && can_lower_batched(n))
+            continue;
+        if (bad < 8)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
+                     ir_ops[n->op].name, n->name);
+        bad++;
+    }
+    if (bad)
+        return ir_errorf(c->d, "%d node%s cannot be compiled yet: %s%s", bad, bad == 1 ? "" : "s", list,
+                         bad > 8 ? ", ..." : "");
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k]->nout; i++) {
+            const ir_value *v = g->nodes[k]->out[i];
+            bool is_out = false;
+            for (int j = 0; j < g->noutputs; j++)
+                is_out |= g->outputs[j] == v;
+            if (!is_out && !v->planned && !p->dynamic && c->root[k] == k)
+                return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
+        }
+    return 0;
+}
+
+/* Bindings, and the weights blob: constants in value order, 64-aligned. */
+static int bind_values(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    cg_program *p = c->p;
+    c->bind = calloc((size_t)g->nvalues + 1, sizeof *c->bind);
+    if (!c->bind)
+        return ir_errorf(c->d, "out of memory");
+    int64_t off = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        if (v->kind == IR_VAL_CONST) {
+            c->bind[i] = (cg_binding){KIR_BUF_WEIGHT, 0, off};
+            off += ((int64_t)v->cval.nbytes + 63) & ~(int64_t)63;
+        } else if (v->planned) {
+            c->bind[i] = (cg_binding){KIR_BUF_ARENA, 0, v->offset};
+        }
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        c->bind[g->inputs[i]->id] = (cg_binding){KIR_BUF_INPUT, i, 0};
+    /* A node's result listed as several outputs is computed into the
+     * first; outputs that are inputs or constants are copies (plan_copies). */
+    for (int i = g->noutputs - 1; i >= 0; i--)
+        if (g->outputs[i]->kind == IR_VAL_NODE)
+            c->bind[g->outputs[i]->id] = (cg_binding){KIR_BUF_OUTPUT, i, 0};
+    p->weights_bytes = off;
+    p->weights = calloc(1, (size_t)off + 1);
+    if (!p->weights)
+        return ir_errorf(c->d, "out of memory for %lld bytes of weights", (long long)off);
+    for (int i = 0; i < g->nvalues; i++) {
+        const ir_value *v = g->values[i];
+        if (v->kind == IR_VAL_CONST && v->cval.nbytes)
+            memcpy(p->weights + c->bind[i].offset, v->cval.data, v->cval.nbytes);
+    }
+    p->weights_checksum = fnv1a(p->weights, p->weights_bytes);
+    return 0;
+}
+
+/* ---- the arena ------------------------------------------------------------------- */
+
+/* The arena: where intermediates live and how big it is. Static shapes
+ * keep the plan pass's offsets (bind_values bound them) and its size.
+ * With symbols the layout is a program run per call: intermediates in
+ * definition order become slots, each with the earlier ones live at the
+ * same time; at run time each goes at the lowest 64-aligned offset above
+ * all of those (valid for any symbol values: values never live together
+ * may share bytes), and the slots become the bindings' offsets. The
+ * descriptor's arena_bytes is that layout with every symbol 1, computed
+ * the way the run computes it. Runs before lowering: kernels bind the
+ * slots. Anything else that needs arena space is sized here too. */
+static int layout_arena(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    cg_program *p = c->p;
+    if (!p->dynamic) {
+        p->arena_bytes = ir_graph_arena_bytes(g);
+        return 0;
+    }
+    int nv = g->nvalues;
+    int *def = malloc(sizeof *def * ((size_t)nv + 1)), *last = malloc(sizeof *last * ((size_t)nv + 1));
+    p->slots = calloc((size_t)nv + 1, sizeof *p->slots);
+    if (!def || !last || !p->slots) {
+        free(def);
+        free(last);
+        return ir_errorf(c->d, "out of memory");
+    }
+    for (int i = 0; i < nv; i++)
+        def[i] = last[i] = -1;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i])
+                last[n->in[i]->id] = c->root[k];
+        for (int i = 0; i < n->nout; i++)
+            def[n->out[i]->id] = last[n->out[i]->id] = k;
+    }
+    int rc = 0;
+    for (int k = 0; k < g->nnodes && rc == 0; k++)
+        for (int i = 0; i < g->nodes[k]->nout && rc == 0; i++) {
+            const ir_value *v = g->nodes[k]->out[i];
+            if (c->bind[v->id].kind == KIR_BUF_OUTPUT || c->root[k] != k)
+                continue;
+            int slot = p->nslots, nconf = 0;
+            int *conf = malloc(sizeof *conf * ((size_t)slot + 1));
+            if (!conf) {
+                rc = ir_errorf(c->d, "out of memory");
+                break;
+            }
+            p->nslots++;
+            p->slots[slot] = (cg_slot){.value = v->id, .bytes = value_size(v), .live_with = conf};
+            c->bind[v->id] = (cg_binding){KIR_BUF_ARENA, 0, slot};
+            for (int u = 0; u < slot; u++) {
+                int uid = p->slots[u].value;
+                if (def[uid] <= last[v->id] && def[v->id] <= last[uid])
+                    conf[nconf++] = u;
+            }
+            conf[nconf] = -1;
+        }
+    free(def);
+    free(last);
+    if (rc < 0)
+        return rc;
+    int64_t *end = calloc((size_t)p->nslots + 1, sizeof *end), total = 0;
+    if (!end)
+        return ir_errorf(c->d, "out of memory");
+    for (int s = 0; s < p->nslots; s++) {
+        int64_t off = 0;
+        for (const int *u = p->slots[s].live_with; *u >= 0; u++)
+            off = end[*u] > off ? end[*u] : off;
+        off = (off + 63) & ~(int64_t)63;
+        end[s] = off + size_at_one(&p->slots[s].bytes, NULL);
+        total = end[s] > total ? end[s] : total;
+    }
+    free(end);
+    p->arena_bytes = (total + 63) & ~(int64_t)63;
+    return 0;
+}
+
+/* ---- run-time shape checks ------------------------------------------------ */
+
+static void dim_text(const ir_graph *g, ir_dim dm, char *buf, size_t n)
+{
+    if (dm.sym > 0)
+        snprintf(buf, n, "%s", ir_graph_sym_name(g, dm.sym));
+    else
+        snprintf(buf, n, "%lld", (long long)dm.v);
+}
+
+/* Adds check ck (its message naming the node) unless it holds for any
+ * symbol values: both sides static and equal. */
+static int add_check(pbuild *c, cg_check ck, const ir_node *n, const char *what)
+{
+    cg_program *p = c->p;
+    bool fa, fb;
+    int64_t a, b;
+    if (ck.kind == CG_CHECK_DIM) {
+        fa = ck.a.sym <= 0, fb = ck.b.sym <= 0;
+        a = ck.a.v, b = ck.b.v;
+    } else {
+        a = size_at_one(&ck.ca, &fa);
+        b = size_at_one(&ck.cb, &fb);
+    }
+    if (fa && fb && a == b)
+        return 0;
+    char **m = realloc(p->messages, sizeof *m * ((size_t)p->nmessages + 1));
+    if (!m)
+        return ir_errorf(c->d, "out of memory");
+    p->messages = m;
+    cg_check *cks = realloc(p->checks, sizeof *cks * ((size_t)p->nchecks + 1));
+    if (!cks)
+        return ir_errorf(c->d, "out of memory");
+    p->checks = cks;
+    size_t len = strlen(n->name) + strlen(what) + 64;
+    if (!(m[p->nmessages] = malloc(len)))
+        return ir_errorf(c->d, "out of memory");
+    snprintf(m[p->nmessages], len, "node '%s' (%s): %s", n->name, ir_ops[n->op].name, what);
+    ck.message = ++p->nmessages;
+    p->checks[p->nchecks++] = ck;
+    return 0;
+}
+
+/* Shape inference resolves a symbol against what a node needs (broadcast
+ * against a fixed dim, a reshape's element count, a contraction's inner
+ * dim); the compiled kernels rely on it, so the run checks it first and
+ * refuses inputs that break it, naming the node. */
+static int find_shape_checks(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    char what[512], x[128], y[128];
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        const ir_type *to = &n->out[0]->type;
+        bool sym = false;
+        for (int i = 0; i < n->nin + n->nout; i++) {
+            const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+            for (int d = 0; v && d < v->type.rank; d++)
+                sym |= v->type.dims[d].sym > 0;
+        }
+        if (!sym)
+            continue;
+        bool ew = ir_ops[n->op].flags & IR_F_ELEMWISE;
+        int first = 0, last = n->nin;
+        if (n->op == IR_OP_GEMM)
+            first = 2, last = n->nin > 2 ? 3 : 2;   /* C broadcasts to the output */
+        if (ew || n->op == IR_OP_GEMM) {
+            for (int i = first; i < last; i++) {
+                const ir_value *v = n->in[i];
+                if (!v)
+                    continue;
+                for (int d = 0; d < v->type.rank && d < to->rank; d++) {
+                    ir_dim in = v->type.dims[d], out = to->dims[to->rank - v->type.rank + d];
+                    if (in.sym == out.sym && (in.sym > 0 || in.v == out.v))
+                        continue;
+                    if (in.sym <= 0 && in.v == 1)
+                        continue;   /* broadcast */
+                    dim_text(g, in, x, sizeof x);
+                    dim_text(g, out, y, sizeof y);
+                    snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must equal %s", d, v->name, x, y);
+                    if (add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = in, .b = out}, n, what) < 0)
+                        return -1;
+                }
+            }
+        }
+        if (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM) {
+            const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
+            bool tA = n->op == IR_OP_GEMM && ir_attr_int(n, "transA", 0);
+            bool tB = n->op == IR_OP_GEMM && ir_attr_int(n, "transB", 0);
+            if (ta->rank >= 1 && tb->rank >= 1) {
+                ir_dim ka = ta->dims[tA ? ta->rank - 2 : ta->rank - 1];
+                ir_dim kb = tb->rank == 1 ? tb->dims[0] : tb->dims[tB ? tb->rank - 1 : tb->rank - 2];
+                dim_text(g, ka, x, sizeof x);
+                dim_text(g, kb, y, sizeof y);
+                snprintf(what, sizeof what, "the inner dims differ (%s vs %s)", x, y);
+                if ((ka.sym > 0 || kb.sym > 0) &&
+                    add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = ka, .b = kb}, n, what) < 0)
+                    return -1;
+            }
+        }
+        switch (n->op) {
+        case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: {
+            const ir_type *ti = &n->in[0]->type;
+            cg_check ck = {.kind = CG_CHECK_COUNT, .ca = {.scale = 1, .n = ti->rank},
+                           .cb = {.scale = 1, .n = to->rank}};
+            for (int d = 0; d < ti->rank; d++)
+                ck.ca.dims[d] = ti->dims[d];
+            for (int d = 0; d < to->rank; d++)
+                ck.cb.dims[d] = to->dims[d];
+            snprintf(what, sizeof what, "'%.100s' cannot be reshaped to '%.100s': the element counts differ",
+                     n->in[0]->name, n->out[0]->name);
+            if (add_check(c, ck, n, what) < 0)
+                return -1;
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+/* ---- the descriptor's tensors and the output copies --------------------------- */
+
+static void describe_tensor(const ir_graph *g, const ir_value *v, cg_tensor *t)
+{
+    *t = (cg_tensor){.name = v->name, .onnx_dtype = ir_dtype_to_onnx(v->type.dtype), .rank = v->type.rank};
+    for (int i = 0; i < v->type.rank; i++) {
+        int32_t sym = v->type.dims[i].sym;
+        t->dims[i] = sym > 0 ? -1 : v->type.dims[i].v;
+        t->dim_names[i] = sym > 0 ? ir_graph_sym_name(g, sym) : NULL;
+        t->named |= sym > 0;
+    }
+}
+
+/* The I/O descriptions, and the outputs no kernel writes: a graph input
+ * or constant passed through, or a value listed again after its first
+ * output slot (copies of no bytes are left out). */
+static int describe_io(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    cg_program *p = c->p;
+    p->ninputs = g->ninputs;
+    p->noutputs = g->noutputs;
+    p->inputs = calloc((size_t)g->ninputs + 1, sizeof *p->inputs);
+    p->outputs = calloc((size_t)g->noutputs + 1, sizeof *p->outputs);
+    p->copies = calloc((size_t)g->noutputs + 1, sizeof *p->copies);
+    if (!p->inputs || !p->outputs || !p->copies)
+        return ir_errorf(c->d, "out of memory");
+    for (int i = 0; i < g->ninputs; i++)
+        describe_tensor(g, g->inputs[i], &p->inputs[i]);
+    for (int i = 0; i < g->noutputs; i++) {
+        const ir_value *v = g->outputs[i];
+        describe_tensor(g, v, &p->outputs[i]);
+        const cg_binding *bd = &c->bind[v->id];
+        if (bd->kind == KIR_BUF_OUTPUT && bd->index == i)
+            continue;
+        cg_copy cp = {.output = i, .src = *bd, .bytes = value_size(v)};
+        bool fixed;
+        if (size_at_one(&cp.bytes, &fixed) == 0 && fixed)
+            continue;
+        p->copies[p->ncopies++] = cp;
+    }
+    return 0;
+}
+
+/* ---- kernels --------------------------------------------------------------------- */
+
+/* The trip count of k's outermost parallel loop (from 0 to a constant or
+ * a symbol); {0, 0} when the kernel runs serially. */
+static ir_dim parallel_trips(const kir_kernel *k)
+{
+    ir_dim none = {0};
+    if (k->body.n != 1 || k->body.s[0]->kind != KIR_S_FOR || k->body.s[0]->loop != KIR_PARALLEL)
+        return none;
+    const kir_stmt *s = k->body.s[0];
+    if (s->lo->op != KIR_CONST || s->lo->c.i != 0)
+        return none;
+    if (s->hi->op == KIR_CONST)
+        return s->hi->c.i >= 2 ? ir_dim_const(s->hi->c.i) : none;
+    if (s->hi->op != KIR_SYM)
+        return none;
+    return (ir_dim){.sym = s->hi->var};
+}
+
+/* One kernel per fused group, at its root, in node order; per item, for
+ * a batch dim the op's lowering takes as static. */
+static int lower_kernels(pbuild *c, const char *prefix)
+{
+    const ir_graph *g = c->g;
+    cg_program *p = c->p;
+    p->kernels = calloc((size_t)g->nnodes + 1, sizeof *p->kernels);
+    if (!p->kernels)
+        return ir_errorf(c->d, "out of memory");
+    for (int kx = 0; kx < g->nnodes; kx++) {
+        const ir_node *n = g->nodes[kx];
+        if (c->root[kx] != kx)
+            continue;
+        char kname[256];
+        snprintf(kname, sizeof kname, "%s_k%d", prefix, kx);
+        cg_kernel *ck = &p->kernels[p->nkernels];
+        int32_t bsym = p->dynamic && !symbolic_ok(n) ? batch_symbol(n) : 0;
+        ir_type saved[128];
+        if (bsym)
+            pin_batch(n, bsym, saved, false);
+        kir_kernel *k = NULL;
+        int rc = cg_lower_node(g, n, c->bind, c->s, kname, &k, c->d);
+        int64_t *item_bytes = NULL;
+        if (rc < 0)
+            k = NULL;
+        else if (bsym && !(item_bytes = calloc((size_t)(k->nbufs + n->nin + n->nout) + 1, sizeof *item_bytes)))
+            rc = ir_errorf(c->d, "out of memory");
+        for (int i = 0, kb = 0; bsym && rc == 0 && i < n->nin + n->nout; i++) {
+            const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+            if (!v)
+                continue;
+            if (saved[i].rank > 0 && saved[i].dims[0].sym == bsym) {
+                cg_size z = value_size(v);   /* dims pinned: one item */
+                item_bytes[kb] = size_at_one(&z, NULL);
+            }
+            kb++;
+        }
+        if (bsym)
+            pin_batch(n, bsym, saved, true);
+        if (rc < 0) {
+            kir_kernel_destroy(k);
+            return -1;
+        }
+        *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
+                          .trips = parallel_trips(k)};
+        p->nkernels++;
+    }
+    return 0;
+}
+
+/* Kernel-scope scratch (kir.h) lives in the arena after what layout_arena
+ * sized: kernels run one after another, so all share one region of the
+ * largest kernel's size. Runs after lowering, when the kernels have said
+ * what they need; fills each such buffer's offset and grows the arena. */
+static int reserve_kernel_scratch(pbuild *c)
+{
+    cg_program *p = c->p;
+    int64_t base = (p->arena_bytes + 63) / 64 * 64, most = 0;
+    for (int kx = 0; kx < p->nkernels; kx++) {
+        kir_kernel *k = p->kernels[kx].k;
+        int64_t used = 0, bytes;
+        for (int i = 0; i < k->nbufs; i++) {
+            kir_buf *b = &k->bufs[i];
+            if (b->kind != KIR_BUF_SCRATCH || b->space != KIR_SPACE_KERNEL)
+                continue;
+            if (p->dynamic)
+                return ir_node_errorf(c->d, p->kernels[kx].node, "kernel-scope scratch '%.100s' in a model with "
+                                      "symbolic shapes is not supported yet", b->name);
+            if (kir_buf_bytes(b, &bytes) < 0 || bytes > ((int64_t)1 << 40) || used > ((int64_t)1 << 40))
+                return ir_node_errorf(c->d, p->kernels[kx].node, "kernel-scope scratch '%.100s' is too large",
+                                      b->name);
+            b->offset = base + used;
+            used += (bytes + 63) / 64 * 64;
+        }
+        most = used > most ? used : most;
+    }
+    if (most)
+        p->arena_bytes = base + most;
+    return 0;
+}
+
+/* ---- the program -------------------------------------------------------------- */
+
+int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix, bool external_weights,
+                     cg_program **out, icc_diag *d)
+{
+    *out = NULL;
+    cg_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return ir_errorf(d, "out of memory");
+    p->prefix = prefix && *prefix ? prefix : "model";
+    p->external_weights = external_weights;
+    pbuild c = {.g = g, .s = s, .d = d, .p = p};
+    int rc = find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || layout_arena(&c) < 0 ||
+             (p->dynamic && find_shape_checks(&c) < 0) || describe_io(&c) < 0 || lower_kernels(&c, p->prefix) < 0 ||
+                     reserve_kernel_scratch(&c) < 0
+                 ? -1 : 0;
+    free(c.bind);
+    free(c.root);
+    if (rc < 0) {
+        cg_program_destroy(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+void cg_program_destroy(cg_program *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nkernels; i++) {
+        kir_kernel_destroy(p->kernels[i].k);
+        free(p->kernels[i].item_bytes);
+    }
+    free(p->kernels);
+    free(p->sym_desc);
+    free(p->symbol_names);
+    for (int i = 0; i < p->nslots; i++)
+        free(p->slots[i].live_with);
+    free(p->slots);
+    free(p->checks);
+    for (int i = 0; i < p->nmessages; i++)
+        free(p->messages[i]);
+    free(p->messages);
+    free(p->weights);
+    free(p->inputs);
+    free(p->outputs);
+    free(p->copies);
+    free(p);
+}
+
+unsigned char *cg_program_take_weights(cg_program *p, int64_t *bytes)
+{
+    unsigned char *w = p->weights;
+    *bytes = p->weights_bytes;
+    p->weights = NULL;
+    return w;
+}
+
+char *cg_kernels_text(const ir_graph *g, const cg_schedule *s, const char *prefix, icc_diag *d)
+{
+    cg_program *p;
+    if (cg_program_build(g, s, prefix, true, &p, d) < 0)
+        return NULL;
+    size_t len = 0, cap = 0;
+    char *all = NULL;
+    for (int i = 0; i < p->nkernels; i++) {
+        char *text = kir_print(p->kernels[i].k);
+        if (!text)
+            goto oom;
+        size_t n = strlen(text);
+        if (len + n + 2 > cap) {
+            cap = (len + n + 2) * 2;
+            char *na = realloc(all, cap);
+            if (!na) {
+                free(text);
+                goto oom;
+            }
+            all = na;
+        }
+        memcpy(all + len, text, n + 1);
+        len += n;
+        free(text);
+    }
+    cg_program_destroy(p);
+    return all ? all : calloc(1, 1);
+oom:
+    ir_errorf(d, "out of memory");
+    free(all);
+    cg_program_destroy(p);
+    return NULL;
+}

@@ -1,0 +1,155 @@
+/* program.h - a whole model as every backend sees it, before any backend
+ * touches it: the kernels in run order with the buffers they bind, the
+ * per-item batch loops, the parallel trip counts, the symbol table, the
+ * arena layout (static offsets, or slots laid out at run time), the
+ * run-time shape checks and their messages, the weights blob, the I/O
+ * tensor descriptions and the outputs the run copies.
+ *
+ * Usage (a backend's compile step, codegen/backend.h, receives p):
+ *
+ *     cg_schedule s;
+ *     if (cg_schedule_init(&s, be->target_desc(tgt), &d) < 0) ...;
+ *     cg_program *p;
+ *     if (cg_program_build(g, &s, "model", false, &p, &d) < 0) ...;
+ *     for (int i = 0; i < p->nkernels; i++) ... p->kernels[i].k ...;
+ *     cg_program_destroy(p);
+ *
+ * The program is data only: it says what `<prefix>_run` does (fill the
+ * symbol table from the run's dims, lay out the arena, check the shapes,
+ * run each kernel, copy outputs) and what the `<prefix>_model`
+ * descriptor (include/icc/runtime.h) holds; how that becomes code is the
+ * backend's (codegen/llvm/model.c for the LLVM one). See docs/backends.md.
+ */
+#ifndef ICC_CG_PROGRAM_H
+#define ICC_CG_PROGRAM_H
+
+#include "codegen/kir.h"
+#include "codegen/lower.h"
+#include "codegen/schedule.h"
+
+/* A byte or element count the run computes from the symbols:
+ * scale x dims[0] x ... x dims[n-1], evaluated left to right (a dim is a
+ * constant, or symbol dims[i].sym's value at run time). */
+typedef struct cg_size {
+    int64_t scale;
+    int n;
+    ir_dim dims[IR_MAX_RANK];
+} cg_size;
+
+/* One kernel of the run, in order. Its buffers (k->bufs) are its
+ * bindings: INPUT/OUTPUT index the run's inputs/outputs arrays, WEIGHT
+ * offsets are bytes into the weights blob, ARENA offsets are bytes into
+ * the arena, or, in a dynamic program, the index of a slot of p->slots
+ * whose offset the run computes. */
+typedef struct cg_kernel {
+    kir_kernel *k;             /* owned by the program */
+    const ir_node *node;       /* the fused group's root, borrowed from the graph (for messages) */
+    /* A kernel lowered for one item of a batch its op takes as static:
+     * the run calls it once per item i in [0, value of batch_sym), with
+     * buffer b moved by i * item_bytes[b] bytes (0: the same buffer for
+     * every item). batch_sym 0: called once; item_bytes is NULL. */
+    int32_t batch_sym;
+    int64_t *item_bytes;       /* k->nbufs entries when batch_sym; owned */
+    /* The trip count of the kernel's outermost loop when it is PARALLEL
+     * from 0: a constant (v >= 2) or a symbol's value (sym > 0), split
+     * over the runtime's threads through begin/end; {0, 0}: the kernel
+     * is called once with the whole range. */
+    ir_dim trips;
+} cg_kernel;
+
+/* An intermediate of a dynamic program: at run time it goes at the
+ * lowest 64-aligned offset above the ends of the earlier slots it is live
+ * with (so any symbol values are safe), bytes long. */
+typedef struct cg_slot {
+    int value;                 /* the graph value's id */
+    cg_size bytes;
+    int *live_with;            /* earlier slot indices, -1 ended; owned */
+} cg_slot;
+
+/* A run-time shape check: the run returns ICC_ERR_SHAPE | (message << 8)
+ * when a != b. DIM compares two dims, COUNT two products (element counts,
+ * cg_size). Checks always true for static dims are left out. */
+typedef enum cg_check_kind { CG_CHECK_DIM, CG_CHECK_COUNT } cg_check_kind;
+typedef struct cg_check {
+    cg_check_kind kind;
+    ir_dim a, b;               /* DIM */
+    cg_size ca, cb;            /* COUNT */
+    int message;               /* 1-based index into p->messages */
+} cg_check;
+
+/* One icc_tensor_desc (include/icc/runtime.h). Strings are borrowed
+ * from the graph. */
+typedef struct cg_tensor {
+    const char *name;
+    int onnx_dtype;
+    int rank;
+    int64_t dims[IR_MAX_RANK];           /* -1 for a symbolic dim */
+    const char *dim_names[IR_MAX_RANK];  /* the symbol's name, or NULL for a fixed dim */
+    bool named;                /* some dim is symbolic (the descriptor gets dim_names) */
+} cg_tensor;
+
+/* An output no kernel writes (a graph input or constant passed through,
+ * or a value listed again after its first output slot): the run copies
+ * bytes from src into outputs[output]. */
+typedef struct cg_copy {
+    int output;
+    cg_binding src;            /* INPUT, OUTPUT (an earlier slot) or WEIGHT */
+    cg_size bytes;
+} cg_copy;
+
+typedef struct cg_program {
+    const char *prefix;        /* symbol prefix; borrowed from the caller of cg_program_build */
+    int nkernels;
+    cg_kernel *kernels;
+    /* Symbols: graph symbol ids are 1..nsyms-1; kernels read symbol id s
+     * at syms[s] (a table of nsyms + 1 entries); the run receives the
+     * bound ones in descriptor order, sym_desc[s] (-1: not bound). */
+    int nsyms;
+    int *sym_desc;             /* nsyms + 1 entries; owned */
+    int nsymbols;              /* symbols in the descriptor */
+    const char **symbol_names; /* nsymbols, descriptor order; borrowed from the graph, array owned */
+    /* The arena: static offsets (dynamic false) or nslots slots laid out
+     * per run; arena_bytes is the static size, or with every symbol 1
+     * (what the descriptor records; the runtime asks the layout for
+     * more). */
+    bool dynamic;
+    int64_t arena_bytes;
+    int nslots;
+    cg_slot *slots;            /* owned */
+    int nchecks;
+    cg_check *checks;          /* owned */
+    int nmessages;
+    char **messages;           /* owned */
+    /* The weights: constants in value order, 64-aligned. */
+    unsigned char *weights;    /* weights_bytes (+1) bytes; owned (cg_program_take_weights) */
+    int64_t weights_bytes;
+    uint64_t weights_checksum; /* FNV-1a 64, what the runtime verifies for mapped weights */
+    bool external_weights;     /* the descriptor's weights pointer is NULL: the runtime maps X.weights */
+    int ninputs, noutputs;
+    cg_tensor *inputs, *outputs;   /* owned */
+    int ncopies;
+    cg_copy *copies;           /* owned */
+} cg_program;
+
+/* Builds the program of g under schedule s (both borrowed; g must
+ * outlive the program, whose kernels and names point into it). g must be
+ * fully optimized and planned (the plan pass last: every intermediate
+ * needs an arena offset); its symbolic dims must be bound by inputs.
+ * prefix (NULL or "": "model") names the kernels `<prefix>_k<node>`.
+ * The caller owns *out (cg_program_destroy). Errors name what is missing:
+ * all nodes that cannot be compiled yet, in one message; a symbolic dim
+ * to pin with --shape; an unplanned value. g is only read (lowering a
+ * batched node pins its types for the call and restores them). */
+int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix, bool external_weights,
+                     cg_program **out, icc_diag *d);
+void cg_program_destroy(cg_program *p);
+
+/* Hands the weights blob to the caller (malloc'd; the caller frees it)
+ * and its size; p keeps no blob afterwards. */
+unsigned char *cg_program_take_weights(cg_program *p, int64_t *bytes);
+
+/* The kernels of g as text (--emit=kernels, kir_print), malloc'd; NULL
+ * with d set. */
+char *cg_kernels_text(const ir_graph *g, const cg_schedule *s, const char *prefix, icc_diag *d);
+
+#endif
