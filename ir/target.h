@@ -14,7 +14,7 @@
  * the CPUs this file knows (x86-64 levels, Intel and AMD cores, Arm
  * cores), and the feature string adds or removes features on top. Only
  * the target "native" looks at the host, and not here: the backend that
- * probes the host (codegen/llvm: LLVMGetHostCPUFeatures) passes what it
+ * probes the host (the LLVM backend asks LLVM for the host CPU features) passes what it
  * found as the feature string. A CUDA target (later: --target=cuda) fills
  * the sm version, warp size and shared memory instead of vector facts.
  *
