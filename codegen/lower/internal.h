@@ -7,9 +7,10 @@
  * data movement (movement.c, gather_scatter.c), convolution and pooling
  * (conv.c, conv_blocked.c), Resize and GridSample (resample.c), Einsum
  * and TopK (einsum_topk.c), Unique (unique.c) and Attention
- * (attention.c). Each family has a
- * `can` predicate (op, dtypes and attributes it handles) and a builder
- * that fills c->k's body.
+ * (attention.c). Which family lowers an op is its registry row's
+ * family column (IR_FAM_*, ir/ops.def). Each family has a `can`
+ * predicate (the dtypes and attributes it handles) and a builder that
+ * fills c->k's body.
  */
 #ifndef ICC_CG_LOWER_INTERNAL_H
 #define ICC_CG_LOWER_INTERNAL_H
@@ -127,6 +128,8 @@ bool cg_can_lower_nn(const ir_node *n);
 int lower_nn(lctx *c);
 bool cg_can_lower_reduce(const ir_node *n);
 int lower_reduce(lctx *c);
+bool cg_can_lower_norm(const ir_node *n);
+int lower_norm(lctx *c);
 bool cg_can_lower_movement(const ir_node *n);
 int lower_movement(lctx *c);
 bool cg_can_lower_conv(const ir_node *n);
