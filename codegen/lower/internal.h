@@ -16,6 +16,7 @@
 #define ICC_CG_LOWER_INTERNAL_H
 
 #include "codegen/lower.h"
+#include "ir/ops.h"
 
 #define LOWER_MAX_IO 64
 
@@ -120,6 +121,11 @@ kir_expr *lw_formula(lctx *c);
 bool lw_interior(const ir_node *reader, const ir_value *v);
 kir_expr *lw_fused_value(lctx *c, const ir_value *v, kir_expr *const *idx);
 bool lw_shapes_known(const ir_node *n);
+
+/* Family f's predicate on n, as cg_can_lower asks it for an op of that
+ * family (false for IR_FAM_NONE). Asking it about an op of another
+ * family is for the registry's tests: it must say no. */
+bool lw_family_accepts(ir_family f, const ir_node *n);
 
 /* The families. Each can_* sees a node whose operand and output shapes
  * are known (cg_can_lower checks that first); each lower_* returns 0, or

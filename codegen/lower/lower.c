@@ -172,16 +172,21 @@ static const struct {
     [IR_FAM_BLOCKED] = {cg_can_lower_blocked, lower_blocked},
 };
 
+bool lw_family_accepts(ir_family f, const ir_node *n)
+{
+    if ((unsigned)f >= IR_FAM_COUNT || !families[f].can)
+        return false;
+    if (f != IR_FAM_ELEMENTWISE && !lw_shapes_known(n))
+        return false;
+    return families[f].can(n);
+}
+
 /* The family that lowers n: its op's, if that family's predicate takes
  * n; else IR_FAM_NONE. */
 static ir_family family(const ir_node *n)
 {
     ir_family f = ir_ops[n->op].family;
-    if (f == IR_FAM_NONE || !families[f].can)
-        return IR_FAM_NONE;
-    if (f != IR_FAM_ELEMENTWISE && !lw_shapes_known(n))
-        return IR_FAM_NONE;
-    return families[f].can(n) ? f : IR_FAM_NONE;
+    return lw_family_accepts(f, n) ? f : IR_FAM_NONE;
 }
 
 /* anchor may be the kernel of the group rooted at root: the only
