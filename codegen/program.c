@@ -50,17 +50,7 @@ static bool symbolic_ok(const ir_node *n)
     for (int i = 0; i < n->nout; i++)
         for (int k = 0; k < n->out[i]->type.rank; k++)
             sym |= n->out[i]->type.dims[k].sym > 0;
-    if (!sym || (ir_ops[n->op].flags & IR_F_ELEMWISE))
-        return true;
-    switch (n->op) {
-    case IR_OP_MATMUL: case IR_OP_GEMM: case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
-    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
-    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L2: case IR_OP_RESHAPE: case IR_OP_FLATTEN:
-    case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_IDENTITY: case IR_OP_DROPOUT: case IR_OP_TRANSPOSE:
-        return true;
-    default:
-        return false;
-    }
+    return !sym || (ir_ops[n->op].flags & IR_F_SYMBOLIC);
 }
 
 /* A node whose every operand and result is symbolic in dim 0 only, with
@@ -91,12 +81,8 @@ static int32_t batch_symbol(const ir_node *n)
     int rank = n->in[0] ? n->in[0]->type.rank : 0;
     int64_t axis = ir_attr_int(n, "axis", n->op == IR_OP_LAYER_NORMALIZATION ? -1 : 1);
     axis = axis < 0 ? axis + rank : axis;
-    switch (n->op) {
-    case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL:
-    case IR_OP_AVERAGE_POOL: case IR_OP_LP_POOL: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_GLOBAL_MAX_POOL:
-    case IR_OP_GLOBAL_LP_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_INSTANCE_NORMALIZATION:
-    case IR_OP_LRN: case IR_OP_GROUP_NORMALIZATION: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH:
-    case IR_OP_GRID_SAMPLE: case IR_OP_RESIZE:
+    unsigned fl = ir_ops[n->op].flags;
+    if (fl & IR_F_BATCH) {
         /* the data's dim 0 is the batch; other operands (weights, scales,
          * the grid's batch is the data's) must follow it or be unbatched */
         if (n->op == IR_OP_BATCH_NORMALIZATION && n->nout > 1)
@@ -104,13 +90,10 @@ static int32_t batch_symbol(const ir_node *n)
         if (n->op == IR_OP_GRID_SAMPLE && n->in[1]->type.dims[0].sym != s)
             return 0;   /* the grid's batch must follow the data's */
         return s;
-    case IR_OP_CONCAT: case IR_OP_SPLIT: case IR_OP_GATHER: case IR_OP_GATHER_ELEMENTS:
-    case IR_OP_LAYER_NORMALIZATION: case IR_OP_LP_NORMALIZATION: case IR_OP_HARDMAX:
-    case IR_OP_ARG_MAX: case IR_OP_ARG_MIN:
-        return axis >= 1 && axis < rank ? s : 0;
-    default:
-        return 0;
     }
+    if (fl & IR_F_BATCH_AXIS)
+        return axis >= 1 && axis < rank ? s : 0;
+    return 0;
 }
 
 /* Sets dim 0 of n's operands and results that carry symbol s to 1, saving

@@ -595,12 +595,12 @@ ir_node *fe_emit(fe_lower *l, int op, const char *suffix, int nin, ir_value *con
     return n;
 }
 
-/* The registry op an ONNX op_type names, or -1: internal ops (made by
- * passes, e.g. the layout pass's ConvNCHWc) are not ONNX ops. */
+/* The registry op an ONNX op_type names, or -1: internal ops (IR_F_INTERNAL,
+ * made by passes, e.g. the layout pass's ConvNCHWc) are not ONNX ops. */
 static int onnx_op(const char *op_type)
 {
     int op = ir_op_lookup(op_type, strlen(op_type));
-    return op == IR_OP_CONV_NCHWC ? -1 : op;
+    return op >= 0 && (ir_ops[op].flags & IR_F_INTERNAL) ? -1 : op;
 }
 
 /* Lowers one flattened node into IR. */

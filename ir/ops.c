@@ -6,8 +6,8 @@
 #include <string.h>
 
 const ir_op_info ir_ops[IR_OP_COUNT] = {
-#define OP(id, nm, mi, ma, mo, mao, fl, ty, at, sh, rf, dc) \
-    [IR_OP_##id] = {nm, mi, ma, mo, mao, fl, ty, at, sh, rf, dc},
+#define OP(id, nm, mi, ma, mo, mao, fl, fam, fp, ty, at, sh, rf, dc) \
+    [IR_OP_##id] = {nm, mi, ma, mo, mao, fl, IR_FAM_##fam, IR_FLOP_##fp, ty, at, sh, rf, dc},
 #include "ir/ops.def"
 #undef OP
 };
@@ -110,4 +110,30 @@ bool ir_op_accepts_dtype(int op, ir_dtype t)
     if (!strcmp(c, "bool"))
         return t == IR_BOOL;
     return ir_dtype_is_float(t) || ir_dtype_is_int(t); /* "num" */
+}
+
+const char *ir_family_name(ir_family f)
+{
+    static const char *const names[IR_FAM_COUNT] = {
+        [IR_FAM_NONE] = "none", [IR_FAM_ELEMENTWISE] = "elementwise", [IR_FAM_CONTRACTION] = "contraction",
+        [IR_FAM_REDUCE] = "reduce", [IR_FAM_NORM] = "norm", [IR_FAM_MOVEMENT] = "movement",
+        [IR_FAM_CONV] = "conv", [IR_FAM_MISC] = "misc", [IR_FAM_ATTENTION] = "attention",
+        [IR_FAM_BLOCKED] = "blocked",
+    };
+    return (unsigned)f < IR_FAM_COUNT && names[f] ? names[f] : "?";
+}
+
+const char *ir_flop_name(ir_flop_kind k)
+{
+    static const char *const names[IR_FLOP_COUNT] = {
+        [IR_FLOP_NONE] = "0 (no arithmetic)", [IR_FLOP_OUT] = "1 per output element",
+        [IR_FLOP_IN] = "1 per input element", [IR_FLOP_NORM] = "4 per input element",
+        [IR_FLOP_MATMUL] = "2 x output x K", [IR_FLOP_GEMM] = "2 x output x K",
+        [IR_FLOP_CONV] = "2 x output x weights per output channel",
+        [IR_FLOP_CONV_NCHWC] = "as the equivalent Conv",
+        [IR_FLOP_CONV_TRANSPOSE] = "2 x input x weights per input channel",
+        [IR_FLOP_POOL] = "output x window taps", [IR_FLOP_ATTENTION] = "2 x keys x (Q + Y elements) + 4 x scores",
+        [IR_FLOP_EINSUM] = "2 x product of the label extents",
+    };
+    return (unsigned)k < IR_FLOP_COUNT && names[k] ? names[k] : "?";
 }

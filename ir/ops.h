@@ -3,7 +3,10 @@
  * Each op has a shape function (types in -> types out; used by static
  * shape inference with whatever input values are constant, and by the
  * interpreter with every input value known) and a reference kernel (the
- * interpreter's and constant folder's implementation).
+ * interpreter's and constant folder's implementation). Its row also holds
+ * the facts other stages ask about it: flags (fusion role, the dims its
+ * compiled form tolerates, internal-only), the lowering family that
+ * compiles it and the formula that counts its FLOPs.
  */
 #ifndef ICC_OPS_H
 #define ICC_OPS_H
@@ -11,7 +14,7 @@
 #include "ir/ir.h"
 
 enum ir_op {
-#define OP(id, name, mi, ma, mo, mao, fl, ty, at, sh, rf, doc) IR_OP_##id,
+#define OP(id, name, mi, ma, mo, mao, fl, fam, fp, ty, at, sh, rf, doc) IR_OP_##id,
 #include "ir/ops.def"
 #undef OP
     IR_OP_COUNT
@@ -26,7 +29,60 @@ enum {
     IR_F_MOVEMENT    = 1 << 4,  /* data movement, no arithmetic */
     IR_F_SHAPE_ONLY  = 1 << 5,  /* output depends on input shapes only */
     IR_F_NORM        = 1 << 6,  /* normalization (softmax, layernorm...) */
+    /* Fusion (passes/fuse.c, codegen/lower/lower.c, docs/fusion.md). */
+    IR_F_ANCHOR      = 1 << 7,  /* may anchor a fused group: its lowering passes its
+                                 * final values through the group's epilogue */
+    IR_F_PROLOGUE    = 1 << 8,  /* an anchor that reads its data input (input 0)
+                                 * through the group's members before it */
+    IR_F_PLANE_FLAT  = 1 << 9,  /* an anchor whose kernel may index its output with
+                                 * the dims after the channel dim flattened: an
+                                 * epilogue input must span all of them or none */
+    IR_F_BLOCKED     = 1 << 10, /* on NCHWc-blocked data: the last dim is the
+                                 * channel block's lanes (not part of the plane) */
+    IR_F_INTERNAL    = 1 << 11, /* made by passes only; the ONNX frontend refuses it */
+    /* Symbolic dims in the compiled form (codegen/model.c). */
+    IR_F_SYMBOLIC    = 1 << 12, /* its lowering reads every dim as the run's value:
+                                 * compiled with symbolic dims as they are */
+    IR_F_BATCH       = 1 << 13, /* dim 0 of its data is a batch of independent
+                                 * items: when dim 0 is the only symbolic dim, it
+                                 * is compiled for one item and called per item */
+    IR_F_BATCH_AXIS  = 1 << 14, /* as IR_F_BATCH when it works along an axis other
+                                 * than 0 (its `axis` attribute) */
 };
+
+/* The lowering family that compiles an op (codegen/lower/internal.h):
+ * the family's predicate then decides on dtypes and attributes. */
+typedef enum ir_family {
+    IR_FAM_NONE,               /* no lowering: interpreter only */
+    IR_FAM_ELEMENTWISE,        /* elementwise.c: one formula per output element */
+    IR_FAM_CONTRACTION,        /* matmul.c: MatMul, Gemm */
+    IR_FAM_REDUCE,             /* reduce.c: Reduce*, ArgMax/ArgMin, CumSum/CumProd */
+    IR_FAM_NORM,               /* norm.c: normalizations, softmax */
+    IR_FAM_MOVEMENT,           /* movement.c, gather_scatter.c: data movement, shapes */
+    IR_FAM_CONV,               /* conv.c: convolutions, pools, MatMulInteger */
+    IR_FAM_MISC,               /* resample.c, einsum_topk.c, unique.c */
+    IR_FAM_ATTENTION,          /* attention.c */
+    IR_FAM_BLOCKED,            /* conv_blocked.c: ConvNCHWc */
+    IR_FAM_COUNT
+} ir_family;
+
+/* How ir_node_flops counts an op's arithmetic (ir/stats.c); a multiply-add
+ * is 2. */
+typedef enum ir_flop_kind {
+    IR_FLOP_NONE,              /* data movement or shapes: 0 */
+    IR_FLOP_OUT,               /* 1 per output element */
+    IR_FLOP_IN,                /* 1 per element of input 0 */
+    IR_FLOP_NORM,              /* 4 per element of input 0 (reads it a few times) */
+    IR_FLOP_MATMUL,            /* 2 * output elements * K (A's last dim) */
+    IR_FLOP_GEMM,              /* 2 * output elements * K (transA-aware) */
+    IR_FLOP_CONV,              /* 2 * output elements * weights per output channel */
+    IR_FLOP_CONV_NCHWC,        /* as the equivalent Conv, from the packed weights */
+    IR_FLOP_CONV_TRANSPOSE,    /* 2 * input elements * weights per input channel */
+    IR_FLOP_POOL,              /* output elements * window taps */
+    IR_FLOP_ATTENTION,         /* Q K^T and P V per head, plus the softmax */
+    IR_FLOP_EINSUM,            /* 2 * the product of every label's extent */
+    IR_FLOP_COUNT
+} ir_flop_kind;
 
 /* Context of a shape function. in[i]/val[i] are NULL for omitted
  * optional inputs; val[i] is non-NULL when the input's value is known
@@ -61,6 +117,8 @@ typedef struct ir_op_info {
     int min_in, max_in;        /* max_in == -1: variadic */
     int min_out, max_out;      /* max_out == -1: variadic */
     unsigned flags;
+    ir_family family;          /* the lowering family */
+    ir_flop_kind flops;        /* the FLOP formula */
     const char *types;         /* dtypes of input 0: "float", "num", "int", "bool", "any" */
     const char *attrs;         /* schema, see ops.def */
     ir_shape_fn shape;
@@ -89,8 +147,13 @@ const ir_attr_schema *ir_op_find_attr(int op, const char *name);
 /* True if dtype t is allowed by the op's "types" class. */
 bool ir_op_accepts_dtype(int op, ir_dtype t);
 
+/* Names of a family ("elementwise", "norm"...) and of a FLOP formula (a
+ * short description), for docs and messages; static strings. */
+const char *ir_family_name(ir_family f);
+const char *ir_flop_name(ir_flop_kind k);
+
 /* Declarations of every shape function and reference kernel. */
-#define OP(id, name, mi, ma, mo, mao, fl, ty, at, sh, rf, doc) \
+#define OP(id, name, mi, ma, mo, mao, fl, fam, fp, ty, at, sh, rf, doc) \
     int sh(ir_shape_ctx *c); int rf(ir_ref_ctx *c);
 #include "ir/ops.def"
 #undef OP

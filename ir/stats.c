@@ -1,6 +1,11 @@
-/* stats.c - static cost estimates: FLOPs per node and per graph. */
+/* stats.c - static cost estimates: FLOPs per node and per graph. Each
+ * op's row in ir/ops.def names its formula (IR_FLOP_*); this file
+ * evaluates the formulas on a node's static types. */
 #include "ir/stats.h"
 #include "ir/ops.h"
+
+#include <ctype.h>
+#include <string.h>
 
 /* Element count with symbolic dims taken as 1 (an estimate per unit of
  * each symbol); false when the rank or a dim is unknown. */
@@ -33,71 +38,155 @@ static int64_t smul(int64_t a, int64_t b)
     return ir_mul_ok(a, b, &r) ? r : INT64_MAX;
 }
 
+/* Attention: Q K^T and P V per head, 2 * keys * (D + Dv) per query row,
+ * plus the softmax over the scores (4 per score, as normalizations
+ * count). Q is [B, Hq, S, D] or [B, S, Hq * D]; the keys are K's
+ * sequence plus the past ones (input 4, [B, Hkv, P, D]). */
+static bool attention_flops(const ir_node *n, int64_t *flops)
+{
+    const ir_type *q = &n->in[0]->type, *k = &n->in[1]->type;
+    int64_t nq, ny, d, keys, past = 0;
+    if (!numel(n->in[0], &nq) || !numel(n->out[0], &ny) || (q->rank != 3 && q->rank != 4) || k->rank != q->rank ||
+        !dim_value(q->dims[q->rank - 1], &d) || !dim_value(k->dims[k->rank - 2], &keys))
+        return false;
+    if (q->rank == 3)
+        d /= ir_attr_int(n, "q_num_heads", 1) > 0 ? ir_attr_int(n, "q_num_heads", 1) : 1;
+    if (n->nin > 4 && n->in[4] && (n->in[4]->type.rank != 4 || !dim_value(n->in[4]->type.dims[2], &past)))
+        return false;
+    keys += past;
+    int64_t rows = d > 0 ? nq / d : 0;
+    *flops = smul(smul(keys, 2), nq) + smul(smul(keys, 2), ny) + smul(smul(rows, keys), 4);
+    return true;
+}
+
+/* Einsum: every combination of label values is one multiply-add per
+ * extra operand (one add for a single operand). The extent of a label
+ * is the largest it has in any operand (1 broadcasts); the dims under
+ * "..." are aligned from the right. */
+static bool einsum_flops(const ir_node *n, int64_t *flops)
+{
+    const char *p = ir_attr_string(n, "equation", "");
+    int64_t ext[256] = {0}, ell[IR_MAX_RANK] = {0};
+    int nell = 0;
+    for (int i = 0; i < n->nin; i++) {
+        const ir_type *t = n->in[i] ? &n->in[i]->type : NULL;
+        size_t len = strcspn(p, ",-");
+        int letters = 0;
+        bool dots = false;
+        for (size_t j = 0; j < len; j++) {
+            letters += isalpha((unsigned char)p[j]) != 0;
+            dots |= p[j] == '.';
+        }
+        if (!t || t->rank < letters || (!dots && t->rank != letters))
+            return false;
+        int er = t->rank - letters, d = 0;
+        for (size_t j = 0; j < len; j++) {
+            int64_t v;
+            if (p[j] == '.') {
+                if (p[j + 1] == '.' && p[j + 2] == '.') {
+                    for (int e = 0; e < er; e++, d++) {
+                        if (!dim_value(t->dims[d], &v))
+                            return false;
+                        if (v > ell[er - 1 - e])
+                            ell[er - 1 - e] = v;
+                    }
+                    nell = er > nell ? er : nell;
+                    j += 2;
+                }
+            } else if (isalpha((unsigned char)p[j])) {
+                if (!dim_value(t->dims[d++], &v))
+                    return false;
+                if (v > ext[(unsigned char)p[j]])
+                    ext[(unsigned char)p[j]] = v;
+            }
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    int64_t f = 1;
+    for (int c = 0; c < 256; c++)
+        if (ext[c])
+            f = smul(f, ext[c]);
+    for (int e = 0; e < nell; e++)
+        f = smul(f, ell[e] ? ell[e] : 1);
+    *flops = n->nin > 1 ? smul(f, 2 * (int64_t)(n->nin - 1)) : f;
+    return true;
+}
+
 bool ir_node_flops(const ir_node *n, int64_t *flops)
 {
-    unsigned fl = ir_ops[n->op].flags;
-    int64_t out = 0, in0 = 0;
+    int64_t out = 0, in0 = 0, k, wn, kk;
     *flops = 0;
-    switch (n->op) {
-    case IR_OP_MATMUL: {
-        /* out elements * K * 2, K = last dim of A */
+    switch (ir_ops[n->op].flops) {
+    case IR_FLOP_NONE:
+        return true;
+    case IR_FLOP_OUT:
+        return numel(n->out[0], flops);
+    case IR_FLOP_IN:
+        return numel(n->in[0], flops);
+    case IR_FLOP_NORM:
+        /* normalizations touch each element a few times; count 4 */
+        if (!numel(n->in[0], &in0))
+            return false;
+        *flops = smul(in0, 4);
+        return true;
+    case IR_FLOP_MATMUL: {
         const ir_type *a = &n->in[0]->type;
-        int64_t k;
         if (!numel(n->out[0], &out) || a->rank < 1 || !dim_value(a->dims[a->rank - 1], &k))
             return false;
         *flops = smul(smul(out, k), 2);
         return true;
     }
-    case IR_OP_GEMM: {
+    case IR_FLOP_GEMM: {
         const ir_type *a = &n->in[0]->type;
         int ki = ir_attr_int(n, "transA", 0) ? 0 : 1;
-        int64_t k;
         if (!numel(n->out[0], &out) || a->rank != 2 || !dim_value(a->dims[ki], &k))
             return false;
         *flops = smul(smul(out, k), 2);
         return true;
     }
-    case IR_OP_CONV:
-    case IR_OP_CONV_TRANSPOSE: {
+    case IR_FLOP_CONV:
+    case IR_FLOP_CONV_NCHWC:
+    case IR_FLOP_CONV_TRANSPOSE: {
         /* Conv: out elements * (Cin/group * kernel) * 2; ConvTranspose:
-         * in elements * (Cout/group * kernel) * 2 = weights per input. */
-        int64_t wn;
-        if (!numel(n->out[0], &out) || !numel(n->in[0], &in0) || !numel(n->in[1], &wn))
-            return false;
+         * in elements * (Cout/group * kernel) * 2 = weights per input.
+         * ConvNCHWc's weights [M/mb, C/cb, kh, kw, cb, mb] hold C * kh * kw
+         * per output channel, as the Conv it replaced. */
+        bool blocked = ir_ops[n->op].flops == IR_FLOP_CONV_NCHWC;
         const ir_type *w = &n->in[1]->type;
-        if (w->rank < 1 || w->dims[0].sym != 0 || w->dims[0].v == 0)
+        if (!numel(n->out[0], &out) || !numel(n->in[0], &in0) || !numel(n->in[1], &wn) ||
+            w->rank < (blocked ? 2 : 1) || w->dims[0].sym != 0 || w->dims[0].v == 0)
             return false;
-        int64_t per_out = wn / w->dims[0].v; /* Cin/group * kernel (Conv) */
-        if (n->op == IR_OP_CONV) {
-            *flops = smul(smul(out, per_out), 2);
-        } else {
-            *flops = smul(smul(in0, per_out), 2);
-        }
-        return true;
-    }
-    default:
-        break;
-    }
-    if (fl & IR_F_ELEMWISE)
-        return numel(n->out[0], flops);
-    if (fl & (IR_F_REDUCTION | IR_F_NORM) || n->op == IR_OP_MAX_POOL || n->op == IR_OP_AVERAGE_POOL) {
-        if (!numel(n->in[0], &in0))
-            return false;
-        /* Normalizations touch each element a few times; count 4. */
-        *flops = fl & IR_F_NORM ? smul(in0, 4) : in0;
-        if (n->op == IR_OP_MAX_POOL || n->op == IR_OP_AVERAGE_POOL) {
-            const int64_t *k;
-            int nk = ir_attr_ints(n, "kernel_shape", &k);
-            int64_t kk = 1;
-            for (int i = 0; i < nk; i++)
-                kk = smul(kk, k[i]);
-            if (!numel(n->out[0], &out))
+        int64_t chans = w->dims[0].v; /* output channels (ConvTranspose: input channels) */
+        if (blocked) {
+            ir_dim lanes = w->dims[w->rank - 1];
+            if (lanes.sym != 0 || lanes.v == 0)
                 return false;
-            *flops = smul(out, kk);
+            chans = smul(chans, lanes.v);
         }
+        int64_t per = wn / chans;
+        *flops = smul(smul(ir_ops[n->op].flops == IR_FLOP_CONV_TRANSPOSE ? in0 : out, per), 2);
         return true;
     }
-    return true; /* data movement and shape ops: no arithmetic */
+    case IR_FLOP_POOL: {
+        const int64_t *ks;
+        int nk = ir_attr_ints(n, "kernel_shape", &ks);
+        kk = 1;
+        for (int i = 0; i < nk; i++)
+            kk = smul(kk, ks[i]);
+        if (!numel(n->in[0], &in0) || !numel(n->out[0], &out))
+            return false;
+        *flops = smul(out, kk);
+        return true;
+    }
+    case IR_FLOP_ATTENTION:
+        return attention_flops(n, flops);
+    case IR_FLOP_EINSUM:
+        return einsum_flops(n, flops);
+    default:
+        return false;
+    }
 }
 
 int64_t ir_graph_flops(const ir_graph *g, bool *exact)

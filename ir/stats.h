@@ -4,9 +4,10 @@
 
 #include "ir/ir.h"
 
-/* Floating-point operations of one node, from its static types: a
- * multiply-add counts as 2 in contractions; elementwise ops count one per
- * output element; reductions one per input element; data movement 0.
+/* Floating-point operations of one node, from its static types, by the
+ * formula its registry row names (IR_FLOP_*, ir/ops.h): a multiply-add
+ * counts as 2 in contractions; elementwise ops count one per output
+ * element; reductions one per input element; data movement 0.
  * Symbolic dims count as 1 (so the result is per unit of each symbol).
  * Returns false when a needed dim is unknown (then *flops is 0). */
 bool ir_node_flops(const ir_node *n, int64_t *flops);

@@ -46,19 +46,14 @@ static bool candidate(const ir_node *n)
     return true;
 }
 
-/* n may anchor a group whose root has type rt: a contraction or
- * normalization with one output of the root's dtype (a float) and static
- * dims, whose lowering takes the group's elementwise members as its
- * epilogue (codegen: lower_epi). Its inputs stay outside the group. */
+/* n may anchor a group whose root has type rt: an op whose lowering
+ * takes the group's elementwise members as its epilogue (the registry's
+ * IR_F_ANCHOR; codegen: lower_epi) with one output of the root's dtype (a
+ * float) and static dims. Its inputs stay outside the group. */
 static bool anchor_candidate(const ir_node *n, const ir_type *rt)
 {
-    switch (n->op) {
-    case IR_OP_MATMUL: case IR_OP_GEMM: case IR_OP_CONV: case IR_OP_CONV_NCHWC: case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX:
-    case IR_OP_LAYER_NORMALIZATION: case IR_OP_RMS_NORMALIZATION:
-        break;
-    default:
+    if (!(ir_ops[n->op].flags & IR_F_ANCHOR))
         return false;
-    }
     const ir_type *t = &n->out[0]->type;
     if (n->nout != 1 || t->dtype != rt->dtype || !ir_dtype_is_float(t->dtype) || t->rank < 0)
         return false;
@@ -68,10 +63,11 @@ static bool anchor_candidate(const ir_node *n, const ir_type *rt)
     return true;
 }
 
-/* Conv kernels may index their output with the plane's dims (those after
- * the channel dim, [2, hi)) flattened into the last of them: an input from
- * outside the group must then span all of those dims or none. ConvNCHWc's
- * plane is [2, rank - 1): its last dim is the channel block's lanes. */
+/* Conv kernels (IR_F_PLANE_FLAT) may index their output with the plane's
+ * dims (those after the channel dim, [2, hi)) flattened into the last of
+ * them: an input from outside the group must then span all of those dims
+ * or none. On blocked data (IR_F_BLOCKED) the plane is [2, rank - 1): the
+ * last dim is the channel block's lanes. */
 static bool flat_safe(const ir_value *x, const ir_type *rt, int hi)
 {
     const ir_type *t = &x->type;
@@ -101,11 +97,10 @@ static bool same_dims(const ir_type *a, const ir_type *b)
 enum { NORM_READS = 3 };
 
 /* n's lowering computes its data input from a prologue when it is
- * interior (codegen: red_load). */
+ * interior (the registry's IR_F_PROLOGUE; codegen: red_load). */
 static bool prologue_anchor(const ir_node *n)
 {
-    return n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOG_SOFTMAX || n->op == IR_OP_LAYER_NORMALIZATION ||
-           n->op == IR_OP_RMS_NORMALIZATION;
+    return ir_ops[n->op].flags & IR_F_PROLOGUE;
 }
 
 /* v is the data input of normalization a, and no other input of it. */
@@ -119,7 +114,10 @@ static bool prologue_input(const ir_node *a, const ir_value *v)
     return true;
 }
 
-/* n reads the result of a MatMul/Gemm/Conv that nothing else reads. */
+/* n reads the result of a contraction that nothing else reads: an anchor
+ * that takes an epilogue but no prologue, on unblocked data (MatMul, Gemm,
+ * Conv). ConvNCHWc is left out as it always was: counting it moves nodes
+ * between ResNet-50's groups after layout (a change to measure first). */
 static bool feeds_on_contraction(const ir_graph *g, const ir_node *n, const int *at, const int *ustart)
 {
     for (int i = 0; i < n->nin; i++) {
@@ -127,8 +125,8 @@ static bool feeds_on_contraction(const ir_graph *g, const ir_node *n, const int 
         int p = v ? at[v->id] : -1;
         if (p < 0)
             continue;
-        int op = g->nodes[p]->op;
-        if ((op == IR_OP_MATMUL || op == IR_OP_GEMM || op == IR_OP_CONV) && ustart[v->id + 1] - ustart[v->id] == 1)
+        unsigned fl = ir_ops[g->nodes[p]->op].flags;
+        if ((fl & IR_F_ANCHOR) && !(fl & (IR_F_PROLOGUE | IR_F_BLOCKED)) && ustart[v->id + 1] - ustart[v->id] == 1)
             return true;
     }
     return false;
@@ -285,8 +283,8 @@ int pass_fuse(pass_ctx *c)
         }
         /* a Conv anchor leaves again when an outside input of the others
          * breaks its kernel's indexing (it is never the root) */
-        int plane_hi = anchor < 0 ? 0 : g->nodes[anchor]->op == IR_OP_CONV ? rt->rank
-                     : g->nodes[anchor]->op == IR_OP_CONV_NCHWC ? rt->rank - 1 : 0;
+        unsigned afl = anchor < 0 ? 0 : ir_ops[g->nodes[anchor]->op].flags;
+        int plane_hi = !(afl & IR_F_PLANE_FLAT) ? 0 : afl & IR_F_BLOCKED ? rt->rank - 1 : rt->rank;
         for (int m = 0; plane_hi > 0 && anchor >= 0 && m < size; m++) {
             const ir_node *mn = g->nodes[members[m]];
             for (int i = 0; anchor >= 0 && mn != g->nodes[anchor] && i < mn->nin; i++) {

@@ -896,7 +896,6 @@ done:
     return rc;
 }
 
-/* Markdown table of the registry: docs/ops.md. */
 static double now_s(void)
 {
     struct timespec ts;
@@ -1036,13 +1035,20 @@ done:
     return rc;
 }
 
+/* Markdown table of the registry: docs/ops.md. */
 static int cmd_ops_doc(void)
 {
     printf("# Operators\n\n"
            "Generated from `ir/ops.def` by `icc --ops-doc`; do not edit by hand.\n"
            "Semantics follow the newest ONNX opset; the frontend rewrites older opsets.\n\n"
-           "| op | inputs | outputs | input dtypes | attributes (default) | semantics |\n"
-           "| --- | --- | --- | --- | --- | --- |\n");
+           "Lowering: the codegen family that compiles the op (codegen/lower/). Fusion: elementwise ops\n"
+           "join fused groups; an anchor's kernel computes the group's elementwise members after it (its\n"
+           "epilogue), and one that takes a prologue those before its data input. Symbolic dims: compiled\n"
+           "with them as they are, or per batch item when dim 0 is the only symbolic dim (\"axis > 0\": when\n"
+           "it works along another axis); otherwise the dims must be pinned. FLOPs: what `icc info` counts.\n\n"
+           "| op | inputs | outputs | input dtypes | attributes (default) | lowering | fusion | symbolic dims "
+           "| FLOPs | semantics |\n"
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int op = 0; op < IR_OP_COUNT; op++) {
         const ir_op_info *o = &ir_ops[op];
         char in[32], out[32], attrs[1024] = "";
@@ -1056,7 +1062,16 @@ static int cmd_ops_doc(void)
             snprintf(attrs + strlen(attrs), sizeof attrs - strlen(attrs), "%s`%s`: %s%s%s%s%s",
                      i ? "<br>" : "", s->name, kinds[s->kind], s->required ? " (required)" : "",
                      s->has_def ? " (" : "", s->has_def ? s->def : "", s->has_def ? ")" : "");
-        printf("| %s | %s | %s | %s | %s | %s |\n", o->name, in, out, o->types, attrs, o->doc);
+        unsigned fl = o->flags;
+        const char *fusion = fl & IR_F_ELEMWISE ? "elementwise"
+                           : fl & IR_F_PROLOGUE ? "anchor, prologue"
+                           : fl & IR_F_ANCHOR ? "anchor" : "";
+        const char *dims = fl & IR_F_SYMBOLIC ? "as they are"
+                         : fl & IR_F_BATCH ? "per batch item"
+                         : fl & IR_F_BATCH_AXIS ? "per batch item (axis > 0)" : "";
+        printf("| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", o->name,
+               fl & IR_F_INTERNAL ? " (internal)" : "", in, out, o->types, attrs, ir_family_name(o->family),
+               fusion, dims, ir_flop_name(o->flops), o->doc);
     }
     printf("\n%d ops.\n", IR_OP_COUNT);
     return 0;

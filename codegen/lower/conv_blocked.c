@@ -98,7 +98,7 @@ static bool bconv_geom(const ir_node *n, bconv *g)
     return true;
 }
 
-bool cg_can_lower_blocked(const ir_node *n)
+bool cg_can_lower_conv_blocked(const ir_node *n)
 {
     bconv g;
     return n->op == IR_OP_CONV_NCHWC && bconv_geom(n, &g);
@@ -225,7 +225,7 @@ static int tile_rows(int64_t m, int most)
 }
 
 
-int lower_blocked(lctx *c)
+int lower_conv_blocked(lctx *c)
 {
     bctile u;
     if (!bconv_geom(c->n, &u.g))

@@ -7,14 +7,16 @@
  * data movement (movement.c, gather_scatter.c), convolution and pooling
  * (conv.c, conv_blocked.c), Resize and GridSample (resample.c), Einsum
  * and TopK (einsum_topk.c), Unique (unique.c) and Attention
- * (attention.c). Each family has a
- * `can` predicate (op, dtypes and attributes it handles) and a builder
- * that fills c->k's body.
+ * (attention.c). Which family lowers an op is its registry row's
+ * family column (IR_FAM_*, ir/ops.def). Each family has a `can`
+ * predicate (the dtypes and attributes it handles) and a builder that
+ * fills c->k's body.
  */
 #ifndef ICC_CG_LOWER_INTERNAL_H
 #define ICC_CG_LOWER_INTERNAL_H
 
 #include "codegen/lower.h"
+#include "ir/ops.h"
 
 #define LOWER_MAX_IO 64
 
@@ -121,13 +123,20 @@ bool lw_interior(const ir_node *reader, const ir_value *v);
 kir_expr *lw_fused_value(lctx *c, const ir_value *v, kir_expr *const *idx);
 bool lw_shapes_known(const ir_node *n);
 
+/* Family f's predicate on n, as cg_can_lower asks it for an op of that
+ * family (false for IR_FAM_NONE). Asking it about an op of another
+ * family is for the registry's tests: it must say no. */
+bool lw_family_accepts(ir_family f, const ir_node *n);
+
 /* The families. Each can_* sees a node whose operand and output shapes
  * are known (cg_can_lower checks that first); each lower_* returns 0, or
  * -1 on out of memory or a malformed node. */
-bool cg_can_lower_nn(const ir_node *n);
-int lower_nn(lctx *c);
+bool cg_can_lower_matmul(const ir_node *n);
+int lower_matmul(lctx *c);
 bool cg_can_lower_reduce(const ir_node *n);
 int lower_reduce(lctx *c);
+bool cg_can_lower_norm(const ir_node *n);
+int lower_norm(lctx *c);
 bool cg_can_lower_movement(const ir_node *n);
 int lower_movement(lctx *c);
 bool cg_can_lower_conv(const ir_node *n);
@@ -136,7 +145,7 @@ bool cg_can_lower_misc(const ir_node *n);
 int lower_misc(lctx *c);
 bool cg_can_lower_attention(const ir_node *n);
 int lower_attention(lctx *c);
-bool cg_can_lower_blocked(const ir_node *n);
-int lower_blocked(lctx *c);
+bool cg_can_lower_conv_blocked(const ir_node *n);
+int lower_conv_blocked(lctx *c);
 
 #endif

@@ -1,10 +1,11 @@
 /* lower.c - graph nodes to kernels: the common setup (each node's or
- * fused group's buffers, the family that lowers it, the verifier run on
- * the result) and fused groups: a group is lowered at its root, the
- * values inside it computed where they are read (elementwise members'
- * formulas, elementwise.c), and an anchor's final values run through
- * the group's epilogue (lower_epi) or a normalization reads its data
- * through the group's prologue (lower_in). docs/fusion.md.
+ * fused group's buffers, the family that lowers it -- the one its
+ * registry row names -- the verifier run on the result) and fused
+ * groups: a group is lowered at its root, the values inside it computed
+ * where they are read (elementwise members' formulas, elementwise.c),
+ * and an anchor's final values run through the group's epilogue
+ * (lower_epi) or a normalization reads its data through the group's
+ * prologue (lower_in). docs/fusion.md.
  */
 #include "codegen/lower.h"
 #include "ir/ops.h"
@@ -152,48 +153,54 @@ bool lw_shapes_known(const ir_node *n)
     return true;
 }
 
-typedef enum { FAM_NONE, FAM_NN, FAM_REDUCE, FAM_MOVEMENT, FAM_CONV, FAM_MISC, FAM_ATTENTION, FAM_BLOCKED } lower_family;
+static int lower_elementwise(lctx *c);
 
-/* The family that lowers a non-elementwise node. */
-static lower_family family(const ir_node *n)
+/* Each family's predicate (op, dtypes, attributes) and builder, by the
+ * family the registry gives the op (ir/ops.def). */
+static const struct {
+    bool (*can)(const ir_node *n);
+    int (*lower)(lctx *c);
+} families[IR_FAM_COUNT] = {
+    [IR_FAM_ELEMENTWISE] = {lw_can_elementwise, lower_elementwise},
+    [IR_FAM_CONTRACTION] = {cg_can_lower_matmul, lower_matmul},
+    [IR_FAM_REDUCE] = {cg_can_lower_reduce, lower_reduce},
+    [IR_FAM_NORM] = {cg_can_lower_norm, lower_norm},
+    [IR_FAM_MOVEMENT] = {cg_can_lower_movement, lower_movement},
+    [IR_FAM_CONV] = {cg_can_lower_conv, lower_conv},
+    [IR_FAM_MISC] = {cg_can_lower_misc, lower_misc},
+    [IR_FAM_ATTENTION] = {cg_can_lower_attention, lower_attention},
+    [IR_FAM_BLOCKED] = {cg_can_lower_conv_blocked, lower_conv_blocked},
+};
+
+bool lw_family_accepts(ir_family f, const ir_node *n)
 {
-    if (!lw_shapes_known(n))
-        return FAM_NONE;
-    if (cg_can_lower_nn(n))
-        return FAM_NN;
-    if (cg_can_lower_reduce(n))
-        return FAM_REDUCE;
-    if (cg_can_lower_movement(n))
-        return FAM_MOVEMENT;
-    if (cg_can_lower_conv(n))
-        return FAM_CONV;
-    if (cg_can_lower_misc(n))
-        return FAM_MISC;
-    if (cg_can_lower_attention(n))
-        return FAM_ATTENTION;
-    if (cg_can_lower_blocked(n))
-        return FAM_BLOCKED;
-    return FAM_NONE;
+    if ((unsigned)f >= IR_FAM_COUNT || !families[f].can)
+        return false;
+    if (f != IR_FAM_ELEMENTWISE && !lw_shapes_known(n))
+        return false;
+    return families[f].can(n);
 }
 
-/* Normalizations read their data input through red_load, which computes
- * it when a member of the group produces it (a prologue). */
-static bool takes_prologue(const ir_node *a)
+/* The family that lowers n: its op's, if that family's predicate takes
+ * n; else IR_FAM_NONE. */
+static ir_family family(const ir_node *n)
 {
-    return a->op == IR_OP_SOFTMAX || a->op == IR_OP_LOG_SOFTMAX || a->op == IR_OP_LAYER_NORMALIZATION ||
-           a->op == IR_OP_RMS_NORMALIZATION;
+    ir_family f = ir_ops[n->op].family;
+    return lw_family_accepts(f, n) ? f : IR_FAM_NONE;
 }
 
 /* anchor may be the kernel of the group rooted at root: the only
- * non-elementwise member, one output of the root's type, its inputs from
- * outside the group but a normalization's data input, lowered by a
- * family whose final stores go through lower_epi. */
+ * non-elementwise member, an op whose lowering takes an epilogue (the
+ * registry's IR_F_ANCHOR), one output of the root's type, its inputs from
+ * outside the group but the data input of an anchor that takes a
+ * prologue (IR_F_PROLOGUE). */
 static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int budget)
 {
-    if (count != 1 || budget < 0 || anchor->nout != 1)
+    unsigned fl = ir_ops[anchor->op].flags;
+    if (count != 1 || budget < 0 || anchor->nout != 1 || !(fl & IR_F_ANCHOR))
         return false;
     for (int i = 0; i < anchor->nin; i++)
-        if (lw_interior(anchor, anchor->in[i]) && (i > 0 || !takes_prologue(anchor)))
+        if (lw_interior(anchor, anchor->in[i]) && (i > 0 || !(fl & IR_F_PROLOGUE)))
             return false;
     const ir_type *a = &anchor->out[0]->type, *r = &root->out[0]->type;
     if (a->dtype != r->dtype || a->rank != r->rank)
@@ -201,8 +208,7 @@ static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int
     for (int d = 0; d < a->rank; d++)
         if (!ir_dim_eq(a->dims[d], r->dims[d]))
             return false;
-    lower_family f = family(anchor);
-    return f == FAM_NN || f == FAM_REDUCE || f == FAM_CONV || f == FAM_BLOCKED;
+    return family(anchor) != IR_FAM_NONE;
 }
 
 kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx)
@@ -210,9 +216,30 @@ kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx)
     return c->buf[i] >= 0 ? kir_load(c->k, c->buf[i], idx) : lw_fused_value(c, c->n->in[i], idx);
 }
 
+/* The loop nest over the output: the parallel loop over the leading dims
+ * flattened until there is work for every thread (a batch of one would
+ * leave them idle), the innermost vectorized; the node's formula stored
+ * at each index. */
+static int lower_elementwise(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_type *ot = &c->n->out[0]->type;
+    kir_expr *idx[IR_MAX_RANK];
+    kir_block *body = mv_nest(c, &k->body, ot, true, c->orank > 0, idx);
+    if (!body)
+        return -1;
+    c->at = idx;
+    kir_expr *v = lw_formula(c);
+    if (!v)
+        return -1;
+    if (v->dtype != ot->dtype)
+        v = kir_op1(k, KIR_CAST, ot->dtype, v);
+    return kir_store(k, body, c->out, idx, v) ? 0 : -1;
+}
+
 bool cg_can_lower(const ir_node *n)
 {
-    return lw_can_elementwise(n) || family(n) != FAM_NONE;
+    return family(n) != IR_FAM_NONE;
 }
 
 int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, const cg_schedule *s,
@@ -282,44 +309,14 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
         if (rc < 0)
             goto oom;
     }
-    if (!lw_can_elementwise(n)) {
-        int rc;
-        switch (family(n)) {
-        case FAM_NN: rc = lower_nn(&c); break;
-        case FAM_REDUCE: rc = lower_reduce(&c); break;
-        case FAM_MOVEMENT: rc = lower_movement(&c); break;
-        case FAM_CONV: rc = lower_conv(&c); break;
-        case FAM_MISC: rc = lower_misc(&c); break;
-        case FAM_ATTENTION: rc = lower_attention(&c); break;
-        case FAM_BLOCKED: rc = lower_blocked(&c); break;
-        default: rc = -1;
-        }
-        if (rc < 0)
-            goto oom;
-        if (c.epi_root && !c.epi_used) {
-            kir_kernel_destroy(k);
-            return ir_node_errorf(d, root, "fused group %d cannot be compiled as one kernel: the lowering of "
-                                  "'%s' (%s) takes no epilogue", root->group, anchor->name, ir_ops[anchor->op].name);
-        }
-        goto verify;
+    ir_family f = family(n);
+    if (f == IR_FAM_NONE || families[f].lower(&c) < 0)
+        goto oom;
+    if (c.epi_root && !c.epi_used) {
+        kir_kernel_destroy(k);
+        return ir_node_errorf(d, root, "fused group %d cannot be compiled as one kernel: the lowering of "
+                              "'%s' (%s) takes no epilogue", root->group, anchor->name, ir_ops[anchor->op].name);
     }
-
-    /* The loop nest over the output: the parallel loop over the leading
-     * dims flattened until there is work for every thread (a batch of one
-     * would leave them idle), the innermost vectorized. */
-    kir_expr *idx[IR_MAX_RANK];
-    kir_block *body = mv_nest(&c, &k->body, &ov->type, true, c.orank > 0, idx);
-    if (!body)
-        goto oom;
-    c.at = idx;
-    kir_expr *v = lw_formula(&c);
-    if (!v)
-        goto oom;
-    if (v->dtype != ov->type.dtype)
-        v = kir_op1(k, KIR_CAST, ov->type.dtype, v);
-    if (!kir_store(k, body, c.out, idx, v))
-        goto oom;
-verify:
     if (kir_verify(k, d) < 0) {
         char m[sizeof d->msg];
         memcpy(m, d->msg, sizeof m);

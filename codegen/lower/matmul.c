@@ -23,7 +23,7 @@
 #include "ir/ops.h"
 
 
-bool cg_can_lower_nn(const ir_node *n)
+bool cg_can_lower_matmul(const ir_node *n)
 {
     const ir_type *x = &n->in[0]->type;
     switch (n->op) {
@@ -310,7 +310,7 @@ static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
     return 0;
 }
 
-int lower_nn(lctx *c)
+int lower_matmul(lctx *c)
 {
     mm_geo g;
     geo_init(c, &g);

@@ -534,6 +534,8 @@ static bool bcasts(const ir_node *n, int i, const ir_type *x)
 
 bool cg_can_lower_norm(const ir_node *n)
 {
+    if (n->nin < 1 || !n->in[0])
+        return false;
     const ir_type *x = &n->in[0]->type;
     int r = x->rank, axis;
     if (!ir_dtype_is_float(x->dtype) || r < 0 || n->out[0]->type.dtype != x->dtype)

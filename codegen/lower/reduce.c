@@ -650,7 +650,7 @@ bool cg_can_lower_reduce(const ir_node *n)
         return n->nout == 1 && num && n->out[0]->type.dtype == xt && cum_axis(n, &axis);
     }
     default:
-        return cg_can_lower_norm(n);
+        return false;
     }
 }
 
@@ -662,6 +662,6 @@ int lower_reduce(lctx *c)
     switch (op) {
     case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: return lower_arg(c);
     case IR_OP_CUM_SUM: case IR_OP_CUM_PROD: return lower_cum(c);
-    default: return lower_norm(c);
+    default: return -1;
     }
 }

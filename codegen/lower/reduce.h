@@ -55,8 +55,4 @@ kir_expr *red_const(lctx *c, ir_dtype dt, double v);
 /* The vector width, in elements of dt, of a KIR_VECTOR loop. */
 int red_width(lctx *c, ir_dtype dt);
 
-/* The normalizations and the softmax family (norm.c). */
-bool cg_can_lower_norm(const ir_node *n);
-int lower_norm(lctx *c);
-
 #endif
