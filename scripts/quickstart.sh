@@ -8,7 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build >/dev/null
-cmake --build build -j"$(nproc)" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^-- ' || true
+# the build's output less its progress lines; a failed build stops here
+# (a build folder left from before would otherwise run stale binaries)
+rc=0
+cmake --build build -j"$(nproc)" > build/build.log 2>&1 || rc=$?
+grep -vE '^\[ *[0-9]+%\]|^-- ' build/build.log || true
+if [ "$rc" -ne 0 ]; then
+  echo "== build failed (exit $rc): full log in build/build.log" >&2
+  exit "$rc"
+fi
 M=examples/digits
 echo "== icc info $M/digits.onnx"
 build/icc info $M/digits.onnx

@@ -9,7 +9,17 @@
 #      through compiled code; `cmake --install` and the examples built
 #      against the installed package
 #   4. all of the above again in an AddressSanitizer + UBSan build
-#   5. the libFuzzer targets, 60 s each (ICC_FUZZ_SECONDS to change)
+#   5. the libFuzzer targets, 60 s each (ICC_FUZZ_SECONDS to change); a
+#      target the build lacks fails the run
+# What makes a conformance run fail: an unexpected failure; a known failure
+# (tests/conformance/known_failures.txt) that now passes, or crashes, times
+# out or trips a sanitizer (LeakSanitizer included: each forked test checks
+# its leaks); a node test that skips but is not in its mode's expected-skips
+# file (tests/conformance/skips/: interp.txt for the interpreter at -O2 and
+# -O3, compiled-O0/O2/O3.txt), or one listed there that no longer skips
+# (scripts/update-skips.sh rewrites them); any skip in a model run (light
+# models, the BERT layer: --no-skips); fewer passes than the --min-pass floor.
+# A failed build stops the run (no stale binaries are tested).
 # Usage: scripts/test.sh [--quick]   (--quick: stages 1-3 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,16 +36,25 @@ MIN_PASS=600
 # other 2 (f16 Attention) are skipped by name).
 MIN_PASS_COMPILED=1120
 
-# build DIR [cmake args...]
+# build DIR [cmake args...]: configures and builds; the build's output,
+# less its progress lines, is shown; a failed build stops the run.
 build() {
   local dir=$1; shift
   echo "== build $dir"
   cmake -S "$ROOT" -B "$dir" -DICC_WERROR=ON "$@" >/dev/null
-  cmake --build "$dir" -j"$JOBS" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^-- ' || true
+  local rc=0
+  cmake --build "$dir" -j"$JOBS" > "$dir/build.log" 2>&1 || rc=$?
+  grep -vE '^\[ *[0-9]+%\]|^-- ' "$dir/build.log" || true
+  if [ "$rc" -ne 0 ]; then
+    echo "== build $dir failed (exit $rc): full log in $dir/build.log" >&2
+    exit "$rc"
+  fi
   test -x "$dir/icc"
 }
 
 LIGHT_DATA=$(dirname "$NODE_DATA")/light
+KNOWN=tests/conformance/known_failures.txt
+SKIPS=tests/conformance/skips
 # A BERT-base-shaped encoder layer, with ONNX Runtime's output as the oracle.
 BERT_DIR=$(mktemp -d)
 trap 'rm -rf "$BERT_DIR"' EXIT
@@ -49,21 +68,21 @@ suite() {
   (cd "$dir" && ctest --output-on-failure -j"$JOBS")
   echo "== conformance ($dir)"
   "$dir/tests/icc-conformance" --data "$NODE_DATA" \
-      --known tests/conformance/known_failures.txt --min-pass "$MIN_PASS"
+      --known "$KNOWN" --expect-skips "$SKIPS/interp.txt" --min-pass "$MIN_PASS"
   # The same tests with the -O3 pipeline run on every model first: passes
   # must not change results.
   echo "== conformance at -O3 ($dir)"
   "$dir/tests/icc-conformance" --data "$NODE_DATA" -O3 \
-      --known tests/conformance/known_failures.txt --min-pass "$MIN_PASS"
+      --known "$KNOWN" --expect-skips "$SKIPS/interp.txt" --min-pass "$MIN_PASS"
   echo "== models ($dir)"
-  "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 \
+  "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 --no-skips \
       ${models:+--filter "$models"}
   echo "== models at -O3 ($dir)"
-  "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 -O3 \
+  "$dir/tests/icc-conformance" --models "$LIGHT_DATA" --rtol 1e-3 --atol 1e-5 -O3 --no-skips \
       ${models:+--filter "$models"}
   echo "== BERT-base layer vs ONNX Runtime, -O0 and -O3 ($dir)"
-  "$dir/tests/icc-conformance" --models "$BERT_DIR" --rtol 1e-3 --atol 1e-5
-  "$dir/tests/icc-conformance" --models "$BERT_DIR" --rtol 1e-3 --atol 1e-5 -O3
+  "$dir/tests/icc-conformance" --models "$BERT_DIR" --rtol 1e-3 --atol 1e-5 --no-skips
+  "$dir/tests/icc-conformance" --models "$BERT_DIR" --rtol 1e-3 --atol 1e-5 -O3 --no-skips
   echo "== command line ($dir)"
   tests/cli/run.sh "$dir/icc"
   if [ -x tests/bad/run.sh ]; then
@@ -75,22 +94,23 @@ suite() {
 build build
 suite build
 # Compiled code against the same data (models with ops not compiled yet
-# are skipped, naming them; any other failure fails the run).
+# are skipped, naming them: exactly those in the mode's skips file; any
+# other failure fails the run).
 echo "== conformance, compiled to .so through LLVM (build)"
-build/tests/icc-conformance --data "$NODE_DATA" --compiled --known tests/conformance/known_failures.txt \
-    --min-pass "$MIN_PASS_COMPILED"
+build/tests/icc-conformance --data "$NODE_DATA" --compiled --known "$KNOWN" \
+    --expect-skips "$SKIPS/compiled-O2.txt" --min-pass "$MIN_PASS_COMPILED"
 echo "== light models, compiled (build)"
-build/tests/icc-conformance --models "$LIGHT_DATA" --compiled --rtol 1e-3 --atol 1e-5
+build/tests/icc-conformance --models "$LIGHT_DATA" --compiled --rtol 1e-3 --atol 1e-5 --no-skips
 # -O3 adds the layout pass (blocked convolutions): the same results compiled
 echo "== conformance, light models and the BERT layer, compiled at -O3 (build)"
-build/tests/icc-conformance --data "$NODE_DATA" --compiled -O3 --known tests/conformance/known_failures.txt \
-    --min-pass "$MIN_PASS_COMPILED"
-build/tests/icc-conformance --models "$LIGHT_DATA" --compiled -O3 --rtol 1e-3 --atol 1e-5
-build/tests/icc-conformance --models "$BERT_DIR" --compiled -O3 --rtol 1e-3 --atol 1e-5
+build/tests/icc-conformance --data "$NODE_DATA" --compiled -O3 --known "$KNOWN" \
+    --expect-skips "$SKIPS/compiled-O3.txt" --min-pass "$MIN_PASS_COMPILED"
+build/tests/icc-conformance --models "$LIGHT_DATA" --compiled -O3 --rtol 1e-3 --atol 1e-5 --no-skips
+build/tests/icc-conformance --models "$BERT_DIR" --compiled -O3 --rtol 1e-3 --atol 1e-5 --no-skips
 # and at -O0 (no folding: shape computations stay, so more tests skip by name)
 echo "== conformance, compiled at -O0 (build)"
-build/tests/icc-conformance --data "$NODE_DATA" --compiled -O0 --known tests/conformance/known_failures.txt \
-    --min-pass 1000
+build/tests/icc-conformance --data "$NODE_DATA" --compiled -O0 --known "$KNOWN" \
+    --expect-skips "$SKIPS/compiled-O0.txt" --min-pass 1000
 echo "== light models, compiled, vs ONNX Runtime (build)"
 python3 tests/models/compiled_vs_ort.py build/icc
 echo "== a symbolic batch through compiled code, vs ONNX Runtime (build)"

@@ -13,11 +13,28 @@
  * its shape-deciding integer inputs (Reshape's shape, Reduce's axes...)
  * bound to the data set's values, the way `icc --bind` freezes them.
  *
- * A test is skipped only when its model uses an op icc does not implement.
- * Every other problem is a failure. Failures listed in the known-failures
- * file (one "test_name  reason" per line) are still counted as failed, but
- * do not make the exit status non-zero; a listed test that passes does,
- * so the list only shrinks. Closing line: "N passed, N failed, N skipped".
+ * A test is skipped only when its model uses an op icc does not implement
+ * (or, compiled, one codegen does not compile yet). Every other problem is
+ * a failure. Failures listed in the known-failures file (one "test_name
+ * reason" per line) are still counted as failed, but do not make the exit
+ * status non-zero; a listed test that passes does, so the list only
+ * shrinks. The file excuses only ordinary failures (a wrong result, a
+ * refused model): a test whose child dies on a signal, times out, exits
+ * with a non-zero status (how ASan and UBSan end it) or leaks is an
+ * unexpected failure even when it is listed.
+ *
+ * Skips are checked the same way, so that an op family that stops loading
+ * or compiling cannot pass as "skipped": with --expect-skips FILE (same
+ * format; tests/conformance/skips/ has one per mode) the run fails on a
+ * test that skips but is not listed, and on a listed test that no longer
+ * skips (passes or fails now) or does not exist; --no-skips is the same
+ * with an empty list. With --filter only the selected tests are checked.
+ * --write-skips FILE writes the run's skips in that format
+ * (scripts/update-skips.sh rewrites the committed files).
+ *
+ * Built with AddressSanitizer, each child runs LeakSanitizer's check on
+ * what its test left before it reports (its _exit skips the atexit check).
+ * Closing line: "N passed, N failed, N skipped".
  */
 #include <dirent.h>
 #include <math.h>
@@ -37,7 +54,21 @@
 #include "codegen/llvm/model.h"
 #include "icc/runtime.h"
 
-enum { R_PASS = 0, R_FAIL = 1, R_SKIP = 2 };
+#if defined(__SANITIZE_ADDRESS__)
+#define CONF_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CONF_LSAN 1
+#endif
+#endif
+#ifdef CONF_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
+/* R_CRASH: the test's child ended abnormally (signal, timeout, non-zero
+ * exit, a leak). It counts as failed, and the known-failures file does
+ * not excuse it: a known wrong result that turns into a crash is news. */
+enum { R_PASS = 0, R_FAIL = 1, R_SKIP = 2, R_CRASH = 3 };
 
 typedef struct {
     const char *data_dir;
@@ -45,6 +76,9 @@ typedef struct {
     const char *filters[64];
     int nfilters;
     const char *known_path;
+    const char *expect_skips_path; /* tests expected to skip, or NULL */
+    bool no_skips;               /* expect no skips at all */
+    const char *write_skips_path;  /* write the run's skips here, or NULL */
     bool verbose, no_roundtrip;
     double rtol, atol;
     int timeout;
@@ -638,6 +672,14 @@ static int run_isolated(const char *dir, const options *o, char *why, size_t why
         char buf[2048] = "";
         int rc = o->models_dir ? run_model_test(dir, o, buf, sizeof buf)
                                : run_test(dir, o, buf, sizeof buf);
+#ifdef CONF_LSAN
+        /* the test has freed what it made: anything unreachable now is its
+         * leak (the report, with stacks, goes to stderr) */
+        if (__lsan_do_recoverable_leak_check()) {
+            rc = R_CRASH;
+            snprintf(buf, sizeof buf, "leaked memory (LeakSanitizer's report is on stderr)");
+        }
+#endif
         char msg[2100];
         int n = snprintf(msg, sizeof msg, "%d %s", rc, buf);
         if (write(fds[1], msg, (size_t)n) < 0)
@@ -657,13 +699,20 @@ static int run_isolated(const char *dir, const options *o, char *why, size_t why
     if (WIFSIGNALED(status)) {
         snprintf(why, whylen, WTERMSIG(status) == SIGALRM ? "timed out after %d s" : "crashed (signal %d)",
                  WTERMSIG(status) == SIGALRM ? o->timeout : WTERMSIG(status));
-        return R_FAIL;
+        return R_CRASH;
     }
+    /* the child reports and then exits 0; any other status is an early
+     * exit: a sanitizer's report (on stderr), exit() or a failed write */
     if (got < 1 || WEXITSTATUS(status) != 0) {
-        snprintf(why, whylen, "child exited with status %d", WEXITSTATUS(status));
-        return R_FAIL;
+        snprintf(why, whylen, "child exited with status %d (a sanitizer report on stderr?)",
+                 WEXITSTATUS(status));
+        return R_CRASH;
     }
     int rc = buf[0] - '0';
+    if (rc < R_PASS || rc > R_CRASH || (got > 1 && buf[1] != ' ')) {
+        snprintf(why, whylen, "child sent a malformed result");
+        return R_CRASH;
+    }
     snprintf(why, whylen, "%s", got > 2 ? buf + 2 : "");
     return rc;
 }
@@ -679,7 +728,13 @@ static void usage(FILE *f)
             "                      (the onnx package's light models), fed the inputs ONNX's\n"
             "                      runner feeds them: arange(n)/n in f32, symbolic dims = 1\n"
             "  --filter S[,S...]   only tests whose name contains one of the substrings\n"
-            "  --known FILE        known failures (\"test_name reason\" per line)\n"
+            "  --known FILE        known failures (\"test_name reason\" per line); they do\n"
+            "                      not fail the run unless they crash, time out or leak\n"
+            "  --expect-skips FILE the tests expected to skip (same format): fail on a\n"
+            "                      skip not listed, and on a listed test that does not skip\n"
+            "  --no-skips          fail on any skip (--expect-skips with an empty list)\n"
+            "  --write-skips FILE  write this run's skips to FILE in that format (a whole\n"
+            "                      run only: not with --filter)\n"
             "  --rtol X --atol X   float tolerance (default 1e-3, 1e-7)\n"
             "  --timeout S         seconds per test (default 120)\n"
             "  --min-pass N        fail unless at least N tests pass\n"
@@ -720,6 +775,14 @@ int main(int argc, char **argv)
         } else if (v && !strcmp(a, "--known")) {
             o.known_path = v;
             i++;
+        } else if (v && !strcmp(a, "--expect-skips")) {
+            o.expect_skips_path = v;
+            i++;
+        } else if (!strcmp(a, "--no-skips")) {
+            o.no_skips = true;
+        } else if (v && !strcmp(a, "--write-skips")) {
+            o.write_skips_path = v;
+            i++;
         } else if (v && !strcmp(a, "--rtol")) {
             o.rtol = atof(v);
             i++;
@@ -757,10 +820,35 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    const char *root = o.models_dir ? o.models_dir : o.data_dir;
-    known_list known;
-    if (load_known(o.known_path, &known) < 0)
+    if (o.write_skips_path && o.nfilters) {
+        fprintf(stderr, "icc-conformance: --write-skips writes a whole run's skips: not with --filter\n");
         return 2;
+    }
+    if (o.no_skips && o.expect_skips_path) {
+        fprintf(stderr, "icc-conformance: --no-skips and --expect-skips: one or the other\n");
+        return 2;
+    }
+    const char *root = o.models_dir ? o.models_dir : o.data_dir;
+    known_list known, skips;
+    bool check_skips = o.expect_skips_path || o.no_skips;
+    const char *skips_name = o.expect_skips_path ? o.expect_skips_path : "--no-skips";
+    if (load_known(o.known_path, &known) < 0 || load_known(o.expect_skips_path, &skips) < 0)
+        return 2;
+    FILE *wskips = NULL;
+    if (o.write_skips_path && !(wskips = fopen(o.write_skips_path, "w"))) {
+        fprintf(stderr, "icc-conformance: cannot write %s\n", o.write_skips_path);
+        return 2;
+    }
+    if (wskips)
+        fprintf(wskips,
+                "# Node tests that skip through icc-conformance, %s, pipeline:\n"
+                "#   %s\n"
+                "# each with the reason it gave: an op the frontend does not know, or (compiled)\n"
+                "# one codegen does not compile yet. Given as --expect-skips, the run fails on a\n"
+                "# skip not listed here and on a listed test that no longer skips. Remove a test\n"
+                "# when it starts to run; add one only when it is new, never to hide a regression.\n"
+                "# Written by --write-skips; scripts/update-skips.sh rewrites all of them.\n",
+                o.compiled ? "compiled" : "interpreted", o.passes ? o.passes : "(none)");
     DIR *dd = opendir(root);
     if (!dd) {
         fprintf(stderr, "icc-conformance: cannot open %s\n", root);
@@ -780,11 +868,29 @@ int main(int argc, char **argv)
     qsort(tests, (size_t)ntests, sizeof(char *), cmp_str);
 
     int passed = 0, failed = 0, skipped = 0, unexpected = 0, fixed = 0, known_failed = 0;
+    int new_skips = 0, unskipped = 0, stale = 0;
+    bool *seen = calloc((size_t)skips.n + 1, sizeof *seen);
+    char **news = calloc((size_t)ntests + 1, sizeof *news), **unsk = calloc((size_t)ntests + 1, sizeof *unsk);
     for (int i = 0; i < ntests; i++) {
         char dir[4096], why[2048] = "";
         snprintf(dir, sizeof dir, "%s/%s", root, tests[i]);
         int rc = run_isolated(dir, &o, why, sizeof why);
-        int k = known_index(&known, tests[i]);
+        int k = known_index(&known, tests[i]), s = known_index(&skips, tests[i]);
+        if (s >= 0) {
+            seen[s] = true;
+            if (rc != R_SKIP)
+                unsk[unskipped++] = tests[i];
+        } else if (rc == R_SKIP && check_skips) {
+            news[new_skips++] = tests[i];
+        }
+        if (rc == R_SKIP && wskips) {
+            /* the reason without this machine's path to the model */
+            const char *r = why;
+            size_t nd = strlen(dir);
+            if (!strncmp(r, dir, nd) && strstr(r, ": "))
+                r = strstr(r, ": ") + 2;
+            fprintf(wskips, "%s  %.160s\n", tests[i], r);
+        }
         if (rc == R_PASS) {
             passed++;
             if (k >= 0) {
@@ -795,7 +901,12 @@ int main(int argc, char **argv)
             }
         } else if (rc == R_SKIP) {
             skipped++;
-            printf("SKIP %s: %s\n", tests[i], why);
+            printf("SKIP %s: %s%s\n", tests[i], why, check_skips && s < 0 ? " [not an expected skip]" : "");
+        } else if (rc == R_CRASH) {
+            failed++;
+            unexpected++;
+            printf("FAIL %s: %s%s\n", tests[i], why,
+                   k >= 0 ? " [listed as a known failure, but only an ordinary failure is excused]" : "");
         } else {
             failed++;
             if (k >= 0) {
@@ -806,7 +917,33 @@ int main(int argc, char **argv)
                 printf("FAIL %s: %s\n", tests[i], why);
             }
         }
+        if (s >= 0 && rc != R_SKIP)
+            printf("     %s: listed as an expected skip, but it %s now\n", tests[i],
+                   rc == R_PASS ? "passes" : "runs (and fails)");
         fflush(stdout);
+    }
+    if (wskips && fclose(wskips) != 0) {
+        fprintf(stderr, "icc-conformance: writing %s failed\n", o.write_skips_path);
+        unexpected++;
+    }
+    for (int i = 0; i < skips.n; i++)
+        if (!seen[i] && matches(&o, skips.names[i])) {
+            if (!stale++)
+                printf("expected skips (%s): listed, but no such test in %s:\n", skips_name, root);
+            printf("  %s\n", skips.names[i]);
+        }
+    if (new_skips) {
+        printf("expected skips (%s): %d test%s skipped that %s not listed (newly skipped):\n", skips_name,
+               new_skips, new_skips == 1 ? "" : "s", new_skips == 1 ? "is" : "are");
+        for (int i = 0; i < new_skips; i++)
+            printf("  %s\n", news[i]);
+    }
+    if (unskipped) {
+        printf("expected skips (%s): %d listed test%s no longer skip%s (remove %s from the list):\n",
+               skips_name, unskipped, unskipped == 1 ? "" : "s", unskipped == 1 ? "s" : "",
+               unskipped == 1 ? "it" : "them");
+        for (int i = 0; i < unskipped; i++)
+            printf("  %s\n", unsk[i]);
     }
     printf("%s (%s): %d known failures, %d unexpected failures, %d fixed\n",
            o.models_dir ? "models" : "conformance", o.compiled ? "compiled" : "interpreter", known_failed,
@@ -821,7 +958,17 @@ int main(int argc, char **argv)
     }
     free(known.names);
     free(known.reasons);
+    for (int i = 0; i < skips.n; i++) {
+        free(skips.names[i]);
+        free(skips.reasons[i]);
+    }
+    free(skips.names);
+    free(skips.reasons);
+    free(seen);
+    free(news);
+    free(unsk);
     if (passed < o.min_pass)
         printf("conformance: only %d passed, at least %d required\n", passed, o.min_pass);
-    return (unexpected || fixed || ntests == 0 || passed < o.min_pass) ? 1 : 0;
+    bool bad = unexpected || fixed || ntests == 0 || passed < o.min_pass;
+    return (bad || new_skips || unskipped || stale) ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a fuzz build for SECONDS each, starting
 # from a copy of its seeds (tests/fuzz/seeds/<onnx|text>/) in a temporary
-# folder, and fails if any finds a crash, leak, timeout or memory blow-up.
+# folder, and fails if any finds a crash, leak, timeout or memory blow-up,
+# or if a target with a source here (tests/fuzz/fuzz_*.c) was not built.
 # Inputs that break a fuzzer are kept in BUILD_DIR/fuzz-artifacts/ and
 # their paths printed; replay one with `BUILD_DIR/tests/fuzz/fuzz_X FILE`.
 # Usage: tests/fuzz/run.sh BUILD_DIR SECONDS
@@ -42,6 +43,16 @@ ATTRS=$(grep -E '^OP\(' "$ROOT/ir/ops.def" | awk -F'"' '{print $6}' | tr ' ' '\n
 
 found=0
 failed=0
+# Every target with a source here must have been built: one left out of
+# the build (CMake's list, a failed link) fails the run, not skips it.
+missing=0
+for src in "$HERE"/fuzz_*.c; do
+    name=$(basename "$src" .c)
+    if [ ! -x "$BUILD/tests/fuzz/$name" ] || [ ! -f "$BUILD/tests/fuzz/$name" ]; then
+        echo "FAIL $name: $BUILD/tests/fuzz/$name was not built (its source is $src)" >&2
+        missing=$((missing + 1))
+    fi
+done
 for fuzzer in "$BUILD"/tests/fuzz/fuzz_*; do
     [ -x "$fuzzer" ] && [ -f "$fuzzer" ] || continue
     name=$(basename "$fuzzer")
@@ -78,5 +89,5 @@ if [ "$found" -eq 0 ]; then
     echo "no fuzzers in $BUILD/tests/fuzz (configure with -DICC_FUZZ=ON)" >&2
     exit 1
 fi
-echo "$((found - failed)) fuzzers clean, $failed found failures"
-[ "$failed" -eq 0 ]
+echo "$((found - failed)) fuzzers clean, $failed found failures, $missing missing"
+[ "$failed" -eq 0 ] && [ "$missing" -eq 0 ]
