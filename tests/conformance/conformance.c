@@ -243,7 +243,14 @@ static ir_graph *load_bound(const char *path, const options *o, const ir_tensor 
         icc_pipeline p;
         int rc = icc_pipeline_parse(o->passes, &p, &d);
         if (rc == 0) {
-            rc = icc_pipeline_run(&p, g, NULL, &d);
+            /* compiled: the passes see the host target the code is built
+             * for, as the driver's do (layout's block) */
+            icc_pass_options po = {0};
+            cg_target *t = NULL;
+            if (o->compiled && cg_target_create(NULL, NULL, NULL, 0, &t, &d) == 0)
+                po.target = cg_target_desc(t);
+            rc = icc_pipeline_run(&p, g, &po, &d);
+            cg_target_destroy(t);
             icc_pipeline_free(&p);
         }
         if (rc < 0) {
