@@ -11,6 +11,7 @@
  */
 #include "codegen/lower/movement.h"
 #include "ir/ops.h"
+#include "ir/ref/movement.h"
 #include "ir/ref/ref.h"
 
 #include <string.h>
@@ -722,6 +723,33 @@ static int lower_range(lctx *c)
     return kir_store(k, b, c->out, oi, lw_to_out(c, v)) ? 0 : -1;
 }
 
+/* The window ops: w[n] = a0 - a1 cos(t) + a2 cos(2t), t = 2 pi n / N, in
+ * f64 like the reference; N (size, or size - 1 when symmetric) is the
+ * output's static length. */
+static int lower_window(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *to = &n->out[0]->type;
+    double a[3], N = (double)(ir_attr_int(n, "periodic", 1) ? to->dims[0].v : to->dims[0].v - 1);
+    ir_window_coeffs(n->op, a);
+    kir_expr *oi[1];
+    kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
+    if (!b)
+        return -1;
+    kir_expr *t = kir_op2(k, KIR_DIV, IR_F64,
+                          kir_op2(k, KIR_MUL, IR_F64, kir_op1(k, KIR_CAST, IR_F64, oi[0]),
+                                  kir_const_f(k, IR_F64, 6.283185307179586)),
+                          kir_const_f(k, IR_F64, N));
+    kir_expr *c1 = kir_op1(k, KIR_COS, IR_F64, t);
+    kir_expr *c2 = kir_op1(k, KIR_COS, IR_F64, kir_op2(k, KIR_ADD, IR_F64, t, t));
+    kir_expr *v = kir_op2(k, KIR_SUB, IR_F64, kir_const_f(k, IR_F64, a[0]),
+                          kir_op2(k, KIR_MUL, IR_F64, kir_const_f(k, IR_F64, a[1]), c1));
+    if (a[2] != 0)
+        v = kir_op2(k, KIR_ADD, IR_F64, v, kir_op2(k, KIR_MUL, IR_F64, kir_const_f(k, IR_F64, a[2]), c2));
+    return kir_store(k, b, c->out, oi, lw_to_out(c, v)) ? 0 : -1;
+}
+
 /* Shape and Size of a static input: constants stored one by one. */
 static int lower_shape_size(lctx *c)
 {
@@ -815,6 +843,8 @@ bool cg_can_lower_movement(const ir_node *n)
                n->in[2]->type.dtype == t && n->in[0]->type.rank >= 0 && n->in[2]->type.rank >= 0 &&
                o->rank == 1;
     }
+    case IR_OP_HANN_WINDOW: case IR_OP_HAMMING_WINDOW: case IR_OP_BLACKMAN_WINDOW:
+        return o->rank == 1 && ir_dim_is_const(o->dims[0]) && ir_dtype_is_float(o->dtype);
     case IR_OP_SHAPE: case IR_OP_SIZE:
         return ir_type_is_static(x) && o->dtype == IR_I64;
     default:
@@ -843,6 +873,7 @@ int lower_movement(lctx *c)
     case IR_OP_EYE_LIKE: return lower_eyelike(c);
     case IR_OP_CONSTANT_OF_SHAPE: return lower_constant_of_shape(c);
     case IR_OP_RANGE: return lower_range(c);
+    case IR_OP_HANN_WINDOW: case IR_OP_HAMMING_WINDOW: case IR_OP_BLACKMAN_WINDOW: return lower_window(c);
     case IR_OP_SHAPE: case IR_OP_SIZE: return lower_shape_size(c);
     case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
     case IR_OP_IDENTITY:

@@ -83,4 +83,8 @@ enum { MV_RED_NONE, MV_RED_ADD, MV_RED_MUL, MV_RED_MAX, MV_RED_MIN };
 int ir_mv_reduction(ir_shape_ctx *c, const char *s);
 void ir_mv_reduce_elem(ir_tensor *out, int64_t oi, const ir_tensor *upd, int64_t ui, int red);
 
+/* The cosine-sum coefficients a0, a1, a2 of a window op (HannWindow,
+ * HammingWindow, BlackmanWindow): w = a0 - a1 cos(t) + a2 cos(2t). */
+void ir_window_coeffs(ir_op op, double a[3]);
+
 #endif

@@ -319,3 +319,51 @@ int ref_eyelike(ir_ref_ctx *c)
             ir_tensor_seti(y, i * W + i + k, 1);
     return 0;
 }
+
+/* ---- window functions: HannWindow, HammingWindow, BlackmanWindow ---------- */
+
+/* The window's length from its scalar size input, and the output dtype. */
+int shape_window(ir_shape_ctx *c)
+{
+    const ir_type *x = c->in[0];
+    ir_type *o = &c->out[0];
+    if (x->rank > 1 || (x->rank == 1 && ir_dim_is_const(x->dims[0]) && x->dims[0].v != 1))
+        return ir_node_errorf(c->diag, c->node, "size must be a scalar");
+    ir_dtype dt = ir_dtype_from_onnx((int)ir_attr_int(c->node, "output_datatype", 1));
+    if (dt == IR_UNDEF || dt == IR_BOOL)
+        return ir_node_errorf(c->diag, c->node, "output_datatype %s is not supported",
+                              ir_onnx_dtype_name((int)ir_attr_int(c->node, "output_datatype", 1)));
+    ir_type_unknown(o, dt, 1);
+    if (c->val[0]) {
+        int64_t n = ir_tensor_geti(c->val[0], 0);
+        if (n < 0 || n > IR_MAX_TENSOR_BYTES)
+            return ir_node_errorf(c->diag, c->node, "window size %lld out of range", (long long)n);
+        o->dims[0] = ir_dim_const(n);
+        return ir_mv_check_size(c, o);
+    }
+    return 0;
+}
+
+void ir_window_coeffs(ir_op op, double a[3])
+{
+    a[0] = op == IR_OP_HANN_WINDOW ? 0.5 : op == IR_OP_HAMMING_WINDOW ? 25.0 / 46 : 0.42;
+    a[1] = op == IR_OP_HAMMING_WINDOW ? 21.0 / 46 : 0.5;
+    a[2] = op == IR_OP_BLACKMAN_WINDOW ? 0.08 : 0;
+}
+
+/* w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), in double (the ONNX
+ * reference's formula), N = size (periodic) or size - 1 (symmetric). */
+int ref_window(ir_ref_ctx *c)
+{
+    ir_tensor *y = c->out[0];
+    int64_t n = y->numel;
+    if (ir_tensor_geti(c->in[0], 0) != n)
+        return ir_node_errorf(c->diag, c->node, "output length does not match the size");
+    double a[3], N = (double)(ir_attr_int(c->node, "periodic", 1) ? n : n - 1);
+    ir_window_coeffs(c->node->op, a);
+    for (int64_t i = 0; i < n; i++) {
+        double t = 6.283185307179586 * (double)i / N;   /* 2 pi n / N */
+        ir_tensor_setf(y, i, a[0] - a[1] * cos(t) + a[2] * cos(2 * t));
+    }
+    return 0;
+}

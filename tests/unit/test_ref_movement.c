@@ -1021,6 +1021,43 @@ START_TEST(constant_of_shape)
 }
 END_TEST
 
+/* The window ops against their closed forms; the symmetric form ends
+ * where it starts; an int32 output; a negative size is an error. */
+START_TEST(windows)
+{
+    static const int ops[3] = {IR_OP_HANN_WINDOW, IR_OP_HAMMING_WINDOW, IR_OP_BLACKMAN_WINDOW};
+    static const double a[3][3] = {{0.5, 0.5, 0}, {25.0 / 46, 21.0 / 46, 0}, {0.42, 0.5, 0.08}};
+    ir_tensor size = mk(IR_I32, 0, NULL, I32(8)), y;
+    const ir_tensor *in[] = {&size};
+    for (int o = 0; o < 3; o++)
+        for (int periodic = 1; periodic >= 0; periodic--) {
+            ir_node *n = mknode(ops[o], 1, 1, 0);
+            ir_node_set_int(g, n, "periodic", periodic);
+            EVAL_OK(n, in, &y);
+            ck_assert_int_eq(y.dtype, IR_F32);
+            ck_assert_int_eq(y.numel, 8);
+            double N = periodic ? 8 : 7;
+            for (int i = 0; i < 8; i++) {
+                double t = 2 * 3.14159265358979323846 * i / N;
+                double want = a[o][0] - a[o][1] * cos(t) + a[o][2] * cos(2 * t);
+                ck_assert_double_eq_tol(((float *)y.data)[i], want, 1e-6);
+            }
+            if (!periodic)
+                ck_assert_float_eq(((float *)y.data)[0], ((float *)y.data)[7]);
+            free(y.data);
+        }
+    ir_node *n = mknode(IR_OP_HANN_WINDOW, 1, 1, 0);
+    ir_node_set_int(g, n, "output_datatype", 6);   /* int32: 0.5 - 0.5 cos truncates to 0 or 1 */
+    EVAL_OK(n, in, &y);
+    ck_assert_int_eq(y.dtype, IR_I32);
+    ck_assert_int_eq(((int32_t *)y.data)[4], 1);
+    ck_assert_int_eq(((int32_t *)y.data)[1], 0);
+    free(y.data);
+    size = mk(IR_I32, 0, NULL, I32(-2));
+    EVAL_ERR(n, in, "window size -2 out of range");
+}
+END_TEST
+
 START_TEST(range)
 {
     ir_node *n = mknode(IR_OP_RANGE, 3, 1, 0);
@@ -1217,6 +1254,7 @@ static Suite *suite(void)
     tcase_add_test(tc, shape_symbolic);
     tcase_add_test(tc, constant_of_shape);
     tcase_add_test(tc, range);
+    tcase_add_test(tc, windows);
     tcase_add_test(tc, identity_dropout);
     tcase_add_test(tc, eyelike);
     tcase_add_test(tc, onehot);
