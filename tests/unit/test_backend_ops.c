@@ -378,7 +378,7 @@ static void rand_shape(int lo, int hi, int *rank, int64_t *dims)
 
 static ir_dtype mask_dtype(const gcase *c, int mask)
 {
-    int opts[3], n = 0;
+    int opts[4], n = 0;
     if (mask & M_FLOAT)
         opts[n++] = M_FLOAT, opts[n++] = M_FLOAT;
     if (mask & M_INT)
@@ -412,9 +412,9 @@ static int pick(gcase *c, int mask, int lo, int hi, bool exact)
 static int partner(gcase *c, int vi, ir_dtype dt, int kind)
 {
     const val *v = &c->pool[vi];
-    for (int i = c->npool - 1; i >= 0 && chance(60); i--) {
+    for (int i = c->npool - 1; i >= 0 && kind == K_ANY && chance(60); i--) {
         const val *p = &c->pool[i];
-        if (i == vi || p->dt != dt || kind != K_ANY)
+        if (i == vi || p->dt != dt)
             continue;
         bool ok = true;
         for (int k = 1; k <= p->rank && k <= v->rank; k++) {
@@ -495,16 +495,12 @@ static const unary_op unary_i[] = {
 
 static bool gen_unary(gcase *c)
 {
-    if (chance(15)) {
-        int a = pick(c, M_BOOL, 0, 4, false);
-        char args[64];
-        snprintf(args, sizeof args, "%%%s", c->pool[a].name);
-        return a >= 0 && add_node(c, "Not", args, NULL, T_EXACT, c->pool[a].exact);
-    }
-    bool fl = chance(80);
-    const unary_op *u = fl ? &unary_f[rint_(sizeof unary_f / sizeof *unary_f)]
-                           : &unary_i[rint_(sizeof unary_i / sizeof *unary_i)];
-    int a = pick(c, fl ? M_FLOAT : M_INT, 0, 4, u->exact_in);
+    static const unary_op not_op = {"Not", K_ANY, T_EXACT, 0, NULL};
+    int r = rint_(100);
+    const unary_op *u = r < 15   ? &not_op
+                      : r < 85 ? &unary_f[rint_(sizeof unary_f / sizeof *unary_f)]
+                               : &unary_i[rint_(sizeof unary_i / sizeof *unary_i)];
+    int a = pick(c, r < 15 ? M_BOOL : r < 85 ? M_FLOAT : M_INT, 0, 4, u->exact_in);
     if (a >= 0 && u->kind != K_ANY)
         a = in_domain(c, a, u->kind);
     if (a < 0)
@@ -599,10 +595,9 @@ static bool gen_compare(gcase *c)
         snprintf(args, sizeof args, "%%%s, %%%s", c->pool[a].name, c->pool[b].name);
         return add_node(c, logic[rint_(3)], args, NULL, T_EXACT, c->pool[a].exact && c->pool[b].exact);
     }
-    int x = pick(c, M_ANY, 0, 4, false);
-    if (x < 0)
-        return false;
-    int y = partner(c, x, c->pool[x].dt, K_ANY);
+    /* Where: X and Y broadcast with the condition */
+    int x = partner(c, a, mask_dtype(c, M_ANY), K_ANY);
+    int y = x < 0 ? -1 : partner(c, chance(50) ? a : x, c->pool[x].dt, K_ANY);
     if (y < 0)
         return false;
     snprintf(args, sizeof args, "%%%s, %%%s, %%%s", c->pool[a].name, c->pool[x].name, c->pool[y].name);
@@ -749,7 +744,7 @@ static bool gen_matmul(gcase *c)
         if (br > 4)
             br = 4;
         for (int i = 0; i < br; i++) {
-            int xi = x->rank - br + i - 1; /* the matching batch dim of x, if any */
+            int xi = x->rank - br + i; /* the batch dim of x it meets, if any */
             bd[i] = xi >= 0 && xi < x->rank - 2 && chance(60) ? (chance(30) ? 1 : x->dims[xi]) : rrange(1, 3);
         }
         if (br == 1)
