@@ -363,11 +363,17 @@ static bool in_mask(ir_dtype t, int mask)
            (ir_dtype_is_int(t) && t != IR_BOOL && (mask & M_INT));
 }
 
-/* dims 1-9, or in a "big" case 1-17 for rank <= 2 (past the vector
- * widths), keeping tensors small */
+/* dims 1-9 (1-6 at rank 3-4), or in a "big" case up to 17 (past the
+ * vector widths) and now and then 32-300 at rank <= 2 (long reductions,
+ * contractions past a reduction block), keeping tensors small */
 static int big_case;
 
-static int64_t rdim(int rank) { return big_case && rank <= 3 ? rrange(1, rank <= 2 ? 17 : 12) : rrange(1, rank <= 2 ? 9 : 6); }
+static int64_t rdim(int rank)
+{
+    if (big_case && rank <= 2 && chance(12))
+        return rrange(32, 300);
+    return big_case && rank <= 3 ? rrange(1, rank <= 2 ? 17 : 12) : rrange(1, rank <= 2 ? 9 : 6);
+}
 
 static void rand_shape(int lo, int hi, int *rank, int64_t *dims)
 {
