@@ -1095,9 +1095,10 @@ static ir_tensor *case_inputs(const gcase *c)
                 v = rrange((int)-x->bound, (int)x->bound - 1);
             else if (x->kind == K_UNIT)
                 v = 0.9 * (2 * runit() - 1);
-            /* now and then NaN, infinities and -0 in general-purpose floats */
-            else if (c->specials && x->kind == K_ANY && ir_dtype_is_float(x->dt) && chance(10))
-                v = sp[rint_(4)];
+            /* now and then NaN, infinities, -0 and values far out (casts
+             * saturate, exponentials overflow) in general-purpose floats */
+            else if (c->specials && x->kind == K_ANY && ir_dtype_is_float(x->dt) && chance(20))
+                v = chance(50) ? sp[rint_(4)] : v * 150;
             ir_tensor_setf(&in[i], e, v);
         }
     }
