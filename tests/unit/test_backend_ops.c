@@ -2,11 +2,11 @@
  * random small graphs, after ggml's test-backend-ops.
  *
  * What it covers: from fixed seeds (splitmix64) it draws cases of 1-6
- * nodes with random shapes (rank 0-4, dims 1-9, some to 17; broadcasting)
- * and dtypes per op from what the op accepts (f32 f64 f16 bf16, i32 i64
- * i8 u8, bool), some float inputs holding NaN, inf and -0, over every
- * lowering family: elementwise unary, binary, compare, logic, Where, Cast,
- * Clip; ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp with
+ * nodes with random shapes (rank 0-4, dims 1-9, in some cases up to 17
+ * or a long 32-300 one; broadcasting) and dtypes per op from what the op
+ * accepts (f32 f64 f16 bf16, i32 i64 i8 u8, bool), some float inputs
+ * holding NaN, inf, -0 and far-out values, over every lowering family:
+ * elementwise unary, binary, compare, logic, Where, Cast, Clip; ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp with
  * random axes and keepdims, ArgMax/ArgMin; Softmax, LogSoftmax,
  * LayerNormalization, RMSNormalization on a random axis; MatMul with batch
  * broadcasting, Gemm (transA/B, alpha/beta, broadcast bias); 1-D/2-D Conv
@@ -27,7 +27,7 @@
  * A mismatch prints the seed, backend, pipeline and the case's text IR;
  * ICC_BACKEND_OPS_SEED=N runs case N alone, ICC_BACKEND_OPS_N=N runs N
  * cases at each level (default: NCASES at -O3, 3x that at -O0, whose
- * compiles are cheap).
+ * compiles are cheap); ICC_BACKEND_OPS_DEBUG=1 prints the draws refused.
  *
  * A backend joins with one entry in `backends` below: its name, which
  * nodes it compiles (cases with others are counted as not supported and
