@@ -67,19 +67,24 @@ static bool anchor_candidate(const ir_node *n, const ir_type *rt)
  * dims (those after the channel dim, [2, hi)) flattened into the last of
  * them: an input from outside the group must then span all of those dims
  * or none. On blocked data (IR_F_BLOCKED) the plane is [2, rank - 1): the
- * last dim is the channel block's lanes. */
+ * last dim is the channel block's lanes. An input's size-1 dim is read at
+ * index 0 (broadcast), so one that spans the plane must not have size 1
+ * in the last plane dim, which carries the flattened position (an output
+ * [.., 5, 1] read by an input [.., 5, 1]). */
 static bool flat_safe(const ir_value *x, const ir_type *rt, int hi)
 {
     const ir_type *t = &x->type;
     int all = 0, ones = 0, n = 0;
+    bool last_one = false;
     for (int d = 2; d < hi; d++) {
         int xd = d - (rt->rank - t->rank);
         bool one = xd < 0 || (ir_dim_is_const(t->dims[xd]) && t->dims[xd].v == 1);
         all += xd >= 0 && ir_dim_eq(t->dims[xd], rt->dims[d]);
         ones += one;
+        last_one = one;
         n++;
     }
-    return t->rank >= 0 && (all == n || ones == n);
+    return t->rank >= 0 && (ones == n || (all == n && !last_one));
 }
 
 static bool same_dims(const ir_type *a, const ir_type *b)

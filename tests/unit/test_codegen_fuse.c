@@ -325,6 +325,22 @@ START_TEST(depthwise_and_plain_conv_epilogues)
 }
 END_TEST
 
+/* A Conv whose output plane [5, 1] its kernel flattens into the size-1
+ * last dim: an Add reading an input [1, 1, 5, 1] (which that dim would
+ * read as broadcast) keeps the Conv out of its group, and the values are
+ * right (test_backend_ops found the fused kernel reading row 0 only). */
+START_TEST(conv_plane_with_unit_last_dim)
+{
+    icc_diag d = {{0}};
+    ir_graph *g = prepare("graph @c(%x: f32[3,1,5,1], %w: f32[2,1,1,1], %z: f32[3,1,5,1]) -> (%y) {\n"
+                          "  %c = Conv(%x, %w) {kernel_shape = [1, 1]} : f32[3,2,5,1]\n"
+                          "  %y = Add(%z, %c) : f32[3,2,5,1]\n"
+                          "}\n", FUSE, &d);
+    check_compiled_tol(g, 0, 2, 2e-5, true);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* Softmax along the last axis and along another, then a mask; a
  * LayerNorm then a scale and shift of its own. */
 START_TEST(normalization_epilogues)
@@ -379,6 +395,7 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_and_plain_matmul_epilogues);
     tcase_add_test(tc, conv_residual_relu);
     tcase_add_test(tc, depthwise_and_plain_conv_epilogues);
+    tcase_add_test(tc, conv_plane_with_unit_last_dim);
     tcase_add_test(tc, normalization_epilogues);
     tcase_add_test(tc, normalization_prologues);
     suite_add_tcase(s, tc);
