@@ -15,13 +15,9 @@
 
 #include "check_main.h"
 #include "codegen/kir_math.h"
-#include "codegen/llvm/emit.h"
-#include "codegen/llvm/target.h"
-
-typedef void (*kern_fn)(void *const *bufs, const int64_t *syms, int64_t begin, int64_t end);
+#include "emit_harness.h"
 
 #define N 4096
-#define I(x) kir_const_i(k, IR_I64, (x))
 
 /* y[i] = f(x[i]) with f one of EXP, LOG, TANH, ERF, or an op test. */
 static kir_kernel *unary(const char *name, ir_dtype xt, ir_dtype yt, kir_expr *(*f)(kir_kernel *, kir_expr *))
@@ -57,41 +53,11 @@ static kir_expr *op_muladd(kir_kernel *k, kir_expr *x)
     return kir_op3(k, KIR_MULADD, IR_F32, x, x, kir_const_f(k, IR_F32, 1));
 }
 
-/* Compiles the kernels into one .so in dir and returns its handle. */
-static void *compile(kir_kernel **ks, int n, const char *dir)
+static void run(const char *name, void *x, void *y)
 {
-    icc_diag d = {{0}};
-    cg_target *t;
-    ck_assert_int_eq(cg_target_create(NULL, NULL, NULL, 2, &t, &d), 0);
-    LLVMContextRef cx = LLVMContextCreate();
-    LLVMModuleRef m = LLVMModuleCreateWithNameInContext("t", cx);
-    cg_target_setup_module(t, m);
-    for (int i = 0; i < n; i++) {
-        LLVMValueRef fn;
-        ck_assert_msg(cg_llvm_emit_kernel(t, m, ks[i], &fn, &d) == 0, "%s", d.msg);
-    }
-    char obj[128], so[128];
-    snprintf(obj, sizeof obj, "%s/k.o", dir);
-    snprintf(so, sizeof so, "%s/k.so", dir);
-    ck_assert_msg(cg_optimize(t, m, &d) == 0 && cg_emit_object(t, m, obj, &d) == 0, "%s", d.msg);
-    const char *objs[] = {obj}, *libs[] = {"-lm"};
-    ck_assert_msg(cg_link_shared(objs, 1, libs, 1, so, &d) == 0, "%s", d.msg);
-    LLVMDisposeModule(m);
-    LLVMContextDispose(cx);
-    cg_target_destroy(t);
-    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg(h, "%s", dlerror());
-    return h;
-}
-
-static void run(void *h, const char *name, void *x, void *y)
-{
-    kern_fn f;
-    *(void **)&f = dlsym(h, name);
-    ck_assert_ptr_nonnull(f);
     void *bufs[2] = {x, y};
     int64_t syms[1] = {0};
-    f(bufs, syms, 0, INT64_MAX);
+    get(name)(bufs, syms, 0, INT64_MAX);
 }
 
 /* Distance in f32 ulps between got and the double want. */
@@ -110,11 +76,11 @@ static double ulps(float got, double want)
 
 START_TEST(expansions_within_two_ulp)
 {
-    char dir[] = "/tmp/icc_kmath_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    kir_kernel *ks[4] = {unary("k_exp", IR_F32, IR_F32, op_exp), unary("k_log", IR_F32, IR_F32, op_log),
-                         unary("k_tanh", IR_F32, IR_F32, op_tanh), unary("k_erf", IR_F32, IR_F32, op_erf)};
-    void *h = compile(ks, 4, dir);
+    emit(unary("k_exp", IR_F32, IR_F32, op_exp));
+    emit(unary("k_log", IR_F32, IR_F32, op_log));
+    emit(unary("k_tanh", IR_F32, IR_F32, op_tanh));
+    emit(unary("k_erf", IR_F32, IR_F32, op_erf));
+    build();
     static float x[N], y[N];
     static const float edge[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 88.7f, 89.5f,
                                  -103.9f, -110.0f, 0.625f, -0.625f, 1.0f, 4.0f, -4.5f, 1.17549435e-38f};
@@ -129,7 +95,7 @@ START_TEST(expansions_within_two_ulp)
     double (*ref[4])(double) = {exp, log, tanh, erf};
     const char *names[4] = {"k_exp", "k_log", "k_tanh", "k_erf"};
     for (int f = 0; f < 4; f++) {
-        run(h, names[f], x, y);
+        run(names[f], x, y);
         double worst = 0;
         int at = 0;
         for (int i = 0; i < N; i++) {
@@ -139,41 +105,32 @@ START_TEST(expansions_within_two_ulp)
         }
         ck_assert_msg(worst <= 2.0, "%s(%a) = %a: %.2f ulp", names[f], (double)x[at], (double)y[at], worst);
     }
-    dlclose(h);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
 START_TEST(building_block_ops)
 {
-    char dir[] = "/tmp/icc_kmath_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    kir_kernel *ks[3] = {unary("k_ashr", IR_F32, IR_I32, op_ashr), unary("k_cs", IR_F32, IR_F32, op_copysign),
-                         unary("k_ma", IR_F32, IR_F32, op_muladd)};
-    void *h = compile(ks, 3, dir);
+    emit(unary("k_ashr", IR_F32, IR_I32, op_ashr));
+    emit(unary("k_cs", IR_F32, IR_F32, op_copysign));
+    emit(unary("k_ma", IR_F32, IR_F32, op_muladd));
+    build();
     static float x[N], fy[N];
     static int32_t iy[N];
     for (int i = 0; i < N; i++)
         x[i] = (float)(i - N / 2) * 0.37f;
     x[0] = -0.0f;
-    run(h, "k_ashr", x, iy);
+    run("k_ashr", x, iy);
     for (int i = 0; i < N; i++) {
         int32_t b;
         memcpy(&b, &x[i], 4);
         ck_assert_int_eq(iy[i], b >> 20);   /* arithmetic on every compiler icc supports */
     }
-    run(h, "k_cs", x, fy);
+    run("k_cs", x, fy);
     for (int i = 0; i < N; i++)
         ck_assert(fy[i] == copysignf(x[i], -x[i]) && signbit(fy[i]) == signbit(-x[i]));
-    run(h, "k_ma", x, fy);
+    run("k_ma", x, fy);
     for (int i = 0; i < N; i++)
         ck_assert_float_eq_tol(fy[i], x[i] * x[i] + 1, 1e-6 * (x[i] * x[i] + 1));
-    dlclose(h);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -243,6 +200,7 @@ static Suite *suite(void)
     Suite *s = suite_create("kir_math");
     TCase *tc = tcase_create("kir_math");
     tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, emit_setup, emit_teardown);
     tcase_add_test(tc, expansions_within_two_ulp);
     tcase_add_test(tc, building_block_ops);
     tcase_add_test(tc, rewrite_scope);

@@ -15,50 +15,7 @@
 
 #include "check_main.h"
 #include "host_cpu.h"
-#include "codegen/kir.h"
-#include "codegen/llvm/emit.h"
-#include "codegen/llvm/target.h"
-
-typedef void (*kern_fn)(void *const *bufs, const int64_t *syms, int64_t begin, int64_t end);
-
-static char dir[64];
-static cg_target *tgt;
-static LLVMContextRef cx;
-static LLVMModuleRef mod;
-static void *lib;
-static icc_diag diag;
-
-static void setup(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/icc_kext_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_int_eq(cg_target_create(NULL, NULL, NULL, 2, &tgt, &diag), 0);
-    cx = LLVMContextCreate();
-    mod = LLVMModuleCreateWithNameInContext("test", cx);
-    cg_target_setup_module(tgt, mod);
-    lib = NULL;
-}
-
-static void teardown(void)
-{
-    if (lib)
-        dlclose(lib);
-    if (mod)
-        LLVMDisposeModule(mod);
-    LLVMContextDispose(cx);
-    cg_target_destroy(tgt);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static void emit(kir_kernel *k)
-{
-    LLVMValueRef fn;
-    int rc = cg_llvm_emit_kernel(tgt, mod, k, &fn, &diag);
-    ck_assert_msg(rc == 0, "emit %s: %s", k->name, diag.msg);
-    kir_kernel_destroy(k);
-}
+#include "emit_harness.h"
 
 /* Emitting k fails with a message containing want. */
 static void emit_fails(kir_kernel *k, const char *want)
@@ -69,41 +26,6 @@ static void emit_fails(kir_kernel *k, const char *want)
     ck_assert_ptr_null(LLVMGetNamedFunction(mod, k->name));
     kir_kernel_destroy(k);
 }
-
-static void build(void)
-{
-    char obj[128], so[128];
-    snprintf(obj, sizeof obj, "%s/k.o", dir);
-    snprintf(so, sizeof so, "%s/k.so", dir);
-    ck_assert_msg(cg_optimize(tgt, mod, &diag) == 0, "optimize: %s", diag.msg);
-    ck_assert_msg(cg_emit_object(tgt, mod, obj, &diag) == 0, "object: %s", diag.msg);
-    const char *objs[] = {obj}, *libs[] = {"-lm"};
-    ck_assert_msg(cg_link_shared(objs, 1, libs, 1, so, &diag) == 0, "link: %s", diag.msg);
-    lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg(lib != NULL, "dlopen: %s", dlerror());
-}
-
-static kern_fn get(const char *name)
-{
-    kern_fn f;
-    *(void **)&f = dlsym(lib, name);
-    ck_assert_msg(f != NULL, "no symbol %s", name);
-    return f;
-}
-
-static int buf(kir_kernel *k, const char *name, kir_buf_kind kind, ir_dtype dt, int rank, const int64_t *dims)
-{
-    ir_type t = {.dtype = dt, .rank = rank};
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = ir_dim_const(dims[i]);
-    int b = kir_add_buf(k, name, kind, &t, 0, 0);
-    ck_assert_int_ge(b, 0);
-    return b;
-}
-
-#define I(x) kir_const_i(k, IR_I64, (x))
-#define V(v) kir_var(k, (v))
-#define IDX(...) ((kir_expr *[]){__VA_ARGS__})
 
 static uint32_t rng = 12345;
 static uint32_t rnd(void)
@@ -452,7 +374,7 @@ static Suite *suite(void)
     Suite *s = suite_create("llvm_kir_ext");
     TCase *tc = tcase_create("kir_ext");
     tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, emit_setup, emit_teardown);
     tcase_add_test(tc, test_scratch_transpose_sum);
     tcase_add_test(tc, test_let_widened);
     tcase_add_test(tc, test_kernel_scratch_barrier);
