@@ -63,12 +63,6 @@ static bool has_prefix_ci(const char *s, const char *p)
     return true;
 }
 
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
-
 bool cg_header_prefix_ok(const char *prefix)
 {
     if (!prefix || !*prefix || !strcmp(prefix, "icc") || isdigit((unsigned char)*prefix))
@@ -166,7 +160,7 @@ static const char *param_name(name_set *params, const char *ident, const char *p
         size_t len = strlen(s);
         bool bad_start = s[0] == '_' || has_prefix_ci(s, "icc_") ||
                          (has_prefix_ci(s, prefix) && s[strlen(prefix)] == '_');
-        if (bad_start || reserved_word(s) || ends_with(s, "_t")) {
+        if (bad_start || reserved_word(s) || ir_ends_with(s, "_t")) {
             if (len + 2 >= n) {
                 char *t = realloc(s, n *= 2);
                 if (!t) {

@@ -44,6 +44,8 @@ bool ir_mul_ok(int64_t a, int64_t b, int64_t *r);
 bool ir_add_ok(int64_t a, int64_t b, int64_t *r);
 /* Product of n dims, each >= 0; false on overflow or negative dim. */
 bool ir_numel_ok(const int64_t *dims, int n, int64_t *r);
+/* s ends with suffix (file kinds by name: ".so", ".o", ".icc"). */
+bool ir_ends_with(const char *s, const char *suffix);
 
 /* Largest tensor (bytes) the IR will allocate or accept; guards against
  * hostile sizes before any allocation. */

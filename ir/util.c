@@ -1,4 +1,4 @@
-/* util.c - diagnostics, checked size arithmetic and the arena. */
+/* util.c - diagnostics, checked size arithmetic, the arena, and a string test. */
 #include "ir/ir.h"
 
 #include <stdio.h>
@@ -47,6 +47,12 @@ void ir_diag_prefix(icc_diag *d, const char *fmt, ...)
     va_end(ap);
     memcpy(old, d->msg, sizeof old);
     snprintf(d->msg, sizeof d->msg, "%s: %s", pre, old);
+}
+
+bool ir_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
 }
 
 bool ir_mul_ok(int64_t a, int64_t b, int64_t *r)

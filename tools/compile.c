@@ -11,12 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-bool icc_ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
-
 int icc_write_atomic(const char *path, const char *text, size_t len, icc_diag *d)
 {
     size_t n = strlen(path) + 32;
@@ -133,7 +127,7 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
     }
     if (o->external_weights) {
         /* model.so -> model.weights, where the runtime looks for it */
-        size_t stem = strlen(o->out) - (icc_ends_with(o->out, ".so") ? 3 : icc_ends_with(o->out, ".o") ? 2 : 0);
+        size_t stem = strlen(o->out) - (ir_ends_with(o->out, ".so") ? 3 : ir_ends_with(o->out, ".o") ? 2 : 0);
         snprintf(wpath, sizeof wpath, "%.*s.weights", (int)stem, o->out);
         if (icc_write_atomic(wpath, (const char *)p->weights, (size_t)p->weights_bytes, d) < 0) {
             wpath[0] = 0;
@@ -141,7 +135,7 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         }
     }
     char rt[4096];
-    if (icc_ends_with(o->out, ".o"))
+    if (ir_ends_with(o->out, ".o"))
         rc = be->write(a, o->out, NULL, d);
     else if (runtime_lib(rt, sizeof rt, d) == 0)
         rc = be->write(a, o->out, rt, d);

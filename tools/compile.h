@@ -29,6 +29,5 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
 /* Writes len bytes to path through a temporary file and rename, so a
  * failure leaves no partial file. */
 int icc_write_atomic(const char *path, const char *text, size_t len, icc_diag *d);
-bool icc_ends_with(const char *s, const char *suf);
 
 #endif

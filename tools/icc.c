@@ -173,7 +173,7 @@ static char *read_file(const char *path, size_t *len, icc_diag *d)
 /* Loads ONNX or text IR by extension. */
 static ir_graph *load_model(const char *path, icc_diag *d)
 {
-    if (icc_ends_with(path, ".icc")) {
+    if (ir_ends_with(path, ".icc")) {
         size_t len;
         char *text = read_file(path, &len, d);
         if (!text)
@@ -522,7 +522,7 @@ static int cmd_compile(const args *a)
         fail("%s: %s", a->model, d.msg);
         goto done;
     }
-    if (!a->emit && a->out && icc_ends_with(a->out, ".so")) {
+    if (!a->emit && a->out && ir_ends_with(a->out, ".so")) {
         char hdr[4096];
         snprintf(hdr, sizeof hdr, "%.*s.h", (int)(strlen(a->out) - 3), a->out);
         if (cg_write_header(g, a->name, hdr, &d) < 0) {
@@ -829,7 +829,7 @@ done:
 static int cmd_run(const args *a)
 {
     icc_diag d = {{0}};
-    if (icc_ends_with(a->model, ".so"))
+    if (ir_ends_with(a->model, ".so"))
         return cmd_run_compiled(a);
     ir_graph *g = load_model(a->model, &d);
     if (!g)
@@ -1174,7 +1174,7 @@ int main(int argc, char **argv)
     if (!strcmp(a.cmd, "verify"))
         return cmd_verify(&a);
     if (strcmp(a.cmd, "opt") == 0) {
-        if (!icc_ends_with(a.model, ".icc"))
+        if (!ir_ends_with(a.model, ".icc"))
             return fail("%s: opt reads text IR (.icc)", a.model);
         return cmd_opt(&a);
     }

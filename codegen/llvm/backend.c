@@ -47,18 +47,12 @@ static int llvm_compile(void *tgt, cg_program *p, cg_artifact **out, icc_diag *d
     return 0;
 }
 
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
-
 /* A .so is linked from a temporary object beside it, with the whole
  * runtime inside (an app then needs nothing else) and the file name as
  * soname, so apps linking it find it by rpath. */
 static int llvm_write(cg_artifact *a, const char *path, const char *runtime_lib, icc_diag *d)
 {
-    if (ends_with(path, ".o"))
+    if (ir_ends_with(path, ".o"))
         return cg_emit_object(a->t, a->m, path, d);
     if (!runtime_lib)
         return ir_errorf(d, "%s: a shared library needs the runtime library to link", path);
