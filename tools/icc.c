@@ -218,8 +218,9 @@ static void human(double v, const char *unit, char *buf, size_t n)
 }
 
 /* Runs the pipeline the options ask for (none when neither --passes nor
- * -O is given and dflt_level is -1). */
-static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_diag *d)
+ * -O is given and dflt_level is -1); *used (when not NULL) receives the
+ * target description the passes saw. */
+static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_target_desc *used, icc_diag *d)
 {
     int level = a->level >= 0 ? a->level : dflt_level;
     const char *text = a->passes ? a->passes : level >= 0 ? icc_pipeline_for_level(level) : NULL;
@@ -229,6 +230,8 @@ static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_diag *d)
     icc_target_desc td;
     if (icc_target_describe(a->triple, a->march, &td, d) < 0)
         return -1;
+    if (used)
+        *used = td;
     icc_pipeline p;
     if (icc_pipeline_parse(text, &p, d) < 0)
         return -1;
@@ -311,7 +314,8 @@ static int cmd_info(const args *a)
      * asked for), node and parameter counts after it. */
     int before = g->nnodes;
     int level = a->level >= 0 ? a->level : 2;
-    if (run_passes(a, g, level, &d) < 0) {
+    icc_target_desc td;   /* what the passes (and the compile) take the target to be */
+    if (run_passes(a, g, level, &td, &d) < 0) {
         ir_graph_destroy(g);
         return fail("%s: %s", a->model, d.msg);
     }
@@ -324,13 +328,9 @@ static int cmd_info(const args *a)
         snprintf(label, sizeof label, "-O%d", level);
     printf("after %s: %d nodes (%+d), %lld parameters (%s)\n", label, g->nnodes, g->nnodes - before,
            (long long)pc, buf);
-    /* what the passes (and the compile) take the target to be */
-    icc_target_desc td;
-    if (icc_target_describe(a->triple, a->march, &td, &d) == 0) {
-        char tbuf[512];
-        icc_target_desc_str(&td, tbuf, sizeof tbuf);
-        printf("target: %s\n", tbuf);
-    }
+    char tbuf[512];
+    icc_target_desc_str(&td, tbuf, sizeof tbuf);
+    printf("target: %s\n", tbuf);
     /* Kernels: one per node, but one per fused group (ir.h). */
     int ngroups, nfused;
     ir_graph_group_stats(g, &ngroups, &nfused);
@@ -488,7 +488,7 @@ static int compile_passes(const args *a, ir_graph *g, icc_diag *d)
         return ir_errorf(d, "out of memory");
     for (int i = 0; i < g->noutputs; i++)
         names[i] = g->outputs[i]->name;
-    int rc = run_passes(&b, g, -1, d);
+    int rc = run_passes(&b, g, -1, NULL, d);
     if (rc == 0)
         rc = icc_keep_output_names(g, names, d);
     free(names);
@@ -551,7 +551,7 @@ static int cmd_emit(const args *a)
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
-    if (pin_shapes(a, g, &d) < 0 || run_passes(a, g, a->dflt_level, &d) < 0) {
+    if (pin_shapes(a, g, &d) < 0 || run_passes(a, g, a->dflt_level, NULL, &d) < 0) {
         ir_graph_destroy(g);
         return fail("%s: %s", a->model, d.msg);
     }
@@ -834,7 +834,7 @@ static int cmd_run(const args *a)
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
-    if (run_passes(a, g, -1, &d) < 0) {
+    if (run_passes(a, g, -1, NULL, &d) < 0) {
         ir_graph_destroy(g);
         return fail("%s: %s", a->model, d.msg);
     }
