@@ -85,6 +85,7 @@ typedef struct {
     int min_pass;
     const char *passes;          /* pipeline run after loading, or NULL */
     bool compiled;               /* run through icc's compiled code, not the interpreter */
+    icc_target_desc host;        /* compiled: the host's description, which the passes see */
 } options;
 
 typedef struct {
@@ -245,12 +246,8 @@ static ir_graph *load_bound(const char *path, const options *o, const ir_tensor 
         if (rc == 0) {
             /* compiled: the passes see the host target the code is built
              * for, as the driver's do (layout's block) */
-            icc_pass_options po = {0};
-            cg_target *t = NULL;
-            if (o->compiled && cg_target_create(NULL, NULL, NULL, 0, &t, &d) == 0)
-                po.target = cg_target_desc(t);
+            icc_pass_options po = {.target = o->compiled ? &o->host : NULL};
             rc = icc_pipeline_run(&p, g, &po, &d);
-            cg_target_destroy(t);
             icc_pipeline_free(&p);
         }
         if (rc < 0) {
@@ -815,6 +812,16 @@ int main(int argc, char **argv)
     }
     if (o.compiled && !o.passes)
         o.passes = icc_pipeline_for_level(2);
+    if (o.compiled) {
+        cg_target *t;
+        icc_diag d = {{0}};
+        if (cg_target_create(NULL, NULL, NULL, 0, &t, &d) < 0) {
+            fprintf(stderr, "icc-conformance: %s\n", d.msg);
+            return 2;
+        }
+        o.host = *cg_target_desc(t);
+        cg_target_destroy(t);
+    }
     /* compiled code needs the memory plan, last (as the driver's compile
      * step appends it: -O0 has none) */
     static char with_plan[1024];
