@@ -215,7 +215,7 @@ static int copy_present(lctx *c, const att_geo *g, kir_block *b)
         kir_stmt *le = lj ? lw_loop(c, &lj->body, ev, lw_i64c(k, o == 1 ? g->d : g->dv), KIR_VECTOR) : NULL;
         if (!le)
             return -1;
-        le->width = c->lanes;
+        le->width = c->s->lanes;
         kir_expr *j = kir_var(k, jv), *e = kir_var(k, ev);
         kir_expr *ix[4] = {g->bi, g->khi, j, e};
         if (!kir_store(k, &le->body, c->outs[o], ix, lw_to_out_i(c, o, kv_at(c, g, o == 2, j, e))))
@@ -256,7 +256,7 @@ int lower_attention(lctx *c)
     ir_dtype ct = c->cdt;
     int R = (int)g.rows, J = KEYS;
     int64_t njb = (g.total + J - 1) / J;
-    int lanes = c->lanes * 4 / (int)ir_dtype_size(ct);
+    int lanes = c->s->lanes * 4 / (int)ir_dtype_size(ct);
     if (lanes < 1)
         lanes = 1;
     bool qk = n->nout > 3;

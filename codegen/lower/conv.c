@@ -208,7 +208,7 @@ static int vec_width(lctx *c, int64_t extent)
 {
     int best = 4;
     int64_t cost = INT64_MAX;
-    for (int w = c->lanes > 4 ? c->lanes : 4; w >= 4; w /= 2) {
+    for (int w = c->s->lanes > 4 ? c->s->lanes : 4; w >= 4; w /= 2) {
         int64_t t = extent / w + extent % w;
         if (t < cost) {
             cost = t;
@@ -1016,7 +1016,7 @@ static int lower_conv_tiled(lctx *c, const geom *g)
     /* the tile: 4 vector registers wide at most (2 with 16 registers),
      * narrower for short rows, with as many rows as the accumulator
      * registers allow */
-    int lanes = c->lanes >= 4 ? c->lanes : 4;
+    int lanes = c->s->lanes >= 4 ? c->s->lanes : 4;
     int64_t n = u.flat ? plane : g->out[L], ng = u.flat ? 1 : plane / g->out[L];
     int maxw = lanes * (lanes >= 16 ? 4 : 2), regs = lanes >= 16 ? 24 : 12;
     int64_t width = lanes, rows = 1;

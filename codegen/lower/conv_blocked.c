@@ -238,7 +238,7 @@ int lower_conv_blocked(lctx *c)
      * 32 with AVX-512, 12 of 16 with AVX2); over the flat plane at most 14,
      * since LLVM then keeps 28 rows' addresses in spilled registers
      * (measured on ResNet-50's 1x1 shapes) */
-    int lanes = c->lanes >= 4 ? c->lanes : 4;
+    int lanes = c->s->lanes >= 4 ? c->s->lanes : 4;
     int64_t regs_per_row = (g->ML + lanes - 1) / lanes;
     int most = (int)((lanes >= 16 ? 28 : 12) / regs_per_row);
     if (g->flat && most > 14)

@@ -31,7 +31,6 @@ typedef struct {
     int orank;
     ir_dtype cdt;              /* compute dtype of floats (f16/bf16 -> f32) */
     const cg_schedule *s;      /* how (schedule.h): tile sizes, blocking */
-    int lanes;                 /* s->lanes: the target's vector width in 32-bit lanes */
     kir_expr *const *at;       /* fused groups: the index being computed (NULL: var[]) */
     /* A fused group with an anchor (docs/fusion.md): the anchor is c->n,
      * its output buffer c->out is the root's, and its final values go

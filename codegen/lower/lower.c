@@ -294,7 +294,6 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
         in_dt = n->in[1]->type.dtype;
     c.cdt = lw_compute_dtype(in_dt);
     c.s = s;
-    c.lanes = s->lanes;
     if (root->group > 0) {
         /* the outside inputs of the epilogue (after the anchor) and of the
          * prologue (before it) */

@@ -322,7 +322,7 @@ int lower_matmul(lctx *c)
      * accumulators, 4 of B, 1 broadcast of A), 2 with 16 (AVX2); fewer
      * when N is narrower. Wide rows halve the B traffic per flop, which
      * matters because B's rows are a page apart for large N. */
-    int vl = c->lanes * 4 / (int)ir_dtype_size(dt);
+    int vl = c->s->lanes * 4 / (int)ir_dtype_size(dt);
     int64_t width = (int64_t)vl * c->s->tile_vecs;
     if (consts && vl > 0 && g.n.v < width)
         width = (g.n.v + vl - 1) / vl * vl;

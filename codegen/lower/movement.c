@@ -20,7 +20,7 @@
 
 int mv_width(lctx *c, ir_dtype dt)
 {
-    int w = c->lanes * 4 / (int)ir_dtype_size(dt);
+    int w = c->s->lanes * 4 / (int)ir_dtype_size(dt);
     return w > 0 ? w : 1;
 }
 

@@ -78,7 +78,7 @@ kir_block *red_outer(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
 
 int red_width(lctx *c, ir_dtype dt)
 {
-    int w = c->lanes * 4 / (int)ir_dtype_size(dt);
+    int w = c->s->lanes * 4 / (int)ir_dtype_size(dt);
     return w > 0 ? w : 1;
 }
 
@@ -414,7 +414,7 @@ static int lower_reduce_op(lctx *c)
         return -1;
     if (noop)
         return lower_copy_all(c);
-    if (rows_ok(n, red, c->lanes))
+    if (rows_ok(n, red, c->s->lanes))
         return lower_reduce_rows(c, red);
     int op = n->op;
     ir_dtype xt = t->dtype, at = acc_dtype(op, xt);
