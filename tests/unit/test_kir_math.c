@@ -23,14 +23,10 @@
 static kir_kernel *unary(const char *name, ir_dtype xt, ir_dtype yt, kir_expr *(*f)(kir_kernel *, kir_expr *))
 {
     kir_kernel *k = kir_kernel_create(name, NULL);
-    ir_type t = {.dtype = xt, .rank = 1, .dims = {ir_dim_const(N)}};
-    int x = kir_add_buf(k, "x", KIR_BUF_INPUT, &t, 0, 0);
-    t.dtype = yt;
-    int y = kir_add_buf(k, "y", KIR_BUF_OUTPUT, &t, 0, 0);
+    int x = buf(k, "x", KIR_BUF_INPUT, xt, 1, (int64_t[]){N}), y = buf(k, "y", KIR_BUF_OUTPUT, yt, 1, (int64_t[]){N});
     int v = kir_new_var(k);
     kir_stmt *l = kir_for(k, &k->body, v, I(0), I(N), KIR_VECTOR, 8);
-    kir_expr *ix[1] = {kir_var(k, v)};
-    ck_assert_ptr_nonnull(kir_store(k, &l->body, y, ix, f(k, kir_load(k, x, ix))));
+    ck_assert_ptr_nonnull(kir_store(k, &l->body, y, IDX(V(v)), f(k, kir_load(k, x, IDX(V(v))))));
     return k;
 }
 
