@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 #define IR_MAX_RANK 8
 
@@ -45,6 +46,10 @@ bool ir_add_ok(int64_t a, int64_t b, int64_t *r);
 /* Product of n dims, each >= 0; false on overflow or negative dim. */
 bool ir_numel_ok(const int64_t *dims, int n, int64_t *r);
 /* s ends with suffix (file kinds by name: ".so", ".o", ".icc"). */
+/* Opens path for reading only if it is a regular file: a FIFO, a device or
+ * a directory gets "PATH: not a regular file" (or "is a directory") in d and
+ * NULL, without blocking on a FIFO that has no writer. */
+FILE *ir_fopen_regular(const char *path, icc_diag *d);
 bool ir_ends_with(const char *s, const char *suffix);
 
 /* Largest tensor (bytes) the IR will allocate or accept; guards against

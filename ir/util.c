@@ -1,9 +1,13 @@
 /* util.c - diagnostics, checked size arithmetic, the arena, and a string test. */
 #include "ir/ir.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int ir_verrorf(icc_diag *d, const char *fmt, va_list ap)
 {
@@ -47,6 +51,30 @@ void ir_diag_prefix(icc_diag *d, const char *fmt, ...)
     va_end(ap);
     memcpy(old, d->msg, sizeof old);
     snprintf(d->msg, sizeof d->msg, "%s: %s", pre, old);
+}
+
+FILE *ir_fopen_regular(const char *path, icc_diag *d)
+{
+    /* O_NONBLOCK so that opening a FIFO returns at once; cleared before
+     * reading (regular files ignore it anyway). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        ir_errorf(d, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        ir_errorf(d, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+        close(fd);
+        return NULL;
+    }
+    FILE *f;
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 || !(f = fdopen(fd, "rb"))) {
+        ir_errorf(d, "%s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    return f;
 }
 
 bool ir_ends_with(const char *s, const char *suffix)

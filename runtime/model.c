@@ -201,10 +201,13 @@ static icc_status map_weights(icc_model *m, const char *path)
     strcpy(wpath + len, ".weights");
     icc_status st = ICC_OK;
     struct stat sb;
-    int fd = open(wpath, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO in the weights' place must not hang the open. */
+    int fd = open(wpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         st = rt_fail(ICC_ERR_IO, "%s: cannot open the model's weights: %s", wpath, strerror(errno));
-    } else if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size != d->weights_bytes) {
+    } else if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        st = rt_fail(ICC_ERR_IO, "%s: the model's weights are not a regular file", wpath);
+    } else if ((uint64_t)sb.st_size != d->weights_bytes) {
         st = rt_fail(ICC_ERR_IO, "%s: %lld bytes, the model wants %llu", wpath,
                      (long long)sb.st_size, (unsigned long long)d->weights_bytes);
     } else {

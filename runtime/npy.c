@@ -70,6 +70,8 @@ static int parse_header(const char *h, const char *path, ir_tensor *t, icc_diag 
         return ir_errorf(d, "%s: header has no 'fortran_order'", path);
     if (!strncmp(p, "True", 4))
         return ir_errorf(d, "%s: Fortran-order arrays are not supported", path);
+    if (strncmp(p, "False", 5) || !(p[5] == ',' || p[5] == ' ' || p[5] == '}'))
+        return ir_errorf(d, "%s: malformed 'fortran_order' (True or False)", path);
     p = dict_value(h, "shape");
     if (!p || *p != '(')
         return ir_errorf(d, "%s: header has no 'shape'", path);
@@ -105,15 +107,15 @@ static int parse_header(const char *h, const char *path, ir_tensor *t, icc_diag 
 int icc_npy_read(const char *path, ir_tensor *out, icc_diag *d)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
+    FILE *f = ir_fopen_regular(path, d);
     if (!f)
-        return ir_errorf(d, "%s: %s", path, strerror(errno));
+        return -1;
     int rc = -1;
     char *hdr = NULL;
     unsigned char pre[12];
     struct stat st;
-    if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-        ir_errorf(d, "%s: not a regular file", path);
+    if (fstat(fileno(f), &st) < 0) {
+        ir_errorf(d, "%s: %s", path, strerror(errno));
         goto done;
     }
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {

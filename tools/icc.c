@@ -141,15 +141,13 @@ static int fail(const char *fmt, ...)
 /* Reads a whole file (size-limited) into a malloc'd buffer. */
 static char *read_file(const char *path, size_t *len, icc_diag *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ir_errorf(d, "%s: %s", path, strerror(errno));
+    FILE *f = ir_fopen_regular(path, d);
+    if (!f)
         return NULL;
-    }
     struct stat st;
-    if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) < 0) {
         fclose(f);
-        ir_errorf(d, "%s: not a regular file", path);
+        ir_errorf(d, "%s: %s", path, strerror(errno));
         return NULL;
     }
     if (st.st_size > (off_t)1 << 34) {

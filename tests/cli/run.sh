@@ -200,6 +200,30 @@ python3 -c "import numpy as np; np.save('$T/bad.npy', np.zeros((2, 3), np.float3
 fails_cleanly "run: wrong rank" "rank" "$ICC" run "$M" --input image="$T/bad.npy"
 python3 -c "import numpy as np; np.save('$T/i64.npy', np.zeros((1, 1, 8, 8), np.int64))"
 fails_cleanly "run: wrong dtype" "dtype" "$ICC" run "$M" --input image="$T/i64.npy"
+# Not regular files: a FIFO must not hang (timeout makes a hang exit 124, a
+# failure), a directory is named as one; a malformed header field is refused.
+mkfifo "$T/fifo.npy"
+fails_cleanly "run: a FIFO as --input does not hang" "fifo.npy: not a regular file" timeout 10 "$ICC" run "$M" --input image="$T/fifo.npy"
+mkdir "$T/dir.npy"
+fails_cleanly "run: a directory as --input" "dir.npy: is a directory" "$ICC" run "$M" --input image="$T/dir.npy"
+python3 -c "
+b = open('$X', 'rb').read()
+open('$T/fo.npy', 'wb').write(b.replace(b\"'fortran_order': False\", b\"'fortran_order': Fals3\"))"
+fails_cleanly "run: malformed fortran_order" "malformed 'fortran_order'" "$ICC" run "$M" --input image="$T/fo.npy"
+fails_cleanly "compile: a FIFO as the model does not hang" "not a regular file" timeout 10 "$ICC" "$T/fifo.npy" -o "$T/no.so"
+ext_weights_not_regular() {
+  "$ICC" "$M" --shape=image:8x1x8x8 --weights=external -o "$T/ext.so" || return 1
+  rm "$T/ext.weights" && mkfifo "$T/ext.weights"
+  timeout 10 "$ICC" run "$T/ext.so" --input image="$X" 2>"$T/ext_err"
+  local rc=$?
+  [ $rc -eq 1 ] && grep -q "ext.weights: the model's weights are not a regular file" "$T/ext_err" || {
+    echo "FIFO weights: exit $rc"; cat "$T/ext_err"; return 1; }
+  rm "$T/ext.weights" && mkdir "$T/ext.weights"
+  "$ICC" run "$T/ext.so" --input image="$X" 2>"$T/ext_err"
+  rc=$?
+  [ $rc -eq 1 ] && grep -q "not a regular file" "$T/ext_err" || { echo "dir weights: exit $rc"; cat "$T/ext_err"; return 1; }
+}
+check "run .so: a FIFO or a directory as the external weights fails cleanly, without hanging" ext_weights_not_regular
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
 fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus
