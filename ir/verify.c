@@ -177,6 +177,15 @@ int ir_infer_node(ir_node *n, icc_diag *d)
         if (merge_type(n, i, &tout[i], &n->out[i]->type, d) < 0)
             return -1;
         n->out[i]->type = tout[i];
+        /* No tensor may outgrow what the interpreter and codegen size in
+         * int64 bytes (e.g. a Resize with scales of 1e10); symbolic dims
+         * count as 1 here and are checked at run time. */
+        int64_t bytes = ir_dtype_size(tout[i].dtype) ? (int64_t)ir_dtype_size(tout[i].dtype) : 1;
+        for (int k = 0; k < tout[i].rank; k++)
+            if (tout[i].dims[k].sym == 0 &&
+                (!ir_mul_ok(bytes, tout[i].dims[k].v, &bytes) || bytes > IR_MAX_TENSOR_BYTES))
+                return ir_node_errorf(d, n, "output '%s' would be larger than the limit of %lld bytes",
+                                      n->out[i]->name, (long long)IR_MAX_TENSOR_BYTES);
     }
     return 0;
 }

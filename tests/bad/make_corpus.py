@@ -471,6 +471,11 @@ def attribute_cases(out):
         model([mk("Resize", ["x", "", "sc"], ["y"], name="resize")], [vinfo("x", shape=(2, 3, 4))],
               [vinfo("y", shape=None)],
               inits=[tensor("sc", F, [3], float_data=[1.0, 1.0, 1e30])]), r"too large|overflow")
+    # Each output dim fits in int64, their product does not (4e10 x 4e10).
+    add(out, "resize_output_product_overflow.onnx",
+        model([mk("Resize", ["x", "", "sc"], ["y"], name="resize")], [vinfo("x", shape=(1, 1, 4, 4))],
+              [vinfo("y", shape=None)],
+              inits=[tensor("sc", F, [4], float_data=[1.0, 1.0, 1e10, 1e10])]), r"larger than the limit")
     add(out, "declared_rank_mismatch.onnx",
         model([mk("Relu", ["x"], ["y"], name="relu")], [vinfo("x")], [vinfo("y", shape=(2, 3, 4))]),
         r"declared|rank")
