@@ -11,6 +11,7 @@
  */
 #include "runtime/rt.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct icc_context {
     rt_pool pool;
     icc_kernel_env env;
     char err[512];
+    atomic_flag busy;       /* set while a run is in progress (one caller at a time) */
 };
 
 void *rt_alloc(const icc_allocator *a, size_t bytes, size_t align)
@@ -119,6 +121,7 @@ icc_status icc_context_create(const icc_model *m, const icc_allocator *alloc, ic
     if (!ctx)
         return rt_fail(ICC_ERR_NOMEM, "%s: out of memory for a context", model_name(m));
     memset(ctx, 0, sizeof *ctx);
+    atomic_flag_clear(&ctx->busy);
     ctx->m = m;
     if (alloc)
         ctx->alloc = *alloc;
@@ -222,7 +225,7 @@ static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *c
                     model_name(ctx->m), rc);
 }
 
-icc_status icc_run(icc_context *ctx, const void *const *inputs, const int64_t *const *in_dims,
+static icc_status run_checked(icc_context *ctx, const void *const *inputs, const int64_t *const *in_dims,
                    void *const *outputs)
 {
     if (!ctx)
@@ -238,7 +241,7 @@ icc_status icc_run(icc_context *ctx, const void *const *inputs, const int64_t *c
     return run_bound(ctx, inputs, outputs);
 }
 
-icc_status icc_run_tensors(icc_context *ctx, const icc_tensor *inputs, int ninputs,
+static icc_status run_tensors_checked(icc_context *ctx, const icc_tensor *inputs, int ninputs,
                            void *const *outputs)
 {
     if (!ctx)
@@ -255,4 +258,34 @@ icc_status icc_run_tensors(icc_context *ctx, const icc_tensor *inputs, int ninpu
     for (int i = 0; i < ninputs; i++)
         ctx->inptrs[i] = inputs[i].data;
     return run_bound(ctx, ctx->inptrs, outputs);
+}
+
+/* A second caller while a run is in progress is refused, not raced: the
+ * context's arena, symbols and error text belong to the run (the message
+ * goes to the caller's thread only). */
+#define RT_ENTER(ctx, what)                                                                      \
+    if (atomic_flag_test_and_set_explicit(&(ctx)->busy, memory_order_acquire))                 \
+        return rt_fail(ICC_ERR_INVALID, what ": the context is in use by another run (one "      \
+                       "context serves one caller at a time: create one per thread)")
+
+icc_status icc_run(icc_context *ctx, const void *const *inputs, const int64_t *const *in_dims,
+                   void *const *outputs)
+{
+    if (!ctx)
+        return rt_fail(ICC_ERR_INVALID, "icc_run: context is NULL");
+    RT_ENTER(ctx, "icc_run");
+    icc_status st = run_checked(ctx, inputs, in_dims, outputs);
+    atomic_flag_clear_explicit(&ctx->busy, memory_order_release);
+    return st;
+}
+
+icc_status icc_run_tensors(icc_context *ctx, const icc_tensor *inputs, int ninputs,
+                           void *const *outputs)
+{
+    if (!ctx)
+        return rt_fail(ICC_ERR_INVALID, "icc_run_tensors: context is NULL");
+    RT_ENTER(ctx, "icc_run_tensors");
+    icc_status st = run_tensors_checked(ctx, inputs, ninputs, outputs);
+    atomic_flag_clear_explicit(&ctx->busy, memory_order_release);
+    return st;
 }

@@ -164,7 +164,9 @@ int icc_model_find_input(const icc_model *m, const char *name);
 int icc_model_find_output(const icc_model *m, const char *name);
 
 /* A context: the arena, scratch and thread pool one thread runs with;
- * one context serves one caller at a time. alloc may be NULL; it is
+ * one context serves one caller at a time (a run that starts while
+ * another is in progress on the same context returns ICC_ERR_INVALID and
+ * leaves that run alone). alloc may be NULL; it is
  * copied, and used for every allocation the context makes. Threads:
  * ICC_NUM_THREADS (a positive integer, else ICC_ERR_INVALID), else the
  * CPUs this process may run on; 1 means no worker threads. Workers start

@@ -386,6 +386,57 @@ START_TEST(allocator_is_used_and_failures_are_reported)
 }
 END_TEST
 
+/* An allocator that, called from inside a run (the arena growing), starts
+ * a second run on the same context: that one must be refused, and the
+ * first must finish correctly. */
+typedef struct reenter {
+    icc_context *ctx;
+    int calls;
+    icc_status inner;
+    char msg[512];
+} reenter;
+
+static void *reenter_alloc(void *user, size_t bytes, size_t align)
+{
+    reenter *r = user;
+    if (r->ctx && !r->calls++) {
+        float y[2 * 4];
+        r->inner = run_toy(r->ctx, 2, y);
+        snprintf(r->msg, sizeof r->msg, "%s", icc_last_error());
+    }
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    return aligned_alloc(align, (bytes + align - 1) / align * align);
+}
+
+static void reenter_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+START_TEST(concurrent_use_of_a_context_is_refused)
+{
+    icc_model *m = open_toy();
+    reenter r = {0};
+    icc_allocator a = {reenter_alloc, reenter_free, &r};
+    icc_context *ctx;
+    ck_assert_int_eq(icc_context_create(m, &a, &ctx), ICC_OK);
+    r.ctx = ctx; /* from now on, the first allocation (the arena, inside icc_run) re-enters */
+    float *y = malloc(sizeof(float) * 5000 * 4);
+    ck_assert_msg(run_toy(ctx, 5000, y) == ICC_OK, "%s", icc_context_error(ctx));
+    check_y(y, 5000);
+    ck_assert_int_ge(r.calls, 1);
+    expect(r.inner, ICC_ERR_INVALID, r.msg, "in use by another run", "one per thread");
+    /* the context is usable again afterwards */
+    ck_assert_int_eq(run_toy(ctx, 7, y), ICC_OK);
+    check_y(y, 7);
+    free(y);
+    icc_context_destroy(ctx);
+    icc_model_close(m);
+}
+END_TEST
+
 static int count_tasks(int *running)
 {
     DIR *d = opendir("/proc/self/task");
@@ -521,6 +572,7 @@ int main(void)
     tcase_add_test(tc, many_threads_one_model);
     tcase_add_test(tc, create_run_destroy_cycles);
     tcase_add_test(tc, allocator_is_used_and_failures_are_reported);
+    tcase_add_test(tc, concurrent_use_of_a_context_is_refused);
     tcase_add_test(tc, num_threads_env_and_idle_workers);
     tcase_add_test(tc, external_weights_are_mapped_and_checked);
     suite_add_tcase(s, tc);
