@@ -654,14 +654,33 @@ static int emit_outputs(const args *a, const char *const *names, const ir_tensor
     struct stat st;
     if (stat(a->out, &st) < 0 && mkdir(a->out, 0777) < 0)
         return fail("%s: %s", a->out, strerror(errno));
-    for (int i = 0; i < n; i++) {
-        char name[256], path[4096];
-        safe_name(names[i], name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s.npy", a->out, name);
+    /* Two names may map to one file name ("a/b" and "a_b"): a later one
+     * gets a numbered name, with a note, rather than overwrite the other. */
+    char (*files)[256] = calloc((size_t)n + 1, sizeof *files);
+    if (!files)
+        return fail("out of memory");
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        char base[240], path[4096];
+        safe_name(names[i], base, sizeof base);
+        snprintf(files[i], sizeof files[i], "%s", base);
+        for (int k = 2, j = 0; j < i;) {
+            if (strcmp(files[j], files[i])) {
+                j++;
+                continue;
+            }
+            snprintf(files[i], sizeof files[i], "%s_%d", base, k++);
+            j = 0;
+        }
+        if (strcmp(files[i], base))
+            fprintf(stderr, "icc: note: output '%s' written as %s.npy (%s.npy is another output's)\n", names[i],
+                    files[i], base);
+        snprintf(path, sizeof path, "%s/%s.npy", a->out, files[i]);
         if (icc_npy_write(path, &out[i], &d) < 0)
-            return fail("%s", d.msg);
+            rc = fail("%s", d.msg);
     }
-    return 0;
+    free(files);
+    return rc;
 }
 
 /* "f32[N,4]" for a descriptor's input. */

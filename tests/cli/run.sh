@@ -224,6 +224,30 @@ ext_weights_not_regular() {
   [ $rc -eq 1 ] && grep -q "not a regular file" "$T/ext_err" || { echo "dir weights: exit $rc"; cat "$T/ext_err"; return 1; }
 }
 check "run .so: a FIFO or a directory as the external weights fails cleanly, without hanging" ext_weights_not_regular
+# Outputs whose names map to one file name are all written, none overwritten.
+same_file_names() {
+  python3 - "$T" <<'PY' || return 1
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto
+t = sys.argv[1]
+outs = ["a/b", "a_b", "a:b"]
+nodes = [helper.make_node("Mul", ["x", "k%d" % i], [o]) for i, o in enumerate(outs)]
+inits = [helper.make_tensor("k%d" % i, TensorProto.FLOAT, [1], [i + 1.0]) for i in range(3)]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                      [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2]) for o in outs], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), t + "/names.onnx")
+np.save(t + "/names_x.npy", np.array([1.0, 2.0], np.float32))
+PY
+  "$ICC" run "$T/names.onnx" --input x="$T/names_x.npy" -o "$T/names_out" 2>"$T/names_err" || return 1
+  grep -q "output 'a_b' written as a_b_2.npy" "$T/names_err" && grep -q "output 'a:b' written as a_b_3.npy" "$T/names_err" || {
+    cat "$T/names_err"; return 1; }
+  python3 -c "
+import numpy as np
+d = '$T/names_out/'
+for f, k in (('a_b', 1), ('a_b_2', 2), ('a_b_3', 3)):
+    np.testing.assert_array_equal(np.load(d + f + '.npy'), np.array([1.0, 2.0], np.float32) * k)"
+}
+check "run -o: outputs whose names map to one file name get numbered files, none overwritten" same_file_names
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
 fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus
