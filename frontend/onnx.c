@@ -83,6 +83,24 @@ const char *fe_fresh_name(fe_ctx *c, const char *base, const char *suffix)
 
 /* ---- types ------------------------------------------------------------- */
 
+/* A graph input's dim with no value and no name (or -1): a symbolic dim
+ * of its own, named INPUT_dimI (the input's name with characters other
+ * than [A-Za-z0-9_] as '_'), so it is given at run time or pinned with
+ * --shape like any named one. */
+static int unnamed_dim(fe_ctx *c, const char *input, size_t i, ir_dim *out)
+{
+    char buf[160];
+    size_t k = 0;
+    for (const char *p = input; *p && k < 100; p++)
+        buf[k++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ? *p : '_';
+    snprintf(buf + k, sizeof buf - k, "_dim%zu", i);
+    int32_t s = ir_graph_sym(c->g, buf, strlen(buf));
+    if (!s)
+        return oom(c);
+    *out = (ir_dim){0, s};
+    return 0;
+}
+
 /* TypeProto -> ir_type. strict: anything we cannot represent is an error
  * (graph inputs); otherwise it leaves *out unknown (declarations are only
  * hints for inference). Returns 0, or -1 with d set. */
@@ -125,11 +143,16 @@ static int type_from_proto(fe_ctx *c, const Onnx__TypeProto *tp, const char *nam
         for (size_t i = 0; i < sp->n_dim; i++) {
             const Onnx__TensorShapeProto__Dimension *dm = sp->dim[i];
             if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+                /* -1 is how some exporters (Paddle) write a dynamic dim: ONNX
+                 * Runtime reads it as one, and so do we (an unnamed dim). */
                 if (dm->dim_value < 0) {
-                    if (strict)
+                    if (strict && dm->dim_value != -1)
                         return ir_errorf(c->d, "input '%.200s': dim %zu is negative (%lld)", name,
                                          i, (long long)dm->dim_value);
-                    t.dims[i] = ir_dim_unknown();
+                    if (strict && unnamed_dim(c, name, i, &t.dims[i]) < 0)
+                        return -1;
+                    if (!strict)
+                        t.dims[i] = ir_dim_unknown();
                 } else {
                     t.dims[i] = ir_dim_const(dm->dim_value);
                 }
@@ -139,6 +162,9 @@ static int type_from_proto(fe_ctx *c, const Onnx__TypeProto *tp, const char *nam
                 if (!s)
                     return oom(c);
                 t.dims[i] = (ir_dim){0, s};
+            } else if (strict) {
+                if (unnamed_dim(c, name, i, &t.dims[i]) < 0)
+                    return -1;
             } else {
                 t.dims[i] = ir_dim_unknown();
             }

@@ -248,6 +248,30 @@ for f, k in (('a_b', 1), ('a_b_2', 2), ('a_b_3', 3)):
     np.testing.assert_array_equal(np.load(d + f + '.npy'), np.array([1.0, 2.0], np.float32) * k)"
 }
 check "run -o: outputs whose names map to one file name get numbered files, none overwritten" same_file_names
+# A dim declared as -1 (as Paddle exports write a dynamic dim) or with neither
+# value nor name is an unnamed symbolic dim: it compiles without --shape and
+# takes its size at run time.
+unnamed_dims() {
+  python3 - "$T" <<'PY' || return 1
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto
+t = sys.argv[1]
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 1])
+x.type.tensor_type.shape.dim[0].dim_value = -1
+x.type.tensor_type.shape.dim[2].Clear()
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), t + "/neg1.onnx")
+np.save(t + "/neg1_x.npy", np.linspace(-3, 3, 24, dtype=np.float32).reshape(3, 4, 2))
+PY
+  "$ICC" info "$T/neg1.onnx" | grep -q "x: f32\[x_dim0,4,x_dim2\]" || { "$ICC" info "$T/neg1.onnx"; return 1; }
+  "$ICC" "$T/neg1.onnx" -o "$T/neg1.so" && "$ICC" run "$T/neg1.so" --input x="$T/neg1_x.npy" -o "$T/neg1_out" || return 1
+  python3 -c "
+import numpy as np
+x = np.load('$T/neg1_x.npy')
+np.testing.assert_array_equal(np.load('$T/neg1_out/y.npy'), np.maximum(x, 0))"
+}
+check "an input dim of -1 or without value and name is an unnamed symbolic dim" unnamed_dims
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
 fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus
