@@ -54,7 +54,10 @@ START_TEST(symbolic_and_unknown_dims)
     ck_assert_int_gt(t->dims[0].sym, 0);
     ck_assert_str_eq(ir_graph_sym_name(g, t->dims[0].sym), "N");
     ck_assert(ir_dim_is_const(t->dims[1]) && t->dims[1].v == 3);
-    ck_assert_int_eq(t->dims[2].sym, IR_DIM_UNKNOWN);
+    /* a dim with neither value nor name is a symbol of its own */
+    ck_assert_int_gt(t->dims[2].sym, 0);
+    ck_assert_int_ne(t->dims[2].sym, t->dims[0].sym);
+    ck_assert_str_eq(ir_graph_sym_name(g, t->dims[2].sym), "x_dim2");
     /* the same symbol name is the same symbol */
     ck_assert_int_eq(g->inputs[1]->type.dims[0].sym, t->dims[0].sym);
     ck_assert_int_eq(g->inputs[2]->type.rank, IR_RANK_UNKNOWN);
