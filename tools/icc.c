@@ -260,12 +260,18 @@ static int cmd_list_passes(void)
     return 0;
 }
 
+static int pin_shapes(const args *a, ir_graph *g, icc_diag *d);
+
 static int cmd_info(const args *a)
 {
     icc_diag d = {{0}};
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return fail("%s", d.msg);
+    if (pin_shapes(a, g, &d) < 0) { /* --shape/--bind: as compiling would see it */
+        ir_graph_destroy(g);
+        return fail("%s: %s", a->model, d.msg);
+    }
     char buf[512];
     printf("model: %s\n", a->model);
     printf("graph: %s\n", g->name);

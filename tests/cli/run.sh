@@ -272,6 +272,13 @@ x = np.load('$T/neg1_x.npy')
 np.testing.assert_array_equal(np.load('$T/neg1_out/y.npy'), np.maximum(x, 0))"
 }
 check "an input dim of -1 or without value and name is an unnamed symbolic dim" unnamed_dims
+info_pins_shapes() {
+  "$ICC" info "$M" --shape=image:3x1x8x8 >"$T/info3" || return 1
+  grep -q "image: f32\[3,1,8,8\]" "$T/info3" && grep -q "probs: f32\[3,10\]" "$T/info3" &&
+    ! grep -q "symbolic dims taken as 1" "$T/info3"
+}
+check "info --shape pins the shapes as compiling does" info_pins_shapes
+fails_cleanly "info --shape: a fixed dim" "dim 1 of 'image' is fixed at 1" "$ICC" info "$M" --shape=image:3x2x8x8
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
 fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus
