@@ -358,14 +358,26 @@ static void put_usage(FILE *f, const ir_graph *g, const char *prefix, const tens
         put_type(f, g, &out[i].v->type);
         fputc('\n', f);
     }
-    if (g->nsyms > 1) {
-        fputs(" * Symbolic dims (-1 in the dims arrays, given at run time):", f);
-        for (int s = 1; s < g->nsyms; s++) {
-            fputc(' ', f);
-            put_comment_text(f, ir_graph_sym_name(g, s));
+    /* The symbols the interface still has (those pinned by --shape are
+     * gone from it, though the graph keeps their names). */
+    bool any_sym = false;
+    for (int s = 1; s < g->nsyms; s++) {
+        bool used = false;
+        for (int i = 0; i < g->ninputs + g->noutputs && !used; i++) {
+            const ir_type *t = &(i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs])->type;
+            for (int k = 0; k < t->rank && !used; k++)
+                used = t->dims[k].sym == s;
         }
-        fputc('\n', f);
+        if (!used)
+            continue;
+        if (!any_sym)
+            fputs(" * Symbolic dims (-1 in the dims arrays, given at run time):", f);
+        any_sym = true;
+        fputc(' ', f);
+        put_comment_text(f, ir_graph_sym_name(g, s));
     }
+    if (any_sym)
+        fputc('\n', f);
     fputs(" *\n"
           " * The model.so given to icc -o holds the runtime too: link it into the\n"
           " * program (cc app.c -I<icc>/include ./model.so) and wrap its descriptor:\n"

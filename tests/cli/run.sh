@@ -278,6 +278,12 @@ info_pins_shapes() {
     ! grep -q "symbolic dims taken as 1" "$T/info3"
 }
 check "info --shape pins the shapes as compiling does" info_pins_shapes
+header_pinned_dims() {
+  "$ICC" "$M" --shape=image:8x1x8x8 -o "$T/pinned.so" || return 1
+  grep -q "inputs:  image: f32\[8,1,8,8\]" "$T/pinned.h" && ! grep -q "Symbolic dims" "$T/pinned.h" || return 1
+  "$ICC" "$M" -o "$T/unpinned.so" && grep -q "Symbolic dims (-1 in the dims arrays, given at run time): N$" "$T/unpinned.h"
+}
+check "model.h lists only the symbolic dims the compiled interface has" header_pinned_dims
 fails_cleanly "info --shape: a fixed dim" "dim 1 of 'image' is fixed at 1" "$ICC" info "$M" --shape=image:3x2x8x8
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
