@@ -70,6 +70,8 @@ kir_kernel *kir_kernel_create(const char *name, const ir_graph *g)
         return NULL;
     }
     k->graph = g;
+    k->status_buf = -1;
+    k->fail_base = 1;
     return k;
 }
 
@@ -359,6 +361,31 @@ kir_stmt *kir_barrier(kir_kernel *k, kir_block *b, kir_scope scope)
     kir_stmt *s = append(k, b, KIR_S_BARRIER);
     if (s)
         s->scope = scope;
+    return s;
+}
+
+kir_stmt *kir_fail(kir_kernel *k, kir_block *b, const char *msg)
+{
+    int m = 0;
+    while (m < k->nfails && strcmp(k->fails[m], msg))
+        m++;
+    if (m == k->nfails) {
+        const char **nf = grow(k->arena, k->fails, k->nfails, &k->cap_fails, sizeof *nf);
+        char *copy = ir_arena_strdup(k->arena, msg);
+        if (!nf || !copy)
+            return NULL;
+        k->fails = nf;
+        k->fails[k->nfails++] = copy;
+    }
+    if (k->status_buf < 0) {
+        ir_type t = {IR_I32, 0, {{0}}};
+        if ((k->status_buf = kir_add_buf(k, "(status)", KIR_BUF_STATUS, &t, 0, 0)) < 0)
+            return NULL;
+        k->bufs[k->status_buf].written = true;
+    }
+    kir_stmt *s = append(k, b, KIR_S_FAIL);
+    if (s)
+        s->msg = m;
     return s;
 }
 
@@ -730,6 +757,11 @@ static int vblock(vctx *c, const kir_block *b, int depth)
             if (vintrin(c, s) < 0)
                 return -1;
             break;
+        case KIR_S_FAIL:
+            if (s->msg < 0 || s->msg >= c->k->nfails || c->k->status_buf < 0)
+                return ir_errorf(c->d, "kernel '%s': fail of message %d (the kernel has %d)", kn, s->msg,
+                                 c->k->nfails);
+            break;
         default:
             return ir_errorf(c->d, "kernel '%s': invalid statement kind %d", kn, (int)s->kind);
         }
@@ -933,6 +965,9 @@ static void pblock(out *o, const kir_block *b, int ind)
         case KIR_S_BARRIER:
             put(o, "barrier(%s)\n", s->scope == KIR_SCOPE_WARP ? "warp" : "block");
             break;
+        case KIR_S_FAIL:
+            put(o, "fail \"%s\"\n", o->k->fails[s->msg]);
+            break;
         case KIR_S_INTRINSIC:
             put(o, "%s", kir_intrin_name(s->intrin));
             if (has_lanes(s->intrin))
@@ -952,7 +987,7 @@ static void pblock(out *o, const kir_block *b, int ind)
 
 char *kir_print(const kir_kernel *k)
 {
-    static const char *const kinds[] = {"in", "out", "weight", "arena", "scratch"};
+    static const char *const kinds[] = {"in", "out", "weight", "arena", "scratch", "status"};
     out o = {.k = k, .cap = 256};
     if (!(o.s = malloc(o.cap)))
         return NULL;

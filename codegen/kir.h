@@ -120,6 +120,9 @@ typedef enum kir_stmt_kind {
     KIR_S_LET,                 /* let l<let> = value: evaluated once, read by LETV */
     KIR_S_BARRIER,             /* barrier(scope): the scope's threads wait for each other */
     KIR_S_INTRINSIC,           /* name(lanes) args...: an entry of kir_intrinsics.def */
+    KIR_S_FAIL,                /* fail "msg": the run returns an error status (message msg)
+                                  once this kernel ends; the kernel itself goes on, so the
+                                  code around it must stay inside its buffers (clamped) */
 } kir_stmt_kind;
 
 struct kir_stmt;
@@ -155,6 +158,7 @@ typedef struct kir_stmt {
     int lanes;                 /* the lane count n of the def's semantics */
     int nargs;
     kir_iarg *args;
+    int msg;                   /* FAIL: index into the kernel's fails */
 } kir_stmt;
 
 typedef enum kir_buf_kind {
@@ -163,6 +167,8 @@ typedef enum kir_buf_kind {
     KIR_BUF_WEIGHT,            /* constant bytes in the weights (offset) */
     KIR_BUF_ARENA,             /* an intermediate in the arena (offset) */
     KIR_BUF_SCRATCH,           /* the kernel's own (kir_add_scratch; space) */
+    KIR_BUF_STATUS,            /* the run's status word (one i32, made by kir_fail): the
+                                  model reads it after the kernel */
 } kir_buf_kind;
 
 typedef struct kir_buf {
@@ -189,6 +195,14 @@ typedef struct kir_kernel {
     ir_dtype *acc_dtype;       /* accumulators are 0..naccs-1 */
     int nlets, cap_lets;
     kir_expr **let_value;      /* lets are 0..nlets-1: each one's bound expression */
+    /* Run-time errors (kir_fail): their messages, the status buffer they
+     * set (-1: none), and the number the program gives the first message
+     * (a FAIL of message m returns ICC_ERR_INVALID | (fail_base + m) << 8;
+     * 1 until the program numbers them). */
+    int nfails, cap_fails;
+    const char **fails;
+    int status_buf;
+    int fail_base;
     kir_block body;
 } kir_kernel;
 
@@ -242,6 +256,9 @@ kir_expr *kir_let(kir_kernel *k, kir_block *b, kir_expr *value);
 kir_expr *kir_letv(kir_kernel *k, int id);
 /* Appends barrier(scope). */
 kir_stmt *kir_barrier(kir_kernel *k, kir_block *b, kir_scope scope);
+/* fail "msg" in b: the run will end with ICC_ERR_INVALID and msg (copied;
+ * one entry per distinct text) after this kernel. NULL on OOM. */
+kir_stmt *kir_fail(kir_kernel *k, kir_block *b, const char *msg);
 /* Appends intrinsic id over `lanes` lanes with kir_intrin_nargs(id)
  * operands; args and their index arrays are copied. */
 kir_stmt *kir_intrinsic(kir_kernel *k, kir_block *b, kir_intrin id, int lanes, const kir_iarg *args);

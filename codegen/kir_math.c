@@ -233,6 +233,7 @@ static void rw_block(rw *w, kir_block *b)
                     rw_expr(w, s->args[j].idx[x]);
             break;
         case KIR_S_BARRIER:
+        case KIR_S_FAIL:
             break;
         case KIR_S_IF:
             rw_expr(w, s->cond);

@@ -539,6 +539,21 @@ static ir_dim parallel_trips(const kir_kernel *k)
 
 /* One kernel per fused group, at its root, in node order; per item, for
  * a batch dim the op's lowering takes as static. */
+/* The run-time errors a kernel may report (kir_fail) join the program's
+ * messages; the kernel's FAILs are numbered from where they start. */
+static int add_fail_messages(cg_program *p, kir_kernel *k, icc_diag *d)
+{
+    char **m = realloc(p->messages, sizeof *m * ((size_t)p->nmessages + (size_t)k->nfails));
+    if (!m)
+        return ir_errorf(d, "out of memory");
+    p->messages = m;
+    k->fail_base = p->nmessages + 1;
+    for (int i = 0; i < k->nfails; i++)
+        if (!(m[p->nmessages++] = strdup(k->fails[i])))
+            return ir_errorf(d, "out of memory");
+    return 0;
+}
+
 static int lower_kernels(pbuild *c, const char *prefix)
 {
     const ir_graph *g = c->g;
@@ -583,6 +598,8 @@ static int lower_kernels(pbuild *c, const char *prefix)
         *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
                           .trips = parallel_trips(k)};
         p->nkernels++;
+        if (k->nfails && add_fail_messages(p, k, c->d) < 0)
+            return -1;
     }
     return 0;
 }

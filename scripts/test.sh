@@ -85,6 +85,8 @@ suite() {
   "$dir/tests/icc-conformance" --models "$BERT_DIR" --rtol 1e-3 --atol 1e-5 -O3 --no-skips
   echo "== command line ($dir)"
   tests/cli/run.sh "$dir/icc"
+  echo "== compiled code refuses what the interpreter refuses ($dir)"
+  python3 tests/models/refusals.py "$dir/icc"
   if [ -x tests/bad/run.sh ]; then
     echo "== bad inputs ($dir)"
     tests/bad/run.sh "$dir/icc"

@@ -16,6 +16,7 @@
 #include "codegen/kir_math.h"
 #include "codegen/llvm/emit_internal.h"
 #include "codegen/llvm/emit_math.h"
+#include "icc/runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -995,6 +996,7 @@ static bool wcheck_block(em *e, const kir_block *bl)
                 return false;
             break;
         case KIR_S_BARRIER:
+        case KIR_S_FAIL: /* a store of a constant: the same in every lane */
             break;
         case KIR_S_INTRINSIC: /* operates on memory spans of its own */
             return false;
@@ -1240,6 +1242,15 @@ static int emit_block(em *e, const kir_block *bl, int depth)
         case KIR_S_BARRIER: /* a CPU block is one thread: nothing to wait for */
             break;
         case KIR_S_INTRINSIC: rc = em_intrinsic(e, s); break;
+        case KIR_S_FAIL: {
+            /* atomic: chunks on other threads may fail at the same time */
+            int32_t code = ICC_ERR_INVALID | ((e->k->fail_base + s->msg) << 8);
+            LLVMValueRef st = LLVMBuildStore(e->b, LLVMConstInt(e->i32, (unsigned)code, 0),
+                                             e->base[e->k->status_buf]);
+            LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
+            LLVMSetAlignment(st, 4);
+            break;
+        }
         case KIR_S_ACC_SET: {
             LLVMValueRef v = em_eval(e, s->value);
             if (!v)

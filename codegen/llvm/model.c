@@ -235,6 +235,20 @@ static void check_eq(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef a
     LLVMPositionBuilderAtEnd(b, ok);
 }
 
+/* After a kernel that may fail (kir_fail): if (*status) return *status. */
+static void check_status(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef status)
+{
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(c->cx, run, "kernel_failed");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(c->cx, run, "kernel_ok");
+    LLVMValueRef v = LLVMBuildLoad2(b, c->i32, status, "status");
+    LLVMSetOrdering(v, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(v, 4);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, v, ci32(c, 0), ""), ok, bad);
+    LLVMPositionBuilderAtEnd(b, bad);
+    LLVMBuildRet(b, v);
+    LLVMPositionBuilderAtEnd(b, ok);
+}
+
 /* The program's shape checks (cg_program.checks), first thing in the run:
  * the kernels rely on what shape inference resolved. */
 static void emit_shape_checks(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef symtab)
@@ -304,6 +318,9 @@ static int emit_model(mctx *c)
         LLVMTypeRef lp[2] = {c->ptr, c->ptr};
         LLVMBuildCall2(b, LLVMFunctionType(c->i64, lp, 2, 0), c->layout_fn, largs, 2, "");
     }
+    /* The status word kernels that may fail set (KIR_BUF_STATUS). */
+    LLVMValueRef status = LLVMBuildAlloca(b, c->i32, "status");
+    LLVMSetAlignment(LLVMBuildStore(b, ci32(c, 0), status), 4);
     if (p->dynamic)
         emit_shape_checks(c, b, run, symtab);
 
@@ -338,7 +355,9 @@ static int emit_model(mctx *c)
                 LLVMValueRef idx = ci64(c, kb->offset);
                 if (kb->kind == KIR_BUF_ARENA && p->dynamic)   /* offset = the value's slot */
                     idx = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, offs, &idx, 1, ""), "");
-                if (kb->kind == KIR_BUF_SCRATCH && kb->space != KIR_SPACE_KERNEL)
+                if (kb->kind == KIR_BUF_STATUS)
+                    bp = status;
+                else if (kb->kind == KIR_BUF_SCRATCH && kb->space != KIR_SPACE_KERNEL)
                     bp = LLVMConstPointerNull(c->ptr);   /* on the kernel's stack */
                 else
                     bp = LLVMBuildGEP2(b, c->i8, kb->kind == KIR_BUF_WEIGHT ? weights : arena, &idx, 1, "");
@@ -379,6 +398,8 @@ static int emit_model(mctx *c)
         LLVMValueRef direct_args[4] = {bufs, symtab, ci64(c, 0), ci64(c, INT64_MAX)};
         if (!trips) {
             LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
+            if (k->nfails)
+                check_status(c, b, run, status);
             if (bsym) {
                 LLVMBuildStore(b, LLVMBuildAdd(b, item, ci64(c, 1), ""), item_slot);
                 LLVMBuildBr(b, bloop);
@@ -414,6 +435,8 @@ static int emit_model(mctx *c)
         LLVMBuildCall2(b, pf_ty, pfn, pargs, 4, "");
         LLVMBuildBr(b, bnext);
         LLVMPositionBuilderAtEnd(b, bnext);
+        if (k->nfails)
+            check_status(c, b, run, status);
         if (bsym) {
             LLVMBuildStore(b, LLVMBuildAdd(b, item, ci64(c, 1), ""), item_slot);
             LLVMBuildBr(b, bloop);

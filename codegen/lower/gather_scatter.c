@@ -5,9 +5,11 @@
  * with a running count as the output position); also Slice and Pad
  * whose starts/pads arrive at run time (per-element index expressions).
  * Indices are data: each is loaded, converted to i64, wrapped when
- * negative and clamped into its dim (mv_index), so a hostile index never
- * reads or writes outside a buffer (the reference rejects such indices;
- * here they address the nearest element). Scatters copy the data to the
+ * negative and clamped into its dim, so a hostile index never reads or
+ * writes outside a buffer; where the reference rejects an index (Gather,
+ * GatherElements, GatherND, the scatters, ReverseSequence's lengths) the
+ * kernel also fails the run with the reference's reason (kir_fail,
+ * mv_index_checked), so compiled code refuses what the interpreter does. Scatters copy the data to the
  * output first, then a second loop nest applies the updates in the
  * reference's order, so the kernel runs serially.
  */
@@ -78,7 +80,7 @@ static int lower_gather(lctx *c)
     kir_block *b = mv_nest(c, &k->body, to, true, axis < tx->rank - 1, oi);
     if (!b)
         return -1;
-    kir_expr *w = mv_index(c, kir_load(k, c->buf[1], oi + axis), tx->dims[axis].v);
+    kir_expr *w = mv_index_checked(c, b, kir_load(k, c->buf[1], oi + axis), tx->dims[axis].v);
     for (int d = 0; d < tx->rank; d++)
         xi[d] = d < axis ? oi[d] : d == axis ? w : oi[d - 1 + q];
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
@@ -98,7 +100,7 @@ static int lower_gather_elements(lctx *c)
     if (!b)
         return -1;
     for (int d = 0; d < tx->rank; d++)
-        xi[d] = d == axis ? mv_index(c, kir_load(k, c->buf[1], oi), tx->dims[axis].v) : oi[d];
+        xi[d] = d == axis ? mv_index_checked(c, b, kir_load(k, c->buf[1], oi), tx->dims[axis].v) : oi[d];
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
 }
 
@@ -121,7 +123,7 @@ static int lower_gather_nd(lctx *c)
         xi[d] = oi[d];
     for (int j = 0; j < kk; j++) {
         ii[q - 1] = lw_i64c(k, j);
-        xi[bd + j] = mv_index(c, kir_load(k, c->buf[1], ii), tx->dims[bd + j].v);
+        xi[bd + j] = mv_index_checked(c, b, kir_load(k, c->buf[1], ii), tx->dims[bd + j].v);
     }
     for (int d = bd + (int)kk; d < tx->rank; d++)
         xi[d] = oi[q - 1 + d - bd - (int)kk];
@@ -144,7 +146,7 @@ static int lower_scatter_elements(lctx *c)
     if (!b)
         return -1;
     for (int d = 0; d < tx->rank; d++)
-        yi[d] = d == axis ? mv_index(c, kir_load(k, c->buf[1], ii), tx->dims[axis].v) : ii[d];
+        yi[d] = d == axis ? mv_index_checked(c, b, kir_load(k, c->buf[1], ii), tx->dims[axis].v) : ii[d];
     kir_expr *v = reduce(k, red, kir_load(k, c->out, yi), kir_load(k, c->buf[2], ii));
     return kir_store(k, b, c->out, yi, v) ? 0 : -1;
 }
@@ -168,7 +170,7 @@ static int lower_scatter_nd(lctx *c)
         ii[d] = ui[d];
     for (int j = 0; j < kk; j++) {
         ii[q - 1] = lw_i64c(k, j);
-        yi[j] = mv_index(c, kir_load(k, c->buf[1], ii), tx->dims[j].v);
+        yi[j] = mv_index_checked(c, b, kir_load(k, c->buf[1], ii), tx->dims[j].v);
     }
     for (int d = (int)kk; d < tx->rank; d++)
         yi[d] = ui[q - 1 + d - (int)kk];
@@ -245,8 +247,8 @@ static int lower_onehot(lctx *c)
 }
 
 /* out[t, b, ...] = x[t < len ? len-1-t : t, b, ...] with len =
- * sequence_lens[b] clamped to [0, T] (time and batch axes in either
- * order). */
+ * sequence_lens[b] (outside [0, T]: the run fails; the kernel reads it
+ * clamped) (time and batch axes in either order). */
 static int lower_reverse_sequence(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -261,6 +263,16 @@ static int lower_reverse_sequence(lctx *c)
     kir_expr *len = kir_load(k, c->buf[1], &oi[ba]);
     if (len && len->dtype != IR_I64)
         len = kir_op1(k, KIR_CAST, IR_I64, len);
+    /* A length outside [0, T] is the reference's error; the kernel goes on clamped. */
+    if (!(len = kir_let(k, b, len)))
+        return -1;
+    kir_stmt *chk = kir_if(k, b, kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_LT, IR_BOOL, len, lw_i64c(k, 0)),
+                                         kir_op2(k, KIR_LT, IR_BOOL, lw_i64c(k, T), len)));
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): a sequence_lens value is out of range [0, %lld]", n->name,
+             ir_ops[n->op].name, (long long)T);
+    if (!chk || !kir_fail(k, &chk->body, msg))
+        return -1;
     len = kir_op2(k, KIR_MIN, IR_I64, kir_op2(k, KIR_MAX, IR_I64, len, lw_i64c(k, 0)), lw_i64c(k, T));
     kir_expr *t = oi[ta];
     kir_expr *rev = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, len, lw_i64c(k, 1)), t);

@@ -32,7 +32,7 @@ bool lw_interior(const ir_node *reader, const ir_value *v)
 static int find_buf(const kir_kernel *k, const ir_value *v)
 {
     for (int b = 0; b < k->nbufs; b++)
-        if (!strcmp(k->bufs[b].name, v->name))
+        if (k->bufs[b].kind != KIR_BUF_STATUS && !strcmp(k->bufs[b].name, v->name))
             return b;
     return -1;
 }

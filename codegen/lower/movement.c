@@ -84,6 +84,24 @@ kir_expr *mv_index(lctx *c, kir_expr *v, int64_t n)
     return kir_op2(k, KIR_MIN, IR_I64, v, lw_i64c(k, n > 0 ? n - 1 : 0));
 }
 
+kir_expr *mv_index_checked(lctx *c, kir_block *b, kir_expr *v, int64_t n)
+{
+    kir_kernel *k = c->k;
+    if (v && v->dtype != IR_I64)
+        v = kir_op1(k, KIR_CAST, IR_I64, v);
+    if (!(v = kir_let(k, b, v)))
+        return NULL;
+    kir_expr *bad = kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_LT, IR_BOOL, v, lw_i64c(k, -n)),
+                            kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, n), v));
+    kir_stmt *chk = kir_if(k, b, bad);
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): an index is out of range for a dim of %lld", c->n->name,
+             ir_ops[c->n->op].name, (long long)n);
+    if (!chk || !kir_fail(k, &chk->body, msg))
+        return NULL;
+    return mv_index(c, v, n);
+}
+
 bool mv_axis(int64_t axis, int rank, int *out)
 {
     if (axis < -rank || axis >= rank)

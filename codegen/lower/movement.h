@@ -23,6 +23,11 @@ int mv_width(lctx *c, ir_dtype dt);
  * position in [0, n): negatives count from the end, the rest is clamped
  * so a hostile index never addresses memory outside the dim. */
 kir_expr *mv_index(lctx *c, kir_expr *v, int64_t n);
+/* mv_index for data that must be in range, as the reference requires: a
+ * value outside [-n, n) makes the run fail (kir_fail) with the
+ * interpreter's reason; the kernel still reads the clamped position. The
+ * check goes into b, before what b does with the result. */
+kir_expr *mv_index_checked(lctx *c, kir_block *b, kir_expr *v, int64_t n);
 
 /* A constant zero / one of dtype dt. */
 kir_expr *mv_const(lctx *c, ir_dtype dt, double v);

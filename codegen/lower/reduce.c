@@ -493,6 +493,15 @@ static int lower_arg(lctx *c)
                          : kir_const_i(k, at, int_limit(xt, !want_max));
     if (!kir_acc_set(k, body, best, lw_i64c(k, 0)) || !kir_acc_set(k, body, bv, init))
         return -1;
+    /* An empty axis has no arg: the reference's error, not index 0. */
+    if (!ir_dim_is_const(t->dims[axis]) || t->dims[axis].v == 0) {
+        kir_stmt *chk = kir_if(k, body, kir_op2(k, KIR_EQ, IR_BOOL, lw_dim_of(k, t->dims[axis]), lw_i64c(k, 0)));
+        char msg[400];
+        snprintf(msg, sizeof msg, "node '%.200s' (%s): cannot take the arg%s of an empty axis", n->name,
+                 ir_ops[n->op].name, want_max ? "max" : "min");
+        if (!chk || !kir_fail(k, &chk->body, msg))
+            return -1;
+    }
     kir_block *p = red_pass(c, body, t, red, ix, KIR_SERIAL, at);
     if (!p)
         return -1;

@@ -232,6 +232,45 @@ START_TEST(print_new_constructs)
 }
 END_TEST
 
+START_TEST(fail_statements)
+{
+    ir_graph *g = ir_graph_create("g");
+    kir_kernel *k = kir_kernel_create("chk", g);
+    ck_assert_int_eq(k->status_buf, -1);
+    ir_type ti = {IR_I64, 1, {{4, 0}}};
+    int ib = kir_add_buf(k, "i", KIR_BUF_INPUT, &ti, 0, 0);
+    int v = kir_new_var(k);
+    kir_stmt *l = kir_for(k, &k->body, v, kir_const_i(k, IR_I64, 0), kir_const_i(k, IR_I64, 4), KIR_SERIAL, 0);
+    kir_expr *ix[1] = {kir_var(k, v)};
+    kir_stmt *c1 = kir_if(k, &l->body, kir_op2(k, KIR_LT, IR_BOOL, kir_load(k, ib, ix), kir_const_i(k, IR_I64, 0)));
+    ck_assert_ptr_nonnull(kir_fail(k, &c1->body, "negative"));
+    kir_stmt *c2 = kir_if(k, &l->body, kir_op2(k, KIR_LE, IR_BOOL, kir_const_i(k, IR_I64, 9), kir_load(k, ib, ix)));
+    ck_assert_ptr_nonnull(kir_fail(k, &c2->body, "too big"));
+    ck_assert_ptr_nonnull(kir_fail(k, &c2->orelse, "negative")); /* the same text: one message */
+    ck_assert_int_eq(k->nfails, 2);
+    ck_assert_int_eq(k->status_buf, 1);
+    ck_assert_int_eq(k->bufs[1].kind, KIR_BUF_STATUS);
+    icc_diag d;
+    ck_assert_msg(kir_verify(k, &d) == 0, "%s", d.msg);
+    char *text = kir_print(k);
+    ck_assert_str_eq(text, "kernel @chk(b0 %i: i64[4] in, b1 %(status): i32[] status)\n"
+                           "  for v0 in [0, 4)\n"
+                           "    if lt(b0[v0], 0)\n"
+                           "      fail \"negative\"\n"
+                           "    if le(9, b0[v0])\n"
+                           "      fail \"too big\"\n"
+                           "    else\n"
+                           "      fail \"negative\"\n");
+    free(text);
+    /* a message index the kernel does not have */
+    c1->body.s[0]->msg = 7;
+    ck_assert_int_eq(kir_verify(k, &d), -1);
+    ck_assert_ptr_nonnull(strstr(d.msg, "fail of message 7"));
+    kir_kernel_destroy(k);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(scratch_sizes)
 {
     kir_kernel *k = kir_kernel_create("s", NULL);
@@ -399,6 +438,7 @@ static Suite *suite(void)
     tcase_add_test(tc, verifier_catches_errors);
     tcase_add_test(tc, builders_propagate_null);
     tcase_add_test(tc, print_new_constructs);
+    tcase_add_test(tc, fail_statements);
     tcase_add_test(tc, scratch_sizes);
     tcase_add_test(tc, verifier_new_rules);
     suite_add_tcase(s, tc);
