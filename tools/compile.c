@@ -112,7 +112,18 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         rc = text ? put_text(o->out, text, d) : -1;
         goto done;
     }
-    if (cg_program_build(g, &s, o->name, o->external_weights, &p, d) < 0 || be->compile(t, p, &a, d) < 0)
+    bool external = o->external_weights;
+    if (o->external_out)
+        *o->external_out = false;
+    if (cg_program_build(g, &s, o->name, external, &p, d) < 0)
+        goto done;
+    if (!external && !o->emit && o->out && o->embed_limit > 0 && p->weights_bytes > o->embed_limit) {
+        external = p->external_weights = true;
+        fprintf(stderr, "icc: note: the weights (%.3g MB) go to a .weights file beside %s: more than the %.3g MB "
+                "a library embeds (--embed-limit; --weights=embedded keeps them in)\n",
+                (double)p->weights_bytes / 1e6, o->out, (double)o->embed_limit / 1e6);
+    }
+    if (be->compile(t, p, &a, d) < 0)
         goto done;
     if (o->emit) {
         if (!be->emit_text)
@@ -125,7 +136,7 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         ir_errorf(d, "no output: give -o model.so (or model.o), or --emit=...");
         goto done;
     }
-    if (o->external_weights) {
+    if (external) {
         /* model.so -> model.weights, where the runtime looks for it */
         size_t stem = strlen(o->out) - (ir_ends_with(o->out, ".so") ? 3 : ir_ends_with(o->out, ".o") ? 2 : 0);
         snprintf(wpath, sizeof wpath, "%.*s.weights", (int)stem, o->out);
@@ -139,6 +150,8 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         rc = be->write(a, o->out, NULL, d);
     else if (runtime_lib(rt, sizeof rt, d) == 0)
         rc = be->write(a, o->out, rt, d);
+    if (rc == 0 && o->external_out)
+        *o->external_out = external;
 done:
     if (rc < 0 && wpath[0])
         unlink(wpath);

@@ -15,6 +15,10 @@ typedef struct icc_compile_opts {
     const char *cpu;           /* NULL: the host; -march= */
     int opt_level;             /* LLVM's, 0..3 */
     bool external_weights;     /* --weights=external: write X.weights beside X.so */
+    int64_t embed_limit;       /* weights past this many bytes go to X.weights anyway, with a
+                                  note (0: never): .rodata past ~2 GiB overflows the linker's
+                                  32-bit relocations */
+    bool *external_out;        /* if non-NULL: set to whether X.weights was written */
 } icc_compile_opts;
 
 /* The description of the target triple/cpu name (NULL: the host, as

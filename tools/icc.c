@@ -56,6 +56,7 @@ typedef struct {
     const char *triple;       /* --target-triple=, or NULL for the host */
     const char *shapes[MAX_INPUTS];   /* --shape=NAME:1x3x224x224 */
     bool external_weights;            /* --weights=external */
+    int64_t embed_limit;              /* --weights=auto (default): past this, external; 0: never */
     int nbinds;
     const char *binds[MAX_INPUTS];    /* --bind=NAME=FILE.npy */
     int nshapes;
@@ -98,7 +99,9 @@ static void usage(FILE *f)
         "  --name=PREFIX        the model's symbol prefix (PREFIX_model; default model)\n"
         "  --shape=NAME:DxDx..  pin input NAME's dims (symbolic dims must be pinned to compile)\n"
         "  --weights=external   write the weights to model.weights beside model.so (mapped at\n"
-        "                       load, checksum verified) instead of the .so's .rodata\n"
+        "                       load, checksum verified) instead of the .so's .rodata;\n"
+        "                       =embedded: always in the .so; =auto (default): external past\n"
+        "                       --embed-limit=BYTES (1 GiB), with a note\n"
         "  --bind=NAME=F.npy    make input NAME a constant with F's values (for inputs that\n"
         "                       decide shapes, e.g. a Reshape's shape or Reduce's axes)\n"
         "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
@@ -520,8 +523,9 @@ static int cmd_compile(const args *a)
         fail("%s: %s", a->model, d.msg);
         goto done;
     }
+    bool external = false;
     icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2,
-                          a->external_weights};
+                          a->external_weights, a->embed_limit, &external};
     if (icc_compile_graph(g, &o, &d) < 0) {
         fail("%s: %s", a->model, d.msg);
         goto done;
@@ -531,7 +535,7 @@ static int cmd_compile(const args *a)
         snprintf(hdr, sizeof hdr, "%.*s.h", (int)(strlen(a->out) - 3), a->out);
         if (cg_write_header(g, a->name, hdr, &d) < 0) {
             unlink(a->out);
-            if (a->external_weights) {
+            if (external) {
                 snprintf(hdr, sizeof hdr, "%.*s.weights", (int)(strlen(a->out) - 3), a->out);
                 unlink(hdr);
             }
@@ -958,7 +962,8 @@ static int cmd_verify(const args *a)
         goto done;
     }
     snprintf(so, sizeof so, "%s/model.so", dir);
-    icc_compile_opts o = {NULL, so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false};
+    icc_compile_opts o = {NULL, so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false, a->embed_limit,
+                          NULL};
     if (icc_compile_graph(g, &o, &d) < 0) {
         fail("%s: %s", a->model, d.msg);
         goto done;
@@ -1102,7 +1107,9 @@ static int cmd_ops_doc(void)
 
 int main(int argc, char **argv)
 {
-    args a = {.cmd = "compile", .level = -1, .dflt_level = 0, .rtol = 1e-4, .atol = 1e-5};
+    args a = {.cmd = "compile", .level = -1, .dflt_level = 0, .rtol = 1e-4, .atol = 1e-5,
+              .embed_limit = (int64_t)1 << 30};
+    bool weights_embedded = false;
     int i = 1;
     if (argc > 1 && (!strcmp(argv[1], "info") || !strcmp(argv[1], "run") || !strcmp(argv[1], "opt") ||
                      !strcmp(argv[1], "verify"))) {
@@ -1150,9 +1157,17 @@ int main(int argc, char **argv)
                 return fail("too many --shape options (max %d)", MAX_INPUTS);
             a.shapes[a.nshapes++] = s + 8;
         } else if (!strncmp(s, "--weights=", 10)) {
-            if (strcmp(s + 10, "external") && strcmp(s + 10, "embedded"))
-                return fail("--weights=%s: expected embedded (in the .so, the default) or external", s + 10);
+            if (strcmp(s + 10, "external") && strcmp(s + 10, "embedded") && strcmp(s + 10, "auto"))
+                return fail("--weights=%s: expected auto (the default), embedded or external", s + 10);
             a.external_weights = !strcmp(s + 10, "external");
+            weights_embedded = !strcmp(s + 10, "embedded");
+        } else if (!strncmp(s, "--embed-limit=", 14)) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(s + 14, &end, 10);
+            if (end == s + 14 || *end || v <= 0 || errno)
+                return fail("--embed-limit=%s: expected a positive number of bytes", s + 14);
+            a.embed_limit = v;
         } else if (!strncmp(s, "--bind=", 7)) {
             if (a.nbinds == MAX_INPUTS)
                 return fail("too many --bind options (max %d)", MAX_INPUTS);
@@ -1190,6 +1205,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 1;
     }
+    if (weights_embedded || a.external_weights)
+        a.embed_limit = 0;
     if (!strcmp(a.cmd, "info"))
         return cmd_info(&a);
     if (!strcmp(a.cmd, "run"))

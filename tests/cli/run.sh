@@ -284,6 +284,20 @@ header_pinned_dims() {
   "$ICC" "$M" -o "$T/unpinned.so" && grep -q "Symbolic dims (-1 in the dims arrays, given at run time): N$" "$T/unpinned.h"
 }
 check "model.h lists only the symbolic dims the compiled interface has" header_pinned_dims
+# Weights past --embed-limit (1 GiB by default: .rodata past 2 GiB overflows
+# the linker's relocations) go to X.weights with a note; --weights=embedded
+# keeps them in the .so.
+auto_external_weights() {
+  "$ICC" "$M" --embed-limit=1000 -o "$T/lim.so" 2>"$T/lim_err" || return 1
+  grep -q "^icc: note: the weights (.* MB) go to a .weights file beside .*lim.so" "$T/lim_err" && [ -f "$T/lim.weights" ] ||
+    { cat "$T/lim_err"; return 1; }
+  "$ICC" "$M" --embed-limit=1000 --weights=embedded -o "$T/emb.so" 2>"$T/emb_err" && [ ! -s "$T/emb_err" ] &&
+    [ ! -e "$T/emb.weights" ] && "$ICC" "$M" -o "$T/small.so" && [ ! -e "$T/small.weights" ] || return 1
+  "$ICC" run "$T/lim.so" --input image="$X" -o "$T/lim_out" && "$ICC" run "$T/emb.so" --input image="$X" -o "$T/emb_out" &&
+    cmp "$T/lim_out/probs.npy" "$T/emb_out/probs.npy"
+}
+check "weights past --embed-limit go to X.weights with a note; --weights=embedded keeps them in" auto_external_weights
+fails_cleanly "--embed-limit: not a number" "expected a positive number of bytes" "$ICC" "$M" --embed-limit=lots -o "$T/no.so"
 fails_cleanly "info --shape: a fixed dim" "dim 1 of 'image' is fixed at 1" "$ICC" info "$M" --shape=image:3x2x8x8
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
