@@ -2,14 +2,15 @@
 # Installs what icc needs to build and test, and nothing else. Idempotent:
 # quiet, and touching nothing, when everything is already there.
 #   Debian packages: the build (compiler, CMake, protobuf-c, ONNX's .proto,
-#     LLVM 19, Check) and clang-19 for the libFuzzer targets.
+#     LLVM 19, Check), clang-19 for the libFuzzer targets, and gnuplot for
+#     `icc bench --plot`.
 #   PyPI packages, for tests and benchmarks only: onnx (its node tests are
 #     the conformance oracle; pinned to 1.22.0, the newest release whose
 #     wheel still ships the node test data), onnxruntime and numpy.
 set -euo pipefail
 
 APT_PKGS=(build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler
-          libonnx-dev llvm-19-dev check clang-19 libclang-rt-19-dev python3)
+          libonnx-dev llvm-19-dev check clang-19 libclang-rt-19-dev python3 gnuplot-nox)
 PIP_PKGS=("onnx==1.22.0" "onnxruntime" "numpy")
 
 SUDO=""

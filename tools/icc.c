@@ -28,6 +28,7 @@
 #include "ir/text.h"
 #include "icc/runtime.h"
 #include "runtime/npy.h"
+#include "tools/bench.h"
 #include "tools/verify.h"
 #include "codegen/header.h"
 #include "tools/compile.h"
@@ -86,6 +87,14 @@ static void usage(FILE *f)
         "                                     a summary of each output; MODEL.so runs a\n"
         "                                     compiled model through the runtime instead\n"
         "  icc opt IN.icc [-o OUT.icc]        parse, verify and print text IR\n"
+        "  icc bench MODEL.so|MODEL.onnx [--threads=1,2] [--batch=1,2,4,...] [--runs=N] [--time=S]\n"
+        "            [--warmup=S] [--scenario=single-stream|offline|server] [--rate=QPS]\n"
+        "            [--p99-bound=MS] [--queries=N] [--dim=SYM=V] [--json] [--plot=FILE.png]\n"
+        "                                     latency p50/p90/p99/mean/min/max and throughput after\n"
+        "                                     a 2 s warm-up, over thread counts and batch sizes; an\n"
+        "                                     .onnx is compiled first (other options go to the\n"
+        "                                     compiler, e.g. -O3); --plot draws the batch trade-off\n"
+        "  icc bench --peak [--json]          this machine's FP32 FMA peak and read bandwidths\n"
         "  icc verify MODEL [--input NAME=FILE.npy ...] [--rtol=1e-4] [--atol=1e-5]\n"
         "                                     compile MODEL, run it and the interpreter on the\n"
         "                                     same inputs (given, or made up) and print the max\n"
@@ -1105,11 +1114,24 @@ static int cmd_ops_doc(void)
     return 0;
 }
 
+/* This icc's path (bench compiles with it): /proc/self/exe, else argv[0]. */
+static const char *self_path(const char *argv0)
+{
+    static char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return argv0;
+    exe[len] = 0;
+    return exe;
+}
+
 int main(int argc, char **argv)
 {
     args a = {.cmd = "compile", .level = -1, .dflt_level = 0, .rtol = 1e-4, .atol = 1e-5,
               .embed_limit = (int64_t)1 << 30};
     bool weights_embedded = false;
+    if (argc > 1 && !strcmp(argv[1], "bench"))   /* options of its own (tools/bench.c) */
+        return icc_bench_main(argc - 2, argv + 2, self_path(argv[0]));
     int i = 1;
     if (argc > 1 && (!strcmp(argv[1], "info") || !strcmp(argv[1], "run") || !strcmp(argv[1], "opt") ||
                      !strcmp(argv[1], "verify"))) {

@@ -299,6 +299,50 @@ auto_external_weights() {
 check "weights past --embed-limit go to X.weights with a note; --weights=embedded keeps them in" auto_external_weights
 fails_cleanly "--embed-limit: not a number" "expected a positive number of bytes" "$ICC" "$M" --embed-limit=lots -o "$T/no.so"
 fails_cleanly "info --shape: a fixed dim" "dim 1 of 'image' is fixed at 1" "$ICC" info "$M" --shape=image:3x2x8x8
+# icc bench: its output's structure and arithmetic (not its timings).
+bench_json() {
+  "$ICC" bench "$M" --batch=1,4 --threads=1,2 --runs=5 --time=0 --warmup=0 --json >"$T/bench.json" 2>"$T/bench_err" ||
+    return 1
+  [ ! -s "$T/bench_err" ] && python3 - "$T/bench.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["scenario"] == "single-stream", r
+rows = r["results"]
+assert [(x["threads"], x["batch"]) for x in rows] == [(1, 1), (1, 4), (2, 1), (2, 4)], rows
+for x in rows:
+    assert x["runs"] >= 5, x
+    assert 0 < x["min_ms"] <= x["p50_ms"] <= x["p90_ms"] <= x["p99_ms"] <= x["max_ms"], x
+    assert x["min_ms"] <= x["mean_ms"] <= x["max_ms"], x
+    assert abs(x["inferences_per_s"] - 1e3 / x["mean_ms"]) < 1e-3 * x["inferences_per_s"] + 1e-3, x
+    assert abs(x["items_per_s"] - x["inferences_per_s"] * x["batch"]) < 1e-3 * x["items_per_s"] + 1e-3, x
+PY
+}
+check "bench: a batch and thread sweep as JSON, with consistent statistics" bench_json
+bench_table_and_plot() {
+  "$ICC" "$M" -o "$T/bench.so" || return 1
+  "$ICC" bench "$T/bench.so" --batch=1,2,4 --runs=3 --time=0 --warmup=0 --plot="$T/bench.png" >"$T/bench.txt" 2>/dev/null ||
+    return 1
+  grep -q "^threads  batch    runs    p50 ms" "$T/bench.txt" && [ "$(grep -cE '^ +[0-9]+ +[124] +[0-9]+ ' "$T/bench.txt")" -eq 3 ] &&
+    grep -q "^single-stream: p90" "$T/bench.txt" || { cat "$T/bench.txt"; return 1; }
+  python3 -c "
+import sys
+b = open('$T/bench.png', 'rb').read()
+sys.exit(0 if b[:8] == b'\x89PNG\r\n\x1a\n' and len(b) > 2000 else 1)"
+}
+check "bench: the table of a compiled .so, and --plot draws a PNG" bench_table_and_plot
+bench_server_offline() {
+  "$ICC" bench "$T/bench.so" --scenario=server --rate=500 --queries=20 --runs=3 --time=0 --warmup=0 >"$T/srv.txt" 2>/dev/null &&
+    grep -qE "^server at 500.0 queries/s \(20 queries.*p99 [0-9.]+ ms" "$T/srv.txt" || { cat "$T/srv.txt"; return 1; }
+  "$ICC" bench "$T/bench.so" --scenario=offline --batch=1,8 --runs=3 --time=0 --warmup=0 >"$T/off.txt" 2>/dev/null &&
+    grep -qE "^offline: [0-9.]+ items/s" "$T/off.txt"
+}
+check "bench: the server and offline scenarios" bench_server_offline
+fails_cleanly "bench: a malformed --threads list" "--threads=1,,2: expected positive integers" "$ICC" bench "$M" --threads=1,,2
+fails_cleanly "bench: --rate outside the server scenario" "belong to --scenario=server" "$ICC" bench "$M" --rate=10
+fails_cleanly "bench: a compiler option for a .so" "-O3: unknown option for a compiled model" "$ICC" bench "$T/bench.so" -O3
+fails_cleanly "bench: --batch on a pinned model" "--batch needs a symbolic dim" "$ICC" bench "$M" --shape=image:2x1x8x8 --batch=1,2 --runs=1 --time=0 --warmup=0
+fails_cleanly "bench: a missing model" "nope.so" "$ICC" bench nope.so
+fails_cleanly "bench: the compiler's error" "no_such.onnx" "$ICC" bench no_such.onnx
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
 fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus
