@@ -17,7 +17,9 @@ const pass_info pass_table[PASS_COUNT] = {
 };
 
 /* The default pipelines, top to bottom. Each level names what it adds:
- *  -O0: types only, the graph as imported.
+ *  -O0: types only, the graph as imported, except that the quantization
+ *       ops are rewritten into core ops (lower-quant) at every level,
+ *       -O0 too: the backend compiles only their decomposition.
  *  -O1: constants folded, dead code removed.
  *  -O2: and simplified, BatchNorm folded into weights, decomposed
  *       norms/softmax/GELU recognised as one op each, duplicates merged,
@@ -29,10 +31,10 @@ const pass_info pass_table[PASS_COUNT] = {
  *       decomposed pattern; it saves the score buffers but is slower than
  *       the MatMul/Softmax/MatMul kernels today, docs/fusion.md). */
 static const char *const levels[4] = {
-    "shape-infer",
-    "shape-infer,fold,dce",
-    "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,fuse,plan",
-    "shape-infer,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,fuse,plan",
+    "shape-infer,lower-quant",
+    "shape-infer,lower-quant,fold,dce",
+    "shape-infer,lower-quant,simplify,fold,fold-bn,recognize,simplify,cse,dce,fuse,plan",
+    "shape-infer,lower-quant,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,fuse,plan",
 };
 
 const char *icc_pipeline_for_level(int level)
