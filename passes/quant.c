@@ -103,7 +103,7 @@ static ir_value *konst(lq *q, ir_dtype t, int rank, const int64_t *dims, const d
     for (int i = 0; i < rank; i++)
         ty.dims[i] = ir_dim_const(dims[i]);
     char buf[256];
-    const char *name = ir_graph_fresh_name(q->g, q->n->name[0] ? q->n->name : "quant", "_q", buf,
+    const char *name = ir_graph_fresh_name(q->g, q->n->out[0]->name, "_q", buf,
                                            sizeof buf);
     ir_value *v = ir_graph_add_const(q->g, name, &ty, NULL, q->c->diag);
     if (!v) {
