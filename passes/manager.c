@@ -21,8 +21,10 @@ const pass_info pass_table[PASS_COUNT] = {
  *       ops are rewritten into core ops (lower-quant) at every level,
  *       -O0 too: the backend compiles only their decomposition.
  *  -O1: constants folded, dead code removed.
- *  -O2: and simplified, BatchNorm folded into weights, decomposed
- *       norms/softmax/GELU recognised as one op each, duplicates merged,
+ *  -O2: and QDQ contractions run on the quantized data (qdq, before
+ *       lower-quant and fold), simplified, BatchNorm folded into
+ *       weights, decomposed norms/softmax/GELU recognised as one op
+ *       each, duplicates merged,
  *       elementwise chains fused into one kernel each with the
  *       contraction or normalization before them, intermediates planned
  *       into one arena.
@@ -33,8 +35,8 @@ const pass_info pass_table[PASS_COUNT] = {
 static const char *const levels[4] = {
     "shape-infer,lower-quant",
     "shape-infer,lower-quant,fold,dce",
-    "shape-infer,lower-quant,simplify,fold,fold-bn,recognize,simplify,cse,dce,fuse,plan",
-    "shape-infer,lower-quant,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,fuse,plan",
+    "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,simplify,cse,dce,fuse,plan",
+    "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,fuse,plan",
 };
 
 const char *icc_pipeline_for_level(int level)

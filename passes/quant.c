@@ -23,25 +23,18 @@
 #include "passes/pass.h"
 #include "ir/ops.h"
 #include "ir/ref/quant.h"
+#include "passes/quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct lq {
-    pass_ctx *c;
-    ir_graph *g;
-    const ir_node *n;          /* the node being rewritten */
-    bool failed;               /* an emit failed: c->diag says why */
-} lq;
-
 /* ---- building blocks ---------------------------------------------------- */
 
-/* A new node op(in...) named after the rewritten node, typed by its shape
- * function; its result, or NULL once anything failed (every builder
- * passes NULL through, so a chain is checked once at its end). */
-static ir_value *emit_full(lq *q, int op, int nin, ir_value *const *in, const ir_node *attrs,
-                           const char *key, int64_t val)
+/* Builders: passes/quant.h. A failed one leaves q->failed set; missing
+ * inputs (NULL from an earlier failure) fail the next. */
+ir_value *qb_emit_full(qbuild *q, int op, int nin, ir_value *const *in, const ir_node *attrs,
+                       const char *key, int64_t val)
 {
     if (q->failed)
         return NULL;
@@ -50,7 +43,10 @@ static ir_value *emit_full(lq *q, int op, int nin, ir_value *const *in, const ir
             q->failed = true;
             return NULL;
         }
-    ir_node *nn = ir_graph_add_node(q->g, op, q->n->name, nin, in, 1, NULL, q->c->diag);
+    /* fresh names: the graph's default "_tN" repeats after a compaction */
+    char buf[256];
+    const char *name = ir_graph_fresh_name(q->g, q->n->out[0]->name, "_q", buf, sizeof buf);
+    ir_node *nn = ir_graph_add_node(q->g, op, q->n->name, nin, in, 1, &name, q->c->diag);
     bool ok = nn != NULL;
     for (int i = 0; ok && attrs && i < attrs->nattr; i++)
         ok = ir_node_add_attr(q->g, nn, &attrs->attrs[i]) == 0;
@@ -66,35 +62,34 @@ static ir_value *emit_full(lq *q, int op, int nin, ir_value *const *in, const ir
 }
 
 /* op(in...) without attributes. */
-static ir_value *emit(lq *q, int op, int nin, ir_value *const *in)
+static ir_value *emit(qbuild *q, int op, int nin, ir_value *const *in)
 {
-    return emit_full(q, op, nin, in, NULL, NULL, 0);
+    return qb_emit_full(q, op, nin, in, NULL, NULL, 0);
 }
 
-static ir_value *op1(lq *q, int op, ir_value *a)
+ir_value *qb_op1(qbuild *q, int op, ir_value *a)
 {
     ir_value *in[1] = {a};
     return a ? emit(q, op, 1, in) : NULL;
 }
 
-static ir_value *op2(lq *q, int op, ir_value *a, ir_value *b)
+ir_value *qb_op2(qbuild *q, int op, ir_value *a, ir_value *b)
 {
     ir_value *in[2] = {a, b};
     return a && b ? emit(q, op, 2, in) : NULL;
 }
 
-/* op(a [, b]) with the int attribute key = val. */
-static ir_value *op_kv(lq *q, int op, ir_value *a, ir_value *b, const char *key, int64_t val)
+ir_value *qb_op_kv(qbuild *q, int op, ir_value *a, ir_value *b, const char *key, int64_t val)
 {
     ir_value *in[2] = {a, b};
     if (!a || (op == IR_OP_GATHER && !b))
         return NULL;
-    return emit_full(q, op, b ? 2 : 1, in, NULL, key, val);
+    return qb_emit_full(q, op, b ? 2 : 1, in, NULL, key, val);
 }
 
 /* A constant of dtype t and the given shape holding vals (doubles, stored
  * in t). */
-static ir_value *konst(lq *q, ir_dtype t, int rank, const int64_t *dims, const double *vals,
+ir_value *qb_konst(qbuild *q, ir_dtype t, int rank, const int64_t *dims, const double *vals,
                        int64_t n)
 {
     if (q->failed)
@@ -115,33 +110,31 @@ static ir_value *konst(lq *q, ir_dtype t, int rank, const int64_t *dims, const d
     return v;
 }
 
-static ir_value *scalar(lq *q, ir_dtype t, double v) { return konst(q, t, 0, NULL, &v, 1); }
+ir_value *qb_scalar(qbuild *q, ir_dtype t, double v) { return qb_konst(q, t, 0, NULL, &v, 1); }
 
-/* v converted to t (v itself when it already has t). */
-static ir_value *cast(lq *q, ir_value *v, ir_dtype t)
+ir_value *qb_cast(qbuild *q, ir_value *v, ir_dtype t)
 {
     if (!v || v->type.dtype == t)
         return v;
-    return op_kv(q, IR_OP_CAST, v, NULL, "to", ir_dtype_to_onnx(t));
+    return qb_op_kv(q, IR_OP_CAST, v, NULL, "to", ir_dtype_to_onnx(t));
 }
 
-/* v reshaped to dims. */
-static ir_value *reshape(lq *q, ir_value *v, int rank, const int64_t *dims)
+ir_value *qb_reshape(qbuild *q, ir_value *v, int rank, const int64_t *dims)
 {
     double d[IR_MAX_RANK] = {0};
     for (int i = 0; i < rank; i++)
         d[i] = (double)dims[i];
     int64_t r = rank;
-    return op2(q, IR_OP_RESHAPE, v, konst(q, IR_I64, 1, &r, d, rank));
+    return qb_op2(q, IR_OP_RESHAPE, v, qb_konst(q, IR_I64, 1, &r, d, rank));
 }
 
 /* Clip(v, lo, hi) in v's dtype. */
-static ir_value *clip(lq *q, ir_value *v, double lo, double hi)
+static ir_value *clip(qbuild *q, ir_value *v, double lo, double hi)
 {
     if (!v)
         return NULL;
     ir_dtype t = v->type.dtype;
-    ir_value *in[3] = {v, scalar(q, t, lo), scalar(q, t, hi)};
+    ir_value *in[3] = {v, qb_scalar(q, t, lo), qb_scalar(q, t, hi)};
     return in[1] && in[2] ? emit(q, IR_OP_CLIP, 3, in) : NULL;
 }
 
@@ -199,7 +192,7 @@ static bool plan_param(const ir_node *n, const ir_type *x, const ir_type *p, qpa
 }
 
 /* p as a value broadcasting against x (rank xr) under plan pl. */
-static ir_value *broadcast_param(lq *q, ir_value *p, int xr, const qparam_plan *pl)
+static ir_value *broadcast_param(qbuild *q, ir_value *p, int xr, const qparam_plan *pl)
 {
     if (!p)
         return NULL;
@@ -207,7 +200,7 @@ static ir_value *broadcast_param(lq *q, ir_value *p, int xr, const qparam_plan *
         /* [1] broadcasts against any x of rank >= 1 as it is */
         if (p->type.rank == 0 || xr >= 1)
             return p;
-        return reshape(q, p, 0, NULL);
+        return qb_reshape(q, p, 0, NULL);
     }
     if (pl->kind == 1) {
         if (pl->axis == xr - 1)
@@ -216,7 +209,7 @@ static ir_value *broadcast_param(lq *q, ir_value *p, int xr, const qparam_plan *
         dims[0] = pl->d;
         for (int i = 1; i < xr - pl->axis; i++)
             dims[i] = 1;
-        return reshape(q, p, xr - pl->axis, dims);
+        return qb_reshape(q, p, xr - pl->axis, dims);
     }
     double *idx = malloc(sizeof *idx * (size_t)(pl->d + 1));
     if (!idx) {
@@ -227,25 +220,21 @@ static ir_value *broadcast_param(lq *q, ir_value *p, int xr, const qparam_plan *
     for (int64_t i = 0; i < pl->d; i++)
         idx[i] = (double)(i / pl->block);
     int64_t dn = pl->d;
-    ir_value *ix = konst(q, IR_I64, 1, &dn, idx, dn);
+    ir_value *ix = qb_konst(q, IR_I64, 1, &dn, idx, dn);
     free(idx);
-    return op_kv(q, IR_OP_GATHER, p, ix, "axis", pl->axis);
+    return qb_op_kv(q, IR_OP_GATHER, p, ix, "axis", pl->axis);
 }
 
 /* ---- the rewrites -------------------------------------------------------- */
 
-/* Points the uses of n's output i at v, giving v its name. */
-static void replace_output(lq *q, ir_node *n, int i, ir_value *v)
+void qb_replace_output(qbuild *q, ir_node *n, int i, ir_value *v)
 {
     ir_value *old = n->out[i];
     v->name = old->name;
     ir_replace_all_uses(q->g, old, v);
 }
 
-/* The final node's result takes the old one's name (set by
- * replace_output); the name is shared only until the old node is erased. */
-
-static int lower_quantize(lq *q, ir_node *n)
+static int lower_quantize(qbuild *q, ir_node *n)
 {
     ir_value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     qparam_plan pl;
@@ -256,21 +245,21 @@ static int lower_quantize(lq *q, ir_node *n)
         return -1;
     ir_dtype w = p == IR_F64 ? IR_F64 : IR_F32; /* the exact rest */
     int xr = x->type.rank;
-    ir_value *v = op2(q, IR_OP_DIV, cast(q, x, p), cast(q, broadcast_param(q, s, xr, &pl), p));
-    v = op1(q, IR_OP_ROUND, cast(q, v, w));
+    ir_value *v = qb_op2(q, IR_OP_DIV, qb_cast(q, x, p), qb_cast(q, broadcast_param(q, s, xr, &pl), p));
+    v = qb_op1(q, IR_OP_ROUND, qb_cast(q, v, w));
     if (zp)
-        v = op2(q, IR_OP_ADD, v, cast(q, broadcast_param(q, zp, xr, &pl), w));
+        v = qb_op2(q, IR_OP_ADD, v, qb_cast(q, broadcast_param(q, zp, xr, &pl), w));
     ir_dtype out = n->out[0]->type.dtype;
     double lo, hi;
     qrange(out, &lo, &hi);
-    v = cast(q, clip(q, v, lo, hi), out);
+    v = qb_cast(q, clip(q, v, lo, hi), out);
     if (!v)
         return -1;
-    replace_output(q, n, 0, v);
+    qb_replace_output(q, n, 0, v);
     return 1;
 }
 
-static int lower_dequantize(lq *q, ir_node *n)
+static int lower_dequantize(qbuild *q, ir_node *n)
 {
     ir_value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     qparam_plan pl;
@@ -279,54 +268,54 @@ static int lower_dequantize(lq *q, ir_node *n)
     int xr = x->type.rank;
     ir_value *d = x;
     if (zp)
-        d = op2(q, IR_OP_SUB, cast(q, x, IR_I32), cast(q, broadcast_param(q, zp, xr, &pl), IR_I32));
-    ir_value *v = op2(q, IR_OP_MUL, cast(q, d, IR_F32), cast(q, broadcast_param(q, s, xr, &pl), IR_F32));
-    v = cast(q, v, n->out[0]->type.dtype);
+        d = qb_op2(q, IR_OP_SUB, qb_cast(q, x, IR_I32), qb_cast(q, broadcast_param(q, zp, xr, &pl), IR_I32));
+    ir_value *v = qb_op2(q, IR_OP_MUL, qb_cast(q, d, IR_F32), qb_cast(q, broadcast_param(q, s, xr, &pl), IR_F32));
+    v = qb_cast(q, v, n->out[0]->type.dtype);
     if (!v)
         return -1;
-    replace_output(q, n, 0, v);
+    qb_replace_output(q, n, 0, v);
     return 1;
 }
 
 /* The reduction of x over every dim to a scalar. */
-static ir_value *reduce_all(lq *q, int op, ir_value *x)
+static ir_value *reduce_all(qbuild *q, int op, ir_value *x)
 {
-    return op_kv(q, op, x, NULL, "keepdims", 0);
+    return qb_op_kv(q, op, x, NULL, "keepdims", 0);
 }
 
-static int lower_dynamic(lq *q, ir_node *n)
+static int lower_dynamic(qbuild *q, ir_node *n)
 {
     ir_value *x = n->in[0];
-    ir_value *mx = op2(q, IR_OP_MAX, reduce_all(q, IR_OP_REDUCE_MAX, x), scalar(q, IR_F32, 0));
-    ir_value *mn = op2(q, IR_OP_MIN, reduce_all(q, IR_OP_REDUCE_MIN, x), scalar(q, IR_F32, 0));
-    ir_value *in[3] = {op2(q, IR_OP_EQUAL, mx, mn), scalar(q, IR_F32, 1), op2(q, IR_OP_SUB, mx, mn)};
+    ir_value *mx = qb_op2(q, IR_OP_MAX, reduce_all(q, IR_OP_REDUCE_MAX, x), qb_scalar(q, IR_F32, 0));
+    ir_value *mn = qb_op2(q, IR_OP_MIN, reduce_all(q, IR_OP_REDUCE_MIN, x), qb_scalar(q, IR_F32, 0));
+    ir_value *in[3] = {qb_op2(q, IR_OP_EQUAL, mx, mn), qb_scalar(q, IR_F32, 1), qb_op2(q, IR_OP_SUB, mx, mn)};
     ir_value *range = in[0] && in[1] && in[2] ? emit(q, IR_OP_WHERE, 3, in) : NULL;
-    ir_value *scale = op2(q, IR_OP_DIV, range, scalar(q, IR_F32, 255));
-    ir_value *izp = op2(q, IR_OP_SUB, scalar(q, IR_F32, 0), op2(q, IR_OP_DIV, mn, scale));
-    ir_value *zp = op1(q, IR_OP_ROUND, clip(q, izp, 0, 255));
-    ir_value *y = op1(q, IR_OP_ROUND, op2(q, IR_OP_DIV, x, scale));
-    y = cast(q, clip(q, op2(q, IR_OP_ADD, y, zp), 0, 255), IR_U8);
-    ir_value *zq = cast(q, zp, IR_U8);
+    ir_value *scale = qb_op2(q, IR_OP_DIV, range, qb_scalar(q, IR_F32, 255));
+    ir_value *izp = qb_op2(q, IR_OP_SUB, qb_scalar(q, IR_F32, 0), qb_op2(q, IR_OP_DIV, mn, scale));
+    ir_value *zp = qb_op1(q, IR_OP_ROUND, clip(q, izp, 0, 255));
+    ir_value *y = qb_op1(q, IR_OP_ROUND, qb_op2(q, IR_OP_DIV, x, scale));
+    y = qb_cast(q, clip(q, qb_op2(q, IR_OP_ADD, y, zp), 0, 255), IR_U8);
+    ir_value *zq = qb_cast(q, zp, IR_U8);
     if (!y || !zq)
         return -1;
-    replace_output(q, n, 0, y);
+    qb_replace_output(q, n, 0, y);
     if (n->nout > 1 && n->out[1])
-        replace_output(q, n, 1, scale);
+        qb_replace_output(q, n, 1, scale);
     if (n->nout > 2 && n->out[2])
-        replace_output(q, n, 2, zq);
+        qb_replace_output(q, n, 2, zq);
     return 1;
 }
 
 /* Clip(Round(Cast(acc, f64) * mult + Cast(yz, f64)), lo, hi) -> out: the
  * requantization of QLinearMatMul and QLinearConv. mult is the scale
  * product in the scales' dtype, shaped to broadcast against acc. */
-static ir_value *requantize(lq *q, ir_value *acc, ir_value *mult, ir_value *yz, ir_dtype out)
+static ir_value *requantize(qbuild *q, ir_value *acc, ir_value *mult, ir_value *yz, ir_dtype out)
 {
-    ir_value *v = op2(q, IR_OP_MUL, cast(q, acc, IR_F64), cast(q, mult, IR_F64));
-    v = op1(q, IR_OP_ROUND, op2(q, IR_OP_ADD, v, cast(q, yz, IR_F64)));
+    ir_value *v = qb_op2(q, IR_OP_MUL, qb_cast(q, acc, IR_F64), qb_cast(q, mult, IR_F64));
+    v = qb_op1(q, IR_OP_ROUND, qb_op2(q, IR_OP_ADD, v, qb_cast(q, yz, IR_F64)));
     double lo, hi;
     qrange(out, &lo, &hi);
-    return cast(q, clip(q, v, lo, hi), out);
+    return qb_cast(q, clip(q, v, lo, hi), out);
 }
 
 /* A scalar-or-[1] parameter: static and one element. */
@@ -337,7 +326,7 @@ static bool is_scalarish(const ir_value *v)
            v->type.rank <= 1;
 }
 
-static int lower_qlinear_matmul(lq *q, ir_node *n)
+static int lower_qlinear_matmul(qbuild *q, ir_node *n)
 {
     ir_value *a = n->in[0], *as = n->in[1], *az = n->in[2], *b = n->in[3], *bs = n->in[4];
     ir_value *bz = n->in[5], *ys = n->in[6], *yz = n->in[7];
@@ -348,19 +337,19 @@ static int lower_qlinear_matmul(lq *q, ir_node *n)
     /* a per-row scale is [M]: [M, 1] to broadcast over the columns */
     if (!is_scalarish(as) && as->type.rank == 1 && ar >= 2) {
         int64_t d[2] = {as->type.dims[0].v, 1};
-        as = reshape(q, as, 2, d);
+        as = qb_reshape(q, as, 2, d);
     }
     ir_value *in[4] = {a, b, az, bz};
     ir_value *acc = emit(q, IR_OP_MATMUL_INTEGER, 4, in);
-    ir_value *mult = op2(q, IR_OP_DIV, op2(q, IR_OP_MUL, as, bs), ys);
+    ir_value *mult = qb_op2(q, IR_OP_DIV, qb_op2(q, IR_OP_MUL, as, bs), ys);
     ir_value *v = requantize(q, acc, mult, yz, n->out[0]->type.dtype);
     if (!v)
         return -1;
-    replace_output(q, n, 0, v);
+    qb_replace_output(q, n, 0, v);
     return 1;
 }
 
-static int lower_qlinear_conv(lq *q, ir_node *n)
+static int lower_qlinear_conv(qbuild *q, ir_node *n)
 {
     ir_value *x = n->in[0], *xs = n->in[1], *xz = n->in[2], *w = n->in[3], *ws = n->in[4];
     ir_value *wz = n->in[5], *ys = n->in[6], *yz = n->in[7], *b = n->nin > 8 ? n->in[8] : NULL;
@@ -369,30 +358,30 @@ static int lower_qlinear_conv(lq *q, ir_node *n)
         !is_scalarish(yz) || (b && !ir_type_is_static(&b->type)))
         return 0;
     ir_value *in[4] = {x, w, xz, wz};
-    ir_value *acc = emit_full(q, IR_OP_CONV_INTEGER, 4, in, n, NULL, 0);
+    ir_value *acc = qb_emit_full(q, IR_OP_CONV_INTEGER, 4, in, n, NULL, 0);
     /* per-channel values are [M]: [M, 1, ...] against [N, M, spatial...] */
     int64_t d[IR_MAX_RANK];
     for (int i = 0; i < yr - 1; i++)
         d[i] = 1;
     if (b) {
         d[0] = b->type.dims[0].v;
-        acc = op2(q, IR_OP_ADD, acc, reshape(q, b, yr - 1, d));
+        acc = qb_op2(q, IR_OP_ADD, acc, qb_reshape(q, b, yr - 1, d));
     }
     if (!is_scalarish(ws)) {
         d[0] = ws->type.dims[0].v;
-        ws = reshape(q, ws, yr - 1, d);
+        ws = qb_reshape(q, ws, yr - 1, d);
     }
-    ir_value *mult = op2(q, IR_OP_DIV, op2(q, IR_OP_MUL, xs, ws), ys);
+    ir_value *mult = qb_op2(q, IR_OP_DIV, qb_op2(q, IR_OP_MUL, xs, ws), ys);
     ir_value *v = requantize(q, acc, mult, yz, n->out[0]->type.dtype);
     if (!v)
         return -1;
-    replace_output(q, n, 0, v);
+    qb_replace_output(q, n, 0, v);
     return 1;
 }
 
 int pass_lower_quant(pass_ctx *c)
 {
-    lq q = {.c = c, .g = c->g};
+    qbuild q = {.c = c, .g = c->g};
     int64_t counts[5] = {0};
     int nn = c->g->nnodes;
     for (int k = 0; k < nn; k++) {
