@@ -117,6 +117,7 @@ echo "== a symbolic batch through compiled code, vs ONNX Runtime (build)"
 python3 tests/models/dynamic_batch.py build/icc
 echo "== quantized models (onnxruntime.quantization), compiled, vs ONNX Runtime (build)"
 python3 tests/models/quantized_vs_ort.py build/icc
+python3 tests/models/quant_ops_exact.py build/icc
 echo "== install, the examples, embedding (build)"
 tests/install/run.sh build
 echo "== the README's quick start (scripts/quickstart.sh)"
