@@ -1,0 +1,249 @@
+/* precision.c - the `precision` pass and the precision API (precision.h).
+ *
+ * The pass applies the mode its options carry (the driver's
+ * --precision, or `mode=` in a pipeline): nothing for fp32; for bf16
+ * and fp16 the constant weights of contractions become half-precision
+ * constants read through a Cast to f32; int8 modes go to precision_int8
+ * (passes/quantize.c).
+ */
+#include "passes/pass.h"
+#include "ir/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const prec_names[] = {
+    [ICC_PREC_FP32] = "fp32", [ICC_PREC_BF16] = "bf16", [ICC_PREC_FP16] = "fp16",
+    [ICC_PREC_INT8] = "int8", [ICC_PREC_INT8_DYNAMIC] = "int8-dynamic",
+};
+
+int icc_precision_parse(const char *text, icc_precision *out, icc_diag *d)
+{
+    for (int i = 0; i < (int)(sizeof prec_names / sizeof *prec_names); i++)
+        if (text && !strcmp(text, prec_names[i])) {
+            *out = (icc_precision)i;
+            return 0;
+        }
+    return ir_errorf(d, "--precision=%.64s: expected fp32, bf16, fp16, int8 or int8-dynamic", text ? text : "");
+}
+
+const char *icc_precision_name(icc_precision p)
+{
+    return (unsigned)p < sizeof prec_names / sizeof *prec_names ? prec_names[p] : "unknown";
+}
+
+/* True when name is one of the items of list (separated by sep). */
+static bool list_has(const char *list, char sep, const char *name)
+{
+    size_t n = strlen(name);
+    if (!list || !n)
+        return false;
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, sep);
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && !strncmp(p, name, n))
+            return true;
+        p += k + (p[k] == sep);
+    }
+    return false;
+}
+
+/* The last layer: for some graph output, the contraction latest in node
+ * order among the nodes that output depends on (walked backwards over the
+ * topologically ordered nodes). */
+static bool is_last_contraction(const ir_graph *g, const ir_node *n)
+{
+    if (!(ir_ops[n->op].flags & IR_F_CONTRACTION))
+        return false;
+    char *need = malloc((size_t)g->nvalues + 1);
+    bool last = false;
+    if (!need)
+        return false;
+    for (int o = 0; o < g->noutputs && !last; o++) {
+        memset(need, 0, (size_t)g->nvalues + 1);
+        need[g->outputs[o]->id] = 1;
+        for (int k = g->nnodes - 1; k >= 0; k--) {
+            const ir_node *m = g->nodes[k];
+            bool used = false;
+            for (int j = 0; j < m->nout && !m->dead; j++)
+                used |= m->out[j] && need[m->out[j]->id];
+            if (!used)
+                continue;
+            if (ir_ops[m->op].flags & IR_F_CONTRACTION) {
+                last = m == n;
+                break;
+            }
+            for (int j = 0; j < m->nin; j++)
+                if (m->in[j])
+                    need[m->in[j]->id] = 1;
+        }
+    }
+    free(need);
+    return last;
+}
+
+bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const ir_node *n)
+{
+    if (!o)
+        return false;
+    /* layout's ConvNCHWc is the user's Conv */
+    const char *op = n->op == IR_OP_CONV_NCHWC ? ir_ops[IR_OP_CONV].name : ir_ops[n->op].name;
+    if (list_has(o->keep, ',', op) || list_has(o->keep, ',', ir_ops[n->op].name) || list_has(o->keep, ',', n->name))
+        return true;
+    if (o->no_default_keep)
+        return false;
+    return (ir_ops[n->op].flags & IR_F_NORM) || is_last_contraction(g, n);
+}
+
+/* The options this run applies: the driver's, overridden by the pass's
+ * own `mode=`, `keep=` (items joined by '+') and `default-keep=`.
+ * keep_buf receives the converted keep list. */
+static int resolve_opts(pass_ctx *c, icc_precision_opts *o, char *keep_buf, size_t n)
+{
+    *o = c->precision ? *c->precision : (icc_precision_opts){ICC_PREC_FP32, NULL, false, NULL};
+    for (int i = 0; i < c->nopts; i++) {
+        const pass_opt *p = &c->opts[i];
+        if (!strcmp(p->key, "mode") && strcmp(p->val, "driver")) {
+            if (icc_precision_parse(p->val, &o->mode, c->diag) < 0)
+                return -1;
+        } else if (!strcmp(p->key, "keep") && strcmp(p->val, "none")) {
+            snprintf(keep_buf, n, "%s", p->val);
+            for (char *s = keep_buf; *s; s++)
+                if (*s == '+')
+                    *s = ',';
+            o->keep = keep_buf;
+        } else if (!strcmp(p->key, "default-keep")) {
+            o->no_default_keep = !strtoll(p->val, NULL, 0);
+        }
+    }
+    return 0;
+}
+
+/* A contraction whose input 1 (MatMul's and Gemm's B, Conv's W) the
+ * half-precision rewrite stores narrow when it is an f32 constant. */
+static bool weight_contraction(const ir_node *n)
+{
+    return (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM || n->op == IR_OP_CONV || n->op == IR_OP_CONV_NCHWC) &&
+           n->nin > 1 && n->nout == 1 && n->out[0]->type.dtype == IR_F32;
+}
+
+bool icc_precision_half_weight(const ir_node *n, int i)
+{
+    if (!weight_contraction(n) || i != 1 || !n->in[1] || n->in[1]->kind != IR_VAL_NODE)
+        return false;
+    const ir_node *p = n->in[1]->def;
+    const ir_value *h = p->op == IR_OP_CAST && p->nin == 1 ? p->in[0] : NULL;
+    return h && h->kind == IR_VAL_CONST && (h->type.dtype == IR_BF16 || h->type.dtype == IR_F16) &&
+           p->out[0]->type.dtype == IR_F32;
+}
+
+/* Every finite value of f32 constant w stays finite in f16 (65504 is
+ * the largest; from 65520 on, rounding gives inf). */
+static bool fits_f16(const ir_value *w)
+{
+    const float *v = w->cval.data;
+    for (int64_t i = 0; i < w->cval.numel; i++)
+        if (isfinite(v[i]) && fabsf(v[i]) >= 65520.0f)
+            return false;
+    return true;
+}
+
+/* bf16/fp16: the f32 constant weight W of each contraction not kept in
+ * fp32 becomes a constant W.bf16 (rounded to nearest even) read through
+ * Cast(to=f32). One narrow constant per weight, one Cast per contraction
+ * that reads it (so each Cast is read by one kernel, which converts in
+ * its loads: fuse.c puts the Cast in the contraction's group). When
+ * nothing reads W any more it is erased and the first Cast's result takes
+ * its name, so the values of both graphs compare by name. For fp16, a
+ * weight with values beyond f16's range stays fp32. */
+static int lower_half(pass_ctx *c, const icc_precision_opts *o)
+{
+    ir_graph *g = c->g;
+    ir_dtype hd = o->mode == ICC_PREC_BF16 ? IR_BF16 : IR_F16;
+    const char *suffix = o->mode == ICC_PREC_BF16 ? ".bf16" : ".fp16";
+    int nv = g->nvalues, nn = g->nnodes, rc = -1;
+    ir_value **half = calloc((size_t)nv + 1, sizeof *half);
+    ir_node **first = calloc((size_t)nv + 1, sizeof *first);
+    if (!half || !first) {
+        ir_errorf(c->diag, "out of memory");
+        goto done;
+    }
+    int64_t before = 0, after = 0;
+    for (int k = 0; k < nn; k++) {
+        ir_node *n = g->nodes[k];
+        ir_value *w = n->nin > 1 ? n->in[1] : NULL;
+        if (n->dead || !weight_contraction(n) || !w || w->kind != IR_VAL_CONST || w->type.dtype != IR_F32 ||
+            w->id >= nv)
+            continue;
+        if (icc_precision_keeps(o, g, n)) {
+            pass_stat(c, "contractions kept fp32", 1);
+            continue;
+        }
+        if (hd == IR_F16 && !fits_f16(w)) {
+            pass_stat(c, "kept fp32: beyond f16 range", 1);
+            continue;
+        }
+        char buf[256];
+        if (!half[w->id]) {
+            ir_type t = w->type;
+            t.dtype = hd;
+            ir_value *h = ir_graph_add_const(g, ir_graph_fresh_name(g, w->name, suffix, buf, sizeof buf), &t, NULL,
+                                             c->diag);
+            if (!h)
+                goto done;
+            const float *src = w->cval.data;
+            uint16_t *dst = h->cval.data;
+            for (int64_t i = 0; i < w->cval.numel; i++)
+                dst[i] = hd == IR_BF16 ? ir_f32_to_bf16(src[i]) : ir_f32_to_f16(src[i]);
+            half[w->id] = h;
+            before += (int64_t)w->cval.nbytes;
+            after += (int64_t)h->cval.nbytes;
+            pass_stat(c, "weights converted", 1);
+        }
+        const char *nm = ir_graph_fresh_name(g, w->name, ".f32", buf, sizeof buf);
+        ir_value *hin = half[w->id];
+        ir_node *cast = ir_graph_add_node(g, IR_OP_CAST, "", 1, &hin, 1, &nm, c->diag);
+        if (!cast || ir_node_set_int(g, cast, "to", ir_dtype_to_onnx(IR_F32)) < 0 || ir_infer_node(cast, c->diag) < 0)
+            goto done;
+        for (int i = 1; i < n->nin; i++)
+            if (n->in[i] == w)
+                n->in[i] = cast->out[0];
+        if (!first[w->id])
+            first[w->id] = cast;
+        c->changed = true;
+    }
+    for (int v = 0; v < nv; v++) {
+        ir_value *w = g->values[v];
+        if (!first[v] || ir_value_count_uses(g, w) > 0)
+            continue;
+        ir_value_erase(w);
+        first[v]->out[0]->name = w->name;
+    }
+    pass_stat(c, "weight bytes before", before);
+    pass_stat(c, "weight bytes after", after);
+    rc = pass_commit_rewrites(c);
+done:
+    free(half);
+    free(first);
+    return rc;
+}
+
+int pass_precision(pass_ctx *c)
+{
+    icc_precision_opts o;
+    char keep[PASS_MAX_OPTS * 64];
+    if (resolve_opts(c, &o, keep, sizeof keep) < 0)
+        return -1;
+    switch (o.mode) {
+    case ICC_PREC_FP32:
+        return 0;
+    case ICC_PREC_BF16:
+    case ICC_PREC_FP16:
+        return lower_half(c, &o);
+    case ICC_PREC_INT8:
+    case ICC_PREC_INT8_DYNAMIC:
+        return ir_errorf(c->diag, "--precision=int8: not supported yet");
+    }
+    return 0;
+}
