@@ -1,10 +1,20 @@
 /* verify.c - the pieces of `icc verify` that are not driver plumbing:
- * made-up inputs (a fixed xorshift pattern, so two runs agree) and the
- * error statistics of a compiled output against the interpreter's. */
+ * made-up inputs (a fixed xorshift pattern, so two runs agree), input sets
+ * read from a folder, the error metrics of an output against its
+ * reference, and the interpreter run that keeps every value so that two
+ * graphs can be compared node by node through their value names. */
 #include "tools/verify.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ir/ops.h"
+#include "ir/ref/interp.h"
+#include "runtime/npy.h"
 
 int icc_verify_random_input(ir_tensor *t, const ir_type *type, uint64_t seed, icc_diag *d)
 {
@@ -60,4 +70,407 @@ void icc_verify_compare(const ir_tensor *got, const ir_tensor *want, double rtol
         if (!(e <= atol + rtol * fabs(w)))
             out->bad++;
     }
+}
+
+/* ---- metrics ------------------------------------------------------------ */
+
+int64_t icc_verify_classes(const ir_tensor *t)
+{
+    if (!ir_dtype_is_float(t->dtype) || t->rank < 1)
+        return 0;
+    if (t->rank == 1)
+        return t->dims[0] >= 5 ? t->dims[0] : 0;
+    for (int i = 2; i < t->rank; i++)
+        if (t->dims[i] != 1)
+            return 0;
+    return t->dims[1] >= 5 ? t->dims[1] : 0;
+}
+
+/* The index of the highest of row[0..c-1] (the first of equals). */
+static int64_t argmax_row(const ir_tensor *t, int64_t base, int64_t c)
+{
+    int64_t best = 0;
+    double bv = ir_tensor_getf(t, base);
+    for (int64_t j = 1; j < c; j++) {
+        double v = ir_tensor_getf(t, base + j);
+        if (v > bv || (isnan(bv) && !isnan(v)))
+            best = j, bv = v;
+    }
+    return best;
+}
+
+/* Whether class k is among the five highest of the row: fewer than five
+ * classes score above it (ties resolved by index, as argmax does). */
+static bool in_top5(const ir_tensor *t, int64_t base, int64_t c, int64_t k)
+{
+    double v = ir_tensor_getf(t, base + k);
+    int above = 0;
+    for (int64_t j = 0; j < c && above < 5; j++) {
+        double u = ir_tensor_getf(t, base + j);
+        above += u > v || (u == v && j < k);
+    }
+    return above < 5;
+}
+
+void icc_verify_measure(const ir_tensor *got, const ir_tensor *ref, icc_verify_metrics *m)
+{
+    icc_verify_diff df;
+    icc_verify_compare(got, ref, 0, 0, &df);
+    *m = (icc_verify_metrics){.max_abs = df.max_abs, .max_rel = df.max_rel};
+    double rr = 0, gg = 0, rg = 0, ee = 0;
+    for (int64_t i = 0; i < ref->numel && i < got->numel; i++) {
+        double r = ir_tensor_getf(ref, i), g = ir_tensor_getf(got, i);
+        if (isnan(r) && isnan(g))
+            continue;
+        rr += r * r, gg += g * g, rg += r * g;
+        ee += r == g ? 0 : (r - g) * (r - g);
+    }
+    m->cosine = rr == 0 && gg == 0 ? 1 : rr == 0 || gg == 0 ? 0 : rg / sqrt(rr * gg);
+    m->sqnr_db = ee == 0 ? INFINITY : isnan(ee) || isinf(ee) || rr == 0 ? -INFINITY : 10 * log10(rr / ee);
+    if (isnan(m->cosine))
+        m->cosine = 0;
+    int64_t c = icc_verify_classes(ref);
+    if (c && got->numel == ref->numel) {
+        m->rows = ref->numel / c;
+        for (int64_t r = 0; r < m->rows; r++) {
+            int64_t want = argmax_row(ref, r * c, c);
+            m->top1 += argmax_row(got, r * c, c) == want;
+            m->top5 += in_top5(got, r * c, c, want);
+        }
+    }
+}
+
+void icc_verify_summary_add(icc_verify_summary *s, const icc_verify_metrics *m)
+{
+    icc_verify_metrics *w = &s->worst, *a = &s->mean;
+    if (s->nsets++ == 0) {
+        *w = *a = *m;
+        s->nfinite = isfinite(m->sqnr_db);
+        return;
+    }
+    w->max_abs = fmax(w->max_abs, m->max_abs);
+    w->max_rel = fmax(w->max_rel, m->max_rel);
+    w->cosine = fmin(w->cosine, m->cosine);
+    w->sqnr_db = fmin(w->sqnr_db, m->sqnr_db);
+    /* running means; an infinite SQNR (equal outputs) keeps the mean infinite */
+    double k = (double)s->nsets;
+    a->max_abs += (m->max_abs - a->max_abs) / k;
+    a->max_rel += (m->max_rel - a->max_rel) / k;
+    a->cosine += (m->cosine - a->cosine) / k;
+    /* the mean SQNR is over the sets where it is finite (infinite: equal outputs) */
+    if (isfinite(m->sqnr_db)) {
+        s->nfinite++;
+        a->sqnr_db = s->nfinite == 1 ? m->sqnr_db : a->sqnr_db + (m->sqnr_db - a->sqnr_db) / s->nfinite;
+    } else if (!s->nfinite && m->sqnr_db < a->sqnr_db) {
+        a->sqnr_db = m->sqnr_db;
+    }
+    w->rows += m->rows, w->top1 += m->top1, w->top5 += m->top5;
+    a->rows = w->rows, a->top1 = w->top1, a->top5 = w->top5;
+}
+
+void icc_verify_json_number(FILE *f, double v)
+{
+    if (isnan(v))
+        fputs("null", f);
+    else if (isinf(v))
+        fputs(v > 0 ? "1e999" : "-1e999", f);
+    else
+        fprintf(f, "%.9g", v);
+}
+
+void icc_verify_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* ---- input sets ----------------------------------------------------------- */
+
+static void type_text(const ir_type *t, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s[", ir_dtype_name(t->dtype));
+    for (int i = 0; i < t->rank && k < n; i++)
+        k += (size_t)(ir_dim_is_const(t->dims[i]) ? snprintf(buf + k, n - k, "%s%lld", i ? "," : "",
+                                                             (long long)t->dims[i].v)
+                                                  : snprintf(buf + k, n - k, "%s?", i ? "," : ""));
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+/* Whether file stem names input name: as it is, or with characters that
+ * do not belong in a file name written '_'. */
+static bool stem_names(const char *stem, size_t len, const char *name)
+{
+    if (strlen(name) != len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                  c == '_' || c == '-';
+        if (stem[i] != c && !(stem[i] == '_' && !ok))
+            return false;
+    }
+    return true;
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* One set: every .npy of dir into t[0..g->ninputs-1]. */
+static int load_set(const char *dir, const ir_graph *g, ir_tensor *t, icc_diag *d)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort), rc = -1;
+    if (n < 0)
+        return ir_errorf(d, "%s: %s", dir, strerror(errno));
+    bool *got = calloc((size_t)g->ninputs + 1, 1);
+    char path[4096];
+    if (!got) {
+        ir_errorf(d, "out of memory");
+        goto done;
+    }
+    for (int e = 0; e < n; e++) {
+        const char *f = ents[e]->d_name;
+        size_t len = strlen(f);
+        if (len < 5 || strcmp(f + len - 4, ".npy"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, f);
+        int k = 0;
+        while (k < g->ninputs && !stem_names(f, len - 4, g->inputs[k]->name))
+            k++;
+        if (k == g->ninputs) {
+            char names[512] = "";
+            for (int i = 0; i < g->ninputs && strlen(names) < 400; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                         g->inputs[i]->name);
+            ir_errorf(d, "%s: the model has no input named '%.*s' (its inputs: %s)", path, (int)(len - 4), f,
+                      names);
+            goto done;
+        }
+        if (got[k]) {
+            ir_errorf(d, "%s: input '%s' has two files in %s", path, g->inputs[k]->name, dir);
+            goto done;
+        }
+        if (icc_npy_read(path, &t[k], d) < 0)
+            goto done;
+        got[k] = true;
+        const ir_type *ty = &g->inputs[k]->type;
+        bool ok = t[k].dtype == ty->dtype && (ty->rank < 0 || t[k].rank == ty->rank);
+        for (int i = 0; ok && ty->rank >= 0 && i < ty->rank; i++)
+            ok = !ir_dim_is_const(ty->dims[i]) || ty->dims[i].v == t[k].dims[i];
+        if (!ok) {
+            char want[256], have[256];
+            ir_type ht;
+            ir_type_of_tensor(&t[k], &ht);
+            type_text(ty, want, sizeof want);
+            type_text(&ht, have, sizeof have);
+            ir_errorf(d, "%s: input '%s' is %s, the file holds %s", path, g->inputs[k]->name, want, have);
+            goto done;
+        }
+    }
+    for (int k = 0; k < g->ninputs; k++)
+        if (!got[k]) {
+            ir_errorf(d, "%s: no %s.npy for the model's input '%s'", dir, g->inputs[k]->name, g->inputs[k]->name);
+            goto done;
+        }
+    rc = 0;
+done:
+    if (rc < 0)
+        ir_tensors_free(t, g->ninputs);
+    for (int e = 0; e < n; e++)
+        free(ents[e]);
+    free(ents);
+    free(got);
+    return rc;
+}
+
+int icc_verify_load_sets(const char *dir, const ir_graph *g, icc_verify_sets *out, icc_diag *d)
+{
+    *out = (icc_verify_sets){0};
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return ir_errorf(d, "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return ir_errorf(d, "%s: not a folder (--inputs takes a folder of NAME.npy files or of numbered sets)", dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/0", dir);
+    bool numbered = is_dir(path);
+    int nsets = 0;
+    if (numbered)
+        do
+            snprintf(path, sizeof path, "%s/%d", dir, ++nsets);
+        while (is_dir(path) && nsets < 1000000);
+    else
+        nsets = 1;
+    out->t = calloc((size_t)nsets * (size_t)g->ninputs + 1, sizeof *out->t);
+    if (!out->t)
+        return ir_errorf(d, "out of memory");
+    out->ninputs = g->ninputs;
+    for (int s = 0; s < nsets; s++) {
+        snprintf(path, sizeof path, numbered ? "%s/%d" : "%s", dir, s);
+        if (load_set(path, g, out->t + (size_t)s * (size_t)g->ninputs, d) < 0) {
+            icc_verify_sets_free(out);
+            return -1;
+        }
+        out->nsets++;
+    }
+    return 0;
+}
+
+void icc_verify_sets_free(icc_verify_sets *s)
+{
+    if (s->t)
+        ir_tensors_free(s->t, s->nsets * s->ninputs);
+    free(s->t);
+    *s = (icc_verify_sets){0};
+}
+
+/* ---- every value of a run ------------------------------------------------ */
+
+int icc_verify_trace_run(const ir_graph *g, const ir_tensor *inputs, icc_verify_trace *t, icc_diag *d)
+{
+    int nv = g->nvalues;
+    *t = (icc_verify_trace){nv, calloc((size_t)nv + 1, sizeof *t->v), calloc((size_t)nv + 1, 1),
+                            calloc((size_t)nv + 1, 1)};
+    if (!t->v || !t->have || !t->own) {
+        icc_verify_trace_free(t);
+        return ir_errorf(d, "out of memory");
+    }
+    for (int i = 0; i < g->ninputs; i++) {
+        t->v[g->inputs[i]->id] = inputs[i];
+        t->have[g->inputs[i]->id] = true;
+    }
+    for (int i = 0; i < nv; i++)
+        if (g->values[i]->kind == IR_VAL_CONST) {
+            t->v[i] = g->values[i]->cval;
+            t->have[i] = true;
+        }
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        const ir_tensor *in[64];
+        ir_tensor out[64];
+        if (n->nin > 64 || n->nout > 64) {
+            icc_verify_trace_free(t);
+            return ir_node_errorf(d, n, "more than 64 inputs or outputs");
+        }
+        for (int i = 0; i < n->nin; i++) {
+            in[i] = NULL;
+            if (n->in[i] && !t->have[n->in[i]->id]) {
+                icc_verify_trace_free(t);
+                return ir_node_errorf(d, n, "input '%s' has no value", n->in[i]->name);
+            }
+            if (n->in[i])
+                in[i] = &t->v[n->in[i]->id];
+        }
+        if (ir_eval_node(n, in, out, d) < 0) {
+            icc_verify_trace_free(t);
+            return -1;
+        }
+        for (int i = 0; i < n->nout; i++) {
+            int id = n->out[i]->id;
+            t->v[id] = out[i];
+            t->have[id] = t->own[id] = true;
+        }
+    }
+    return 0;
+}
+
+void icc_verify_trace_free(icc_verify_trace *t)
+{
+    for (int i = 0; t->v && t->own && i < t->nvalues; i++)
+        if (t->own[i])
+            free(t->v[i].data);
+    free(t->v);
+    free(t->have);
+    free(t->own);
+    *t = (icc_verify_trace){0};
+}
+
+/* ---- per node --------------------------------------------------------------- */
+
+/* The reference value named name, or NULL. */
+static const ir_value *find_value(const ir_graph *g, const char *name)
+{
+    for (int i = 0; i < g->nvalues; i++)
+        if (!g->values[i]->dead && g->values[i]->name && !strcmp(g->values[i]->name, name))
+            return g->values[i];
+    return NULL;
+}
+
+static bool same_dims(const ir_tensor *a, const ir_tensor *b)
+{
+    if (a->rank != b->rank || a->numel != b->numel)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+int icc_verify_compare_nodes(const ir_graph *ref, const icc_verify_trace *rt, const ir_graph *g,
+                             const icc_verify_trace *gt, icc_verify_per_node *p, icc_diag *d)
+{
+    bool first = p->rows == NULL;
+    int row = 0, unmatched = 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int i = 0; i < n->nout; i++) {
+            const ir_value *v = n->out[i];
+            if (!gt->have[v->id] || !ir_dtype_is_float(gt->v[v->id].dtype))
+                continue;
+            const ir_value *r = find_value(ref, v->name);
+            const ir_tensor *got = &gt->v[v->id], *want = r && rt->have[r->id] ? &rt->v[r->id] : NULL;
+            if (!want || !ir_dtype_is_float(want->dtype) || !same_dims(got, want)) {
+                unmatched++;
+                continue;
+            }
+            icc_verify_metrics m;
+            icc_verify_measure(got, want, &m);
+            if (first) {
+                icc_verify_node_row *nr = realloc(p->rows, sizeof *nr * ((size_t)p->nrows + 1));
+                if (!nr)
+                    return ir_errorf(d, "out of memory");
+                p->rows = nr;
+                nr[p->nrows++] = (icc_verify_node_row){k, n->name, v->name, n->op, m};
+                continue;
+            }
+            if (row >= p->nrows || p->rows[row].node != k || strcmp(p->rows[row].value, v->name))
+                return ir_errorf(d, "the graphs changed between input sets");
+            icc_verify_metrics *w = &p->rows[row++].m;
+            w->max_abs = fmax(w->max_abs, m.max_abs);
+            w->max_rel = fmax(w->max_rel, m.max_rel);
+            w->cosine = fmin(w->cosine, m.cosine);
+            w->sqnr_db = fmin(w->sqnr_db, m.sqnr_db);
+        }
+    }
+    p->unmatched = unmatched;
+    if (first && !p->rows)
+        p->rows = malloc(1);   /* marks p as filled even with no rows */
+    return 0;
+}
+
+void icc_verify_per_node_free(icc_verify_per_node *p)
+{
+    free(p->rows);
+    *p = (icc_verify_per_node){0};
+}
+
+int icc_verify_first_below(const icc_verify_per_node *p, double db)
+{
+    for (int i = 0; i < p->nrows; i++)
+        if (p->rows[i].m.sqnr_db < db)
+            return i;
+    return -1;
 }
