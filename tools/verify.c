@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "icc/runtime.h"
 #include "ir/ops.h"
 #include "ir/ref/interp.h"
 #include "runtime/npy.h"
@@ -473,4 +474,223 @@ int icc_verify_first_below(const icc_verify_per_node *p, double db)
         if (p->rows[i].m.sqnr_db < db)
             return i;
     return -1;
+}
+
+/* ---- the pieces of the driver's verify --------------------------------------- */
+
+/* The tensors of set (named names[0..n-1]) in the order of g's inputs. */
+int icc_verify_inputs_by_name(const ir_graph *g, const char *model, const char *const *names, const ir_tensor *set,
+                          int n, ir_tensor *out, icc_diag *d)
+{
+    for (int i = 0; i < g->ninputs; i++) {
+        int k = 0;
+        while (k < n && strcmp(names[k], g->inputs[i]->name))
+            k++;
+        if (k == n)
+            return ir_errorf(d, "%s: input '%s' of the reference is not an input of the model verified", model, g->inputs[i]->name);
+        out[i] = set[k];
+    }
+    return 0;
+}
+
+/* Runs s's library on set; out[o] receives output o (malloc'd). */
+int icc_verify_run_library(icc_model *m, icc_context *ctx, const char *model, const char *const *names, const ir_tensor *set, int n,
+                    ir_tensor *out, icc_diag *d)
+{
+    const icc_model_desc *desc = icc_model_describe(m);
+    int nin = desc->ninputs, nout = desc->noutputs, rc = -1;
+    icc_tensor *tin = calloc((size_t)nin + 1, sizeof *tin);
+    const int64_t **dims = calloc((size_t)nin + 1, sizeof *dims);
+    void **bufs = calloc((size_t)nout + 1, sizeof *bufs);
+    if (!tin || !dims || !bufs) {
+        ir_errorf(d, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nin; i++) {
+        const icc_tensor_desc *t = icc_model_input(m, i);
+        int k = 0;
+        while (k < n && strcmp(names[k], t->name))
+            k++;
+        if (k == n) {
+            ir_errorf(d, "%s: the compiled model's input '%s' is not an input of the model verified", model, t->name);
+            goto done;
+        }
+        tin[i] = (icc_tensor){set[k].data, ir_dtype_to_onnx(set[k].dtype), set[k].rank, set[k].dims};
+        dims[i] = set[k].dims;
+    }
+    for (int o = 0; o < nout; o++) {
+        const icc_tensor_desc *t = icc_model_output(m, o);
+        int64_t od[IR_MAX_RANK + 1];
+        ir_dtype dt = ir_dtype_from_onnx(t->dtype);
+        if (t->rank > IR_MAX_RANK || !dt) {
+            ir_errorf(d, "%s: output '%s' has a dtype or rank icc cannot compare", model, t->name);
+            goto done;
+        }
+        if (icc_output_dims(m, dims, o, od) != ICC_OK) {
+            ir_errorf(d, "%s: %s", model, icc_last_error());
+            goto done;
+        }
+        if (ir_tensor_init(&out[o], dt, t->rank, od, d) < 0)
+            goto done;
+        if (!(out[o].data = bufs[o] = calloc(1, out[o].nbytes + 1))) {
+            ir_errorf(d, "out of memory");
+            goto done;
+        }
+    }
+    if (icc_run_tensors(ctx, tin, nin, bufs) != ICC_OK) {
+        ir_errorf(d, "%s: the compiled model: %s", model, icc_context_error(ctx));
+        goto done;
+    }
+    rc = 0;
+done:
+    if (rc < 0)
+        ir_tensors_free(out, nout);
+    free(tin);
+    free(dims);
+    free(bufs);
+    return rc;
+}
+
+/* The SQNR below which --bisect calls a node's output broken, per
+ * precision (docs/precision.md): about the cosine 0.9995 (bf16), 0.99995
+ * (fp16) and 0.995 (int8) a node's output keeps when its error is white. */
+double icc_verify_default_threshold(icc_precision p)
+{
+    switch (p) {
+    case ICC_PREC_FP16:
+        return 40;
+    case ICC_PREC_INT8:
+    case ICC_PREC_INT8_DYNAMIC:
+        return 20;
+    default:
+        return 30;
+    }
+}
+
+/* keep plus ",item" (or item alone), malloc'd. */
+char *icc_verify_list_append(const char *keep, const char *item)
+{
+    size_t n = (keep ? strlen(keep) + 1 : 0) + strlen(item) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s%s", keep ? keep : "", keep && *keep ? "," : "", item);
+    return s;
+}
+
+bool icc_verify_list_has(const char *list, const char *item)
+{
+    size_t n = strlen(item);
+    for (const char *p = list; p && *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && !strncmp(p, item, n))
+            return true;
+        p += k + (p[k] == ',');
+    }
+    return false;
+}
+
+/* ---- reports ---------------------------------------------------------------- */
+
+static void db_text(double v, char *buf, size_t n)
+{
+    if (isinf(v))
+        snprintf(buf, n, "%sinf", v < 0 ? "-" : "");
+    else
+        snprintf(buf, n, "%.2f", v);
+}
+
+void icc_verify_print_output(FILE *f, const icc_verify_output *o, const char *status)
+{
+    const icc_verify_metrics *w = &o->s.worst, *a = &o->s.mean;
+    if (o->shape_differs) {
+        fprintf(f, "  %s: shapes differ: %s\n", o->name, status);
+        return;
+    }
+    fprintf(f, "  %s: %lld elements", o->name, (long long)o->numel);
+    if (o->s.nsets > 1)
+        fprintf(f, " x %d sets", o->s.nsets);
+    fprintf(f, ", max abs error %.3g, max rel error %.3g: %s\n", w->max_abs, w->max_rel, status);
+    char ws[32], ms[32];
+    db_text(w->sqnr_db, ws, sizeof ws);
+    db_text(a->sqnr_db, ms, sizeof ms);
+    if (o->s.nsets > 1)
+        fprintf(f, "    cosine %.7f (mean %.7f), SQNR %s dB (mean %s dB), max abs error mean %.3g", w->cosine,
+                a->cosine, ws, ms, a->max_abs);
+    else
+        fprintf(f, "    cosine %.7f, SQNR %s dB", w->cosine, ws);
+    if (w->rows)
+        fprintf(f, ", top-1 %lld/%lld (%.1f%%), top-5 %lld/%lld (%.1f%%)", (long long)w->top1, (long long)w->rows,
+                100.0 * (double)w->top1 / (double)w->rows, (long long)w->top5, (long long)w->rows,
+                100.0 * (double)w->top5 / (double)w->rows);
+    fputc('\n', f);
+}
+
+static void json_pair(FILE *f, const char *key, double worst, double mean)
+{
+    fprintf(f, "\"%s\": {\"worst\": ", key);
+    icc_verify_json_number(f, worst);
+    fputs(", \"mean\": ", f);
+    icc_verify_json_number(f, mean);
+    fputs("}", f);
+}
+
+void icc_verify_json_output(FILE *f, const icc_verify_output *o)
+{
+    const icc_verify_metrics *w = &o->s.worst, *a = &o->s.mean;
+    fputs("{\"name\": ", f);
+    icc_verify_json_string(f, o->name);
+    fprintf(f, ", \"elements\": %lld, \"sets\": %d, \"shape_differs\": %s", (long long)o->numel, o->s.nsets,
+            o->shape_differs ? "true" : "false");
+    if (!o->shape_differs) {
+        fputs(", ", f);
+        json_pair(f, "max_abs", w->max_abs, a->max_abs);
+        fputs(", ", f);
+        json_pair(f, "max_rel", w->max_rel, a->max_rel);
+        fputs(", ", f);
+        json_pair(f, "cosine", w->cosine, a->cosine);
+        fputs(", ", f);
+        json_pair(f, "sqnr_db", w->sqnr_db, a->sqnr_db);
+        if (w->rows)
+            fprintf(f, ", \"rows\": %lld, \"top1\": %lld, \"top5\": %lld", (long long)w->rows, (long long)w->top1,
+                    (long long)w->top5);
+    }
+    if (o->bad >= 0)
+        fprintf(f, ", \"beyond_tolerance\": %lld", (long long)o->bad);
+    fprintf(f, ", \"ok\": %s}", o->shape_differs || o->bad > 0 || o->below ? "false" : "true");
+}
+
+void icc_verify_print_per_node(FILE *f, const icc_verify_per_node *p, double db, const char *what)
+{
+    fprintf(f, "per node: SQNR of each node's output against %s, topological order", what);
+    if (p->unmatched)
+        fprintf(f, " (%d node outputs not shown: %s has no value of that name and shape)", p->unmatched, what);
+    fprintf(f, ":\n  %5s  %-28s %-20s %-28s %9s %10s %10s\n", "#", "node", "op", "value", "SQNR dB", "cosine",
+            "max abs");
+    for (int i = 0; i < p->nrows; i++) {
+        const icc_verify_node_row *r = &p->rows[i];
+        char sq[32];
+        db_text(r->m.sqnr_db, sq, sizeof sq);
+        fprintf(f, "  %5d  %-28s %-20s %-28s %9s %10.7f %10.3g%s\n", r->node, *r->node_name ? r->node_name : "-",
+                ir_ops[r->op].name, r->value, sq, r->m.cosine, r->m.max_abs, r->m.sqnr_db < db ? "  < threshold" : "");
+    }
+}
+
+void icc_verify_json_per_node(FILE *f, const icc_verify_per_node *p)
+{
+    fputc('[', f);
+    for (int i = 0; i < p->nrows; i++) {
+        const icc_verify_node_row *r = &p->rows[i];
+        fprintf(f, "%s{\"index\": %d, \"node\": ", i ? ", " : "", r->node);
+        icc_verify_json_string(f, r->node_name);
+        fprintf(f, ", \"op\": \"%s\", \"value\": ", ir_ops[r->op].name);
+        icc_verify_json_string(f, r->value);
+        fputs(", \"sqnr_db\": ", f);
+        icc_verify_json_number(f, r->m.sqnr_db);
+        fputs(", \"cosine\": ", f);
+        icc_verify_json_number(f, r->m.cosine);
+        fputs(", \"max_abs\": ", f);
+        icc_verify_json_number(f, r->m.max_abs);
+        fputc('}', f);
+    }
+    fputc(']', f);
 }

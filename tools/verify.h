@@ -14,7 +14,9 @@
 
 #include <stdio.h>
 
+#include "icc/runtime.h"
 #include "ir/ir.h"
+#include "passes/precision.h"
 
 /* Allocates t for a static type and fills it with a fixed pseudo-random
  * pattern from seed: floats uniform in [-1, 1), integers in [0, 4) (valid
@@ -128,5 +130,49 @@ void icc_verify_per_node_free(icc_verify_per_node *p);
 
 /* The first row (topological order) whose SQNR is below db, or -1. */
 int icc_verify_first_below(const icc_verify_per_node *p, double db);
+
+/* ---- the pieces of the driver's verify ------------------------------------- */
+
+/* The tensors of set (the inputs named names[0..n-1]) in the order of g's
+ * inputs, shallow copies into out; -1 when g has an input set lacks. */
+int icc_verify_inputs_by_name(const ir_graph *g, const char *model, const char *const *names, const ir_tensor *set,
+                              int n, ir_tensor *out, icc_diag *d);
+/* Runs the opened library on set (inputs matched by name); out[o]
+ * receives output o (malloc'd, the caller frees; nothing left on failure). */
+int icc_verify_run_library(icc_model *m, icc_context *ctx, const char *model, const char *const *names,
+                           const ir_tensor *set, int n, ir_tensor *out, icc_diag *d);
+/* The SQNR (dB) below which an output or a node's output counts as broken
+ * at p, unless --bisect=DB says otherwise. */
+double icc_verify_default_threshold(icc_precision p);
+/* list plus ",item" (or item alone), malloc'd (NULL on out of memory). */
+char *icc_verify_list_append(const char *list, const char *item);
+/* Whether item is one of the comma-separated list's items. */
+bool icc_verify_list_has(const char *list, const char *item);
+
+/* ---- reports ---------------------------------------------------------------- */
+
+/* What verify found for one output over every input set. */
+typedef struct icc_verify_output {
+    const char *name;          /* borrowed */
+    int64_t numel;
+    icc_verify_summary s;
+    int64_t bad;               /* elements beyond the tolerance, over all sets (-1: not checked) */
+    bool shape_differs;
+    bool below;                /* worst SQNR below the threshold (precision checks) */
+} icc_verify_output;
+
+/* Two lines per output: "  NAME: N elements[ x K sets], max abs error A,
+ * max rel error R: STATUS" (worst over sets), then cosine, SQNR (worst and
+ * mean over sets) and top-1/top-5 agreement where the output looks like
+ * class scores. status is printed as given. */
+void icc_verify_print_output(FILE *f, const icc_verify_output *o, const char *status);
+/* The same as a JSON object. */
+void icc_verify_json_output(FILE *f, const icc_verify_output *o);
+
+/* The per-node table: one row per compared node output, topological
+ * order, rows below db marked. what names the reference ("fp32"). */
+void icc_verify_print_per_node(FILE *f, const icc_verify_per_node *p, double db, const char *what);
+/* The rows as a JSON array. */
+void icc_verify_json_per_node(FILE *f, const icc_verify_per_node *p);
 
 #endif
