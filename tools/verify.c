@@ -444,7 +444,7 @@ int icc_verify_compare_nodes(const ir_graph *ref, const icc_verify_trace *rt, co
                 if (!nr)
                     return ir_errorf(d, "out of memory");
                 p->rows = nr;
-                nr[p->nrows++] = (icc_verify_node_row){k, n->name, v->name, n->op, m};
+                nr[p->nrows++] = (icc_verify_node_row){k, n->name, v->name, n->op, r->kind == IR_VAL_CONST, m};
                 continue;
             }
             if (row >= p->nrows || p->rows[row].node != k || strcmp(p->rows[row].value, v->name))
@@ -471,7 +471,7 @@ void icc_verify_per_node_free(icc_verify_per_node *p)
 int icc_verify_first_below(const icc_verify_per_node *p, double db)
 {
     for (int i = 0; i < p->nrows; i++)
-        if (p->rows[i].m.sqnr_db < db)
+        if (!p->rows[i].weight && p->rows[i].m.sqnr_db < db)
             return i;
     return -1;
 }
@@ -670,7 +670,8 @@ void icc_verify_print_per_node(FILE *f, const icc_verify_per_node *p, double db,
         const icc_verify_node_row *r = &p->rows[i];
         char sq[32];
         db_text(r->m.sqnr_db, sq, sizeof sq);
-        fprintf(f, "  %5d  %-28s %-20s %-28s %9s %10.7f %10.3g%s\n", r->node, *r->node_name ? r->node_name : "-",
+        fprintf(f, "  %5d  %-28s %-20s %-28s %9s %10.7f %10.3g%s\n", r->node,
+                r->weight ? "(weight)" : *r->node_name ? r->node_name : "-",
                 ir_ops[r->op].name, r->value, sq, r->m.cosine, r->m.max_abs, r->m.sqnr_db < db ? "  < threshold" : "");
     }
 }
@@ -682,7 +683,7 @@ void icc_verify_json_per_node(FILE *f, const icc_verify_per_node *p)
         const icc_verify_node_row *r = &p->rows[i];
         fprintf(f, "%s{\"index\": %d, \"node\": ", i ? ", " : "", r->node);
         icc_verify_json_string(f, r->node_name);
-        fprintf(f, ", \"op\": \"%s\", \"value\": ", ir_ops[r->op].name);
+        fprintf(f, ", \"op\": \"%s\", \"weight\": %s, \"value\": ", ir_ops[r->op].name, r->weight ? "true" : "false");
         icc_verify_json_string(f, r->value);
         fputs(", \"sqnr_db\": ", f);
         icc_verify_json_number(f, r->m.sqnr_db);

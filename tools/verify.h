@@ -111,6 +111,7 @@ typedef struct icc_verify_node_row {
     const char *node_name;     /* borrowed from the tested graph */
     const char *value;         /* the output's name (borrowed likewise) */
     int op;
+    bool weight;               /* the reference's value is a constant (a weight the pass narrowed) */
     icc_verify_metrics m;      /* worst over the sets merged so far */
 } icc_verify_node_row;
 
@@ -128,7 +129,8 @@ int icc_verify_compare_nodes(const ir_graph *ref, const icc_verify_trace *rt, co
                              const icc_verify_trace *gt, icc_verify_per_node *p, icc_diag *d);
 void icc_verify_per_node_free(icc_verify_per_node *p);
 
-/* The first row (topological order) whose SQNR is below db, or -1. */
+/* The first row (topological order) whose SQNR is below db, or -1;
+ * weights are not counted (keeping a node in fp32 keeps its weights). */
 int icc_verify_first_below(const icc_verify_per_node *p, double db);
 
 /* ---- the pieces of the driver's verify ------------------------------------- */
