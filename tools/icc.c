@@ -1116,37 +1116,50 @@ static void report_outputs(const args *a, const icc_verify_output *o, int n, dou
  * the outputs are re-verified compiled with that list. p0 is the first
  * round's comparison. *keep_out receives the list (malloc'd; NULL when
  * nothing was added). */
-static int bisect(const args *a, verify_side *r, const icc_verify_per_node *p0, const char *const *names,
-                  const icc_verify_sets *sets, double thr, const char *dir, char **keep_out, FILE *json, icc_diag *d)
+static int bisect(const args *a, verify_side *r, const verify_side *t0, const icc_verify_per_node *p0,
+                  const char *const *names, const icc_verify_sets *sets, double thr, const char *dir,
+                  char **keep_out, FILE *json, icc_diag *d)
 {
     char *keep = a->prec.keep ? strdup(a->prec.keep) : NULL;
     icc_verify_per_node p = *p0, cur = {0};
+    const ir_graph *g = t0->g;     /* the graph p's rows are from (they borrow its names) */
+    verify_side t = {0};
     int rc = 0, added = 0;
     const char *why = NULL;
     *keep_out = NULL;
     if (json)
         fputs(", \"bisect\": {\"threshold_db\": ", json), icc_verify_json_number(json, thr), fputs(", \"steps\": [", json);
     for (int round = 0; round < 16; round++) {
-        int i = icc_verify_first_below(&p, thr);
-        if (i < 0) {
+        int first = icc_verify_first_below(&p, thr), i = icc_verify_pick(&p, g, thr);
+        if (first < 0) {
             if (!json)
                 printf("bisect: every compared node's output is at or above %g dB%s\n", thr, added ? " now" : "");
             break;
         }
-        const icc_verify_node_row *row = &p.rows[i];
-        char sq[32];
-        snprintf(sq, sizeof sq, isinf(row->m.sqnr_db) ? "%g" : "%.2f", row->m.sqnr_db);
+        const icc_verify_node_row *f = &p.rows[first], *row = i >= 0 ? &p.rows[i] : NULL;
+        if (!json)
+            printf("bisect: first node below %g dB: '%s' (%s), output '%s' at %.2f dB\n", thr, f->node_name,
+                   ir_ops[f->op].name, f->value, f->m.sqnr_db);
+        if (row && row != f && !json)
+            printf("bisect:   it is not lowered: its error comes from its inputs; of the lowered nodes it depends "
+                   "on, '%s' (%s) has the lowest SQNR, %.2f dB\n", row->node_name, ir_ops[row->op].name,
+                   row->m.sqnr_db);
         if (json) {
-            fprintf(json, "%s{\"node\": ", added ? ", " : "");
-            icc_verify_json_string(json, row->node_name);
-            fprintf(json, ", \"op\": \"%s\", \"value\": ", ir_ops[row->op].name);
-            icc_verify_json_string(json, row->value);
+            fprintf(json, "%s{\"node\": ", round ? ", " : "");
+            icc_verify_json_string(json, f->node_name);
+            fprintf(json, ", \"op\": \"%s\", \"value\": ", ir_ops[f->op].name);
+            icc_verify_json_string(json, f->value);
             fputs(", \"sqnr_db\": ", json);
-            icc_verify_json_number(json, row->m.sqnr_db);
+            icc_verify_json_number(json, f->m.sqnr_db);
+            if (row) {
+                fputs(", \"keep\": ", json);
+                icc_verify_json_string(json, row->node_name);
+            }
             fputc('}', json);
-        } else {
-            printf("bisect: first node below %g dB: '%s' (%s), output '%s' at %s dB\n", thr, row->node_name,
-                   ir_ops[row->op].name, row->value, sq);
+        }
+        if (!row) {
+            why = "it is not lowered and no lowered node it depends on is left: its error is not one node's";
+            break;
         }
         if (!*row->node_name) {
             why = "the node has no name for --keep-fp32";
@@ -1157,7 +1170,7 @@ static int bisect(const args *a, verify_side *r, const icc_verify_per_node *p0, 
             break;
         }
         if (icc_verify_list_has(keep, row->node_name)) {
-            why = "it is kept in fp32 already: its error comes in with its inputs";
+            why = "it is kept in fp32 already";
             break;
         }
         char *k2 = icc_verify_list_append(keep, row->node_name);
@@ -1170,15 +1183,17 @@ static int bisect(const args *a, verify_side *r, const icc_verify_per_node *p0, 
         added++;
         icc_precision_opts po = a->prec;
         po.keep = keep;
-        verify_side t = {0};
-        icc_verify_per_node_free(&cur);
-        if (side_build(a, a->model, &po, NULL, NULL, &t, d) < 0 || per_node(r, &t, a->model, names, sets, &cur, d) < 0) {
-            side_free(&t);
+        verify_side t2 = {0};
+        icc_verify_per_node p2 = {0};
+        if (side_build(a, a->model, &po, NULL, NULL, &t2, d) < 0 || per_node(r, &t2, a->model, names, sets, &p2, d) < 0) {
+            side_free(&t2);
             rc = -1;
             break;
         }
+        /* the rows borrow the graph's names: drop the previous pair only now */
+        icc_verify_per_node_free(&cur);
         side_free(&t);
-        p = cur;
+        cur = p2, t = t2, p = cur, g = t.g;
     }
     if (json)
         fputs("]", json);
@@ -1220,6 +1235,7 @@ static int bisect(const args *a, verify_side *r, const icc_verify_per_node *p0, 
     if (json)
         fputs("}", json);
     icc_verify_per_node_free(&cur);
+    side_free(&t);
     free(keep);
     return rc;
 }
@@ -1324,7 +1340,7 @@ static int cmd_verify(const args *a)
         } else if (a->per_node) {
             icc_verify_print_per_node(stdout, &pn, thr, a->reference ? a->reference : "fp32");
         }
-        if (a->bisect && bisect(a, &r, &pn, names, &sets, thr, dir, &fix, json, &d) < 0) {
+        if (a->bisect && bisect(a, &r, &t, &pn, names, &sets, thr, dir, &fix, json, &d) < 0) {
             if (json)
                 fputs("}\n", json);
             fail("%s", d.msg);

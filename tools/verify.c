@@ -439,12 +439,18 @@ int icc_verify_compare_nodes(const ir_graph *ref, const icc_verify_trace *rt, co
             }
             icc_verify_metrics m;
             icc_verify_measure(got, want, &m);
+            bool lowered = false;
+            for (int j = 0; j < n->nin; j++) {
+                const ir_value *u = n->in[j], *ru = u ? find_value(ref, u->name) : NULL;
+                lowered |= u && (!ru || (ru->kind == IR_VAL_CONST) != (u->kind == IR_VAL_CONST) ||
+                                 ru->type.dtype != u->type.dtype);
+            }
             if (first) {
                 icc_verify_node_row *nr = realloc(p->rows, sizeof *nr * ((size_t)p->nrows + 1));
                 if (!nr)
                     return ir_errorf(d, "out of memory");
                 p->rows = nr;
-                nr[p->nrows++] = (icc_verify_node_row){k, n->name, v->name, n->op, r->kind == IR_VAL_CONST, m};
+                nr[p->nrows++] = (icc_verify_node_row){k, n->name, v->name, n->op, r->kind == IR_VAL_CONST, lowered, m};
                 continue;
             }
             if (row >= p->nrows || p->rows[row].node != k || strcmp(p->rows[row].value, v->name))
@@ -474,6 +480,41 @@ int icc_verify_first_below(const icc_verify_per_node *p, double db)
         if (!p->rows[i].weight && p->rows[i].m.sqnr_db < db)
             return i;
     return -1;
+}
+
+int icc_verify_pick(const icc_verify_per_node *p, const ir_graph *g, double db)
+{
+    int first = icc_verify_first_below(p, db);
+    if (first < 0 || p->rows[first].lowered)
+        return first;
+    /* the nodes the first one depends on: a walk back over producers */
+    int *index = malloc(sizeof(int) * ((size_t)g->next_node_id + 1)), *stack = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+    char *up = calloc((size_t)g->nnodes + 1, 1);
+    int best = -1, top = 0;
+    if (!index || !stack || !up)
+        goto done;
+    for (int k = 0; k < g->nnodes; k++)
+        index[g->nodes[k]->id] = k;
+    stack[top++] = p->rows[first].node;
+    while (top) {
+        const ir_node *n = g->nodes[stack[--top]];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] && n->in[j]->kind == IR_VAL_NODE && !up[index[n->in[j]->def->id]]) {
+                int k = index[n->in[j]->def->id];
+                up[k] = 1;
+                stack[top++] = k;
+            }
+    }
+    for (int i = 0; i < first; i++) {
+        const icc_verify_node_row *r = &p->rows[i];
+        if (up[r->node] && r->lowered && !r->weight && (best < 0 || r->m.sqnr_db < p->rows[best].m.sqnr_db))
+            best = i;
+    }
+done:
+    free(index);
+    free(stack);
+    free(up);
+    return best;
 }
 
 /* ---- the pieces of the driver's verify --------------------------------------- */

@@ -112,6 +112,8 @@ typedef struct icc_verify_node_row {
     const char *value;         /* the output's name (borrowed likewise) */
     int op;
     bool weight;               /* the reference's value is a constant (a weight the pass narrowed) */
+    bool lowered;              /* the node reads a value the reference lacks or holds otherwise
+                                * (a narrowed weight, a Cast or quantized input): the pass changed it */
     icc_verify_metrics m;      /* worst over the sets merged so far */
 } icc_verify_node_row;
 
@@ -132,6 +134,12 @@ void icc_verify_per_node_free(icc_verify_per_node *p);
 /* The first row (topological order) whose SQNR is below db, or -1;
  * weights are not counted (keeping a node in fp32 keeps its weights). */
 int icc_verify_first_below(const icc_verify_per_node *p, double db);
+
+/* The row --bisect keeps in fp32 next, or -1: the first row below db when
+ * its node is lowered; else (its error comes in with its inputs) the
+ * lowered node it depends on with the lowest SQNR. g is the tested graph
+ * the rows were made from. */
+int icc_verify_pick(const icc_verify_per_node *p, const ir_graph *g, double db);
 
 /* ---- the pieces of the driver's verify ------------------------------------- */
 
