@@ -231,6 +231,31 @@ def main():
         worst = min(metrics(bf16_forward(x, ("fc1",))["h2"], forward(x, False)["h2"])["sqnr_db"] for x in xs)
         check("--bisect's second step measures the graph with fc1 kept (numpy: fc2's own rounding)",
               close(b["steps"][1]["sqnr_db"], worst, 1e-3), f"icc {b['steps'][1]}, numpy {worst}")
+        # a node the pass does not lower (Mul of two lowered MatMuls) is the first below: bisect keeps the
+        # lowered node it depends on with the lower SQNR, as numpy ranks them
+        Wa = (rng.standard_normal((16, 16)) * 0.5).astype(np.float32)
+        Wb = (rng.standard_normal((16, 16)) * 0.5).astype(np.float32)
+        Wy = (rng.standard_normal((16, 10)) * 0.3).astype(np.float32)
+        nodes = [helper.make_node("MatMul", ["x", "Wa"], ["a"], name="fca"),
+                 helper.make_node("MatMul", ["x", "Wb"], ["b"], name="fcb"),
+                 helper.make_node("Mul", ["a", "b"], ["m"], name="mul"),
+                 helper.make_node("MatMul", ["m", "Wy"], ["y"], name="fcy")]
+        g = helper.make_graph(nodes, "branches", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 10])],
+                              [numpy_helper.from_array(w, n) for n, w in (("Wa", Wa), ("Wb", Wb), ("Wy", Wy))])
+        branches = os.path.join(tmp, "branches.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), branches)
+        x = xs[0]
+        sq = {"fca": metrics(x @ bf16(Wa), x @ Wa)["sqnr_db"], "fcb": metrics(x @ bf16(Wb), x @ Wb)["sqnr_db"],
+              "mul": metrics((x @ bf16(Wa)) * (x @ bf16(Wb)), (x @ Wa) * (x @ Wb))["sqnr_db"]}
+        thr = (sq["mul"] + min(sq["fca"], sq["fcb"])) / 2
+        p = icc("verify", branches, "--precision=bf16", "--inputs=" + one, f"--bisect={thr:.4f}", "--json", expect=1)
+        b = json.loads(p.stdout)["bisect"]
+        want = min(("fca", "fcb"), key=lambda n: sq[n])
+        check("--bisect: a node that is not lowered is first below; the lowered input with the lower SQNR is kept",
+              sq["mul"] < thr < min(sq["fca"], sq["fcb"]) and b["steps"][0]["node"] == "mul" and
+              b["steps"][0]["keep"] == want and b["keep_fp32"].split(",")[0] == want, f"numpy {sq}, icc {json.dumps(b)}")
+
         p = icc("verify", fp32, "--precision=bf16", "--keep-fp32=fc1", "--inputs=" + sets, "--bisect=60", expect=1)
         check("--bisect adds to the user's --keep-fp32", "fix: --keep-fp32=fc1,fc2\n" in p.stdout and
               "first node below 60 dB: 'fc1'" not in p.stdout, p.stdout)
