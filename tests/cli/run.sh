@@ -307,6 +307,31 @@ check "verify: differences beyond the tolerance fail, naming the output" verify_
 fails_cleanly "verify: made-up inputs need static dims" "input 'image': the input's shape is not static: pin it with --shape" \
   "$ICC" verify "$M"
 fails_cleanly "verify: bad --rtol" "--rtol needs a non-negative number, not 'x'" "$ICC" verify "$M" --rtol=x
+verify_metrics() {
+  # the second line: cosine and SQNR, and top-1/top-5 since probs[8,10] looks like class scores
+  "$ICC" verify "$M" --shape=image:8x1x8x8 --input image="$X" >"$T/verify" &&
+    grep -qE "^    cosine 1\.0000000, SQNR [0-9.]+ dB, top-1 8/8 \(100\.0%\), top-5 8/8 \(100\.0%\)$" "$T/verify"
+}
+check "verify: cosine, SQNR and top-k of the example's class scores" verify_metrics
+verify_bf16() {
+  # bf16 weights against fp32: still the same classes, SQNR well above the 30 dB threshold
+  "$ICC" verify "$M" --shape=image:8x1x8x8 --input image="$X" --precision=bf16 >"$T/verify" &&
+    grep -q "compiled at fp32 in .* and at bf16 in" "$T/verify" &&
+    grep -qE "^    cosine 0\.99999[0-9]+|^    cosine 1\.0000000" "$T/verify" && grep -q "top-1 8/8 (100.0%)" "$T/verify" &&
+    awk '/SQNR/ { for (i = 1; i < NF; i++) if ($i == "SQNR") exit !($(i + 1) + 0 > 40) }' "$T/verify"
+}
+check "verify --precision=bf16: the example against fp32" verify_bf16
+sets_dir() {
+  mkdir -p "$T/sets/0" "$T/sets/1" && cp "$X" "$T/sets/0/image.npy" && cp "$X" "$T/sets/1/image.npy" &&
+    "$ICC" verify "$M" --shape=image:8x1x8x8 --inputs="$T/sets" >"$T/verify" &&
+    grep -q "^  probs: 80 elements x 2 sets, " "$T/verify" && grep -q "top-1 16/16 (100.0%)" "$T/verify"
+}
+check "verify --inputs=DIR: numbered sets, top-k summed over them" sets_dir
+fails_cleanly "verify --inputs: a file naming no input" "sets/0/x.npy: the model has no input named 'x' \(its inputs: image\)" \
+  sh -c "cp '$X' '$T/sets/0/x.npy' 2>/dev/null; '$ICC' verify '$M' --shape=image:8x1x8x8 --inputs='$T/sets'"
+fails_cleanly "verify --per-node needs two precisions" "--per-node and --bisect compare two precisions" \
+  "$ICC" verify "$M" --shape=image:8x1x8x8 --per-node
+fails_cleanly "--json is only for verify" "--json is only for 'icc verify'" "$ICC" info "$M" --json
 
 output_names_kept() {
   # -O2 removes the Identity; the compiled model still calls its output y
