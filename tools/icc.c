@@ -1018,7 +1018,8 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
     *s = (verify_side){0};
     double t0 = now_s();
     args b = *a;
-    b.popts.precision = prec;
+    b.prec = *prec;
+    b.popts.precision = &b.prec;
     if (!(s->g = load_model(model, d)))
         return -1;
     if (pin_shapes(&b, s->g, d) < 0 || compile_passes(&b, s->g, d) < 0)
