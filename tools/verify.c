@@ -450,7 +450,11 @@ int icc_verify_compare_nodes(const ir_graph *ref, const icc_verify_trace *rt, co
                 if (!nr)
                     return ir_errorf(d, "out of memory");
                 p->rows = nr;
-                nr[p->nrows++] = (icc_verify_node_row){k, n->name, v->name, n->op, r->kind == IR_VAL_CONST, lowered, m};
+                /* named as in the reference: the node the keep list names (a rewrite may
+                 * leave the value's name on a node of another op and name) */
+                bool w = r->kind == IR_VAL_CONST;
+                const ir_node *rn = !w && r->def ? r->def : n;
+                nr[p->nrows++] = (icc_verify_node_row){k, rn->name, v->name, rn->op, w, lowered, m};
                 continue;
             }
             if (row >= p->nrows || p->rows[row].node != k || strcmp(p->rows[row].value, v->name))

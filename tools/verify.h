@@ -108,9 +108,10 @@ void icc_verify_trace_free(icc_verify_trace *t);
  * value of the same name. */
 typedef struct icc_verify_node_row {
     int node;                  /* index in the tested graph's nodes (topological) */
-    const char *node_name;     /* borrowed from the tested graph */
-    const char *value;         /* the output's name (borrowed likewise) */
-    int op;
+    const char *node_name;     /* the name of the reference's node for the value (what
+                                * --keep-fp32 names), the tested node's for a weight; borrowed */
+    const char *value;         /* the output's name (borrowed from the tested graph) */
+    int op;                    /* the reference node's op likewise */
     bool weight;               /* the reference's value is a constant (a weight the pass narrowed) */
     bool lowered;              /* the node reads a value the reference lacks or holds otherwise
                                 * (a narrowed weight, a Cast or quantized input): the pass changed it */
