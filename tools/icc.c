@@ -1050,11 +1050,11 @@ static int per_node(const verify_side *r, const verify_side *t, const char *mode
     for (int s = 0; rc == 0 && s < sets->nsets; s++) {
         const ir_tensor *set = sets->t + (size_t)s * (size_t)n;
         icc_verify_trace rt = {0}, tt = {0};
-        rc = icc_verify_inputs_by_name(r->g, model, names, set, n, ri, d) < 0 || icc_verify_inputs_by_name(t->g, model, names, set, n, ti, d) < 0 ||
-                     icc_verify_trace_run(r->g, ri, &rt, d) < 0 || icc_verify_trace_run(t->g, ti, &tt, d) < 0 ||
-                     icc_verify_compare_nodes(r->g, &rt, t->g, &tt, p, d) < 0
-                 ? -1
-                 : 0;
+        bool bad = icc_verify_inputs_by_name(r->g, model, names, set, n, ri, d) < 0 ||
+                   icc_verify_inputs_by_name(t->g, model, names, set, n, ti, d) < 0 ||
+                   icc_verify_trace_run(r->g, ri, &rt, d) < 0 || icc_verify_trace_run(t->g, ti, &tt, d) < 0 ||
+                   icc_verify_compare_nodes(r->g, &rt, t->g, &tt, p, d) < 0;
+        rc = bad ? -1 : 0;
         icc_verify_trace_free(&rt);
         icc_verify_trace_free(&tt);
     }
@@ -1191,8 +1191,11 @@ static int bisect(const args *a, verify_side *r, const verify_side *t0, const ic
     int rc = 0, added = 0;
     const char *why = NULL;
     *keep_out = NULL;
-    if (json)
-        fputs(", \"bisect\": {\"threshold_db\": ", json), icc_verify_json_number(json, thr), fputs(", \"steps\": [", json);
+    if (json) {
+        fputs(", \"bisect\": {\"threshold_db\": ", json);
+        icc_verify_json_number(json, thr);
+        fputs(", \"steps\": [", json);
+    }
     for (int round = 0; round < 16; round++) {
         int first = icc_verify_first_below(&p, thr), i = icc_verify_pick(&p, g, thr);
         if (first < 0) {
@@ -1249,7 +1252,8 @@ static int bisect(const args *a, verify_side *r, const verify_side *t0, const ic
         po.keep = keep;
         verify_side t2 = {0};
         icc_verify_per_node p2 = {0};
-        if (side_build(a, a->model, &po, NULL, NULL, &t2, d) < 0 || per_node(r, &t2, a->model, names, sets, &p2, d) < 0) {
+        if (side_build(a, a->model, &po, NULL, NULL, &t2, d) < 0 ||
+            per_node(r, &t2, a->model, names, sets, &p2, d) < 0) {
             side_free(&t2);
             rc = -1;
             break;
@@ -1423,8 +1427,8 @@ static int cmd_verify(const args *a)
                 fail("%s: output '%s' has another shape at %s", a->model, o[k].name, icc_precision_name(a->prec.mode));
             else
                 fail("%s: output '%s'%s%s: SQNR %.2f dB against %s, below %g dB%s%s", a->model, o[k].name,
-                     a->prec.mode ? " at " : "", a->prec.mode ? icc_precision_name(a->prec.mode) : "", o[k].s.worst.sqnr_db, a->reference ? a->reference : "fp32",
-                     thr, fix ? "; fixed by --keep-fp32=" : "", fix ? fix : "");
+                     a->prec.mode ? " at " : "", a->prec.mode ? icc_precision_name(a->prec.mode) : "",
+                     o[k].s.worst.sqnr_db, a->reference ? a->reference : "fp32", thr, fix ? "; fixed by --keep-fp32=" : "", fix ? fix : "");
         }
 done:
     fflush(stdout);

@@ -492,7 +492,8 @@ int icc_verify_pick(const icc_verify_per_node *p, const ir_graph *g, double db)
     if (first < 0 || p->rows[first].lowered)
         return first;
     /* the nodes the first one depends on: a walk back over producers */
-    int *index = malloc(sizeof(int) * ((size_t)g->next_node_id + 1)), *stack = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+    int *index = malloc(sizeof(int) * ((size_t)g->next_node_id + 1));
+    int *stack = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
     char *up = calloc((size_t)g->nnodes + 1, 1);
     int best = -1, top = 0;
     if (!index || !stack || !up)
@@ -523,7 +524,6 @@ done:
 
 /* ---- the pieces of the driver's verify --------------------------------------- */
 
-/* The tensors of set (named names[0..n-1]) in the order of g's inputs. */
 int icc_verify_inputs_by_name(const ir_graph *g, const char *model, const char *const *names, const ir_tensor *set,
                           int n, ir_tensor *out, icc_diag *d)
 {
@@ -532,15 +532,15 @@ int icc_verify_inputs_by_name(const ir_graph *g, const char *model, const char *
         while (k < n && strcmp(names[k], g->inputs[i]->name))
             k++;
         if (k == n)
-            return ir_errorf(d, "%s: input '%s' of the reference is not an input of the model verified", model, g->inputs[i]->name);
+            return ir_errorf(d, "%s: input '%s' of the reference is not an input of the model verified", model,
+                             g->inputs[i]->name);
         out[i] = set[k];
     }
     return 0;
 }
 
-/* Runs s's library on set; out[o] receives output o (malloc'd). */
-int icc_verify_run_library(icc_model *m, icc_context *ctx, const char *model, const char *const *names, const ir_tensor *set, int n,
-                    ir_tensor *out, icc_diag *d)
+int icc_verify_run_library(icc_model *m, icc_context *ctx, const char *model, const char *const *names,
+                           const ir_tensor *set, int n, ir_tensor *out, icc_diag *d)
 {
     const icc_model_desc *desc = icc_model_describe(m);
     int nin = desc->ninputs, nout = desc->noutputs, rc = -1;
