@@ -27,12 +27,14 @@ const pass_info pass_table[PASS_COUNT] = {
  *  -O3: and convolutions on blocked NCHWc data (layout), reorders at the
  *       edges. Not in any level: `attention` (one Attention kernel for the
  *       decomposed pattern; it saves the score buffers but is slower than
- *       the MatMul/Softmax/MatMul kernels today, docs/fusion.md). */
+ *       the MatMul/Softmax/MatMul kernels today, docs/fusion.md).
+ * Every level runs `precision` (--precision; nothing for fp32) after the
+ * graph is simplified and before fuse groups its kernels. */
 static const char *const levels[4] = {
-    "shape-infer",
-    "shape-infer,fold,dce",
-    "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,fuse,plan",
-    "shape-infer,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,fuse,plan",
+    "shape-infer,precision",
+    "shape-infer,fold,dce,precision",
+    "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision,fuse,plan",
+    "shape-infer,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,precision,fuse,plan",
 };
 
 const char *icc_pipeline_for_level(int level)
@@ -320,7 +322,8 @@ int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options 
             before = ir_print_string(g, NULL);
         if (in_list(o->print_before, name))
             fprintf(out, "# IR before %s\n%s", name, before ? before : "");
-        pass_ctx c = {.g = g, .diag = d, .target = o->target ? o->target : pass_default_target(), .opts = st->opts,
+        pass_ctx c = {.g = g, .diag = d, .target = o->target ? o->target : pass_default_target(),
+                     .precision = o->precision, .opts = st->opts,
                      .nopts = st->nopts};
         double t0 = now_ms();
         int r = pass_table[st->pass].run(&c);

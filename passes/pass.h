@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include "ir/ir.h"
 #include "ir/target.h"
+#include "passes/precision.h"
 
 enum {
 #define PASS(id, name, fn, doc, opts) PASS_##id,
@@ -43,6 +44,8 @@ typedef struct pass_ctx {
     /* What the graph is compiled for (borrowed; never NULL: the runner
      * supplies pass_default_target() when the caller gives none). */
     const icc_target_desc *target;
+    /* The precision the driver asks for (borrowed; NULL: fp32). */
+    const icc_precision_opts *precision;
     const pass_opt *opts;
     int nopts;
     bool changed;
@@ -107,6 +110,7 @@ typedef struct icc_pass_options {
     FILE *out;                 /* where prints and tables go (NULL: stderr) */
     const char *reproducer;    /* path for the reproducer on failure (NULL: none) */
     const icc_target_desc *target;  /* the target passes see (borrowed; NULL: pass_default_target()) */
+    const icc_precision_opts *precision;  /* --precision and its keep list (borrowed; NULL: fp32) */
 } icc_pass_options;
 
 /* The target passes see when the caller names none: a baseline x86-64

@@ -61,6 +61,7 @@ typedef struct {
     int nshapes;
     double rtol, atol;                /* verify's tolerance */
     icc_pass_options popts;
+    icc_precision_opts prec;          /* --precision, --keep-fp32, --no-default-keep */
 } args;
 
 static void usage(FILE *f)
@@ -103,6 +104,14 @@ static void usage(FILE *f)
         "                       decide shapes, e.g. a Reshape's shape or Reduce's axes)\n"
         "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
         "  --target-triple=T    e.g. aarch64-linux-gnu (with -o X.o: an object for another machine)\n"
+        "\n"
+        "precision (compile, --emit, info, verify; docs/precision.md):\n"
+        "  --precision=P        fp32 (default), bf16 or fp16 (contraction weights stored in half\n"
+        "                       precision, f32 accumulation), int8, int8-dynamic\n"
+        "  --keep-fp32=LIST     op types and node names kept in fp32, comma-separated\n"
+        "                       (e.g. Softmax,LayerNormalization,fc1)\n"
+        "  --no-default-keep    also lower softmax, the norms and the last contraction (kept\n"
+        "                       in fp32 by default)\n"
         "\n"
         "optimization (icc MODEL --emit=ir, icc opt, icc info, icc run):\n"
         "  -O0 .. -O3           the default pipeline of that level (icc --list-passes\n"
@@ -1118,6 +1127,14 @@ int main(int argc, char **argv)
             a.popts.no_verify = true;
         } else if (!strncmp(s, "--reproducer=", 13)) {
             a.popts.reproducer = s + 13;
+        } else if (!strncmp(s, "--precision=", 12)) {
+            icc_diag d = {{0}};
+            if (icc_precision_parse(s + 12, &a.prec.mode, &d) < 0)
+                return fail("%s", d.msg);
+        } else if (!strncmp(s, "--keep-fp32=", 12)) {
+            a.prec.keep = s + 12;
+        } else if (!strcmp(s, "--no-default-keep")) {
+            a.prec.no_default_keep = true;
         } else if (!strncmp(s, "-march=", 7)) {
             a.march = s + 7;
         } else if (!strncmp(s, "--target-triple=", 16)) {
@@ -1163,6 +1180,7 @@ int main(int argc, char **argv)
             return fail("unexpected argument '%s' (one model at a time)", s);
         }
     }
+    a.popts.precision = &a.prec;
     if (!a.model) {
         usage(stderr);
         return 1;

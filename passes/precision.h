@@ -1,0 +1,46 @@
+/* precision.h - the numeric precision a model is compiled at.
+ *
+ * `--precision=P` picks how contractions store and read their weights:
+ * fp32 (as imported), bf16/fp16 (weights stored as half-precision
+ * constants, accumulation in f32; passes/precision.c), int8 and
+ * int8-dynamic (integer kernels; passes/quantize.c). The `precision` pass
+ * (passes.def) applies the mode the pass options carry; nodes the keep
+ * list names, and by default softmax, the norms and the last contraction
+ * before a graph output, stay fp32. docs/precision.md describes it.
+ */
+#ifndef ICC_PRECISION_H
+#define ICC_PRECISION_H
+
+#include <stdbool.h>
+#include "ir/ir.h"
+
+typedef enum icc_precision { ICC_PREC_FP32, ICC_PREC_BF16, ICC_PREC_FP16, ICC_PREC_INT8, ICC_PREC_INT8_DYNAMIC } icc_precision;
+
+typedef struct icc_calibration icc_calibration;   /* activation ranges, defined by the int8 helper (passes/calibrate.h) */
+
+/* What the driver asks for (borrowed by the passes; the caller owns the
+ * strings and the calibration). */
+typedef struct icc_precision_opts {
+    icc_precision mode;
+    const char *keep;        /* --keep-fp32: comma-separated op types and node names kept in fp32 (NULL: none) */
+    bool no_default_keep;    /* --no-default-keep: drop the default keep list (softmax, norms, the last layer) */
+    const icc_calibration *calib;  /* int8 (static): ranges from --calibrate (NULL otherwise) */
+} icc_precision_opts;
+
+/* Parses "fp32|bf16|fp16|int8|int8-dynamic" into *out; 0, or -1 with d
+ * naming the text and the accepted names. */
+int icc_precision_parse(const char *text, icc_precision *out, icc_diag *d);
+/* The name icc_precision_parse accepts for p (a static string). */
+const char *icc_precision_name(icc_precision p);
+/* True when node n of g stays fp32: its op type or name is in o->keep,
+ * or (unless o->no_default_keep) it is a normalization or softmax
+ * (IR_F_NORM), or a contraction some graph output is reached from
+ * without passing another contraction (the last layer). o may be NULL
+ * (nothing kept). */
+bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const ir_node *n);
+
+typedef struct pass_ctx pass_ctx;
+/* The int8 and int8-dynamic rewrite (passes/quantize.c). */
+int precision_int8(pass_ctx *c, const icc_precision_opts *o);
+
+#endif
