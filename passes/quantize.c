@@ -150,7 +150,7 @@ static int quantize_static(qctx *q, ir_value *x, act *a)
         a->xq = quantize(q, x, scalar_f32(q, x->name, "_scale", (float)scale), NULL, true);
     } else {
         scale = hi > lo ? (hi - lo) / 255.0 : 1.0;
-        double zp = nearbyint(-lo / (float)scale);
+        double zp = nearbyintf((float)-lo / (float)scale);
         zp = fmin(fmax(zp, 0), 255);
         uint8_t z = (uint8_t)zp;
         ir_type t = {.dtype = IR_U8, .rank = 0};
@@ -219,8 +219,9 @@ static ir_value *quantize_weights(qctx *q, ir_value *w, int64_t C, int64_t inner
     int64_t cols = transpose2d ? t->dims[0] : 0, rows = transpose2d ? t->dims[1] : 0;
     for (int64_t i = 0; i < t->numel; i++) {
         int64_t ch = (i / inner) % C;
-        double v = nearbyint(ir_tensor_getf(t, i) / (float)scale[ch]);
-        v = fmin(fmax(v, -127), 127);
+        /* in f32, as QuantizeLinear computes x / scale */
+        float v = nearbyintf((float)ir_tensor_getf(t, i) / (float)scale[ch]);
+        v = fminf(fmaxf(v, -127), 127);
         /* transposed: element (n, k) of [N, K] goes to (k, n) of [K, N] */
         int64_t at = transpose2d ? (i % rows) * cols + i / rows : i;
         dst[at] = (int8_t)v;
