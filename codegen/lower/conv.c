@@ -15,6 +15,7 @@
  * planes.
  */
 #include "codegen/lower/tile.h"
+#include "codegen/lower/qgemm.h"
 #include "ir/ops.h"
 #include "ir/ref/nn.h"
 
@@ -1060,9 +1061,12 @@ static int lower_conv_op(lctx *c)
 /* ---- MatMulInteger ------------------------------------------------------- */
 
 /* y[..., i, j] = sum_k (a[..., i, k] - za[i]) * (b[..., k, j] - zb[j]) in
- * i32, batch dims broadcast as numpy does. */
+ * i32, batch dims broadcast as numpy does: the pmaddwd kernel (qgemm.c)
+ * for a 2-D B of at least a vector's columns, else a scalar loop. */
 static int lower_matmul_integer(lctx *c)
 {
+    if (qgemm_ok(c))
+        return lower_qgemm(c);
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *to = &n->out[0]->type;
