@@ -409,7 +409,13 @@ int precision_int8(pass_ctx *c, const icc_precision_opts *o)
         return ir_errorf(c->diag, "--precision=int8 needs activation ranges: give --calibrate=DIR (input sets "
                                   "DIR/0/NAME.npy, ...), or use --precision=int8-dynamic");
     ir_graph *g = c->g;
-    int count = g->nnodes;
+    int count = g->nnodes, nv0 = g->nvalues;
+    /* the fp32 weights and biases a rewrite replaced: dropped below when
+     * nothing else reads them (no dce runs between this pass and the
+     * code, and the .so must not carry both copies) */
+    bool *replaced = calloc((size_t)nv0 + 1, sizeof *replaced);
+    if (!replaced)
+        return ir_errorf(c->diag, "out of memory");
     for (int k = 0; k < count; k++) {
         ir_node *n = g->nodes[k];
         if (n->dead || (n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM && n->op != IR_OP_CONV))
@@ -425,10 +431,27 @@ int precision_int8(pass_ctx *c, const icc_precision_opts *o)
         int r = n->op == IR_OP_CONV ? rewrite_conv(&q, n) : rewrite_matmul(&q, n);
         if (r < 0) {
             free(q.cache);
+            free(replaced);
             return -1;
         }
+        for (int i = 1; r > 0 && i < n->nin; i++)
+            if (n->in[i] && n->in[i]->kind == IR_VAL_CONST && n->in[i]->id < nv0)
+                replaced[n->in[i]->id] = true;
         pass_stat(c, r ? "contractions quantized" : "not quantizable", 1);
     }
     free(q.cache);
+    int *uses = c->changed ? calloc((size_t)g->nvalues + 1, sizeof *uses) : NULL;
+    if (c->changed && !uses) {
+        free(replaced);
+        return ir_errorf(c->diag, "out of memory");
+    }
+    if (uses) {
+        ir_graph_count_uses(g, uses);
+        for (int i = 0; i < nv0; i++)
+            if (replaced[i] && !uses[i])
+                ir_value_erase(g->values[i]);
+    }
+    free(uses);
+    free(replaced);
     return pass_commit_rewrites(c);
 }
