@@ -2,7 +2,8 @@
 """fp32 vs int8 (calibrated) vs int8-dynamic, compiled by icc: latency, .so size and accuracy.
 
 For each model: compile at fp32, --precision=int8 --calibrate=DIR (DIR: --sets random input sets
-drawn like the test input) and --precision=int8-dynamic; run each .so through
+drawn like the test input), the same with --no-default-keep ("int8 all": the last layer too) and
+--precision=int8-dynamic; run each .so through
 examples/runner/icc_runner (p50 of --runs after a warm-up, ICC_NUM_THREADS=--threads) and on one
 test input through `icc run`, and print a Markdown table with the cosine of each output against
 the fp32 .so's.
@@ -52,9 +53,10 @@ def make_feeds(name, ins, rng):
 
 
 def save(d, feeds):
-    os.makedirs(d, exist_ok=True)
     for k, v in feeds.items():
-        np.save(os.path.join(d, k + ".npy"), v)
+        f = os.path.join(d, k + ".npy")  # a name with '/' (gpu_0/data_0) is a subfolder
+        os.makedirs(os.path.dirname(f), exist_ok=True)
+        np.save(f, v)
 
 
 def main():
@@ -65,6 +67,7 @@ def main():
     ap.add_argument("--sets", type=int, default=4)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--method", default="minmax")
+    ap.add_argument("--skip-bert", action="store_true")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     a.icc = os.path.abspath(a.icc)
@@ -78,7 +81,8 @@ def main():
     if not models:
         subprocess.run([sys.executable, os.path.join(ROOT, "tests/models/make_bert_layer.py"), tmp, "--seq",
                         str(a.seq)], check=True, capture_output=True)
-        models = [os.path.join(tmp, "bert_layer.onnx"), os.path.join(LIGHT, "light_resnet50.onnx")]
+        models = ([] if a.skip_bert else [os.path.join(tmp, "bert_layer.onnx")]) + [
+            os.path.join(LIGHT, "light_resnet50.onnx")]
     print("threads: %d, runs: %d (p50 after one warm-up), calibration: %d sets, %s\n" % (
         a.threads, a.runs, a.sets, a.method))
     print("| model | precision | compile s | .so MB | p50 ms | vs fp32 | cosine vs fp32 |")
@@ -97,6 +101,8 @@ def main():
         for prec, flags in [("fp32", []),
                             ("int8", ["--precision=int8", "--calibrate=" + os.path.join(d, "calib"),
                                       "--calibrate-method=" + a.method]),
+                            ("int8 all", ["--precision=int8", "--no-default-keep",
+                                          "--calibrate=" + os.path.join(d, "calib"), "--calibrate-method=" + a.method]),
                             ("int8-dynamic", ["--precision=int8-dynamic"])]:
             so = os.path.join(d, prec + ".so")
             t0 = time.perf_counter()
@@ -110,7 +116,7 @@ def main():
             ms = float(m.group(1)) if m else float("nan")
             od = os.path.join(d, prec + ".out")
             subprocess.run([a.icc, "run", so, *in_args, "-o", od], capture_output=True, env=env)
-            y = np.load(os.path.join(od, out_name + ".npy")).ravel().astype(np.float64)
+            y = np.load(os.path.join(od, out_name.replace("/", "_") + ".npy")).ravel().astype(np.float64)
             if prec == "fp32":
                 base_ms, ref = ms, y
             cos = float(y @ ref / (np.linalg.norm(y) * np.linalg.norm(ref) + 1e-30))
