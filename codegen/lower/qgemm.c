@@ -321,6 +321,7 @@ int lower_qgemm(lctx *c)
 typedef struct {
     const qconv_geom *g;
     int64_t taps, plane, nc;   /* taps per channel, output positions, columns per chunk */
+    bool flat;                 /* stride 1 and inner dims of the input's size */
     int rw;                    /* the weight's rank */
     kir_expr *nb;              /* the chunk's batch item */
 } qcv;
@@ -401,29 +402,62 @@ static int cv_im2col(lctx *c, qcv *u, int col, kir_block *b, kir_expr *p0)
         tp *= g->k[j];
     }
 #undef C32
-    kir_expr *safe = kir_op1(k, KIR_CAST, IR_I64, kir_op3(k, KIR_SELECT, IR_I32, ok, lin, kir_const_i(k, IR_I32, 0)));
     kir_expr *xi[IR_MAX_RANK];
     xi[0] = u->nb;
     xi[1] = kir_var(k, cv);
     for (int j = 0; j < g->n - 1; j++)
         xi[2 + j] = lw_i64c(k, 0);
-    xi[1 + g->n] = safe;
     kir_expr *zx = kir_const_i(k, xt, 0), *z0[IR_MAX_RANK] = {lw_i64c(k, 0)};
     if (c->n->nin > 2 && c->n->in[2] && c->buf[2] >= 0)
         zx = kir_load(k, c->buf[2], z0); /* a scalar or one value */
-    kir_expr *v = kir_op3(k, KIR_SELECT, xt, ok, kir_load(k, c->buf[0], xi), zx);
     kir_expr *row = kir_iadd(k, lw_imulc(k, kir_var(k, cv), u->taps), kir_var(k, tv));
-    return kir_store(k, &ll->body, col, (kir_expr *[]){row, kir_var(k, lv)}, v) ? 0 : -1;
+    if (!u->flat) { /* a gather at the clamped index */
+        xi[1 + g->n] = kir_op1(k, KIR_CAST, IR_I64, kir_op3(k, KIR_SELECT, IR_I32, ok, lin, kir_const_i(k, IR_I32, 0)));
+        kir_expr *v = kir_op3(k, KIR_SELECT, xt, ok, kir_load(k, c->buf[0], xi), zx);
+        return kir_store(k, &ll->body, col, (kir_expr *[]){row, kir_var(k, lv)}, v) ? 0 : -1;
+    }
+    /* stride 1, inner dims of the output's size: the tap reads at a
+     * constant offset from the position, a contiguous load; lanes whose
+     * element would lie outside x (all of them padding) get zx from loops
+     * of their own, so no load leaves the buffer */
+    kir_expr *off = lw_i64c(k, 0);
+    int64_t st = 1, tq = 1;
+    for (int j = g->n - 1; j >= 0; j--) {
+        kir_expr *t = lw_iremc(k, lw_idivc(k, kir_var(k, tv), tq), g->k[j]);
+        off = kir_iadd(k, off, lw_imulc(k, lw_iaddc(k, lw_imulc(k, t, g->d[j]), -g->pb[j]), st));
+        st *= g->in[j];
+        tq *= g->k[j];
+    }
+    kir_expr *base = kir_iadd(k, kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, u->nb, g->cin), kir_var(k, cv)), st), p0), off);
+    kir_expr *lo = lw_imin(k, lw_i64c(k, u->nc), lw_imax(k, lw_i64c(k, 0), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 0), base)));
+    kir_expr *hi = lw_imax(k, lo, lw_imin(k, lw_i64c(k, u->nc),
+                                          kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, g->batch * g->cin * st), base)));
+    ll->lo = lo;
+    ll->hi = hi;
+    kir_expr *rel = kir_iadd(k, p0, off);
+    xi[1 + g->n] = kir_iadd(k, kir_var(k, lv), rel);
+    kir_expr *v = kir_op3(k, KIR_SELECT, xt, ok, kir_load(k, c->buf[0], xi), zx);
+    if (!kir_store(k, &ll->body, col, (kir_expr *[]){row, kir_var(k, lv)}, v))
+        return -1;
+    kir_expr *ranges[2][2] = {{lw_i64c(k, 0), lo}, {hi, lw_i64c(k, u->nc)}};
+    for (int i = 0; i < 2; i++) {
+        int fv = kir_new_var(k);
+        kir_stmt *lf = kir_for(k, &lt->body, fv, ranges[i][0], ranges[i][1], KIR_VECTOR, 2 * c->s->lanes);
+        if (!lf || !kir_store(k, &lf->body, col, (kir_expr *[]){row, kir_var(k, fv)}, zx))
+            return -1;
+    }
+    return 0;
 }
 
 int lower_qconv(lctx *c, const qconv_geom *g)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    qcv u = {.g = g, .taps = 1, .plane = 1, .rw = n->in[1]->type.rank};
+    qcv u = {.g = g, .taps = 1, .plane = 1, .rw = n->in[1]->type.rank, .flat = true};
     for (int j = 0; j < g->n; j++) {
         u.taps *= g->k[j];
         u.plane *= g->out[j];
+        u.flat = u.flat && g->s[j] == 1 && (j == 0 || g->out[j] == g->in[j]);
     }
     int64_t K = g->cin * u.taps;
     bool zx = n->nin > 2 && n->in[2] && c->buf[2] >= 0;
