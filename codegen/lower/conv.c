@@ -1053,6 +1053,15 @@ static int lower_conv_op(lctx *c)
         return -1;
     if (tiled_ok(c->n, &g))
         return lower_conv_tiled(c, &g);
+    if (c->n->op == IR_OP_CONV_INTEGER && g.group == 1) {
+        qconv_geom q = {.n = g.n, .batch = g.batch, .cin = g.cin, .cout = g.cout};
+        for (int j = 0; j < g.n; j++) {
+            q.in[j] = g.in[j], q.out[j] = g.out[j], q.k[j] = g.k[j];
+            q.s[j] = g.s[j], q.d[j] = g.d[j], q.pb[j] = g.pb[j];
+        }
+        if (qconv_ok(c, &q))
+            return lower_qconv(c, &q);
+    }
     if (c->n->op == IR_OP_CONV && fast_ok(c->n))
         return lower_conv_fast(c, &g);
     return lower_conv_naive(c, &g);
