@@ -19,7 +19,9 @@
  * has already been decided, so "all uses inside the group" is final.
  * Then the members of each group are moved next to their root (a valid
  * order: nothing between them used their outputs), which keeps printed
- * groups contiguous. Existing groups are dropped first: the pass
+ * groups contiguous. A Cast through which a contraction reads a bf16/f16
+ * weight (passes/precision.c) joins that contraction's group, one of its
+ * own when it anchors none. Existing groups are dropped first: the pass
  * recomputes them, so running it twice gives the same result.
  */
 #include "passes/pass.h"
@@ -137,6 +139,16 @@ static bool feeds_on_contraction(const ir_graph *g, const ir_node *n, const int 
     return false;
 }
 
+/* The producer index of the Cast through which contraction n reads a
+ * narrow weight (icc_precision_half_weight), when n alone reads it; else
+ * -1. The Cast then joins n's kernel, which converts as it loads, so the
+ * f32 weights are never stored. */
+static int half_cast(const ir_node *n, const int *at, const int *ustart, const bool *is_out)
+{
+    int p = n->nin > 1 && n->in[1] ? at[n->in[1]->id] : -1, vid = p >= 0 ? n->in[1]->id : 0;
+    return p >= 0 && icc_precision_half_weight(n, 1) && !is_out[vid] && ustart[vid + 1] - ustart[vid] == 1 ? p : -1;
+}
+
 typedef struct {
     int *v, n;
 } heap;
@@ -242,6 +254,13 @@ int pass_fuse(pass_ctx *c)
     for (int r = nn - 1; r >= 0; r--) {
         ir_node *rn = g->nodes[r];
         /* a normalization may root a group of its prologue */
+        /* a contraction that reads a narrow weight and anchors no group
+         * has one of its own, for the weight's Cast to join (below) */
+        if (!rn->group && half_cast(rn, at, ustart, is_out) >= 0) {
+            rn->group = ++ngroups;
+            fused++;
+            continue;
+        }
         bool root_anchor = anchors && !rn->group && prologue_anchor(rn) && anchor_candidate(rn, &rn->out[0]->type);
         if (rn->group || !(candidate(rn) || root_anchor))
             continue;
@@ -307,6 +326,15 @@ int pass_fuse(pass_ctx *c)
         }
         ngroups++;
         fused += size;
+    }
+    /* A narrow weight's Cast joins its contraction's kernel (the group
+     * the loop above gave it, or one of its own). */
+    for (int k = 0; k < nn; k++) {
+        int p = half_cast(g->nodes[k], at, ustart, is_out);
+        if (p >= 0 && g->nodes[k]->group) {
+            g->nodes[p]->group = g->nodes[k]->group;
+            fused++;
+        }
     }
     /* Number groups in node order of their roots (1, 2, ... from the
      * top), so the printed text reads naturally. Roots were found bottom

@@ -9,6 +9,7 @@
 #include "passes/pass.h"
 #include "ir/ops.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,49 +49,37 @@ static bool list_has(const char *list, char sep, const char *name)
     return false;
 }
 
-/* The last layer: a contraction from which some graph output is reached
- * through non-contraction nodes only (a forward walk that stops at the
- * next contraction). */
+/* The last layer: for some graph output, the contraction latest in node
+ * order among the nodes that output depends on (walked backwards over the
+ * topologically ordered nodes). */
 static bool is_last_contraction(const ir_graph *g, const ir_node *n)
 {
     if (!(ir_ops[n->op].flags & IR_F_CONTRACTION))
         return false;
-    char *seen = calloc((size_t)g->nvalues + 1, 1);
-    int *stack = malloc(sizeof *stack * ((size_t)g->nvalues + 1));
+    char *need = malloc((size_t)g->nvalues + 1);
     bool last = false;
-    if (!seen || !stack) {
-        free(seen);
-        free(stack);
+    if (!need)
         return false;
-    }
-    int top = 0;
-    for (int i = 0; i < n->nout; i++)
-        if (n->out[i] && !seen[n->out[i]->id]) {
-            seen[n->out[i]->id] = 1;
-            stack[top++] = n->out[i]->id;
-        }
-    while (top && !last) {
-        const ir_value *v = g->values[stack[--top]];
-        for (int o = 0; o < g->noutputs; o++)
-            last |= g->outputs[o] == v;
-        for (int k = 0; k < g->nnodes && !last; k++) {
+    for (int o = 0; o < g->noutputs && !last; o++) {
+        memset(need, 0, (size_t)g->nvalues + 1);
+        need[g->outputs[o]->id] = 1;
+        for (int k = g->nnodes - 1; k >= 0; k--) {
             const ir_node *m = g->nodes[k];
-            if (m->dead || (ir_ops[m->op].flags & IR_F_CONTRACTION))
+            bool used = false;
+            for (int j = 0; j < m->nout && !m->dead; j++)
+                used |= m->out[j] && need[m->out[j]->id];
+            if (!used)
                 continue;
-            bool uses = false;
+            if (ir_ops[m->op].flags & IR_F_CONTRACTION) {
+                last = m == n;
+                break;
+            }
             for (int j = 0; j < m->nin; j++)
-                uses |= m->in[j] == v;
-            if (!uses)
-                continue;
-            for (int j = 0; j < m->nout; j++)
-                if (m->out[j] && !seen[m->out[j]->id]) {
-                    seen[m->out[j]->id] = 1;
-                    stack[top++] = m->out[j]->id;
-                }
+                if (m->in[j])
+                    need[m->in[j]->id] = 1;
         }
     }
-    free(seen);
-    free(stack);
+    free(need);
     return last;
 }
 
@@ -129,6 +118,115 @@ static int resolve_opts(pass_ctx *c, icc_precision_opts *o, char *keep_buf, size
     return 0;
 }
 
+/* A contraction whose input 1 (MatMul's and Gemm's B, Conv's W) the
+ * half-precision rewrite stores narrow when it is an f32 constant. */
+static bool weight_contraction(const ir_node *n)
+{
+    return (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM || n->op == IR_OP_CONV || n->op == IR_OP_CONV_NCHWC) &&
+           n->nin > 1 && n->nout == 1 && n->out[0]->type.dtype == IR_F32;
+}
+
+bool icc_precision_half_weight(const ir_node *n, int i)
+{
+    if (!weight_contraction(n) || i != 1 || !n->in[1] || n->in[1]->kind != IR_VAL_NODE)
+        return false;
+    const ir_node *p = n->in[1]->def;
+    const ir_value *h = p->op == IR_OP_CAST && p->nin == 1 ? p->in[0] : NULL;
+    return h && h->kind == IR_VAL_CONST && (h->type.dtype == IR_BF16 || h->type.dtype == IR_F16) &&
+           p->out[0]->type.dtype == IR_F32;
+}
+
+/* Every finite value of f32 constant w stays finite in f16 (65504 is
+ * the largest; from 65520 on, rounding gives inf). */
+static bool fits_f16(const ir_value *w)
+{
+    const float *v = w->cval.data;
+    for (int64_t i = 0; i < w->cval.numel; i++)
+        if (isfinite(v[i]) && fabsf(v[i]) >= 65520.0f)
+            return false;
+    return true;
+}
+
+/* bf16/fp16: the f32 constant weight W of each contraction not kept in
+ * fp32 becomes a constant W.bf16 (rounded to nearest even) read through
+ * Cast(to=f32). One narrow constant per weight, one Cast per contraction
+ * that reads it (so each Cast is read by one kernel, which converts in
+ * its loads: fuse.c puts the Cast in the contraction's group). When
+ * nothing reads W any more it is erased and the first Cast's result takes
+ * its name, so the values of both graphs compare by name. For fp16, a
+ * weight with values beyond f16's range stays fp32. */
+static int lower_half(pass_ctx *c, const icc_precision_opts *o)
+{
+    ir_graph *g = c->g;
+    ir_dtype hd = o->mode == ICC_PREC_BF16 ? IR_BF16 : IR_F16;
+    const char *suffix = o->mode == ICC_PREC_BF16 ? ".bf16" : ".fp16";
+    int nv = g->nvalues, nn = g->nnodes, rc = -1;
+    ir_value **half = calloc((size_t)nv + 1, sizeof *half);
+    ir_node **first = calloc((size_t)nv + 1, sizeof *first);
+    if (!half || !first) {
+        ir_errorf(c->diag, "out of memory");
+        goto done;
+    }
+    int64_t before = 0, after = 0;
+    for (int k = 0; k < nn; k++) {
+        ir_node *n = g->nodes[k];
+        ir_value *w = n->nin > 1 ? n->in[1] : NULL;
+        if (n->dead || !weight_contraction(n) || !w || w->kind != IR_VAL_CONST || w->type.dtype != IR_F32 ||
+            w->id >= nv)
+            continue;
+        if (icc_precision_keeps(o, g, n)) {
+            pass_stat(c, "contractions kept fp32", 1);
+            continue;
+        }
+        if (hd == IR_F16 && !fits_f16(w)) {
+            pass_stat(c, "kept fp32: beyond f16 range", 1);
+            continue;
+        }
+        char buf[256];
+        if (!half[w->id]) {
+            ir_type t = w->type;
+            t.dtype = hd;
+            ir_value *h = ir_graph_add_const(g, ir_graph_fresh_name(g, w->name, suffix, buf, sizeof buf), &t, NULL,
+                                             c->diag);
+            if (!h)
+                goto done;
+            const float *src = w->cval.data;
+            uint16_t *dst = h->cval.data;
+            for (int64_t i = 0; i < w->cval.numel; i++)
+                dst[i] = hd == IR_BF16 ? ir_f32_to_bf16(src[i]) : ir_f32_to_f16(src[i]);
+            half[w->id] = h;
+            before += (int64_t)w->cval.nbytes;
+            after += (int64_t)h->cval.nbytes;
+            pass_stat(c, "weights converted", 1);
+        }
+        const char *nm = ir_graph_fresh_name(g, w->name, ".f32", buf, sizeof buf);
+        ir_value *hin = half[w->id];
+        ir_node *cast = ir_graph_add_node(g, IR_OP_CAST, "", 1, &hin, 1, &nm, c->diag);
+        if (!cast || ir_node_set_int(g, cast, "to", ir_dtype_to_onnx(IR_F32)) < 0 || ir_infer_node(cast, c->diag) < 0)
+            goto done;
+        for (int i = 1; i < n->nin; i++)
+            if (n->in[i] == w)
+                n->in[i] = cast->out[0];
+        if (!first[w->id])
+            first[w->id] = cast;
+        c->changed = true;
+    }
+    for (int v = 0; v < nv; v++) {
+        ir_value *w = g->values[v];
+        if (!first[v] || ir_value_count_uses(g, w) > 0)
+            continue;
+        ir_value_erase(w);
+        first[v]->out[0]->name = w->name;
+    }
+    pass_stat(c, "weight bytes before", before);
+    pass_stat(c, "weight bytes after", after);
+    rc = pass_commit_rewrites(c);
+done:
+    free(half);
+    free(first);
+    return rc;
+}
+
 int pass_precision(pass_ctx *c)
 {
     icc_precision_opts o;
@@ -140,7 +238,7 @@ int pass_precision(pass_ctx *c)
         return 0;
     case ICC_PREC_BF16:
     case ICC_PREC_FP16:
-        return ir_errorf(c->diag, "--precision=%s: not supported yet", icc_precision_name(o.mode));
+        return lower_half(c, &o);
     case ICC_PREC_INT8:
     case ICC_PREC_INT8_DYNAMIC:
         return precision_int8(c, &o);

@@ -39,6 +39,12 @@ const char *icc_precision_name(icc_precision p);
  * (nothing kept). */
 bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const ir_node *n);
 
+/* Input i of n is a narrow weight (what the bf16/fp16 rewrite makes): n
+ * is a MatMul, Gemm, Conv or ConvNCHWc, i is 1, and the input is the
+ * result of Cast(to=f32) of a bf16 or f16 constant. The fuse pass puts
+ * such a Cast in n's kernel, which converts as it loads. */
+bool icc_precision_half_weight(const ir_node *n, int i);
+
 typedef struct pass_ctx pass_ctx;
 /* The int8 and int8-dynamic rewrite (passes/quantize.c). */
 int precision_int8(pass_ctx *c, const icc_precision_opts *o);

@@ -235,7 +235,24 @@ static int wstride(em *e, const kir_expr *x)
     return 0;
 }
 
-/* A varying load (the element dtype is f32, f64 or an integer: wcheck):
+/* Lanes of an f16/bf16 buffer as f32 (exact): bf16 is the high half of
+ * an f32 (zero-extend, shift left 16); f16 goes through LLVM's half
+ * (vcvtph2ps with F16C). Other dtypes are returned as they are. */
+static LLVMValueRef wnarrow(em *e, LLVMValueRef v, ir_dtype dt)
+{
+    if (!v || !is_narrow_float(dt))
+        return v;
+    unsigned w = LLVMGetVectorSize(LLVMTypeOf(v));
+    if (dt == IR_F16)
+        return LLVMBuildFPExt(e->b, LLVMBuildBitCast(e->b, v, LLVMVectorType(e->half, w), ""),
+                              LLVMVectorType(e->f32, w), "");
+    LLVMTypeRef vi = LLVMVectorType(e->i32, w);
+    v = LLVMBuildShl(e->b, LLVMBuildZExt(e->b, v, vi, ""), splat_like(e, LLVMConstInt(e->i32, 16, 0), v), "");
+    return LLVMBuildBitCast(e->b, v, LLVMVectorType(e->f32, w), "");
+}
+
+/* A varying load (the element dtype is f32, f64, an integer, or f16/bf16
+ * read as f32: wcheck):
  * contiguous when only the last index varies and by the vector variable
  * itself (plus a uniform offset), masked in the tail chunk; a gather
  * otherwise. */
@@ -275,7 +292,7 @@ static LLVMValueRef emit_wload(em *e, const kir_expr *x, LLVMValueRef mask)
         em_tag_access(e, wide, x->buf);
         for (unsigned i = 0; i < W; i++)
             ix[i] = LLVMConstInt(e->i32, i * (unsigned)st, 0);
-        return LLVMBuildShuffleVector(e->b, wide, LLVMGetPoison(wt), LLVMConstVector(ix, W), "");
+        return wnarrow(e, LLVMBuildShuffleVector(e->b, wide, LLVMGetPoison(wt), LLVMConstVector(ix, W), ""), dt);
     }
     if (contig) {
         LLVMValueRef p = first_lane_ptr(e, x->buf, x->nidx, x->idx);
@@ -299,7 +316,7 @@ static LLVMValueRef emit_wload(em *e, const kir_expr *x, LLVMValueRef mask)
         v = em_intr(e, "llvm.masked.gather", ovl, 2, args, 4);
     }
     em_tag_access(e, v, x->buf);
-    return v;
+    return wnarrow(e, v, dt);
 }
 
 static LLVMValueRef emit_load(em *e, const kir_expr *x)
@@ -829,8 +846,8 @@ static bool wcheck_expr(em *e, const kir_expr *x)
     case KIR_VAR: return true;
     case KIR_ACC: return e->wdef[x->var] != 0; /* set in this iteration before */
     case KIR_LETV: return wdtype(x->dtype);    /* its statement was checked */
-    case KIR_LOAD:
-        if (!wdtype(e->k->bufs[x->buf].dtype))
+    case KIR_LOAD: /* f16/bf16 lanes are read as f32 (wnarrow), then only widened by a cast */
+        if (!wdtype(e->k->bufs[x->buf].dtype) && !is_narrow_float(e->k->bufs[x->buf].dtype))
             return false;
         for (int i = 0; i < x->nidx; i++)
             if (!wcheck_expr(e, x->idx[i]))
@@ -874,7 +891,9 @@ static bool wcheck_expr(em *e, const kir_expr *x)
         if (!wdtype(x->dtype) || ir_dtype_is_float(x->dtype))
             return false;
         break;
-    case KIR_CAST: /* integers to integers, or to f32/f64 (an exponent) */
+    case KIR_CAST: /* integers to integers, or to f32/f64 (an exponent); f16/bf16 to f32 */
+        if (is_narrow_float(x->a[0]->dtype) && x->dtype == IR_F32)
+            break;
         if (!ir_dtype_is_int(x->a[0]->dtype) || x->a[0]->dtype == IR_BOOL ||
             !(x->dtype == IR_F32 || x->dtype == IR_F64 || (ir_dtype_is_int(x->dtype) && x->dtype != IR_BOOL)))
             return false;

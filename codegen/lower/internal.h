@@ -69,11 +69,13 @@ static inline kir_expr *lw_iremc(kir_kernel *k, kir_expr *a, int64_t b)
     return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, lw_i64c(k, b)) : lw_i64c(k, 0);
 }
 
-/* Input i at idx, widened to its compute dtype. */
+/* Input i at idx, widened to its compute dtype. The buffer's dtype, not
+ * the input's, decides: a narrow weight (lower.c, half_weight) is an f32
+ * input read from its f16/bf16 buffer. */
 static inline kir_expr *lw_load_in(lctx *c, int i, kir_expr *const *idx)
 {
     kir_expr *e = kir_load(c->k, c->buf[i], idx);
-    ir_dtype t = c->n->in[i]->type.dtype;
+    ir_dtype t = c->buf[i] >= 0 ? c->k->bufs[c->buf[i]].dtype : c->n->in[i]->type.dtype;
     return lw_compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, lw_compute_dtype(t), e) : e;
 }
 

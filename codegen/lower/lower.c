@@ -189,6 +189,22 @@ static ir_family family(const ir_node *n)
     return lw_family_accepts(f, n) ? f : IR_FAM_NONE;
 }
 
+/* Input i of contraction n is a narrow weight computed in n's group: a
+ * Cast to f32 of an f16/bf16 value (the bf16/fp16 precision rewrite,
+ * passes/precision.c). n reads the narrow buffer itself and converts in
+ * its loads (lw_load_in), so the Cast never becomes a kernel or a buffer. */
+static const ir_value *half_weight(const ir_node *n, int i)
+{
+    const ir_family f = ir_ops[n->op].family;
+    if (i != 1 || i >= n->nin || !lw_interior(n, n->in[i]) ||
+        (f != IR_FAM_CONTRACTION && f != IR_FAM_CONV && f != IR_FAM_BLOCKED))
+        return NULL;
+    const ir_node *p = n->in[i]->def;
+    const ir_value *h = p->op == IR_OP_CAST && p->nin == 1 && p->group == n->group ? p->in[0] : NULL;
+    return h && !lw_interior(p, h) && (h->type.dtype == IR_BF16 || h->type.dtype == IR_F16) &&
+           p->out[0]->type.dtype == IR_F32 ? h : NULL;
+}
+
 /* anchor may be the kernel of the group rooted at root: the only
  * non-elementwise member, an op whose lowering takes an epilogue (the
  * registry's IR_F_ANCHOR), one output of the root's type, its inputs from
@@ -200,7 +216,7 @@ static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int
     if (count != 1 || budget < 0 || anchor->nout != 1 || !(fl & IR_F_ANCHOR))
         return false;
     for (int i = 0; i < anchor->nin; i++)
-        if (lw_interior(anchor, anchor->in[i]) && (i > 0 || !(fl & IR_F_PROLOGUE)))
+        if (lw_interior(anchor, anchor->in[i]) && (i > 0 || !(fl & IR_F_PROLOGUE)) && !half_weight(anchor, i))
             return false;
     const ir_type *a = &anchor->out[0]->type, *r = &root->out[0]->type;
     if (a->dtype != r->dtype || a->rank != r->rank)
@@ -307,6 +323,11 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
         }
         if (rc < 0)
             goto oom;
+        for (int i = 0; i < n->nin && i < LOWER_MAX_IO; i++) {
+            const ir_value *h = half_weight(n, i);
+            if (h && (c.buf[i] = find_buf(k, h)) < 0)
+                goto oom;
+        }
     }
     ir_family f = family(n);
     if (f == IR_FAM_NONE || families[f].lower(&c) < 0)
