@@ -22,6 +22,7 @@
 #include "passes/calibrate.h"
 #include "passes/precision.h"
 #include "ir/ops.h"
+#include "ir/ref/interp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -402,6 +403,87 @@ static int rewrite_conv(qctx *q, ir_node *n)
     return rc < 0 ? -1 : 1;
 }
 
+/* Values a rewrite stopped reading, dropped at the end of the pass when
+ * nothing reads them any more. */
+typedef struct droplist {
+    ir_value **v;
+    int n, cap;
+} droplist;
+
+static int drop_later(pass_ctx *c, droplist *l, ir_value *v)
+{
+    if (!v || v->kind == IR_VAL_INPUT)
+        return 0;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        ir_value **nv = realloc(l->v, sizeof *nv * (size_t)cap);
+        if (!nv)
+            return ir_errorf(c->diag, "out of memory");
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = v;
+    return 0;
+}
+
+/* Erases the listed values nobody reads (no dce follows this pass in the
+ * pipelines, and the .so must not carry both the fp32 and the int8
+ * weights), then the producers of node results among them, whose inputs
+ * may become unread in turn. */
+static int drop_unread(pass_ctx *c, droplist *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        ir_value *v = l->v[i];
+        if (v->dead || ir_value_count_uses(c->g, v))
+            continue;
+        if (v->kind == IR_VAL_CONST) {
+            ir_value_erase(v);
+        } else if (v->kind == IR_VAL_NODE && v->def && !v->def->dead && v->def->nout == 1) {
+            ir_node *p = v->def;
+            ir_node_erase(p);
+            for (int k = 0; k < p->nin; k++)
+                if (p->in[k] && drop_later(c, l, p->in[k]) < 0)
+                    return -1;
+        }
+        c->changed = true;
+    }
+    return 0;
+}
+
+/* Weights computed from constants that fold left alone (a result over
+ * its size limit, such as a large ConstantOfShape): n reads them as a
+ * constant evaluated here instead, so the rewrite can quantize them. */
+static int materialize_weights(pass_ctx *c, ir_node *n, droplist *l)
+{
+    ir_value *w = n->in[1];
+    if (!w || w->kind != IR_VAL_NODE || !w->def || w->def->nout != 1 || !ir_type_is_static(&w->type) ||
+        w->type.dtype != IR_F32)
+        return 0;
+    const ir_node *p = w->def;
+    const ir_tensor *in[64];
+    if (p->nin > 64)
+        return 0;
+    for (int i = 0; i < p->nin; i++) {
+        if (p->in[i] && p->in[i]->kind != IR_VAL_CONST)
+            return 0;
+        in[i] = p->in[i] ? &p->in[i]->cval : NULL;
+    }
+    ir_tensor t;
+    if (ir_eval_node(p, in, &t, c->diag) < 0)
+        return -1;
+    char buf[256];
+    ir_type ty;
+    ir_type_of_tensor(&t, &ty);
+    ir_value *k = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, w->name, "_value", buf, sizeof buf), &ty,
+                                     t.data, c->diag);
+    free(t.data);
+    if (!k)
+        return -1;
+    n->in[1] = k;
+    c->changed = true;
+    return drop_later(c, l, w);
+}
+
 int precision_int8(pass_ctx *c, const icc_precision_opts *o)
 {
     qctx q = {c, o, o->mode == ICC_PREC_INT8_DYNAMIC, o->calib && o->calib->symmetric, NULL, NULL, NULL, 0, 0};
@@ -409,14 +491,9 @@ int precision_int8(pass_ctx *c, const icc_precision_opts *o)
         return ir_errorf(c->diag, "--precision=int8 needs activation ranges: give --calibrate=DIR (input sets "
                                   "DIR/0/NAME.npy, ...), or use --precision=int8-dynamic");
     ir_graph *g = c->g;
-    int count = g->nnodes, nv0 = g->nvalues;
-    /* the fp32 weights and biases a rewrite replaced: dropped below when
-     * nothing else reads them (no dce runs between this pass and the
-     * code, and the .so must not carry both copies) */
-    bool *replaced = calloc((size_t)nv0 + 1, sizeof *replaced);
-    if (!replaced)
-        return ir_errorf(c->diag, "out of memory");
-    for (int k = 0; k < count; k++) {
+    droplist drop = {0};
+    int count = g->nnodes, rc = 0;
+    for (int k = 0; k < count && rc == 0; k++) {
         ir_node *n = g->nodes[k];
         if (n->dead || (n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM && n->op != IR_OP_CONV))
             continue;
@@ -428,30 +505,20 @@ int precision_int8(pass_ctx *c, const icc_precision_opts *o)
         }
         q.n = n;
         q.base = n->out[0]->name;
+        if ((rc = materialize_weights(c, n, &drop)) < 0)
+            break;
         int r = n->op == IR_OP_CONV ? rewrite_conv(&q, n) : rewrite_matmul(&q, n);
         if (r < 0) {
-            free(q.cache);
-            free(replaced);
-            return -1;
+            rc = -1;
+            break;
         }
-        for (int i = 1; r > 0 && i < n->nin; i++)
-            if (n->in[i] && n->in[i]->kind == IR_VAL_CONST && n->in[i]->id < nv0)
-                replaced[n->in[i]->id] = true;
+        for (int i = 1; r > 0 && i < n->nin && rc == 0; i++)
+            rc = drop_later(c, &drop, n->in[i]);
         pass_stat(c, r ? "contractions quantized" : "not quantizable", 1);
     }
+    if (rc == 0)
+        rc = drop_unread(c, &drop);
     free(q.cache);
-    int *uses = c->changed ? calloc((size_t)g->nvalues + 1, sizeof *uses) : NULL;
-    if (c->changed && !uses) {
-        free(replaced);
-        return ir_errorf(c->diag, "out of memory");
-    }
-    if (uses) {
-        ir_graph_count_uses(g, uses);
-        for (int i = 0; i < nv0; i++)
-            if (replaced[i] && !uses[i])
-                ir_value_erase(g->values[i]);
-    }
-    free(uses);
-    free(replaced);
-    return pass_commit_rewrites(c);
+    free(drop.v);
+    return rc < 0 ? -1 : pass_commit_rewrites(c);
 }
