@@ -31,6 +31,7 @@
 #include "tools/verify.h"
 #include "codegen/header.h"
 #include "tools/compile.h"
+#include "tools/calibrate.h"
 
 #ifndef ICC_VERSION
 #define ICC_VERSION "0.0.0"
@@ -66,6 +67,8 @@ typedef struct {
     const char *reference;            /* verify --reference=FP32_MODEL */
     bool per_node, bisect, json;      /* verify --per-node, --bisect[=DB], --json */
     double bisect_db;                 /* --bisect=DB; NaN: the precision's default */
+    const char *calibrate;            /* --calibrate=DIR (int8): input sets DIR/0/NAME.npy, ... */
+    icc_calib_opts calib;             /* --calibrate-method=, --int8-activations= */
 } args;
 
 static void usage(FILE *f)
@@ -127,6 +130,10 @@ static void usage(FILE *f)
         "                       (e.g. Softmax,LayerNormalization,fc1)\n"
         "  --no-default-keep    also lower softmax, the norms and the last contraction (kept\n"
         "                       in fp32 by default)\n"
+        "  --calibrate=DIR      int8: activation ranges from running the interpreter on the\n"
+        "                       input sets DIR/0/NAME.npy, DIR/1/NAME.npy, ... (NAME: input)\n"
+        "  --calibrate-method=M minmax (default), percentile[=99.99] or entropy (KL)\n"
+        "  --int8-activations=K u8 (asymmetric, default) or i8 (symmetric, zero point 0)\n"
         "\n"
         "optimization (icc MODEL --emit=ir, icc opt, icc info, icc run):\n"
         "  -O0 .. -O3           the default pipeline of that level (icc --list-passes\n"
@@ -271,10 +278,26 @@ static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_target_des
     }
     icc_pass_options po = a->popts;
     po.target = &td;
+    /* int8's ranges come from the graph as given, before any pass */
+    icc_precision_opts prec = a->prec;
+    icc_calibration *cal = NULL;
+    if (a->calibrate && a->prec.mode != ICC_PREC_INT8) {
+        icc_pipeline_free(&p);
+        return ir_errorf(d, "--calibrate is for --precision=int8 (got --precision=%s)", icc_precision_name(a->prec.mode));
+    }
+    if (a->calibrate) {
+        if (!(cal = icc_calibrate_dir(g, a->calibrate, &a->calib, d))) {
+            icc_pipeline_free(&p);
+            return -1;
+        }
+        prec.calib = cal;
+        po.precision = &prec;
+    }
     /* A reproducer needs the IR printed before every pass (costly with
      * large weights), so it is opt-in; a failure says how to get one. */
     int rc = icc_pipeline_run(&p, g, &po, d);
     icc_pipeline_free(&p);
+    icc_calibration_destroy(cal);
     if (rc < 0 && !a->popts.reproducer) {
         size_t n = strlen(d->msg);
         snprintf(d->msg + n, sizeof d->msg - n, " (--reproducer=FILE saves the IR and pipeline)");
@@ -1020,6 +1043,8 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
     args b = *a;
     b.prec = *prec;
     b.popts.precision = &b.prec;
+    if (prec->mode != ICC_PREC_INT8)
+        b.calibrate = NULL;   /* --calibrate's ranges are for the int8 side only */
     if (!(s->g = load_model(model, d)))
         return -1;
     if (pin_shapes(&b, s->g, d) < 0 || compile_passes(&b, s->g, d) < 0)
@@ -1535,6 +1560,16 @@ int main(int argc, char **argv)
             a.prec.keep = s + 12;
         } else if (!strcmp(s, "--no-default-keep")) {
             a.prec.no_default_keep = true;
+        } else if (!strncmp(s, "--calibrate=", 12)) {
+            a.calibrate = s + 12;
+        } else if (!strncmp(s, "--calibrate-method=", 19)) {
+            icc_diag d = {{0}};
+            if (icc_calib_method_parse(s + 19, &a.calib, &d) < 0)
+                return fail("%s", d.msg);
+        } else if (!strncmp(s, "--int8-activations=", 19)) {
+            if (strcmp(s + 19, "u8") && strcmp(s + 19, "i8"))
+                return fail("--int8-activations=%s: expected u8 (asymmetric) or i8 (symmetric)", s + 19);
+            a.calib.symmetric = !strcmp(s + 19, "i8");
         } else if (!strncmp(s, "-march=", 7)) {
             a.march = s + 7;
         } else if (!strncmp(s, "--target-triple=", 16)) {

@@ -232,10 +232,89 @@ static int emit_dot(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* ---- pmaddwd: acc[i] += a[0]*ext(b0[i]) + a[1]*ext(b1[i]) ---------------- */
+
+/* Lanes [first, first + w) in one vpmaddwd: the rows b0 and b1 loaded as
+ * w bytes each, interleaved (b0[i], b1[i]) and extended to 2w i16, times
+ * the broadcast pair (a[0], a[1]), summed pairwise into w i32 and added
+ * to acc. Emitted straight-line: the accumulators are scratch that SROA
+ * turns into registers only when every access has a constant offset. */
+static void madd_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef apair, int64_t first, unsigned w,
+                       const char *name)
+{
+    bool zx = s->intrin == KIR_IN_PMADDWD_U8;
+    LLVMValueRef off = em_ci64(e, first);
+    LLVMTypeRef bt = LLVMVectorType(e->i8, w), wt = LLVMVectorType(e->i16, 2 * w), vt = LLVMVectorType(e->i32, w);
+    LLVMValueRef b0 = load_as(e, bt, at(e, e->i8, ptr[2], off), s->args[2].buf, 1);
+    LLVMValueRef b1 = load_as(e, bt, at(e, e->i8, ptr[3], off), s->args[3].buf, 1);
+    LLVMValueRef ix[64];
+    for (unsigned i = 0; i < 2 * w; i++)
+        ix[i] = LLVMConstInt(e->i32, i / 2 + (i % 2) * w, 0);
+    LLVMValueRef bi = LLVMBuildShuffleVector(e->b, b0, b1, LLVMConstVector(ix, 2 * w), "");
+    bi = zx ? LLVMBuildZExt(e->b, bi, wt, "") : LLVMBuildSExt(e->b, bi, wt, "");
+    LLVMValueRef zero = LLVMConstNull(vt);
+    LLVMValueRef av = LLVMBuildShuffleVector(e->b, LLVMBuildInsertElement(e->b, LLVMGetPoison(vt), apair, em_ci64(e, 0), ""),
+                                             LLVMGetPoison(vt), zero, "");
+    av = LLVMBuildBitCast(e->b, av, wt, "");
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0), args[] = {bi, av};
+    LLVMValueRef pacc = at(e, e->i32, ptr[0], off);
+    LLVMValueRef acc = load_as(e, vt, pacc, s->args[0].buf, 4);
+    store_to(e, LLVMBuildAdd(e->b, acc, LLVMBuildCall2(e->b, fty, f, args, 2, ""), ""), pacc, s->args[0].buf, 4);
+}
+
+/* One lane in scalar code (the same sums, wrapping). */
+static void madd_lane(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef a0, LLVMValueRef a1, int64_t lane)
+{
+    bool zx = s->intrin == KIR_IN_PMADDWD_U8;
+    LLVMValueRef off = em_ci64(e, lane);
+    LLVMValueRef pacc = at(e, e->i32, ptr[0], off), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
+    LLVMValueRef x[2];
+    for (int j = 0; j < 2; j++) {
+        x[j] = load_as(e, e->i8, at(e, e->i8, ptr[2 + j], off), s->args[2 + j].buf, 1);
+        x[j] = zx ? LLVMBuildZExt(e->b, x[j], e->i32, "") : LLVMBuildSExt(e->b, x[j], e->i32, "");
+    }
+    acc = LLVMBuildAdd(e->b, acc, LLVMBuildMul(e->b, a0, x[0], ""), "");
+    acc = LLVMBuildAdd(e->b, acc, LLVMBuildMul(e->b, a1, x[1], ""), "");
+    store_to(e, acc, pacc, s->args[0].buf, 4);
+}
+
+static int emit_madd(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[4];
+    for (int j = 0; j < 4; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    int64_t n = s->lanes, done = 0;
+    if (n > 256)
+        return ir_errorf(e->d, "kernel '%.100s': pmaddwd over %lld lanes (at most 256)", e->k->name, (long long)n);
+    /* the pair as one i32 (little-endian: a[0] in the low half) */
+    LLVMValueRef apair = load_as(e, e->i32, ptr[1], s->args[1].buf, 2);
+    if (has_feature(e, "avx512bw") && cg_target_vector_bits(e->t) >= 512)
+        for (; n - done >= 16; done += 16)
+            madd_chunk(e, s, ptr, apair, done, 16, "llvm.x86.avx512.pmaddw.d.512");
+    if (has_feature(e, "avx2"))
+        for (; n - done >= 8; done += 8)
+            madd_chunk(e, s, ptr, apair, done, 8, "llvm.x86.avx2.pmadd.wd");
+    if (done < n) {
+        LLVMValueRef a0 = load_as(e, e->i16, ptr[1], s->args[1].buf, 2);
+        LLVMValueRef a1 = load_as(e, e->i16, at(e, e->i16, ptr[1], em_ci64(e, 1)), s->args[1].buf, 2);
+        a0 = LLVMBuildSExt(e->b, a0, e->i32, "");
+        a1 = LLVMBuildSExt(e->b, a1, e->i32, "");
+        for (; done < n; done++)
+            madd_lane(e, s, ptr, a0, a1, done);
+    }
+    return 0;
+}
+
 int em_intrinsic(em *e, const kir_stmt *s)
 {
     const char *nm = kir_intrin_name(s->intrin);
     switch (s->intrin) {
+    case KIR_IN_PMADDWD_S8:
+    case KIR_IN_PMADDWD_U8:
+        return emit_madd(e, s);
     case KIR_IN_DPBUSD:
     case KIR_IN_DPBF16:
         return emit_dot(e, s);

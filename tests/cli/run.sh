@@ -386,5 +386,25 @@ no_partial_output() {
 }
 check "a failed write leaves no file" no_partial_output
 
+# int8: calibration sets and their errors (tests/models/int8_accuracy.py checks accuracy)
+mkdir -p "$T/cal/0" "$T/cal/1" "$T/nocal" "$T/badcal/0"
+python3 -c "import numpy as np,sys; [np.save(sys.argv[1]+'/%d/image.npy' % k, np.random.default_rng(k).random((2,1,8,8),dtype=np.float32)) for k in (0,1)]" "$T/cal"
+python3 -c "import numpy as np,sys; np.save(sys.argv[1], np.zeros((2,1,8,9),np.float32))" "$T/badcal/0/image.npy"
+int8_calibrated() {
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --calibrate="$T/cal" --calibrate-method=entropy --no-default-keep \
+    --emit=ir -o "$T/d8.icc" 2>"$T/cal.err" && grep -q "MatMulInteger" "$T/d8.icc" &&
+    grep -q "calibrate: set 1" "$T/cal.err" && grep -q "calibrate: 2 sets" "$T/cal.err"
+}
+check "int8: --calibrate runs every set, MatMulInteger in the IR" int8_calibrated
+fails_cleanly "int8: without --calibrate" "--precision=int8 needs activation ranges: give --calibrate=DIR" \
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --emit=ir
+fails_cleanly "int8: a folder without set 0" "no input set .*nocal/0" \
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --calibrate="$T/nocal" --emit=ir
+fails_cleanly "int8: a set that does not fit names the file" "badcal/0/image.npy: f32\\[2x1x8x9\\] does not fit input 'image'" \
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --calibrate="$T/badcal" --emit=ir
+fails_cleanly "int8: an unknown method" "--calibrate-method=kl: unknown method" "$ICC" "$M" --calibrate-method=kl
+fails_cleanly "int8: --calibrate with another precision" "--calibrate is for --precision=int8" \
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8-dynamic --calibrate="$T/cal" --emit=ir
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
