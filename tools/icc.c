@@ -1108,7 +1108,7 @@ static int measure_outputs(const args *a, verify_side *r, verify_side *t, const 
         const ir_tensor *set = sets->t + (size_t)s * (size_t)n;
         double t0 = now_s();
         if (r->m)
-            rc = icc_verify_run_library(r->m, r->ctx, a->model, names, set, n, want, d);
+            rc = icc_verify_run_library(r->m, r->ctx, a->reference ? a->reference : a->model, names, set, n, want, d);
         else if ((rc = icc_verify_inputs_by_name(r->g, a->model, names, set, n, ri, d)) == 0 &&
                  (rc = ir_interp_run(r->g, ri, want, d)) < 0)
             ir_diag_prefix(d, "%s: the interpreter", a->model);
@@ -1373,7 +1373,7 @@ static int cmd_verify(const args *a)
     }
     if (pair ? side_build(a, a->reference ? a->reference : a->model, &fp32, dir, "ref", &r, &d) < 0
              : !(r.g = load_model(a->model, &d)) || pin_shapes(a, r.g, &d) < 0) {
-        fail("%s%s%s", r.g ? a->model : "", r.g ? ": " : "", d.msg);
+        fail("%s%s%s", r.g && !pair ? a->model : "", r.g && !pair ? ": " : "", d.msg);
         goto done;
     }
     const ir_graph *gin = pair ? t.g : r.g;   /* whose inputs the sets hold */
