@@ -100,6 +100,12 @@ struct qg {
     int R, V, L;
     int64_t W, K, kp;          /* kp: a16's row length (even, >= K, >= 2 W) */
     int a16, acc, rs;          /* thread scratch; rs < 0: no B zero point */
+    /* quads (VNNI): a16 holds a~ = a + aoff as u8 in groups of 4 k (a
+     * tail group ending at K), B's u8 rows count as b - 128 (boff), and
+     * cs the chunk's column sums of B from column cbase */
+    bool quads;
+    int aoff, boff, cs;
+    kir_expr *cbase;
     int bbuf;                  /* B: [K, cols] */
     kir_intrin op;
     kir_expr *rows[QG_MAX_ROWS];
@@ -114,10 +120,47 @@ struct qg {
 };
 
 /* a' of the rows q->rows[] into a16 (zero past K), and their sums into rs. */
+/* The quads' a~ of row r: groups of 4 k, the last one (K not a multiple
+ * of 4) the quad ending at K with the k already counted zeroed. */
+static int qg_pack_quads(lctx *c, qg *q, kir_block *b, int r)
+{
+    kir_kernel *k = c->k;
+    int64_t k4 = q->K / 4 * 4;
+    int kv = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, k4), KIR_VECTOR, 4 * q->L);
+    if (!lk)
+        return -1;
+    kir_expr *a = kir_op1(k, KIR_CAST, IR_I32, q->a(c, q, r, kir_var(k, kv)));
+    a = kir_op1(k, KIR_CAST, IR_U8, kir_op2(k, KIR_ADD, IR_I32, a, kir_const_i(k, IR_I32, q->aoff)));
+    if (!kir_store(k, &lk->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, kv)}, a))
+        return -1;
+    int64_t end = k4;
+    if (q->K > k4) {
+        for (int j = 0; j < 4; j++) {
+            int64_t kk = q->K - 4 + j;
+            kir_expr *v = kir_const_i(k, IR_U8, 0);
+            if (kk >= k4)
+                v = kir_op1(k, KIR_CAST, IR_U8, kir_op2(k, KIR_ADD, IR_I32, kir_op1(k, KIR_CAST, IR_I32, q->a(c, q, r, lw_i64c(k, kk))),
+                                                         kir_const_i(k, IR_I32, q->aoff)));
+            if (!kir_store(k, b, q->a16, (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, k4 + j)}, v))
+                return -1;
+        }
+        end += 4;
+    }
+    int pv = kir_new_var(k);
+    kir_stmt *lz = kir_for(k, b, pv, lw_i64c(k, end), lw_i64c(k, q->kp), KIR_VECTOR, 4 * q->L);
+    return lz && kir_store(k, &lz->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, pv)}, kir_const_i(k, IR_U8, 0)) ? 0 : -1;
+}
+
 static int qg_pack(lctx *c, qg *q, kir_block *b)
 {
     kir_kernel *k = c->k;
     for (int r = 0; r < q->R; r++) {
+        if (q->quads) {
+            if (qg_pack_quads(c, q, b, r) < 0)
+                return -1;
+            goto sums;
+        }
         int kv = kir_new_var(k);
         kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, q->K), KIR_VECTOR, 2 * q->L);
         if (!lk)
@@ -128,15 +171,17 @@ static int qg_pack(lctx *c, qg *q, kir_block *b)
             a = kir_op2(k, KIR_SUB, IR_I32, a, za);
         if (!kir_store(k, &lk->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, kv)}, kir_op1(k, KIR_CAST, IR_I16, a)))
             return -1;
-        for (int64_t z = q->K; z < q->kp; z++) /* the pad past K: fewer than 2 W + 2 */
-            if (!kir_store(k, b, q->a16, (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, z)}, kir_const_i(k, IR_I16, 0)))
-                return -1;
+        int pv = kir_new_var(k); /* the pad past K */
+        kir_stmt *lz = kir_for(k, b, pv, lw_i64c(k, q->K), lw_i64c(k, q->kp), KIR_VECTOR, 2 * q->L);
+        if (!lz || !kir_store(k, &lz->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, pv)}, kir_const_i(k, IR_I16, 0)))
+            return -1;
+    sums:
         if (q->rs < 0)
             continue;
         int sv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
         if (sa < 0 || !kir_acc_set(k, b, sa, kir_const_i(k, IR_I32, 0)))
             return -1;
-        kir_stmt *ls = kir_for(k, b, sv, lw_i64c(k, 0), lw_i64c(k, q->K), KIR_VECTOR, q->L);
+        kir_stmt *ls = kir_for(k, b, sv, lw_i64c(k, 0), lw_i64c(k, q->kp), KIR_VECTOR, q->L);
         kir_expr *v = kir_load(k, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, sv)});
         if (!ls || !kir_acc_set(k, &ls->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, v))))
             return -1;
@@ -161,9 +206,23 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
                 return -1;
         }
     int pk = kir_new_var(k);
-    kir_stmt *lk = kir_for(k, b, pk, lw_i64c(k, 0), lw_i64c(k, cdiv(q->K, 2)), KIR_SERIAL, 0);
+    kir_stmt *lk = kir_for(k, b, pk, lw_i64c(k, 0), lw_i64c(k, cdiv(q->K, q->quads ? 4 : 2)), KIR_SERIAL, 0);
     if (!lk)
         return -1;
+    if (q->quads) {
+        kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 4);
+        kir_expr *kr = lw_imin(k, k0, lw_i64c(k, q->K - 4)); /* the tail quad's rows end at K */
+        for (int r = 0; r < R; r++) {
+            kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0}, *ib[] = {kr, j0};
+            kir_iarg args[3] = {
+                {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
+                {.buf = q->bbuf, .nidx = 2, .idx = ib},
+            };
+            if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
+                return -1;
+        }
+        goto epilogue;
+    }
     kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 2);
     kir_expr *k1 = lw_imin(k, lw_iaddc(k, k0, 1), lw_i64c(k, q->K - 1));
     for (int r = 0; r < R; r++) {
@@ -177,6 +236,7 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
             return -1;
     }
     /* y = acc - zb * rowsum, through the fused epilogue */
+epilogue:
     for (int r = 0; r < R; r++)
         for (int v = 0; v < V; v++) {
             int lv = kir_new_var(k);
@@ -189,9 +249,28 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
             kir_expr *y = kir_load(k, q->acc, (kir_expr *[]){lw_i64c(k, r), bcol});
             kir_expr *col = kir_iadd(k, c0, kir_var(k, lv));
             kir_expr *zb = q->rs >= 0 ? q->zb(c, q, col) : NULL;
-            if (zb)
+            if (q->quads) {
+                /* y = sum a~ b~ - za~ cs - zb~ rowsum + K za~ zb~ */
+                kir_expr *zat = q->za(c, q, r), *zbt = zb;
+                if (q->aoff)
+                    zat = kir_op2(k, KIR_ADD, IR_I32, zat ? zat : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->aoff));
+                if (q->boff)
+                    zbt = kir_op2(k, KIR_SUB, IR_I32, zbt ? zbt : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->boff));
+                if (zat) {
+                    kir_expr *ci = kir_op2(k, KIR_SUB, IR_I64, col, q->cbase);
+                    y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zat, kir_load(k, q->cs, &ci)));
+                }
+                if (zbt) {
+                    kir_expr *rsum = kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)});
+                    y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zbt, rsum));
+                }
+                if (zat && zbt)
+                    y = kir_op2(k, KIR_ADD, IR_I32, y,
+                                kir_op2(k, KIR_MUL, IR_I32, kir_const_i(k, IR_I32, q->K), kir_op2(k, KIR_MUL, IR_I32, zat, zbt)));
+            } else if (zb) {
                 y = kir_op2(k, KIR_SUB, IR_I32, y,
                             kir_op2(k, KIR_MUL, IR_I32, zb, kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)})));
+            }
             kir_expr *oi[IR_MAX_RANK];
             q->out(c, q, r, col, oi);
             if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, lower_epi(c, y, oi))))
@@ -217,10 +296,12 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, bool zb)
         q->V = (int)cdiv(cols, q->L);
     q->W = (int64_t)q->V * q->L;
     q->K = K;
-    q->kp = (K + 1) / 2 * 2;
-    if (q->kp < 2 * q->W)
-        q->kp = 2 * q->W; /* the pair operand is checked as spanning 2 W elements */
-    q->a16 = kir_add_scratch(k, "qa16", KIR_SPACE_THREAD, IR_I16, 2, (int64_t[]){q->R, q->kp});
+    int grp = q->quads ? 4 : 2;
+    q->kp = cdiv(K, grp) * grp;
+    if (q->kp < grp * q->W)
+        q->kp = grp * q->W; /* the group operand is checked as spanning grp W elements */
+    q->a16 = kir_add_scratch(k, q->quads ? "qa8" : "qa16", KIR_SPACE_THREAD, q->quads ? IR_U8 : IR_I16, 2,
+                             (int64_t[]){q->R, q->kp});
     q->acc = kir_add_scratch(k, "qacc", KIR_SPACE_THREAD, IR_I32, 2, (int64_t[]){q->R, q->W});
     q->rs = zb ? kir_add_scratch(k, "qrowsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){q->R}) : -1;
     return q->a16 < 0 || q->acc < 0 || (zb && q->rs < 0) ? -1 : 0;
@@ -279,8 +360,16 @@ int lower_qgemm(lctx *c)
     int64_t M = numel(ta) / ta->dims[u.ra - 1].v, K = tb->dims[0].v, N = tb->dims[1].v;
     qg q = {.u = &u, .a = mm_a, .za = mm_za, .zb = mm_zb, .out = mm_out, .bbuf = c->buf[1], .ncols = N,
             .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
+    bool has_za = zp(c, 2, lw_i64c(k, 0)) != NULL, has_zb = zp(c, 3, lw_i64c(k, 0)) != NULL;
+    if (c->s->int8_quads && K >= 4) {
+        q.quads = true;
+        q.aoff = ta->dtype == IR_I8 ? 128 : 0; /* a + 128 is a u8 */
+        q.boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
+        q.op = tb->dtype == IR_U8 ? KIR_IN_DPBUSD_ROWS_U8 : KIR_IN_DPBUSD_ROWS_S8;
+        has_zb = has_zb || q.boff;
+    }
     /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
-    if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, zp(c, 3, lw_i64c(k, 0)) != NULL) < 0)
+    if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, has_zb) < 0)
         return -1;
     /* panels stay inside B's rows: W <= N */
     if (q.W > N)
@@ -295,6 +384,23 @@ int lower_qgemm(lctx *c)
         return -1;
     kir_expr *p = kir_var(k, pv);
     kir_expr *rb0 = lw_imulc(k, lw_idivc(k, p, ncc), mcb), *q0 = lw_imulc(k, lw_iremc(k, p, ncc), ncp);
+    if (q.quads && (has_za || q.aoff)) {
+        /* the column sums of b~ over the chunk's columns [cbase, ...) */
+        if ((q.cs = kir_add_scratch(k, "qcolsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){ncp * q.W})) < 0)
+            return -1;
+        q.cbase = lw_imin(k, lw_imulc(k, q0, q.W), lw_i64c(k, N - q.W));
+        int lv = kir_new_var(k), kv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
+        kir_expr *hi = lw_imin(k, lw_i64c(k, ncp * q.W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), q.cbase));
+        kir_stmt *ll = kir_for(k, &lp->body, lv, lw_i64c(k, 0), hi, KIR_VECTOR, q.L);
+        if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q.boff * K)))
+            return -1;
+        kir_stmt *lk = kir_for(k, &ll->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
+        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), q.cbase)});
+        if (!lk || !kir_acc_set(k, &lk->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, bv))))
+            return -1;
+        if (!kir_store(k, &ll->body, q.cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
+            return -1;
+    }
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
