@@ -106,7 +106,8 @@ struct qg {
     bool quads;
     int aoff, boff, cs;
     kir_expr *cbase;
-    int bbuf;                  /* B: [K, cols] */
+    int bbuf;                  /* B: [K, cols], or packed [panels, K, W] when bq is set */
+    kir_expr *bq;              /* the packed panel of the current one (NULL: B in place) */
     kir_intrin op;
     kir_expr *rows[QG_MAX_ROWS];
     kir_expr *colbase;         /* the output column of B's column 0 */
@@ -214,9 +215,10 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
         kir_expr *kr = lw_imin(k, k0, lw_i64c(k, q->K - 4)); /* the tail quad's rows end at K */
         for (int r = 0; r < R; r++) {
             kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0}, *ib[] = {kr, j0};
+            kir_expr *pb[] = {q->bq, kr, lw_i64c(k, 0)};
             kir_iarg args[3] = {
                 {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
-                {.buf = q->bbuf, .nidx = 2, .idx = ib},
+                q->bq ? (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb} : (kir_iarg){.buf = q->bbuf, .nidx = 2, .idx = ib},
             };
             if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
                 return -1;
@@ -228,10 +230,15 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
     for (int r = 0; r < R; r++) {
         kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0};
         kir_expr *ib0[] = {k0, j0}, *ib1[] = {k1, j0};
+        kir_expr *pb0[] = {q->bq, k0, lw_i64c(k, 0)}, *pb1[] = {q->bq, k1, lw_i64c(k, 0)};
         kir_iarg args[4] = {
             {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
             {.buf = q->bbuf, .nidx = 2, .idx = ib0}, {.buf = q->bbuf, .nidx = 2, .idx = ib1},
         };
+        if (q->bq) {
+            args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb0};
+            args[3] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb1};
+        }
         if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
             return -1;
     }
@@ -377,6 +384,12 @@ int lower_qgemm(lctx *c)
     q.colbase = lw_i64c(k, 0);
     int64_t nb = cdiv(M, q.R), np = cdiv(N, q.W);
     int64_t ncp = 256 / q.W > 1 ? 256 / q.W : 1, mcb = c->s->tile_mc_blocks, nrc, ncc;
+    /* with enough rows to share it, a chunk copies its panels of B into
+     * thread scratch, each K x W contiguous (B's rows are N apart: read in
+     * place, a panel touches a line per k) */
+    bool pack = M >= 16 && K * q.W <= (INT64_C(96) << 10);
+    if (pack && ncp > (INT64_C(96) << 10) / (K * q.W))
+        ncp = (INT64_C(96) << 10) / (K * q.W);
     qg_chunks(c, 1, nb, np, &mcb, &ncp, &nrc, &ncc);
     int pv = kir_new_var(k), rbv = kir_new_var(k), qv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
@@ -401,6 +414,23 @@ int lower_qgemm(lctx *c)
         if (!kir_store(k, &ll->body, q.cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
             return -1;
     }
+    if (pack) {
+        int pb = kir_add_scratch(k, "qbpanel", KIR_SPACE_THREAD, tb->dtype, 3, (int64_t[]){ncp, K, q.W});
+        int kv = kir_new_var(k), iv = kir_new_var(k), lv = kir_new_var(k);
+        if (pb < 0)
+            return -1;
+        kir_stmt *lk = kir_for(k, &lp->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
+        kir_expr *nq = lw_imin(k, lw_i64c(k, ncp), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, np), q0));
+        kir_stmt *li = lk ? kir_for(k, &lk->body, iv, lw_i64c(k, 0), nq, KIR_SERIAL, 0) : NULL;
+        kir_stmt *ll = li ? kir_for(k, &li->body, lv, lw_i64c(k, 0), lw_i64c(k, q.W), KIR_VECTOR, (int)q.W) : NULL;
+        if (!ll)
+            return -1;
+        kir_expr *j0 = lw_imin(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q.W), lw_i64c(k, N - q.W));
+        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), j0)});
+        if (!kir_store(k, &ll->body, pb, (kir_expr *[]){kir_var(k, iv), kir_var(k, kv), kir_var(k, lv)}, bv))
+            return -1;
+        q.bbuf = pb;
+    }
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
@@ -411,6 +441,8 @@ int lower_qgemm(lctx *c)
     kir_stmt *lq = kir_for(k, &lrb->body, qv, q0, lw_imin(k, lw_i64c(k, np), lw_iaddc(k, q0, ncp)), KIR_SERIAL, 0);
     if (!lq)
         return -1;
+    if (pack)
+        q.bq = kir_op2(k, KIR_SUB, IR_I64, kir_var(k, qv), q0);
     return qg_panel(c, &q, &lq->body, lw_imin(k, lw_imulc(k, kir_var(k, qv), q.W), lw_i64c(k, N - q.W)));
 }
 

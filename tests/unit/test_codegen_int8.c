@@ -327,6 +327,7 @@ START_TEST(quads_through_the_scalar_form)
     } cases[] = {
         {5, 37, 19, "u8", "i8", 's', 'v'}, {1, 4, 8, "i8", "u8", '-', '-'}, {9, 66, 33, "i8", "i8", 'v', 's'},
         {7, 129, 70, "u8", "u8", 's', '-'}, {3, 8, 16, "u8", "i8", '-', '-'},
+        {20, 70, 40, "u8", "i8", 's', 'v'}, /* M >= 16: B's panels packed */
     };
     rng_state = 5;
     icc_diag d = {{0}};
