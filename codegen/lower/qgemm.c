@@ -1,5 +1,8 @@
-/* qgemm.c - MatMulInteger (u8/i8 A [..., M, K] x u8/i8 B [K, N] -> i32)
- * as a register-blocked kernel on pairs of k.
+/* qgemm.c - the INT8 contractions: MatMulInteger (u8/i8 A [..., M, K] x
+ * u8/i8 B [K, N] -> i32) and group-1 ConvInteger (im2col per parallel
+ * chunk), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
+ * 4 k by vpdpbusd (VNNI, MatMulInteger only). docs/precision.md ("INT8
+ * kernels") has the algebra and the numbers.
  *
  * y[i, j] = sum_k (a[i,k] - za) * (b[k,j] - zb[j])
  *         = sum_k a'[i,k] * b[k,j] - zb[j] * sum_k a'[i,k],  a' = a - za
@@ -12,14 +15,16 @@
  * registers) and per pair of k one pmaddwd intrinsic per row
  * (kir_intrinsics.def): B's rows 2p and 2p+1 interleaved, widened to i16
  * and multiplied by a'[i, 2p..2p+1] broadcast, summed pairwise into i32
- * (AVX2 vpmaddwd, 16 multiply-adds; i16 x i16 products cannot
- * saturate, unlike vpmaddubsw's). B is read in place, never repacked; the
- * zero point of B costs one multiply per output. The last column panel
- * starts at N - W (it recomputes columns of the one before it: the sums
- * run over all of K in registers, so nothing is accumulated twice) and
- * rows past M are clamped to the last row, so no load leaves B or A.
- * Parallel chunks are row blocks x column panels as in tile.c, a chunk's
- * columns (up to ~256) keeping its B panel in L2.
+ * (16 multiply-adds; i16 x i16 products cannot saturate, unlike
+ * vpmaddubsw's). The zero point of B costs one multiply per output. The
+ * last column panel starts at N - W (it recomputes columns of the one
+ * before it: the sums run over all of K in registers, so nothing is
+ * accumulated twice) and rows past M are clamped to the last row, so no
+ * load leaves B or A. Parallel chunks are row blocks x column panels as
+ * in tile.c; with 16+ rows a chunk first copies its panels of B into
+ * thread scratch, K x W contiguous (internal: nothing outside this file
+ * sees the layout). The quad form (schedule.int8_quads) shifts operands
+ * into u8 x s8 and corrects with row and column sums.
  */
 #include "codegen/lower/qgemm.h"
 
