@@ -56,7 +56,9 @@ bool qgemm_ok(const lctx *c)
         return false;
     int64_t k = tb->dims[0].v, nn = tb->dims[1].v;
     /* the panel must fit in a row of B; the lane count of one intrinsic */
-    return nn >= c->s->lanes && k < (INT64_C(1) << 30) && numel(ta) < (INT64_C(1) << 40);
+    /* thread scratch (256 KiB a kernel): a' of the rows and B's panels
+     * within 96 KiB each */
+    return nn >= c->s->lanes && k <= 8192 && numel(ta) < (INT64_C(1) << 40);
 }
 
 /* Zero point input i (absent: NULL) at index ch (a per-row or per-column
@@ -293,7 +295,7 @@ epilogue:
 
 /* The tile for M rows and `cols` columns: R rows of V vectors within the
  * schedule's accumulator registers, and the scratch. */
-static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, bool zb)
+static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t wmax, bool zb)
 {
     kir_kernel *k = c->k;
     q->L = c->s->lanes;
@@ -306,6 +308,10 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, bool zb)
         q->V = 8;
     if (q->V > cdiv(cols, q->L))
         q->V = (int)cdiv(cols, q->L);
+    if (q->V > wmax / q->L)
+        q->V = (int)(wmax / q->L);
+    if (q->V < 1)
+        q->V = 1;
     q->W = (int64_t)q->V * q->L;
     q->K = K;
     int grp = q->quads ? 4 : 2;
@@ -381,7 +387,7 @@ int lower_qgemm(lctx *c)
         has_zb = has_zb || q.boff;
     }
     /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
-    if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, has_zb) < 0)
+    if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, INT64_MAX, has_zb) < 0)
         return -1;
     /* panels stay inside B's rows: W <= N */
     if (q.W > N)
@@ -606,7 +612,8 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     bool zx = n->nin > 2 && n->in[2] && c->buf[2] >= 0;
     qg q = {.u = &u, .a = cv_a, .za = cv_za, .zb = cv_zb, .out = cv_out, .ncols = u.plane,
             .op = n->in[0]->type.dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
-    if (qg_init(c, &q, g->cout, K, u.plane, zx) < 0)
+    /* x~ of one panel within 128 KiB (qconv_ok: K <= 8192, so W >= 16) */
+    if (qg_init(c, &q, g->cout, K, u.plane, (INT64_C(128) << 10) / K, zx) < 0)
         return -1;
     /* columns per chunk: x~ within 128 KiB, whole panels */
     int64_t ncp = (INT64_C(128) << 10) / (K * q.W), np = cdiv(u.plane, q.W);

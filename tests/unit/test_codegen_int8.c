@@ -194,6 +194,8 @@ START_TEST(matmul_integer_shapes)
         {"", 33, 129, 77, "u8", "i8", 's', 's'},
         {"", 64, 300, 257, "u8", "i8", 's', 'v'},
         {"", 3, 1000, 1000, "u8", "u8", 's', 's'},
+        {"", 16, 8192, 16, "u8", "i8", 's', 'v'}, /* the longest K: a' and B's panels fill the thread scratch */
+        {"", 2, 8193, 8, "u8", "i8", 's', 's'},   /* past it: the scalar loop */
     };
     rng_state = 1;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -245,6 +247,8 @@ START_TEST(conv_integer_shapes)
         {3, "5,5,5", 2, 3, "3,3,3", 27, "u8", "i8", 's', 's', "pads = [1, 1, 1, 1, 1, 1]"},
         {1, "14,14", 64, 64, "3,3", 9, "u8", "i8", 's', 'v', "pads = [1, 1, 1, 1]"},
         {1, "6,6", 32, 8, "2,2", 4, "i8", "i8", 's', '-', "auto_pad = \"SAME_UPPER\""},
+        /* K = 8190 and 3 channels (wide panels): x~ of a panel must stay within the thread scratch */
+        {1, "5,5", 910, 3, "3,3", 9, "u8", "i8", 's', 's', "pads = [1, 1, 1, 1]"},
     };
     rng_state = 2;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
