@@ -253,7 +253,6 @@ int pass_fuse(pass_ctx *c)
     int64_t fused = 0;
     for (int r = nn - 1; r >= 0; r--) {
         ir_node *rn = g->nodes[r];
-        /* a normalization may root a group of its prologue */
         /* a contraction that reads a narrow weight and anchors no group
          * has one of its own, for the weight's Cast to join (below) */
         if (!rn->group && half_cast(rn, at, ustart, is_out) >= 0) {
@@ -261,6 +260,7 @@ int pass_fuse(pass_ctx *c)
             fused++;
             continue;
         }
+        /* a normalization may root a group of its prologue */
         bool root_anchor = anchors && !rn->group && prologue_anchor(rn) && anchor_candidate(rn, &rn->out[0]->type);
         if (rn->group || !(candidate(rn) || root_anchor))
             continue;

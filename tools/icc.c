@@ -240,6 +240,9 @@ static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_target_des
 {
     int level = a->level >= 0 ? a->level : dflt_level;
     const char *text = a->passes ? a->passes : level >= 0 ? icc_pipeline_for_level(level) : NULL;
+    if (!text && a->prec.mode != ICC_PREC_FP32)
+        return ir_errorf(d, "--precision=%s needs a pipeline with the 'precision' pass (give -O0..-O3)",
+                         icc_precision_name(a->prec.mode));
     if (!text)
         return 0;
     /* passes see the target the model is compiled for (layout's block) */
@@ -251,6 +254,13 @@ static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_target_des
     icc_pipeline p;
     if (icc_pipeline_parse(text, &p, d) < 0)
         return -1;
+    bool lowered = a->prec.mode == ICC_PREC_FP32;
+    for (int i = 0; i < p.nsteps; i++)
+        lowered |= p.steps[i].pass == PASS_PRECISION;
+    if (!lowered) {
+        icc_pipeline_free(&p);
+        return ir_errorf(d, "--precision=%s: the pipeline has no 'precision' pass", icc_precision_name(a->prec.mode));
+    }
     icc_pass_options po = a->popts;
     po.target = &td;
     /* int8's ranges come from the graph as given, before any pass */

@@ -323,6 +323,37 @@ ICC
 }
 check "compiled outputs keep their names when passes bypass them" output_names_kept
 
+# --precision (docs/precision.md)
+fails_cleanly "--precision: an unknown mode" "--precision=fp8: expected fp32, bf16, fp16, int8 or int8-dynamic" \
+  "$ICC" info "$M" --precision=fp8
+fails_cleanly "--precision: a pipeline without the precision pass" "--precision=bf16: the pipeline has no 'precision' pass" \
+  "$ICC" "$M" --passes=shape-infer --precision=bf16 --emit=ir
+info_bf16() {
+  "$ICC" info "$M" --precision=bf16 --no-default-keep >"$T/info16" || return 1
+  grep -qE "^  bf16 +0 +2 +4.74 KB$" "$T/info16" && grep -q "weight bytes: 9.64 KB at fp32, 4.90 KB at bf16 (0.51x)" "$T/info16"
+}
+check "info --precision=bf16: weights per dtype, bytes before and after" info_bf16
+compiled_half_matches_interpreter() {
+  for p in bf16 fp16; do
+    "$ICC" "$M" --shape=image:8x1x8x8 --precision=$p --no-default-keep -o "$T/d_$p.so" &&
+      "$ICC" run "$T/d_$p.so" --input image="$X" -o "$T/d_$p" &&
+      "$ICC" run "$M" -O2 --precision=$p --no-default-keep --shape=image:8x1x8x8 --input image="$X" -o "$T/r_$p" &&
+      "$ICC" "$M" --emit=ir --precision=$p --no-default-keep -o "$T/d_$p.icc" &&
+      grep -q "const $([ $p = bf16 ] && echo bf16 || echo f16)\[" "$T/d_$p.icc" ||
+      return 1
+  done
+  "$ICC" "$M" --shape=image:8x1x8x8 -o "$T/d_fp32.so" &&
+  python3 - "$T" <<'PY'
+import sys, os, numpy as np
+t = sys.argv[1]
+for p in ["bf16", "fp16"]:
+    got, want = np.load(t + "/d_%s/probs.npy" % p), np.load(t + "/r_%s/probs.npy" % p)
+    assert np.abs(got - want).max() <= 1e-5, (p, np.abs(got - want).max())
+    assert os.path.getsize(t + "/d_%s.so" % p) < os.path.getsize(t + "/d_fp32.so")
+PY
+}
+check "--precision=bf16/fp16: compiled matches the interpreter's half graph, smaller .so" compiled_half_matches_interpreter
+
 no_partial_output() {
   # writing into a directory that does not exist fails and leaves nothing
   ! "$ICC" "$M" --emit=ir -o "$T/missing_dir/x.icc" 2>/dev/null && [ ! -e "$T/missing_dir" ] &&

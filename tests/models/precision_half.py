@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""bf16/fp16 weights (--precision, docs/precision.md) on real models.
+
+For each model (the onnx package's light_* models and the BERT-base layer that
+tests/models/make_bert_layer.py writes), at each of bf16 and fp16:
+  - the compiled model matches the interpreter running the same reduced-precision
+    graph (`icc run MODEL --passes=<-O2 up to precision> --precision=P`: the
+    weights folded and rounded the same way, so only the summation order
+    differs): max error / max |output| <= 1e-4;
+  - it agrees with the compiled fp32 model: cosine similarity >= 0.999;
+  - its .so is smaller than the fp32 one (sizes printed).
+Inputs are what ONNX's test runner feeds light models: arange(n)/n in f32. A
+closing Softmax is dropped and its input (the logits) compared: with the light
+models' synthetic weights the probabilities are all but uniform.
+Default keep list off (--no-default-keep), so every contraction is lowered.
+
+    python3 tests/models/precision_half.py build/icc [--no-oracle] [FILTER ...]
+
+FILTER picks models by substring (default: bert_layer squeezenet shufflenet
+inception_v1 resnet50); --no-oracle skips the interpreter (slow on big models).
+Exits 1 if any check fails.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light")
+DEFAULT = ["bert_layer", "squeezenet", "shufflenet", "inception_v1", "resnet50"]
+REL, COS = 1e-4, 0.999
+# -O2 up to the precision pass: the interpreter then runs the graph the
+# compiled model was made from (weights folded, then rounded, the same way).
+ORACLE = "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision"
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("%s: %s" % (" ".join(os.path.basename(c) for c in cmd[:2]), r.stderr.strip()))
+    return r.stdout
+
+
+def logits(path, tmp, name):
+    """The model without a closing Softmax (its outputs are near-uniform for
+    the light models' synthetic weights, so a cosine there says nothing)."""
+    m = onnx.load(path)
+    last = m.graph.node[-1]
+    if last.op_type != "Softmax" or last.output[0] != m.graph.output[0].name:
+        return path
+    m.graph.node.remove(last)
+    del m.graph.output[:]
+    m.graph.output.append(onnx.ValueInfoProto(name=last.input[0]))
+    out = os.path.join(tmp, name + "_logits.onnx")
+    onnx.save(m, out)
+    return out
+
+
+def inputs(path, tmp, name):
+    m = onnx.load(path, load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    args, shapes = [], []
+    for inp in m.graph.input:
+        if inp.name in inits:
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else 1 for d in inp.type.tensor_type.shape.dim]
+        n = int(np.prod(dims))
+        f = os.path.join(tmp, "%s_%s.npy" % (name, len(args)))
+        np.save(f, (np.arange(n, dtype=np.float64) / n).astype(np.float32).reshape(dims))
+        args += ["--input", "%s=%s" % (inp.name, f)]
+        shapes.append("--shape=%s:%s" % (inp.name, "x".join(str(d) for d in dims)))
+    out = m.graph.output[0].name
+    return args, shapes, "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in out)
+
+
+def main():
+    icc = os.path.abspath(sys.argv[1])
+    oracle = "--no-oracle" not in sys.argv
+    filters = [a for a in sys.argv[2:] if a != "--no-oracle"] or DEFAULT
+    tmp = tempfile.mkdtemp()
+    models = [(f[:-5], os.path.join(LIGHT, f)) for f in sorted(os.listdir(LIGHT)) if f.endswith(".onnx")]
+    if any(s in "bert_layer" for s in filters):
+        run([sys.executable, os.path.join(HERE, "make_bert_layer.py"), tmp, "--seq", "128"])
+        models.insert(0, ("bert_layer", os.path.join(tmp, "bert_layer.onnx")))
+    failed = 0
+    for name, path in models:
+        if not any(s in name for s in filters):
+            continue
+        try:
+            path = logits(path, tmp, name)
+            args, shapes, out = inputs(path, tmp, name)
+            res, size = {}, {}
+            for p in ["fp32", "bf16", "fp16"]:
+                so = os.path.join(tmp, "%s_%s.so" % (name, p))
+                run([icc, path, "--precision=" + p, "--no-default-keep", "-o", so] + shapes)
+                size[p] = os.path.getsize(so)
+                run([icc, "run", so, "-o", os.path.join(tmp, name + p)] + args)
+                res[p] = np.load(os.path.join(tmp, name + p, out + ".npy")).astype(np.float64)
+            for p in ["bf16", "fp16"]:
+                g, f = res[p].ravel(), res["fp32"].ravel()
+                cos = float(g @ f / (np.linalg.norm(g) * np.linalg.norm(f)))
+                line = "%s %-6s .so %6.2f MB vs fp32 %6.2f MB (%.2fx); cosine vs fp32 %.6f" % (
+                    name, p, size[p] / 1e6, size["fp32"] / 1e6, size[p] / size["fp32"], cos)
+                ok = cos >= COS and size[p] < size["fp32"]
+                if oracle:
+                    d = os.path.join(tmp, name + p + "_ref")
+                    run([icc, "run", path, "--passes=" + ORACLE, "--precision=" + p, "--no-default-keep", "-o", d] +
+                        args + shapes)
+                    want = np.load(os.path.join(d, out + ".npy")).astype(np.float64)
+                    rel = float(np.abs(res[p] - want).max() / max(np.abs(want).max(), 1e-30))
+                    line += "; vs the interpreter's %s graph %.2g" % (p, rel)
+                    ok = ok and rel <= REL
+                print("%s %s" % ("ok  " if ok else "FAIL", line), flush=True)
+                failed += not ok
+        except RuntimeError as e:
+            print("FAIL %s: %s" % (name, e), flush=True)
+            failed += 1
+    print("all passed" if not failed else "%d check(s) failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
