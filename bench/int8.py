@@ -45,41 +45,41 @@ def mm_model(quant, M, K, N, rng):
     return m, [a], ref, 2.0 * M * K * N
 
 
-def conv_ref(x, w, pad):
+def conv_ref(x, w, pad, st=1):
     n, c, h, wd = x.shape
     m, _, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
+    oh, ow = (h + 2 * pad - kh) // st + 1, (wd + 2 * pad - kw) // st + 1
     y = np.zeros((n, m, oh, ow), dtype=np.float64 if x.dtype.kind == 'f' else np.int64)
     for i in range(kh):
         for j in range(kw):
-            y += np.einsum('nchw,mc->nmhw', xp[:, :, i:i + oh, j:j + ow], w[:, :, i, j])
+            y += np.einsum('nchw,mc->nmhw', xp[:, :, i:i + st * oh:st, j:j + st * ow:st], w[:, :, i, j])
     return y
 
 
-def conv_model(quant, C, M, H, Kk, pad, rng):
+def conv_model(quant, C, M, H, Kk, pad, rng, st=1):
     if quant:
         x = rng.integers(0, 256, (1, C, H, H)).astype(np.uint8)
         w = rng.integers(-128, 128, (M, C, Kk, Kk)).astype(np.int8)
         zx = np.array(rng.integers(0, 256), dtype=np.uint8)
         inits = [numpy_helper.from_array(w, 'w'), numpy_helper.from_array(zx, 'zx')]
-        node = helper.make_node('ConvInteger', ['x', 'w', 'zx'], ['y'], pads=[pad] * 4)
+        node = helper.make_node('ConvInteger', ['x', 'w', 'zx'], ['y'], pads=[pad] * 4, strides=[st, st])
         ins = [helper.make_tensor_value_info('x', TensorProto.UINT8, [1, C, H, H])]
         out = helper.make_tensor_value_info('y', TensorProto.INT32, None)
         # ConvInteger pads with the zero point: (x - zx) is 0 there
-        ref = conv_ref(x.astype(np.int64) - int(zx), w.astype(np.int64), pad).astype(np.int32)
+        ref = conv_ref(x.astype(np.int64) - int(zx), w.astype(np.int64), pad, st).astype(np.int32)
     else:
         x = rng.standard_normal((1, C, H, H)).astype(np.float32)
         w = rng.standard_normal((M, C, Kk, Kk)).astype(np.float32)
         inits = [numpy_helper.from_array(w, 'w')]
-        node = helper.make_node('Conv', ['x', 'w'], ['y'], pads=[pad] * 4)
+        node = helper.make_node('Conv', ['x', 'w'], ['y'], pads=[pad] * 4, strides=[st, st])
         ins = [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, C, H, H])]
         out = helper.make_tensor_value_info('y', TensorProto.FLOAT, None)
-        ref = conv_ref(x.astype(np.float64), w.astype(np.float64), pad)
+        ref = conv_ref(x.astype(np.float64), w.astype(np.float64), pad, st)
     g = helper.make_graph([node], 'g', ins, [out], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
     m.ir_version = 8
-    oh = H + 2 * pad - Kk + 1
+    oh = (H + 2 * pad - Kk) // st + 1
     return m, [x], ref, 2.0 * M * C * Kk * Kk * oh * oh
 
 
@@ -89,6 +89,10 @@ SHAPES = [
     ('mm 1x768x3072', lambda q, r: mm_model(q, 1, 768, 3072, r)),
     ('mm 1x768x768', lambda q, r: mm_model(q, 1, 768, 768, r)),
     ('conv 3x3 64->64 56x56', lambda q, r: conv_model(q, 64, 64, 56, 3, 1, r)),
+    # more ResNet-50 convolutions
+    ('conv 1x1 256->64 56x56', lambda q, r: conv_model(q, 256, 64, 56, 1, 0, r)),
+    ('conv 3x3 s2 128 56->28', lambda q, r: conv_model(q, 128, 128, 56, 3, 1, r, 2)),
+    ('conv 7x7 s2 3->64 224', lambda q, r: conv_model(q, 3, 64, 224, 7, 3, r, 2)),
 ]
 
 

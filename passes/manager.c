@@ -17,10 +17,14 @@ const pass_info pass_table[PASS_COUNT] = {
 };
 
 /* The default pipelines, top to bottom. Each level names what it adds:
- *  -O0: types only, the graph as imported.
+ *  -O0: types only, the graph as imported, except that the quantization
+ *       ops are rewritten into core ops (lower-quant) at every level,
+ *       -O0 too: the backend compiles only their decomposition.
  *  -O1: constants folded, dead code removed.
- *  -O2: and simplified, BatchNorm folded into weights, decomposed
- *       norms/softmax/GELU recognised as one op each, duplicates merged,
+ *  -O2: and QDQ contractions run on the quantized data (qdq, before
+ *       lower-quant and fold), simplified, BatchNorm folded into
+ *       weights, decomposed norms/softmax/GELU recognised as one op
+ *       each, duplicates merged,
  *       elementwise chains fused into one kernel each with the
  *       contraction or normalization before them, intermediates planned
  *       into one arena.
@@ -31,10 +35,10 @@ const pass_info pass_table[PASS_COUNT] = {
  * Every level runs `precision` (--precision; nothing for fp32) after the
  * graph is simplified and before fuse groups its kernels. */
 static const char *const levels[4] = {
-    "shape-infer,precision",
-    "shape-infer,fold,dce,precision",
-    "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision,fuse,plan",
-    "shape-infer,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,precision,fuse,plan",
+    "shape-infer,lower-quant,precision",
+    "shape-infer,lower-quant,fold,dce,precision",
+    "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision,fuse,plan",
+    "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,precision,fuse,plan",
 };
 
 const char *icc_pipeline_for_level(int level)

@@ -111,6 +111,9 @@ build/tests/icc-conformance --models "$BERT_DIR" --compiled -O3 --rtol 1e-3 --at
 echo "== conformance, compiled at -O0 (build)"
 build/tests/icc-conformance --data "$NODE_DATA" --compiled -O0 --known "$KNOWN" \
     --expect-skips "$SKIPS/compiled-O0.txt" --min-pass 1000
+echo "== the quantization ops bit for bit vs the ONNX reference; quantized models (onnxruntime.quantization), compiled, vs ONNX Runtime (build)"
+python3 tests/models/quant_ops_exact.py build/icc
+python3 tests/models/quantized_vs_ort.py build/icc
 echo "== light models, compiled, vs ONNX Runtime (build)"
 python3 tests/models/compiled_vs_ort.py build/icc
 echo "== a symbolic batch through compiled code, vs ONNX Runtime (build)"

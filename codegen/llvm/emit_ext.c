@@ -308,6 +308,85 @@ static int emit_madd(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* ---- dpbusd_rows: acc[i] += sum_j zext(a[j]) * b~[j][i] -------------------- */
+
+/* Lanes [first, first + w) in one vpdpbusd: 4 rows of b (row stride rs
+ * elements) loaded as w bytes each and interleaved in quads (b0[i], b1[i],
+ * b2[i], b3[i]); u8 rows flip their top bit (b - 128 as an i8). */
+static void rows_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef rs, LLVMValueRef aquad,
+                       int64_t first, unsigned w, const char *name)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0);
+    LLVMTypeRef pt[3];
+    LLVMGetParamTypes(fty, pt);
+    LLVMTypeRef bt = LLVMVectorType(e->i8, w);
+    LLVMValueRef rows[4], ix[256];
+    for (int j = 0; j < 4; j++) {
+        LLVMValueRef off = LLVMBuildNSWAdd(e->b, em_ci64(e, first), LLVMBuildNSWMul(e->b, rs, em_ci64(e, j), ""), "");
+        rows[j] = load_as(e, bt, at(e, e->i8, ptr[2], off), s->args[2].buf, 1);
+    }
+    for (unsigned i = 0; i < 2 * w; i++)
+        ix[i] = LLVMConstInt(e->i32, i / 2 + (i % 2) * w, 0);
+    LLVMValueRef p01 = LLVMBuildShuffleVector(e->b, rows[0], rows[1], LLVMConstVector(ix, 2 * w), "");
+    LLVMValueRef p23 = LLVMBuildShuffleVector(e->b, rows[2], rows[3], LLVMConstVector(ix, 2 * w), "");
+    for (unsigned i = 0; i < 4 * w; i++) {
+        unsigned q = i / 4, j = i % 4;
+        ix[i] = LLVMConstInt(e->i32, j < 2 ? 2 * q + j : 2 * w + 2 * q + j - 2, 0);
+    }
+    LLVMValueRef quads = LLVMBuildShuffleVector(e->b, p01, p23, LLVMConstVector(ix, 4 * w), "");
+    if (s->intrin == KIR_IN_DPBUSD_ROWS_U8) {
+        for (unsigned i = 0; i < 4 * w; i++)
+            ix[i] = LLVMConstInt(e->i8, 0x80, 0);
+        quads = LLVMBuildXor(e->b, quads, LLVMConstVector(ix, 4 * w), "");
+    }
+    LLVMValueRef av = LLVMBuildInsertElement(e->b, LLVMGetPoison(LLVMVectorType(e->i32, w)), aquad, em_ci64(e, 0), "");
+    av = LLVMBuildShuffleVector(e->b, av, LLVMGetPoison(LLVMTypeOf(av)), LLVMConstNull(LLVMVectorType(e->i32, w)), "");
+    LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, first));
+    LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4), LLVMBuildBitCast(e->b, av, pt[1], ""),
+                            LLVMBuildBitCast(e->b, quads, pt[2], "")};
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
+    store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
+}
+
+static int emit_rows(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[3];
+    for (int j = 0; j < 3; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    const kir_buf *bb = &e->k->bufs[s->args[2].buf];
+    if (bb->dtype != IR_U8 && bb->dtype != IR_I8)
+        return ir_errorf(e->d, "kernel '%.100s': dpbusd_rows reads rows of u8 or i8, not %s", e->k->name,
+                         ir_dtype_name(bb->dtype));
+    int64_t n = s->lanes, done = 0;
+    if (n > 64)
+        return ir_errorf(e->d, "kernel '%.100s': dpbusd_rows over %lld lanes (at most 64)", e->k->name, (long long)n);
+    LLVMValueRef rs = e->stride[s->args[2].buf][bb->rank - 2];
+    LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
+    bool wide = cg_target_vector_bits(e->t) >= 512;
+    if (has_feature(e, "avx512vnni") && wide)
+        for (; n - done >= 16; done += 16)
+            rows_chunk(e, s, ptr, rs, aquad, done, 16, "llvm.x86.avx512.vpdpbusd.512");
+    if (has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl")))
+        for (; n - done >= 8; done += 8)
+            rows_chunk(e, s, ptr, rs, aquad, done, 8, "llvm.x86.avx512.vpdpbusd.256");
+    bool u8 = s->intrin == KIR_IN_DPBUSD_ROWS_U8;
+    for (; done < n; done++) { /* scalar lanes: the same sums */
+        LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
+        for (int j = 0; j < 4; j++) {
+            LLVMValueRef a = load_as(e, e->i8, at(e, e->i8, ptr[1], em_ci64(e, j)), s->args[1].buf, 1);
+            LLVMValueRef off = LLVMBuildNSWAdd(e->b, em_ci64(e, done), LLVMBuildNSWMul(e->b, rs, em_ci64(e, j), ""), "");
+            LLVMValueRef b = load_as(e, e->i8, at(e, e->i8, ptr[2], off), s->args[2].buf, 1);
+            b = u8 ? LLVMBuildSub(e->b, LLVMBuildZExt(e->b, b, e->i32, ""), LLVMConstInt(e->i32, 128, 0), "")
+                   : LLVMBuildSExt(e->b, b, e->i32, "");
+            acc = LLVMBuildAdd(e->b, acc, LLVMBuildMul(e->b, LLVMBuildZExt(e->b, a, e->i32, ""), b, ""), "");
+        }
+        store_to(e, acc, pacc, s->args[0].buf, 4);
+    }
+    return 0;
+}
+
 int em_intrinsic(em *e, const kir_stmt *s)
 {
     const char *nm = kir_intrin_name(s->intrin);
@@ -315,6 +394,9 @@ int em_intrinsic(em *e, const kir_stmt *s)
     case KIR_IN_PMADDWD_S8:
     case KIR_IN_PMADDWD_U8:
         return emit_madd(e, s);
+    case KIR_IN_DPBUSD_ROWS_S8:
+    case KIR_IN_DPBUSD_ROWS_U8:
+        return emit_rows(e, s);
     case KIR_IN_DPBUSD:
     case KIR_IN_DPBF16:
         return emit_dot(e, s);

@@ -10,7 +10,8 @@
  * arithmetic, so no kernel branches on padding. f32 Conv runs as an
  * implicit GEMM on the contraction schedule's register tile (tile.h,
  * lower_conv_tiled); depthwise-like grouped f32 Conv keeps a vector loop
- * over output positions (lower_conv_fast); everything else is one
+ * over output positions (lower_conv_fast); MatMulInteger and group-1
+ * ConvInteger run the INT8 kernels of qgemm.c; everything else is one
  * accumulator per output element, the parallel loop over (batch, channel)
  * planes.
  */

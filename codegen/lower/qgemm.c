@@ -1,5 +1,8 @@
-/* qgemm.c - MatMulInteger (u8/i8 A [..., M, K] x u8/i8 B [K, N] -> i32)
- * as a register-blocked kernel on pairs of k.
+/* qgemm.c - the INT8 contractions: MatMulInteger (u8/i8 A [..., M, K] x
+ * u8/i8 B [K, N] -> i32) and group-1 ConvInteger (im2col per parallel
+ * chunk), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
+ * 4 k by vpdpbusd (VNNI, MatMulInteger only). docs/precision.md ("INT8
+ * kernels") has the algebra and the numbers.
  *
  * y[i, j] = sum_k (a[i,k] - za) * (b[k,j] - zb[j])
  *         = sum_k a'[i,k] * b[k,j] - zb[j] * sum_k a'[i,k],  a' = a - za
@@ -12,14 +15,16 @@
  * registers) and per pair of k one pmaddwd intrinsic per row
  * (kir_intrinsics.def): B's rows 2p and 2p+1 interleaved, widened to i16
  * and multiplied by a'[i, 2p..2p+1] broadcast, summed pairwise into i32
- * (AVX2 vpmaddwd, 16 multiply-adds; i16 x i16 products cannot
- * saturate, unlike vpmaddubsw's). B is read in place, never repacked; the
- * zero point of B costs one multiply per output. The last column panel
- * starts at N - W (it recomputes columns of the one before it: the sums
- * run over all of K in registers, so nothing is accumulated twice) and
- * rows past M are clamped to the last row, so no load leaves B or A.
- * Parallel chunks are row blocks x column panels as in tile.c, a chunk's
- * columns (up to ~256) keeping its B panel in L2.
+ * (16 multiply-adds; i16 x i16 products cannot saturate, unlike
+ * vpmaddubsw's). The zero point of B costs one multiply per output. The
+ * last column panel starts at N - W (it recomputes columns of the one
+ * before it: the sums run over all of K in registers, so nothing is
+ * accumulated twice) and rows past M are clamped to the last row, so no
+ * load leaves B or A. Parallel chunks are row blocks x column panels as
+ * in tile.c; with 16+ rows a chunk first copies its panels of B into
+ * thread scratch, K x W contiguous (internal: nothing outside this file
+ * sees the layout). The quad form (schedule.int8_quads) shifts operands
+ * into u8 x s8 and corrects with row and column sums.
  */
 #include "codegen/lower/qgemm.h"
 
@@ -51,7 +56,9 @@ bool qgemm_ok(const lctx *c)
         return false;
     int64_t k = tb->dims[0].v, nn = tb->dims[1].v;
     /* the panel must fit in a row of B; the lane count of one intrinsic */
-    return nn >= c->s->lanes && k < (INT64_C(1) << 30) && numel(ta) < (INT64_C(1) << 40);
+    /* thread scratch (256 KiB a kernel): a' of the rows and B's panels
+     * within 96 KiB each */
+    return nn >= c->s->lanes && k <= 8192 && numel(ta) < (INT64_C(1) << 40);
 }
 
 /* Zero point input i (absent: NULL) at index ch (a per-row or per-column
@@ -100,7 +107,14 @@ struct qg {
     int R, V, L;
     int64_t W, K, kp;          /* kp: a16's row length (even, >= K, >= 2 W) */
     int a16, acc, rs;          /* thread scratch; rs < 0: no B zero point */
-    int bbuf;                  /* B: [K, cols] */
+    /* quads (VNNI): a16 holds a~ = a + aoff as u8 in groups of 4 k (a
+     * tail group ending at K), B's u8 rows count as b - 128 (boff), and
+     * cs the chunk's column sums of B from column cbase */
+    bool quads;
+    int aoff, boff, cs;
+    kir_expr *cbase;
+    int bbuf;                  /* B: [K, cols], or packed [panels, K, W] when bq is set */
+    kir_expr *bq;              /* the packed panel of the current one (NULL: B in place) */
     kir_intrin op;
     kir_expr *rows[QG_MAX_ROWS];
     kir_expr *colbase;         /* the output column of B's column 0 */
@@ -114,10 +128,47 @@ struct qg {
 };
 
 /* a' of the rows q->rows[] into a16 (zero past K), and their sums into rs. */
+/* The quads' a~ of row r: groups of 4 k, the last one (K not a multiple
+ * of 4) the quad ending at K with the k already counted zeroed. */
+static int qg_pack_quads(lctx *c, qg *q, kir_block *b, int r)
+{
+    kir_kernel *k = c->k;
+    int64_t k4 = q->K / 4 * 4;
+    int kv = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, k4), KIR_VECTOR, 4 * q->L);
+    if (!lk)
+        return -1;
+    kir_expr *a = kir_op1(k, KIR_CAST, IR_I32, q->a(c, q, r, kir_var(k, kv)));
+    a = kir_op1(k, KIR_CAST, IR_U8, kir_op2(k, KIR_ADD, IR_I32, a, kir_const_i(k, IR_I32, q->aoff)));
+    if (!kir_store(k, &lk->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, kv)}, a))
+        return -1;
+    int64_t end = k4;
+    if (q->K > k4) {
+        for (int j = 0; j < 4; j++) {
+            int64_t kk = q->K - 4 + j;
+            kir_expr *v = kir_const_i(k, IR_U8, 0);
+            if (kk >= k4)
+                v = kir_op1(k, KIR_CAST, IR_U8, kir_op2(k, KIR_ADD, IR_I32, kir_op1(k, KIR_CAST, IR_I32, q->a(c, q, r, lw_i64c(k, kk))),
+                                                         kir_const_i(k, IR_I32, q->aoff)));
+            if (!kir_store(k, b, q->a16, (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, k4 + j)}, v))
+                return -1;
+        }
+        end += 4;
+    }
+    int pv = kir_new_var(k);
+    kir_stmt *lz = kir_for(k, b, pv, lw_i64c(k, end), lw_i64c(k, q->kp), KIR_VECTOR, 4 * q->L);
+    return lz && kir_store(k, &lz->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, pv)}, kir_const_i(k, IR_U8, 0)) ? 0 : -1;
+}
+
 static int qg_pack(lctx *c, qg *q, kir_block *b)
 {
     kir_kernel *k = c->k;
     for (int r = 0; r < q->R; r++) {
+        if (q->quads) {
+            if (qg_pack_quads(c, q, b, r) < 0)
+                return -1;
+            goto sums;
+        }
         int kv = kir_new_var(k);
         kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, q->K), KIR_VECTOR, 2 * q->L);
         if (!lk)
@@ -128,15 +179,17 @@ static int qg_pack(lctx *c, qg *q, kir_block *b)
             a = kir_op2(k, KIR_SUB, IR_I32, a, za);
         if (!kir_store(k, &lk->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, kv)}, kir_op1(k, KIR_CAST, IR_I16, a)))
             return -1;
-        for (int64_t z = q->K; z < q->kp; z++) /* the pad past K: fewer than 2 W + 2 */
-            if (!kir_store(k, b, q->a16, (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, z)}, kir_const_i(k, IR_I16, 0)))
-                return -1;
+        int pv = kir_new_var(k); /* the pad past K */
+        kir_stmt *lz = kir_for(k, b, pv, lw_i64c(k, q->K), lw_i64c(k, q->kp), KIR_VECTOR, 2 * q->L);
+        if (!lz || !kir_store(k, &lz->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, pv)}, kir_const_i(k, IR_I16, 0)))
+            return -1;
+    sums:
         if (q->rs < 0)
             continue;
         int sv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
         if (sa < 0 || !kir_acc_set(k, b, sa, kir_const_i(k, IR_I32, 0)))
             return -1;
-        kir_stmt *ls = kir_for(k, b, sv, lw_i64c(k, 0), lw_i64c(k, q->K), KIR_VECTOR, q->L);
+        kir_stmt *ls = kir_for(k, b, sv, lw_i64c(k, 0), lw_i64c(k, q->kp), KIR_VECTOR, q->L);
         kir_expr *v = kir_load(k, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, sv)});
         if (!ls || !kir_acc_set(k, &ls->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, v))))
             return -1;
@@ -161,22 +214,43 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
                 return -1;
         }
     int pk = kir_new_var(k);
-    kir_stmt *lk = kir_for(k, b, pk, lw_i64c(k, 0), lw_i64c(k, cdiv(q->K, 2)), KIR_SERIAL, 0);
+    kir_stmt *lk = kir_for(k, b, pk, lw_i64c(k, 0), lw_i64c(k, cdiv(q->K, q->quads ? 4 : 2)), KIR_SERIAL, 0);
     if (!lk)
         return -1;
+    if (q->quads) {
+        kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 4);
+        kir_expr *kr = lw_imin(k, k0, lw_i64c(k, q->K - 4)); /* the tail quad's rows end at K */
+        for (int r = 0; r < R; r++) {
+            kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0}, *ib[] = {kr, j0};
+            kir_expr *pb[] = {q->bq, kr, lw_i64c(k, 0)};
+            kir_iarg args[3] = {
+                {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
+                q->bq ? (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb} : (kir_iarg){.buf = q->bbuf, .nidx = 2, .idx = ib},
+            };
+            if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
+                return -1;
+        }
+        goto epilogue;
+    }
     kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 2);
     kir_expr *k1 = lw_imin(k, lw_iaddc(k, k0, 1), lw_i64c(k, q->K - 1));
     for (int r = 0; r < R; r++) {
         kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0};
         kir_expr *ib0[] = {k0, j0}, *ib1[] = {k1, j0};
+        kir_expr *pb0[] = {q->bq, k0, lw_i64c(k, 0)}, *pb1[] = {q->bq, k1, lw_i64c(k, 0)};
         kir_iarg args[4] = {
             {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
             {.buf = q->bbuf, .nidx = 2, .idx = ib0}, {.buf = q->bbuf, .nidx = 2, .idx = ib1},
         };
+        if (q->bq) {
+            args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb0};
+            args[3] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb1};
+        }
         if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
             return -1;
     }
     /* y = acc - zb * rowsum, through the fused epilogue */
+epilogue:
     for (int r = 0; r < R; r++)
         for (int v = 0; v < V; v++) {
             int lv = kir_new_var(k);
@@ -189,9 +263,28 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
             kir_expr *y = kir_load(k, q->acc, (kir_expr *[]){lw_i64c(k, r), bcol});
             kir_expr *col = kir_iadd(k, c0, kir_var(k, lv));
             kir_expr *zb = q->rs >= 0 ? q->zb(c, q, col) : NULL;
-            if (zb)
+            if (q->quads) {
+                /* y = sum a~ b~ - za~ cs - zb~ rowsum + K za~ zb~ */
+                kir_expr *zat = q->za(c, q, r), *zbt = zb;
+                if (q->aoff)
+                    zat = kir_op2(k, KIR_ADD, IR_I32, zat ? zat : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->aoff));
+                if (q->boff)
+                    zbt = kir_op2(k, KIR_SUB, IR_I32, zbt ? zbt : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->boff));
+                if (zat) {
+                    kir_expr *ci = kir_op2(k, KIR_SUB, IR_I64, col, q->cbase);
+                    y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zat, kir_load(k, q->cs, &ci)));
+                }
+                if (zbt) {
+                    kir_expr *rsum = kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)});
+                    y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zbt, rsum));
+                }
+                if (zat && zbt)
+                    y = kir_op2(k, KIR_ADD, IR_I32, y,
+                                kir_op2(k, KIR_MUL, IR_I32, kir_const_i(k, IR_I32, q->K), kir_op2(k, KIR_MUL, IR_I32, zat, zbt)));
+            } else if (zb) {
                 y = kir_op2(k, KIR_SUB, IR_I32, y,
                             kir_op2(k, KIR_MUL, IR_I32, zb, kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)})));
+            }
             kir_expr *oi[IR_MAX_RANK];
             q->out(c, q, r, col, oi);
             if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, lower_epi(c, y, oi))))
@@ -202,7 +295,7 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
 
 /* The tile for M rows and `cols` columns: R rows of V vectors within the
  * schedule's accumulator registers, and the scratch. */
-static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, bool zb)
+static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t wmax, bool zb)
 {
     kir_kernel *k = c->k;
     q->L = c->s->lanes;
@@ -215,12 +308,18 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, bool zb)
         q->V = 8;
     if (q->V > cdiv(cols, q->L))
         q->V = (int)cdiv(cols, q->L);
+    if (q->V > wmax / q->L)
+        q->V = (int)(wmax / q->L);
+    if (q->V < 1)
+        q->V = 1;
     q->W = (int64_t)q->V * q->L;
     q->K = K;
-    q->kp = (K + 1) / 2 * 2;
-    if (q->kp < 2 * q->W)
-        q->kp = 2 * q->W; /* the pair operand is checked as spanning 2 W elements */
-    q->a16 = kir_add_scratch(k, "qa16", KIR_SPACE_THREAD, IR_I16, 2, (int64_t[]){q->R, q->kp});
+    int grp = q->quads ? 4 : 2;
+    q->kp = cdiv(K, grp) * grp;
+    if (q->kp < grp * q->W)
+        q->kp = grp * q->W; /* the group operand is checked as spanning grp W elements */
+    q->a16 = kir_add_scratch(k, q->quads ? "qa8" : "qa16", KIR_SPACE_THREAD, q->quads ? IR_U8 : IR_I16, 2,
+                             (int64_t[]){q->R, q->kp});
     q->acc = kir_add_scratch(k, "qacc", KIR_SPACE_THREAD, IR_I32, 2, (int64_t[]){q->R, q->W});
     q->rs = zb ? kir_add_scratch(k, "qrowsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){q->R}) : -1;
     return q->a16 < 0 || q->acc < 0 || (zb && q->rs < 0) ? -1 : 0;
@@ -279,8 +378,16 @@ int lower_qgemm(lctx *c)
     int64_t M = numel(ta) / ta->dims[u.ra - 1].v, K = tb->dims[0].v, N = tb->dims[1].v;
     qg q = {.u = &u, .a = mm_a, .za = mm_za, .zb = mm_zb, .out = mm_out, .bbuf = c->buf[1], .ncols = N,
             .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
+    bool has_za = zp(c, 2, lw_i64c(k, 0)) != NULL, has_zb = zp(c, 3, lw_i64c(k, 0)) != NULL;
+    if (c->s->int8_quads && K >= 4) {
+        q.quads = true;
+        q.aoff = ta->dtype == IR_I8 ? 128 : 0; /* a + 128 is a u8 */
+        q.boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
+        q.op = tb->dtype == IR_U8 ? KIR_IN_DPBUSD_ROWS_U8 : KIR_IN_DPBUSD_ROWS_S8;
+        has_zb = has_zb || q.boff;
+    }
     /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
-    if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, zp(c, 3, lw_i64c(k, 0)) != NULL) < 0)
+    if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, INT64_MAX, has_zb) < 0)
         return -1;
     /* panels stay inside B's rows: W <= N */
     if (q.W > N)
@@ -288,6 +395,12 @@ int lower_qgemm(lctx *c)
     q.colbase = lw_i64c(k, 0);
     int64_t nb = cdiv(M, q.R), np = cdiv(N, q.W);
     int64_t ncp = 256 / q.W > 1 ? 256 / q.W : 1, mcb = c->s->tile_mc_blocks, nrc, ncc;
+    /* with enough rows to share it, a chunk copies its panels of B into
+     * thread scratch, each K x W contiguous (B's rows are N apart: read in
+     * place, a panel touches a line per k) */
+    bool pack = M >= 16 && K * q.W <= (INT64_C(96) << 10);
+    if (pack && ncp > (INT64_C(96) << 10) / (K * q.W))
+        ncp = (INT64_C(96) << 10) / (K * q.W);
     qg_chunks(c, 1, nb, np, &mcb, &ncp, &nrc, &ncc);
     int pv = kir_new_var(k), rbv = kir_new_var(k), qv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
@@ -295,6 +408,40 @@ int lower_qgemm(lctx *c)
         return -1;
     kir_expr *p = kir_var(k, pv);
     kir_expr *rb0 = lw_imulc(k, lw_idivc(k, p, ncc), mcb), *q0 = lw_imulc(k, lw_iremc(k, p, ncc), ncp);
+    if (q.quads && (has_za || q.aoff)) {
+        /* the column sums of b~ over the chunk's columns [cbase, ...) */
+        if ((q.cs = kir_add_scratch(k, "qcolsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){ncp * q.W})) < 0)
+            return -1;
+        q.cbase = lw_imin(k, lw_imulc(k, q0, q.W), lw_i64c(k, N - q.W));
+        int lv = kir_new_var(k), kv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
+        kir_expr *hi = lw_imin(k, lw_i64c(k, ncp * q.W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), q.cbase));
+        kir_stmt *ll = kir_for(k, &lp->body, lv, lw_i64c(k, 0), hi, KIR_VECTOR, q.L);
+        if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q.boff * K)))
+            return -1;
+        kir_stmt *lk = kir_for(k, &ll->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
+        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), q.cbase)});
+        if (!lk || !kir_acc_set(k, &lk->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, bv))))
+            return -1;
+        if (!kir_store(k, &ll->body, q.cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
+            return -1;
+    }
+    if (pack) {
+        int pb = kir_add_scratch(k, "qbpanel", KIR_SPACE_THREAD, tb->dtype, 3, (int64_t[]){ncp, K, q.W});
+        int kv = kir_new_var(k), iv = kir_new_var(k), lv = kir_new_var(k);
+        if (pb < 0)
+            return -1;
+        kir_stmt *lk = kir_for(k, &lp->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
+        kir_expr *nq = lw_imin(k, lw_i64c(k, ncp), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, np), q0));
+        kir_stmt *li = lk ? kir_for(k, &lk->body, iv, lw_i64c(k, 0), nq, KIR_SERIAL, 0) : NULL;
+        kir_stmt *ll = li ? kir_for(k, &li->body, lv, lw_i64c(k, 0), lw_i64c(k, q.W), KIR_VECTOR, (int)q.W) : NULL;
+        if (!ll)
+            return -1;
+        kir_expr *j0 = lw_imin(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q.W), lw_i64c(k, N - q.W));
+        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), j0)});
+        if (!kir_store(k, &ll->body, pb, (kir_expr *[]){kir_var(k, iv), kir_var(k, kv), kir_var(k, lv)}, bv))
+            return -1;
+        q.bbuf = pb;
+    }
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
@@ -305,6 +452,8 @@ int lower_qgemm(lctx *c)
     kir_stmt *lq = kir_for(k, &lrb->body, qv, q0, lw_imin(k, lw_i64c(k, np), lw_iaddc(k, q0, ncp)), KIR_SERIAL, 0);
     if (!lq)
         return -1;
+    if (pack)
+        q.bq = kir_op2(k, KIR_SUB, IR_I64, kir_var(k, qv), q0);
     return qg_panel(c, &q, &lq->body, lw_imin(k, lw_imulc(k, kir_var(k, qv), q.W), lw_i64c(k, N - q.W)));
 }
 
@@ -463,7 +612,8 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     bool zx = n->nin > 2 && n->in[2] && c->buf[2] >= 0;
     qg q = {.u = &u, .a = cv_a, .za = cv_za, .zb = cv_zb, .out = cv_out, .ncols = u.plane,
             .op = n->in[0]->type.dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
-    if (qg_init(c, &q, g->cout, K, u.plane, zx) < 0)
+    /* x~ of one panel within 128 KiB (qconv_ok: K <= 8192, so W >= 16) */
+    if (qg_init(c, &q, g->cout, K, u.plane, (INT64_C(128) << 10) / K, zx) < 0)
         return -1;
     /* columns per chunk: x~ within 128 KiB, whole panels */
     int64_t ncp = (INT64_C(128) << 10) / (K * q.W), np = cdiv(u.plane, q.W);

@@ -477,6 +477,24 @@ def attribute_cases(out):
     add(out, "cast_to_99.onnx",
         model([mk("Cast", ["x"], ["y"], name="cast", to=99)], [vinfo("x")],
               [vinfo("y", shape=None)]), r"99")
+    U8 = TensorProto.UINT8
+    add(out, "quantize_output_dtype_int4.onnx",
+        model([mk("QuantizeLinear", ["x", "s"], ["y"], name="q", output_dtype=TensorProto.INT4)], [vinfo("x")],
+              [vinfo("y", dt=TensorProto.INT4, shape=None)], inits=[tensor("s", F, [], float_data=[0.5])],
+              opsets=[helper.make_opsetid("", 21)]), r"output_dtype INT4.*not supported")
+    add(out, "quantize_blocked_scale_shape.onnx",
+        model([mk("QuantizeLinear", ["x", "s"], ["y"], name="q", axis=1, block_size=2)], [vinfo("x")],
+              [vinfo("y", dt=U8, shape=None)], inits=[tensor("s", F, [2, 4], float_data=[1.0] * 8)],
+              opsets=[helper.make_opsetid("", 21)]), r"blocked scale dim 1 is 4")
+    add(out, "quantize_axis_scale_length.onnx",
+        model([mk("QuantizeLinear", ["x", "s"], ["y"], name="q", axis=1)], [vinfo("x")],
+              [vinfo("y", dt=U8, shape=None)], inits=[tensor("s", F, [4], float_data=[1.0] * 4)]),
+        r"1-D tensor of 3 values")
+    add(out, "dequantize_zero_point_dtype.onnx",
+        model([mk("DequantizeLinear", ["x", "s", "z"], ["y"], name="dq")], [vinfo("x", dt=U8)],
+              [vinfo("y", shape=None)], inits=[tensor("s", F, [], float_data=[0.5]),
+                                               tensor("z", TensorProto.INT8, [], int32_data=[0])]),
+        r"x_zero_point has dtype i8")
     add(out, "conv_missing_weight_rank.onnx",
         model([mk("Conv", ["x", "w"], ["y"], name="conv")],
               [vinfo("x", shape=(1, 1, 5, 5))], [vinfo("y", shape=None)],

@@ -8,7 +8,8 @@ Models: a small ResNet-style CNN (written here) and a BERT-shaped encoder layer
 the same distribution (independent seeds). For each model and mode:
   - the compiled int8 model's output has cosine >= 0.99 against ONNX Runtime's fp32 output;
   - the rewritten graph (`--emit=ir` at -O0: the precision pass's output) run by the interpreter
-    and compiled (`icc verify`) agree: both compute the same integer ops;
+    and compiled agree: the first contractions (quantizing a graph input) to 1e-5, the model
+    output to 2e-3 (a later quantizer's float input may differ by an ulp and move one level);
   - the rewrite did happen (the IR holds MatMulInteger / ConvInteger).
 Exits 1 on any failure.
 """
@@ -110,6 +111,7 @@ def main():
                        check=True, capture_output=True)
         models.append(("bert", os.path.join(tmp, "bert_layer.onnx"), bert_inputs(args.seq), "MatMulInteger"))
 
+    first_outputs = {"cnn": ["c1"], "bert": ["q.out", "k.out", "v.out"]}
     modes = [("int8-minmax", ["--precision=int8", "--calibrate-method=minmax"]),
              ("int8-percentile", ["--precision=int8", "--calibrate-method=percentile=99.99"]),
              ("int8-entropy", ["--precision=int8", "--calibrate-method=entropy"]),
@@ -160,10 +162,34 @@ def main():
                 print("FAIL %s %s: --emit=ir: %s" % (name, mode, out.strip() or "no " + int_op))
                 fails += 1
                 continue
-            rc, out = run([icc, "verify", ir, *in_args, "--rtol=1e-4", "--atol=1e-4"])
-            print("%s %s %s: interpreter vs compiled on the rewritten graph: %s" %
-                  ("ok  " if rc == 0 else "FAIL", name, mode, out.strip().splitlines()[-1] if out.strip() else ""))
-            fails += rc != 0
+            # The first contractions quantize a graph input, which both sides read identically: their
+            # results must agree to the float epilogue's rounding. Later quantizers read float values
+            # the compiled kernels and the interpreter compute to within an ulp or so, which can move
+            # a value across a rounding boundary (one quantization level), hence the model output's
+            # looser tolerance.
+            firsts = first_outputs[name]
+            text = text.replace("-> (%%%s)" % out_name, "-> (%s)" % ", ".join("%" + v for v in [out_name] + firsts), 1)
+            ir2 = os.path.join(mdir, mode + ".first.icc")
+            open(ir2, "w").write(text)
+            so2 = os.path.join(mdir, mode + ".first.so")
+            ri, oi = run([icc, "run", ir2, *in_args, "-o", os.path.join(mdir, mode + ".interp")])
+            rc2, oc = run([icc, ir2, "-o", so2])
+            if not (ri or rc2):
+                rc2, oc = run([icc, "run", so2, *in_args, "-o", os.path.join(mdir, mode + ".compiled")])
+            if ri or rc2:
+                print("FAIL %s %s: interpreter/compiled run of the rewritten graph: %s" % (name, mode, (oi + oc).strip()))
+                fails += 1
+                continue
+            worst, all_ok = [], True
+            for v, tol in [(out_name, 2e-3)] + [(f, 1e-5) for f in firsts]:
+                a = np.load(os.path.join(mdir, mode + ".interp", v.replace("/", "_") + ".npy"))
+                b = np.load(os.path.join(mdir, mode + ".compiled", v.replace("/", "_") + ".npy"))
+                err = float(np.max(np.abs(a - b) / (1 + np.abs(a))))
+                worst.append("%s %.2g (tol %g)" % (v, err, tol))
+                all_ok &= err <= tol
+            fails += not all_ok
+            print("%s %s %s: interpreter vs compiled on the rewritten graph, max |a-b|/(1+|a|): %s" %
+                  ("ok  " if all_ok else "FAIL", name, mode, ", ".join(worst)))
     print("%d failed" % fails)
     return 1 if fails else 0
 

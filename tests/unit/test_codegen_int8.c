@@ -7,7 +7,8 @@
  * full-range random inputs; outputs must equal the reference
  * interpreter's exactly. The same for a baseline x86-64 target (no AVX2:
  * the intrinsic's scalar form), and the assembly: vpmaddwd on AVX2, no
- * AVX on the baseline. */
+ * AVX on the baseline, vpdpbusd with VNNI; the VNNI kernel's lowering
+ * runs here through its intrinsic's scalar form. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,10 @@
 
 #include "check_main.h"
 #include "codegen_harness.h"
+#include "codegen/kir.h"
+#include "codegen/llvm/emit.h"
+#include "codegen/lower.h"
+#include "ir/ops.h"
 #include "icc/runtime.h"
 #include "ir/ref/interp.h"
 #include "ir/text.h"
@@ -189,6 +194,8 @@ START_TEST(matmul_integer_shapes)
         {"", 33, 129, 77, "u8", "i8", 's', 's'},
         {"", 64, 300, 257, "u8", "i8", 's', 'v'},
         {"", 3, 1000, 1000, "u8", "u8", 's', 's'},
+        {"", 16, 8192, 16, "u8", "i8", 's', 'v'}, /* the longest K: a' and B's panels fill the thread scratch */
+        {"", 2, 8193, 8, "u8", "i8", 's', 's'},   /* past it: the scalar loop */
     };
     rng_state = 1;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -240,6 +247,8 @@ START_TEST(conv_integer_shapes)
         {3, "5,5,5", 2, 3, "3,3,3", 27, "u8", "i8", 's', 's', "pads = [1, 1, 1, 1, 1, 1]"},
         {1, "14,14", 64, 64, "3,3", 9, "u8", "i8", 's', 'v', "pads = [1, 1, 1, 1]"},
         {1, "6,6", 32, 8, "2,2", 4, "i8", "i8", 's', '-', "auto_pad = \"SAME_UPPER\""},
+        /* K = 8190 and 3 channels (wide panels): x~ of a panel must stay within the thread scratch */
+        {1, "5,5", 910, 3, "3,3", 9, "u8", "i8", 's', 's', "pads = [1, 1, 1, 1]"},
     };
     rng_state = 2;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -252,7 +261,7 @@ START_TEST(conv_integer_shapes)
 END_TEST
 
 /* The model's assembly for cpu. */
-static char *model_asm(const char *text, const char *cpu)
+static char *model_asm(const char *text, const char *cpu, const char *features)
 {
     icc_diag d = {{0}};
     ir_graph *g = ir_parse(text, strlen(text), "int8.icc", &d);
@@ -262,7 +271,7 @@ static char *model_asm(const char *text, const char *cpu)
     ck_assert_msg(icc_pipeline_run(&p, g, NULL, &d) == 0, "%s", d.msg);
     icc_pipeline_free(&p);
     cg_target *t;
-    ck_assert_msg(cg_target_create("x86_64-pc-linux-gnu", cpu, NULL, 2, &t, &d) == 0, "%s", d.msg);
+    ck_assert_msg(cg_target_create("x86_64-pc-linux-gnu", cpu, features, 2, &t, &d) == 0, "%s", d.msg);
     LLVMModuleRef m;
     ck_assert_msg(cg_compile_model(g, t, NULL, &m, &d) == 0, "%s", d.msg);
     ck_assert_msg(cg_optimize(t, m, &d) == 0, "%s", d.msg);
@@ -278,14 +287,125 @@ START_TEST(pmaddwd_in_the_assembly)
 {
     rng_state = 3;
     char *t = mm_graph("", 16, 64, 64, "u8", "i8", 's', 's');
-    char *as = model_asm(t, "haswell");
+    char *as = model_asm(t, "haswell", NULL);
     ck_assert_msg(strstr(as, "vpmaddwd") && strstr(as, "ymm"), "no ymm vpmaddwd on AVX2");
+    ck_assert_msg(!strstr(as, "vpdpbusd"), "vpdpbusd without VNNI");
     free(as);
-    as = model_asm(t, "x86-64");
+    as = model_asm(t, "x86-64", NULL);
     /* (LLVM may still pick SSE2's pmaddwd for the scalar form's sums) */
     ck_assert_msg(!strstr(as, "vpmaddwd") && !strstr(as, "ymm"), "AVX code on a target without AVX");
     free(as);
     free(t);
+}
+END_TEST
+
+/* With VNNI the MatMulInteger kernel steps 4 k by vpdpbusd: zmm on
+ * Sapphire Rapids, VEX-encoded ymm with AVX-VNNI alone; u8 and i8 A and B. */
+START_TEST(dpbusd_in_the_assembly)
+{
+    static const char *const dts[][2] = {{"u8", "i8"}, {"i8", "u8"}};
+    rng_state = 4;
+    for (int i = 0; i < 2; i++) {
+        char *t = mm_graph("", 16, 67, 64, dts[i][0], dts[i][1], 's', 'v');
+        char *as = model_asm(t, "sapphirerapids", NULL);
+        ck_assert_msg(strstr(as, "vpdpbusd") && strstr(as, "zmm"), "no zmm vpdpbusd on sapphirerapids");
+        ck_assert_msg(!strstr(as, "vpmaddwd"), "vpmaddwd with VNNI");
+        free(as);
+        as = model_asm(t, "x86-64-v3", "+avxvnni");
+        ck_assert_msg(strstr(as, "{vex}\tvpdpbusd"), "no VEX vpdpbusd with AVX-VNNI");
+        free(as);
+        free(t);
+    }
+}
+END_TEST
+
+/* The VNNI kernel's lowering (quads of k, the +128 offsets, column sums,
+ * the tail quad) run here: the schedule forced to quads on this host,
+ * whose backend emits dpbusd_rows' scalar form, against the interpreter. */
+START_TEST(quads_through_the_scalar_form)
+{
+    static const struct {
+        int64_t m, k, n;
+        const char *adt, *bdt;
+        char za, zb;
+    } cases[] = {
+        {5, 37, 19, "u8", "i8", 's', 'v'}, {1, 4, 8, "i8", "u8", '-', '-'}, {9, 66, 33, "i8", "i8", 'v', 's'},
+        {7, 129, 70, "u8", "u8", 's', '-'}, {3, 8, 16, "u8", "i8", '-', '-'},
+        {20, 70, 40, "u8", "i8", 's', 'v'}, /* M >= 16: B's panels packed */
+    };
+    rng_state = 5;
+    icc_diag d = {{0}};
+    cg_target *t;
+    ck_assert_msg(cg_target_create(NULL, NULL, NULL, 2, &t, &d) == 0, "%s", d.msg);
+    cg_schedule s;
+    harness_sched(t, &s);
+    s.int8_quads = true;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *text = mm_graph("", cases[c].m, cases[c].k, cases[c].n, cases[c].adt, cases[c].bdt, cases[c].za,
+                              cases[c].zb);
+        ir_graph *g = ir_parse(text, strlen(text), "int8.icc", &d);
+        ck_assert_msg(g != NULL, "%s", d.msg);
+        icc_pipeline p;
+        ck_assert_msg(icc_pipeline_parse("shape-infer", &p, &d) == 0, "%s", d.msg);
+        ck_assert_msg(icc_pipeline_run(&p, g, NULL, &d) == 0, "%s", d.msg);
+        icc_pipeline_free(&p);
+        const ir_node *n = g->nodes[g->nnodes - 1];
+        ck_assert_int_eq(n->op, IR_OP_MATMUL_INTEGER);
+        cg_binding *b = calloc((size_t)g->nvalues, sizeof *b);
+        int nb = 0;
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i])
+                b[n->in[i]->id] = (cg_binding){KIR_BUF_INPUT, nb++, 0};
+        b[n->out[0]->id] = (cg_binding){KIR_BUF_OUTPUT, 0, 0};
+        kir_kernel *k;
+        ck_assert_msg(cg_lower_node(g, n, b, &s, "quads", &k, &d) == 0, "%s", d.msg);
+        free(b);
+        bool found = false;
+        for (int i = 0; i < k->nbufs; i++)
+            found = found || !strcmp(k->bufs[i].name, "qa8");
+        ck_assert_msg(found, "case %zu: not the quad kernel", c);
+        LLVMModuleRef m = LLVMModuleCreateWithNameInContext("q", LLVMGetGlobalContext());
+        cg_target_setup_module(t, m);
+        LLVMValueRef fn;
+        ck_assert_msg(cg_llvm_emit_kernel(t, m, k, &fn, &d) == 0, "%s", d.msg);
+        kir_kernel_destroy(k);
+        void *lib = harness_load_module(t, m);
+        LLVMDisposeModule(m);
+        harness_kernel_fn f = (harness_kernel_fn)dlsym(lib, "quads");
+        ck_assert_ptr_nonnull(f);
+        /* A random, the rest constants */
+        ir_tensor a = {0}, want = {0};
+        const ir_type *ta = &n->in[0]->type;
+        int64_t dims[2] = {ta->dims[0].v, ta->dims[1].v};
+        ck_assert_int_eq(ir_tensor_init(&a, ta->dtype, 2, dims, &d), 0);
+        a.data = calloc(1, a.nbytes + 1);
+        for (int64_t e = 0; e < a.numel; e++)
+            ir_tensor_seti(&a, e, rval(cases[c].adt));
+        const ir_tensor *inp[4] = {&a};
+        void *bufs[16] = {a.data};
+        nb = 1;
+        for (int i = 1; i < n->nin; i++)
+            if (n->in[i]) {
+                ck_assert_int_eq(n->in[i]->kind, IR_VAL_CONST);
+                inp[i] = &n->in[i]->cval;
+                bufs[nb++] = n->in[i]->cval.data;
+            }
+        ck_assert_msg(ir_eval_node(n, inp, &want, &d) == 0, "%s", d.msg);
+        int32_t *got = calloc(1, want.nbytes + 1);
+        bufs[nb] = got;
+        int64_t syms[2] = {0, 0};
+        f(bufs, syms, 0, INT64_MAX);
+        const int32_t *w = want.data;
+        for (int64_t e = 0; e < want.numel; e++)
+            ck_assert_msg(got[e] == w[e], "case %zu: y[%lld] = %d, want %d", c, (long long)e, got[e], w[e]);
+        free(got);
+        free(want.data);
+        free(a.data);
+        dlclose(lib);
+        ir_graph_destroy(g);
+        free(text);
+    }
+    cg_target_destroy(t);
 }
 END_TEST
 
@@ -297,6 +417,8 @@ static Suite *suite(void)
     tcase_add_test(tc, matmul_integer_shapes);
     tcase_add_test(tc, conv_integer_shapes);
     tcase_add_test(tc, pmaddwd_in_the_assembly);
+    tcase_add_test(tc, dpbusd_in_the_assembly);
+    tcase_add_test(tc, quads_through_the_scalar_form);
     suite_add_tcase(s, tc);
     return s;
 }
