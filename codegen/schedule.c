@@ -29,5 +29,8 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->conv_unroll = 8;
     s->conv_vtile = 512;
     s->blocked_conv_kc = 4096;
+    /* the widths the LLVM backend emits dpbusd in: zmm, or ymm with VL / AVX-VNNI */
+    s->int8_quads = icc_target_has(t, ICC_TF_AVXVNNI) ||
+                    (icc_target_has(t, ICC_TF_AVX512VNNI) && (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL)));
     return 0;
 }

@@ -42,6 +42,8 @@ typedef struct cg_schedule {
     int conv_kc;               /* implicit-GEMM reduction block */
     int conv_unroll;           /* output channels per step of the vector-loop schedule */
     int conv_vtile;            /* vector-loop schedule: plane positions per tile */
+    /* INT8 contractions (codegen/lower/qgemm.c) */
+    bool int8_quads;           /* MatMulInteger steps 4 k by vpdpbusd (VNNI), else 2 by vpmaddwd */
     int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
                                   than a weight panel of kc x block in L2, measured) */
 } cg_schedule;

@@ -243,7 +243,7 @@ int pass_precision(pass_ctx *c)
         return lower_half(c, &o);
     case ICC_PREC_INT8:
     case ICC_PREC_INT8_DYNAMIC:
-        return ir_errorf(c->diag, "--precision=int8: not supported yet");
+        return precision_int8(c, &o);
     }
     return 0;
 }

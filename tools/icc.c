@@ -32,6 +32,7 @@
 #include "tools/verify.h"
 #include "codegen/header.h"
 #include "tools/compile.h"
+#include "tools/calibrate.h"
 
 #ifndef ICC_VERSION
 #define ICC_VERSION "0.0.0"
@@ -64,6 +65,12 @@ typedef struct {
     double rtol, atol;                /* verify's tolerance */
     icc_pass_options popts;
     icc_precision_opts prec;          /* --precision, --keep-fp32, --no-default-keep */
+    const char *inputs_dir;           /* verify --inputs=DIR */
+    const char *reference;            /* verify --reference=FP32_MODEL */
+    bool per_node, bisect, json;      /* verify --per-node, --bisect[=DB], --json */
+    double bisect_db;                 /* --bisect=DB; NaN: the precision's default */
+    const char *calibrate;            /* --calibrate=DIR (int8): input sets DIR/0/NAME.npy, ... */
+    icc_calib_opts calib;             /* --calibrate-method=, --int8-activations= */
 } args;
 
 static void usage(FILE *f)
@@ -99,7 +106,18 @@ static void usage(FILE *f)
         "  icc verify MODEL [--input NAME=FILE.npy ...] [--rtol=1e-4] [--atol=1e-5]\n"
         "                                     compile MODEL, run it and the interpreter on the\n"
         "                                     same inputs (given, or made up) and print the max\n"
-        "                                     abs/rel error per output; exit 1 beyond tolerance\n"
+        "                                     abs/rel error, cosine and SQNR per output; exit 1\n"
+        "                                     beyond tolerance\n"
+        "  icc verify MODEL --precision=P [--per-node] [--bisect[=DB]]\n"
+        "                                     compile MODEL at fp32 and at P, run both and print\n"
+        "                                     how far P is from fp32 (also top-1/top-5 of class\n"
+        "                                     scores); exit 1 below the SQNR threshold\n"
+        "    --inputs=DIR       input sets: DIR/NAME.npy, or DIR/0/NAME.npy, DIR/1/... (worst, mean)\n"
+        "    --reference=F.onnx compare MODEL (already reduced, e.g. QDQ) with F, its fp32 model\n"
+        "    --per-node         the SQNR of every node's output against fp32, by value name\n"
+        "    --bisect[=DB]      the first node below DB (default 30 bf16, 40 fp16, 20 int8), kept\n"
+        "                       in fp32 until none is; prints the --keep-fp32= line that fixes it\n"
+        "    --json             the report as one JSON object\n"
         "\n"
         "options:\n"
         "  --emit=KIND          what to produce: ir (the text IR), dot (Graphviz), kernels\n"
@@ -124,6 +142,10 @@ static void usage(FILE *f)
         "                       (e.g. Softmax,LayerNormalization,fc1)\n"
         "  --no-default-keep    also lower softmax, the norms and the last contraction (kept\n"
         "                       in fp32 by default)\n"
+        "  --calibrate=DIR      int8: activation ranges from running the interpreter on the\n"
+        "                       input sets DIR/0/NAME.npy, DIR/1/NAME.npy, ... (NAME: input)\n"
+        "  --calibrate-method=M minmax (default), percentile[=99.99] or entropy (KL)\n"
+        "  --int8-activations=K u8 (asymmetric, default) or i8 (symmetric, zero point 0)\n"
         "\n"
         "optimization (icc MODEL --emit=ir, icc opt, icc info, icc run):\n"
         "  -O0 .. -O3           the default pipeline of that level (icc --list-passes\n"
@@ -266,10 +288,26 @@ static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_target_des
     }
     icc_pass_options po = a->popts;
     po.target = &td;
+    /* int8's ranges come from the graph as given, before any pass */
+    icc_precision_opts prec = a->prec;
+    icc_calibration *cal = NULL;
+    if (a->calibrate && a->prec.mode != ICC_PREC_INT8) {
+        icc_pipeline_free(&p);
+        return ir_errorf(d, "--calibrate is for --precision=int8 (got --precision=%s)", icc_precision_name(a->prec.mode));
+    }
+    if (a->calibrate) {
+        if (!(cal = icc_calibrate_dir(g, a->calibrate, &a->calib, d))) {
+            icc_pipeline_free(&p);
+            return -1;
+        }
+        prec.calib = cal;
+        po.precision = &prec;
+    }
     /* A reproducer needs the IR printed before every pass (costly with
      * large weights), so it is opt-in; a failure says how to get one. */
     int rc = icc_pipeline_run(&p, g, &po, d);
     icc_pipeline_free(&p);
+    icc_calibration_destroy(cal);
     if (rc < 0 && !a->popts.reproducer) {
         size_t n = strlen(d->msg);
         snprintf(d->msg + n, sizeof d->msg - n, " (--reproducer=FILE saves the IR and pipeline)");
@@ -1011,136 +1049,460 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* icc verify MODEL: compiles MODEL (as `icc MODEL -o model.so` would) to a
- * temporary .so, runs it through the runtime and the reference interpreter
- * (on the graph before any pass) on the same inputs -- the --input files,
- * the others made up -- and prints each output's max abs/rel error. Exit 1
- * when an output differs beyond --rtol/--atol. */
+/* One side of verify's comparison: a model after the compile pipeline at
+ * some precision and, when compiled, its library opened. */
+typedef struct verify_side {
+    ir_graph *g;
+    char so[96];
+    icc_model *m;
+    icc_context *ctx;
+    double seconds;            /* pipeline and compile */
+} verify_side;
+
+static void side_free(verify_side *s)
+{
+    icc_context_destroy(s->ctx);
+    icc_model_close(s->m);
+    if (s->so[0])
+        unlink(s->so);
+    ir_graph_destroy(s->g);
+    *s = (verify_side){0};
+}
+
+/* Loads model, pins its shapes and runs the compile pipeline at prec;
+ * with dir, compiles it to dir/tag.so and opens it. */
+static int side_build(const args *a, const char *model, const icc_precision_opts *prec, const char *dir,
+                      const char *tag, verify_side *s, icc_diag *d)
+{
+    *s = (verify_side){0};
+    double t0 = now_s();
+    args b = *a;
+    b.prec = *prec;
+    b.popts.precision = &b.prec;
+    if (prec->mode != ICC_PREC_INT8)
+        b.calibrate = NULL;   /* --calibrate's ranges are for the int8 side only */
+    if (!(s->g = load_model(model, d)))
+        return -1;
+    if (pin_shapes(&b, s->g, d) < 0 || compile_passes(&b, s->g, d) < 0)
+        return ir_diag_prefix(d, "%s", model), -1;
+    if (dir) {
+        snprintf(s->so, sizeof s->so, "%s/%s.so", dir, tag);
+        icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false,
+                              a->embed_limit, NULL};
+        if (icc_compile_graph(s->g, &o, d) < 0) {
+            s->so[0] = 0;
+            return ir_diag_prefix(d, "%s", model), -1;
+        }
+        if (icc_model_open(s->so, a->name, &s->m) != ICC_OK || icc_context_create(s->m, NULL, &s->ctx) != ICC_OK)
+            return ir_errorf(d, "%s", icc_last_error());
+    }
+    s->seconds = now_s() - t0;
+    return 0;
+}
+
+/* Every set through the interpreter on r (the reference) and t (under
+ * test) keeping every value, compared node by node into p. */
+static int per_node(const verify_side *r, const verify_side *t, const char *model, const char *const *names,
+                    const icc_verify_sets *sets, icc_verify_per_node *p, icc_diag *d)
+{
+    *p = (icc_verify_per_node){0};
+    int n = sets->ninputs;
+    ir_tensor *ri = calloc((size_t)r->g->ninputs + 1, sizeof *ri), *ti = calloc((size_t)t->g->ninputs + 1, sizeof *ti);
+    int rc = ri && ti ? 0 : ir_errorf(d, "out of memory");
+    for (int s = 0; rc == 0 && s < sets->nsets; s++) {
+        const ir_tensor *set = sets->t + (size_t)s * (size_t)n;
+        icc_verify_trace rt = {0}, tt = {0};
+        bool bad = icc_verify_inputs_by_name(r->g, model, names, set, n, ri, d) < 0 ||
+                   icc_verify_inputs_by_name(t->g, model, names, set, n, ti, d) < 0 ||
+                   icc_verify_trace_run(r->g, ri, &rt, d) < 0 || icc_verify_trace_run(t->g, ti, &tt, d) < 0 ||
+                   icc_verify_compare_nodes(r->g, &rt, t->g, &tt, p, d) < 0;
+        rc = bad ? -1 : 0;
+        icc_verify_trace_free(&rt);
+        icc_verify_trace_free(&tt);
+    }
+    free(ri);
+    free(ti);
+    if (rc < 0)
+        icc_verify_per_node_free(p);
+    return rc;
+}
+
+/* Runs r (the reference) and t on every set and measures each of t's
+ * outputs against r's output of the same name. r without a library runs
+ * through the interpreter. o[k] (t's outputs) is filled. */
+static int measure_outputs(const args *a, verify_side *r, verify_side *t, const char *const *names,
+                           const icc_verify_sets *sets, double thr, icc_verify_output *o, double *t_ref,
+                           double *t_test, icc_diag *d)
+{
+    int n = sets->ninputs, nref = r->g->noutputs, nout = icc_model_describe(t->m)->noutputs, rc = 0;
+    ir_tensor *want = calloc((size_t)nref + 1, sizeof *want), *got = calloc((size_t)nout + 1, sizeof *got);
+    ir_tensor *ri = calloc((size_t)r->g->ninputs + 1, sizeof *ri);
+    if (!want || !got || !ri)
+        rc = ir_errorf(d, "out of memory");
+    for (int k = 0; k < nout; k++)
+        o[k] = (icc_verify_output){.name = icc_model_output(t->m, k)->name, .bad = r->m ? -1 : 0};
+    for (int s = 0; rc == 0 && s < sets->nsets; s++) {
+        const ir_tensor *set = sets->t + (size_t)s * (size_t)n;
+        double t0 = now_s();
+        if (r->m)
+            rc = icc_verify_run_library(r->m, r->ctx, a->reference ? a->reference : a->model, names, set, n, want, d);
+        else if ((rc = icc_verify_inputs_by_name(r->g, a->model, names, set, n, ri, d)) == 0 &&
+                 (rc = ir_interp_run(r->g, ri, want, d)) < 0)
+            ir_diag_prefix(d, "%s: the interpreter", a->model);
+        if (rc < 0)
+            break;
+        double t1 = now_s();
+        if ((rc = icc_verify_run_library(t->m, t->ctx, a->model, names, set, n, got, d)) < 0) {
+            ir_tensors_free(want, nref);
+            break;
+        }
+        if (s == 0)
+            *t_ref = t1 - t0, *t_test = now_s() - t1;
+        for (int k = 0; k < nout; k++) {
+            int j = 0;
+            while (j < nref && strcmp(r->g->outputs[j]->name, o[k].name))
+                j++;
+            if (j == nref) {
+                rc = ir_errorf(d, "%s: the reference has no output named '%s'", a->reference ? a->reference : a->model,
+                               o[k].name);
+                break;
+            }
+            icc_verify_diff df;
+            icc_verify_compare(&got[k], &want[j], a->rtol, a->atol, &df);
+            o[k].numel = want[j].numel;
+            if (df.shape_differs) {
+                o[k].shape_differs = true;
+                continue;
+            }
+            if (o[k].bad >= 0)
+                o[k].bad += df.bad;
+            icc_verify_metrics m;
+            icc_verify_measure(&got[k], &want[j], &m);
+            icc_verify_summary_add(&o[k].s, &m);
+            o[k].below = r->m && o[k].s.worst.sqnr_db < thr;
+        }
+        ir_tensors_free(want, nref);
+        ir_tensors_free(got, nout);
+    }
+    free(want);
+    free(got);
+    free(ri);
+    return rc;
+}
+
+/* The inputs verify runs on: the sets of --inputs=DIR, else one set of
+ * the --input files with the other inputs made up. */
+static int verify_inputs(const args *a, const ir_graph *g, icc_verify_sets *sets, icc_diag *d)
+{
+    if (a->inputs_dir)
+        return icc_verify_load_sets(a->inputs_dir, g, sets, d) < 0 ? (fail("%s", d->msg), -1) : 0;
+    int nin = g->ninputs;
+    *sets = (icc_verify_sets){1, nin, calloc((size_t)nin + 1, sizeof(ir_tensor))};
+    const char **names = calloc((size_t)nin + 1, sizeof *names), **files = calloc((size_t)nin + 1, sizeof *files);
+    int rc = sets->t && names && files ? 0 : fail("out of memory");
+    for (int k = 0; k < nin; k++)
+        if (names)
+            names[k] = g->inputs[k]->name;
+    if (rc == 0)
+        rc = read_inputs(a, names, nin, sets->t, files);
+    for (int k = 0; rc == 0 && k < nin; k++)
+        if (!files[k] && icc_verify_random_input(&sets->t[k], &g->inputs[k]->type, (uint64_t)k + 1, d) < 0)
+            rc = fail("%s: input '%s': %s", a->model, names[k], d->msg);
+    free(names);
+    free(files);
+    if (rc)
+        icc_verify_sets_free(sets);
+    return rc ? -1 : 0;
+}
+
+/* The outputs' report: text, or with --json one object per output. */
+static void report_outputs(const args *a, const icc_verify_output *o, int n, double thr, bool pair, FILE *json)
+{
+    for (int k = 0; k < n; k++) {
+        if (json) {
+            fputs(k ? ", " : "", json);
+            icc_verify_json_output(json, &o[k]);
+            continue;
+        }
+        char status[96] = "ok";
+        if (o[k].shape_differs)
+            snprintf(status, sizeof status, "MISMATCH");
+        else if (pair && o[k].below)
+            snprintf(status, sizeof status, "BELOW %g dB", thr);
+        else if (o[k].bad > 0)
+            snprintf(status, sizeof status, "MISMATCH (%lld beyond atol %g + rtol %g)", (long long)o[k].bad, a->atol,
+                     a->rtol);
+        icc_verify_print_output(stdout, &o[k], status);
+    }
+}
+
+/* --bisect: the first node (topological order) whose output's SQNR is
+ * below thr is added to the keep list, the per-node comparison re-run on
+ * the graph that makes, until no node is below (at most 16 rounds); then
+ * the outputs are re-verified compiled with that list. p0 is the first
+ * round's comparison. *keep_out receives the list (malloc'd; NULL when
+ * nothing was added). */
+static int bisect(const args *a, verify_side *r, const verify_side *t0, const icc_verify_per_node *p0,
+                  const char *const *names, const icc_verify_sets *sets, double thr, const char *dir,
+                  char **keep_out, FILE *json, icc_diag *d)
+{
+    char *keep = a->prec.keep ? strdup(a->prec.keep) : NULL;
+    icc_verify_per_node p = *p0, cur = {0};
+    const ir_graph *g = t0->g;     /* the graph p's rows are from (they borrow its names) */
+    verify_side t = {0};
+    int rc = 0, added = 0;
+    const char *why = NULL;
+    *keep_out = NULL;
+    if (json) {
+        fputs(", \"bisect\": {\"threshold_db\": ", json);
+        icc_verify_json_number(json, thr);
+        fputs(", \"steps\": [", json);
+    }
+    for (int round = 0; round < 16; round++) {
+        int first = icc_verify_first_below(&p, thr), i = icc_verify_pick(&p, g, thr);
+        if (first < 0) {
+            if (!json)
+                printf("bisect: every compared node's output is at or above %g dB%s\n", thr, added ? " now" : "");
+            break;
+        }
+        const icc_verify_node_row *f = &p.rows[first], *row = i >= 0 ? &p.rows[i] : NULL;
+        if (!json)
+            printf("bisect: first node below %g dB: '%s' (%s), output '%s' at %.2f dB\n", thr, f->node_name,
+                   ir_ops[f->op].name, f->value, f->m.sqnr_db);
+        if (row && row != f && !json)
+            printf("bisect:   it is not lowered: its error comes from its inputs; of the lowered nodes it depends "
+                   "on, '%s' (%s) has the lowest SQNR, %.2f dB\n", row->node_name, ir_ops[row->op].name,
+                   row->m.sqnr_db);
+        if (json) {
+            fprintf(json, "%s{\"node\": ", round ? ", " : "");
+            icc_verify_json_string(json, f->node_name);
+            fprintf(json, ", \"op\": \"%s\", \"value\": ", ir_ops[f->op].name);
+            icc_verify_json_string(json, f->value);
+            fputs(", \"sqnr_db\": ", json);
+            icc_verify_json_number(json, f->m.sqnr_db);
+            if (row) {
+                fputs(", \"keep\": ", json);
+                icc_verify_json_string(json, row->node_name);
+            }
+            fputc('}', json);
+        }
+        if (!row) {
+            why = "it is not lowered and no lowered node it depends on is left: its error is not one node's";
+            break;
+        }
+        if (!*row->node_name) {
+            why = "the node has no name for --keep-fp32";
+            break;
+        }
+        if (a->prec.mode == ICC_PREC_FP32) {
+            why = "MODEL is compared as given (no --precision): nothing to keep in fp32";
+            break;
+        }
+        if (icc_verify_list_has(keep, row->node_name)) {
+            why = "it is kept in fp32 already";
+            break;
+        }
+        char *k2 = icc_verify_list_append(keep, row->node_name);
+        if (!k2) {
+            rc = ir_errorf(d, "out of memory");
+            break;
+        }
+        free(keep);
+        keep = k2;
+        added++;
+        icc_precision_opts po = a->prec;
+        po.keep = keep;
+        verify_side t2 = {0};
+        icc_verify_per_node p2 = {0};
+        if (side_build(a, a->model, &po, NULL, NULL, &t2, d) < 0 ||
+            per_node(r, &t2, a->model, names, sets, &p2, d) < 0) {
+            side_free(&t2);
+            rc = -1;
+            break;
+        }
+        /* the rows borrow the graph's names: drop the previous pair only now */
+        icc_verify_per_node_free(&cur);
+        side_free(&t);
+        cur = p2, t = t2, p = cur, g = t.g;
+    }
+    if (json)
+        fputs("]", json);
+    if (why && !json)
+        printf("bisect: stopped: %s\n", why);
+    if (rc == 0 && added) {
+        /* The fix, compiled: every output before and after. */
+        icc_precision_opts po = a->prec;
+        po.keep = keep;
+        verify_side t = {0};
+        int nout = r->g->noutputs;
+        icc_verify_output *o = calloc((size_t)nout + 1, sizeof *o);
+        double tr, tt;
+        if (!o)
+            rc = ir_errorf(d, "out of memory");
+        else if (side_build(a, a->model, &po, dir, "fixed", &t, d) < 0 ||
+                 measure_outputs(a, r, &t, names, sets, thr, o, &tr, &tt, d) < 0)
+            rc = -1;
+        if (rc == 0 && json) {
+            fputs(", \"keep_fp32\": ", json);
+            icc_verify_json_string(json, keep);
+            fputs(", \"outputs_after\": [", json);
+            report_outputs(a, o, icc_model_describe(t.m)->noutputs, thr, true, json);
+            fputs("]", json);
+        } else if (rc == 0) {
+            printf("re-verified with --keep-fp32=%s:\n", keep);
+            report_outputs(a, o, icc_model_describe(t.m)->noutputs, thr, true, NULL);
+            printf("fix: --keep-fp32=%s\n", keep);
+        }
+        free(o);
+        side_free(&t);
+        *keep_out = keep;
+        keep = NULL;
+    }
+    if (json && why) {
+        fputs(", \"stopped\": ", json);
+        icc_verify_json_string(json, why);
+    }
+    if (json)
+        fputs("}", json);
+    icc_verify_per_node_free(&cur);
+    side_free(&t);
+    free(keep);
+    return rc;
+}
+
+/* icc verify MODEL. Without --precision (or --reference): compiles MODEL
+ * (as `icc MODEL -o model.so` would) to a temporary .so and runs it and
+ * the reference interpreter (on the graph before any pass) on the same
+ * inputs, and prints each output's errors; exit 1 beyond --rtol/--atol.
+ * With --precision=P: compiles MODEL at fp32 (or --reference, the fp32
+ * model a reduced MODEL came from) and at P, runs both, and prints how far
+ * P's outputs are from fp32's; exit 1 when one's SQNR is below the
+ * threshold. --per-node and --bisect compare every intermediate through
+ * the interpreter (docs/precision.md). */
 static int cmd_verify(const args *a)
 {
     icc_diag d = {{0}};
-    int rc = 1, nin = 0, nout = 0;
-    char dir[] = "/tmp/icc-verify-XXXXXX", so[64] = "";
-    icc_model *m = NULL;
-    icc_context *ctx = NULL;
-    ir_tensor *in = NULL, *want = NULL, *got = NULL;
-    icc_tensor *tin = NULL;
-    void **bufs = NULL;
-    const char **names = NULL, **files = NULL;
-    bool ran = false;
-    ir_graph *ref = load_model(a->model, &d), *g = NULL;
-    if (!ref || pin_shapes(a, ref, &d) < 0 || !(g = load_model(a->model, &d)) || pin_shapes(a, g, &d) < 0) {
-        fail("%s%s%s", ref ? a->model : "", ref ? ": " : "", d.msg);
-        goto done;
-    }
-    double t0 = now_s();
-    if (compile_passes(a, g, &d) < 0) {
-        fail("%s: %s", a->model, d.msg);
-        goto done;
-    }
+    bool pair = a->prec.mode != ICC_PREC_FP32 || a->reference;
+    if (a->ninputs && a->inputs_dir)
+        return fail("give --input NAME=FILE.npy or --inputs=DIR, not both");
+    if ((a->per_node || a->bisect) && !pair)
+        return fail("--per-node and --bisect compare two precisions: give --precision=P (or --reference=FP32_MODEL)");
+    double thr = !isnan(a->bisect_db) ? a->bisect_db : icc_verify_default_threshold(a->prec.mode);
+    int rc = 1, nout = 0;
+    char dir[] = "/tmp/icc-verify-XXXXXX";
+    bool made_dir = false;
+    verify_side r = {0}, t = {0};
+    icc_verify_sets sets = {0};
+    icc_verify_output *o = NULL;
+    icc_verify_per_node pn = {0};
+    const char **names = NULL;
+    char *fix = NULL;
+    const icc_precision_opts fp32 = {ICC_PREC_FP32, NULL, false, NULL};
+    FILE *json = a->json ? stdout : NULL;
     if (!mkdtemp(dir)) {
         fail("cannot make a temporary folder: %s", strerror(errno));
         goto done;
     }
-    snprintf(so, sizeof so, "%s/model.so", dir);
-    icc_compile_opts o = {NULL, so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false, a->embed_limit,
-                          NULL};
-    if (icc_compile_graph(g, &o, &d) < 0) {
-        fail("%s: %s", a->model, d.msg);
+    made_dir = true;
+    if (side_build(a, a->model, pair ? &a->prec : &fp32, dir, "test", &t, &d) < 0) {
+        fail("%s", d.msg);
         goto done;
     }
-    double t_compile = now_s() - t0;
-    nin = ref->ninputs;
-    nout = ref->noutputs;
-    in = calloc((size_t)nin + 1, sizeof *in);
-    tin = calloc((size_t)nin + 1, sizeof *tin);
-    want = calloc((size_t)nout + 1, sizeof *want);
-    got = calloc((size_t)nout + 1, sizeof *got);
-    bufs = calloc((size_t)nout + 1, sizeof *bufs);
-    names = calloc((size_t)nin + 1, sizeof *names);
-    files = calloc((size_t)nin + 1, sizeof *files);
-    if (!in || !tin || !want || !got || !bufs || !names || !files) {
+    if (pair ? side_build(a, a->reference ? a->reference : a->model, &fp32, dir, "ref", &r, &d) < 0
+             : !(r.g = load_model(a->model, &d)) || pin_shapes(a, r.g, &d) < 0) {
+        fail("%s%s%s", r.g && !pair ? a->model : "", r.g && !pair ? ": " : "", d.msg);
+        goto done;
+    }
+    const ir_graph *gin = pair ? t.g : r.g;   /* whose inputs the sets hold */
+    if (verify_inputs(a, gin, &sets, &d) < 0)
+        goto done;
+    names = calloc((size_t)gin->ninputs + 1, sizeof *names);
+    nout = icc_model_describe(t.m)->noutputs;
+    o = calloc((size_t)nout + 1, sizeof *o);
+    if (!names || !o) {
         fail("out of memory");
         goto done;
     }
-    for (int k = 0; k < nin; k++)
-        names[k] = ref->inputs[k]->name;
-    if (read_inputs(a, names, nin, in, files) < 0)
+    for (int k = 0; k < gin->ninputs; k++)
+        names[k] = gin->inputs[k]->name;
+    double t_ref = 0, t_test = 0;
+    if (measure_outputs(a, &r, &t, names, &sets, thr, o, &t_ref, &t_test, &d) < 0) {
+        fail("%s", d.msg);
         goto done;
-    for (int k = 0; k < nin; k++) {
-        if (!files[k] && icc_verify_random_input(&in[k], &ref->inputs[k]->type, (uint64_t)k + 1, &d) < 0) {
-            fail("%s: input '%s': %s", a->model, names[k], d.msg);
+    }
+    if (json) {
+        fputs("{\"model\": ", json);
+        icc_verify_json_string(json, a->model);
+        fprintf(json, ", \"precision\": \"%s\", \"reference\": ", icc_precision_name(a->prec.mode));
+        icc_verify_json_string(json, a->reference ? a->reference : pair ? "fp32" : "interpreter");
+        fprintf(json, ", \"sets\": %d, \"threshold_db\": ", sets.nsets);
+        icc_verify_json_number(json, pair ? thr : NAN);
+        fputs(", \"outputs\": [", json);
+    } else if (pair) {
+        const char *pn = icc_precision_name(a->prec.mode);
+        if (a->reference)
+            printf("%s (%s) compiled in %.2f s, the reference %s (fp32) in %.2f s; %d input set%s; first run "
+                   "%.3f ms, reference %.3f ms\n",
+                   a->model, pn, t.seconds, a->reference, r.seconds, sets.nsets, sets.nsets == 1 ? "" : "s",
+                   t_test * 1e3, t_ref * 1e3);
+        else
+            printf("%s: compiled at fp32 in %.2f s and at %s in %.2f s; %d input set%s; first run %.3f ms fp32, "
+                   "%.3f ms %s\n",
+                   a->model, r.seconds, pn, t.seconds, sets.nsets, sets.nsets == 1 ? "" : "s", t_ref * 1e3,
+                   t_test * 1e3, pn);
+    } else {
+        printf("%s: compiled in %.2f s; first run %.3f ms compiled, %.3f ms interpreted%s\n", a->model, t.seconds,
+               t_test * 1e3, t_ref * 1e3, sets.nsets > 1 ? " (first input set)" : "");
+    }
+    report_outputs(a, o, nout, thr, pair, json);
+    if (json)
+        fputs("]", json);
+    if (a->per_node || a->bisect) {
+        if (per_node(&r, &t, a->model, names, &sets, &pn, &d) < 0) {
+            if (json)
+                fputs("}\n", json);
+            fail("%s", d.msg);
             goto done;
         }
-        tin[k] = (icc_tensor){in[k].data, ir_dtype_to_onnx(in[k].dtype), in[k].rank, in[k].dims};
-    }
-    t0 = now_s();
-    if (ir_interp_run(ref, in, want, &d) < 0) {
-        fail("%s: the interpreter: %s", a->model, d.msg);
-        goto done;
-    }
-    ran = true;
-    double t_interp = now_s() - t0;
-    if (icc_model_open(so, a->name, &m) != ICC_OK || icc_context_create(m, NULL, &ctx) != ICC_OK) {
-        fail("%s", icc_last_error());
-        goto done;
-    }
-    for (int k = 0; k < nout; k++) {
-        ir_tensor *w = &want[k];
-        if (ir_tensor_init(&got[k], w->dtype, w->rank, w->dims, &d) < 0 ||
-            !(got[k].data = bufs[k] = calloc(1, got[k].nbytes + 1))) {
-            fail("out of memory");
+        if (a->per_node && json) {
+            fputs(", \"per_node\": ", json);
+            icc_verify_json_per_node(json, &pn);
+        } else if (a->per_node) {
+            icc_verify_print_per_node(stdout, &pn, thr, a->reference ? a->reference : "fp32");
+        }
+        if (a->bisect && bisect(a, &r, &t, &pn, names, &sets, thr, dir, &fix, json, &d) < 0) {
+            if (json)
+                fputs("}\n", json);
+            fail("%s", d.msg);
             goto done;
         }
     }
-    t0 = now_s();
-    if (icc_run_tensors(ctx, tin, nin, bufs) != ICC_OK) {
-        fail("%s: the compiled model: %s", a->model, icc_context_error(ctx));
-        goto done;
-    }
-    double t_run = now_s() - t0;
-    printf("%s: compiled in %.2f s; first run %.3f ms compiled, %.3f ms interpreted\n", a->model, t_compile,
-           t_run * 1e3, t_interp * 1e3);
+    if (json)
+        fputs("}\n", json);
     rc = 0;
-    for (int k = 0; k < nout; k++) {
-        icc_verify_diff df;
-        icc_verify_compare(&got[k], &want[k], a->rtol, a->atol, &df);
-        if (df.shape_differs) {
-            printf("  %s: shapes differ: MISMATCH\n", ref->outputs[k]->name);
+    for (int k = 0; k < nout && !rc; k++)
+        if (o[k].shape_differs || o[k].bad > 0 || o[k].below) {
             rc = 1;
-            continue;
+            if (!pair)
+                fail("%s: the compiled model differs from the interpreter", a->model);
+            else if (o[k].shape_differs)
+                fail("%s: output '%s' has another shape at %s", a->model, o[k].name, icc_precision_name(a->prec.mode));
+            else
+                fail("%s: output '%s'%s%s: SQNR %.2f dB against %s, below %g dB%s%s", a->model, o[k].name,
+                     a->prec.mode ? " at " : "", a->prec.mode ? icc_precision_name(a->prec.mode) : "",
+                     o[k].s.worst.sqnr_db, a->reference ? a->reference : "fp32", thr, fix ? "; fixed by --keep-fp32=" : "", fix ? fix : "");
         }
-        printf("  %s: %lld elements, max abs error %.3g, max rel error %.3g: %s", ref->outputs[k]->name,
-               (long long)want[k].numel, df.max_abs, df.max_rel, df.bad ? "MISMATCH" : "ok");
-        if (df.bad)
-            printf(" (%lld beyond atol %g + rtol %g)", (long long)df.bad, a->atol, a->rtol);
-        printf("\n");
-        rc |= df.bad != 0;
-    }
-    if (rc)
-        fail("%s: the compiled model differs from the interpreter", a->model);
 done:
-    icc_context_destroy(ctx);
-    icc_model_close(m);
-    if (so[0]) {
-        unlink(so);
+    fflush(stdout);
+    side_free(&t);
+    side_free(&r);
+    if (made_dir)
         rmdir(dir);
-    }
-    if (in)
-        ir_tensors_free(in, nin);
-    if (ran)
-        ir_tensors_free(want, nout);
-    if (got)
-        ir_tensors_free(got, nout);
-    free(in);
-    free(tin);
-    free(want);
-    free(got);
-    free(bufs);
+    icc_verify_sets_free(&sets);
+    icc_verify_per_node_free(&pn);
+    free(o);
     free(names);
-    free(files);
-    ir_graph_destroy(ref);
-    ir_graph_destroy(g);
+    free(fix);
     return rc;
 }
 
@@ -1199,7 +1561,7 @@ static const char *self_path(const char *argv0)
 
 int main(int argc, char **argv)
 {
-    args a = {.cmd = "compile", .level = -1, .dflt_level = 0, .rtol = 1e-4, .atol = 1e-5,
+    args a = {.cmd = "compile", .level = -1, .dflt_level = 0, .rtol = 1e-4, .atol = 1e-5, .bisect_db = NAN,
               .embed_limit = (int64_t)1 << 30};
     bool weights_embedded = false;
     if (argc > 1 && !strcmp(argv[1], "bench"))   /* options of its own (tools/bench.c) */
@@ -1250,6 +1612,16 @@ int main(int argc, char **argv)
             a.prec.keep = s + 12;
         } else if (!strcmp(s, "--no-default-keep")) {
             a.prec.no_default_keep = true;
+        } else if (!strncmp(s, "--calibrate=", 12)) {
+            a.calibrate = s + 12;
+        } else if (!strncmp(s, "--calibrate-method=", 19)) {
+            icc_diag d = {{0}};
+            if (icc_calib_method_parse(s + 19, &a.calib, &d) < 0)
+                return fail("%s", d.msg);
+        } else if (!strncmp(s, "--int8-activations=", 19)) {
+            if (strcmp(s + 19, "u8") && strcmp(s + 19, "i8"))
+                return fail("--int8-activations=%s: expected u8 (asymmetric) or i8 (symmetric)", s + 19);
+            a.calib.symmetric = !strcmp(s + 19, "i8");
         } else if (!strncmp(s, "-march=", 7)) {
             a.march = s + 7;
         } else if (!strncmp(s, "--target-triple=", 16)) {
@@ -1280,6 +1652,19 @@ int main(int argc, char **argv)
             if (end == s + 7 || *end || !(v >= 0))
                 return fail("%.6s needs a non-negative number, not '%s'", s, s + 7);
             *(s[2] == 'r' ? &a.rtol : &a.atol) = v;
+        } else if (!strncmp(s, "--inputs=", 9)) {
+            a.inputs_dir = s + 9;
+        } else if (!strncmp(s, "--reference=", 12)) {
+            a.reference = s + 12;
+        } else if (!strcmp(s, "--per-node")) {
+            a.per_node = true;
+        } else if (!strcmp(s, "--json")) {
+            a.json = true;
+        } else if (!strcmp(s, "--bisect") || !strncmp(s, "--bisect=", 9)) {
+            char *end;
+            a.bisect = true;
+            if (s[8] == '=' && ((a.bisect_db = strtod(s + 9, &end)), end == s + 9 || *end || !isfinite(a.bisect_db)))
+                return fail("--bisect=DB needs a number of dB (an SQNR), not '%s'", s + 9);
         } else if (!strncmp(s, "--name=", 7)) {
             a.name = s + 7;
         } else if (!strncmp(s, "--emit=", 7)) {
@@ -1310,6 +1695,9 @@ int main(int argc, char **argv)
     }
     if (weights_embedded || a.external_weights)
         a.embed_limit = 0;
+    if (strcmp(a.cmd, "verify") && (a.inputs_dir || a.reference || a.per_node || a.bisect || a.json))
+        return fail("%s is only for 'icc verify'", a.inputs_dir ? "--inputs" : a.reference ? "--reference"
+                                                  : a.per_node ? "--per-node" : a.bisect ? "--bisect" : "--json");
     if (!strcmp(a.cmd, "info"))
         return cmd_info(&a);
     if (!strcmp(a.cmd, "run"))

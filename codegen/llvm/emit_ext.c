@@ -232,10 +232,171 @@ static int emit_dot(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* ---- pmaddwd: acc[i] += a[0]*ext(b0[i]) + a[1]*ext(b1[i]) ---------------- */
+
+/* Lanes [first, first + w) in one vpmaddwd: the rows b0 and b1 loaded as
+ * w bytes each, interleaved (b0[i], b1[i]) and extended to 2w i16, times
+ * the broadcast pair (a[0], a[1]), summed pairwise into w i32 and added
+ * to acc. Emitted straight-line: the accumulators are scratch that SROA
+ * turns into registers only when every access has a constant offset. */
+static void madd_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef apair, int64_t first, unsigned w,
+                       const char *name)
+{
+    bool zx = s->intrin == KIR_IN_PMADDWD_U8;
+    LLVMValueRef off = em_ci64(e, first);
+    LLVMTypeRef bt = LLVMVectorType(e->i8, w), wt = LLVMVectorType(e->i16, 2 * w), vt = LLVMVectorType(e->i32, w);
+    LLVMValueRef b0 = load_as(e, bt, at(e, e->i8, ptr[2], off), s->args[2].buf, 1);
+    LLVMValueRef b1 = load_as(e, bt, at(e, e->i8, ptr[3], off), s->args[3].buf, 1);
+    LLVMValueRef ix[64];
+    for (unsigned i = 0; i < 2 * w; i++)
+        ix[i] = LLVMConstInt(e->i32, i / 2 + (i % 2) * w, 0);
+    LLVMValueRef bi = LLVMBuildShuffleVector(e->b, b0, b1, LLVMConstVector(ix, 2 * w), "");
+    bi = zx ? LLVMBuildZExt(e->b, bi, wt, "") : LLVMBuildSExt(e->b, bi, wt, "");
+    LLVMValueRef zero = LLVMConstNull(vt);
+    LLVMValueRef av = LLVMBuildShuffleVector(e->b, LLVMBuildInsertElement(e->b, LLVMGetPoison(vt), apair, em_ci64(e, 0), ""),
+                                             LLVMGetPoison(vt), zero, "");
+    av = LLVMBuildBitCast(e->b, av, wt, "");
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0), args[] = {bi, av};
+    LLVMValueRef pacc = at(e, e->i32, ptr[0], off);
+    LLVMValueRef acc = load_as(e, vt, pacc, s->args[0].buf, 4);
+    store_to(e, LLVMBuildAdd(e->b, acc, LLVMBuildCall2(e->b, fty, f, args, 2, ""), ""), pacc, s->args[0].buf, 4);
+}
+
+/* One lane in scalar code (the same sums, wrapping). */
+static void madd_lane(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef a0, LLVMValueRef a1, int64_t lane)
+{
+    bool zx = s->intrin == KIR_IN_PMADDWD_U8;
+    LLVMValueRef off = em_ci64(e, lane);
+    LLVMValueRef pacc = at(e, e->i32, ptr[0], off), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
+    LLVMValueRef x[2];
+    for (int j = 0; j < 2; j++) {
+        x[j] = load_as(e, e->i8, at(e, e->i8, ptr[2 + j], off), s->args[2 + j].buf, 1);
+        x[j] = zx ? LLVMBuildZExt(e->b, x[j], e->i32, "") : LLVMBuildSExt(e->b, x[j], e->i32, "");
+    }
+    acc = LLVMBuildAdd(e->b, acc, LLVMBuildMul(e->b, a0, x[0], ""), "");
+    acc = LLVMBuildAdd(e->b, acc, LLVMBuildMul(e->b, a1, x[1], ""), "");
+    store_to(e, acc, pacc, s->args[0].buf, 4);
+}
+
+static int emit_madd(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[4];
+    for (int j = 0; j < 4; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    int64_t n = s->lanes, done = 0;
+    if (n > 256)
+        return ir_errorf(e->d, "kernel '%.100s': pmaddwd over %lld lanes (at most 256)", e->k->name, (long long)n);
+    /* the pair as one i32 (little-endian: a[0] in the low half) */
+    LLVMValueRef apair = load_as(e, e->i32, ptr[1], s->args[1].buf, 2);
+    if (has_feature(e, "avx512bw") && cg_target_vector_bits(e->t) >= 512)
+        for (; n - done >= 16; done += 16)
+            madd_chunk(e, s, ptr, apair, done, 16, "llvm.x86.avx512.pmaddw.d.512");
+    if (has_feature(e, "avx2"))
+        for (; n - done >= 8; done += 8)
+            madd_chunk(e, s, ptr, apair, done, 8, "llvm.x86.avx2.pmadd.wd");
+    if (done < n) {
+        LLVMValueRef a0 = load_as(e, e->i16, ptr[1], s->args[1].buf, 2);
+        LLVMValueRef a1 = load_as(e, e->i16, at(e, e->i16, ptr[1], em_ci64(e, 1)), s->args[1].buf, 2);
+        a0 = LLVMBuildSExt(e->b, a0, e->i32, "");
+        a1 = LLVMBuildSExt(e->b, a1, e->i32, "");
+        for (; done < n; done++)
+            madd_lane(e, s, ptr, a0, a1, done);
+    }
+    return 0;
+}
+
+/* ---- dpbusd_rows: acc[i] += sum_j zext(a[j]) * b~[j][i] -------------------- */
+
+/* Lanes [first, first + w) in one vpdpbusd: 4 rows of b (row stride rs
+ * elements) loaded as w bytes each and interleaved in quads (b0[i], b1[i],
+ * b2[i], b3[i]); u8 rows flip their top bit (b - 128 as an i8). */
+static void rows_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef rs, LLVMValueRef aquad,
+                       int64_t first, unsigned w, const char *name)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0);
+    LLVMTypeRef pt[3];
+    LLVMGetParamTypes(fty, pt);
+    LLVMTypeRef bt = LLVMVectorType(e->i8, w);
+    LLVMValueRef rows[4], ix[256];
+    for (int j = 0; j < 4; j++) {
+        LLVMValueRef off = LLVMBuildNSWAdd(e->b, em_ci64(e, first), LLVMBuildNSWMul(e->b, rs, em_ci64(e, j), ""), "");
+        rows[j] = load_as(e, bt, at(e, e->i8, ptr[2], off), s->args[2].buf, 1);
+    }
+    for (unsigned i = 0; i < 2 * w; i++)
+        ix[i] = LLVMConstInt(e->i32, i / 2 + (i % 2) * w, 0);
+    LLVMValueRef p01 = LLVMBuildShuffleVector(e->b, rows[0], rows[1], LLVMConstVector(ix, 2 * w), "");
+    LLVMValueRef p23 = LLVMBuildShuffleVector(e->b, rows[2], rows[3], LLVMConstVector(ix, 2 * w), "");
+    for (unsigned i = 0; i < 4 * w; i++) {
+        unsigned q = i / 4, j = i % 4;
+        ix[i] = LLVMConstInt(e->i32, j < 2 ? 2 * q + j : 2 * w + 2 * q + j - 2, 0);
+    }
+    LLVMValueRef quads = LLVMBuildShuffleVector(e->b, p01, p23, LLVMConstVector(ix, 4 * w), "");
+    if (s->intrin == KIR_IN_DPBUSD_ROWS_U8) {
+        for (unsigned i = 0; i < 4 * w; i++)
+            ix[i] = LLVMConstInt(e->i8, 0x80, 0);
+        quads = LLVMBuildXor(e->b, quads, LLVMConstVector(ix, 4 * w), "");
+    }
+    LLVMValueRef av = LLVMBuildInsertElement(e->b, LLVMGetPoison(LLVMVectorType(e->i32, w)), aquad, em_ci64(e, 0), "");
+    av = LLVMBuildShuffleVector(e->b, av, LLVMGetPoison(LLVMTypeOf(av)), LLVMConstNull(LLVMVectorType(e->i32, w)), "");
+    LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, first));
+    LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4), LLVMBuildBitCast(e->b, av, pt[1], ""),
+                            LLVMBuildBitCast(e->b, quads, pt[2], "")};
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
+    store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
+}
+
+static int emit_rows(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[3];
+    for (int j = 0; j < 3; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    const kir_buf *bb = &e->k->bufs[s->args[2].buf];
+    if (bb->dtype != IR_U8 && bb->dtype != IR_I8)
+        return ir_errorf(e->d, "kernel '%.100s': dpbusd_rows reads rows of u8 or i8, not %s", e->k->name,
+                         ir_dtype_name(bb->dtype));
+    int64_t n = s->lanes, done = 0;
+    if (n > 64)
+        return ir_errorf(e->d, "kernel '%.100s': dpbusd_rows over %lld lanes (at most 64)", e->k->name, (long long)n);
+    LLVMValueRef rs = e->stride[s->args[2].buf][bb->rank - 2];
+    LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
+    bool wide = cg_target_vector_bits(e->t) >= 512;
+    if (has_feature(e, "avx512vnni") && wide)
+        for (; n - done >= 16; done += 16)
+            rows_chunk(e, s, ptr, rs, aquad, done, 16, "llvm.x86.avx512.vpdpbusd.512");
+    if (has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl")))
+        for (; n - done >= 8; done += 8)
+            rows_chunk(e, s, ptr, rs, aquad, done, 8, "llvm.x86.avx512.vpdpbusd.256");
+    bool u8 = s->intrin == KIR_IN_DPBUSD_ROWS_U8;
+    for (; done < n; done++) { /* scalar lanes: the same sums */
+        LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
+        for (int j = 0; j < 4; j++) {
+            LLVMValueRef a = load_as(e, e->i8, at(e, e->i8, ptr[1], em_ci64(e, j)), s->args[1].buf, 1);
+            LLVMValueRef off = LLVMBuildNSWAdd(e->b, em_ci64(e, done), LLVMBuildNSWMul(e->b, rs, em_ci64(e, j), ""), "");
+            LLVMValueRef b = load_as(e, e->i8, at(e, e->i8, ptr[2], off), s->args[2].buf, 1);
+            b = u8 ? LLVMBuildSub(e->b, LLVMBuildZExt(e->b, b, e->i32, ""), LLVMConstInt(e->i32, 128, 0), "")
+                   : LLVMBuildSExt(e->b, b, e->i32, "");
+            acc = LLVMBuildAdd(e->b, acc, LLVMBuildMul(e->b, LLVMBuildZExt(e->b, a, e->i32, ""), b, ""), "");
+        }
+        store_to(e, acc, pacc, s->args[0].buf, 4);
+    }
+    return 0;
+}
+
 int em_intrinsic(em *e, const kir_stmt *s)
 {
     const char *nm = kir_intrin_name(s->intrin);
     switch (s->intrin) {
+    case KIR_IN_PMADDWD_S8:
+    case KIR_IN_PMADDWD_U8:
+        return emit_madd(e, s);
+    case KIR_IN_DPBUSD_ROWS_S8:
+    case KIR_IN_DPBUSD_ROWS_U8:
+        return emit_rows(e, s);
     case KIR_IN_DPBUSD:
     case KIR_IN_DPBF16:
         return emit_dot(e, s);

@@ -10,11 +10,13 @@
  * arithmetic, so no kernel branches on padding. f32 Conv runs as an
  * implicit GEMM on the contraction schedule's register tile (tile.h,
  * lower_conv_tiled); depthwise-like grouped f32 Conv keeps a vector loop
- * over output positions (lower_conv_fast); everything else is one
+ * over output positions (lower_conv_fast); MatMulInteger and group-1
+ * ConvInteger run the INT8 kernels of qgemm.c; everything else is one
  * accumulator per output element, the parallel loop over (batch, channel)
  * planes.
  */
 #include "codegen/lower/tile.h"
+#include "codegen/lower/qgemm.h"
 #include "ir/ops.h"
 #include "ir/ref/nn.h"
 
@@ -1052,6 +1054,15 @@ static int lower_conv_op(lctx *c)
         return -1;
     if (tiled_ok(c->n, &g))
         return lower_conv_tiled(c, &g);
+    if (c->n->op == IR_OP_CONV_INTEGER && g.group == 1) {
+        qconv_geom q = {.n = g.n, .batch = g.batch, .cin = g.cin, .cout = g.cout};
+        for (int j = 0; j < g.n; j++) {
+            q.in[j] = g.in[j], q.out[j] = g.out[j], q.k[j] = g.k[j];
+            q.s[j] = g.s[j], q.d[j] = g.d[j], q.pb[j] = g.pb[j];
+        }
+        if (qconv_ok(c, &q))
+            return lower_qconv(c, &q);
+    }
     if (c->n->op == IR_OP_CONV && fast_ok(c->n))
         return lower_conv_fast(c, &g);
     return lower_conv_naive(c, &g);
@@ -1060,9 +1071,12 @@ static int lower_conv_op(lctx *c)
 /* ---- MatMulInteger ------------------------------------------------------- */
 
 /* y[..., i, j] = sum_k (a[..., i, k] - za[i]) * (b[..., k, j] - zb[j]) in
- * i32, batch dims broadcast as numpy does. */
+ * i32, batch dims broadcast as numpy does: the pmaddwd kernel (qgemm.c)
+ * for a 2-D B of at least a vector's columns, else a scalar loop. */
 static int lower_matmul_integer(lctx *c)
 {
+    if (qgemm_ok(c))
+        return lower_qgemm(c);
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *to = &n->out[0]->type;

@@ -450,6 +450,31 @@ check "verify: differences beyond the tolerance fail, naming the output" verify_
 fails_cleanly "verify: made-up inputs need static dims" "input 'image': the input's shape is not static: pin it with --shape" \
   "$ICC" verify "$M"
 fails_cleanly "verify: bad --rtol" "--rtol needs a non-negative number, not 'x'" "$ICC" verify "$M" --rtol=x
+verify_metrics() {
+  # the second line: cosine and SQNR, and top-1/top-5 since probs[8,10] looks like class scores
+  "$ICC" verify "$M" --shape=image:8x1x8x8 --input image="$X" >"$T/verify" &&
+    grep -qE "^    cosine 1\.0000000, SQNR [0-9.]+ dB, top-1 8/8 \(100\.0%\), top-5 8/8 \(100\.0%\)$" "$T/verify"
+}
+check "verify: cosine, SQNR and top-k of the example's class scores" verify_metrics
+verify_bf16() {
+  # bf16 weights against fp32: still the same classes, SQNR well above the 30 dB threshold
+  "$ICC" verify "$M" --shape=image:8x1x8x8 --input image="$X" --precision=bf16 >"$T/verify" &&
+    grep -q "compiled at fp32 in .* and at bf16 in" "$T/verify" &&
+    grep -qE "^    cosine 0\.99999[0-9]+|^    cosine 1\.0000000" "$T/verify" && grep -q "top-1 8/8 (100.0%)" "$T/verify" &&
+    awk '/SQNR/ { for (i = 1; i < NF; i++) if ($i == "SQNR") exit !($(i + 1) + 0 > 40) }' "$T/verify"
+}
+check "verify --precision=bf16: the example against fp32" verify_bf16
+sets_dir() {
+  mkdir -p "$T/sets/0" "$T/sets/1" && cp "$X" "$T/sets/0/image.npy" && cp "$X" "$T/sets/1/image.npy" &&
+    "$ICC" verify "$M" --shape=image:8x1x8x8 --inputs="$T/sets" >"$T/verify" &&
+    grep -q "^  probs: 80 elements x 2 sets, " "$T/verify" && grep -q "top-1 16/16 (100.0%)" "$T/verify"
+}
+check "verify --inputs=DIR: numbered sets, top-k summed over them" sets_dir
+fails_cleanly "verify --inputs: a file naming no input" "sets/0/x.npy: the model has no input named 'x' \(its inputs: image\)" \
+  sh -c "cp '$X' '$T/sets/0/x.npy' 2>/dev/null; '$ICC' verify '$M' --shape=image:8x1x8x8 --inputs='$T/sets'"
+fails_cleanly "verify --per-node needs two precisions" "--per-node and --bisect compare two precisions" \
+  "$ICC" verify "$M" --shape=image:8x1x8x8 --per-node
+fails_cleanly "--json is only for verify" "--json is only for 'icc verify'" "$ICC" info "$M" --json
 
 output_names_kept() {
   # -O2 removes the Identity; the compiled model still calls its output y
@@ -503,6 +528,26 @@ no_partial_output() {
     [ -z "$(ls "$T" | grep '\.tmp')" ]
 }
 check "a failed write leaves no file" no_partial_output
+
+# int8: calibration sets and their errors (tests/models/int8_accuracy.py checks accuracy)
+mkdir -p "$T/cal/0" "$T/cal/1" "$T/nocal" "$T/badcal/0"
+python3 -c "import numpy as np,sys; [np.save(sys.argv[1]+'/%d/image.npy' % k, np.random.default_rng(k).random((2,1,8,8),dtype=np.float32)) for k in (0,1)]" "$T/cal"
+python3 -c "import numpy as np,sys; np.save(sys.argv[1], np.zeros((2,1,8,9),np.float32))" "$T/badcal/0/image.npy"
+int8_calibrated() {
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --calibrate="$T/cal" --calibrate-method=entropy --no-default-keep \
+    --emit=ir -o "$T/d8.icc" 2>"$T/cal.err" && grep -q "MatMulInteger" "$T/d8.icc" &&
+    grep -q "calibrate: set 1" "$T/cal.err" && grep -q "calibrate: 2 sets" "$T/cal.err"
+}
+check "int8: --calibrate runs every set, MatMulInteger in the IR" int8_calibrated
+fails_cleanly "int8: without --calibrate" "--precision=int8 needs activation ranges: give --calibrate=DIR" \
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --emit=ir
+fails_cleanly "int8: a folder without set 0" "no input set .*nocal/0" \
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --calibrate="$T/nocal" --emit=ir
+fails_cleanly "int8: a set that does not fit names the file" "badcal/0/image.npy: f32\\[2x1x8x9\\] does not fit input 'image'" \
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --calibrate="$T/badcal" --emit=ir
+fails_cleanly "int8: an unknown method" "--calibrate-method=kl: unknown method" "$ICC" "$M" --calibrate-method=kl
+fails_cleanly "int8: --calibrate with another precision" "--calibrate is for --precision=int8" \
+  "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8-dynamic --calibrate="$T/cal" --emit=ir
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

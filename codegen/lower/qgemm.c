@@ -1,0 +1,653 @@
+/* qgemm.c - the INT8 contractions: MatMulInteger (u8/i8 A [..., M, K] x
+ * u8/i8 B [K, N] -> i32) and group-1 ConvInteger (im2col per parallel
+ * chunk), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
+ * 4 k by vpdpbusd (VNNI, MatMulInteger only). docs/precision.md ("INT8
+ * kernels") has the algebra and the numbers.
+ *
+ * y[i, j] = sum_k (a[i,k] - za) * (b[k,j] - zb[j])
+ *         = sum_k a'[i,k] * b[k,j] - zb[j] * sum_k a'[i,k],  a' = a - za
+ * (exact in wrapping i32, as the reference's sum). The rows of A (all its
+ * dims but the last, flattened) come in blocks of R: each block's a' is
+ * packed once into a thread scratch of i16 (zero past K, so an odd K's
+ * last pair adds nothing) with its row sums, and then every column panel
+ * of W lanes of the parallel chunk runs over it: R x W/lanes vector
+ * accumulators (thread scratch with constant offsets, which LLVM keeps in
+ * registers) and per pair of k one pmaddwd intrinsic per row
+ * (kir_intrinsics.def): B's rows 2p and 2p+1 interleaved, widened to i16
+ * and multiplied by a'[i, 2p..2p+1] broadcast, summed pairwise into i32
+ * (16 multiply-adds; i16 x i16 products cannot saturate, unlike
+ * vpmaddubsw's). The zero point of B costs one multiply per output. The
+ * last column panel starts at N - W (it recomputes columns of the one
+ * before it: the sums run over all of K in registers, so nothing is
+ * accumulated twice) and rows past M are clamped to the last row, so no
+ * load leaves B or A. Parallel chunks are row blocks x column panels as
+ * in tile.c; with 16+ rows a chunk first copies its panels of B into
+ * thread scratch, K x W contiguous (internal: nothing outside this file
+ * sees the layout). The quad form (schedule.int8_quads) shifts operands
+ * into u8 x s8 and corrects with row and column sums.
+ */
+#include "codegen/lower/qgemm.h"
+
+enum { QG_MAX_ROWS = 32 };
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int64_t numel(const ir_type *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= t->dims[d].v;
+    return n;
+}
+
+static bool type_const(const ir_type *t)
+{
+    for (int d = 0; d < t->rank; d++)
+        if (!ir_dim_is_const(t->dims[d]) || t->dims[d].v < 1)
+            return false;
+    return true;
+}
+
+bool qgemm_ok(const lctx *c)
+{
+    const ir_node *n = c->n;
+    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
+    if (tb->rank != 2 || ta->rank < 2 || !type_const(ta) || !type_const(tb) || c->s->lanes < 4)
+        return false;
+    int64_t k = tb->dims[0].v, nn = tb->dims[1].v;
+    /* the panel must fit in a row of B; the lane count of one intrinsic */
+    /* thread scratch (256 KiB a kernel): a' of the rows and B's panels
+     * within 96 KiB each */
+    return nn >= c->s->lanes && k <= 8192 && numel(ta) < (INT64_C(1) << 40);
+}
+
+/* Zero point input i (absent: NULL) at index ch (a per-row or per-column
+ * vector; ignored for a single value), in i32. */
+static kir_expr *zp(lctx *c, int i, kir_expr *ch)
+{
+    const ir_node *n = c->n;
+    if (n->nin <= i || !n->in[i] || c->buf[i] < 0)
+        return NULL;
+    const ir_type *t = &n->in[i]->type;
+    kir_expr *idx[IR_MAX_RANK];
+    for (int d = 0; d < t->rank; d++)
+        idx[d] = numel(t) == 1 ? lw_i64c(c->k, 0) : ch;
+    return kir_op1(c->k, KIR_CAST, IR_I32, kir_load(c->k, c->buf[i], idx));
+}
+
+/* Index (first, 0, ..., 0, last) of a buffer of rank r: row `first` of
+ * dim 0 and the flat position `last` inside it (the linearization). */
+static void lin_idx(kir_kernel *k, int r, kir_expr *first, kir_expr *last, kir_expr **ix)
+{
+    ix[0] = first;
+    for (int d = 1; d < r - 1; d++)
+        ix[d] = lw_i64c(k, 0);
+    ix[r - 1] = last;
+}
+
+/* Index of a row-major [rows, cols] view of a buffer of rank r: the
+ * backends linearize, so the flat row in the second-to-last index with
+ * zeros before it addresses the element (lower_unflatten's note). */
+static void flat_idx(kir_kernel *k, int r, kir_expr *row, kir_expr *col, kir_expr **ix)
+{
+    for (int d = 0; d < r - 2; d++)
+        ix[d] = lw_i64c(k, 0);
+    ix[r - 2] = row;
+    ix[r - 1] = col;
+}
+
+
+/* ---- the kernel shared by both ops ----------------------------------------- */
+
+/* One contraction y[row, col] = sum_k a'[row, k] * b[k, col] - zb(col) *
+ * sum_k a'[row, k] on the pair kernel: R rows of a' packed in a16, W
+ * columns of B (a 2-D buffer [K, cols]) per panel. */
+typedef struct qg qg;
+struct qg {
+    int R, V, L;
+    int64_t W, K, kp;          /* kp: a16's row length (even, >= K, >= 2 W) */
+    int a16, acc, rs;          /* thread scratch; rs < 0: no B zero point */
+    /* quads (VNNI): a16 holds a~ = a + aoff as u8 in groups of 4 k (a
+     * tail group ending at K), B's u8 rows count as b - 128 (boff), and
+     * cs the chunk's column sums of B from column cbase */
+    bool quads;
+    int aoff, boff, cs;
+    kir_expr *cbase;
+    int bbuf;                  /* B: [K, cols], or packed [panels, K, W] when bq is set */
+    kir_expr *bq;              /* the packed panel of the current one (NULL: B in place) */
+    kir_intrin op;
+    kir_expr *rows[QG_MAX_ROWS];
+    kir_expr *colbase;         /* the output column of B's column 0 */
+    int64_t ncols;             /* output columns: stores stop there */
+    void *u;
+    kir_expr *(*a)(lctx *c, qg *q, int r, kir_expr *k);     /* a[row r, k] (u8/i8) */
+    kir_expr *(*za)(lctx *c, qg *q, int r);                  /* i32, or NULL */
+    kir_expr *(*zb)(lctx *c, qg *q, kir_expr *col);          /* at output column col: i32, or NULL */
+    /* the output's index of (row r, output column col) */
+    void (*out)(lctx *c, qg *q, int r, kir_expr *col, kir_expr **ix);
+};
+
+/* a' of the rows q->rows[] into a16 (zero past K), and their sums into rs. */
+/* The quads' a~ of row r: groups of 4 k, the last one (K not a multiple
+ * of 4) the quad ending at K with the k already counted zeroed. */
+static int qg_pack_quads(lctx *c, qg *q, kir_block *b, int r)
+{
+    kir_kernel *k = c->k;
+    int64_t k4 = q->K / 4 * 4;
+    int kv = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, k4), KIR_VECTOR, 4 * q->L);
+    if (!lk)
+        return -1;
+    kir_expr *a = kir_op1(k, KIR_CAST, IR_I32, q->a(c, q, r, kir_var(k, kv)));
+    a = kir_op1(k, KIR_CAST, IR_U8, kir_op2(k, KIR_ADD, IR_I32, a, kir_const_i(k, IR_I32, q->aoff)));
+    if (!kir_store(k, &lk->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, kv)}, a))
+        return -1;
+    int64_t end = k4;
+    if (q->K > k4) {
+        for (int j = 0; j < 4; j++) {
+            int64_t kk = q->K - 4 + j;
+            kir_expr *v = kir_const_i(k, IR_U8, 0);
+            if (kk >= k4)
+                v = kir_op1(k, KIR_CAST, IR_U8, kir_op2(k, KIR_ADD, IR_I32, kir_op1(k, KIR_CAST, IR_I32, q->a(c, q, r, lw_i64c(k, kk))),
+                                                         kir_const_i(k, IR_I32, q->aoff)));
+            if (!kir_store(k, b, q->a16, (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, k4 + j)}, v))
+                return -1;
+        }
+        end += 4;
+    }
+    int pv = kir_new_var(k);
+    kir_stmt *lz = kir_for(k, b, pv, lw_i64c(k, end), lw_i64c(k, q->kp), KIR_VECTOR, 4 * q->L);
+    return lz && kir_store(k, &lz->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, pv)}, kir_const_i(k, IR_U8, 0)) ? 0 : -1;
+}
+
+static int qg_pack(lctx *c, qg *q, kir_block *b)
+{
+    kir_kernel *k = c->k;
+    for (int r = 0; r < q->R; r++) {
+        if (q->quads) {
+            if (qg_pack_quads(c, q, b, r) < 0)
+                return -1;
+            goto sums;
+        }
+        int kv = kir_new_var(k);
+        kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, q->K), KIR_VECTOR, 2 * q->L);
+        if (!lk)
+            return -1;
+        kir_expr *a = kir_op1(k, KIR_CAST, IR_I32, q->a(c, q, r, kir_var(k, kv)));
+        kir_expr *za = q->za(c, q, r);
+        if (za)
+            a = kir_op2(k, KIR_SUB, IR_I32, a, za);
+        if (!kir_store(k, &lk->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, kv)}, kir_op1(k, KIR_CAST, IR_I16, a)))
+            return -1;
+        int pv = kir_new_var(k); /* the pad past K */
+        kir_stmt *lz = kir_for(k, b, pv, lw_i64c(k, q->K), lw_i64c(k, q->kp), KIR_VECTOR, 2 * q->L);
+        if (!lz || !kir_store(k, &lz->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, pv)}, kir_const_i(k, IR_I16, 0)))
+            return -1;
+    sums:
+        if (q->rs < 0)
+            continue;
+        int sv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
+        if (sa < 0 || !kir_acc_set(k, b, sa, kir_const_i(k, IR_I32, 0)))
+            return -1;
+        kir_stmt *ls = kir_for(k, b, sv, lw_i64c(k, 0), lw_i64c(k, q->kp), KIR_VECTOR, q->L);
+        kir_expr *v = kir_load(k, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, sv)});
+        if (!ls || !kir_acc_set(k, &ls->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, v))))
+            return -1;
+        if (!kir_store(k, b, q->rs, (kir_expr *[]){lw_i64c(k, r)}, kir_acc(k, sa)))
+            return -1;
+    }
+    return 0;
+}
+
+/* The panel of B's columns [j0, j0 + W): accumulators, the pairs of k,
+ * and the epilogue through lower_epi. */
+static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
+{
+    kir_kernel *k = c->k;
+    int R = q->R, V = q->V, L = q->L;
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++) {
+            int lv = kir_new_var(k);
+            kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), lw_i64c(k, L), KIR_VECTOR, L);
+            kir_expr *ix[] = {lw_i64c(k, r), lw_iaddc(k, kir_var(k, lv), (int64_t)v * L)};
+            if (!l || !kir_store(k, &l->body, q->acc, ix, kir_const_i(k, IR_I32, 0)))
+                return -1;
+        }
+    int pk = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, pk, lw_i64c(k, 0), lw_i64c(k, cdiv(q->K, q->quads ? 4 : 2)), KIR_SERIAL, 0);
+    if (!lk)
+        return -1;
+    if (q->quads) {
+        kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 4);
+        kir_expr *kr = lw_imin(k, k0, lw_i64c(k, q->K - 4)); /* the tail quad's rows end at K */
+        for (int r = 0; r < R; r++) {
+            kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0}, *ib[] = {kr, j0};
+            kir_expr *pb[] = {q->bq, kr, lw_i64c(k, 0)};
+            kir_iarg args[3] = {
+                {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
+                q->bq ? (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb} : (kir_iarg){.buf = q->bbuf, .nidx = 2, .idx = ib},
+            };
+            if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
+                return -1;
+        }
+        goto epilogue;
+    }
+    kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 2);
+    kir_expr *k1 = lw_imin(k, lw_iaddc(k, k0, 1), lw_i64c(k, q->K - 1));
+    for (int r = 0; r < R; r++) {
+        kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0};
+        kir_expr *ib0[] = {k0, j0}, *ib1[] = {k1, j0};
+        kir_expr *pb0[] = {q->bq, k0, lw_i64c(k, 0)}, *pb1[] = {q->bq, k1, lw_i64c(k, 0)};
+        kir_iarg args[4] = {
+            {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
+            {.buf = q->bbuf, .nidx = 2, .idx = ib0}, {.buf = q->bbuf, .nidx = 2, .idx = ib1},
+        };
+        if (q->bq) {
+            args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb0};
+            args[3] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb1};
+        }
+        if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
+            return -1;
+    }
+    /* y = acc - zb * rowsum, through the fused epilogue */
+epilogue:
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++) {
+            int lv = kir_new_var(k);
+            kir_expr *c0 = kir_iadd(k, q->colbase, lw_iaddc(k, j0, (int64_t)v * L));
+            kir_expr *hi = lw_imin(k, lw_i64c(k, L), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, q->ncols), c0));
+            kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), hi, KIR_VECTOR, L);
+            if (!l)
+                return -1;
+            kir_expr *bcol = lw_iaddc(k, kir_var(k, lv), (int64_t)v * L);
+            kir_expr *y = kir_load(k, q->acc, (kir_expr *[]){lw_i64c(k, r), bcol});
+            kir_expr *col = kir_iadd(k, c0, kir_var(k, lv));
+            kir_expr *zb = q->rs >= 0 ? q->zb(c, q, col) : NULL;
+            if (q->quads) {
+                /* y = sum a~ b~ - za~ cs - zb~ rowsum + K za~ zb~ */
+                kir_expr *zat = q->za(c, q, r), *zbt = zb;
+                if (q->aoff)
+                    zat = kir_op2(k, KIR_ADD, IR_I32, zat ? zat : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->aoff));
+                if (q->boff)
+                    zbt = kir_op2(k, KIR_SUB, IR_I32, zbt ? zbt : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->boff));
+                if (zat) {
+                    kir_expr *ci = kir_op2(k, KIR_SUB, IR_I64, col, q->cbase);
+                    y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zat, kir_load(k, q->cs, &ci)));
+                }
+                if (zbt) {
+                    kir_expr *rsum = kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)});
+                    y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zbt, rsum));
+                }
+                if (zat && zbt)
+                    y = kir_op2(k, KIR_ADD, IR_I32, y,
+                                kir_op2(k, KIR_MUL, IR_I32, kir_const_i(k, IR_I32, q->K), kir_op2(k, KIR_MUL, IR_I32, zat, zbt)));
+            } else if (zb) {
+                y = kir_op2(k, KIR_SUB, IR_I32, y,
+                            kir_op2(k, KIR_MUL, IR_I32, zb, kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)})));
+            }
+            kir_expr *oi[IR_MAX_RANK];
+            q->out(c, q, r, col, oi);
+            if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, lower_epi(c, y, oi))))
+                return -1;
+        }
+    return 0;
+}
+
+/* The tile for M rows and `cols` columns: R rows of V vectors within the
+ * schedule's accumulator registers, and the scratch. */
+static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t wmax, bool zb)
+{
+    kir_kernel *k = c->k;
+    q->L = c->s->lanes;
+    int regs = c->s->tile_rows * c->s->tile_vecs; /* accumulator registers */
+    q->R = M < c->s->tile_rows ? (int)M : c->s->tile_rows;
+    if (q->R < 1 || q->R > QG_MAX_ROWS)
+        return -1;
+    q->V = regs / q->R;
+    if (q->V > 8)
+        q->V = 8;
+    if (q->V > cdiv(cols, q->L))
+        q->V = (int)cdiv(cols, q->L);
+    if (q->V > wmax / q->L)
+        q->V = (int)(wmax / q->L);
+    if (q->V < 1)
+        q->V = 1;
+    q->W = (int64_t)q->V * q->L;
+    q->K = K;
+    int grp = q->quads ? 4 : 2;
+    q->kp = cdiv(K, grp) * grp;
+    if (q->kp < grp * q->W)
+        q->kp = grp * q->W; /* the group operand is checked as spanning grp W elements */
+    q->a16 = kir_add_scratch(k, q->quads ? "qa8" : "qa16", KIR_SPACE_THREAD, q->quads ? IR_U8 : IR_I16, 2,
+                             (int64_t[]){q->R, q->kp});
+    q->acc = kir_add_scratch(k, "qacc", KIR_SPACE_THREAD, IR_I32, 2, (int64_t[]){q->R, q->W});
+    q->rs = zb ? kir_add_scratch(k, "qrowsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){q->R}) : -1;
+    return q->a16 < 0 || q->acc < 0 || (zb && q->rs < 0) ? -1 : 0;
+}
+
+/* Chunks of nb row blocks x np column panels (at least min_chunks with
+ * nbat problems, as tile.c splits): *mcb blocks and *ncp panels each. */
+static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, int64_t *mcb, int64_t *ncp, int64_t *nrc,
+                      int64_t *ncc)
+{
+    int64_t rc = cdiv(nb, *mcb), cc = cdiv(np, *ncp);
+    while (nbat * rc * cc < c->s->min_chunks && (rc < nb || cc < np)) {
+        if (cc < np && (rc >= nb || np * rc >= nb * cc))
+            cc++;
+        else
+            rc++;
+    }
+    *mcb = cdiv(nb, rc);
+    *ncp = cdiv(np, cc);
+    *nrc = cdiv(nb, *mcb);
+    *ncc = cdiv(np, *ncp);
+}
+
+/* ---- MatMulInteger ------------------------------------------------------------ */
+
+typedef struct {
+    int ra;                    /* A's rank */
+    int64_t mrow;              /* A's second-to-last dim (per-row zero points) */
+} qmm;
+
+static kir_expr *mm_a(lctx *c, qg *q, int r, kir_expr *kx)
+{
+    kir_expr *ix[IR_MAX_RANK];
+    flat_idx(c->k, ((qmm *)q->u)->ra, q->rows[r], kx, ix);
+    return kir_load(c->k, c->buf[0], ix);
+}
+
+static kir_expr *mm_za(lctx *c, qg *q, int r) { return zp(c, 2, lw_iremc(c->k, q->rows[r], ((qmm *)q->u)->mrow)); }
+static kir_expr *mm_zb(lctx *c, qg *q, kir_expr *col) { (void)q; return zp(c, 3, col); }
+
+static void mm_out(lctx *c, qg *q, int r, kir_expr *col, kir_expr **ix)
+{
+    (void)q;
+    ir_type lead = c->n->out[0]->type;
+    lead.rank--;
+    lower_unflatten(c, &lead, q->rows[r], ix);
+    ix[lead.rank] = col;
+}
+
+int lower_qgemm(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
+    qmm u = {.ra = ta->rank, .mrow = ta->dims[ta->rank - 2].v};
+    int64_t M = numel(ta) / ta->dims[u.ra - 1].v, K = tb->dims[0].v, N = tb->dims[1].v;
+    qg q = {.u = &u, .a = mm_a, .za = mm_za, .zb = mm_zb, .out = mm_out, .bbuf = c->buf[1], .ncols = N,
+            .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
+    bool has_za = zp(c, 2, lw_i64c(k, 0)) != NULL, has_zb = zp(c, 3, lw_i64c(k, 0)) != NULL;
+    if (c->s->int8_quads && K >= 4) {
+        q.quads = true;
+        q.aoff = ta->dtype == IR_I8 ? 128 : 0; /* a + 128 is a u8 */
+        q.boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
+        q.op = tb->dtype == IR_U8 ? KIR_IN_DPBUSD_ROWS_U8 : KIR_IN_DPBUSD_ROWS_S8;
+        has_zb = has_zb || q.boff;
+    }
+    /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
+    if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, INT64_MAX, has_zb) < 0)
+        return -1;
+    /* panels stay inside B's rows: W <= N */
+    if (q.W > N)
+        return -1;
+    q.colbase = lw_i64c(k, 0);
+    int64_t nb = cdiv(M, q.R), np = cdiv(N, q.W);
+    int64_t ncp = 256 / q.W > 1 ? 256 / q.W : 1, mcb = c->s->tile_mc_blocks, nrc, ncc;
+    /* with enough rows to share it, a chunk copies its panels of B into
+     * thread scratch, each K x W contiguous (B's rows are N apart: read in
+     * place, a panel touches a line per k) */
+    bool pack = M >= 16 && K * q.W <= (INT64_C(96) << 10);
+    if (pack && ncp > (INT64_C(96) << 10) / (K * q.W))
+        ncp = (INT64_C(96) << 10) / (K * q.W);
+    qg_chunks(c, 1, nb, np, &mcb, &ncp, &nrc, &ncc);
+    int pv = kir_new_var(k), rbv = kir_new_var(k), qv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv);
+    kir_expr *rb0 = lw_imulc(k, lw_idivc(k, p, ncc), mcb), *q0 = lw_imulc(k, lw_iremc(k, p, ncc), ncp);
+    if (q.quads && (has_za || q.aoff)) {
+        /* the column sums of b~ over the chunk's columns [cbase, ...) */
+        if ((q.cs = kir_add_scratch(k, "qcolsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){ncp * q.W})) < 0)
+            return -1;
+        q.cbase = lw_imin(k, lw_imulc(k, q0, q.W), lw_i64c(k, N - q.W));
+        int lv = kir_new_var(k), kv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
+        kir_expr *hi = lw_imin(k, lw_i64c(k, ncp * q.W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), q.cbase));
+        kir_stmt *ll = kir_for(k, &lp->body, lv, lw_i64c(k, 0), hi, KIR_VECTOR, q.L);
+        if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q.boff * K)))
+            return -1;
+        kir_stmt *lk = kir_for(k, &ll->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
+        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), q.cbase)});
+        if (!lk || !kir_acc_set(k, &lk->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, bv))))
+            return -1;
+        if (!kir_store(k, &ll->body, q.cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
+            return -1;
+    }
+    if (pack) {
+        int pb = kir_add_scratch(k, "qbpanel", KIR_SPACE_THREAD, tb->dtype, 3, (int64_t[]){ncp, K, q.W});
+        int kv = kir_new_var(k), iv = kir_new_var(k), lv = kir_new_var(k);
+        if (pb < 0)
+            return -1;
+        kir_stmt *lk = kir_for(k, &lp->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
+        kir_expr *nq = lw_imin(k, lw_i64c(k, ncp), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, np), q0));
+        kir_stmt *li = lk ? kir_for(k, &lk->body, iv, lw_i64c(k, 0), nq, KIR_SERIAL, 0) : NULL;
+        kir_stmt *ll = li ? kir_for(k, &li->body, lv, lw_i64c(k, 0), lw_i64c(k, q.W), KIR_VECTOR, (int)q.W) : NULL;
+        if (!ll)
+            return -1;
+        kir_expr *j0 = lw_imin(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q.W), lw_i64c(k, N - q.W));
+        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), j0)});
+        if (!kir_store(k, &ll->body, pb, (kir_expr *[]){kir_var(k, iv), kir_var(k, kv), kir_var(k, lv)}, bv))
+            return -1;
+        q.bbuf = pb;
+    }
+    kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
+    if (!lrb)
+        return -1;
+    for (int r = 0; r < q.R; r++)
+        q.rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, rbv), q.R), r), lw_i64c(k, M - 1));
+    if (qg_pack(c, &q, &lrb->body) < 0)
+        return -1;
+    kir_stmt *lq = kir_for(k, &lrb->body, qv, q0, lw_imin(k, lw_i64c(k, np), lw_iaddc(k, q0, ncp)), KIR_SERIAL, 0);
+    if (!lq)
+        return -1;
+    if (pack)
+        q.bq = kir_op2(k, KIR_SUB, IR_I64, kir_var(k, qv), q0);
+    return qg_panel(c, &q, &lq->body, lw_imin(k, lw_imulc(k, kir_var(k, qv), q.W), lw_i64c(k, N - q.W)));
+}
+
+/* ---- ConvInteger ---------------------------------------------------------------
+ *
+ * Per batch item y[m, p] = sum_k w'[m, k] * x~[k, p] - zx * sum_k w'[m, k]
+ * with k = (channel, taps), p the flattened output position, w' = w -
+ * zw[m] and x~ the im2col matrix, x where the window is inside the input
+ * and zx in the padding (so padding adds nothing, as ConvInteger's
+ * reference pads with the zero point). A parallel chunk builds x~ for its
+ * columns (at most ~128 KiB of thread scratch) and runs the pair kernel
+ * over it for its output channels; weights are the packed rows. */
+
+typedef struct {
+    const qconv_geom *g;
+    int64_t taps, plane, nc;   /* taps per channel, output positions, columns per chunk */
+    bool flat;                 /* stride 1 and inner dims of the input's size */
+    int rw;                    /* the weight's rank */
+    kir_expr *nb;              /* the chunk's batch item */
+} qcv;
+
+static kir_expr *cv_a(lctx *c, qg *q, int r, kir_expr *kx)
+{
+    kir_expr *ix[IR_MAX_RANK];
+    lin_idx(c->k, ((qcv *)q->u)->rw, q->rows[r], kx, ix);
+    return kir_load(c->k, c->buf[1], ix);
+}
+
+static kir_expr *cv_za(lctx *c, qg *q, int r) { return zp(c, 3, q->rows[r]); }
+static kir_expr *cv_zb(lctx *c, qg *q, kir_expr *col) { (void)q; (void)col; return zp(c, 2, lw_i64c(c->k, 0)); }
+
+static void cv_out(lctx *c, qg *q, int r, kir_expr *col, kir_expr **ix)
+{
+    qcv *u = q->u;
+    const qconv_geom *g = u->g;
+    ix[0] = u->nb;
+    ix[1] = q->rows[r];
+    if (c->epi_root) { /* a fused epilogue reads operands per dim */
+        ir_type sp = {.rank = g->n};
+        for (int j = 0; j < g->n; j++)
+            sp.dims[j] = (ir_dim){.v = g->out[j]};
+        lower_unflatten(c, &sp, col, ix + 2);
+        return;
+    }
+    for (int j = 0; j < g->n - 1; j++)
+        ix[2 + j] = lw_i64c(c->k, 0);
+    ix[1 + g->n] = col;
+}
+
+bool qconv_ok(const lctx *c, const qconv_geom *g)
+{
+    if (c->s->lanes < 4 || g->n < 1)
+        return false;
+    int64_t taps = 1, plane = 1, iplane = 1;
+    for (int j = 0; j < g->n; j++) {
+        taps *= g->k[j];
+        plane *= g->out[j];
+        iplane *= g->in[j];
+    }
+    /* i32 index math; x~ for at least one panel of 8 vectors fits */
+    return g->cin * taps <= 8192 && plane < (INT64_C(1) << 30) && iplane * g->cin < (INT64_C(1) << 30);
+}
+
+/* x~ for the chunk's columns [p0, p0 + nc) into buffer col: row (ci, t) of
+ * lane l is x[nb, ci, o(p0 + l) * s - pb + t * d] inside the input, zx
+ * elsewhere (and past the plane). The index math runs in i32; masked
+ * lanes read element 0. */
+static int cv_im2col(lctx *c, qcv *u, int col, kir_block *b, kir_expr *p0)
+{
+    kir_kernel *k = c->k;
+    const qconv_geom *g = u->g;
+    ir_dtype xt = c->n->in[0]->type.dtype;
+    int cv = kir_new_var(k), tv = kir_new_var(k), lv = kir_new_var(k);
+    kir_stmt *lc = kir_for(k, b, cv, lw_i64c(k, 0), lw_i64c(k, g->cin), KIR_SERIAL, 0);
+    kir_stmt *lt = lc ? kir_for(k, &lc->body, tv, lw_i64c(k, 0), lw_i64c(k, u->taps), KIR_SERIAL, 0) : NULL;
+    kir_stmt *ll = lt ? kir_for(k, &lt->body, lv, lw_i64c(k, 0), lw_i64c(k, u->nc), KIR_VECTOR, 2 * c->s->lanes) : NULL;
+    if (!ll)
+        return -1;
+#define C32(v) kir_const_i(k, IR_I32, (v))
+    kir_expr *pos = kir_op1(k, KIR_CAST, IR_I32, kir_iadd(k, p0, kir_var(k, lv)));
+    kir_expr *ok = kir_op2(k, KIR_LT, IR_BOOL, pos, C32(u->plane)), *lin = C32(0);
+    int64_t op = 1, ip = 1, tp = 1;
+    for (int j = g->n - 1; j >= 0; j--) {
+        kir_expr *o = op > 1 ? kir_op2(k, KIR_DIV, IR_I32, pos, C32(op)) : pos;
+        if (j > 0)
+            o = kir_op2(k, KIR_REM, IR_I32, o, C32(g->out[j]));
+        kir_expr *t = kir_op1(k, KIR_CAST, IR_I32, lw_iremc(k, lw_idivc(k, kir_var(k, tv), tp), g->k[j]));
+        kir_expr *ih = kir_op2(k, KIR_ADD, IR_I32, kir_op2(k, KIR_MUL, IR_I32, o, C32(g->s[j])),
+                               kir_op2(k, KIR_SUB, IR_I32, kir_op2(k, KIR_MUL, IR_I32, t, C32(g->d[j])), C32(g->pb[j])));
+        ok = kir_op2(k, KIR_AND, IR_BOOL, ok, kir_op2(k, KIR_LE, IR_BOOL, C32(0), ih));
+        ok = kir_op2(k, KIR_AND, IR_BOOL, ok, kir_op2(k, KIR_LT, IR_BOOL, ih, C32(g->in[j])));
+        lin = kir_op2(k, KIR_ADD, IR_I32, lin, ip > 1 ? kir_op2(k, KIR_MUL, IR_I32, ih, C32(ip)) : ih);
+        op *= g->out[j];
+        ip *= g->in[j];
+        tp *= g->k[j];
+    }
+#undef C32
+    kir_expr *xi[IR_MAX_RANK];
+    xi[0] = u->nb;
+    xi[1] = kir_var(k, cv);
+    for (int j = 0; j < g->n - 1; j++)
+        xi[2 + j] = lw_i64c(k, 0);
+    kir_expr *zx = kir_const_i(k, xt, 0), *z0[IR_MAX_RANK] = {lw_i64c(k, 0)};
+    if (c->n->nin > 2 && c->n->in[2] && c->buf[2] >= 0)
+        zx = kir_load(k, c->buf[2], z0); /* a scalar or one value */
+    kir_expr *row = kir_iadd(k, lw_imulc(k, kir_var(k, cv), u->taps), kir_var(k, tv));
+    if (!u->flat) { /* a gather at the clamped index */
+        xi[1 + g->n] = kir_op1(k, KIR_CAST, IR_I64, kir_op3(k, KIR_SELECT, IR_I32, ok, lin, kir_const_i(k, IR_I32, 0)));
+        kir_expr *v = kir_op3(k, KIR_SELECT, xt, ok, kir_load(k, c->buf[0], xi), zx);
+        return kir_store(k, &ll->body, col, (kir_expr *[]){row, kir_var(k, lv)}, v) ? 0 : -1;
+    }
+    /* stride 1, inner dims of the output's size: the tap reads at a
+     * constant offset from the position, a contiguous load; lanes whose
+     * element would lie outside x (all of them padding) get zx from loops
+     * of their own, so no load leaves the buffer */
+    kir_expr *off = lw_i64c(k, 0);
+    int64_t st = 1, tq = 1;
+    for (int j = g->n - 1; j >= 0; j--) {
+        kir_expr *t = lw_iremc(k, lw_idivc(k, kir_var(k, tv), tq), g->k[j]);
+        off = kir_iadd(k, off, lw_imulc(k, lw_iaddc(k, lw_imulc(k, t, g->d[j]), -g->pb[j]), st));
+        st *= g->in[j];
+        tq *= g->k[j];
+    }
+    kir_expr *base = kir_iadd(k, kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, u->nb, g->cin), kir_var(k, cv)), st), p0), off);
+    kir_expr *lo = lw_imin(k, lw_i64c(k, u->nc), lw_imax(k, lw_i64c(k, 0), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 0), base)));
+    kir_expr *hi = lw_imax(k, lo, lw_imin(k, lw_i64c(k, u->nc),
+                                          kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, g->batch * g->cin * st), base)));
+    ll->lo = lo;
+    ll->hi = hi;
+    kir_expr *rel = kir_iadd(k, p0, off);
+    xi[1 + g->n] = kir_iadd(k, kir_var(k, lv), rel);
+    kir_expr *v = kir_op3(k, KIR_SELECT, xt, ok, kir_load(k, c->buf[0], xi), zx);
+    if (!kir_store(k, &ll->body, col, (kir_expr *[]){row, kir_var(k, lv)}, v))
+        return -1;
+    kir_expr *ranges[2][2] = {{lw_i64c(k, 0), lo}, {hi, lw_i64c(k, u->nc)}};
+    for (int i = 0; i < 2; i++) {
+        int fv = kir_new_var(k);
+        kir_stmt *lf = kir_for(k, &lt->body, fv, ranges[i][0], ranges[i][1], KIR_VECTOR, 2 * c->s->lanes);
+        if (!lf || !kir_store(k, &lf->body, col, (kir_expr *[]){row, kir_var(k, fv)}, zx))
+            return -1;
+    }
+    return 0;
+}
+
+int lower_qconv(lctx *c, const qconv_geom *g)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    qcv u = {.g = g, .taps = 1, .plane = 1, .rw = n->in[1]->type.rank, .flat = true};
+    for (int j = 0; j < g->n; j++) {
+        u.taps *= g->k[j];
+        u.plane *= g->out[j];
+        u.flat = u.flat && g->s[j] == 1 && (j == 0 || g->out[j] == g->in[j]);
+    }
+    int64_t K = g->cin * u.taps;
+    bool zx = n->nin > 2 && n->in[2] && c->buf[2] >= 0;
+    qg q = {.u = &u, .a = cv_a, .za = cv_za, .zb = cv_zb, .out = cv_out, .ncols = u.plane,
+            .op = n->in[0]->type.dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
+    /* x~ of one panel within 128 KiB (qconv_ok: K <= 8192, so W >= 16) */
+    if (qg_init(c, &q, g->cout, K, u.plane, (INT64_C(128) << 10) / K, zx) < 0)
+        return -1;
+    /* columns per chunk: x~ within 128 KiB, whole panels */
+    int64_t ncp = (INT64_C(128) << 10) / (K * q.W), np = cdiv(u.plane, q.W);
+    if (ncp < 1)
+        ncp = 1;
+    if (ncp > np)
+        ncp = np;
+    int64_t nb = cdiv(g->cout, q.R), mcb = nb, nrc, ncc;
+    qg_chunks(c, g->batch, nb, np, &mcb, &ncp, &nrc, &ncc);
+    u.nc = ncp * q.W;
+    int col = kir_add_scratch(k, "qcol", KIR_SPACE_THREAD, n->in[0]->type.dtype, 2, (int64_t[]){K, u.nc});
+    if (col < 0)
+        return -1;
+    q.bbuf = col;
+    int pv = kir_new_var(k), rbv = kir_new_var(k), qv = kir_new_var(k);
+    int64_t per = nrc * ncc;
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->batch * per), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv), *pc = lw_iremc(k, p, per);
+    u.nb = lw_idivc(k, p, per);
+    kir_expr *rb0 = lw_imulc(k, lw_iremc(k, pc, nrc), mcb), *p0 = lw_imulc(k, lw_idivc(k, pc, nrc), u.nc);
+    q.colbase = p0;
+    if (cv_im2col(c, &u, col, &lp->body, p0) < 0)
+        return -1;
+    kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
+    if (!lrb)
+        return -1;
+    for (int r = 0; r < q.R; r++)
+        q.rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, rbv), q.R), r), lw_i64c(k, g->cout - 1));
+    if (qg_pack(c, &q, &lrb->body) < 0)
+        return -1;
+    kir_stmt *lq = kir_for(k, &lrb->body, qv, lw_i64c(k, 0), lw_i64c(k, ncp), KIR_SERIAL, 0);
+    if (!lq)
+        return -1;
+    return qg_panel(c, &q, &lq->body, lw_imulc(k, kir_var(k, qv), q.W));
+}
