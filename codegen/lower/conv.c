@@ -1052,6 +1052,10 @@ static int lower_conv_op(lctx *c)
     geom g;
     if (!window_geom(c->n, &g))
         return -1;
+    /* No input channels: the output is the bias (or zero); the schedules
+     * below divide by the channel count. */
+    if (g.cg == 0)
+        return lower_conv_naive(c, &g);
     if (tiled_ok(c->n, &g))
         return lower_conv_tiled(c, &g);
     if (c->n->op == IR_OP_CONV_INTEGER && g.group == 1) {
