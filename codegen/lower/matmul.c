@@ -229,16 +229,19 @@ static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
     return epilogue(c, u->g, v, row, j);
 }
 
-/* The register-blocked form (see the file comment). Needs constant M, N, K
- * and batch dims (the parallel loop's bounds must be constant). */
+/* The register-blocked form (see the file comment). Needs constant N, K
+ * and batch dims (the parallel loop's bounds must be constant); M may be
+ * symbolic (a batch of rows), then the chunks split the columns. */
 static int lower_tiled(lctx *c, const mm_geo *g, int width)
 {
     int64_t nbat = 1;
     for (int d = 0; d < g->nbatch; d++)
         nbat *= g->to->dims[d].v;
     mm_tile u = {.g = g};
+    bool mdyn = !ir_dim_is_const(g->m);
     cg_tile t = {
-        .nbat = nbat, .m = g->m.v, .ng = 1, .n = g->n.v, .nkb = (g->kd.v + c->s->tile_kc - 1) / c->s->tile_kc,
+        .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
+        .nkb = (g->kd.v + c->s->tile_kc - 1) / c->s->tile_kc,
         .rows = c->s->tile_rows, .width = width, .u = &u,
         .setup = mm_setup, .k_open = mm_k_open, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
@@ -254,10 +257,13 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width)
 static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
 {
     kir_kernel *k = c->k;
-    int64_t M = g->m.v, N = g->n.v, K = g->kd.v;
+    /* a symbolic M (a batch of rows): every chunk runs all row blocks */
+    bool mdyn = !ir_dim_is_const(g->m);
+    int64_t M = mdyn ? 1 : g->m.v, N = g->n.v, K = g->kd.v;
     int64_t nbr = (M + dot - 1) / dot, nbc = (N + dot - 1) / dot;
     int64_t mcb = nbr < c->s->dot_chunk ? nbr : c->s->dot_chunk, ncb = nbc < c->s->dot_chunk ? nbc : c->s->dot_chunk;
     int64_t nrc = (nbr + mcb - 1) / mcb, ncc = (nbc + ncb - 1) / ncb;
+    kir_expr *mx = mdyn ? lw_dim_of(k, g->m) : NULL;
     int pv = kir_new_var(k), cbv = kir_new_var(k), rbv = kir_new_var(k), kv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
     if (!lp)
@@ -267,8 +273,9 @@ static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
     kir_expr *cb0 = kir_imul(k, kir_op2(k, KIR_REM, IR_I64, p, lw_i64c(k, ncc)), lw_i64c(k, ncb));
     kir_stmt *lc = kir_for(k, &lp->body, cbv, cb0, lw_imin(k, lw_i64c(k, nbc), kir_iadd(k, cb0, lw_i64c(k, ncb))),
                            KIR_SERIAL, 0);
-    kir_stmt *lr = lc ? kir_for(k, &lc->body, rbv, rb0, lw_imin(k, lw_i64c(k, nbr), kir_iadd(k, rb0, lw_i64c(k, mcb))),
-                                KIR_SERIAL, 0) : NULL;
+    kir_expr *rb1 = mdyn ? lw_idivc(k, kir_iadd(k, mx, lw_i64c(k, dot - 1)), dot)
+                         : lw_imin(k, lw_i64c(k, nbr), kir_iadd(k, rb0, lw_i64c(k, mcb)));
+    kir_stmt *lr = lc ? kir_for(k, &lc->body, rbv, mdyn ? lw_i64c(k, 0) : rb0, rb1, KIR_SERIAL, 0) : NULL;
     if (!lr)
         return -1;
     kir_block *tb = &lr->body;
@@ -277,7 +284,7 @@ static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
     for (int r = 0; r < dot; r++) {
         kir_expr *i = kir_iadd(k, kir_imul(k, kir_var(k, rbv), lw_i64c(k, dot)), lw_i64c(k, r));
         kir_expr *j = kir_iadd(k, kir_imul(k, kir_var(k, cbv), lw_i64c(k, dot)), lw_i64c(k, r));
-        rows[r] = lw_imin(k, i, lw_i64c(k, M - 1));
+        rows[r] = lw_imin(k, i, mdyn ? kir_op2(k, KIR_SUB, IR_I64, mx, lw_i64c(k, 1)) : lw_i64c(k, M - 1));
         cols[r] = lw_imin(k, j, lw_i64c(k, N - 1));
     }
     for (int r = 0; r < dot; r++)
@@ -315,7 +322,8 @@ int lower_matmul(lctx *c)
     mm_geo g;
     geo_init(c, &g);
     ir_dtype dt = g.ta->dtype;
-    bool consts = ir_dim_is_const(g.m) && ir_dim_is_const(g.n) && ir_dim_is_const(g.kd);
+    /* constant sizes, but for M, which may be a symbol (rows of a batch) */
+    bool consts = ir_dim_is_const(g.n) && ir_dim_is_const(g.kd) && (ir_dim_is_const(g.m) || g.m.sym > 0);
     for (int d = 0; d < g.nbatch; d++)
         consts = consts && ir_dim_is_const(g.to->dims[d]);
     /* The tile's row: 4 vector registers with 32 of them (AVX-512: 24
@@ -327,7 +335,8 @@ int lower_matmul(lctx *c)
     if (consts && vl > 0 && g.n.v < width)
         width = (g.n.v + vl - 1) / vl * vl;
     bool wide = dt == c->cdt && g.to->dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&
-                g.has_m && g.has_n && consts && g.n.v >= 4 && g.m.v >= 1 && g.kd.v >= 1 && vl >= 2;
+                g.has_m && g.has_n && consts && g.n.v >= 4 && (g.m.sym > 0 || g.m.v >= 1) && g.kd.v >= 1 &&
+                vl >= 2;
     if (wide && g.gemm && c->n->nin > 2 && c->n->in[2] && c->n->in[2]->type.dtype != dt)
         wide = false;
     /* transB: B's columns are a row apart; dot products along k instead

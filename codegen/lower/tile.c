@@ -21,6 +21,7 @@ typedef struct {
     int64_t nb, np, nq;       /* row blocks, column panels per group, panels in all */
     int64_t mcb, ncp;         /* row blocks and panels per chunk */
     kir_expr *rc, *cc;        /* this chunk's row and column chunk */
+    kir_expr *nb_dyn;         /* m_dyn: the row blocks at run time (each chunk runs all) */
 } tile_geo;
 
 /* The reduction blocks [kb0, kb1) of the chunk, in *b. All but the last
@@ -50,9 +51,9 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     if (!lj)
         return -1;
     kir_expr *j = kir_var(k, jv);
-    kir_expr *rb0 = kir_imul(k, q->rc, lw_i64c(k, q->mcb));
-    kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, lw_imin(k, lw_i64c(k, q->nb), kir_iadd(k, rb0, lw_i64c(k, q->mcb))),
-                            KIR_SERIAL, 0);
+    kir_expr *rb0 = q->nb_dyn ? lw_i64c(k, 0) : kir_imul(k, q->rc, lw_i64c(k, q->mcb));
+    kir_expr *rb1 = q->nb_dyn ? q->nb_dyn : lw_imin(k, lw_i64c(k, q->nb), kir_iadd(k, rb0, lw_i64c(k, q->mcb)));
+    kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, rb1, KIR_SERIAL, 0);
     if (!lrb)
         return -1;
     kir_block *tb = &lrb->body;
@@ -62,7 +63,9 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     kir_expr *oi[IR_MAX_RANK];
     for (int r = 0; r < R; r++) {
         kir_expr *row = kir_iadd(k, kir_imul(k, kir_var(k, rbv), lw_i64c(k, R)), lw_i64c(k, r));
-        rows[r] = lw_imin(k, row, lw_i64c(k, t->m - 1));
+        /* past the last row: the last row again (no row runs when there are none) */
+        rows[r] = lw_imin(k, row, t->m_dyn ? kir_op2(k, KIR_SUB, IR_I64, t->m_dyn, lw_i64c(k, 1))
+                                           : lw_i64c(k, t->m - 1));
         if ((acc[r] = kir_new_acc(k, c->cdt)) < 0)
             return -1;
         kir_expr *init = zero(c);
@@ -102,8 +105,10 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     int R = t->rows;
     if (R < 1 || R > TILE_MAX_ROWS || t->width < 1 || t->nkb < 1)
         return -1;
-    tile_geo q = {.nb = cdiv(t->m, R), .np = cdiv(t->n, t->width)};
+    tile_geo q = {.nb = t->m_dyn ? 1 : cdiv(t->m, R), .np = cdiv(t->n, t->width)};
     q.nq = t->ng * q.np;
+    if (t->m_dyn)
+        q.nb_dyn = lw_idivc(k, kir_iadd(k, t->m_dyn, lw_i64c(k, R - 1)), R);
     /* chunks of row blocks x column panels, split evenly; more of them
      * when there are too few to share between threads */
     int64_t nrc = cdiv(q.nb, c->s->tile_mc_blocks), ncc = cdiv(q.nq, c->s->tile_nc_panels);

@@ -7,8 +7,10 @@
  * (`width` lanes), g a group of columns (a Conv's output row; 1 for a
  * matrix). The reduction is split in `nkb` blocks whose partial sums go
  * through the output; the caller opens each block's loops (k_open) and
- * builds the operands at the loop variables it made. Needs constant sizes
- * (the parallel loop's bounds are constant).
+ * builds the operands at the loop variables it made. Sizes are constant,
+ * except the row count, which may be a run-time expression (m_dyn): the
+ * parallel loop's bounds stay constant because its chunks then split only
+ * the columns, each running every row block.
  */
 #ifndef ICC_CG_LOWER_TILE_H
 #define ICC_CG_LOWER_TILE_H
@@ -21,6 +23,8 @@ typedef struct cg_tile cg_tile;
 struct cg_tile {
     int64_t nbat;              /* independent problems (batch items) */
     int64_t m;                 /* rows */
+    kir_expr *m_dyn;           /* non-NULL: the row count, known at run time only (a symbolic
+                                  batch); m is unused and the chunks split the columns only */
     int64_t ng;                /* column groups */
     int64_t n;                 /* columns of a group: the vector loop */
     int64_t nkb;               /* blocks of the reduction */

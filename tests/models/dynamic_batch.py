@@ -4,7 +4,8 @@
 A small CNN (Conv, BatchNormalization, Relu, MaxPool, Conv with stride 2,
 GlobalAveragePool, Flatten, Gemm, Softmax) with its batch dim left symbolic is
 compiled once, then run for batches 1, 2 and 5; each output must match ONNX
-Runtime (rtol 1e-4, atol 1e-5). A model whose Reshape fixes the batch to 1
+Runtime (rtol 1e-4, atol 1e-5). So must an MLP whose rows are the batch
+(Gemm, Gemm transB, MatMul) at batches 0 to 64. A model whose Reshape fixes the batch to 1
 must refuse a batch of 2 with a message naming the node.
 
     python3 tests/models/dynamic_batch.py build/icc
@@ -52,6 +53,25 @@ def fixed(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def mlp(path):
+    """Rows of a symbolic batch through the three contraction forms: Gemm
+    (B as [K, N]), Gemm transB (as nn.Linear exports it, dot products along
+    k), MatMul; N of 3 is narrower than a vector, 37 not a multiple of one."""
+    r = np.random.default_rng(1)
+    w = lambda name, *shape: nh.from_array((r.standard_normal(shape) * 0.1).astype(np.float32), name)
+    inits = [w("w1", 70, 37), w("b1", 37), w("w2", 64, 37), w("b2", 64), w("w3", 64, 3)]
+    nodes = [
+        h.make_node("Gemm", ["x", "w1", "b1"], ["g1"]),
+        h.make_node("Relu", ["g1"], ["r1"]),
+        h.make_node("Gemm", ["r1", "w2", "b2"], ["g2"], transB=1),
+        h.make_node("Tanh", ["g2"], ["t2"]),
+        h.make_node("MatMul", ["t2", "w3"], ["y"]),
+    ]
+    g = h.make_graph(nodes, "mlp", [h.make_tensor_value_info("x", P.FLOAT, ["N", 70])],
+                     [h.make_tensor_value_info("y", P.FLOAT, ["N", 3])], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
 def main():
     icc = os.path.abspath(sys.argv[1])
     t = tempfile.mkdtemp()
@@ -67,6 +87,19 @@ def main():
         ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
         print("%s batch %d: max abs error %.3g" % ("ok  " if ok else "FAIL", n, np.abs(got - want).max()))
         failed += not ok
+    mlp(t + "/mlp.onnx")
+    s = ort.InferenceSession(t + "/mlp.onnx", providers=["CPUExecutionProvider"])
+    for level in ("-O0", "-O3"):
+        subprocess.run([icc, t + "/mlp.onnx", level, "-o", t + "/mlp.so"], check=True)
+        for n in (0, 1, 3, 17, 64):
+            x = np.random.default_rng(n).standard_normal((n, 70)).astype(np.float32)
+            np.save(t + "/x.npy", x)
+            subprocess.run([icc, "run", t + "/mlp.so", "--input", "x=" + t + "/x.npy", "-o", t + "/out"], check=True)
+            got, want = np.load(t + "/out/y.npy"), s.run(None, {"x": x})[0]
+            ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+            print("%s MLP %s, batch %d: max abs error %.3g" % ("ok  " if ok else "FAIL", level, n,
+                                                               np.abs(got - want).max() if n else 0))
+            failed += not ok
     fixed(t + "/fixed.onnx")
     subprocess.run([icc, t + "/fixed.onnx", "-o", t + "/fixed.so"], check=True)
     np.save(t + "/x2.npy", np.zeros((2, 4), np.float32))
