@@ -18,7 +18,8 @@ and each quantized model is compiled (`icc MODEL -O2 -o X.so`, or the level
 given), run (`icc run
 X.so`) and compared with ONNX Runtime on the same input: max abs error and
 cosine similarity of each output, cosine >= 0.999 required (integer outputs:
-at most 1 apart). A model icc cannot load is a failure, not a skip. The
+at most 1 apart); at -O2/-O3 the QDQ models must have no float Conv, MatMul or
+Gemm left (qdq made them integer contractions). A model icc cannot load is a failure, not a skip. The
 latency of icc (examples/runner/icc_runner, p50) next to ONNX Runtime's (p50,
 1 thread) is printed, not asserted. Exits 1 on any failure.
 
@@ -192,6 +193,14 @@ def main():
                 print("| %s | FAIL: %s |" % (label, r.stderr.strip()[:300]))
                 failed += 1
                 continue
+            if variant == "qdq" and level in ("-O2", "-O3"):
+                # every contraction of the quantized models runs on integers
+                ir = subprocess.run([icc, path, level, "--emit=ir"], capture_output=True, text=True).stdout
+                left = sorted(set(re.findall(r"= (Conv|MatMul|Gemm)\(", ir)))
+                if left or not re.search(r"= (ConvInteger|MatMulInteger)\(", ir):
+                    print("| %s | FAIL: float contractions left after qdq/lower-quant: %s |" % (label, left))
+                    failed += 1
+                    continue
             sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
             want = sess.run(None, feeds)
             ok, errs, coss = True, [], []
