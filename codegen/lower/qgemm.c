@@ -105,7 +105,7 @@ static void flat_idx(kir_kernel *k, int r, kir_expr *row, kir_expr *col, kir_exp
 typedef struct qg qg;
 struct qg {
     int R, V, L;
-    int64_t W, K, kp;          /* kp: a16's row length (even, >= K, >= 2 W) */
+    int64_t W, K, kp;          /* kp: a16's row length (of whole groups of 2 or 4 k, >= K, >= group x W) */
     int a16, acc, rs;          /* thread scratch; rs < 0: no B zero point */
     /* quads (VNNI): a16 holds a~ = a + aoff as u8 in groups of 4 k (a
      * tail group ending at K), B's u8 rows count as b - 128 (boff), and
@@ -127,7 +127,6 @@ struct qg {
     void (*out)(lctx *c, qg *q, int r, kir_expr *col, kir_expr **ix);
 };
 
-/* a' of the rows q->rows[] into a16 (zero past K), and their sums into rs. */
 /* The quads' a~ of row r: groups of 4 k, the last one (K not a multiple
  * of 4) the quad ending at K with the k already counted zeroed. */
 static int qg_pack_quads(lctx *c, qg *q, kir_block *b, int r)
@@ -160,6 +159,8 @@ static int qg_pack_quads(lctx *c, qg *q, kir_block *b, int r)
     return lz && kir_store(k, &lz->body, q->a16, (kir_expr *[]){lw_i64c(k, r), kir_var(k, pv)}, kir_const_i(k, IR_U8, 0)) ? 0 : -1;
 }
 
+/* a' of the rows q->rows[] into a16 (zero past K; quads: a~), and their
+ * sums into rs. */
 static int qg_pack(lctx *c, qg *q, kir_block *b)
 {
     kir_kernel *k = c->k;
