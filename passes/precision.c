@@ -87,7 +87,9 @@ bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const i
 {
     if (!o)
         return false;
-    if (list_has(o->keep, ',', ir_ops[n->op].name) || list_has(o->keep, ',', n->name))
+    /* layout's ConvNCHWc is the user's Conv */
+    const char *op = n->op == IR_OP_CONV_NCHWC ? ir_ops[IR_OP_CONV].name : ir_ops[n->op].name;
+    if (list_has(o->keep, ',', op) || list_has(o->keep, ',', ir_ops[n->op].name) || list_has(o->keep, ',', n->name))
         return true;
     if (o->no_default_keep)
         return false;
