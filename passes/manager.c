@@ -33,12 +33,16 @@ const pass_info pass_table[PASS_COUNT] = {
  *       decomposed pattern; it saves the score buffers but is slower than
  *       the MatMul/Softmax/MatMul kernels today, docs/fusion.md).
  * Every level runs `precision` (--precision; nothing for fp32) after the
- * graph is simplified and before fuse groups its kernels. */
+ * graph is simplified and before fuse groups its kernels; -O3 runs its
+ * int8 modes before layout (so the convolutions they make integer are not
+ * blocked first) and bf16/fp16 after it (blocked convolutions read narrow
+ * weights). */
 static const char *const levels[4] = {
     "shape-infer,lower-quant,precision",
     "shape-infer,lower-quant,fold,dce,precision",
     "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision,fuse,plan",
-    "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,layout,simplify,cse,dce,precision,fuse,plan",
+    "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,precision{stage=int8},layout,simplify,cse,dce,"
+    "precision{stage=half},fuse,plan",
 };
 
 const char *icc_pipeline_for_level(int level)

@@ -235,6 +235,15 @@ int pass_precision(pass_ctx *c)
     char keep[PASS_MAX_OPTS * 64];
     if (resolve_opts(c, &o, keep, sizeof keep) < 0)
         return -1;
+    const char *stage = "all";
+    for (int i = 0; i < c->nopts; i++)
+        if (!strcmp(c->opts[i].key, "stage"))
+            stage = c->opts[i].val;
+    bool int8 = o.mode == ICC_PREC_INT8 || o.mode == ICC_PREC_INT8_DYNAMIC;
+    if (strcmp(stage, "all") && strcmp(stage, "int8") && strcmp(stage, "half"))
+        return ir_errorf(c->diag, "precision{stage=%s}: expected all, int8 or half", stage);
+    if ((!strcmp(stage, "int8") && !int8) || (!strcmp(stage, "half") && int8))
+        return 0;
     switch (o.mode) {
     case ICC_PREC_FP32:
         return 0;
