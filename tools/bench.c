@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "tools/bench.h"
+#include "tools/fail.h"
 
 #include "icc/runtime.h"
 
@@ -131,17 +132,6 @@ typedef struct bopts {
     int npass;
 } bopts;
 
-static int bfail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bfail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("icc: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
 
 /* Progress on long runs, to stderr when it is a terminal (scripts and
  * their logs get the results alone, and errors as one line). */
@@ -179,15 +169,15 @@ static int parse(int argc, char **argv, bopts *o)
         double x;
         if (!strncmp(s, "--threads=", 10)) {
             if ((o->nthreads = icc_bench_parse_list(s + 10, o->threads, MAX_LIST)) < 0)
-                return bfail("--threads=%s: expected positive integers joined by ','", s + 10);
+                return icc_fail("--threads=%s: expected positive integers joined by ','", s + 10);
         } else if (!strncmp(s, "--batch=", 8)) {
             if ((o->nbatch = icc_bench_parse_list(s + 8, o->batch, MAX_LIST)) < 0)
-                return bfail("--batch=%s: expected positive integers joined by ','", s + 8);
+                return icc_fail("--batch=%s: expected positive integers joined by ','", s + 8);
         } else if (!strncmp(s, "--batch-dim=", 12)) {
             o->batch_dim = s + 12;
         } else if (!strncmp(s, "--dim=", 6)) {
             if (o->ndims == MAX_DIMS || !strchr(s + 6, '='))
-                return bfail("%s: expected --dim=SYMBOL=VALUE (at most %d)", s, MAX_DIMS);
+                return icc_fail("%s: expected --dim=SYMBOL=VALUE (at most %d)", s, MAX_DIMS);
             o->dims[o->ndims++] = s + 6;
         } else if (!strncmp(s, "--name=", 7)) {
             o->name = s + 7;
@@ -206,45 +196,45 @@ static int parse(int argc, char **argv, bopts *o)
             else if (!strcmp(v, "server"))
                 o->sc = SC_SERVER;
             else
-                return bfail("--scenario=%s: expected single-stream, offline or server", v);
+                return icc_fail("--scenario=%s: expected single-stream, offline or server", v);
         } else if (num_opt(s, "--runs=", &x) || num_opt(s, "--queries=", &x)) {
             if (x < 1 || x > 1e7 || x != floor(x))
-                return bfail("%s: expected a whole number from 1 to 10000000", s);
+                return icc_fail("%s: expected a whole number from 1 to 10000000", s);
             *(s[2] == 'r' ? &o->runs : &o->queries) = (int64_t)x;
         } else if (num_opt(s, "--time=", &x) || num_opt(s, "--warmup=", &x)) {
             if (x < 0 || x > 3600)
-                return bfail("%s: expected seconds from 0 to 3600", s);
+                return icc_fail("%s: expected seconds from 0 to 3600", s);
             *(s[2] == 't' ? &o->time_s : &o->warmup_s) = x;
         } else if (num_opt(s, "--rate=", &x)) {
             if (!(x > 0))
-                return bfail("%s: expected a positive number of queries per second", s);
+                return icc_fail("%s: expected a positive number of queries per second", s);
             o->rate = x;
         } else if (num_opt(s, "--p99-bound=", &x)) {
             if (!(x > 0))
-                return bfail("%s: expected a positive number of milliseconds", s);
+                return icc_fail("%s: expected a positive number of milliseconds", s);
             o->p99_bound = x;
         } else if (s[0] == '-' && s[1]) {
             if (o->npass == MAX_PASS)
-                return bfail("too many options for the compiler (max %d)", MAX_PASS);
+                return icc_fail("too many options for the compiler (max %d)", MAX_PASS);
             o->pass[o->npass++] = s;
         } else if (!o->model) {
             o->model = s;
         } else {
-            return bfail("bench: more than one model ('%s' and '%s')", o->model, s);
+            return icc_fail("bench: more than one model ('%s' and '%s')", o->model, s);
         }
     }
     if (o->peak && o->model)
-        return bfail("bench --peak measures the machine: it takes no model");
+        return icc_fail("bench --peak measures the machine: it takes no model");
     if (!o->peak && !o->model)
-        return bfail("usage: icc bench MODEL.so|MODEL.onnx [options] (see icc --help), or icc bench --peak");
+        return icc_fail("usage: icc bench MODEL.so|MODEL.onnx [options] (see icc --help), or icc bench --peak");
     if (o->sc == SC_SERVER && !o->rate && !o->p99_bound)
-        return bfail("--scenario=server needs --rate=QPS and/or --p99-bound=MS");
+        return icc_fail("--scenario=server needs --rate=QPS and/or --p99-bound=MS");
     if (o->sc != SC_SERVER && (o->rate || o->p99_bound))
-        return bfail("--rate and --p99-bound belong to --scenario=server");
+        return icc_fail("--rate and --p99-bound belong to --scenario=server");
     if (o->sc == SC_SERVER && (o->nbatch > 1 || o->nthreads > 1))
-        return bfail("--scenario=server runs one thread count and one batch");
+        return icc_fail("--scenario=server runs one thread count and one batch");
     if (o->model && strlen(o->model) > 3 && !strcmp(o->model + strlen(o->model) - 3, ".so") && o->npass)
-        return bfail("%s: unknown option for a compiled model (options for the compiler need an .onnx)",
+        return icc_fail("%s: unknown option for a compiled model (options for the compiler need an .onnx)",
                      o->pass[0]);
     return 0;
 }
@@ -273,10 +263,10 @@ static int compile_first(const bopts *o, const char *self, const char *so)
     pid_t pid;
     int st;
     if (posix_spawn(&pid, self, NULL, NULL, (char *const *)av, environ) != 0)
-        return bfail("cannot run %s to compile %s: %s", self, o->model, strerror(errno));
+        return icc_fail("cannot run %s to compile %s: %s", self, o->model, strerror(errno));
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
-            return bfail("waiting for the compiler: %s", strerror(errno));
+            return icc_fail("waiting for the compiler: %s", strerror(errno));
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
@@ -350,11 +340,11 @@ static int io_make(const bopts *o, icc_model *m, const char *bsym, int64_t batch
     const icc_model_desc *d = icc_model_describe(m);
     memset(b, 0, sizeof *b);
     if (d->ninputs > MAX_IO || d->noutputs > MAX_IO)
-        return bfail("%s: more than %d inputs or outputs", o->model, MAX_IO);
+        return icc_fail("%s: more than %d inputs or outputs", o->model, MAX_IO);
     for (int i = 0; i < d->ninputs; i++) {
         const icc_tensor_desc *t = icc_model_input(m, i);
         if (t->rank > MAX_DIMS)
-            return bfail("%s: input '%s' has rank %d (at most %d here)", o->model, t->name, t->rank, MAX_DIMS);
+            return icc_fail("%s: input '%s' has rank %d (at most %d here)", o->model, t->name, t->rank, MAX_DIMS);
         int64_t n = 1;
         for (int k = 0; k < t->rank; k++) {
             int64_t v = t->dims[k];
@@ -375,19 +365,19 @@ static int io_make(const bopts *o, icc_model *m, const char *bsym, int64_t batch
         b->dims_p[i] = b->dims[i];
         b->nin = i + 1;
         if (!(b->in[i] = malloc((size_t)n * icc_dtype_size(t->dtype) + 64)))
-            return bfail("out of memory for input '%s'", t->name);
+            return icc_fail("out of memory for input '%s'", t->name);
         fill(b->in[i], t->dtype, n, (uint64_t)i + 1);
     }
     for (int i = 0; i < d->noutputs; i++) {
         const icc_tensor_desc *t = icc_model_output(m, i);
         int64_t od[64], n = 1;
         if (t->rank > 64 || icc_output_dims(m, b->dims_p, i, od) != ICC_OK)
-            return bfail("%s", icc_last_error());
+            return icc_fail("%s", icc_last_error());
         for (int k = 0; k < t->rank; k++)
             n *= od[k];
         b->nout = i + 1;
         if (!(b->out[i] = malloc((size_t)n * icc_dtype_size(t->dtype) + 64)))
-            return bfail("out of memory for output '%s'", t->name);
+            return icc_fail("out of memory for output '%s'", t->name);
     }
     return 0;
 }
@@ -397,7 +387,7 @@ static int run_once(icc_context *ctx, io *b, double *seconds)
     double t0 = now_s();
     icc_status st = icc_run(ctx, (const void *const *)b->in, b->dims_p, b->out);
     *seconds = now_s() - t0;
-    return st == ICC_OK ? 0 : bfail("%s", icc_context_error(ctx));
+    return st == ICC_OK ? 0 : icc_fail("%s", icc_context_error(ctx));
 }
 
 typedef struct row {
@@ -416,7 +406,7 @@ static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *
     int64_t cap = 1024, n = 0;
     double *ms = malloc(sizeof *ms * (size_t)cap);
     if (!ms)
-        return bfail("out of memory");
+        return icc_fail("out of memory");
     double t_end = now_s() + o->time_s;
     while (n < o->runs || (now_s() < t_end && n < 10000000)) {
         if (run_once(ctx, b, &sec) < 0) {
@@ -427,7 +417,7 @@ static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *
             double *nm = realloc(ms, sizeof *ms * (size_t)(cap *= 2));
             if (!nm) {
                 free(ms);
-                return bfail("out of memory");
+                return icc_fail("out of memory");
             }
             ms = nm;
         }
@@ -445,7 +435,7 @@ static int serve(icc_context *ctx, io *b, double rate, int64_t n, icc_bench_stat
     if (!arrive || !lat) {
         free(arrive);
         free(lat);
-        return bfail("out of memory");
+        return icc_fail("out of memory");
     }
     icc_bench_poisson(arrive, n, rate, 7);
     double t0 = now_s(), sec;
@@ -511,7 +501,7 @@ static int plot(const bopts *o, const row *rows, int nrows, const char *dir)
     snprintf(script, sizeof script, "%s/plot.gp", dir);
     FILE *f = fopen(data, "w");
     if (!f)
-        return bfail("%s: %s", data, strerror(errno));
+        return icc_fail("%s: %s", data, strerror(errno));
     for (int t = 0; t < (o->nthreads ? o->nthreads : 1); t++) {
         for (int i = 0; i < nrows; i++)
             if (!o->nthreads || rows[i].threads == o->threads[t])
@@ -521,7 +511,7 @@ static int plot(const bopts *o, const row *rows, int nrows, const char *dir)
     }
     fclose(f);
     if (!(f = fopen(script, "w")))
-        return bfail("%s: %s", script, strerror(errno));
+        return icc_fail("%s: %s", script, strerror(errno));
     fprintf(f, "set terminal pngcairo size 900,540\nset output '%s'\n", o->plot);
     fprintf(f, "set title \"%s: latency and throughput by batch\" noenhanced\n", o->model);
     fputs("set xlabel 'batch'\nset logscale x 2\nset ylabel 'p50 latency (ms)'\nset y2label 'throughput (items/s)'\n"
@@ -538,13 +528,13 @@ static int plot(const bopts *o, const row *rows, int nrows, const char *dir)
     pid_t pid;
     int st;
     if (posix_spawnp(&pid, "gnuplot", NULL, NULL, (char *const *)av, environ) != 0)
-        return bfail("--plot needs gnuplot (Debian: apt install gnuplot-nox): %s", strerror(errno));
+        return icc_fail("--plot needs gnuplot (Debian: apt install gnuplot-nox): %s", strerror(errno));
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
-            return bfail("waiting for gnuplot: %s", strerror(errno));
+            return icc_fail("waiting for gnuplot: %s", strerror(errno));
     struct stat sb;
     if (!WIFEXITED(st) || WEXITSTATUS(st) || stat(o->plot, &sb) < 0 || sb.st_size == 0)
-        return bfail("%s: gnuplot failed to draw the plot", o->plot);
+        return icc_fail("%s: gnuplot failed to draw the plot", o->plot);
     progress("plot in %s", o->plot);
     return 0;
 }
@@ -649,7 +639,7 @@ static int cmd_peak(const bopts *o)
 {
 #if !defined(__x86_64__)
     (void)o;
-    return bfail("bench --peak: only x86-64 is measured so far");
+    return icc_fail("bench --peak: only x86-64 is measured so far");
 #else
     __builtin_cpu_init();
     bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -659,7 +649,7 @@ static int cmd_peak(const bopts *o)
     if (cores < 1)
         cores = 1;
     if (!avx2)
-        return bfail("bench --peak: this CPU has no AVX2+FMA (the baseline icc measures)");
+        return icc_fail("bench --peak: this CPU has no AVX2+FMA (the baseline icc measures)");
     progress("measuring the FMA peak and memory bandwidth (a few seconds)");
     fma_gflops(avx512, 1, 20000000);   /* warm up the clocks */
     double g1 = 0, gn = 0;
@@ -674,7 +664,7 @@ static int cmd_peak(const bopts *o)
     double bw[4];
     float *buf = aligned_alloc(64, (size_t)(512 << 20));
     if (!buf)
-        return bfail("out of memory for the bandwidth buffer");
+        return icc_fail("out of memory for the bandwidth buffer");
     memset(buf, 0, (size_t)(512 << 20));
     double sink = 0;
     for (int i = 0; i < 4; i++) {
@@ -713,14 +703,14 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
 {
     icc_model *m;
     if (icc_model_open(so, o->name, &m) != ICC_OK)
-        return bfail("%s", icc_last_error());
+        return icc_fail("%s", icc_last_error());
     const icc_model_desc *d = icc_model_describe(m);
     const char *bsym = batch_symbol(o, d);
     int rc = 1;
     row rows[MAX_LIST * MAX_LIST];
     int nrows = 0;
     if (o->nbatch && !bsym) {
-        bfail("%s: --batch needs a symbolic dim, and the model has none (its shapes were pinned)", o->model);
+        icc_fail("%s: --batch needs a symbolic dim, and the model has none (its shapes were pinned)", o->model);
         goto out;
     }
     if (o->batch_dim) {
@@ -728,7 +718,7 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
         while (k < d->nsymbols && strcmp(d->symbols[k], o->batch_dim))
             k++;
         if (k == d->nsymbols) {
-            bfail("%s: --batch-dim=%s: the model has no such symbolic dim", o->model, o->batch_dim);
+            icc_fail("%s: --batch-dim=%s: the model has no such symbolic dim", o->model, o->batch_dim);
             goto out;
         }
     }
@@ -739,11 +729,11 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
     for (int ti = 0; ti < nt; ti++) {
         icc_context *ctx;
         if (icc_context_create(m, NULL, &ctx) != ICC_OK) {
-            bfail("%s", icc_last_error());
+            icc_fail("%s", icc_last_error());
             goto out;
         }
         if (o->nthreads && icc_context_set_threads(ctx, (int)o->threads[ti]) != ICC_OK) {
-            bfail("%s", icc_context_error(ctx));
+            icc_fail("%s", icc_context_error(ctx));
             icc_context_destroy(ctx);
             goto out;
         }
@@ -834,8 +824,9 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
         /* the scenario's headline: single-stream p90, offline the best throughput */
         int best = 0;
         for (int i = 1; i < nrows; i++)
-            if (o->sc == SC_OFFLINE ? rows[i].s.mean * (double)rows[best].batch < rows[best].s.mean * (double)rows[i].batch
-                                    : rows[i].s.p90 < rows[best].s.p90)
+            if (o->sc == SC_OFFLINE
+                    ? rows[i].s.mean * (double)rows[best].batch < rows[best].s.mean * (double)rows[i].batch
+                    : rows[i].s.p90 < rows[best].s.p90)
                 best = i;
         const row *h = &rows[best];
         double ips = h->s.mean > 0 ? 1e3 / h->s.mean * (double)h->batch : 0;
@@ -849,7 +840,8 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
             }
             printf("]}\n");
         } else if (o->sc == SC_OFFLINE) {
-            printf("offline: %.1f items/s (threads %lld, batch %lld)\n", ips, (long long)h->threads, (long long)h->batch);
+            printf("offline: %.1f items/s (threads %lld, batch %lld)\n", ips, (long long)h->threads,
+                   (long long)h->batch);
         } else {
             printf("single-stream: p90 %.3f ms (threads %lld, batch %lld)\n", h->s.p90, (long long)h->threads,
                    (long long)h->batch);
@@ -882,10 +874,10 @@ int icc_bench_main(int argc, char **argv, const char *self)
     if (o.peak)
         return cmd_peak(&o);
     if (o.plot && !o.nbatch)
-        return bfail("--plot draws the --batch sweep: give --batch=1,2,4,...");
+        return icc_fail("--plot draws the --batch sweep: give --batch=1,2,4,...");
     char tmp[] = "/tmp/icc-bench-XXXXXX";
     if (!mkdtemp(tmp))
-        return bfail("cannot make a temporary folder: %s", strerror(errno));
+        return icc_fail("cannot make a temporary folder: %s", strerror(errno));
     char so[4200];
     size_t len = strlen(o.model);
     int rc;

@@ -29,6 +29,7 @@
 #include "icc/runtime.h"
 #include "runtime/npy.h"
 #include "tools/bench.h"
+#include "tools/fail.h"
 #include "tools/verify.h"
 #include "codegen/header.h"
 #include "tools/compile.h"
@@ -169,17 +170,6 @@ static void usage(FILE *f)
         "Exit status: 0 on success, 1 on any error (a one-line message on stderr).\n");
 }
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("icc: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
 
 /* Reads a whole file (size-limited) into a malloc'd buffer. */
 static char *read_file(const char *path, size_t *len, icc_diag *d)
@@ -385,10 +375,10 @@ static int cmd_info(const args *a)
     icc_diag d = {{0}};
     ir_graph *g = load_model(a->model, &d);
     if (!g)
-        return fail("%s", d.msg);
+        return icc_fail("%s", d.msg);
     if (pin_shapes(a, g, &d) < 0) { /* --shape/--bind: as compiling would see it */
         ir_graph_destroy(g);
-        return fail("%s: %s", a->model, d.msg);
+        return icc_fail("%s: %s", a->model, d.msg);
     }
     char buf[512];
     printf("model: %s\n", a->model);
@@ -439,7 +429,7 @@ static int cmd_info(const args *a)
     icc_target_desc td;   /* what the passes (and the compile) take the target to be */
     if (run_passes(a, g, level, &td, &d) < 0) {
         ir_graph_destroy(g);
-        return fail("%s: %s", a->model, d.msg);
+        return icc_fail("%s: %s", a->model, d.msg);
     }
     ir_graph_param_stats(g, &pc, &pb);
     human((double)pb, "B", buf, sizeof buf);
@@ -452,7 +442,7 @@ static int cmd_info(const args *a)
            (long long)pc, buf);
     if (a->prec.mode != ICC_PREC_FP32 && info_precision(a, g, level, &d) < 0) {
         ir_graph_destroy(g);
-        return fail("%s: %s", a->model, d.msg);
+        return icc_fail("%s: %s", a->model, d.msg);
     }
     char tbuf[512];
     icc_target_desc_str(&td, tbuf, sizeof tbuf);
@@ -628,25 +618,25 @@ static int cmd_compile(const args *a)
 {
     icc_diag d = {{0}};
     if (!a->out && !a->emit)
-        return fail("%s: no output: give -o model.so (or model.o), or --emit=ir|dot|kernels|llvm|asm",
+        return icc_fail("%s: no output: give -o model.so (or model.o), or --emit=ir|dot|kernels|llvm|asm",
                     a->model);
     if (a->emit && strcmp(a->emit, "kernels") && strcmp(a->emit, "llvm") && strcmp(a->emit, "asm"))
-        return fail("unknown --emit kind '%s' (supported: ir, dot, kernels, llvm, asm)", a->emit);
+        return icc_fail("unknown --emit kind '%s' (supported: ir, dot, kernels, llvm, asm)", a->emit);
     if (a->name && !cg_header_prefix_ok(a->name))
-        return fail("--name=%s: the prefix must be a C identifier other than 'icc'", a->name);
+        return icc_fail("--name=%s: the prefix must be a C identifier other than 'icc'", a->name);
     ir_graph *g = load_model(a->model, &d);
     if (!g)
-        return fail("%s", d.msg);
+        return icc_fail("%s", d.msg);
     int rc = 1;
     if (pin_shapes(a, g, &d) < 0 || compile_passes(a, g, &d) < 0) {
-        fail("%s: %s", a->model, d.msg);
+        icc_fail("%s: %s", a->model, d.msg);
         goto done;
     }
     bool external = false;
     icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2,
                           a->external_weights, a->embed_limit, &external};
     if (icc_compile_graph(g, &o, &d) < 0) {
-        fail("%s: %s", a->model, d.msg);
+        icc_fail("%s: %s", a->model, d.msg);
         goto done;
     }
     if (!a->emit && a->out && ir_ends_with(a->out, ".so")) {
@@ -658,7 +648,7 @@ static int cmd_compile(const args *a)
                 snprintf(hdr, sizeof hdr, "%.*s.weights", (int)(strlen(a->out) - 3), a->out);
                 unlink(hdr);
             }
-            fail("%s", d.msg);
+            icc_fail("%s", d.msg);
             goto done;
         }
     }
@@ -677,10 +667,10 @@ static int cmd_emit(const args *a)
     bool dot = !strcmp(a->emit, "dot");
     ir_graph *g = load_model(a->model, &d);
     if (!g)
-        return fail("%s", d.msg);
+        return icc_fail("%s", d.msg);
     if (pin_shapes(a, g, &d) < 0 || run_passes(a, g, a->dflt_level, NULL, &d) < 0) {
         ir_graph_destroy(g);
-        return fail("%s: %s", a->model, d.msg);
+        return icc_fail("%s: %s", a->model, d.msg);
     }
     size_t len = 0;
     char *text = NULL;
@@ -700,13 +690,13 @@ static int cmd_emit(const args *a)
     }
     ir_graph_destroy(g);
     if (!text)
-        return fail("%s: printing the IR failed", a->model);
+        return icc_fail("%s: printing the IR failed", a->model);
     int rc = 0;
     if (a->out) {
         if (icc_write_atomic(a->out, text, len, &d) < 0)
-            rc = fail("%s", d.msg);
+            rc = icc_fail("%s", d.msg);
     } else if (fwrite(text, 1, len, stdout) != len) {
-        rc = fail("write error on stdout");
+        rc = icc_fail("write error on stdout");
     }
     free(text);
     return rc;
@@ -782,12 +772,12 @@ static int emit_outputs(const args *a, const char *const *names, const ir_tensor
     }
     struct stat st;
     if (stat(a->out, &st) < 0 && mkdir(a->out, 0777) < 0)
-        return fail("%s: %s", a->out, strerror(errno));
+        return icc_fail("%s: %s", a->out, strerror(errno));
     /* Two names may map to one file name ("a/b" and "a_b"): a later one
      * gets a numbered name, with a note, rather than overwrite the other. */
     char (*files)[256] = calloc((size_t)n + 1, sizeof *files);
     if (!files)
-        return fail("out of memory");
+        return icc_fail("out of memory");
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         char base[240], path[4096];
@@ -806,7 +796,7 @@ static int emit_outputs(const args *a, const char *const *names, const ir_tensor
                     files[i], base);
         snprintf(path, sizeof path, "%s/%s.npy", a->out, files[i]);
         if (icc_npy_write(path, &out[i], &d) < 0)
-            rc = fail("%s", d.msg);
+            rc = icc_fail("%s", d.msg);
     }
     free(files);
     return rc;
@@ -840,17 +830,17 @@ static int read_inputs(const args *a, const char *const *names, int nin, ir_tens
     for (int i = 0; i < a->ninputs; i++) {
         const char *arg = a->inputs[i], *eq = strchr(arg, '=');
         if (!eq)
-            return fail("--input '%s': expected NAME=FILE.npy", arg), -1;
+            return icc_fail("--input '%s': expected NAME=FILE.npy", arg), -1;
         int k = -1;
         for (int j = 0; j < nin; j++)
             if (strlen(names[j]) == (size_t)(eq - arg) && !strncmp(names[j], arg, (size_t)(eq - arg)))
                 k = j;
         if (k < 0)
-            return fail("%s: the model has no input named '%.*s'", a->model, (int)(eq - arg), arg), -1;
+            return icc_fail("%s: the model has no input named '%.*s'", a->model, (int)(eq - arg), arg), -1;
         if (files[k])
-            return fail("input '%s' is given twice", names[k]), -1;
+            return icc_fail("input '%s' is given twice", names[k]), -1;
         if (icc_npy_read(eq + 1, &in[k], &d) < 0)
-            return fail("%s", d.msg), -1;
+            return icc_fail("%s", d.msg), -1;
         files[k] = eq + 1;
     }
     return 0;
@@ -862,10 +852,10 @@ static int read_inputs(const args *a, const char *const *names, int nin, ir_tens
 static int cmd_run_compiled(const args *a)
 {
     if (a->passes || a->level >= 0)
-        return fail("%s: -O and --passes do not apply to a compiled model", a->model);
+        return icc_fail("%s: -O and --passes do not apply to a compiled model", a->model);
     icc_model *m = NULL;
     if (icc_model_open(a->model, a->name, &m) != ICC_OK)
-        return fail("%s", icc_last_error());
+        return icc_fail("%s", icc_last_error());
     const icc_model_desc *desc = icc_model_describe(m);
     int nin = desc->ninputs, nout = desc->noutputs, rc = 1;
     icc_diag d = {{0}};
@@ -878,7 +868,7 @@ static int cmd_run_compiled(const args *a)
     const char **names = calloc((size_t)nout + 1, sizeof *names);
     bool *given = calloc((size_t)nin + 1, 1);
     if (!in || !out || !args_in || !in_dims || !bufs || !names || !given) {
-        fail("out of memory");
+        icc_fail("out of memory");
         goto done;
     }
     const char **in_names = calloc((size_t)nin + 1, sizeof *in_names);
@@ -886,7 +876,7 @@ static int cmd_run_compiled(const args *a)
     if (!in_names || !files) {
         free(in_names);
         free(files);
-        fail("out of memory");
+        icc_fail("out of memory");
         goto done;
     }
     for (int k = 0; k < nin; k++)
@@ -900,10 +890,10 @@ static int cmd_run_compiled(const args *a)
         char want[512];
         desc_type_str(t, want, sizeof want);
         if (ir_dtype_to_onnx(in[k].dtype) != t->dtype)
-            got = fail("%s: input '%s' wants dtype %s, but %s holds %s", a->model, t->name, want, files[k],
+            got = icc_fail("%s: input '%s' wants dtype %s, but %s holds %s", a->model, t->name, want, files[k],
                        ir_dtype_name(in[k].dtype));
         else if (in[k].rank != t->rank)
-            got = fail("%s: input '%s' wants rank %d (%s), but %s has rank %d", a->model, t->name,
+            got = icc_fail("%s: input '%s' wants rank %d (%s), but %s has rank %d", a->model, t->name,
                        t->rank, want, files[k], in[k].rank);
     }
     free(in_names);
@@ -915,7 +905,7 @@ static int cmd_run_compiled(const args *a)
         if (!given[k]) {
             char want[512];
             desc_type_str(t, want, sizeof want);
-            fail("%s: input '%s' (%s) is not given; pass --input %s=FILE.npy", a->model, t->name,
+            icc_fail("%s: input '%s' (%s) is not given; pass --input %s=FILE.npy", a->model, t->name,
                  want, t->name);
             goto done;
         }
@@ -928,30 +918,30 @@ static int cmd_run_compiled(const args *a)
         ir_dtype dt = ir_dtype_from_onnx(t->dtype);
         int64_t dims[64];
         if (t->rank > IR_MAX_RANK || !dt) {
-            fail("%s: output '%s' (dtype %d, rank %d) cannot be held in a .npy by icc", a->model,
+            icc_fail("%s: output '%s' (dtype %d, rank %d) cannot be held in a .npy by icc", a->model,
                  t->name, t->dtype, t->rank);
             goto done;
         }
         if (icc_output_dims(m, in_dims, o, dims) != ICC_OK) {
-            fail("%s: %s", a->model, icc_last_error());
+            icc_fail("%s: %s", a->model, icc_last_error());
             goto done;
         }
         if (ir_tensor_init(&out[o], dt, t->rank, dims, &d) < 0) {
-            fail("%s: output '%s': %s", a->model, t->name, d.msg);
+            icc_fail("%s: output '%s': %s", a->model, t->name, d.msg);
             goto done;
         }
         out[o].data = bufs[o] = malloc(out[o].nbytes ? out[o].nbytes : 1);
         if (!out[o].data) {
-            fail("%s: out of memory for output '%s'", a->model, t->name);
+            icc_fail("%s: out of memory for output '%s'", a->model, t->name);
             goto done;
         }
     }
     if (icc_context_create(m, NULL, &ctx) != ICC_OK) {
-        fail("%s", icc_last_error());
+        icc_fail("%s", icc_last_error());
         goto done;
     }
     if (icc_run_tensors(ctx, args_in, nin, bufs) != ICC_OK) {
-        fail("%s: %s", a->model, icc_context_error(ctx));
+        icc_fail("%s: %s", a->model, icc_context_error(ctx));
         goto done;
     }
     rc = emit_outputs(a, names, out, nout);
@@ -979,10 +969,10 @@ static int cmd_run(const args *a)
         return cmd_run_compiled(a);
     ir_graph *g = load_model(a->model, &d);
     if (!g)
-        return fail("%s", d.msg);
+        return icc_fail("%s", d.msg);
     if (run_passes(a, g, -1, NULL, &d) < 0) {
         ir_graph_destroy(g);
-        return fail("%s: %s", a->model, d.msg);
+        return icc_fail("%s: %s", a->model, d.msg);
     }
     int rc = 1;
     ir_tensor *in = calloc((size_t)g->ninputs + 1, sizeof *in);
@@ -990,13 +980,13 @@ static int cmd_run(const args *a)
     bool *given = calloc((size_t)g->ninputs + 1, 1);
     bool ran = false;
     if (!in || !out || !given) {
-        fail("out of memory");
+        icc_fail("out of memory");
         goto done;
     }
     {
         const char **in_names = calloc((size_t)g->ninputs + 1, sizeof *in_names);
         const char **files = calloc((size_t)g->ninputs + 1, sizeof *files);
-        int got = in_names && files ? 0 : fail("out of memory");
+        int got = in_names && files ? 0 : icc_fail("out of memory");
         for (int j = 0; got == 0 && j < g->ninputs; j++)
             in_names[j] = g->inputs[j]->name;
         if (got == 0)
@@ -1012,18 +1002,18 @@ static int cmd_run(const args *a)
         if (!given[j]) {
             char t[256];
             type_str(g, &g->inputs[j]->type, t, sizeof t);
-            fail("%s: input '%s' (%s) is not given; pass --input %s=FILE.npy", a->model,
+            icc_fail("%s: input '%s' (%s) is not given; pass --input %s=FILE.npy", a->model,
                  g->inputs[j]->name, t, g->inputs[j]->name);
             goto done;
         }
     if (ir_interp_run(g, in, out, &d) < 0) {
-        fail("%s: %s", a->model, d.msg);
+        icc_fail("%s: %s", a->model, d.msg);
         goto done;
     }
     ran = true;
     const char **names = calloc((size_t)g->noutputs + 1, sizeof *names);
     if (!names) {
-        fail("out of memory");
+        icc_fail("out of memory");
         goto done;
     }
     for (int i = 0; i < g->noutputs; i++)
@@ -1195,11 +1185,11 @@ static int measure_outputs(const args *a, verify_side *r, verify_side *t, const 
 static int verify_inputs(const args *a, const ir_graph *g, icc_verify_sets *sets, icc_diag *d)
 {
     if (a->inputs_dir)
-        return icc_verify_load_sets(a->inputs_dir, g, sets, d) < 0 ? (fail("%s", d->msg), -1) : 0;
+        return icc_verify_load_sets(a->inputs_dir, g, sets, d) < 0 ? (icc_fail("%s", d->msg), -1) : 0;
     int nin = g->ninputs;
     *sets = (icc_verify_sets){1, nin, calloc((size_t)nin + 1, sizeof(ir_tensor))};
     const char **names = calloc((size_t)nin + 1, sizeof *names), **files = calloc((size_t)nin + 1, sizeof *files);
-    int rc = sets->t && names && files ? 0 : fail("out of memory");
+    int rc = sets->t && names && files ? 0 : icc_fail("out of memory");
     for (int k = 0; k < nin; k++)
         if (names)
             names[k] = g->inputs[k]->name;
@@ -1207,7 +1197,7 @@ static int verify_inputs(const args *a, const ir_graph *g, icc_verify_sets *sets
         rc = read_inputs(a, names, nin, sets->t, files);
     for (int k = 0; rc == 0 && k < nin; k++)
         if (!files[k] && icc_verify_random_input(&sets->t[k], &g->inputs[k]->type, (uint64_t)k + 1, d) < 0)
-            rc = fail("%s: input '%s': %s", a->model, names[k], d->msg);
+            rc = icc_fail("%s: input '%s': %s", a->model, names[k], d->msg);
     free(names);
     free(files);
     if (rc)
@@ -1384,9 +1374,10 @@ static int cmd_verify(const args *a)
     icc_diag d = {{0}};
     bool pair = a->prec.mode != ICC_PREC_FP32 || a->reference;
     if (a->ninputs && a->inputs_dir)
-        return fail("give --input NAME=FILE.npy or --inputs=DIR, not both");
+        return icc_fail("give --input NAME=FILE.npy or --inputs=DIR, not both");
     if ((a->per_node || a->bisect) && !pair)
-        return fail("--per-node and --bisect compare two precisions: give --precision=P (or --reference=FP32_MODEL)");
+        return icc_fail("--per-node and --bisect compare two precisions: give --precision=P "
+                        "(or --reference=FP32_MODEL)");
     double thr = !isnan(a->bisect_db) ? a->bisect_db : icc_verify_default_threshold(a->prec.mode);
     int rc = 1, nout = 0;
     char dir[] = "/tmp/icc-verify-XXXXXX";
@@ -1400,17 +1391,17 @@ static int cmd_verify(const args *a)
     const icc_precision_opts fp32 = {ICC_PREC_FP32, NULL, false, NULL};
     FILE *json = a->json ? stdout : NULL;
     if (!mkdtemp(dir)) {
-        fail("cannot make a temporary folder: %s", strerror(errno));
+        icc_fail("cannot make a temporary folder: %s", strerror(errno));
         goto done;
     }
     made_dir = true;
     if (side_build(a, a->model, pair ? &a->prec : &fp32, dir, "test", &t, &d) < 0) {
-        fail("%s", d.msg);
+        icc_fail("%s", d.msg);
         goto done;
     }
     if (pair ? side_build(a, a->reference ? a->reference : a->model, &fp32, dir, "ref", &r, &d) < 0
              : !(r.g = load_model(a->model, &d)) || pin_shapes(a, r.g, &d) < 0) {
-        fail("%s%s%s", r.g && !pair ? a->model : "", r.g && !pair ? ": " : "", d.msg);
+        icc_fail("%s%s%s", r.g && !pair ? a->model : "", r.g && !pair ? ": " : "", d.msg);
         goto done;
     }
     const ir_graph *gin = pair ? t.g : r.g;   /* whose inputs the sets hold */
@@ -1420,14 +1411,14 @@ static int cmd_verify(const args *a)
     nout = icc_model_describe(t.m)->noutputs;
     o = calloc((size_t)nout + 1, sizeof *o);
     if (!names || !o) {
-        fail("out of memory");
+        icc_fail("out of memory");
         goto done;
     }
     for (int k = 0; k < gin->ninputs; k++)
         names[k] = gin->inputs[k]->name;
     double t_ref = 0, t_test = 0;
     if (measure_outputs(a, &r, &t, names, &sets, thr, o, &t_ref, &t_test, &d) < 0) {
-        fail("%s", d.msg);
+        icc_fail("%s", d.msg);
         goto done;
     }
     if (json) {
@@ -1461,7 +1452,7 @@ static int cmd_verify(const args *a)
         if (per_node(&r, &t, a->model, names, &sets, &pn, &d) < 0) {
             if (json)
                 fputs("}\n", json);
-            fail("%s", d.msg);
+            icc_fail("%s", d.msg);
             goto done;
         }
         if (a->per_node && json) {
@@ -1473,7 +1464,7 @@ static int cmd_verify(const args *a)
         if (a->bisect && bisect(a, &r, &t, &pn, names, &sets, thr, dir, &fix, json, &d) < 0) {
             if (json)
                 fputs("}\n", json);
-            fail("%s", d.msg);
+            icc_fail("%s", d.msg);
             goto done;
         }
     }
@@ -1484,11 +1475,12 @@ static int cmd_verify(const args *a)
         if (o[k].shape_differs || o[k].bad > 0 || o[k].below) {
             rc = 1;
             if (!pair)
-                fail("%s: the compiled model differs from the interpreter", a->model);
+                icc_fail("%s: the compiled model differs from the interpreter", a->model);
             else if (o[k].shape_differs)
-                fail("%s: output '%s' has another shape at %s", a->model, o[k].name, icc_precision_name(a->prec.mode));
+                icc_fail("%s: output '%s' has another shape at %s", a->model, o[k].name,
+                         icc_precision_name(a->prec.mode));
             else
-                fail("%s: output '%s'%s%s: SQNR %.2f dB against %s, below %g dB%s%s", a->model, o[k].name,
+                icc_fail("%s: output '%s'%s%s: SQNR %.2f dB against %s, below %g dB%s%s", a->model, o[k].name,
                      a->prec.mode ? " at " : "", a->prec.mode ? icc_precision_name(a->prec.mode) : "",
                      o[k].s.worst.sqnr_db, a->reference ? a->reference : "fp32", thr, fix ? "; fixed by --keep-fp32=" : "", fix ? fix : "");
         }
@@ -1607,7 +1599,7 @@ int main(int argc, char **argv)
         } else if (!strncmp(s, "--precision=", 12)) {
             icc_diag d = {{0}};
             if (icc_precision_parse(s + 12, &a.prec.mode, &d) < 0)
-                return fail("%s", d.msg);
+                return icc_fail("%s", d.msg);
         } else if (!strncmp(s, "--keep-fp32=", 12)) {
             a.prec.keep = s + 12;
         } else if (!strcmp(s, "--no-default-keep")) {
@@ -1617,10 +1609,10 @@ int main(int argc, char **argv)
         } else if (!strncmp(s, "--calibrate-method=", 19)) {
             icc_diag d = {{0}};
             if (icc_calib_method_parse(s + 19, &a.calib, &d) < 0)
-                return fail("%s", d.msg);
+                return icc_fail("%s", d.msg);
         } else if (!strncmp(s, "--int8-activations=", 19)) {
             if (strcmp(s + 19, "u8") && strcmp(s + 19, "i8"))
-                return fail("--int8-activations=%s: expected u8 (asymmetric) or i8 (symmetric)", s + 19);
+                return icc_fail("--int8-activations=%s: expected u8 (asymmetric) or i8 (symmetric)", s + 19);
             a.calib.symmetric = !strcmp(s + 19, "i8");
         } else if (!strncmp(s, "-march=", 7)) {
             a.march = s + 7;
@@ -1628,11 +1620,11 @@ int main(int argc, char **argv)
             a.triple = s + 16;
         } else if (!strncmp(s, "--shape=", 8)) {
             if (a.nshapes == MAX_INPUTS)
-                return fail("too many --shape options (max %d)", MAX_INPUTS);
+                return icc_fail("too many --shape options (max %d)", MAX_INPUTS);
             a.shapes[a.nshapes++] = s + 8;
         } else if (!strncmp(s, "--weights=", 10)) {
             if (strcmp(s + 10, "external") && strcmp(s + 10, "embedded") && strcmp(s + 10, "auto"))
-                return fail("--weights=%s: expected auto (the default), embedded or external", s + 10);
+                return icc_fail("--weights=%s: expected auto (the default), embedded or external", s + 10);
             a.external_weights = !strcmp(s + 10, "external");
             weights_embedded = !strcmp(s + 10, "embedded");
         } else if (!strncmp(s, "--embed-limit=", 14)) {
@@ -1640,17 +1632,17 @@ int main(int argc, char **argv)
             errno = 0;
             long long v = strtoll(s + 14, &end, 10);
             if (end == s + 14 || *end || v <= 0 || errno)
-                return fail("--embed-limit=%s: expected a positive number of bytes", s + 14);
+                return icc_fail("--embed-limit=%s: expected a positive number of bytes", s + 14);
             a.embed_limit = v;
         } else if (!strncmp(s, "--bind=", 7)) {
             if (a.nbinds == MAX_INPUTS)
-                return fail("too many --bind options (max %d)", MAX_INPUTS);
+                return icc_fail("too many --bind options (max %d)", MAX_INPUTS);
             a.binds[a.nbinds++] = s + 7;
         } else if (!strncmp(s, "--rtol=", 7) || !strncmp(s, "--atol=", 7)) {
             char *end;
             double v = strtod(s + 7, &end);
             if (end == s + 7 || *end || !(v >= 0))
-                return fail("%.6s needs a non-negative number, not '%s'", s, s + 7);
+                return icc_fail("%.6s needs a non-negative number, not '%s'", s, s + 7);
             *(s[2] == 'r' ? &a.rtol : &a.atol) = v;
         } else if (!strncmp(s, "--inputs=", 9)) {
             a.inputs_dir = s + 9;
@@ -1664,28 +1656,28 @@ int main(int argc, char **argv)
             char *end;
             a.bisect = true;
             if (s[8] == '=' && ((a.bisect_db = strtod(s + 9, &end)), end == s + 9 || *end || !isfinite(a.bisect_db)))
-                return fail("--bisect=DB needs a number of dB (an SQNR), not '%s'", s + 9);
+                return icc_fail("--bisect=DB needs a number of dB (an SQNR), not '%s'", s + 9);
         } else if (!strncmp(s, "--name=", 7)) {
             a.name = s + 7;
         } else if (!strncmp(s, "--emit=", 7)) {
             a.emit = s + 7;
         } else if (!strcmp(s, "-o")) {
             if (++i >= argc)
-                return fail("-o needs a path");
+                return icc_fail("-o needs a path");
             a.out = argv[i];
         } else if (!strcmp(s, "--input") || !strncmp(s, "--input=", 8)) {
             const char *v = s[7] == '=' ? s + 8 : (++i < argc ? argv[i] : NULL);
             if (!v)
-                return fail("--input needs NAME=FILE.npy");
+                return icc_fail("--input needs NAME=FILE.npy");
             if (a.ninputs == MAX_INPUTS)
-                return fail("too many --input options (max %d)", MAX_INPUTS);
+                return icc_fail("too many --input options (max %d)", MAX_INPUTS);
             a.inputs[a.ninputs++] = v;
         } else if (s[0] == '-' && s[1]) {
-            return fail("unknown option '%s' (see icc --help)", s);
+            return icc_fail("unknown option '%s' (see icc --help)", s);
         } else if (!a.model) {
             a.model = s;
         } else {
-            return fail("unexpected argument '%s' (one model at a time)", s);
+            return icc_fail("unexpected argument '%s' (one model at a time)", s);
         }
     }
     a.popts.precision = &a.prec;
@@ -1696,7 +1688,7 @@ int main(int argc, char **argv)
     if (weights_embedded || a.external_weights)
         a.embed_limit = 0;
     if (strcmp(a.cmd, "verify") && (a.inputs_dir || a.reference || a.per_node || a.bisect || a.json))
-        return fail("%s is only for 'icc verify'", a.inputs_dir ? "--inputs" : a.reference ? "--reference"
+        return icc_fail("%s is only for 'icc verify'", a.inputs_dir ? "--inputs" : a.reference ? "--reference"
                                                   : a.per_node ? "--per-node" : a.bisect ? "--bisect" : "--json");
     if (!strcmp(a.cmd, "info"))
         return cmd_info(&a);
@@ -1706,10 +1698,10 @@ int main(int argc, char **argv)
         return cmd_verify(&a);
     if (strcmp(a.cmd, "opt") == 0) {
         if (!ir_ends_with(a.model, ".icc"))
-            return fail("%s: opt reads text IR (.icc)", a.model);
+            return icc_fail("%s: opt reads text IR (.icc)", a.model);
         return cmd_opt(&a);
     }
     if (a.ninputs)
-        return fail("--input is only for 'icc run'");
+        return icc_fail("--input is only for 'icc run'");
     return cmd_emit(&a);
 }
