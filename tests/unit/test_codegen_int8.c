@@ -26,29 +26,7 @@
 #include "ir/text.h"
 #include "passes/pass.h"
 
-typedef struct {
-    char *s;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        ck_assert_int_ge(k, 0);
-        if (b->s && b->n + (size_t)k < b->cap) {
-            b->n += (size_t)k;
-            return;
-        }
-        b->cap = (b->cap + (size_t)k + 1) * 2;
-        b->s = realloc(b->s, b->cap);
-        ck_assert_ptr_nonnull(b->s);
-    }
-}
+#include "text_buf.h"
 
 static uint64_t rng_state;
 
