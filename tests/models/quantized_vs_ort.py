@@ -25,6 +25,7 @@ latency of icc (examples/runner/icc_runner, p50) next to ONNX Runtime's (p50,
 
     python3 tests/models/quantized_vs_ort.py build/icc [-O0..-O3] [FILTER ...]
 """
+import logging
 import os
 import re
 import subprocess
@@ -40,6 +41,7 @@ from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantT
                                       quantize_static)
 
 ort.set_default_logger_severity(3)
+logging.getLogger().setLevel(logging.ERROR)  # quantize_static's "consider pre-processing" advice
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COSINE_MIN = 0.999
 RUNS = 20
