@@ -2,7 +2,7 @@
  * the calibrator (tools/calibrate.h). Sets are the subfolders 0, 1, 2, ...
  * up to the first number that is missing. */
 #include "tools/calibrate.h"
-#include "runtime/npy.h"
+#include "tools/verify.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,39 +41,9 @@ icc_calibration *icc_calibrate_dir(const ir_graph *g, const char *dir, const icc
         snprintf(path, sizeof path, "%s/%d", dir, set);
         if (!is_dir(path))
             break;
-        int rc = 0;
-        for (int i = 0; i < g->ninputs && rc == 0; i++) {
-            snprintf(path, sizeof path, "%s/%d/%s.npy", dir, set, g->inputs[i]->name);
-            rc = icc_npy_read(path, &in[i], d);
-            if (rc == 0) {
-                /* the interpreter's check, named by file */
-                const ir_type *t = &g->inputs[i]->type;
-                bool fits = in[i].dtype == t->dtype && (t->rank < 0 || in[i].rank == t->rank);
-                for (int k = 0; fits && t->rank >= 0 && k < t->rank; k++)
-                    fits = !ir_dim_is_const(t->dims[k]) || t->dims[k].v == in[i].dims[k];
-                if (!fits) {
-                    char got[128] = "", want[128] = "";
-                    size_t a = 0, b = 0;
-                    for (int k = 0; k < in[i].rank && a < sizeof got; k++)
-                        a += (size_t)snprintf(got + a, sizeof got - a, "%s%lld", k ? "x" : "", (long long)in[i].dims[k]);
-                    for (int k = 0; k < t->rank && b < sizeof want; k++)
-                        b += (size_t)snprintf(want + b, sizeof want - b, "%s%lld", k ? "x" : "",
-                                              ir_dim_is_const(t->dims[k]) ? (long long)t->dims[k].v : -1LL);
-                    ir_errorf(d, "%s: %s[%s] does not fit input '%s' (%s[%s])", path, ir_dtype_name(in[i].dtype),
-                              got, g->inputs[i]->name, ir_dtype_name(t->dtype), want);
-                    free(in[i].data);
-                    in[i].data = NULL;
-                    rc = -1;
-                }
-            } else {
-                in[i].data = NULL;
-            }
-            if (rc < 0)
-                for (int k = 0; k < i; k++) {
-                    free(in[k].data);
-                    in[k].data = NULL;
-                }
-        }
+        /* the same files `icc verify --inputs` reads: NAME.npy, or NAME with
+         * characters a file name cannot hold written '_' */
+        int rc = icc_verify_load_set(path, g, in, d);
         if (rc == 0) {
             rc = icc_calibrator_add(c, in, d);
             if (rc < 0)

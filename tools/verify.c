@@ -229,8 +229,7 @@ static bool is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* One set: every .npy of dir into t[0..g->ninputs-1]. */
-static int load_set(const char *dir, const ir_graph *g, ir_tensor *t, icc_diag *d)
+int icc_verify_load_set(const char *dir, const ir_graph *g, ir_tensor *t, icc_diag *d)
 {
     struct dirent **ents = NULL;
     int n = scandir(dir, &ents, NULL, alphasort), rc = -1;
@@ -321,7 +320,7 @@ int icc_verify_load_sets(const char *dir, const ir_graph *g, icc_verify_sets *ou
     out->ninputs = g->ninputs;
     for (int s = 0; s < nsets; s++) {
         snprintf(path, sizeof path, numbered ? "%s/%d" : "%s", dir, s);
-        if (load_set(path, g, out->t + (size_t)s * (size_t)g->ninputs, d) < 0) {
+        if (icc_verify_load_set(path, g, out->t + (size_t)s * (size_t)g->ninputs, d) < 0) {
             icc_verify_sets_free(out);
             return -1;
         }

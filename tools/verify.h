@@ -82,6 +82,10 @@ typedef struct icc_verify_sets {
     ir_tensor *t;              /* t[set * ninputs + input], data malloc'd */
 } icc_verify_sets;
 
+/* One set: every .npy of dir into t[0..g->ninputs-1] (data malloc'd), one
+ * file per input, checked as icc_verify_load_sets says; -1 with a message
+ * naming the file, nothing left allocated. */
+int icc_verify_load_set(const char *dir, const ir_graph *g, ir_tensor *t, icc_diag *d);
 /* Reads every set; each must hold one file per input of g, of the input's
  * dtype and rank and with its fixed dims, and no .npy naming no input.
  * -1 with a message naming the file (nothing left allocated) otherwise. */

@@ -543,7 +543,7 @@ fails_cleanly "int8: without --calibrate" "--precision=int8 needs activation ran
   "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --emit=ir
 fails_cleanly "int8: a folder without set 0" "no input set .*nocal/0" \
   "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --calibrate="$T/nocal" --emit=ir
-fails_cleanly "int8: a set that does not fit names the file" "badcal/0/image.npy: f32\\[2x1x8x9\\] does not fit input 'image'" \
+fails_cleanly "int8: a set that does not fit names the file" "badcal/0/image.npy: input 'image' is f32\\[2,1,8,8\\], the file holds f32\\[2,1,8,9\\]" \
   "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8 --calibrate="$T/badcal" --emit=ir
 fails_cleanly "int8: an unknown method" "--calibrate-method=kl: unknown method" "$ICC" "$M" --calibrate-method=kl
 fails_cleanly "int8: --calibrate with another precision" "--calibrate is for --precision=int8" \
