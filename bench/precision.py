@@ -208,7 +208,7 @@ class Icc:
     def outputs(self, so, feeds, tag):
         args = []
         for k, v in feeds.items():
-            f = os.path.join(self.tmp, "%s_in_%s.npy" % (tag, k))
+            f = os.path.join(self.tmp, "%s_in_%s.npy" % (tag, "".join(ch if ch.isalnum() else "_" for ch in k)))
             np.save(f, v)
             args += ["--input", "%s=%s" % (k, f)]
         od = os.path.join(self.tmp, tag + "_out")
@@ -288,8 +288,9 @@ def main():
         cdir = os.path.join(tmp, model + "_calib")
         for i, c in enumerate(calib):
             os.makedirs(os.path.join(cdir, str(i)), exist_ok=True)
-            for k, v in c.items():
-                np.save(os.path.join(cdir, str(i), k + ".npy"), v)
+            for k, v in c.items():   # names as icc run -o writes them ('/' and the like as '_')
+                safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in k)
+                np.save(os.path.join(cdir, str(i), safe + ".npy"), v)
         s = ort_session(path, a.threads)
         ref = s.run(None, feeds)[0]
         row(model, "ONNX Runtime", "fp32", time_calls(lambda: s.run(None, feeds), a.runs), 0, None)
