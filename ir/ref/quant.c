@@ -165,7 +165,11 @@ static int qlayout_init(const ir_node *n, icc_diag *d, int xr, const int64_t *x,
 static int qlayout_check_types(ir_shape_ctx *c, const ir_type *x, const ir_type *s,
                                const ir_type *zp)
 {
-    if (zp && s->rank >= 0 && zp->rank >= 0) {
+    int64_t sn, zn;
+    /* one value each (a scalar and a [1], as ONNX Runtime's quantizer writes
+     * them) is per-tensor either way */
+    bool single = zp && ir_type_numel(s, &sn) && ir_type_numel(zp, &zn) && sn == 1 && zn == 1;
+    if (zp && !single && s->rank >= 0 && zp->rank >= 0) {
         bool same = zp->rank == s->rank;
         for (int i = 0; same && i < s->rank; i++)
             if (ir_dim_is_const(s->dims[i]) && ir_dim_is_const(zp->dims[i]) &&

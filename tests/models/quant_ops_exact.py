@@ -59,6 +59,11 @@ def cases():
         z = np.array(3 if zt in (np.uint8, np.uint16) else -5, zt)
         out.append(("quantize_tensor_%s" % zt.__name__, model("QuantizeLinear", {"x": x}, {"s": np.array(s), "z": z},
                                                               [("y", NP[zt])], 21), {"x": x}))
+    # per tensor with a [1] scale and a scalar zero point, as ORT's quantizer writes a bias
+    qb = R.integers(-100, 100, 64).astype(np.int8)
+    out.append(("dequantize_scale_1_zp_scalar", model("DequantizeLinear", {"q": qb},
+                                                      {"s": np.array([0.02], np.float32), "z": np.array(3, np.int8)},
+                                                      [("y", P.FLOAT)], 21), {"q": qb}))
     # a power-of-two scale makes every tie exact: k + 0.5 must round to even
     x = ((np.arange(-40, 40) + 0.5) * 0.25).astype(np.float32)
     out.append(("quantize_ties", model("QuantizeLinear", {"x": x}, {"s": np.array(0.25, np.float32),
