@@ -41,8 +41,8 @@ static const char *const levels[4] = {
     "shape-infer,lower-quant,precision",
     "shape-infer,lower-quant,fold,dce,precision",
     "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision,fuse,plan",
-    "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,precision{stage=int8},layout,simplify,cse,dce,"
-    "precision{stage=half},fuse,plan",
+    ("shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,precision{stage=int8},layout,simplify,cse,dce,"
+     "precision{stage=half},fuse,plan"),
 };
 
 const char *icc_pipeline_for_level(int level)
