@@ -405,10 +405,10 @@ static int qlinear_scales_ok(ir_shape_ctx *c)
     return 0;
 }
 
-int shape_qlinear_matmul(ir_shape_ctx *c)
+/* The shape of a QLinear op's integer core (MatMulInteger/ConvInteger over
+ * its inputs a, b and their zero points), written into c->out. */
+static int integer_shape(ir_shape_ctx *c, int (*shape)(ir_shape_ctx *))
 {
-    if (qlinear_scales_ok(c) < 0)
-        return -1;
     const ir_type *in[4];
     const ir_tensor *val[4];
     for (int i = 0; i < 4; i++) {
@@ -417,7 +417,14 @@ int shape_qlinear_matmul(ir_shape_ctx *c)
     }
     ir_shape_ctx sub = {.node = c->node, .nin = 4, .nout = 1, .in = in, .val = val,
                         .out = c->out, .diag = c->diag};
-    if (shape_matmul_integer(&sub) < 0)
+    return shape(&sub);
+}
+
+int shape_qlinear_matmul(ir_shape_ctx *c)
+{
+    if (qlinear_scales_ok(c) < 0)
+        return -1;
+    if (integer_shape(c, shape_matmul_integer) < 0)
         return -1;
     c->out[0].dtype = c->in[7]->dtype;
     return 0;
@@ -436,15 +443,7 @@ int shape_qlinear_conv(ir_shape_ctx *c)
                               ir_dtype_name(b->dtype));
     if (b && b->rank >= 0 && b->rank != 1)
         return ir_node_errorf(c->diag, c->node, "B must have rank 1, got rank %d", b->rank);
-    const ir_type *in[4];
-    const ir_tensor *val[4];
-    for (int i = 0; i < 4; i++) {
-        in[i] = c->in[integer_inputs[i]];
-        val[i] = c->val ? c->val[integer_inputs[i]] : NULL;
-    }
-    ir_shape_ctx sub = {.node = c->node, .nin = 4, .nout = 1, .in = in, .val = val,
-                        .out = c->out, .diag = c->diag};
-    if (shape_conv_integer(&sub) < 0)
+    if (integer_shape(c, shape_conv_integer) < 0)
         return -1;
     const ir_type *o = &c->out[0];
     if (b && o->rank >= 2 && ir_dim_is_const(o->dims[1]) && b->rank == 1 &&
