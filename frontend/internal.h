@@ -5,6 +5,7 @@
  *   onnx.c      ModelProto -> ir_graph: names, values, nodes, public API
  *   function.c  model-local function inlining (flattening into fe_nodes)
  *   opset.c     old-opset forms rewritten into the IR's newest semantics
+ *   microsoft.c ONNX Runtime's com.microsoft contrib ops expanded into IR ops
  *   map.c       a string-keyed hash map for name tables
  *
  * Messages built here carry no file name; the public entry points prefix
@@ -175,5 +176,15 @@ int fe_adapt(fe_lower *l);
 /* ONNX op types without an IR op of the same name that the adapters
  * lower anyway (Upsample -> Resize). */
 int fe_adapted_op(const char *op_type);
+
+/* ---- microsoft.c ------------------------------------------------------ */
+
+/* Whether n is a contrib op of ONNX Runtime that microsoft.c expands
+ * (domain com.microsoft, and the few it registers in the default domain
+ * that ONNX itself lacks). */
+bool fe_ms_supported(const fe_node *n);
+/* Emits the expansion of such a node (l->op is a placeholder) and sets
+ * l->done. */
+int fe_ms_lower(fe_lower *l);
 
 #endif

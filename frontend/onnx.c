@@ -634,8 +634,11 @@ static int lower_node(fe_ctx *c, const fe_node *n)
 {
     if (!*n->domain && !strcmp(n->op_type, "Constant"))
         return lower_constant(c, n);
-    int op = onnx_op(n->op_type);
-    if (op < 0)
+    /* Contrib ops expand into several IR ops; Identity stands in for
+     * their op while inputs, outputs and attributes are gathered. */
+    bool ms = !*n->domain ? onnx_op(n->op_type) < 0 && fe_ms_supported(n) : fe_ms_supported(n);
+    int op = ms ? IR_OP_IDENTITY : *n->domain ? -1 : onnx_op(n->op_type);
+    if (op < 0 && !*n->domain)
         op = fe_adapted_op(n->op_type);
     if (op < 0) /* check_supported lets none through; kept for safety */
         return fe_node_errorf(c->d, n, "is not supported");
@@ -678,6 +681,8 @@ static int lower_node(fe_ctx *c, const fe_node *n)
             return -1;
         l.nattr++;
     }
+    if (ms)
+        return fe_ms_lower(&l);
     if (fe_adapt(&l) < 0)
         return -1;
     if (l.done)
@@ -704,6 +709,8 @@ static int check_supported(fe_ctx *c, const char *display)
         if (!*n->domain && (!strcmp(n->op_type, "Constant") ||
                             onnx_op(n->op_type) >= 0 ||
                             fe_adapted_op(n->op_type) >= 0))
+            continue;
+        if (fe_ms_supported(n))
             continue;
         size_t la = strlen(n->domain), lb = strlen(n->op_type);
         char *key = ir_arena_alloc(c->tmp, la + lb + 2);
