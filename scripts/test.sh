@@ -118,6 +118,8 @@ python3 tests/models/quant_ops_exact.py build/icc
 python3 tests/models/quantized_vs_ort.py build/icc
 echo "== light models, compiled, vs ONNX Runtime (build)"
 python3 tests/models/compiled_vs_ort.py build/icc
+echo "== ONNX Runtime's com.microsoft contrib ops and a BERT rewritten by its optimizer, compiled, vs ONNX Runtime (build)"
+python3 tests/models/ms_ops_vs_ort.py build/icc
 echo "== a symbolic batch through compiled code, vs ONNX Runtime (build)"
 python3 tests/models/dynamic_batch.py build/icc
 echo "== icc verify's accuracy report vs numpy (build)"; python3 tests/models/verify_precision.py build/icc
