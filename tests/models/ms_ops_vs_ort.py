@@ -40,12 +40,14 @@ def rand(*shape, scale=1.0):
     return (RNG.standard_normal(shape) * scale).astype(np.float32)
 
 
-def model(nodes, inputs, outputs, inits=(), opset=17):
+def model(nodes, inputs, outputs, inits=(), opset=17, dims=None):
     """inputs: name -> array (graph inputs); inits: name -> array (initializers);
-    outputs: names (types left to inference)."""
+    outputs: names (types left to inference); dims: name -> declared dims (symbolic
+    ones as strings) where they differ from the array's shape."""
+    dims = dims or {}
     g = h.make_graph(
         nodes, "case",
-        [h.make_tensor_value_info(k, TYPES[v.dtype], v.shape) for k, v in inputs.items()],
+        [h.make_tensor_value_info(k, TYPES[v.dtype], dims.get(k, v.shape)) for k, v in inputs.items()],
         [h.make_empty_tensor_value_info(o) for o in outputs],
         [nh.from_array(v, k) for k, v in dict(inits).items()])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", opset), h.make_opsetid(MS, 1)])
@@ -249,6 +251,14 @@ def attention(t):
         t.check(name, m, fd)
 
     att("Attention")
+    # declared with symbolic batch and sequence, pinned at compile time (--shape): the
+    # key positions are Range(0, Shape(K)[2]), which fold makes a constant (-O1 and up)
+    lens = np.array([4, 6], np.int32)
+    for lvl in ("-O1", "-O2"):
+        m = model([node("Attention", ["x", "w", "b", "lens"], ["y"], num_heads=N, unidirectional=1)],
+                  {"x": x, "lens": lens}, ["y"], inits, dims={"x": ["B", "S", Din], "lens": ["B"]})
+        t.check("Attention_symbolic_dims_pinned_mask_1d_unidirectional" + lvl, m, {"x": x, "lens": lens},
+                extra=(lvl, "--shape=x:%dx%dx%d" % (B, S, Din), "--shape=lens:%d" % B))
     att("Attention_unidirectional", unidirectional=1)
     att("Attention_scale", scale=0.3)
     lens = np.array([4, 6], np.int32)
@@ -363,10 +373,12 @@ def refusals(t):
 # ---- BERT through onnxruntime.transformers.optimizer ---------------------------
 
 
-def build_bert(layers=2, hidden=128, heads=4, ffn=512, vocab=200, maxpos=128, seq=32, batch=2):
+def build_bert(layers=2, hidden=128, heads=4, ffn=512, vocab=200, maxpos=128, seq=32, batch=2, types=2):
     """Hugging Face's BERT export, in primitive ops: embeddings with the position ids a
     slice of a [1, maxpos] constant, LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div, the mask
-    as (1 - mask) * -10000, GELU as Erf."""
+    as (1 - mask) * -10000, GELU as Erf. types: rows of the segment table (the bench
+    uses 4: examples/runner/icc_runner feeds integers in [0, 4), and a compiled Gather
+    fails the run on an index out of range)."""
     r = np.random.default_rng(11)
     inits, nodes = [], []
     D = hidden // heads
@@ -401,7 +413,7 @@ def build_bert(layers=2, hidden=128, heads=4, ffn=512, vocab=200, maxpos=128, se
     pid = op("Slice", [c("pos_ids", np.arange(maxpos)[None, :], np.int64), c("s0", [0], np.int64), un,
                        c("ax1", [1], np.int64), c("st1", [1], np.int64)])
     pe = op("Gather", [w("pos_emb", maxpos, hidden), pid])
-    se = op("Gather", [w("seg_emb", 2, hidden), seg])
+    se = op("Gather", [w("seg_emb", types, hidden), seg])
     x = ln(op("Add", [op("Add", [we, se]), pe]), "emb")
     mf = op("Cast", [op("Unsqueeze", [op("Unsqueeze", [mask], axes=[1])], axes=[2])], to=P.FLOAT)
     mb = op("Mul", [op("Sub", [c("onef", 1.0), mf]), c("neg", -10000.0)])
@@ -444,7 +456,7 @@ def bert(t, bench, shape):
     from onnxruntime.transformers import optimizer
     layers, hidden, heads, ffn, seq, batch = shape
     base = os.path.join(t.tmp, "bert.onnx")
-    onnx.save(build_bert(layers, hidden, heads, ffn, seq=seq, batch=batch), base)
+    onnx.save(build_bert(layers, hidden, heads, ffn, seq=seq, batch=batch, types=4 if bench else 2), base)
     opt = optimizer.optimize_model(base, model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0)
     optp = os.path.join(t.tmp, "bert_opt.onnx")
     opt.save_model_to_file(optp)
