@@ -445,6 +445,44 @@ static int ms_fused_matmul(fe_lower *l)
     return y && in[1] && emit(l, IR_OP_MUL, NULL, 2, in, NULL, 0, l->out[0]) ? 0 : -1;
 }
 
+/* BiasAdd(X, bias, skip) = X + bias + skip (Stable Diffusion's UNet, NHWC). */
+static int ms_bias_add(fe_lower *l)
+{
+    if (need(l, 0, "X", 3, 3) < 0 || need(l, 1, "bias", 1, 1) < 0 || need(l, 2, "skip", 3, 3) < 0)
+        return -1;
+    ir_value *in[2] = {bin(l, IR_OP_ADD, "bias", l->in[0], l->in[1]), l->in[2]};
+    return in[0] && emit(l, IR_OP_ADD, NULL, 2, in, NULL, 0, l->out[0]) ? 0 : -1;
+}
+
+/* NhwcConv(X, W, B?): Conv on channels-last data, X [N, H, W, C] and W
+ * [M, kH, kW, C/group] (the transformers optimizer's layout), Y
+ * [N, OH, OW, M]; the Transposes of constant weights fold. */
+static int ms_nhwc_conv(fe_lower *l)
+{
+    if (need(l, 0, "X", 3, IR_MAX_RANK) < 0 || need(l, 1, "W", 3, IR_MAX_RANK) < 0)
+        return -1;
+    int r = rank_of(l->in[0]);
+    if (rank_of(l->in[1]) != r)
+        return err(l, "X and W must have the same rank");
+    int64_t to_first[IR_MAX_RANK], to_last[IR_MAX_RANK];
+    to_first[0] = to_last[0] = 0;
+    to_first[1] = r - 1;
+    for (int i = 2; i < r; i++)
+        to_first[i] = i - 1;
+    for (int i = 1; i < r - 1; i++)
+        to_last[i] = i + 1;
+    to_last[r - 1] = 1;
+    ir_attr ca[8];
+    int nca = take_attrs(l, "auto_pad dilations group kernel_shape pads strides", ca, 8);
+    ir_value *cin[3] = {transpose(l, "x_nchw", l->in[0], r, to_first),
+                        transpose(l, "w_nchw", l->in[1], r, to_first), in_at(l, 2)};
+    if (!cin[0] || !cin[1])
+        return -1;
+    ir_value *y = emit(l, IR_OP_CONV, "conv", cin[2] ? 3 : 2, cin, ca, nca, NULL);
+    ir_attr perm = {.name = "perm", .kind = IR_ATTR_INTS, .n = r, .ints = to_last};
+    return y && emit(l, IR_OP_TRANSPOSE, NULL, 1, &y, &perm, 1, l->out[0]) ? 0 : -1;
+}
+
 /* ---- normalizations ------------------------------------------------------- */
 
 /* 1 / sqrt(mean(x^2 over the last rank-axis dims) + eps), dims kept. */
@@ -987,6 +1025,7 @@ static int ms_rotary(fe_lower *l)
 static const ms_op ms_ops[] = {
     {"Attention", false, "num_heads unidirectional qkv_hidden_sizes scale mask_filter_value do_rotary "
                          "past_present_share_buffer rotary_embedding_dim", ms_attention},
+    {"BiasAdd", false, "", ms_bias_add},
     {"BiasGelu", false, "", ms_bias_gelu},
     {"EmbedLayerNormalization", false, "epsilon mask_index_type", ms_embed_ln},
     {"FastGelu", false, "", ms_fast_gelu},
@@ -997,6 +1036,7 @@ static const ms_op ms_ops[] = {
     {"FusedMatMul", false, "alpha transA transB transBatchA transBatchB", ms_fused_matmul},
     {"Gelu", false, "", ms_gelu},
     {"MultiHeadAttention", false, "num_heads unidirectional scale mask_filter_value", ms_mha},
+    {"NhwcConv", false, "auto_pad dilations group kernel_shape pads strides", ms_nhwc_conv},
     {"QuickGelu", false, "alpha", ms_quick_gelu},
     {"RotaryEmbedding", false, "interleaved num_heads rotary_embedding_dim is_packed_batching scale",
      ms_rotary},

@@ -188,6 +188,25 @@ def convs(t):
     t.check("FusedConv_depthwise_stride2", m, {"x": x2})
 
 
+def no_cpu_kernel(t):
+    """BiasAdd and NhwcConv have no CPU kernel in ONNX Runtime: checked against ONNX
+    Runtime running the documented equivalent in standard ops (Add + Add; Transposes
+    around Conv, weights [M, kH, kW, C/group])."""
+    x, bias, skip = rand(2, 9, 8), rand(8), rand(2, 9, 8)
+    ref = model([h.make_node("Add", ["x", "bias"], ["t"]), h.make_node("Add", ["t", "skip"], ["y"])],
+                {"x": x, "skip": skip}, ["y"], {"bias": bias})
+    t.check("BiasAdd", model([node("BiasAdd", ["x", "bias", "skip"], ["y"])], {"x": x, "skip": skip}, ["y"],
+                             {"bias": bias}), {"x": x, "skip": skip}, ref=(ref, {"x": x, "skip": skip}))
+    xn, wn, b = rand(1, 9, 9, 6), rand(4, 3, 3, 3, scale=0.3), rand(4)
+    ref = model([h.make_node("Transpose", ["x"], ["xt"], perm=[0, 3, 1, 2]),
+                 h.make_node("Transpose", ["w"], ["wt"], perm=[0, 3, 1, 2]),
+                 h.make_node("Conv", ["xt", "wt", "b"], ["yt"], group=2, strides=[2, 1], pads=[1, 1, 1, 1]),
+                 h.make_node("Transpose", ["yt"], ["y"], perm=[0, 2, 3, 1])], {"x": xn}, ["y"], {"w": wn, "b": b})
+    m = model([node("NhwcConv", ["x", "w", "b"], ["y"], group=2, strides=[2, 1], pads=[1, 1, 1, 1])], {"x": xn}, ["y"],
+              {"w": wn, "b": b})
+    t.check("NhwcConv_grouped_strided", m, {"x": xn}, ref=(ref, {"x": xn}))
+
+
 def norms(t):
     x, s = rand(2, 5, 16), rand(2, 5, 16)
     g, bt, bias = rand(16), rand(16), rand(16)
@@ -522,7 +541,8 @@ def main():
     bench = "--bench" in sys.argv
     t = Runner(os.path.abspath(args[0]))
     filters = args[1:]
-    groups = [("activations", activations), ("matmul", matmuls), ("conv", convs), ("norm", norms),
+    groups = [("activations", activations), ("matmul", matmuls), ("conv", convs), ("nocpu", no_cpu_kernel),
+              ("norm", norms),
               ("embed", embed), ("attention", attention), ("mha", mha), ("rotary", rotary),
               ("refusals", refusals)]
     for name, fn in groups:
