@@ -223,6 +223,8 @@ static int need(fe_lower *l, int i, const char *what, int lo, int hi)
     if (v->type.rank < lo || v->type.rank > hi) {
         if (v->type.rank < 0)
             return err(l, "input %d (%s) needs a known rank", i, what);
+        if (lo == hi)
+            return err(l, "input %d (%s) has rank %d, expected %d", i, what, v->type.rank, lo);
         return err(l, "input %d (%s) has rank %d, expected %d to %d", i, what, v->type.rank, lo, hi);
     }
     return 0;
@@ -942,6 +944,8 @@ static int ms_rotary(fe_lower *l)
     if (!dim_known(cosc, 1) || !dim_known(x, rank_of(x) - 1))
         return err(l, "the caches' second dim and the input's last dim must be known");
     int64_t half = dim_of(cosc, 1), rd = get_i(l, "rotary_embedding_dim", 0);
+    if (half <= 0)
+        return err(l, "the caches' second dim must be positive");
     int64_t heads = get_i(l, "num_heads", 0), hd;
     if (rd && rd != 2 * half)
         return err(l, "rotary_embedding_dim %lld does not match the caches' %lld", (long long)rd,

@@ -385,6 +385,20 @@ def refusals(t):
                                                  {"c": rand(1, 2, 4, 4)}, ["y"], {"cw": rand(2, 2, 1, 1)}), "Softplus")
     t.refuse("refuse_unknown_attribute", model([node("Gelu", ["x"], ["y"], approximate="tanh")], {"x": x}, ["y"]),
              "approximate")
+    # malformed input forms: a message, never a crash
+    t.refuse("refuse_Attention_weights_rank", model([node("Attention", ["x", "w1"], ["y"], num_heads=2)],
+                                                   {"x": x}, ["y"], {"w1": rand(24)}), "rank 1")
+    t.refuse("refuse_Attention_heads", model([node("Attention", ["x", "w"], ["y"], num_heads=5)],
+                                            {"x": x}, ["y"], {"w": w}), "heads")
+    t.refuse("refuse_SkipLayerNormalization_no_gamma", model([node("SkipLayerNormalization", ["x", "x"], ["y"])],
+                                                            {"x": x}, ["y"]), "gamma")
+    t.refuse("refuse_MultiHeadAttention_key_only", model([node("MultiHeadAttention", ["x", "x"], ["y"], num_heads=2)],
+                                                        {"x": x}, ["y"]), "key and value")
+    t.refuse("refuse_RotaryEmbedding_empty_cache",
+             model([node("RotaryEmbedding", ["x", "p", "c", "c"], ["y"], num_heads=2)], {"x": x}, ["y"],
+                   {"p": np.zeros((2, 4), np.int64), "c": np.zeros((4, 0), np.float32)}), "positive")
+    t.refuse("refuse_FusedMatMul_trans_1d", model([node("FusedMatMul", ["v", "v"], ["y"], transA=1)],
+                                                 {"v": rand(8)}, ["y"]), "rank-1")
     t.refuse("refuse_MultiHeadAttention_qk", model([node("MultiHeadAttention", ["x", "x", "x"], ["y", "", "", "qk"], num_heads=2)],
                                                    {"x": x}, ["y", "qk"]), "qk")
 
