@@ -36,7 +36,8 @@ typedef int (*ms_fn)(fe_lower *l);
 
 typedef struct ms_op {
     const char *name;
-    bool onnx_domain;          /* registered by ONNX Runtime in the default domain */
+    bool onnx_domain;          /* in the default domain (ONNX Runtime's registrations there, and
+                                * ONNX ops newer than the registry), not com.microsoft */
     const char *attrs;         /* space-separated names it accepts */
     ms_fn fn;
 } ms_op;
@@ -930,6 +931,8 @@ static int ms_mha(fe_lower *l)
  * position, pairs (x[i], x[i + d/2]) or, interleaved, (x[2i], x[2i+1]):
  * out_a = a cos - b sin, out_b = b cos + a sin. position_ids is [B, S], or
  * [1] holding the first position of every row. */
+static int rotary(fe_lower *l, ir_value *x, ir_value *pos, ir_value *cosc, ir_value *sinc);
+
 static int ms_rotary(fe_lower *l)
 {
     if (need(l, 0, "input", 3, 4) < 0 || need(l, 1, "position_ids", 1, 2) < 0 ||
@@ -939,13 +942,31 @@ static int ms_rotary(fe_lower *l)
         return err(l, "is_packed_batching=1 is not supported");
     if (get_f(l, "scale", 1.0f) != 1.0f)
         return err(l, "scale other than 1 is not supported");
-    ir_value *x = l->in[0], *pos = l->in[1], *cosc = l->in[2], *sinc = l->in[3];
+    return rotary(l, l->in[0], l->in[1], l->in[2], l->in[3]);
+}
+
+/* ONNX's RotaryEmbedding (opset 23, not a registry op): the same rotation,
+ * inputs (X, cos_cache, sin_cache, position_ids?); without position_ids
+ * the caches are already per token, [B, S, d/2]. */
+static int onnx_rotary(fe_lower *l)
+{
+    ir_value *pos = in_at(l, 3);
+    if (need(l, 0, "X", 3, 4) < 0 || need(l, 1, "cos_cache", pos ? 2 : 3, pos ? 2 : 3) < 0 ||
+        need(l, 2, "sin_cache", pos ? 2 : 3, pos ? 2 : 3) < 0 || (pos && need(l, 3, "position_ids", 2, 2) < 0))
+        return -1;
+    return rotary(l, l->in[0], pos, l->in[1], l->in[2]);
+}
+
+/* pos NULL: cosc and sinc are [B, S, d/2] already. */
+static int rotary(fe_lower *l, ir_value *x, ir_value *pos, ir_value *cosc, ir_value *sinc)
+{
+    int cr = rank_of(cosc);
     bool three = rank_of(x) == 3, inter = get_i(l, "interleaved", 0) != 0;
-    if (!dim_known(cosc, 1) || !dim_known(x, rank_of(x) - 1))
-        return err(l, "the caches' second dim and the input's last dim must be known");
-    int64_t half = dim_of(cosc, 1), rd = get_i(l, "rotary_embedding_dim", 0);
+    if (!dim_known(cosc, cr - 1) || !dim_known(x, rank_of(x) - 1))
+        return err(l, "the caches' last dim and the input's last dim must be known");
+    int64_t half = dim_of(cosc, cr - 1), rd = get_i(l, "rotary_embedding_dim", 0);
     if (half <= 0)
-        return err(l, "the caches' second dim must be positive");
+        return err(l, "the caches' last dim must be positive");
     int64_t heads = get_i(l, "num_heads", 0), hd;
     if (rd && rd != 2 * half)
         return err(l, "rotary_embedding_dim %lld does not match the caches' %lld", (long long)rd,
@@ -967,19 +988,22 @@ static int ms_rotary(fe_lower *l)
     if (rd > hd)
         return err(l, "rotary dim %lld exceeds the head size %lld", (long long)rd, (long long)hd);
     /* positions [B, S] (or [S]) */
-    if (rank_of(pos) == 1) {
+    if (pos && rank_of(pos) == 1) {
         ir_value *ar = dim_range(l, "positions", x, three ? 1 : 2);
         pos = bin(l, IR_OP_ADD, "positions", ar, cast(l, "offset", pos, IR_I64));
     }
-    ir_attr ax0 = attr_i("axis", 0);
-    ir_value *gi[2] = {cosc, pos};
-    ir_value *c = emit(l, IR_OP_GATHER, "cos", 2, gi, &ax0, 1, NULL);
-    gi[0] = sinc;
-    ir_value *s = emit(l, IR_OP_GATHER, "sin", 2, gi, &ax0, 1, NULL);
+    ir_value *c = cosc, *s = sinc;
+    if (pos) {
+        ir_attr ax0 = attr_i("axis", 0);
+        ir_value *gi[2] = {cosc, pos};
+        c = emit(l, IR_OP_GATHER, "cos", 2, gi, &ax0, 1, NULL);
+        gi[0] = sinc;
+        s = emit(l, IR_OP_GATHER, "sin", 2, gi, &ax0, 1, NULL);
+    }
     /* c, s: [B, S, d/2] or [S, d/2], broadcast against [B, S, N, H] as
      * [.., S, 1, d/2] or against [B, N, S, H] as [B, 1, S, d/2] / [S, d/2],
      * with a trailing 1 for the interleaved pairs */
-    int pr = rank_of(pos);
+    int pr = pos ? rank_of(pos) : 2;
     int64_t axes[2];
     int na = 0;
     if (three)
@@ -1044,6 +1068,7 @@ static const ms_op ms_ops[] = {
     {"QuickGelu", false, "alpha", ms_quick_gelu},
     {"RotaryEmbedding", false, "interleaved num_heads rotary_embedding_dim is_packed_batching scale",
      ms_rotary},
+    {"RotaryEmbedding", true, "interleaved num_heads rotary_embedding_dim", onnx_rotary},
     {"SimplifiedLayerNormalization", true, "axis epsilon stash_type", ms_sln},
     {"SkipLayerNormalization", false, "epsilon", ms_skip_ln},
     {"SkipSimplifiedLayerNormalization", false, "epsilon", ms_skip_sln},
@@ -1057,7 +1082,7 @@ static const ms_op *ms_find(const char *domain, const char *op_type)
     if (!ms && !dflt)
         return NULL;
     for (size_t i = 0; i < sizeof ms_ops / sizeof ms_ops[0]; i++)
-        if (!strcmp(ms_ops[i].name, op_type) && (ms || ms_ops[i].onnx_domain))
+        if (!strcmp(ms_ops[i].name, op_type) && (ms ? !ms_ops[i].onnx_domain : ms_ops[i].onnx_domain))
             return &ms_ops[i];
     return NULL;
 }

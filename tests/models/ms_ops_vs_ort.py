@@ -369,6 +369,29 @@ def rotary(t):
         t.check("RotaryEmbedding_partial_interleaved%d" % inter, m, {"x": x, "pos": pos2})
 
 
+def onnx_rotary(t):
+    """ONNX's own RotaryEmbedding (opset 23), not a registry op: the same expansion."""
+    B, S, N, Hd, M = 2, 5, 3, 8, 12
+    ang = RNG.random((M, Hd // 2)).astype(np.float32) * 3
+    cos, sin = np.cos(ang), np.sin(ang)
+    pos = RNG.integers(0, M, (B, S)).astype(np.int64)
+    for inter in (0, 1):
+        x = rand(B, S, N * Hd)
+        m = model([h.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], name="n", num_heads=N,
+                               interleaved=inter)], {"x": x, "pos": pos}, ["y"], {"cos": cos, "sin": sin}, opset=23)
+        t.check("onnx_RotaryEmbedding_3d_pos_interleaved%d" % inter, m, {"x": x, "pos": pos})
+        x4 = rand(B, N, S, Hd)
+        c3, s3 = cos[pos], sin[pos]
+        m = model([h.make_node("RotaryEmbedding", ["x", "cos", "sin"], ["y"], name="n", interleaved=inter)],
+                  {"x": x4}, ["y"], {"cos": c3, "sin": s3}, opset=23)
+        t.check("onnx_RotaryEmbedding_4d_per_token_caches_interleaved%d" % inter, m, {"x": x4})
+    x = rand(B, S, N * Hd)
+    m = model([h.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], name="n", num_heads=N,
+                           rotary_embedding_dim=4)], {"x": x, "pos": pos}, ["y"],
+              {"cos": cos[:, :2].copy(), "sin": sin[:, :2].copy()}, opset=23)
+    t.check("onnx_RotaryEmbedding_partial", m, {"x": x, "pos": pos})
+
+
 def refusals(t):
     x = rand(2, 4, 8)
     w = rand(8, 24)
@@ -557,7 +580,7 @@ def main():
     filters = args[1:]
     groups = [("activations", activations), ("matmul", matmuls), ("conv", convs), ("nocpu", no_cpu_kernel),
               ("norm", norms),
-              ("embed", embed), ("attention", attention), ("mha", mha), ("rotary", rotary),
+              ("embed", embed), ("attention", attention), ("mha", mha), ("rotary", rotary), ("onnx_rotary", onnx_rotary),
               ("refusals", refusals)]
     for name, fn in groups:
         if not filters or any(f in name for f in filters):
