@@ -87,6 +87,8 @@ suite() {
   tests/cli/run.sh "$dir/icc"
   echo "== compiled code refuses what the interpreter refuses ($dir)"
   python3 tests/models/refusals.py "$dir/icc"
+  echo "== contrib ops: the attention expansions and the refused forms ($dir)"
+  python3 tests/models/ms_ops_vs_ort.py "$dir/icc" attention mha refusals
   if [ -x tests/bad/run.sh ]; then
     echo "== bad inputs ($dir)"
     tests/bad/run.sh "$dir/icc"
