@@ -529,6 +529,22 @@ def bert(t, bench, shape):
     t.check("bert_%dlayer_optimized" % layers, mo, feeds)
     if bench:
         bench_bert(t, base, optp, feeds)
+        return
+    # the optimizer's other forms: without EmbedLayerNormalization (a LayerNormalization of
+    # opset 12, ONNX Runtime's registration, and mask_index from ReduceSum), and with the
+    # raw [B, S] mask given to Attention
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    for tag in ("no_embed_layernorm", "raw_mask"):
+        fo = FusionOptions("bert")
+        if tag == "raw_mask":
+            fo.use_raw_attention_mask(True)
+        else:
+            fo.enable_embed_layer_norm = False
+        o = optimizer.optimize_model(base, model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0,
+                                     optimization_options=fo)
+        p_ = os.path.join(t.tmp, "bert_%s.onnx" % tag)
+        o.save_model_to_file(p_)
+        t.check("bert_%dlayer_optimized_%s" % (layers, tag), onnx.load(p_), feeds)
 
 
 def bench_bert(t, base, optp, feeds, runs=10, rounds=4):
