@@ -390,15 +390,14 @@ static int ms_fused_gemm(fe_lower *l)
     ir_value *y = emit(l, IR_OP_GEMM, "gemm", gin[2] ? 3 : 2, gin, ga, nga, act ? NULL : l->out[0]);
     if (!act)
         return y ? 0 : -1;
+    const char *name = act->s ? act->s : "";
     if (fe_attr_find(l, "activation_gamma"))
         return err(l, "attribute 'activation_gamma' is not supported");
-    float p[2] = {get_f(l, "activation_alpha", 0.01f), get_f(l, "activation_beta", 0.5f)};
-    if (!strcmp(act->s ? act->s : "", "HardSigmoid"))
-        p[0] = get_f(l, "activation_alpha", 0.2f);
-    int np = fe_attr_find(l, "activation_beta") ? 2 : 1;
-    if (!strcmp(act->s ? act->s : "", "Clip"))
+    if (!strcmp(name, "Clip"))
         return err(l, "activation Clip is not supported for FusedGemm");
-    return activation(l, y, act->s ? act->s : "", p, np, l->out[0]) ? 0 : -1;
+    bool hs = !strcmp(name, "HardSigmoid");
+    float p[2] = {get_f(l, "activation_alpha", hs ? 0.2f : 0.01f), get_f(l, "activation_beta", 0.5f)};
+    return activation(l, y, name, p, 2, l->out[0]) ? 0 : -1;
 }
 
 /* FusedMatMul(A, B) = alpha * op(A) op(B): transA/transB swap the last two
