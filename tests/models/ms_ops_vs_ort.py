@@ -9,8 +9,11 @@ word/position/segment embeddings and an attention mask, written out in primitive
 the way exporters write it, goes through onnxruntime.transformers.optimizer
 (model_type='bert'), which rewrites it into EmbedLayerNormalization, Attention with a
 1-D mask_index, SkipLayerNormalization and BiasGelu; icc compiles both graphs and both
-must match ONNX Runtime. Forms icc refuses must fail with a one-line message naming the
-node. Prints one line per case; exits 1 if any fails.
+must match ONNX Runtime, as must the optimizer's forms without EmbedLayerNormalization and
+with the raw mask. Where ONNX Runtime's CPU kernels lack a form (packed MultiHeadAttention,
+BiasAdd, NhwcConv) the oracle is ONNX Runtime on the same data in the equivalent supported
+form. Forms icc refuses must fail with a one-line message naming the node. Prints one line
+per case; exits 1 if any fails.
 
     python3 tests/models/ms_ops_vs_ort.py build/icc [FILTER ...] [--bench]
 
