@@ -117,6 +117,15 @@ def app(so_path, replicas=1, autoscale=None, max_batch=16, batch_wait_ms=2.0, th
     return IccDeployment.options(**opts).bind(so_path, max_batch, batch_wait_ms, threads)
 
 
+def build(args):
+    """An application builder for `serve run` and Serve config files:
+    `serve run ray_serve:build model=/models/mlp.so autoscale=1,8` (keys:
+    model, replicas, autoscale, max_batch, batch_wait_ms, threads)."""
+    scale = tuple(int(v) for v in str(args["autoscale"]).split(",")) if args.get("autoscale") else None
+    return app(args["model"], int(args.get("replicas", 1)), scale, int(args.get("max_batch", 16)),
+               float(args.get("batch_wait_ms", 2.0)), int(args.get("threads", 1)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model", help="a model.so compiled by icc")

@@ -63,7 +63,8 @@ def test_ray_serve_batched_replicas(serve_up, capsys):
 
 def test_ray_serve_autoscaling(serve_up):
     ex, serve, port, (onnx_path, so) = serve_up
-    serve.run(ex.app(so, autoscale=(1, 2)), name="mlp-auto", route_prefix="/auto")
+    # through the builder `serve run ray_serve:build` and config files use
+    serve.run(ex.build({"model": so, "autoscale": "1,2"}), name="mlp-auto", route_prefix="/auto")
     wait_http(port, "/-/healthz", 60)
     st = serve.status().applications["mlp-auto"]
     assert str(st.status).endswith("RUNNING"), st
