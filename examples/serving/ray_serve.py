@@ -12,7 +12,8 @@ same client speaks to this and to examples/serving/kserve_model.py. Each
 replica loads the .so once (the path must exist on every node: shared
 storage, or the same image); @serve.batch gathers up to --max-batch
 concurrent requests (waiting at most --batch-wait-ms), concatenates them
-along dim 0 and runs the model once, on a worker thread (icc releases the
+along dim 0 and runs the model once (each answer's parameters say how many
+requests that run served), on a worker thread (icc releases the
 GIL and gives each thread its own context). check_health runs the model on
 zeros, so a replica whose model cannot run is restarted; the app is ready
 when serve.run returns, and GET /-/healthz on the proxy says so.
@@ -72,7 +73,7 @@ class IccDeployment:
         except ValueError as e:  # one bad request spoils the batch: each is told why
             return [e] * len(requests)
         cuts = np.cumsum(rows)[:-1]
-        return [list(parts) for parts in zip(*[np.split(o, cuts) for o in outs])]
+        return [(list(parts), len(requests)) for parts in zip(*[np.split(o, cuts) for o in outs])]
 
     def decode(self, body):
         if not isinstance(body, dict) or not isinstance(body.get("inputs"), list):
@@ -97,10 +98,11 @@ class IccDeployment:
             feeds = self.decode(await request.json())
         except (BadRequest, ValueError, TypeError) as e:
             return JSONResponse({"error": str(e)}, status_code=400)
-        outs = await self.infer(feeds)
-        if isinstance(outs, Exception):
-            return JSONResponse({"error": str(outs)}, status_code=400)
-        return {"model_name": self.model.name, "outputs": [
+        res = await self.infer(feeds)
+        if isinstance(res, Exception):
+            return JSONResponse({"error": str(res)}, status_code=400)
+        outs, batched = res
+        return {"model_name": self.model.name, "parameters": {"batched_requests": batched}, "outputs": [
             {"name": t.name, "shape": list(o.shape), "datatype": V2_TYPES[o.dtype], "data": o.ravel().tolist()}
             for t, o in zip(self.model.outputs, outs)]}
 

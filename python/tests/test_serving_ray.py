@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 
+import numpy as np
 import pytest
 
 from conftest import ROOT
@@ -46,10 +47,14 @@ def test_ray_serve_batched_replicas(serve_up, capsys):
     routes = json.loads(wait_http(port, "/-/routes", 60))
     assert "/mlp" in routes
     stats = run_load(port, "/mlp", make_requests(onnx_path, 200, seed=1))
+    batched = [p["batched_requests"] for p in stats["parameters"]]
+    stats["mean_batch"] = np.mean(batched)
     with capsys.disabled():
         print("\nRay Serve, 2 replicas, @serve.batch(8), MLP 784-256-256-10, %(requests)d requests "
               "(1-3 rows), %(clients)d clients: p50 %(p50_ms).2f ms, p99 %(p99_ms).2f ms, "
-              "%(req_per_s).0f requests/s" % stats)
+              "%(req_per_s).0f requests/s, %(mean_batch).1f requests per run" % stats)
+    # 8 clients on 2 replicas: runs served several requests at once
+    assert max(batched) > 1 and max(batched) <= 8, batched
     import http.client
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     bad = json.dumps({"inputs": [{"name": "x", "shape": [1, 783], "datatype": "FP32", "data": [0.0] * 783}]})

@@ -36,10 +36,11 @@ def check(status, raw, want):
     assert y["datatype"] == "FP32" and y["shape"] == list(want.shape), y
     got = np.asarray(y["data"], np.float32).reshape(y["shape"])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    return doc
 
 
 def run_load(port, path, requests, clients=8):
-    lat, errors, lock = [], [], threading.Lock()
+    lat, errors, params, lock = [], [], [], threading.Lock()
     todo = iter(range(len(requests)))
 
     def client():
@@ -54,9 +55,10 @@ def run_load(port, path, requests, clients=8):
                 t0 = time.perf_counter()
                 status, raw = post(conn, path, body)
                 dt = time.perf_counter() - t0
-                check(status, raw, want)
+                doc = check(status, raw, want)
                 with lock:
                     lat.append(dt)
+                    params.append(doc.get("parameters") or {})
         except Exception as e:  # reported by the caller, with the others
             with lock:
                 errors.append(repr(e))
@@ -74,7 +76,8 @@ def run_load(port, path, requests, clients=8):
     assert len(lat) == len(requests)
     lat_ms = np.sort(np.array(lat)) * 1e3
     return {"requests": len(lat), "clients": clients, "p50_ms": float(np.percentile(lat_ms, 50)),
-            "p99_ms": float(np.percentile(lat_ms, 99)), "req_per_s": len(lat) / wall}
+            "p99_ms": float(np.percentile(lat_ms, 99)), "req_per_s": len(lat) / wall,
+            "parameters": params}
 
 
 def wait_http(port, path, timeout, proc=None, method="GET"):
