@@ -12,6 +12,7 @@ import icc
 
 def test_eight_threads_bit_identical(models):
     m = icc.load(models.cnn[1], threads=1)
+    assert m.threads == 1
     r = np.random.default_rng(11)
     xs = [r.standard_normal((2, 3, 16, 16)).astype(np.float32) for _ in range(8)]
     want = [m(x=x) for x in xs]  # this thread, one at a time
