@@ -148,3 +148,12 @@ def test_external_weights(models, tmp_path):
     with pytest.raises(icc.LoadError) as e:
         icc.load(so)
     assert "ext.weights" in one_line(e)
+
+
+def test_abi_version_checked(models, monkeypatch):
+    """The package reads descriptors of the ABI version it mirrors, no other."""
+    from icc import _capi
+    monkeypatch.setattr(_capi, "ABI_VERSION", _capi.ABI_VERSION + 1)
+    with pytest.raises(icc.LoadError) as e:
+        icc.load(models.mlp[1])
+    assert "ABI version 1, this package reads 2" in one_line(e)
