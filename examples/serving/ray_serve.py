@@ -20,8 +20,10 @@ when serve.run returns, and GET /-/healthz on the proxy says so.
 """
 import argparse
 import asyncio
+import os
 
 import numpy as np
+import ray
 from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -140,8 +142,6 @@ def main():
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--address", help="a running Ray cluster (e.g. auto); default: a local one")
     a = ap.parse_args()
-    import os
-    import ray
     ray.init(address=a.address)
     serve.start(http_options={"host": a.host, "port": a.port})
     scale = tuple(int(v) for v in a.autoscale.split(",")) if a.autoscale else None
