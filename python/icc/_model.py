@@ -39,6 +39,16 @@ class TensorInfo:
         return "TensorInfo(%r, %s[%s])" % (self.name, self.dtype, dims)
 
 
+def _castable(src, dst):
+    """The conversions made for an input of another dtype: numpy's safe casts,
+    and any bool, integer or float to a float (rounding, as astype does).
+    Nothing that could wrap (int64 to int32, uint64 to int64) or truncate
+    (float to int)."""
+    if np.can_cast(src, dst, "safe"):
+        return True
+    return dst.kind == "f" and src.kind in "biuf"
+
+
 class _Core:
     """The open model and every live context; what a context's finalizer
     needs, without a reference back to the Model (so no cycle)."""
@@ -189,7 +199,7 @@ class Model:
         else:
             a = np.asarray(v)
         if a.dtype != t.dtype:
-            if not np.can_cast(a.dtype, t.dtype, "same_kind"):
+            if not _castable(a.dtype, t.dtype):
                 raise ValueError("input '%s' has dtype %s, the model wants %s" % (t.name, a.dtype, t.dtype))
             a = np.ascontiguousarray(a, dtype=t.dtype)
         elif not (a.flags.c_contiguous and a.flags.aligned):

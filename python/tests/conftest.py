@@ -74,6 +74,14 @@ def make_two_inputs(path):
                  h.make_tensor_value_info("z", P.INT64, ["N", 4])], [], path)
 
 
+def make_cast(path):
+    """An int64 input: y = float(i) * 2."""
+    nodes = [h.make_node("Cast", ["i"], ["f"], to=P.FLOAT),
+             h.make_node("Add", ["f", "f"], ["y"])]
+    return save(nodes, [h.make_tensor_value_info("i", P.INT64, ["N"])],
+                [h.make_tensor_value_info("y", P.FLOAT, ["N"])], [], path)
+
+
 def make_transformer(path, seq=16):
     """tests/models/make_bert_layer.py's encoder layer at hidden 256, 4 heads,
     FFN 1024 (BERT-base is 768/12/3072: the same graph, smaller weights)."""
@@ -115,6 +123,7 @@ class Models:
     cnn = property(lambda self: self._get("cnn", make_cnn))
     mlp = property(lambda self: self._get("mlp", make_mlp))
     two = property(lambda self: self._get("two", make_two_inputs))
+    cast = property(lambda self: self._get("cast", make_cast))
     transformer = property(lambda self: self._get("transformer", make_transformer))
 
 

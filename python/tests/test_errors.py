@@ -157,3 +157,29 @@ def test_abi_version_checked(models, monkeypatch):
     with pytest.raises(icc.LoadError) as e:
         icc.load(models.mlp[1])
     assert "ABI version 1, this package reads 2" in one_line(e)
+
+
+def test_dtype_rule_same_kind(models):
+    """Safe casts are made (a copy), and anything to a float; nothing that
+    could wrap or truncate."""
+    m = icc.load(models.cast[1])
+    want = np.array([0, 2, -4], np.float32)
+    np.testing.assert_array_equal(m(i=np.array([0, 1, -2], np.int64)), want)
+    np.testing.assert_array_equal(m(i=np.array([0, 1, -2], np.int8)), want)   # int8 -> int64
+    np.testing.assert_array_equal(m(i=np.array([0, 1, 2], np.uint32)), [0, 2, 4])
+    np.testing.assert_array_equal(m(i=np.array([True, False])), [2, 0])
+    np.testing.assert_array_equal(m(i=[0, 1, -2]), want)                      # a list
+    for bad in (np.array([0.0, 1.0]), np.array([0, 1], np.float32), np.array([0, 1], np.uint64)):
+        with pytest.raises(ValueError) as e:
+            m(i=bad)
+        assert "input 'i' has dtype %s, the model wants int64" % bad.dtype in one_line(e)
+
+
+def test_to_float_inputs_convert(models):
+    """int64 and float64 into a float32 input: converted, as astype would."""
+    onnx_path, so = models.two
+    m = icc.load(so)
+    a = np.arange(8).reshape(2, 4)                 # int64
+    b = np.linspace(0, 1, 8).reshape(2, 4)         # float64
+    y, _ = m(a=a, b=b)
+    np.testing.assert_array_equal(y, a.astype(np.float32) + b.astype(np.float32))
