@@ -39,6 +39,18 @@ class TensorInfo:
         return "TensorInfo(%r, %s[%s])" % (self.name, self.dtype, dims)
 
 
+_from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
+
+
+def _address(a):
+    """The address of a C-contiguous array's data. from_buffer is several
+    times quicker than a.ctypes.data but needs a writeable, non-empty buffer."""
+    try:
+        return _addressof(_from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data
+
+
 def _castable(src, dst):
     """The conversions made for an input of another dtype: numpy's safe casts,
     and any bool, integer or float to a float (rounding, as astype does).
@@ -247,13 +259,13 @@ class Model:
             a = arrays[i]
             if a is None:
                 raise ValueError("missing input '%s'" % self.inputs[i].name)
-            ins[i] = a.ctypes.data
+            ins[i] = _address(a)
             dims[i][:a.ndim] = a.shape
         shapes = self._fixed_out or self._output_shapes(ctx, arrays)
         results = self._outputs(shapes, out)
         outs = ctx.outs
         for j, r in enumerate(results):
-            outs[j] = r.ctypes.data
+            outs[j] = _address(r)
         core = self._core
         st = core.lib.icc_run(ctx.handle, ins, ctx.dimp, outs)
         if st != _capi.OK:
