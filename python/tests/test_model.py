@@ -71,6 +71,10 @@ def test_contiguous_input_is_not_copied(models):
     np.testing.assert_array_equal(m(x=xt), m(x=x))
     np.testing.assert_array_equal(m(x=x.astype(np.float64)), m(x=x))
     np.testing.assert_array_equal(m(x=x.tolist()), m(x=x))
+    # read-only memory is read in place too
+    ro = np.frombuffer(x.tobytes(), np.float32).reshape(x.shape)
+    assert not ro.flags.writeable and m._input(0, ro) is ro
+    np.testing.assert_array_equal(m(x=ro), m(x=x))
 
 
 def test_noncontiguous_values_vs_onnxruntime(models):
