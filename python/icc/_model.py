@@ -67,7 +67,7 @@ class _Core:
 
     def __init__(self, lib, handle):
         self.lib, self.handle = lib, handle
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a finalizer may run while this thread holds it
         self.live = set()
 
     def drop(self, ctx):
@@ -103,7 +103,7 @@ class _Ctx:
     __slots__ = ("core", "handle", "ins", "dims", "dimp", "outs", "__weakref__")
 
     def __init__(self, core, inputs, noutputs, threads):
-        self.core = core
+        self.core, self.handle = core, None
         h = ctypes.c_void_p()
         with core.lock:
             if core.handle is None:
@@ -122,7 +122,8 @@ class _Ctx:
         self.outs = (ctypes.c_void_p * max(noutputs, 1))()
 
     def __del__(self):
-        self.core.drop(self.handle)
+        if self.handle is not None:
+            self.core.drop(self.handle)
 
 
 class Model:
@@ -131,6 +132,8 @@ class Model:
     context (caller included; default ICC_NUM_THREADS, else every CPU)."""
 
     def __init__(self, path, prefix=None, threads=None):
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 0):
+            raise ValueError("threads: a positive count, or 0 or None for the default, not %r" % (threads,))
         self.path = os.path.abspath(os.fspath(path))
         if not os.path.isfile(self.path):
             raise LoadError("%s: no such file" % path)

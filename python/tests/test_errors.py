@@ -183,3 +183,11 @@ def test_to_float_inputs_convert(models):
     b = np.linspace(0, 1, 8).reshape(2, 4)         # float64
     y, _ = m(a=a, b=b)
     np.testing.assert_array_equal(y, a.astype(np.float32) + b.astype(np.float32))
+
+
+def test_bad_threads(models):
+    for bad in (-1, 1.5, "2", True):
+        with pytest.raises(ValueError) as e:
+            icc.load(models.mlp[1], threads=bad)
+        assert "threads" in one_line(e)
+    assert icc.load(models.mlp[1], threads=2).threads == 2
