@@ -6,12 +6,15 @@
 #     `icc bench --plot`.
 #   PyPI packages, for tests and benchmarks only: onnx (its node tests are
 #     the conformance oracle; pinned to 1.22.0, the newest release whose
-#     wheel still ships the node test data), onnxruntime and numpy.
+#     wheel still ships the node test data), onnxruntime, numpy, and pytest
+#     (the Python package's tests); with ICC_SERVING=1 also ray[serve] and
+#     kserve, for the serving examples' tests (large: ray alone is ~70 MB).
 set -euo pipefail
 
 APT_PKGS=(build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler
           libonnx-dev llvm-19-dev check clang-19 libclang-rt-19-dev python3 gnuplot-nox)
-PIP_PKGS=("onnx==1.22.0" "onnxruntime" "numpy")
+PIP_PKGS=("onnx==1.22.0" "onnxruntime" "numpy" "pytest")
+if [ "${ICC_SERVING:-0}" = 1 ]; then PIP_PKGS+=("ray[serve]" "kserve"); fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -32,9 +35,11 @@ if ! $PY -m pip --version >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip >/dev/null
 fi
 # One check of the installed versions; pip runs only if something differs.
-if ! $PY - <<'PYEOF' 2>/dev/null
-import importlib.metadata as m, sys
-want = {"onnx": "1.22.0", "onnxruntime": None, "numpy": None}
+if ! ICC_SERVING=${ICC_SERVING:-0} $PY - <<'PYEOF' 2>/dev/null
+import importlib.metadata as m, os, sys
+want = {"onnx": "1.22.0", "onnxruntime": None, "numpy": None, "pytest": None}
+if os.environ["ICC_SERVING"] == "1":
+    want.update({"ray": None, "kserve": None, "fastapi": None, "starlette": None})
 for name, ver in want.items():
     have = m.version(name)
     if ver and have != ver:

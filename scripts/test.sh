@@ -20,7 +20,11 @@
 # (scripts/update-skips.sh rewrites them); any skip in a model run (light
 # models, the BERT layer: --no-skips); fewer passes than the --min-pass floor.
 # A failed build stops the run (no stale binaries are tested).
-# Usage: scripts/test.sh [--quick]   (--quick: stages 1-3 only)
+#   In stage 3 also the Python package (python/): pip install ./python,
+#   then its pytest suite against ONNX Runtime; with ICC_SERVING=1 also the
+#   serving examples (Ray Serve, KServe) on loopback, whose packages
+#   install-deps.sh then installs (large, so off by default).
+# Usage: [ICC_SERVING=1] scripts/test.sh [--quick]   (--quick: stages 1-3 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -127,6 +131,15 @@ python3 tests/models/dynamic_batch.py build/icc
 echo "== icc verify's accuracy report vs numpy (build)"; python3 tests/models/verify_precision.py build/icc
 echo "== int8 and int8-dynamic vs fp32 (cosine), interpreter vs compiled on the rewritten graph (build)"
 python3 tests/models/int8_accuracy.py build/icc
+echo "== the Python package: pip install ./python, its tests vs ONNX Runtime (build)"
+PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore ./python
+SERVING_TESTS=(--ignore=python/tests/test_serving_ray.py --ignore=python/tests/test_serving_kserve.py)
+if [ "${ICC_SERVING:-0}" = 1 ]; then
+  SERVING_TESTS=()
+  echo "   (with the serving examples: ICC_SERVING=1)"
+fi
+ICC=$ROOT/build/icc python3 -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
+    python/tests "${SERVING_TESTS[@]}"
 echo "== install, the examples, embedding (build)"
 tests/install/run.sh build
 echo "== the README's quick start (scripts/quickstart.sh)"
