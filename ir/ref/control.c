@@ -124,16 +124,40 @@ static void merge_branch(ir_type *a, const ir_type *b)
             a->dims[i] = ir_dim_unknown();
 }
 
+/* Only the branch taken runs, and the other may well not fit the inputs
+ * (a 2-D branch beside a 3-D one): a branch whose inference fails only
+ * leaves the outputs less known, unless the condition is known, when the
+ * branch taken alone decides (and its failure is the node's). */
 int shape_if(ir_shape_ctx *c)
 {
     ir_graph *t = sub_of(c, "then_branch"), *e = sub_of(c, "else_branch");
-    if (!t || !e || infer_sub(c, t, "then_branch") < 0 || infer_sub(c, e, "else_branch") < 0)
+    if (!t || !e)
         return -1;
-    for (int i = 0; i < c->nout; i++) {
-        ir_type b;
-        if (out_type(c, t, i, &c->out[i]) < 0 || out_type(c, e, i, &b) < 0)
+    const ir_tensor *cond = c->val[0];
+    if (cond && cond->numel == 1) {
+        bool take = ir_tensor_geti(cond, 0) != 0;
+        ir_graph *s = take ? t : e;
+        if (infer_sub(c, s, take ? "then_branch" : "else_branch") < 0)
             return -1;
-        merge_branch(&c->out[i], &b);
+        for (int i = 0; i < c->nout; i++)
+            if (out_type(c, s, i, &c->out[i]) < 0)
+                return -1;
+        return 0;
+    }
+    icc_diag quiet;
+    ir_shape_ctx qc = *c;
+    qc.diag = &quiet;
+    bool ok_t = infer_sub(&qc, t, "then_branch") == 0, ok_e = infer_sub(&qc, e, "else_branch") == 0;
+    for (int i = 0; i < c->nout; i++) {
+        ir_type a, b;
+        if (out_type(c, t, i, &a) < 0 || out_type(c, e, i, &b) < 0)
+            return -1;
+        if (!ok_t)
+            ir_type_unknown(&a, a.dtype != IR_UNDEF ? a.dtype : b.dtype, IR_RANK_UNKNOWN);
+        if (!ok_e)
+            ir_type_unknown(&b, b.dtype != IR_UNDEF ? b.dtype : a.dtype, IR_RANK_UNKNOWN);
+        merge_branch(&a, &b);
+        c->out[i] = a;
     }
     return 0;
 }
