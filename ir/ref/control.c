@@ -187,9 +187,12 @@ int shape_loop(ir_shape_ctx *c)
     b->inputs[0]->type = scalar;
     scalar.dtype = IR_BOOL;
     b->inputs[1]->type = scalar;
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
+        if (!c->in[2 + i])
+            return ir_node_errorf(c->diag, n, "carried value %d is missing", i);
         if (set_carried(c, b, 2 + i, c->in[2 + i], false) < 0)
             return -1;
+    }
     if (infer_sub(c, b, "body") < 0)
         return -1;
     for (int i = 0; i < N; i++) {
@@ -634,6 +637,10 @@ int ir_eval_control(const ir_node *n, const ir_tensor *const *in, ir_tensor *out
     for (int j = 0; j < n->ncap; j++)
         if (!in[n->nin - n->ncap + j])
             return ir_node_errorf(d, n, "capture %d has no value", j);
+    /* Loop's M and cond may be omitted; every carried, state and scan input is required. */
+    for (int i = n->op == IR_OP_LOOP ? 2 : n->op == IR_OP_SCAN ? 0 : 1; i < n->nin - n->ncap; i++)
+        if (!in[i])
+            return ir_node_errorf(d, n, "input %d is missing", i);
     switch (n->op) {
     case IR_OP_IF: return eval_if(n, in, out, storage, d);
     case IR_OP_LOOP: return eval_loop(n, in, out, storage, d);
