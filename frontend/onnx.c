@@ -359,8 +359,10 @@ static int convert_attr(fe_ctx *c, const fe_node *n, const fe_attr *fa, ir_attr 
     }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
-        return fe_node_errorf(c->d, n, "attribute '%.100s' holds a subgraph; subgraphs are not "
-                              "supported", an);
+        return fe_node_errorf(c->d, n, "attribute '%.100s' holds %s; only If, Loop and Scan "
+                              "take a subgraph, one per attribute", an,
+                              k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH ? "a subgraph"
+                                                                                : "subgraphs");
     default:
         return fe_node_errorf(c->d, n, "attribute '%.100s' of kind %s is not supported", an,
                               attr_kind_name(k));
