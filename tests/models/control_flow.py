@@ -9,6 +9,8 @@ interpreter for both rates; compiled with --bind=sr=F.npy every If folds
 away (fold-if) and the .so must match ONNX Runtime too; compiled without
 the bind, icc must refuse with a one-line error naming the If.
 
+A Scan over non-default axes and directions checks the slicing and stacking.
+
 A Loop model runs a small RNN cell over a sequence (the trip count an
 input, the input slice taken with Gather of the iteration number) with a
 running sum as second carried value and the hidden states as a scan
@@ -117,6 +119,25 @@ def rnn_loop(path):
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
 
 
+def scan_axes(path):
+    """Scan over axis 1 of one input (reversed) and axis 0 of another, a
+    running state, and two scan outputs: one stacked along axis 1, one along
+    axis 0 in reverse."""
+    body = h.make_graph([
+        h.make_node("Add", ["s", "a"], ["s1"]),
+        h.make_node("Mul", ["s1", "b"], ["s2"]),
+        h.make_node("Identity", ["s2"], ["o1"]),
+        h.make_node("Sub", ["a", "b"], ["o2"]),
+    ], "step", [vi("s", P.FLOAT, [3]), vi("a", P.FLOAT, [3]), vi("b", P.FLOAT, [3])],
+        [vi("s2", P.FLOAT, [3]), vi("o1", P.FLOAT, [3]), vi("o2", P.FLOAT, [3])])
+    n = h.make_node("Scan", ["s0", "A", "B"], ["sT", "O1", "O2"], name="scan", body=body, num_scan_inputs=2,
+                    scan_input_axes=[1, 0], scan_input_directions=[1, 0], scan_output_axes=[1, 0],
+                    scan_output_directions=[0, 1])
+    g = h.make_graph([n], "scan", [vi("s0", P.FLOAT, [3]), vi("A", P.FLOAT, [3, 4]), vi("B", P.FLOAT, [4, 3])],
+                     [vi("sT", P.FLOAT, [3]), vi("O1", P.FLOAT, [3, 4]), vi("O2", P.FLOAT, [4, 3])])
+    onnx.save(h.make_model(g, opset_imports=OPSET), path)
+
+
 def run(icc, model, inputs, t, outs):
     args = [icc, "run", model, "-o", t + "/out"]
     for k, v in inputs.items():
@@ -166,6 +187,12 @@ def main():
         outs = ["hT", "acc"] + (["hs"] if steps else [])
         failed += compare("RNN Loop, %d steps, interpreter" % steps, run(icc, t + "/rnn.onnx", feed, t, outs),
                           want[:len(outs)])
+    scan_axes(t + "/scan.onnx")
+    s = ort.InferenceSession(t + "/scan.onnx", providers=["CPUExecutionProvider"])
+    feed = {"s0": rng.standard_normal(3).astype(np.float32), "A": rng.standard_normal((3, 4)).astype(np.float32),
+            "B": rng.standard_normal((4, 3)).astype(np.float32)}
+    failed += compare("Scan with axes and directions, interpreter",
+                      run(icc, t + "/scan.onnx", feed, t, ["sT", "O1", "O2"]), s.run(None, feed))
     print("control flow: %s" % ("all passed" if not failed else "%d failed" % failed))
     return 1 if failed else 0
 
