@@ -27,6 +27,7 @@ typedef struct scope {
     const fe_node *call;               /* the call being inlined */
     const char *prefix;                /* for the body's own names */
     int depth;
+    const fe_rename *ren;              /* the renaming, kept for subgraphs */
 } scope;
 
 typedef struct flattener {
@@ -115,25 +116,50 @@ static const char *norm_domain(const char *d)
     return fe_is_default_domain(d) ? "" : d;
 }
 
+static const char *rename_in(const fe_rename *r, const char *name, char *(*alloc)(void *, size_t),
+                             void *arg)
+{
+    const Onnx__FunctionProto *fn = r->fn;
+    for (size_t i = 0; i < fn->n_input; i++)
+        if (!strcmp(fn->input[i], name))
+            return (int)i < r->call_nin ? r->call_in[i] : "";
+    for (size_t i = 0; i < fn->n_output; i++)
+        if (!strcmp(fn->output[i], name) && (int)i < r->call_nout && *r->call_out[i])
+            return r->call_out[i];
+    size_t a = strlen(r->prefix), b = strlen(name);
+    char *s = alloc(arg, a + b + 1);
+    if (s) {
+        memcpy(s, r->prefix, a);
+        memcpy(s + a, name, b + 1);
+    }
+    return s;
+}
+
+typedef struct {
+    flattener *f;
+    const scope *sc;
+} alloc_arg;
+
+static char *scope_alloc(void *arg, size_t n)
+{
+    alloc_arg *a = arg;
+    return node_alloc(a->f, a->sc, n);
+}
+
+static char *arena_alloc(void *arg, size_t n) { return ir_arena_alloc(arg, n); }
+
+const char *fe_rename_name(const fe_rename *r, const char *name, ir_arena *tmp)
+{
+    return rename_in(r, name, arena_alloc, tmp);
+}
+
 /* Renames a value name of a body into the caller's namespace. */
 static const char *rename_value(flattener *f, const scope *sc, const char *name)
 {
     if (!name || !*name || !sc->fn)
         return name ? name : "";
-    const Onnx__FunctionProto *fn = sc->fn;
-    for (size_t i = 0; i < fn->n_input; i++)
-        if (!strcmp(fn->input[i], name))
-            return (int)i < sc->call->nin ? sc->call->in[i] : "";
-    for (size_t i = 0; i < fn->n_output; i++)
-        if (!strcmp(fn->output[i], name) && (int)i < sc->call->nout && *sc->call->out[i])
-            return sc->call->out[i];
-    size_t a = strlen(sc->prefix), b = strlen(name);
-    char *s = node_alloc(f, sc, a + b + 1);
-    if (s) {
-        memcpy(s, sc->prefix, a);
-        memcpy(s + a, name, b + 1);
-    }
-    return s;
+    alloc_arg a = {f, sc};
+    return rename_in(sc->ren, name, scope_alloc, &a);
 }
 
 /* The default of a function attribute. FunctionProto.attribute_proto
@@ -187,11 +213,14 @@ static int inline_call(flattener *f, const Onnx__FunctionProto *fn, const fe_nod
                               "%d and %d", fn->n_input, fn->n_output, call->nin, call->nout);
     char pre[300];
     snprintf(pre, sizeof pre, "%.200s#%d/", call->name, ++f->ncalls);
-    scope sc = {fn, call, NULL, depth};
+    scope sc = {fn, call, NULL, depth, NULL};
     char *p = node_alloc(f, &sc, strlen(pre) + 1);
-    if (!p)
+    fe_rename *r = node_alloc(f, &sc, sizeof *r);
+    if (!p || !r)
         return -1;
     sc.prefix = strcpy(p, pre);
+    *r = (fe_rename){fn, call->in, call->out, call->nin, call->nout, sc.prefix};
+    sc.ren = r;
     return flatten_list(f, fn->node, fn->n_node, &sc);
 }
 
@@ -225,6 +254,7 @@ static int flatten_node(flattener *f, const Onnx__NodeProto *np, const scope *sc
         nm = s;
     }
     n.name = nm;
+    n.ren = sc->fn ? sc->ren : NULL;
     if (!*n.op_type)
         return fe_node_errorf(f->d, &n, "has no op_type");
 
@@ -322,7 +352,7 @@ int fe_flatten(const Onnx__ModelProto *m, const Onnx__GraphProto *gp, ir_arena *
             goto done;
         }
     }
-    scope sc = {NULL, NULL, "", 0};
+    scope sc = {NULL, NULL, "", 0, NULL};
     rc = flatten_list(&f, gp->node, gp->n_node, &sc);
 done:
     fe_map_free(&f.fns);

@@ -87,6 +87,20 @@ typedef struct fe_attr {
     const Onnx__AttributeProto *p;
 } fe_attr;
 
+/* How an inlined function call renames its body's value names into the
+ * caller's: formal inputs and outputs to the call's, others behind a
+ * prefix unique to the call. Kept (in the scratch arena) for the
+ * subgraphs of body nodes, whose outer names are the body's. */
+typedef struct fe_rename {
+    const Onnx__FunctionProto *fn;
+    const char *const *call_in, *const *call_out;
+    int call_nin, call_nout;
+    const char *prefix;
+} fe_rename;
+
+/* name as the caller of r's function sees it (NULL on out of memory). */
+const char *fe_rename_name(const fe_rename *r, const char *name, ir_arena *tmp);
+
 /* One ONNX node after function inlining, names already renamed. */
 typedef struct fe_node {
     const char *op_type;
@@ -97,6 +111,7 @@ typedef struct fe_node {
     const char **in, **out;    /* "" = omitted */
     int nattr;
     fe_attr *attrs;
+    const fe_rename *ren;      /* from an inlined function: for its subgraphs' names */
 } fe_node;
 
 typedef struct fe_nodes {
@@ -131,6 +146,7 @@ typedef struct fe_lower {
     const char **out;          /* output names, all non-empty */
     int nattr, cap_attr;
     ir_attr *attrs;
+    int ncap;                  /* control flow: the last ncap of in[] are captures */
     bool done;
 } fe_lower;
 
@@ -161,6 +177,13 @@ ir_value *fe_scalar_like(fe_lower *l, const char *suffix, ir_value *x, double v)
  * with d set on failure. */
 ir_node *fe_emit(fe_lower *l, int op, const char *suffix, int nin, ir_value *const *in, int nout,
                  const char *const *out_names, const ir_attr *attrs, int nattr);
+
+/* fe_emit for control flow: in[0..nin) are the formal inputs (trailing
+ * omitted ones dropped, arity checked), in[nin..nin+ncap) the captured
+ * outer values, which every subgraph attribute takes as its last inputs. */
+ir_node *fe_emit_control(fe_lower *l, int op, const char *suffix, int nin, ir_value *const *in,
+                         int ncap, int nout, const char *const *out_names, const ir_attr *attrs,
+                         int nattr);
 
 /* Attribute access on the node being lowered. */
 ir_attr *fe_attr_find(fe_lower *l, const char *name);

@@ -28,6 +28,15 @@ typedef struct fe_name {
 } fe_name;
 
 struct fe_ctx {
+    fe_ctx *parent;                       /* a subgraph's enclosing graph, or NULL */
+    int depth;                            /* subgraph nesting */
+    const char *path;                     /* "If_0/then_branch/" inside subgraphs, else "" */
+    ir_value **cap_outer;                 /* the parent's values captured, in order: the */
+    int ncap, cap_cap;                    /* graph inputs after the formal ones */
+    const ir_type *force;                 /* formal input types the node fixes (nforce); */
+    const bool *force_always;             /* where false, only when the file gives none */
+    int nforce;
+    const fe_rename *ren;                 /* the node's, when an inlined function made it */
     ir_graph *g;
     ir_arena *tmp;
     const Onnx__ModelProto *m;
@@ -79,6 +88,61 @@ const char *fe_fresh_name(fe_ctx *c, const char *base, const char *suffix)
     if (!s || !name_add(c, s))
         return NULL;
     return s;
+}
+
+/* ---- outer scopes -------------------------------------------------------- */
+
+static ir_value *make_initializer(fe_ctx *c, fe_name *e);
+
+/* A name a subgraph uses but does not define: a value of an enclosing
+ * graph, captured. The subgraph gets an input standing for it (named
+ * like it, registered locally so later uses find it) and remembers the
+ * outer value, which becomes an input of the node owning the subgraph;
+ * through a middle subgraph, the capture is made at each level. NULL,
+ * without a message, when no enclosing graph defines it (yet). */
+static ir_value *capture(fe_ctx *c, const char *nm)
+{
+    fe_ctx *p = c->parent;
+    if (!p)
+        return NULL;
+    const char *pn = c->ren ? fe_rename_name(c->ren, nm, c->tmp) : nm;
+    if (!pn) {
+        oom(c);
+        return NULL;
+    }
+    fe_name *pe = *pn ? name_get(p, pn) : NULL;
+    ir_value *ov = NULL;
+    if (pe && (pe->v || pe->init))
+        ov = pe->v ? pe->v : make_initializer(p, pe);
+    else if (*pn)
+        ov = capture(p, pn);
+    if (!ov)
+        return NULL;
+    ir_type t;
+    if (!ir_type_rehome(p->g, c->g, &ov->type, &t)) {
+        oom(c);
+        return NULL;
+    }
+    fe_name *e = name_add(c, nm);
+    ir_value *v = e ? ir_graph_add_input(c->g, nm, &t, c->d) : NULL;
+    if (!e || !v) {
+        oom(c);
+        return NULL;
+    }
+    if (c->ncap == c->cap_cap) {
+        int nc = c->cap_cap * 2 + 8;
+        ir_value **na = ir_arena_alloc(c->tmp, sizeof *na * (size_t)nc);
+        if (!na) {
+            oom(c);
+            return NULL;
+        }
+        if (c->ncap)
+            memcpy(na, c->cap_outer, sizeof *na * (size_t)c->ncap);
+        c->cap_outer = na;
+        c->cap_cap = nc;
+    }
+    c->cap_outer[c->ncap++] = ov;
+    return e->v = v;
 }
 
 /* ---- types ------------------------------------------------------------- */
@@ -295,8 +359,10 @@ static int convert_attr(fe_ctx *c, const fe_node *n, const fe_attr *fa, ir_attr 
     }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
-        return fe_node_errorf(c->d, n, "attribute '%.100s' holds a subgraph; subgraphs are not "
-                              "supported", an);
+        return fe_node_errorf(c->d, n, "attribute '%.100s' holds %s; only If, Loop and Scan "
+                              "take a subgraph, one per attribute", an,
+                              k == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH ? "a subgraph"
+                                                                                : "subgraphs");
     default:
         return fe_node_errorf(c->d, n, "attribute '%.100s' of kind %s is not supported", an,
                               attr_kind_name(k));
@@ -520,8 +586,26 @@ static bool is_list(ir_attr_kind k)
     return k == IR_ATTR_INTS || k == IR_ATTR_FLOATS || k == IR_ATTR_STRINGS;
 }
 
+static ir_node *emit_node(fe_lower *l, int op, const char *suffix, int nin, ir_value *const *in,
+                          int ncap, int nout, const char *const *out_names, const ir_attr *attrs,
+                          int nattr);
+
 ir_node *fe_emit(fe_lower *l, int op, const char *suffix, int nin, ir_value *const *in, int nout,
                  const char *const *out_names, const ir_attr *attrs, int nattr)
+{
+    return emit_node(l, op, suffix, nin, in, 0, nout, out_names, attrs, nattr);
+}
+
+ir_node *fe_emit_control(fe_lower *l, int op, const char *suffix, int nin, ir_value *const *in,
+                         int ncap, int nout, const char *const *out_names, const ir_attr *attrs,
+                         int nattr)
+{
+    return emit_node(l, op, suffix, nin, in, ncap, nout, out_names, attrs, nattr);
+}
+
+static ir_node *emit_node(fe_lower *l, int op, const char *suffix, int nin, ir_value *const *in,
+                          int ncap, int nout, const char *const *out_names, const ir_attr *attrs,
+                          int nattr)
 {
     fe_ctx *c = l->c;
     const fe_node *src = l->src;
@@ -534,6 +618,7 @@ ir_node *fe_emit(fe_lower *l, int op, const char *suffix, int nin, ir_value *con
             return NULL;
         }
     }
+    int nformal = nin;
     while (nin > 0 && !in[nin - 1])
         nin--;
     /* Shape functions run before ir_verify and rely on the arity. */
@@ -572,9 +657,21 @@ ir_node *fe_emit(fe_lower *l, int op, const char *suffix, int nin, ir_value *con
             return NULL;
         }
     }
-    ir_node *n = ir_graph_add_node(c->g, op, name, nin, in, nout, outs, c->d);
+    ir_value *const *all = in;
+    if (ncap) {
+        ir_value **v = ir_arena_alloc(c->tmp, sizeof *v * (size_t)(nin + ncap));
+        if (!v) {
+            oom(c);
+            return NULL;
+        }
+        memcpy(v, in, sizeof *v * (size_t)nin);
+        memcpy(v + nin, in + nformal, sizeof *v * (size_t)ncap);
+        all = v;
+    }
+    ir_node *n = ir_graph_add_node(c->g, op, name, nin + ncap, all, nout, outs, c->d);
     if (!n)
         return NULL;
+    n->ncap = ncap;
     for (int i = 0; i < nattr; i++) {
         ir_attr a = attrs[i];
         const ir_attr_schema *s = ir_op_find_attr(op, a.name);
@@ -629,6 +726,158 @@ static int onnx_op(const char *op_type)
     return op >= 0 && (ir_ops[op].flags & IR_F_INTERNAL) ? -1 : op;
 }
 
+/* ---- subgraphs ----------------------------------------------------------- */
+
+#define MAX_SUBS 4
+
+/* A subgraph imported for the node being lowered, with the values of the
+ * enclosing graph it captured (its last ncap inputs, in that order). */
+typedef struct fe_sub {
+    ir_graph *g;
+    ir_value **outer;
+    int ncap;
+} fe_sub;
+
+static int import_graph(fe_ctx *c, const char *display);
+
+/* The formal input types a control-flow node gives its subgraph, used
+ * where the file declares none (ONNX lets subgraph inputs go untyped):
+ * dtype and rank, with the dims the op removes gone. Loop's iteration
+ * count and cond are scalars whatever the file says. */
+static int formal_types(fe_ctx *c, const fe_node *n, const fe_lower *l, ir_type **types,
+                        bool **always, int *count)
+{
+    int nf = 0, drop_state = 0, drop_scan = 1, first = 0, nstate = 0;
+    if (l->op == IR_OP_LOOP) {
+        nstate = l->nin > 2 ? l->nin - 2 : 0;
+        nf = 2 + nstate;
+        first = 2;
+    } else if (l->op == IR_OP_SCAN) {
+        int64_t m = 0;
+        for (int i = 0; i < n->nattr; i++)
+            if (!strcmp(n->attrs[i].name, "num_scan_inputs"))
+                m = n->attrs[i].p->i;
+        first = n->opset < 9 ? 1 : 0; /* Scan-8: sequence_lens, then a batch dim everywhere */
+        drop_state = n->opset < 9;
+        drop_scan += n->opset < 9;
+        nf = l->nin - first;
+        nstate = nf - (int)m;
+        if (m < 1 || nstate < 0)
+            return fe_node_errorf(c->d, n, "num_scan_inputs is %lld with %d inputs", (long long)m,
+                                  l->nin);
+    }
+    *count = nf;
+    if (!nf)
+        return 0;
+    *types = ir_arena_alloc(c->tmp, sizeof **types * (size_t)nf);
+    *always = ir_arena_alloc(c->tmp, sizeof **always * (size_t)nf);
+    if (!*types || !*always)
+        return oom(c);
+    int k0 = 0;
+    if (l->op == IR_OP_LOOP) {
+        (*types)[0] = (ir_type){.dtype = IR_I64, .rank = 0};
+        (*types)[1] = (ir_type){.dtype = IR_BOOL, .rank = 0};
+        (*always)[0] = (*always)[1] = true;
+        k0 = 2;
+    }
+    for (int k = k0; k < nf; k++) {
+        const ir_value *v = l->in[first + k - k0];
+        int drop = l->op == IR_OP_LOOP ? 0 : k - k0 < nstate ? drop_state : drop_scan;
+        int rank = v && v->type.rank >= drop ? v->type.rank - drop : IR_RANK_UNKNOWN;
+        ir_type *t = &(*types)[k];
+        *t = (ir_type){.dtype = v ? v->type.dtype : IR_UNDEF, .rank = rank};
+        for (int i = 0; i < rank; i++)
+            t->dims[i] = ir_dim_unknown();
+    }
+    return 0;
+}
+
+/* Imports the GRAPH attribute fa of node n as a subgraph of c's graph. */
+static int import_sub(fe_ctx *c, const fe_node *n, const fe_lower *l, const fe_attr *fa,
+                      fe_sub *out)
+{
+    const Onnx__GraphProto *gp = fa->p->g;
+    if (!gp)
+        return fe_node_errorf(c->d, n, "attribute '%.100s' has no graph", fa->name);
+    if (c->depth + 1 > IR_MAX_SUBGRAPH_DEPTH)
+        return fe_node_errorf(c->d, n, "subgraphs nest deeper than %d", IR_MAX_SUBGRAPH_DEPTH);
+    char path[600];
+    snprintf(path, sizeof path, "%.300s%.150s/%.100s/", c->path, n->name, fa->name);
+    fe_ctx sc = {.parent = c, .depth = c->depth + 1, .tmp = c->tmp, .m = c->m, .gp = gp,
+                 .base_dir = c->base_dir, .d = c->d, .ren = n->ren};
+    ir_type *types = NULL;
+    bool *always = NULL;
+    if (formal_types(c, n, l, &types, &always, &sc.nforce) < 0)
+        return -1;
+    sc.force = types;
+    sc.force_always = always;
+    if (!(sc.path = ir_arena_strdup(c->tmp, path)) ||
+        !(sc.g = ir_graph_add_subgraph(c->g, gp->name && *gp->name ? gp->name : fa->name)))
+        return oom(c);
+    int rc = import_graph(&sc, NULL);
+    free(sc.nodes.v);
+    fe_map_free(&sc.names);
+    if (rc != 0) {
+        /* Messages from inside say where: "If_0/then_branch/: node ...". */
+        if (!c->parent)
+            ir_diag_prefix(c->d, "%.*s", (int)strlen(sc.path) - 1, sc.path);
+        return -1;
+    }
+    *out = (fe_sub){sc.g, sc.cap_outer, sc.ncap};
+    return 0;
+}
+
+/* Every subgraph of the node takes the union of their captures, in one
+ * order, as its last inputs (one it does not use stays unused); the node
+ * takes the captured values as its last inputs. */
+static int join_captures(fe_ctx *c, fe_lower *l, fe_sub *subs, int nsubs)
+{
+    int nu = 0, cap = 0;
+    ir_value **u = NULL;
+    for (int s = 0; s < nsubs; s++)
+        cap += subs[s].ncap;
+    if (!cap)
+        return 0;
+    if (!(u = ir_arena_alloc(c->tmp, sizeof *u * (size_t)cap)))
+        return oom(c);
+    for (int s = 0; s < nsubs; s++)
+        for (int j = 0; j < subs[s].ncap; j++) {
+            int k = 0;
+            while (k < nu && u[k] != subs[s].outer[j])
+                k++;
+            if (k == nu)
+                u[nu++] = subs[s].outer[j];
+        }
+    for (int s = 0; s < nsubs; s++) {
+        ir_graph *g = subs[s].g;
+        int formal = g->ninputs - subs[s].ncap;
+        ir_value **in = ir_arena_alloc(g->arena, sizeof *in * (size_t)(formal + nu + 1));
+        if (!in)
+            return oom(c);
+        memcpy(in, g->inputs, sizeof *in * (size_t)formal);
+        for (int k = 0; k < nu; k++) {
+            ir_value *v = NULL;
+            for (int j = 0; j < subs[s].ncap && !v; j++)
+                if (subs[s].outer[j] == u[k])
+                    v = g->inputs[formal + j];
+            char buf[512];
+            ir_type t;
+            if (!v && (!ir_type_rehome(c->g, g, &u[k]->type, &t) ||
+                       !(v = ir_graph_add_input(g, ir_graph_fresh_name(g, u[k]->name, "", buf,
+                                                                       sizeof buf), &t, c->d))))
+                return oom(c);
+            in[formal + k] = v;
+        }
+        g->inputs = in;
+        g->ninputs = g->cap_inputs = formal + nu;
+    }
+    for (int k = 0; k < nu; k++)
+        if (fe_set_input(l, l->nin, u[k]) < 0)
+            return -1;
+    l->ncap = nu;
+    return 0;
+}
+
 /* Lowers one flattened node into IR. */
 static int lower_node(fe_ctx *c, const fe_node *n)
 {
@@ -643,6 +892,8 @@ static int lower_node(fe_ctx *c, const fe_node *n)
     if (op < 0) /* check_supported lets none through; kept for safety */
         return fe_node_errorf(c->d, n, "is not supported");
     fe_lower l = {.c = c, .src = n, .op = op};
+    fe_sub subs[MAX_SUBS];
+    int nsubs = 0;
     l.cap_in = n->nin + 4;
     l.in = ir_arena_alloc(c->tmp, sizeof(ir_value *) * (size_t)l.cap_in);
     l.cap_attr = n->nattr + 4;
@@ -655,17 +906,19 @@ static int lower_node(fe_ctx *c, const fe_node *n)
         ir_value *v = NULL;
         if (*nm) {
             fe_name *e = name_get(c, nm);
-            if (!e || (!e->v && !e->init))
-                return fe_node_errorf(c->d, n, "input '%.200s' is never defined", nm);
-            v = e->v ? e->v : make_initializer(c, e);
-            if (!v)
+            if (!e || (!e->v && !e->init)) {
+                if (!(v = capture(c, nm)))
+                    return fe_node_errorf(c->d, n, "input '%.200s' is never defined", nm);
+            } else if (!(v = e->v ? e->v : make_initializer(c, e)))
                 return -1;
         }
         l.in[l.nin++] = v;
     }
     l.nout = n->nout;
-    /* Unused trailing outputs go, but never below the op's minimum. */
-    while (l.nout > ir_ops[op].min_out && !*n->out[l.nout - 1])
+    /* Unused trailing outputs go, but never below the op's minimum (nor
+     * for control flow, whose outputs match its subgraphs'). */
+    while (!(ir_ops[op].flags & IR_F_CONTROL) && l.nout > ir_ops[op].min_out &&
+           !*n->out[l.nout - 1])
         l.nout--;
     for (int i = 0; i < l.nout; i++) {
         l.out[i] = n->out[i];
@@ -677,35 +930,73 @@ static int lower_node(fe_ctx *c, const fe_node *n)
             if (!strcmp(l.attrs[j].name, n->attrs[i].name))
                 return fe_node_errorf(c->d, n, "attribute '%.100s' is given twice",
                                       n->attrs[i].name);
+        if ((ir_ops[op].flags & IR_F_CONTROL) &&
+            attr_kind(n->attrs[i].p) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH) {
+            if (nsubs == MAX_SUBS)
+                return fe_node_errorf(c->d, n, "has more than %d subgraphs", MAX_SUBS);
+            if (import_sub(c, n, &l, &n->attrs[i], &subs[nsubs]) < 0)
+                return -1;
+            l.attrs[l.nattr++] = (ir_attr){.name = n->attrs[i].name, .kind = IR_ATTR_GRAPH,
+                                           .graph = subs[nsubs++].g};
+            continue;
+        }
         if (convert_attr(c, n, &n->attrs[i], &l.attrs[l.nattr]) < 0)
             return -1;
         l.nattr++;
     }
+    if (nsubs && join_captures(c, &l, subs, nsubs) < 0)
+        return -1;
     if (ms)
         return fe_ms_lower(&l);
     if (fe_adapt(&l) < 0)
         return -1;
     if (l.done)
         return 0;
+    if (ir_ops[l.op].flags & IR_F_CONTROL)
+        return fe_emit_control(&l, l.op, NULL, l.nin - l.ncap, l.in, l.ncap, l.nout, l.out,
+                               l.attrs, l.nattr) ? 0 : -1;
     return fe_emit(&l, l.op, NULL, l.nin, l.in, l.nout, l.out, l.attrs, l.nattr) ? 0 : -1;
 }
 
 /* ---- whole-graph stages ------------------------------------------------ */
 
 typedef struct unsup {
-    const fe_node *first;
+    fe_node first;             /* a copy: a subgraph's node list is freed after the walk */
+    const char *where;         /* the first node's name, with its subgraph path */
     int count;
 } unsup;
 
-/* Lists every unsupported op type in one message, one entry per
- * (domain, op type) with its node count and first node. */
-static int check_supported(fe_ctx *c, const char *display)
+typedef struct unsup_list {
+    fe_map seen;
+    unsup **groups;
+    int n, cap;
+} unsup_list;
+
+/* Adds the unsupported ops of nodes (and of their subgraphs, recursively,
+ * paths growing as "If_0/then_branch/") to ul. */
+static int collect_unsupported(fe_ctx *c, const fe_nodes *nodes, const char *path, int depth,
+                               unsup_list *ul)
 {
-    fe_map seen = {0};
-    unsup **groups = NULL;
-    int ngroups = 0, cap = 0, rc = -1;
-    for (int i = 0; i < c->nodes.n; i++) {
-        const fe_node *n = &c->nodes.v[i];
+    for (int i = 0; i < nodes->n; i++) {
+        const fe_node *n = &nodes->v[i];
+        for (int a = 0; a < n->nattr; a++) {
+            const Onnx__AttributeProto *ap = n->attrs[a].p;
+            if (attr_kind(ap) != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !ap->g)
+                continue;
+            if (depth >= IR_MAX_SUBGRAPH_DEPTH)
+                return fe_node_errorf(c->d, n, "subgraphs nest deeper than %d",
+                                      IR_MAX_SUBGRAPH_DEPTH);
+            char sub_path[600];
+            snprintf(sub_path, sizeof sub_path, "%.300s%.150s/%.100s/", path, n->name,
+                     n->attrs[a].name);
+            fe_nodes sub = {0};
+            int rc = fe_flatten(c->m, ap->g, c->tmp, &sub, c->d);
+            if (rc == 0)
+                rc = collect_unsupported(c, &sub, sub_path, depth + 1, ul);
+            free(sub.v);
+            if (rc < 0)
+                return -1;
+        }
         if (!*n->domain && (!strcmp(n->op_type, "Constant") ||
                             onnx_op(n->op_type) >= 0 ||
                             fe_adapted_op(n->op_type) >= 0))
@@ -715,44 +1006,63 @@ static int check_supported(fe_ctx *c, const char *display)
         size_t la = strlen(n->domain), lb = strlen(n->op_type);
         char *key = ir_arena_alloc(c->tmp, la + lb + 2);
         if (!key)
-            goto oom;
+            return oom(c);
         memcpy(key, n->domain, la);
         key[la] = '\x1f';
         memcpy(key + la + 1, n->op_type, lb + 1);
-        unsup *u = fe_map_get(&seen, key);
+        unsup *u = fe_map_get(&ul->seen, key);
         if (u) {
             u->count++;
             continue;
         }
-        if (!(u = ir_arena_alloc(c->tmp, sizeof *u)) || fe_map_put(&seen, key, u) < 0)
-            goto oom;
-        u->first = n;
+        char where[600];
+        snprintf(where, sizeof where, "%.400s%.150s", path, n->name);
+        if (!(u = ir_arena_alloc(c->tmp, sizeof *u)) || fe_map_put(&ul->seen, key, u) < 0 ||
+            !(u->where = ir_arena_strdup(c->tmp, where)))
+            return oom(c);
+        u->first = *n;
         u->count = 1;
-        if (ngroups == cap) {
-            cap = cap ? cap * 2 : 16;
-            unsup **ng = realloc(groups, sizeof *ng * (size_t)cap);
+        if (ul->n == ul->cap) {
+            int nc = ul->cap ? ul->cap * 2 : 16;
+            unsup **ng = realloc(ul->groups, sizeof *ng * (size_t)nc);
             if (!ng)
-                goto oom;
-            groups = ng;
+                return oom(c);
+            ul->groups = ng;
+            ul->cap = nc;
         }
-        groups[ngroups++] = u;
+        ul->groups[ul->n++] = u;
     }
-    if (!ngroups) {
+    return 0;
+}
+
+/* Lists every unsupported op type in one message, one entry per
+ * (domain, op type) with its node count and first node, subgraphs
+ * included (the node named with its path: If_0/then_branch/LSTM_3). */
+static int check_supported(fe_ctx *c, const char *display)
+{
+    unsup_list ul = {0};
+    int rc = -1;
+    if (collect_unsupported(c, &c->nodes, "", 0, &ul) < 0) {
+        ir_diag_prefix(c->d, "%s", display);
+        goto done;
+    }
+    if (!ul.n) {
         rc = 0;
         goto done;
     }
     char msg[sizeof c->d->msg];
     size_t at = (size_t)snprintf(msg, sizeof msg, "%.300s: %d unsupported op%s: ", display,
-                                 ngroups, ngroups > 1 ? "s" : "");
-    for (int i = 0; i < ngroups && at < sizeof msg; i++) {
-        const fe_node *n = groups[i]->first;
+                                 ul.n, ul.n > 1 ? "s" : "");
+    for (int i = 0; i < ul.n && at < sizeof msg; i++) {
+        const fe_node *n = &ul.groups[i]->first;
         char one[400];
-        if (groups[i]->count == 1)
-            snprintf(one, sizeof one, "%s%.80s (domain '%.80s', opset %d, node '%.80s')",
-                     i ? ", " : "", n->op_type, n->domain, n->opset, n->name);
+        if (ul.groups[i]->count == 1)
+            snprintf(one, sizeof one, "%s%.80s (domain '%.80s', opset %d, node '%.120s')",
+                     i ? ", " : "", n->op_type, n->domain, n->opset, ul.groups[i]->where);
         else
-            snprintf(one, sizeof one, "%s%.80s (domain '%.80s', opset %d, %d nodes, first '%.80s')",
-                     i ? ", " : "", n->op_type, n->domain, n->opset, groups[i]->count, n->name);
+            snprintf(one, sizeof one, "%s%.80s (domain '%.80s', opset %d, %d nodes, first '%.120s')",
+                     i ? ", " : "", n->op_type, n->domain, n->opset, ul.groups[i]->count,
+                     ul.groups[i]->where);
         size_t len = strlen(one);
         if (at + len + 5 >= sizeof msg) {
             snprintf(msg + at, sizeof msg - at, "%s...", i ? ", " : "");
@@ -762,12 +1072,9 @@ static int check_supported(fe_ctx *c, const char *display)
         at += len;
     }
     ir_errorf(c->d, "%s", msg);
-    goto done;
-oom:
-    oom(c);
 done:
-    fe_map_free(&seen);
-    free(groups);
+    fe_map_free(&ul.seen);
+    free(ul.groups);
     return rc;
 }
 
@@ -857,6 +1164,10 @@ static int topo_order(fe_ctx *c, int **order_out)
             if (!*nm)
                 continue;
             fe_name *e = name_get(c, nm);
+            /* In a subgraph, a name defined nowhere in it is an enclosing
+             * graph's, resolved when the node is lowered. */
+            if (c->parent && (!e || (!e->init && !e->input && e->producer < 0)))
+                continue;
             if (!e || (!e->init && !e->input && e->producer < 0)) {
                 fe_node_errorf(c->d, nd, "input '%.200s' is never defined", nm);
                 goto done;
@@ -939,8 +1250,12 @@ static int add_inputs(fe_ctx *c)
         if (e->init || e->input != vi)
             continue;
         ir_type t;
-        if (type_from_proto(c, vi->type, vi->name, true, &t) < 0)
+        if (type_from_proto(c, vi->type, vi->name, !c->parent, &t) < 0)
             return -1;
+        int k = c->g->ninputs;
+        if (k < c->nforce && (c->force_always[k] || t.dtype == IR_UNDEF) &&
+            !ir_type_rehome(c->parent->g, c->g, &c->force[k], &t))
+            return oom(c);
         if (!(e->v = ir_graph_add_input(c->g, vi->name, &t, c->d)))
             return -1;
     }
@@ -955,9 +1270,13 @@ static int add_outputs(fe_ctx *c)
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *nm = gp->output[i]->name ? gp->output[i]->name : "";
         fe_name *e = *nm ? name_get(c, nm) : NULL;
-        if (!e || (!e->v && !e->init))
-            return ir_errorf(c->d, "graph output '%.200s' is never defined", nm);
-        ir_value *v = e->v ? e->v : make_initializer(c, e);
+        ir_value *v;
+        if (!e || (!e->v && !e->init)) {
+            if (!*nm || !(v = capture(c, nm)))
+                return ir_errorf(c->d, "%sgraph output '%.200s' is never defined", c->path, nm);
+        } else {
+            v = e->v ? e->v : make_initializer(c, e);
+        }
         if (!v || ir_graph_add_output(c->g, v, c->d) < 0)
             return -1;
     }
@@ -969,7 +1288,8 @@ static int import_graph(fe_ctx *c, const char *display)
     int *order = NULL;
     if (fe_flatten(c->m, c->gp, c->tmp, &c->nodes, c->d) < 0)
         return -1;
-    if (check_supported(c, display) < 0)
+    /* The main graph's check covers every subgraph. */
+    if (!c->parent && check_supported(c, display) < 0)
         return 1; /* already prefixed */
     if (register_names(c) < 0 || topo_order(c, &order) < 0 || add_inputs(c) < 0)
         goto fail;
@@ -992,7 +1312,7 @@ ir_graph *fe_import_buffer(const void *buf, size_t len, const char *base_dir, co
     if (!display)
         display = "model";
     Onnx__ModelProto *m = NULL;
-    fe_ctx c = {.base_dir = base_dir, .d = d};
+    fe_ctx c = {.base_dir = base_dir, .d = d, .path = ""};
     int rc = -1;
 
     if (!buf && len) {

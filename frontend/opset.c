@@ -17,6 +17,7 @@
 #include "frontend/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -360,6 +361,90 @@ static int adapt_cast(fe_lower *l)
     return node_err(l, "unknown target type '%.100s' (opset %d)", a->s, l->src->opset);
 }
 
+/* Scan-8 runs its body once per item of a batch (dim 0 of every state
+ * and scan input; the scan axis is 1), with input 0, sequence_lens,
+ * bounding each item's length. It becomes one Scan (the newest form) per
+ * item, on the items Gather'd out, with the results Unsqueeze'd and
+ * Concat'ed back into the batch: which needs the batch size known, and
+ * sequence_lens absent (every item at full length). */
+static int adapt_scan8(fe_lower *l)
+{
+    int formal = l->nin - l->ncap;
+    if (formal >= 1 && l->in[0])
+        return node_err(l, "%s is not supported (opset %d)", "sequence_lens", l->src->opset);
+    int64_t B = -1;
+    for (int k = 1; k < formal && B < 0; k++)
+        if (l->in[k] && l->in[k]->type.rank >= 1 && ir_dim_is_const(l->in[k]->type.dims[0]))
+            B = l->in[k]->type.dims[0].v;
+    if (B < 1 || B > 4096)
+        return node_err(l, "needs a static batch dim between 1 and 4096 (%s %d)", "opset", l->src->opset);
+    ir_attr body, m, dirs, attrs[3];
+    int na = 0;
+    if (!fe_attr_take(l, "body", &body) || !fe_attr_take(l, "num_scan_inputs", &m))
+        return node_err(l, "needs attributes body and num_scan_inputs (%s %d)", "opset", l->src->opset);
+    attrs[na++] = body;
+    attrs[na++] = m;
+    if (fe_attr_take(l, "directions", &dirs)) {
+        dirs.name = "scan_input_directions";
+        attrs[na++] = dirs;
+    }
+    if (l->nattr)
+        return node_err(l, "attribute '%.100s' is not supported (opset %d)", l->attrs[0].name,
+                        l->src->opset);
+    int nin = formal - 1, nout = l->nout;
+    ir_value **in = calloc((size_t)(nin + l->ncap) + 1, sizeof *in);
+    ir_value **outs = calloc((size_t)(nout * B) + 1, sizeof *outs);
+    int rc = -1;
+    if (!in || !outs) {
+        ir_errorf(fe_diag(l->c), "out of memory");
+        goto done;
+    }
+    memcpy(in + nin, l->in + formal, sizeof *in * (size_t)l->ncap);
+    for (int64_t b = 0; b < B; b++) {
+        char sfx[64];
+        snprintf(sfx, sizeof sfx, "item%lld", (long long)b);
+        ir_value *idx = fe_const(l, sfx, IR_I64, 0, NULL, &b);
+        if (!idx)
+            goto done;
+        ir_attr axis0 = {.name = "axis", .kind = IR_ATTR_INT, .i = 0};
+        for (int k = 0; k < nin; k++) {
+            ir_value *g[2] = {l->in[1 + k], idx};
+            ir_node *n = g[0] ? fe_emit(l, IR_OP_GATHER, sfx, 2, g, 1, NULL, &axis0, 1) : NULL;
+            if (!n)
+                goto done;
+            in[k] = n->out[0];
+        }
+        ir_node *n = fe_emit_control(l, IR_OP_SCAN, sfx, nin, in, l->ncap, nout, NULL, attrs, na);
+        if (!n)
+            goto done;
+        for (int i = 0; i < nout; i++)
+            outs[i * B + b] = n->out[i];
+    }
+    int64_t one = 1, zero = 0;
+    ir_value *axes = fe_const(l, "axes", IR_I64, 1, &one, &zero);
+    if (!axes)
+        goto done;
+    for (int i = 0; i < nout; i++) {
+        ir_attr cat = {.name = "axis", .kind = IR_ATTR_INT, .i = 0};
+        for (int64_t b = 0; b < B; b++) {
+            ir_value *u[2] = {outs[i * B + b], axes};
+            const char *name = B == 1 ? l->out[i] : NULL;
+            ir_node *n = fe_emit(l, IR_OP_UNSQUEEZE, "batch", 2, u, 1, &name, NULL, 0);
+            if (!n)
+                goto done;
+            outs[i * B + b] = n->out[0];
+        }
+        if (B > 1 && !fe_emit(l, IR_OP_CONCAT, "batch", (int)B, outs + i * B, 1, &l->out[i], &cat, 1))
+            goto done;
+    }
+    l->done = true;
+    rc = 0;
+done:
+    free(in);
+    free(outs);
+    return rc;
+}
+
 int fe_adapt(fe_lower *l)
 {
     int v = l->src->opset;
@@ -444,6 +529,8 @@ int fe_adapt(fe_lower *l)
         return v < 7 ? adapt_legacy_broadcast(l) : 0;
     case IR_OP_PRELU:
         return v < 7 ? adapt_prelu(l) : 0;
+    case IR_OP_SCAN:
+        return v < 9 ? adapt_scan8(l) : 0;
     default:
         return 0;
     }

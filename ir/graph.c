@@ -27,6 +27,8 @@ void ir_graph_destroy(ir_graph *g)
 {
     if (!g)
         return;
+    for (int i = 0; i < g->nsubs; i++)
+        ir_graph_destroy(g->subs[i]);
     ir_arena_destroy(g->arena);
     free(g);
 }
@@ -48,6 +50,39 @@ static int push(ir_graph *g, void ***arr, int *n, int *cap, void *p)
     return 0;
 }
 #define PUSH(g, field, p) push(g, (void ***)&(g)->field##s, &(g)->n##field##s, &(g)->cap_##field##s, p)
+
+ir_graph *ir_graph_add_subgraph(ir_graph *parent, const char *name)
+{
+    ir_graph *s = ir_graph_create(name);
+    if (!s)
+        return NULL;
+    if (PUSH(parent, sub, s) < 0) {
+        ir_graph_destroy(s);
+        return NULL;
+    }
+    s->parent = parent;
+    return s;
+}
+
+int ir_graph_depth(const ir_graph *g)
+{
+    int d = 0;
+    for (; g->parent; g = g->parent)
+        d++;
+    return d;
+}
+
+bool ir_type_rehome(const ir_graph *from, ir_graph *to, const ir_type *t, ir_type *out)
+{
+    *out = *t;
+    for (int i = 0; t->rank > 0 && i < t->rank; i++)
+        if (t->dims[i].sym > 0) {
+            const char *nm = ir_graph_sym_name(from, t->dims[i].sym);
+            if (!(out->dims[i].sym = ir_graph_sym(to, nm, strlen(nm))))
+                return false;
+        }
+    return true;
+}
 
 int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len)
 {
@@ -135,6 +170,7 @@ ir_node *ir_graph_add_node(ir_graph *g, int op, const char *name,
     if (!n)
         goto oom;
     n->op = op;
+    n->graph = g;
     n->id = g->next_node_id++;
     n->name = ir_arena_strdup(g->arena, name ? name : "");
     n->nin = nin;
@@ -261,6 +297,15 @@ int ir_node_set_tensor(ir_graph *g, ir_node *n, const char *name, const ir_tenso
     return 0;
 }
 
+int ir_node_set_graph(ir_graph *g, ir_node *n, const char *name, ir_graph *sub)
+{
+    ir_attr *a = new_attr(g, n, name, IR_ATTR_GRAPH);
+    if (!a)
+        return -1;
+    a->graph = sub;
+    return 0;
+}
+
 int ir_node_add_attr(ir_graph *g, ir_node *n, const ir_attr *a)
 {
     switch (a->kind) {
@@ -271,6 +316,7 @@ int ir_node_add_attr(ir_graph *g, ir_node *n, const ir_attr *a)
     case IR_ATTR_FLOATS: return ir_node_set_floats(g, n, a->name, a->floats, a->n);
     case IR_ATTR_STRINGS: return ir_node_set_strings(g, n, a->name, (const char *const *)a->strings, a->n);
     case IR_ATTR_TENSOR: return ir_node_set_tensor(g, n, a->name, a->tensor);
+    case IR_ATTR_GRAPH: return ir_node_set_graph(g, n, a->name, a->graph);
     }
     return -1;
 }
@@ -333,6 +379,20 @@ int ir_attr_floats(const ir_node *n, const char *name, const float **v)
         return -1;
     *v = a->floats;
     return a->n;
+}
+
+ir_graph *ir_attr_graph(const ir_node *n, const char *name)
+{
+    const ir_attr *a = ir_node_attr(n, name);
+    return a && a->kind == IR_ATTR_GRAPH ? a->graph : NULL;
+}
+
+bool ir_node_has_subgraph(const ir_node *n)
+{
+    for (int i = 0; i < n->nattr; i++)
+        if (n->attrs[i].kind == IR_ATTR_GRAPH)
+            return true;
+    return false;
 }
 
 int ir_node_errorf(icc_diag *d, const ir_node *n, const char *fmt, ...)

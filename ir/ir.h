@@ -160,7 +160,10 @@ typedef enum ir_attr_kind {
     IR_ATTR_INT, IR_ATTR_FLOAT, IR_ATTR_STRING,
     IR_ATTR_INTS, IR_ATTR_FLOATS, IR_ATTR_STRINGS,
     IR_ATTR_TENSOR,
+    IR_ATTR_GRAPH,             /* a subgraph (If's branches, Loop's and Scan's body) */
 } ir_attr_kind;
+
+struct ir_graph;
 
 typedef struct ir_attr {
     const char *name;
@@ -173,6 +176,8 @@ typedef struct ir_attr {
     float *floats;
     char **strings;
     ir_tensor *tensor;
+    struct ir_graph *graph;    /* IR_ATTR_GRAPH: owned by the node's graph (see
+                                * ir_graph_add_subgraph), borrowed here */
 } ir_attr;
 
 /* ---- values, nodes, graphs ------------------------------------------- */
@@ -209,8 +214,13 @@ typedef struct ir_node {
     ir_value **out;
     int nattr;
     ir_attr *attrs;
+    int ncap;                  /* the last ncap inputs are outer-scope values its
+                                * subgraphs capture: each subgraph takes them as its
+                                * last ncap graph inputs, in the same order, so every
+                                * use across scopes is an ordinary input here */
     int group;                 /* fused group (> 0) or none (0); see ir_graph_group_roots */
     bool dead;                 /* erased; dropped by ir_graph_compact */
+    struct ir_graph *graph;    /* the graph holding the node (for its symbol table) */
 } ir_node;
 
 typedef struct ir_graph {
@@ -227,11 +237,29 @@ typedef struct ir_graph {
     int nsyms, cap_syms;
     const char **syms;         /* syms[0] unused; ids start at 1 */
     int next_node_id;
+    struct ir_graph *parent;   /* the graph owning this subgraph, or NULL */
+    int nsubs, cap_subs;
+    struct ir_graph **subs;    /* subgraphs this graph owns (destroyed with it) */
 } ir_graph;
+
+/* Subgraphs nest at most this deep (frontend, parser and verifier check). */
+#define IR_MAX_SUBGRAPH_DEPTH 16
 
 /* Creates an empty graph; the caller owns it (ir_graph_destroy). */
 ir_graph *ir_graph_create(const char *name);
 void ir_graph_destroy(ir_graph *g);
+
+/* Creates an empty subgraph owned by parent: it lives until parent is
+ * destroyed, even after the node using it is erased, so attributes only
+ * borrow it. It has its own arena, values and symbols; values of parent
+ * reach it only as captures (ir_node.ncap). NULL on out of memory. */
+ir_graph *ir_graph_add_subgraph(ir_graph *parent, const char *name);
+/* Nesting depth: 0 for a top-level graph. */
+int ir_graph_depth(const ir_graph *g);
+/* t with its symbols re-interned by name from `from`'s table into `to`'s
+ * (types crossing between a graph and its subgraphs). false on out of
+ * memory. */
+bool ir_type_rehome(const ir_graph *from, ir_graph *to, const ir_type *t, ir_type *out);
 
 /* Interns a symbol name, returning its id (> 0); 0 on out of memory. */
 int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len);
@@ -261,6 +289,8 @@ int ir_node_set_ints(ir_graph *g, ir_node *n, const char *name, const int64_t *v
 int ir_node_set_floats(ir_graph *g, ir_node *n, const char *name, const float *v, int cnt);
 int ir_node_set_strings(ir_graph *g, ir_node *n, const char *name, const char *const *v, int cnt);
 int ir_node_set_tensor(ir_graph *g, ir_node *n, const char *name, const ir_tensor *t);
+/* sub must be owned by g or by one of g's subgraphs (it is borrowed). */
+int ir_node_set_graph(ir_graph *g, ir_node *n, const char *name, ir_graph *sub);
 /* Adds an already-built attribute (copied, with its payload). */
 int ir_node_add_attr(ir_graph *g, ir_node *n, const ir_attr *a);
 
@@ -272,6 +302,10 @@ const char *ir_attr_string(const ir_node *n, const char *name, const char *def);
 /* List getters: returns the count, or -1 if the attribute is absent. */
 int ir_attr_ints(const ir_node *n, const char *name, const int64_t **v);
 int ir_attr_floats(const ir_node *n, const char *name, const float **v);
+/* The subgraph attribute `name`, or NULL. */
+struct ir_graph *ir_attr_graph(const ir_node *n, const char *name);
+/* Whether any attribute of n is a subgraph. */
+bool ir_node_has_subgraph(const ir_node *n);
 
 /* Fills d with "node 'NAME' (Op): <fmt>" and returns -1. */
 int ir_node_errorf(icc_diag *d, const ir_node *n, const char *fmt, ...)

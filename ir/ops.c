@@ -35,6 +35,7 @@ static ir_attr_kind kind_of(char c)
     case 'I': return IR_ATTR_INTS;
     case 'F': return IR_ATTR_FLOATS;
     case 'S': return IR_ATTR_STRINGS;
+    case 'g': return IR_ATTR_GRAPH;
     default: return IR_ATTR_TENSOR;
     }
 }

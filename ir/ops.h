@@ -48,6 +48,9 @@ enum {
                                  * is compiled for one item and called per item */
     IR_F_BATCH_AXIS  = 1 << 14, /* as IR_F_BATCH when it works along an axis other
                                  * than 0 (its `axis` attribute) */
+    IR_F_CONTROL     = 1 << 15, /* control flow with subgraphs (If, Loop, Scan): the
+                                 * interpreter runs it through ir_eval_control,
+                                 * which sizes its outputs as the subgraphs run */
 };
 
 /* The lowering family that compiles an op (codegen/lower/internal.h):
@@ -146,6 +149,11 @@ const ir_attr_schema *ir_op_attr_schema(int op, int i);
 const ir_attr_schema *ir_op_find_attr(int op, const char *name);
 /* True if dtype t is allowed by the op's "types" class. */
 bool ir_op_accepts_dtype(int op, ir_dtype t);
+
+/* Control flow (ir/ref/control.c): how many graph inputs before the
+ * captures, and graph outputs, each subgraph of n must have. */
+int ir_control_formal_inputs(const ir_node *n);
+int ir_control_sub_outputs(const ir_node *n);
 
 /* Names of a family ("elementwise", "norm"...) and of a FLOP formula (a
  * short description), for docs and messages; static strings. */

@@ -165,6 +165,8 @@ typedef struct parser {
     char *sbuf;
     size_t scap;
     ir_graph *g;
+    ir_graph *parent;          /* while a subgraph attribute is read: its owner */
+    int depth;                 /* subgraph nesting */
     htab vals, syms;
     pending *pend;
     size_t npend, cap_pend;
@@ -361,7 +363,7 @@ static int next(parser *p)
         rc = lex_name(p, T_VAL);
     else if (c == '@')
         rc = lex_name(p, T_AT);
-    else if (c && strchr("()[]{}<>,=:*?", c)) {
+    else if (c && strchr("()[]{}<>,=:*?|", c)) {
         t->k = T_PUNCT;
         t->c = (char)c;
         p->at++;
@@ -653,11 +655,48 @@ static int scan_number(parser *p, ir_dtype dt, void *out)
     return next(p);
 }
 
+static int parse_body(parser *p);
+
+/* subgraph = header '{' stmt* '}': a graph attribute, read with its own
+ * value and symbol scopes (captures are explicit inputs, so no name of
+ * the enclosing graph is visible in it); payloads share the data section. */
+static int parse_subgraph(parser *p, ir_node *n, const char *name)
+{
+    if (p->depth >= IR_MAX_SUBGRAPH_DEPTH)
+        return perr(p, p->t.pos, "subgraphs nest deeper than %d", IR_MAX_SUBGRAPH_DEPTH);
+    ir_graph *outer = p->g, *outer_parent = p->parent;
+    htab vals = p->vals, syms = p->syms;
+    names gouts = p->gouts;
+    memset(&p->vals, 0, sizeof p->vals);
+    memset(&p->syms, 0, sizeof p->syms);
+    memset(&p->gouts, 0, sizeof p->gouts);
+    p->parent = outer;
+    p->depth++;
+    int rc = parse_body(p);
+    ir_graph *sub = p->g;
+    free(p->vals.e);
+    free(p->syms.e);
+    names_free(&p->gouts);
+    p->vals = vals;
+    p->syms = syms;
+    p->gouts = gouts;
+    p->g = outer;
+    p->parent = outer_parent;
+    p->depth--;
+    if (rc < 0)
+        return -1;
+    return ir_node_set_graph(outer, n, name, sub) < 0 ? oom(p) : 0;
+}
+
 static int parse_attr_value(parser *p, ir_node *n, const ir_attr_schema *s)
 {
     ir_graph *g = p->g;
     int rc = 0, cnt = 0;
-    if (s->kind == IR_ATTR_INT) {
+    if (s->kind == IR_ATTR_GRAPH) {
+        if (!is_kw(p, "graph"))
+            return perr(p, p->t.pos, "expected a graph");
+        return parse_subgraph(p, n, s->name);
+    } else if (s->kind == IR_ATTR_INT) {
         int64_t v;
         if (scan_number(p, IR_I64, &v) < 0)
             return -1;
@@ -792,14 +831,27 @@ static int parse_node(parser *p)
     if (next(p) < 0 || expect(p, '(') < 0)
         return -1;
     p->nins = 0;
-    int cnt = 0;
+    int cnt = 0, cap_at = -1;
     while (!is_p(p, ')')) {
+        if (is_p(p, '|') && cap_at < 0) {
+            if (!(oi->flags & IR_F_CONTROL))
+                return perr(p, p->t.pos, "%s has no subgraphs to capture values", oi->name);
+            cap_at = (int)p->nins;
+            cnt = 0;
+            if (next(p) < 0)
+                return -1;
+            if (is_p(p, ')'))
+                return perr(p, p->t.pos, "expected a captured value after '|'");
+            continue;
+        }
         if (list_item(p, ')', &cnt) < 0)
             return -1;
         ir_value *v = NULL;
         if (p->t.k == T_VAL) {
             if (!(v = ht_get(&p->vals, p->t.s, p->t.n)))
                 return perr(p, p->t.pos, "undefined value %s", shown(p, b, sizeof b));
+        } else if (is_kw(p, "_") && cap_at >= 0) {
+            return perr(p, p->t.pos, "a capture cannot be omitted");
         } else if (is_kw(p, "_")) {
             if (p->nins < (size_t)oi->min_in)
                 return perr(p, p->t.pos, "input %zu of %s is required", p->nins, oi->name);
@@ -814,6 +866,8 @@ static int parse_node(parser *p)
     if (next(p) < 0)
         return -1;
     int nin = (int)p->nins, nout = (int)p->outs.n;
+    int ncap = cap_at < 0 ? 0 : nin - cap_at;
+    nin -= ncap;
     if (nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in))
         return perr(p, oppos, "%s takes %s, not %d", oi->name,
                     count_range(b, sizeof b, oi->min_in, oi->max_in, "input"), nin);
@@ -825,9 +879,10 @@ static int parse_node(parser *p)
     for (int i = 0; i < nout; i++)
         p->nptr[i] = names_get(&p->outs, (size_t)i);
     icc_diag d;
-    ir_node *n = ir_graph_add_node(p->g, op, "", nin, p->ins, nout, p->nptr, &d);
+    ir_node *n = ir_graph_add_node(p->g, op, "", nin + ncap, p->ins, nout, p->nptr, &d);
     if (!n)
         return perr(p, oppos, "%s", d.msg);
+    n->ncap = ncap;
     for (int i = 0; i < nout; i++)
         if (define(p, n->out[i], p->outs.pos[i]) < 0)
             return -1;
@@ -902,7 +957,7 @@ static int parse_header(parser *p)
         return -1;
     if (p->t.k != T_AT)
         return perr(p, p->t.pos, "expected the graph name (@name)");
-    if (!(p->g = ir_graph_create("")) ||
+    if (!(p->g = p->parent ? ir_graph_add_subgraph(p->parent, "") : ir_graph_create("")) ||
         !(p->g->name = ir_arena_strndup(p->g->arena, p->t.s, p->t.n)))
         return oom(p);
     if (next(p) < 0)
@@ -1114,10 +1169,11 @@ static int parse_groups(parser *p)
     return next(p);
 }
 
-/* graph = header '{' stmt* '}' [groups] [plan] data* */
-static int parse_graph(parser *p)
+/* body = header '{' stmt* '}', with the graph outputs resolved; the
+ * token after the '}' is current. */
+static int parse_body(parser *p)
 {
-    if (next(p) < 0 || parse_header(p) < 0 || expect(p, '{') < 0)
+    if (parse_header(p) < 0 || expect(p, '{') < 0)
         return -1;
     while (!is_p(p, '}')) {
         if (p->t.k == T_EOF)
@@ -1139,6 +1195,14 @@ static int parse_graph(parser *p)
         if (ir_graph_add_output(p->g, v, &d) < 0)
             return oom(p);
     }
+    return 0;
+}
+
+/* graph = body [groups] [plan] data* */
+static int parse_graph(parser *p)
+{
+    if (next(p) < 0 || parse_body(p) < 0)
+        return -1;
     if (parse_groups(p) < 0 || parse_plan(p) < 0 || parse_data(p) < 0)
         return -1;
     if (ir_verify(p->g, p->d) < 0) {

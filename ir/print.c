@@ -27,6 +27,7 @@ typedef struct pr {
     size_t len, cap;
     bool err;
     const ir_graph *g;
+    int depth;                 /* subgraph nesting: statements indent 2 per level */
     blob *blobs;
     size_t nblobs, cap_blobs;
 } pr;
@@ -282,6 +283,14 @@ static void put_tensor(pr *p, const ir_tensor *t)
     put_payload(p, t->dtype, t->numel, t->data, t->nbytes);
 }
 
+static void put_indent(pr *p)
+{
+    for (int i = 0; i <= p->depth; i++)
+        puts_(p, "  ");
+}
+
+static void put_graph(pr *p, const ir_graph *g);
+
 static void put_attr(pr *p, const ir_attr *a)
 {
     char b[48];
@@ -301,6 +310,17 @@ static void put_attr(pr *p, const ir_attr *a)
     case IR_ATTR_TENSOR:
         if (a->tensor)
             put_tensor(p, a->tensor);
+        return;
+    case IR_ATTR_GRAPH:
+        if (a->graph && p->depth < IR_MAX_SUBGRAPH_DEPTH) {
+            const ir_graph *outer = p->g;
+            p->depth++;
+            put_graph(p, a->graph);
+            p->depth--;
+            p->g = outer;
+        } else {
+            puts_(p, "?");
+        }
         return;
     default:
         break;
@@ -322,7 +342,7 @@ static void put_attr(pr *p, const ir_attr *a)
 
 static void put_const(pr *p, const ir_value *v)
 {
-    puts_(p, "  ");
+    put_indent(p);
     put_value(p, v);
     puts_(p, " = const ");
     put_type(p, &v->type);
@@ -334,7 +354,7 @@ static void put_const(pr *p, const ir_value *v)
 /* node = outs '=' Op '(' ins ')' [attrs] [name] ':' types */
 static void put_node(pr *p, const ir_node *n)
 {
-    puts_(p, "  ");
+    put_indent(p);
     for (int i = 0; i < n->nout; i++) {
         if (i)
             puts_(p, ", ");
@@ -347,7 +367,9 @@ static void put_node(pr *p, const ir_node *n)
         puts_(p, "?");
     puts_(p, "(");
     for (int i = 0; i < n->nin; i++) {
-        if (i)
+        if (n->ncap > 0 && i == n->nin - n->ncap)
+            puts_(p, i ? " | " : "| ");
+        else if (i)
             puts_(p, ", ");
         if (n->in[i])
             put_value(p, n->in[i]);
@@ -497,7 +519,9 @@ static void put_plan(pr *p)
         puts_(p, "}\n");
 }
 
-static int print_graph(const ir_graph *g, pr *p)
+/* header '{' body '}' of g; a subgraph's closing brace is indented to
+ * its node's statement. */
+static void put_graph(pr *p, const ir_graph *g)
 {
     p->g = g;
     puts_(p, "graph ");
@@ -527,7 +551,16 @@ static int print_graph(const ir_graph *g, pr *p)
     }
     puts_(p, ") {\n");
     put_body(p);
-    puts_(p, "}\n");
+    for (int i = 0; i < p->depth; i++)
+        puts_(p, "  ");
+    puts_(p, "}");
+}
+
+static int print_graph(const ir_graph *g, pr *p)
+{
+    put_graph(p, g);
+    puts_(p, "\n");
+    p->g = g;
     put_groups(p);
     put_plan(p);
     for (size_t i = 0; i < p->nblobs; i++) {

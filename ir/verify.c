@@ -31,13 +31,52 @@ int ir_node_check_arity(const ir_node *n, icc_diag *d)
     if (n->op < 0 || n->op >= IR_OP_COUNT)
         return ir_errorf(d, "node '%.200s' has an invalid op", n->name);
     const ir_op_info *op = &ir_ops[n->op];
-    if (n->nin < op->min_in || (op->max_in >= 0 && n->nin > op->max_in))
-        return ir_node_errorf(d, n, "has %d inputs; expected %d to %d", n->nin, op->min_in, op->max_in);
+    if (n->ncap < 0 || n->ncap > n->nin || (n->ncap && !(op->flags & IR_F_CONTROL)))
+        return ir_node_errorf(d, n, "has %d captures of %d inputs", n->ncap, n->nin);
+    int nin = n->nin - n->ncap;
+    if (nin < op->min_in || (op->max_in >= 0 && nin > op->max_in))
+        return ir_node_errorf(d, n, "has %d inputs; expected %d to %d", nin, op->min_in, op->max_in);
     if (n->nout < op->min_out || (op->max_out >= 0 && n->nout > op->max_out))
         return ir_node_errorf(d, n, "has %d outputs; expected %d to %d", n->nout, op->min_out, op->max_out);
     for (int i = 0; i < op->min_in; i++)
         if (!n->in[i])
             return ir_node_errorf(d, n, "required input %d is missing", i);
+    for (int i = nin; i < n->nin; i++)
+        if (!n->in[i])
+            return ir_node_errorf(d, n, "capture %d is missing", i - nin);
+    return 0;
+}
+
+/* A subgraph attribute: its own verification, its interface against the
+ * node (formal inputs, then one input per capture with the captured
+ * value's dtype; the outputs the op expects) and the nesting bound. */
+static int check_subgraph(const ir_node *n, const ir_attr *a, icc_diag *d)
+{
+    const ir_graph *s = a->graph;
+    if (!s)
+        return ir_node_errorf(d, n, "attribute '%s' has no graph", a->name);
+    if (ir_graph_depth(s) > IR_MAX_SUBGRAPH_DEPTH)
+        return ir_node_errorf(d, n, "subgraphs nest deeper than %d", IR_MAX_SUBGRAPH_DEPTH);
+    int formal = ir_control_formal_inputs(n), nout = ir_control_sub_outputs(n);
+    if (formal < 0 || nout < 0)
+        return ir_node_errorf(d, n, "inputs and outputs do not fit the op's subgraph interface");
+    if (s->ninputs != formal + n->ncap)
+        return ir_node_errorf(d, n, "%s has %d inputs; expected %d (%d formal, %d captures)",
+                              a->name, s->ninputs, formal + n->ncap, formal, n->ncap);
+    if (s->noutputs != nout)
+        return ir_node_errorf(d, n, "%s has %d outputs; expected %d", a->name, s->noutputs, nout);
+    for (int j = 0; j < n->ncap; j++) {
+        const ir_value *o = n->in[n->nin - n->ncap + j], *i = s->inputs[formal + j];
+        if (o->type.dtype != IR_UNDEF && i->type.dtype != IR_UNDEF && o->type.dtype != i->type.dtype)
+            return ir_node_errorf(d, n, "%s captures '%s' (%s) as '%s' of dtype %s", a->name,
+                                  o->name, ir_dtype_name(o->type.dtype), i->name,
+                                  ir_dtype_name(i->type.dtype));
+    }
+    if (ir_verify(s, d) < 0) {
+        char m[sizeof d->msg];
+        memcpy(m, d->msg, sizeof m);
+        return ir_node_errorf(d, n, "%s: %s", a->name, m);
+    }
     return 0;
 }
 
@@ -100,6 +139,9 @@ int ir_verify(const ir_graph *g, icc_diag *d)
         }
         if (check_attrs(n, d) < 0)
             goto done;
+        for (int i = 0; i < n->nattr; i++)
+            if (n->attrs[i].kind == IR_ATTR_GRAPH && check_subgraph(n, &n->attrs[i], d) < 0)
+                goto done;
         for (int i = 0; i < n->nout; i++) {
             const ir_value *v = n->out[i];
             if (!v || v->def != n || v->def_index != i || v->kind != IR_VAL_NODE) {

@@ -87,6 +87,8 @@ static uint64_t hash_attr(const ir_attr *a)
     case IR_ATTR_TENSOR:
         h = hash_tensor_type(h, a->tensor);
         return hash_bytes(h, a->tensor->data, a->tensor->nbytes);
+    case IR_ATTR_GRAPH:
+        return hash_bytes(h, &a->graph, sizeof a->graph);
     }
     return h;
 }
@@ -115,6 +117,10 @@ static bool attr_eq(const ir_attr *a, const ir_attr *b)
         return true;
     case IR_ATTR_TENSOR:
         return tensor_eq(a->tensor, b->tensor);
+    case IR_ATTR_GRAPH:
+        /* The same subgraph only: nodes with equal-looking bodies are rare
+         * enough not to compare graphs for. */
+        return a->graph == b->graph;
     }
     return false;
 }
@@ -124,7 +130,7 @@ static bool attr_eq(const ir_attr *a, const ir_attr *b)
  * depends on it. */
 static bool swappable(const ir_node *n)
 {
-    return (ir_ops[n->op].flags & IR_F_COMMUTATIVE) && n->nin == 2;
+    return (ir_ops[n->op].flags & IR_F_COMMUTATIVE) && n->nin == 2 && !n->ncap;
 }
 
 static uint64_t in_key(const ir_value *v)

@@ -20,7 +20,11 @@ const pass_info pass_table[PASS_COUNT] = {
  *  -O0: types only, the graph as imported, except that the quantization
  *       ops are rewritten into core ops (lower-quant) at every level,
  *       -O0 too: the backend compiles only their decomposition.
- *  -O1: constants folded, dead code removed.
+ *  -O1: constants folded, dead code removed; an If whose condition is
+ *       known (constant, or computed from constants: a --bind'ed input)
+ *       replaced by its branch. fold-if evaluates a condition's small
+ *       constant cone itself, so it runs before fold, which then folds
+ *       what the spliced branch computes from constants.
  *  -O2: and QDQ contractions run on the quantized data (qdq, before
  *       lower-quant and fold), simplified, BatchNorm folded into
  *       weights, decomposed norms/softmax/GELU recognised as one op
@@ -39,9 +43,9 @@ const pass_info pass_table[PASS_COUNT] = {
  * weights). */
 static const char *const levels[4] = {
     "shape-infer,lower-quant,precision",
-    "shape-infer,lower-quant,fold,dce,precision",
-    "shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision,fuse,plan",
-    ("shape-infer,qdq,lower-quant,simplify,fold,fold-bn,recognize,precision{stage=int8},layout,simplify,cse,dce,"
+    "shape-infer,lower-quant,fold-if,fold,dce,precision",
+    "shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision,fuse,plan",
+    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-bn,recognize,precision{stage=int8},layout,simplify,cse,dce,"
      "precision{stage=half},fuse,plan"),
 };
 

@@ -128,6 +128,8 @@ echo "== ONNX Runtime's com.microsoft contrib ops and a BERT rewritten by its op
 python3 tests/models/ms_ops_vs_ort.py build/icc
 echo "== a symbolic batch through compiled code, vs ONNX Runtime (build)"
 python3 tests/models/dynamic_batch.py build/icc
+echo "== control flow: a VAD-style If on sr (interpreter; compiled with --bind=sr, every If folded) and an RNN Loop, vs ONNX Runtime (build)"
+python3 tests/models/control_flow.py build/icc
 echo "== icc verify's accuracy report vs numpy (build)"; python3 tests/models/verify_precision.py build/icc
 echo "== int8 and int8-dynamic vs fp32 (cosine), interpreter vs compiled on the rewritten graph (build)"
 python3 tests/models/int8_accuracy.py build/icc

@@ -39,6 +39,8 @@ int ir_eval_node_into(const ir_node *n, const ir_tensor *const *in, ir_tensor *o
         return ir_node_errorf(d, n, "more than 64 inputs or outputs");
     if (ir_node_check_arity(n, d) < 0)
         return -1;
+    if (op->flags & IR_F_CONTROL)
+        return ir_eval_control(n, in, out, storage, d);
     for (int i = 0; i < n->nin; i++) {
         tin_ptr[i] = NULL;
         if (in[i]) {

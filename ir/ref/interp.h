@@ -19,6 +19,11 @@ int ir_eval_node(const ir_node *n, const ir_tensor *const *in, ir_tensor *out,
 int ir_eval_node_into(const ir_node *n, const ir_tensor *const *in, ir_tensor *out,
                       void *const *storage, icc_diag *d);
 
+/* Evaluates an If, Loop or Scan (IR_F_CONTROL) by running its subgraphs
+ * with ir_interp_run; same contract as ir_eval_node_into, which calls it. */
+int ir_eval_control(const ir_node *n, const ir_tensor *const *in, ir_tensor *out,
+                    void *const *storage, icc_diag *d);
+
 /* Runs g. inputs[i] matches g->inputs[i] (borrowed; dtype and rank must
  * match, and constant dims must agree). outputs[0..g->noutputs-1] receive
  * malloc'd data owned by the caller. Values the memory plan placed (the

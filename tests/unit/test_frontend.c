@@ -253,6 +253,7 @@ END_TEST
 
 /* ---- unsupported ops ---------------------------------------------------- */
 
+/* Ops inside subgraphs are listed too, named with their path. */
 START_TEST(unsupported_ops_listed_at_once)
 {
     Onnx__ModelProto *m = new_model(13);
@@ -263,6 +264,16 @@ START_TEST(unsupported_ops_listed_at_once)
         add_attr(iff, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
     ga->g = T(sizeof(Onnx__GraphProto));
     onnx__graph_proto__init(ga->g);
+    Onnx__GraphProto *main = m->graph;
+    m->graph = ga->g;
+    Onnx__NodeProto *inner = add_node(m, "If", "inner", "a", "i");
+    Onnx__AttributeProto *gb =
+        add_attr(inner, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    gb->g = T(sizeof(Onnx__GraphProto));
+    onnx__graph_proto__init(gb->g);
+    m->graph = gb->g;
+    add_node(m, "Baz", "z1", "a", "z");
+    m->graph = main;
     Onnx__NodeProto *b1 = add_node(m, "Bar", "b1", "b", "c");
     b1->domain = S("com.microsoft");
     Onnx__NodeProto *b2 = add_node(m, "Bar", "b2", "c", "d");
@@ -272,8 +283,46 @@ START_TEST(unsupported_ops_listed_at_once)
     icc_diag d;
     ck_assert_ptr_null(load(m, false, &d));
     ck_assert_str_eq(d.msg, "m.onnx: 3 unsupported ops: Foo (domain '', opset 13, node 'n1'), "
-                            "If (domain '', opset 13, node 'cond'), Bar (domain 'com.microsoft', "
-                            "opset 0, 2 nodes, first 'b1')");
+                            "Baz (domain '', opset 13, node 'cond/then_branch/inner/else_branch/z1'), "
+                            "Bar (domain 'com.microsoft', opset 0, 2 nodes, first 'b1')");
+    tfree();
+}
+END_TEST
+
+/* A subgraph's errors say where it is; nesting is bounded before any
+ * subgraph is imported. */
+START_TEST(subgraph_errors_are_located)
+{
+    Onnx__ModelProto *m = new_model(13);
+    add_input(m, "c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    Onnx__NodeProto *iff = add_node(m, "If", "cond", "c", "y");
+    const char *names[2] = {"then_branch", "else_branch"};
+    Onnx__GraphProto *main = m->graph;
+    for (int b = 0; b < 2; b++) {
+        Onnx__AttributeProto *ga = add_attr(iff, names[b], ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+        ga->g = T(sizeof(Onnx__GraphProto));
+        onnx__graph_proto__init(ga->g);
+        m->graph = ga->g;
+        add_node(m, "Relu", "z1", b ? "c" : "nope", "z");
+        add_output(m, "z", F32, NULL);
+        m->graph = main;
+    }
+    add_output(m, "y", F32, NULL);
+    expect_error(m, "m.onnx: cond/then_branch: node 'z1' (Relu): input 'nope' is never defined");
+
+    m = new_model(13);
+    add_input(m, "c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    main = m->graph;
+    for (int k = 0; k < 20; k++) {
+        Onnx__NodeProto *n = add_node(m, "If", "deep", "c", "y");
+        Onnx__AttributeProto *ga = add_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+        ga->g = T(sizeof(Onnx__GraphProto));
+        onnx__graph_proto__init(ga->g);
+        m->graph = ga->g;
+    }
+    m->graph = main;
+    add_output(m, "y", F32, NULL);
+    expect_error(m, "subgraphs nest deeper than 16");
     tfree();
 }
 END_TEST
@@ -723,6 +772,7 @@ static Suite *frontend_suite(void)
     tcase_add_test(tc, huge_names_are_truncated_in_messages);
     tcase_add_test(tc, unknown_attribute_is_named);
     tcase_add_test(tc, unsupported_ops_listed_at_once);
+    tcase_add_test(tc, subgraph_errors_are_located);
     tcase_add_test(tc, reduce_axes_attribute_becomes_input);
     tcase_add_test(tc, attributes_to_inputs_old_opsets);
     tcase_add_test(tc, legacy_attributes_dropped_or_rejected);

@@ -80,6 +80,8 @@ static void assert_tensor_same(const ir_tensor *a, const ir_tensor *b)
         ck_assert(!memcmp(a->data, b->data, a->nbytes));
 }
 
+static void assert_graph_same(const ir_graph *a, const ir_graph *b);
+
 static void assert_attr_same(const ir_attr *a, const ir_attr *b)
 {
     ck_assert_str_eq(a->name, b->name);
@@ -89,6 +91,7 @@ static void assert_attr_same(const ir_attr *a, const ir_attr *b)
     case IR_ATTR_FLOAT: assert_float_same(a->f, b->f); break;
     case IR_ATTR_STRING: ck_assert_str_eq(a->s, b->s); break;
     case IR_ATTR_TENSOR: assert_tensor_same(a->tensor, b->tensor); break;
+    case IR_ATTR_GRAPH: assert_graph_same(a->graph, b->graph); break;
     default:
         ck_assert_int_eq(a->n, b->n);
         for (int i = 0; i < a->n; i++) {
@@ -132,6 +135,7 @@ static void assert_graph_same(const ir_graph *a, const ir_graph *b)
         ck_assert_int_eq(x->op, y->op);
         ck_assert_str_eq(x->name, y->name);
         ck_assert_int_eq(x->nin, y->nin);
+        ck_assert_int_eq(x->ncap, y->ncap);
         for (int i = 0; i < x->nin; i++) {
             ck_assert_int_eq(!x->in[i], !y->in[i]);
             if (x->in[i])
@@ -265,6 +269,24 @@ static const char *const canonical[] = {
     "  %p = 0\n"
     "  %q = 64\n"
     "}\n",
+
+    /* subgraphs: a Loop whose body holds an If; captures after '|', each
+     * subgraph taking them as its last inputs; a body's symbols are its
+     * own; payloads of every level share one data section */
+    "graph @cf<N>(%m: i64[], %x: f32[N], %s: f32[]) -> (%acc, %ys) {\n"
+    "  %t = const bool[] [true]\n"
+    "  %acc, %ys = Loop(%m, %t, %x | %s) {body = graph @body<N>(%i: i64[], %c: bool[], %a: f32[N], %s: f32[]) -> (%c, %a2, %a2) {\n"
+    "    %z = const i64[] [0]\n"
+    "    %odd = Greater(%i, %z) : bool[]\n"
+    "    %a2 = If(%odd | %a, %s) {else_branch = graph @e<N>(%a: f32[N], %s: f32[]) -> (%a) {\n"
+    "    }, then_branch = graph @t<N>(%a: f32[N], %s: f32[]) -> (%r) {\n"
+    "      %big = const f32[20] @0\n"
+    "      %r = Add(%a, %s) : f32[N]\n"
+    "    }} : f32[N]\n"
+    "  }} : f32[N], f32[?,N]\n"
+    "}\n"
+    "data @0 = hex\"" "0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f"
+    "0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f\"\n",
 };
 
 START_TEST(canonical_texts_print_back)
@@ -431,6 +453,18 @@ static const struct {
     {"graph @g() -> () {\n  const f32[1] [1.0]\n}", "t.icc:2:3: expected a value name or '}'"},
     {"graph @g() -> () { %a, = const f32[1] [1.0] }", "t.icc:1:24: expected a value name"},
     {"graph @g() -> () { %a = 3 }", "t.icc:1:25: expected an op name or 'const'"},
+    {"graph @g(%x: f32[2]) -> () { %y = Relu(| %x) }", "t.icc:1:40: Relu has no subgraphs to capture values"},
+    {"graph @g(%c: bool[]) -> () { %y = If(%c |) }", "t.icc:1:42: expected a captured value after '|'"},
+    {"graph @g(%c: bool[]) -> () { %y = If(%c) {then_branch = 1} }", "t.icc:1:57: expected a graph"},
+    {"graph @g(%c: bool[], %x: f32[2]) -> (%y) { %y = If(%c | %x) {else_branch = graph @e() -> () {},"
+     " then_branch = graph @t(%x: f32[2]) -> (%x) {}} }",
+     "t.icc: node '' (If): else_branch has 0 inputs; expected 1 (0 formal, 1 captures)"},
+    {"graph @g(%c: bool[], %x: f32[2]) -> (%y) { %y = If(%c | %x) {else_branch = graph @e(%x: f32[2]) -> (%x) {},"
+     " then_branch = graph @t(%x: f32[2]) -> (%x) { %z = Relu(%w) }} }",
+     "t.icc:1:164: undefined value %w"},
+    {"graph @g(%c: bool[], %x: f32[2]) -> (%y) { %y = If(%c | %x) {else_branch = graph @e(%x: f32[2]) -> (%x) {},"
+     " then_branch = graph @t(%x: i64[2]) -> (%x) {}} }",
+     "t.icc: node '' (If): then_branch captures 'x' (f32) as 'x' of dtype i64"},
     {"graph @g(%x: f32[2], ) -> () {}", "t.icc:1:22: expected an input (%name: type)"},
     {"graph @g() -> (%x %y) {}", "t.icc:1:19: expected ',' or ')'"},
     {"graph @g(%x: f32[2]) -> () { %y = Transpose(%x) {perm = [1, 0,]} }", "t.icc:1:63: expected an integer"},
