@@ -442,6 +442,8 @@ static int recurrence(lctx *c, rnn_geo *g, kir_block *body, const ir_rnn_act *f,
     if (!cb || cell(c, g, cb, f, j) < 0)
         return -1;
     /* the final state */
+    if (n->nout < 2)
+        return 0;
     kir_block *fb = hidden_loop(c, g, body, &j);
     if (!fb)
         return -1;

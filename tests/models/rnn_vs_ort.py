@@ -10,7 +10,8 @@ vector; a projection too large for thread scratch; opsets 7, 14 and 22. Each
 runs through the interpreter (icc run MODEL.onnx) and compiled at -O0 and
 -O3, and must match ONNX Runtime at rtol 1e-4, atol 1e-5. A symbolic batch
 with layout 1 compiles once and runs batches 1 and 3; with layout 0 it is
-refused with a message naming the node.
+refused with a message naming the node. sequence_lens given at run time past
+the time steps is refused, compiled and interpreted, in one line.
 
 (b) A CRNN-style text recognizer: three Conv+Relu+MaxPool stages over a
 32x128 image, the feature map turned into a [T, N, C] sequence, two
@@ -218,6 +219,37 @@ def symbolic_batch(icc, t):
     return failed + (not ok)
 
 
+def bad_lengths(icc, t):
+    """sequence_lens as a run-time input: valid lengths agree with ONNX
+    Runtime; one past T is refused, compiled and interpreted alike, with
+    one line naming the node."""
+    r = np.random.default_rng(5)
+    w = lambda name, *shape: nh.from_array((r.standard_normal(shape) * 0.4).astype(np.float32), name)
+    node = h.make_node("LSTM", ["X", "W", "R", "", "lens"], ["Y", "Y_h"], name="rnn", hidden_size=4)
+    g = h.make_graph([node], "g", [h.make_tensor_value_info("X", P.FLOAT, [5, 2, 3]),
+                                   h.make_tensor_value_info("lens", P.INT32, [2])],
+                     [h.make_tensor_value_info("Y", P.FLOAT, None), h.make_tensor_value_info("Y_h", P.FLOAT, None)],
+                     [w("W", 1, 16, 3), w("R", 1, 16, 4)])
+    path, so = os.path.join(t, "lens.onnx"), os.path.join(t, "lens.so")
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 14)]), path)
+    subprocess.run([icc, path, "-o", so], check=True)
+    x = r.standard_normal((5, 2, 3)).astype(np.float32)
+    good = {"X": x, "lens": np.array([3, 5], np.int32)}
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, good)
+    failed = 0
+    for target, tag in ((so, "compiled"), (path, "interpreted")):
+        got, err = run_icc(icc, target, good, t, ["Y", "Y_h"])
+        ok, e = compare(got, want) if got is not None else (False, float("inf"))
+        _, err2 = run_icc(icc, target, {"X": x, "lens": np.array([3, 6], np.int32)}, t, ["Y", "Y_h"])
+        lines = err2.splitlines()
+        refused = (len(lines) == 1 and lines[0].startswith("icc: error: ") and "node 'rnn' (LSTM)" in lines[0] and
+                   "is outside [0, 5]" in lines[0])
+        print("%s sequence_lens at run time, %s: good data max abs error %.1e; a length of 6 over 5 steps: %s" % (
+            "ok  " if ok and refused else "FAIL", tag, e, err2 or "not refused"))
+        failed += not (ok and refused)
+    return failed
+
+
 def crnn(path, N=1):
     """Conv+Relu+MaxPool x3 over [N, 1, 32, 128] -> [N, 128, 4, 32] -> the
     sequence [T=32, N, 512] -> 2 bidirectional LSTM layers (H 128) ->
@@ -307,7 +339,7 @@ def main():
     icc = os.path.abspath(sys.argv[1])
     bench = "--no-bench" not in sys.argv[2:]
     t = tempfile.mkdtemp()
-    failed = single_ops(icc, t) + symbolic_batch(icc, t) + crnn_check(icc, t, bench)
+    failed = single_ops(icc, t) + symbolic_batch(icc, t) + bad_lengths(icc, t) + crnn_check(icc, t, bench)
     print("rnn vs ONNX Runtime: %s" % ("all passed" if not failed else "%d failed" % failed))
     return 1 if failed else 0
 
