@@ -11,7 +11,8 @@ runs through the interpreter (icc run MODEL.onnx) and compiled at -O0 and
 -O3, and must match ONNX Runtime at rtol 1e-4, atol 1e-5. A symbolic batch
 with layout 1 compiles once and runs batches 1 and 3; with layout 0 it is
 refused with a message naming the node. sequence_lens given at run time past
-the time steps is refused, compiled and interpreted, in one line.
+the time steps is refused, compiled and interpreted, in one line; so are bad
+attributes and shapes when the model loads.
 
 (b) A CRNN-style text recognizer: three Conv+Relu+MaxPool stages over a
 32x128 image, the feature map turned into a [T, N, C] sequence, two
@@ -250,6 +251,35 @@ def bad_lengths(icc, t):
     return failed
 
 
+def malformed(icc, t):
+    """Bad attributes and shapes: exit 1, one line naming the node and why."""
+    cases = [("a direction that does not exist", {"direction": "sideways"}, None, "direction must be"),
+             ("an unknown activation", {"activations": ["Sigmoid", "Swish", "Tanh"]}, None, "'Swish' is not one of"),
+             ("two activations for LSTM's three", {"activations": ["Sigmoid", "Tanh"]}, None, "activations lists 2"),
+             ("W with GRU's gate count", {}, (1, 15, 3), "W's dim 1: 15 against 20"),
+             ("layout 2", {"layout": 2}, None, "layout must be 0 or 1")]
+    failed = 0
+    for title, attrs, wshape, reason in cases:
+        path = os.path.join(t, "bad.onnx")
+        rnn_model(path, "LSTM", 4, 2, 3, 5, {})
+        m = onnx.load(path)
+        node = m.graph.node[0]
+        for k, v in attrs.items():
+            keep = [a for a in node.attribute if a.name != k]
+            del node.attribute[:]
+            node.attribute.extend(keep + [h.make_attribute(k, v)])
+        if wshape:
+            m.graph.initializer[0].CopyFrom(nh.from_array(np.zeros(wshape, np.float32), "W"))
+        onnx.save(m, path)
+        r = subprocess.run([icc, path, "-o", os.path.join(t, "bad.so")], capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        ok = (r.returncode == 1 and len(lines) == 1 and lines[0].startswith("icc: error: ") and
+              "node 'rnn' (LSTM)" in lines[0] and reason in lines[0])
+        print("%s refused, %s: %s" % ("ok  " if ok else "FAIL", title, r.stderr.strip()))
+        failed += not ok
+    return failed
+
+
 def crnn(path, N=1):
     """Conv+Relu+MaxPool x3 over [N, 1, 32, 128] -> [N, 128, 4, 32] -> the
     sequence [T=32, N, 512] -> 2 bidirectional LSTM layers (H 128) ->
@@ -339,7 +369,7 @@ def main():
     icc = os.path.abspath(sys.argv[1])
     bench = "--no-bench" not in sys.argv[2:]
     t = tempfile.mkdtemp()
-    failed = single_ops(icc, t) + symbolic_batch(icc, t) + bad_lengths(icc, t) + crnn_check(icc, t, bench)
+    failed = single_ops(icc, t) + symbolic_batch(icc, t) + bad_lengths(icc, t) + malformed(icc, t) + crnn_check(icc, t, bench)
     print("rnn vs ONNX Runtime: %s" % ("all passed" if not failed else "%d failed" % failed))
     return 1 if failed else 0
 
