@@ -46,7 +46,8 @@ typedef struct {
     int rows, cols;            /* register tiles: steps x gate rows, gate rows per pass */
     int proj;                  /* the projections' scratch */
     bool proj_kernel;          /* ... in kernel scratch, indexed by the item first */
-    int hs, cs, gs, rh;        /* thread scratch: h, c, gate sums, GRU's r h */
+    int hs, cs, gs, rh;        /* thread scratch: h, c (LSTM), gate sums, r h (GRU without
+                                  linear_before_reset) */
     /* per parallel iteration */
     kir_expr *item, *d, *b, *t;
 } rnn_geo;
@@ -483,10 +484,11 @@ int lower_rnn(lctx *c)
     int64_t pk[3] = {D * g.B, g.T, g.GH};
     g.proj = kir_add_scratch(k, "xproj", g.proj_kernel ? KIR_SPACE_KERNEL : KIR_SPACE_THREAD, c->cdt, 3 - !g.proj_kernel,
                              g.proj_kernel ? pk : pk + 1);
+    bool lstm = g.a.op == IR_OP_LSTM, two_pass = g.a.op == IR_OP_GRU && !g.a.linear_before_reset;
     g.hs = kir_add_scratch(k, "h", KIR_SPACE_THREAD, c->cdt, 1, &g.H);
-    g.cs = kir_add_scratch(k, "c", KIR_SPACE_THREAD, c->cdt, 1, &g.H);
+    g.cs = lstm ? kir_add_scratch(k, "c", KIR_SPACE_THREAD, c->cdt, 1, &g.H) : 0;
     g.gs = kir_add_scratch(k, "gates", KIR_SPACE_THREAD, c->cdt, 1, &g.GH);
-    g.rh = kir_add_scratch(k, "rh", KIR_SPACE_THREAD, c->cdt, 1, &g.H);
+    g.rh = two_pass ? kir_add_scratch(k, "rh", KIR_SPACE_THREAD, c->cdt, 1, &g.H) : 0;
     if (g.proj < 0 || g.hs < 0 || g.cs < 0 || g.gs < 0 || g.rh < 0)
         return -1;
     int pv = kir_new_var(k);
