@@ -217,6 +217,17 @@ def symbolic_batch(icc, t):
     r = subprocess.run([icc, path, "-o", os.path.join(t, "symb0.so")], capture_output=True, text=True)
     ok = r.returncode == 1 and "GRU ('rnn')" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     print("%s GRU layout 0 with a symbolic batch is refused: %s" % ("ok  " if ok else "FAIL", r.stderr.strip()))
+    failed += not ok
+    # layout 0 with symbolic steps and Y alone: dim 0 is symbolic everywhere, but the steps are
+    # no independent items (each needs the one before), so this must be refused, not run per step
+    path = os.path.join(t, "symt.onnx")
+    rnn_model(path, "RNN", 5, 2, 3, 4, {}, ("B",), ("Y",))
+    m = onnx.load(path)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "T"
+    onnx.save(m, path)
+    r = subprocess.run([icc, path, "-o", os.path.join(t, "symt.so")], capture_output=True, text=True)
+    ok = r.returncode == 1 and "RNN ('rnn')" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    print("%s RNN layout 0 with symbolic steps is refused: %s" % ("ok  " if ok else "FAIL", r.stderr.strip()))
     return failed + (not ok)
 
 
