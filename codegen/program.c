@@ -89,8 +89,6 @@ static int32_t batch_symbol(const ir_node *n)
             return 0;
         if (n->op == IR_OP_GRID_SAMPLE && n->in[1]->type.dims[0].sym != s)
             return 0;   /* the grid's batch must follow the data's */
-        if ((n->op == IR_OP_LSTM || n->op == IR_OP_GRU || n->op == IR_OP_RNN) && ir_attr_int(n, "layout", 0) != 1)
-            return 0;   /* dim 0 is the time axis: its steps depend on each other */
         return s;
     }
     if (fl & IR_F_BATCH_AXIS)

@@ -4,31 +4,31 @@
  * and each iteration walks its item's steps alone:
  *
  *   parallel p in [0, D * B)                        d = p / B, b = p % B
- *     X_proj[t, g] = x_t W_d[g]^T + biases          all steps at once: rows t x
- *                                                   gate rows g register tiles of
- *                                                   carried sums along I (X and W
- *                                                   both contiguous there)
  *     h, c = initial state; len = sequence_lens[b] (or T)
  *     Y[t >= len] = 0
- *     for s in [0, len)                             t = s, or len - 1 - s reversed
- *       gates[g] = X_proj[t, g] + h R_d[g]^T        tiles of gate rows, carried
+ *     for each block of TB steps                    s in [s0, s0 + n)
+ *       X_proj[s - s0, g] = x_t W_d[g]^T + biases   the block's steps at once: rows
+ *                                                   x gate rows g register tiles of
+ *                                                   carried sums along I (X and W
+ *                                                   both contiguous there)
+ *       for s in the block                          t = s, or len - 1 - s reversed
+ *         gates[g] = X_proj[s - s0, g] + h R_d[g]^T tiles of gate rows, carried
  *                                                   sums along H
- *       h, c, Y[t] = cell(gates, c)                 VECTOR loop over H
+ *         h, c, Y[t] = cell(gates, c)               VECTOR loop over H
  *     Y_h = h, Y_c = c
  *
  * GRU without linear_before_reset needs r before its third product, which
  * reads (r h): its gate rows run in two passes, z and r first. The input
  * projections keep both biases except GRU's Rb_h under linear_before_reset,
- * which r multiplies. The state, gates and (when they fit in a
- * thread's stack share) the projections live in thread scratch; larger
- * projections go to kernel scratch, one slice per (direction, item),
- * which models with symbolic shapes cannot have yet. Weights are read as
- * they are: both products are dot products along the rows of W and R,
- * contiguous, so nothing needs re-laying out.
+ * which r multiplies. The state, the gates and one block of projections
+ * live in thread scratch: TB is what fits in 160 KiB, so any number of
+ * steps runs in bounded memory while W is still reused across the rows
+ * of a tile. Weights are read as they are: both products are dot
+ * products along the rows of W and R, contiguous, so nothing needs
+ * re-laying out.
  *
- * Needs constant shapes; a symbolic batch compiles through the per-item
- * mechanism (IR_F_BATCH) when it is dim 0 of every operand, i.e. with
- * layout = 1.
+ * The steps and the batch may be symbolic (IR_F_SYMBOLIC: loop bounds
+ * read them at run time); the input and hidden sizes must be constants.
  */
 #include "codegen/lower/internal.h"
 #include "ir/ops.h"
@@ -36,20 +36,23 @@
 
 #include <math.h>
 
-/* Thread scratch the projections may take: the rest of the 256 KiB a
- * kernel's thread and block scratch are capped at stays for the state. */
+/* Thread scratch a block of projections may take: the rest of the
+ * 256 KiB a kernel's thread and block scratch are capped at stays for the
+ * state and gates (with H up to a few thousand). */
 #define PROJ_THREAD_BYTES (160 * 1024)
 
 typedef struct {
     ir_rnn_attrs a;
-    int64_t T, B, I, H, G, GH;
+    int64_t I, H, G, GH;
+    kir_expr *T, *B;           /* steps and batch (constants or the run's symbols) */
+    int64_t TB;                /* steps of a projection block */
     int rows, cols;            /* register tiles: steps x gate rows, gate rows per pass */
-    int proj;                  /* the projections' scratch */
-    bool proj_kernel;          /* ... in kernel scratch, indexed by the item first */
+    int proj;                  /* the projections of a block of steps: [TB, GH] */
     int hs, cs, gs, rh;        /* thread scratch: h, c (LSTM), gate sums, r h (GRU without
                                   linear_before_reset) */
     /* per parallel iteration */
-    kir_expr *item, *d, *b, *t;
+    kir_expr *item, *d, *b;
+    kir_expr *t, *rr;          /* the step's time index and its row in the block */
 } rnn_geo;
 
 static bool const_type(const ir_type *t)
@@ -71,17 +74,39 @@ bool cg_can_lower_rnn(const ir_node *n)
     ir_rnn_attrs a;
     if (ir_rnn_attrs_get(n, &a, NULL) < 0 || !ir_dtype_is_float(n->in[0]->type.dtype))
         return false;
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && !const_type(&n->in[i]->type))
+    /* weights, biases and peepholes constant-shaped; X, the states and
+     * the outputs may have symbolic steps and batch (the only dims that
+     * are not sizes of W and R) */
+    for (int i = IR_RNN_IN_W; i < n->nin; i++)
+        if (n->in[i] && i != IR_RNN_IN_SEQ && i != IR_RNN_IN_H0 && i != IR_RNN_IN_C0 &&
+            !const_type(&n->in[i]->type))
             return false;
-    for (int i = 0; i < n->nout; i++)
-        if (!const_type(&n->out[i]->type))
-            return false;
-    const ir_type *x = &n->in[0]->type, *r = &n->in[2]->type;
-    if (x->rank != 3 || r->rank != 3)
+    const ir_type *x = &n->in[0]->type, *w = &n->in[1]->type, *r = &n->in[2]->type;
+    if (x->rank != 3 || w->rank != 3 || r->rank != 3 || !ir_dim_is_const(x->dims[2]))
         return false;
-    /* empty problems stay with the interpreter (scratch dims must be positive) */
-    return x->dims[0].v > 0 && x->dims[1].v > 0 && r->dims[2].v > 0;
+    int64_t H = r->dims[2].v;
+    /* every operand's steps and batch are X's own (the same constant or
+     * symbol): the kernel indexes them all by X's, and nothing checks two
+     * different symbols against each other at run time */
+    ir_dim T = x->dims[a.layout ? 1 : 0], B = x->dims[a.layout ? 0 : 1];
+    if (T.sym == IR_DIM_UNKNOWN || B.sym == IR_DIM_UNKNOWN)
+        return false;
+    const ir_type *seq = has_in(n, IR_RNN_IN_SEQ) ? &n->in[IR_RNN_IN_SEQ]->type : NULL;
+    if (seq && (seq->rank != 1 || !ir_dim_eq(seq->dims[0], B)))
+        return false;
+    for (int i = 0; i < 3 + n->nout; i++) {
+        const ir_type *t = i < 2 ? (has_in(n, IR_RNN_IN_H0 + i) ? &n->in[IR_RNN_IN_H0 + i]->type : NULL)
+                                 : i >= 3 ? &n->out[i - 3]->type : NULL;
+        if (!t)
+            continue;
+        bool y = i == 3;
+        int rank = y ? 4 : 3, bi = a.layout ? 0 : y ? 2 : 1;
+        if (t->rank != rank || !ir_dim_eq(t->dims[bi], B) || (y && !ir_dim_eq(t->dims[a.layout ? 1 : 0], T)) ||
+            !ir_dim_is_const(t->dims[rank - 1]) || t->dims[rank - 1].v != H)
+            return false;
+    }
+    /* an empty batch or no steps: nothing runs; scratch dims must be positive */
+    return H > 0 && w->dims[1].v > 0;
 }
 
 static kir_expr *fc(lctx *c, double v) { return kir_const_f(c->k, c->cdt, v); }
@@ -162,16 +187,10 @@ static void st_idx(const rnn_geo *g, kir_expr *j, kir_expr **ix)
     ix[2] = j;
 }
 
-static kir_expr *proj_at(lctx *c, const rnn_geo *g, kir_expr *t, kir_expr *j)
+static kir_expr *proj_at(lctx *c, const rnn_geo *g, kir_expr *rr, kir_expr *j)
 {
-    kir_expr *ix[3] = {g->item, t, j};
-    return kir_load(c->k, g->proj, g->proj_kernel ? ix : ix + 1);
-}
-
-static kir_stmt *proj_store(lctx *c, const rnn_geo *g, kir_block *b, kir_expr *t, kir_expr *j, kir_expr *v)
-{
-    kir_expr *ix[3] = {g->item, t, j};
-    return kir_store(c->k, b, g->proj, g->proj_kernel ? ix : ix + 1, v);
+    kir_expr *ix[2] = {rr, j};
+    return kir_load(c->k, g->proj, ix);
 }
 
 static kir_expr *scr(lctx *c, int buf, kir_expr *j)
@@ -188,25 +207,32 @@ static kir_expr *bias(lctx *c, const rnn_geo *g, int half, kir_expr *j)
 
 /* ---- the input projections ---------------------------------------------- */
 
-/* X_proj[t, j] = sum_k X[t, b, k] W[d, j, k] + biases, for all steps: tiles
- * of `rows` steps x `cols` gate rows, a VECTOR loop over k carrying the
- * sums (the emitter splits each across the lanes). Past the last step or
- * gate row a tile recomputes the last one. */
-static int projections(lctx *c, rnn_geo *g, kir_block *body)
+/* X_proj[rr, j] = sum_k X[t(s0 + rr), b, k] W[d, j, k] + biases for the
+ * block's nb steps: tiles of `rows` steps x `cols` gate rows, a VECTOR
+ * loop over k carrying the sums (the emitter splits each across the
+ * lanes). Past the block's last step or the last gate row a tile
+ * recomputes the last one. tof gives a step's time index. */
+static int projections(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_expr *nb, kir_expr *len, bool rev)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     int R = g->rows, Q = g->cols;
     int tbv = kir_new_var(k), jbv = kir_new_var(k), kv = kir_new_var(k);
-    kir_stmt *ltb = lw_loop(c, body, tbv, ic(c, (g->T + R - 1) / R), KIR_SERIAL);
-    kir_stmt *ljb = ltb ? lw_loop(c, &ltb->body, jbv, ic(c, (g->GH + Q - 1) / Q), KIR_SERIAL) : NULL;
+    kir_stmt *ltb = lw_loop(c, body, tbv, lw_idivc(k, lw_iaddc(k, nb, R - 1), R), KIR_SERIAL);
+    if (!ltb)
+        return -1;
+    kir_expr *rs[16], *ts[16], *js[16];
+    int acc[16][16];
+    for (int r = 0; r < R; r++) {
+        /* the tile's rows, once per row block */
+        rs[r] = kir_let(k, &ltb->body, lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, tbv), R), r), lw_iaddc(k, nb, -1)));
+        kir_expr *st = kir_iadd(k, s0, rs[r]);
+        ts[r] = kir_let(k, &ltb->body, rev ? kir_op2(k, KIR_SUB, IR_I64, lw_iaddc(k, len, -1), st) : st);
+    }
+    kir_stmt *ljb = lw_loop(c, &ltb->body, jbv, ic(c, (g->GH + Q - 1) / Q), KIR_SERIAL);
     if (!ljb)
         return -1;
     kir_block *tb = &ljb->body;
-    kir_expr *ts[16], *js[16];
-    int acc[16][16];
-    for (int r = 0; r < R; r++)
-        ts[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, tbv), R), r), ic(c, g->T - 1));
     for (int q = 0; q < Q; q++)
         js[q] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, jbv), Q), q), ic(c, g->GH - 1));
     for (int r = 0; r < R; r++)
@@ -246,7 +272,8 @@ static int projections(lctx *c, rnn_geo *g, kir_block *body)
             kir_expr *v = kir_acc(k, acc[r][q]);
             if (bsum)
                 v = op2(c, KIR_ADD, v, bsum);
-            if (!proj_store(c, g, tb, ts[r], js[q], v))
+            kir_expr *ix[2] = {rs[r], js[q]};
+            if (!kir_store(k, tb, g->proj, ix, v))
                 return -1;
         }
     }
@@ -288,7 +315,7 @@ static int recurrent(lctx *c, rnn_geo *g, kir_block *b, int v, int64_t j0, int64
     for (int q = 0; q < Q; q++) {
         kir_expr *s = kir_acc(k, acc[q]);
         if (with_proj)
-            s = op2(c, KIR_ADD, s, proj_at(c, g, g->t, js[q]));
+            s = op2(c, KIR_ADD, s, proj_at(c, g, g->rr, js[q]));
         else if (has_in(c->n, IR_RNN_IN_B))
             s = op2(c, KIR_ADD, s, bias(c, g, 1, js[q]));
         if (!kir_store(k, jb, g->gs, &js[q], s))
@@ -348,7 +375,7 @@ static int cell(lctx *c, rnn_geo *g, kir_block *b, const ir_rnn_act *f, kir_expr
         kir_expr *pre = gate(c, g, 2, j);
         if (g->a.linear_before_reset) {
             kir_expr *r = act(c, b, &f[0], clipv(c, g, gate(c, g, 1, j)));
-            pre = kir_op3(k, KIR_FMA, c->cdt, r, pre, proj_at(c, g, g->t, kir_iadd(k, j, ic(c, 2 * g->H))));
+            pre = kir_op3(k, KIR_FMA, c->cdt, r, pre, proj_at(c, g, g->rr, kir_iadd(k, j, ic(c, 2 * g->H))));
         }
         kir_expr *nn = act(c, b, &f[1], clipv(c, g, pre));
         /* (1 - z) n + z h = n + z (h - n) */
@@ -382,34 +409,49 @@ static int recurrence(lctx *c, rnn_geo *g, kir_block *body, const ir_rnn_act *f,
             return -1;
     }
     /* the length; steps past it give 0 */
-    kir_expr *len = ic(c, g->T);
+    kir_expr *len = g->T;
     if (has_in(n, IR_RNN_IN_SEQ)) {
         kir_expr *raw = kir_load(k, c->buf[IR_RNN_IN_SEQ], &g->b);
         if (raw->dtype != IR_I64)
             raw = kir_op1(k, KIR_CAST, IR_I64, raw);
         raw = kir_let(k, body, raw);
         kir_stmt *bad = kir_if(k, body, kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_LT, IR_BOOL, raw, ic(c, 0)),
-                                                kir_op2(k, KIR_LT, IR_BOOL, ic(c, g->T), raw)));
-        char msg[300];
-        snprintf(msg, sizeof msg, "node '%.100s' (%s): a sequence_lens value is outside [0, %lld]", n->name,
-                 ir_ops[n->op].name, (long long)g->T);
+                                                kir_op2(k, KIR_LT, IR_BOOL, g->T, raw)));
+        char msg[300], tn[64];
+        const ir_dim td = n->in[0]->type.dims[g->a.layout ? 1 : 0];
+        if (ir_dim_is_const(td))
+            snprintf(tn, sizeof tn, "%lld", (long long)td.v);
+        else
+            snprintf(tn, sizeof tn, "%.40s (the steps)", ir_graph_sym_name(c->g, td.sym));
+        snprintf(msg, sizeof msg, "node '%.100s' (%s): a sequence_lens value is outside [0, %s]", n->name,
+                 ir_ops[n->op].name, tn);
         if (!bad || !kir_fail(k, &bad->body, msg))
             return -1;
-        len = kir_let(k, body, lw_imin(k, lw_imax(k, raw, ic(c, 0)), ic(c, g->T)));
+        len = kir_let(k, body, lw_imin(k, lw_imax(k, raw, ic(c, 0)), g->T));
         int tv = kir_new_var(k);
-        kir_stmt *lt = kir_for(k, body, tv, len, ic(c, g->T), KIR_SERIAL, 0);
+        kir_stmt *lt = kir_for(k, body, tv, len, g->T, KIR_SERIAL, 0);
         kir_block *zb = lt ? hidden_loop(c, g, &lt->body, &j) : NULL;
         kir_expr *ix[4];
         y_idx(g, kir_var(k, tv), j, ix);
         if (!zb || !kir_store(k, zb, c->outs[0], ix, lw_to_out_i(c, 0, fc(c, 0))))
             return -1;
     }
-    int sv = kir_new_var(k);
-    kir_stmt *ls = kir_for(k, body, sv, ic(c, 0), len, KIR_SERIAL, 0);
+    /* blocks of TB steps: their projections, then their steps */
+    int bv = kir_new_var(k), rv = kir_new_var(k);
+    kir_stmt *lb = lw_loop(c, body, bv, lw_idivc(k, lw_iaddc(k, len, g->TB - 1), g->TB), KIR_SERIAL);
+    if (!lb)
+        return -1;
+    kir_block *bb = &lb->body;
+    kir_expr *s0 = kir_let(k, bb, lw_imulc(k, kir_var(k, bv), g->TB));
+    kir_expr *nb = kir_let(k, bb, lw_imin(k, ic(c, g->TB), kir_op2(k, KIR_SUB, IR_I64, len, s0)));
+    if (projections(c, g, bb, s0, nb, len, rev) < 0)
+        return -1;
+    kir_stmt *ls = lw_loop(c, bb, rv, nb, KIR_SERIAL);
     if (!ls)
         return -1;
     kir_block *sb = &ls->body;
-    kir_expr *s = kir_var(k, sv);
+    g->rr = kir_var(k, rv);
+    kir_expr *s = kir_iadd(k, s0, g->rr);
     g->t = kir_let(k, sb, rev ? kir_op2(k, KIR_SUB, IR_I64, lw_iaddc(k, len, -1), s) : s);
     int64_t H = g->H;
     switch (g->a.op) {
@@ -465,8 +507,10 @@ int lower_rnn(lctx *c)
     if (ir_rnn_attrs_get(n, &g.a, NULL) < 0)
         return -1;
     const ir_type *x = &n->in[0]->type;
-    g.T = x->dims[g.a.layout ? 1 : 0].v;
-    g.B = x->dims[g.a.layout ? 0 : 1].v;
+    ir_dim td = x->dims[g.a.layout ? 1 : 0];
+    ir_dim bd = x->dims[g.a.layout ? 0 : 1];
+    g.T = lw_dim_of(k, td);
+    g.B = lw_dim_of(k, bd);
     g.I = x->dims[2].v;
     g.H = n->in[IR_RNN_IN_R]->type.dims[2].v;
     g.G = g.a.gates;
@@ -479,11 +523,13 @@ int lower_rnn(lctx *c)
     if (g.rows > 16 || g.cols > 16)
         g.rows = g.cols = 16;
     int64_t esz = (int64_t)ir_dtype_size(c->cdt), D = g.a.dirs;
-    int64_t pbytes = g.T * g.GH * esz;
-    g.proj_kernel = pbytes > PROJ_THREAD_BYTES;
-    int64_t pk[3] = {D * g.B, g.T, g.GH};
-    g.proj = kir_add_scratch(k, "xproj", g.proj_kernel ? KIR_SPACE_KERNEL : KIR_SPACE_THREAD, c->cdt, 3 - !g.proj_kernel,
-                             g.proj_kernel ? pk : pk + 1);
+    g.TB = PROJ_THREAD_BYTES / (g.GH * esz);
+    if (ir_dim_is_const(td) && td.v < g.TB)
+        g.TB = td.v;
+    if (g.TB < 1)
+        g.TB = 1;
+    int64_t pd[2] = {g.TB, g.GH};
+    g.proj = kir_add_scratch(k, "xproj", KIR_SPACE_THREAD, c->cdt, 2, pd);
     bool lstm = g.a.op == IR_OP_LSTM, two_pass = g.a.op == IR_OP_GRU && !g.a.linear_before_reset;
     g.hs = kir_add_scratch(k, "h", KIR_SPACE_THREAD, c->cdt, 1, &g.H);
     g.cs = lstm ? kir_add_scratch(k, "c", KIR_SPACE_THREAD, c->cdt, 1, &g.H) : 0;
@@ -492,17 +538,20 @@ int lower_rnn(lctx *c)
     if (g.proj < 0 || g.hs < 0 || g.cs < 0 || g.gs < 0 || g.rh < 0)
         return -1;
     int pv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, ic(c, 0), ic(c, D * g.B), KIR_PARALLEL, 0);
+    kir_stmt *lp = kir_for(k, &k->body, pv, ic(c, 0), ir_dim_is_const(bd) ? ic(c, bd.v * D) : lw_imulc(k, g.B, D),
+                           KIR_PARALLEL, 0);
     if (!lp)
         return -1;
     kir_block *body = &lp->body;
     g.item = kir_var(k, pv);
-    g.d = D > 1 ? lw_idivc(k, g.item, g.B) : ic(c, 0);
-    g.b = D > 1 ? kir_op2(k, KIR_REM, IR_I64, g.item, ic(c, g.B)) : g.item;
+    if (D == 1)
+        g.d = ic(c, 0), g.b = g.item;
+    else if (ir_dim_is_const(bd))
+        g.d = lw_idivc(k, g.item, bd.v), g.b = lw_iremc(k, g.item, bd.v);
+    else
+        g.d = kir_op2(k, KIR_DIV, IR_I64, g.item, g.B), g.b = kir_op2(k, KIR_REM, IR_I64, g.item, g.B);
     g.d = kir_let(k, body, g.d);
     g.b = kir_let(k, body, g.b);
-    if (projections(c, &g, body) < 0)
-        return -1;
     if (D == 1)
         return recurrence(c, &g, body, g.a.act[0], g.a.reverse);
     /* the direction is uniform per iteration: one recurrence each, so the
