@@ -211,7 +211,8 @@ static kir_expr *bias(lctx *c, const rnn_geo *g, int half, kir_expr *j)
  * block's nb steps: tiles of `rows` steps x `cols` gate rows, a VECTOR
  * loop over k carrying the sums (the emitter splits each across the
  * lanes). Past the block's last step or the last gate row a tile
- * recomputes the last one. tof gives a step's time index. */
+ * recomputes the last one. The steps run from s0, reversed (t = len - 1 - s)
+ * when rev. */
 static int projections(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_expr *nb, kir_expr *len, bool rev)
 {
     kir_kernel *k = c->k;
