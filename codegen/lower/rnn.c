@@ -219,21 +219,20 @@ static int projections(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_e
     const ir_node *n = c->n;
     int R = g->rows, Q = g->cols;
     int tbv = kir_new_var(k), jbv = kir_new_var(k), kv = kir_new_var(k);
-    kir_stmt *ltb = lw_loop(c, body, tbv, lw_idivc(k, lw_iaddc(k, nb, R - 1), R), KIR_SERIAL);
+    /* gate rows outer: a tile's rows of W stay in L1 while the block's
+     * steps pass, so W is read once per block, X once per gate-row tile */
+    kir_stmt *ljb = lw_loop(c, body, jbv, ic(c, (g->GH + Q - 1) / Q), KIR_SERIAL);
+    kir_stmt *ltb = ljb ? lw_loop(c, &ljb->body, tbv, lw_idivc(k, lw_iaddc(k, nb, R - 1), R), KIR_SERIAL) : NULL;
     if (!ltb)
         return -1;
+    kir_block *tb = &ltb->body;
     kir_expr *rs[16], *ts[16], *js[16];
     int acc[16][16];
     for (int r = 0; r < R; r++) {
-        /* the tile's rows, once per row block */
-        rs[r] = kir_let(k, &ltb->body, lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, tbv), R), r), lw_iaddc(k, nb, -1)));
+        rs[r] = kir_let(k, tb, lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, tbv), R), r), lw_iaddc(k, nb, -1)));
         kir_expr *st = kir_iadd(k, s0, rs[r]);
-        ts[r] = kir_let(k, &ltb->body, rev ? kir_op2(k, KIR_SUB, IR_I64, lw_iaddc(k, len, -1), st) : st);
+        ts[r] = kir_let(k, tb, rev ? kir_op2(k, KIR_SUB, IR_I64, lw_iaddc(k, len, -1), st) : st);
     }
-    kir_stmt *ljb = lw_loop(c, &ltb->body, jbv, ic(c, (g->GH + Q - 1) / Q), KIR_SERIAL);
-    if (!ljb)
-        return -1;
-    kir_block *tb = &ljb->body;
     for (int q = 0; q < Q; q++)
         js[q] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, jbv), Q), q), ic(c, g->GH - 1));
     for (int r = 0; r < R; r++)
