@@ -10,7 +10,8 @@
  * Reshape to the input's shape, unless the rank is already known to make
  * it the last axis), binary ops before 7 broadcast B from `axis` (B gets
  * trailing unit dims), PRelu before 7 applies a 1-D slope per channel,
- * Resize 10 and Upsample used asymmetric coordinates. Attributes an old
+ * Resize 10 and Upsample used asymmetric coordinates; LSTM, GRU and RNN
+ * before 7 had an output_sequence attribute, which is dropped. Attributes an old
  * opset allowed and the new one doesn't are dropped when they have their
  * default meaning, otherwise the node is reported as unsupported.
  */
@@ -531,6 +532,13 @@ int fe_adapt(fe_lower *l)
         return v < 7 ? adapt_prelu(l) : 0;
     case IR_OP_SCAN:
         return v < 9 ? adapt_scan8(l) : 0;
+    case IR_OP_LSTM:
+    case IR_OP_GRU:
+    case IR_OP_RNN:
+        /* Before 7, output_sequence said whether Y was wanted; today an
+         * absent output says it, and computing Y anyway changes nothing.
+         * 7, 14 and 22 differ only by layout (default 0) and dtypes. */
+        return v < 7 && take(l, "output_sequence", IR_ATTR_INT, &a) < 0 ? -1 : 0;
     default:
         return 0;
     }

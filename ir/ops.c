@@ -119,7 +119,7 @@ const char *ir_family_name(ir_family f)
         [IR_FAM_NONE] = "none", [IR_FAM_ELEMENTWISE] = "elementwise", [IR_FAM_CONTRACTION] = "contraction",
         [IR_FAM_REDUCE] = "reduce", [IR_FAM_NORM] = "norm", [IR_FAM_MOVEMENT] = "movement",
         [IR_FAM_CONV] = "conv", [IR_FAM_MISC] = "misc", [IR_FAM_ATTENTION] = "attention",
-        [IR_FAM_BLOCKED] = "blocked",
+        [IR_FAM_BLOCKED] = "blocked", [IR_FAM_RNN] = "rnn",
     };
     return (unsigned)f < IR_FAM_COUNT && names[f] ? names[f] : "?";
 }
@@ -135,6 +135,7 @@ const char *ir_flop_name(ir_flop_kind k)
         [IR_FLOP_CONV_TRANSPOSE] = "2 x input x weights per input channel",
         [IR_FLOP_POOL] = "output x window taps", [IR_FLOP_ATTENTION] = "2 x keys x (Q + Y elements) + 4 x scores",
         [IR_FLOP_EINSUM] = "2 x product of the label extents",
+        [IR_FLOP_RNN] = "2 x steps x directions x batch x gate rows x (inputs + hidden)",
     };
     return (unsigned)k < IR_FLOP_COUNT && names[k] ? names[k] : "?";
 }

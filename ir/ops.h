@@ -66,6 +66,7 @@ typedef enum ir_family {
     IR_FAM_MISC,               /* resample.c, einsum_topk.c, unique.c */
     IR_FAM_ATTENTION,          /* attention.c */
     IR_FAM_BLOCKED,            /* conv_blocked.c: ConvNCHWc */
+    IR_FAM_RNN,                /* rnn.c: LSTM, GRU, RNN */
     IR_FAM_COUNT
 } ir_family;
 
@@ -84,6 +85,7 @@ typedef enum ir_flop_kind {
     IR_FLOP_POOL,              /* output elements * window taps */
     IR_FLOP_ATTENTION,         /* Q K^T and P V per head, plus the softmax */
     IR_FLOP_EINSUM,            /* 2 * the product of every label's extent */
+    IR_FLOP_RNN,               /* 2 * steps * directions * batch * gate rows * (I + H) */
     IR_FLOP_COUNT
 } ir_flop_kind;
 

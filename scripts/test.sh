@@ -130,6 +130,8 @@ echo "== a symbolic batch through compiled code, vs ONNX Runtime (build)"
 python3 tests/models/dynamic_batch.py build/icc
 echo "== control flow: a VAD-style If on sr (interpreter; compiled with --bind=sr, every If folded) and an RNN Loop, vs ONNX Runtime (build)"
 python3 tests/models/control_flow.py build/icc
+echo "== LSTM, GRU, RNN and a CRNN, interpreted and compiled, vs ONNX Runtime (build)"
+python3 tests/models/rnn_vs_ort.py build/icc --no-bench
 echo "== icc verify's accuracy report vs numpy (build)"; python3 tests/models/verify_precision.py build/icc
 echo "== int8 and int8-dynamic vs fp32 (cosine), interpreter vs compiled on the rewritten graph (build)"
 python3 tests/models/int8_accuracy.py build/icc

@@ -170,6 +170,7 @@ static const struct {
     [IR_FAM_MISC] = {cg_can_lower_misc, lower_misc},
     [IR_FAM_ATTENTION] = {cg_can_lower_attention, lower_attention},
     [IR_FAM_BLOCKED] = {cg_can_lower_conv_blocked, lower_conv_blocked},
+    [IR_FAM_RNN] = {cg_can_lower_rnn, lower_rnn},
 };
 
 bool lw_family_accepts(ir_family f, const ir_node *n)

@@ -99,6 +99,8 @@ static const struct {
                        "  %y = Attention(%q, %k, %v)\n}\n"},
     {IR_FAM_BLOCKED, "graph @g(%x: f32[1,1,4,4,8], %w: f32[1,1,3,3,8,8]) -> (%y) {\n"
                      "  %y = ConvNCHWc(%x, %w) {pads = [1, 1, 1, 1]}\n}\n"},
+    {IR_FAM_RNN, "graph @g(%x: f32[3,2,4], %w: f32[1,8,4], %r: f32[1,8,2]) -> (%y) {\n"
+                 "  %y = LSTM(%x, %w, %r) {hidden_size = 2}\n}\n"},
 };
 
 static ir_graph *sample_graph(const char *text)
