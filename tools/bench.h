@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "icc/runtime.h"
+
 /* Latency statistics of n samples (milliseconds), p-th percentiles by
  * nearest rank (the smallest sample with at least p% at or below it). */
 typedef struct icc_bench_stats {
@@ -30,6 +32,52 @@ void icc_bench_poisson(double *t, int64_t n, double rate, uint64_t seed);
 /* A comma-separated list of positive integers ("1,2,4") into v (at most
  * max); returns the count, or -1 on a malformed list. */
 int icc_bench_parse_list(const char *s, int64_t *v, int max);
+
+/* The machine's peaks (`icc bench --peak`): FP32 FMA GFLOP/s and read
+ * bandwidth in GB/s from each cache level and DRAM (ICC_BENCH_L1 ..
+ * ICC_BENCH_DRAM), on one core and on all. */
+enum { ICC_BENCH_L1, ICC_BENCH_L2, ICC_BENCH_L3, ICC_BENCH_DRAM, ICC_BENCH_LEVELS };
+typedef struct icc_bench_peak {
+    int cores;
+    double gflops_core, gflops_all;
+    double read_core[ICC_BENCH_LEVELS], read_all[ICC_BENCH_LEVELS];
+} icc_bench_peak;
+
+/* The peaks in the JSON `icc bench --peak --json` prints (the cache
+ * --profile reads); -1 when a needed key is missing or not a positive
+ * number. */
+int icc_bench_peak_parse(const char *json, icc_bench_peak *p);
+
+/* The roofs a run on `threads` threads has: FMA peak (one core's times
+ * threads, at most all cores') and DRAM read bandwidth (one core's, or
+ * all cores' when threads > 1). */
+void icc_bench_roofs(const icc_bench_peak *p, int threads, double *gflops, double *gbs);
+
+/* One kernel of a profile, per run. */
+typedef struct icc_bench_kernel {
+    int index;                 /* in run order */
+    const char *name, *ops;    /* borrowed from the model */
+    double us;                 /* wall time */
+    double share;              /* % of all kernels' time */
+    double flops, bytes;
+    double gflops, gbs;        /* achieved */
+    double intensity;          /* FLOPs per byte (0 with no bytes) */
+    bool compute_bound;        /* intensity at or past the ridge, peak_gflops / peak_gbs */
+    double roof_pct;           /* achieved / the roof at that intensity (bandwidth for no FLOPs) */
+} icc_bench_kernel;
+
+/* rows[0..n) from the model's kernels and the counters of `runs` runs
+ * (icc_context_profile), sorted by time, longest first (ties in run
+ * order), against the roofs peak_gflops and peak_gbs. */
+void icc_bench_profile_rows(const icc_kernel_info *k, const uint64_t *ns, int n, uint64_t runs,
+                            double peak_gflops, double peak_gbs, icc_bench_kernel *rows);
+
+/* The profile as a table, and as a JSON object (no newline); run_ms is
+ * the runs' mean wall time (the counters' too), to show the time spent
+ * outside kernels. */
+void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, double run_ms);
+void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, double peak_gflops,
+                            double peak_gbs);
 
 /* `icc bench ARGS...` (argv[0] is the first argument after "bench");
  * self is the icc binary, which compiles an .onnx/.icc model first. Returns
