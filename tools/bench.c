@@ -129,7 +129,7 @@ typedef struct bopts {
     int64_t runs, queries;
     double time_s, warmup_s, rate, p99_bound;
     scenario sc;
-    bool json, peak, profile;
+    bool json, peak, profile, quick;
     const char *pass[MAX_PASS];   /* for the compiler */
     int npass;
 } bopts;
@@ -191,6 +191,8 @@ static int parse(int argc, char **argv, bopts *o)
             o->peak = true;
         } else if (!strcmp(s, "--profile")) {
             o->profile = true;
+        } else if (!strcmp(s, "--quick")) {
+            o->quick = true;
         } else if (!strncmp(s, "--scenario=", 11)) {
             const char *v = s + 11;
             if (!strcmp(v, "single-stream"))
@@ -233,6 +235,8 @@ static int parse(int argc, char **argv, bopts *o)
         return icc_fail("usage: icc bench MODEL.so|MODEL.onnx [options] (see icc --help), or icc bench --peak");
     if (o->sc == SC_SERVER && !o->rate && !o->p99_bound)
         return icc_fail("--scenario=server needs --rate=QPS and/or --p99-bound=MS");
+    if (o->quick && !o->peak)
+        return icc_fail("--quick belongs to --peak (a measurement of about a second)");
     if (o->profile && (o->peak || o->sc == SC_SERVER))
         return icc_fail("--profile times the kernels of a single-stream or offline run (not --peak or server)");
     if (o->sc != SC_SERVER && (o->rate || o->p99_bound))
@@ -982,8 +986,8 @@ static int cmd_peak(const bopts *o)
 {
     icc_bench_peak pk;
     int64_t ws[ICC_BENCH_LEVELS];
-    progress("measuring the FMA peak and memory bandwidth (several seconds)");
-    if (measure_peak(false, &pk, ws) != 0)
+    progress("measuring the FMA peak and memory bandwidth (%s)", o->quick ? "about a second" : "several seconds");
+    if (measure_peak(o->quick, &pk, ws) != 0)
         return 1;
     peak_save(&pk, ws);
     if (o->json) {
