@@ -130,6 +130,9 @@ typedef struct bopts {
     double time_s, warmup_s, rate, p99_bound;
     scenario sc;
     bool json, peak, profile, quick;
+    int64_t generate, prompt_len;   /* --generate=N, --prompt-len=P */
+    bool prompt_set;
+    const char *prefill, *gen_io;   /* --prefill=MODEL, --gen-io=SPEC */
     const char *pass[MAX_PASS];   /* for the compiler */
     int npass;
 } bopts;
@@ -165,7 +168,7 @@ static bool num_opt(const char *s, const char *key, double *out)
 
 static int parse(int argc, char **argv, bopts *o)
 {
-    *o = (bopts){.runs = 20, .queries = 200, .time_s = 1.0, .warmup_s = 2.0};
+    *o = (bopts){.runs = 20, .queries = 200, .time_s = 1.0, .warmup_s = 2.0, .prompt_len = 16};
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
         double x;
@@ -193,6 +196,15 @@ static int parse(int argc, char **argv, bopts *o)
             o->profile = true;
         } else if (!strcmp(s, "--quick")) {
             o->quick = true;
+        } else if (!strncmp(s, "--prefill=", 10)) {
+            o->prefill = s + 10;
+        } else if (!strncmp(s, "--gen-io=", 9)) {
+            o->gen_io = s + 9;
+        } else if (num_opt(s, "--generate=", &x) || num_opt(s, "--prompt-len=", &x)) {
+            if (x < 1 || x > 4000 || x != floor(x))
+                return icc_fail("%s: expected a whole number of tokens from 1 to 4000", s);
+            *(s[2] == 'g' ? &o->generate : &o->prompt_len) = (int64_t)x;
+            o->prompt_set |= s[2] == 'p';
         } else if (!strncmp(s, "--scenario=", 11)) {
             const char *v = s + 11;
             if (!strcmp(v, "single-stream"))
@@ -235,6 +247,10 @@ static int parse(int argc, char **argv, bopts *o)
         return icc_fail("usage: icc bench MODEL.so|MODEL.onnx [options] (see icc --help), or icc bench --peak");
     if (o->sc == SC_SERVER && !o->rate && !o->p99_bound)
         return icc_fail("--scenario=server needs --rate=QPS and/or --p99-bound=MS");
+    if (!o->generate && (o->prompt_set || o->prefill || o->gen_io))
+        return icc_fail("--prompt-len, --prefill and --gen-io belong to --generate=N");
+    if (o->generate && (o->profile || o->nbatch || o->sc != SC_SINGLE || o->plot || o->peak))
+        return icc_fail("--generate times a decoding loop: not with --profile, --batch, --scenario, --plot or --peak");
     if (o->quick && !o->peak)
         return icc_fail("--quick belongs to --peak (a measurement of about a second)");
     if (o->profile && (o->peak || o->sc == SC_SERVER))
@@ -253,12 +269,12 @@ static int parse(int argc, char **argv, bopts *o)
 
 /* Runs `self MODEL pass... -o dir/model.so`; the compiler prints its own
  * error. 0 on success. */
-static int compile_first(const bopts *o, const char *self, const char *so)
+static int compile_first(const bopts *o, const char *self, const char *model, const char *so)
 {
     const char *av[MAX_PASS + 8];
     int n = 0;
     av[n++] = self;
-    av[n++] = o->model;
+    av[n++] = model;
     for (int i = 0; i < o->npass; i++)
         av[n++] = o->pass[i];
     if (o->profile)
@@ -271,11 +287,11 @@ static int compile_first(const bopts *o, const char *self, const char *so)
     av[n++] = "-o";
     av[n++] = so;
     av[n] = NULL;
-    progress("compiling %s", o->model);
+    progress("compiling %s", model);
     pid_t pid;
     int st;
     if (posix_spawn(&pid, self, NULL, NULL, (char *const *)av, environ) != 0)
-        return icc_fail("cannot run %s to compile %s: %s", self, o->model, strerror(errno));
+        return icc_fail("cannot run %s to compile %s: %s", self, model, strerror(errno));
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return icc_fail("waiting for the compiler: %s", strerror(errno));
@@ -1209,9 +1225,41 @@ out:
     return rc;
 }
 
+static bool ends_with_so(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 3 && !strcmp(s + n - 3, ".so");
+}
+
+/* --generate: the decode model so (and the prefill model pre, or NULL),
+ * once per thread count. */
+static int bench_generate(const bopts *o, const char *so, const char *pre)
+{
+    icc_model *m = NULL, *p = NULL;
+    if (icc_model_open(so, o->name, &m) != ICC_OK || (pre && icc_model_open(pre, o->name, &p) != ICC_OK)) {
+        icc_model_close(m);
+        return icc_fail("%s", icc_last_error());
+    }
+    int rc = 0;
+    for (int t = 0; t < (o->nthreads ? o->nthreads : 1) && rc == 0; t++) {
+        icc_gen_opts g = {.model = o->model, .spec = o->gen_io, .new_tokens = o->generate,
+                          .prompt_len = o->prompt_len, .threads = o->nthreads ? o->threads[t] : 0,
+                          .runs = o->runs, .time_s = o->time_s, .warmup_s = t ? (o->warmup_s < 0.2 ? o->warmup_s : 0.2)
+                                                                                : o->warmup_s,
+                          .json = o->json};
+        progress("generate: threads %lld, a prompt of %lld, %lld new tokens",
+                 (long long)(o->nthreads ? o->threads[t] : 0), (long long)o->prompt_len, (long long)o->generate);
+        rc = icc_bench_generate(m, p, &g);
+    }
+    icc_model_close(p);
+    icc_model_close(m);
+    return rc;
+}
+
 static void rm_tree(const char *dir)
 {
-    const char *names[] = {"model.so", "model.h", "model.weights", "plot.dat", "plot.gp"};
+    const char *names[] = {"model.so", "model.h", "model.weights", "plot.dat", "plot.gp", "prefill.so", "prefill.h",
+                           "prefill.weights"};
     char p[4200];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -1237,12 +1285,23 @@ int icc_bench_main(int argc, char **argv, const char *self)
     int rc;
     if (len > 3 && !strcmp(o.model + len - 3, ".so")) {
         snprintf(so, sizeof so, "%s", o.model);
-        rc = bench_model(&o, so, tmp);
+        rc = o.generate ? 0 : bench_model(&o, so, tmp);
     } else {
         snprintf(so, sizeof so, "%s/model.so", tmp);
-        rc = compile_first(&o, self, so);
-        if (rc == 0)
+        rc = compile_first(&o, self, o.model, so);
+        if (rc == 0 && !o.generate)
             rc = bench_model(&o, so, tmp);
+    }
+    if (rc == 0 && o.generate) {
+        char pre[4200] = "";
+        if (o.prefill && ends_with_so(o.prefill)) {
+            snprintf(pre, sizeof pre, "%s", o.prefill);
+        } else if (o.prefill) {
+            snprintf(pre, sizeof pre, "%s/prefill.so", tmp);
+            rc = compile_first(&o, self, o.prefill, pre);
+        }
+        if (rc == 0)
+            rc = bench_generate(&o, so, pre[0] ? pre : NULL);
     }
     rm_tree(tmp);
     return rc;

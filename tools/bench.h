@@ -79,6 +79,50 @@ void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, doubl
 void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, double peak_gflops,
                             double peak_gbs);
 
+/* ---- --generate: autoregressive decoders with a static KV cache
+ * (tools/generate.c; the contract is in docs/performance.md) ---- */
+
+enum { ICC_GEN_MAX_KV = 128 };
+
+/* The roles of a decoder's inputs and outputs (indices into the
+ * descriptor's tables; -1 where the model has none). */
+typedef struct icc_gen_io {
+    int tokens, position, mask;      /* inputs */
+    int logits;                      /* output */
+    int npast;
+    int past[ICC_GEN_MAX_KV];        /* inputs, in input order... */
+    int present[ICC_GEN_MAX_KV];     /* ...each paired with the output of the same rank in output order */
+    int64_t max_len;                 /* the cache's length: the past tensors' dim -2 */
+    int64_t seq;                     /* the tokens' seq dim (the last): fixed, or -1 symbolic */
+    int64_t vocab;                   /* the logits' last dim */
+} icc_gen_io;
+
+/* Finds the roles in d by the naming contract, or as spec says
+ * ("tokens=NAME,position=NAME,mask=NAME,logits=NAME,past=PREFIX,
+ * present=PREFIX", any subset; NULL: none). 0, or -1 with a one-line
+ * message in err. */
+int icc_bench_gen_io(const icc_model_desc *d, const char *spec, icc_gen_io *g, char *err, size_t errlen);
+
+/* The prompt's i-th token, for a vocabulary of vocab: a fixed pattern
+ * (i * 7919 + 13) mod vocab that other engines can feed too. */
+int64_t icc_bench_gen_prompt_token(int64_t i, int64_t vocab);
+
+/* Options of a --generate run. */
+typedef struct icc_gen_opts {
+    const char *model;               /* for messages */
+    const char *spec;                /* --gen-io, or NULL */
+    int64_t new_tokens, prompt_len;  /* --generate=N, --prompt-len=P */
+    int64_t threads;                 /* 0: the default */
+    int64_t runs;                    /* at most this many generations... */
+    double time_s, warmup_s;         /* ...and at least one, until time_s (after a warm-up generation) */
+    bool json;
+} icc_gen_opts;
+
+/* Runs the generation benchmark on the decode model m (and the prefill
+ * model pre, or NULL: prefill through m), printing the report. Returns
+ * the exit status. */
+int icc_bench_generate(icc_model *m, icc_model *pre, const icc_gen_opts *o);
+
 /* `icc bench ARGS...` (argv[0] is the first argument after "bench");
  * self is the icc binary, which compiles an .onnx/.icc model first. Returns
  * the process exit status. */
