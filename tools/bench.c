@@ -131,7 +131,7 @@ typedef struct bopts {
     scenario sc;
     bool json, peak, profile, quick;
     int64_t generate, prompt_len;   /* --generate=N, --prompt-len=P */
-    bool prompt_set;
+    bool prompt_set, runs_set;
     const char *prefill, *gen_io;   /* --prefill=MODEL, --gen-io=SPEC */
     const char *pass[MAX_PASS];   /* for the compiler */
     int npass;
@@ -219,6 +219,7 @@ static int parse(int argc, char **argv, bopts *o)
             if (x < 1 || x > 1e7 || x != floor(x))
                 return icc_fail("%s: expected a whole number from 1 to 10000000", s);
             *(s[2] == 'r' ? &o->runs : &o->queries) = (int64_t)x;
+            o->runs_set |= s[2] == 'r';
         } else if (num_opt(s, "--time=", &x) || num_opt(s, "--warmup=", &x)) {
             if (x < 0 || x > 3600)
                 return icc_fail("%s: expected seconds from 0 to 3600", s);
@@ -1244,7 +1245,7 @@ static int bench_generate(const bopts *o, const char *so, const char *pre)
     for (int t = 0; t < (o->nthreads ? o->nthreads : 1) && rc == 0; t++) {
         icc_gen_opts g = {.model = o->model, .spec = o->gen_io, .new_tokens = o->generate,
                           .prompt_len = o->prompt_len, .threads = o->nthreads ? o->threads[t] : 0,
-                          .runs = o->runs, .time_s = o->time_s, .warmup_s = t ? (o->warmup_s < 0.2 ? o->warmup_s : 0.2)
+                          .runs = o->runs_set ? o->runs : 3, .time_s = o->time_s, .warmup_s = t ? (o->warmup_s < 0.2 ? o->warmup_s : 0.2)
                                                                                 : o->warmup_s,
                           .json = o->json};
         progress("generate: threads %lld, a prompt of %lld, %lld new tokens",

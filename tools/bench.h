@@ -113,8 +113,8 @@ typedef struct icc_gen_opts {
     const char *spec;                /* --gen-io, or NULL */
     int64_t new_tokens, prompt_len;  /* --generate=N, --prompt-len=P */
     int64_t threads;                 /* 0: the default */
-    int64_t runs;                    /* at most this many generations... */
-    double time_s, warmup_s;         /* ...and at least one, until time_s (after a warm-up generation) */
+    int64_t runs;                    /* at least this many generations... */
+    double time_s, warmup_s;         /* ...and time_s seconds, after warmup_s of whole generations */
     bool json;
 } icc_gen_opts;
 

@@ -437,8 +437,9 @@ int icc_bench_generate(icc_model *m, icc_model *pre_m, const icc_gen_opts *o)
     cache[0] = calloc((size_t)io->npast, sizeof *cache[0]);
     cache[1] = calloc((size_t)io->npast, sizeof *cache[1]);
     cache_bytes = calloc((size_t)io->npast, sizeof *cache_bytes);
-    tpot = malloc(sizeof *tpot * (size_t)(o->new_tokens + 1) * (size_t)(o->runs + 1));
-    ttft = malloc(sizeof *ttft * (size_t)(o->runs + 1));
+    int64_t cap = o->runs + 16;   /* grown while --time lasts */
+    tpot = malloc(sizeof *tpot * (size_t)(o->new_tokens + 1) * (size_t)cap);
+    ttft = malloc(sizeof *ttft * (size_t)cap);
     if (!cache[0] || !cache[1] || !cache_bytes || !tpot || !ttft)
         goto oom;
     for (int k = 0; k < io->npast; k++) {
@@ -459,13 +460,22 @@ int icc_bench_generate(icc_model *m, icc_model *pre_m, const icc_gen_opts *o)
     int64_t gens = 0;
     double decode_s = 0, t_end = now_s() + o->time_s;
     do {
+        if (gens == cap) {
+            double *a = realloc(tpot, sizeof *tpot * (size_t)(o->new_tokens + 1) * (size_t)(cap * 2));
+            double *b = a ? realloc(ttft, sizeof *ttft * (size_t)(cap * 2)) : NULL;
+            tpot = a ? a : tpot;
+            ttft = b ? b : ttft;
+            if (!b)
+                goto oom;
+            cap *= 2;
+        }
         if (generate_once(&dec, ps, o, cache, cache_bytes, tpot + gens * o->new_tokens, res) != 0)
             goto out;
         ttft[gens] = res->ttft_ms;
         for (int64_t i = 0; i < o->new_tokens; i++)
             decode_s += tpot[gens * o->new_tokens + i] * 1e-3;
         gens++;
-    } while (gens < o->runs && now_s() < t_end);
+    } while (gens < o->runs || (now_s() < t_end && gens < 100000));
     icc_bench_stats ts, ds;
     icc_bench_stats_of(ttft, gens, &ts);
     icc_bench_stats_of(tpot, gens * o->new_tokens, &ds);

@@ -417,6 +417,55 @@ for f in sys.argv[1:]:   # printed, and left where --profile reads it
 PY
 }
 check "bench --peak --json: per-level and all-core bandwidths, int8 flags; the cache" bench_peak_json
+# bench --generate on a tiny static-KV decoder (seq 1) and its prefill
+# graph (seq 4): the step counts, and the greedy tokens ONNX Runtime picks.
+GEN=bench/models/gpt2_static_kv.py
+python3 $GEN "$T/dec.onnx" --layers 1 --hidden 32 --heads 2 --max-len 16 --vocab 50 --seq 1 &&
+  python3 $GEN "$T/pre.onnx" --layers 1 --hidden 32 --heads 2 --max-len 16 --vocab 50 --seq 4 &&
+  "$ICC" "$T/dec.onnx" -o "$T/dec.so" 2>/dev/null && "$ICC" "$T/pre.onnx" -o "$T/pre.so" 2>/dev/null
+bench_generate() {
+  "$ICC" bench "$T/dec.so" --generate=6 --prompt-len=4 --runs=2 --time=0 --warmup=0 --json >"$T/gen1.json" 2>/dev/null &&
+    "$ICC" bench "$T/dec.so" --prefill="$T/pre.so" --generate=6 --prompt-len=4 --threads=1,2 --runs=2 --time=0 \
+      --warmup=0 --json >"$T/gen2.json" 2>/dev/null || return 1
+  python3 - "$T/dec.onnx" "$T/gen1.json" "$T/gen2.json" <<'PY'
+import json, sys
+import numpy as np, onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+past = {i.name: np.zeros(i.shape, np.float32) for i in s.get_inputs() if i.name.startswith("past")}
+names = [o.name for o in s.get_outputs()]
+def step(tok, pos):   # the decode graph, one token at a time
+    global past
+    r = dict(zip(names, s.run(None, dict(past, input_ids=np.array([[tok]]), position_ids=np.array([[pos]])))))
+    past = {n: r["present" + n[4:]] for n in past}
+    return int(np.argmax(r["logits"][0, -1]))
+for p in range(4):
+    t = step((p * 7919 + 13) % 50, p)
+want = [t] + [t := step(t, 4 + k) for k in range(6)]
+one = json.loads(open(sys.argv[2]).read())
+two = [json.loads(l) for l in open(sys.argv[3])]
+assert one["prefill_calls"] == 4 and one["decode_steps"] == 6 and one["max_len"] == 16 and one["vocab"] == 50, one
+assert [x["threads"] for x in two] == [1, 2] and all(x["prefill_calls"] == 1 for x in two), two
+for x in [one] + two:
+    assert x["scenario"] == "generate" and x["generations"] == 2, x
+    assert x["tokens"] == want, (x["tokens"], want)
+    assert 0 < x["tpot_ms"]["p50"] <= x["tpot_ms"]["p90"] and x["ttft_ms"]["p50"] > 0 and x["tokens_per_s"] > 0, x
+PY
+}
+check "bench --generate: prefill by token or by a prefill graph, then greedy steps as ONNX Runtime" bench_generate
+bench_generate_text() {
+  "$ICC" bench "$T/dec.so" --generate=3 --prompt-len=2 --runs=1 --time=0 --warmup=0 >"$T/gen.txt" 2>/dev/null &&
+    grep -q "prompt 2 tokens in 2 calls, then 3 decode steps (cache 16, vocabulary 50); 1 generation$" "$T/gen.txt" &&
+    grep -qE "^TTFT p50 [0-9.]+ ms, p90 [0-9.]+ ms; TPOT p50 [0-9.]+ ms, p90 [0-9.]+ ms; [0-9.]+ tokens/s" "$T/gen.txt" ||
+    { cat "$T/gen.txt"; return 1; }
+}
+check "bench --generate: the text report" bench_generate_text
+fails_cleanly "bench --generate: past the cache" "do not fit the cache of 16" "$ICC" bench "$T/dec.so" --generate=13 --prompt-len=4
+fails_cleanly "bench --generate: a model that is no decoder" "input 'x' has no role in --generate" "$ICC" bench "$T/plain.so" --generate=2
+fails_cleanly "bench --generate=0" "--generate=0: expected a whole number of tokens" "$ICC" bench "$T/dec.so" --generate=0
+fails_cleanly "bench --prompt-len without --generate" "belong to --generate" "$ICC" bench "$T/dec.so" --prompt-len=4
+fails_cleanly "bench --generate with --profile" "--generate times a decoding loop" "$ICC" bench "$T/dec.so" --generate=2 --profile
+fails_cleanly "bench --gen-io: an unknown role" "expected ROLE=NAME" "$ICC" bench "$T/dec.so" --generate=2 --gen-io=colour=red
+fails_cleanly "bench --prefill of another prompt length" "--prefill: its caches, vocabulary or seq \(4, the prompt is 5\)" "$ICC" bench "$T/dec.so" --generate=2 --prompt-len=5 --prefill="$T/pre.so"
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
 fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus

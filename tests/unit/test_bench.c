@@ -156,6 +156,91 @@ START_TEST(profile_rows)
 }
 END_TEST
 
+/* A decoder's descriptor: tokens [1, seq], positions, 2 layers of cache
+ * [1, 2, 16, 4], logits [1, seq, 50]. */
+static const int64_t tok_dims[2] = {1, -1}, kv_dims[4] = {1, 2, 16, 4}, logit_dims[3] = {1, -1, 50};
+static const int64_t mask_dims[2] = {1, 16}, bad_kv[4] = {1, 2, 8, 4};
+static const char *const seq_names[3] = {NULL, "seq", NULL};
+
+static icc_model_desc decoder(icc_tensor_desc *in, icc_tensor_desc *out)
+{
+    in[0] = (icc_tensor_desc){"input_ids", ICC_I64, 2, tok_dims, seq_names};
+    in[1] = (icc_tensor_desc){"position_ids", ICC_I64, 2, tok_dims, seq_names};
+    out[0] = (icc_tensor_desc){"logits", ICC_F32, 3, logit_dims, seq_names};
+    const char *pn[4] = {"past_key_0", "past_value_0", "past_key_1", "past_value_1"};
+    const char *qn[4] = {"present_key_0", "present_value_0", "present_key_1", "present_value_1"};
+    for (int i = 0; i < 4; i++) {
+        in[2 + i] = (icc_tensor_desc){pn[i], ICC_F32, 4, kv_dims, NULL};
+        out[1 + i] = (icc_tensor_desc){qn[i], ICC_F32, 4, kv_dims, NULL};
+    }
+    return (icc_model_desc){.ninputs = 6, .noutputs = 5, .inputs = in, .outputs = out};
+}
+
+START_TEST(generate_roles)
+{
+    icc_tensor_desc in[8], out[8];
+    icc_model_desc d = decoder(in, out);
+    icc_gen_io g;
+    char err[400];
+    ck_assert_msg(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == 0, "%s", err);
+    ck_assert(g.tokens == 0 && g.position == 1 && g.mask == -1 && g.logits == 0);
+    ck_assert_int_eq(g.npast, 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert(g.past[i] == 2 + i && g.present[i] == 1 + i);
+    ck_assert(g.max_len == 16 && g.seq == -1 && g.vocab == 50);
+
+    /* logits not first and not so named: the first non-present output */
+    out[0].name = "scores";
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == 0 && g.logits == 0);
+    /* other names through --gen-io */
+    in[0].name = "ids_in";
+    in[1].name = "where";
+    for (int i = 0; i < 4; i++)
+        in[2 + i].name = i % 2 ? "cache_v" : "cache_k";
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1);
+    ck_assert_msg(strstr(err, "input 'ids_in' has no role"), "%s", err);
+    ck_assert_msg(icc_bench_gen_io(&d, "tokens=ids_in,position=where,past=cache_,logits=scores", &g, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert(g.tokens == 0 && g.position == 1 && g.npast == 4 && g.past[3] == 5);
+    ck_assert(icc_bench_gen_io(&d, "tokens=nope", &g, err, sizeof err) == -1);
+    ck_assert_msg(strstr(err, "tokens=nope: the model has no such input"), "%s", err);
+    ck_assert(icc_bench_gen_io(&d, "colour=red", &g, err, sizeof err) == -1);
+    ck_assert_msg(strstr(err, "expected ROLE=NAME"), "%s", err);
+
+    /* an attention mask instead of positions: one flag per cache slot */
+    d = decoder(in, out);
+    in[1] = (icc_tensor_desc){"attention_mask", ICC_I64, 2, mask_dims, NULL};
+    ck_assert_msg(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == 0, "%s", err);
+    ck_assert(g.mask == 1 && g.position == -1);
+    in[1].dims = tok_dims;
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "must be [1, 16]"));
+
+    /* what a static-KV decoder must have */
+    d = decoder(in, out);
+    d.noutputs = 4;   /* a past without its present */
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "4 past inputs and 3 present"));
+    d = decoder(in, out);
+    out[2].dims = bad_kv;
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "differ in shape"));
+    d = decoder(in, out);
+    in[3].dims = bad_kv, out[2].dims = bad_kv;
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "disagree on the cache length"));
+    d = decoder(in, out);
+    in[0].dtype = ICC_F32;
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "must be i64 or i32"));
+    d = decoder(in, out);
+    d.inputs = in + 1, d.ninputs = 5;   /* no tokens: position_ids, caches */
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "no token input"));
+    d = decoder(in, out);
+    in[1].name = "past_position";   /* taken for a cache: 5 pasts, 4 presents */
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "5 past inputs and 4"));
+
+    /* the prompt other engines can feed too */
+    ck_assert(icc_bench_gen_prompt_token(0, 2048) == 13 && icc_bench_gen_prompt_token(1, 2048) == 7932 % 2048);
+    ck_assert(icc_bench_gen_prompt_token(5, 50) == (5 * 7919 + 13) % 50);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bench");
@@ -165,6 +250,7 @@ int main(void)
     tcase_add_test(tc, lists);
     tcase_add_test(tc, peak_file);
     tcase_add_test(tc, profile_rows);
+    tcase_add_test(tc, generate_roles);
     suite_add_tcase(s, tc);
     return icc_run_suite(s);
 }
