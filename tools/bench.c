@@ -416,7 +416,7 @@ static int run_once(icc_context *ctx, io *b, double *seconds)
     double t0 = now_s();
     icc_status st = icc_run(ctx, (const void *const *)b->in, b->dims_p, b->out);
     *seconds = now_s() - t0;
-    return st == ICC_OK ? 0 : icc_fail("%s", icc_context_error(ctx));
+    return st == ICC_OK ? 0 : -icc_fail("%s", icc_context_error(ctx));   /* -1: measure checks < 0 */
 }
 
 typedef struct row {
@@ -439,7 +439,7 @@ static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *
     int64_t cap = 1024, n = 0;
     double *ms = malloc(sizeof *ms * (size_t)cap);
     if (!ms)
-        return icc_fail("out of memory");
+        return -icc_fail("out of memory");
     double t_end = now_s() + o->time_s;
     while (n < o->runs || (now_s() < t_end && n < 10000000)) {
         if (run_once(ctx, b, &sec) < 0) {
@@ -450,7 +450,7 @@ static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *
             double *nm = realloc(ms, sizeof *ms * (size_t)(cap *= 2));
             if (!nm) {
                 free(ms);
-                return icc_fail("out of memory");
+                return -icc_fail("out of memory");
             }
             ms = nm;
         }
