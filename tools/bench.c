@@ -4,7 +4,9 @@
  *   icc bench MODEL.so|MODEL.onnx [--threads=1,2] [--batch=1,2,4,...] [--runs=N]
  *             [--time=S] [--warmup=S] [--scenario=single-stream|offline|server]
  *             [--rate=QPS] [--p99-bound=MS] [--queries=N] [--json] [--plot=FILE.png]
- *   icc bench --peak [--json]
+ *             [--profile]
+ *   icc bench DECODER.so|.onnx --generate=N [--prompt-len=P] [--prefill=MODEL] [--gen-io=SPEC]
+ *   icc bench --peak [--quick] [--json]
  *
  * An .onnx (or .icc) model is compiled first by this same icc, with every
  * option bench does not know passed to it (-O3, --shape=..., --precision=...).
@@ -20,6 +22,11 @@
  * the one before it) and reports the latency percentiles from arrival to
  * completion; with --p99-bound it searches the highest rate whose p99 stays
  * under the bound.
+ *
+ * --profile compiles with `icc --profile` and prints, per kernel, the time
+ * the run recorded and where it stands on the roofline of the peaks
+ * --peak measured (cached); --generate runs a decoder's prefill and decode
+ * loop (tools/generate.c). docs/performance.md has the details.
  */
 #define _GNU_SOURCE
 #include "tools/bench.h"
