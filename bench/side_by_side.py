@@ -303,8 +303,11 @@ def ov_decode(core, dyn, threads, order, engine_loop, zero, P, N, V, out):
 
 # ---- the run --------------------------------------------------------------------
 
-def fmt(x, f="%.3f"):
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f % x
+def fmt(x, f=None):
+    """x in f, or milliseconds to 3 significant places past the point ('-' for none)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f % x if f else "%.5f" % x if x < 0.01 else "%.3f" % x
 
 
 def geomean(xs):
