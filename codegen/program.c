@@ -683,6 +683,11 @@ void cg_program_destroy(cg_program *p)
     free(p->inputs);
     free(p->outputs);
     free(p->copies);
+    for (int i = 0; p->profile && i < p->nkernels; i++) {
+        free(p->profile[i].name);
+        free(p->profile[i].ops);
+    }
+    free(p->profile);
     free(p);
 }
 

@@ -97,6 +97,13 @@ typedef struct cg_copy {
     cg_size bytes;
 } cg_copy;
 
+/* What the descriptor says of one kernel of a profiled program
+ * (icc_kernel_info). */
+typedef struct cg_kernel_info {
+    char *name, *ops;          /* owned */
+    int64_t flops, bytes;
+} cg_kernel_info;
+
 typedef struct cg_program {
     const char *prefix;        /* symbol prefix; borrowed from the caller of cg_program_build */
     int nkernels;
@@ -129,6 +136,9 @@ typedef struct cg_program {
     cg_tensor *inputs, *outputs;   /* owned */
     int ncopies;
     cg_copy *copies;           /* owned */
+    /* --profile: nkernels entries for the descriptor, and the run times
+     * every kernel (icc_kernel_env.profile_ns); NULL: no timing code. */
+    cg_kernel_info *profile;   /* owned */
 } cg_program;
 
 /* Builds the program of g under schedule s (both borrowed; g must
@@ -143,6 +153,11 @@ typedef struct cg_program {
 int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix, bool external_weights,
                      cg_program **out, icc_diag *d);
 void cg_program_destroy(cg_program *p);
+
+/* Makes p a profiled program (cg_program.profile) from the graph it was
+ * built from: each kernel's node names and op types joined by '+', and
+ * its FLOPs and bytes (ir_graph_kernel_costs). codegen/profile.c. */
+int cg_program_profile(const ir_graph *g, cg_program *p, icc_diag *d);
 
 /* Hands the weights blob to the caller (malloc'd; the caller frees it)
  * and its size; p keeps no blob afterwards. */

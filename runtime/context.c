@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { ARENA_ALIGN = 64 };
 
@@ -28,6 +29,8 @@ struct icc_context {
     int threads;
     rt_pool pool;
     icc_kernel_env env;
+    uint64_t *profile;      /* rt_nkernels entries (--profile models), else NULL */
+    uint64_t profile_runs;
     char err[512];
     atomic_flag busy;       /* set while a run is in progress (one caller at a time) */
 };
@@ -54,6 +57,15 @@ void rt_free(const icc_allocator *a, void *p)
         a->free(a->user, p);
     else
         free(p);
+}
+
+/* icc_kernel_env.clock_ns: CLOCK_MONOTONIC, a vDSO call (no system call)
+ * on Linux, some 20 ns; cheap beside any kernel worth timing. */
+static uint64_t clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static icc_status ctx_fail(icc_context *ctx, icc_status st, const char *fmt, ...)
@@ -128,11 +140,16 @@ icc_status icc_context_create(const icc_model *m, const icc_allocator *alloc, ic
     rt_pool_init(&ctx->pool, threads, &ctx->alloc);
     ctx->threads = ctx->pool.nthreads;
     ctx->env = (icc_kernel_env){.parallel_for = rt_parallel_for, .pool = &ctx->pool,
-                                .nthreads = ctx->pool.nthreads, .weights = m->weights};
+                                .nthreads = ctx->pool.nthreads, .weights = m->weights,
+                                .clock_ns = clock_ns};
     icc_status st = ICC_OK;
     ctx->syms = rt_alloc(&ctx->alloc, sizeof *ctx->syms * (size_t)d->nsymbols, _Alignof(int64_t));
     ctx->inptrs = rt_alloc(&ctx->alloc, sizeof *ctx->inptrs * (size_t)d->ninputs, _Alignof(void *));
-    if (!ctx->syms || !ctx->inptrs)
+    int nk = rt_nkernels(d);
+    if (nk && (ctx->profile = rt_alloc(&ctx->alloc, sizeof *ctx->profile * (size_t)nk, _Alignof(uint64_t))))
+        memset(ctx->profile, 0, sizeof *ctx->profile * (size_t)nk);
+    ctx->env.profile_ns = ctx->profile;
+    if (!ctx->syms || !ctx->inptrs || (nk && !ctx->profile))
         st = ctx_fail(ctx, ICC_ERR_NOMEM, "%s: out of memory for a context", model_name(m));
     else
         st = arena_reserve(ctx, d->arena_bytes);
@@ -170,6 +187,7 @@ void icc_context_destroy(icc_context *ctx)
     rt_free(&a, ctx->arena);
     rt_free(&a, ctx->syms);
     rt_free(&a, ctx->inptrs);
+    rt_free(&a, ctx->profile);
     rt_free(&a, ctx);
 }
 
@@ -212,8 +230,10 @@ static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *c
     if (st != ICC_OK)
         return st;
     int rc = d->run(inputs, outputs, ctx->syms, ctx->arena, &ctx->env);
-    if (rc == ICC_OK)
+    if (rc == ICC_OK) {
+        ctx->profile_runs += ctx->profile != NULL;
         return ICC_OK;
+    }
     int why = rc >> 8;
     rc &= 0xff;
     if (why > 0 && why <= d->nmessages && d->messages && rc > 0 && rc <= ICC_ERR_INTERNAL)
@@ -288,4 +308,19 @@ icc_status icc_run_tensors(icc_context *ctx, const icc_tensor *inputs, int ninpu
     icc_status st = run_tensors_checked(ctx, inputs, ninputs, outputs);
     atomic_flag_clear_explicit(&ctx->busy, memory_order_release);
     return st;
+}
+
+const uint64_t *icc_context_profile(const icc_context *ctx, uint64_t *runs)
+{
+    if (runs)
+        *runs = ctx && ctx->profile ? ctx->profile_runs : 0;
+    return ctx ? ctx->profile : NULL;
+}
+
+void icc_context_profile_reset(icc_context *ctx)
+{
+    if (!ctx || !ctx->profile)
+        return;
+    memset(ctx->profile, 0, sizeof *ctx->profile * (size_t)rt_nkernels(ctx->m->desc));
+    ctx->profile_runs = 0;
 }

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,9 +143,9 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
     if (d->abi_version != ICC_ABI_VERSION)
         return rt_fail(ICC_ERR_ABI, "%s: model ABI version %u, this runtime speaks version %d", who,
                        d->abi_version, ICC_ABI_VERSION);
-    if (d->desc_size < sizeof *d)
+    if (d->desc_size < offsetof(icc_model_desc, kernels))
         return rt_fail(ICC_ERR_ABI, "%s: descriptor is %u bytes, version %d needs %zu", who,
-                       d->desc_size, ICC_ABI_VERSION, sizeof *d);
+                       d->desc_size, ICC_ABI_VERSION, offsetof(icc_model_desc, kernels));
     if (!d->run)
         return rt_fail(ICC_ERR_ABI, "%s: descriptor has no entry point", who);
     if (d->ninputs < 0 || d->ninputs > MAX_IO || d->noutputs < 0 || d->noutputs > MAX_IO ||
@@ -160,6 +161,12 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
     for (int i = 0; i < d->nmessages; i++)
         if (!d->messages[i])
             return rt_fail(ICC_ERR_ABI, "%s: message %d is missing", who, i);
+    int nk = rt_nkernels(d);
+    if (nk < 0 || (nk && !d->kernels))
+        return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad kernel table", who);
+    for (int k = 0; k < nk; k++)
+        if (!d->kernels[k].name || !d->kernels[k].ops)
+            return rt_fail(ICC_ERR_ABI, "%s: kernel %d has no name", who, k);
     if (d->nsymbols && !d->arena_size)
         return rt_fail(ICC_ERR_ABI, "%s: model has symbols but no arena_size function", who);
     icc_status st;
@@ -344,6 +351,19 @@ void icc_model_close(icc_model *m)
 }
 
 const icc_model_desc *icc_model_describe(const icc_model *m) { return m ? m->desc : NULL; }
+
+int rt_nkernels(const icc_model_desc *d)
+{
+    return d->desc_size >= offsetof(icc_model_desc, reserved3) ? d->nkernels : 0;
+}
+
+int icc_model_kernels(const icc_model *m, const icc_kernel_info **kernels)
+{
+    int n = m ? rt_nkernels(m->desc) : 0;
+    if (kernels)
+        *kernels = n ? m->desc->kernels : NULL;
+    return n;
+}
 
 const icc_tensor_desc *icc_model_input(const icc_model *m, int i)
 {

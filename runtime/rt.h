@@ -50,6 +50,10 @@ void rt_parallel_for(void *pool, int64_t n, void (*fn)(void *, int64_t), void *a
  * in err when the variable is set but not a positive integer. */
 int rt_default_threads(char *err, size_t errlen);
 
+/* The descriptor's kernel count (icc_model_desc.nkernels), 0 when its
+ * desc_size predates the field. */
+int rt_nkernels(const icc_model_desc *d);
+
 /* Allocation through a caller's allocator, or aligned_alloc. */
 void *rt_alloc(const icc_allocator *a, size_t bytes, size_t align);
 void rt_free(const icc_allocator *a, void *p);

@@ -4,7 +4,9 @@
  *   icc bench MODEL.so|MODEL.onnx [--threads=1,2] [--batch=1,2,4,...] [--runs=N]
  *             [--time=S] [--warmup=S] [--scenario=single-stream|offline|server]
  *             [--rate=QPS] [--p99-bound=MS] [--queries=N] [--json] [--plot=FILE.png]
- *   icc bench --peak [--json]
+ *             [--profile]
+ *   icc bench DECODER.so|.onnx --generate=N [--prompt-len=P] [--prefill=MODEL] [--gen-io=SPEC]
+ *   icc bench --peak [--quick] [--json]
  *
  * An .onnx (or .icc) model is compiled first by this same icc, with every
  * option bench does not know passed to it (-O3, --shape=..., --precision=...).
@@ -20,6 +22,11 @@
  * the one before it) and reports the latency percentiles from arrival to
  * completion; with --p99-bound it searches the highest rate whose p99 stays
  * under the bound.
+ *
+ * --profile compiles with `icc --profile` and prints, per kernel, the time
+ * the run recorded and where it stands on the roofline of the peaks
+ * --peak measured (cached); --generate runs a decoder's prefill and decode
+ * loop (tools/generate.c). docs/performance.md has the details.
  */
 #define _GNU_SOURCE
 #include "tools/bench.h"
@@ -46,6 +53,8 @@
 extern char **environ;
 
 enum { MAX_LIST = 32, MAX_IO = 256, MAX_PASS = 64, MAX_DIMS = 16 };
+
+static const char *const level_names[ICC_BENCH_LEVELS] = {"L1", "L2", "L3", "DRAM"};
 
 /* ---- statistics ---------------------------------------------------------- */
 
@@ -127,7 +136,10 @@ typedef struct bopts {
     int64_t runs, queries;
     double time_s, warmup_s, rate, p99_bound;
     scenario sc;
-    bool json, peak;
+    bool json, peak, profile, quick;
+    int64_t generate, prompt_len;   /* --generate=N, --prompt-len=P */
+    bool prompt_set, runs_set;
+    const char *prefill, *gen_io;   /* --prefill=MODEL, --gen-io=SPEC */
     const char *pass[MAX_PASS];   /* for the compiler */
     int npass;
 } bopts;
@@ -163,7 +175,7 @@ static bool num_opt(const char *s, const char *key, double *out)
 
 static int parse(int argc, char **argv, bopts *o)
 {
-    *o = (bopts){.runs = 20, .queries = 200, .time_s = 1.0, .warmup_s = 2.0};
+    *o = (bopts){.runs = 20, .queries = 200, .time_s = 1.0, .warmup_s = 2.0, .prompt_len = 16};
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
         double x;
@@ -187,6 +199,19 @@ static int parse(int argc, char **argv, bopts *o)
             o->json = true;
         } else if (!strcmp(s, "--peak")) {
             o->peak = true;
+        } else if (!strcmp(s, "--profile")) {
+            o->profile = true;
+        } else if (!strcmp(s, "--quick")) {
+            o->quick = true;
+        } else if (!strncmp(s, "--prefill=", 10)) {
+            o->prefill = s + 10;
+        } else if (!strncmp(s, "--gen-io=", 9)) {
+            o->gen_io = s + 9;
+        } else if (num_opt(s, "--generate=", &x) || num_opt(s, "--prompt-len=", &x)) {
+            if (x < 1 || x > 4000 || x != floor(x))
+                return icc_fail("%s: expected a whole number of tokens from 1 to 4000", s);
+            *(s[2] == 'g' ? &o->generate : &o->prompt_len) = (int64_t)x;
+            o->prompt_set |= s[2] == 'p';
         } else if (!strncmp(s, "--scenario=", 11)) {
             const char *v = s + 11;
             if (!strcmp(v, "single-stream"))
@@ -201,6 +226,7 @@ static int parse(int argc, char **argv, bopts *o)
             if (x < 1 || x > 1e7 || x != floor(x))
                 return icc_fail("%s: expected a whole number from 1 to 10000000", s);
             *(s[2] == 'r' ? &o->runs : &o->queries) = (int64_t)x;
+            o->runs_set |= s[2] == 'r';
         } else if (num_opt(s, "--time=", &x) || num_opt(s, "--warmup=", &x)) {
             if (x < 0 || x > 3600)
                 return icc_fail("%s: expected seconds from 0 to 3600", s);
@@ -229,6 +255,14 @@ static int parse(int argc, char **argv, bopts *o)
         return icc_fail("usage: icc bench MODEL.so|MODEL.onnx [options] (see icc --help), or icc bench --peak");
     if (o->sc == SC_SERVER && !o->rate && !o->p99_bound)
         return icc_fail("--scenario=server needs --rate=QPS and/or --p99-bound=MS");
+    if (!o->generate && (o->prompt_set || o->prefill || o->gen_io))
+        return icc_fail("--prompt-len, --prefill and --gen-io belong to --generate=N");
+    if (o->generate && (o->profile || o->nbatch || o->sc != SC_SINGLE || o->plot || o->peak))
+        return icc_fail("--generate times a decoding loop: not with --profile, --batch, --scenario, --plot or --peak");
+    if (o->quick && !o->peak)
+        return icc_fail("--quick belongs to --peak (a measurement of about a second)");
+    if (o->profile && (o->peak || o->sc == SC_SERVER))
+        return icc_fail("--profile times the kernels of a single-stream or offline run (not --peak or server)");
     if (o->sc != SC_SERVER && (o->rate || o->p99_bound))
         return icc_fail("--rate and --p99-bound belong to --scenario=server");
     if (o->sc == SC_SERVER && (o->nbatch > 1 || o->nthreads > 1))
@@ -243,14 +277,16 @@ static int parse(int argc, char **argv, bopts *o)
 
 /* Runs `self MODEL pass... -o dir/model.so`; the compiler prints its own
  * error. 0 on success. */
-static int compile_first(const bopts *o, const char *self, const char *so)
+static int compile_first(const bopts *o, const char *self, const char *model, const char *so)
 {
     const char *av[MAX_PASS + 8];
     int n = 0;
     av[n++] = self;
-    av[n++] = o->model;
+    av[n++] = model;
     for (int i = 0; i < o->npass; i++)
         av[n++] = o->pass[i];
+    if (o->profile)
+        av[n++] = "--profile";
     if (o->name) {
         static char nm[512];
         snprintf(nm, sizeof nm, "--name=%s", o->name);
@@ -259,11 +295,11 @@ static int compile_first(const bopts *o, const char *self, const char *so)
     av[n++] = "-o";
     av[n++] = so;
     av[n] = NULL;
-    progress("compiling %s", o->model);
+    progress("compiling %s", model);
     pid_t pid;
     int st;
     if (posix_spawn(&pid, self, NULL, NULL, (char *const *)av, environ) != 0)
-        return icc_fail("cannot run %s to compile %s: %s", self, o->model, strerror(errno));
+        return icc_fail("cannot run %s to compile %s: %s", self, model, strerror(errno));
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return icc_fail("waiting for the compiler: %s", strerror(errno));
@@ -387,12 +423,15 @@ static int run_once(icc_context *ctx, io *b, double *seconds)
     double t0 = now_s();
     icc_status st = icc_run(ctx, (const void *const *)b->in, b->dims_p, b->out);
     *seconds = now_s() - t0;
-    return st == ICC_OK ? 0 : icc_fail("%s", icc_context_error(ctx));
+    return st == ICC_OK ? 0 : -icc_fail("%s", icc_context_error(ctx));   /* -1: measure checks < 0 */
 }
 
 typedef struct row {
     int64_t threads, batch;
     icc_bench_stats s;
+    icc_bench_kernel *prof;    /* --profile: nprof kernels, owned by bench_model */
+    int nprof;
+    double roof_gflops, roof_gbs;
 } row;
 
 /* Warm-up, then at least runs runs and time_s seconds: the stats in r. */
@@ -403,10 +442,11 @@ static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *
         if (run_once(ctx, b, &sec) < 0)
             return -1;
     } while (now_s() < end);
+    icc_context_profile_reset(ctx);   /* the profile covers the timed runs alone */
     int64_t cap = 1024, n = 0;
     double *ms = malloc(sizeof *ms * (size_t)cap);
     if (!ms)
-        return icc_fail("out of memory");
+        return -icc_fail("out of memory");
     double t_end = now_s() + o->time_s;
     while (n < o->runs || (now_s() < t_end && n < 10000000)) {
         if (run_once(ctx, b, &sec) < 0) {
@@ -417,7 +457,7 @@ static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *
             double *nm = realloc(ms, sizeof *ms * (size_t)(cap *= 2));
             if (!nm) {
                 free(ms);
-                return icc_fail("out of memory");
+                return -icc_fail("out of memory");
             }
             ms = nm;
         }
@@ -488,8 +528,129 @@ static void json_row(FILE *f, const row *r)
     double ips = r->s.mean > 0 ? 1e3 / r->s.mean : 0;
     fprintf(f, "{\"threads\": %lld, \"batch\": %lld, \"runs\": %lld, \"p50_ms\": %.6f, \"p90_ms\": %.6f, "
             "\"p99_ms\": %.6f, \"mean_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, \"inferences_per_s\": %.3f, "
-            "\"items_per_s\": %.3f}", (long long)r->threads, (long long)r->batch, (long long)r->s.n, r->s.p50, r->s.p90,
+            "\"items_per_s\": %.3f", (long long)r->threads, (long long)r->batch, (long long)r->s.n, r->s.p50, r->s.p90,
             r->s.p99, r->s.mean, r->s.min, r->s.max, ips, ips * (double)r->batch);
+    if (r->prof) {
+        fputs(", \"profile\": ", f);
+        icc_bench_profile_json(f, r->prof, r->nprof, r->s.mean, r->roof_gflops, r->roof_gbs);
+    }
+    fputc('}', f);
+}
+
+/* ---- the per-kernel profile (--profile) ---------------------------------------- */
+
+/* The number after "key": inside the object "obj" (NULL: anywhere). */
+static bool json_number(const char *text, const char *obj, const char *key, double *out)
+{
+    char pat[64];
+    if (obj) {
+        snprintf(pat, sizeof pat, "\"%s\":", obj);
+        if (!(text = strstr(text, pat)))
+            return false;
+    }
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *at = strstr(text, pat), *close = obj ? strchr(text, '}') : NULL;
+    if (!at || (close && at > close))
+        return false;
+    char *end;
+    *out = strtod(at + strlen(pat), &end);
+    return end != at + strlen(pat) && *out > 0 && !isinf(*out);
+}
+
+int icc_bench_peak_parse(const char *json, icc_bench_peak *p)
+{
+    double cores;
+    memset(p, 0, sizeof *p);
+    if (!json_number(json, NULL, "cores", &cores) || !json_number(json, NULL, "fma_gflops_per_core", &p->gflops_core) ||
+        !json_number(json, NULL, "fma_gflops_all_cores", &p->gflops_all))
+        return -1;
+    p->cores = (int)cores;
+    for (int i = 0; i < ICC_BENCH_LEVELS; i++)
+        if (!json_number(json, "read_gbs_per_core", level_names[i], &p->read_core[i]) ||
+            !json_number(json, "read_gbs_all_cores", level_names[i], &p->read_all[i]))
+            return -1;
+    return 0;
+}
+
+void icc_bench_roofs(const icc_bench_peak *p, int threads, double *gflops, double *gbs)
+{
+    double g = p->gflops_core * (threads < 1 ? 1 : threads);
+    *gflops = threads > 1 && g > p->gflops_all ? p->gflops_all : g;
+    *gbs = threads > 1 ? p->read_all[ICC_BENCH_DRAM] : p->read_core[ICC_BENCH_DRAM];
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+    const icc_bench_kernel *x = a, *y = b;
+    return x->us != y->us ? (x->us < y->us ? 1 : -1) : x->index - y->index;
+}
+
+void icc_bench_profile_rows(const icc_kernel_info *k, const uint64_t *ns, int n, uint64_t runs,
+                            double peak_gflops, double peak_gbs, icc_bench_kernel *rows)
+{
+    double total = 0, per = runs ? 1.0 / (double)runs : 0;
+    for (int i = 0; i < n; i++)
+        total += (double)ns[i];
+    double ridge = peak_gbs > 0 ? peak_gflops / peak_gbs : 0;
+    for (int i = 0; i < n; i++) {
+        icc_bench_kernel *r = &rows[i];
+        double sec = (double)ns[i] * per * 1e-9;
+        *r = (icc_bench_kernel){.index = i, .name = k[i].name, .ops = k[i].ops, .us = sec * 1e6,
+                                .share = total > 0 ? (double)ns[i] / total * 100 : 0,
+                                .flops = (double)k[i].flops, .bytes = (double)k[i].bytes};
+        r->gflops = sec > 0 ? r->flops / sec / 1e9 : 0;
+        r->gbs = sec > 0 ? r->bytes / sec / 1e9 : 0;
+        r->intensity = r->bytes > 0 ? r->flops / r->bytes : 0;
+        /* no bytes but FLOPs: all in registers, compute-bound; no FLOPs: data movement */
+        r->compute_bound = r->flops > 0 && (r->bytes == 0 || r->intensity >= ridge);
+        double roof = r->flops > 0 ? (r->bytes > 0 && r->intensity * peak_gbs < peak_gflops ? r->intensity * peak_gbs
+                                                                                              : peak_gflops)
+                                   : 0;
+        r->roof_pct = r->flops > 0 ? (roof > 0 ? r->gflops / roof * 100 : 0)
+                                   : (peak_gbs > 0 ? r->gbs / peak_gbs * 100 : 0);
+    }
+    qsort(rows, (size_t)n, sizeof *rows, cmp_kernel);
+}
+
+void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, double run_ms)
+{
+    fprintf(f, "%10s %6s %10s %10s %8s %8s %7s %-7s %5s  %-22s %s\n", "us/run", "share", "MFLOP", "KB", "GFLOP/s",
+            "GB/s", "FLOP/B", "bound", "roof", "ops", "kernel");
+    double us = 0, fl = 0, by = 0;
+    for (int i = 0; i < n; i++) {
+        const icc_bench_kernel *r = &rows[i];
+        fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %4.0f%%  %-22.60s %.80s\n", r->us, r->share,
+                r->flops / 1e6, r->bytes / 1e3, r->gflops, r->gbs, r->intensity,
+                r->compute_bound ? "compute" : "memory", r->roof_pct, r->ops, r->name);
+        us += r->us, fl += r->flops, by += r->bytes;
+    }
+    double sec = us * 1e-6;
+    fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %5s  total of %d kernel%s; a run takes "
+            "%.2f us on average, %.2f us of it outside kernels\n", us, n ? 100.0 : 0.0, fl / 1e6, by / 1e3, sec > 0 ? fl / sec / 1e9 : 0,
+            sec > 0 ? by / sec / 1e9 : 0, by > 0 ? fl / by : 0, "", "", n, n == 1 ? "" : "s", run_ms * 1e3,
+            run_ms * 1e3 - us);
+}
+
+void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, double peak_gflops,
+                            double peak_gbs)
+{
+    double us = 0;
+    for (int i = 0; i < n; i++)
+        us += rows[i].us;
+    fprintf(f, "{\"peak_gflops\": %.3f, \"peak_gbs\": %.3f, \"kernels_us\": %.4f, \"run_mean_us\": %.4f, "
+            "\"kernels\": [", peak_gflops, peak_gbs, us, run_ms * 1e3);
+    for (int i = 0; i < n; i++) {
+        const icc_bench_kernel *r = &rows[i];
+        fprintf(f, "%s{\"index\": %d, \"name\": ", i ? ", " : "", r->index);
+        json_str(f, r->name);
+        fputs(", \"ops\": ", f);
+        json_str(f, r->ops);
+        fprintf(f, ", \"us\": %.4f, \"share\": %.4f, \"flops\": %.0f, \"bytes\": %.0f, \"gflops\": %.4f, "
+                "\"gbs\": %.4f, \"intensity\": %.4f, \"bound\": \"%s\", \"roof_pct\": %.2f}", r->us, r->share,
+                r->flops, r->bytes, r->gflops, r->gbs, r->intensity, r->compute_bound ? "compute" : "memory",
+                r->roof_pct);
+    }
+    fputs("]}", f);
 }
 
 /* The latency/throughput trade-off over batch, one line per thread count,
@@ -597,104 +758,282 @@ __attribute__((target("avx2"))) static double read_avx2(const float *p, int64_t 
 #endif
 
 typedef struct peak_job {
-    int kind;          /* 0: AVX2 FMA, 1: AVX-512 FMA */
+    int kind;          /* 0: AVX2 FMA, 1: AVX-512 FMA, 2: reads of p[0..n) reps times */
     int64_t iters;
-    double sink;
+    const float *p;
+    int64_t n, reps;
+    volatile double sink;   /* keeps the work */
 } peak_job;
 
 static void *peak_thread(void *arg)
 {
     peak_job *j = arg;
 #if defined(__x86_64__)
-    j->sink = j->kind ? fma_avx512(j->iters) : fma_avx2(j->iters);
+    j->sink = j->kind == 2 ? read_avx2(j->p, j->n, j->reps) : j->kind ? fma_avx512(j->iters) : fma_avx2(j->iters);
 #endif
     return NULL;
+}
+
+/* Runs j[0..nthreads) at once (j[0] on this thread); returns the wall
+ * seconds and the count that ran in *started. */
+static double run_jobs(peak_job *j, int nthreads, int *started)
+{
+    pthread_t t[256];
+    double t0 = now_s();
+    *started = 1;
+    for (int i = 1; i < nthreads; i++) {
+        if (pthread_create(&t[i], NULL, peak_thread, &j[i]) != 0)
+            break;
+        *started = i + 1;
+    }
+    peak_thread(&j[0]);
+    for (int i = 1; i < *started; i++)
+        pthread_join(t[i], NULL);
+    return now_s() - t0;
 }
 
 /* GFLOP/s of kind on nthreads threads (each iters iterations). */
 static double fma_gflops(int kind, int nthreads, int64_t iters)
 {
-    pthread_t t[256];
     peak_job j[256];
-    if (nthreads > 256)
-        nthreads = 256;
-    double t0 = now_s();
-    int started = 0;
-    for (int i = 0; i < nthreads; i++) {
-        j[i] = (peak_job){kind, iters, 0};
-        if (i == 0 || pthread_create(&t[i], NULL, peak_thread, &j[i]) == 0)
-            started = i + 1;
-        else
-            break;
-    }
-    peak_thread(&j[0]);
-    for (int i = 1; i < started; i++)
-        pthread_join(t[i], NULL);
-    double sec = now_s() - t0;
+    nthreads = nthreads > 256 ? 256 : nthreads;
+    for (int i = 0; i < nthreads; i++)
+        j[i] = (peak_job){.kind = kind, .iters = iters};
+    int started;
+    double sec = run_jobs(j, nthreads, &started);
     double per = kind ? 16.0 * 16 * 2 : 12.0 * 8 * 2;   /* accumulators x lanes x (mul + add) */
     return (double)started * (double)iters * per / sec / 1e9;
 }
 
-static int cmd_peak(const bopts *o)
+/* Read GB/s of nthreads threads, each over its own `bytes` of buf
+ * (nthreads x bytes long), about `total` bytes each; best of `tries`. */
+static double read_gbs(const float *buf, int nthreads, int64_t bytes, double total, int tries)
+{
+    peak_job j[256];
+    nthreads = nthreads > 256 ? 256 : nthreads;
+    int64_t n = bytes / 4 / 64 * 64, reps = (int64_t)(total / (double)bytes) + 1;
+    double best = 0;
+    for (int rep = -1; rep < tries; rep++) {   /* -1: a short warm-up, the lines come in */
+        for (int i = 0; i < nthreads; i++)
+            j[i] = (peak_job){.kind = 2, .p = buf + (size_t)i * (size_t)n, .n = n, .reps = rep < 0 ? reps / 8 + 1 : reps};
+        int started;
+        double sec = run_jobs(j, nthreads, &started);
+        double gbs = (double)started * (double)n * 4 * (double)j[0].reps / sec / 1e9;
+        if (rep >= 0 && gbs > best)
+            best = gbs;
+    }
+    return best;
+}
+
+/* A cache's size from /sys (level 1 data, 2, 3 unified), else dflt. */
+static int64_t cache_bytes(int level, int64_t dflt)
+{
+    for (int i = 0; i < 8; i++) {
+        char path[128], type[32] = "", size[32] = "";
+        int lv = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        if (fscanf(f, "%d", &lv) != 1)
+            lv = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%31s", type) != 1)
+                type[0] = 0;
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (lv != level || !strcmp(type, "Instruction") || !(f = fopen(path, "r")))
+            continue;
+        char unit = 0;
+        long long v = 0;
+        if (fscanf(f, "%31s", size) == 1 && sscanf(size, "%lld%c", &v, &unit) >= 1 && v > 0) {
+            fclose(f);
+            return unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : v;
+        }
+        fclose(f);
+    }
+    return dflt;
+}
+
+/* Measures the peaks; quick: about a second instead of several. The
+ * working sets per thread (in ws) are half of each private cache (L1,
+ * L2), half of the shared L3 split over the threads, and 256 MiB of
+ * DRAM, so each level is read from where it is named. */
+static int measure_peak(bool quick, icc_bench_peak *pk, int64_t ws[ICC_BENCH_LEVELS])
 {
 #if !defined(__x86_64__)
-    (void)o;
+    (void)quick, (void)pk, (void)ws;
     return icc_fail("bench --peak: only x86-64 is measured so far");
 #else
     __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     bool avx512 = __builtin_cpu_supports("avx512f");
-    bool vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores < 1)
-        cores = 1;
-    if (!avx2)
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
         return icc_fail("bench --peak: this CPU has no AVX2+FMA (the baseline icc measures)");
-    progress("measuring the FMA peak and memory bandwidth (a few seconds)");
-    fma_gflops(avx512, 1, 20000000);   /* warm up the clocks */
-    double g1 = 0, gn = 0;
-    for (int rep = 0; rep < 3; rep++) {   /* best of three: the machine is shared */
-        double a = fma_gflops(avx512, 1, 40000000), b = fma_gflops(avx512, (int)cores, 40000000);
-        g1 = a > g1 ? a : g1;
-        gn = b > gn ? b : gn;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cores = cores < 1 ? 1 : cores > 256 ? 256 : cores;
+    memset(pk, 0, sizeof *pk);
+    pk->cores = (int)cores;
+    int64_t iters = quick ? 10000000 : 40000000;
+    fma_gflops(avx512, 1, iters / 2);   /* warm up the clocks */
+    for (int rep = 0; rep < (quick ? 2 : 3); rep++) {   /* best of a few: the machine is shared */
+        double a = fma_gflops(avx512, 1, iters), b = fma_gflops(avx512, (int)cores, iters);
+        pk->gflops_core = a > pk->gflops_core ? a : pk->gflops_core;
+        pk->gflops_all = b > pk->gflops_all ? b : pk->gflops_all;
     }
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    struct { const char *name; int64_t bytes; } lv[] = {
-        {"L1", 16 << 10}, {"L2", l2 > 0 ? l2 / 2 : 256 << 10}, {"L3", l3 > 0 ? l3 / 2 : 4 << 20}, {"DRAM", 512 << 20}};
-    double bw[4];
-    float *buf = aligned_alloc(64, (size_t)(512 << 20));
+    int64_t l3 = cache_bytes(3, 8 << 20);
+    ws[ICC_BENCH_L1] = cache_bytes(1, 32 << 10) / 2;
+    ws[ICC_BENCH_L2] = cache_bytes(2, 512 << 10) / 2;
+    ws[ICC_BENCH_L3] = l3 / 2;
+    ws[ICC_BENCH_DRAM] = (int64_t)256 << 20;
+    size_t len = (size_t)ws[ICC_BENCH_DRAM] * (size_t)cores;
+    float *buf = aligned_alloc(64, len);
     if (!buf)
-        return icc_fail("out of memory for the bandwidth buffer");
-    memset(buf, 0, (size_t)(512 << 20));
-    double sink = 0;
-    for (int i = 0; i < 4; i++) {
-        int64_t n = lv[i].bytes / 4 / 64 * 64, reps = (int64_t)(4e9 / (double)lv[i].bytes) + 1;
-        sink += read_avx2(buf, n, reps < 1 ? 1 : reps / 8 + 1);   /* warm */
-        double best = 0;
-        for (int rep = 0; rep < 3; rep++) {
-            double t0 = now_s();
-            sink += read_avx2(buf, n, reps);
-            double gbs = (double)n * 4 * (double)reps / (now_s() - t0) / 1e9;
-            best = gbs > best ? gbs : best;
-        }
-        bw[i] = best;
+        return icc_fail("out of memory for the bandwidth buffer (%zu MiB)", len >> 20);
+    memset(buf, 0, len);
+    double total = quick ? 5e8 : 4e9;
+    for (int i = 0; i < ICC_BENCH_LEVELS; i++) {
+        double t = i == ICC_BENCH_DRAM ? total / 4 : total;
+        pk->read_core[i] = read_gbs(buf, 1, ws[i], t, quick ? 2 : 3);
+        /* all cores on the shared L3: each its share, but never one that fits in L2 */
+        int64_t w = i != ICC_BENCH_L3 ? ws[i] : l3 / 2 / cores > 2 * ws[ICC_BENCH_L2] ? l3 / 2 / cores
+                                                                                      : 2 * ws[ICC_BENCH_L2];
+        pk->read_all[i] = read_gbs(buf, (int)cores, w, t, quick ? 2 : 3);
     }
     free(buf);
-    const char *isa = avx512 ? "avx512" : "avx2";
-    if (o->json) {
-        printf("{\"isa\": \"%s\", \"cores\": %ld, \"fma_gflops_per_core\": %.2f, \"fma_gflops_all_cores\": %.2f, "
-               "\"read_gbs\": {\"L1\": %.2f, \"L2\": %.2f, \"L3\": %.2f, \"DRAM\": %.2f}, \"vnni\": %s, \"amx\": %s}\n",
-               isa, cores, g1, gn, bw[0], bw[1], bw[2], bw[3], vnni ? "true" : "false",
-               __builtin_cpu_supports("amx-tile") ? "true" : "false");
-    } else {
-        printf("FP32 FMA peak (%s): %.1f GFLOP/s per core, %.1f GFLOP/s on %ld cores\n", isa, g1, gn, cores);
-        for (int i = 0; i < 4; i++)
-            printf("read bandwidth, %-4s (%lld KiB): %.1f GB/s\n", lv[i].name, (long long)(lv[i].bytes >> 10), bw[i]);
-        printf("VNNI: %s; AMX: %s\n", vnni ? "present (int8 peak not measured yet)" : "not present",
-               __builtin_cpu_supports("amx-tile") ? "present (not measured yet)" : "not present");
-    }
-    return sink == 12345.678 ? 2 : 0;   /* keeps the reads */
+    return 0;
 #endif
+}
+
+/* Where --peak leaves its result for --profile: $ICC_PEAK_CACHE, else
+ * $XDG_CACHE_HOME/icc/peak.json, else ~/.cache/icc/peak.json. Returns
+ * false when there is no such place. dir gets the folder to create. */
+static bool peak_cache_path(char *path, size_t n, char *dir, size_t dn)
+{
+    const char *e = getenv("ICC_PEAK_CACHE"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    if (e && *e) {
+        snprintf(path, n, "%s", e);
+        dir[0] = 0;
+    } else if ((x && *x) || (h && *h)) {
+        snprintf(dir, dn, x && *x ? "%s/icc" : "%s/.cache/icc", x && *x ? x : h);
+        snprintf(path, n, "%s/peak.json", dir);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static void peak_json(FILE *f, const icc_bench_peak *pk, const int64_t ws[ICC_BENCH_LEVELS])
+{
+    bool avx512 = false, vnni = false, amx = false;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    avx512 = __builtin_cpu_supports("avx512f");
+    vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    amx = __builtin_cpu_supports("amx-tile");
+#endif
+    fprintf(f, "{\"isa\": \"%s\", \"cores\": %d, \"fma_gflops_per_core\": %.2f, \"fma_gflops_all_cores\": %.2f",
+            avx512 ? "avx512" : "avx2", pk->cores, pk->gflops_core, pk->gflops_all);
+    const char *keys[3] = {"read_gbs", "read_gbs_per_core", "read_gbs_all_cores"};
+    for (int k = 0; k < 3; k++) {   /* read_gbs: one core's, as before the all-core numbers came */
+        fprintf(f, ", \"%s\": {", keys[k]);
+        for (int i = 0; i < ICC_BENCH_LEVELS; i++)
+            fprintf(f, "%s\"%s\": %.2f", i ? ", " : "", level_names[i], k == 2 ? pk->read_all[i] : pk->read_core[i]);
+        fputc('}', f);
+    }
+    fputs(", \"working_set_bytes\": {", f);
+    for (int i = 0; i < ICC_BENCH_LEVELS; i++)
+        fprintf(f, "%s\"%s\": %lld", i ? ", " : "", level_names[i], (long long)ws[i]);
+    /* int8 dot peaks: VNNI (vpdpbusd) and AMX tiles are not on every x86;
+     * null where absent (this Zen 3 has neither) */
+    fprintf(f, "}, \"vnni\": %s, \"amx\": %s, \"int8_gops_vnni\": null, \"int8_gops_amx\": null}", vnni ? "true" : "false",
+            amx ? "true" : "false");
+}
+
+/* Writes the peaks where --profile looks (best effort: a cache). */
+static void peak_save(const icc_bench_peak *pk, const int64_t ws[ICC_BENCH_LEVELS])
+{
+    char path[4200], dir[4200];
+    if (!peak_cache_path(path, sizeof path, dir, sizeof dir))
+        return;
+    if (dir[0]) {
+        char parent[4200];
+        snprintf(parent, sizeof parent, "%s", dir);
+        char *sl = strrchr(parent, '/');
+        if (sl && sl != parent) {
+            *sl = 0;
+            mkdir(parent, 0755);
+        }
+        mkdir(dir, 0755);
+    }
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    peak_json(f, pk, ws);
+    fputc('\n', f);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+/* The peaks for --profile: the cache of the last --peak, else a quick
+ * measurement (saved for the next time). */
+static int peak_for_profile(icc_bench_peak *pk, bool *measured)
+{
+    char path[4200], dir[4200];
+    *measured = false;
+    if (peak_cache_path(path, sizeof path, dir, sizeof dir)) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            char text[4096];
+            size_t n = fread(text, 1, sizeof text - 1, f);
+            fclose(f);
+            text[n] = 0;
+            if (icc_bench_peak_parse(text, pk) == 0)
+                return 0;
+            progress("%s: not a peak file; measuring again", path);
+        }
+    }
+    progress("measuring this machine's peaks once (about a second; icc bench --peak measures them better)");
+    int64_t ws[ICC_BENCH_LEVELS];
+    if (measure_peak(true, pk, ws) != 0)
+        return -1;
+    *measured = true;
+    peak_save(pk, ws);
+    return 0;
+}
+
+static int cmd_peak(const bopts *o)
+{
+    icc_bench_peak pk;
+    int64_t ws[ICC_BENCH_LEVELS];
+    progress("measuring the FMA peak and memory bandwidth (%s)", o->quick ? "about a second" : "several seconds");
+    if (measure_peak(o->quick, &pk, ws) != 0)
+        return 1;
+    peak_save(&pk, ws);
+    if (o->json) {
+        peak_json(stdout, &pk, ws);
+        putchar('\n');
+        return 0;
+    }
+    bool avx512 = false, vnni = false, amx = false;
+#if defined(__x86_64__)
+    avx512 = __builtin_cpu_supports("avx512f");
+    vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    amx = __builtin_cpu_supports("amx-tile");
+#endif
+    printf("FP32 FMA peak (%s): %.1f GFLOP/s per core, %.1f GFLOP/s on %d cores\n", avx512 ? "avx512" : "avx2",
+           pk.gflops_core, pk.gflops_all, pk.cores);
+    printf("%-5s %14s %12s %14s\n", "read", "working set", "1 core GB/s", "all cores GB/s");
+    for (int i = 0; i < ICC_BENCH_LEVELS; i++)
+        printf("%-5s %10lld KiB %12.1f %14.1f\n", level_names[i], (long long)(ws[i] >> 10), pk.read_core[i],
+               pk.read_all[i]);
+    printf("int8 VNNI: %s; AMX: %s\n", vnni ? "present (int8 peak not measured yet)" : "not present",
+           amx ? "present (not measured yet)" : "not present");
+    return 0;
 }
 
 /* ---- the command ------------------------------------------------------------- */
@@ -709,6 +1048,7 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
     int rc = 1;
     row rows[MAX_LIST * MAX_LIST];
     int nrows = 0;
+    memset(rows, 0, sizeof rows);
     if (o->nbatch && !bsym) {
         icc_fail("%s: --batch needs a symbolic dim, and the model has none (its shapes were pinned)", o->model);
         goto out;
@@ -722,8 +1062,22 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
             goto out;
         }
     }
+    const icc_kernel_info *kinfo = NULL;
+    int nk = icc_model_kernels(m, &kinfo);
+    icc_bench_peak pk;
+    bool measured = false;
+    if (o->profile && !nk) {
+        icc_fail("%s: compiled without --profile (icc MODEL.onnx --profile -o MODEL.so)", o->model);
+        goto out;
+    }
+    if (o->profile && peak_for_profile(&pk, &measured) != 0)
+        goto out;
     int nt = o->nthreads ? o->nthreads : 1, nb = o->nbatch ? o->nbatch : 1;
     double warm = o->warmup_s;
+    if (o->profile && !o->json)
+        printf("roofs%s: FP32 FMA %.1f GFLOP/s per core, DRAM read %.1f GB/s on one core, %.1f on all%s\n",
+               measured ? " (measured just now, quickly)" : "", pk.gflops_core, pk.read_core[ICC_BENCH_DRAM],
+               pk.read_all[ICC_BENCH_DRAM], d->nsymbols ? "; FLOPs and bytes count symbolic dims as 1" : "");
     if (!o->json)
         printf("model: %s%s%s\n", o->model, bsym && o->nbatch ? ", batch dim " : "", bsym && o->nbatch ? bsym : "");
     for (int ti = 0; ti < nt; ti++) {
@@ -757,8 +1111,30 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
                 icc_context_destroy(ctx);
                 goto out;
             }
-            if (!o->json && o->sc != SC_SERVER)
-                print_row(r, nrows == 0);
+            if (o->profile) {
+                uint64_t runs;
+                const uint64_t *ns = icc_context_profile(ctx, &runs);
+                r->prof = malloc(sizeof *r->prof * ((size_t)nk + 1));
+                if (!r->prof || !ns) {
+                    icc_fail("out of memory");
+                    io_free(&b);
+                    icc_context_destroy(ctx);
+                    goto out;
+                }
+                r->nprof = nk;
+                icc_bench_roofs(&pk, (int)r->threads, &r->roof_gflops, &r->roof_gbs);
+                icc_bench_profile_rows(kinfo, ns, nk, runs, r->roof_gflops, r->roof_gbs, r->prof);
+            }
+            if (!o->json && o->sc != SC_SERVER) {
+                print_row(r, nrows == 0 || o->profile);
+                if (r->prof) {
+                    printf("\nprofile (threads %lld, batch %lld, %lld runs; roofs %.1f GFLOP/s and %.1f GB/s, the ridge at "
+                           "%.2f FLOP/B):\n", (long long)r->threads, (long long)r->batch, (long long)r->s.n,
+                           r->roof_gflops, r->roof_gbs, r->roof_gbs > 0 ? r->roof_gflops / r->roof_gbs : 0);
+                    icc_bench_profile_table(stdout, r->prof, r->nprof, r->s.mean);
+                    putchar('\n');
+                }
+            }
             nrows++;
             if (o->sc == SC_SERVER) {
                 icc_bench_stats ss = {0};
@@ -851,13 +1227,47 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
     }
     rc = 0;
 out:
+    for (int i = 0; i < nrows; i++)
+        free(rows[i].prof);
+    icc_model_close(m);
+    return rc;
+}
+
+static bool ends_with_so(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 3 && !strcmp(s + n - 3, ".so");
+}
+
+/* --generate: the decode model so (and the prefill model pre, or NULL),
+ * once per thread count. */
+static int bench_generate(const bopts *o, const char *so, const char *pre)
+{
+    icc_model *m = NULL, *p = NULL;
+    if (icc_model_open(so, o->name, &m) != ICC_OK || (pre && icc_model_open(pre, o->name, &p) != ICC_OK)) {
+        icc_model_close(m);
+        return icc_fail("%s", icc_last_error());
+    }
+    int rc = 0;
+    for (int t = 0; t < (o->nthreads ? o->nthreads : 1) && rc == 0; t++) {
+        icc_gen_opts g = {.model = o->model, .spec = o->gen_io, .new_tokens = o->generate,
+                          .prompt_len = o->prompt_len, .threads = o->nthreads ? o->threads[t] : 0,
+                          .runs = o->runs_set ? o->runs : 3, .time_s = o->time_s, .warmup_s = t ? (o->warmup_s < 0.2 ? o->warmup_s : 0.2)
+                                                                                : o->warmup_s,
+                          .json = o->json};
+        progress("generate: threads %lld, a prompt of %lld, %lld new tokens",
+                 (long long)(o->nthreads ? o->threads[t] : 0), (long long)o->prompt_len, (long long)o->generate);
+        rc = icc_bench_generate(m, p, &g);
+    }
+    icc_model_close(p);
     icc_model_close(m);
     return rc;
 }
 
 static void rm_tree(const char *dir)
 {
-    const char *names[] = {"model.so", "model.h", "model.weights", "plot.dat", "plot.gp"};
+    const char *names[] = {"model.so", "model.h", "model.weights", "plot.dat", "plot.gp", "prefill.so", "prefill.h",
+                           "prefill.weights"};
     char p[4200];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -883,12 +1293,23 @@ int icc_bench_main(int argc, char **argv, const char *self)
     int rc;
     if (len > 3 && !strcmp(o.model + len - 3, ".so")) {
         snprintf(so, sizeof so, "%s", o.model);
-        rc = bench_model(&o, so, tmp);
+        rc = o.generate ? 0 : bench_model(&o, so, tmp);
     } else {
         snprintf(so, sizeof so, "%s/model.so", tmp);
-        rc = compile_first(&o, self, so);
-        if (rc == 0)
+        rc = compile_first(&o, self, o.model, so);
+        if (rc == 0 && !o.generate)
             rc = bench_model(&o, so, tmp);
+    }
+    if (rc == 0 && o.generate) {
+        char pre[4200] = "";
+        if (o.prefill && ends_with_so(o.prefill)) {
+            snprintf(pre, sizeof pre, "%s", o.prefill);
+        } else if (o.prefill) {
+            snprintf(pre, sizeof pre, "%s/prefill.so", tmp);
+            rc = compile_first(&o, self, o.prefill, pre);
+        }
+        if (rc == 0)
+            rc = bench_generate(&o, so, pre[0] ? pre : NULL);
     }
     rm_tree(tmp);
     return rc;

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "icc/runtime.h"
+
 /* Latency statistics of n samples (milliseconds), p-th percentiles by
  * nearest rank (the smallest sample with at least p% at or below it). */
 typedef struct icc_bench_stats {
@@ -30,6 +32,96 @@ void icc_bench_poisson(double *t, int64_t n, double rate, uint64_t seed);
 /* A comma-separated list of positive integers ("1,2,4") into v (at most
  * max); returns the count, or -1 on a malformed list. */
 int icc_bench_parse_list(const char *s, int64_t *v, int max);
+
+/* The machine's peaks (`icc bench --peak`): FP32 FMA GFLOP/s and read
+ * bandwidth in GB/s from each cache level and DRAM (ICC_BENCH_L1 ..
+ * ICC_BENCH_DRAM), on one core and on all. */
+enum { ICC_BENCH_L1, ICC_BENCH_L2, ICC_BENCH_L3, ICC_BENCH_DRAM, ICC_BENCH_LEVELS };
+typedef struct icc_bench_peak {
+    int cores;
+    double gflops_core, gflops_all;
+    double read_core[ICC_BENCH_LEVELS], read_all[ICC_BENCH_LEVELS];
+} icc_bench_peak;
+
+/* The peaks in the JSON `icc bench --peak --json` prints (the cache
+ * --profile reads); -1 when a needed key is missing or not a positive
+ * number. */
+int icc_bench_peak_parse(const char *json, icc_bench_peak *p);
+
+/* The roofs a run on `threads` threads has: FMA peak (one core's times
+ * threads, at most all cores') and DRAM read bandwidth (one core's, or
+ * all cores' when threads > 1). */
+void icc_bench_roofs(const icc_bench_peak *p, int threads, double *gflops, double *gbs);
+
+/* One kernel of a profile, per run. */
+typedef struct icc_bench_kernel {
+    int index;                 /* in run order */
+    const char *name, *ops;    /* borrowed from the model */
+    double us;                 /* wall time */
+    double share;              /* % of all kernels' time */
+    double flops, bytes;
+    double gflops, gbs;        /* achieved */
+    double intensity;          /* FLOPs per byte (0 with no bytes) */
+    bool compute_bound;        /* intensity at or past the ridge, peak_gflops / peak_gbs */
+    double roof_pct;           /* achieved / the roof at that intensity (bandwidth for no FLOPs) */
+} icc_bench_kernel;
+
+/* rows[0..n) from the model's kernels and the counters of `runs` runs
+ * (icc_context_profile), sorted by time, longest first (ties in run
+ * order), against the roofs peak_gflops and peak_gbs. */
+void icc_bench_profile_rows(const icc_kernel_info *k, const uint64_t *ns, int n, uint64_t runs,
+                            double peak_gflops, double peak_gbs, icc_bench_kernel *rows);
+
+/* The profile as a table, and as a JSON object (no newline); run_ms is
+ * the runs' mean wall time (the counters' too), to show the time spent
+ * outside kernels. */
+void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, double run_ms);
+void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, double peak_gflops,
+                            double peak_gbs);
+
+/* ---- --generate: autoregressive decoders with a static KV cache
+ * (tools/generate.c; the contract is in docs/performance.md) ---- */
+
+enum { ICC_GEN_MAX_KV = 128 };
+
+/* The roles of a decoder's inputs and outputs (indices into the
+ * descriptor's tables; -1 where the model has none). */
+typedef struct icc_gen_io {
+    int tokens, position, mask;      /* inputs */
+    int logits;                      /* output */
+    int npast;
+    int past[ICC_GEN_MAX_KV];        /* inputs, in input order... */
+    int present[ICC_GEN_MAX_KV];     /* ...each paired with the output of the same rank in output order */
+    int64_t max_len;                 /* the cache's length: the past tensors' dim -2 */
+    int64_t seq;                     /* the tokens' seq dim (the last): fixed, or -1 symbolic */
+    int64_t vocab;                   /* the logits' last dim */
+} icc_gen_io;
+
+/* Finds the roles in d by the naming contract, or as spec says
+ * ("tokens=NAME,position=NAME,mask=NAME,logits=NAME,past=PREFIX,
+ * present=PREFIX", any subset; NULL: none). 0, or -1 with a one-line
+ * message in err. */
+int icc_bench_gen_io(const icc_model_desc *d, const char *spec, icc_gen_io *g, char *err, size_t errlen);
+
+/* The prompt's i-th token, for a vocabulary of vocab: a fixed pattern
+ * (i * 7919 + 13) mod vocab that other engines can feed too. */
+int64_t icc_bench_gen_prompt_token(int64_t i, int64_t vocab);
+
+/* Options of a --generate run. */
+typedef struct icc_gen_opts {
+    const char *model;               /* for messages */
+    const char *spec;                /* --gen-io, or NULL */
+    int64_t new_tokens, prompt_len;  /* --generate=N, --prompt-len=P */
+    int64_t threads;                 /* 0: the default */
+    int64_t runs;                    /* at least this many generations... */
+    double time_s, warmup_s;         /* ...and time_s seconds, after warmup_s of whole generations */
+    bool json;
+} icc_gen_opts;
+
+/* Runs the generation benchmark on the decode model m (and the prefill
+ * model pre, or NULL: prefill through m), printing the report. Returns
+ * the exit status. */
+int icc_bench_generate(icc_model *m, icc_model *pre, const icc_gen_opts *o);
 
 /* `icc bench ARGS...` (argv[0] is the first argument after "bench");
  * self is the icc binary, which compiles an .onnx/.icc model first. Returns

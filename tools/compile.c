@@ -115,7 +115,7 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
     bool external = o->external_weights;
     if (o->external_out)
         *o->external_out = false;
-    if (cg_program_build(g, &s, o->name, external, &p, d) < 0)
+    if (cg_program_build(g, &s, o->name, external, &p, d) < 0 || (o->profile && cg_program_profile(g, p, d) < 0))
         goto done;
     if (!external && !o->emit && o->out && o->embed_limit > 0 && p->weights_bytes > o->embed_limit) {
         external = p->external_weights = true;

@@ -60,6 +60,7 @@ typedef struct {
     const char *shapes[MAX_INPUTS];   /* --shape=NAME:1x3x224x224 */
     bool external_weights;            /* --weights=external */
     int64_t embed_limit;              /* --weights=auto (default): past this, external; 0: never */
+    bool profile;                     /* --profile: the run times each kernel */
     int nbinds;
     const char *binds[MAX_INPUTS];    /* --bind=NAME=FILE.npy */
     int nshapes;
@@ -102,8 +103,12 @@ static void usage(FILE *f)
         "                                     latency p50/p90/p99/mean/min/max and throughput after\n"
         "                                     a 2 s warm-up, over thread counts and batch sizes; an\n"
         "                                     .onnx is compiled first (other options go to the\n"
-        "                                     compiler, e.g. -O3); --plot draws the batch trade-off\n"
-        "  icc bench --peak [--json]          this machine's FP32 FMA peak and read bandwidths\n"
+        "                                     compiler, e.g. -O3); --plot draws the batch trade-off;\n"
+        "                                     --profile: per-kernel time, FLOPs, bytes, roofline bound\n"
+        "  icc bench DECODER --generate=N [--prompt-len=P] [--prefill=MODEL] [--gen-io=ROLE=NAME,..]\n"
+        "                                     a static-KV decoder's TTFT, TPOT p50/p90 and tokens/s\n"
+        "  icc bench --peak [--quick] [--json] this machine's FP32 FMA peak and L1/L2/L3/DRAM read\n"
+        "                                     bandwidths, on one core and all\n"
         "  icc verify MODEL [--input NAME=FILE.npy ...] [--rtol=1e-4] [--atol=1e-5]\n"
         "                                     compile MODEL, run it and the interpreter on the\n"
         "                                     same inputs (given, or made up) and print the max\n"
@@ -134,6 +139,8 @@ static void usage(FILE *f)
         "  --bind=NAME=F.npy    make input NAME a constant with F's values (for inputs that\n"
         "                       decide shapes, e.g. a Reshape's shape or Reduce's axes, or\n"
         "                       an If's condition, so that the If folds to its branch)\n"
+        "  --profile            the model times each kernel (icc_context_profile,\n"
+        "                       docs/runtime.md; icc bench --profile prints them)\n"
         "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
         "  --target-triple=T    e.g. aarch64-linux-gnu (with -o X.o: an object for another machine)\n"
         "\n"
@@ -635,7 +642,7 @@ static int cmd_compile(const args *a)
     }
     bool external = false;
     icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2,
-                          a->external_weights, a->embed_limit, &external};
+                          a->external_weights, a->embed_limit, &external, a->profile};
     if (icc_compile_graph(g, &o, &d) < 0) {
         icc_fail("%s: %s", a->model, d.msg);
         goto done;
@@ -1079,7 +1086,7 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
     if (dir) {
         snprintf(s->so, sizeof s->so, "%s/%s.so", dir, tag);
         icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false,
-                              a->embed_limit, NULL};
+                              a->embed_limit, NULL, false};
         if (icc_compile_graph(s->g, &o, d) < 0) {
             s->so[0] = 0;
             return ir_diag_prefix(d, "%s", model), -1;
@@ -1628,6 +1635,8 @@ int main(int argc, char **argv)
                 return icc_fail("--weights=%s: expected auto (the default), embedded or external", s + 10);
             a.external_weights = !strcmp(s + 10, "external");
             weights_embedded = !strcmp(s + 10, "embedded");
+        } else if (!strcmp(s, "--profile")) {
+            a.profile = true;
         } else if (!strncmp(s, "--embed-limit=", 14)) {
             char *end;
             errno = 0;

@@ -35,6 +35,8 @@ typedef struct {
     LLVMContextRef cx;
     LLVMTypeRef ptr, i8, i32, i64, kfn_ty;
     LLVMValueRef layout_fn;    /* i64 layout(const i64 *dims, i64 *offs) */
+    LLVMValueRef prof, clock;  /* --profile: the counters and the clock of this run */
+    LLVMTypeRef clock_ty;
 } mctx;
 
 /* ---- constants in the module ------------------------------------------------ */
@@ -265,12 +267,79 @@ static void emit_shape_checks(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMV
     }
 }
 
+/* ---- --profile: per-kernel timing -------------------------------------------- */
+
+/* i64 <prefix>_noclock(void) = 0: the clock of a run whose env gives none. */
+static LLVMValueRef emit_noclock(mctx *c)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s_noclock", c->prefix);
+    LLVMValueRef fn = LLVMAddFunction(c->m, name, c->clock_ty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
+    LLVMBuildRet(b, ci64(c, 0));
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
+/* The counters (env->profile_ns) and the clock (env->clock_ns) of this
+ * run; where the env has none, a stack array and a clock that reads 0,
+ * so the timing code needs no branches. */
+static void profile_setup(mctx *c, LLVMBuilderRef b, LLVMTypeRef env_ty, LLVMValueRef env)
+{
+    c->clock_ty = LLVMFunctionType(c->i64, NULL, 0, 0);
+    LLVMValueRef prof = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 5, ""), "profile_ns");
+    LLVMValueRef clock = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 6, ""), "clock_ns");
+    LLVMValueRef spare = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->p->nkernels + 1), "spare_ns");
+    c->prof = LLVMBuildSelect(b, LLVMBuildIsNull(b, prof, ""), spare, prof, "prof");
+    c->clock = LLVMBuildSelect(b, LLVMBuildIsNull(b, clock, ""), emit_noclock(c), clock, "clock");
+}
+
+/* The clock before kernel kx; NULL when the program is not profiled. */
+static LLVMValueRef profile_start(mctx *c, LLVMBuilderRef b)
+{
+    return c->p->profile ? LLVMBuildCall2(b, c->clock_ty, c->clock, NULL, 0, "t0") : NULL;
+}
+
+/* prof[kx] += clock() - t0. */
+static void profile_end(mctx *c, LLVMBuilderRef b, int kx, LLVMValueRef t0)
+{
+    if (!t0)
+        return;
+    LLVMValueRef dt = LLVMBuildSub(b, LLVMBuildCall2(b, c->clock_ty, c->clock, NULL, 0, "t1"), t0, "dt");
+    LLVMValueRef idx = ci64(c, kx);
+    LLVMValueRef at = LLVMBuildGEP2(b, c->i64, c->prof, &idx, 1, "");
+    LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, at, ""), dt, ""), at);
+}
+
+/* The descriptor's kernel table (icc_kernel_info), or NULL. */
+static LLVMValueRef kernel_table(mctx *c)
+{
+    const cg_program *p = c->p;
+    if (!p->profile || !p->nkernels)
+        return LLVMConstPointerNull(c->ptr);
+    LLVMTypeRef ki_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i64, c->i64}, 4, 0);
+    LLVMValueRef *el = calloc((size_t)p->nkernels, sizeof *el);
+    if (!el)
+        return NULL;
+    for (int k = 0; k < p->nkernels; k++) {
+        const cg_kernel_info *ki = &p->profile[k];
+        LLVMValueRef f[4] = {cstr(c, ki->name), cstr(c, ki->ops), ci64(c, ki->flops), ci64(c, ki->bytes)};
+        el[k] = LLVMConstStructInContext(c->cx, f, 4, 0);
+    }
+    LLVMValueRef t = global_const(c, "kernels", LLVMConstArray(ki_ty, el, (unsigned)p->nkernels), 8);
+    free(el);
+    return t;
+}
+
 /* The module: the run function with its helpers, then the weights, the
  * I/O descriptions and the descriptor. */
 static int emit_model(mctx *c)
 {
     const cg_program *p = c->p;
-    LLVMTypeRef env_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i32, c->i32, c->ptr}, 5, 0);
+    LLVMTypeRef env_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
+                                                                        c->ptr}, 7, 0);
     LLVMTypeRef args_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->ptr, c->i64, c->i64}, 5, 0);
     LLVMTypeRef run_params[5] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
     char name[256];
@@ -323,6 +392,8 @@ static int emit_model(mctx *c)
     LLVMSetAlignment(LLVMBuildStore(b, ci32(c, 0), status), 4);
     if (p->dynamic)
         emit_shape_checks(c, b, run, symtab);
+    if (p->profile)
+        profile_setup(c, b, env_ty, env);
 
     int rc = 0;
     for (int kx = 0; kx < p->nkernels && rc == 0; kx++) {
@@ -366,6 +437,7 @@ static int emit_model(mctx *c)
             LLVMValueRef slot_idx = ci64(c, i);
             LLVMBuildStore(b, bp, LLVMBuildGEP2(b, c->ptr, bufs, &slot_idx, 1, ""));
         }
+        LLVMValueRef t0 = profile_start(c, b);   /* the whole kernel: every item, every thread */
         LLVMBasicBlockRef bloop = NULL, bdone = NULL;
         LLVMValueRef item = NULL, item_slot = NULL;
         if (bsym) {
@@ -405,6 +477,7 @@ static int emit_model(mctx *c)
                 LLVMBuildBr(b, bloop);
                 LLVMPositionBuilderAtEnd(b, bdone);
             }
+            profile_end(c, b, kx, t0);
             continue;
         }
         /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks);
@@ -442,6 +515,7 @@ static int emit_model(mctx *c)
             LLVMBuildBr(b, bloop);
             LLVMPositionBuilderAtEnd(b, bdone);
         }
+        profile_end(c, b, kx, t0);
     }
     if (rc == 0) {
         copy_outputs(c, b, inputs, outputs, weights, symtab);
@@ -474,9 +548,13 @@ static int emit_model(mctx *c)
         free(el);
     }
     LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
-    LLVMTypeRef dfields[20] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
-                               c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32};
-    LLVMStructSetBody(desc_ty, dfields, 20, 0);
+    LLVMTypeRef dfields[23] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
+                               c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32,
+                               c->ptr, c->i32, c->i32};
+    LLVMStructSetBody(desc_ty, dfields, 23, 0);
+    LLVMValueRef kernels = kernel_table(c);
+    if (!kernels)
+        return ir_errorf(c->d, "out of memory");
     LLVMValueRef msgs = LLVMConstPointerNull(c->ptr);
     if (p->nmessages) {
         LLVMValueRef *el = calloc((size_t)p->nmessages, sizeof *el);
@@ -487,16 +565,17 @@ static int emit_model(mctx *c)
         msgs = global_const(c, "messages", LLVMConstArray(c->ptr, el, (unsigned)p->nmessages), 8);
         free(el);
     }
-    LLVMValueRef dv[20] = {
+    LLVMValueRef dv[23] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, p->ninputs),
         ci32(c, p->noutputs), descs[0], descs[1], ci32(c, p->nsymbols), symbols,
         ci64(c, p->arena_bytes), arena_fn, ci64(c, (int64_t)p->weights_checksum),
         ci64(c, p->weights_bytes), wglob, run, msgs, ci32(c, p->nmessages), ci32(c, 0),
+        kernels, ci32(c, p->profile ? p->nkernels : 0), ci32(c, 0),
     };
     snprintf(name, sizeof name, "%s_model", c->prefix);
     LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
-    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 20));
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 23));
     LLVMSetGlobalConstant(desc, 1);
     LLVMSetAlignment(desc, 8);
     return 0;

@@ -79,6 +79,12 @@ typedef struct icc_kernel_env {
     int32_t nthreads;              /* threads parallel_for may use, caller included (>= 1) */
     int32_t reserved;
     const void *weights;           /* desc->weights, or the mapped model.weights file */
+    /* For a model compiled with --profile (desc->nkernels > 0): the run
+     * adds each kernel's wall time, clock_ns() after minus before, to
+     * profile_ns[k] (nkernels entries). Either may be NULL: then nothing
+     * is recorded. Models compiled without --profile never read them. */
+    uint64_t *profile_ns;
+    uint64_t (*clock_ns)(void);
 } icc_kernel_env;
 
 /* The entry point of the generated code. inputs/outputs follow the
@@ -93,6 +99,15 @@ typedef int (*icc_entry_fn)(const void *const *inputs, void *const *outputs, con
 /* Arena bytes needed for the given symbol values (NULL when the model has
  * no symbols, then arena_bytes is exact). */
 typedef uint64_t (*icc_arena_fn)(const int64_t *dims);
+
+/* One kernel of a model compiled with --profile: a fused group of nodes,
+ * with its static cost per run (symbolic dims counted as 1). */
+typedef struct icc_kernel_info {
+    const char *name;              /* the group's node names, joined by '+' */
+    const char *ops;               /* their op types, joined by '+' */
+    uint64_t flops;                /* ir_node_flops summed: a multiply-add is 2 */
+    uint64_t bytes;                /* the group's inputs from memory (each once) and its outputs */
+} icc_kernel_info;
 
 /* The one symbol a model exports: `<prefix>_model` (default prefix
  * "model", so `model_model`; the prefix cannot be "icc", whose `icc_model`
@@ -123,7 +138,14 @@ typedef struct icc_model_desc {
     const char *const *messages;
     int32_t nmessages;
     int32_t reserved2;
+    /* Added after the first release of ABI 1, so read only when desc_size
+     * covers them (the runtime does): what a model compiled with --profile
+     * times, one entry per kernel in run order; nkernels 0 otherwise. */
+    const icc_kernel_info *kernels;
+    int32_t nkernels;
+    int32_t reserved3;
 } icc_model_desc;
+
 
 /* ---- the runtime API ----------------------------------------------------- */
 
@@ -207,6 +229,21 @@ icc_status icc_run_tensors(icc_context *ctx, const icc_tensor *inputs, int ninpu
  * dims: fixed dims as declared, symbols bound from the inputs (checked as
  * icc_run does; errors in icc_last_error()). */
 icc_status icc_output_dims(const icc_model *m, const int64_t *const *in_dims, int index, int64_t *dims);
+/* ---- profiling (models compiled with `icc ... --profile`) ---------------- */
+
+/* The model's kernels (borrowed, valid while m is open) into *kernels
+ * (may be NULL); returns their count, 0 for a model compiled without
+ * --profile (or NULL m). */
+int icc_model_kernels(const icc_model *m, const icc_kernel_info **kernels);
+/* Per-kernel wall nanoseconds (icc_model_kernels entries, borrowed, valid
+ * until the next run or reset on ctx), summed over the successful runs
+ * since create or the last reset, whose count goes to *runs (may be
+ * NULL). A kernel split over threads counts its wall time once. NULL for
+ * a model without profiling. */
+const uint64_t *icc_context_profile(const icc_context *ctx, uint64_t *runs);
+/* Zeroes ctx's counters and run count (no-op without profiling). */
+void icc_context_profile_reset(icc_context *ctx);
+
 /* The message of the last failure in ctx (never NULL). */
 const char *icc_context_error(const icc_context *ctx);
 /* The message of the last failure on this thread (open, create,

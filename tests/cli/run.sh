@@ -343,6 +343,129 @@ fails_cleanly "bench: a compiler option for a .so" "-O3: unknown option for a co
 fails_cleanly "bench: --batch on a pinned model" "--batch needs a symbolic dim" "$ICC" bench "$M" --shape=image:2x1x8x8 --batch=1,2 --runs=1 --time=0 --warmup=0
 fails_cleanly "bench: a missing model" "nope.so" "$ICC" bench nope.so
 fails_cleanly "bench: the compiler's error" "no_such.onnx" "$ICC" bench no_such.onnx
+# bench --profile: one row per kernel, shares summing to 100%, a MatMul's
+# FLOPs 2*M*N*K; roofs from a peak file of known numbers (no measuring).
+python3 - "$T/mm.onnx" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+w = nh.from_array(np.random.RandomState(0).rand(16, 8).astype(np.float32), "w")
+g = h.make_graph([h.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+                  h.make_node("Softmax", ["y"], ["z"], name="sm", axis=-1)], "mm",
+                 [h.make_tensor_value_info("x", T.FLOAT, [4, 16])], [h.make_tensor_value_info("z", T.FLOAT, [4, 8])], [w])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), sys.argv[1])
+PY
+echo '{"cores": 2, "fma_gflops_per_core": 40, "fma_gflops_all_cores": 80,
+ "read_gbs_per_core": {"L1": 100, "L2": 50, "L3": 30, "DRAM": 10},
+ "read_gbs_all_cores": {"L1": 200, "L2": 100, "L3": 60, "DRAM": 16}}' >"$T/peak.json"
+bench_profile_json() {
+  ICC_PEAK_CACHE="$T/peak.json" "$ICC" bench "$T/mm.onnx" --profile --threads=1,2 --runs=5 --time=0 --warmup=0 --json \
+    >"$T/prof.json" 2>"$T/prof_err" || return 1
+  [ ! -s "$T/prof_err" ] && python3 - "$T/prof.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [x["threads"] for x in r["results"]] == [1, 2], r
+for x, roof in zip(r["results"], [(40, 10), (80, 16)]):
+    p = x["profile"]
+    assert (p["peak_gflops"], p["peak_gbs"]) == roof, p
+    ks = p["kernels"]
+    assert sorted(k["name"] for k in ks) == ["mm", "sm"], ks
+    assert abs(sum(k["share"] for k in ks) - 100) < 0.01, ks
+    assert [k["us"] for k in ks] == sorted((k["us"] for k in ks), reverse=True), ks
+    assert abs(sum(k["us"] for k in ks) - p["kernels_us"]) < 1e-3, p
+    mm = next(k for k in ks if k["name"] == "mm")
+    assert mm["ops"] == "MatMul" and mm["flops"] == 2 * 4 * 8 * 16, mm
+    assert mm["bytes"] == 4 * (4 * 16 + 16 * 8 + 4 * 8), mm   # x, w and y, once each
+    assert abs(mm["intensity"] - mm["flops"] / mm["bytes"]) < 1e-3, mm
+    assert mm["bound"] == "memory", mm   # 1.1 FLOP/B, under either ridge
+PY
+}
+check "bench --profile: the kernels' JSON (shares, FLOPs, bytes, roofs)" bench_profile_json
+bench_profile_table() {
+  "$ICC" "$T/mm.onnx" --profile -o "$T/mm.so" || return 1
+  ICC_PEAK_CACHE="$T/peak.json" "$ICC" bench "$T/mm.so" --profile --threads=1 --runs=5 --time=0 --warmup=0 >"$T/prof.txt" \
+    2>/dev/null || return 1
+  grep -qE "^ +us/run +share +MFLOP +KB +GFLOP/s +GB/s +FLOP/B +bound +roof +ops +kernel$" "$T/prof.txt" &&
+    [ "$(grep -cE '^ +[0-9.]+ +[0-9.]+% .* (memory|compute) .* (MatMul +mm|Softmax +sm)$' "$T/prof.txt")" -eq 2 ] &&
+    grep -qE "^ +[0-9.]+ 100\.0% .*total of 2 kernels" "$T/prof.txt" &&
+    grep -q "roofs 40.0 GFLOP/s and 10.0 GB/s, the ridge at 4.00 FLOP/B" "$T/prof.txt" || { cat "$T/prof.txt"; return 1; }
+}
+check "bench --profile: the table of a profiled .so, sorted, with a total" bench_profile_table
+profile_off_by_default() {
+  "$ICC" "$T/mm.onnx" -o "$T/plain.so" && "$ICC" "$T/mm.onnx" --emit=llvm -o "$T/plain.ll" &&
+    "$ICC" "$T/mm.onnx" --profile --emit=llvm -o "$T/prof.ll" || return 1
+  ! grep -q "clock" "$T/plain.ll" && grep -q "clock" "$T/prof.ll"
+}
+check "--profile adds timing code; without it the code has none" profile_off_by_default
+fails_cleanly "bench --profile: a .so compiled without it" "compiled without --profile" "$ICC" bench "$T/plain.so" --profile
+fails_cleanly "bench --profile with --peak" "--profile times the kernels" "$ICC" bench --peak --profile
+fails_cleanly "bench --quick without --peak" "--quick belongs to --peak" "$ICC" bench "$T/plain.so" --quick
+bench_peak_json() {
+  ICC_PEAK_CACHE="$T/peak2.json" "$ICC" bench --peak --quick --json >"$T/peak_out.json" 2>/dev/null || return 1
+  python3 - "$T/peak_out.json" "$T/peak2.json" <<'PY'
+import json, sys
+for f in sys.argv[1:]:   # printed, and left where --profile reads it
+    r = json.load(open(f))
+    for k in ["isa", "cores", "fma_gflops_per_core", "fma_gflops_all_cores", "vnni", "amx", "int8_gops_vnni"]:
+        assert k in r, k
+    for k in ["read_gbs", "read_gbs_per_core", "read_gbs_all_cores", "working_set_bytes"]:
+        assert sorted(r[k]) == ["DRAM", "L1", "L2", "L3"], r[k]
+        assert all(v > 0 for v in r[k].values()), r[k]
+    ws = r["working_set_bytes"]
+    assert ws["L1"] < ws["L2"] < ws["L3"] < ws["DRAM"], ws
+    if not r["vnni"]:
+        assert r["int8_gops_vnni"] is None
+PY
+}
+check "bench --peak --json: per-level and all-core bandwidths, int8 flags; the cache" bench_peak_json
+# bench --generate on a tiny static-KV decoder (seq 1) and its prefill
+# graph (seq 4): the step counts, and the greedy tokens ONNX Runtime picks.
+GEN=bench/models/gpt2_static_kv.py
+python3 $GEN "$T/dec.onnx" --layers 1 --hidden 32 --heads 2 --max-len 16 --vocab 50 --seq 1 &&
+  python3 $GEN "$T/pre.onnx" --layers 1 --hidden 32 --heads 2 --max-len 16 --vocab 50 --seq 4 &&
+  "$ICC" "$T/dec.onnx" -o "$T/dec.so" 2>/dev/null && "$ICC" "$T/pre.onnx" -o "$T/pre.so" 2>/dev/null
+bench_generate() {
+  "$ICC" bench "$T/dec.so" --generate=6 --prompt-len=4 --runs=2 --time=0 --warmup=0 --json >"$T/gen1.json" 2>/dev/null &&
+    "$ICC" bench "$T/dec.so" --prefill="$T/pre.so" --generate=6 --prompt-len=4 --threads=1,2 --runs=2 --time=0 \
+      --warmup=0 --json >"$T/gen2.json" 2>/dev/null || return 1
+  python3 - "$T/dec.onnx" "$T/gen1.json" "$T/gen2.json" <<'PY'
+import json, sys
+import numpy as np, onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+past = {i.name: np.zeros(i.shape, np.float32) for i in s.get_inputs() if i.name.startswith("past")}
+names = [o.name for o in s.get_outputs()]
+def step(tok, pos):   # the decode graph, one token at a time
+    global past
+    r = dict(zip(names, s.run(None, dict(past, input_ids=np.array([[tok]]), position_ids=np.array([[pos]])))))
+    past = {n: r["present" + n[4:]] for n in past}
+    return int(np.argmax(r["logits"][0, -1]))
+for p in range(4):
+    t = step((p * 7919 + 13) % 50, p)
+want = [t] + [t := step(t, 4 + k) for k in range(6)]
+one = json.loads(open(sys.argv[2]).read())
+two = [json.loads(l) for l in open(sys.argv[3])]
+assert one["prefill_calls"] == 4 and one["decode_steps"] == 6 and one["max_len"] == 16 and one["vocab"] == 50, one
+assert [x["threads"] for x in two] == [1, 2] and all(x["prefill_calls"] == 1 for x in two), two
+for x in [one] + two:
+    assert x["scenario"] == "generate" and x["generations"] == 2, x
+    assert x["tokens"] == want, (x["tokens"], want)
+    assert 0 < x["tpot_ms"]["p50"] <= x["tpot_ms"]["p90"] and x["ttft_ms"]["p50"] > 0 and x["tokens_per_s"] > 0, x
+PY
+}
+check "bench --generate: prefill by token or by a prefill graph, then greedy steps as ONNX Runtime" bench_generate
+bench_generate_text() {
+  "$ICC" bench "$T/dec.so" --generate=3 --prompt-len=2 --runs=1 --time=0 --warmup=0 >"$T/gen.txt" 2>/dev/null &&
+    grep -q "prompt 2 tokens in 2 calls, then 3 decode steps (cache 16, vocabulary 50); 1 generation$" "$T/gen.txt" &&
+    grep -qE "^TTFT p50 [0-9.]+ ms, p90 [0-9.]+ ms; TPOT p50 [0-9.]+ ms, p90 [0-9.]+ ms; [0-9.]+ tokens/s" "$T/gen.txt" ||
+    { cat "$T/gen.txt"; return 1; }
+}
+check "bench --generate: the text report" bench_generate_text
+fails_cleanly "bench --generate: past the cache" "do not fit the cache of 16" "$ICC" bench "$T/dec.so" --generate=13 --prompt-len=4
+fails_cleanly "bench --generate: a model that is no decoder" "input 'x' has no role in --generate" "$ICC" bench "$T/plain.so" --generate=2
+fails_cleanly "bench --generate=0" "--generate=0: expected a whole number of tokens" "$ICC" bench "$T/dec.so" --generate=0
+fails_cleanly "bench --prompt-len without --generate" "belong to --generate" "$ICC" bench "$T/dec.so" --prompt-len=4
+fails_cleanly "bench --generate with --profile" "--generate times a decoding loop" "$ICC" bench "$T/dec.so" --generate=2 --profile
+fails_cleanly "bench --gen-io: an unknown role" "expected ROLE=NAME" "$ICC" bench "$T/dec.so" --generate=2 --gen-io=colour=red
+fails_cleanly "bench --prefill of another prompt length" "--prefill: its caches, vocabulary or seq \(4, the prompt is 5\)" "$ICC" bench "$T/dec.so" --generate=2 --prompt-len=5 --prefill="$T/pre.so"
 fails_cleanly "unknown option" "unknown option '--frobnicate'" "$ICC" "$M" --frobnicate
 fails_cleanly "missing model" "no_such.onnx" "$ICC" info no_such.onnx
 fails_cleanly "unknown --emit kind" "unknown --emit kind" "$ICC" "$M" --emit=bogus

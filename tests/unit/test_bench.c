@@ -4,6 +4,7 @@
 #include "tools/bench.h"
 
 #include <math.h>
+#include <string.h>
 
 START_TEST(percentiles_by_nearest_rank)
 {
@@ -71,6 +72,175 @@ START_TEST(lists)
 }
 END_TEST
 
+static const char peak_text[] =
+    "{\"isa\": \"avx2\", \"cores\": 2, \"fma_gflops_per_core\": 40.00, \"fma_gflops_all_cores\": 70.00, "
+    "\"read_gbs\": {\"L1\": 1, \"L2\": 2, \"L3\": 3, \"DRAM\": 4}, "
+    "\"read_gbs_per_core\": {\"L1\": 100.5, \"L2\": 50.25, \"L3\": 30, \"DRAM\": 10}, "
+    "\"read_gbs_all_cores\": {\"L1\": 200, \"L2\": 100, \"L3\": 60, \"DRAM\": 16}, \"vnni\": false}";
+
+START_TEST(peak_file)
+{
+    icc_bench_peak p;
+    ck_assert_int_eq(icc_bench_peak_parse(peak_text, &p), 0);
+    ck_assert_int_eq(p.cores, 2);
+    ck_assert(p.gflops_core == 40 && p.gflops_all == 70);
+    /* each level from its own object, not the first "L1" in the text */
+    ck_assert(p.read_core[ICC_BENCH_L1] == 100.5 && p.read_core[ICC_BENCH_L2] == 50.25);
+    ck_assert(p.read_core[ICC_BENCH_DRAM] == 10 && p.read_all[ICC_BENCH_DRAM] == 16 && p.read_all[ICC_BENCH_L3] == 60);
+    double g, b;
+    icc_bench_roofs(&p, 1, &g, &b);
+    ck_assert(g == 40 && b == 10);
+    icc_bench_roofs(&p, 2, &g, &b);   /* 2 x 40 is past what all cores did */
+    ck_assert(g == 70 && b == 16);
+    ck_assert_int_eq(icc_bench_peak_parse("{\"cores\": 2}", &p), -1);
+    ck_assert_int_eq(icc_bench_peak_parse("not json", &p), -1);
+    /* a level missing from the all-cores object */
+    ck_assert_int_eq(icc_bench_peak_parse("{\"cores\": 2, \"fma_gflops_per_core\": 1, \"fma_gflops_all_cores\": 2, "
+                                          "\"read_gbs_per_core\": {\"L1\": 1, \"L2\": 1, \"L3\": 1, \"DRAM\": 1}, "
+                                          "\"read_gbs_all_cores\": {\"L1\": 1}, \"L2\": 1}", &p), -1);
+}
+END_TEST
+
+START_TEST(profile_rows)
+{
+    /* roofs 100 GFLOP/s and 10 GB/s: the ridge at 10 FLOP/B */
+    icc_kernel_info k[4] = {
+        {"mm", "MatMul", 2000000, 100000},   /* 20 FLOP/B: compute-bound */
+        {"add", "Add", 1000, 12000},          /* memory-bound */
+        {"copy", "Reshape", 0, 8000},         /* no FLOPs: data movement */
+        {"fc+relu", "Gemm+Relu", 500000, 50000},   /* exactly at the ridge */
+    };
+    uint64_t ns[4] = {100000, 300000, 0, 100000};   /* over 10 runs */
+    icc_bench_kernel r[4];
+    icc_bench_profile_rows(k, ns, 4, 10, 100, 10, r);
+    /* longest first; equal times in run order */
+    ck_assert_int_eq(r[0].index, 1);
+    ck_assert_int_eq(r[1].index, 0);
+    ck_assert_int_eq(r[2].index, 3);
+    ck_assert_int_eq(r[3].index, 2);
+    ck_assert_str_eq(r[0].name, "add");
+    double share = 0;
+    for (int i = 0; i < 4; i++)
+        share += r[i].share;
+    ck_assert(fabs(share - 100) < 1e-9);
+    ck_assert(fabs(r[0].share - 60) < 1e-9 && r[3].share == 0);
+    /* mm: 10 us per run, 2 MFLOP: 200 GFLOP/s... of a 100 roof: 200% */
+    ck_assert(fabs(r[1].us - 10) < 1e-9);
+    ck_assert(fabs(r[1].gflops - 200) < 1e-6 && fabs(r[1].gbs - 10) < 1e-6);
+    ck_assert(r[1].compute_bound && fabs(r[1].intensity - 20) < 1e-9 && fabs(r[1].roof_pct - 200) < 1e-6);
+    /* add: 30 us, 12 KB: 0.4 GB/s; the roof at 1/12 FLOP/B is 10/12 GFLOP/s */
+    ck_assert(!r[0].compute_bound && fabs(r[0].gbs - 0.4) < 1e-9);
+    ck_assert(fabs(r[0].roof_pct - (1000 / 30e-6 / 1e9) / (10.0 / 12) * 100) < 1e-6);
+    ck_assert(r[2].compute_bound);   /* fc+relu: 10 FLOP/B, the ridge itself */
+    ck_assert(!r[3].compute_bound && r[3].gflops == 0 && r[3].us == 0);   /* copy never ran long enough */
+
+    char buf[4096];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    icc_bench_profile_table(f, r, 4, 0.060);
+    fclose(f);
+    ck_assert(strstr(buf, "us/run") && strstr(buf, "GFLOP/s") && strstr(buf, "bound"));
+    ck_assert(strstr(buf, "compute") && strstr(buf, "memory") && strstr(buf, "Gemm+Relu"));
+    ck_assert_msg(strstr(buf, "total of 4 kernels") && strstr(buf, " 10.00 us of it outside kernels"), "%s", buf);
+    int lines = 0;
+    for (char *c = buf; *c; c++)
+        lines += *c == '\n';
+    ck_assert_int_eq(lines, 6);   /* head, 4 kernels, total */
+    f = fmemopen(buf, sizeof buf, "w");
+    icc_bench_profile_json(f, r, 4, 0.060, 100, 10);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "\"kernels_us\": 50.0000, \"run_mean_us\": 60.0000"), "%s", buf);
+    ck_assert(strstr(buf, "{\"index\": 1, \"name\": \"add\", \"ops\": \"Add\", \"us\": 30.0000, \"share\": 60.0000"));
+    ck_assert(strstr(buf, "\"bound\": \"compute\"") && strstr(buf, "\"flops\": 2000000"));
+    icc_bench_profile_rows(k, ns, 4, 0, 100, 10, r);   /* no runs: zeros, not NaNs */
+    ck_assert(r[0].us == 0 && r[0].gflops == 0 && !isnan(r[0].share));
+}
+END_TEST
+
+/* A decoder's descriptor: tokens [1, seq], positions, 2 layers of cache
+ * [1, 2, 16, 4], logits [1, seq, 50]. */
+static const int64_t tok_dims[2] = {1, -1}, kv_dims[4] = {1, 2, 16, 4}, logit_dims[3] = {1, -1, 50};
+static const int64_t mask_dims[2] = {1, 16}, bad_kv[4] = {1, 2, 8, 4};
+static const char *const seq_names[3] = {NULL, "seq", NULL};
+
+static icc_model_desc decoder(icc_tensor_desc *in, icc_tensor_desc *out)
+{
+    in[0] = (icc_tensor_desc){"input_ids", ICC_I64, 2, tok_dims, seq_names};
+    in[1] = (icc_tensor_desc){"position_ids", ICC_I64, 2, tok_dims, seq_names};
+    out[0] = (icc_tensor_desc){"logits", ICC_F32, 3, logit_dims, seq_names};
+    const char *pn[4] = {"past_key_0", "past_value_0", "past_key_1", "past_value_1"};
+    const char *qn[4] = {"present_key_0", "present_value_0", "present_key_1", "present_value_1"};
+    for (int i = 0; i < 4; i++) {
+        in[2 + i] = (icc_tensor_desc){pn[i], ICC_F32, 4, kv_dims, NULL};
+        out[1 + i] = (icc_tensor_desc){qn[i], ICC_F32, 4, kv_dims, NULL};
+    }
+    return (icc_model_desc){.ninputs = 6, .noutputs = 5, .inputs = in, .outputs = out};
+}
+
+START_TEST(generate_roles)
+{
+    icc_tensor_desc in[8], out[8];
+    icc_model_desc d = decoder(in, out);
+    icc_gen_io g;
+    char err[400];
+    ck_assert_msg(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == 0, "%s", err);
+    ck_assert(g.tokens == 0 && g.position == 1 && g.mask == -1 && g.logits == 0);
+    ck_assert_int_eq(g.npast, 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert(g.past[i] == 2 + i && g.present[i] == 1 + i);
+    ck_assert(g.max_len == 16 && g.seq == -1 && g.vocab == 50);
+
+    /* logits not first and not so named: the first non-present output */
+    out[0].name = "scores";
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == 0 && g.logits == 0);
+    /* other names through --gen-io */
+    in[0].name = "ids_in";
+    in[1].name = "where";
+    for (int i = 0; i < 4; i++)
+        in[2 + i].name = i % 2 ? "cache_v" : "cache_k";
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1);
+    ck_assert_msg(strstr(err, "input 'ids_in' has no role"), "%s", err);
+    ck_assert_msg(icc_bench_gen_io(&d, "tokens=ids_in,position=where,past=cache_,logits=scores", &g, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert(g.tokens == 0 && g.position == 1 && g.npast == 4 && g.past[3] == 5);
+    ck_assert(icc_bench_gen_io(&d, "tokens=nope", &g, err, sizeof err) == -1);
+    ck_assert_msg(strstr(err, "tokens=nope: the model has no such input"), "%s", err);
+    ck_assert(icc_bench_gen_io(&d, "colour=red", &g, err, sizeof err) == -1);
+    ck_assert_msg(strstr(err, "expected ROLE=NAME"), "%s", err);
+
+    /* an attention mask instead of positions: one flag per cache slot */
+    d = decoder(in, out);
+    in[1] = (icc_tensor_desc){"attention_mask", ICC_I64, 2, mask_dims, NULL};
+    ck_assert_msg(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == 0, "%s", err);
+    ck_assert(g.mask == 1 && g.position == -1);
+    in[1].dims = tok_dims;
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "must be [1, 16]"));
+
+    /* what a static-KV decoder must have */
+    d = decoder(in, out);
+    d.noutputs = 4;   /* a past without its present */
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "4 past inputs and 3 present"));
+    d = decoder(in, out);
+    out[2].dims = bad_kv;
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "differ in shape"));
+    d = decoder(in, out);
+    in[3].dims = bad_kv, out[2].dims = bad_kv;
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "disagree on the cache length"));
+    d = decoder(in, out);
+    in[0].dtype = ICC_F32;
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "must be i64 or i32"));
+    d = decoder(in, out);
+    d.inputs = in + 1, d.ninputs = 5;   /* no tokens: position_ids, caches */
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "no token input"));
+    d = decoder(in, out);
+    in[1].name = "past_position";   /* taken for a cache: 5 pasts, 4 presents */
+    ck_assert(icc_bench_gen_io(&d, NULL, &g, err, sizeof err) == -1 && strstr(err, "5 past inputs and 4"));
+
+    /* the prompt other engines can feed too */
+    ck_assert(icc_bench_gen_prompt_token(0, 2048) == 13 && icc_bench_gen_prompt_token(1, 2048) == 7932 % 2048);
+    ck_assert(icc_bench_gen_prompt_token(5, 50) == (5 * 7919 + 13) % 50);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bench");
@@ -78,6 +248,9 @@ int main(void)
     tcase_add_test(tc, percentiles_by_nearest_rank);
     tcase_add_test(tc, poisson_arrivals);
     tcase_add_test(tc, lists);
+    tcase_add_test(tc, peak_file);
+    tcase_add_test(tc, profile_rows);
+    tcase_add_test(tc, generate_roles);
     suite_add_tcase(s, tc);
     return icc_run_suite(s);
 }

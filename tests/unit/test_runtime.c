@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,61 @@ START_TEST(abi_mismatch_is_an_error)
     edited.desc_size = sizeof edited;
     edited.arena_size = NULL;
     expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "arena_size", NULL);
+    dlclose(dl);
+}
+END_TEST
+
+/* The kernel table came after the first descriptors of ABI 1: one of that
+ * size still loads (its kernels are not read), and one that has a table
+ * gets per-context counters. */
+static const icc_kernel_info toy_kernels[2] = {{"a+b", "MatMul+Relu", 10, 20}, {"c", "Softmax", 1, 2}};
+
+START_TEST(profile_counters_and_old_descriptors)
+{
+    void *dl = dlopen(TOY_MODEL_PATH, RTLD_NOW);
+    icc_model_desc edited = *(const icc_model_desc *)dlsym(dl, "model_model");
+    icc_model *m = NULL;
+    icc_context *ctx = NULL;
+    uint64_t runs = 7;
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    ck_assert_int_eq(icc_model_kernels(m, NULL), 0);
+    ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
+    ck_assert(icc_context_profile(ctx, &runs) == NULL && runs == 0);
+    icc_context_profile_reset(ctx);   /* a no-op */
+    icc_context_destroy(ctx);
+    icc_model_close(m);
+
+    edited.desc_size = (uint32_t)offsetof(icc_model_desc, kernels);
+    edited.nkernels = 99;   /* past desc_size: never read */
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    ck_assert_int_eq(icc_model_kernels(m, NULL), 0);
+    icc_model_close(m);
+
+    edited.desc_size = sizeof edited;
+    edited.kernels = NULL;
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "bad kernel table", NULL);
+    edited.kernels = toy_kernels;
+    edited.nkernels = 2;
+    const icc_kernel_info *k = NULL;
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    ck_assert_int_eq(icc_model_kernels(m, &k), 2);
+    ck_assert(k == toy_kernels);
+    ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
+    const uint64_t *ns = icc_context_profile(ctx, &runs);
+    ck_assert(ns && ns[0] == 0 && ns[1] == 0 && runs == 0);
+    float x[8] = {0}, w[2] = {0}, y[8];
+    const void *in[2] = {x, w};
+    void *out[1] = {y};
+    int64_t xd[2] = {2, 4}, wd[1] = {2};
+    const int64_t *dims[2] = {xd, wd};
+    ck_assert_int_eq(icc_run(ctx, in, dims, out), ICC_OK);
+    ck_assert_int_eq(icc_run(ctx, in, dims, out), ICC_OK);
+    ck_assert(icc_context_profile(ctx, &runs) == ns && runs == 2);   /* the toy adds no time itself */
+    icc_context_profile_reset(ctx);
+    icc_context_profile(ctx, &runs);
+    ck_assert(runs == 0);
+    icc_context_destroy(ctx);
+    icc_model_close(m);
     dlclose(dl);
 }
 END_TEST
@@ -566,6 +622,7 @@ int main(void)
     tcase_add_test(tc, bad_files_are_errors);
     tcase_add_test(tc, missing_cpu_feature_is_an_error);
     tcase_add_test(tc, abi_mismatch_is_an_error);
+    tcase_add_test(tc, profile_counters_and_old_descriptors);
 #if defined(__x86_64__)
     tcase_add_test(tc, cpu_features_match_proc_cpuinfo);
 #endif
