@@ -19,6 +19,7 @@ typedef struct icc_compile_opts {
                                   note (0: never): .rodata past ~2 GiB overflows the linker's
                                   32-bit relocations */
     bool *external_out;        /* if non-NULL: set to whether X.weights was written */
+    bool verbose;              /* --verbose: a failed link prints the linker's full log to stderr */
 } icc_compile_opts;
 
 /* The description of the target triple/cpu name (NULL: the host, as

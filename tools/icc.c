@@ -59,6 +59,7 @@ typedef struct {
     const char *triple;       /* --target-triple=, or NULL for the host */
     const char *shapes[MAX_INPUTS];   /* --shape=NAME:1x3x224x224 */
     bool external_weights;            /* --weights=external */
+    bool verbose;                     /* --verbose: a failed link shows the linker's full log */
     int64_t embed_limit;              /* --weights=auto (default): past this, external; 0: never */
     int nbinds;
     const char *binds[MAX_INPUTS];    /* --bind=NAME=FILE.npy */
@@ -131,6 +132,8 @@ static void usage(FILE *f)
         "                       load, checksum verified) instead of the .so's .rodata;\n"
         "                       =embedded: always in the .so; =auto (default): external past\n"
         "                       --embed-limit=BYTES (1 GiB), with a note\n"
+        "  --verbose            a failed link also prints the linker's full log (the error\n"
+        "                       itself is one line)\n"
         "  --bind=NAME=F.npy    make input NAME a constant with F's values (for inputs that\n"
         "                       decide shapes, e.g. a Reshape's shape or Reduce's axes)\n"
         "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
@@ -634,7 +637,7 @@ static int cmd_compile(const args *a)
     }
     bool external = false;
     icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2,
-                          a->external_weights, a->embed_limit, &external};
+                          a->external_weights, a->embed_limit, &external, a->verbose};
     if (icc_compile_graph(g, &o, &d) < 0) {
         icc_fail("%s: %s", a->model, d.msg);
         goto done;
@@ -1078,7 +1081,7 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
     if (dir) {
         snprintf(s->so, sizeof s->so, "%s/%s.so", dir, tag);
         icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false,
-                              a->embed_limit, NULL};
+                              a->embed_limit, NULL, a->verbose};
         if (icc_compile_graph(s->g, &o, d) < 0) {
             s->so[0] = 0;
             return ir_diag_prefix(d, "%s", model), -1;
@@ -1627,6 +1630,8 @@ int main(int argc, char **argv)
                 return icc_fail("--weights=%s: expected auto (the default), embedded or external", s + 10);
             a.external_weights = !strcmp(s + 10, "external");
             weights_embedded = !strcmp(s + 10, "embedded");
+        } else if (!strcmp(s, "--verbose")) {
+            a.verbose = true;
         } else if (!strncmp(s, "--embed-limit=", 14)) {
             char *end;
             errno = 0;

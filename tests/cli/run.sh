@@ -297,6 +297,18 @@ auto_external_weights() {
     cmp "$T/lim_out/probs.npy" "$T/emb_out/probs.npy"
 }
 check "weights past --embed-limit go to X.weights with a note; --weights=embedded keeps them in" auto_external_weights
+# A failed link is one line naming the linker's first real complaint; --verbose
+# adds the full log (here: a "runtime" that is not an archive).
+printf 'not an archive\n' >"$T/notar.a"
+fails_cleanly "a failed link: one line, the linker's own error" \
+  "link .*bad.so failed \\(cc exit 1\\): .*notar.a:1: syntax error \\(2 more lines: --verbose shows" \
+  env ICC_RUNTIME_LIB="$T/notar.a" "$ICC" "$M" -o "$T/bad.so"
+link_log_verbose() {
+  ICC_RUNTIME_LIB="$T/notar.a" "$ICC" "$M" -o "$T/bad.so" --verbose 2>"$T/link_err" && return 1
+  grep -q "^icc: the linker's output:" "$T/link_err" && grep -q "^collect2: error: ld returned 1" "$T/link_err" &&
+    grep -q "file format not recognized" "$T/link_err" && [ ! -e "$T/bad.so" ] || { cat "$T/link_err"; return 1; }
+}
+check "a failed link with --verbose prints the linker's full log" link_log_verbose
 fails_cleanly "--embed-limit: not a number" "expected a positive number of bytes" "$ICC" "$M" --embed-limit=lots -o "$T/no.so"
 fails_cleanly "info --shape: a fixed dim" "dim 1 of 'image' is fixed at 1" "$ICC" info "$M" --shape=image:3x2x8x8
 # icc bench: its output's structure and arithmetic (not its timings).
