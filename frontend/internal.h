@@ -76,7 +76,8 @@ int fe_tensor_read(const Onnx__TensorProto *tp, fe_tensor_src *s, void *dst, con
 /* The payload of s mapped in place (private, writable), the mapping owned
  * by arena a, and s closed; NULL (s still open, for fe_tensor_read) when
  * it is not external data, is small, needs converting (bool, a
- * big-endian host), is not 64-byte aligned in its file, or mmap fails. */
+ * big-endian host), is not aligned for its dtype in its file, or mmap
+ * fails. */
 void *fe_tensor_map(fe_tensor_src *s, ir_arena *a);
 /* Closes s without reading (after a failure between prepare and read). */
 void fe_tensor_close(fe_tensor_src *s);

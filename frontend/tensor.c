@@ -343,10 +343,13 @@ int fe_tensor_read(const Onnx__TensorProto *tp, fe_tensor_src *s, void *dst, con
 void *fe_tensor_map(fe_tensor_src *s, ir_arena *a)
 {
     /* Only where the file's bytes are the IR's bytes (little-endian, not
-     * bool, which is normalised to 0/1) and the payload is as aligned as
-     * the arena's storage; small tensors are cheaper to read. */
+     * bool, which is normalised to 0/1) and the payload is aligned for
+     * its dtype (the mapping keeps the offset's alignment within a page;
+     * onnx packs tensors back to back, so 64 would miss most); small
+     * tensors are cheaper to read. */
+    size_t es = ir_dtype_size(s->t.dtype);
     if (s->fd < 0 || !FE_LITTLE_ENDIAN || s->t.dtype == IR_BOOL || s->t.nbytes < FE_MAP_MIN_BYTES ||
-        s->offset % 64)
+        (es > 1 && s->offset % (int64_t)es))
         return NULL;
     long pg = sysconf(_SC_PAGESIZE);
     if (pg <= 0)

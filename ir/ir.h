@@ -251,7 +251,8 @@ ir_value *ir_graph_add_const(ir_graph *g, const char *name, const ir_type *t,
 /* A constant whose payload stays where data points (not copied): memory
  * that lives as long as the graph, e.g. a mapping the graph's arena took
  * with ir_arena_adopt_mapping. data must be writable (a private mapping
- * is: a write stays in this process). */
+ * is: a write stays in this process) and aligned for the dtype, which is
+ * all a constant's readers assume (arena storage is 64-aligned). */
 ir_value *ir_graph_add_const_view(ir_graph *g, const char *name, const ir_type *t,
                                   void *data, icc_diag *d);
 /* Appends a node; its nout output values are created with the given names
