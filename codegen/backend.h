@@ -66,6 +66,10 @@ typedef struct cg_backend {
      * the caller frees; NULL with d set, naming the kinds there are, for
      * a kind the backend has not. A NULL slot: no text forms at all. */
     char *(*emit_text)(cg_artifact *a, const char *kind, icc_diag *d);
+    /* (optional) The full log of a's last failed write (the system
+     * linker's output), or NULL; borrowed, valid while a lives. The
+     * write's error is one line; this is what --verbose adds. */
+    const char *(*write_log)(const cg_artifact *a);
     void (*artifact_free)(cg_artifact *a);   /* NULL is a no-op */
 } cg_backend;
 

@@ -14,9 +14,12 @@
 #include "icc/runtime.h"
 #include "ir/ops.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     const ir_graph *g;
@@ -27,12 +30,22 @@ typedef struct {
     int *root;                 /* node index -> its fused group's root (ir_graph_group_roots) */
 } pbuild;
 
-/* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights. */
-static uint64_t fnv1a(const unsigned char *p, int64_t n)
+/* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights.
+ * Continues from h, so the blob can be hashed piece by piece without
+ * ever being assembled (start with FNV_BASIS). */
+#define FNV_BASIS 0xcbf29ce484222325ull
+static uint64_t fnv1a(uint64_t h, const unsigned char *p, int64_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
     for (int64_t i = 0; i < n; i++)
         h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* n zero bytes (the blob's alignment padding) */
+static uint64_t fnv1a_zeros(uint64_t h, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        h *= 0x100000001b3ull;
     return h;
 }
 
@@ -234,20 +247,31 @@ static int check_graph(pbuild *c)
     return 0;
 }
 
-/* Bindings, and the weights blob: constants in value order, 64-aligned. */
+/* Bindings, and the weights blob: constants in value order, 64-aligned.
+ * The blob is only described here (its pieces point into the graph's
+ * constants, its checksum hashed piece by piece); cg_program_weights
+ * assembles it for a backend that embeds it, cg_program_write_weights
+ * streams it to a file. So a model whose weights are mapped from its
+ * external data never holds a second copy of them. */
 static int bind_values(pbuild *c)
 {
     const ir_graph *g = c->g;
     cg_program *p = c->p;
     c->bind = calloc((size_t)g->nvalues + 1, sizeof *c->bind);
-    if (!c->bind)
+    p->wpieces = calloc((size_t)g->nvalues + 1, sizeof *p->wpieces);
+    if (!c->bind || !p->wpieces)
         return ir_errorf(c->d, "out of memory");
     int64_t off = 0;
+    uint64_t h = FNV_BASIS;
     for (int i = 0; i < g->nvalues; i++) {
         const ir_value *v = g->values[i];
         if (v->kind == IR_VAL_CONST) {
+            int64_t n = (int64_t)v->cval.nbytes, padded = (n + 63) & ~(int64_t)63;
             c->bind[i] = (cg_binding){KIR_BUF_WEIGHT, 0, off};
-            off += ((int64_t)v->cval.nbytes + 63) & ~(int64_t)63;
+            if (n)
+                p->wpieces[p->nwpieces++] = (cg_weight_piece){off, n, v->cval.data};
+            h = fnv1a_zeros(fnv1a(h, v->cval.data, n), padded - n);
+            off += padded;
         } else if (v->planned) {
             c->bind[i] = (cg_binding){KIR_BUF_ARENA, 0, v->offset};
         }
@@ -260,15 +284,70 @@ static int bind_values(pbuild *c)
         if (g->outputs[i]->kind == IR_VAL_NODE)
             c->bind[g->outputs[i]->id] = (cg_binding){KIR_BUF_OUTPUT, i, 0};
     p->weights_bytes = off;
-    p->weights = calloc(1, (size_t)off + 1);
-    if (!p->weights)
-        return ir_errorf(c->d, "out of memory for %lld bytes of weights", (long long)off);
-    for (int i = 0; i < g->nvalues; i++) {
-        const ir_value *v = g->values[i];
-        if (v->kind == IR_VAL_CONST && v->cval.nbytes)
-            memcpy(p->weights + c->bind[i].offset, v->cval.data, v->cval.nbytes);
+    p->weights_checksum = h;
+    return 0;
+}
+
+const unsigned char *cg_program_weights(cg_program *p, icc_diag *d)
+{
+    if (p->weights)
+        return p->weights;
+    p->weights = calloc(1, (size_t)p->weights_bytes + 1);
+    if (!p->weights) {
+        ir_errorf(d, "out of memory for %lld bytes of weights", (long long)p->weights_bytes);
+        return NULL;
     }
-    p->weights_checksum = fnv1a(p->weights, p->weights_bytes);
+    for (int i = 0; i < p->nwpieces; i++)
+        memcpy(p->weights + p->wpieces[i].offset, p->wpieces[i].data, (size_t)p->wpieces[i].bytes);
+    return p->weights;
+}
+
+/* write(2) all of buf, retrying short writes */
+static bool write_all(int fd, const void *buf, size_t n)
+{
+    const unsigned char *b = buf;
+    while (n) {
+        ssize_t w = write(fd, b, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        b += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+int cg_program_write_weights(const cg_program *p, const char *path, icc_diag *d)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return ir_errorf(d, "out of memory");
+    snprintf(tmp, n, "%s.tmp%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        ir_errorf(d, "%s: %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    static const unsigned char zeros[64];
+    bool ok = true;
+    int64_t at = 0;
+    for (int i = 0; i < p->nwpieces && ok; i++) {
+        const cg_weight_piece *w = &p->wpieces[i];
+        ok = write_all(fd, zeros, (size_t)(w->offset - at)) && write_all(fd, w->data, (size_t)w->bytes);
+        at = w->offset + w->bytes;
+    }
+    ok = ok && write_all(fd, zeros, (size_t)(p->weights_bytes - at));
+    int err = errno;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        free(tmp);
+        return ir_errorf(d, "%s: write failed: %s", path, strerror(err ? err : errno));
+    }
+    free(tmp);
     return 0;
 }
 
@@ -680,6 +759,7 @@ void cg_program_destroy(cg_program *p)
         free(p->messages[i]);
     free(p->messages);
     free(p->weights);
+    free(p->wpieces);
     free(p->inputs);
     free(p->outputs);
     free(p->copies);
@@ -693,7 +773,7 @@ void cg_program_destroy(cg_program *p)
 
 unsigned char *cg_program_take_weights(cg_program *p, int64_t *bytes)
 {
-    unsigned char *w = p->weights;
+    unsigned char *w = (unsigned char *)cg_program_weights(p, NULL);
     *bytes = p->weights_bytes;
     p->weights = NULL;
     return w;

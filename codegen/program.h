@@ -103,6 +103,11 @@ typedef struct cg_kernel_info {
     char *name, *ops;          /* owned */
     int64_t flops, bytes;
 } cg_kernel_info;
+/* One constant's bytes in the weights blob; the gaps are zero. */
+typedef struct {
+    int64_t offset, bytes;
+    const void *data;
+} cg_weight_piece;
 
 typedef struct cg_program {
     const char *prefix;        /* symbol prefix; borrowed from the caller of cg_program_build */
@@ -127,8 +132,12 @@ typedef struct cg_program {
     cg_check *checks;          /* owned */
     int nmessages;
     char **messages;           /* owned */
-    /* The weights: constants in value order, 64-aligned. */
-    unsigned char *weights;    /* weights_bytes (+1) bytes; owned (cg_program_take_weights) */
+    /* The weights: constants in value order, 64-aligned, described by
+     * pieces that point into the graph's constants (a large external one
+     * is a mapping of the model's file); assembled only on request. */
+    int nwpieces;
+    cg_weight_piece *wpieces;  /* owned array; data borrowed from the graph */
+    unsigned char *weights;    /* NULL until cg_program_weights; weights_bytes (+1) bytes; owned */
     int64_t weights_bytes;
     uint64_t weights_checksum; /* FNV-1a 64, what the runtime verifies for mapped weights */
     bool external_weights;     /* the descriptor's weights pointer is NULL: the runtime maps X.weights */
@@ -159,8 +168,14 @@ void cg_program_destroy(cg_program *p);
  * its FLOPs and bytes (ir_graph_kernel_costs). codegen/profile.c. */
 int cg_program_profile(const ir_graph *g, cg_program *p, icc_diag *d);
 
+/* The weights blob assembled in memory (for a backend that embeds it);
+ * owned by p, NULL with d set (d may be NULL) on out of memory. */
+const unsigned char *cg_program_weights(cg_program *p, icc_diag *d);
+/* Writes the blob to path piece by piece, never assembling it (through
+ * a temporary name and a rename: a failure leaves no file); -1 with d. */
+int cg_program_write_weights(const cg_program *p, const char *path, icc_diag *d);
 /* Hands the weights blob to the caller (malloc'd; the caller frees it)
- * and its size; p keeps no blob afterwards. */
+ * and its size; p keeps no blob afterwards. NULL on out of memory. */
 unsigned char *cg_program_take_weights(cg_program *p, int64_t *bytes);
 
 /* The kernels of g as text (--emit=kernels, kir_print), malloc'd; NULL

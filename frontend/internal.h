@@ -72,6 +72,14 @@ int fe_tensor_prepare(const Onnx__TensorProto *tp, const char *base_dir, const c
 /* Fills dst (s->t.nbytes bytes) and closes s. */
 int fe_tensor_read(const Onnx__TensorProto *tp, fe_tensor_src *s, void *dst, const char *label,
                    icc_diag *d);
+/* External payloads of at least this many bytes are mapped, not read. */
+#define FE_MAP_MIN_BYTES ((size_t)1 << 20)
+/* The payload of s mapped in place (private, writable), the mapping owned
+ * by arena a, and s closed; NULL (s still open, for fe_tensor_read) when
+ * it is not external data, is small, needs converting (bool, a
+ * big-endian host), is not aligned for its dtype in its file, or mmap
+ * fails. */
+void *fe_tensor_map(fe_tensor_src *s, ir_arena *a);
 /* Closes s without reading (after a failure between prepare and read). */
 void fe_tensor_close(fe_tensor_src *s);
 /* prepare + read into storage from arena a; out->data lives in a. */

@@ -432,12 +432,16 @@ int fe_set_input(fe_lower *l, int i, ir_value *v)
 /* ---- constants --------------------------------------------------------- */
 
 /* Creates a constant named name from a prepared tensor, reading its data
- * straight into the graph's storage. */
+ * straight into the graph's storage, or mapping it there when it is a
+ * large external payload. */
 static ir_value *const_from_src(fe_ctx *c, const char *name, const Onnx__TensorProto *tp,
                                 fe_tensor_src *s, const char *label)
 {
     ir_type t;
     ir_type_of_tensor(&s->t, &t);
+    void *mapped = fe_tensor_map(s, c->g->arena);
+    if (mapped)
+        return ir_graph_add_const_view(c->g, name, &t, mapped, c->d);
     ir_value *v = ir_graph_add_const(c->g, name, &t, NULL, c->d);
     if (!v) {
         fe_tensor_close(s);

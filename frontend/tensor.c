@@ -9,6 +9,8 @@
  * model's folder only: no absolute paths, no `..`, no symlinks (each path
  * component is opened with O_NOFOLLOW relative to its parent), regular
  * files only, and offset+length checked against fstat before reading.
+ * A large external payload is mapped, not read (fe_tensor_map), so a
+ * model's weights are never all on the heap at once.
  */
 #include "frontend/internal.h"
 
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -329,6 +332,41 @@ int fe_tensor_read(const Onnx__TensorProto *tp, fe_tensor_src *s, void *dst, con
         for (int64_t i = 0; i < t->numel; i++)
             ((uint8_t *)dst)[i] = ((uint8_t *)dst)[i] != 0;
     return 0;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define FE_LITTLE_ENDIAN 0
+#else
+#define FE_LITTLE_ENDIAN 1
+#endif
+
+void *fe_tensor_map(fe_tensor_src *s, ir_arena *a)
+{
+    /* Only where the file's bytes are the IR's bytes (little-endian, not
+     * bool, which is normalised to 0/1) and the payload is aligned for
+     * its dtype (the mapping keeps the offset's alignment within a page;
+     * onnx packs tensors back to back, so 64 would miss most); small
+     * tensors are cheaper to read. */
+    size_t es = ir_dtype_size(s->t.dtype);
+    if (s->fd < 0 || !FE_LITTLE_ENDIAN || s->t.dtype == IR_BOOL || s->t.nbytes < FE_MAP_MIN_BYTES ||
+        (es > 1 && s->offset % (int64_t)es))
+        return NULL;
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0)
+        return NULL;
+    int64_t start = s->offset - s->offset % pg;
+    size_t len = (size_t)(s->offset - start) + s->t.nbytes;
+    /* private and writable: a pass that writes a constant in place changes
+     * this process's copy of the page, never the model's file */
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, s->fd, (off_t)start);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (ir_arena_adopt_mapping(a, m, len) < 0) {
+        munmap(m, len);
+        return NULL;
+    }
+    fe_tensor_close(s);
+    return (unsigned char *)m + (s->offset - start);
 }
 
 int fe_tensor_decode(const Onnx__TensorProto *tp, const char *base_dir, const char *label,

@@ -132,8 +132,8 @@ ir_value *ir_graph_add_input(ir_graph *g, const char *name, const ir_type *t, ic
     return v;
 }
 
-ir_value *ir_graph_add_const(ir_graph *g, const char *name, const ir_type *t,
-                             const void *data, icc_diag *d)
+static ir_value *add_const(ir_graph *g, const char *name, const ir_type *t, const void *data,
+                           void *view, icc_diag *d)
 {
     if (!ir_type_is_static(t)) {
         ir_errorf(d, "constant '%s' has a non-static shape", name ? name : "");
@@ -151,7 +151,7 @@ ir_value *ir_graph_add_const(ir_graph *g, const char *name, const ir_type *t,
     if (!v)
         return NULL;
     v->type = *t;
-    tt.data = ir_arena_alloc(g->arena, tt.nbytes);
+    tt.data = view ? view : ir_arena_alloc(g->arena, tt.nbytes);
     if (!tt.data) {
         ir_errorf(d, "out of memory for constant '%s' (%zu bytes)", v->name, tt.nbytes);
         return NULL;
@@ -160,6 +160,18 @@ ir_value *ir_graph_add_const(ir_graph *g, const char *name, const ir_type *t,
         memcpy(tt.data, data, tt.nbytes);
     v->cval = tt;
     return v;
+}
+
+ir_value *ir_graph_add_const(ir_graph *g, const char *name, const ir_type *t,
+                             const void *data, icc_diag *d)
+{
+    return add_const(g, name, t, data, NULL, d);
+}
+
+ir_value *ir_graph_add_const_view(ir_graph *g, const char *name, const ir_type *t,
+                                  void *data, icc_diag *d)
+{
+    return add_const(g, name, t, NULL, data, d);
 }
 
 ir_node *ir_graph_add_node(ir_graph *g, int op, const char *name,

@@ -153,6 +153,9 @@ void *ir_arena_alloc(ir_arena *a, size_t n);
 char *ir_arena_strdup(ir_arena *a, const char *s);
 char *ir_arena_strndup(ir_arena *a, const char *s, size_t n);
 size_t ir_arena_bytes(const ir_arena *a);
+/* Hands a mmap'd region (addr, len as given to mmap) to the arena, which
+ * munmaps it when destroyed; -1 (nothing taken) on out of memory. */
+int ir_arena_adopt_mapping(ir_arena *a, void *addr, size_t len);
 
 /* ---- attributes ------------------------------------------------------- */
 
@@ -273,6 +276,13 @@ ir_value *ir_graph_add_input(ir_graph *g, const char *name, const ir_type *t,
  * right size is allocated, for the caller to fill through cval.data). */
 ir_value *ir_graph_add_const(ir_graph *g, const char *name, const ir_type *t,
                              const void *data, icc_diag *d);
+/* A constant whose payload stays where data points (not copied): memory
+ * that lives as long as the graph, e.g. a mapping the graph's arena took
+ * with ir_arena_adopt_mapping. data must be writable (a private mapping
+ * is: a write stays in this process) and aligned for the dtype, which is
+ * all a constant's readers assume (arena storage is 64-aligned). */
+ir_value *ir_graph_add_const_view(ir_graph *g, const char *name, const ir_type *t,
+                                  void *data, icc_diag *d);
 /* Appends a node; its nout output values are created with the given names
  * (NULL: a fresh name) and types (NULL: unknown type of dtype undef). */
 ir_node *ir_graph_add_node(ir_graph *g, int op, const char *name,

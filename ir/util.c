@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,8 +129,17 @@ typedef struct ir_block {
     _Alignas(64) unsigned char data[];
 } ir_block;
 
+/* A file mapping the arena took over (a large external-data constant
+ * read in place, not copied): unmapped when the arena goes. */
+typedef struct ir_mapping {
+    struct ir_mapping *next;
+    void *addr;
+    size_t len;
+} ir_mapping;
+
 struct ir_arena {
     ir_block *head;
+    ir_mapping *maps;
     size_t total;
 };
 
@@ -146,7 +156,22 @@ void ir_arena_destroy(ir_arena *a)
         n = b->next;
         free(b);
     }
+    for (ir_mapping *m = a->maps, *n; m; m = n) {
+        n = m->next;
+        munmap(m->addr, m->len);
+        free(m);
+    }
     free(a);
+}
+
+int ir_arena_adopt_mapping(ir_arena *a, void *addr, size_t len)
+{
+    ir_mapping *m = malloc(sizeof *m);
+    if (!m)
+        return -1;
+    *m = (ir_mapping){a->maps, addr, len};
+    a->maps = m;
+    return 0;
 }
 
 void *ir_arena_alloc(ir_arena *a, size_t n)

@@ -2,7 +2,8 @@
 # Rewrites tests/conformance/skips/*.txt, the node tests expected to skip in
 # each mode scripts/test.sh runs (given there as --expect-skips): through
 # the interpreter (its -O3 run uses the same file: passes do not change
-# which ops load), and compiled at -O0, -O2 (the default) and -O3. Run it
+# which ops load), and compiled at -O0, -O2 (the default) and -O3, and at
+# -O2 without binding shape-deciding inputs (--no-bind). Run it
 # after a change that makes tests stop skipping, then review the diff: a
 # line that appears is a test that stopped running.
 # Usage: scripts/update-skips.sh [BUILD_DIR]   (default: build)
@@ -28,4 +29,5 @@ write interp.txt
 write compiled-O0.txt --compiled -O0
 write compiled-O2.txt --compiled
 write compiled-O3.txt --compiled -O3
+write compiled-nobind.txt --compiled --no-bind
 git --no-pager diff --stat -- "$OUT" || true

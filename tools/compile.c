@@ -140,7 +140,7 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         /* model.so -> model.weights, where the runtime looks for it */
         size_t stem = strlen(o->out) - (ir_ends_with(o->out, ".so") ? 3 : ir_ends_with(o->out, ".o") ? 2 : 0);
         snprintf(wpath, sizeof wpath, "%.*s.weights", (int)stem, o->out);
-        if (icc_write_atomic(wpath, (const char *)p->weights, (size_t)p->weights_bytes, d) < 0) {
+        if (cg_program_write_weights(p, wpath, d) < 0) {
             wpath[0] = 0;
             goto done;
         }
@@ -152,6 +152,9 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         rc = be->write(a, o->out, rt, d);
     if (rc == 0 && o->external_out)
         *o->external_out = external;
+    const char *log = rc < 0 && o->verbose && be->write_log ? be->write_log(a) : NULL;
+    if (log)
+        fprintf(stderr, "icc: the linker's output:\n%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
 done:
     if (rc < 0 && wpath[0])
         unlink(wpath);

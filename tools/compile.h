@@ -20,6 +20,7 @@ typedef struct icc_compile_opts {
                                   32-bit relocations */
     bool *external_out;        /* if non-NULL: set to whether X.weights was written */
     bool profile;              /* --profile: per-kernel timing (cg_program_profile) */
+    bool verbose;              /* --verbose: a failed link prints the linker's full log to stderr */
 } icc_compile_opts;
 
 /* The description of the target triple/cpu name (NULL: the host, as

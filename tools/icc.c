@@ -59,6 +59,7 @@ typedef struct {
     const char *triple;       /* --target-triple=, or NULL for the host */
     const char *shapes[MAX_INPUTS];   /* --shape=NAME:1x3x224x224 */
     bool external_weights;            /* --weights=external */
+    bool verbose;                     /* --verbose: a failed link shows the linker's full log */
     int64_t embed_limit;              /* --weights=auto (default): past this, external; 0: never */
     bool profile;                     /* --profile: the run times each kernel */
     int nbinds;
@@ -136,6 +137,8 @@ static void usage(FILE *f)
         "                       load, checksum verified) instead of the .so's .rodata;\n"
         "                       =embedded: always in the .so; =auto (default): external past\n"
         "                       --embed-limit=BYTES (1 GiB), with a note\n"
+        "  --verbose            a failed link also prints the linker's full log (the error\n"
+        "                       itself is one line)\n"
         "  --bind=NAME=F.npy    make input NAME a constant with F's values (for inputs that\n"
         "                       decide shapes, e.g. a Reshape's shape or Reduce's axes, or\n"
         "                       an If's condition, so that the If folds to its branch)\n"
@@ -642,7 +645,7 @@ static int cmd_compile(const args *a)
     }
     bool external = false;
     icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2,
-                          a->external_weights, a->embed_limit, &external, a->profile};
+                          a->external_weights, a->embed_limit, &external, a->profile, a->verbose};
     if (icc_compile_graph(g, &o, &d) < 0) {
         icc_fail("%s: %s", a->model, d.msg);
         goto done;
@@ -1086,7 +1089,7 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
     if (dir) {
         snprintf(s->so, sizeof s->so, "%s/%s.so", dir, tag);
         icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false,
-                              a->embed_limit, NULL, false};
+                              a->embed_limit, NULL, false, a->verbose};
         if (icc_compile_graph(s->g, &o, d) < 0) {
             s->so[0] = 0;
             return ir_diag_prefix(d, "%s", model), -1;
@@ -1637,6 +1640,8 @@ int main(int argc, char **argv)
             weights_embedded = !strcmp(s + 10, "embedded");
         } else if (!strcmp(s, "--profile")) {
             a.profile = true;
+        } else if (!strcmp(s, "--verbose")) {
+            a.verbose = true;
         } else if (!strncmp(s, "--embed-limit=", 14)) {
             char *end;
             errno = 0;

@@ -13,6 +13,7 @@
 struct cg_artifact {
     const cg_target *t;        /* borrowed: the target outlives the artifact */
     LLVMModuleRef m;           /* owned */
+    char *link_log;            /* owned: the last failed link's output, or NULL */
 };
 
 static int llvm_target_create(const char *triple, const char *cpu, const char *features, int opt_level,
@@ -66,10 +67,13 @@ static int llvm_write(cg_artifact *a, const char *path, const char *runtime_lib,
     const char *objs[1] = {obj};
     const char *libs[7] = {"-Wl,--whole-archive", runtime_lib, "-Wl,--no-whole-archive", "-lm", "-lpthread", "-ldl",
                            soname};
-    int rc = cg_link_shared(objs, 1, libs, 7, path, d);
+    free(a->link_log);
+    int rc = cg_link_shared_log(objs, 1, libs, 7, path, &a->link_log, d);
     unlink(obj);
     return rc;
 }
+
+static const char *llvm_write_log(const cg_artifact *a) { return a->link_log; }
 
 static char *llvm_emit_text(cg_artifact *a, const char *kind, icc_diag *d)
 {
@@ -90,6 +94,7 @@ static void llvm_artifact_free(cg_artifact *a)
     if (!a)
         return;
     LLVMDisposeModule(a->m);
+    free(a->link_log);
     free(a);
 }
 
@@ -101,5 +106,6 @@ const cg_backend cg_llvm_backend = {
     .compile = llvm_compile,
     .write = llvm_write,
     .emit_text = llvm_emit_text,
+    .write_log = llvm_write_log,
     .artifact_free = llvm_artifact_free,
 };

@@ -337,7 +337,7 @@ static LLVMValueRef kernel_table(mctx *c)
  * I/O descriptions and the descriptor. */
 static int emit_model(mctx *c)
 {
-    const cg_program *p = c->p;
+    cg_program *p = c->p;
     LLVMTypeRef env_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
                                                                         c->ptr}, 7, 0);
     LLVMTypeRef args_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->ptr, c->i64, c->i64}, 5, 0);
@@ -529,9 +529,12 @@ static int emit_model(mctx *c)
     LLVMValueRef wglob = LLVMConstPointerNull(c->ptr);
     if (p->weights_bytes && !p->external_weights) {
         char wname[256];
+        const unsigned char *w = cg_program_weights(p, c->d);
+        if (!w)
+            return -1;
         snprintf(wname, sizeof wname, "%s_weights", c->prefix);
-        wglob = global_const(c, wname,
-                             LLVMConstStringInContext(c->cx, (const char *)p->weights, (unsigned)p->weights_bytes, 1), 64);
+        wglob = global_const(c, wname, LLVMConstStringInContext(c->cx, (const char *)w, (unsigned)p->weights_bytes, 1),
+                             64);
     }
     LLVMTypeRef td_ty = LLVMStructCreateNamed(c->cx, "icc_tensor_desc");
     LLVMStructSetBody(td_ty, (LLVMTypeRef[]){c->ptr, c->i32, c->i32, c->ptr, c->ptr}, 5, 0);

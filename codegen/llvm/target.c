@@ -504,30 +504,64 @@ char *cg_emit_llvm_ir(LLVMModuleRef m)
 
 /* ---- linking ------------------------------------------------------------ */
 
-/* Folds the driver's output into one line of out: non-empty lines joined
- * by "; ". */
-static void fold_lines(const char *s, char *out, size_t cap)
+/* The driver's output as one short line: the first line of the linker's
+ * own that says "error", "undefined" or "cannot find" (the lines before
+ * it are context such as "in function f"), else its first line, and how
+ * many more lines the full log has. */
+static void summarize_log(const char *s, char *out, size_t cap)
 {
-    size_t n = 0;
-    out[0] = 0;
-    while (*s) {
-        size_t len = strcspn(s, "\r\n");
-        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+    const char *any = NULL, *first = NULL, *pick = NULL;
+    size_t any_len = 0, first_len = 0, pick_len = 0;
+    int lines = 0;
+    for (const char *p = s; *p;) {
+        size_t len = strcspn(p, "\r\n");
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
             len--;
         if (len) {
-            int w = snprintf(out + n, cap - n, "%s%.*s", n ? "; " : "", (int)len, s);
-            if (w < 0 || (size_t)w >= cap - n)
-                return;
-            n += (size_t)w;
+            lines++;
+            if (!any)
+                any = p, any_len = len;
+            char line[1024];
+            snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+            /* the compiler driver's own closing line only says that
+             * the linker failed */
+            bool summary = !strncmp(line, "collect2:", 9) || strstr(line, "linker command failed");
+            if (!summary && !first)
+                first = p, first_len = len;
+            if (!summary && !pick && (strstr(line, "error") || strstr(line, "undefined") || strstr(line, "cannot find")))
+                pick = p, pick_len = len;
         }
-        s += strcspn(s, "\r\n");
-        s += strspn(s, "\r\n");
+        p += strcspn(p, "\r\n");
+        p += strspn(p, "\r\n");
     }
+    if (!pick)
+        pick = first, pick_len = first_len;
+    if (!pick)
+        pick = any, pick_len = any_len;
+    if (!pick) {
+        snprintf(out, cap, "no message");
+        return;
+    }
+    if (pick_len > 300)
+        pick_len = 300;
+    if (lines > 1)
+        snprintf(out, cap, "%.*s (%d more line%s: --verbose shows the linker's full log)", (int)pick_len, pick,
+                 lines - 1, lines == 2 ? "" : "s");
+    else
+        snprintf(out, cap, "%.*s", (int)pick_len, pick);
 }
 
 int cg_link_shared(const char *const *objs, int nobjs, const char *const *libs, int nlibs,
                    const char *out_path, icc_diag *d)
 {
+    return cg_link_shared_log(objs, nobjs, libs, nlibs, out_path, NULL, d);
+}
+
+int cg_link_shared_log(const char *const *objs, int nobjs, const char *const *libs, int nlibs,
+                       const char *out_path, char **log, icc_diag *d)
+{
+    if (log)
+        *log = NULL;
     if (nobjs <= 0)
         return ir_errorf(d, "link %s: no object files", out_path);
     if (nlibs < 0)
@@ -569,39 +603,52 @@ int cg_link_shared(const char *const *objs, int nobjs, const char *const *libs, 
         return ir_errorf(d, "link %s: cannot run cc: %s", out_path, strerror(rc));
     }
 
-    /* Keep the first part of the messages, but drain the pipe so the
-     * driver never blocks on a full one. */
-    char msg[768];
-    size_t n = 0;
+    /* All of the driver's output, drained so it never blocks on a full
+     * pipe; past 1 MiB only the count grows (a log that long is a flood
+     * of undefined symbols, and its start says what is wrong). */
+    size_t n = 0, cap = 4096;
+    char *msg = malloc(cap);
     for (;;) {
-        char chunk[512];
+        char chunk[4096];
         ssize_t got = read(fds[0], chunk, sizeof chunk);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
             break;
-        size_t take = (size_t)got < sizeof msg - 1 - n ? (size_t)got : sizeof msg - 1 - n;
-        memcpy(msg + n, chunk, take);
+        if (msg && n + (size_t)got + 1 > cap && cap < ((size_t)1 << 20)) {
+            char *nm = realloc(msg, cap * 4);
+            if (nm)
+                msg = nm, cap *= 4;
+        }
+        size_t take = msg && n + 1 < cap ? ((size_t)got < cap - 1 - n ? (size_t)got : cap - 1 - n) : 0;
+        if (take)
+            memcpy(msg + n, chunk, take);
         n += take;
     }
-    msg[n] = 0;
+    if (msg)
+        msg[n] = 0;
     close(fds[0]);
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) {
             unlink(tmp);
+            free(msg);
             return ir_errorf(d, "link %s: waitpid: %s", out_path, strerror(errno));
         }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         unlink(tmp);
         char line[768];
-        fold_lines(msg, line, sizeof line);
+        summarize_log(msg ? msg : "", line, sizeof line);
+        if (log && msg && n)
+            *log = msg;
+        else
+            free(msg);
         if (WIFEXITED(status))
-            return ir_errorf(d, "link %s failed (cc exit %d): %s", out_path, WEXITSTATUS(status),
-                             line[0] ? line : "no message");
+            return ir_errorf(d, "link %s failed (cc exit %d): %s", out_path, WEXITSTATUS(status), line);
         return ir_errorf(d, "link %s failed: cc killed by signal %d", out_path,
                          WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     }
+    free(msg);
     if (rename(tmp, out_path) != 0) {
         int e = errno;
         unlink(tmp);

@@ -104,8 +104,15 @@ char *cg_emit_llvm_ir(LLVMModuleRef m);
  * a shared library with the system compiler driver, `cc -shared`. The
  * driver writes a temporary file next to out_path, renamed on success, so
  * a failed link leaves no partial output (and keeps an older out_path).
- * The driver's messages are captured and folded into the one-line error. */
+ * The driver's messages are captured; the error is one line: the first
+ * that says "error" or "undefined" (else the first), and how many more
+ * the log has. */
 int cg_link_shared(const char *const *objs, int nobjs, const char *const *libs, int nlibs,
                    const char *out_path, icc_diag *d);
+/* The same; on a failed link *log (if log is non-NULL) receives the
+ * driver's whole output (malloc'd, the caller frees; NULL when there was
+ * none), for a --verbose report. */
+int cg_link_shared_log(const char *const *objs, int nobjs, const char *const *libs, int nlibs,
+                       const char *out_path, char **log, icc_diag *d);
 
 #endif

@@ -39,6 +39,8 @@ typedef struct {
     const ir_node *anchor;     /* the group's anchor, when epi_root is set */
     kir_expr *epi_val;         /* the anchor's value while lower_epi runs */
     bool epi_used;             /* lower_epi was called */
+    kir_block *root;           /* where red_outer starts the loop nest (NULL: the kernel's
+                                  body); a branch of a run-time choice (reduce.c) */
 } lctx;
 
 /* f16/bf16 compute in f32; other dtypes in themselves. */

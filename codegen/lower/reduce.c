@@ -1,6 +1,7 @@
 /* reduce.c - reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,
- * SumSquare,LogSum,LogSumExp} over constant axes, ArgMax/ArgMin and
- * CumSum/CumProd (axis a constant input), for every dtype the reference
+ * SumSquare,LogSum,LogSumExp} over constant axes or axes given at run
+ * time (below), ArgMax/ArgMin and CumSum/CumProd (axis a constant input
+ * or given at run time), for every dtype the reference
  * interpreter (ir/ref/reduce.c) accepts, plus the loop-nest helpers the
  * normalizations (norm.c) share.
  *
@@ -68,7 +69,7 @@ kir_block *red_outer(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
     for (int d = 0; d < t->rank; d++)
         if (!red[d])
             dims[n++] = t->dims[d];
-    kir_block *b = red_nest(c, &c->k->body, n, dims, sub);
+    kir_block *b = red_nest(c, c->root ? c->root : &c->k->body, n, dims, sub);
     n = 0;
     for (int d = 0; b && d < t->rank; d++)
         if (!red[d])
@@ -217,6 +218,190 @@ static bool is_reduce(int op)
     }
 }
 
+/* ---- axes given at run time ----------------------------------------------------- */
+
+/* The length of a node's axes input i when it is not a constant: an
+ * integer tensor of rank <= 1 whose length the type fixes. -1 when it is
+ * absent, a constant or of unknown length. */
+static int64_t dyn_axes_len(const ir_node *n, int i)
+{
+    const ir_value *a = n->nin > i ? n->in[i] : NULL;
+    if (!a || a->kind == IR_VAL_CONST || !ir_dtype_is_int(a->type.dtype) || a->type.rank > 1 ||
+        !ir_type_is_static(&a->type))
+        return -1;
+    return a->type.rank ? a->type.dims[0].v : 1;
+}
+
+#define DYN_MAX_MASKS 8
+
+/* Reduce* whose axes only the run knows. The output's shape is fixed at
+ * compile time, so the axes must be a set that gives it: L of them (L,
+ * the input's length, is static), keeping every other dim (and a 1 for
+ * each reduced one under keepdims) in order. Sets that differ only in
+ * dims of extent 1 compute the same values in the same order, so one
+ * stands for all of them. The kernel is compiled for each distinct set
+ * that fits (at most DYN_MAX_MASKS) and picks the one the run's axes
+ * are; axes out of range, repeated or fitting none fail. False when no
+ * set fits (or too many do): the input must then be bound (--bind). */
+static bool dyn_reduce_masks(const ir_node *n, bool masks[][IR_MAX_RANK], int *nmasks)
+{
+    *nmasks = 0;
+    int64_t len = dyn_axes_len(n, 1);
+    const ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
+    if (len <= 0 || !ir_type_is_static(x) || !ir_type_is_static(y) || len > x->rank)
+        return false;
+    bool keep = ir_attr_int(n, "keepdims", 1);
+    int r = x->rank;
+    for (unsigned s = 1; s < (1u << r); s++) {
+        if (__builtin_popcount(s) != len)
+            continue;
+        bool m[IR_MAX_RANK] = {0};
+        int o = 0;
+        bool fits = true;
+        for (int d = 0; d < r && fits; d++) {
+            m[d] = (s >> d) & 1;
+            if (m[d] && !keep)
+                continue;
+            fits = o < y->rank && y->dims[o].v == (m[d] ? 1 : x->dims[d].v);
+            o++;
+        }
+        if (!fits || o != y->rank)
+            continue;
+        bool same = false;
+        for (int i = 0; i < *nmasks && !same; i++) {
+            same = true;
+            for (int d = 0; d < r; d++)
+                if (x->dims[d].v != 1 && masks[i][d] != m[d])
+                    same = false;
+        }
+        if (same)
+            continue;
+        if (*nmasks == DYN_MAX_MASKS)
+            return false;
+        memcpy(masks[(*nmasks)++], m, sizeof m);
+    }
+    return *nmasks > 0;
+}
+
+/* Reads the len run-time axes of input i (for a tensor of rank r) into
+ * lets at the top of the kernel, sets cnt[d] to how many of them name
+ * dim d and *oob to whether one is out of range (the caller's fail, so
+ * that it can order the checks: one message per run). A failing run
+ * still computes (fail does not stop the kernel), but only over the
+ * compiled shapes, so it stays inside its buffers. */
+static int dyn_axes_read(lctx *c, int i, int64_t len, int r, kir_expr **cnt, kir_expr **oob_out)
+{
+    kir_kernel *k = c->k;
+    kir_block *top = &k->body;
+    int ids[IR_MAX_RANK];
+    kir_expr *oob = NULL;
+    for (int64_t j = 0; j < len; j++) {
+        kir_expr *idx[1] = {lw_i64c(k, j)};
+        kir_expr *a = kir_let(k, top, kir_op1(k, KIR_CAST, IR_I64, lower_in(c, i, idx)));
+        if (!a)
+            return -1;
+        int aid = a->var;
+        kir_expr *bad = kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_LT, IR_BOOL, a, lw_i64c(k, -r)),
+                                kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, r), kir_letv(k, aid)));
+        oob = oob ? kir_op2(k, KIR_OR, IR_BOOL, oob, bad) : bad;
+        kir_expr *nv = kir_let(k, top, kir_op3(k, KIR_SELECT, IR_I64,
+                                               kir_op2(k, KIR_LT, IR_BOOL, kir_letv(k, aid), lw_i64c(k, 0)),
+                                               lw_iaddc(k, kir_letv(k, aid), r), kir_letv(k, aid)));
+        if (!nv)
+            return -1;
+        ids[j] = nv->var;
+    }
+    if (!(*oob_out = kir_let(k, top, oob)))
+        return -1;
+    for (int d = 0; d < r; d++) {
+        cnt[d] = lw_i64c(k, 0);
+        for (int64_t j = 0; j < len; j++)
+            cnt[d] = kir_iadd(k, cnt[d], kir_op3(k, KIR_SELECT, IR_I64,
+                                                 kir_op2(k, KIR_EQ, IR_BOOL, kir_letv(k, ids[j]), lw_i64c(k, d)),
+                                                 lw_i64c(k, 1), lw_i64c(k, 0)));
+        if (!(cnt[d] = kir_let(k, top, cnt[d])))
+            return -1;
+    }
+    return 0;
+}
+
+static int lower_reduce_mask(lctx *c, const bool *red);
+
+/* The reduction for each set dyn_reduce_masks allows, under a test of
+ * the run's axes: each dim named at most once, the dims of extent > 1
+ * named exactly as in the set. One set needs no branch, so its loops
+ * stay parallel; several run serially in their branch. */
+static int lower_reduce_dyn(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *x = &n->in[0]->type;
+    bool masks[DYN_MAX_MASKS][IR_MAX_RANK];
+    int nm, r = x->rank;
+    if (!dyn_reduce_masks(n, masks, &nm))
+        return -1;
+    kir_expr *cnt[IR_MAX_RANK], *oob;
+    if (dyn_axes_read(c, 1, dyn_axes_len(n, 1), r, cnt, &oob) < 0)
+        return -1;
+    kir_expr *rep = NULL, *none = NULL, *is[DYN_MAX_MASKS];
+    for (int d = 0; d < r; d++) {
+        kir_expr *t = kir_op2(k, KIR_LT, IR_BOOL, lw_i64c(k, 1), kir_letv(k, cnt[d]->var));
+        rep = rep ? kir_op2(k, KIR_OR, IR_BOOL, rep, t) : t;
+    }
+    for (int i = 0; i < nm; i++) {
+        kir_expr *e = kir_const_i(k, IR_BOOL, 1);
+        for (int d = 0; d < r; d++)
+            if (x->dims[d].v != 1)
+                e = kir_op2(k, KIR_AND, IR_BOOL, e,
+                            kir_op2(k, KIR_EQ, IR_BOOL, kir_letv(k, cnt[d]->var), lw_i64c(k, masks[i][d])));
+        if (!(is[i] = kir_let(k, &k->body, e)))
+            return -1;
+        kir_expr *no = kir_op1(k, KIR_NOT, IR_BOOL, kir_letv(k, is[i]->var));
+        none = none ? kir_op2(k, KIR_AND, IR_BOOL, none, no) : no;
+    }
+    /* one message per run, the first that applies: out of range, then
+     * repeated, then not the compiled shape (named in the message) */
+    rep = kir_let(k, &k->body, kir_op2(k, KIR_AND, IR_BOOL, rep, kir_op1(k, KIR_NOT, IR_BOOL, kir_letv(k, oob->var))));
+    if (!rep)
+        return -1;
+    none = kir_op2(k, KIR_AND, IR_BOOL, none, kir_op1(k, KIR_NOT, IR_BOOL, kir_letv(k, oob->var)));
+    none = kir_op2(k, KIR_AND, IR_BOOL, none, kir_op1(k, KIR_NOT, IR_BOOL, kir_letv(k, rep->var)));
+    char msg[400], shp[128] = "";
+    const ir_type *y = &n->out[0]->type;
+    for (int d = 0; d < y->rank; d++)
+        snprintf(shp + strlen(shp), sizeof shp - strlen(shp), "%s%lld", d ? "," : "", (long long)y->dims[d].v);
+    const char *op = ir_ops[n->op].name;
+    kir_stmt *f0 = kir_if(k, &k->body, kir_letv(k, oob->var));
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): an axis given at run time is out of range for rank %d", n->name,
+             op, r);
+    if (!f0 || !kir_fail(k, &f0->body, msg))
+        return -1;
+    kir_stmt *f1 = kir_if(k, &k->body, kir_letv(k, rep->var));
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): an axis given at run time is listed twice", n->name, op);
+    if (!f1 || !kir_fail(k, &f1->body, msg))
+        return -1;
+    kir_stmt *f2 = kir_if(k, &k->body, none);
+    snprintf(msg, sizeof msg,
+             "node '%.200s' (%s): the axes given at run time do not give the output shape [%s] the model "
+             "was compiled for",
+             n->name, op, shp);
+    if (!f2 || !kir_fail(k, &f2->body, msg))
+        return -1;
+    if (nm == 1)
+        return lower_reduce_mask(c, masks[0]);
+    for (int i = 0; i < nm; i++) {
+        kir_stmt *br = kir_if(k, &k->body, kir_letv(k, is[i]->var));
+        if (!br)
+            return -1;
+        c->root = &br->body;
+        int rc = lower_reduce_mask(c, masks[i]);
+        c->root = NULL;
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The reduced dims from the constant axes input (absent or empty: all,
  * or none with noop_with_empty_axes: *noop). False for axes that are not
  * constant, out of range or repeated (the reference rejects those). */
@@ -227,8 +412,13 @@ static bool reduce_axes(const ir_node *n, bool *red, bool *noop)
     *noop = false;
     const ir_value *a = n->nin > 1 ? n->in[1] : NULL;
     int64_t cnt = 0;
-    if (a) {
-        if (a->kind != IR_VAL_CONST || !ir_dtype_is_int(a->cval.dtype) || a->cval.rank > 1)
+    if (a && a->kind != IR_VAL_CONST) {
+        /* given at run time: only an empty list (its length is static) is
+         * known now; dyn_reduce_masks handles the rest */
+        if (dyn_axes_len(n, 1) != 0)
+            return false;
+    } else if (a) {
+        if (!ir_dtype_is_int(a->cval.dtype) || a->cval.rank > 1)
             return false;
         cnt = a->cval.numel;
         for (int64_t i = 0; i < cnt; i++) {
@@ -406,14 +596,21 @@ static int lower_reduce_rows(lctx *c, const bool *red)
 
 static int lower_reduce_op(lctx *c)
 {
+    bool red[IR_MAX_RANK], noop;
+    if (!reduce_axes(c->n, red, &noop))
+        return lower_reduce_dyn(c);
+    if (noop)
+        return lower_copy_all(c);
+    return lower_reduce_mask(c, red);
+}
+
+/* The reduction over the dims red marks (at least one, or every dim of
+ * extent 1). */
+static int lower_reduce_mask(lctx *c, const bool *red)
+{
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     const ir_type *t = &n->in[0]->type;
-    bool red[IR_MAX_RANK], noop;
-    if (!reduce_axes(n, red, &noop))
-        return -1;
-    if (noop)
-        return lower_copy_all(c);
     if (rows_ok(n, red, c->s->lanes))
         return lower_reduce_rows(c, red);
     int op = n->op;
@@ -592,14 +789,51 @@ static int lower_cum_rows(lctx *c, int axis)
     return kir_store(k, p, c->out, ix, y) ? 0 : -1;
 }
 
+static int lower_cum_axis(lctx *c, int axis);
+
+/* The axis given at run time: the output's shape is the input's whatever
+ * the axis, so only the scan's direction waits for the run. The kernel
+ * has one scan per axis, each under a test of the (normalized) run's
+ * axis, and fails on one out of range. */
+static int lower_cum_dyn(lctx *c)
+{
+    kir_kernel *k = c->k;
+    int r = c->n->in[0]->type.rank;
+    kir_expr *cnt[IR_MAX_RANK], *oob;
+    if (dyn_axes_len(c->n, 1) != 1 || dyn_axes_read(c, 1, 1, r, cnt, &oob) < 0)
+        return -1;
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): the axis given at run time is out of range for rank %d",
+             c->n->name, ir_ops[c->n->op].name, r);
+    kir_stmt *f = kir_if(k, &k->body, kir_letv(k, oob->var));
+    if (!f || !kir_fail(k, &f->body, msg))
+        return -1;
+    for (int d = 0; d < r; d++) {
+        kir_stmt *br = kir_if(k, &k->body, kir_op2(k, KIR_EQ, IR_BOOL, kir_letv(k, cnt[d]->var), lw_i64c(k, 1)));
+        if (!br)
+            return -1;
+        c->root = &br->body;
+        int rc = lower_cum_axis(c, d);
+        c->root = NULL;
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int lower_cum(lctx *c)
+{
+    int axis;
+    if (!cum_axis(c->n, &axis))
+        return lower_cum_dyn(c);
+    return lower_cum_axis(c, axis);
+}
+
+static int lower_cum_axis(lctx *c, int axis)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     const ir_type *t = &n->in[0]->type;
-    int axis;
-    if (!cum_axis(n, &axis))
-        return -1;
     const ir_dim *last = &t->dims[t->rank - 1];
     if (axis < t->rank - 1 && ir_dim_is_const(t->dims[axis]) && t->dims[axis].v >= 1 &&
         lw_compute_dtype(t->dtype) == t->dtype &&
@@ -646,8 +880,10 @@ bool cg_can_lower_reduce(const ir_node *n)
     if (is_reduce(n->op)) {
         bool red[IR_MAX_RANK], noop;
         bool minmax = n->op == IR_OP_REDUCE_MAX || n->op == IR_OP_REDUCE_MIN;
+        bool masks[DYN_MAX_MASKS][IR_MAX_RANK];
+        int nm;
         return n->nout == 1 && (num || (minmax && xt == IR_BOOL)) && n->out[0]->type.dtype == xt &&
-               reduce_axes(n, red, &noop);
+               (reduce_axes(n, red, &noop) || dyn_reduce_masks(n, masks, &nm));
     }
     switch (n->op) {
     case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: {
@@ -656,7 +892,9 @@ bool cg_can_lower_reduce(const ir_node *n)
     }
     case IR_OP_CUM_SUM: case IR_OP_CUM_PROD: {
         int axis;
-        return n->nout == 1 && num && n->out[0]->type.dtype == xt && cum_axis(n, &axis);
+        /* a run-time axis: a scalar (or [1]) over a static input of rank >= 1 */
+        bool dyn = dyn_axes_len(n, 1) == 1 && x->rank >= 1 && ir_type_is_static(x);
+        return n->nout == 1 && num && n->out[0]->type.dtype == xt && (cum_axis(n, &axis) || dyn);
     }
     default:
         return false;

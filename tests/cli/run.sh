@@ -297,6 +297,37 @@ auto_external_weights() {
     cmp "$T/lim_out/probs.npy" "$T/emb_out/probs.npy"
 }
 check "weights past --embed-limit go to X.weights with a note; --weights=embedded keeps them in" auto_external_weights
+# A failed link is one line naming the linker's first real complaint; --verbose
+# adds the full log (here: a "runtime" that is not an archive).
+printf 'not an archive\n' >"$T/notar.a"
+fails_cleanly "a failed link: one line, the linker's own error" \
+  "link .*bad.so failed \\(cc exit 1\\): .*notar.a:1: syntax error \\(2 more lines: --verbose shows" \
+  env ICC_RUNTIME_LIB="$T/notar.a" "$ICC" "$M" -o "$T/bad.so"
+link_log_verbose() {
+  ICC_RUNTIME_LIB="$T/notar.a" "$ICC" "$M" -o "$T/bad.so" --verbose 2>"$T/link_err" && return 1
+  grep -q "^icc: the linker's output:" "$T/link_err" && grep -q "^collect2: error: ld returned 1" "$T/link_err" &&
+    grep -q "file format not recognized" "$T/link_err" && [ ! -e "$T/bad.so" ] || { cat "$T/link_err"; return 1; }
+}
+check "a failed link with --verbose prints the linker's full log" link_log_verbose
+# Reduce axes given at run time: the output shape is fixed when compiling, so
+# axes that would give another shape are refused by the kernel, naming it.
+python3 - "$T" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto as TP
+g = helper.make_graph([helper.make_node("ReduceSum", ["x", "a"], ["y"], keepdims=1, name="r")], "g",
+                      [helper.make_tensor_value_info("x", TP.FLOAT, [4, 5]),
+                       helper.make_tensor_value_info("a", TP.INT64, [1])],
+                      [helper.make_tensor_value_info("y", TP.FLOAT, [4, 1])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), sys.argv[1] + "/rsum.onnx")
+np.save(sys.argv[1] + "/rsum_x.npy", np.arange(20, dtype=np.float32).reshape(4, 5))
+np.save(sys.argv[1] + "/rsum_a1.npy", np.array([1])); np.save(sys.argv[1] + "/rsum_a0.npy", np.array([0]))
+PY
+"$ICC" "$T/rsum.onnx" -o "$T/rsum.so" >/dev/null 2>&1
+check "run-time Reduce axes: the compiled axes give the sums" sh -c "'$ICC' run '$T/rsum.so' --input x='$T/rsum_x.npy' \
+  --input a='$T/rsum_a1.npy' | grep -qF '[10, 35, 60, 85]'"
+fails_cleanly "run-time Reduce axes: others are refused, naming the compiled shape" \
+  "node 'r' \\(ReduceSum\\): the axes given at run time do not give the output shape \\[4,1\\] the model was compiled for" \
+  "$ICC" run "$T/rsum.so" --input x="$T/rsum_x.npy" --input a="$T/rsum_a0.npy"
 fails_cleanly "--embed-limit: not a number" "expected a positive number of bytes" "$ICC" "$M" --embed-limit=lots -o "$T/no.so"
 fails_cleanly "info --shape: a fixed dim" "dim 1 of 'image' is fixed at 1" "$ICC" info "$M" --shape=image:3x2x8x8
 # icc bench: its output's structure and arithmetic (not its timings).

@@ -35,6 +35,12 @@ def model(node, inputs, out_dt=F):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def model_y(node, inputs, yshape):
+    """model() with y's shape declared: an output shape the axes do not fix alone"""
+    g = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", F, yshape)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 X = np.arange(20, dtype=np.float32).reshape(4, 5)
 # (name, model, feeds that are valid, feeds that the reference rejects, reason in both messages)
 CASES = [
@@ -63,6 +69,20 @@ CASES = [
     ("reverse_sequence", model(helper.make_node("ReverseSequence", ["x", "l"], ["y"], time_axis=0, batch_axis=1,
                                                 name="n"), [vi("x", F, [4, 5]), vi("l", I64, [5])]),
      {"x": X, "l": np.array([1, 2, 3, 4, 0])}, {"x": X, "l": np.array([1, 2, 5, 4, 0])}, "out of range [0, 4]"),
+    # axes given at run time (docs/codegen.md): the compiled kernel checks them
+    ("reduce_sum_axes_range", model_y(helper.make_node("ReduceSum", ["x", "a"], ["y"], keepdims=1, name="n"),
+                                      [vi("x", F, [4, 5]), vi("a", I64, [1])], [4, 1]),
+     {"x": X, "a": np.array([-1])}, {"x": X, "a": np.array([2])}, "is out of range for rank 2"),
+    ("reduce_max_axes_twice", model_y(helper.make_node("ReduceMax", ["x", "a"], ["y"], keepdims=1, name="n"),
+                                      [vi("x", F, [4, 1, 5]), vi("a", I64, [2])], [4, 1, 1]),
+     {"x": X.reshape(4, 1, 5), "a": np.array([2, 1])}, {"x": X.reshape(4, 1, 5), "a": np.array([1, -2])},
+     "is listed twice"),
+    ("reduce_mean_axes_either", model_y(helper.make_node("ReduceMean", ["x", "a"], ["y"], keepdims=0, name="n"),
+                                        [vi("x", F, [4, 4]), vi("a", I64, [1])], [4]),
+     {"x": X[:, :4], "a": np.array([0])}, {"x": X[:, :4], "a": np.array([-3])}, "is out of range for rank 2"),
+    ("cumsum_axis_range", model(helper.make_node("CumSum", ["x", "a"], ["y"], name="n"),
+                                [vi("x", F, [4, 5]), vi("a", I64, [])]),
+     {"x": X, "a": np.array(1)}, {"x": X, "a": np.array(-3)}, "is out of range for rank 2"),
     # static shapes: no data is valid (the run always fails, in both)
     ("argmin_empty", model(helper.make_node("ArgMin", ["x"], ["y"], axis=1, name="n"), [vi("x", F, [3, 0])],
                            out_dt=I64),

@@ -294,6 +294,69 @@ static void expect_ext_error(const char *loc, const char *off, const char *len, 
     ck_assert_msg(strstr(d.msg, want), "message '%s' lacks '%s'", d.msg, want);
 }
 
+/* A payload of at least FE_MAP_MIN_BYTES at an offset aligned for its dtype
+ * is mapped, not read: the values are the file's, a write to the constant stays in
+ * this process (the mapping is private), and the graph unmaps it. The same
+ * bytes at an unaligned offset are read as before. */
+/* whether this process maps a file whose name ends in name */
+static bool maps_file(const char *name)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    bool found = false;
+    size_t n = strlen(name);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        size_t l = strlen(line);
+        found |= l >= n && !strcmp(line + l - n, name);
+    }
+    fclose(f);
+    return found;
+}
+
+static Onnx__ModelProto *big_ext_model(const char *off, int64_t n)
+{
+    Onnx__ModelProto *m = ext_model("big.bin", off, NULL);
+    m->graph->initializer[0]->dims[0] = n;
+    return m;
+}
+
+START_TEST(external_data_mapped)
+{
+    strcpy(tmpdir, "/tmp/icc_fe_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    const int64_t n = (1 << 20) / 4 + 16;  /* a little over 1 MiB of f32 */
+    float *payload = malloc(sizeof(float) * (size_t)(n + 16));
+    ck_assert_ptr_nonnull(payload);
+    for (int64_t i = 0; i < n + 16; i++)
+        payload[i] = (float)i;
+    write_file("big.bin", payload, sizeof(float) * (size_t)(n + 16));
+    const char *offs[2] = {"12", "6"}; /* mapped; read (not aligned for f32) */
+    for (int k = 0; k < 2; k++) {
+        icc_diag d;
+        ir_graph *g = load_dir(big_ext_model(offs[k], n), tmpdir, true, &d);
+        ck_assert_msg(g, "%s", d.msg);
+        float *v = find_value(g, "w")->cval.data;
+        ck_assert(!memcmp(v, (const char *)payload + atoi(offs[k]), sizeof(float) * (size_t)n));
+        ck_assert_int_eq(maps_file("big.bin"), k == 0);
+        v[0] = -1;  /* private: the file keeps its bytes */
+        ir_graph_destroy(g);
+        ck_assert(!maps_file("big.bin"));
+    }
+    char p[256];
+    snprintf(p, sizeof p, "%s/big.bin", tmpdir);
+    FILE *f = fopen(p, "rb");
+    ck_assert_ptr_nonnull(f);
+    float head[17];
+    ck_assert_uint_eq(fread(head, sizeof(float), 17, f), 17);
+    fclose(f);
+    ck_assert(head[1] == 1 && head[16] == 16);
+    free(payload);
+    rm_tmpdir();
+}
+END_TEST
+
 START_TEST(external_data)
 {
     strcpy(tmpdir, "/tmp/icc_fe_XXXXXX");
@@ -545,6 +608,7 @@ static Suite *frontend_data_suite(void)
     tcase_add_test(tc, tensor_size_errors);
     tcase_add_test(tc, constant_value_forms);
     tcase_add_test(tc, external_data);
+    tcase_add_test(tc, external_data_mapped);
     tcase_add_test(tc, deep_nesting_rejected);
     tcase_add_test(tc, truncated_and_garbage_bytes);
     tcase_add_test(tc, tensor_file);
