@@ -1208,8 +1208,15 @@ int lower_conv(lctx *c)
     case IR_OP_CONV:
     case IR_OP_CONV_INTEGER:
         return lower_conv_op(c);
-    case IR_OP_CONV_TRANSPOSE:
+    case IR_OP_CONV_TRANSPOSE: {
+        geom g;
+        if (convt_geom(c->n, &g) && g.n == 2) {
+            cg_conv2d d2 = conv2d_of(&g);
+            if (cg_convtranspose_ok(c->n, &d2))
+                return lower_convtranspose_direct(c, &d2);
+        }
         return lower_conv_transpose(c);
+    }
     case IR_OP_MAX_POOL:
     case IR_OP_AVERAGE_POOL:
     case IR_OP_LP_POOL:
