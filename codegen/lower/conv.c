@@ -1065,7 +1065,7 @@ static int lower_conv_op(lctx *c)
     if (!window_geom(c->n, &g))
         return -1;
     cg_conv2d d2 = g.n == 2 ? conv2d_of(&g) : (cg_conv2d){0};
-    if (g.n == 2 && g.cg > 0 && cg_conv_dw_ok(c->n, &d2))
+    if (g.n == 2 && g.cg > 0 && cg_conv_dw_ok(c, &d2))
         return lower_conv_dw(c, &d2);
     /* No input channels: the output is the bias (or zero); the schedules
      * below divide by the channel count. */

@@ -19,7 +19,7 @@ typedef struct cg_conv2d {
 /* Depthwise-like Conv (one input channel per group: y channel m reads x
  * channel m / mg): a vector loop along the output row whose taps stay in
  * registers; the row's ends, where taps leave the input, run scalar. */
-bool cg_conv_dw_ok(const ir_node *n, const cg_conv2d *g);
+bool cg_conv_dw_ok(const lctx *c, const cg_conv2d *g);
 int lower_conv_dw(lctx *c, const cg_conv2d *g);
 
 /* ConvTranspose with unit dilation: per output position only the taps of

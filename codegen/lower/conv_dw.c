@@ -33,9 +33,13 @@ static int64_t ceil_div0(int64_t a, int64_t s)
     return a <= 0 ? 0 : (a + s - 1) / s;
 }
 
-bool cg_conv_dw_ok(const ir_node *n, const cg_conv2d *g)
+/* Rows narrower than a vector leave the loop mostly to its scalar ends:
+ * there the generic schedule, which vectorizes over the flattened plane,
+ * measured faster (512 channels of 7x7: 0.045 against 0.066 ms). */
+bool cg_conv_dw_ok(const lctx *c, const cg_conv2d *g)
 {
-    if (n->op != IR_OP_CONV || g->cg != 1 || g->group < 2)
+    const ir_node *n = c->n;
+    if (n->op != IR_OP_CONV || g->cg != 1 || g->group < 2 || g->out[1] < c->s->lanes)
         return false;
     for (int i = 0; i < n->nin && i < 3; i++)
         if (n->in[i] && n->in[i]->type.dtype != IR_F32)
