@@ -11,6 +11,7 @@
  * turns the result into code (codegen/backend.h).
  */
 #include "codegen/program.h"
+#include "codegen/cost.h"
 #include "icc/runtime.h"
 #include "ir/ops.h"
 
@@ -674,8 +675,10 @@ static int lower_kernels(pbuild *c, const char *prefix)
             kir_kernel_destroy(k);
             return -1;
         }
+        int64_t ops = cg_cost_trip_ops(k, c->s->lanes);
         *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
-                          .trips = parallel_trips(k)};
+                          .trips = parallel_trips(k), .trip_ops = ops,
+                          .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
         p->nkernels++;
         if (k->nfails && add_fail_messages(p, k, c->d) < 0)
             return -1;

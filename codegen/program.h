@@ -55,6 +55,12 @@ typedef struct cg_kernel {
      * over the runtime's threads through begin/end; {0, 0}: the kernel
      * is called once with the whole range. */
     ir_dim trips;
+    /* Estimated ops of one trip (codegen/cost.h), and the fewest trips
+     * of a parallel chunk (cg_schedule.par_chunk_ops worth of them): the
+     * run gives a thread no smaller piece, and runs the kernel serially
+     * when that leaves fewer than two chunks. */
+    int64_t trip_ops;
+    int64_t min_chunk_trips;
 } cg_kernel;
 
 /* An intermediate of a dynamic program: at run time it goes at the

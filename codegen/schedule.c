@@ -23,6 +23,10 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->tile_mc_blocks = 16;
     s->tile_nc_panels = 8;
     s->min_chunks = 8;
+    /* ~5 µs of one core's work (docs/performance.md, "Threads"): the
+     * pool's fork/join costs 1-3 µs when its workers are polling and
+     * tens when they must be woken, so smaller pieces lose. */
+    s->par_chunk_ops = 20000;
     s->dot_tiles = wide ? 4 : 2;
     s->dot_chunk = 16;
     s->conv_kc = 128;

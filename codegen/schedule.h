@@ -35,6 +35,10 @@ typedef struct cg_schedule {
     int tile_mc_blocks;        /* row blocks of a parallel chunk: its A block stays in L2 */
     int tile_nc_panels;        /* column panels of a parallel chunk */
     int min_chunks;            /* at least this many parallel chunks, so threads balance */
+    /* The least work (codegen/cost.h ops) worth a parallel chunk: a
+     * kernel runs on more threads only when each gets this much, so a
+     * small kernel does not pay the pool's fork/join for nothing. */
+    int64_t par_chunk_ops;
     /* transposed-B contractions: dot-product tiles along k */
     int dot_tiles;             /* dot x dot accumulators */
     int dot_chunk;             /* tiles of rows (and of columns) in a parallel chunk */

@@ -3,11 +3,34 @@
  * Each context owns one pool: nthreads - 1 persistent workers plus the
  * calling thread. A job hands out [0, n) in chunks from an atomic counter,
  * so a slow thread does not hold the others up, and the caller works too
- * instead of waiting idle. Between jobs workers block on a condition
- * variable: after a run returns no thread spins. Workers start at the
- * first job with parallel work (a context that never needs them never
- * creates them); if the OS refuses a thread the pool runs with fewer,
- * down to the caller alone, which is slower but still correct.
+ * instead of waiting idle. Workers start at the first job with parallel
+ * work (a context that never needs them never creates them); if the OS
+ * refuses a thread the pool runs with fewer, down to the caller alone,
+ * which is slower but still correct.
+ *
+ * Fork/join is what makes small kernels lose from threads, so it avoids
+ * the kernel where it can:
+ *  - After a job a worker polls for the next one for spin_ns (a few µs,
+ *    ICC_SPIN_US) before it blocks on `wake`: back-to-back kernels then
+ *    start without a futex wake. The poll is bounded because on a
+ *    shared, oversubscribed machine a spinning thread takes the CPU the
+ *    caller's other threads need; after a run returns every worker is
+ *    asleep within spin_ns.
+ *  - The caller signals `wake` only when some worker sleeps (`sleepers`).
+ *  - The join waits only for the workers that entered the job, not for
+ *    all of them: `entry` packs the job's generation, an open bit and the
+ *    count of workers inside. A worker enters by a compare-and-swap on
+ *    an open entry of the generation it saw; the caller, its own chunks
+ *    done (so every chunk is taken), clears the open bit and waits for
+ *    the count to drop to zero. A worker the OS wakes late finds the job
+ *    closed and goes back to waiting, so a descheduled thread never
+ *    delays a kernel by more than the chunk it holds.
+ * Memory order: the job's fields are written before `entry` is
+ * published (seq_cst) and read after a successful entry (acquire); the
+ * sleep/wake hand-offs are Dekker pairs on seq_cst atomics (the waiter
+ * announces itself, then re-reads the condition; the signaller changes
+ * the condition, then reads the announcement) with the mutex held around
+ * the wait, so no wake-up is lost.
  */
 #define _GNU_SOURCE
 #include "runtime/rt.h"
@@ -17,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAX_THREADS = 1024 };
@@ -42,6 +66,11 @@ int rt_default_threads(char *err, size_t errlen)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
+enum { SPIN_US_DEFAULT = 5 };
+#define OPEN ((uint64_t)1 << 31)
+#define ACTIVE(e) ((e) & (OPEN - 1))
+#define GEN(e) ((uint32_t)((e) >> 32))
+
 void rt_pool_init(rt_pool *p, int nthreads, const icc_allocator *alloc)
 {
     memset(p, 0, sizeof *p);
@@ -51,7 +80,49 @@ void rt_pool_init(rt_pool *p, int nthreads, const icc_allocator *alloc)
     p->nthreads = nthreads < 1 ? 1 : nthreads > MAX_THREADS ? MAX_THREADS : nthreads;
     if (alloc)
         p->alloc = *alloc;
+    long us = SPIN_US_DEFAULT;
+    const char *env = getenv("ICC_SPIN_US");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (!*end && v >= 0 && v <= 1000000)
+            us = v;
+    }
+    p->spin_ns = (int64_t)us * 1000;
 }
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Polls until cond(p, v) is false or spin_ns passed; the clock is read
+ * once per 64 polls (a pause is tens of cycles, a clock read ~20 ns). */
+#define SPIN_WHILE(p, cond)                                                                                  \
+    do {                                                                                                     \
+        int64_t until_ = -1;                                                                                 \
+        for (int spins_ = 0; (cond); spins_++) {                                                             \
+            if ((spins_ & 63) == 63) {                                                                       \
+                int64_t t_ = now_ns();                                                                       \
+                if (until_ < 0)                                                                              \
+                    until_ = t_ + (p)->spin_ns;                                                              \
+                else if (t_ >= until_)                                                                       \
+                    break;                                                                                   \
+            }                                                                                                \
+            cpu_relax();                                                                                     \
+        }                                                                                                    \
+    } while (0)
 
 static void run_chunks(rt_pool *p)
 {
@@ -65,24 +136,48 @@ static void run_chunks(rt_pool *p)
     }
 }
 
+/* The entry of the first job after generation seen (or at stop). */
+static uint64_t next_job(rt_pool *p, uint32_t seen)
+{
+    uint64_t e = atomic_load_explicit(&p->entry, memory_order_acquire);
+    if (p->spin_ns > 0)
+        SPIN_WHILE(p, GEN(e = atomic_load_explicit(&p->entry, memory_order_acquire)) == seen &&
+                          !atomic_load_explicit(&p->stop, memory_order_relaxed));
+    if (GEN(e) != seen || atomic_load(&p->stop))
+        return e;
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->sleepers, 1);
+    while (!atomic_load(&p->stop) && GEN(e = atomic_load(&p->entry)) == seen)
+        pthread_cond_wait(&p->wake, &p->mu);
+    atomic_fetch_sub(&p->sleepers, 1);
+    pthread_mutex_unlock(&p->mu);
+    return e;
+}
+
 static void *worker(void *arg)
 {
     rt_pool *p = arg;
-    pthread_mutex_lock(&p->mu);
-    uint64_t seen = p->gen0;
+    uint32_t seen = GEN(atomic_load(&p->entry));
     for (;;) {
-        while (!p->stop && p->gen == seen)
-            pthread_cond_wait(&p->wake, &p->mu);
-        if (p->stop)
+        uint64_t e = next_job(p, seen);
+        if (atomic_load(&p->stop))
             break;
-        seen = p->gen;
-        pthread_mutex_unlock(&p->mu);
+        seen = GEN(e);
+        /* enter while the job is open; a closed one is over */
+        while ((e & OPEN) && GEN(e) == seen &&
+               !atomic_compare_exchange_weak_explicit(&p->entry, &e, e + 1, memory_order_acquire,
+                                                      memory_order_acquire))
+            ;
+        if (!(e & OPEN) || GEN(e) != seen)
+            continue;
         run_chunks(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
+        uint64_t left = atomic_fetch_sub(&p->entry, 1) - 1;
+        if (ACTIVE(left) == 0 && !(left & OPEN) && atomic_load(&p->waiting)) {
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -93,7 +188,6 @@ static void start_workers(rt_pool *p)
     p->threads = rt_alloc(&p->alloc, sizeof *p->threads * (size_t)want, _Alignof(pthread_t));
     if (!p->threads)
         return;
-    p->gen0 = p->gen;
     for (int i = 0; i < want; i++) {
         if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
             break;
@@ -106,39 +200,53 @@ void rt_parallel_for(void *pool, int64_t n, void (*fn)(void *, int64_t), void *a
     rt_pool *p = pool;
     if (n <= 0)
         return;
-    if (p->nthreads > 1 && !p->tried && !p->busy && n > 1)
+    int busy = atomic_load_explicit(&p->busy, memory_order_relaxed);
+    if (p->nthreads > 1 && !p->tried && !busy && n > 1)
         start_workers(p);
     /* Serial: one index, no workers, or a nested call from inside a job
      * (the workers are taken; waiting for them would deadlock). */
-    if (n == 1 || p->nworkers == 0 || p->busy || n > INT64_MAX / 4) {
+    if (n == 1 || p->nworkers == 0 || busy || n > INT64_MAX / 4) {
         for (int64_t i = 0; i < n; i++)
             fn(arg, i);
         return;
     }
     int64_t parts = (int64_t)(p->nworkers + 1) * 4; /* some slack for uneven chunks */
-    pthread_mutex_lock(&p->mu);
+    atomic_store_explicit(&p->busy, 1, memory_order_relaxed);
     p->fn = fn;
     p->arg = arg;
     p->n = n;
     p->chunk = n / parts > 0 ? n / parts : 1;
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-    p->pending = p->nworkers;
-    p->busy = 1;
-    p->gen++;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    /* publish: no worker is inside (the last join saw none), so the count is 0 */
+    uint32_t gen = GEN(atomic_load_explicit(&p->entry, memory_order_relaxed)) + 1;
+    atomic_store(&p->entry, (uint64_t)gen << 32 | OPEN);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     run_chunks(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    p->busy = 0;
-    pthread_mutex_unlock(&p->mu);
+    /* close, then wait for the workers inside to finish their chunks */
+    uint64_t e = atomic_fetch_and(&p->entry, ~OPEN) & ~OPEN;
+    if (ACTIVE(e) > 0) {
+        SPIN_WHILE(p, ACTIVE(e = atomic_load_explicit(&p->entry, memory_order_acquire)) > 0);
+        if (ACTIVE(e) > 0) {
+            pthread_mutex_lock(&p->mu);
+            atomic_store(&p->waiting, 1);
+            while (ACTIVE(atomic_load(&p->entry)) > 0)
+                pthread_cond_wait(&p->done, &p->mu);
+            atomic_store(&p->waiting, 0);
+            pthread_mutex_unlock(&p->mu);
+        }
+        atomic_thread_fence(memory_order_acquire);
+    }
+    atomic_store_explicit(&p->busy, 0, memory_order_relaxed);
 }
 
 void rt_pool_fini(rt_pool *p)
 {
     pthread_mutex_lock(&p->mu);
-    p->stop = 1;
+    atomic_store(&p->stop, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->nworkers; i++)

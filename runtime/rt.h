@@ -21,7 +21,8 @@ struct icc_model {
 };
 
 /* A thread pool: nthreads - 1 persistent workers plus the caller. Workers
- * start lazily and sleep on `wake` between jobs. */
+ * start lazily, spin a bounded while on `entry` after a job, then sleep on
+ * `wake` (pool.c explains the protocol). */
 typedef struct rt_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
@@ -29,10 +30,14 @@ typedef struct rt_pool {
     int nthreads;           /* wanted, caller included */
     int nworkers;           /* running */
     int tried;              /* workers were started (or failed to) */
-    int stop;
-    int busy;               /* a job is running: nested calls go serial */
-    uint64_t gen, gen0;     /* job generation; gen0: the one workers start at */
-    int pending;            /* workers yet to finish this job */
+    int64_t spin_ns;        /* how long an idle thread polls before it blocks */
+    _Atomic int stop;
+    _Atomic int busy;       /* a job is running: nested calls go serial */
+    /* The job's generation (high 32 bits), whether it still takes
+     * workers (RT_POOL_OPEN) and how many are inside it (low bits). */
+    _Atomic uint64_t entry;
+    _Atomic int sleepers;   /* workers blocked (or about to block) on wake */
+    _Atomic int waiting;    /* the caller blocked (or about to) on done */
     void (*fn)(void *, int64_t);
     void *arg;
     int64_t n, chunk;

@@ -480,13 +480,16 @@ static int emit_model(mctx *c)
             profile_end(c, b, kx, t0);
             continue;
         }
-        /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks);
-         * serial when single-threaded or under 2 trips */
+        /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks),
+         * at least the kernel's min_chunk_trips (cost.h: smaller pieces do
+         * not pay for the fork/join); serial when single-threaded, under 2
+         * trips, or when that leaves one chunk */
         LLVMBasicBlockRef bpar = LLVMAppendBasicBlockInContext(c->cx, run, "par");
         LLVMBasicBlockRef bser = LLVMAppendBasicBlockInContext(c->cx, run, "ser");
         LLVMBasicBlockRef bnext = LLVMAppendBasicBlockInContext(c->cx, run, "next");
-        LLVMBuildCondBr(b, LLVMBuildAnd(b, threaded, LLVMBuildICmp(b, LLVMIntSGT, trips, ci64(c, 1), ""), ""),
-                        bpar, bser);
+        int64_t mct = ck->min_chunk_trips > 1 ? ck->min_chunk_trips : 1;
+        LLVMValueRef enough = LLVMBuildICmp(b, LLVMIntSGT, trips, ci64(c, mct > 1 ? mct : 1), "");
+        LLVMBuildCondBr(b, LLVMBuildAnd(b, threaded, enough, ""), bpar, bser);
         LLVMPositionBuilderAtEnd(b, bser);
         LLVMBuildCall2(b, c->kfn_ty, kfn, direct_args, 4, "");
         LLVMBuildBr(b, bnext);
@@ -494,7 +497,9 @@ static int emit_model(mctx *c)
         LLVMValueRef want = LLVMBuildMul(b, nthreads64, ci64(c, 4), "");
         LLVMValueRef chunks = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, want, trips, ""), want, trips, "chunks");
         LLVMValueRef tm1 = LLVMBuildSub(b, trips, ci64(c, 1), "");
-        LLVMValueRef chunk = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunks, ""), chunks, "chunk");
+        LLVMValueRef chunk = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunks, ""), chunks, "");
+        chunk = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, chunk, ci64(c, mct), ""), ci64(c, mct), chunk,
+                                "chunk");
         LLVMValueRef nchunks = LLVMBuildSDiv(b, LLVMBuildAdd(b, tm1, chunk, ""), chunk, "");
         /* in the entry block: this point may be inside a per-item loop */
         LLVMBuilderRef eb = LLVMCreateBuilderInContext(c->cx);

@@ -16,6 +16,7 @@
  * planes.
  */
 #include "codegen/lower/tile.h"
+#include "codegen/lower/conv_direct.h"
 #include "codegen/lower/qgemm.h"
 #include "ir/ops.h"
 #include "ir/ref/nn.h"
@@ -1047,11 +1048,25 @@ static int lower_conv_tiled(lctx *c, const geom *g)
     return cg_tile_lower(c, &t);
 }
 
+/* The direct schedules' view of a 2-D geometry (conv_direct.h). */
+static cg_conv2d conv2d_of(const geom *g)
+{
+    cg_conv2d d = {.batch = g->batch, .cin = g->cin, .cout = g->cout, .group = g->group, .cg = g->cg, .mg = g->mg};
+    for (int j = 0; j < 2; j++) {
+        d.in[j] = g->in[j], d.out[j] = g->out[j], d.k[j] = g->k[j];
+        d.s[j] = g->s[j], d.d[j] = g->d[j], d.pb[j] = g->pb[j];
+    }
+    return d;
+}
+
 static int lower_conv_op(lctx *c)
 {
     geom g;
     if (!window_geom(c->n, &g))
         return -1;
+    cg_conv2d d2 = g.n == 2 ? conv2d_of(&g) : (cg_conv2d){0};
+    if (g.n == 2 && g.cg > 0 && cg_conv_dw_ok(c, &d2))
+        return lower_conv_dw(c, &d2);
     /* No input channels: the output is the bias (or zero); the schedules
      * below divide by the channel count. */
     if (g.cg == 0)
@@ -1193,8 +1208,15 @@ int lower_conv(lctx *c)
     case IR_OP_CONV:
     case IR_OP_CONV_INTEGER:
         return lower_conv_op(c);
-    case IR_OP_CONV_TRANSPOSE:
+    case IR_OP_CONV_TRANSPOSE: {
+        geom g;
+        if (convt_geom(c->n, &g) && g.n == 2) {
+            cg_conv2d d2 = conv2d_of(&g);
+            if (cg_convtranspose_ok(c->n, &d2))
+                return lower_convtranspose_direct(c, &d2);
+        }
         return lower_conv_transpose(c);
+    }
     case IR_OP_MAX_POOL:
     case IR_OP_AVERAGE_POOL:
     case IR_OP_LP_POOL:

@@ -1,0 +1,31 @@
+/* conv_direct.h - the direct 2-D convolution schedules conv.c hands
+ * nodes to: depthwise (conv_dw.c) and ConvTranspose (convtranspose.c).
+ *
+ * conv.c owns the window geometry (auto_pad, ceil_mode, output_shape
+ * resolved by the reference's nn_window_* functions) and fills a
+ * cg_conv2d from it; these files only schedule. Both take static shapes,
+ * f32, two spatial dims.
+ */
+#ifndef ICC_LOWER_CONV_DIRECT_H
+#define ICC_LOWER_CONV_DIRECT_H
+
+#include "codegen/lower/internal.h"
+
+typedef struct cg_conv2d {
+    int64_t batch, cin, cout, group, cg, mg;  /* cg/mg: input/output channels per group */
+    int64_t in[2], out[2], k[2], s[2], d[2], pb[2];
+} cg_conv2d;
+
+/* Depthwise-like Conv (one input channel per group: y channel m reads x
+ * channel m / mg): a vector loop along the output row whose taps stay in
+ * registers; the row's ends, where taps leave the input, run scalar. */
+bool cg_conv_dw_ok(const lctx *c, const cg_conv2d *g);
+int lower_conv_dw(lctx *c, const cg_conv2d *g);
+
+/* ConvTranspose with unit dilation: per output position only the taps of
+ * its phase ((o + pad) mod stride) contribute, so the tap loops step by
+ * the stride with no test per tap. */
+bool cg_convtranspose_ok(const ir_node *n, const cg_conv2d *g);
+int lower_convtranspose_direct(lctx *c, const cg_conv2d *g);
+
+#endif

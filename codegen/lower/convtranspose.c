@@ -1,0 +1,151 @@
+/* convtranspose.c - 2-D ConvTranspose with unit dilation (conv_direct.h):
+ * per output row, one vector loop per phase of the stride along W.
+ *
+ * Output o of one spatial dim (op = o + pad) receives tap kk of input i
+ * when op = i*s + kk, so kk = r + s*t with r = op mod s (the phase) and
+ * i = q - t with q = op div s. Along H this gives, per output row, a
+ * range of t (uniform over the row). Along W, the outputs of one phase r
+ * are every s-th position, and for them x[q - t] is contiguous in q: so
+ * per phase a VECTOR loop over q sums, for the row's H taps, the phase's
+ * ceil((k - r) / s) W taps and the group's input channels (innermost: x
+ * and w at a constant stride), a unit-stride load of x per FMA with a
+ * broadcast weight; taps whose input q - t falls outside [0, in) are
+ * masked (a clamped load, selected 0). The sums go to a row of thread
+ * scratch, and a scalar loop interleaves them into y (out[q*s + r - pad]),
+ * applying a fused epilogue: a vector store must be contiguous, and the
+ * interleave is one store per output against ~k*k*C/s^2 FMAs.
+ *
+ * The generic lowering (conv.c) instead loops over all k x k taps per
+ * input channel per output element with a divisibility test, scalar, its
+ * channels innermost at a stride of a whole plane.
+ */
+#include "codegen/lower/conv_direct.h"
+#include "ir/ops.h"
+
+enum { CT_MAX_ROW = 1 << 16,   /* scratch row length (floats) */
+       CT_UNROLL = 8 };           /* input channels per pass over the row */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+bool cg_convtranspose_ok(const ir_node *n, const cg_conv2d *g)
+{
+    if (n->op != IR_OP_CONV_TRANSPOSE || n->in[0]->type.rank != 4 || g->cg < 1)
+        return false;
+    for (int j = 0; j < 2; j++)
+        if (g->d[j] != 1 || g->s[j] < 1 || g->k[j] < 1 || g->s[j] > 64)
+            return false;
+    if (g->in[1] + g->k[1] + 2 > CT_MAX_ROW || g->out[1] / g->s[1] + 2 > CT_MAX_ROW)
+        return false;
+    for (int i = 0; i < n->nin && i < 3; i++)
+        if (n->in[i] && n->in[i]->type.dtype != IR_F32)
+            return false;
+    return n->out[0]->type.dtype == IR_F32;
+}
+
+int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    int64_t sw = g->s[1], pw = g->pb[1], OW = g->out[1], IW = g->in[1];
+    int64_t rowlen = OW / sw + 2;
+    int tmp = kir_add_scratch(k, "convt_row", KIR_SPACE_THREAD, IR_F32, 1, (int64_t[]){rowlen});
+    int vp = kir_new_var(k);
+    kir_stmt *lp = lw_loop(c, &k->body, vp, lw_i64c(k, g->batch * g->cout), KIR_PARALLEL);
+    if (tmp < 0 || !lp)
+        return -1;
+    kir_expr *nb = lw_idivc(k, kir_var(k, vp), g->cout), *m = lw_iremc(k, kir_var(k, vp), g->cout);
+    kir_expr *c0 = lw_imulc(k, lw_idivc(k, m, g->mg), g->cg), *mw = lw_iremc(k, m, g->mg);
+    int vh = kir_new_var(k);
+    kir_stmt *lh = lw_loop(c, &lp->body, vh, lw_i64c(k, g->out[0]), KIR_SERIAL);
+    if (!lh)
+        return -1;
+    kir_block *row = &lh->body;
+    kir_expr *oh = kir_var(k, vh);
+    /* the row's H taps: t in [thlo, thhi), none when oh + pad < 0 */
+    kir_expr *op = lw_iaddc(k, oh, g->pb[0]);
+    kir_expr *opc = lw_imax(k, op, lw_i64c(k, 0));
+    kir_expr *rh = lw_iremc(k, opc, g->s[0]), *qh = lw_idivc(k, opc, g->s[0]);
+    kir_expr *nth = lw_idivc(k, lw_iaddc(k, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, g->k[0]), rh), g->s[0] - 1),
+                             g->s[0]);
+    kir_expr *thlo = lw_imax(k, lw_i64c(k, 0), lw_iaddc(k, qh, 1 - g->in[0]));
+    kir_expr *thhi = kir_op3(k, KIR_SELECT, IR_I64, kir_op2(k, KIR_LT, IR_BOOL, op, lw_i64c(k, 0)), lw_i64c(k, 0),
+                             lw_imin(k, nth, lw_iaddc(k, qh, 1)));
+    kir_expr *bias = n->nin > 2 && n->in[2] ? lw_load_in(c, 2, (kir_expr *[]){m}) : kir_const_f(k, IR_F32, 0);
+    for (int64_t r = 0; r < sw && r < OW + pw; r++) {
+        /* this phase's outputs ow = q*s + r - pad in [0, OW) */
+        int64_t qlo = floor_div(pw - r + sw - 1, sw), qhi = floor_div(OW - 1 + pw - r, sw) + 1;
+        if (qhi <= qlo)
+            continue;
+        int64_t ntw = (g->k[1] - r + sw - 1) / sw;   /* W taps of the phase */
+        /* the phase's sums start as the bias */
+        int vi = kir_new_var(k);
+        kir_stmt *li = kir_for(k, row, vi, lw_i64c(k, qlo), lw_i64c(k, qhi), KIR_VECTOR, c->s->lanes);
+        if (!li)
+            return -1;
+        li->tail_mask = true;
+        if (!kir_store(k, &li->body, tmp, (kir_expr *[]){lw_iaddc(k, kir_var(k, vi), -qlo)}, bias))
+            return -1;
+        int vt = kir_new_var(k);
+        kir_stmt *lt = kir_for(k, row, vt, thlo, thhi, KIR_SERIAL, 0);
+        if (!lt)
+            return -1;
+        kir_expr *th = kir_var(k, vt);
+        kir_expr *ih = kir_op2(k, KIR_SUB, IR_I64, qh, th), *kh = kir_iadd(k, rh, lw_imulc(k, th, g->s[0]));
+        int64_t u = g->cg < CT_UNROLL ? g->cg : CT_UNROLL, full = g->cg / u, rest = g->cg % u;
+        for (int part = 0; part < 2; part++) {
+            int64_t nu = part ? rest : u;
+            if (nu == 0 || (!part && full == 0))
+                continue;
+            kir_block *cb = &lt->body;
+            kir_expr *cfirst = lw_iaddc(k, c0, full * u);
+            if (!part) {
+                int vc = kir_new_var(k);
+                kir_stmt *lc = lw_loop(c, cb, vc, lw_i64c(k, full), KIR_SERIAL);
+                if (!lc)
+                    return -1;
+                cb = &lc->body;
+                cfirst = kir_iadd(k, c0, lw_imulc(k, kir_var(k, vc), u));
+            }
+            for (int64_t t = 0; t < ntw; t++) {
+                int vq = kir_new_var(k);
+                kir_stmt *lq = kir_for(k, cb, vq, lw_i64c(k, qlo), lw_i64c(k, qhi), KIR_VECTOR, c->s->lanes);
+                if (!lq)
+                    return -1;
+                lq->tail_mask = true;
+                kir_expr *q = kir_var(k, vq), *iw = lw_iaddc(k, q, -t), *inside = NULL;
+                /* q - t leaves [0, IW) only near the row's ends */
+                if (qlo - t < 0 || qhi - 1 - t > IW - 1)
+                    inside = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), iw),
+                                     kir_op2(k, KIR_LT, IR_BOOL, iw, lw_i64c(k, IW)));
+                kir_expr *iwc = inside ? lw_imin(k, lw_imax(k, iw, lw_i64c(k, 0)), lw_i64c(k, IW - 1)) : iw;
+                kir_expr *ti[1] = {lw_iaddc(k, q, -qlo)};
+                kir_expr *sum = kir_load(k, tmp, ti);
+                for (int64_t uu = 0; uu < nu; uu++) {
+                    kir_expr *ch = lw_iaddc(k, cfirst, uu);
+                    kir_expr *xv = lw_load_in(c, 0, (kir_expr *[]){nb, ch, ih, iwc});
+                    if (inside)
+                        xv = kir_op3(k, KIR_SELECT, IR_F32, inside, xv, kir_const_f(k, IR_F32, 0));
+                    kir_expr *wv = lw_load_in(c, 1, (kir_expr *[]){ch, mw, kh, lw_i64c(k, r + sw * t)});
+                    sum = kir_op3(k, KIR_FMA, IR_F32, xv, wv, sum);
+                }
+                if (!kir_store(k, &lq->body, tmp, ti, sum))
+                    return -1;
+            }
+        }
+        /* interleave the phase into the row */
+        int vs = kir_new_var(k);
+        kir_stmt *ls = kir_for(k, row, vs, lw_i64c(k, qlo), lw_i64c(k, qhi), KIR_SERIAL, 0);
+        if (!ls)
+            return -1;
+        kir_expr *qs = kir_var(k, vs);
+        kir_expr *yi[4] = {nb, m, oh, lw_iaddc(k, lw_imulc(k, qs, sw), r - pw)};
+        kir_expr *si[1] = {lw_iaddc(k, qs, -qlo)};
+        kir_expr *v = lw_to_out(c, lower_epi(c, kir_load(k, tmp, si), yi));
+        if (!kir_store(k, &ls->body, c->out, yi, v))
+            return -1;
+    }
+    return 0;
+}
