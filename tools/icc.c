@@ -1531,7 +1531,11 @@ static int cmd_ops_doc(void)
         snprintf(out, sizeof out, o->max_out < 0 ? "%d+" : o->min_out == o->max_out ? "%d" : "%d-%d",
                  o->min_out, o->max_out);
         const ir_attr_schema *s;
-        static const char *const kinds[] = {"int", "float", "string", "ints", "floats", "strings", "tensor"};
+        static const char *const kinds[] = {
+            [IR_ATTR_INT] = "int", [IR_ATTR_FLOAT] = "float", [IR_ATTR_STRING] = "string",
+            [IR_ATTR_INTS] = "ints", [IR_ATTR_FLOATS] = "floats", [IR_ATTR_STRINGS] = "strings",
+            [IR_ATTR_TENSOR] = "tensor", [IR_ATTR_GRAPH] = "graph"};
+        _Static_assert(sizeof kinds / sizeof *kinds == IR_ATTR_GRAPH + 1, "a name per attribute kind");
         for (int i = 0; (s = ir_op_attr_schema(op, i)); i++)
             snprintf(attrs + strlen(attrs), sizeof attrs - strlen(attrs), "%s`%s`: %s%s%s%s%s",
                      i ? "<br>" : "", s->name, kinds[s->kind], s->required ? " (required)" : "",
