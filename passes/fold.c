@@ -62,6 +62,8 @@ static int64_t type_bytes(const ir_type *t)
     return b;
 }
 
+enum { FOLD_MAX_TRIPS = 1 << 16 };
+
 /* Folds n if it can; *folded says whether it did. -1 on a real error. */
 static int fold_node(pass_ctx *c, ir_node *n, int64_t max_bytes, ir_value **repl, bool *folded)
 {
@@ -98,6 +100,12 @@ static int fold_node(pass_ctx *c, ir_node *n, int64_t max_bytes, ir_value **repl
         in[0] = &stand_in;
         in_bytes = 0;
     }
+    /* A Loop runs until its trip count or its body's condition stops it:
+     * with no constant bound on the trips, evaluating it could keep the
+     * compiler busy for ever, so only a bounded Loop is folded. */
+    if (n->op == IR_OP_LOOP &&
+        (n->nin < 1 || !in[0] || in[0]->numel != 1 || ir_tensor_geti(in[0], 0) > FOLD_MAX_TRIPS))
+        return 0;
 
     /* The output types first, so a result over the cap is never computed. */
     ir_type tin[FOLD_MAX_IO], tout[FOLD_MAX_IO];

@@ -138,6 +138,19 @@ def scan_axes(path):
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
 
 
+def endless_loop(path):
+    """A Loop with no trip count whose condition stays true: all of it is
+    constant, but the compiler must not try to fold it (it would never end)."""
+    body = h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"]), h.make_node("Add", ["s_in", "one"], ["s_out"])],
+                        "body", [vi("i", P.INT64, []), vi("c_in", P.BOOL, []), vi("s_in", P.FLOAT, [1])],
+                        [vi("c_out", P.BOOL, []), vi("s_out", P.FLOAT, [1])],
+                        [h.make_tensor("one", P.FLOAT, [1], [1.0])])
+    g = h.make_graph([h.make_node("Loop", ["", "cond", "s0"], ["s"], body=body)], "endless", [],
+                     [vi("s", P.FLOAT, [1])],
+                     [h.make_tensor("cond", P.BOOL, [], [True]), h.make_tensor("s0", P.FLOAT, [1], [0.0])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8), path)
+
+
 def run(icc, model, inputs, t, outs):
     args = [icc, "run", model, "-o", t + "/out"]
     for k, v in inputs.items():
@@ -193,6 +206,16 @@ def main():
             "B": rng.standard_normal((4, 3)).astype(np.float32)}
     failed += compare("Scan with axes and directions, interpreter",
                       run(icc, t + "/scan.onnx", feed, t, ["sT", "O1", "O2"]), s.run(None, feed))
+    endless_loop(t + "/endless.onnx")
+    try:
+        r = subprocess.run([icc, t + "/endless.onnx", "-o", t + "/endless.so"], capture_output=True, text=True,
+                           timeout=60)
+        ok = r.returncode == 1 and "Loop ('s')" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        msg = r.stderr.strip()
+    except subprocess.TimeoutExpired:
+        ok, msg = False, "the compiler did not finish in 60 s"
+    print("%s a Loop with no bound is not folded at compile time: %s" % ("ok  " if ok else "FAIL", msg))
+    failed += not ok
     print("control flow: %s" % ("all passed" if not failed else "%d failed" % failed))
     return 1 if failed else 0
 
