@@ -113,7 +113,7 @@ static int fold_node(pass_ctx *c, ir_node *n, int64_t max_bytes, ir_value **repl
     memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
     if (ir_node_check_arity(n, c->diag) < 0)
         return -1;
-    ir_shape_ctx sc = {n, n->nin, n->nout, tin_ptr, in, tout, c->diag};
+    ir_shape_ctx sc = {n, n->nin, n->nout, tin_ptr, in, tout, c->diag, NULL};
     if (ir_ops[n->op].shape(&sc) < 0)
         return -1;
     int64_t out_bytes = 0;
