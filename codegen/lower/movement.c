@@ -768,7 +768,8 @@ static int lower_window(lctx *c)
     return kir_store(k, b, c->out, oi, lw_to_out(c, v)) ? 0 : -1;
 }
 
-/* Shape and Size of a static input: constants stored one by one. */
+/* Shape and Size: the input's dims stored one by one, constants or the
+ * run's symbol values (a symbolic batch's flatten reads Shape(x)[0]). */
 static int lower_shape_size(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -776,15 +777,21 @@ static int lower_shape_size(lctx *c)
     const ir_type *ti = &n->in[0]->type;
     if (n->op == IR_OP_SIZE) {
         int64_t numel = 1;
-        for (int d = 0; d < ti->rank; d++)
-            numel *= ti->dims[d].v;
-        return kir_store(k, &k->body, c->out, NULL, lw_i64c(k, numel)) ? 0 : -1;
+        kir_expr *e = NULL;
+        for (int d = 0; d < ti->rank; d++) {
+            if (ti->dims[d].sym > 0)
+                e = e ? kir_imul(k, e, lw_dim_of(k, ti->dims[d])) : lw_dim_of(k, ti->dims[d]);
+            else
+                numel *= ti->dims[d].v;
+        }
+        e = e ? lw_imulc(k, e, numel) : lw_i64c(k, numel);
+        return kir_store(k, &k->body, c->out, NULL, e) ? 0 : -1;
     }
     int s, e;
     ir_shape_op_bounds(n, ti->rank, &s, &e);
     for (int d = s; d < e; d++) {
         kir_expr *idx[1] = {lw_i64c(k, d - s)};
-        if (!kir_store(k, &k->body, c->out, idx, lw_i64c(k, ti->dims[d].v)))
+        if (!kir_store(k, &k->body, c->out, idx, lw_dim_of(k, ti->dims[d])))
             return -1;
     }
     return 0;
@@ -863,8 +870,14 @@ bool cg_can_lower_movement(const ir_node *n)
     }
     case IR_OP_HANN_WINDOW: case IR_OP_HAMMING_WINDOW: case IR_OP_BLACKMAN_WINDOW:
         return o->rank == 1 && ir_dim_is_const(o->dims[0]) && ir_dtype_is_float(o->dtype);
-    case IR_OP_SHAPE: case IR_OP_SIZE:
-        return ir_type_is_static(x) && o->dtype == IR_I64;
+    case IR_OP_SHAPE: case IR_OP_SIZE: {
+        if (x->rank < 0 || o->dtype != IR_I64)
+            return false;
+        for (int d = 0; d < x->rank; d++)
+            if (x->dims[d].sym < 0)
+                return false;
+        return true;
+    }
     default:
         return cg_can_lower_movement2(n);
     }
