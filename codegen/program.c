@@ -369,14 +369,14 @@ static int add_check(pbuild *c, cg_check ck, const ir_node *n, const char *what)
     cg_program *p = c->p;
     bool fa, fb;
     int64_t a, b;
-    if (ck.kind == CG_CHECK_DIM) {
+    if (ck.kind != CG_CHECK_COUNT) {
         fa = ck.a.sym <= 0, fb = ck.b.sym <= 0;
         a = ck.a.v, b = ck.b.v;
     } else {
         a = size_at_one(&ck.ca, &fa);
         b = size_at_one(&ck.cb, &fb);
     }
-    if (fa && fb && a == b)
+    if (fa && fb && (ck.kind == CG_CHECK_LE ? a <= b : a == b))
         return 0;
     char **m = realloc(p->messages, sizeof *m * ((size_t)p->nmessages + 1));
     if (!m)
@@ -465,6 +465,21 @@ static int find_shape_checks(pbuild *c)
                      n->in[0]->name, n->out[0]->name);
             if (add_check(c, ck, n, what) < 0)
                 return -1;
+            break;
+        }
+        case IR_OP_SLICE: {
+            /* an axis sliced to a symbolic end S keeps S elements only
+             * while S is within the data's fixed dim (ir/ref/movement_view.c) */
+            const ir_type *ti = &n->in[0]->type;
+            for (int d = 0; d < ti->rank && d < to->rank; d++) {
+                if (to->dims[d].sym <= 0 || !ir_dim_is_const(ti->dims[d]))
+                    continue;
+                dim_text(g, to->dims[d], x, sizeof x);
+                snprintf(what, sizeof what, "%s exceeds dim %d of '%.100s' (%lld), which the slice cannot extend", x, d,
+                         n->in[0]->name, (long long)ti->dims[d].v);
+                if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = to->dims[d], .b = ti->dims[d]}, n, what) < 0)
+                    return -1;
+            }
             break;
         }
         default:

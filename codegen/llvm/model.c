@@ -224,12 +224,13 @@ static LLVMValueRef dim_value(mctx *c, LLVMBuilderRef b, ir_dim dm, LLVMValueRef
     return LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "");
 }
 
-/* if (a != v) return ICC_ERR_SHAPE | (message << 8). */
-static void check_eq(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef a, LLVMValueRef v, int message)
+/* if !(a PRED v) return ICC_ERR_SHAPE | (message << 8). */
+static void check_cmp(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMIntPredicate pred, LLVMValueRef a,
+                      LLVMValueRef v, int message)
 {
     LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(c->cx, run, "bad_shape");
     LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(c->cx, run, "shape_ok");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, a, v, ""), ok, bad);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, pred, a, v, ""), ok, bad);
     LLVMPositionBuilderAtEnd(b, bad);
     LLVMBuildRet(b, ci32(c, ICC_ERR_SHAPE | (message << 8)));
     LLVMPositionBuilderAtEnd(b, ok);
@@ -255,12 +256,13 @@ static void emit_shape_checks(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMV
 {
     for (int i = 0; i < c->p->nchecks; i++) {
         const cg_check *ck = &c->p->checks[i];
-        if (ck->kind == CG_CHECK_DIM) {
-            check_eq(c, b, run, dim_value(c, b, ck->a, symtab), dim_value(c, b, ck->b, symtab), ck->message);
+        if (ck->kind != CG_CHECK_COUNT) {
+            check_cmp(c, b, run, ck->kind == CG_CHECK_LE ? LLVMIntSLE : LLVMIntEQ, dim_value(c, b, ck->a, symtab),
+                      dim_value(c, b, ck->b, symtab), ck->message);
         } else {
             LLVMValueRef ni = size_value(c, b, &ck->ca, symtab);
             LLVMValueRef no = size_value(c, b, &ck->cb, symtab);
-            check_eq(c, b, run, ni, no, ck->message);
+            check_cmp(c, b, run, LLVMIntEQ, ni, no, ck->message);
         }
     }
 }
