@@ -14,8 +14,9 @@ atol 1e-5):
   are gathered from Shape, MatMul, Softmax, LayerNormalization) at S = 1, 7
   and 64; S = 129 must be refused (the position table has 128 rows).
 
-It also checks the compile errors: a Reshape by an input's values says to
-bind that input, a dim no input value decides does not.
+It also checks the compile errors: a Reshape by an input's values (directly or
+through a Cast) says to bind that input and names it; a dim that only dims
+decide (a product of two symbols) says to pin them with --shape instead.
 
     python3 tests/models/symbolic_dims.py build/icc
 """
@@ -155,6 +156,23 @@ def by_data_values(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def merged_rows(path):
+    """Reshape of [B, S, 4] to [B*S, 4], the product gathered from Shape: no
+    input's values decide it, only dims, so binding inputs would not help."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    nodes = [h.make_node("Shape", ["x"], ["sh"]),
+             h.make_node("Gather", ["sh", "zero"], ["b"], axis=0),
+             h.make_node("Gather", ["sh", "one"], ["s"], axis=0),
+             h.make_node("Mul", ["b", "s"], ["bs"]),
+             h.make_node("Unsqueeze", ["bs", "ax0"], ["bsu"]),
+             h.make_node("Concat", ["bsu", "four"], ["shape"], axis=0),
+             h.make_node("Reshape", ["x", "shape"], ["y"], name="rows")]
+    g = h.make_graph(nodes, "rows", [h.make_tensor_value_info("x", P.FLOAT, ["B", "S", 4])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)],
+                     [i64("zero", 0), i64("one", 1), i64("ax0", [0]), i64("four", [4])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
 class Runner:
     def __init__(self, icc, t):
         self.icc, self.t, self.failed = icc, t, 0
@@ -230,6 +248,10 @@ def main():
     run.expect_error("byvalue", ["--bind", "'shape'"], [], "a Reshape by an input's values names it for --bind")
     by_data_values(os.path.join(t, "bydata.onnx"))
     run.expect_error("bydata", ["--bind", "'s'"], ["'x'"], "a Reshape by data names the input that decides it")
+
+    merged_rows(os.path.join(t, "rows.onnx"))
+    run.expect_error("rows", ["node 'rows' (Reshape)", "--shape"], ["--bind"],
+                     "a dim no input value decides gets no --bind hint")
 
     print("symbolic dims: %s" % ("all passed" if not run.failed else "%d failed" % run.failed))
     return 1 if run.failed else 0
