@@ -447,7 +447,8 @@ static int lower_slice(lctx *c)
 
 /* ---- Expand, Tile ----------------------------------------------------------------- */
 
-/* Expand: numpy broadcasting of the input to the (static) output. */
+/* Expand: numpy broadcasting of the input to the output (constant or
+ * symbolic dims; a symbolic input dim is the output's, cg_can_lower). */
 static int lower_expand(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -458,7 +459,7 @@ static int lower_expand(lctx *c)
         return -1;
     for (int d = 0; d < ti->rank; d++) {
         int od = to->rank - ti->rank + d;
-        ii[d] = ti->dims[d].v == 1 ? lw_i64c(k, 0) : oi[od];
+        ii[d] = ir_dim_is_const(ti->dims[d]) && ti->dims[d].v == 1 ? lw_i64c(k, 0) : oi[od];
     }
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
 }
@@ -903,10 +904,15 @@ bool cg_can_lower_movement(const ir_node *n)
         return slice_any(n, f, s) || cg_can_lower_movement2(n);
     }
     case IR_OP_EXPAND:
-        if (!ir_type_is_static(x) || !ir_type_is_static(o) || o->rank < x->rank)
+        /* symbolic dims broadcast only from a constant 1 or to the same dim */
+        if (x->rank < 0 || o->rank < x->rank)
             return false;
+        for (int d = 0; d < o->rank; d++)
+            if (o->dims[d].sym < 0)
+                return false;
         for (int d = 0; d < x->rank; d++)
-            if (x->dims[d].v != 1 && x->dims[d].v != o->dims[o->rank - x->rank + d].v)
+            if (!(ir_dim_is_const(x->dims[d]) && x->dims[d].v == 1) &&
+                !ir_dim_eq(x->dims[d], o->dims[o->rank - x->rank + d]))
                 return false;
         return true;
     case IR_OP_TILE:
@@ -936,7 +942,10 @@ bool cg_can_lower_movement(const ir_node *n)
     case IR_OP_EYE_LIKE:
         return o->rank == 2;
     case IR_OP_CONSTANT_OF_SHAPE:
-        return true;
+        for (int d = 0; d < o->rank; d++)
+            if (o->dims[d].sym < 0)
+                return false;
+        return o->rank >= 0;
     case IR_OP_RANGE: {
         ir_dtype t = o->dtype;
         return (ir_dtype_is_float(t) || ir_dtype_is_int(t)) && n->in[0]->type.dtype == t &&

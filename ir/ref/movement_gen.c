@@ -105,6 +105,18 @@ int shape_constant_of_shape(ir_shape_ctx *c)
     const ir_type *st = c->in[0];
     if (st->rank >= 0 && st->rank != 1)
         return ir_node_errorf(c->diag, c->node, "shape must be 1-D, got rank %d", st->rank);
+    const ir_shape_value *sd = sv ? NULL : ir_mv_sval(c, 0, IR_MAX_RANK);
+    if (sd) {
+        /* a shape value (ir/shapeval.c): its symbols become the dims */
+        ir_type_unknown(o, dt, sd->n);
+        for (int i = 0; i < sd->n; i++) {
+            if (sd->e[i].sym == 0 && sd->e[i].v < 0)
+                return ir_node_errorf(c->diag, c->node, "shape[%d] = %lld is negative", i,
+                                      (long long)sd->e[i].v);
+            o->dims[i] = sd->e[i];
+        }
+        return ir_mv_check_size(c, o);
+    }
     if (!sv) {
         int64_t n = mv_len_1d(st);
         if (n > IR_MAX_RANK)

@@ -272,6 +272,27 @@ int shape_expand(ir_shape_ctx *c)
         return ir_node_errorf(c->diag, c->node, "shape must be 1-D, got rank %d",
                               c->in[1]->rank);
     const ir_tensor *sv = c->val[1];
+    const ir_shape_value *sd = sv ? NULL : ir_mv_sval(c, 1, IR_MAX_RANK);
+    if (sd && x->rank >= 0) {
+        /* a shape value (ir/shapeval.c): a dim broadcasts where one side is
+         * 1 or both are the same dim; anything else (S against 4, which
+         * holds only for S of 1 or 4) stays unknown */
+        int r = x->rank > sd->n ? x->rank : sd->n;
+        ir_type_unknown(o, x->dtype, r);
+        for (int i = 0; i < r; i++) {
+            int xi = i - (r - x->rank), si = i - (r - sd->n);
+            ir_dim a = xi >= 0 ? x->dims[xi] : ir_dim_const(1), b = si >= 0 ? sd->e[si] : ir_dim_const(1);
+            if (b.sym == 0 && b.v < 0)
+                return ir_node_errorf(c->diag, c->node, "shape[%d] = %lld is negative", si, (long long)b.v);
+            if (b.sym == 0 && b.v == 1)
+                o->dims[i] = a;
+            else if (a.sym == 0 && a.v == 1)
+                o->dims[i] = b;
+            else if (ir_dim_eq(a, b))
+                o->dims[i] = a;
+        }
+        return ir_mv_check_size(c, o);
+    }
     if (!sv) {
         int64_t n = mv_len_1d(c->in[1]);
         if (n > IR_MAX_RANK)

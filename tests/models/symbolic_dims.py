@@ -12,7 +12,8 @@ atol 1e-5):
 - a 1-layer transformer encoder with token ids [B, 'S'] (embedding Gather, the
   position table sliced to S, heads split and merged by Reshapes whose shapes
   are gathered from Shape, MatMul, Softmax, LayerNormalization) at S = 1, 7
-  and 64; S = 129 must be refused (the position table has 128 rows).
+  and 64; S = 129 must be refused (the position table has 128 rows);
+- ConstantOfShape and Expand by shapes taken from Shape(x) [B, S, 4].
 
 It also checks the compile errors: a Reshape by an input's values (directly or
 through a Cast) says to bind that input and names it; a dim that only dims
@@ -137,6 +138,27 @@ def encoder(path, d=32, heads=4, ff=64, vocab=50):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def filled(path):
+    """ConstantOfShape and Expand by shapes taken from Shape(x): ones of
+    [B, S] as a mask, a bias expanded to [B, S, 4] (with Where(Equal(shape,
+    -1), 1, shape), as exporters guard Expand)."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    nodes = [h.make_node("Shape", ["x"], ["sh"]),
+             h.make_node("Slice", ["sh", "s0", "s2"], ["bs"]),
+             h.make_node("ConstantOfShape", ["bs"], ["ones"], value=nh.from_array(np.array([1.0], np.float32))),
+             h.make_node("Unsqueeze", ["ones", "last"], ["mask"]),
+             h.make_node("Equal", ["sh", "m1"], ["isneg"]),
+             h.make_node("Where", ["isneg", "one3", "sh"], ["eshape"]),
+             h.make_node("Expand", ["bias", "eshape"], ["eb"]),
+             h.make_node("Mul", ["x", "mask"], ["xm"]),
+             h.make_node("Add", ["xm", "eb"], ["y"])]
+    g = h.make_graph(nodes, "filled", [h.make_tensor_value_info("x", P.FLOAT, ["B", "S", 4])],
+                     [h.make_tensor_value_info("y", P.FLOAT, ["B", "S", 4])],
+                     [i64("s0", [0]), i64("s2", [2]), i64("last", [-1]), i64("m1", [-1]), i64("one3", [1, 1, 1]),
+                      nh.from_array(np.array([0.5, -1.0, 2.0, 0.25], np.float32), "bias")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
 def by_input_values(path):
     """A Reshape whose shape is an input: only its values decide the dims."""
     g = h.make_graph([h.make_node("Reshape", ["x", "shape"], ["y"], name="r")], "byvalue",
@@ -243,6 +265,12 @@ def main():
         print("%s a sequence longer than the position table is refused: %s" % ("ok  " if ok else "FAIL",
                                                                               r.stderr.strip()))
         run.failed += not ok
+
+    filled(os.path.join(t, "filled.onnx"))
+    so = run.compile("filled")
+    for b, s in ((1, 1), (2, 7), (3, 64)) if so else ():
+        x = np.random.default_rng(s).standard_normal((b, s, 4)).astype(np.float32)
+        run.check("filled", so, {"x": x}, "ConstantOfShape and Expand by Shape, B %d S %d" % (b, s))
 
     by_input_values(os.path.join(t, "byvalue.onnx"))
     run.expect_error("byvalue", ["--bind", "'shape'"], [], "a Reshape by an input's values names it for --bind")
