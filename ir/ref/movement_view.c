@@ -290,6 +290,9 @@ int shape_expand(ir_shape_ctx *c)
                 o->dims[i] = b;
             else if (ir_dim_eq(a, b))
                 o->dims[i] = a;
+            else if (a.sym == 0 && b.sym == 0)
+                return ir_node_errorf(c->diag, c->node, "dim %lld of the input does not broadcast to %lld",
+                                      (long long)a.v, (long long)b.v);
         }
         return ir_mv_check_size(c, o);
     }

@@ -1081,6 +1081,24 @@ START_TEST(shape_values_arith)
 }
 END_TEST
 
+/* Expand and ConstantOfShape by a shape value: symbols pass to the dims
+ * where the other side is 1 or the same symbol; fixed dims that cannot
+ * broadcast are an error as with a constant shape. */
+START_TEST(expand_by_shape_value)
+{
+    ir_value *z = inp(IR_F32, "N,S,4");
+    ir_node *sh = vnode(IR_OP_SHAPE, 1, &z);
+    ir_value *ea[] = {inp(IR_F32, "N,1,4"), sh->out[0]};
+    ir_node *ex = vnode(IR_OP_EXPAND, 2, ea);
+    ir_node *cs = vnode(IR_OP_CONSTANT_OF_SHAPE, 1, &sh->out[0]);
+    chk_type(ex, IR_F32, "N,S,4");
+    chk_type(cs, IR_F32, "N,S,4");
+    ir_value *ba[] = {inp(IR_F32, "3"), sh->out[0]};
+    vnode(IR_OP_EXPAND, 2, ba);
+    chk_infer_err("dim 3 of the input does not broadcast to 4");
+}
+END_TEST
+
 START_TEST(constant_of_shape)
 {
     ir_node *n = mknode(IR_OP_CONSTANT_OF_SHAPE, 1, 1, 0);
@@ -1340,6 +1358,7 @@ static Suite *suite(void)
     tcase_add_test(tc, shape_symbolic);
     tcase_add_test(tc, shape_values_flatten);
     tcase_add_test(tc, shape_values_arith);
+    tcase_add_test(tc, expand_by_shape_value);
     tcase_add_test(tc, constant_of_shape);
     tcase_add_test(tc, range);
     tcase_add_test(tc, windows);
