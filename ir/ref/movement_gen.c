@@ -226,6 +226,13 @@ int shape_range(ir_shape_ctx *c)
         o->dims[0] = ir_dim_const(n);
         return ir_mv_check_size(c, o);
     }
+    /* Range(0, S, 1) with the limit a dim (a shape value, ir/shapeval.c):
+     * the position ids of a [B, S] model have S elements */
+    const ir_shape_value *lim = c->sval && c->sval[1] && c->sval[1]->n == 1 ? c->sval[1] : NULL;
+    if (lim && lim->e[0].sym > 0 && ir_dtype_is_int(s->dtype) && c->val[0] && c->val[2] &&
+        c->val[0]->numel == 1 && c->val[2]->numel == 1 && ir_tensor_geti(c->val[0], 0) == 0 &&
+        ir_tensor_geti(c->val[2], 0) == 1)
+        o->dims[0] = lim->e[0];
     return 0;
 }
 

@@ -9,8 +9,8 @@ atol 1e-5):
   HardSwish, GlobalAveragePool, the exporter's flatten
   Shape -> Gather(0) -> Unsqueeze -> Concat([N, -1]) -> Reshape, Gemm) with
   batch 'N' at 1, 2 and 5; the same with the flatten's N sliced from Shape;
-- a 1-layer transformer encoder with token ids [B, 'S'] (embedding Gather, the
-  position table sliced to S, heads split and merged by Reshapes whose shapes
+- a 1-layer transformer encoder with token ids [B, 'S'] (embedding Gather, a
+  position table sliced to S and one gathered by Range(0, S), heads split and merged by Reshapes whose shapes
   are gathered from Shape, MatMul, Softmax, LayerNormalization) at S = 1, 7
   and 64; S = 129 must be refused (the position table has 128 rows);
 - ConstantOfShape and Expand by shapes taken from Shape(x) [B, S, 4].
@@ -84,7 +84,7 @@ def encoder(path, d=32, heads=4, ff=64, vocab=50):
     r = np.random.default_rng(2)
     w, i64 = consts(r)
     dh = d // heads
-    inits = [w("emb", vocab, d, s=0.5), w("pos", 128, d, s=0.1), i64("zero", 0), i64("one", 1),
+    inits = [w("emb", vocab, d, s=0.5), w("pos", 128, d, s=0.1), w("pos2", 128, d, s=0.1), i64("zero", 0), i64("one", 1),
              i64("ax0", [0]), i64("hd", [heads, dh]), i64("dd", [d]), i64("st0", [0]),
              w("wq", d, d), w("wk", d, d), w("wv", d, d), w("wo", d, d), w("bq", d), w("bo", d),
              nh.from_array(np.array(1.0 / np.sqrt(dh), np.float32), "scale"),
@@ -97,7 +97,11 @@ def encoder(path, d=32, heads=4, ff=64, vocab=50):
         h.make_node("Gather", ["ish", "one"], ["s"], axis=0),
         h.make_node("Unsqueeze", ["s", "ax0"], ["su"]),
         h.make_node("Slice", ["pos", "st0", "su", "ax0"], ["pe"]),
-        h.make_node("Add", ["te", "pe"], ["x"]),
+        # a second position term as GPT-2 exports it: Gather(table, Range(0, S))
+        h.make_node("Range", ["zero", "s", "one"], ["pids"]),
+        h.make_node("Gather", ["pos2", "pids"], ["pe2"], axis=0),
+        h.make_node("Add", ["te", "pe"], ["x0"]),
+        h.make_node("Add", ["x0", "pe2"], ["x"]),
         h.make_node("Shape", ["x"], ["xs"]),
         h.make_node("Gather", ["xs", "zero"], ["b"], axis=0),
         h.make_node("Gather", ["xs", "one"], ["s2"], axis=0),
