@@ -198,6 +198,67 @@ static int find_symbols(pbuild *c)
     return 0;
 }
 
+/* ---- what decides an unknown dim ---------------------------------------------- */
+
+static bool has_unknown_dim(const ir_value *v)
+{
+    if (v->type.rank < 0)
+        return true;
+    for (int k = 0; k < v->type.rank; k++)
+        if (v->type.dims[k].sym < 0)
+            return true;
+    return false;
+}
+
+/* The node where dims first become unknown on the way to v: v's producer
+ * if its inputs' dims are all known, else the same search from the first
+ * input that has an unknown one. NULL for an input or a constant. */
+static const ir_node *unknown_origin(const ir_value *v)
+{
+    while (v && v->kind == IR_VAL_NODE) {
+        const ir_node *n = v->def;
+        const ir_value *up = NULL;
+        for (int i = 0; i < n->nin && !up; i++)
+            if (n->in[i] && has_unknown_dim(n->in[i]))
+                up = n->in[i];
+        if (!up)
+            return n;
+        v = up;
+    }
+    return NULL;
+}
+
+/* Which graph inputs' values (not only their shapes: Shape and Size cut
+ * the chain) flow into v, as names joined into buf; the empty string when
+ * none do. dep caches a bit per input (the first 64) for each value. */
+static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, size_t n)
+{
+    uint64_t *dep = calloc((size_t)g->nvalues + 1, sizeof *dep);
+    buf[0] = 0;
+    if (!dep)
+        return;
+    for (int i = 0; i < g->ninputs && i < 64; i++)
+        dep[g->inputs[i]->id] = 1ull << i;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *nd = g->nodes[k];
+        uint64_t m = 0;
+        if (!(ir_ops[nd->op].flags & IR_F_SHAPE_ONLY))
+            for (int i = 0; i < nd->nin; i++)
+                m |= nd->in[i] ? dep[nd->in[i]->id] : 0;
+        for (int i = 0; i < nd->nout; i++)
+            dep[nd->out[i]->id] = m;
+    }
+    /* the data input (0) of a node with others carries no shape: Reshape's
+     * shape, Expand's, Slice's ends decide; a single input (NonZero) does */
+    uint64_t m = 0;
+    for (int i = origin->nin > 1 && origin->op != IR_OP_RANGE ? 1 : 0; i < origin->nin; i++)
+        m |= origin->in[i] ? dep[origin->in[i]->id] : 0;
+    for (int i = 0; i < g->ninputs && i < 64; i++)
+        if (m >> i & 1)
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s'%.60s'", buf[0] ? ", " : "", g->inputs[i]->name);
+    free(dep);
+}
+
 /* Every node must lower, every dim be static, every intermediate planned,
  * and outputs be node results listed once. All unsupported nodes are
  * reported together, like the frontend's unsupported ops. */
@@ -212,13 +273,26 @@ static int check_graph(pbuild *c)
             if (sym > 0 && (sym >= g->nsyms || p->sym_desc[sym] < 0))
                 return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s', which no input "
                                  "decides: pin it with --shape", v->name, ir_graph_sym_name(g, sym));
-            if (sym < 0)
-                return ir_errorf(c->d, "value '%.200s' has a dim that depends on input values: bind the "
-                                 "inputs that decide it with --bind=NAME=FILE.npy", v->name);
         }
-        if (v->type.rank < 0)
-            return ir_errorf(c->d, "value '%.200s' has an unknown rank: bind the inputs that decide it "
-                             "with --bind=NAME=FILE.npy", v->name);
+        if (has_unknown_dim(v)) {
+            /* the hint to bind inputs only where some input's values really
+             * decide the dim; otherwise shape inference could not express it
+             * from the input dims, and pinning them is what helps */
+            const char *what = v->type.rank < 0 ? "an unknown rank" : "a dim";
+            const ir_node *o = unknown_origin(v);
+            char names[512] = "";
+            if (o)
+                value_inputs(g, o, names, sizeof names);
+            if (names[0])
+                return ir_errorf(c->d, "value '%.200s' has %s that depends on input values: bind the inputs that "
+                                 "decide it with --bind=NAME=FILE.npy (%s, through node '%.100s' (%s))", v->name,
+                                 what, names, o->name, ir_ops[o->op].name);
+            if (o)
+                return ir_errorf(c->d, "value '%.200s' has %s that node '%.100s' (%s) cannot give from symbolic "
+                                 "dims: pin them with --shape=NAME:DIMS", v->name, what, o->name,
+                                 ir_ops[o->op].name);
+            return ir_errorf(c->d, "value '%.200s' has %s: pin it with --shape=NAME:DIMS", v->name, what);
+        }
     }
     char list[768] = "";
     int bad = 0;
@@ -449,14 +523,14 @@ static int add_check(pbuild *c, cg_check ck, const ir_node *n, const char *what)
     cg_program *p = c->p;
     bool fa, fb;
     int64_t a, b;
-    if (ck.kind == CG_CHECK_DIM) {
+    if (ck.kind != CG_CHECK_COUNT) {
         fa = ck.a.sym <= 0, fb = ck.b.sym <= 0;
         a = ck.a.v, b = ck.b.v;
     } else {
         a = size_at_one(&ck.ca, &fa);
         b = size_at_one(&ck.cb, &fb);
     }
-    if (fa && fb && a == b)
+    if (fa && fb && (ck.kind == CG_CHECK_LE ? a <= b : a == b))
         return 0;
     char **m = realloc(p->messages, sizeof *m * ((size_t)p->nmessages + 1));
     if (!m)
@@ -545,6 +619,21 @@ static int find_shape_checks(pbuild *c)
                      n->in[0]->name, n->out[0]->name);
             if (add_check(c, ck, n, what) < 0)
                 return -1;
+            break;
+        }
+        case IR_OP_SLICE: {
+            /* an axis sliced to a symbolic end S keeps S elements only
+             * while S is within the data's fixed dim (ir/ref/movement_view.c) */
+            const ir_type *ti = &n->in[0]->type;
+            for (int d = 0; d < ti->rank && d < to->rank; d++) {
+                if (to->dims[d].sym <= 0 || !ir_dim_is_const(ti->dims[d]))
+                    continue;
+                dim_text(g, to->dims[d], x, sizeof x);
+                snprintf(what, sizeof what, "%s exceeds dim %d of '%.100s' (%lld), which the slice cannot extend", x, d,
+                         n->in[0]->name, (long long)ti->dims[d].v);
+                if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = to->dims[d], .b = ti->dims[d]}, n, what) < 0)
+                    return -1;
+            }
             break;
         }
         default:

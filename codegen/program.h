@@ -74,11 +74,12 @@ typedef struct cg_slot {
 
 /* A run-time shape check: the run returns ICC_ERR_SHAPE | (message << 8)
  * when a != b. DIM compares two dims, COUNT two products (element counts,
- * cg_size). Checks always true for static dims are left out. */
-typedef enum cg_check_kind { CG_CHECK_DIM, CG_CHECK_COUNT } cg_check_kind;
+ * cg_size); LE fails when dim a > dim b (a slice to a symbolic end within
+ * a fixed dim). Checks always true for static dims are left out. */
+typedef enum cg_check_kind { CG_CHECK_DIM, CG_CHECK_COUNT, CG_CHECK_LE } cg_check_kind;
 typedef struct cg_check {
     cg_check_kind kind;
-    ir_dim a, b;               /* DIM */
+    ir_dim a, b;               /* DIM, LE */
     cg_size ca, cb;            /* COUNT */
     int message;               /* 1-based index into p->messages */
 } cg_check;

@@ -568,7 +568,7 @@ static void infer_now(ir_node *n)
     }
     memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
     icc_diag quiet;
-    ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, &quiet};
+    ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, &quiet, NULL};
     if (ir_ops[n->op].shape(&sc) < 0)
         return;
     for (int i = 0; i < n->nout; i++) {

@@ -104,6 +104,19 @@ static inline bool ir_dim_eq(ir_dim a, ir_dim b)
 
 #define IR_RANK_UNKNOWN (-1)
 
+/* A shape value (ir/shapeval.c): what shape inference knows about the
+ * elements of a small integer (or bool) tensor, rank 0 or 1 with at most
+ * IR_MAX_RANK elements, that shape arithmetic computes from dims, such as
+ * Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]). Element i is the constant
+ * e[i].v (any sign, unlike a dim), the run's value of symbol e[i].sym, or
+ * unknown. Reshape, Expand, ConstantOfShape and Tile read it when their
+ * shape input is no constant, so their outputs keep symbolic dims. */
+typedef struct ir_shape_value {
+    bool known;                /* false: nothing is known (all else unused) */
+    int n;                     /* element count */
+    ir_dim e[IR_MAX_RANK];
+} ir_shape_value;
+
 typedef struct ir_type {
     ir_dtype dtype;
     int rank;                  /* IR_RANK_UNKNOWN or 0..IR_MAX_RANK */
@@ -203,6 +216,8 @@ typedef struct ir_value {
     struct ir_node *def;       /* IR_VAL_NODE: producer */
     int def_index;             /* IR_VAL_NODE: which output of def */
     ir_tensor cval;            /* IR_VAL_CONST: payload (data in arena) */
+    ir_shape_value sv;         /* IR_VAL_NODE: its elements as dims, set by
+                                * ir_infer_node (ir_value_shape_value reads it) */
     bool dead;                 /* erased; dropped by ir_graph_compact */
     bool planned;              /* memory plan: lives in the arena at offset */
     int64_t offset;
@@ -334,6 +349,16 @@ int ir_node_check_arity(const ir_node *n, icc_diag *d);
 int ir_infer_shapes(ir_graph *g, icc_diag *d);
 /* The same for one node, from its inputs' current types and constants. */
 int ir_infer_node(ir_node *n, icc_diag *d);
+
+/* ---- shape values (ir/shapeval.c) ---------------------------------------- */
+
+/* v's elements as dims: from its constant payload (a small integer tensor)
+ * or what inference recorded in v->sv. False when nothing is known. */
+bool ir_value_shape_value(const ir_value *v, ir_shape_value *out);
+/* Sets n's output shape value from its inputs' (Shape, Size, Gather,
+ * Unsqueeze, Squeeze, Concat, Slice, Cast, integer arithmetic, Equal,
+ * Where...); clears it when nothing is known. Called by ir_infer_node. */
+void ir_infer_shape_value(ir_node *n);
 
 /* ---- rewriting (ir/rewrite.c) ------------------------------------------- */
 

@@ -102,6 +102,10 @@ typedef struct ir_shape_ctx {
     const ir_tensor *const *val;
     ir_type *out;
     icc_diag *diag;
+    /* sval[i]: input i's shape value (ir/shapeval.c) when it has no known
+     * value but its elements are known as dims; sval or sval[i] NULL
+     * otherwise (the interpreter knows every value and passes NULL). */
+    const ir_shape_value *const *sval;
 } ir_shape_ctx;
 
 /* Context of a reference kernel: every present input is concrete; the

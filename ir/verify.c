@@ -200,6 +200,8 @@ int ir_infer_node(ir_node *n, icc_diag *d)
 {
     const ir_type *tin[64];
     const ir_tensor *val[64];
+    const ir_shape_value *svp[64];
+    ir_shape_value sv[64];
     ir_type tout[64];
     if (n->nin > 64 || n->nout > 64)
         return ir_node_errorf(d, n, "more than 64 inputs or outputs");
@@ -208,11 +210,12 @@ int ir_infer_node(ir_node *n, icc_diag *d)
     for (int i = 0; i < n->nin; i++) {
         tin[i] = n->in[i] ? &n->in[i]->type : NULL;
         val[i] = n->in[i] && n->in[i]->kind == IR_VAL_CONST ? &n->in[i]->cval : NULL;
+        svp[i] = !val[i] && ir_value_shape_value(n->in[i], &sv[i]) ? &sv[i] : NULL;
         if (tin[i] && tin[i]->dtype == IR_UNDEF)
             return ir_node_errorf(d, n, "input '%s' has no known dtype", n->in[i]->name);
     }
     memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
-    ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, d};
+    ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, d, svp};
     if (ir_ops[n->op].shape(&sc) < 0)
         return -1;
     for (int i = 0; i < n->nout; i++) {
@@ -229,6 +232,7 @@ int ir_infer_node(ir_node *n, icc_diag *d)
                 return ir_node_errorf(d, n, "output '%s' would be larger than the limit of %lld bytes",
                                       n->out[i]->name, (long long)IR_MAX_TENSOR_BYTES);
     }
+    ir_infer_shape_value(n);
     return 0;
 }
 

@@ -4,7 +4,9 @@
  * names; a node whose operands became constant gets its shapes inferred
  * again. Shape and Size also fold when their input is not constant but the
  * part of its type they read is static, which is what turns
- * Reshape(x, Shape(y)) into a static reshape. Nodes are visited in
+ * Reshape(x, Shape(y)) into a static reshape, and so does any node whose
+ * output shape inference knows element by element as constants (a shape
+ * value: Gather(Shape(x), 1) over [N, 16]). Nodes are visited in
  * topological order and each input is redirected to its folded constant on
  * the way, so a whole chain folds in one run. Results larger than
  * max-bytes fold only if they are no larger than the constant inputs they
@@ -121,7 +123,7 @@ static int fold_node(pass_ctx *c, ir_node *n, int64_t max_bytes, ir_value **repl
     memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
     if (ir_node_check_arity(n, c->diag) < 0)
         return -1;
-    ir_shape_ctx sc = {n, n->nin, n->nout, tin_ptr, in, tout, c->diag};
+    ir_shape_ctx sc = {n, n->nin, n->nout, tin_ptr, in, tout, c->diag, NULL};
     if (ir_ops[n->op].shape(&sc) < 0)
         return -1;
     int64_t out_bytes = 0;
@@ -165,6 +167,30 @@ static int fold_node(pass_ctx *c, ir_node *n, int64_t max_bytes, ir_value **repl
     return 0;
 }
 
+/* A node whose output's every element is known as a constant by shape
+ * inference (a shape value, ir/shapeval.c) folds to that constant even
+ * though its operands are not constant: Gather(Shape(x), 1) of an
+ * [N, 16] x is 16 for every N. */
+static int fold_shape_value(pass_ctx *c, ir_node *n, ir_value **repl, bool *folded)
+{
+    *folded = false;
+    const ir_value *v = n->nout == 1 ? n->out[0] : NULL;
+    if (!v || !v->sv.known || !ir_type_is_static(&v->type) || ir_ops[n->op].flags & IR_F_INTERNAL)
+        return 0;
+    for (int i = 0; i < v->sv.n; i++)
+        if (!ir_dim_is_const(v->sv.e[i]))
+            return 0;
+    ir_value *cv = ir_graph_add_const(c->g, v->name, &v->type, NULL, c->diag);
+    if (!cv)
+        return -1;
+    for (int i = 0; i < v->sv.n; i++)
+        ir_tensor_seti(&cv->cval, i, v->sv.e[i].v);
+    repl[v->id] = cv;
+    ir_node_erase(n);
+    *folded = true;
+    return 0;
+}
+
 int pass_fold(pass_ctx *c)
 {
     ir_graph *g = c->g;
@@ -198,7 +224,8 @@ int pass_fold(pass_ctx *c)
             break;
         }
         bool folded;
-        if (fold_node(c, n, max_bytes, repl, &folded) < 0) {
+        if (fold_node(c, n, max_bytes, repl, &folded) < 0 ||
+            (!folded && fold_shape_value(c, n, repl, &folded) < 0)) {
             rc = -1;
             break;
         }

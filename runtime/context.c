@@ -226,6 +226,11 @@ static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *c
             return ctx_fail(ctx, ICC_ERR_INVALID, "%s: output '%s' has no buffer",
                             model_name(ctx->m), d->outputs[o].name);
     uint64_t need = d->nsymbols ? d->arena_size(ctx->syms) : d->arena_bytes;
+    /* the generated layout returns UINT64_MAX when the intermediates'
+     * sizes overflow 64 bits for these dims (codegen/llvm/model.c) */
+    if (need == UINT64_MAX)
+        return ctx_fail(ctx, ICC_ERR_SHAPE, "%s: the intermediates for these dims overflow 64-bit sizes",
+                        model_name(ctx->m));
     icc_status st = arena_reserve(ctx, need);
     if (st != ICC_OK)
         return st;

@@ -144,6 +144,8 @@ echo "== LSTM, GRU, RNN and a CRNN, interpreted and compiled, vs ONNX Runtime (b
 python3 tests/models/rnn_vs_ort.py build/icc --no-bench
 echo "== the direct conv schedules (depthwise, ConvTranspose) over random shapes, vs the interpreter (build)"
 python3 tests/models/conv_direct.py build/icc
+echo "== symbolic batch, sequence length and shape arithmetic (Shape/Gather/Concat/Reshape), compiled once, vs ONNX Runtime (build)"
+python3 tests/models/symbolic_dims.py build/icc
 echo "== icc verify's accuracy report vs numpy (build)"; python3 tests/models/verify_precision.py build/icc
 echo "== int8 and int8-dynamic vs fp32 (cosine), interpreter vs compiled on the rewritten graph (build)"
 python3 tests/models/int8_accuracy.py build/icc

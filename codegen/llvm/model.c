@@ -143,9 +143,41 @@ static LLVMValueRef emit_symtab(mctx *c, LLVMBuilderRef b, LLVMValueRef dims)
     return symtab;
 }
 
+/* a OP b for the layout, where OP is llvm.uadd/umul.with.overflow: the
+ * result, with *ovf or'ed with the overflow bit. */
+static LLVMValueRef checked_op(mctx *c, LLVMBuilderRef b, const char *name, LLVMValueRef x, LLVMValueRef y,
+                               LLVMValueRef *ovf)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef ovl[1] = {c->i64};
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(c->m, id, ovl, 1);
+    LLVMValueRef args[2] = {x, y};
+    LLVMValueRef r = LLVMBuildCall2(b, LLVMIntrinsicGetType(c->cx, id, ovl, 1), f, args, 2, "");
+    *ovf = LLVMBuildOr(b, *ovf, LLVMBuildExtractValue(b, r, 1, ""), "");
+    return LLVMBuildExtractValue(b, r, 0, "");
+}
+
+/* size_value with every product checked (the layout's sizes). */
+static LLVMValueRef size_value_checked(mctx *c, LLVMBuilderRef b, const cg_size *z, LLVMValueRef symtab,
+                                       LLVMValueRef *ovf)
+{
+    LLVMValueRef n = ci64(c, z->scale);
+    for (int k = 0; k < z->n; k++) {
+        ir_dim dm = z->dims[k];
+        LLVMValueRef idx = ci64(c, dm.sym);
+        LLVMValueRef v = dm.sym > 0 ? LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "")
+                                    : ci64(c, dm.v);
+        n = checked_op(c, b, "llvm.umul.with.overflow", n, v, ovf);
+    }
+    return n;
+}
+
 /* i64 <prefix>_layout(const i64 *dims, i64 *offs): the dynamic layout
  * (cg_program.slots) for the run's symbol values; stores each slot's offset and
- * returns the arena bytes. */
+ * returns the arena bytes. Symbol values that fit the inputs can still
+ * make an intermediate overflow 64 bits ([B, heads, S, S] scores): every
+ * product and sum is checked, and an overflow, or a total past INT64_MAX,
+ * returns UINT64_MAX, which the runtime refuses with ICC_ERR_SHAPE. */
 static LLVMValueRef emit_layout(mctx *c)
 {
     char name[256];
@@ -158,18 +190,24 @@ static LLVMValueRef emit_layout(mctx *c)
     LLVMValueRef dims = LLVMGetParam(fn, 0), offs = LLVMGetParam(fn, 1);
     LLVMValueRef symtab = emit_symtab(c, b, dims);
     LLVMValueRef *end = calloc((size_t)c->p->nslots + 1, sizeof *end), total = ci64(c, 0);
+    LLVMValueRef ovf = LLVMConstInt(LLVMInt1TypeInContext(c->cx), 0, 0);
     for (int sl = 0; end && sl < c->p->nslots; sl++) {
         LLVMValueRef off = ci64(c, 0);
         for (const int *u = c->p->slots[sl].live_with; *u >= 0; u++)
-            off = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end[*u], off, ""), end[*u], off, "");
-        off = LLVMBuildAnd(b, LLVMBuildAdd(b, off, ci64(c, 63), ""), ci64(c, ~(int64_t)63), "");
+            off = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, end[*u], off, ""), end[*u], off, "");
+        off = LLVMBuildAnd(b, checked_op(c, b, "llvm.uadd.with.overflow", off, ci64(c, 63), &ovf),
+                           ci64(c, ~(int64_t)63), "");
         LLVMValueRef si = ci64(c, sl);
         LLVMBuildStore(b, off, LLVMBuildGEP2(b, c->i64, offs, &si, 1, ""));
-        end[sl] = LLVMBuildAdd(b, off, size_value(c, b, &c->p->slots[sl].bytes, symtab), "");
-        total = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end[sl], total, ""), end[sl], total, "");
+        end[sl] = checked_op(c, b, "llvm.uadd.with.overflow", off,
+                             size_value_checked(c, b, &c->p->slots[sl].bytes, symtab, &ovf), &ovf);
+        total = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, end[sl], total, ""), end[sl], total, "");
     }
     free(end);
-    LLVMBuildRet(b, LLVMBuildAnd(b, LLVMBuildAdd(b, total, ci64(c, 63), ""), ci64(c, ~(int64_t)63), ""));
+    total = LLVMBuildAnd(b, checked_op(c, b, "llvm.uadd.with.overflow", total, ci64(c, 63), &ovf),
+                         ci64(c, ~(int64_t)63), "");
+    ovf = LLVMBuildOr(b, ovf, LLVMBuildICmp(b, LLVMIntSLT, total, ci64(c, 0), ""), "");
+    LLVMBuildRet(b, LLVMBuildSelect(b, ovf, ci64(c, -1), total, ""));
     LLVMDisposeBuilder(b);
     return fn;
 }
@@ -226,12 +264,13 @@ static LLVMValueRef dim_value(mctx *c, LLVMBuilderRef b, ir_dim dm, LLVMValueRef
     return LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &idx, 1, ""), "");
 }
 
-/* if (a != v) return ICC_ERR_SHAPE | (message << 8). */
-static void check_eq(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMValueRef a, LLVMValueRef v, int message)
+/* if !(a PRED v) return ICC_ERR_SHAPE | (message << 8). */
+static void check_cmp(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMIntPredicate pred, LLVMValueRef a,
+                      LLVMValueRef v, int message)
 {
     LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(c->cx, run, "bad_shape");
     LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(c->cx, run, "shape_ok");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, a, v, ""), ok, bad);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, pred, a, v, ""), ok, bad);
     LLVMPositionBuilderAtEnd(b, bad);
     LLVMBuildRet(b, ci32(c, ICC_ERR_SHAPE | (message << 8)));
     LLVMPositionBuilderAtEnd(b, ok);
@@ -257,12 +296,13 @@ static void emit_shape_checks(mctx *c, LLVMBuilderRef b, LLVMValueRef run, LLVMV
 {
     for (int i = 0; i < c->p->nchecks; i++) {
         const cg_check *ck = &c->p->checks[i];
-        if (ck->kind == CG_CHECK_DIM) {
-            check_eq(c, b, run, dim_value(c, b, ck->a, symtab), dim_value(c, b, ck->b, symtab), ck->message);
+        if (ck->kind != CG_CHECK_COUNT) {
+            check_cmp(c, b, run, ck->kind == CG_CHECK_LE ? LLVMIntSLE : LLVMIntEQ, dim_value(c, b, ck->a, symtab),
+                      dim_value(c, b, ck->b, symtab), ck->message);
         } else {
             LLVMValueRef ni = size_value(c, b, &ck->ca, symtab);
             LLVMValueRef no = size_value(c, b, &ck->cb, symtab);
-            check_eq(c, b, run, ni, no, ck->message);
+            check_cmp(c, b, run, LLVMIntEQ, ni, no, ck->message);
         }
     }
 }

@@ -562,8 +562,31 @@ static int lower_pad_dyn(lctx *c)
 
 /* ---- dispatch ------------------------------------------------------------------------- */
 
+/* Every dim known: constants or symbols the run reads (mv_nest). */
+static bool known_io(const ir_node *n)
+{
+    for (int i = 0; i < n->nin + n->nout; i++) {
+        const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+        if (v && v->type.rank < 0)
+            return false;
+        for (int d = 0; v && d < v->type.rank; d++)
+            if (v->type.dims[d].sym < 0)
+                return false;
+    }
+    return true;
+}
+
 bool cg_can_lower_movement2(const ir_node *n)
 {
+    /* Gather reads every dim through the run's symbols but the gathered
+     * axis, whose length wraps and checks the indices: an embedding table
+     * [vocab, d] indexed by token ids [B, S]. */
+    if (n->op == IR_OP_GATHER && known_io(n)) {
+        int axis;
+        const ir_type *x = &n->in[0]->type;
+        return index_dtype(n->in[1]->type.dtype) && mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis) &&
+               ir_dim_is_const(x->dims[axis]) && n->out[0]->type.rank == x->rank - 1 + n->in[1]->type.rank;
+    }
     if (!static_io(n))
         return false;
     const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;

@@ -353,12 +353,87 @@ static bool slice_params(const ir_node *n, int64_t *first, int64_t *step)
     return true;
 }
 
+/* The same for symbolic dims, where the operands are shape values
+ * (ir/shapeval.c): an axis ending at a symbol is read from 0 with step 1
+ * (its length is the output's dim, checked against the data's at run
+ * time), a symbolic data dim must be kept whole, and constant dims follow
+ * slice_params. */
+static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step)
+{
+    const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
+    ir_shape_value sv[5];
+    for (int i = 1; i < 5; i++)
+        if (has_in(n, i) ? !ir_value_shape_value(n->in[i], &sv[i]) : i < 3)
+            return false;
+    int cnt = sv[1].n;
+    if (cnt > x->rank || sv[2].n != cnt || (has_in(n, 3) && sv[3].n != cnt) || (has_in(n, 4) && sv[4].n != cnt) ||
+        o->rank != x->rank)
+        return false;
+    bool sliced[IR_MAX_RANK] = {false};
+    for (int d = 0; d < x->rank; d++) {
+        first[d] = 0;
+        step[d] = 1;
+        if (x->dims[d].sym < 0 || o->dims[d].sym < 0)
+            return false;
+    }
+    for (int i = 0; i < cnt; i++) {
+        ir_dim s = sv[1].e[i], e = sv[2].e[i];
+        ir_dim ax = has_in(n, 3) ? sv[3].e[i] : ir_dim_const(i), st = has_in(n, 4) ? sv[4].e[i] : ir_dim_const(1);
+        int a;
+        if (s.sym || ax.sym || st.sym || e.sym < 0 || !mv_axis(ax.v, x->rank, &a) || sliced[a])
+            return false;
+        sliced[a] = true;
+        ir_dim d = x->dims[a];
+        if (e.sym > 0) {
+            if (s.v != 0 || st.v != 1 || !ir_dim_eq(o->dims[a], e) || !(ir_dim_is_const(d) || ir_dim_eq(d, e)))
+                return false;
+        } else if (d.sym > 0) {
+            if (!(st.v == 1 && s.v == 0 && e.v == INT64_MAX) || !ir_dim_eq(o->dims[a], d))
+                return false;
+        } else {
+                int64_t ss = s.v, ee = e.v, stp = st.v == INT64_MIN ? -INT64_MAX : st.v, len = 0;
+            if (stp == 0)
+                return false;
+            if (d.v > 0) {
+                if (ss < 0)
+                    ss += d.v;
+                if (ee < 0)
+                    ee += d.v;
+                if (stp > 0) {
+                    ss = clamp64(ss, 0, d.v);
+                    ee = clamp64(ee, 0, d.v);
+                    len = ee > ss ? (ee - ss - 1) / stp + 1 : 0;
+                } else {
+                    ss = clamp64(ss, 0, d.v - 1);
+                    ee = clamp64(ee, -1, d.v - 1);
+                    len = ss > ee ? (ss - ee - 1) / -stp + 1 : 0;
+                }
+            } else {
+                ss = 0;
+            }
+            if (!ir_dim_is_const(o->dims[a]) || len != o->dims[a].v)
+                return false;
+            first[a] = ss;
+            step[a] = len > 1 ? stp : 1;
+        }
+    }
+    for (int d = 0; d < x->rank; d++)
+        if (!sliced[d] && !ir_dim_eq(o->dims[d], x->dims[d]))
+            return false;
+    return true;
+}
+
+static bool slice_any(const ir_node *n, int64_t *first, int64_t *step)
+{
+    return slice_params(n, first, step) || slice_params_dims(n, first, step);
+}
+
 static int lower_slice(lctx *c)
 {
     kir_kernel *k = c->k;
     const ir_type *to = &c->n->out[0]->type;
     int64_t first[IR_MAX_RANK], step[IR_MAX_RANK];
-    if (!slice_params(c->n, first, step))
+    if (!slice_any(c->n, first, step))
         return -1;
     int r = to->rank;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
@@ -372,7 +447,8 @@ static int lower_slice(lctx *c)
 
 /* ---- Expand, Tile ----------------------------------------------------------------- */
 
-/* Expand: numpy broadcasting of the input to the (static) output. */
+/* Expand: numpy broadcasting of the input to the output (constant or
+ * symbolic dims; a symbolic input dim is the output's, cg_can_lower). */
 static int lower_expand(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -383,7 +459,7 @@ static int lower_expand(lctx *c)
         return -1;
     for (int d = 0; d < ti->rank; d++) {
         int od = to->rank - ti->rank + d;
-        ii[d] = ti->dims[d].v == 1 ? lw_i64c(k, 0) : oi[od];
+        ii[d] = ir_dim_is_const(ti->dims[d]) && ti->dims[d].v == 1 ? lw_i64c(k, 0) : oi[od];
     }
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
 }
@@ -768,7 +844,8 @@ static int lower_window(lctx *c)
     return kir_store(k, b, c->out, oi, lw_to_out(c, v)) ? 0 : -1;
 }
 
-/* Shape and Size of a static input: constants stored one by one. */
+/* Shape and Size: the input's dims stored one by one, constants or the
+ * run's symbol values (a symbolic batch's flatten reads Shape(x)[0]). */
 static int lower_shape_size(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -776,15 +853,21 @@ static int lower_shape_size(lctx *c)
     const ir_type *ti = &n->in[0]->type;
     if (n->op == IR_OP_SIZE) {
         int64_t numel = 1;
-        for (int d = 0; d < ti->rank; d++)
-            numel *= ti->dims[d].v;
-        return kir_store(k, &k->body, c->out, NULL, lw_i64c(k, numel)) ? 0 : -1;
+        kir_expr *e = NULL;
+        for (int d = 0; d < ti->rank; d++) {
+            if (ti->dims[d].sym > 0)
+                e = e ? kir_imul(k, e, lw_dim_of(k, ti->dims[d])) : lw_dim_of(k, ti->dims[d]);
+            else
+                numel *= ti->dims[d].v;
+        }
+        e = e ? lw_imulc(k, e, numel) : lw_i64c(k, numel);
+        return kir_store(k, &k->body, c->out, NULL, e) ? 0 : -1;
     }
     int s, e;
     ir_shape_op_bounds(n, ti->rank, &s, &e);
     for (int d = s; d < e; d++) {
         kir_expr *idx[1] = {lw_i64c(k, d - s)};
-        if (!kir_store(k, &k->body, c->out, idx, lw_i64c(k, ti->dims[d].v)))
+        if (!kir_store(k, &k->body, c->out, idx, lw_dim_of(k, ti->dims[d])))
             return -1;
     }
     return 0;
@@ -818,13 +901,18 @@ bool cg_can_lower_movement(const ir_node *n)
     }
     case IR_OP_SLICE: {
         int64_t f[IR_MAX_RANK], s[IR_MAX_RANK];
-        return slice_params(n, f, s) || cg_can_lower_movement2(n);
+        return slice_any(n, f, s) || cg_can_lower_movement2(n);
     }
     case IR_OP_EXPAND:
-        if (!ir_type_is_static(x) || !ir_type_is_static(o) || o->rank < x->rank)
+        /* symbolic dims broadcast only from a constant 1 or to the same dim */
+        if (x->rank < 0 || o->rank < x->rank)
             return false;
+        for (int d = 0; d < o->rank; d++)
+            if (o->dims[d].sym < 0)
+                return false;
         for (int d = 0; d < x->rank; d++)
-            if (x->dims[d].v != 1 && x->dims[d].v != o->dims[o->rank - x->rank + d].v)
+            if (!(ir_dim_is_const(x->dims[d]) && x->dims[d].v == 1) &&
+                !ir_dim_eq(x->dims[d], o->dims[o->rank - x->rank + d]))
                 return false;
         return true;
     case IR_OP_TILE:
@@ -854,7 +942,10 @@ bool cg_can_lower_movement(const ir_node *n)
     case IR_OP_EYE_LIKE:
         return o->rank == 2;
     case IR_OP_CONSTANT_OF_SHAPE:
-        return true;
+        for (int d = 0; d < o->rank; d++)
+            if (o->dims[d].sym < 0)
+                return false;
+        return o->rank >= 0;
     case IR_OP_RANGE: {
         ir_dtype t = o->dtype;
         return (ir_dtype_is_float(t) || ir_dtype_is_int(t)) && n->in[0]->type.dtype == t &&
@@ -863,8 +954,14 @@ bool cg_can_lower_movement(const ir_node *n)
     }
     case IR_OP_HANN_WINDOW: case IR_OP_HAMMING_WINDOW: case IR_OP_BLACKMAN_WINDOW:
         return o->rank == 1 && ir_dim_is_const(o->dims[0]) && ir_dtype_is_float(o->dtype);
-    case IR_OP_SHAPE: case IR_OP_SIZE:
-        return ir_type_is_static(x) && o->dtype == IR_I64;
+    case IR_OP_SHAPE: case IR_OP_SIZE: {
+        if (x->rank < 0 || o->dtype != IR_I64)
+            return false;
+        for (int d = 0; d < x->rank; d++)
+            if (x->dims[d].sym < 0)
+                return false;
+        return true;
+    }
     default:
         return cg_can_lower_movement2(n);
     }
@@ -878,7 +975,7 @@ int lower_movement(lctx *c)
     case IR_OP_CONCAT: case IR_OP_SPLIT: return lower_concat_split(c);
     case IR_OP_SLICE: {
         int64_t f[IR_MAX_RANK], s[IR_MAX_RANK];
-        return slice_params(c->n, f, s) ? lower_slice(c) : lower_movement2(c);
+        return slice_any(c->n, f, s) ? lower_slice(c) : lower_movement2(c);
     }
     case IR_OP_EXPAND: return lower_expand(c);
     case IR_OP_TILE: return lower_tile_op(c);

@@ -49,7 +49,7 @@ int ir_eval_node_into(const ir_node *n, const ir_tensor *const *in, ir_tensor *o
         }
     }
     memset(tout_buf, 0, sizeof(ir_type) * (size_t)n->nout);
-    ir_shape_ctx sc = {n, n->nin, n->nout, tin_ptr, in, tout_buf, d};
+    ir_shape_ctx sc = {n, n->nin, n->nout, tin_ptr, in, tout_buf, d, NULL};
     if (op->shape(&sc) < 0)
         return -1;
     memset(out, 0, sizeof(ir_tensor) * (size_t)n->nout);

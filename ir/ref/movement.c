@@ -251,10 +251,25 @@ static void prod_cancel(dim_prod *a, dim_prod *b)
             }
 }
 
+/* Input i's shape value (ir_shape_ctx.sval) when it is 1-D with at most
+ * max elements, so a shape function can use dims that shape arithmetic
+ * computed from symbols; NULL otherwise. */
+const ir_shape_value *ir_mv_sval(const ir_shape_ctx *c, int i, int max)
+{
+    if (!c->sval || i >= c->nin || !c->in[i] || !c->sval[i] || c->in[i]->rank != 1)
+        return NULL;
+    return c->sval[i]->n <= max ? c->sval[i] : NULL;
+}
+
 /* Reshape: output dim i is shape[i], or input dim i when shape[i] == 0
  * and !allowzero; at most one -1, inferred from the element count. With
  * symbolic input dims the -1 is still inferred when every input symbol
- * reappears in the output (copied by a 0), e.g. [N,S,768] -> [0,0,12,-1]. */
+ * reappears in the output (copied by a 0), e.g. [N,S,768] -> [0,0,12,-1].
+ * The shape may also be a shape value (ir/shapeval.c), its elements dims:
+ * [N, -1] from Shape(x)[0] flattens [N,16,1,1] to [N,16]. A symbol there
+ * could be 0 at run time, which copies the input's dim instead, so it is
+ * taken as the output dim only where the input has the same symbol or
+ * allowzero is set. */
 int shape_reshape(ir_shape_ctx *c)
 {
     const ir_type *x = c->in[0], *st = c->in[1];
@@ -264,7 +279,19 @@ int shape_reshape(ir_shape_ctx *c)
     if (st->rank >= 0 && st->rank != 1)
         return ir_node_errorf(c->diag, c->node, "shape must be 1-D, got rank %d", st->rank);
     const ir_tensor *sv = c->val[1];
-    if (!sv) {
+    const ir_shape_value *sd = sv ? NULL : ir_mv_sval(c, 1, IR_MAX_RANK);
+    ir_dim s[IR_MAX_RANK];
+    int n;
+    if (sv) {
+        int64_t v[IR_MAX_RANK];
+        if ((n = ir_mv_read_ints(c, sv, "shape", v, IR_MAX_RANK, false)) < 0)
+            return -1;
+        for (int i = 0; i < n; i++)
+            s[i] = ir_dim_const(v[i]);
+    } else if (sd) {
+        n = sd->n;
+        memcpy(s, sd->e, sizeof s[0] * (size_t)n);
+    } else {
         int r = IR_RANK_UNKNOWN;
         if (st->rank == 1 && ir_dim_is_const(st->dims[0])) {
             if (st->dims[0].v > IR_MAX_RANK)
@@ -275,21 +302,19 @@ int shape_reshape(ir_shape_ctx *c)
         ir_type_unknown(o, x->dtype, r);
         return 0;
     }
-    int64_t s[IR_MAX_RANK];
-    int n = ir_mv_read_ints(c, sv, "shape", s, IR_MAX_RANK, false);
-    if (n < 0)
-        return -1;
     bool allowzero = ir_attr_int(c->node, "allowzero", 0) != 0, has_zero = false;
     int neg = -1;
     for (int i = 0; i < n; i++) {
-        if (s[i] == -1) {
+        if (s[i].sym != 0)
+            continue;
+        if (s[i].v == -1) {
             if (neg >= 0)
                 return ir_node_errorf(c->diag, c->node, "shape has more than one -1");
             neg = i;
-        } else if (s[i] < -1) {
+        } else if (s[i].v < -1) {
             return ir_node_errorf(c->diag, c->node, "shape[%d] = %lld is invalid", i,
-                                  (long long)s[i]);
-        } else if (s[i] == 0) {
+                                  (long long)s[i].v);
+        } else if (s[i].v == 0) {
             has_zero = true;
         }
     }
@@ -300,14 +325,17 @@ int shape_reshape(ir_shape_ctx *c)
     for (int i = 0; i < n; i++) {
         if (i == neg)
             continue;
-        if (s[i] == 0 && !allowzero) {
+        if (s[i].sym == 0 && s[i].v == 0 && !allowzero) {
             if (x->rank >= 0 && i >= x->rank)
                 return ir_node_errorf(c->diag, c->node,
                                       "shape[%d] = 0 copies a dim the rank-%d input lacks", i,
                                       x->rank);
             o->dims[i] = x->rank >= 0 ? x->dims[i] : ir_dim_unknown();
+        } else if (s[i].sym > 0 && !allowzero) {
+            bool same = x->rank > i && x->dims[i].sym == s[i].sym;
+            o->dims[i] = same ? s[i] : ir_dim_unknown();
         } else {
-            o->dims[i] = ir_dim_const(s[i]);
+            o->dims[i] = s[i];
         }
         if (prod_add(c, &out, o->dims[i]) < 0)
             return -1;

@@ -64,6 +64,10 @@ void ir_mv_copy_view(void *dst, const void *src, size_t esz, int rank,
 int ir_mv_read_ints(ir_shape_ctx *c, const ir_tensor *t, const char *what,
                     int64_t *out, int max, bool allow_scalar);
 
+/* Input i's shape value when it has one and is 1-D with at most max
+ * elements (ir/shapeval.c), else NULL. */
+const ir_shape_value *ir_mv_sval(const ir_shape_ctx *c, int i, int max);
+
 /* Checks that input i (if present) has an integer dtype. */
 int ir_mv_check_int(ir_shape_ctx *c, int i, const char *what);
 

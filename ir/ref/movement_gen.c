@@ -105,6 +105,18 @@ int shape_constant_of_shape(ir_shape_ctx *c)
     const ir_type *st = c->in[0];
     if (st->rank >= 0 && st->rank != 1)
         return ir_node_errorf(c->diag, c->node, "shape must be 1-D, got rank %d", st->rank);
+    const ir_shape_value *sd = sv ? NULL : ir_mv_sval(c, 0, IR_MAX_RANK);
+    if (sd) {
+        /* a shape value (ir/shapeval.c): its symbols become the dims */
+        ir_type_unknown(o, dt, sd->n);
+        for (int i = 0; i < sd->n; i++) {
+            if (sd->e[i].sym == 0 && sd->e[i].v < 0)
+                return ir_node_errorf(c->diag, c->node, "shape[%d] = %lld is negative", i,
+                                      (long long)sd->e[i].v);
+            o->dims[i] = sd->e[i];
+        }
+        return ir_mv_check_size(c, o);
+    }
     if (!sv) {
         int64_t n = mv_len_1d(st);
         if (n > IR_MAX_RANK)
@@ -214,6 +226,13 @@ int shape_range(ir_shape_ctx *c)
         o->dims[0] = ir_dim_const(n);
         return ir_mv_check_size(c, o);
     }
+    /* Range(0, S, 1) with the limit a dim (a shape value, ir/shapeval.c):
+     * the position ids of a [B, S] model have S elements */
+    const ir_shape_value *lim = c->sval && c->sval[1] && c->sval[1]->n == 1 ? c->sval[1] : NULL;
+    if (lim && lim->e[0].sym > 0 && ir_dtype_is_int(s->dtype) && c->val[0] && c->val[2] &&
+        c->val[0]->numel == 1 && c->val[2]->numel == 1 && ir_tensor_geti(c->val[0], 0) == 0 &&
+        ir_tensor_geti(c->val[2], 0) == 1)
+        o->dims[0] = lim->e[0];
     return 0;
 }
 

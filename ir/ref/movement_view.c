@@ -96,6 +96,77 @@ static bool slice_is_full(int64_t start, int64_t end, int64_t step)
            (step == -1 && (start == -1 || start == INT64_MAX) && end == INT64_MIN);
 }
 
+/* Input i's elements as dims (a constant, or a shape value); *n their
+ * count. False when not known. */
+static bool slice_elems(ir_shape_ctx *c, int i, ir_dim *e, int *n, int max)
+{
+    const ir_tensor *t = mv_val(c, i);
+    if (t) {
+        if (!ir_dtype_is_int(t->dtype) || t->rank != 1 || t->numel > max)
+            return false;
+        *n = (int)t->numel;
+        for (int k = 0; k < *n; k++)
+            e[k] = ir_dim_const(ir_tensor_geti(t, k));
+        return true;
+    }
+    const ir_shape_value *sv = ir_mv_sval(c, i, max);
+    if (!sv)
+        return false;
+    *n = sv->n;
+    memcpy(e, sv->e, sizeof e[0] * (size_t)sv->n);
+    return true;
+}
+
+/* Slice whose ends are a shape value with symbols (ir/shapeval.c): the
+ * position table pos[:S] of a [B, S] model. An axis ending at symbol S
+ * from 0 with step 1 has length S when the data's dim is S too, or a
+ * constant, which the compiled run checks is at least S (program.c);
+ * other axes follow the constant rules. Returns 1 when it set o, 0 when
+ * it does not apply. */
+static int slice_by_dims(ir_shape_ctx *c, const ir_type *x, ir_type *o)
+{
+    ir_dim st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
+    int ns, ne, na, np;
+    if (!slice_elems(c, 1, st, &ns, x->rank) || !slice_elems(c, 2, en, &ne, x->rank) || ne != ns)
+        return 0;
+    if (!mv_type(c, 3)) {
+        na = ns;
+        for (int i = 0; i < ns; i++)
+            ax[i] = ir_dim_const(i);
+    } else if (!slice_elems(c, 3, ax, &na, x->rank) || na != ns) {
+        return 0;
+    }
+    if (!mv_type(c, 4)) {
+        np = ns;
+        for (int i = 0; i < ns; i++)
+            sp[i] = ir_dim_const(1);
+    } else if (!slice_elems(c, 4, sp, &np, x->rank) || np != ns) {
+        return 0;
+    }
+    bool seen[IR_MAX_RANK] = {false};
+    *o = *x;
+    for (int i = 0; i < ns; i++) {
+        if (st[i].sym || ax[i].sym || sp[i].sym || en[i].sym < 0)
+            return 0;
+        int64_t a = ax[i].v < 0 ? ax[i].v + x->rank : ax[i].v;
+        if (a < 0 || a >= x->rank || seen[a] || sp[i].v == 0)
+            return 0;   /* the constant path reports it */
+        seen[a] = true;
+        ir_dim d = x->dims[a];
+        if (en[i].sym > 0) {
+            bool ok = st[i].v == 0 && sp[i].v == 1 && (ir_dim_is_const(d) || d.sym == en[i].sym);
+            o->dims[a] = ok ? en[i] : ir_dim_unknown();
+        } else if (ir_dim_is_const(d)) {
+            int64_t first, len;
+            slice_resolve(d.v, st[i].v, en[i].v, sp[i].v == INT64_MIN ? -INT64_MAX : sp[i].v, &first, &len);
+            o->dims[a] = ir_dim_const(len);
+        } else if (!slice_is_full(st[i].v, en[i].v, sp[i].v)) {
+            o->dims[a] = ir_dim_unknown();
+        }
+    }
+    return 1;
+}
+
 int shape_slice(ir_shape_ctx *c)
 {
     const ir_type *x = c->in[0];
@@ -117,6 +188,8 @@ int shape_slice(ir_shape_ctx *c)
     const ir_tensor *ts = mv_val(c, 1), *te = mv_val(c, 2), *ta = mv_val(c, 3),
                     *tp = mv_val(c, 4);
     if (!ts || !te || (mv_type(c, 3) && !ta) || (mv_type(c, 4) && !tp)) {
+        if (slice_by_dims(c, x, o))
+            return 0;
         /* Only the dims no axis can name keep their size. */
         int64_t n = mv_len_1d(mv_type(c, 1));
         for (int i = 0; i < x->rank; i++) {
@@ -199,6 +272,30 @@ int shape_expand(ir_shape_ctx *c)
         return ir_node_errorf(c->diag, c->node, "shape must be 1-D, got rank %d",
                               c->in[1]->rank);
     const ir_tensor *sv = c->val[1];
+    const ir_shape_value *sd = sv ? NULL : ir_mv_sval(c, 1, IR_MAX_RANK);
+    if (sd && x->rank >= 0) {
+        /* a shape value (ir/shapeval.c): a dim broadcasts where one side is
+         * 1 or both are the same dim; anything else (S against 4, which
+         * holds only for S of 1 or 4) stays unknown */
+        int r = x->rank > sd->n ? x->rank : sd->n;
+        ir_type_unknown(o, x->dtype, r);
+        for (int i = 0; i < r; i++) {
+            int xi = i - (r - x->rank), si = i - (r - sd->n);
+            ir_dim a = xi >= 0 ? x->dims[xi] : ir_dim_const(1), b = si >= 0 ? sd->e[si] : ir_dim_const(1);
+            if (b.sym == 0 && b.v < 0)
+                return ir_node_errorf(c->diag, c->node, "shape[%d] = %lld is negative", si, (long long)b.v);
+            if (b.sym == 0 && b.v == 1)
+                o->dims[i] = a;
+            else if (a.sym == 0 && a.v == 1)
+                o->dims[i] = b;
+            else if (ir_dim_eq(a, b))
+                o->dims[i] = a;
+            else if (a.sym == 0 && b.sym == 0)
+                return ir_node_errorf(c->diag, c->node, "dim %lld of the input does not broadcast to %lld",
+                                      (long long)a.v, (long long)b.v);
+        }
+        return ir_mv_check_size(c, o);
+    }
     if (!sv) {
         int64_t n = mv_len_1d(c->in[1]);
         if (n > IR_MAX_RANK)

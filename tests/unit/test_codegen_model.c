@@ -318,6 +318,36 @@ START_TEST(symbolic_batch)
 }
 END_TEST
 
+/* The arena is a function of the symbols, laid out per run; an outer
+ * product [S, S] of a [1, S] input overflows 64-bit sizes at S = 2^32
+ * while the input itself (16 GiB) does not: the run must refuse it before
+ * any kernel reads the (absent) data, and still run a small S. */
+START_TEST(arena_overflow_is_refused)
+{
+    ir_graph *g;
+    icc_model *m = compile_and_open("graph @outer<S>(%x: f32[1,S]) -> (%y) {\n"
+                                    "  %t = Transpose(%x) {perm=[1,0]} : f32[S,1]\n"
+                                    "  %o = MatMul(%t, %x) : f32[S,S]\n"
+                                    "  %y = ReduceSum(%o) {keepdims=0} : f32[]\n"
+                                    "}\n", &g);
+    icc_context *ctx;
+    ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
+    float x[3] = {1, 2, 3}, y = 0;
+    int64_t xd[2] = {1, 3};
+    const int64_t *dims[1] = {xd};
+    const void *in[1] = {x};
+    void *out[1] = {&y};
+    ck_assert_msg(icc_run(ctx, in, dims, out) == ICC_OK, "%s", icc_context_error(ctx));
+    ck_assert(fabsf(y - 36.0f) < 1e-5f);
+    xd[1] = (int64_t)1 << 32;
+    ck_assert_int_eq(icc_run(ctx, in, dims, out), ICC_ERR_SHAPE);
+    ck_assert_msg(strstr(icc_context_error(ctx), "overflow 64-bit sizes"), "%s", icc_context_error(ctx));
+    icc_context_destroy(ctx);
+    icc_model_close(m);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("codegen_model");
@@ -327,6 +357,7 @@ static Suite *suite(void)
     tcase_add_test(tc, what_cannot_compile_is_named);
     tcase_add_test(tc, threads_are_deterministic_and_cycles_clean);
     tcase_add_test(tc, symbolic_batch);
+    tcase_add_test(tc, arena_overflow_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -799,7 +799,7 @@ START_TEST(shape_functions_keep_symbols)
     a.dims[0].sym = ir_graph_sym(G, "N", 1);
     const ir_type *in[] = {&a, &b};
     const ir_tensor *val[] = {NULL, NULL};
-    ir_shape_ctx c = {mk(IR_OP_ADD, 0, NULL), 2, 1, in, val, out, &D};
+    ir_shape_ctx c = {mk(IR_OP_ADD, 0, NULL), 2, 1, in, val, out, &D, NULL};
     ck_assert_int_eq(ir_ops[IR_OP_ADD].shape(&c), 0);
     ck_assert_int_eq(out[0].rank, 2);
     ck_assert_int_eq(out[0].dims[0].sym, a.dims[0].sym);

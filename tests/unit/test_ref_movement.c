@@ -995,6 +995,110 @@ START_TEST(shape_symbolic)
 }
 END_TEST
 
+/* An i64 scalar constant. */
+static ir_value *cst0(int64_t v)
+{
+    char name[32];
+    snprintf(name, sizeof name, "c%d", nnames++);
+    ir_type t = {IR_I64, 0, {{0, 0}}};
+    ir_value *c = ir_graph_add_const(g, name, &t, &v, &d);
+    ck_assert_ptr_nonnull(c);
+    return c;
+}
+
+static ir_node *vnode_int(int op, int nin, ir_value **in, const char *attr, int64_t v)
+{
+    ir_node *n = vnode(op, nin, in);
+    ck_assert_int_eq(ir_node_set_int(g, n, attr, v), 0);
+    return n;
+}
+
+/* Shape values (ir/shapeval.c): the exporter's flatten keeps the batch
+ * symbol through Shape -> Gather -> Unsqueeze -> Concat -> Reshape, and a
+ * Slice of Shape does the same. */
+START_TEST(shape_values_flatten)
+{
+    ir_value *x = inp(IR_F32, "N,16,1,1");
+    ir_node *sh = vnode(IR_OP_SHAPE, 1, &x);
+    ir_value *ga[] = {sh->out[0], cst0(0)};
+    ir_node *gn = vnode_int(IR_OP_GATHER, 2, ga, "axis", 0);
+    ir_value *ua[] = {gn->out[0], cst(1, I64(0))};
+    ir_node *un = vnode(IR_OP_UNSQUEEZE, 2, ua);
+    ir_value *ca[] = {un->out[0], cst(1, I64(-1))};
+    ir_node *cn = vnode_int(IR_OP_CONCAT, 2, ca, "axis", 0);
+    ir_value *ra[] = {x, cn->out[0]};
+    ir_node *rn = vnode(IR_OP_RESHAPE, 2, ra);
+    chk_type(rn, IR_F32, "N,16");
+    ck_assert(cn->out[0]->sv.known && cn->out[0]->sv.n == 2);
+    ck_assert_int_eq(cn->out[0]->sv.e[0].sym, x->type.dims[0].sym);
+    ck_assert(cn->out[0]->sv.e[1].sym == 0 && cn->out[0]->sv.e[1].v == -1);
+    /* Shape(x)[0:1] via Slice, then the dims after it, constant */
+    ir_value *sa[] = {sh->out[0], cst(1, I64(0)), cst(1, I64(1))};
+    ir_node *sl = vnode(IR_OP_SLICE, 3, sa);
+    ir_value *sb[] = {sh->out[0], cst(1, I64(1)), cst(1, I64(INT64_MAX))};
+    ir_node *rest = vnode(IR_OP_SLICE, 3, sb);
+    ir_value *c2[] = {sl->out[0], rest->out[0]};
+    ir_node *cn2 = vnode_int(IR_OP_CONCAT, 2, c2, "axis", 0);
+    ir_value *r2[] = {x, cn2->out[0]};
+    ir_node *rn2 = vnode(IR_OP_RESHAPE, 2, r2);
+    chk_type(rn2, IR_F32, "N,16,1,1");
+    ck_assert(rest->out[0]->sv.known && rest->out[0]->sv.n == 3 && rest->out[0]->sv.e[0].v == 16);
+}
+END_TEST
+
+/* Arithmetic folds constants and identities, and leaves the rest unknown;
+ * a symbol where the input has another could be 0 at run time (copying the
+ * input's dim), so Reshape does not take it. */
+START_TEST(shape_values_arith)
+{
+    ir_value *x = inp(IR_F32, "B,S,32");
+    ir_node *sh = vnode(IR_OP_SHAPE, 1, &x);
+    ir_value *ma[] = {sh->out[0], cst(3, I64(1, 1, 2))};
+    ir_node *mul = vnode(IR_OP_MUL, 2, ma);
+    ir_value *da[] = {mul->out[0], cst(1, I64(4))};
+    ir_node *dv = vnode(IR_OP_DIV, 2, da);
+    ir_value *ra[] = {x, dv->out[0]};
+    ir_node *rn = vnode(IR_OP_RESHAPE, 2, ra);
+    /* [B, S, 64] / 4 = [B/4, S/4, 16]: only the constant is known */
+    chk_type(rn, IR_F32, "?,?,16");
+    ck_assert(dv->out[0]->sv.known && dv->out[0]->sv.e[0].sym == IR_DIM_UNKNOWN);
+    /* Where(Equal(shape, -1), 1, shape): a dim never equals -1 */
+    ir_value *ea[] = {sh->out[0], cst(1, I64(-1))};
+    ir_node *eq = vnode(IR_OP_EQUAL, 2, ea);
+    ir_value *wa[] = {eq->out[0], cst(3, I64(1, 1, 1)), sh->out[0]};
+    ir_node *wh = vnode(IR_OP_WHERE, 3, wa);
+    ir_value *xa[] = {x, wh->out[0]};
+    ir_node *rx = vnode(IR_OP_RESHAPE, 2, xa);
+    chk_type(rx, IR_F32, "B,S,32");
+    /* [S, B, 32] from a [B, S, 32] input: S and B could be 0 */
+    ir_value *ga[] = {sh->out[0], cst(3, I64(1, 0, 2))};
+    ir_node *gn = vnode_int(IR_OP_GATHER, 2, ga, "axis", 0);
+    ir_value *pa[] = {x, gn->out[0]};
+    ir_node *perm = vnode(IR_OP_RESHAPE, 2, pa);
+    chk_type(perm, IR_F32, "?,?,32");
+    ir_node_set_int(g, perm, "allowzero", 1);
+    chk_type(perm, IR_F32, "S,B,32");
+}
+END_TEST
+
+/* Expand and ConstantOfShape by a shape value: symbols pass to the dims
+ * where the other side is 1 or the same symbol; fixed dims that cannot
+ * broadcast are an error as with a constant shape. */
+START_TEST(expand_by_shape_value)
+{
+    ir_value *z = inp(IR_F32, "N,S,4");
+    ir_node *sh = vnode(IR_OP_SHAPE, 1, &z);
+    ir_value *ea[] = {inp(IR_F32, "N,1,4"), sh->out[0]};
+    ir_node *ex = vnode(IR_OP_EXPAND, 2, ea);
+    ir_node *cs = vnode(IR_OP_CONSTANT_OF_SHAPE, 1, &sh->out[0]);
+    chk_type(ex, IR_F32, "N,S,4");
+    chk_type(cs, IR_F32, "N,S,4");
+    ir_value *ba[] = {inp(IR_F32, "3"), sh->out[0]};
+    vnode(IR_OP_EXPAND, 2, ba);
+    chk_infer_err("dim 3 of the input does not broadcast to 4");
+}
+END_TEST
+
 START_TEST(constant_of_shape)
 {
     ir_node *n = mknode(IR_OP_CONSTANT_OF_SHAPE, 1, 1, 0);
@@ -1252,6 +1356,9 @@ static Suite *suite(void)
     tcase_add_test(tc, trilu);
     tcase_add_test(tc, shape_and_size);
     tcase_add_test(tc, shape_symbolic);
+    tcase_add_test(tc, shape_values_flatten);
+    tcase_add_test(tc, shape_values_arith);
+    tcase_add_test(tc, expand_by_shape_value);
     tcase_add_test(tc, constant_of_shape);
     tcase_add_test(tc, range);
     tcase_add_test(tc, windows);

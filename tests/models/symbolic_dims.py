@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Symbolic dims that stay symbolic through shape arithmetic, against ONNX Runtime.
+
+Each model is built with onnx.helper, compiled ONCE by icc without --shape, and
+run at several sizes; every output must match ONNX Runtime (rtol 1e-4,
+atol 1e-5):
+
+- a MobileNet-style classifier (Conv stride 2, depthwise Conv, Clip as Relu6,
+  HardSwish, GlobalAveragePool, the exporter's flatten
+  Shape -> Gather(0) -> Unsqueeze -> Concat([N, -1]) -> Reshape, Gemm) with
+  batch 'N' at 1, 2 and 5; the same with the flatten's N sliced from Shape;
+- a 1-layer transformer encoder with token ids [B, 'S'] (embedding Gather, a
+  position table sliced to S and one gathered by Range(0, S), heads split and merged by Reshapes whose shapes
+  are gathered from Shape, MatMul, Softmax, LayerNormalization) at S = 1, 7
+  and 64; S = 129 must be refused (the position table has 128 rows);
+- ConstantOfShape and Expand by shapes taken from Shape(x) [B, S, 4].
+
+It also checks the compile errors: a Reshape by an input's values (directly or
+through a Cast) says to bind that input and names it; a dim that only dims
+decide (a product of two symbols) says to pin them with --shape instead.
+
+    python3 tests/models/symbolic_dims.py build/icc
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as P, helper as h, numpy_helper as nh
+
+ort.set_default_logger_severity(3)
+
+
+def consts(r):
+    def w(name, *shape, s=0.2):
+        return nh.from_array((r.standard_normal(shape) * s).astype(np.float32), name)
+
+    def i64(name, v):
+        return nh.from_array(np.array(v, np.int64), name)
+
+    return w, i64
+
+
+def classifier(path, flatten="gather"):
+    """flatten: 'gather' (Shape -> Gather -> Unsqueeze -> Concat) or 'slice'
+    (Shape -> Slice [0:1] -> Concat)."""
+    r = np.random.default_rng(0)
+    w, i64 = consts(r)
+    inits = [w("w1", 8, 3, 3, 3), w("b1", 8), w("dw", 8, 1, 3, 3), w("db", 8), w("pw", 16, 8, 1, 1),
+             w("pb", 16), i64("zero", 0), i64("ax0", [0]), i64("m1", [-1]), i64("s0", [0]), i64("s1", [1]),
+             nh.from_array(np.array(0.0, np.float32), "lo"), nh.from_array(np.array(6.0, np.float32), "hi"),
+             w("fc", 10, 16), w("fcb", 10)]
+    nodes = [
+        h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        h.make_node("Clip", ["c1", "lo", "hi"], ["r1"]),
+        h.make_node("Conv", ["r1", "dw", "db"], ["c2"], pads=[1, 1, 1, 1], group=8),
+        h.make_node("HardSwish", ["c2"], ["r2"]),
+        h.make_node("Conv", ["r2", "pw", "pb"], ["c3"]),
+        h.make_node("Clip", ["c3", "lo", "hi"], ["r3"]),
+        h.make_node("GlobalAveragePool", ["r3"], ["g"]),
+        h.make_node("Shape", ["g"], ["sh"]),
+    ]
+    if flatten == "gather":
+        nodes += [h.make_node("Gather", ["sh", "zero"], ["n"], axis=0),
+                  h.make_node("Unsqueeze", ["n", "ax0"], ["nu"]),
+                  h.make_node("Concat", ["nu", "m1"], ["ns"], axis=0)]
+    elif flatten == "slice":
+        nodes += [h.make_node("Slice", ["sh", "s0", "s1"], ["nu"]),
+                  h.make_node("Concat", ["nu", "m1"], ["ns"], axis=0)]
+    nodes += [h.make_node("Reshape", ["g", "ns"], ["f"]),
+              h.make_node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1)]
+    g = h.make_graph(nodes, "classifier", [h.make_tensor_value_info("x", P.FLOAT, ["N", 3, 16, 16])],
+                     [h.make_tensor_value_info("y", P.FLOAT, ["N", 10])], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def encoder(path, d=32, heads=4, ff=64, vocab=50):
+    """Token and position embeddings, one post-norm encoder layer; the heads
+    are split by Reshape to [B, S, heads, d/heads] and merged by Reshape to
+    [B, S, d], both shapes gathered from Shape(x) as exporters write them."""
+    r = np.random.default_rng(2)
+    w, i64 = consts(r)
+    dh = d // heads
+    inits = [w("emb", vocab, d, s=0.5), w("pos", 128, d, s=0.1), w("pos2", 128, d, s=0.1), i64("zero", 0), i64("one", 1),
+             i64("ax0", [0]), i64("hd", [heads, dh]), i64("dd", [d]), i64("st0", [0]),
+             w("wq", d, d), w("wk", d, d), w("wv", d, d), w("wo", d, d), w("bq", d), w("bo", d),
+             nh.from_array(np.array(1.0 / np.sqrt(dh), np.float32), "scale"),
+             nh.from_array((1 + 0.1 * r.standard_normal(d)).astype(np.float32), "g1"), w("be1", d),
+             nh.from_array((1 + 0.1 * r.standard_normal(d)).astype(np.float32), "g2"), w("be2", d),
+             w("w1", d, ff), w("b1", ff), w("w2", ff, d), w("b2", d)]
+    nodes = [
+        h.make_node("Gather", ["emb", "ids"], ["te"], axis=0),
+        h.make_node("Shape", ["ids"], ["ish"]),
+        h.make_node("Gather", ["ish", "one"], ["s"], axis=0),
+        h.make_node("Unsqueeze", ["s", "ax0"], ["su"]),
+        h.make_node("Slice", ["pos", "st0", "su", "ax0"], ["pe"]),
+        # a second position term as GPT-2 exports it: Gather(table, Range(0, S))
+        h.make_node("Range", ["zero", "s", "one"], ["pids"]),
+        h.make_node("Gather", ["pos2", "pids"], ["pe2"], axis=0),
+        h.make_node("Add", ["te", "pe"], ["x0"]),
+        h.make_node("Add", ["x0", "pe2"], ["x"]),
+        h.make_node("Shape", ["x"], ["xs"]),
+        h.make_node("Gather", ["xs", "zero"], ["b"], axis=0),
+        h.make_node("Gather", ["xs", "one"], ["s2"], axis=0),
+        h.make_node("Unsqueeze", ["b", "ax0"], ["bu"]),
+        h.make_node("Unsqueeze", ["s2", "ax0"], ["su2"]),
+        h.make_node("Concat", ["bu", "su2", "hd"], ["split"], axis=0),
+        h.make_node("Concat", ["bu", "su2", "dd"], ["merge"], axis=0),
+    ]
+    for t, wt in (("q", "wq"), ("k", "wk"), ("v", "wv")):
+        nodes += [h.make_node("MatMul", ["x", wt], [t + "m"])]
+        src = t + "m"
+        if t == "q":
+            nodes += [h.make_node("Add", ["qm", "bq"], ["qb"])]
+            src = "qb"
+        nodes += [h.make_node("Reshape", [src, "split"], [t + "r"]),
+                  h.make_node("Transpose", [t + "r"], [t + "t"], perm=[0, 2, 3, 1] if t == "k" else [0, 2, 1, 3])]
+    nodes += [
+        h.make_node("MatMul", ["qt", "kt"], ["sc0"]),
+        h.make_node("Mul", ["sc0", "scale"], ["sc"]),
+        h.make_node("Softmax", ["sc"], ["p"], axis=-1),
+        h.make_node("MatMul", ["p", "vt"], ["ctx"]),
+        h.make_node("Transpose", ["ctx"], ["ctxt"], perm=[0, 2, 1, 3]),
+        h.make_node("Reshape", ["ctxt", "merge"], ["att"]),
+        h.make_node("MatMul", ["att", "wo"], ["o0"]),
+        h.make_node("Add", ["o0", "bo"], ["o"]),
+        h.make_node("Add", ["x", "o"], ["res1"]),
+        h.make_node("LayerNormalization", ["res1", "g1", "be1"], ["n1"], axis=-1, epsilon=1e-5),
+        h.make_node("MatMul", ["n1", "w1"], ["f0"]),
+        h.make_node("Add", ["f0", "b1"], ["f1"]),
+        h.make_node("Relu", ["f1"], ["f2"]),
+        h.make_node("MatMul", ["f2", "w2"], ["f3"]),
+        h.make_node("Add", ["f3", "b2"], ["f4"]),
+        h.make_node("Add", ["n1", "f4"], ["res2"]),
+        h.make_node("LayerNormalization", ["res2", "g2", "be2"], ["y"], axis=-1, epsilon=1e-5),
+    ]
+    g = h.make_graph(nodes, "encoder", [h.make_tensor_value_info("ids", P.INT64, ["B", "S"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, ["B", "S", d])], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def filled(path):
+    """ConstantOfShape and Expand by shapes taken from Shape(x): ones of
+    [B, S] as a mask, a bias expanded to [B, S, 4] (with Where(Equal(shape,
+    -1), 1, shape), as exporters guard Expand)."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    nodes = [h.make_node("Shape", ["x"], ["sh"]),
+             h.make_node("Slice", ["sh", "s0", "s2"], ["bs"]),
+             h.make_node("ConstantOfShape", ["bs"], ["ones"], value=nh.from_array(np.array([1.0], np.float32))),
+             h.make_node("Unsqueeze", ["ones", "last"], ["mask"]),
+             h.make_node("Equal", ["sh", "m1"], ["isneg"]),
+             h.make_node("Where", ["isneg", "one3", "sh"], ["eshape"]),
+             h.make_node("Expand", ["bias", "eshape"], ["eb"]),
+             h.make_node("Mul", ["x", "mask"], ["xm"]),
+             h.make_node("Add", ["xm", "eb"], ["y"])]
+    g = h.make_graph(nodes, "filled", [h.make_tensor_value_info("x", P.FLOAT, ["B", "S", 4])],
+                     [h.make_tensor_value_info("y", P.FLOAT, ["B", "S", 4])],
+                     [i64("s0", [0]), i64("s2", [2]), i64("last", [-1]), i64("m1", [-1]), i64("one3", [1, 1, 1]),
+                      nh.from_array(np.array([0.5, -1.0, 2.0, 0.25], np.float32), "bias")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def by_input_values(path):
+    """A Reshape whose shape is an input: only its values decide the dims."""
+    g = h.make_graph([h.make_node("Reshape", ["x", "shape"], ["y"], name="r")], "byvalue",
+                     [h.make_tensor_value_info("x", P.FLOAT, ["N", 4]),
+                      h.make_tensor_value_info("shape", P.INT64, [2])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def by_data_values(path):
+    """A Reshape by a shape computed from data (x's values cast to int)."""
+    g = h.make_graph([h.make_node("Cast", ["s"], ["si"], to=P.INT64),
+                      h.make_node("Reshape", ["x", "si"], ["y"], name="r")], "bydata",
+                     [h.make_tensor_value_info("x", P.FLOAT, ["N", 4]),
+                      h.make_tensor_value_info("s", P.FLOAT, [2])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def merged_rows(path):
+    """Reshape of [B, S, 4] to [B*S, 4], the product gathered from Shape: no
+    input's values decide it, only dims, so binding inputs would not help."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    nodes = [h.make_node("Shape", ["x"], ["sh"]),
+             h.make_node("Gather", ["sh", "zero"], ["b"], axis=0),
+             h.make_node("Gather", ["sh", "one"], ["s"], axis=0),
+             h.make_node("Mul", ["b", "s"], ["bs"]),
+             h.make_node("Unsqueeze", ["bs", "ax0"], ["bsu"]),
+             h.make_node("Concat", ["bsu", "four"], ["shape"], axis=0),
+             h.make_node("Reshape", ["x", "shape"], ["y"], name="rows")]
+    g = h.make_graph(nodes, "rows", [h.make_tensor_value_info("x", P.FLOAT, ["B", "S", 4])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)],
+                     [i64("zero", 0), i64("one", 1), i64("ax0", [0]), i64("four", [4])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+class Runner:
+    def __init__(self, icc, t):
+        self.icc, self.t, self.failed = icc, t, 0
+
+    def compile(self, name, *flags):
+        onnx_path, so = os.path.join(self.t, name + ".onnx"), os.path.join(self.t, name + ".so")
+        r = subprocess.run([self.icc, onnx_path, "-o", so] + list(flags), capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL %s does not compile: %s" % (name, r.stderr.strip()))
+            self.failed += 1
+            return None
+        return so
+
+    def check(self, name, so, feeds, label):
+        sess = ort.InferenceSession(os.path.join(self.t, name + ".onnx"), providers=["CPUExecutionProvider"])
+        want = sess.run(None, feeds)
+        args = [self.icc, "run", so, "-o", os.path.join(self.t, "out")]
+        for k, v in feeds.items():
+            np.save(os.path.join(self.t, k + ".npy"), v)
+            args += ["--input", "%s=%s" % (k, os.path.join(self.t, k + ".npy"))]
+        r = subprocess.run(args, capture_output=True, text=True)
+        ok, err = r.returncode == 0, float("nan")
+        if ok:
+            for o, wv in zip(sess.get_outputs(), want):
+                got = np.load(os.path.join(self.t, "out", o.name + ".npy"))
+                ok &= got.shape == wv.shape and np.allclose(got, wv, rtol=1e-4, atol=1e-5)
+                err = np.abs(got - wv).max() if got.shape == wv.shape and got.size else 0.0
+        print("%s %s: max abs error %.3g%s" % ("ok  " if ok else "FAIL", label, err,
+                                               "" if r.returncode == 0 else " (" + r.stderr.strip() + ")"))
+        self.failed += not ok
+
+    def expect_error(self, name, want, unwanted, label):
+        onnx_path, so = os.path.join(self.t, name + ".onnx"), os.path.join(self.t, name + ".so")
+        r = subprocess.run([self.icc, onnx_path, "-o", so], capture_output=True, text=True)
+        msg = r.stderr.strip()
+        ok = r.returncode == 1 and msg.count("\n") == 0 and all(s in msg for s in want) and \
+            not any(s in msg for s in unwanted)
+        print("%s %s: %s" % ("ok  " if ok else "FAIL", label, msg))
+        self.failed += not ok
+
+
+def main():
+    icc = os.path.abspath(sys.argv[1])
+    t = tempfile.mkdtemp()
+    run = Runner(icc, t)
+
+    for flatten in ("gather", "slice"):
+        name = "classifier_" + flatten
+        classifier(os.path.join(t, name + ".onnx"), flatten)
+        so = run.compile(name)
+        for n in (1, 2, 5) if so else ():
+            x = np.random.default_rng(n).standard_normal((n, 3, 16, 16)).astype(np.float32)
+            run.check(name, so, {"x": x}, "classifier (%s flatten), batch %d" % (flatten, n))
+
+    encoder(os.path.join(t, "encoder.onnx"))
+    so = run.compile("encoder")
+    for b, s in ((1, 1), (2, 7), (1, 64), (3, 5)) if so else ():
+        ids = np.random.default_rng(s).integers(0, 50, (b, s)).astype(np.int64)
+        run.check("encoder", so, {"ids": ids}, "encoder, B %d S %d" % (b, s))
+
+    if so:
+        # the position table has 128 rows: a longer sequence is refused by
+        # the run's shape check, naming the Slice, not read out of bounds
+        np.save(os.path.join(t, "ids.npy"), np.zeros((1, 129), np.int64))
+        r = subprocess.run([icc, "run", so, "--input", "ids=" + os.path.join(t, "ids.npy")],
+                           capture_output=True, text=True)
+        ok = r.returncode == 1 and "(Slice): S exceeds dim 0 of 'pos' (128)" in r.stderr
+        print("%s a sequence longer than the position table is refused: %s" % ("ok  " if ok else "FAIL",
+                                                                              r.stderr.strip()))
+        run.failed += not ok
+
+    filled(os.path.join(t, "filled.onnx"))
+    so = run.compile("filled")
+    for b, s in ((1, 1), (2, 7), (3, 64)) if so else ():
+        x = np.random.default_rng(s).standard_normal((b, s, 4)).astype(np.float32)
+        run.check("filled", so, {"x": x}, "ConstantOfShape and Expand by Shape, B %d S %d" % (b, s))
+
+    by_input_values(os.path.join(t, "byvalue.onnx"))
+    run.expect_error("byvalue", ["--bind", "'shape'"], [], "a Reshape by an input's values names it for --bind")
+    by_data_values(os.path.join(t, "bydata.onnx"))
+    run.expect_error("bydata", ["--bind", "'s'"], ["'x'"], "a Reshape by data names the input that decides it")
+
+    merged_rows(os.path.join(t, "rows.onnx"))
+    run.expect_error("rows", ["node 'rows' (Reshape)", "--shape"], ["--bind"],
+                     "a dim no input value decides gets no --bind hint")
+
+    print("symbolic dims: %s" % ("all passed" if not run.failed else "%d failed" % run.failed))
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
