@@ -33,23 +33,13 @@ typedef struct {
     int64_t s[IR_MAX_RANK], d[IR_MAX_RANK], pb[IR_MAX_RANK], pe[IR_MAX_RANK];
 } geom;
 
-static bool type_static(const ir_type *t)
-{
-    if (t->rank < 0)
-        return false;
-    for (int i = 0; i < t->rank; i++)
-        if (!ir_dim_is_const(t->dims[i]))
-            return false;
-    return true;
-}
-
 static bool node_static(const ir_node *n)
 {
     for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && !type_static(&n->in[i]->type))
+        if (n->in[i] && !ir_type_is_static(&n->in[i]->type))
             return false;
     for (int i = 0; i < n->nout; i++)
-        if (!type_static(&n->out[i]->type))
+        if (!ir_type_is_static(&n->out[i]->type))
             return false;
     return true;
 }

@@ -55,16 +55,6 @@ typedef struct {
     kir_expr *t, *rr;          /* the step's time index and its row in the block */
 } rnn_geo;
 
-static bool const_type(const ir_type *t)
-{
-    if (t->rank < 0)
-        return false;
-    for (int i = 0; i < t->rank; i++)
-        if (!ir_dim_is_const(t->dims[i]))
-            return false;
-    return true;
-}
-
 static bool has_in(const ir_node *n, int i) { return i < n->nin && n->in[i]; }
 
 bool cg_can_lower_rnn(const ir_node *n)
@@ -79,7 +69,7 @@ bool cg_can_lower_rnn(const ir_node *n)
      * are not sizes of W and R) */
     for (int i = IR_RNN_IN_W; i < n->nin; i++)
         if (n->in[i] && i != IR_RNN_IN_SEQ && i != IR_RNN_IN_H0 && i != IR_RNN_IN_C0 &&
-            !const_type(&n->in[i]->type))
+            !ir_type_is_static(&n->in[i]->type))
             return false;
     const ir_type *x = &n->in[0]->type, *w = &n->in[1]->type, *r = &n->in[2]->type;
     if (x->rank != 3 || w->rank != 3 || r->rank != 3 || !ir_dim_is_const(x->dims[2]))

@@ -428,6 +428,30 @@ static int stack_join(const ir_node *n, int j, stack *s, const ir_value *decl, i
     return 0;
 }
 
+/* The outputs of a Loop or Scan once its iterations are done: the N final
+ * states (moved out of state), then the K scan outputs stacked (the body's
+ * outputs from index first on), along Scan's scan_output_axes/directions or
+ * axis 0 forward for Loop. -1 with d set, nothing left allocated in out. */
+static int join_outputs(const ir_node *n, const ir_graph *b, int N, int K, int first, ir_tensor *state,
+                        stack *scans, ir_tensor *out, void *const *storage, icc_diag *d)
+{
+    bool scan = n->op == IR_OP_SCAN;
+    memset(out, 0, sizeof *out * (size_t)n->nout);
+    for (int j = 0; j < K; j++)
+        if (stack_join(n, j, &scans[j], b->outputs[first + j], scan ? list_at(n, "scan_output_axes", j, 0) : 0,
+                       scan && list_at(n, "scan_output_directions", j, 0) != 0, &out[N + j], d) < 0) {
+            ir_tensors_free(out + N, j);
+            return -1;
+        }
+    for (int i = 0; i < N; i++) {
+        out[i] = state[i];
+        state[i].data = NULL;
+    }
+    for (int i = 0; i < n->nout; i++)
+        place(&out[i], storage ? storage[i] : NULL);
+    return 0;
+}
+
 static int eval_loop(const ir_node *n, const ir_tensor *const *in, ir_tensor *out,
                      void *const *storage, icc_diag *d)
 {
@@ -488,18 +512,8 @@ static int eval_loop(const ir_node *n, const ir_tensor *const *in, ir_tensor *ou
                 goto done;
             }
     }
-    memset(out, 0, sizeof *out * (size_t)n->nout);
-    for (int j = 0; j < K; j++)
-        if (stack_join(n, j, &scans[j], b->outputs[1 + N + j], 0, false, &out[N + j], d) < 0) {
-            ir_tensors_free(out + N, j);
-            goto done;
-        }
-    for (int i = 0; i < N; i++) {
-        out[i] = state[i];
-        state[i].data = NULL;
-    }
-    for (int i = 0; i < n->nout; i++)
-        place(&out[i], storage ? storage[i] : NULL);
+    if (join_outputs(n, b, N, K, 1 + N, state, scans, out, storage, d) < 0)
+        goto done;
     rc = 0;
 done:
     if (state)
@@ -592,19 +606,8 @@ static int eval_scan(const ir_node *n, const ir_tensor *const *in, ir_tensor *ou
                 goto done;
             }
     }
-    memset(out, 0, sizeof *out * (size_t)n->nout);
-    for (int j = 0; j < K; j++)
-        if (stack_join(n, j, &scans[j], b->outputs[N + j], list_at(n, "scan_output_axes", j, 0),
-                       list_at(n, "scan_output_directions", j, 0) != 0, &out[N + j], d) < 0) {
-            ir_tensors_free(out + N, j);
-            goto done;
-        }
-    for (int i = 0; i < N; i++) {
-        out[i] = state[i];
-        state[i].data = NULL;
-    }
-    for (int i = 0; i < n->nout; i++)
-        place(&out[i], storage ? storage[i] : NULL);
+    if (join_outputs(n, b, N, K, N, state, scans, out, storage, d) < 0)
+        goto done;
     rc = 0;
 done:
     if (state)
