@@ -333,20 +333,30 @@ def graph_cases(out):
         model([mk("Constant", [], ["y"], name="c",
                   value=tensor("v", TensorProto.FLOAT, [4], raw=b"\0" * 3))], [],
               [vinfo("y", shape=(4,))]), r"bytes|raw_data")
+    # Subgraphs (If, Loop, Scan are supported): broken ones.
     then_g = helper.make_graph([mk("Relu", ["x"], ["t"])], "then", [], [vinfo("t")])
-    else_g = helper.make_graph([mk("Neg", ["x"], ["e"])], "else", [], [vinfo("e")])
-    add(out, "if_subgraph.onnx",
-        model([mk("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+    else2 = helper.make_graph([mk("Neg", ["x"], ["e"]), mk("Abs", ["x"], ["f"])], "else", [],
+                              [vinfo("e"), vinfo("f")])
+    add(out, "if_branch_outputs.onnx",
+        model([mk("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else2)],
               [vinfo("x"), vinfo("c", TensorProto.BOOL, ())], [vinfo("y")]),
-        r"\bIf\b.*(unsupported|not supported)|(unsupported|not supported).*\bIf\b")
-    body = helper.make_graph([mk("Identity", ["v"], ["v2"]), mk("Identity", ["cond"], ["c2"])],
-                             "body", [vinfo("i", TensorProto.INT64, ()),
-                                      vinfo("cond", TensorProto.BOOL, ()), vinfo("v")],
-                             [vinfo("c2", TensorProto.BOOL, ()), vinfo("v2")])
-    add(out, "loop_subgraph.onnx",
-        model([mk("Loop", ["n", "", "x"], ["y"], name="loop", body=body)],
+        r"\bif\b.*(output|branch)|(output|branch).*\bif\b")
+    undef = helper.make_graph([mk("Relu", ["nowhere"], ["t"])], "then", [], [vinfo("t")])
+    add(out, "if_branch_undefined.onnx",
+        model([mk("If", ["c"], ["y"], name="if", then_branch=undef, else_branch=then_g)],
+              [vinfo("x"), vinfo("c", TensorProto.BOOL, ())], [vinfo("y")]), r"nowhere")
+    body1 = helper.make_graph([mk("Identity", ["v"], ["v2"])], "body", [vinfo("v")], [vinfo("v2")])
+    add(out, "loop_body_inputs.onnx",
+        model([mk("Loop", ["n", "", "x"], ["y"], name="loop", body=body1)],
               [vinfo("x"), vinfo("n", TensorProto.INT64, ())], [vinfo("y")]),
-        r"\bLoop\b.*(unsupported|not supported)|(unsupported|not supported).*\bLoop\b")
+        r"\bloop\b.*(body|input)|(body|input).*\bloop\b")
+    deep = helper.make_graph([mk("Relu", ["x"], ["t"])], "g0", [], [vinfo("t")])
+    for i in range(17):        # past the frontend's bound of 16, within protobuf's nesting bound
+        deep = helper.make_graph([mk("If", ["c"], ["t"], name="if%d" % i, then_branch=deep, else_branch=deep)],
+                                 "g%d" % (i + 1), [], [vinfo("t")])
+    add(out, "subgraph_too_deep.onnx",
+        model(list(deep.node), [vinfo("x"), vinfo("c", TensorProto.BOOL, ())], [vinfo("t")]),
+        r"deep|depth|nest")
     add(out, "input_no_type.onnx",
         model([mk("Relu", ["x"], ["y"], name="relu")],
               [onnx.ValueInfoProto(name="x")], [vinfo("y")]), r"'x'.*type")
