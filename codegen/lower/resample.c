@@ -10,7 +10,10 @@
  * its coordinates from the grid at run time. Every index is clamped: a tap
  * outside the input (zeros padding), a NaN/huge coordinate or a hostile
  * run-time scale reads index 0 (dropped, or clamped as the reference does),
- * and a run-time tap count never exceeds the planned one.
+ * and a run-time tap count never exceeds the planned one. Nearest along an
+ * axis whose constant scale maps output o to input o / q for an integer q
+ * (checked at compile time with the reference's formulas) reads o / q in
+ * i32, and its last dim is then a vector loop of loads and stores.
  */
 #include "codegen/lower/sample.h"
 #include "ir/ops.h"
