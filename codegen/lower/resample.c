@@ -10,7 +10,10 @@
  * its coordinates from the grid at run time. Every index is clamped: a tap
  * outside the input (zeros padding), a NaN/huge coordinate or a hostile
  * run-time scale reads index 0 (dropped, or clamped as the reference does),
- * and a run-time tap count never exceeds the planned one.
+ * and a run-time tap count never exceeds the planned one. Nearest along an
+ * axis whose constant scale maps output o to input o / q for an integer q
+ * (checked at compile time with the reference's formulas) reads o / q in
+ * i32, and its last dim is then a vector loop of loads and stores.
  */
 #include "codegen/lower/sample.h"
 #include "ir/ops.h"
@@ -424,6 +427,61 @@ static int rz_axis_setup(lctx *c, const rz_plan *p, kir_block *b, int d, kir_exp
     return a->ntap ? 0 : -1;
 }
 
+/* The reference's x_original and nearest index (ir/ref/resize.c's
+ * source_coord and nearest_index, same operations in the same order),
+ * evaluated here for a constant scale. */
+static double rz_coord_c(const rz_plan *p, int d, int64_t o)
+{
+    double s = p->scale[d], fx = (double)o, in = (double)p->in[d], width = s * in;
+    switch (p->ctm) {
+    case RZ_HALF_PIXEL_SYMMETRIC:
+        return in / 2 * (1 - (double)p->out[d] / width) + (fx + 0.5) / s - 0.5;
+    case RZ_PYTORCH_HALF_PIXEL:
+        return p->out[d] > 1 ? (fx + 0.5) / s - 0.5 : 0;
+    case RZ_ALIGN_CORNERS:
+        return width == 1 ? 0 : fx * (in - 1) / (width - 1);
+    case RZ_ASYMMETRIC:
+        return fx / s;
+    default:
+        return (fx + 0.5) / s - 0.5;
+    }
+}
+
+static int64_t rz_nearest_c(const rz_plan *p, double xo, int64_t in)
+{
+    double f = floor(xo), frac = xo - f, v;
+    if (frac == 0)
+        v = xo;
+    else if (p->nearest == RZ_FLOOR)
+        v = f;
+    else if (p->nearest == RZ_CEIL)
+        v = f + 1;
+    else if (p->nearest == RZ_PREFER_FLOOR)
+        v = frac <= 0.5 ? f : f + 1;
+    else
+        v = frac < 0.5 ? f : f + 1;
+    if (!(v > 0))
+        return 0;
+    return v >= (double)(in - 1) ? in - 1 : (int64_t)v;
+}
+
+/* An integer nearest upsampling of axis d: the factor q when, with a
+ * constant scale, every output position o reads input o / q (x2 with
+ * half_pixel or asymmetric, the common case), else 0. Checked against the
+ * reference's own formulas over the whole axis, so the integer division
+ * the kernel does instead picks exactly the reference's pixels. */
+static int64_t rz_repeat(const rz_plan *p, int d)
+{
+    if (p->mode != RZ_NEAREST || p->ident[d] || (p->rt && p->pos[d] >= 0) || p->ctm == RZ_TF_CROP_AND_RESIZE ||
+        p->in[d] < 1 || p->out[d] % p->in[d] || p->out[d] > INT32_MAX)
+        return 0;
+    int64_t q = p->out[d] / p->in[d];
+    for (int64_t o = 0; o < p->out[d]; o++)
+        if (rz_nearest_c(p, rz_coord_c(p, d, o), p->in[d]) != o / q)
+            return 0;
+    return q;
+}
+
 static int lower_resize_plan(lctx *c, const rz_plan *p)
 {
     kir_kernel *k = c->k;
@@ -458,13 +516,24 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
     }
     for (int d = lead; d < r; d++) {
         int v = kir_new_var(k);
-        kir_stmt *l = lw_loop(c, body, v, lw_i64c(k, p->out[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        int64_t q = rz_repeat(p, d);
+        /* nearest's last dim, copied or repeated, is a vector loop of
+         * loads (a gather of o / q) and stores: no f64 per element */
+        bool vec = !interp && d == r - 1 && d > 0 && (p->ident[d] || q > 0);
+        kir_stmt *l = kir_for(k, body, v, lw_i64c(k, 0), lw_i64c(k, p->out[d]),
+                              d == 0 ? KIR_PARALLEL : vec ? KIR_VECTOR : KIR_SERIAL, vec ? c->s->lanes : 0);
         if (!l)
             return -1;
         body = &l->body;
         ov[d] = idx[d] = kir_var(k, v);
         if (p->ident[d])
             continue;
+        if (q > 0) {
+            /* i32 division by a constant, which LLVM vectorises */
+            kir_expr *o32 = kir_op1(k, KIR_CAST, IR_I32, ov[d]);
+            idx[d] = kir_op1(k, KIR_CAST, IR_I64, kir_op2(k, KIR_DIV, IR_I32, o32, kir_const_i(k, IR_I32, q)));
+            continue;
+        }
         rz_axis *a = &ax[d];
         if (rz_axis_setup(c, p, body, d, ov[d], a) < 0)
             return -1;

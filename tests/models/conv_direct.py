@@ -6,10 +6,13 @@ Depthwise Conv (group = channels, channel multipliers 1-3) and ConvTranspose
 (groups, strides 1-3, pads, output_padding, kernels 1-5) with shapes drawn from a
 fixed seed: channel counts not multiples of the vector width, rows narrower than
 a vector or than the kernel, strides, pads, dilations, with and without bias and
-a fused Relu. Each model is compiled at -O2 and -O3 and run by `icc verify`,
+a fused Relu. Then Resize (codegen/lower/resample.c): nearest with each
+nearest_mode, linear and cubic, each coordinate_transformation_mode but
+tf_crop_and_resize, integer and fractional scales or sizes, odd shapes; nearest
+must match bit for bit. Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
-    python3 tests/models/conv_direct.py build/icc [--cases 24]
+    python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24]
 """
 import argparse
 import os
@@ -24,7 +27,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 
-def model(path, node, inits, x_shape, relu):
+def model(path, node, inits, x_shape, relu, opset=17):
     nodes = [node]
     out = "y"
     if relu:
@@ -32,7 +35,7 @@ def model(path, node, inits, x_shape, relu):
         out = "r"
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, x_shape)],
                      [h.make_tensor_value_info(out, T.FLOAT, None)], inits)
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
     m.ir_version = 8
     m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
     onnx.save(m, path)
@@ -74,28 +77,51 @@ def convtranspose(rng, path):
         group, cg, mg, kh, kw, s, hh, ww, pads, opad)
 
 
+def resize(rng, path):
+    mode = str(rng.choice(["nearest", "nearest", "linear", "cubic"]))
+    ctm = str(rng.choice(["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"]))
+    nmode = str(rng.choice(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]))
+    shape = [int(rng.integers(1, 3)), int(rng.integers(1, 6)), int(rng.integers(1, 12)), int(rng.integers(1, 20))]
+    # integer factors (the repeat fast path) most often, else fractional up and down
+    sc = [1.0, 1.0] + [float(rng.choice([1, 2, 2, 3, 4, 0.5, 1.5, 2.5, 0.75, 1.0001])) for _ in range(2)]
+    inputs = ["x", "", "scales"]
+    inits = [nh.from_array(np.array(sc, np.float32), "scales")]
+    if rng.integers(0, 4) == 0:
+        sizes = shape[:2] + [int(rng.integers(1, 2 * d + 4)) for d in shape[2:]]
+        inputs, inits, sc = ["x", "", "", "sizes"], [nh.from_array(np.array(sizes, np.int64), "sizes")], sizes
+    node = h.make_node("Resize", inputs, ["y"], mode=mode, coordinate_transformation_mode=ctm, nearest_mode=nmode)
+    model(path, node, inits, shape, bool(rng.integers(0, 2)), opset=19)
+    return "resize %s %s %s in=%s scales/sizes=%s" % (mode, ctm, nmode, shape, sc)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("icc")
     ap.add_argument("--cases", type=int, default=24)
+    ap.add_argument("--resize", type=int, default=24, help="Resize cases, after the convolutions")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
     bad = 0
-    for i in range(a.cases):
+    rrng = np.random.default_rng(19)   # its own stream: the convolution cases stay as they were
+    for i in range(a.cases + a.resize):
         path = os.path.join(tmp, "case%d.onnx" % i)
         try:
-            what = (depthwise if i % 2 == 0 else convtranspose)(rng, path)
+            if i >= a.cases:
+                what = resize(rrng, path)
+            else:
+                what = (depthwise if i % 2 == 0 else convtranspose)(rng, path)
         except Exception as e:   # a drawn shape with no valid output: draw again next time
             print("skip %d: %s" % (i, str(e).splitlines()[0][:100]))
             continue
         for level in ("-O2", "-O3"):
-            r = subprocess.run([a.icc, "verify", path, level, "--rtol=1e-4", "--atol=1e-4"], capture_output=True,
-                               text=True)
+            # nearest copies elements: the compiled output must be bit-identical
+            tol = ["--rtol=0", "--atol=0"] if what.startswith("resize nearest") else ["--rtol=1e-4", "--atol=1e-4"]
+            r = subprocess.run([a.icc, "verify", path, level] + tol, capture_output=True, text=True)
             if r.returncode:
                 bad += 1
                 print("FAIL %s %s\n%s%s" % (what, level, r.stdout[-600:], r.stderr[-600:]))
-    print("%d cases, %d failures" % (a.cases, bad))
+    print("%d cases, %d failures" % (a.cases + a.resize, bad))
     sys.exit(1 if bad else 0)
 
 
