@@ -10,15 +10,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Messages are one line of text: fold newlines and other control bytes
+ * (terminal escapes) that user strings bring in. */
+static void fold_controls(char *s)
+{
+    for (char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+}
+
 int ir_verrorf(icc_diag *d, const char *fmt, va_list ap)
 {
     if (d) {
         vsnprintf(d->msg, sizeof d->msg, fmt, ap);
-        /* Messages are one line of text: fold newlines and other control
-         * bytes (terminal escapes) that user strings bring in. */
-        for (char *p = d->msg; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                *p = ' ';
+        fold_controls(d->msg);
     }
     return -1;
 }
@@ -52,6 +57,7 @@ void ir_diag_prefix(icc_diag *d, const char *fmt, ...)
     va_end(ap);
     memcpy(old, d->msg, sizeof old);
     snprintf(d->msg, sizeof d->msg, "%s: %s", pre, old);
+    fold_controls(d->msg);     /* the prefix may hold names from the model (a subgraph's path) */
 }
 
 FILE *ir_fopen_regular(const char *path, icc_diag *d)
