@@ -14,7 +14,6 @@ measured alongside (before/after in one run).
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -25,7 +24,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from threads import feeds_of, icc_p50s, ort_p50, ort_session, ROOT  # noqa: E402
+from threads import measure, ROOT  # noqa: E402
 
 
 def save(nodes, inits, x_shape, path):
@@ -109,22 +108,7 @@ def main():
     for name in a.cases:
         p = os.path.join(tmp, name + ".onnx")
         CASES[name](p)
-        sos = {}
-        for cname, icc in compilers:
-            so = os.path.join(tmp, "%s_%s.so" % (name, cname))
-            subprocess.run([icc, p, a.level, "-o", so], check=True, capture_output=True)
-            sos[cname] = (icc, so)
-        feeds = feeds_of(p)
-        sess = {t: ort_session(p, t) for t in (1, 2)}
-        got = {c: [] for c in cols}
-        for _ in range(a.rounds):
-            for cname, (icc, so) in sos.items():
-                r = icc_p50s(icc, so, a.time)
-                got[cname + " 1T"].append(r[1])
-                got[cname + " 2T"].append(r[2])
-            for t in (1, 2):
-                got["ORT %dT" % t].append(ort_p50(sess[t], feeds, a.time))
-        med = {c: float(np.median(v)) for c, v in got.items()}
+        med = measure(p, name, compilers, tmp, a.level, a.rounds, a.time)
         row = "| %s | %s | %.2f | %.2f |" % (name, " | ".join("%.3f" % med[c] for c in cols),
                                             med["ORT 1T"] / med["icc 1T"], med["ORT 2T"] / med["icc 2T"])
         if a.base:

@@ -128,6 +128,28 @@ def icc_p50s(icc, so, seconds):
     return {x["threads"]: x["p50_ms"] for x in res}
 
 
+def measure(p, name, compilers, tmp, level, rounds, seconds):
+    """Compiles p with each (cname, icc) of compilers and times it at 1 and 2
+    threads against ONNX Runtime, the engines alternating over the rounds:
+    the median of the per-burst p50s (ms) per column ('icc 1T', ..., 'ORT 2T')."""
+    sos = {}
+    for cname, icc in compilers:
+        so = os.path.join(tmp, "%s_%s.so" % (name, cname))
+        subprocess.run([icc, p, level, "-o", so], check=True, capture_output=True)
+        sos[cname] = (icc, so)
+    feeds = feeds_of(p)
+    sess = {t: ort_session(p, t) for t in (1, 2)}
+    got = {}
+    for _ in range(rounds):
+        for cname, (icc, so) in sos.items():
+            r = icc_p50s(icc, so, seconds)
+            got.setdefault(cname + " 1T", []).append(r[1])
+            got.setdefault(cname + " 2T", []).append(r[2])
+        for t in (1, 2):
+            got.setdefault("ORT %dT" % t, []).append(ort_p50(sess[t], feeds, seconds))
+    return {c: float(np.median(v)) for c, v in got.items()}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--icc", default=os.path.join(ROOT, "build/icc"))
@@ -160,22 +182,7 @@ def main():
     print("| model | " + " | ".join(cols) + " | icc 2T/1T | ORT 2T/1T | ORT 2T / icc 2T |")
     print("|" + " --- |" * (len(cols) + 4))
     for name, p in paths.items():
-        sos = {}
-        for cname, icc in compilers:
-            so = os.path.join(tmp, "%s_%s.so" % (name, cname))
-            subprocess.run([icc, p, a.level, "-o", so], check=True, capture_output=True)
-            sos[cname] = (icc, so)
-        feeds = feeds_of(p)
-        sess = {t: ort_session(p, t) for t in (1, 2)}
-        got = {c: [] for c in cols}
-        for _ in range(a.rounds):
-            for cname, (icc, so) in sos.items():
-                r = icc_p50s(icc, so, a.time)
-                got[cname + " 1T"].append(r[1])
-                got[cname + " 2T"].append(r[2])
-            for t in (1, 2):
-                got["ORT %dT" % t].append(ort_p50(sess[t], feeds, a.time))
-        med = {c: float(np.median(v)) for c, v in got.items()}
+        med = measure(p, name, compilers, tmp, a.level, a.rounds, a.time)
         print("| %s | %s | %.2f | %.2f | %.2f |" % (
             name, " | ".join("%.3f" % med[c] for c in cols), med["icc 2T"] / med["icc 1T"],
             med["ORT 2T"] / med["ORT 1T"], med["ORT 2T"] / med["icc 2T"]))
