@@ -51,7 +51,9 @@ typedef struct cg_backend {
      * borrowed, valid while tgt lives. */
     const icc_target_desc *(*target_desc)(const void *tgt);
     /* Compiles p for tgt: emits every kernel, assembles the run function
-     * and the model descriptor, optimizes. The backend may rewrite p's
+     * and the model descriptor, and optimizes (now, or in write, as the
+     * backend finds faster: the LLVM backend optimizes a library's kernels
+     * in parallel partitions there). The backend may rewrite p's
      * kernels in place with the target-neutral building blocks it picks
      * (kir_expand_math); p may be destroyed afterwards. tgt is borrowed
      * and must outlive the artifact. The caller owns *out (artifact_free). */
@@ -70,6 +72,9 @@ typedef struct cg_backend {
      * linker's output), or NULL; borrowed, valid while a lives. The
      * write's error is one line; this is what --verbose adds. */
     const char *(*write_log)(const cg_artifact *a);
+    /* (optional) How many units a's last write was built from in
+     * parallel (the LLVM backend: modules); for --time-passes. */
+    int (*write_units)(const cg_artifact *a);
     void (*artifact_free)(cg_artifact *a);   /* NULL is a no-op */
 } cg_backend;
 

@@ -21,6 +21,7 @@ typedef struct icc_compile_opts {
     bool *external_out;        /* if non-NULL: set to whether X.weights was written */
     bool profile;              /* --profile: per-kernel timing (cg_program_profile) */
     bool verbose;              /* --verbose: a failed link prints the linker's full log to stderr */
+    bool time_phases;          /* --time-passes: a table of the code generator's phases on stderr */
 } icc_compile_opts;
 
 /* The description of the target triple/cpu name (NULL: the host, as

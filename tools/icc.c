@@ -169,7 +169,7 @@ static void usage(FILE *f)
         "  --print-after=P,..   print the IR after the named passes (or 'all')\n"
         "  --print-after-all    print the IR after every pass\n"
         "  --print-changed      print the IR only after passes that changed it\n"
-        "  --time-passes        a table of wall time per pass\n"
+        "  --time-passes        a table of wall time per pass, then of code generation's phases\n"
         "  --stats              each pass's statistics (nodes removed, constants folded...)\n"
         "  --no-verify          do not verify the IR after each pass\n"
         "  --reproducer=PATH    if a pass fails, write the IR before it and the rest of\n"
@@ -645,7 +645,8 @@ static int cmd_compile(const args *a)
     }
     bool external = false;
     icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2,
-                          a->external_weights, a->embed_limit, &external, a->profile, a->verbose};
+                          a->external_weights, a->embed_limit, &external, a->profile, a->verbose,
+                          a->popts.time_passes};
     if (icc_compile_graph(g, &o, &d) < 0) {
         icc_fail("%s: %s", a->model, d.msg);
         goto done;
@@ -1089,7 +1090,7 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
     if (dir) {
         snprintf(s->so, sizeof s->so, "%s/%s.so", dir, tag);
         icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false,
-                              a->embed_limit, NULL, false, a->verbose};
+                              a->embed_limit, NULL, false, a->verbose, false};
         if (icc_compile_graph(s->g, &o, d) < 0) {
             s->so[0] = 0;
             return ir_diag_prefix(d, "%s", model), -1;
