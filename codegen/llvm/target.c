@@ -119,6 +119,10 @@ static int featset_get(const featset *s, const char *name)
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* The code generator's level for each -O level. */
+static const LLVMCodeGenOptLevel codegen_levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
+                                                     LLVMCodeGenLevelDefault, LLVMCodeGenLevelAggressive};
+
 static void init_targets(void)
 {
     LLVMInitializeX86TargetInfo();
@@ -312,10 +316,7 @@ int cg_target_create(const char *triple, const char *cpu, const char *features, 
         LLVMDisposeMessage(err);
         goto fail;
     }
-    static const LLVMCodeGenOptLevel levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
-                                                 LLVMCodeGenLevelDefault,
-                                                 LLVMCodeGenLevelAggressive};
-    t->tm = create_tm_checked(tg, t, levels[opt_level], d);
+    t->tm = create_tm_checked(tg, t, codegen_levels[opt_level], d);
     if (!t->tm)
         goto fail;
     if (derive_features(t, d) < 0)
@@ -327,6 +328,38 @@ oom:
     ir_errorf(d, "out of memory");
 fail:
     cg_target_destroy(t);
+    return -1;
+}
+
+int cg_target_thread_copy(const cg_target *t, cg_target **out, icc_diag *d)
+{
+    *out = NULL;
+    cg_target *c = calloc(1, sizeof *c);
+    if (!c)
+        return ir_errorf(d, "out of memory");
+    *c = *t;
+    c->tm = NULL;
+    c->triple = strdup(t->triple);
+    c->cpu = strdup(t->cpu);
+    c->features = strdup(t->features);
+    c->required = t->required ? strdup(t->required) : NULL;
+    LLVMTargetRef tg;
+    char *err = NULL;
+    if (!c->triple || !c->cpu || !c->features || (t->required && !c->required)) {
+        ir_errorf(d, "out of memory");
+    } else if (LLVMGetTargetFromTriple(c->triple, &tg, &err)) {
+        ir_errorf(d, "target triple '%s': %s", c->triple, err ? err : "unknown target");
+        LLVMDisposeMessage(err);
+    } else {
+        c->tm = LLVMCreateTargetMachine(tg, c->triple, c->cpu, c->features, codegen_levels[t->opt_level],
+                                        LLVMRelocPIC, LLVMCodeModelDefault);
+        if (c->tm) {
+            *out = c;
+            return 0;
+        }
+        ir_errorf(d, "cannot create a target machine for '%s'", c->triple);
+    }
+    cg_target_destroy(c);
     return -1;
 }
 
@@ -468,6 +501,16 @@ static int write_file_atomic(const char *path, const void *data, size_t size, ic
         return ir_errorf(d, "%s: %s", path, strerror(saved));
     }
     return 0;
+}
+
+LLVMMemoryBufferRef cg_emit_object_buffer(const cg_target *t, LLVMModuleRef m, icc_diag *d)
+{
+    return emit(t, m, LLVMObjectFile, d);
+}
+
+int cg_write_buffer(LLVMMemoryBufferRef buf, const char *path, icc_diag *d)
+{
+    return write_file_atomic(path, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), d);
 }
 
 int cg_emit_object(const cg_target *t, LLVMModuleRef m, const char *path, icc_diag *d)

@@ -47,6 +47,11 @@ typedef struct cg_target cg_target;
 int cg_target_create(const char *triple, const char *cpu, const char *features, int opt_level,
                      cg_target **out, icc_diag *d);
 void cg_target_destroy(cg_target *t);
+/* A target like t with a target machine of its own, for another thread
+ * (a target machine caches per-function subtargets, so two threads must
+ * not optimise or generate code through the same one). The caller owns
+ * *out (cg_target_destroy). */
+int cg_target_thread_copy(const cg_target *t, cg_target **out, icc_diag *d);
 
 /* Borrowed strings valid while t lives. */
 const char *cg_target_triple(const cg_target *t);   /* normalised, "x86_64-pc-linux-gnu" */
@@ -94,6 +99,11 @@ int cg_optimize(const cg_target *t, LLVMModuleRef m, icc_diag *d);
  * generation may rewrite m a little (it stays valid), so emit an object
  * and assembly from the same module only for inspection. */
 int cg_emit_object(const cg_target *t, LLVMModuleRef m, const char *path, icc_diag *d);
+/* The same object in memory; the caller disposes of it. NULL (with d) on
+ * failure. */
+LLVMMemoryBufferRef cg_emit_object_buffer(const cg_target *t, LLVMModuleRef m, icc_diag *d);
+/* Writes buf's bytes to path as cg_emit_object writes an object. */
+int cg_write_buffer(LLVMMemoryBufferRef buf, const char *path, icc_diag *d);
 /* Textual assembly of m; malloc'd, the caller frees; NULL (with d) on
  * failure. */
 char *cg_emit_asm(const cg_target *t, LLVMModuleRef m, icc_diag *d);

@@ -84,6 +84,41 @@ passes_flags() {
     grep -q "^# cse: " "$T/perr" && "$ICC" --list-passes | grep -q "^  -O2  "
 }
 check "pass flags: --time-passes, --stats, --print-after, --list-passes" passes_flags
+# A library's large kernels are optimized and generated in parallel modules
+# (ICC_COMPILE_THREADS caps them): the same outputs, bit for bit, as one
+# module; --time-passes says how many there were; a bad value warns.
+parallel_codegen() {
+  python3 - "$T" <<'PY' || return 1
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+t, rng = sys.argv[1], np.random.default_rng(3)
+nodes, inits, x = [], [], "x"
+for i in range(6):
+    inits.append(numpy_helper.from_array(rng.standard_normal((16, 16, 3, 3)).astype(np.float32) * 0.2, "w%d" % i))
+    nodes.append(helper.make_node("Conv", [x, "w%d" % i], ["c%d" % i], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("Tanh", ["c%d" % i], ["y%d" % i]))
+    x = "y%d" % i
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])],
+                      [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 16, 12, 12])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), t + "/par.onnx")
+np.save(t + "/par_x.npy", rng.standard_normal((1, 16, 12, 12)).astype(np.float32))
+PY
+  ICC_COMPILE_THREADS=1 "$ICC" "$T/par.onnx" -O2 -o "$T/par1.so" --time-passes 2>"$T/par1_err" &&
+    ICC_COMPILE_THREADS=3 "$ICC" "$T/par.onnx" -O2 -o "$T/par3.so" --time-passes 2>"$T/par3_err" || return 1
+  grep -q "optimize, generate, link (1 module)" "$T/par1_err" &&
+    grep -qE "optimize, generate, link \([23] modules\)" "$T/par3_err" || { cat "$T/par1_err" "$T/par3_err"; return 1; }
+  "$ICC" run "$T/par1.so" --input x="$T/par_x.npy" -o "$T/par1_out" &&
+    "$ICC" run "$T/par3.so" --input x="$T/par_x.npy" -o "$T/par3_out" &&
+    "$ICC" run "$T/par.onnx" --input x="$T/par_x.npy" -o "$T/pari_out" || return 1
+  python3 -c "
+import numpy as np, glob
+a, b, i = (np.load(glob.glob('$T/%s/*.npy' % d)[0]) for d in ('par1_out', 'par3_out', 'pari_out'))
+np.testing.assert_array_equal(a, b)
+np.testing.assert_allclose(a, i, rtol=1e-4, atol=1e-5)" || return 1
+  ICC_COMPILE_THREADS=x2 "$ICC" "$T/par.onnx" -O2 -o "$T/parx.so" 2>"$T/parx_err" &&
+    grep -q "ICC_COMPILE_THREADS='x2' is not a positive number; ignored" "$T/parx_err" || { cat "$T/parx_err"; return 1; }
+}
+check "parallel code generation: the same library from 1 and 3 modules; a bad ICC_COMPILE_THREADS warns" parallel_codegen
 fails_cleanly "unknown pass is named" "unknown pass 'nosuch'" "$ICC" "$M" --emit=ir --passes=nosuch
 
 reproducer_on_failure() {
