@@ -42,6 +42,11 @@
 #define ICC_LLVM_VERSION "?"
 #endif
 
+/* The -O level of compiling, info and verify when none is given: the
+ * pipeline that runs fastest (-O3 adds the blocked layouts to -O2), also
+ * LLVM's level. */
+#define DEFAULT_LEVEL 3
+
 #define MAX_INPUTS 256
 
 typedef struct {
@@ -90,8 +95,8 @@ static void usage(FILE *f)
         "                                     an object file)\n"
         "  icc MODEL --emit=ir [-o OUT.icc]   print the model's text IR (--emit=dot: Graphviz,\n"
         "                                     kernels, llvm, asm: the compiler's stages)\n"
-        "  icc info MODEL [-O2]               inputs, outputs, op histogram, parameters, FLOPs,\n"
-        "                                     and the node count after the -O pipeline (default -O2)\n"
+        "  icc info MODEL [-O3]               inputs, outputs, op histogram, parameters, FLOPs,\n"
+        "                                     and the node count after the -O pipeline (default -O3)\n"
         "  icc run MODEL --input NAME=FILE.npy ... [-o DIR]\n"
         "                                     run through the reference interpreter; with -o,\n"
         "                                     write DIR/<output name>.npy per output, else print\n"
@@ -161,7 +166,7 @@ static void usage(FILE *f)
         "\n"
         "optimization (icc MODEL --emit=ir, icc opt, icc info, icc run):\n"
         "  -O0 .. -O3           the default pipeline of that level (icc --list-passes\n"
-        "                       shows them; --emit defaults to -O0, info to -O2,\n"
+        "                       shows them; compiling and info default to -O3, --emit to -O0,\n"
         "                       opt and run to no passes)\n"
         "  --passes=PIPELINE    run these passes, e.g. shape-infer,fold{max-bytes=4096},dce\n"
         "  --list-passes        every pass, its options, and the -O pipelines\n"
@@ -436,7 +441,7 @@ static int cmd_info(const args *a)
     /* What the optimizer makes of it: the default pipeline (or the one
      * asked for), node and parameter counts after it. */
     int before = g->nnodes;
-    int level = a->level >= 0 ? a->level : 2;
+    int level = a->level >= 0 ? a->level : DEFAULT_LEVEL;
     icc_target_desc td;   /* what the passes (and the compile) take the target to be */
     if (run_passes(a, g, level, &td, &d) < 0) {
         ir_graph_destroy(g);
@@ -599,13 +604,13 @@ static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
     return a->nshapes || a->nbinds ? ir_infer_shapes(g, d) : 0;
 }
 
-/* The pipeline before code generation: --passes, else -O (default -O2),
+/* The pipeline before code generation: --passes, else -O (default -O3),
  * always ending with the memory plan the code needs. */
 static int compile_passes(const args *a, ir_graph *g, icc_diag *d)
 {
     args b = *a;
     char pipeline[1024];
-    const char *base = a->passes ? a->passes : icc_pipeline_for_level(a->level >= 0 ? a->level : 2);
+    const char *base = a->passes ? a->passes : icc_pipeline_for_level(a->level >= 0 ? a->level : DEFAULT_LEVEL);
     size_t n = strlen(base);
     bool has_plan = n >= 4 && !strcmp(base + n - 4, "plan");
     snprintf(pipeline, sizeof pipeline, "%s%s%s", base, n && !has_plan ? "," : "", has_plan ? "" : "plan");
@@ -622,7 +627,7 @@ static int compile_passes(const args *a, ir_graph *g, icc_diag *d)
     return rc;
 }
 
-/* The compile step: optimize at -O2 by default, always ending with the
+/* The compile step: optimize at -O3 by default, always ending with the
  * memory plan the code needs; then kernels, LLVM, object or library, and
  * model.h beside a library. */
 static int cmd_compile(const args *a)
@@ -644,7 +649,7 @@ static int cmd_compile(const args *a)
         goto done;
     }
     bool external = false;
-    icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : 2,
+    icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : DEFAULT_LEVEL,
                           a->external_weights, a->embed_limit, &external, a->profile, a->verbose,
                           a->popts.time_passes};
     if (icc_compile_graph(g, &o, &d) < 0) {
@@ -1089,7 +1094,7 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
         return ir_diag_prefix(d, "%s", model), -1;
     if (dir) {
         snprintf(s->so, sizeof s->so, "%s/%s.so", dir, tag);
-        icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : 2, false,
+        icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : DEFAULT_LEVEL, false,
                               a->embed_limit, NULL, false, a->verbose, false};
         if (icc_compile_graph(s->g, &o, d) < 0) {
             s->so[0] = 0;

@@ -119,6 +119,15 @@ np.testing.assert_allclose(a, i, rtol=1e-4, atol=1e-5)" || return 1
     grep -q "ICC_COMPILE_THREADS='x2' is not a positive number; ignored" "$T/parx_err" || { cat "$T/parx_err"; return 1; }
 }
 check "parallel code generation: the same library from 1 and 3 modules; a bad ICC_COMPILE_THREADS warns" parallel_codegen
+# With no -O, compiling and info run the -O3 pipeline (the fastest): its
+# layout pass blocks the Convs of the parallel-codegen model above.
+default_level() {
+  "$ICC" info "$T/par.onnx" | grep -q "^after -O3:" || return 1
+  "$ICC" "$T/par.onnx" --emit=kernels -o "$T/dflt.txt" && "$ICC" "$T/par.onnx" -O3 --emit=kernels -o "$T/o3.txt" &&
+    "$ICC" "$T/par.onnx" -O2 --emit=kernels -o "$T/o2.txt" || return 1
+  cmp -s "$T/dflt.txt" "$T/o3.txt" && ! cmp -s "$T/dflt.txt" "$T/o2.txt" && grep -q _nchwc "$T/dflt.txt"
+}
+check "the default level is -O3: info says so, and the kernels are -O3's" default_level
 fails_cleanly "unknown pass is named" "unknown pass 'nosuch'" "$ICC" "$M" --emit=ir --passes=nosuch
 
 reproducer_on_failure() {
