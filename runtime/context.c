@@ -126,7 +126,7 @@ icc_status icc_context_create(const icc_model *m, const icc_allocator *alloc, ic
         return rt_fail(ICC_ERR_INVALID, "icc_context_create: allocator lacks alloc or free");
     char err[128];
     int threads = rt_default_threads(err, sizeof err);
-    if (threads < 0)
+    if (threads < 0 || rt_spin_us(err, sizeof err) < 0)
         return rt_fail(ICC_ERR_INVALID, "icc_context_create: %s", err);
     const icc_model_desc *d = m->desc;
     icc_context *ctx = rt_alloc(alloc, sizeof *ctx, _Alignof(icc_context));

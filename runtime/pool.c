@@ -66,7 +66,22 @@ int rt_default_threads(char *err, size_t errlen)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-enum { SPIN_US_DEFAULT = 5 };
+enum { SPIN_US_DEFAULT = 5, SPIN_US_MAX = 1000000 };
+
+int rt_spin_us(char *err, size_t errlen)
+{
+    const char *env = getenv("ICC_SPIN_US");
+    if (!env || !*env)
+        return SPIN_US_DEFAULT;
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end || v < 0 || v > SPIN_US_MAX) {
+        snprintf(err, errlen, "ICC_SPIN_US='%.40s' is not an integer in [0, %d]", env, SPIN_US_MAX);
+        return -1;
+    }
+    return (int)v;
+}
+
 #define OPEN ((uint64_t)1 << 31)
 #define ACTIVE(e) ((e) & (OPEN - 1))
 #define GEN(e) ((uint32_t)((e) >> 32))
@@ -80,15 +95,9 @@ void rt_pool_init(rt_pool *p, int nthreads, const icc_allocator *alloc)
     p->nthreads = nthreads < 1 ? 1 : nthreads > MAX_THREADS ? MAX_THREADS : nthreads;
     if (alloc)
         p->alloc = *alloc;
-    long us = SPIN_US_DEFAULT;
-    const char *env = getenv("ICC_SPIN_US");
-    if (env && *env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (!*end && v >= 0 && v <= 1000000)
-            us = v;
-    }
-    p->spin_ns = (int64_t)us * 1000;
+    char err[96];
+    int us = rt_spin_us(err, sizeof err); /* a context checked it first */
+    p->spin_ns = (int64_t)(us < 0 ? SPIN_US_DEFAULT : us) * 1000;
 }
 
 static inline void cpu_relax(void)

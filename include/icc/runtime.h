@@ -192,7 +192,9 @@ int icc_model_find_output(const icc_model *m, const char *name);
  * copied, and used for every allocation the context makes. Threads:
  * ICC_NUM_THREADS (a positive integer, else ICC_ERR_INVALID), else the
  * CPUs this process may run on; 1 means no worker threads. Workers start
- * at the first run that has parallel work and sleep between runs. The
+ * at the first run that has parallel work and sleep between runs, after
+ * polling for the next job for ICC_SPIN_US microseconds (an integer in
+ * [0, 1000000], else ICC_ERR_INVALID; default 5). The
  * caller destroys *out with icc_context_destroy. */
 icc_status icc_context_create(const icc_model *m, const icc_allocator *alloc, icc_context **out);
 /* threads >= 1 sets the count (caller included); 0 restores the default

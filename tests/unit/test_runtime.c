@@ -5,7 +5,7 @@
  * computed here independently. Covers loading and its errors, input
  * checks, arena growth, CPU-feature and ABI checks, many threads on one
  * model, create/run/destroy cycles (leak-checked in the ASan build), the
- * caller's allocator, ICC_NUM_THREADS, idle workers, external weights.
+ * caller's allocator, ICC_NUM_THREADS and ICC_SPIN_US, idle workers, external weights.
  */
 #define _GNU_SOURCE
 #include "icc/runtime.h"
@@ -527,6 +527,16 @@ START_TEST(num_threads_env_and_idle_workers)
     setenv("ICC_NUM_THREADS", "abc", 1);
     expect(icc_context_create(m, NULL, &ctx), ICC_ERR_INVALID, icc_last_error(), "ICC_NUM_THREADS", NULL);
     setenv("ICC_NUM_THREADS", "3", 1);
+    /* a malformed poll time is an error too, not silently the default */
+    const char *bad_spin[] = {"5us", "-1", "1000001", " "};
+    for (int i = 0; i < 4; i++) {
+        setenv("ICC_SPIN_US", bad_spin[i], 1);
+        expect(icc_context_create(m, NULL, &ctx), ICC_ERR_INVALID, icc_last_error(), "ICC_SPIN_US", NULL);
+    }
+    setenv("ICC_SPIN_US", "0", 1);
+    ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
+    icc_context_destroy(ctx);
+    unsetenv("ICC_SPIN_US");
     int running;
     int before = count_tasks(&running);
     ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
