@@ -423,8 +423,30 @@ static int first_line_error(icc_diag *d, const char *what, const char *msg)
     return ir_errorf(d, "%s: %.*s", what, len, msg ? msg : "");
 }
 
+/* LLVM's own diagnostics of a compile. Its remarks and warnings are about
+ * its transformations ("loop not vectorized": the kernel IR asks every
+ * vector loop to be vectorized, and LLVM says so when one cannot be),
+ * not about the model, so they are dropped instead of reaching the
+ * user's stderr raw; an error is still printed, on one line. */
+static void llvm_diagnostic(LLVMDiagnosticInfoRef di, void *arg)
+{
+    (void)arg;
+    if (LLVMGetDiagInfoSeverity(di) != LLVMDSError)
+        return;
+    char *msg = LLVMGetDiagInfoDescription(di);
+    const char *nl = msg ? strchr(msg, '\n') : NULL;
+    fprintf(stderr, "icc: LLVM: %.*s\n", msg ? (int)(nl ? nl - msg : (long)strlen(msg)) : 0, msg ? msg : "");
+    LLVMDisposeMessage(msg);
+}
+
+void cg_quiet_diagnostics(LLVMModuleRef m)
+{
+    LLVMContextSetDiagnosticHandler(LLVMGetModuleContext(m), llvm_diagnostic, NULL);
+}
+
 int cg_optimize(const cg_target *t, LLVMModuleRef m, icc_diag *d)
 {
+    cg_quiet_diagnostics(m);
     char *msg = NULL;
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         first_line_error(d, "invalid LLVM module", msg);

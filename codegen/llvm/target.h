@@ -93,6 +93,10 @@ void cg_target_tune_function(const cg_target *t, LLVMValueRef fn);
  * and SLP vectorisation on from -O2). A verifier failure is reported with
  * its first line. */
 int cg_optimize(const cg_target *t, LLVMModuleRef m, icc_diag *d);
+/* Drops LLVM's remarks and warnings for m's context (they concern its
+ * transformations, not the model); errors still reach stderr, one line
+ * each. cg_optimize does this itself. */
+void cg_quiet_diagnostics(LLVMModuleRef m);
 
 /* Generates machine code for m into an object file at path (written to a
  * temporary name and renamed, so a failure leaves no partial file). Code
