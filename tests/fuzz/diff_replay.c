@@ -9,11 +9,11 @@
  *                                     bytes of splitmix64 each); --save
  *                                     writes the bytes of each failing case
  *                                     to DIR/seed-<S> (a reproducer)
- *   diff_replay --icc FILE.icc [--seed S] [--tol C]
- *                                     a text-IR graph (a hand-reduced
- *                                     reproducer) on inputs drawn from S,
- *                                     compared at tolerance class C (0-3,
- *                                     default 3)
+ *   diff_replay --icc FILE.icc|DIR ... [--seed S] [--tol C]
+ *                                     text-IR graphs (hand-reduced
+ *                                     reproducers; a folder's *.icc) on
+ *                                     inputs drawn from S, compared at
+ *                                     tolerance class C (0-3, default 3)
  *   -v                                print each case's verdict and skips
  *   -p                                and each case's graph (text IR) and
  *                                     input values
@@ -34,6 +34,9 @@
 #include "ir/text.h"
 
 static diff_stats st;
+static bool icc_mode;
+static uint64_t icc_seed = 1;
+static int icc_tol = 3;
 static long rejected;
 static bool verbose, print_graphs;
 
@@ -179,21 +182,26 @@ static void replay_path(const char *path)
         for (int i = 0; i < n; i++) {
             char p[4096];
             snprintf(p, sizeof p, "%s/%s", path, names[i]);
-            replay_file(p);
+            if (!icc_mode)
+                replay_file(p);
+            else if (ir_ends_with(p, ".icc"))
+                replay_icc(p, icc_seed, icc_tol);
             free(names[i]);
         }
         free(names);
         return;
     }
-    replay_file(path);
+    if (icc_mode)
+        replay_icc(path, icc_seed, icc_tol);
+    else
+        replay_file(path);
 }
 
 int main(int argc, char **argv)
 {
     long random_n = -1;
     unsigned long long seed = 1;
-    const char *save = NULL, *icc = NULL;
-    int tol = 3;
+    const char *save = NULL;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int files = 0;
@@ -204,29 +212,28 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--save") && i + 1 < argc)
             save = argv[++i];
-        else if (!strcmp(argv[i], "--icc") && i + 1 < argc)
-            icc = argv[++i], files++;
+        else if (!strcmp(argv[i], "--icc"))
+            icc_mode = true;
         else if (!strcmp(argv[i], "--tol") && i + 1 < argc)
-            tol = atoi(argv[++i]) & 3;
+            icc_tol = atoi(argv[++i]) & 3;
         else if (!strcmp(argv[i], "-v"))
             verbose = true;
         else if (!strcmp(argv[i], "-p"))
             print_graphs = verbose = true;
         else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: diff_replay [-v] [-p] FILE|DIR ... | --random N [--seed S] [--save DIR] | --icc FILE [--seed S] [--tol C]\n");
+            fprintf(stderr, "usage: diff_replay [-v] [-p] FILE|DIR ... | --random N [--seed S] [--save DIR] | --icc FILE|DIR ... [--seed S] [--tol C]\n");
             return 2;
         } else
             files++;
     }
+    icc_seed = seed;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--random") || !strcmp(argv[i], "--seed") || !strcmp(argv[i], "--save") ||
-            !strcmp(argv[i], "--icc") || !strcmp(argv[i], "--tol"))
+            !strcmp(argv[i], "--tol"))
             i++;
         else if (argv[i][0] != '-')
             replay_path(argv[i]);
     }
-    if (icc)
-        replay_icc(icc, seed, tol);
     for (long k = 0; k < random_n; k++) {
         uint8_t bytes[64];
         char name[64];

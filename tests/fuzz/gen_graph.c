@@ -1,7 +1,7 @@
 /* gen_graph.c - random valid graphs for the differential fuzzer.
  *
- * A case is one or two graph inputs (rank 1-4, dims 1-6, f32 mostly, some
- * i64/i32) and 1-8 nodes, each taking its operands from the values made
+ * A case is one or two graph inputs (rank 1-4, dims 1-6, a long last dim
+ * up to 33 or 8/16 channels now and then; f32 mostly, some i64/i32) and 1-8 nodes, each taking its operands from the values made
  * so far (inputs, node outputs, fresh random constants): elementwise
  * unary and binary ops with broadcasting, comparisons feeding Where,
  * Cast, Clip, MatMul and Gemm, Conv (1-D/2-D, stride, pads, dilation,
@@ -31,7 +31,7 @@
 #include "ir/ref/interp.h"
 
 #define MAX_POOL 48
-#define MAX_NUMEL 512
+#define MAX_NUMEL 2048
 
 typedef struct gs {
     const uint8_t *data;
@@ -468,7 +468,7 @@ static void gen_matmul(gs *s)
         bd[i] = chance(s, 30) ? 1 : a->type.dims[ra - rb + i].v;
     if (rb >= 2) {
         bd[rb - 2] = k;
-        bd[rb - 1] = 1 + rnd(s, 8);
+        bd[rb - 1] = chance(s, 25) ? 9 + rnd(s, 24) : 1 + rnd(s, 8);
     } else {
         bd[0] = k;
     }
@@ -484,7 +484,8 @@ static void gen_gemm(gs *s)
     if (!a)
         return;
     bool ta = chance(s, 30), tb = chance(s, 40);
-    int64_t m = a->type.dims[ta ? 1 : 0].v, k = a->type.dims[ta ? 0 : 1].v, n = 1 + rnd(s, 8);
+    int64_t m = a->type.dims[ta ? 1 : 0].v, k = a->type.dims[ta ? 0 : 1].v,
+            n = chance(s, 25) ? 9 + rnd(s, 24) : 1 + rnd(s, 8);
     int64_t bd[2] = {tb ? n : k, tb ? k : n};
     ir_value *in[3] = {a, constant(s, IR_F32, 2, bd), NULL};
     int nin = 2;
@@ -560,8 +561,8 @@ static void gen_window(gs *s, int op)
         if (c > 1 && chance(s, 25))
             group = chance(s, 50) ? (int)c : (c % 2 == 0 ? 2 : 1);
         int64_t mout = group * (1 + rnd(s, 3));
-        if (chance(s, 10) && 8 % group == 0)
-            mout = 8;
+        if (chance(s, 20) && 16 % group == 0)
+            mout = chance(s, 50) ? 8 : 16;
         int64_t wd[4] = {mout, c / group, ks[0], sp > 1 ? ks[1] : 0};
         in[1] = constant(s, IR_F32, r, wd);
         nin = 2;
@@ -1040,6 +1041,18 @@ int gen_graph(const uint8_t *data, size_t size, gen_case *out, icc_diag *d)
     int rank = conv_like ? 3 + rnd(&s, 2) : 1 + rnd(&s, 4);
     for (int i = 0; i < rank; i++)
         dims[i] = 1 + rnd(&s, i == 0 && conv_like ? 2 : 6);
+    /* now and then a long last dim (vector bodies and their tails) or
+     * 8/16 channels (what -O3's layout blocks) */
+    if (rnd(&s, 100) < 25)
+        dims[rank - 1] = 7 + rnd(&s, 27);
+    if (conv_like && rnd(&s, 100) < 30)
+        dims[1] = rnd(&s, 2) ? 8 : 16;
+    for (int64_t n = 1, i = 0; i < rank; i++, n = 1) {
+        for (int k = 0; k < rank; k++)
+            n *= dims[k];
+        if (n > 1024 && dims[i] > 2)
+            dims[i] = 2;
+    }
     for (int i = 0; i < nin && !s.failed; i++) {
         ir_dtype dt = rnd(&s, 100) < 80 ? IR_F32 : rnd(&s, 2) ? IR_I64 : IR_I32;
         if (i == 1 && rnd(&s, 2)) {
