@@ -203,6 +203,7 @@ int main(int argc, char **argv)
     unsigned long long seed = 1;
     const char *save = NULL;
     struct timespec t0, t1;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a failure shows as it happens */
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int files = 0;
     for (int i = 1; i < argc; i++) {

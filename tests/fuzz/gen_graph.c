@@ -12,7 +12,8 @@
  * clamped bounds, negative steps), Gather, Expand, Tile and Pad. Each node
  * is shape-inferred as it is added (the registry is the only source of
  * shapes). The graph's outputs are the last node's and those of the
- * other nodes nothing reads (up to 4 in all).
+ * other nodes nothing reads (up to 4), sometimes one more that nodes do
+ * read, or a graph input.
  *
  * Operations whose result jumps on a tiny change of input (Floor, Round,
  * Sign, comparisons, casts to integers, ArgMax, Mod) only read "exact"
@@ -32,6 +33,7 @@
 
 #define MAX_POOL 48
 #define MAX_NUMEL 2048
+#define MAX_INPUTS 8
 
 typedef struct gs {
     const uint8_t *data;
@@ -45,6 +47,9 @@ typedef struct gs {
     int npool;
     int names;
     int tol;
+    /* graph inputs that are Gather indices, and the dim they index */
+    int nidx, idx_input[MAX_INPUTS];
+    int64_t idx_dim[MAX_INPUTS];
 } gs;
 
 static uint64_t splitmix(uint64_t *state)
@@ -214,16 +219,17 @@ static bool is_exact(const gs *s, const ir_value *v)
     return v->kind != IR_VAL_NODE;
 }
 
-/* A pool value whose dtype passes `want` (0 float, 1 int, 2 bool, 3 any
- * numeric, 4 anything), rank in [lo, hi], and, when exact_only, exact.
+/* A pool value whose dtype passes `want` (f32; f32, f64 or f16; an
+ * integer; bool; any number; anything), rank in [lo, hi], and, when exact_only, exact.
  * Half the time one of the newest, so chains grow long. NULL if none. */
-enum { W_FLOAT, W_INT, W_BOOL, W_NUM, W_ANY };
+enum { W_FLOAT, W_REAL, W_INT, W_BOOL, W_NUM, W_ANY };
 
 static bool wants(const ir_value *v, int want)
 {
     ir_dtype t = v->type.dtype;
     switch (want) {
     case W_FLOAT: return t == IR_F32;
+    case W_REAL: return t == IR_F32 || t == IR_F64 || t == IR_F16;
     case W_INT: return t == IR_I64 || t == IR_I32;
     case W_BOOL: return t == IR_BOOL;
     case W_NUM: return t != IR_BOOL;
@@ -307,10 +313,10 @@ static void gen_unary(gs *s)
     ir_value *a;
     int op;
     bool exact;
-    if (kind < 6 && (a = pick(s, W_FLOAT, 0, 4, false))) {
+    if (kind < 6 && (a = pick(s, W_REAL, 0, 4, false))) {
         op = smooth[rnd(s, (int)(sizeof smooth / sizeof *smooth))];
         exact = is_exact(s, a) && (op == IR_OP_RELU || op == IR_OP_ABS || op == IR_OP_NEG);
-        tol(s, exact ? 0 : op == IR_OP_RECIPROCAL || op == IR_OP_SQRT || op == IR_OP_HARD_SIGMOID ||
+        tol(s, exact ? 0 : a->type.dtype == IR_F16 ? 3 : op == IR_OP_RECIPROCAL || op == IR_OP_SQRT || op == IR_OP_HARD_SIGMOID ||
                                    op == IR_OP_HARD_SWISH || op == IR_OP_LEAKY_RELU
                                ? 1
                                : 2);
@@ -348,10 +354,10 @@ static void gen_binary(gs *s)
                                IR_OP_PRELU};
     static const int iops[] = {IR_OP_ADD, IR_OP_SUB, IR_OP_MUL, IR_OP_DIV, IR_OP_MAX, IR_OP_MIN, IR_OP_MOD};
     bool on_int = chance(s, 25);
-    ir_value *a = pick(s, on_int ? W_INT : W_FLOAT, 0, 4, false);
+    ir_value *a = pick(s, on_int ? W_INT : W_REAL, 0, 4, false);
     if (!a && !(a = pick(s, W_NUM, 0, 4, false)))
         return;
-    on_int = a->type.dtype != IR_F32;
+    on_int = !ir_dtype_is_float(a->type.dtype);
     int op = on_int ? iops[rnd(s, 7)] : fops[rnd(s, 8)];
     ir_value *b;
     if (op == IR_OP_PRELU) {
@@ -360,7 +366,7 @@ static void gen_binary(gs *s)
         int ra = a->type.rank, r = rnd(s, ra + 1);
         for (int i = 0; i < r; i++)
             dims[i] = chance(s, 40) ? 1 : a->type.dims[ra - r + i].v;
-        b = constant(s, IR_F32, r, dims);
+        b = constant(s, a->type.dtype, r, dims);
     } else if (op == IR_OP_POW) {
         b = chance(s, 50) ? scalar_f(s, (float)rnd(s, 4)) : partner(s, a, false);
     } else {
@@ -382,7 +388,7 @@ static void gen_binary(gs *s)
         ir_node_set_int(s->g, n, "fmod", 1);
     bool exact = on_int || ((op == IR_OP_MAX || op == IR_OP_MIN) && is_exact(s, a) && is_exact(s, b));
     if (!on_int)
-        tol(s, op == IR_OP_POW ? 2 : exact ? 0 : 1);
+        tol(s, exact ? 0 : a->type.dtype == IR_F16 ? 3 : op == IR_OP_POW ? 2 : 1);
     finish(s, n, exact);
 }
 
@@ -433,8 +439,10 @@ static void gen_cast(gs *s)
         return;
     ir_node_set_int(s->g, n, "to", ir_dtype_to_onnx(to));
     ir_value *v = finish(s, n, true);
-    /* back to f32 (f16, f64, bool, small ints: values the rest cannot take) */
-    if (v && to != IR_F32 && to != IR_I64 && to != IR_I32) {
+    /* back to f32 (bool, small ints: values the rest cannot take; f16 and
+     * f64 half the time, else elementwise ops and reductions take them) */
+    if (v && to != IR_F32 && to != IR_I64 && to != IR_I32 &&
+        (!(to == IR_F16 || to == IR_F64) || chance(s, 50))) {
         ir_node *m = node(s, IR_OP_CAST, 1, &v);
         if (m) {
             ir_node_set_int(s->g, m, "to", ir_dtype_to_onnx(IR_F32));
@@ -449,6 +457,8 @@ static void gen_clip(gs *s)
     if (!a)
         return;
     float lo = -(float)rnd(s, 8) / 4.0f, hi = (float)rnd(s, 8) / 4.0f;
+    if (chance(s, 15))
+        hi = lo - 0.5f; /* min > max: every element becomes max */
     ir_value *in[3] = {a, chance(s, 80) ? scalar_f(s, lo) : NULL, chance(s, 80) ? scalar_f(s, hi) : NULL};
     int nin = in[2] ? 3 : in[1] ? 2 : 1;
     finish(s, node(s, IR_OP_CLIP, nin, in), is_exact(s, a));
@@ -562,7 +572,7 @@ static void gen_window(gs *s, int op)
             group = chance(s, 50) ? (int)c : (c % 2 == 0 ? 2 : 1);
         int64_t mout = group * (1 + rnd(s, 3));
         if (chance(s, 20) && 16 % group == 0)
-            mout = chance(s, 50) ? 8 : 16;
+            mout = 8 % group == 0 && chance(s, 50) ? 8 : 16;
         int64_t wd[4] = {mout, c / group, ks[0], sp > 1 ? ks[1] : 0};
         in[1] = constant(s, IR_F32, r, wd);
         nin = 2;
@@ -612,7 +622,7 @@ static void gen_reduce(gs *s)
     ir_value *a = pick(s, W_NUM, 1, 4, false);
     if (!a)
         return;
-    int op = ops[rnd(s, a->type.dtype == IR_F32 ? 8 : 5)];
+    int op = ops[rnd(s, ir_dtype_is_float(a->type.dtype) ? 8 : 5)];
     int r = a->type.rank;
     int64_t axes[IR_MAX_RANK];
     int n = 0;
@@ -629,9 +639,9 @@ static void gen_reduce(gs *s)
         ir_node_set_int(s->g, nd, "keepdims", 0);
     if (in[1] && !n && chance(s, 30))
         ir_node_set_int(s->g, nd, "noop_with_empty_axes", 1);
-    bool exact = a->type.dtype != IR_F32 ||
+    bool exact = !ir_dtype_is_float(a->type.dtype) ||
                  ((op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN) && is_exact(s, a));
-    if (a->type.dtype == IR_F32)
+    if (ir_dtype_is_float(a->type.dtype))
         tol(s, exact ? 0 : 3);
     finish(s, nd, exact);
 }
@@ -673,7 +683,7 @@ static void gen_cumsum(gs *s)
         ir_node_set_int(s->g, n, "exclusive", 1);
     if (chance(s, 30))
         ir_node_set_int(s->g, n, "reverse", 1);
-    bool exact = a->type.dtype != IR_F32;
+    bool exact = !ir_dtype_is_float(a->type.dtype);
     if (!exact)
         tol(s, 3);
     finish(s, n, exact);
@@ -885,11 +895,30 @@ static void gen_gather(gs *s)
     int64_t d = a->type.dims[axis].v;
     int ir = rnd(s, 3);
     int64_t idims[2] = {1 + rnd(s, 3), 1 + rnd(s, 3)};
-    ir_value *idx = constant(s, IR_I64, ir, idims);
-    if (!idx)
-        return;
-    for (int64_t i = 0; i < idx->cval.numel; i++)
-        ir_tensor_seti(&idx->cval, i, rnd(s, (int)(2 * d)) - d);
+    ir_value *idx;
+    if (chance(s, 25)) {
+        /* indices given at run time: make_inputs draws them in [-d-1, d],
+         * so some are out of range, which both sides must refuse */
+        ir_type t;
+        set_type(&t, IR_I64, ir, idims);
+        char nm[16];
+        snprintf(nm, sizeof nm, "x%d", s->g->ninputs);
+        idx = ir_graph_add_input(s->g, nm, &t, s->d);
+        if (!idx) {
+            s->failed = true;
+            return;
+        }
+        if (s->nidx < MAX_INPUTS) {
+            s->idx_input[s->nidx] = s->g->ninputs - 1;
+            s->idx_dim[s->nidx++] = d;
+        }
+    } else {
+        idx = constant(s, IR_I64, ir, idims);
+        if (!idx)
+            return;
+        for (int64_t i = 0; i < idx->cval.numel; i++)
+            ir_tensor_seti(&idx->cval, i, rnd(s, (int)(2 * d)) - d);
+    }
     ir_value *in[2] = {a, idx};
     ir_node *n = node(s, IR_OP_GATHER, 2, in);
     if (n && (axis || chance(s, 30)))
@@ -916,7 +945,8 @@ static void gen_expand_tile_pad(gs *s)
         }
         if (total > MAX_NUMEL)
             return;
-        ir_value *in[2] = {a, ints(s, r + lead, v)};
+        int drop = !lead && r > 1 && chance(s, 20) ? 1 + rnd(s, r - 1) : 0; /* a shorter shape broadcasts too */
+        ir_value *in[2] = {a, ints(s, r + lead - drop, v + drop)};
         finish(s, node(s, IR_OP_EXPAND, 2, in), is_exact(s, a));
     } else if (kind == 1) {
         for (int i = 0; i < r; i++) {
@@ -988,7 +1018,7 @@ static int make_inputs(gs *s, gen_case *out, icc_diag *d)
         gen_case_free(out);
         return ir_errorf(d, "out of memory");
     }
-    bool specials = rnd(s, 100) < 10;
+    bool specials = rnd(s, 100) < 20;
     for (int i = 0; i < out->ninputs; i++) {
         const ir_type *t = &out->g->inputs[i]->type;
         int64_t id[IR_MAX_RANK];
@@ -1004,6 +1034,14 @@ static int make_inputs(gs *s, gen_case *out, icc_diag *d)
             return ir_errorf(d, "out of memory");
         }
         fill(s, &out->inputs[i]);
+        for (int k = 0; k < s->nidx; k++)
+            if (s->idx_input[k] == i)
+                for (int64_t e = 0; e < out->inputs[i].numel; e++) {
+                    int64_t dim = s->idx_dim[k];
+                    /* in range mostly; one case in eight may not be */
+                    int64_t v = rnd(s, 8) ? rnd(s, (int)(2 * dim)) - dim : rnd(s, (int)(2 * dim + 2)) - dim - 1;
+                    ir_tensor_seti(&out->inputs[i], e, v);
+                }
         if (specials && ir_dtype_is_float(t->dtype)) {
             static const double sp[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e4, -1e-30, 1.0};
             for (int64_t k = 0; k < out->inputs[i].numel; k++)
@@ -1100,6 +1138,16 @@ int gen_graph(const uint8_t *data, size_t size, gen_case *out, icc_diag *d)
             }
         }
         free(uses);
+        /* sometimes also a value other nodes read, or a graph input
+         * itself (the plan must keep the one, the output copies give the
+         * other) */
+        int r = rnd(&s, 100);
+        ir_value *extra = r < 20 ? s.pool[rnd(&s, s.npool)] : r < 25 ? s.g->inputs[0] : NULL;
+        bool dup = false;
+        for (int i = 0; extra && i < s.g->noutputs; i++)
+            dup |= s.g->outputs[i] == extra;
+        if (extra && !dup && !s.failed)
+            s.failed = ir_graph_add_output(s.g, extra, d) < 0;
     }
     if (!s.failed && ir_infer_shapes(s.g, d) < 0) {
         ir_diag_prefix(d, "generator: the whole graph");
