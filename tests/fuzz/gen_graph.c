@@ -1,15 +1,12 @@
 /* gen_graph.c - random valid graphs for the differential fuzzer.
  *
  * A case is one or two graph inputs (rank 1-4, dims 1-6, a long last dim
- * up to 33 or 8/16 channels now and then; f32 mostly, some i64/i32) and 1-8 nodes, each taking its operands from the values made
- * so far (inputs, node outputs, fresh random constants): elementwise
- * unary and binary ops with broadcasting, comparisons feeding Where,
- * Cast, Clip, MatMul and Gemm, Conv (1-D/2-D, stride, pads, dilation,
- * group, auto_pad), MaxPool/AveragePool and the global pools, the Reduce
- * family and ArgMax/ArgMin, CumSum, Softmax/LogSoftmax,
- * LayerNormalization, BatchNormalization, InstanceNormalization,
- * Transpose, Reshape, Flatten, Unsqueeze, Concat, Slice (negative and
- * clamped bounds, negative steps), Gather, Expand, Tile and Pad. Each node
+ * up to 33 or 8/16 channels now and then; f32 mostly, some i64/i32) and
+ * 1-8 nodes, each taking its operands from the values made so far
+ * (inputs, node outputs, fresh random constants): the elementwise,
+ * contraction (MatMul, Gemm, Einsum), window (Conv, ConvTranspose, the
+ * pools), reduction, normalization and movement families, with their
+ * attributes drawn (docs/testing.md lists them). Each node
  * is shape-inferred as it is added (the registry is the only source of
  * shapes). The graph's outputs are the last node's and those of the
  * other nodes nothing reads (up to 4), sometimes one more that nodes do
@@ -174,11 +171,10 @@ static ir_value *scalar_f(gs *s, float v)
 
 static ir_node *node(gs *s, int op, int nin, ir_value *const *in)
 {
-    for (int i = 0; i < nin; i++)
-        if (in[i] == NULL && !(op == IR_OP_CLIP || op == IR_OP_LAYER_NORMALIZATION)) {
-            s->failed = true;
-            return NULL;
-        }
+    /* a NULL input is an omitted optional one; a constant that failed to
+     * be made has set s->failed */
+    if (s->failed)
+        return NULL;
     char nm[16];
     snprintf(nm, sizeof nm, "v%d", s->names++);
     const char *on = nm;
@@ -304,10 +300,11 @@ static void gen_unary(gs *s)
         IR_OP_RELU, IR_OP_TANH, IR_OP_SIGMOID, IR_OP_EXP, IR_OP_LOG, IR_OP_SQRT, IR_OP_ABS, IR_OP_NEG,
         IR_OP_ERF, IR_OP_SIN, IR_OP_COS, IR_OP_RECIPROCAL, IR_OP_LEAKY_RELU, IR_OP_ELU, IR_OP_SELU,
         IR_OP_HARD_SIGMOID, IR_OP_HARD_SWISH, IR_OP_SOFTPLUS, IR_OP_GELU, IR_OP_ATAN, IR_OP_MISH, IR_OP_CELU,
-        IR_OP_TAN,
+        IR_OP_TAN, IR_OP_ASIN, IR_OP_ACOS, IR_OP_SINH, IR_OP_COSH, IR_OP_ASINH, IR_OP_ACOSH, IR_OP_ATANH,
+        IR_OP_SOFTSIGN,
     };
     static const int jumpy[] = {IR_OP_FLOOR, IR_OP_CEIL, IR_OP_ROUND, IR_OP_SIGN, IR_OP_THRESHOLDED_RELU,
-                                IR_OP_SHRINK};
+                                IR_OP_SHRINK, IR_OP_IS_NAN, IR_OP_IS_INF};
     static const int on_ints[] = {IR_OP_RELU, IR_OP_ABS, IR_OP_NEG, IR_OP_SIGN};
     int kind = rnd(s, 10);
     ir_value *a;
@@ -396,20 +393,21 @@ static void gen_binary(gs *s)
  * values by it, or And/Or of two comparisons. */
 static void gen_compare(gs *s)
 {
-    static const int ops[] = {IR_OP_LESS, IR_OP_GREATER, IR_OP_EQUAL};
+    static const int ops[] = {IR_OP_LESS, IR_OP_GREATER, IR_OP_EQUAL, IR_OP_LESS_OR_EQUAL, IR_OP_GREATER_OR_EQUAL};
     ir_value *a = pick(s, W_NUM, 0, 4, true);
     if (!a)
         return;
     ir_value *b = partner(s, a, true);
     ir_value *in[2] = {a, b};
-    ir_value *c = finish(s, node(s, ops[rnd(s, 3)], 2, in), true);
+    ir_value *c = finish(s, node(s, ops[rnd(s, 5)], 2, in), true);
     if (!c)
         return;
     if (chance(s, 20)) {
         ir_value *c2 = pick(s, W_BOOL, 0, 4, false);
         if (c2 && c2 != c && broadcasts(c, c2)) {
             ir_value *li[2] = {c, c2};
-            c = finish(s, node(s, chance(s, 50) ? IR_OP_AND : IR_OP_OR, 2, li), true);
+            static const int logic[] = {IR_OP_AND, IR_OP_OR, IR_OP_XOR};
+            c = finish(s, node(s, logic[rnd(s, 3)], 2, li), true);
         }
     }
     if (c && chance(s, 75)) {
@@ -540,7 +538,7 @@ static void gen_window(gs *s, int op)
     for (int i = 0; i < sp; i++) {
         int64_t len = a->type.dims[2 + i].v;
         st[i] = chance(s, 30) ? 2 : 1;
-        dil[i] = op != IR_OP_AVERAGE_POOL && chance(s, 20) ? 2 : 1;
+        dil[i] = op != IR_OP_AVERAGE_POOL && op != IR_OP_LP_POOL && chance(s, 20) ? 2 : 1;
         ks[i] = 1 + rnd(s, 3);
         pads[i] = set_pads ? rnd(s, 2) : 0;
         pads[i + sp] = set_pads ? rnd(s, 2) : 0;
@@ -594,8 +592,10 @@ static void gen_window(gs *s, int op)
         ir_node_set_ints(s->g, n, "pads", pads, 2 * sp);
     if (chance(s, 60))
         ir_node_set_ints(s->g, n, "strides", st, sp);
-    if (op != IR_OP_AVERAGE_POOL && chance(s, 60))
+    if (op != IR_OP_AVERAGE_POOL && op != IR_OP_LP_POOL && chance(s, 60))
         ir_node_set_ints(s->g, n, "dilations", dil, sp);
+    if (op == IR_OP_LP_POOL)
+        ir_node_set_int(s->g, n, "p", 1 + rnd(s, 2));
     if (!conv && chance(s, 20))
         ir_node_set_int(s->g, n, "ceil_mode", 1);
     if (op == IR_OP_AVERAGE_POOL && chance(s, 40))
@@ -617,12 +617,12 @@ static void gen_global_pool(gs *s)
 static void gen_reduce(gs *s)
 {
     static const int ops[] = {IR_OP_REDUCE_SUM, IR_OP_REDUCE_MEAN, IR_OP_REDUCE_MAX, IR_OP_REDUCE_MIN,
-                              IR_OP_REDUCE_PROD, IR_OP_REDUCE_SUM_SQUARE, IR_OP_REDUCE_LOG_SUM_EXP,
-                              IR_OP_REDUCE_LOG_SUM};
+                              IR_OP_REDUCE_PROD, IR_OP_REDUCE_L1, IR_OP_REDUCE_SUM_SQUARE,
+                              IR_OP_REDUCE_LOG_SUM_EXP, IR_OP_REDUCE_LOG_SUM, IR_OP_REDUCE_L2};
     ir_value *a = pick(s, W_NUM, 1, 4, false);
     if (!a)
         return;
-    int op = ops[rnd(s, ir_dtype_is_float(a->type.dtype) ? 8 : 5)];
+    int op = ops[rnd(s, ir_dtype_is_float(a->type.dtype) ? 10 : 6)];
     int r = a->type.rank;
     int64_t axes[IR_MAX_RANK];
     int n = 0;
@@ -980,17 +980,288 @@ static void gen_expand_tile_pad(gs *s)
     }
 }
 
+/* Multi-output and rarer ops: Split, TopK, Mean/Sum of three, the other
+ * normalizations (Group, RMS, Lp, LRN, MeanVariance), Hardmax,
+ * DepthToSpace/SpaceToDepth, Trilu, GatherElements, Einsum, Resize and
+ * ConvTranspose. */
+static ir_node *node_n(gs *s, int op, int nin, ir_value *const *in, int nout)
+{
+    if (s->failed)
+        return NULL;
+    char nm[4][16];
+    const char *on[4];
+    for (int i = 0; i < nout; i++) {
+        snprintf(nm[i], sizeof nm[i], "v%d", s->names++);
+        on[i] = nm[i];
+    }
+    ir_node *n = ir_graph_add_node(s->g, op, "", nin, in, nout, on, s->d);
+    if (!n)
+        s->failed = true;
+    return n;
+}
+
+static void finish_n(gs *s, ir_node *n, bool exact)
+{
+    if (!finish(s, n, exact))
+        return;
+    for (int i = 1; i < n->nout && s->npool < MAX_POOL; i++) {
+        s->exact[s->npool] = exact;
+        s->pool[s->npool++] = n->out[i];
+    }
+}
+
+static void gen_split_topk(gs *s)
+{
+    ir_value *a = pick(s, W_NUM, 1, 4, false);
+    if (!a)
+        return;
+    int r = a->type.rank, axis = rnd(s, r);
+    int64_t d = a->type.dims[axis].v;
+    if (chance(s, 50) && d >= 2) {
+        int64_t sz[2] = {1 + rnd(s, (int)d - 1), 0};
+        sz[1] = d - sz[0];
+        ir_value *in[2] = {a, chance(s, 50) ? ints(s, 2, sz) : NULL};
+        ir_node *n = node_n(s, IR_OP_SPLIT, in[1] ? 2 : 1, in, 2);
+        if (n) {
+            ir_node_set_int(s->g, n, "axis", chance(s, 30) ? axis - r : axis);
+            if (!in[1])
+                ir_node_set_int(s->g, n, "num_outputs", 2);
+        }
+        finish_n(s, n, is_exact(s, a));
+    } else {
+        if (!is_exact(s, a))
+            return; /* ties and order: only on values both sides compute alike */
+        int64_t k = 1 + rnd(s, (int)d);
+        ir_value *in[2] = {a, ints(s, 1, &k)};
+        ir_node *n = node_n(s, IR_OP_TOP_K, 2, in, 2);
+        if (n) {
+            ir_node_set_int(s->g, n, "axis", chance(s, 30) ? axis - r : axis);
+            if (chance(s, 40))
+                ir_node_set_int(s->g, n, "largest", 0);
+        }
+        finish_n(s, n, true);
+    }
+}
+
+static void gen_more_norm(gs *s)
+{
+    ir_value *a = pick(s, W_FLOAT, 1, 4, false);
+    if (!a)
+        return;
+    int r = a->type.rank, kind = rnd(s, 6);
+    int64_t dims[IR_MAX_RANK];
+    dims_of(a, dims);
+    tol(s, 3);
+    if (kind == 0 && r >= 3) {
+        int64_t c = dims[1], g = c % 2 == 0 && chance(s, 50) ? 2 : chance(s, 50) ? c : 1;
+        ir_value *in[3] = {a, constant(s, IR_F32, 1, &c), constant(s, IR_F32, 1, &c)};
+        ir_node *n = node(s, IR_OP_GROUP_NORMALIZATION, 3, in);
+        if (n)
+            ir_node_set_int(s->g, n, "num_groups", g);
+        finish(s, n, false);
+    } else if (kind == 1) {
+        int axis = rnd(s, 2 * r) - r, first = axis < 0 ? axis + r : axis;
+        ir_value *in[2] = {a, constant(s, IR_F32, r - first, dims + first)};
+        ir_node *n = node(s, IR_OP_RMS_NORMALIZATION, 2, in);
+        if (n)
+            ir_node_set_int(s->g, n, "axis", axis);
+        finish(s, n, false);
+    } else if (kind == 2) {
+        ir_node *n = node(s, IR_OP_LP_NORMALIZATION, 1, &a);
+        if (n) {
+            ir_node_set_int(s->g, n, "axis", rnd(s, 2 * r) - r);
+            ir_node_set_int(s->g, n, "p", 1 + rnd(s, 2));
+        }
+        finish(s, n, false);
+    } else if (kind == 3 && r >= 3) {
+        ir_node *n = node(s, IR_OP_LRN, 1, &a);
+        if (n)
+            ir_node_set_int(s->g, n, "size", 1 + 2 * rnd(s, 3));
+        finish(s, n, false);
+    } else if (kind == 4 && r == 4) {
+        finish(s, node(s, IR_OP_MEAN_VARIANCE_NORMALIZATION, 1, &a), false);
+    } else if (is_exact(s, a)) {
+        ir_node *n = node(s, IR_OP_HARDMAX, 1, &a);
+        if (n)
+            ir_node_set_int(s->g, n, "axis", rnd(s, 2 * r) - r);
+        finish(s, n, true);
+    }
+}
+
+static void gen_more_movement(gs *s)
+{
+    ir_value *a = pick(s, W_ANY, 2, 4, false);
+    if (!a)
+        return;
+    int r = a->type.rank, kind = rnd(s, 4);
+    int64_t dims[IR_MAX_RANK];
+    dims_of(a, dims);
+    if (kind == 0 && r == 4) {
+        int64_t b = 2;
+        bool d2s = dims[1] % 4 == 0 && chance(s, 50);
+        if (!d2s && (dims[2] % b || dims[3] % b))
+            return;
+        ir_node *n = node(s, d2s ? IR_OP_DEPTH_TO_SPACE : IR_OP_SPACE_TO_DEPTH, 1, &a);
+        if (n) {
+            ir_node_set_int(s->g, n, "blocksize", b);
+            if (d2s && chance(s, 50))
+                ir_node_set_string(s->g, n, "mode", "CRD");
+        }
+        finish(s, n, is_exact(s, a));
+    } else if (kind == 1) {
+        int64_t k = rnd(s, 5) - 2;
+        ir_value *in[2] = {a, NULL};
+        if (chance(s, 60)) {
+            ir_type t;
+            set_type(&t, IR_I64, 0, NULL);
+            char nm[16];
+            snprintf(nm, sizeof nm, "k%d", s->names++);
+            in[1] = ir_graph_add_const(s->g, nm, &t, &k, s->d);
+        }
+        ir_node *n = node(s, IR_OP_TRILU, in[1] ? 2 : 1, in);
+        if (n && chance(s, 50))
+            ir_node_set_int(s->g, n, "upper", 0);
+        finish(s, n, is_exact(s, a));
+    } else if (kind == 2) {
+        int axis = rnd(s, r);
+        int64_t id[IR_MAX_RANK];
+        for (int i = 0; i < r; i++)
+            id[i] = i == axis ? 1 + rnd(s, 4) : 1 + rnd(s, (int)dims[i]);
+        ir_value *idx = constant(s, IR_I64, r, id);
+        if (!idx)
+            return;
+        for (int64_t i = 0; i < idx->cval.numel; i++)
+            ir_tensor_seti(&idx->cval, i, rnd(s, (int)(2 * dims[axis])) - dims[axis]);
+        ir_value *in[2] = {a, idx};
+        ir_node *n = node(s, IR_OP_GATHER_ELEMENTS, 2, in);
+        if (n)
+            ir_node_set_int(s->g, n, "axis", axis);
+        finish(s, n, is_exact(s, a));
+    } else if (a->type.dtype == IR_F32) {
+        /* Einsum: a transpose, a reduction, a matmul or a batched one */
+        static const char *const eq2[] = {"ij->ji", "ij->i", "ij->", "ij,jk->ik", "ij,kj->ik"};
+        static const char *const eq3[] = {"bij,bjk->bik", "bij->bj", "bij,bkj->bik", "bij->jib"};
+        const char *eq = r == 2 ? eq2[rnd(s, 5)] : r == 3 ? eq3[rnd(s, 4)] : NULL;
+        if (!eq)
+            return;
+        ir_value *in[2] = {a, NULL};
+        int nin = 1;
+        if (strchr(eq, ',')) {
+            int64_t bd[3];
+            if (r == 2) {
+                bd[0] = !strcmp(eq, "ij,jk->ik") ? dims[1] : 1 + rnd(s, 6);
+                bd[1] = !strcmp(eq, "ij,jk->ik") ? 1 + rnd(s, 6) : dims[1];
+            } else {
+                bd[0] = dims[0];
+                bd[1] = !strcmp(eq, "bij,bjk->bik") ? dims[2] : 1 + rnd(s, 6);
+                bd[2] = !strcmp(eq, "bij,bjk->bik") ? 1 + rnd(s, 6) : dims[2];
+            }
+            in[1] = constant(s, IR_F32, r, bd);
+            nin = 2;
+        }
+        ir_node *n = node(s, IR_OP_EINSUM, nin, in);
+        if (n)
+            ir_node_set_string(s->g, n, "equation", eq);
+        tol(s, 3);
+        finish(s, n, false);
+    }
+}
+
+/* Resize by sizes (nearest with each rounding, linear, cubic; the
+ * coordinate modes) and ConvTranspose (strides, pads, output_padding,
+ * group). */
+static void gen_resize_convt(gs *s)
+{
+    ir_value *a = pick(s, W_FLOAT, 3, 4, false);
+    if (!a)
+        return;
+    int r = a->type.rank;
+    int64_t dims[IR_MAX_RANK] = {0};
+    dims_of(a, dims);
+    if (chance(s, 50)) {
+        static const char *const modes[] = {"nearest", "linear", "cubic"};
+        static const char *const ctm[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+                                          "half_pixel_symmetric"};
+        static const char *const nm[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+        int64_t sz[IR_MAX_RANK];
+        for (int i = 0; i < r; i++)
+            sz[i] = i < 2 ? dims[i] : 1 + rnd(s, (int)(2 * dims[i] + 1));
+        ir_value *in[4] = {a, NULL, NULL, ints(s, r, sz)};
+        ir_node *n = node(s, IR_OP_RESIZE, 4, in);
+        int mode = rnd(s, 3);
+        if (n) {
+            ir_node_set_string(s->g, n, "mode", modes[mode]);
+            ir_node_set_string(s->g, n, "coordinate_transformation_mode", ctm[rnd(s, 5)]);
+            if (mode == 0)
+                ir_node_set_string(s->g, n, "nearest_mode", nm[rnd(s, 4)]);
+        }
+        /* nearest picks by a rounded coordinate: a tie there flips */
+        tol(s, 3);
+        finish(s, n, false);
+        return;
+    }
+    int sp = r - 2;
+    int64_t c = dims[1], group = c % 2 == 0 && chance(s, 30) ? 2 : 1, m = group * (1 + rnd(s, 3));
+    int64_t ks[2] = {1, 1}, st[2] = {1, 1}, pads[4] = {0}, op_[2] = {0};
+    for (int i = 0; i < sp; i++) {
+        ks[i] = 1 + rnd(s, 3);
+        st[i] = 1 + rnd(s, 2);
+        pads[i] = rnd(s, (int)ks[i]);
+        pads[i + sp] = rnd(s, (int)ks[i]);
+        op_[i] = st[i] > 1 ? rnd(s, (int)st[i]) : 0;
+        /* the output (in-1)*stride + output_padding + k - pads is >= 1
+         * (output_padding may not be set: leave it out) */
+        int64_t room = (dims[2 + i] - 1) * st[i] + ks[i] - 1;
+        if (pads[i] > room)
+            pads[i] = room;
+        if (pads[i + sp] > room - pads[i])
+            pads[i + sp] = room - pads[i];
+    }
+    int64_t wd[4] = {c, m / group, ks[0], sp > 1 ? ks[1] : 0};
+    ir_value *in[3] = {a, constant(s, IR_F32, r, wd), chance(s, 50) ? constant(s, IR_F32, 1, &m) : NULL};
+    ir_node *n = node(s, IR_OP_CONV_TRANSPOSE, in[2] ? 3 : 2, in);
+    if (n) {
+        if (group > 1)
+            ir_node_set_int(s->g, n, "group", group);
+        ir_node_set_ints(s->g, n, "strides", st, sp);
+        if (chance(s, 60))
+            ir_node_set_ints(s->g, n, "pads", pads, 2 * sp);
+        if (chance(s, 40))
+            ir_node_set_ints(s->g, n, "output_padding", op_, sp);
+    }
+    tol(s, 3);
+    finish(s, n, false);
+}
+
+static void gen_variadic(gs *s)
+{
+    ir_value *a = pick(s, W_FLOAT, 0, 4, false);
+    if (!a)
+        return;
+    ir_value *in[3] = {a, partner(s, a, false), partner(s, a, false)};
+    if (!in[1] || !in[2] || !broadcasts(in[1], in[2]))
+        return;
+    int op = chance(s, 50) ? IR_OP_MEAN : IR_OP_SUM;
+    tol(s, 1);
+    finish(s, node(s, op, 3, in), false);
+}
+
 typedef void (*gen_fn)(gs *s);
 
 static const gen_fn families[] = {
     gen_unary,  gen_unary,     gen_binary,     gen_binary,      gen_binary,   gen_compare, gen_cast,
     gen_clip,   gen_matmul,    gen_gemm,       gen_reduce,      gen_reduce,   gen_arg,     gen_cumsum,
     gen_norm,   gen_norm,      gen_transpose,  gen_reshape,     gen_concat,   gen_slice,   gen_gather,
-    gen_expand_tile_pad, gen_global_pool,
+    gen_expand_tile_pad, gen_global_pool, gen_split_topk, gen_more_norm, gen_more_movement,
+    gen_resize_convt, gen_variadic,
 };
 
 static void gen_conv(gs *s) { gen_window(s, IR_OP_CONV); }
-static void gen_pool(gs *s) { gen_window(s, chance(s, 50) ? IR_OP_MAX_POOL : IR_OP_AVERAGE_POOL); }
+static void gen_pool(gs *s)
+{
+    int r = rnd(s, 10);
+    gen_window(s, r < 5 ? IR_OP_MAX_POOL : r < 9 ? IR_OP_AVERAGE_POOL : IR_OP_LP_POOL);
+}
 
 static ir_value *add_input(gs *s, ir_dtype dt, int rank, const int64_t *dims)
 {
