@@ -136,9 +136,11 @@ static int compile_run(const ir_graph *g, int level, const ir_tensor *in, ir_ten
     int made = 0;
     const char **names = calloc((size_t)h->noutputs + 1, sizeof *names);
     char pipeline[1024], prefix[32];
-    snprintf(pipeline, sizeof pipeline, "%s,plan", icc_pipeline_for_level(level));
-    if (level == 3 || level == 2) /* those pipelines end in plan already */
-        snprintf(pipeline, sizeof pipeline, "%s", icc_pipeline_for_level(level));
+    /* the plan last, as the driver's compile step appends it */
+    const char *base = icc_pipeline_for_level(level);
+    size_t bn = strlen(base);
+    bool has_plan = bn >= 4 && !strcmp(base + bn - 4, "plan");
+    snprintf(pipeline, sizeof pipeline, "%s%s", base, has_plan ? "" : ",plan");
     for (int i = 0; names && i < h->noutputs; i++)
         names[i] = h->outputs[i]->name;
     icc_pipeline p;
