@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a fuzz build for SECONDS each, starting
-# from a copy of its seeds (tests/fuzz/seeds/<onnx|text>/) in a temporary
+# from a copy of its seeds (tests/fuzz/seeds/<onnx|text|diff>/) in a temporary
 # folder, and fails if any finds a crash, leak, timeout or memory blow-up,
 # or if a target with a source here (tests/fuzz/fuzz_*.c) was not built.
 # Inputs that break a fuzzer are kept in BUILD_DIR/fuzz-artifacts/ and
