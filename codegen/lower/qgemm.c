@@ -327,13 +327,15 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
 }
 
 /* Chunks of nb row blocks x np column panels (at least min_chunks with
- * nbat problems, as tile.c splits): *mcb blocks and *ncp panels each. */
-static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, int64_t *mcb, int64_t *ncp, int64_t *nrc,
-                      int64_t *ncc)
+ * nbat problems, as tile.c splits): *mcb blocks and *ncp panels each.
+ * cols_first: split the columns before the rows (ConvInteger, where each
+ * chunk builds x~ for its columns: a row split would build it again). */
+static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, bool cols_first, int64_t *mcb, int64_t *ncp,
+                      int64_t *nrc, int64_t *ncc)
 {
     int64_t rc = cdiv(nb, *mcb), cc = cdiv(np, *ncp);
     while (nbat * rc * cc < c->s->min_chunks && (rc < nb || cc < np)) {
-        if (cc < np && (rc >= nb || np * rc >= nb * cc))
+        if (cc < np && (rc >= nb || cols_first || np * rc >= nb * cc))
             cc++;
         else
             rc++;
@@ -402,7 +404,7 @@ int lower_qgemm(lctx *c)
     bool pack = M >= 16 && K * q.W <= (INT64_C(96) << 10);
     if (pack && ncp > (INT64_C(96) << 10) / (K * q.W))
         ncp = (INT64_C(96) << 10) / (K * q.W);
-    qg_chunks(c, 1, nb, np, &mcb, &ncp, &nrc, &ncc);
+    qg_chunks(c, 1, nb, np, false, &mcb, &ncp, &nrc, &ncc);
     int pv = kir_new_var(k), rbv = kir_new_var(k), qv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
     if (!lp)
@@ -599,6 +601,101 @@ static int cv_im2col(lctx *c, qcv *u, int col, kir_block *b, kir_expr *p0)
     return 0;
 }
 
+/* x~ for the chunk's columns [p0, p0 + nc) by output rows (the last
+ * spatial dim), for any stride and padding: per constant tap t the lanes
+ * whose input lies inside the last dim form one range of each output row,
+ * [ow_lo, ow_hi), known at compile time; there one vector loop reads x at
+ * ow * s + const (contiguous, or every s-th byte: a wide load and a
+ * shuffle, not a gather), and the rest of the row (and rows of padding in
+ * the leading dims, and positions past the plane) get zx. No division
+ * per element, and no load leaves x. At most QG_ROW_TAPS taps (each tap
+ * is its own loops). */
+enum { QG_ROW_TAPS = 64 };
+
+static int cv_im2col_rows(lctx *c, qcv *u, int col, kir_block *b, kir_expr *p0)
+{
+    kir_kernel *k = c->k;
+    const qconv_geom *g = u->g;
+    ir_dtype xt = c->n->in[0]->type.dtype;
+    int n = g->n, L2 = 2 * c->s->lanes;
+    int64_t OL = g->out[n - 1], IL = g->in[n - 1];
+    kir_expr *zx = kir_const_i(k, xt, 0), *z0[IR_MAX_RANK] = {lw_i64c(k, 0)};
+    if (c->n->nin > 2 && c->n->in[2] && c->buf[2] >= 0)
+        zx = kir_load(k, c->buf[2], z0);
+    kir_expr *pend = lw_imin(k, lw_iaddc(k, p0, u->nc), lw_i64c(k, u->plane)); /* the chunk's last position + 1 */
+    for (int64_t t = 0; t < u->taps; t++) {
+        int64_t kc[IR_MAX_RANK], tq = 1;
+        for (int j = n - 1; j >= 0; j--) {
+            kc[j] = t / tq % g->k[j];
+            tq *= g->k[j];
+        }
+        /* ow * s - pb + kc * d inside [0, IL) */
+        int64_t off = kc[n - 1] * g->d[n - 1] - g->pb[n - 1], s = g->s[n - 1];
+        int64_t ow_lo = off >= 0 ? 0 : (-off + s - 1) / s;
+        int64_t ow_hi = IL - 1 - off < 0 ? 0 : (IL - 1 - off) / s + 1;
+        if (ow_hi > OL)
+            ow_hi = OL;
+        if (ow_hi < ow_lo)
+            ow_hi = ow_lo;
+        int cv = kir_new_var(k), rv = kir_new_var(k);
+        kir_stmt *lc = kir_for(k, b, cv, lw_i64c(k, 0), lw_i64c(k, g->cin), KIR_SERIAL, 0);
+        if (!lc)
+            return -1;
+        kir_expr *row = lw_iaddc(k, lw_imulc(k, kir_var(k, cv), u->taps), t);
+        kir_stmt *lr = kir_for(k, &lc->body, rv, lw_idivc(k, p0, OL), lw_idivc(k, lw_iaddc(k, pend, OL - 1), OL),
+                               KIR_SERIAL, 0);
+        if (!lr)
+            return -1;
+        kir_expr *orow = kir_var(k, rv), *ok = NULL, *lin = lw_i64c(k, 0);
+        int64_t op = 1, ip = IL;
+        for (int j = n - 2; j >= 0; j--) {
+            kir_expr *o = lw_iremc(k, lw_idivc(k, orow, op), g->out[j]);
+            kir_expr *ih = lw_iaddc(k, lw_imulc(k, o, g->s[j]), kc[j] * g->d[j] - g->pb[j]);
+            kir_expr *in = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), ih),
+                                   kir_op2(k, KIR_LT, IR_BOOL, ih, lw_i64c(k, g->in[j])));
+            ok = ok ? kir_op2(k, KIR_AND, IR_BOOL, ok, in) : in;
+            lin = kir_iadd(k, lin, lw_imulc(k, ih, ip));
+            op *= g->out[j];
+            ip *= g->in[j];
+        }
+        if (ok) /* a row of padding reads row 0 (and keeps zx) */
+            lin = kir_op3(k, KIR_SELECT, IR_I64, ok, lin, lw_i64c(k, 0));
+        kir_expr *rbase = lw_imulc(k, orow, OL);                              /* the row's first position */
+        kir_expr *c_lo = lw_imax(k, lw_i64c(k, 0), kir_op2(k, KIR_SUB, IR_I64, p0, rbase));
+        kir_expr *c_hi = lw_imin(k, lw_i64c(k, OL), kir_op2(k, KIR_SUB, IR_I64, pend, rbase));
+        kir_expr *m_lo = lw_imin(k, c_hi, lw_imax(k, c_lo, lw_i64c(k, ow_lo)));
+        kir_expr *m_hi = lw_imax(k, m_lo, lw_imin(k, c_hi, lw_i64c(k, ow_hi)));
+        kir_expr *shift = kir_op2(k, KIR_SUB, IR_I64, rbase, p0);             /* column = ow + shift */
+        kir_expr *ranges[3][2] = {{c_lo, m_lo}, {m_lo, m_hi}, {m_hi, c_hi}};
+        for (int i = 0; i < 3; i++) {
+            int ov = kir_new_var(k);
+            kir_stmt *lo = kir_for(k, &lr->body, ov, ranges[i][0], ranges[i][1], KIR_VECTOR, L2);
+            if (!lo)
+                return -1;
+            kir_expr *v = zx;
+            if (i == 1) {
+                kir_expr *xi[IR_MAX_RANK];
+                xi[0] = u->nb;
+                xi[1] = kir_var(k, cv);
+                for (int j = 0; j < n - 1; j++)
+                    xi[2 + j] = lw_i64c(k, 0);
+                xi[1 + n] = kir_iadd(k, lin, lw_iaddc(k, lw_imulc(k, kir_var(k, ov), s), off));
+                v = kir_load(k, c->buf[0], xi);
+                if (ok)
+                    v = kir_op3(k, KIR_SELECT, xt, ok, v, zx);
+            }
+            if (!kir_store(k, &lo->body, col, (kir_expr *[]){row, kir_iadd(k, kir_var(k, ov), shift)}, v))
+                return -1;
+        }
+        /* positions past the plane (the last panel's columns nothing stores) */
+        int fv = kir_new_var(k);
+        kir_stmt *lf = kir_for(k, &lc->body, fv, kir_op2(k, KIR_SUB, IR_I64, pend, p0), lw_i64c(k, u->nc), KIR_VECTOR, L2);
+        if (!lf || !kir_store(k, &lf->body, col, (kir_expr *[]){row, kir_var(k, fv)}, zx))
+            return -1;
+    }
+    return 0;
+}
+
 int lower_qconv(lctx *c, const qconv_geom *g)
 {
     kir_kernel *k = c->k;
@@ -623,7 +720,7 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     if (ncp > np)
         ncp = np;
     int64_t nb = cdiv(g->cout, q.R), mcb = nb, nrc, ncc;
-    qg_chunks(c, g->batch, nb, np, &mcb, &ncp, &nrc, &ncc);
+    qg_chunks(c, g->batch, nb, np, true, &mcb, &ncp, &nrc, &ncc);
     u.nc = ncp * q.W;
     int col = kir_add_scratch(k, "qcol", KIR_SPACE_THREAD, n->in[0]->type.dtype, 2, (int64_t[]){K, u.nc});
     if (col < 0)
@@ -638,7 +735,8 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     u.nb = lw_idivc(k, p, per);
     kir_expr *rb0 = lw_imulc(k, lw_iremc(k, pc, nrc), mcb), *p0 = lw_imulc(k, lw_idivc(k, pc, nrc), u.nc);
     q.colbase = p0;
-    if (cv_im2col(c, &u, col, &lp->body, p0) < 0)
+    if ((!u.flat && u.taps <= QG_ROW_TAPS ? cv_im2col_rows(c, &u, col, &lp->body, p0)
+                                          : cv_im2col(c, &u, col, &lp->body, p0)) < 0)
         return -1;
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)

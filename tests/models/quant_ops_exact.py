@@ -132,6 +132,24 @@ def cases():
     out.append(("qlinear_conv", model("QLinearConv", {"x": x}, consts, [("y", P.INT8)], 10,
                                       _order=["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "B"],
                                       pads=[1, 1, 1, 1], strides=[2, 2]), {"x": x}))
+    # ConvInteger over strides, asymmetric pads, dilations, 1-D and 3-D windows and inputs of
+    # several chunks (the im2col by output rows), u8 and i8, with zero points
+    for nm, xs, ws, at in (
+            ("s2p1", (2, 40, 30, 30), (24, 40, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2])),
+            ("s23_asym_dil", (1, 5, 17, 19), (7, 5, 3, 2), dict(pads=[2, 0, 1, 1], strides=[2, 3], dilations=[2, 1])),
+            ("valid_s1", (1, 6, 12, 14), (9, 6, 3, 3), dict(pads=[0, 0, 0, 0], strides=[1, 1])),
+            ("pad_big", (1, 3, 5, 6), (4, 3, 3, 3), dict(pads=[3, 2, 3, 4], strides=[1, 2])),
+            ("1d_s2", (2, 8, 37), (5, 8, 5), dict(pads=[2, 1], strides=[2])),
+            ("3d_s2", (1, 4, 7, 8, 9), (6, 4, 3, 3, 3), dict(pads=[1, 1, 1, 1, 1, 1], strides=[2, 2, 2]))):
+        for xt, wt in ((np.uint8, np.int8), (np.int8, np.uint8)):
+            lo, hi = (0, 256) if xt == np.uint8 else (-128, 128)
+            x = R.integers(lo, hi, xs).astype(xt)
+            wlo, whi = (-128, 128) if wt == np.int8 else (0, 256)
+            consts = {"w": R.integers(wlo, whi, ws).astype(wt),
+                      "xz": np.array(R.integers(lo, hi), xt), "wz": np.array(R.integers(wlo, whi), wt)}
+            out.append(("convinteger_%s_%s%s" % (nm, xt.__name__, wt.__name__),
+                        model("ConvInteger", {"x": x}, consts, [("y", P.INT32)], 10,
+                              _order=["x", "w", "xz", "wz"], **at), {"x": x}))
     return out
 
 
