@@ -48,17 +48,35 @@ static bool type_const(const ir_type *t)
     return true;
 }
 
+/* Operand t is 2-D, or its batch dims (all but the last two) are the
+ * output o's (no broadcasting: a batched B reads the matrix of the
+ * output's batch index, and so does a batched A). */
+static bool batch_same(const ir_type *t, const ir_type *o)
+{
+    if (t->rank == 2)
+        return true;
+    if (t->rank != o->rank)
+        return false;
+    for (int d = 0; d < t->rank - 2; d++)
+        if (t->dims[d].v != o->dims[d].v)
+            return false;
+    return true;
+}
+
 bool qgemm_ok(const lctx *c)
 {
     const ir_node *n = c->n;
-    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
-    if (tb->rank != 2 || ta->rank < 2 || !type_const(ta) || !type_const(tb) || c->s->lanes < 4)
+    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *to = &n->out[0]->type;
+    if (tb->rank < 2 || ta->rank < 2 || !type_const(ta) || !type_const(tb) || c->s->lanes < 4)
         return false;
-    int64_t k = tb->dims[0].v, nn = tb->dims[1].v;
+    int64_t k = tb->dims[tb->rank - 2].v, nn = tb->dims[tb->rank - 1].v;
+    if (tb->rank > 2 && (!batch_same(ta, to) || !batch_same(tb, to)))
+        return false;
     /* the panel must fit in a row of B; the lane count of one intrinsic */
     /* thread scratch (256 KiB a kernel): a' of the rows and B's panels
-     * within 96 KiB each */
-    return nn >= c->s->lanes && k <= 8192 && numel(ta) < (INT64_C(1) << 40);
+     * within 96 KiB each (a batched B is always copied into panels) */
+    return nn >= c->s->lanes && k <= 8192 && numel(ta) < (INT64_C(1) << 40) &&
+           (tb->rank == 2 || k * c->s->lanes * 8 <= (INT64_C(96) << 10));
 }
 
 /* Zero point input i (absent: NULL) at index ch (a per-row or per-column
@@ -351,12 +369,14 @@ static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, bool cols_f
 typedef struct {
     int ra;                    /* A's rank */
     int64_t mrow;              /* A's second-to-last dim (per-row zero points) */
+    bool a2;                   /* a batched B with a 2-D A: A's row is the output row mod M */
 } qmm;
 
 static kir_expr *mm_a(lctx *c, qg *q, int r, kir_expr *kx)
 {
     kir_expr *ix[IR_MAX_RANK];
-    flat_idx(c->k, ((qmm *)q->u)->ra, q->rows[r], kx, ix);
+    qmm *u = q->u;
+    flat_idx(c->k, u->ra, u->a2 ? lw_iremc(c->k, q->rows[r], u->mrow) : q->rows[r], kx, ix);
     return kir_load(c->k, c->buf[0], ix);
 }
 
@@ -376,13 +396,20 @@ int lower_qgemm(lctx *c)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
-    qmm u = {.ra = ta->rank, .mrow = ta->dims[ta->rank - 2].v};
-    int64_t M = numel(ta) / ta->dims[u.ra - 1].v, K = tb->dims[0].v, N = tb->dims[1].v;
+    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *to = &n->out[0]->type;
+    /* a batched B (qgemm_ok: batch dims of the output's): one problem of
+     * M = A's rows per batch index; a 2-D B takes all A's rows as M */
+    bool bat = tb->rank > 2;
+    int64_t nbat = 1;
+    for (int d = 0; bat && d < to->rank - 2; d++)
+        nbat *= to->dims[d].v;
+    qmm u = {.ra = ta->rank, .mrow = ta->dims[ta->rank - 2].v, .a2 = bat && ta->rank == 2};
+    int64_t M = bat ? u.mrow : numel(ta) / ta->dims[u.ra - 1].v, K = tb->dims[tb->rank - 2].v,
+            N = tb->dims[tb->rank - 1].v;
     qg q = {.u = &u, .a = mm_a, .za = mm_za, .zb = mm_zb, .out = mm_out, .bbuf = c->buf[1], .ncols = N,
             .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
     bool has_za = zp(c, 2, lw_i64c(k, 0)) != NULL, has_zb = zp(c, 3, lw_i64c(k, 0)) != NULL;
-    if (c->s->int8_quads && K >= 4) {
+    if (c->s->int8_quads && K >= 4 && !bat) {
         q.quads = true;
         q.aoff = ta->dtype == IR_I8 ? 128 : 0; /* a + 128 is a u8 */
         q.boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
@@ -401,15 +428,19 @@ int lower_qgemm(lctx *c)
     /* with enough rows to share it, a chunk copies its panels of B into
      * thread scratch, each K x W contiguous (B's rows are N apart: read in
      * place, a panel touches a line per k) */
-    bool pack = M >= 16 && K * q.W <= (INT64_C(96) << 10);
+    bool pack = (bat || M >= 16) && K * q.W <= (INT64_C(96) << 10);
+    if (bat && !pack)
+        return -1; /* qgemm_ok keeps a batched B's panels within the scratch */
     if (pack && ncp > (INT64_C(96) << 10) / (K * q.W))
         ncp = (INT64_C(96) << 10) / (K * q.W);
-    qg_chunks(c, 1, nb, np, false, &mcb, &ncp, &nrc, &ncc);
+    qg_chunks(c, nbat, nb, np, false, &mcb, &ncp, &nrc, &ncc);
     int pv = kir_new_var(k), rbv = kir_new_var(k), qv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    int64_t per = nrc * ncc;
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nbat * per), KIR_PARALLEL, 0);
     if (!lp)
         return -1;
-    kir_expr *p = kir_var(k, pv);
+    kir_expr *p = nbat > 1 ? lw_iremc(k, kir_var(k, pv), per) : kir_var(k, pv);
+    kir_expr *ob = nbat > 1 ? lw_idivc(k, kir_var(k, pv), per) : lw_i64c(k, 0); /* the batch index */
     kir_expr *rb0 = lw_imulc(k, lw_idivc(k, p, ncc), mcb), *q0 = lw_imulc(k, lw_iremc(k, p, ncc), ncp);
     if (q.quads && (has_za || q.aoff)) {
         /* the column sums of b~ over the chunk's columns [cbase, ...) */
@@ -440,7 +471,10 @@ int lower_qgemm(lctx *c)
         if (!ll)
             return -1;
         kir_expr *j0 = lw_imin(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q.W), lw_i64c(k, N - q.W));
-        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), j0)});
+        kir_expr *bi[IR_MAX_RANK];
+        flat_idx(k, tb->rank, bat ? kir_iadd(k, lw_imulc(k, ob, K), kir_var(k, kv)) : kir_var(k, kv),
+                 kir_iadd(k, kir_var(k, lv), j0), bi);
+        kir_expr *bv = kir_load(k, c->buf[1], bi);
         if (!kir_store(k, &ll->body, pb, (kir_expr *[]){kir_var(k, iv), kir_var(k, kv), kir_var(k, lv)}, bv))
             return -1;
         q.bbuf = pb;
@@ -448,8 +482,11 @@ int lower_qgemm(lctx *c)
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
-    for (int r = 0; r < q.R; r++)
+    for (int r = 0; r < q.R; r++) { /* the output's rows (of batch ob) */
         q.rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, rbv), q.R), r), lw_i64c(k, M - 1));
+        if (nbat > 1)
+            q.rows[r] = kir_iadd(k, lw_imulc(k, ob, M), q.rows[r]);
+    }
     if (qg_pack(c, &q, &lrb->body) < 0)
         return -1;
     kir_stmt *lq = kir_for(k, &lrb->body, qv, q0, lw_imin(k, lw_i64c(k, np), lw_iaddc(k, q0, ncp)), KIR_SERIAL, 0);

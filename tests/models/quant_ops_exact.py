@@ -150,6 +150,19 @@ def cases():
             out.append(("convinteger_%s_%s%s" % (nm, xt.__name__, wt.__name__),
                         model("ConvInteger", {"x": x}, consts, [("y", P.INT32)], 10,
                               _order=["x", "w", "xz", "wz"], **at), {"x": x}))
+    # MatMulInteger: 2-D and batched B (the attention's products), A 2-D or batched, N past a
+    # whole vector, odd K, u8/i8, scalar and per-column zero points
+    for nm, ash, bsh, per_col in (("2d", (3, 17, 33), (33, 20), True), ("batched", (2, 3, 19, 16), (2, 3, 16, 24), False),
+                                  ("batched_a2d", (21, 9), (4, 9, 16), False), ("batched3", (3, 40, 64), (3, 64, 8), False)):
+        for at, bt in ((np.uint8, np.int8), (np.int8, np.uint8)):
+            alo, ahi = (0, 256) if at == np.uint8 else (-128, 128)
+            blo, bhi = (0, 256) if bt == np.uint8 else (-128, 128)
+            a = R.integers(alo, ahi, ash).astype(at)
+            consts = {"b": R.integers(blo, bhi, bsh).astype(bt), "az": np.array(R.integers(alo, ahi), at),
+                      "bz": (R.integers(blo, bhi, bsh[-1]) if per_col else np.array(R.integers(blo, bhi))).astype(bt)}
+            out.append(("matmulinteger_%s_%s%s" % (nm, at.__name__, bt.__name__),
+                        model("MatMulInteger", {"a": a}, consts, [("y", P.INT32)], 10,
+                              _order=["a", "b", "az", "bz"]), {"a": a}))
     return out
 
 
