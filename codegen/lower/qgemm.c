@@ -1,6 +1,7 @@
 /* qgemm.c - the INT8 contractions: MatMulInteger (u8/i8 A [..., M, K] x
- * u8/i8 B [K, N] -> i32) and group-1 ConvInteger (im2col per parallel
- * chunk), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
+ * u8/i8 B [K, N], or B [..., K, N] with the output's batch dims -> i32)
+ * and group-1 ConvInteger (im2col per parallel chunk, by output rows for
+ * strided or padded windows), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
  * 4 k by vpdpbusd (VNNI, MatMulInteger only). docs/precision.md ("INT8
  * kernels") has the algebra and the numbers.
  *
