@@ -93,6 +93,8 @@ SHAPES = [
     ('conv 1x1 256->64 56x56', lambda q, r: conv_model(q, 256, 64, 56, 1, 0, r)),
     ('conv 3x3 s2 128 56->28', lambda q, r: conv_model(q, 128, 128, 56, 3, 1, r, 2)),
     ('conv 7x7 s2 3->64 224', lambda q, r: conv_model(q, 3, 64, 224, 7, 3, r, 2)),
+    # the small CNN's (bench/precision.py) stride-2 conv, 30% of it before the row im2col
+    ('conv 3x3 s2 64->128 24->12', lambda q, r: conv_model(q, 64, 128, 24, 3, 1, r, 2)),
 ]
 
 

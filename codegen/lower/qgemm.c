@@ -1,6 +1,7 @@
 /* qgemm.c - the INT8 contractions: MatMulInteger (u8/i8 A [..., M, K] x
- * u8/i8 B [K, N] -> i32) and group-1 ConvInteger (im2col per parallel
- * chunk), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
+ * u8/i8 B [K, N], or B [..., K, N] with the output's batch dims -> i32)
+ * and group-1 ConvInteger (im2col per parallel chunk, by output rows for
+ * strided or padded windows), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
  * 4 k by vpdpbusd (VNNI, MatMulInteger only). docs/precision.md ("INT8
  * kernels") has the algebra and the numbers.
  *
@@ -48,17 +49,35 @@ static bool type_const(const ir_type *t)
     return true;
 }
 
+/* Operand t is 2-D, or its batch dims (all but the last two) are the
+ * output o's (no broadcasting: a batched B reads the matrix of the
+ * output's batch index, and so does a batched A). */
+static bool batch_same(const ir_type *t, const ir_type *o)
+{
+    if (t->rank == 2)
+        return true;
+    if (t->rank != o->rank)
+        return false;
+    for (int d = 0; d < t->rank - 2; d++)
+        if (t->dims[d].v != o->dims[d].v)
+            return false;
+    return true;
+}
+
 bool qgemm_ok(const lctx *c)
 {
     const ir_node *n = c->n;
-    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
-    if (tb->rank != 2 || ta->rank < 2 || !type_const(ta) || !type_const(tb) || c->s->lanes < 4)
+    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *to = &n->out[0]->type;
+    if (tb->rank < 2 || ta->rank < 2 || !type_const(ta) || !type_const(tb) || c->s->lanes < 4)
         return false;
-    int64_t k = tb->dims[0].v, nn = tb->dims[1].v;
+    int64_t k = tb->dims[tb->rank - 2].v, nn = tb->dims[tb->rank - 1].v;
+    if (tb->rank > 2 && (!batch_same(ta, to) || !batch_same(tb, to)))
+        return false;
     /* the panel must fit in a row of B; the lane count of one intrinsic */
     /* thread scratch (256 KiB a kernel): a' of the rows and B's panels
-     * within 96 KiB each */
-    return nn >= c->s->lanes && k <= 8192 && numel(ta) < (INT64_C(1) << 40);
+     * within 96 KiB each (a batched B is always copied into panels) */
+    return nn >= c->s->lanes && k <= 8192 && numel(ta) < (INT64_C(1) << 40) &&
+           (tb->rank == 2 || k * c->s->lanes * 8 <= (INT64_C(96) << 10));
 }
 
 /* Zero point input i (absent: NULL) at index ch (a per-row or per-column
@@ -327,13 +346,15 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
 }
 
 /* Chunks of nb row blocks x np column panels (at least min_chunks with
- * nbat problems, as tile.c splits): *mcb blocks and *ncp panels each. */
-static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, int64_t *mcb, int64_t *ncp, int64_t *nrc,
-                      int64_t *ncc)
+ * nbat problems, as tile.c splits): *mcb blocks and *ncp panels each.
+ * cols_first: split the columns before the rows (ConvInteger, where each
+ * chunk builds x~ for its columns: a row split would build it again). */
+static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, bool cols_first, int64_t *mcb, int64_t *ncp,
+                      int64_t *nrc, int64_t *ncc)
 {
     int64_t rc = cdiv(nb, *mcb), cc = cdiv(np, *ncp);
     while (nbat * rc * cc < c->s->min_chunks && (rc < nb || cc < np)) {
-        if (cc < np && (rc >= nb || np * rc >= nb * cc))
+        if (cc < np && (rc >= nb || cols_first || np * rc >= nb * cc))
             cc++;
         else
             rc++;
@@ -349,12 +370,14 @@ static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, int64_t *mc
 typedef struct {
     int ra;                    /* A's rank */
     int64_t mrow;              /* A's second-to-last dim (per-row zero points) */
+    bool a2;                   /* a batched B with a 2-D A: A's row is the output row mod M */
 } qmm;
 
 static kir_expr *mm_a(lctx *c, qg *q, int r, kir_expr *kx)
 {
     kir_expr *ix[IR_MAX_RANK];
-    flat_idx(c->k, ((qmm *)q->u)->ra, q->rows[r], kx, ix);
+    qmm *u = q->u;
+    flat_idx(c->k, u->ra, u->a2 ? lw_iremc(c->k, q->rows[r], u->mrow) : q->rows[r], kx, ix);
     return kir_load(c->k, c->buf[0], ix);
 }
 
@@ -374,13 +397,20 @@ int lower_qgemm(lctx *c)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
-    qmm u = {.ra = ta->rank, .mrow = ta->dims[ta->rank - 2].v};
-    int64_t M = numel(ta) / ta->dims[u.ra - 1].v, K = tb->dims[0].v, N = tb->dims[1].v;
+    const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *to = &n->out[0]->type;
+    /* a batched B (qgemm_ok: batch dims of the output's): one problem of
+     * M = A's rows per batch index; a 2-D B takes all A's rows as M */
+    bool bat = tb->rank > 2;
+    int64_t nbat = 1;
+    for (int d = 0; bat && d < to->rank - 2; d++)
+        nbat *= to->dims[d].v;
+    qmm u = {.ra = ta->rank, .mrow = ta->dims[ta->rank - 2].v, .a2 = bat && ta->rank == 2};
+    int64_t M = bat ? u.mrow : numel(ta) / ta->dims[u.ra - 1].v, K = tb->dims[tb->rank - 2].v,
+            N = tb->dims[tb->rank - 1].v;
     qg q = {.u = &u, .a = mm_a, .za = mm_za, .zb = mm_zb, .out = mm_out, .bbuf = c->buf[1], .ncols = N,
             .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
     bool has_za = zp(c, 2, lw_i64c(k, 0)) != NULL, has_zb = zp(c, 3, lw_i64c(k, 0)) != NULL;
-    if (c->s->int8_quads && K >= 4) {
+    if (c->s->int8_quads && K >= 4 && !bat) {
         q.quads = true;
         q.aoff = ta->dtype == IR_I8 ? 128 : 0; /* a + 128 is a u8 */
         q.boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
@@ -399,15 +429,19 @@ int lower_qgemm(lctx *c)
     /* with enough rows to share it, a chunk copies its panels of B into
      * thread scratch, each K x W contiguous (B's rows are N apart: read in
      * place, a panel touches a line per k) */
-    bool pack = M >= 16 && K * q.W <= (INT64_C(96) << 10);
+    bool pack = (bat || M >= 16) && K * q.W <= (INT64_C(96) << 10);
+    if (bat && !pack)
+        return -1; /* qgemm_ok keeps a batched B's panels within the scratch */
     if (pack && ncp > (INT64_C(96) << 10) / (K * q.W))
         ncp = (INT64_C(96) << 10) / (K * q.W);
-    qg_chunks(c, 1, nb, np, &mcb, &ncp, &nrc, &ncc);
+    qg_chunks(c, nbat, nb, np, false, &mcb, &ncp, &nrc, &ncc);
     int pv = kir_new_var(k), rbv = kir_new_var(k), qv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    int64_t per = nrc * ncc;
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nbat * per), KIR_PARALLEL, 0);
     if (!lp)
         return -1;
-    kir_expr *p = kir_var(k, pv);
+    kir_expr *p = nbat > 1 ? lw_iremc(k, kir_var(k, pv), per) : kir_var(k, pv);
+    kir_expr *ob = nbat > 1 ? lw_idivc(k, kir_var(k, pv), per) : lw_i64c(k, 0); /* the batch index */
     kir_expr *rb0 = lw_imulc(k, lw_idivc(k, p, ncc), mcb), *q0 = lw_imulc(k, lw_iremc(k, p, ncc), ncp);
     if (q.quads && (has_za || q.aoff)) {
         /* the column sums of b~ over the chunk's columns [cbase, ...) */
@@ -438,7 +472,10 @@ int lower_qgemm(lctx *c)
         if (!ll)
             return -1;
         kir_expr *j0 = lw_imin(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q.W), lw_i64c(k, N - q.W));
-        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), j0)});
+        kir_expr *bi[IR_MAX_RANK];
+        flat_idx(k, tb->rank, bat ? kir_iadd(k, lw_imulc(k, ob, K), kir_var(k, kv)) : kir_var(k, kv),
+                 kir_iadd(k, kir_var(k, lv), j0), bi);
+        kir_expr *bv = kir_load(k, c->buf[1], bi);
         if (!kir_store(k, &ll->body, pb, (kir_expr *[]){kir_var(k, iv), kir_var(k, kv), kir_var(k, lv)}, bv))
             return -1;
         q.bbuf = pb;
@@ -446,8 +483,11 @@ int lower_qgemm(lctx *c)
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
-    for (int r = 0; r < q.R; r++)
+    for (int r = 0; r < q.R; r++) { /* the output's rows (of batch ob) */
         q.rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, rbv), q.R), r), lw_i64c(k, M - 1));
+        if (nbat > 1)
+            q.rows[r] = kir_iadd(k, lw_imulc(k, ob, M), q.rows[r]);
+    }
     if (qg_pack(c, &q, &lrb->body) < 0)
         return -1;
     kir_stmt *lq = kir_for(k, &lrb->body, qv, q0, lw_imin(k, lw_i64c(k, np), lw_iaddc(k, q0, ncp)), KIR_SERIAL, 0);
@@ -599,6 +639,101 @@ static int cv_im2col(lctx *c, qcv *u, int col, kir_block *b, kir_expr *p0)
     return 0;
 }
 
+/* x~ for the chunk's columns [p0, p0 + nc) by output rows (the last
+ * spatial dim), for any stride and padding: per constant tap t the lanes
+ * whose input lies inside the last dim form one range of each output row,
+ * [ow_lo, ow_hi), known at compile time; there one vector loop reads x at
+ * ow * s + const (contiguous, or every s-th byte: a wide load and a
+ * shuffle, not a gather), and the rest of the row (and rows of padding in
+ * the leading dims, and positions past the plane) get zx. No division
+ * per element, and no load leaves x. At most QG_ROW_TAPS taps (each tap
+ * is its own loops). */
+enum { QG_ROW_TAPS = 64 };
+
+static int cv_im2col_rows(lctx *c, qcv *u, int col, kir_block *b, kir_expr *p0)
+{
+    kir_kernel *k = c->k;
+    const qconv_geom *g = u->g;
+    ir_dtype xt = c->n->in[0]->type.dtype;
+    int n = g->n, L2 = 2 * c->s->lanes;
+    int64_t OL = g->out[n - 1], IL = g->in[n - 1];
+    kir_expr *zx = kir_const_i(k, xt, 0), *z0[IR_MAX_RANK] = {lw_i64c(k, 0)};
+    if (c->n->nin > 2 && c->n->in[2] && c->buf[2] >= 0)
+        zx = kir_load(k, c->buf[2], z0);
+    kir_expr *pend = lw_imin(k, lw_iaddc(k, p0, u->nc), lw_i64c(k, u->plane)); /* the chunk's last position + 1 */
+    for (int64_t t = 0; t < u->taps; t++) {
+        int64_t kc[IR_MAX_RANK], tq = 1;
+        for (int j = n - 1; j >= 0; j--) {
+            kc[j] = t / tq % g->k[j];
+            tq *= g->k[j];
+        }
+        /* ow * s - pb + kc * d inside [0, IL) */
+        int64_t off = kc[n - 1] * g->d[n - 1] - g->pb[n - 1], s = g->s[n - 1];
+        int64_t ow_lo = off >= 0 ? 0 : (-off + s - 1) / s;
+        int64_t ow_hi = IL - 1 - off < 0 ? 0 : (IL - 1 - off) / s + 1;
+        if (ow_hi > OL)
+            ow_hi = OL;
+        if (ow_hi < ow_lo)
+            ow_hi = ow_lo;
+        int cv = kir_new_var(k), rv = kir_new_var(k);
+        kir_stmt *lc = kir_for(k, b, cv, lw_i64c(k, 0), lw_i64c(k, g->cin), KIR_SERIAL, 0);
+        if (!lc)
+            return -1;
+        kir_expr *row = lw_iaddc(k, lw_imulc(k, kir_var(k, cv), u->taps), t);
+        kir_stmt *lr = kir_for(k, &lc->body, rv, lw_idivc(k, p0, OL), lw_idivc(k, lw_iaddc(k, pend, OL - 1), OL),
+                               KIR_SERIAL, 0);
+        if (!lr)
+            return -1;
+        kir_expr *orow = kir_var(k, rv), *ok = NULL, *lin = lw_i64c(k, 0);
+        int64_t op = 1, ip = IL;
+        for (int j = n - 2; j >= 0; j--) {
+            kir_expr *o = lw_iremc(k, lw_idivc(k, orow, op), g->out[j]);
+            kir_expr *ih = lw_iaddc(k, lw_imulc(k, o, g->s[j]), kc[j] * g->d[j] - g->pb[j]);
+            kir_expr *in = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), ih),
+                                   kir_op2(k, KIR_LT, IR_BOOL, ih, lw_i64c(k, g->in[j])));
+            ok = ok ? kir_op2(k, KIR_AND, IR_BOOL, ok, in) : in;
+            lin = kir_iadd(k, lin, lw_imulc(k, ih, ip));
+            op *= g->out[j];
+            ip *= g->in[j];
+        }
+        if (ok) /* a row of padding reads row 0 (and keeps zx) */
+            lin = kir_op3(k, KIR_SELECT, IR_I64, ok, lin, lw_i64c(k, 0));
+        kir_expr *rbase = lw_imulc(k, orow, OL);                              /* the row's first position */
+        kir_expr *c_lo = lw_imax(k, lw_i64c(k, 0), kir_op2(k, KIR_SUB, IR_I64, p0, rbase));
+        kir_expr *c_hi = lw_imin(k, lw_i64c(k, OL), kir_op2(k, KIR_SUB, IR_I64, pend, rbase));
+        kir_expr *m_lo = lw_imin(k, c_hi, lw_imax(k, c_lo, lw_i64c(k, ow_lo)));
+        kir_expr *m_hi = lw_imax(k, m_lo, lw_imin(k, c_hi, lw_i64c(k, ow_hi)));
+        kir_expr *shift = kir_op2(k, KIR_SUB, IR_I64, rbase, p0);             /* column = ow + shift */
+        kir_expr *ranges[3][2] = {{c_lo, m_lo}, {m_lo, m_hi}, {m_hi, c_hi}};
+        for (int i = 0; i < 3; i++) {
+            int ov = kir_new_var(k);
+            kir_stmt *lo = kir_for(k, &lr->body, ov, ranges[i][0], ranges[i][1], KIR_VECTOR, L2);
+            if (!lo)
+                return -1;
+            kir_expr *v = zx;
+            if (i == 1) {
+                kir_expr *xi[IR_MAX_RANK];
+                xi[0] = u->nb;
+                xi[1] = kir_var(k, cv);
+                for (int j = 0; j < n - 1; j++)
+                    xi[2 + j] = lw_i64c(k, 0);
+                xi[1 + n] = kir_iadd(k, lin, lw_iaddc(k, lw_imulc(k, kir_var(k, ov), s), off));
+                v = kir_load(k, c->buf[0], xi);
+                if (ok)
+                    v = kir_op3(k, KIR_SELECT, xt, ok, v, zx);
+            }
+            if (!kir_store(k, &lo->body, col, (kir_expr *[]){row, kir_iadd(k, kir_var(k, ov), shift)}, v))
+                return -1;
+        }
+        /* positions past the plane (the last panel's columns nothing stores) */
+        int fv = kir_new_var(k);
+        kir_stmt *lf = kir_for(k, &lc->body, fv, kir_op2(k, KIR_SUB, IR_I64, pend, p0), lw_i64c(k, u->nc), KIR_VECTOR, L2);
+        if (!lf || !kir_store(k, &lf->body, col, (kir_expr *[]){row, kir_var(k, fv)}, zx))
+            return -1;
+    }
+    return 0;
+}
+
 int lower_qconv(lctx *c, const qconv_geom *g)
 {
     kir_kernel *k = c->k;
@@ -623,7 +758,7 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     if (ncp > np)
         ncp = np;
     int64_t nb = cdiv(g->cout, q.R), mcb = nb, nrc, ncc;
-    qg_chunks(c, g->batch, nb, np, &mcb, &ncp, &nrc, &ncc);
+    qg_chunks(c, g->batch, nb, np, true, &mcb, &ncp, &nrc, &ncc);
     u.nc = ncp * q.W;
     int col = kir_add_scratch(k, "qcol", KIR_SPACE_THREAD, n->in[0]->type.dtype, 2, (int64_t[]){K, u.nc});
     if (col < 0)
@@ -638,7 +773,8 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     u.nb = lw_idivc(k, p, per);
     kir_expr *rb0 = lw_imulc(k, lw_iremc(k, pc, nrc), mcb), *p0 = lw_imulc(k, lw_idivc(k, pc, nrc), u.nc);
     q.colbase = p0;
-    if (cv_im2col(c, &u, col, &lp->body, p0) < 0)
+    if ((!u.flat && u.taps <= QG_ROW_TAPS ? cv_im2col_rows(c, &u, col, &lp->body, p0)
+                                          : cv_im2col(c, &u, col, &lp->body, p0)) < 0)
         return -1;
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)

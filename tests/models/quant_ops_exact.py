@@ -132,6 +132,37 @@ def cases():
     out.append(("qlinear_conv", model("QLinearConv", {"x": x}, consts, [("y", P.INT8)], 10,
                                       _order=["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "B"],
                                       pads=[1, 1, 1, 1], strides=[2, 2]), {"x": x}))
+    # ConvInteger over strides, asymmetric pads, dilations, 1-D and 3-D windows and inputs of
+    # several chunks (the im2col by output rows), u8 and i8, with zero points
+    for nm, xs, ws, at in (
+            ("s2p1", (2, 40, 30, 30), (24, 40, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2])),
+            ("s23_asym_dil", (1, 5, 17, 19), (7, 5, 3, 2), dict(pads=[2, 0, 1, 1], strides=[2, 3], dilations=[2, 1])),
+            ("valid_s1", (1, 6, 12, 14), (9, 6, 3, 3), dict(pads=[0, 0, 0, 0], strides=[1, 1])),
+            ("pad_big", (1, 3, 5, 6), (4, 3, 3, 3), dict(pads=[3, 2, 3, 4], strides=[1, 2])),
+            ("1d_s2", (2, 8, 37), (5, 8, 5), dict(pads=[2, 1], strides=[2])),
+            ("3d_s2", (1, 4, 7, 8, 9), (6, 4, 3, 3, 3), dict(pads=[1, 1, 1, 1, 1, 1], strides=[2, 2, 2]))):
+        for xt, wt in ((np.uint8, np.int8), (np.int8, np.uint8)):
+            lo, hi = (0, 256) if xt == np.uint8 else (-128, 128)
+            x = R.integers(lo, hi, xs).astype(xt)
+            wlo, whi = (-128, 128) if wt == np.int8 else (0, 256)
+            consts = {"w": R.integers(wlo, whi, ws).astype(wt),
+                      "xz": np.array(R.integers(lo, hi), xt), "wz": np.array(R.integers(wlo, whi), wt)}
+            out.append(("convinteger_%s_%s%s" % (nm, xt.__name__, wt.__name__),
+                        model("ConvInteger", {"x": x}, consts, [("y", P.INT32)], 10,
+                              _order=["x", "w", "xz", "wz"], **at), {"x": x}))
+    # MatMulInteger: 2-D and batched B (the attention's products), A 2-D or batched, N past a
+    # whole vector, odd K, u8/i8, scalar and per-column zero points
+    for nm, ash, bsh, per_col in (("2d", (3, 17, 33), (33, 20), True), ("batched", (2, 3, 19, 16), (2, 3, 16, 24), False),
+                                  ("batched_a2d", (21, 9), (4, 9, 16), False), ("batched3", (3, 40, 64), (3, 64, 8), False)):
+        for at, bt in ((np.uint8, np.int8), (np.int8, np.uint8)):
+            alo, ahi = (0, 256) if at == np.uint8 else (-128, 128)
+            blo, bhi = (0, 256) if bt == np.uint8 else (-128, 128)
+            a = R.integers(alo, ahi, ash).astype(at)
+            consts = {"b": R.integers(blo, bhi, bsh).astype(bt), "az": np.array(R.integers(alo, ahi), at),
+                      "bz": (R.integers(blo, bhi, bsh[-1]) if per_col else np.array(R.integers(blo, bhi))).astype(bt)}
+            out.append(("matmulinteger_%s_%s%s" % (nm, at.__name__, bt.__name__),
+                        model("MatMulInteger", {"a": a}, consts, [("y", P.INT32)], 10,
+                              _order=["a", "b", "az", "bz"]), {"a": a}))
     return out
 
 
