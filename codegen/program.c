@@ -22,13 +22,26 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A graph whose nodes become steps: the top level, or a subgraph of a
+ * control node (an If's branch), with its own value ids. */
+typedef struct {
+    const ir_graph *g;
+    const ir_node *node;       /* the control node whose subgraph g is; NULL at the top */
+    int parent;                /* the scope node belongs to; -1 at the top */
+    cg_binding *bind;          /* value id -> where it lives (the kernels' buffers); owned */
+    int *root;                 /* node index -> its fused group's root (ir_graph_group_roots); owned */
+} pscope;
+
 typedef struct {
     const ir_graph *g;
     const cg_schedule *s;
     icc_diag *d;
     cg_program *p;
-    cg_binding *bind;          /* value id -> where it lives (the kernels' buffers) */
-    int *root;                 /* node index -> its fused group's root (ir_graph_group_roots) */
+    cg_binding *bind;          /* the top level's (scopes[0].bind) */
+    int *root;                 /* the top level's (scopes[0].root) */
+    pscope *scopes;            /* [0]: the top level, then every subgraph, parents first */
+    int nscopes;
+    int capsteps;
 } pbuild;
 
 /* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights.
@@ -169,6 +182,54 @@ static int64_t size_at_one(const cg_size *z, bool *fixed)
 
 /* ---- symbols, checks, bindings ------------------------------------------------ */
 
+/* The scopes: the top level (its bind and root are c->bind and c->root),
+ * then each control node's subgraphs, parents before children, so that a
+ * subgraph's captures are bound when it is. */
+static int add_scope(pbuild *c, const ir_graph *g, const ir_node *node, int parent)
+{
+    pscope *ns = realloc(c->scopes, sizeof *ns * ((size_t)c->nscopes + 1));
+    if (!ns)
+        return ir_errorf(c->d, "out of memory");
+    c->scopes = ns;
+    pscope *sc = &ns[c->nscopes++];
+    *sc = (pscope){.g = g, .node = node, .parent = parent};
+    sc->root = malloc(sizeof *sc->root * ((size_t)g->nnodes + 1));
+    if (!sc->root || ir_graph_group_roots(g, sc->root) < 0)
+        return ir_errorf(c->d, "out of memory");
+    return 0;
+}
+
+static int collect_scopes(pbuild *c)
+{
+    if (add_scope(c, c->g, NULL, -1) < 0)
+        return -1;
+    free(c->scopes[0].root);
+    c->scopes[0].root = c->root;   /* freed as c->root */
+    for (int si = 0; si < c->nscopes; si++) {
+        const ir_graph *g = c->scopes[si].g;
+        for (int k = 0; k < g->nnodes; k++) {
+            const ir_node *n = g->nodes[k];
+            for (int a = 0; (ir_ops[n->op].flags & IR_F_CONTROL) && a < n->nattr; a++)
+                if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph) {
+                    if (c->nscopes >= 4096)
+                        return ir_node_errorf(c->d, n, "more than 4096 subgraphs");
+                    if (add_scope(c, n->attrs[a].graph, n, si) < 0)
+                        return -1;
+                }
+        }
+    }
+    return 0;
+}
+
+/* The scope of subgraph g (a pointer among the scopes), or -1. */
+static int scope_of(const pbuild *c, const ir_graph *g)
+{
+    for (int i = 0; i < c->nscopes; i++)
+        if (c->scopes[i].g == g)
+            return i;
+    return -1;
+}
+
 /* Symbols bound by the inputs, numbered in order of first appearance. */
 static int find_symbols(pbuild *c)
 {
@@ -195,7 +256,7 @@ static int find_symbols(pbuild *c)
     c->root = malloc(sizeof *c->root * ((size_t)g->nnodes + 1));
     if (!c->root || ir_graph_group_roots(g, c->root) < 0)
         return ir_errorf(c->d, "out of memory");
-    return 0;
+    return collect_scopes(c);
 }
 
 /* ---- what decides an unknown dim ---------------------------------------------- */
@@ -259,18 +320,77 @@ static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, si
     free(dep);
 }
 
-/* Every node must lower, every dim be static, every intermediate planned,
- * and outputs be node results listed once. All unsupported nodes are
- * reported together, like the frontend's unsupported ops. */
-static int check_graph(pbuild *c)
+/* A type as text for messages: "f32[2,3]", '?' for a dim not fixed. */
+static void type_text(const ir_type *t, char *buf, size_t n)
 {
-    const ir_graph *g = c->g;
+    if (t->rank < 0) {
+        snprintf(buf, n, "%s of unknown rank", ir_dtype_name(t->dtype));
+        return;
+    }
+    size_t at = (size_t)snprintf(buf, n, "%s[", ir_dtype_name(t->dtype));
+    for (int k = 0; k < t->rank && at < n; k++) {
+        if (t->dims[k].sym)
+            at += (size_t)snprintf(buf + at, n - at, "%s?", k ? "," : "");
+        else
+            at += (size_t)snprintf(buf + at, n - at, "%s%lld", k ? "," : "", (long long)t->dims[k].v);
+    }
+    if (at < n)
+        snprintf(buf + at, n - at, "]");
+}
+
+static bool type_static(const ir_type *t)
+{
+    if (t->rank < 0)
+        return false;
+    for (int k = 0; k < t->rank; k++)
+        if (t->dims[k].sym)
+            return false;
+    return true;
+}
+
+/* An If compiles when its condition is one bool and each output has one
+ * static type that both branches give: a program's buffers have fixed
+ * sizes, so the branch taken at run time must fit the If's. */
+static int check_if(pbuild *c, const ir_node *n)
+{
+    if (c->p->dynamic)
+        return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
+                              "pin the dims with --shape=NAME:DIMS");
+    const ir_type *ct = &n->in[0]->type;
+    int64_t numel;
+    if (ct->dtype != IR_BOOL || !type_static(ct) || !ir_type_numel(ct, &numel) || numel != 1)
+        return ir_node_errorf(c->d, n, "the condition '%.100s' must be one bool to be compiled", n->in[0]->name);
+    static const char *const br[2] = {"then_branch", "else_branch"};
+    for (int b = 0; b < 2; b++) {
+        const ir_graph *sub = ir_attr_graph(n, br[b]);
+        if (!sub || sub->noutputs != n->nout)
+            return ir_node_errorf(c->d, n, "has no %s of %d outputs", br[b], n->nout);
+        for (int i = 0; i < n->nout; i++) {
+            const ir_type *bt = &sub->outputs[i]->type, *ot = &n->out[i]->type;
+            if (type_static(bt) && ir_type_same(bt, ot))
+                continue;
+            const ir_graph *other = ir_attr_graph(n, br[!b]);
+            char x[160], y[160];
+            type_text(bt, x, sizeof x);
+            type_text(other && other->noutputs == n->nout ? &other->outputs[i]->type : ot, y, sizeof y);
+            return ir_node_errorf(c->d, n, "output %d ('%.100s') is %s in the %s and %s in the %s: compiled, "
+                                  "both branches must give it one static shape", i, n->out[i]->name, x, br[b], y,
+                                  br[!b]);
+        }
+    }
+    return 0;
+}
+
+/* Every dim of g's values static, or (at the top) a symbol some input
+ * decides; a dim left unknown is traced back to where it came from. */
+static int check_values(pbuild *c, const ir_graph *g, bool top)
+{
     const cg_program *p = c->p;
     for (int i = 0; i < g->nvalues; i++) {
         const ir_value *v = g->values[i];
         for (int k = 0; k < v->type.rank; k++) {
             int32_t sym = v->type.dims[k].sym;
-            if (sym > 0 && (sym >= g->nsyms || p->sym_desc[sym] < 0))
+            if (sym > 0 && (!top || sym >= g->nsyms || p->sym_desc[sym] < 0))
                 return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s', which no input "
                                  "decides: pin it with --shape", v->name, ir_graph_sym_name(g, sym));
         }
@@ -294,32 +414,75 @@ static int check_graph(pbuild *c)
             return ir_errorf(c->d, "value '%.200s' has %s: pin it with --shape=NAME:DIMS", v->name, what);
         }
     }
+    return 0;
+}
+
+/* Every node must lower, every dim be static, every intermediate planned,
+ * and outputs be node results listed once. All unsupported nodes are
+ * reported together, like the frontend's unsupported ops; an If that
+ * cannot be compiled is reported first, with the reason. */
+static int check_graph(pbuild *c)
+{
+    const cg_program *p = c->p;
+    for (int si = 0; si < c->nscopes; si++) {
+        const ir_graph *g = c->scopes[si].g;
+        for (int k = 0; k < g->nnodes; k++)
+            if (g->nodes[k]->op == IR_OP_IF && check_if(c, g->nodes[k]) < 0)
+                return -1;
+    }
+    for (int si = 0; si < c->nscopes; si++)
+        if (check_values(c, c->scopes[si].g, si == 0) < 0)
+            return -1;
     char list[768] = "";
     int bad = 0;
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = g->nodes[k];
-        if (cg_can_lower(n) && (!p->dynamic || symbolic_ok(n)))
-            continue;
-        if (p->dynamic && c->root[k] == k && can_lower_batched(n))
-            continue;
-        if (bad < 8)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
-                     ir_ops[n->op].name, n->name);
-        bad++;
+    for (int si = 0; si < c->nscopes; si++) {
+        const ir_graph *g = c->scopes[si].g;
+        const int *root = c->scopes[si].root;
+        for (int k = 0; k < g->nnodes; k++) {
+            const ir_node *n = g->nodes[k];
+            if (n->op == IR_OP_IF)
+                continue;   /* checked above */
+            if (cg_can_lower(n) && (!p->dynamic || symbolic_ok(n)))
+                continue;
+            if (p->dynamic && root[k] == k && can_lower_batched(n))
+                continue;
+            if (bad < 8)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
+                         ir_ops[n->op].name, n->name);
+            bad++;
+        }
     }
     if (bad)
         return ir_errorf(c->d, "%d node%s cannot be compiled yet: %s%s", bad, bad == 1 ? "" : "s", list,
                          bad > 8 ? ", ..." : "");
-    for (int k = 0; k < g->nnodes; k++)
-        for (int i = 0; i < g->nodes[k]->nout; i++) {
-            const ir_value *v = g->nodes[k]->out[i];
-            bool is_out = false;
-            for (int j = 0; j < g->noutputs; j++)
-                is_out |= g->outputs[j] == v;
-            if (!is_out && !v->planned && !p->dynamic && c->root[k] == k)
-                return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
-        }
+    for (int si = 0; si < c->nscopes; si++) {
+        const ir_graph *g = c->scopes[si].g;
+        const int *root = c->scopes[si].root;
+        for (int k = 0; k < g->nnodes; k++)
+            for (int i = 0; i < g->nodes[k]->nout; i++) {
+                const ir_value *v = g->nodes[k]->out[i];
+                bool is_out = false;
+                for (int j = 0; j < g->noutputs; j++)
+                    is_out |= g->outputs[j] == v;
+                if (!is_out && !v->planned && !p->dynamic && root[k] == k)
+                    return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
+            }
+    }
     return 0;
+}
+
+/* Whether branch output i is computed by one of the branch's nodes and
+ * listed there first: then the branch computes it in place, where the
+ * If's output lives. */
+static bool branch_computes(const ir_graph *sg, int i)
+{
+    const ir_value *v = sg->outputs[i];
+    if (v->kind != IR_VAL_NODE)
+        return false;
+    for (int j = 0; j < i; j++)
+        if (sg->outputs[j] == v)
+            return false;
+    return true;
 }
 
 /* Bindings, and the weights blob: constants in value order, 64-aligned.
@@ -332,8 +495,11 @@ static int bind_values(pbuild *c)
 {
     const ir_graph *g = c->g;
     cg_program *p = c->p;
+    int nconst = g->nvalues;
+    for (int si = 1; si < c->nscopes; si++)
+        nconst += c->scopes[si].g->nvalues;
     c->bind = calloc((size_t)g->nvalues + 1, sizeof *c->bind);
-    p->wpieces = calloc((size_t)g->nvalues + 1, sizeof *p->wpieces);
+    p->wpieces = calloc((size_t)nconst + 1, sizeof *p->wpieces);
     if (!c->bind || !p->wpieces)
         return ir_errorf(c->d, "out of memory");
     int64_t off = 0;
@@ -358,6 +524,40 @@ static int bind_values(pbuild *c)
     for (int i = g->noutputs - 1; i >= 0; i--)
         if (g->outputs[i]->kind == IR_VAL_NODE)
             c->bind[g->outputs[i]->id] = (cg_binding){KIR_BUF_OUTPUT, i, 0};
+    c->scopes[0].bind = c->bind;
+    /* A subgraph's constants join the blob, its planned intermediates sit
+     * at their offsets (the plan put them above everything live while its
+     * node runs), its captures are where the captured values are, and an
+     * If's branch computes each output it computes first where the If's
+     * output lives (its other outputs are copies, branch_copies). */
+    for (int si = 1; si < c->nscopes; si++) {
+        pscope *sc = &c->scopes[si];
+        const ir_graph *sg = sc->g;
+        const ir_node *n = sc->node;
+        const cg_binding *outer = c->scopes[sc->parent].bind;
+        if (!(sc->bind = calloc((size_t)sg->nvalues + 1, sizeof *sc->bind)))
+            return ir_errorf(c->d, "out of memory");
+        for (int i = 0; i < sg->nvalues; i++) {
+            const ir_value *v = sg->values[i];
+            if (v->kind == IR_VAL_CONST) {
+                int64_t nb = (int64_t)v->cval.nbytes, padded = (nb + 63) & ~(int64_t)63;
+                sc->bind[i] = (cg_binding){KIR_BUF_WEIGHT, 0, off};
+                if (nb)
+                    p->wpieces[p->nwpieces++] = (cg_weight_piece){off, nb, v->cval.data};
+                h = fnv1a_zeros(fnv1a(h, v->cval.data, nb), padded - nb);
+                off += padded;
+            } else if (v->planned) {
+                sc->bind[i] = (cg_binding){KIR_BUF_ARENA, 0, v->offset};
+            }
+        }
+        int formal = ir_control_formal_inputs(n);
+        for (int j = 0; j < n->ncap && formal >= 0 && formal + j < sg->ninputs; j++)
+            sc->bind[sg->inputs[formal + j]->id] = outer[n->in[n->nin - n->ncap + j]->id];
+        if (n->op == IR_OP_IF)
+            for (int i = 0; i < sg->noutputs && i < n->nout; i++)
+                if (branch_computes(sg, i))
+                    sc->bind[sg->outputs[i]->id] = outer[n->out[i]->id];
+    }
     p->weights_bytes = off;
     p->weights_checksum = h;
     return 0;
@@ -443,7 +643,12 @@ static int layout_arena(pbuild *c)
     const ir_graph *g = c->g;
     cg_program *p = c->p;
     if (!p->dynamic) {
-        p->arena_bytes = ir_graph_arena_bytes(g);
+        /* subgraphs' intermediates are planned above the top level's */
+        p->arena_bytes = 0;
+        for (int si = 0; si < c->nscopes; si++) {
+            int64_t e = ir_graph_arena_bytes(c->scopes[si].g);
+            p->arena_bytes = e > p->arena_bytes ? e : p->arena_bytes;
+        }
         return 0;
     }
     int nv = g->nvalues;
@@ -706,8 +911,6 @@ static ir_dim parallel_trips(const kir_kernel *k)
     return (ir_dim){.sym = s->hi->var};
 }
 
-/* One kernel per fused group, at its root, in node order; per item, for
- * a batch dim the op's lowering takes as static. */
 /* The run-time errors a kernel may report (kir_fail) join the program's
  * messages; the kernel's FAILs are numbered from where they start. */
 static int add_fail_messages(cg_program *p, kir_kernel *k, icc_diag *d)
@@ -723,56 +926,145 @@ static int add_fail_messages(cg_program *p, kir_kernel *k, icc_diag *d)
     return 0;
 }
 
-static int lower_kernels(pbuild *c, const char *prefix)
+/* Appends a step; its index, or -1 on out of memory. */
+static int add_step(pbuild *c, cg_step st)
 {
-    const ir_graph *g = c->g;
     cg_program *p = c->p;
-    p->kernels = calloc((size_t)g->nnodes + 1, sizeof *p->kernels);
-    if (!p->kernels)
-        return ir_errorf(c->d, "out of memory");
-    for (int kx = 0; kx < g->nnodes; kx++) {
-        const ir_node *n = g->nodes[kx];
-        if (c->root[kx] != kx)
+    if (p->nsteps == c->capsteps) {
+        int nc = c->capsteps ? 2 * c->capsteps : 64;
+        cg_step *ns = realloc(p->steps, sizeof *ns * (size_t)nc);
+        if (!ns)
+            return ir_errorf(c->d, "out of memory");
+        p->steps = ns;
+        c->capsteps = nc;
+    }
+    p->steps[p->nsteps] = st;
+    return p->nsteps++;
+}
+
+/* Node kx of g (fused group root) as one kernel, named kname, and its
+ * KERNEL step; per item, for a batch dim the op's lowering takes as
+ * static. */
+static int lower_one(pbuild *c, const ir_graph *g, const cg_binding *bind, int kx, const char *kname)
+{
+    cg_program *p = c->p;
+    const ir_node *n = g->nodes[kx];
+    cg_kernel *ck = &p->kernels[p->nkernels];
+    int32_t bsym = p->dynamic && !symbolic_ok(n) ? batch_symbol(n) : 0;
+    ir_type saved[128];
+    if (bsym)
+        pin_batch(n, bsym, saved, false);
+    kir_kernel *k = NULL;
+    int rc = cg_lower_node(g, n, bind, c->s, kname, &k, c->d);
+    int64_t *item_bytes = NULL;
+    if (rc < 0)
+        k = NULL;
+    else if (bsym && !(item_bytes = calloc((size_t)(k->nbufs + n->nin + n->nout) + 1, sizeof *item_bytes)))
+        rc = ir_errorf(c->d, "out of memory");
+    for (int i = 0, kb = 0; bsym && rc == 0 && i < n->nin + n->nout; i++) {
+        const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+        if (!v)
             continue;
-        char kname[256];
-        snprintf(kname, sizeof kname, "%s_k%d", prefix, kx);
-        cg_kernel *ck = &p->kernels[p->nkernels];
-        int32_t bsym = p->dynamic && !symbolic_ok(n) ? batch_symbol(n) : 0;
-        ir_type saved[128];
-        if (bsym)
-            pin_batch(n, bsym, saved, false);
-        kir_kernel *k = NULL;
-        int rc = cg_lower_node(g, n, c->bind, c->s, kname, &k, c->d);
-        int64_t *item_bytes = NULL;
-        if (rc < 0)
-            k = NULL;
-        else if (bsym && !(item_bytes = calloc((size_t)(k->nbufs + n->nin + n->nout) + 1, sizeof *item_bytes)))
-            rc = ir_errorf(c->d, "out of memory");
-        for (int i = 0, kb = 0; bsym && rc == 0 && i < n->nin + n->nout; i++) {
-            const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
-            if (!v)
-                continue;
-            if (saved[i].rank > 0 && saved[i].dims[0].sym == bsym) {
-                cg_size z = value_size(v);   /* dims pinned: one item */
-                item_bytes[kb] = size_at_one(&z, NULL);
-            }
-            kb++;
+        if (saved[i].rank > 0 && saved[i].dims[0].sym == bsym) {
+            cg_size z = value_size(v);   /* dims pinned: one item */
+            item_bytes[kb] = size_at_one(&z, NULL);
         }
-        if (bsym)
-            pin_batch(n, bsym, saved, true);
-        if (rc < 0) {
-            kir_kernel_destroy(k);
-            return -1;
-        }
-        int64_t ops = cg_cost_trip_ops(k, c->s->lanes);
-        *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
-                          .trips = parallel_trips(k), .trip_ops = ops,
-                          .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
-        p->nkernels++;
-        if (k->nfails && add_fail_messages(p, k, c->d) < 0)
+        kb++;
+    }
+    if (bsym)
+        pin_batch(n, bsym, saved, true);
+    if (rc < 0) {
+        kir_kernel_destroy(k);
+        return -1;
+    }
+    int64_t ops = cg_cost_trip_ops(k, c->s->lanes);
+    *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
+                      .trips = parallel_trips(k), .trip_ops = ops,
+                      .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
+    p->nkernels++;
+    if (k->nfails && add_fail_messages(p, k, c->d) < 0)
+        return -1;
+    return add_step(c, (cg_step){.kind = CG_STEP_KERNEL, .kernel = p->nkernels - 1}) < 0 ? -1 : 0;
+}
+
+static int emit_scope(pbuild *c, int si, const char *prefix);
+
+/* The outputs a branch passes on rather than computes (branch_computes):
+ * copies into the If's outputs, after the branch's kernels. */
+static int branch_copies(pbuild *c, const ir_node *n, int si)
+{
+    const pscope *sc = &c->scopes[si];
+    const cg_binding *outer = c->scopes[sc->parent].bind;
+    for (int i = 0; i < n->nout; i++) {
+        const ir_value *v = sc->g->outputs[i];
+        if (branch_computes(sc->g, i))
+            continue;
+        cg_step st = {.kind = CG_STEP_COPY, .dst = outer[n->out[i]->id], .src = sc->bind[v->id],
+                      .bytes = value_size(n->out[i])};
+        if (add_step(c, st) < 0)
             return -1;
     }
     return 0;
+}
+
+/* An If: BRANCH (to the else branch when the condition is false), the
+ * then branch's steps and copies, JUMP past the else branch's steps and
+ * copies. Kernels are named after the If's: <kname>_then_k<node>. */
+static int emit_if(pbuild *c, int si, const ir_node *n, const char *kname)
+{
+    static const char *const br[2] = {"then", "else"};
+    int sub[2];
+    for (int b = 0; b < 2; b++) {
+        char an[16];
+        snprintf(an, sizeof an, "%s_branch", br[b]);
+        sub[b] = scope_of(c, ir_attr_graph(n, an));
+        if (sub[b] < 0 || c->scopes[sub[b]].parent != si)
+            return ir_node_errorf(c->d, n, "has no %s", an);
+    }
+    int jb = add_step(c, (cg_step){.kind = CG_STEP_BRANCH, .cond = c->scopes[si].bind[n->in[0]->id]});
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_then", kname);
+    if (jb < 0 || emit_scope(c, sub[0], name) < 0 || branch_copies(c, n, sub[0]) < 0)
+        return -1;
+    int jj = add_step(c, (cg_step){.kind = CG_STEP_JUMP});
+    if (jj < 0)
+        return -1;
+    c->p->steps[jb].target = c->p->nsteps;
+    snprintf(name, sizeof name, "%.200s_else", kname);
+    if (emit_scope(c, sub[1], name) < 0 || branch_copies(c, n, sub[1]) < 0)
+        return -1;
+    c->p->steps[jj].target = c->p->nsteps;
+    return 0;
+}
+
+/* The steps of scope si: one kernel per fused group, at its root, in
+ * node order (named <prefix>_k<node>), and each If's branches. */
+static int emit_scope(pbuild *c, int si, const char *prefix)
+{
+    const pscope *sc = &c->scopes[si];
+    const ir_graph *g = sc->g;
+    for (int kx = 0; kx < g->nnodes; kx++) {
+        if (sc->root[kx] != kx)
+            continue;
+        char kname[256];
+        snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
+        int rc = g->nodes[kx]->op == IR_OP_IF ? emit_if(c, si, g->nodes[kx], kname)
+                                              : lower_one(c, g, sc->bind, kx, kname);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int lower_kernels(pbuild *c, const char *prefix)
+{
+    int nodes = 0;
+    for (int si = 0; si < c->nscopes; si++)
+        nodes += c->scopes[si].g->nnodes;
+    c->p->kernels = calloc((size_t)nodes + 1, sizeof *c->p->kernels);
+    if (!c->p->kernels)
+        return ir_errorf(c->d, "out of memory");
+    return emit_scope(c, 0, prefix);
 }
 
 /* Kernel-scope scratch (kir.h) lives in the arena after what layout_arena
@@ -822,6 +1114,11 @@ int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix
              (p->dynamic && find_shape_checks(&c) < 0) || describe_io(&c) < 0 || lower_kernels(&c, p->prefix) < 0 ||
                      reserve_kernel_scratch(&c) < 0
                  ? -1 : 0;
+    for (int si = 1; si < c.nscopes; si++) {
+        free(c.scopes[si].bind);
+        free(c.scopes[si].root);
+    }
+    free(c.scopes);
     free(c.bind);
     free(c.root);
     if (rc < 0) {
@@ -841,6 +1138,7 @@ void cg_program_destroy(cg_program *p)
         free(p->kernels[i].item_bytes);
     }
     free(p->kernels);
+    free(p->steps);
     free(p->sym_desc);
     free(p->symbol_names);
     for (int i = 0; i < p->nslots; i++)
