@@ -381,6 +381,57 @@ static int check_if(pbuild *c, const ir_node *n)
     return 0;
 }
 
+/* One element of dtype dt, of static type (a trip count, a condition). */
+static bool is_scalar(const ir_value *v, ir_dtype dt)
+{
+    int64_t numel;
+    return v->type.dtype == dt && type_static(&v->type) && ir_type_numel(&v->type, &numel) && numel == 1;
+}
+
+/* A Loop compiles when its trip count and condition (each optional) are
+ * one int64 and one bool, and every carried value has one static type
+ * before, inside and after the body. Scan outputs are not compiled: their
+ * length is the number of iterations, which only the run knows. */
+static int check_loop(pbuild *c, const ir_node *n)
+{
+    if (c->p->dynamic)
+        return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
+                              "pin the dims with --shape=NAME:DIMS");
+    const ir_graph *b = ir_attr_graph(n, "body");
+    int formal = ir_control_formal_inputs(n), N = formal - 2;
+    if (!b || formal < 2 || b->ninputs != formal + n->ncap || b->noutputs != 1 + n->nout || N > n->nout)
+        return ir_node_errorf(c->d, n, "has no body of %d inputs and %d outputs", formal + n->ncap, 1 + n->nout);
+    if (n->in[0] && !is_scalar(n->in[0], IR_I64))
+        return ir_node_errorf(c->d, n, "the trip count '%.100s' must be one int64 to be compiled", n->in[0]->name);
+    if (n->in[1] && !is_scalar(n->in[1], IR_BOOL))
+        return ir_node_errorf(c->d, n, "the condition '%.100s' must be one bool to be compiled", n->in[1]->name);
+    if (!is_scalar(b->outputs[0], IR_BOOL))
+        return ir_node_errorf(c->d, n, "the body's condition '%.100s' must be one bool to be compiled",
+                              b->outputs[0]->name);
+    if (n->nout > N)
+        return ir_node_errorf(c->d, n, "scan output %d ('%.100s') has as many rows as the loop runs iterations, "
+                              "which only the run knows: compiled Loops carry values only", 0, n->out[N]->name);
+    for (int i = 0; i < N; i++) {
+        const ir_type *t0 = &n->in[2 + i]->type, *ti = &b->inputs[2 + i]->type;
+        const ir_type *to = &b->outputs[1 + i]->type, *tl = &n->out[i]->type;
+        if (!type_static(t0) || !ir_type_same(t0, ti) || !ir_type_same(t0, to) || !ir_type_same(t0, tl)) {
+            char x[160], y[160];
+            type_text(t0, x, sizeof x);
+            type_text(to, y, sizeof y);
+            return ir_node_errorf(c->d, n, "carried value %d ('%.100s') is %s before the body and %s after it: "
+                                  "compiled, it needs one static shape", i, n->out[i]->name, x, y);
+        }
+        /* the copy back after an iteration goes input by input: a body
+         * passing another carried input on would read one already copied */
+        const ir_value *o = b->outputs[1 + i];
+        for (int j = 0; j < formal; j++)
+            if (o == b->inputs[j] && j != 2 + i)
+                return ir_node_errorf(c->d, n, "carried value %d is body input %d passed on: not compiled yet", i,
+                                      j);
+    }
+    return 0;
+}
+
 /* Every dim of g's values static, or (at the top) a symbol some input
  * decides; a dim left unknown is traced back to where it came from. */
 static int check_values(pbuild *c, const ir_graph *g, bool top)
@@ -427,7 +478,8 @@ static int check_graph(pbuild *c)
     for (int si = 0; si < c->nscopes; si++) {
         const ir_graph *g = c->scopes[si].g;
         for (int k = 0; k < g->nnodes; k++)
-            if (g->nodes[k]->op == IR_OP_IF && check_if(c, g->nodes[k]) < 0)
+            if ((g->nodes[k]->op == IR_OP_IF && check_if(c, g->nodes[k]) < 0) ||
+                (g->nodes[k]->op == IR_OP_LOOP && check_loop(c, g->nodes[k]) < 0))
                 return -1;
     }
     for (int si = 0; si < c->nscopes; si++)
@@ -440,7 +492,7 @@ static int check_graph(pbuild *c)
         const int *root = c->scopes[si].root;
         for (int k = 0; k < g->nnodes; k++) {
             const ir_node *n = g->nodes[k];
-            if (n->op == IR_OP_IF)
+            if (n->op == IR_OP_IF || n->op == IR_OP_LOOP)
                 continue;   /* checked above */
             if (cg_can_lower(n) && (!p->dynamic || symbolic_ok(n)))
                 continue;
@@ -527,14 +579,10 @@ static int bind_values(pbuild *c)
     c->scopes[0].bind = c->bind;
     /* A subgraph's constants join the blob, its planned intermediates sit
      * at their offsets (the plan put them above everything live while its
-     * node runs), its captures are where the captured values are, and an
-     * If's branch computes each output it computes first where the If's
-     * output lives (its other outputs are copies, branch_copies). */
+     * node runs); its inputs and outputs are bound by bind_scopes. */
     for (int si = 1; si < c->nscopes; si++) {
         pscope *sc = &c->scopes[si];
         const ir_graph *sg = sc->g;
-        const ir_node *n = sc->node;
-        const cg_binding *outer = c->scopes[sc->parent].bind;
         if (!(sc->bind = calloc((size_t)sg->nvalues + 1, sizeof *sc->bind)))
             return ir_errorf(c->d, "out of memory");
         for (int i = 0; i < sg->nvalues; i++) {
@@ -550,13 +598,6 @@ static int bind_values(pbuild *c)
                 sc->bind[i] = (cg_binding){KIR_BUF_ARENA, 0, v->offset};
             }
         }
-        int formal = ir_control_formal_inputs(n);
-        for (int j = 0; j < n->ncap && formal >= 0 && formal + j < sg->ninputs; j++)
-            sc->bind[sg->inputs[formal + j]->id] = outer[n->in[n->nin - n->ncap + j]->id];
-        if (n->op == IR_OP_IF)
-            for (int i = 0; i < sg->noutputs && i < n->nout; i++)
-                if (branch_computes(sg, i))
-                    sc->bind[sg->outputs[i]->id] = outer[n->out[i]->id];
     }
     p->weights_bytes = off;
     p->weights_checksum = h;
@@ -892,6 +933,61 @@ static int describe_io(pbuild *c)
     return 0;
 }
 
+/* ---- subgraphs' inputs and outputs ------------------------------------------ */
+
+/* bytes of arena space nothing else uses (a Loop's state), 64-aligned;
+ * its offset. */
+static int64_t reserve(pbuild *c, int64_t bytes)
+{
+    int64_t off = (c->p->arena_bytes + 63) & ~(int64_t)63;
+    c->p->arena_bytes = off + ((bytes + 63) & ~(int64_t)63);
+    return off;
+}
+
+static int64_t static_bytes(const ir_value *v)
+{
+    cg_size z = value_size(v);
+    return size_at_one(&z, NULL);
+}
+
+/* Subgraphs' inputs and outputs, parents first (after the arena is laid
+ * out: a Loop's state is reserved above it). Captures are where the
+ * captured values are. An If's branch computes each output it computes
+ * first where the If's output lives (its other outputs are copies,
+ * branch_copies). A Loop's body has its counter, condition and carried
+ * inputs in reserved space of their own, computes its carried outputs in
+ * the Loop's outputs (copied back into the inputs after each iteration)
+ * and its condition into reserved space. */
+static int bind_scopes(pbuild *c)
+{
+    for (int si = 1; si < c->nscopes; si++) {
+        pscope *sc = &c->scopes[si];
+        const ir_graph *sg = sc->g;
+        const ir_node *n = sc->node;
+        const cg_binding *outer = c->scopes[sc->parent].bind;
+        int formal = ir_control_formal_inputs(n);
+        for (int j = 0; j < n->ncap && formal >= 0 && formal + j < sg->ninputs; j++)
+            sc->bind[sg->inputs[formal + j]->id] = outer[n->in[n->nin - n->ncap + j]->id];
+        if (n->op == IR_OP_IF)
+            for (int i = 0; i < sg->noutputs && i < n->nout; i++)
+                if (branch_computes(sg, i))
+                    sc->bind[sg->outputs[i]->id] = outer[n->out[i]->id];
+        if (n->op != IR_OP_LOOP)
+            continue;
+        for (int i = 0; i < formal && i < sg->ninputs; i++)
+            sc->bind[sg->inputs[i]->id] = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, static_bytes(sg->inputs[i]))};
+        for (int i = 0; i < sg->noutputs; i++) {
+            if (!branch_computes(sg, i))
+                continue;
+            if (i >= 1 && i - 1 < n->nout)
+                sc->bind[sg->outputs[i]->id] = outer[n->out[i - 1]->id];
+            else
+                sc->bind[sg->outputs[i]->id] = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, static_bytes(sg->outputs[i]))};
+        }
+    }
+    return 0;
+}
+
 /* ---- kernels --------------------------------------------------------------------- */
 
 /* The trip count of k's outermost parallel loop (from 0 to a constant or
@@ -1037,8 +1133,56 @@ static int emit_if(pbuild *c, int si, const ir_node *n, const char *kname)
     return 0;
 }
 
+/* A COPY step unless src and dst are one place. */
+static int add_copy(pbuild *c, cg_binding dst, cg_binding src, const ir_value *v)
+{
+    if (dst.kind == src.kind && dst.index == src.index && dst.offset == src.offset)
+        return 0;
+    return add_step(c, (cg_step){.kind = CG_STEP_COPY, .dst = dst, .src = src, .bytes = value_size(v)});
+}
+
+/* A Loop (program.h, cg_step): the counter and the inputs set, the head's
+ * test, the body, the copies back, the counter stepped, the jump back;
+ * after it the carried values copied out. Kernels: <kname>_body_k<node>. */
+static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
+{
+    int bi = scope_of(c, ir_attr_graph(n, "body"));
+    if (bi < 0 || c->scopes[bi].parent != si)
+        return ir_node_errorf(c->d, n, "has no body");
+    const cg_binding *outer = c->scopes[si].bind, *bind = c->scopes[bi].bind;
+    const ir_graph *b = c->scopes[bi].g;
+    int N = ir_control_formal_inputs(n) - 2;
+    cg_binding iter = bind[b->inputs[0]->id], cond = bind[b->inputs[1]->id];
+    if (add_step(c, (cg_step){.kind = CG_STEP_SET, .dst = iter, .value = 0, .width = 8}) < 0)
+        return -1;
+    if (n->in[1] ? add_copy(c, cond, outer[n->in[1]->id], n->in[1]) < 0
+                 : add_step(c, (cg_step){.kind = CG_STEP_SET, .dst = cond, .value = 1, .width = 1}) < 0)
+        return -1;
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, bind[b->inputs[2 + i]->id], outer[n->in[2 + i]->id], n->in[2 + i]) < 0)
+            return -1;
+    int head = add_step(c, (cg_step){.kind = CG_STEP_LOOP_TEST, .dst = iter, .cond = cond, .has_cond = true,
+                                     .has_trips = n->in[0] != NULL,
+                                     .src = n->in[0] ? outer[n->in[0]->id] : (cg_binding){0}});
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_body", kname);
+    if (head < 0 || emit_scope(c, bi, name) < 0 || add_copy(c, cond, bind[b->outputs[0]->id], b->outputs[0]) < 0)
+        return -1;
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, bind[b->inputs[2 + i]->id], bind[b->outputs[1 + i]->id], b->outputs[1 + i]) < 0)
+            return -1;
+    if (add_step(c, (cg_step){.kind = CG_STEP_INC, .dst = iter}) < 0 ||
+        add_step(c, (cg_step){.kind = CG_STEP_JUMP, .target = head}) < 0)
+        return -1;
+    c->p->steps[head].target = c->p->nsteps;
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, outer[n->out[i]->id], bind[b->inputs[2 + i]->id], n->out[i]) < 0)
+            return -1;
+    return 0;
+}
+
 /* The steps of scope si: one kernel per fused group, at its root, in
- * node order (named <prefix>_k<node>), and each If's branches. */
+ * node order (named <prefix>_k<node>), and each If's and Loop's. */
 static int emit_scope(pbuild *c, int si, const char *prefix)
 {
     const pscope *sc = &c->scopes[si];
@@ -1048,8 +1192,10 @@ static int emit_scope(pbuild *c, int si, const char *prefix)
             continue;
         char kname[256];
         snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
-        int rc = g->nodes[kx]->op == IR_OP_IF ? emit_if(c, si, g->nodes[kx], kname)
-                                              : lower_one(c, g, sc->bind, kx, kname);
+        int op = g->nodes[kx]->op;
+        int rc = op == IR_OP_IF     ? emit_if(c, si, g->nodes[kx], kname)
+                 : op == IR_OP_LOOP ? emit_loop(c, si, g->nodes[kx], kname)
+                                    : lower_one(c, g, sc->bind, kx, kname);
         if (rc < 0)
             return -1;
     }
@@ -1110,7 +1256,7 @@ int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix
     p->prefix = prefix && *prefix ? prefix : "model";
     p->external_weights = external_weights;
     pbuild c = {.g = g, .s = s, .d = d, .p = p};
-    int rc = find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || layout_arena(&c) < 0 ||
+    int rc = find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || layout_arena(&c) < 0 || bind_scopes(&c) < 0 ||
              (p->dynamic && find_shape_checks(&c) < 0) || describe_io(&c) < 0 || lower_kernels(&c, p->prefix) < 0 ||
                      reserve_kernel_scratch(&c) < 0
                  ? -1 : 0;

@@ -110,16 +110,29 @@ typedef struct cg_copy {
  * false) to its else branch's, whose end the then branch JUMPs past. A
  * branch computes its outputs where the If's outputs live; an output it
  * only passes on (a captured value, a constant, a value listed twice) is
- * a COPY at the end of its steps. target may be nsteps: the end, where
- * the output copies run. */
-typedef enum cg_step_kind { CG_STEP_KERNEL, CG_STEP_BRANCH, CG_STEP_JUMP, CG_STEP_COPY } cg_step_kind;
+ * a COPY at the end of its steps. A Loop SETs its counter to 0 and COPYs
+ * the initial values (and condition) into its body's inputs, then at its
+ * head LOOP_TESTs (leave when counter >= trip count or the condition is
+ * false), runs the body's steps, COPYs the body's carried outputs back
+ * into its inputs, INCs the counter and JUMPs to the head; after it, the
+ * carried inputs are COPYd into the Loop's outputs. target may be
+ * nsteps: the end, where the output copies run. */
+typedef enum cg_step_kind {
+    CG_STEP_KERNEL, CG_STEP_BRANCH, CG_STEP_JUMP, CG_STEP_COPY, CG_STEP_SET, CG_STEP_LOOP_TEST, CG_STEP_INC,
+} cg_step_kind;
 typedef struct cg_step {
     cg_step_kind kind;
     int kernel;                /* KERNEL: index into kernels */
-    cg_binding cond;           /* BRANCH: a bool (one byte); jump to target when it is 0 */
-    int target;                /* BRANCH, JUMP: a step index */
-    cg_binding dst, src;       /* COPY: bytes from src to dst (INPUT, OUTPUT, WEIGHT or ARENA) */
+    cg_binding cond;           /* BRANCH, LOOP_TEST: a bool (one byte); jump to target when it is 0 */
+    bool has_cond, has_trips;  /* LOOP_TEST: which of cond and src (the trip count) there are */
+    int target;                /* BRANCH, JUMP, LOOP_TEST: a step index */
+    /* COPY: bytes from src to dst (INPUT, OUTPUT, WEIGHT or ARENA); SET:
+     * value into dst, width bytes (1 or 8); LOOP_TEST: dst the counter,
+     * src the trip count (int64 each); INC: the counter dst += 1 */
+    cg_binding dst, src;
     cg_size bytes;
+    int64_t value;
+    int width;
 } cg_step;
 
 /* What the descriptor says of one kernel of a profiled program

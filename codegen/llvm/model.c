@@ -468,9 +468,13 @@ static int emit_model(mctx *c)
     if (!at)
         return ir_errorf(c->d, "out of memory");
     for (int sx = 0; sx < p->nsteps; sx++)
-        if (p->steps[sx].kind == CG_STEP_BRANCH || p->steps[sx].kind == CG_STEP_JUMP)
+        if (p->steps[sx].kind == CG_STEP_BRANCH || p->steps[sx].kind == CG_STEP_JUMP ||
+            p->steps[sx].kind == CG_STEP_LOOP_TEST)
             if (!at[p->steps[sx].target])
                 at[p->steps[sx].target] = LLVMAppendBasicBlockInContext(c->cx, run, "step");
+    for (int sx = 0; sx < p->nsteps; sx++)   /* a loop's head, which its JUMP goes back to */
+        if (p->steps[sx].kind == CG_STEP_LOOP_TEST && !at[sx])
+            at[sx] = LLVMAppendBasicBlockInContext(c->cx, run, "loop");
     int rc = 0;
     for (int sx = 0; sx <= p->nsteps && rc == 0; sx++) {
         if (at[sx]) {
@@ -492,6 +496,37 @@ static int emit_model(mctx *c)
         if (st->kind == CG_STEP_JUMP) {
             LLVMBuildBr(b, at[st->target]);
             LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, run, "after"));
+            continue;
+        }
+        if (st->kind == CG_STEP_SET) {
+            LLVMTypeRef ty = st->width == 8 ? c->i64 : c->i8;
+            LLVMBuildStore(b, LLVMConstInt(ty, (unsigned long long)st->value, 1),
+                           binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena));
+            continue;
+        }
+        if (st->kind == CG_STEP_INC) {
+            LLVMValueRef ip = binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena);
+            LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, ip, ""), ci64(c, 1), ""), ip);
+            continue;
+        }
+        if (st->kind == CG_STEP_LOOP_TEST) {
+            /* leave when counter >= trip count, or the condition is false */
+            LLVMValueRef iv = LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena),
+                                             "iter");
+            LLVMValueRef stop = LLVMConstInt(LLVMInt1TypeInContext(c->cx), 0, 0);
+            if (st->has_trips) {
+                LLVMValueRef m = LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->src, inputs, outputs, weights,
+                                                                       arena), "trips");
+                stop = LLVMBuildOr(b, stop, LLVMBuildICmp(b, LLVMIntSGE, iv, m, ""), "");
+            }
+            if (st->has_cond) {
+                LLVMValueRef cv = LLVMBuildLoad2(b, c->i8, binding_ptr(c, b, &st->cond, inputs, outputs, weights,
+                                                                       arena), "cond");
+                stop = LLVMBuildOr(b, stop, LLVMBuildICmp(b, LLVMIntEQ, cv, LLVMConstInt(c->i8, 0, 0), ""), "");
+            }
+            LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(c->cx, run, "iteration");
+            LLVMBuildCondBr(b, stop, at[st->target], on);
+            LLVMPositionBuilderAtEnd(b, on);
             continue;
         }
         if (st->kind == CG_STEP_COPY) {
