@@ -373,9 +373,9 @@ static int check_if(pbuild *c, const ir_node *n)
             char x[160], y[160];
             type_text(bt, x, sizeof x);
             type_text(other && other->noutputs == n->nout ? &other->outputs[i]->type : ot, y, sizeof y);
-            return ir_node_errorf(c->d, n, "output %d ('%.100s') is %s in the %s and %s in the %s: compiled, "
-                                  "both branches must give it one static shape", i, n->out[i]->name, x, br[b], y,
-                                  br[!b]);
+            return ir_node_errorf(c->d, n, "output %d ('%.100s') is %s in the %s and %s in the %s: an If whose "
+                                  "branches do not give one static shape is not compiled yet", i, n->out[i]->name, x,
+                                  br[b], y, br[!b]);
         }
     }
     return 0;
@@ -409,8 +409,8 @@ static int check_loop(pbuild *c, const ir_node *n)
         return ir_node_errorf(c->d, n, "the body's condition '%.100s' must be one bool to be compiled",
                               b->outputs[0]->name);
     if (n->nout > N)
-        return ir_node_errorf(c->d, n, "scan output %d ('%.100s') has as many rows as the loop runs iterations, "
-                              "which only the run knows: compiled Loops carry values only", 0, n->out[N]->name);
+        return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is not compiled yet: it has as many rows as "
+                              "the loop runs iterations, which only the run knows", 0, n->out[N]->name);
     for (int i = 0; i < N; i++) {
         const ir_type *t0 = &n->in[2 + i]->type, *ti = &b->inputs[2 + i]->type;
         const ir_type *to = &b->outputs[1 + i]->type, *tl = &n->out[i]->type;
@@ -418,16 +418,17 @@ static int check_loop(pbuild *c, const ir_node *n)
             char x[160], y[160];
             type_text(t0, x, sizeof x);
             type_text(to, y, sizeof y);
-            return ir_node_errorf(c->d, n, "carried value %d ('%.100s') is %s before the body and %s after it: "
-                                  "compiled, it needs one static shape", i, n->out[i]->name, x, y);
+            return ir_node_errorf(c->d, n, "carried value %d ('%.100s') is %s before the body and %s after it: a "
+                                  "Loop whose carried values do not keep one static shape is not compiled yet", i,
+                                  n->out[i]->name, x, y);
         }
         /* the copy back after an iteration goes input by input: a body
          * passing another carried input on would read one already copied */
         const ir_value *o = b->outputs[1 + i];
         for (int j = 0; j < formal; j++)
             if (o == b->inputs[j] && j != 2 + i)
-                return ir_node_errorf(c->d, n, "carried value %d is body input %d passed on: not compiled yet", i,
-                                      j);
+                return ir_node_errorf(c->d, n, "carried value %d is body input %d passed on, which is not compiled "
+                                      "yet", i, j);
     }
     return 0;
 }
