@@ -183,7 +183,7 @@ static int64_t size_at_one(const cg_size *z, bool *fixed)
 /* ---- symbols, checks, bindings ------------------------------------------------ */
 
 /* The scopes: the top level (its bind and root are c->bind and c->root),
- * then each control node's subgraphs, parents before children, so that a
+ * then each If's and Loop's subgraphs, parents before children, so that a
  * subgraph's captures are bound when it is. */
 static int add_scope(pbuild *c, const ir_graph *g, const ir_node *node, int parent)
 {
@@ -209,7 +209,8 @@ static int collect_scopes(pbuild *c)
         const ir_graph *g = c->scopes[si].g;
         for (int k = 0; k < g->nnodes; k++) {
             const ir_node *n = g->nodes[k];
-            for (int a = 0; (ir_ops[n->op].flags & IR_F_CONTROL) && a < n->nattr; a++)
+            /* a Scan is refused (check_graph), its body left alone */
+            for (int a = 0; (n->op == IR_OP_IF || n->op == IR_OP_LOOP) && a < n->nattr; a++)
                 if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph) {
                     if (c->nscopes >= 4096)
                         return ir_node_errorf(c->d, n, "more than 4096 subgraphs");
