@@ -4,8 +4,9 @@
  * Each kernel becomes a function (codegen/llvm/emit.c), internal to the
  * module; `<prefix>_run` fills the symbol table from the run's dims, lays
  * out the arena (a dynamic program's slots, through `<prefix>_layout`),
- * checks the shapes, then calls the kernels in order, each on its buffer
- * table, per batch item where the program says so, splitting a kernel's
+ * checks the shapes, then runs the program's steps (cg_step: kernel calls,
+ * and for If and Loop branches, jumps, copies and a loop counter, a basic
+ * block per jump target), calling each kernel on its buffer table, per batch item where the program says so, splitting a kernel's
  * parallel outer loop over the runtime's parallel_for through the
  * `<prefix>_par` trampoline; last it copies the outputs no kernel
  * writes. The weights are a 64-aligned constant in .rodata (or mapped by
