@@ -22,13 +22,26 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A graph whose nodes become steps: the top level, or a subgraph of a
+ * control node (an If's branch), with its own value ids. */
+typedef struct {
+    const ir_graph *g;
+    const ir_node *node;       /* the control node whose subgraph g is; NULL at the top */
+    int parent;                /* the scope node belongs to; -1 at the top */
+    cg_binding *bind;          /* value id -> where it lives (the kernels' buffers); owned */
+    int *root;                 /* node index -> its fused group's root (ir_graph_group_roots); owned */
+} pscope;
+
 typedef struct {
     const ir_graph *g;
     const cg_schedule *s;
     icc_diag *d;
     cg_program *p;
-    cg_binding *bind;          /* value id -> where it lives (the kernels' buffers) */
-    int *root;                 /* node index -> its fused group's root (ir_graph_group_roots) */
+    cg_binding *bind;          /* the top level's (scopes[0].bind) */
+    int *root;                 /* the top level's (scopes[0].root) */
+    pscope *scopes;            /* [0]: the top level, then every subgraph, parents first */
+    int nscopes;
+    int capsteps;
 } pbuild;
 
 /* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights.
@@ -169,6 +182,55 @@ static int64_t size_at_one(const cg_size *z, bool *fixed)
 
 /* ---- symbols, checks, bindings ------------------------------------------------ */
 
+/* The scopes: the top level (its bind and root are c->bind and c->root),
+ * then each If's and Loop's subgraphs, parents before children, so that a
+ * subgraph's captures are bound when it is. */
+static int add_scope(pbuild *c, const ir_graph *g, const ir_node *node, int parent)
+{
+    pscope *ns = realloc(c->scopes, sizeof *ns * ((size_t)c->nscopes + 1));
+    if (!ns)
+        return ir_errorf(c->d, "out of memory");
+    c->scopes = ns;
+    pscope *sc = &ns[c->nscopes++];
+    *sc = (pscope){.g = g, .node = node, .parent = parent};
+    sc->root = malloc(sizeof *sc->root * ((size_t)g->nnodes + 1));
+    if (!sc->root || ir_graph_group_roots(g, sc->root) < 0)
+        return ir_errorf(c->d, "out of memory");
+    return 0;
+}
+
+static int collect_scopes(pbuild *c)
+{
+    if (add_scope(c, c->g, NULL, -1) < 0)
+        return -1;
+    free(c->scopes[0].root);
+    c->scopes[0].root = c->root;   /* freed as c->root */
+    for (int si = 0; si < c->nscopes; si++) {
+        const ir_graph *g = c->scopes[si].g;
+        for (int k = 0; k < g->nnodes; k++) {
+            const ir_node *n = g->nodes[k];
+            /* a Scan is refused (check_graph), its body left alone */
+            for (int a = 0; (n->op == IR_OP_IF || n->op == IR_OP_LOOP) && a < n->nattr; a++)
+                if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph) {
+                    if (c->nscopes >= 4096)
+                        return ir_node_errorf(c->d, n, "more than 4096 subgraphs");
+                    if (add_scope(c, n->attrs[a].graph, n, si) < 0)
+                        return -1;
+                }
+        }
+    }
+    return 0;
+}
+
+/* The scope of subgraph g (a pointer among the scopes), or -1. */
+static int scope_of(const pbuild *c, const ir_graph *g)
+{
+    for (int i = 0; i < c->nscopes; i++)
+        if (c->scopes[i].g == g)
+            return i;
+    return -1;
+}
+
 /* Symbols bound by the inputs, numbered in order of first appearance. */
 static int find_symbols(pbuild *c)
 {
@@ -195,7 +257,7 @@ static int find_symbols(pbuild *c)
     c->root = malloc(sizeof *c->root * ((size_t)g->nnodes + 1));
     if (!c->root || ir_graph_group_roots(g, c->root) < 0)
         return ir_errorf(c->d, "out of memory");
-    return 0;
+    return collect_scopes(c);
 }
 
 /* ---- what decides an unknown dim ---------------------------------------------- */
@@ -259,18 +321,129 @@ static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, si
     free(dep);
 }
 
-/* Every node must lower, every dim be static, every intermediate planned,
- * and outputs be node results listed once. All unsupported nodes are
- * reported together, like the frontend's unsupported ops. */
-static int check_graph(pbuild *c)
+/* A type as text for messages: "f32[2,3]", '?' for a dim not fixed. */
+static void type_text(const ir_type *t, char *buf, size_t n)
 {
-    const ir_graph *g = c->g;
+    if (t->rank < 0) {
+        snprintf(buf, n, "%s of unknown rank", ir_dtype_name(t->dtype));
+        return;
+    }
+    size_t at = (size_t)snprintf(buf, n, "%s[", ir_dtype_name(t->dtype));
+    for (int k = 0; k < t->rank && at < n; k++) {
+        if (t->dims[k].sym)
+            at += (size_t)snprintf(buf + at, n - at, "%s?", k ? "," : "");
+        else
+            at += (size_t)snprintf(buf + at, n - at, "%s%lld", k ? "," : "", (long long)t->dims[k].v);
+    }
+    if (at < n)
+        snprintf(buf + at, n - at, "]");
+}
+
+static bool type_static(const ir_type *t)
+{
+    if (t->rank < 0)
+        return false;
+    for (int k = 0; k < t->rank; k++)
+        if (t->dims[k].sym)
+            return false;
+    return true;
+}
+
+/* An If compiles when its condition is one bool and each output has one
+ * static type that both branches give: a program's buffers have fixed
+ * sizes, so the branch taken at run time must fit the If's. */
+static int check_if(pbuild *c, const ir_node *n)
+{
+    if (c->p->dynamic)
+        return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
+                              "pin the dims with --shape=NAME:DIMS");
+    const ir_type *ct = &n->in[0]->type;
+    int64_t numel;
+    if (ct->dtype != IR_BOOL || !type_static(ct) || !ir_type_numel(ct, &numel) || numel != 1)
+        return ir_node_errorf(c->d, n, "the condition '%.100s' must be one bool to be compiled", n->in[0]->name);
+    static const char *const br[2] = {"then_branch", "else_branch"};
+    for (int b = 0; b < 2; b++) {
+        const ir_graph *sub = ir_attr_graph(n, br[b]);
+        if (!sub || sub->noutputs != n->nout)
+            return ir_node_errorf(c->d, n, "has no %s of %d outputs", br[b], n->nout);
+        for (int i = 0; i < n->nout; i++) {
+            const ir_type *bt = &sub->outputs[i]->type, *ot = &n->out[i]->type;
+            if (type_static(bt) && ir_type_same(bt, ot))
+                continue;
+            const ir_graph *other = ir_attr_graph(n, br[!b]);
+            char x[160], y[160];
+            type_text(bt, x, sizeof x);
+            type_text(other && other->noutputs == n->nout ? &other->outputs[i]->type : ot, y, sizeof y);
+            return ir_node_errorf(c->d, n, "output %d ('%.100s') is %s in the %s and %s in the %s: an If whose "
+                                  "branches do not give one static shape is not compiled yet", i, n->out[i]->name, x,
+                                  br[b], y, br[!b]);
+        }
+    }
+    return 0;
+}
+
+/* One element of dtype dt, of static type (a trip count, a condition). */
+static bool is_scalar(const ir_value *v, ir_dtype dt)
+{
+    int64_t numel;
+    return v->type.dtype == dt && type_static(&v->type) && ir_type_numel(&v->type, &numel) && numel == 1;
+}
+
+/* A Loop compiles when its trip count and condition (each optional) are
+ * one int64 and one bool, and every carried value has one static type
+ * before, inside and after the body. Scan outputs are not compiled: their
+ * length is the number of iterations, which only the run knows. */
+static int check_loop(pbuild *c, const ir_node *n)
+{
+    if (c->p->dynamic)
+        return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
+                              "pin the dims with --shape=NAME:DIMS");
+    const ir_graph *b = ir_attr_graph(n, "body");
+    int formal = ir_control_formal_inputs(n), N = formal - 2;
+    if (!b || formal < 2 || b->ninputs != formal + n->ncap || b->noutputs != 1 + n->nout || N > n->nout)
+        return ir_node_errorf(c->d, n, "has no body of %d inputs and %d outputs", formal + n->ncap, 1 + n->nout);
+    if (n->in[0] && !is_scalar(n->in[0], IR_I64))
+        return ir_node_errorf(c->d, n, "the trip count '%.100s' must be one int64 to be compiled", n->in[0]->name);
+    if (n->in[1] && !is_scalar(n->in[1], IR_BOOL))
+        return ir_node_errorf(c->d, n, "the condition '%.100s' must be one bool to be compiled", n->in[1]->name);
+    if (!is_scalar(b->outputs[0], IR_BOOL))
+        return ir_node_errorf(c->d, n, "the body's condition '%.100s' must be one bool to be compiled",
+                              b->outputs[0]->name);
+    if (n->nout > N)
+        return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is not compiled yet: it has as many rows as "
+                              "the loop runs iterations, which only the run knows", 0, n->out[N]->name);
+    for (int i = 0; i < N; i++) {
+        const ir_type *t0 = &n->in[2 + i]->type, *ti = &b->inputs[2 + i]->type;
+        const ir_type *to = &b->outputs[1 + i]->type, *tl = &n->out[i]->type;
+        if (!type_static(t0) || !ir_type_same(t0, ti) || !ir_type_same(t0, to) || !ir_type_same(t0, tl)) {
+            char x[160], y[160];
+            type_text(t0, x, sizeof x);
+            type_text(to, y, sizeof y);
+            return ir_node_errorf(c->d, n, "carried value %d ('%.100s') is %s before the body and %s after it: a "
+                                  "Loop whose carried values do not keep one static shape is not compiled yet", i,
+                                  n->out[i]->name, x, y);
+        }
+        /* the copy back after an iteration goes input by input: a body
+         * passing another carried input on would read one already copied */
+        const ir_value *o = b->outputs[1 + i];
+        for (int j = 0; j < formal; j++)
+            if (o == b->inputs[j] && j != 2 + i)
+                return ir_node_errorf(c->d, n, "carried value %d is body input %d passed on, which is not compiled "
+                                      "yet", i, j);
+    }
+    return 0;
+}
+
+/* Every dim of g's values static, or (at the top) a symbol some input
+ * decides; a dim left unknown is traced back to where it came from. */
+static int check_values(pbuild *c, const ir_graph *g, bool top)
+{
     const cg_program *p = c->p;
     for (int i = 0; i < g->nvalues; i++) {
         const ir_value *v = g->values[i];
         for (int k = 0; k < v->type.rank; k++) {
             int32_t sym = v->type.dims[k].sym;
-            if (sym > 0 && (sym >= g->nsyms || p->sym_desc[sym] < 0))
+            if (sym > 0 && (!top || sym >= g->nsyms || p->sym_desc[sym] < 0))
                 return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s', which no input "
                                  "decides: pin it with --shape", v->name, ir_graph_sym_name(g, sym));
         }
@@ -294,32 +467,76 @@ static int check_graph(pbuild *c)
             return ir_errorf(c->d, "value '%.200s' has %s: pin it with --shape=NAME:DIMS", v->name, what);
         }
     }
+    return 0;
+}
+
+/* Every node must lower, every dim be static, every intermediate planned,
+ * and outputs be node results listed once. All unsupported nodes are
+ * reported together, like the frontend's unsupported ops; an If that
+ * cannot be compiled is reported first, with the reason. */
+static int check_graph(pbuild *c)
+{
+    const cg_program *p = c->p;
+    for (int si = 0; si < c->nscopes; si++) {
+        const ir_graph *g = c->scopes[si].g;
+        for (int k = 0; k < g->nnodes; k++)
+            if ((g->nodes[k]->op == IR_OP_IF && check_if(c, g->nodes[k]) < 0) ||
+                (g->nodes[k]->op == IR_OP_LOOP && check_loop(c, g->nodes[k]) < 0))
+                return -1;
+    }
+    for (int si = 0; si < c->nscopes; si++)
+        if (check_values(c, c->scopes[si].g, si == 0) < 0)
+            return -1;
     char list[768] = "";
     int bad = 0;
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = g->nodes[k];
-        if (cg_can_lower(n) && (!p->dynamic || symbolic_ok(n)))
-            continue;
-        if (p->dynamic && c->root[k] == k && can_lower_batched(n))
-            continue;
-        if (bad < 8)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
-                     ir_ops[n->op].name, n->name);
-        bad++;
+    for (int si = 0; si < c->nscopes; si++) {
+        const ir_graph *g = c->scopes[si].g;
+        const int *root = c->scopes[si].root;
+        for (int k = 0; k < g->nnodes; k++) {
+            const ir_node *n = g->nodes[k];
+            if (n->op == IR_OP_IF || n->op == IR_OP_LOOP)
+                continue;   /* checked above */
+            if (cg_can_lower(n) && (!p->dynamic || symbolic_ok(n)))
+                continue;
+            if (p->dynamic && root[k] == k && can_lower_batched(n))
+                continue;
+            if (bad < 8)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
+                         ir_ops[n->op].name, n->name);
+            bad++;
+        }
     }
     if (bad)
         return ir_errorf(c->d, "%d node%s cannot be compiled yet: %s%s", bad, bad == 1 ? "" : "s", list,
                          bad > 8 ? ", ..." : "");
-    for (int k = 0; k < g->nnodes; k++)
-        for (int i = 0; i < g->nodes[k]->nout; i++) {
-            const ir_value *v = g->nodes[k]->out[i];
-            bool is_out = false;
-            for (int j = 0; j < g->noutputs; j++)
-                is_out |= g->outputs[j] == v;
-            if (!is_out && !v->planned && !p->dynamic && c->root[k] == k)
-                return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
-        }
+    for (int si = 0; si < c->nscopes; si++) {
+        const ir_graph *g = c->scopes[si].g;
+        const int *root = c->scopes[si].root;
+        for (int k = 0; k < g->nnodes; k++)
+            for (int i = 0; i < g->nodes[k]->nout; i++) {
+                const ir_value *v = g->nodes[k]->out[i];
+                bool is_out = false;
+                for (int j = 0; j < g->noutputs; j++)
+                    is_out |= g->outputs[j] == v;
+                if (!is_out && !v->planned && !p->dynamic && root[k] == k)
+                    return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
+            }
+    }
     return 0;
+}
+
+/* Whether branch output i is computed by one of the branch's nodes and
+ * listed there first: then the branch computes it in place, where the
+ * If's output lives. */
+static bool branch_computes(const ir_graph *sg, int i)
+{
+    const ir_value *v = sg->outputs[i];
+    if (v->kind != IR_VAL_NODE)
+        return false;
+    for (int j = 0; j < i; j++)
+        if (sg->outputs[j] == v)
+            return false;
+    return true;
 }
 
 /* Bindings, and the weights blob: constants in value order, 64-aligned.
@@ -332,8 +549,11 @@ static int bind_values(pbuild *c)
 {
     const ir_graph *g = c->g;
     cg_program *p = c->p;
+    int nconst = g->nvalues;
+    for (int si = 1; si < c->nscopes; si++)
+        nconst += c->scopes[si].g->nvalues;
     c->bind = calloc((size_t)g->nvalues + 1, sizeof *c->bind);
-    p->wpieces = calloc((size_t)g->nvalues + 1, sizeof *p->wpieces);
+    p->wpieces = calloc((size_t)nconst + 1, sizeof *p->wpieces);
     if (!c->bind || !p->wpieces)
         return ir_errorf(c->d, "out of memory");
     int64_t off = 0;
@@ -358,6 +578,29 @@ static int bind_values(pbuild *c)
     for (int i = g->noutputs - 1; i >= 0; i--)
         if (g->outputs[i]->kind == IR_VAL_NODE)
             c->bind[g->outputs[i]->id] = (cg_binding){KIR_BUF_OUTPUT, i, 0};
+    c->scopes[0].bind = c->bind;
+    /* A subgraph's constants join the blob, its planned intermediates sit
+     * at their offsets (the plan put them above everything live while its
+     * node runs); its inputs and outputs are bound by bind_scopes. */
+    for (int si = 1; si < c->nscopes; si++) {
+        pscope *sc = &c->scopes[si];
+        const ir_graph *sg = sc->g;
+        if (!(sc->bind = calloc((size_t)sg->nvalues + 1, sizeof *sc->bind)))
+            return ir_errorf(c->d, "out of memory");
+        for (int i = 0; i < sg->nvalues; i++) {
+            const ir_value *v = sg->values[i];
+            if (v->kind == IR_VAL_CONST) {
+                int64_t nb = (int64_t)v->cval.nbytes, padded = (nb + 63) & ~(int64_t)63;
+                sc->bind[i] = (cg_binding){KIR_BUF_WEIGHT, 0, off};
+                if (nb)
+                    p->wpieces[p->nwpieces++] = (cg_weight_piece){off, nb, v->cval.data};
+                h = fnv1a_zeros(fnv1a(h, v->cval.data, nb), padded - nb);
+                off += padded;
+            } else if (v->planned) {
+                sc->bind[i] = (cg_binding){KIR_BUF_ARENA, 0, v->offset};
+            }
+        }
+    }
     p->weights_bytes = off;
     p->weights_checksum = h;
     return 0;
@@ -443,7 +686,12 @@ static int layout_arena(pbuild *c)
     const ir_graph *g = c->g;
     cg_program *p = c->p;
     if (!p->dynamic) {
-        p->arena_bytes = ir_graph_arena_bytes(g);
+        /* subgraphs' intermediates are planned above the top level's */
+        p->arena_bytes = 0;
+        for (int si = 0; si < c->nscopes; si++) {
+            int64_t e = ir_graph_arena_bytes(c->scopes[si].g);
+            p->arena_bytes = e > p->arena_bytes ? e : p->arena_bytes;
+        }
         return 0;
     }
     int nv = g->nvalues;
@@ -687,6 +935,61 @@ static int describe_io(pbuild *c)
     return 0;
 }
 
+/* ---- subgraphs' inputs and outputs ------------------------------------------ */
+
+/* bytes of arena space nothing else uses (a Loop's state), 64-aligned;
+ * its offset. */
+static int64_t reserve(pbuild *c, int64_t bytes)
+{
+    int64_t off = (c->p->arena_bytes + 63) & ~(int64_t)63;
+    c->p->arena_bytes = off + ((bytes + 63) & ~(int64_t)63);
+    return off;
+}
+
+static int64_t static_bytes(const ir_value *v)
+{
+    cg_size z = value_size(v);
+    return size_at_one(&z, NULL);
+}
+
+/* Subgraphs' inputs and outputs, parents first (after the arena is laid
+ * out: a Loop's state is reserved above it). Captures are where the
+ * captured values are. An If's branch computes each output it computes
+ * first where the If's output lives (its other outputs are copies,
+ * branch_copies). A Loop's body has its counter, condition and carried
+ * inputs in reserved space of their own, computes its carried outputs in
+ * the Loop's outputs (copied back into the inputs after each iteration)
+ * and its condition into reserved space. */
+static int bind_scopes(pbuild *c)
+{
+    for (int si = 1; si < c->nscopes; si++) {
+        pscope *sc = &c->scopes[si];
+        const ir_graph *sg = sc->g;
+        const ir_node *n = sc->node;
+        const cg_binding *outer = c->scopes[sc->parent].bind;
+        int formal = ir_control_formal_inputs(n);
+        for (int j = 0; j < n->ncap && formal >= 0 && formal + j < sg->ninputs; j++)
+            sc->bind[sg->inputs[formal + j]->id] = outer[n->in[n->nin - n->ncap + j]->id];
+        if (n->op == IR_OP_IF)
+            for (int i = 0; i < sg->noutputs && i < n->nout; i++)
+                if (branch_computes(sg, i))
+                    sc->bind[sg->outputs[i]->id] = outer[n->out[i]->id];
+        if (n->op != IR_OP_LOOP)
+            continue;
+        for (int i = 0; i < formal && i < sg->ninputs; i++)
+            sc->bind[sg->inputs[i]->id] = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, static_bytes(sg->inputs[i]))};
+        for (int i = 0; i < sg->noutputs; i++) {
+            if (!branch_computes(sg, i))
+                continue;
+            if (i >= 1 && i - 1 < n->nout)
+                sc->bind[sg->outputs[i]->id] = outer[n->out[i - 1]->id];
+            else
+                sc->bind[sg->outputs[i]->id] = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, static_bytes(sg->outputs[i]))};
+        }
+    }
+    return 0;
+}
+
 /* ---- kernels --------------------------------------------------------------------- */
 
 /* The trip count of k's outermost parallel loop (from 0 to a constant or
@@ -706,8 +1009,6 @@ static ir_dim parallel_trips(const kir_kernel *k)
     return (ir_dim){.sym = s->hi->var};
 }
 
-/* One kernel per fused group, at its root, in node order; per item, for
- * a batch dim the op's lowering takes as static. */
 /* The run-time errors a kernel may report (kir_fail) join the program's
  * messages; the kernel's FAILs are numbered from where they start. */
 static int add_fail_messages(cg_program *p, kir_kernel *k, icc_diag *d)
@@ -723,56 +1024,195 @@ static int add_fail_messages(cg_program *p, kir_kernel *k, icc_diag *d)
     return 0;
 }
 
-static int lower_kernels(pbuild *c, const char *prefix)
+/* Appends a step; its index, or -1 on out of memory. */
+static int add_step(pbuild *c, cg_step st)
 {
-    const ir_graph *g = c->g;
     cg_program *p = c->p;
-    p->kernels = calloc((size_t)g->nnodes + 1, sizeof *p->kernels);
-    if (!p->kernels)
-        return ir_errorf(c->d, "out of memory");
-    for (int kx = 0; kx < g->nnodes; kx++) {
-        const ir_node *n = g->nodes[kx];
-        if (c->root[kx] != kx)
+    if (p->nsteps == c->capsteps) {
+        int nc = c->capsteps ? 2 * c->capsteps : 64;
+        cg_step *ns = realloc(p->steps, sizeof *ns * (size_t)nc);
+        if (!ns)
+            return ir_errorf(c->d, "out of memory");
+        p->steps = ns;
+        c->capsteps = nc;
+    }
+    p->steps[p->nsteps] = st;
+    return p->nsteps++;
+}
+
+/* Node kx of g (fused group root) as one kernel, named kname, and its
+ * KERNEL step; per item, for a batch dim the op's lowering takes as
+ * static. */
+static int lower_one(pbuild *c, const ir_graph *g, const cg_binding *bind, int kx, const char *kname)
+{
+    cg_program *p = c->p;
+    const ir_node *n = g->nodes[kx];
+    cg_kernel *ck = &p->kernels[p->nkernels];
+    int32_t bsym = p->dynamic && !symbolic_ok(n) ? batch_symbol(n) : 0;
+    ir_type saved[128];
+    if (bsym)
+        pin_batch(n, bsym, saved, false);
+    kir_kernel *k = NULL;
+    int rc = cg_lower_node(g, n, bind, c->s, kname, &k, c->d);
+    int64_t *item_bytes = NULL;
+    if (rc < 0)
+        k = NULL;
+    else if (bsym && !(item_bytes = calloc((size_t)(k->nbufs + n->nin + n->nout) + 1, sizeof *item_bytes)))
+        rc = ir_errorf(c->d, "out of memory");
+    for (int i = 0, kb = 0; bsym && rc == 0 && i < n->nin + n->nout; i++) {
+        const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+        if (!v)
             continue;
-        char kname[256];
-        snprintf(kname, sizeof kname, "%s_k%d", prefix, kx);
-        cg_kernel *ck = &p->kernels[p->nkernels];
-        int32_t bsym = p->dynamic && !symbolic_ok(n) ? batch_symbol(n) : 0;
-        ir_type saved[128];
-        if (bsym)
-            pin_batch(n, bsym, saved, false);
-        kir_kernel *k = NULL;
-        int rc = cg_lower_node(g, n, c->bind, c->s, kname, &k, c->d);
-        int64_t *item_bytes = NULL;
-        if (rc < 0)
-            k = NULL;
-        else if (bsym && !(item_bytes = calloc((size_t)(k->nbufs + n->nin + n->nout) + 1, sizeof *item_bytes)))
-            rc = ir_errorf(c->d, "out of memory");
-        for (int i = 0, kb = 0; bsym && rc == 0 && i < n->nin + n->nout; i++) {
-            const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
-            if (!v)
-                continue;
-            if (saved[i].rank > 0 && saved[i].dims[0].sym == bsym) {
-                cg_size z = value_size(v);   /* dims pinned: one item */
-                item_bytes[kb] = size_at_one(&z, NULL);
-            }
-            kb++;
+        if (saved[i].rank > 0 && saved[i].dims[0].sym == bsym) {
+            cg_size z = value_size(v);   /* dims pinned: one item */
+            item_bytes[kb] = size_at_one(&z, NULL);
         }
-        if (bsym)
-            pin_batch(n, bsym, saved, true);
-        if (rc < 0) {
-            kir_kernel_destroy(k);
-            return -1;
-        }
-        int64_t ops = cg_cost_trip_ops(k, c->s->lanes);
-        *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
-                          .trips = parallel_trips(k), .trip_ops = ops,
-                          .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
-        p->nkernels++;
-        if (k->nfails && add_fail_messages(p, k, c->d) < 0)
+        kb++;
+    }
+    if (bsym)
+        pin_batch(n, bsym, saved, true);
+    if (rc < 0) {
+        kir_kernel_destroy(k);
+        return -1;
+    }
+    int64_t ops = cg_cost_trip_ops(k, c->s->lanes);
+    *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
+                      .trips = parallel_trips(k), .trip_ops = ops,
+                      .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
+    p->nkernels++;
+    if (k->nfails && add_fail_messages(p, k, c->d) < 0)
+        return -1;
+    return add_step(c, (cg_step){.kind = CG_STEP_KERNEL, .kernel = p->nkernels - 1}) < 0 ? -1 : 0;
+}
+
+static int emit_scope(pbuild *c, int si, const char *prefix);
+
+/* The outputs a branch passes on rather than computes (branch_computes):
+ * copies into the If's outputs, after the branch's kernels. */
+static int branch_copies(pbuild *c, const ir_node *n, int si)
+{
+    const pscope *sc = &c->scopes[si];
+    const cg_binding *outer = c->scopes[sc->parent].bind;
+    for (int i = 0; i < n->nout; i++) {
+        const ir_value *v = sc->g->outputs[i];
+        if (branch_computes(sc->g, i))
+            continue;
+        cg_step st = {.kind = CG_STEP_COPY, .dst = outer[n->out[i]->id], .src = sc->bind[v->id],
+                      .bytes = value_size(n->out[i])};
+        if (add_step(c, st) < 0)
             return -1;
     }
     return 0;
+}
+
+/* An If: BRANCH (to the else branch when the condition is false), the
+ * then branch's steps and copies, JUMP past the else branch's steps and
+ * copies. Kernels are named after the If's: <kname>_then_k<node>. */
+static int emit_if(pbuild *c, int si, const ir_node *n, const char *kname)
+{
+    static const char *const br[2] = {"then", "else"};
+    int sub[2];
+    for (int b = 0; b < 2; b++) {
+        char an[16];
+        snprintf(an, sizeof an, "%s_branch", br[b]);
+        sub[b] = scope_of(c, ir_attr_graph(n, an));
+        if (sub[b] < 0 || c->scopes[sub[b]].parent != si)
+            return ir_node_errorf(c->d, n, "has no %s", an);
+    }
+    int jb = add_step(c, (cg_step){.kind = CG_STEP_BRANCH, .cond = c->scopes[si].bind[n->in[0]->id]});
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_then", kname);
+    if (jb < 0 || emit_scope(c, sub[0], name) < 0 || branch_copies(c, n, sub[0]) < 0)
+        return -1;
+    int jj = add_step(c, (cg_step){.kind = CG_STEP_JUMP});
+    if (jj < 0)
+        return -1;
+    c->p->steps[jb].target = c->p->nsteps;
+    snprintf(name, sizeof name, "%.200s_else", kname);
+    if (emit_scope(c, sub[1], name) < 0 || branch_copies(c, n, sub[1]) < 0)
+        return -1;
+    c->p->steps[jj].target = c->p->nsteps;
+    return 0;
+}
+
+/* A COPY step unless src and dst are one place. */
+static int add_copy(pbuild *c, cg_binding dst, cg_binding src, const ir_value *v)
+{
+    if (dst.kind == src.kind && dst.index == src.index && dst.offset == src.offset)
+        return 0;
+    return add_step(c, (cg_step){.kind = CG_STEP_COPY, .dst = dst, .src = src, .bytes = value_size(v)});
+}
+
+/* A Loop (program.h, cg_step): the counter and the inputs set, the head's
+ * test, the body, the copies back, the counter stepped, the jump back;
+ * after it the carried values copied out. Kernels: <kname>_body_k<node>. */
+static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
+{
+    int bi = scope_of(c, ir_attr_graph(n, "body"));
+    if (bi < 0 || c->scopes[bi].parent != si)
+        return ir_node_errorf(c->d, n, "has no body");
+    const cg_binding *outer = c->scopes[si].bind, *bind = c->scopes[bi].bind;
+    const ir_graph *b = c->scopes[bi].g;
+    int N = ir_control_formal_inputs(n) - 2;
+    cg_binding iter = bind[b->inputs[0]->id], cond = bind[b->inputs[1]->id];
+    if (add_step(c, (cg_step){.kind = CG_STEP_SET, .dst = iter, .value = 0, .width = 8}) < 0)
+        return -1;
+    if (n->in[1] ? add_copy(c, cond, outer[n->in[1]->id], n->in[1]) < 0
+                 : add_step(c, (cg_step){.kind = CG_STEP_SET, .dst = cond, .value = 1, .width = 1}) < 0)
+        return -1;
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, bind[b->inputs[2 + i]->id], outer[n->in[2 + i]->id], n->in[2 + i]) < 0)
+            return -1;
+    int head = add_step(c, (cg_step){.kind = CG_STEP_LOOP_TEST, .dst = iter, .cond = cond, .has_cond = true,
+                                     .has_trips = n->in[0] != NULL,
+                                     .src = n->in[0] ? outer[n->in[0]->id] : (cg_binding){0}});
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_body", kname);
+    if (head < 0 || emit_scope(c, bi, name) < 0 || add_copy(c, cond, bind[b->outputs[0]->id], b->outputs[0]) < 0)
+        return -1;
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, bind[b->inputs[2 + i]->id], bind[b->outputs[1 + i]->id], b->outputs[1 + i]) < 0)
+            return -1;
+    if (add_step(c, (cg_step){.kind = CG_STEP_INC, .dst = iter}) < 0 ||
+        add_step(c, (cg_step){.kind = CG_STEP_JUMP, .target = head}) < 0)
+        return -1;
+    c->p->steps[head].target = c->p->nsteps;
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, outer[n->out[i]->id], bind[b->inputs[2 + i]->id], n->out[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* The steps of scope si: one kernel per fused group, at its root, in
+ * node order (named <prefix>_k<node>), and each If's and Loop's. */
+static int emit_scope(pbuild *c, int si, const char *prefix)
+{
+    const pscope *sc = &c->scopes[si];
+    const ir_graph *g = sc->g;
+    for (int kx = 0; kx < g->nnodes; kx++) {
+        if (sc->root[kx] != kx)
+            continue;
+        char kname[256];
+        snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
+        int op = g->nodes[kx]->op;
+        int rc = op == IR_OP_IF     ? emit_if(c, si, g->nodes[kx], kname)
+                 : op == IR_OP_LOOP ? emit_loop(c, si, g->nodes[kx], kname)
+                                    : lower_one(c, g, sc->bind, kx, kname);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int lower_kernels(pbuild *c, const char *prefix)
+{
+    int nodes = 0;
+    for (int si = 0; si < c->nscopes; si++)
+        nodes += c->scopes[si].g->nnodes;
+    c->p->kernels = calloc((size_t)nodes + 1, sizeof *c->p->kernels);
+    if (!c->p->kernels)
+        return ir_errorf(c->d, "out of memory");
+    return emit_scope(c, 0, prefix);
 }
 
 /* Kernel-scope scratch (kir.h) lives in the arena after what layout_arena
@@ -818,10 +1258,15 @@ int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix
     p->prefix = prefix && *prefix ? prefix : "model";
     p->external_weights = external_weights;
     pbuild c = {.g = g, .s = s, .d = d, .p = p};
-    int rc = find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || layout_arena(&c) < 0 ||
+    int rc = find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || layout_arena(&c) < 0 || bind_scopes(&c) < 0 ||
              (p->dynamic && find_shape_checks(&c) < 0) || describe_io(&c) < 0 || lower_kernels(&c, p->prefix) < 0 ||
                      reserve_kernel_scratch(&c) < 0
                  ? -1 : 0;
+    for (int si = 1; si < c.nscopes; si++) {
+        free(c.scopes[si].bind);
+        free(c.scopes[si].root);
+    }
+    free(c.scopes);
     free(c.bind);
     free(c.root);
     if (rc < 0) {
@@ -841,6 +1286,7 @@ void cg_program_destroy(cg_program *p)
         free(p->kernels[i].item_bytes);
     }
     free(p->kernels);
+    free(p->steps);
     free(p->sym_desc);
     free(p->symbol_names);
     for (int i = 0; i < p->nslots; i++)

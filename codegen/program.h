@@ -16,7 +16,8 @@
  *
  * The program is data only: it says what `<prefix>_run` does (fill the
  * symbol table from the run's dims, lay out the arena, check the shapes,
- * run each kernel, copy outputs) and what the `<prefix>_model`
+ * run the steps: kernels, and for an If a branch on its condition and the
+ * copies of what a branch passes on; copy outputs) and what the `<prefix>_model`
  * descriptor (include/icc/runtime.h) holds; how that becomes code is the
  * backend's (codegen/llvm/model.c for the LLVM one). See docs/backends.md.
  */
@@ -104,6 +105,36 @@ typedef struct cg_copy {
     cg_size bytes;
 } cg_copy;
 
+/* One step of the run. The run is its steps in order, with jumps: an If
+ * is a BRANCH over its then branch's steps (taken when the condition is
+ * false) to its else branch's, whose end the then branch JUMPs past. A
+ * branch computes its outputs where the If's outputs live; an output it
+ * only passes on (a captured value, a constant, a value listed twice) is
+ * a COPY at the end of its steps. A Loop SETs its counter to 0 and COPYs
+ * the initial values (and condition) into its body's inputs, then at its
+ * head LOOP_TESTs (leave when counter >= trip count or the condition is
+ * false), runs the body's steps, COPYs the body's carried outputs back
+ * into its inputs, INCs the counter and JUMPs to the head; after it, the
+ * carried inputs are COPYd into the Loop's outputs. target may be
+ * nsteps: the end, where the output copies run. */
+typedef enum cg_step_kind {
+    CG_STEP_KERNEL, CG_STEP_BRANCH, CG_STEP_JUMP, CG_STEP_COPY, CG_STEP_SET, CG_STEP_LOOP_TEST, CG_STEP_INC,
+} cg_step_kind;
+typedef struct cg_step {
+    cg_step_kind kind;
+    int kernel;                /* KERNEL: index into kernels */
+    cg_binding cond;           /* BRANCH, LOOP_TEST: a bool (one byte); jump to target when it is 0 */
+    bool has_cond, has_trips;  /* LOOP_TEST: which of cond and src (the trip count) there are */
+    int target;                /* BRANCH, JUMP, LOOP_TEST: a step index */
+    /* COPY: bytes from src to dst (INPUT, OUTPUT, WEIGHT or ARENA); SET:
+     * value into dst, width bytes (1 or 8); LOOP_TEST: dst the counter,
+     * src the trip count (int64 each); INC: the counter dst += 1 */
+    cg_binding dst, src;
+    cg_size bytes;
+    int64_t value;
+    int width;
+} cg_step;
+
 /* What the descriptor says of one kernel of a profiled program
  * (icc_kernel_info). */
 typedef struct cg_kernel_info {
@@ -120,6 +151,8 @@ typedef struct cg_program {
     const char *prefix;        /* symbol prefix; borrowed from the caller of cg_program_build */
     int nkernels;
     cg_kernel *kernels;
+    int nsteps;
+    cg_step *steps;            /* owned; every kernel is the KERNEL step of one */
     /* Symbols: graph symbol ids are 1..nsyms-1; kernels read symbol id s
      * at syms[s] (a table of nsyms + 1 entries); the run receives the
      * bound ones in descriptor order, sym_desc[s] (-1: not bound). */

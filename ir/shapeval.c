@@ -45,7 +45,7 @@ bool ir_value_shape_value(const ir_value *v, ir_shape_value *out)
             out->e[i] = ir_dim_const(ir_tensor_geti(t, i));
         return true;
     }
-    if (v->kind != IR_VAL_NODE || !v->sv.known)
+    if (v->kind == IR_VAL_CONST || !v->sv.known)   /* a subgraph's capture may have one (ir/ref/control.c) */
         return false;
     *out = v->sv;
     return true;

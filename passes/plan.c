@@ -108,9 +108,11 @@ static const ir_value *inplace_input(const ir_graph *g, const int *root, int fir
     return NULL;
 }
 
-int pass_plan(pass_ctx *c)
+/* Plans g's intermediates at base and up; *end is where they stop, the
+ * subgraphs' included. st[0..4] count planned values, in-place reuses,
+ * arena bytes (of the top level), bytes without planning, fused bytes. */
+static int plan_graph(pass_ctx *c, ir_graph *g, int64_t base, int depth, int64_t *end, int64_t *st)
 {
-    ir_graph *g = c->g;
     int nv = g->nvalues, rc = -1;
     int *last = malloc(sizeof(int) * ((size_t)nv + 1));
     int *buf_of = malloc(sizeof(int) * ((size_t)nv + 1));
@@ -207,16 +209,36 @@ int pass_plan(pass_ctx *c)
     for (int i = 0; i < nv; i++)
         if (buf_of[i] >= 0) {
             g->values[i]->planned = true;
-            g->values[i]->offset = bufs[buf_of[i]].offset;
+            g->values[i]->offset = base + bufs[buf_of[i]].offset;
             planned++;
         }
-    c->changed = planned > 0;
-    pass_stat(c, "values planned", planned);
-    pass_stat(c, "in-place reuses", inplace);
-    pass_stat(c, "arena bytes", arena);
-    pass_stat(c, "bytes without planning", naive);
-    if (fused)
-        pass_stat(c, "bytes kept in fused kernels", fused);
+    st[0] += planned;
+    st[1] += inplace;
+    st[3] += naive;
+    st[4] += fused;
+    /* A control node's subgraphs run while the node runs, so their
+     * intermediates must not meet anything of this graph live then; they go
+     * above all of this graph's. Only one branch of an If runs, and a body
+     * runs after the one before it ended, so every subgraph of this graph
+     * starts at the same base: they share the space. */
+    int64_t own = base + ((arena + 63) & ~(int64_t)63), top = own;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int a = 0; a < n->nattr; a++) {
+            ir_graph *sub = n->attrs[a].kind == IR_ATTR_GRAPH ? n->attrs[a].graph : NULL;
+            int64_t e = own;
+            if (!sub)
+                continue;
+            if (depth >= IR_MAX_SUBGRAPH_DEPTH) {
+                ir_node_errorf(c->diag, n, "subgraphs nest deeper than %d", IR_MAX_SUBGRAPH_DEPTH);
+                goto done;
+            }
+            if (plan_graph(c, sub, own, depth + 1, &e, st) < 0)
+                goto done;
+            top = e > top ? e : top;
+        }
+    }
+    *end = top;
     rc = 0;
 done:
     free(last);
@@ -227,4 +249,19 @@ done:
     free(root);
     free(taken);
     return rc;
+}
+
+int pass_plan(pass_ctx *c)
+{
+    int64_t st[5] = {0}, end = 0;
+    if (plan_graph(c, c->g, 0, 0, &end, st) < 0)
+        return -1;
+    c->changed = st[0] > 0;
+    pass_stat(c, "values planned", st[0]);
+    pass_stat(c, "in-place reuses", st[1]);
+    pass_stat(c, "arena bytes", end);
+    pass_stat(c, "bytes without planning", st[3]);
+    if (st[4])
+        pass_stat(c, "bytes kept in fused kernels", st[4]);
+    return 0;
 }

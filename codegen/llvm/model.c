@@ -4,8 +4,9 @@
  * Each kernel becomes a function (codegen/llvm/emit.c), internal to the
  * module; `<prefix>_run` fills the symbol table from the run's dims, lays
  * out the arena (a dynamic program's slots, through `<prefix>_layout`),
- * checks the shapes, then calls the kernels in order, each on its buffer
- * table, per batch item where the program says so, splitting a kernel's
+ * checks the shapes, then runs the program's steps (cg_step: kernel calls,
+ * and for If and Loop branches, jumps, copies and a loop counter, a basic
+ * block per jump target), calling each kernel on its buffer table, per batch item where the program says so, splitting a kernel's
  * parallel outer loop over the runtime's parallel_for through the
  * `<prefix>_par` trampoline; last it copies the outputs no kernel
  * writes. The weights are a 64-aligned constant in .rodata (or mapped by
@@ -230,6 +231,23 @@ static LLVMValueRef emit_arena_size(mctx *c)
     return fn;
 }
 
+/* Where a binding of a static program points in the run function: an
+ * input's or output's buffer, or a byte offset into the weights or the
+ * arena. */
+static LLVMValueRef binding_ptr(mctx *c, LLVMBuilderRef b, const cg_binding *bd, LLVMValueRef inputs,
+                                LLVMValueRef outputs, LLVMValueRef weights, LLVMValueRef arena)
+{
+    LLVMValueRef off = ci64(c, bd->offset);
+    if (bd->kind == KIR_BUF_INPUT || bd->kind == KIR_BUF_OUTPUT) {
+        LLVMValueRef idx = ci64(c, bd->index);
+        LLVMValueRef base = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, bd->kind == KIR_BUF_INPUT ? inputs
+                                                                                                     : outputs,
+                                                                    &idx, 1, ""), "");
+        return LLVMBuildGEP2(b, c->i8, base, &off, 1, "");
+    }
+    return LLVMBuildGEP2(b, c->i8, bd->kind == KIR_BUF_WEIGHT ? weights : arena, &off, 1, "");
+}
+
 /* The outputs no kernel writes (cg_program.copies). */
 static void copy_outputs(mctx *c, LLVMBuilderRef b, LLVMValueRef inputs, LLVMValueRef outputs,
                          LLVMValueRef weights, LLVMValueRef symtab)
@@ -373,6 +391,17 @@ static LLVMValueRef kernel_table(mctx *c)
     return t;
 }
 
+/* An array of n ty in the run's entry block, so that a kernel's buffer
+ * table is one stack slot however often its step runs. */
+static LLVMValueRef entry_alloca(mctx *c, LLVMBasicBlockRef entry, LLVMTypeRef ty, int n, const char *name)
+{
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilder(eb, entry, LLVMGetFirstInstruction(entry));
+    LLVMValueRef a = LLVMBuildArrayAlloca(eb, ty, ci32(c, n > 0 ? n : 1), name);
+    LLVMDisposeBuilder(eb);
+    return a;
+}
+
 /* The module: the run function with its helpers, then the weights, the
  * I/O descriptions and the descriptor. */
 static int emit_model(mctx *c)
@@ -435,8 +464,79 @@ static int emit_model(mctx *c)
     if (p->profile)
         profile_setup(c, b, env_ty, env);
 
+    /* The steps' jump targets (target nsteps: the output copies). */
+    LLVMBasicBlockRef *at = calloc((size_t)p->nsteps + 1, sizeof *at);
+    if (!at)
+        return ir_errorf(c->d, "out of memory");
+    for (int sx = 0; sx < p->nsteps; sx++)
+        if (p->steps[sx].kind == CG_STEP_BRANCH || p->steps[sx].kind == CG_STEP_JUMP ||
+            p->steps[sx].kind == CG_STEP_LOOP_TEST)
+            if (!at[p->steps[sx].target])
+                at[p->steps[sx].target] = LLVMAppendBasicBlockInContext(c->cx, run, "step");
+    for (int sx = 0; sx < p->nsteps; sx++)   /* a loop's head, which its JUMP goes back to */
+        if (p->steps[sx].kind == CG_STEP_LOOP_TEST && !at[sx])
+            at[sx] = LLVMAppendBasicBlockInContext(c->cx, run, "loop");
     int rc = 0;
-    for (int kx = 0; kx < p->nkernels && rc == 0; kx++) {
+    for (int sx = 0; sx <= p->nsteps && rc == 0; sx++) {
+        if (at[sx]) {
+            LLVMBuildBr(b, at[sx]);
+            LLVMPositionBuilderAtEnd(b, at[sx]);
+        }
+        if (sx == p->nsteps)
+            break;
+        const cg_step *st = &p->steps[sx];
+        if (st->kind == CG_STEP_BRANCH) {
+            /* the condition is one bool byte: nonzero runs on, zero jumps */
+            LLVMValueRef cp = binding_ptr(c, b, &st->cond, inputs, outputs, weights, arena);
+            LLVMValueRef cv = LLVMBuildLoad2(b, c->i8, cp, "cond");
+            LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(c->cx, run, "taken");
+            LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, cv, LLVMConstInt(c->i8, 0, 0), ""), on, at[st->target]);
+            LLVMPositionBuilderAtEnd(b, on);
+            continue;
+        }
+        if (st->kind == CG_STEP_JUMP) {
+            LLVMBuildBr(b, at[st->target]);
+            LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, run, "after"));
+            continue;
+        }
+        if (st->kind == CG_STEP_SET) {
+            LLVMTypeRef ty = st->width == 8 ? c->i64 : c->i8;
+            LLVMBuildStore(b, LLVMConstInt(ty, (unsigned long long)st->value, 1),
+                           binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena));
+            continue;
+        }
+        if (st->kind == CG_STEP_INC) {
+            LLVMValueRef ip = binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena);
+            LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, ip, ""), ci64(c, 1), ""), ip);
+            continue;
+        }
+        if (st->kind == CG_STEP_LOOP_TEST) {
+            /* leave when counter >= trip count, or the condition is false */
+            LLVMValueRef iv = LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena),
+                                             "iter");
+            LLVMValueRef stop = LLVMConstInt(LLVMInt1TypeInContext(c->cx), 0, 0);
+            if (st->has_trips) {
+                LLVMValueRef m = LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->src, inputs, outputs, weights,
+                                                                       arena), "trips");
+                stop = LLVMBuildOr(b, stop, LLVMBuildICmp(b, LLVMIntSGE, iv, m, ""), "");
+            }
+            if (st->has_cond) {
+                LLVMValueRef cv = LLVMBuildLoad2(b, c->i8, binding_ptr(c, b, &st->cond, inputs, outputs, weights,
+                                                                       arena), "cond");
+                stop = LLVMBuildOr(b, stop, LLVMBuildICmp(b, LLVMIntEQ, cv, LLVMConstInt(c->i8, 0, 0), ""), "");
+            }
+            LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(c->cx, run, "iteration");
+            LLVMBuildCondBr(b, stop, at[st->target], on);
+            LLVMPositionBuilderAtEnd(b, on);
+            continue;
+        }
+        if (st->kind == CG_STEP_COPY) {
+            LLVMValueRef dst = binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena);
+            LLVMValueRef src = binding_ptr(c, b, &st->src, inputs, outputs, weights, arena);
+            LLVMBuildMemCpy(b, dst, 1, src, 1, size_value(c, b, &st->bytes, symtab));
+            continue;
+        }
+        int kx = st->kernel;
         const cg_kernel *ck = &p->kernels[kx];
         kir_kernel *k = ck->k;
         const ir_node *n = ck->node;
@@ -450,7 +550,7 @@ static int emit_model(mctx *c)
         }
         LLVMSetLinkage(kfn, LLVMInternalLinkage);
         /* The buffer table, filled from the run's arguments. */
-        LLVMValueRef bufs = LLVMBuildArrayAlloca(b, c->ptr, ci32(c, k->nbufs), "bufs");
+        LLVMValueRef bufs = entry_alloca(c, entry, c->ptr, k->nbufs, "bufs");
         for (int i = 0; i < k->nbufs; i++) {
             const kir_buf *kb = &k->bufs[i];
             LLVMValueRef bp;
@@ -485,8 +585,8 @@ static int emit_model(mctx *c)
             LLVMValueRef si = ci64(c, bsym);
             LLVMValueRef count = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""), "items");
             LLVMValueRef base = bufs;
-            bufs = LLVMBuildArrayAlloca(b, c->ptr, ci32(c, k->nbufs), "item_bufs");
-            item_slot = LLVMBuildAlloca(b, c->i64, "item");
+            bufs = entry_alloca(c, entry, c->ptr, k->nbufs, "item_bufs");
+            item_slot = entry_alloca(c, entry, c->i64, 1, "item");
             LLVMBuildStore(b, ci64(c, 0), item_slot);
             bloop = LLVMAppendBasicBlockInContext(c->cx, run, "item");
             LLVMBasicBlockRef bbody = LLVMAppendBasicBlockInContext(c->cx, run, "item_body");
@@ -562,6 +662,7 @@ static int emit_model(mctx *c)
         }
         profile_end(c, b, kx, t0);
     }
+    free(at);
     if (rc == 0) {
         copy_outputs(c, b, inputs, outputs, weights, symtab);
         LLVMBuildRet(b, ci32(c, 0));

@@ -92,9 +92,23 @@ static int infer_sub(ir_shape_ctx *c, ir_graph *s, const char *name)
 {
     const ir_node *n = c->node;
     int formal = ir_control_formal_inputs(n);
-    for (int j = 0; j < n->ncap; j++)
+    for (int j = 0; j < n->ncap; j++) {
         if (set_input(c, s, formal + j, c->in[n->nin - n->ncap + j]) < 0)
             return -1;
+        /* A captured shape (a Reshape's target among the outer constants)
+         * is known inside as it is outside; only constant elements cross,
+         * since symbols are the outer graph's. */
+        ir_value *in = s->inputs[formal + j];
+        ir_shape_value sv;
+        memset(&in->sv, 0, sizeof in->sv);
+        if (ir_value_shape_value(n->in[n->nin - n->ncap + j], &sv)) {
+            bool fixed = true;
+            for (int e = 0; e < sv.n; e++)
+                fixed &= sv.e[e].sym == 0;
+            if (fixed)
+                in->sv = sv;
+        }
+    }
     if (ir_infer_shapes(s, c->diag) < 0) {
         char m[sizeof c->diag->msg];
         memcpy(m, c->diag->msg, sizeof m);
