@@ -319,6 +319,106 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
     return finish(L, n, c->out[0]);
 }
 
+/* ---- depthwise Conv ---------------------------------------------------------- */
+
+/* Packs depthwise W [C, 1, kh, kw] as [C/cb, kh, kw, cb]. */
+static ir_value *pack_dw_weights(lay *L, ir_value *w)
+{
+    const ir_dim *d = w->type.dims;
+    int64_t cb = L->cb, C = d[0].v, kk = d[2].v * d[3].v;
+    int64_t packed[4] = {C / cb, d[2].v, d[3].v, cb};
+    char buf[256];
+    if (w->kind == IR_VAL_CONST) {
+        ir_type t = {.dtype = IR_F32, .rank = 4};
+        for (int i = 0; i < 4; i++)
+            t.dims[i] = ir_dim_const(packed[i]);
+        ir_value *p = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_nchwc", buf, sizeof buf), &t, NULL,
+                                         L->c->diag);
+        if (!p)
+            return NULL;
+        const float *src = w->cval.data;
+        float *dst = p->cval.data;
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t k = 0; k < kk; k++)
+                dst[((c / cb) * kk + k) * cb + c % cb] = src[c * kk + k];
+        return p;
+    }
+    ir_node *def = w->kind == IR_VAL_NODE ? w->def : NULL;
+    if (def && def->op == IR_OP_CONSTANT_OF_SHAPE && def->in[0]->kind == IR_VAL_CONST) {
+        ir_value *s = i64_const(L, w->name, "_nchwc_shape", packed, 4);
+        ir_node *n = s ? add_node(L, IR_OP_CONSTANT_OF_SHAPE, w->name, "_nchwc", 1, &s, NULL) : NULL;
+        for (int i = 0; n && i < def->nattr; i++)
+            if (ir_node_add_attr(L->g, n, &def->attrs[i]) < 0)
+                return ir_errorf(L->c->diag, "out of memory"), NULL;
+        return n && infer(L, n) == 0 ? n->out[0] : NULL;
+    }
+    int64_t split[4] = {C / cb, cb, d[2].v, d[3].v};
+    static const int64_t perm[4] = {0, 2, 3, 1};
+    ir_value *r = reshape(L, w, split, 4, NULL);
+    return r ? transpose(L, r, perm, 4, NULL) : NULL;
+}
+
+/* A depthwise Conv (group = C = M, a channel multiplier of 1, C a multiple
+ * of cb) on blocked data: the geometry as conv_ok gives it, or false. Its
+ * input need not come from a blocked op: one to-blocked reorder is worth
+ * it as long as the next op keeps the data blocked (in MobileNets it is
+ * a 1x1 Conv). */
+static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
+{
+    if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1)
+        return false;
+    ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+    if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
+        return false;
+    int64_t C = x->type.dims[1].v;
+    if (ir_attr_int(n, "group", 1) != C || C % L->cb || w->type.dims[0].v != C || w->type.dims[1].v != 1 ||
+        y->type.dims[1].v != C)
+        return false;
+    icc_diag d;
+    nn_window win;
+    ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
+    if (nn_window_parse(n, &d, 2, wk, &win) < 0)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        int64_t o, pb, pe, in = x->type.dims[2 + i].v, k = wk[i].v;
+        if (nn_window_dim(n, &d, &win, i, in, &o, &pb, &pe) < 0 || o != y->type.dims[2 + i].v || pb < 0 ||
+            pe < 0)
+            return false;
+        int64_t span = (k - 1) * win.dilation[i] + 1;
+        if (in + pb + pe < span || (in + pb + pe - span) / win.stride[i] + 1 != o)
+            return false;
+        pads[i] = pb;
+        pads[2 + i] = pe;
+        s[i] = win.stride[i];
+        dl[i] = win.dilation[i];
+    }
+    return true;
+}
+
+/* The kernel (conv_dw_blocked.c) masks its own padding, so no Pad. */
+static int convert_dw(lay *L, ir_node *n, const int64_t *pads, const int64_t *s, const int64_t *dl)
+{
+    ir_value *x = to_blocked(L, n->in[0]);
+    ir_value *w = x ? pack_dw_weights(L, n->in[1]) : NULL;
+    if (!w)
+        return -1;
+    ir_value *b = n->nin > 2 && n->in[2] ? pack_bias(L, n->in[2]) : NULL;
+    if (n->nin > 2 && n->in[2] && !b)
+        return -1;
+    ir_value *in[3] = {x, w, b};
+    ir_node *c = add_node(L, IR_OP_CONV_DW_NCHWC, n->out[0]->name, "_nchwc", b ? 3 : 2, in, NULL);
+    if (!c)
+        return -1;
+    c->name = n->name;
+    if (ir_node_set_ints(L->g, c, "strides", s, 2) < 0 || ir_node_set_ints(L->g, c, "pads", pads, 4) < 0 ||
+        ir_node_set_ints(L->g, c, "dilations", dl, 2) < 0)
+        return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, c) < 0)
+        return -1;
+    L->convs++;
+    return finish(L, n, c->out[0]);
+}
+
 /* ---- layout-agnostic ops ----------------------------------------------------- */
 
 static bool same_dims(const ir_type *a, const ir_type *b)
@@ -571,6 +671,8 @@ int pass_layout(pass_ctx *c)
         int64_t pads[4], s[2], dl[2], ib;
         if (conv_ok(&L, n, pads, s, dl, &ib))
             rc = convert_conv(&L, n, pads, s, dl, ib);
+        else if (dw_ok(&L, n, pads, s, dl))
+            rc = convert_dw(&L, n, pads, s, dl);
         else if (ir_ops[n->op].flags & IR_F_ELEMWISE)
             rc = move_elementwise(&L, n);
         else if (n->op == IR_OP_BATCH_NORMALIZATION)
