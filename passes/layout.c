@@ -431,6 +431,22 @@ static bool same_dims(const ir_type *a, const ir_type *b)
     return true;
 }
 
+/* a [N, C, h, w] value broadcasts against t [N, C, H, W] with its channels
+ * in place (h, w each 1 or t's: a squeeze-excite's [N, C, 1, 1] scale),
+ * so its blocked twin broadcasts against t's blocked form the same way. */
+static bool broadcasts_blocked(const ir_type *v, const ir_type *t)
+{
+    if (v->rank != 4 || t->rank != 4)
+        return false;
+    for (int i = 0; i < 4; i++) {
+        if (!ir_dim_is_const(v->dims[i]) || !ir_dim_is_const(t->dims[i]))
+            return false;
+        if (v->dims[i].v != t->dims[i].v && (i < 2 || v->dims[i].v != 1))
+            return false;
+    }
+    return true;
+}
+
 /* Operand v of an elementwise op whose result has NCHW type t, on blocked
  * data: its twin (same shape as t), itself when it has one element, or a
  * per-channel constant re-laid out; NULL when none of these. */
@@ -438,7 +454,7 @@ static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fa
 {
     ir_value *b = twin_of(L, v);
     if (b)
-        return same_dims(&v->type, t) ? b : (*fail = true, NULL);
+        return same_dims(&v->type, t) || broadcasts_blocked(&v->type, t) ? b : (*fail = true, NULL);
     const ir_type *vt = &v->type;
     int64_t numel;
     if (!ir_type_is_static(vt) || vt->rank > 4 || !ir_type_numel(vt, &numel))
@@ -446,6 +462,16 @@ static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fa
     if (numel == 1)
         return v;
     int r = vt->rank;
+    if (v->kind != IR_VAL_CONST && r == 4 && vt->dims[1].v == t->dims[1].v && vt->dims[2].v == 1 &&
+        vt->dims[3].v == 1 && (vt->dims[0].v == 1 || vt->dims[0].v == t->dims[0].v)) {
+        /* a computed per-channel [N, C, 1, 1] (a squeeze-excite scale whose
+         * squeeze width is no multiple of cb, so it stayed NCHW): with the
+         * plane 1x1, [N, C/cb, 1, 1, cb] is the same elements in order, a
+         * Reshape rather than a reorder */
+        int64_t s5[5] = {vt->dims[0].v, vt->dims[1].v / L->cb, 1, 1, L->cb};
+        ir_value *rv = reshape(L, v, s5, 5, NULL);
+        return rv ? rv : (*fail = true, NULL);
+    }
     if (v->kind != IR_VAL_CONST || r < 3 || vt->dims[r - 1].v != 1 || vt->dims[r - 2].v != 1 ||
         vt->dims[r - 3].v != t->dims[1].v || (r == 4 && vt->dims[0].v != 1))
         return *fail = true, NULL;
