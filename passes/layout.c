@@ -9,7 +9,10 @@
  * with weights packed as [M/cb, C/cb, kh, kw, cb, cb]. An input of fewer
  * than cb channels (an image) is read as 1-channel blocks, which NCHW
  * already is: a Reshape to [N, C, H, W, 1] and weights [M/cb, C, kh, kw,
- * 1, cb]. The reorders are plain IR: to blocked is Reshape [N, C/cb, cb,
+ * 1, cb]. A depthwise Conv (group = C = M, C a multiple of cb) becomes
+ * ConvDwNCHWc (ir/ref/conv_dw_blocked.c) with weights [C/cb, kh, kw, cb]
+ * and its pads kept (its kernel masks them, so no Pad copy is made).
+ * The reorders are plain IR: to blocked is Reshape [N, C/cb, cb,
  * H, W] + Transpose [0,1,3,4,2], from blocked Transpose [0,1,4,2,3] +
  * Reshape, so the interpreter and backend run them as they are.
  *
@@ -18,8 +21,10 @@
  * NCHW by a from-blocked reorder (so any user still sees it) whose input
  * is remembered as the twin. These run on the twins instead when their
  * operands have them: elementwise ops (Relu, the residual Add or Sum,
- * Add/Mul by a per-channel constant, re-laid out as [C/cb, 1, 1, cb], or
- * by a scalar), inference BatchNormalization with constant parameters (a
+ * Add/Mul by a per-channel constant, re-laid out as [C/cb, 1, 1, cb], by
+ * a scalar, or by a per-channel [N, C, 1, 1] value: its twin broadcasts,
+ * and without one it is Reshaped to [N, C/cb, 1, 1, cb], which with a 1x1
+ * plane keeps the elements in place: a squeeze-excite scale), inference BatchNormalization with constant parameters (a
  * blocked Mul and Add), MaxPool and AveragePool (the same op over three
  * spatial dims, the lanes' window 1 wide) and pools over the whole plane
  * (ReduceMean/ReduceMax over the blocked H, W); a later Conv takes its
