@@ -5,7 +5,8 @@ MobileNetV2-style block stack, at 1 and 2 threads, side by side.
 Cases: depthwise 3x3 stride 1 and 2 at 32, 144 and 512 channels (MobileNet's
 plane sizes), ConvTranspose 4x4 stride 2 (64 -> 32 channels, 32x32 -> 64x64),
 Resize x2 nearest and linear (64 channels, 56x56), and a MobileNetV2-style
-stack (1x1 expand, depthwise 3x3, 1x1 project, residual; 4 blocks on 1x32x56x56).
+stack (1x1 expand, depthwise 3x3, 1x1 project, residual; 4 blocks on 1x32x56x56),
+a 1x1 Conv + MaxPool 3x3 s2 (blocked at -O3) and a MobileNetV3 squeeze-excite block.
 Each engine runs in turn per round (see bench/threads.py); the table is the
 median over rounds of each burst's p50 (ms). With --base, a baseline icc is
 measured alongside (before/after in one run).
@@ -76,6 +77,32 @@ def mobilenet(path):
     save(nodes, inits, [1, c, 56, 56], path)
 
 
+def maxpool_blocked(path):
+    """A 1x1 Conv then MaxPool 3x3 s2 (ShuffleNet's stem pool): blocked at -O3."""
+    rng = np.random.default_rng(0)
+    save([h.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+          h.make_node("MaxPool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)],
+         [rnd(rng, "w", 32, 32, 1, 1)], [1, 32, 112, 112], path)
+
+
+def se_block(path):
+    """A MobileNetV3 squeeze-excite block: depthwise 5x5 + HardSwish, GlobalAveragePool,
+    1x1 to 60 (no multiple of 8) + Relu, 1x1 back + HardSigmoid, Mul, 1x1 project."""
+    rng = np.random.default_rng(0)
+    c = 240
+    save([h.make_node("Conv", ["x", "wd", "bd"], ["d"], group=c, kernel_shape=[5, 5], pads=[2] * 4),
+          h.make_node("HardSwish", ["d"], ["ds"]),
+          h.make_node("GlobalAveragePool", ["ds"], ["g"]),
+          h.make_node("Conv", ["g", "w1", "b1"], ["s1"], kernel_shape=[1, 1]),
+          h.make_node("Relu", ["s1"], ["s1r"]),
+          h.make_node("Conv", ["s1r", "w2", "b2"], ["s2"], kernel_shape=[1, 1]),
+          h.make_node("HardSigmoid", ["s2"], ["sc"], alpha=1 / 6),
+          h.make_node("Mul", ["ds", "sc"], ["m"]),
+          h.make_node("Conv", ["m", "wp"], ["y"], kernel_shape=[1, 1])],
+         [rnd(rng, "wd", c, 1, 5, 5), rnd(rng, "bd", c), rnd(rng, "w1", 60, c, 1, 1), rnd(rng, "b1", 60),
+          rnd(rng, "w2", c, 60, 1, 1), rnd(rng, "b2", c), rnd(rng, "wp", 40, c, 1, 1)], [1, c, 14, 14], path)
+
+
 CASES = {
     "dw32_112_s1": lambda p: depthwise(p, 32, 112, 1),
     "dw144_56_s2": lambda p: depthwise(p, 144, 56, 2),
@@ -86,6 +113,8 @@ CASES = {
     "resize_nearest": lambda p: resize(p, "nearest"),
     "resize_linear": lambda p: resize(p, "linear"),
     "mobilenet_blocks": mobilenet,
+    "maxpool_blocked": maxpool_blocked,
+    "se_block": se_block,
 }
 
 

@@ -9,7 +9,10 @@
  * with weights packed as [M/cb, C/cb, kh, kw, cb, cb]. An input of fewer
  * than cb channels (an image) is read as 1-channel blocks, which NCHW
  * already is: a Reshape to [N, C, H, W, 1] and weights [M/cb, C, kh, kw,
- * 1, cb]. The reorders are plain IR: to blocked is Reshape [N, C/cb, cb,
+ * 1, cb]. A depthwise Conv (group = C = M, C a multiple of cb) becomes
+ * ConvDwNCHWc (ir/ref/conv_dw_blocked.c) with weights [C/cb, kh, kw, cb]
+ * and its pads kept (its kernel masks them, so no Pad copy is made).
+ * The reorders are plain IR: to blocked is Reshape [N, C/cb, cb,
  * H, W] + Transpose [0,1,3,4,2], from blocked Transpose [0,1,4,2,3] +
  * Reshape, so the interpreter and backend run them as they are.
  *
@@ -18,8 +21,10 @@
  * NCHW by a from-blocked reorder (so any user still sees it) whose input
  * is remembered as the twin. These run on the twins instead when their
  * operands have them: elementwise ops (Relu, the residual Add or Sum,
- * Add/Mul by a per-channel constant, re-laid out as [C/cb, 1, 1, cb], or
- * by a scalar), inference BatchNormalization with constant parameters (a
+ * Add/Mul by a per-channel constant, re-laid out as [C/cb, 1, 1, cb], by
+ * a scalar, or by a per-channel [N, C, 1, 1] value: its twin broadcasts,
+ * and without one it is Reshaped to [N, C/cb, 1, 1, cb], which with a 1x1
+ * plane keeps the elements in place: a squeeze-excite scale), inference BatchNormalization with constant parameters (a
  * blocked Mul and Add), MaxPool and AveragePool (the same op over three
  * spatial dims, the lanes' window 1 wide) and pools over the whole plane
  * (ReduceMean/ReduceMax over the blocked H, W); a later Conv takes its
@@ -319,6 +324,106 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
     return finish(L, n, c->out[0]);
 }
 
+/* ---- depthwise Conv ---------------------------------------------------------- */
+
+/* Packs depthwise W [C, 1, kh, kw] as [C/cb, kh, kw, cb]. */
+static ir_value *pack_dw_weights(lay *L, ir_value *w)
+{
+    const ir_dim *d = w->type.dims;
+    int64_t cb = L->cb, C = d[0].v, kk = d[2].v * d[3].v;
+    int64_t packed[4] = {C / cb, d[2].v, d[3].v, cb};
+    char buf[256];
+    if (w->kind == IR_VAL_CONST) {
+        ir_type t = {.dtype = IR_F32, .rank = 4};
+        for (int i = 0; i < 4; i++)
+            t.dims[i] = ir_dim_const(packed[i]);
+        ir_value *p = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_nchwc", buf, sizeof buf), &t, NULL,
+                                         L->c->diag);
+        if (!p)
+            return NULL;
+        const float *src = w->cval.data;
+        float *dst = p->cval.data;
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t k = 0; k < kk; k++)
+                dst[((c / cb) * kk + k) * cb + c % cb] = src[c * kk + k];
+        return p;
+    }
+    ir_node *def = w->kind == IR_VAL_NODE ? w->def : NULL;
+    if (def && def->op == IR_OP_CONSTANT_OF_SHAPE && def->in[0]->kind == IR_VAL_CONST) {
+        ir_value *s = i64_const(L, w->name, "_nchwc_shape", packed, 4);
+        ir_node *n = s ? add_node(L, IR_OP_CONSTANT_OF_SHAPE, w->name, "_nchwc", 1, &s, NULL) : NULL;
+        for (int i = 0; n && i < def->nattr; i++)
+            if (ir_node_add_attr(L->g, n, &def->attrs[i]) < 0)
+                return ir_errorf(L->c->diag, "out of memory"), NULL;
+        return n && infer(L, n) == 0 ? n->out[0] : NULL;
+    }
+    int64_t split[4] = {C / cb, cb, d[2].v, d[3].v};
+    static const int64_t perm[4] = {0, 2, 3, 1};
+    ir_value *r = reshape(L, w, split, 4, NULL);
+    return r ? transpose(L, r, perm, 4, NULL) : NULL;
+}
+
+/* A depthwise Conv (group = C = M, a channel multiplier of 1, C a multiple
+ * of cb) on blocked data: the geometry as conv_ok gives it, or false. Its
+ * input need not come from a blocked op: one to-blocked reorder is worth
+ * it as long as the next op keeps the data blocked (in MobileNets it is
+ * a 1x1 Conv). */
+static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
+{
+    if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1)
+        return false;
+    ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+    if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
+        return false;
+    int64_t C = x->type.dims[1].v;
+    if (ir_attr_int(n, "group", 1) != C || C % L->cb || w->type.dims[0].v != C || w->type.dims[1].v != 1 ||
+        y->type.dims[1].v != C)
+        return false;
+    icc_diag d;
+    nn_window win;
+    ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
+    if (nn_window_parse(n, &d, 2, wk, &win) < 0)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        int64_t o, pb, pe, in = x->type.dims[2 + i].v, k = wk[i].v;
+        if (nn_window_dim(n, &d, &win, i, in, &o, &pb, &pe) < 0 || o != y->type.dims[2 + i].v || pb < 0 ||
+            pe < 0)
+            return false;
+        int64_t span = (k - 1) * win.dilation[i] + 1;
+        if (in + pb + pe < span || (in + pb + pe - span) / win.stride[i] + 1 != o)
+            return false;
+        pads[i] = pb;
+        pads[2 + i] = pe;
+        s[i] = win.stride[i];
+        dl[i] = win.dilation[i];
+    }
+    return true;
+}
+
+/* The kernel (conv_dw_blocked.c) masks its own padding, so no Pad. */
+static int convert_dw(lay *L, ir_node *n, const int64_t *pads, const int64_t *s, const int64_t *dl)
+{
+    ir_value *x = to_blocked(L, n->in[0]);
+    ir_value *w = x ? pack_dw_weights(L, n->in[1]) : NULL;
+    if (!w)
+        return -1;
+    ir_value *b = n->nin > 2 && n->in[2] ? pack_bias(L, n->in[2]) : NULL;
+    if (n->nin > 2 && n->in[2] && !b)
+        return -1;
+    ir_value *in[3] = {x, w, b};
+    ir_node *c = add_node(L, IR_OP_CONV_DW_NCHWC, n->out[0]->name, "_nchwc", b ? 3 : 2, in, NULL);
+    if (!c)
+        return -1;
+    c->name = n->name;
+    if (ir_node_set_ints(L->g, c, "strides", s, 2) < 0 || ir_node_set_ints(L->g, c, "pads", pads, 4) < 0 ||
+        ir_node_set_ints(L->g, c, "dilations", dl, 2) < 0)
+        return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, c) < 0)
+        return -1;
+    L->convs++;
+    return finish(L, n, c->out[0]);
+}
+
 /* ---- layout-agnostic ops ----------------------------------------------------- */
 
 static bool same_dims(const ir_type *a, const ir_type *b)
@@ -331,6 +436,22 @@ static bool same_dims(const ir_type *a, const ir_type *b)
     return true;
 }
 
+/* a [N, C, h, w] value broadcasts against t [N, C, H, W] with its channels
+ * in place (h, w each 1 or t's: a squeeze-excite's [N, C, 1, 1] scale),
+ * so its blocked twin broadcasts against t's blocked form the same way. */
+static bool broadcasts_blocked(const ir_type *v, const ir_type *t)
+{
+    if (v->rank != 4 || t->rank != 4)
+        return false;
+    for (int i = 0; i < 4; i++) {
+        if (!ir_dim_is_const(v->dims[i]) || !ir_dim_is_const(t->dims[i]))
+            return false;
+        if (v->dims[i].v != t->dims[i].v && (i < 2 || v->dims[i].v != 1))
+            return false;
+    }
+    return true;
+}
+
 /* Operand v of an elementwise op whose result has NCHW type t, on blocked
  * data: its twin (same shape as t), itself when it has one element, or a
  * per-channel constant re-laid out; NULL when none of these. */
@@ -338,7 +459,7 @@ static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fa
 {
     ir_value *b = twin_of(L, v);
     if (b)
-        return same_dims(&v->type, t) ? b : (*fail = true, NULL);
+        return same_dims(&v->type, t) || broadcasts_blocked(&v->type, t) ? b : (*fail = true, NULL);
     const ir_type *vt = &v->type;
     int64_t numel;
     if (!ir_type_is_static(vt) || vt->rank > 4 || !ir_type_numel(vt, &numel))
@@ -346,6 +467,16 @@ static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fa
     if (numel == 1)
         return v;
     int r = vt->rank;
+    if (v->kind != IR_VAL_CONST && r == 4 && vt->dims[1].v == t->dims[1].v && vt->dims[2].v == 1 &&
+        vt->dims[3].v == 1 && (vt->dims[0].v == 1 || vt->dims[0].v == t->dims[0].v)) {
+        /* a computed per-channel [N, C, 1, 1] (a squeeze-excite scale whose
+         * squeeze width is no multiple of cb, so it stayed NCHW): with the
+         * plane 1x1, [N, C/cb, 1, 1, cb] is the same elements in order, a
+         * Reshape rather than a reorder */
+        int64_t s5[5] = {vt->dims[0].v, vt->dims[1].v / L->cb, 1, 1, L->cb};
+        ir_value *rv = reshape(L, v, s5, 5, NULL);
+        return rv ? rv : (*fail = true, NULL);
+    }
     if (v->kind != IR_VAL_CONST || r < 3 || vt->dims[r - 1].v != 1 || vt->dims[r - 2].v != 1 ||
         vt->dims[r - 3].v != t->dims[1].v || (r == 4 && vt->dims[0].v != 1))
         return *fail = true, NULL;
@@ -571,6 +702,8 @@ int pass_layout(pass_ctx *c)
         int64_t pads[4], s[2], dl[2], ib;
         if (conv_ok(&L, n, pads, s, dl, &ib))
             rc = convert_conv(&L, n, pads, s, dl, ib);
+        else if (dw_ok(&L, n, pads, s, dl))
+            rc = convert_dw(&L, n, pads, s, dl);
         else if (ir_ops[n->op].flags & IR_F_ELEMWISE)
             rc = move_elementwise(&L, n);
         else if (n->op == IR_OP_BATCH_NORMALIZATION)

@@ -17,6 +17,7 @@
  */
 #include "codegen/lower/tile.h"
 #include "codegen/lower/conv_direct.h"
+#include "codegen/lower/pool_blocked.h"
 #include "codegen/lower/qgemm.h"
 #include "ir/ops.h"
 #include "ir/ref/nn.h"
@@ -260,6 +261,15 @@ static int lower_pool(lctx *c)
     geom g;
     if (!window_geom(n, &g))
         return -1;
+    if (g.n == 3 && g.k[2] == 1 && g.s[2] == 1 && g.d[2] == 1 && !g.pb[2] && !g.pe[2] && g.out[2] == g.in[2] &&
+        cg_pool_blocked_ok(c)) {
+        /* layout.c's pool over blocked data: the lanes are the vector */
+        cg_pool2d pg = {.batch = g.batch, .cin = g.cin, .lanes = g.in[2]};
+        for (int i = 0; i < 2; i++)
+            pg.in[i] = g.in[i], pg.out[i] = g.out[i], pg.k[i] = g.k[i], pg.s[i] = g.s[i], pg.d[i] = g.d[i],
+            pg.pb[i] = g.pb[i], pg.pe[i] = g.pe[i];
+        return lower_pool_blocked(c, &pg);
+    }
     ir_dtype t = c->cdt;
     kir_expr *nb, *ch, *o[IR_MAX_RANK], *start[IR_MAX_RANK], *lo[IR_MAX_RANK], *hi[IR_MAX_RANK];
     kir_block *b = plane_loop(c, g.batch, g.cin, &nb, &ch);

@@ -169,7 +169,7 @@ static const struct {
     [IR_FAM_CONV] = {cg_can_lower_conv, lower_conv},
     [IR_FAM_MISC] = {cg_can_lower_misc, lower_misc},
     [IR_FAM_ATTENTION] = {cg_can_lower_attention, lower_attention},
-    [IR_FAM_BLOCKED] = {cg_can_lower_conv_blocked, lower_conv_blocked},
+    [IR_FAM_BLOCKED] = {cg_can_lower_blocked, lower_blocked},
     [IR_FAM_RNN] = {cg_can_lower_rnn, lower_rnn},
 };
 

@@ -1,0 +1,124 @@
+/* conv_dw_blocked.c - the shape function and reference kernel of
+ * ConvDwNCHWc, the layout pass's blocked depthwise 2-D convolution (an
+ * internal op: the ONNX frontend refuses the name). Channel c of X
+ * [N, C/cb, H, W, cb] is at block c / cb, lane c % cb, and output channel
+ * c reads only input channel c (a channel multiplier of 1), so W is
+ * [C/cb, kh, kw, cb] (the weight of channel c at tap (y, x) is
+ * W[c / cb, y, x, c % cb]), the optional bias B is [C/cb, cb] and the
+ * result [N, C/cb, OH, OW, cb]. Attributes: strides and dilations (2
+ * values, default 1) and explicit pads [top, left, bottom, right]
+ * (default 0). The kernel sums in double, one output element at a time.
+ */
+#include "ir/ref/nn.h"
+
+#include <stdlib.h>
+
+typedef struct dwb_attrs {
+    int64_t s[2], d[2], p[4];
+} dwb_attrs;
+
+static int dwb_attr(const ir_node *n, icc_diag *d, const char *name, int want, int64_t def, int64_t minv, int64_t *out)
+{
+    const int64_t *v;
+    int cnt = ir_attr_ints(n, name, &v);
+    for (int i = 0; i < want; i++)
+        out[i] = def;
+    if (cnt < 0)
+        return 0;
+    if (cnt != want)
+        return ir_node_errorf(d, n, "%s has %d values, expected %d", name, cnt, want);
+    for (int i = 0; i < cnt; i++) {
+        if (v[i] < minv || v[i] > (INT64_C(1) << 31))
+            return ir_node_errorf(d, n, "%s[%d] is %lld, out of range", name, i, (long long)v[i]);
+        out[i] = v[i];
+    }
+    return 0;
+}
+
+static int dwb_attrs_read(const ir_node *n, icc_diag *d, dwb_attrs *a)
+{
+    return dwb_attr(n, d, "strides", 2, 1, 1, a->s) < 0 || dwb_attr(n, d, "dilations", 2, 1, 1, a->d) < 0 ||
+                   dwb_attr(n, d, "pads", 4, 0, 0, a->p) < 0
+               ? -1
+               : 0;
+}
+
+int shape_conv_dw_nchwc(ir_shape_ctx *c)
+{
+    const ir_type *x = c->in[0], *w = c->in[1], *b = c->nin > 2 ? c->in[2] : NULL;
+    dwb_attrs a;
+    if (dwb_attrs_read(c->node, c->diag, &a) < 0)
+        return -1;
+    ir_dtype dt = x->dtype;
+    if (w->dtype != dt || (b && b->dtype != dt))
+        return ir_node_errorf(c->diag, c->node, "operands must share input 0's dtype");
+    if ((x->rank >= 0 && x->rank != 5) || (w->rank >= 0 && w->rank != 4) || (b && b->rank >= 0 && b->rank != 2))
+        return ir_node_errorf(c->diag, c->node, "needs X of rank 5, W of rank 4 and B of rank 2");
+    ir_type *o = &c->out[0];
+    ir_type_unknown(o, dt, 5);
+    if (x->rank < 0 || w->rank < 0)
+        return 0;
+    for (int i = 0; i < 4; i++)
+        if (ir_dim_is_const(w->dims[i]) && w->dims[i].v < 1)
+            return ir_node_errorf(c->diag, c->node, "W's dim %d is empty", i);
+    /* W's blocks and lanes are X's (and B's, when given) */
+    static const int xi[2] = {1, 4}, wi[2] = {0, 3};
+    for (int i = 0; i < 2; i++) {
+        ir_dim xd = x->dims[xi[i]], wd = w->dims[wi[i]];
+        if (ir_dim_is_const(xd) && ir_dim_is_const(wd) && xd.v != wd.v)
+            return ir_node_errorf(c->diag, c->node, "X's channel %s (%lld) differ from W's (%lld)",
+                                  i ? "lanes" : "blocks", (long long)xd.v, (long long)wd.v);
+        ir_dim bd = b && b->rank == 2 ? b->dims[i] : ir_dim_const(0);
+        if (b && b->rank == 2 && ir_dim_is_const(bd) && ir_dim_is_const(wd) && bd.v != wd.v)
+            return ir_node_errorf(c->diag, c->node, "B's dim %d (%lld) differs from W's (%lld)", i, (long long)bd.v,
+                                  (long long)wd.v);
+    }
+    o->dims[0] = x->dims[0];
+    o->dims[1] = x->dims[1];
+    o->dims[4] = x->dims[4];
+    for (int i = 0; i < 2; i++) {
+        ir_dim in = x->dims[2 + i], k = w->dims[1 + i];
+        if (!ir_dim_is_const(in) || !ir_dim_is_const(k))
+            continue;
+        if (in.v > (INT64_C(1) << 31) || k.v > (INT64_C(1) << 31))
+            return ir_node_errorf(c->diag, c->node, "spatial dims too large");
+        int64_t span = (k.v - 1) * a.d[i] + 1, padded = in.v + a.p[i] + a.p[2 + i];
+        if (padded < span)
+            return ir_node_errorf(c->diag, c->node, "the %lld-wide kernel does not fit spatial dim %d (%lld, padded)",
+                                  (long long)k.v, i, (long long)in.v);
+        o->dims[2 + i] = ir_dim_const((padded - span) / a.s[i] + 1);
+    }
+    return 0;
+}
+
+int ref_conv_dw_nchwc(ir_ref_ctx *c)
+{
+    const ir_tensor *x = c->in[0], *w = c->in[1], *b = c->nin > 2 ? c->in[2] : NULL;
+    ir_tensor *y = c->out[0];
+    dwb_attrs a;
+    if (dwb_attrs_read(c->node, c->diag, &a) < 0)
+        return -1;
+    const int64_t N = x->dims[0], CB = x->dims[1], H = x->dims[2], W = x->dims[3], CL = x->dims[4];
+    const int64_t KH = w->dims[1], KW = w->dims[2], OH = y->dims[2], OW = y->dims[3];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t cb = 0; cb < CB; cb++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++)
+                    for (int64_t l = 0; l < CL; l++) {
+                        double acc = b ? ir_tensor_getf(b, cb * CL + l) : 0.0;
+                        for (int64_t ky = 0; ky < KH; ky++) {
+                            int64_t ih = oh * a.s[0] - a.p[0] + ky * a.d[0];
+                            if (ih < 0 || ih >= H)
+                                continue;
+                            for (int64_t kx = 0; kx < KW; kx++) {
+                                int64_t iw = ow * a.s[1] - a.p[1] + kx * a.d[1];
+                                if (iw < 0 || iw >= W)
+                                    continue;
+                                acc += ir_tensor_getf(x, (((n * CB + cb) * H + ih) * W + iw) * CL + l) *
+                                       ir_tensor_getf(w, ((cb * KH + ky) * KW + kx) * CL + l);
+                            }
+                        }
+                        ir_tensor_setf(y, (((n * CB + cb) * OH + oh) * OW + ow) * CL + l, acc);
+                    }
+    return 0;
+}
