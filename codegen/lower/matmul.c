@@ -169,6 +169,7 @@ typedef struct {
     const mm_geo *g;
     kir_expr *bat[IR_MAX_RANK];
     kir_expr *kv;
+    int kc;                  /* reduction block */
 } mm_tile;
 
 static int mm_setup(lctx *c, cg_tile *t, kir_expr *flat)
@@ -188,8 +189,8 @@ static int mm_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *g, kir_block *
     kir_kernel *k = c->k;
     mm_tile *u = t->u;
     int kv = kir_new_var(k);
-    kir_expr *k0 = kir_imul(k, kb, lw_i64c(k, c->s->tile_kc));
-    kir_stmt *lk = kir_for(k, *b, kv, k0, lw_imin(k, lw_i64c(k, u->g->kd.v), kir_iadd(k, k0, lw_i64c(k, c->s->tile_kc))), KIR_SERIAL, 0);
+    kir_expr *k0 = kir_imul(k, kb, lw_i64c(k, u->kc));
+    kir_stmt *lk = kir_for(k, *b, kv, k0, lw_imin(k, lw_i64c(k, u->g->kd.v), kir_iadd(k, k0, lw_i64c(k, u->kc))), KIR_SERIAL, 0);
     if (!lk)
         return -1;
     u->kv = kir_var(k, kv);
@@ -231,18 +232,20 @@ static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
 
 /* The register-blocked form (see the file comment). Needs constant N, K
  * and batch dims (the parallel loop's bounds must be constant); M may be
- * symbolic (a batch of rows), then the chunks split the columns. */
-static int lower_tiled(lctx *c, const mm_geo *g, int width)
+ * symbolic (a batch of rows), then the chunks split the columns. Skinny
+ * shapes (constant M <= CG_SKINNY_M) stream: short reduction blocks, one
+ * chunk over all columns, so B is read row after row. */
+static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
 {
     int64_t nbat = 1;
     for (int d = 0; d < g->nbatch; d++)
         nbat *= g->to->dims[d].v;
-    mm_tile u = {.g = g};
-    bool mdyn = !ir_dim_is_const(g->m);
+    bool mdyn = !ir_dim_is_const(g->m), skinny = !mdyn && g->m.v <= CG_SKINNY_M;
+    mm_tile u = {.g = g, .kc = skinny ? c->s->skinny_kc : c->s->tile_kc};
     cg_tile t = {
         .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
-        .nkb = (g->kd.v + c->s->tile_kc - 1) / c->s->tile_kc,
-        .rows = c->s->tile_rows, .width = width, .u = &u,
+        .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny,
+        .rows = rows, .width = width, .u = &u,
         .setup = mm_setup, .k_open = mm_k_open, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
     return cg_tile_lower(c, &t);
@@ -331,7 +334,9 @@ int lower_matmul(lctx *c)
      * when N is narrower. Wide rows halve the B traffic per flop, which
      * matters because B's rows are a page apart for large N. */
     int vl = c->s->lanes * 4 / (int)ir_dtype_size(dt);
-    int64_t width = (int64_t)vl * c->s->tile_vecs;
+    int rows, vecs;
+    cg_schedule_gemm_tile(c->s, ir_dim_is_const(g.m) ? g.m.v : 0, &rows, &vecs);
+    int64_t width = (int64_t)vl * vecs;
     if (consts && vl > 0 && g.n.v < width)
         width = (g.n.v + vl - 1) / vl * vl;
     bool wide = dt == c->cdt && g.to->dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&
@@ -343,5 +348,5 @@ int lower_matmul(lctx *c)
      * (4 x 4 accumulators with 32 registers, 2 x 2 with 16) */
     if (wide && g.tB && !g.tA && g.kd.v >= vl)
         return lower_dot(c, &g, vl, c->s->dot_tiles);
-    return wide && !g.tB ? lower_tiled(c, &g, (int)width) : lower_plain(c, &g);
+    return wide && !g.tB ? lower_tiled(c, &g, (int)width, rows) : lower_plain(c, &g);
 }

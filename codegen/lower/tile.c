@@ -111,8 +111,8 @@ int cg_tile_lower(lctx *c, cg_tile *t)
         q.nb_dyn = lw_idivc(k, kir_iadd(k, t->m_dyn, lw_i64c(k, R - 1)), R);
     /* chunks of row blocks x column panels, split evenly; more of them
      * when there are too few to share between threads */
-    int64_t nrc = cdiv(q.nb, c->s->tile_mc_blocks), ncc = cdiv(q.nq, c->s->tile_nc_panels);
-    while (t->nbat * nrc * ncc < c->s->min_chunks) {
+    int64_t nrc = t->stream ? 1 : cdiv(q.nb, c->s->tile_mc_blocks), ncc = t->stream ? 1 : cdiv(q.nq, c->s->tile_nc_panels);
+    while (!t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
         bool can_r = nrc < q.nb, can_c = ncc < q.nq;
         if (!can_r && !can_c)
             break;

@@ -30,6 +30,10 @@ struct cg_tile {
     int64_t nkb;               /* blocks of the reduction */
     int rows;                  /* rows of the register tile, <= TILE_MAX_ROWS */
     int width;                 /* lanes of the vector loop */
+    bool stream;               /* one parallel chunk per batch item, all rows and columns: the
+                                  skinny schedule, whose short reduction blocks then read B's
+                                  rows front to back (a split by columns cuts them into
+                                  pieces, and measured 2-5x slower) */
     void *u;                   /* the caller's state */
     /* Called once inside the parallel loop with the batch item. */
     int (*setup)(lctx *c, cg_tile *t, kir_expr *bat);
