@@ -31,10 +31,13 @@ typedef struct cg_schedule {
     /* the register tile (tile.c; MatMul, Gemm, Conv, ConvNCHWc) */
     int tile_rows;             /* rows of accumulators */
     int tile_vecs;             /* vectors per row: accumulators = rows x vecs */
-    int tile_kc;               /* reduction block: a kc x row B micro-panel stays in L1 */
+    int tile_kc;               /* MatMul/Gemm reduction block: a packed kc x width B panel
+                                  fills half of L1 (from the target's L1) */
     int skinny_kc;             /* reduction block of skinny contractions (M <= 16), which read
                                   B's rows whole: kc rows of B are one contiguous stretch */
     int tile_mc_blocks;        /* row blocks of a parallel chunk: its A block stays in L2 */
+    int gemm_mc_blocks;        /* the same for MatMul/Gemm, whose B panel is packed (from the
+                                  target's L2 and tile_kc) */
     int tile_nc_panels;        /* column panels of a parallel chunk */
     int min_chunks;            /* at least this many parallel chunks, so threads balance */
     /* The least work (codegen/cost.h ops) worth a parallel chunk: a
