@@ -58,7 +58,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
  * of V vectors, so the best has the fewest cycles per output vector. V
  * is a power of two (the emitter widens those), at most 4 x tile_vecs
  * (8 accumulators of ymm: M = 1 is latency-bound with 2). */
-void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int *rows, int *vecs)
+void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int *rows, int *vecs)
 {
     *rows = s->tile_rows;
     *vecs = s->tile_vecs;
@@ -68,7 +68,7 @@ void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int *rows, int *vecs
     double best = 0;
     for (int r = 1; r <= 8 && r <= budget; r++) {
         int v = 1;
-        while (v * 2 <= budget / r && v * 2 <= 4 * s->tile_vecs)
+        while (v * 2 <= budget / r && v * 2 <= 4 * s->tile_vecs && (n_vecs <= 0 || v < n_vecs))
             v *= 2;
         double fma = r * v, ld = r + v, cyc = (fma > ld ? fma : ld) / 2;
         if (cyc < 4)

@@ -63,8 +63,9 @@ enum { CG_SKINNY_M = 16 };
  * Skinny shapes (1 <= M <= CG_SKINNY_M, memory-bound on B) get the tile
  * of the throughput model in schedule.c, so that no row is computed
  * twice and a step has enough independent FMAs to hide their latency;
- * other M (and m = 0: unknown) get tile_rows x tile_vecs. */
-void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int *rows, int *vecs);
+ * other M (and m = 0: unknown) get tile_rows x tile_vecs. n_vecs: the
+ * vectors N spans (0: unknown), which a skinny tile need not exceed. */
+void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int *rows, int *vecs);
 
 /* Picks the schedule for target t (borrowed by *s: it must outlive s).
  * Returns 0, or -1 with a message for a target with no schedule yet. */
