@@ -31,8 +31,13 @@ typedef struct cg_schedule {
     /* the register tile (tile.c; MatMul, Gemm, Conv, ConvNCHWc) */
     int tile_rows;             /* rows of accumulators */
     int tile_vecs;             /* vectors per row: accumulators = rows x vecs */
-    int tile_kc;               /* reduction block: a kc x row B micro-panel stays in L1 */
+    int tile_kc;               /* MatMul/Gemm reduction block: a packed kc x width B panel
+                                  fills half of L1 (from the target's L1) */
+    int skinny_kc;             /* reduction block of skinny contractions (M <= 16), which read
+                                  B's rows whole: kc rows of B are one contiguous stretch */
     int tile_mc_blocks;        /* row blocks of a parallel chunk: its A block stays in L2 */
+    int gemm_mc_blocks;        /* the same for MatMul/Gemm, whose B panel is packed (from the
+                                  target's L2 and tile_kc) */
     int tile_nc_panels;        /* column panels of a parallel chunk */
     int min_chunks;            /* at least this many parallel chunks, so threads balance */
     /* The least work (codegen/cost.h ops) worth a parallel chunk: a
@@ -51,6 +56,16 @@ typedef struct cg_schedule {
     int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
                                   than a weight panel of kc x block in L2, measured) */
 } cg_schedule;
+
+enum { CG_SKINNY_M = 16 };
+
+/* The register tile of an M-row contraction: *rows x *vecs accumulators.
+ * Skinny shapes (1 <= M <= CG_SKINNY_M, memory-bound on B) get the tile
+ * of the throughput model in schedule.c, so that no row is computed
+ * twice and a step has enough independent FMAs to hide their latency;
+ * other M (and m = 0: unknown) get tile_rows x tile_vecs. n_vecs: the
+ * vectors N spans (0: unknown), which a skinny tile need not exceed. */
+void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int *rows, int *vecs);
 
 /* Picks the schedule for target t (borrowed by *s: it must outlive s).
  * Returns 0, or -1 with a message for a target with no schedule yet. */

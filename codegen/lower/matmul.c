@@ -16,8 +16,14 @@
  * (rounded at each store, so no partial sums in the output), symbolic
  * shapes and tiny N use the plain triple loop.
  *
- * B is read in place (no packing: kernels get no scratch memory), so for
- * large N its rows are pages apart; packed weight panels are the next step.
+ * Per K block and column panel, B's kc x width panel is copied into
+ * thread scratch once and read contiguously by all the chunk's row
+ * blocks (its rows are N apart in place: all in one L1 set when N is a
+ * multiple of 1024). Skinny shapes (M <= 16) take their tile from
+ * cg_schedule_gemm_tile (no row computed twice) and stream B: short K
+ * blocks in one chunk over all columns, so B is read row after row.
+ * Constant weights are packed the same way, per call: no compile-time
+ * re-layout yet.
  */
 #include "codegen/lower/tile.h"
 #include "ir/ops.h"
@@ -169,6 +175,9 @@ typedef struct {
     const mm_geo *g;
     kir_expr *bat[IR_MAX_RANK];
     kir_expr *kv;
+    int kc;                  /* reduction block */
+    int pk;                  /* the packed B panel (thread scratch [kc, width]), or -1 */
+    kir_expr *k0, *j0;       /* the current block's first k, the panel's first column */
 } mm_tile;
 
 static int mm_setup(lctx *c, cg_tile *t, kir_expr *flat)
@@ -188,13 +197,36 @@ static int mm_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *g, kir_block *
     kir_kernel *k = c->k;
     mm_tile *u = t->u;
     int kv = kir_new_var(k);
-    kir_expr *k0 = kir_imul(k, kb, lw_i64c(k, c->s->tile_kc));
-    kir_stmt *lk = kir_for(k, *b, kv, k0, lw_imin(k, lw_i64c(k, u->g->kd.v), kir_iadd(k, k0, lw_i64c(k, c->s->tile_kc))), KIR_SERIAL, 0);
+    kir_expr *k0 = u->k0 = kir_imul(k, kb, lw_i64c(k, u->kc));
+    kir_stmt *lk = kir_for(k, *b, kv, k0, lw_imin(k, lw_i64c(k, u->g->kd.v), kir_iadd(k, k0, lw_i64c(k, u->kc))), KIR_SERIAL, 0);
     if (!lk)
         return -1;
     u->kv = kir_var(k, kv);
     *b = &lk->body;
     return 0;
+}
+
+/* Copies B[k0 .. k0 + kc, j0 .. j1) into the panel: the tile then reads
+ * kc x width contiguous floats, where B's rows are N apart (a multiple
+ * of 4 KB puts them all in one L1 set) and pages apart for large N. */
+static int mm_pack(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g, kir_expr *j0, kir_expr *j1)
+{
+    (void)g;
+    kir_kernel *k = c->k;
+    mm_tile *u = t->u;
+    int kv = kir_new_var(k), jv = kir_new_var(k);
+    kir_expr *k0 = kir_imul(k, kb, lw_i64c(k, u->kc));
+    u->j0 = j0;
+    kir_stmt *lk = kir_for(k, b, kv, k0, lw_imin(k, lw_i64c(k, u->g->kd.v), kir_iadd(k, k0, lw_i64c(k, u->kc))),
+                           KIR_SERIAL, 0);
+    kir_stmt *lj = lk ? kir_for(k, &lk->body, jv, lw_i64c(k, 0), kir_op2(k, KIR_SUB, IR_I64, j1, j0), KIR_VECTOR,
+                                t->width) : NULL;
+    if (!lj)
+        return -1;
+    kir_expr *ix[IR_MAX_RANK];
+    operand_idx(c, u->g, 1, u->bat, kir_var(k, kv), kir_iadd(k, j0, kir_var(k, jv)), ix);
+    kir_expr *si[] = {kir_op2(k, KIR_SUB, IR_I64, kir_var(k, kv), k0), kir_var(k, jv)};
+    return kir_store(k, &lj->body, u->pk, si, lw_load_in(c, 1, ix)) ? 0 : -1;
 }
 
 static kir_expr *mm_a(lctx *c, cg_tile *t, kir_expr *row)
@@ -209,6 +241,12 @@ static kir_expr *mm_b(lctx *c, cg_tile *t, kir_expr *g, kir_expr *j)
 {
     (void)g;
     mm_tile *u = t->u;
+    kir_kernel *k = c->k;
+    if (u->pk >= 0) {
+        kir_expr *si[] = {kir_op2(k, KIR_SUB, IR_I64, u->kv, u->k0),
+                          kir_iadd(k, j, kir_imul(k, u->j0, lw_i64c(k, -1)))};
+        return kir_load(k, u->pk, si);
+    }
     kir_expr *ix[IR_MAX_RANK];
     operand_idx(c, u->g, 1, u->bat, u->kv, j, ix);
     return lw_load_in(c, 1, ix);
@@ -231,19 +269,27 @@ static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
 
 /* The register-blocked form (see the file comment). Needs constant N, K
  * and batch dims (the parallel loop's bounds must be constant); M may be
- * symbolic (a batch of rows), then the chunks split the columns. */
-static int lower_tiled(lctx *c, const mm_geo *g, int width)
+ * symbolic (a batch of rows), then the chunks split the columns. Skinny
+ * shapes (constant M <= CG_SKINNY_M) stream: short reduction blocks, one
+ * chunk over all columns, so B is read row after row. */
+static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
 {
     int64_t nbat = 1;
     for (int d = 0; d < g->nbatch; d++)
         nbat *= g->to->dims[d].v;
-    mm_tile u = {.g = g};
-    bool mdyn = !ir_dim_is_const(g->m);
+    bool mdyn = !ir_dim_is_const(g->m), skinny = !mdyn && g->m.v <= CG_SKINNY_M;
+    mm_tile u = {.g = g, .kc = skinny ? c->s->skinny_kc : c->s->tile_kc, .pk = -1};
+    /* pack B's panel when several row blocks share it (with one block
+     * the copy would be read once) */
+    bool pack = mdyn || g->m.v > rows;
+    if (pack && (u.pk = kir_add_scratch(c->k, "bpanel", KIR_SPACE_THREAD, c->cdt, 2,
+                                        (int64_t[]){u.kc, width})) < 0)
+        return -1;
     cg_tile t = {
         .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
-        .nkb = (g->kd.v + c->s->tile_kc - 1) / c->s->tile_kc,
-        .rows = c->s->tile_rows, .width = width, .u = &u,
-        .setup = mm_setup, .k_open = mm_k_open, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
+        .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = c->s->gemm_mc_blocks,
+        .rows = rows, .width = width, .u = &u,
+        .setup = mm_setup, .k_open = mm_k_open, .pack = pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
     return cg_tile_lower(c, &t);
 }
@@ -331,7 +377,9 @@ int lower_matmul(lctx *c)
      * when N is narrower. Wide rows halve the B traffic per flop, which
      * matters because B's rows are a page apart for large N. */
     int vl = c->s->lanes * 4 / (int)ir_dtype_size(dt);
-    int64_t width = (int64_t)vl * c->s->tile_vecs;
+    int rows, vecs;
+    cg_schedule_gemm_tile(c->s, ir_dim_is_const(g.m) ? g.m.v : 0, vl > 0 && consts ? (g.n.v + vl - 1) / vl : 0, &rows, &vecs);
+    int64_t width = (int64_t)vl * vecs;
     if (consts && vl > 0 && g.n.v < width)
         width = (g.n.v + vl - 1) / vl * vl;
     bool wide = dt == c->cdt && g.to->dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&
@@ -343,5 +391,5 @@ int lower_matmul(lctx *c)
      * (4 x 4 accumulators with 32 registers, 2 x 2 with 16) */
     if (wide && g.tB && !g.tA && g.kd.v >= vl)
         return lower_dot(c, &g, vl, c->s->dot_tiles);
-    return wide && !g.tB ? lower_tiled(c, &g, (int)width) : lower_plain(c, &g);
+    return wide && !g.tB ? lower_tiled(c, &g, (int)width, rows) : lower_plain(c, &g);
 }

@@ -46,8 +46,10 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     kir_expr *g = q->np > 1 ? lw_idivc(k, qx, q->np) : qx;
     kir_expr *j0 = q->np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, qx, lw_i64c(k, q->np)), lw_i64c(k, t->width))
                              : lw_i64c(k, 0);
-    kir_stmt *lj = kir_for(k, &lq->body, jv, j0, lw_imin(k, lw_i64c(k, t->n), kir_iadd(k, j0, lw_i64c(k, t->width))),
-                           KIR_VECTOR, t->width);
+    kir_expr *j1 = lw_imin(k, lw_i64c(k, t->n), kir_iadd(k, j0, lw_i64c(k, t->width)));
+    if (t->pack && t->pack(c, t, &lq->body, kb, g, j0, j1) < 0)
+        return -1;
+    kir_stmt *lj = kir_for(k, &lq->body, jv, j0, j1, KIR_VECTOR, t->width);
     if (!lj)
         return -1;
     kir_expr *j = kir_var(k, jv);
@@ -111,8 +113,8 @@ int cg_tile_lower(lctx *c, cg_tile *t)
         q.nb_dyn = lw_idivc(k, kir_iadd(k, t->m_dyn, lw_i64c(k, R - 1)), R);
     /* chunks of row blocks x column panels, split evenly; more of them
      * when there are too few to share between threads */
-    int64_t nrc = cdiv(q.nb, c->s->tile_mc_blocks), ncc = cdiv(q.nq, c->s->tile_nc_panels);
-    while (t->nbat * nrc * ncc < c->s->min_chunks) {
+    int64_t nrc = t->stream ? 1 : cdiv(q.nb, t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks), ncc = t->stream ? 1 : cdiv(q.nq, c->s->tile_nc_panels);
+    while (!t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
         bool can_r = nrc < q.nb, can_c = ncc < q.nq;
         if (!can_r && !can_c)
             break;

@@ -30,12 +30,22 @@ struct cg_tile {
     int64_t nkb;               /* blocks of the reduction */
     int rows;                  /* rows of the register tile, <= TILE_MAX_ROWS */
     int width;                 /* lanes of the vector loop */
+    int64_t mc_blocks;         /* row blocks of a parallel chunk (0: the schedule's tile_mc_blocks) */
+    bool stream;               /* one parallel chunk per batch item, all rows and columns: the
+                                  skinny schedule, whose short reduction blocks then read B's
+                                  rows front to back (a split by columns cuts them into
+                                  pieces, and measured 2-5x slower) */
     void *u;                   /* the caller's state */
     /* Called once inside the parallel loop with the batch item. */
     int (*setup)(lctx *c, cg_tile *t, kir_expr *bat);
     /* Opens block kb's reduction loops in *b (column group g), moving *b
      * to the innermost body. */
     int (*k_open)(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *g, kir_block **b);
+    /* (optional) Called per reduction block kb and column panel, before
+     * the panel's vector loop, with the panel's columns [j0, j1) of group
+     * g: may append to *b a copy of the B panel into scratch that the b
+     * callback then reads, once for all the chunk's row blocks. */
+    int (*pack)(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g, kir_expr *j0, kir_expr *j1);
     /* A at (row, the current k): uniform in the columns. */
     kir_expr *(*a)(lctx *c, cg_tile *t, kir_expr *row);
     /* B at (the current k, g, j). */

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""MatMul and Gemm over many shapes, compiled, against numpy and ONNX Runtime.
+
+The contraction schedules branch on the shape: skinny M (1 to 16 rows get
+their own register tile and stream B), the 6-row tile with its clamped last
+block (M = 17, 100), N narrower than a vector or not a multiple of one, odd
+K, several reduction blocks (K > 128), transposed operands, alpha/beta, C
+broadcast from [N], [M, 1] and [1, 1], batch broadcasting, rank-1 operands,
+and B both a graph input and a constant weight. Each case is one node of one
+model (its own inputs and output), compiled at -O2 and -O3 and run once
+through `icc run`; every output must match numpy in float64 and ONNX Runtime
+(rtol 1e-4, atol 1e-4 x sqrt(K)).
+
+    python3 tests/models/gemm_shapes.py build/icc
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as P, helper as h, numpy_helper as nh
+
+ort.set_default_logger_severity(3)
+
+
+def cases():
+    """(name, op, A shape, B shape, C shape or None, attrs, B constant)."""
+    out = []
+    for m in (1, 2, 3, 5, 7, 16, 17, 100):
+        for k, n in ((37, 5), (129, 70), (300, 33), (8, 256)):
+            for const in (False, True):
+                out.append(("mm_%dx%dx%d_%s" % (m, k, n, "w" if const else "in"), "MatMul", [m, k], [k, n], None, {}, const))
+    for m in (1, 3, 16, 17):
+        out.append(("mm_n3_%d" % m, "MatMul", [m, 41], [41, 3], None, {}, True))
+        out.append(("mm_n1_%d" % m, "MatMul", [m, 19], [19, 1], None, {}, False))
+    # batches: both operands batched, B broadcast, A broadcast, rank-1 operands
+    out += [
+        ("mm_batch", "MatMul", [2, 3, 5, 33], [2, 3, 33, 20], None, {}, False),
+        ("mm_bcast_b", "MatMul", [4, 7, 70], [70, 45], None, {}, True),
+        ("mm_bcast_b1", "MatMul", [4, 16, 70], [1, 70, 45], None, {}, False),
+        ("mm_bcast_a", "MatMul", [1, 3, 130], [5, 130, 24], None, {}, False),
+        ("mm_vec_a", "MatMul", [300], [300, 40], None, {}, True),
+        ("mm_vec_b", "MatMul", [9, 30], [30], None, {}, False),
+    ]
+    for m in (1, 2, 5, 16, 17, 100):
+        for ta, tb in ((0, 0), (0, 1), (1, 0), (1, 1)):
+            for const in (False, True):
+                a = [70, m] if ta else [m, 70]
+                b = [37, 70] if tb else [70, 37]
+                out.append(("gemm_%d_t%d%d_%s" % (m, ta, tb, "w" if const else "in"), "Gemm", a, b, [37],
+                            dict(transA=ta, transB=tb), const))
+    for m in (1, 7, 100):
+        out += [
+            ("gemm_ab_%d" % m, "Gemm", [m, 150], [150, 29], [m, 29], dict(alpha=0.5, beta=-2.0), True),
+            ("gemm_cm1_%d" % m, "Gemm", [m, 150], [150, 29], [m, 1], dict(beta=0.25), False),
+            ("gemm_c11_%d" % m, "Gemm", [m, 150], [29, 150], [1, 1], dict(alpha=1.5, transB=1), True),
+            ("gemm_noc_%d" % m, "Gemm", [m, 150], [150, 29], None, dict(alpha=2.0), True),
+            ("gemm_beta0_%d" % m, "Gemm", [m, 150], [150, 29], [29], dict(beta=0.0), False),
+        ]
+    return out
+
+
+def reference(op, a, b, c, attrs):
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    if op == "MatMul":
+        return np.matmul(a, b)
+    a = a.T if attrs.get("transA") else a
+    b = b.T if attrs.get("transB") else b
+    y = attrs.get("alpha", 1.0) * (a @ b)
+    if c is not None:
+        y = y + attrs.get("beta", 1.0) * c.astype(np.float64)
+    return y
+
+
+def build(path, cs, rng):
+    nodes, ins, outs, inits, feeds = [], [], [], [], {}
+    for name, op, sa, sb, sc, attrs, const in cs:
+        a = rng.standard_normal(sa).astype(np.float32)
+        b = rng.standard_normal(sb).astype(np.float32)
+        names = [name + "_a", name + "_b"]
+        ins.append(h.make_tensor_value_info(names[0], P.FLOAT, sa))
+        feeds[names[0]] = a
+        if const:
+            inits.append(nh.from_array(b, names[1]))
+        else:
+            ins.append(h.make_tensor_value_info(names[1], P.FLOAT, sb))
+            feeds[names[1]] = b
+        c = None
+        if sc is not None:
+            c = rng.standard_normal(sc).astype(np.float32)
+            names.append(name + "_c")
+            inits.append(nh.from_array(c, names[2]))
+        nodes.append(h.make_node(op, names, [name], name=name, **attrs))
+        outs.append(h.make_tensor_value_info(name, P.FLOAT, None))
+        yield name, sa[-2] if attrs.get("transA") else sa[-1], reference(op, a, b, c, attrs)
+    g = h.make_graph(nodes, "gemm_shapes", ins, outs, inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    build.feeds = feeds
+
+
+def main():
+    icc = os.path.abspath(sys.argv[1])
+    t = tempfile.mkdtemp()
+    path = os.path.join(t, "g.onnx")
+    cs = cases()
+    refs = list(build(path, cs, np.random.default_rng(0)))
+    feeds = build.feeds
+    args = []
+    for n, v in feeds.items():
+        np.save(os.path.join(t, n + ".npy"), v)
+        args += ["--input", "%s=%s" % (n, os.path.join(t, n + ".npy"))]
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    want_ort = dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+    failed = 0
+    for level in ("-O2", "-O3"):
+        so = os.path.join(t, "g%s.so" % level)
+        r = subprocess.run([icc, path, level, "-o", so], capture_output=True, text=True)
+        if r.returncode:
+            print("FAIL compile %s: %s" % (level, r.stderr.strip()))
+            failed += 1
+            continue
+        od = os.path.join(t, "out" + level)
+        r = subprocess.run([icc, "run", so, "-o", od] + args, capture_output=True, text=True)
+        if r.returncode:
+            print("FAIL run %s: %s" % (level, r.stderr.strip()))
+            failed += 1
+            continue
+        bad = 0
+        for name, k, ref in refs:
+            got = np.load(os.path.join(od, name + ".npy"))
+            atol = 1e-4 * np.sqrt(k)
+            ok = (got.shape == ref.shape and np.allclose(got, ref, rtol=1e-4, atol=atol) and
+                  np.allclose(got, want_ort[name], rtol=1e-4, atol=atol))
+            if not ok:
+                err = np.abs(got - ref).max() if got.shape == ref.shape else float("nan")
+                print("FAIL %s %s: shape %s (want %s), max abs error vs numpy %.3g" %
+                      (level, name, got.shape, ref.shape, err))
+                bad += 1
+        print("%s %s: %d cases, %d failed" % ("ok  " if not bad else "FAIL", level, len(refs), bad))
+        failed += bad
+    print("gemm shapes: %s" % ("all passed" if not failed else "%d failed" % failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
