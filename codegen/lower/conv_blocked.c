@@ -130,16 +130,17 @@ static kir_expr *x_at(lctx *c, const bconv *g, kir_expr *oh, kir_expr *row)
     return kir_op3(k, KIR_SELECT, IR_F32, ok, lw_load_in(c, 0, xi), kir_const_f(k, IR_F32, 0));
 }
 
-/* Opens the reduction loops (input block, kh, kw, lane) for output row
- * oh in *b, moving *b to the innermost body. Taps along H that leave the
- * input are cut from the kh loop (a range uniform in the tile). */
+/* Opens the reduction loops for output row oh in *b, moving *b to the
+ * innermost body: (input block, kh, kw, lane), or with one lane per block
+ * (an image's channels) (kh, kw, input block), so that no unrolled loop
+ * steps along W: LLVM would otherwise keep the broadcasts one tap shares
+ * with the next (stride < KW) live across the steps and spill them. Taps
+ * along H that leave the input are cut from the kh loop (a range uniform
+ * in the tile). */
 static int k_open(lctx *c, bconv *g, kir_expr *oh, kir_block **b)
 {
     kir_kernel *k = c->k;
     int vb = kir_new_var(k), vh = kir_new_var(k), vw = kir_new_var(k), vi = kir_new_var(k);
-    kir_stmt *l = kir_for(k, *b, vb, lw_i64c(k, 0), lw_i64c(k, g->CB), KIR_SERIAL, 0);
-    if (!l)
-        return -1;
     kir_expr *lo = lw_i64c(k, 0), *hi = lw_i64c(k, g->KH);
     if (g->p[0] || g->p[2]) {
         kir_expr *st = row_start(k, g, oh), *dd = lw_i64c(k, g->d[0]);
@@ -150,16 +151,24 @@ static int k_open(lctx *c, bconv *g, kir_expr *oh, kir_block **b)
         lo = lw_imin(k, lw_i64c(k, g->KH), lw_imax(k, lw_i64c(k, 0), nlo));
         hi = lw_imin(k, lw_i64c(k, g->KH), lw_imax(k, lw_i64c(k, 0), nhi));
     }
-    kir_stmt *lh = kir_for(k, &l->body, vh, lo, hi, KIR_SERIAL, 0);
-    kir_stmt *lw = lh ? kir_for(k, &lh->body, vw, lw_i64c(k, 0), lw_i64c(k, g->KW), KIR_SERIAL, 0) : NULL;
-    kir_stmt *li = lw ? kir_for(k, &lw->body, vi, lw_i64c(k, 0), lw_i64c(k, g->CL), KIR_SERIAL, 0) : NULL;
-    if (!li)
-        return -1;
+    struct { int var; kir_expr *lo, *hi; } l[4] = {
+        {vb, lw_i64c(k, 0), lw_i64c(k, g->CB)}, {vh, lo, hi}, {vw, lw_i64c(k, 0), lw_i64c(k, g->KW)},
+        {vi, lw_i64c(k, 0), lw_i64c(k, g->CL)},
+    };
+    static const int lanes_inner[4] = {0, 1, 2, 3}, block_inner[4] = {1, 2, 0, 3};
+    const int *order = g->CL > 1 ? lanes_inner : block_inner;
+    kir_block *at = *b;
+    for (int i = 0; i < 4; i++) {
+        kir_stmt *s = kir_for(k, at, l[order[i]].var, l[order[i]].lo, l[order[i]].hi, KIR_SERIAL, 0);
+        if (!s)
+            return -1;
+        at = &s->body;
+    }
     g->icb = kir_var(k, vb);
     g->kh = kir_var(k, vh);
     g->kw = kir_var(k, vw);
     g->ic = kir_var(k, vi);
-    *b = &li->body;
+    *b = at;
     return 0;
 }
 
