@@ -4,9 +4,11 @@ MobileNetV2-style block stack, at 1 and 2 threads, side by side.
 
 Cases: depthwise 3x3 stride 1 and 2 at 32, 144 and 512 channels (MobileNet's
 plane sizes), ConvTranspose 4x4 stride 2 (64 -> 32 channels, 32x32 -> 64x64),
-Resize x2 nearest and linear (64 channels, 56x56), and a MobileNetV2-style
+Resize x2 nearest and linear (64 channels, 56x56), a MobileNetV2-style
 stack (1x1 expand, depthwise 3x3, 1x1 project, residual; 4 blocks on 1x32x56x56),
-a 1x1 Conv + MaxPool 3x3 s2 (blocked at -O3) and a MobileNetV3 squeeze-excite block.
+a 1x1 Conv + MaxPool 3x3 s2 (blocked at -O3), a MobileNetV3 squeeze-excite block,
+and dense Conv + Relu at ResNet-50's shapes (conv1 7x7 s2; 3x3 and 1x1 at 56x56,
+14x14, 7x7).
 Each engine runs in turn per round (see bench/threads.py); the table is the
 median over rounds of each burst's p50 (ms). With --base, a baseline icc is
 measured alongside (before/after in one run).
@@ -55,6 +57,14 @@ def convtranspose(path):
 def resize(path, mode):
     scales = nh.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
     save([h.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)], [scales], [1, 64, 56, 56], path)
+
+
+def dense(path, c, m, hw, k, s):
+    """A ResNet-50 layer's Conv + bias + Relu (blocked at -O3: ConvNCHWc, conv_blocked.c)."""
+    rng = np.random.default_rng(0)
+    save([h.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4),
+          h.make_node("Relu", ["c"], ["y"])],
+         [rnd(rng, "w", m, c, k, k), rnd(rng, "b", m)], [1, c, hw, hw], path)
 
 
 def mobilenet(path):
@@ -115,6 +125,12 @@ CASES = {
     "mobilenet_blocks": mobilenet,
     "maxpool_blocked": maxpool_blocked,
     "se_block": se_block,
+    "conv7x7s2_3_64_224": lambda p: dense(p, 3, 64, 224, 7, 2),
+    "conv3x3_64_64_56": lambda p: dense(p, 64, 64, 56, 3, 1),
+    "conv1x1_256_64_56": lambda p: dense(p, 256, 64, 56, 1, 1),
+    "conv3x3_256_256_14": lambda p: dense(p, 256, 256, 14, 3, 1),
+    "conv1x1_1024_256_14": lambda p: dense(p, 1024, 256, 14, 1, 1),
+    "conv3x3_512_512_7": lambda p: dense(p, 512, 512, 7, 3, 1),
 }
 
 

@@ -12,10 +12,12 @@ dilations per axis, pads, a fused Relu, Clip or HardSwish; and MaxPool /
 AveragePool on blocked data (codegen/lower/pool_blocked.c) after a 1x1 Conv. Then Resize (codegen/lower/resample.c): nearest with each
 nearest_mode, linear and cubic, each coordinate_transformation_mode but
 tf_crop_and_resize, integer and fractional scales or sizes, odd shapes; nearest
-must match bit for bit. Each model is compiled at -O2 and -O3 and run by `icc verify`,
+must match bit for bit. Then dense Conv (group 1), which -O3 blocks (ConvNCHWc,
+codegen/lower/conv_blocked.c): kernels 1x1 to 7x7, strides, pads, dilations, odd
+block counts. Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
-    python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16]
+    python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
 """
 import argparse
 import os
@@ -144,6 +146,31 @@ def convtranspose(rng, path):
         group, cg, mg, kh, kw, s, hh, ww, pads, opad)
 
 
+def dense(rng, path):
+    """A group-1 Conv the layout pass blocks at -O3 (ConvNCHWc, conv_blocked.c): output
+    channels a multiple of 8 (odd block counts too: a 2-block tile's clamped group), input
+    channels a multiple of 8 or an image's few, kernels 1x1 to 7x7, strides 1-2, pads,
+    dilations, batch 1-2, with and without bias and a fused Relu."""
+    k = int(rng.choice([1, 1, 3, 3, 5, 7]))
+    kh, kw = k, int(rng.choice([k, k, 1, 3]))
+    m = 8 * int(rng.choice([1, 2, 3, 5, 6]))
+    c = int(rng.choice([1, 3, 8, 16, 24, 40]))
+    s = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+    d = [int(rng.choice([1, 1, 1, 2])), int(rng.choice([1, 1, 2]))]
+    pads = [int(rng.integers(0, kh)), int(rng.integers(0, kw)), int(rng.integers(0, kh)), int(rng.integers(0, kw))]
+    if rng.integers(0, 3) == 0:
+        pads = [kh // 2, kw // 2, kh // 2, kw // 2]
+    hh, ww = int(rng.integers((kh - 1) * d[0] + 1, 24)), int(rng.integers((kw - 1) * d[1] + 1, 40))
+    bias = bool(rng.integers(0, 2))
+    inits = [nh.from_array(rng.standard_normal((m, c, kh, kw)).astype(np.float32), "w")]
+    if bias:
+        inits.append(nh.from_array(rng.standard_normal(m).astype(np.float32), "b"))
+    node = h.make_node("Conv", ["x", "w"] + (["b"] if bias else []), ["y"], kernel_shape=[kh, kw], strides=s,
+                       pads=pads, dilations=d)
+    model(path, node, inits, [int(rng.integers(1, 3)), c, hh, ww], bool(rng.integers(0, 2)))
+    return "dense c=%d m=%d k=%dx%d s=%s d=%s in=%dx%d pads=%s" % (c, m, kh, kw, s, d, hh, ww, pads)
+
+
 def resize(rng, path):
     mode = str(rng.choice(["nearest", "nearest", "linear", "cubic"]))
     ctm = str(rng.choice(["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"]))
@@ -168,6 +195,7 @@ def main():
     ap.add_argument("--resize", type=int, default=24, help="Resize cases, after the convolutions")
     ap.add_argument("--blocked", type=int, default=24, help="blocked depthwise cases, after Resize")
     ap.add_argument("--pools", type=int, default=16, help="blocked pool cases, after those")
+    ap.add_argument("--dense", type=int, default=24, help="dense (blocked at -O3) Conv cases, last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
@@ -175,11 +203,14 @@ def main():
     rrng = np.random.default_rng(19)   # its own stream: the convolution cases stay as they were
     brng = np.random.default_rng(23)   # and the blocked depthwise cases theirs
     prng = np.random.default_rng(29)   # and the blocked pools theirs
-    total = a.cases + a.resize + a.blocked + a.pools
+    drng = np.random.default_rng(31)   # and the dense convolutions theirs
+    total = a.cases + a.resize + a.blocked + a.pools + a.dense
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
         try:
-            if i >= a.cases + a.resize + a.blocked:
+            if i >= a.cases + a.resize + a.blocked + a.pools:
+                what = dense(drng, path)
+            elif i >= a.cases + a.resize + a.blocked:
                 what = pool_blocked(prng, path)
             elif i >= a.cases + a.resize:
                 what = depthwise_blocked(brng, path)
