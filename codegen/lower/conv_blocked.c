@@ -35,50 +35,21 @@ typedef struct {
     kir_expr *icb, *kh, *kw, *ic;     /* the reduction's current position */
 } bconv;
 
-
-static bool read_ints(const ir_node *n, const char *name, int want, int64_t def, int64_t minv, int64_t *out)
-{
-    const int64_t *v;
-    int cnt = ir_attr_ints(n, name, &v);
-    for (int i = 0; i < want; i++)
-        out[i] = def;
-    if (cnt < 0)
-        return true;
-    if (cnt != want)
-        return false;
-    for (int i = 0; i < want; i++) {
-        if (v[i] < minv || v[i] > (INT64_C(1) << 20))
-            return false;
-        out[i] = v[i];
-    }
-    return true;
-}
-
-static bool is_f32_static(const ir_value *v, int rank)
-{
-    if (!v || v->type.dtype != IR_F32 || v->type.rank != rank)
-        return false;
-    for (int i = 0; i < rank; i++)
-        if (!ir_dim_is_const(v->type.dims[i]) || v->type.dims[i].v < 1 || v->type.dims[i].v > (INT64_C(1) << 30))
-            return false;
-    return true;
-}
-
 /* The geometry of n, checked against its operands' and result's types. */
 static bool bconv_geom(const ir_node *n, bconv *g)
 {
     if (n->op != IR_OP_CONV_NCHWC || n->nin < 2 || n->nout != 1)
         return false;
     const ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
-    if (!is_f32_static(x, 5) || !is_f32_static(w, 6) || !is_f32_static(y, 5) || (b && !is_f32_static(b, 2)))
+    if (!lw_f32_static(x, 5) || !lw_f32_static(w, 6) || !lw_f32_static(y, 5) || (b && !lw_f32_static(b, 2)))
         return false;
     *g = (bconv){0};
     const ir_dim *xd = x->type.dims, *wd = w->type.dims, *yd = y->type.dims;
     g->N = xd[0].v, g->CB = xd[1].v, g->H = xd[2].v, g->W = xd[3].v, g->CL = xd[4].v;
     g->MB = wd[0].v, g->KH = wd[2].v, g->KW = wd[3].v, g->ML = wd[5].v;
     g->OH = yd[2].v, g->OW = yd[3].v;
-    if (!read_ints(n, "strides", 2, 1, 1, g->s) || !read_ints(n, "dilations", 2, 1, 1, g->d) ||
-        !read_ints(n, "pads", 4, 0, 0, g->p))
+    if (!lw_blocked_ints(n, "strides", 2, 1, 1, g->s) || !lw_blocked_ints(n, "dilations", 2, 1, 1, g->d) ||
+        !lw_blocked_ints(n, "pads", 4, 0, 0, g->p))
         return false;
     if (wd[1].v != g->CB || wd[4].v != g->CL || yd[0].v != g->N || yd[1].v != g->MB || yd[4].v != g->ML ||
         (b && (b->type.dims[0].v != g->MB || b->type.dims[1].v != g->ML)))

@@ -125,6 +125,12 @@ kir_expr *lw_formula(lctx *c);
 bool lw_interior(const ir_node *reader, const ir_value *v);
 kir_expr *lw_fused_value(lctx *c, const ir_value *v, kir_expr *const *idx);
 bool lw_shapes_known(const ir_node *n);
+/* For the blocked layouts' lowerings (lower.c): lw_blocked_ints reads the
+ * ints attribute `name` into out[want] (def where absent); false if it
+ * has another count or a value outside [minv, 2^20]. lw_f32_static: v is
+ * f32 of this rank with every dim a constant in [1, 2^30]. */
+bool lw_blocked_ints(const ir_node *n, const char *name, int want, int64_t def, int64_t minv, int64_t *out);
+bool lw_f32_static(const ir_value *v, int rank);
 
 /* Family f's predicate on n, as cg_can_lower asks it for an op of that
  * family (false for IR_FAM_NONE). Asking it about an op of another

@@ -153,6 +153,34 @@ bool lw_shapes_known(const ir_node *n)
     return true;
 }
 
+bool lw_blocked_ints(const ir_node *n, const char *name, int want, int64_t def, int64_t minv, int64_t *out)
+{
+    const int64_t *v;
+    int cnt = ir_attr_ints(n, name, &v);
+    for (int i = 0; i < want; i++)
+        out[i] = def;
+    if (cnt < 0)
+        return true;
+    if (cnt != want)
+        return false;
+    for (int i = 0; i < want; i++) {
+        if (v[i] < minv || v[i] > (INT64_C(1) << 20))
+            return false;
+        out[i] = v[i];
+    }
+    return true;
+}
+
+bool lw_f32_static(const ir_value *v, int rank)
+{
+    if (!v || v->type.dtype != IR_F32 || v->type.rank != rank)
+        return false;
+    for (int i = 0; i < rank; i++)
+        if (!ir_dim_is_const(v->type.dims[i]) || v->type.dims[i].v < 1 || v->type.dims[i].v > (INT64_C(1) << 30))
+            return false;
+    return true;
+}
+
 static int lower_elementwise(lctx *c);
 
 /* Each family's predicate (op, dtypes, attributes) and builder, by the
