@@ -139,7 +139,7 @@ echo "== ONNX Runtime's com.microsoft contrib ops and a BERT rewritten by its op
 python3 tests/models/ms_ops_vs_ort.py build/icc
 echo "== a symbolic batch through compiled code, vs ONNX Runtime (build)"
 python3 tests/models/dynamic_batch.py build/icc
-echo "== control flow: a VAD-style If on sr (interpreter; compiled with --bind=sr, every If folded) and an RNN Loop, vs ONNX Runtime (build)"
+echo "== control flow: a VAD-style If on sr and RNN Loops, interpreted and compiled (If and Loop at run time), vs ONNX Runtime (build)"
 python3 tests/models/control_flow.py build/icc
 echo "== LSTM, GRU, RNN and a CRNN, interpreted and compiled, vs ONNX Runtime (build)"
 python3 tests/models/rnn_vs_ort.py build/icc --no-bench
