@@ -158,71 +158,73 @@ static bool in_names(const part *w, const char *name, size_t len)
     return false;
 }
 
+/* A growable list of functions. */
+typedef struct {
+    LLVMValueRef *f;
+    int n, cap;
+    bool oom;
+} fn_list;
+
+static bool fn_list_has(const fn_list *l, LLVMValueRef f)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->f[i] == f)
+            return true;
+    return false;
+}
+
+static void fn_list_add(fn_list *l, LLVMValueRef f)
+{
+    if (l->oom || fn_list_has(l, f))
+        return;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        LLVMValueRef *g = realloc(l->f, sizeof *g * (size_t)cap);
+        if (!g) {
+            l->oom = true;
+            return;
+        }
+        l->f = g;
+        l->cap = cap;
+    }
+    l->f[l->n++] = f;
+}
+
 /* Reduces m to w's kernels: they become hidden external definitions;
  * every other function becomes a declaration (functions the kernels call
  * keep their bodies) and every external variable a declaration, so the
- * optimizer drops what they alone used. */
+ * optimizer drops what they alone used. Out of memory keeps every body,
+ * which is correct, only slower. */
 static void keep_only(LLVMModuleRef m, const part *w)
 {
     for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
         if (LLVMGetLinkage(g) == LLVMExternalLinkage && LLVMGetInitializer(g))
             LLVMSetInitializer(g, NULL);
-    /* keep: the partition's kernels and what they call, transitively */
-    int cap = 64, n = 0;
-    LLVMValueRef *keep = malloc(sizeof *keep * (size_t)cap);
-    for (LLVMValueRef f = LLVMGetFirstFunction(m); f && keep; f = LLVMGetNextFunction(f)) {
+    fn_list keep = {0};
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
         size_t len;
         const char *nm = LLVMGetValueName2(f, &len);
         if (!LLVMIsDeclaration(f) && in_names(w, nm, len)) {
             LLVMSetLinkage(f, LLVMExternalLinkage);
             LLVMSetVisibility(f, LLVMHiddenVisibility);
-            keep[n++] = f;
-            if (n == cap) {
-                LLVMValueRef *k2 = realloc(keep, sizeof *keep * (size_t)(cap *= 2));
-                if (!k2) {
-                    free(keep);
-                    keep = NULL;
-                }
-                keep = k2;
-            }
+            fn_list_add(&keep, f);
         }
     }
-    for (int i = 0; keep && i < n; i++)
-        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(keep[i]); b; b = LLVMGetNextBasicBlock(b))
+    /* and what they call, transitively (the list grows as it is walked) */
+    for (int i = 0; i < keep.n; i++)
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(keep.f[i]); b; b = LLVMGetNextBasicBlock(b))
             for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in)) {
-                if (!LLVMIsACallInst(in))
-                    continue;
-                LLVMValueRef callee = LLVMGetCalledValue(in);
-                if (!callee || !LLVMIsAFunction(callee) || LLVMIsDeclaration(callee))
-                    continue;
-                bool seen = false;
-                for (int j = 0; j < n && !seen; j++)
-                    seen = keep[j] == callee;
-                if (seen)
-                    continue;
-                if (n == cap) {
-                    LLVMValueRef *k2 = realloc(keep, sizeof *keep * (size_t)(cap *= 2));
-                    if (!k2) {
-                        free(keep);
-                        keep = NULL;
-                        break;
-                    }
-                    keep = k2;
-                }
-                keep[n++] = callee;
+                LLVMValueRef callee = LLVMIsACallInst(in) ? LLVMGetCalledValue(in) : NULL;
+                if (callee && LLVMIsAFunction(callee) && !LLVMIsDeclaration(callee))
+                    fn_list_add(&keep, callee);
             }
     LLVMValueRef next;
-    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = next) {
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f && !keep.oom; f = next) {
         next = LLVMGetNextFunction(f);
-        if (LLVMIsDeclaration(f))
-            continue;
-        bool kept = false;
-        for (int j = 0; keep && j < n && !kept; j++)
-            kept = keep[j] == f;
-        if (!kept)
+        if (!LLVMIsDeclaration(f) && !fn_list_has(&keep, f))
             make_declaration(f);
     }
-    free(keep);
+    free(keep.f);
 }
 
 static void *part_main(void *arg)
@@ -353,7 +355,7 @@ static int build_partitions(cg_artifact *a, int np, const int *assign, LLVMMemor
     for (int q = 1; q < np; q++) {
         if (started[q])
             pthread_join(th[q], NULL);
-        if (q < np && names && w[q].rc == 0)
+        if (names && w[q].rc == 0)
             objs[q] = w[q].obj;
         else if (names && rc == 0) {
             memcpy(d->msg, w[q].d.msg, sizeof d->msg);
