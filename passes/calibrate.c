@@ -150,89 +150,18 @@ static int observe(icc_calibrator *c, vstat *s, const ir_tensor *t, icc_diag *d)
     return 0;
 }
 
+static int observe_value(void *ctx, const ir_value *v, const ir_tensor *t, icc_diag *d)
+{
+    icc_calibrator *c = ctx;
+    return observe(c, &c->st[v->id], t, d);
+}
+
 int icc_calibrator_add(icc_calibrator *c, const ir_tensor *inputs, icc_diag *d)
 {
-    const ir_graph *g = c->g;
-    int nv = g->nvalues, rc = -1;
-    ir_tensor *slot = calloc((size_t)nv + 1, sizeof *slot);
-    bool *owned = calloc((size_t)nv + 1, sizeof *owned);
-    int *last = calloc((size_t)nv + 1, sizeof *last);
-    if (!slot || !owned || !last) {
-        ir_errorf(d, "out of memory");
-        goto done;
-    }
-    for (int i = 0; i < g->ninputs; i++) {
-        const ir_value *v = g->inputs[i];
-        const ir_tensor *t = &inputs[i];
-        if (t->dtype != v->type.dtype || (v->type.rank >= 0 && t->rank != v->type.rank)) {
-            ir_errorf(d, "input '%s': expected %s of rank %d, got %s of rank %d", v->name,
-                      ir_dtype_name(v->type.dtype), v->type.rank, ir_dtype_name(t->dtype), t->rank);
-            goto done;
-        }
-        for (int k = 0; v->type.rank >= 0 && k < t->rank; k++)
-            if (ir_dim_is_const(v->type.dims[k]) && v->type.dims[k].v != t->dims[k]) {
-                ir_errorf(d, "input '%s': dim %d is %lld, expected %lld", v->name, k, (long long)t->dims[k],
-                          (long long)v->type.dims[k].v);
-                goto done;
-            }
-        slot[v->id] = *t;
-        if (observe(c, &c->st[v->id], t, d) < 0)
-            goto done;
-    }
-    for (int i = 0; i < nv; i++)
-        if (g->values[i]->kind == IR_VAL_CONST)
-            slot[i] = g->values[i]->cval;
-    for (int k = 0; k < g->nnodes; k++)
-        for (int i = 0; i < g->nodes[k]->nin; i++)
-            if (g->nodes[k]->in[i])
-                last[g->nodes[k]->in[i]->id] = k;
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = g->nodes[k];
-        const ir_tensor *in[64];
-        ir_tensor out[64];
-        if (n->nin > 64 || n->nout > 64) {
-            ir_node_errorf(d, n, "more than 64 inputs or outputs");
-            goto done;
-        }
-        for (int i = 0; i < n->nin; i++)
-            in[i] = n->in[i] ? &slot[n->in[i]->id] : NULL;
-        if (ir_eval_node(n, in, out, d) < 0)
-            goto done;
-        for (int i = 0; i < n->nout; i++) {
-            int id = n->out[i]->id;
-            slot[id] = out[i];
-            owned[id] = true;
-            if (observe(c, &c->st[id], &out[i], d) < 0)
-                goto done;
-        }
-        for (int i = 0; i < n->nin; i++) {
-            int id = n->in[i] ? n->in[i]->id : -1;
-            if (id >= 0 && owned[id] && last[id] == k) {
-                free(slot[id].data);
-                slot[id].data = NULL;
-                owned[id] = false;
-            }
-        }
-        /* results nobody reads (or only graph outputs) */
-        for (int i = 0; i < n->nout; i++) {
-            int id = n->out[i]->id;
-            if (owned[id] && last[id] <= k) {
-                free(slot[id].data);
-                slot[id].data = NULL;
-                owned[id] = false;
-            }
-        }
-    }
+    if (ir_interp_run_hooked(c->g, inputs, NULL, observe_value, c, d) < 0)
+        return -1;
     c->sets++;
-    rc = 0;
-done:
-    for (int i = 0; owned && slot && i < nv; i++)
-        if (owned[i])
-            free(slot[i].data);
-    free(slot);
-    free(owned);
-    free(last);
-    return rc;
+    return 0;
 }
 
 int icc_calib_entropy_bins(const double *hist, int nbins)

@@ -339,6 +339,25 @@ void icc_verify_sets_free(icc_verify_sets *s)
 
 /* ---- every value of a run ------------------------------------------------ */
 
+/* Keeps a copy of every node result (inputs outlive the trace: borrowed). */
+static int keep_value(void *ctx, const ir_value *v, const ir_tensor *t, icc_diag *d)
+{
+    icc_verify_trace *tr = ctx;
+    tr->v[v->id] = *t;
+    tr->have[v->id] = true;
+    if (v->kind != IR_VAL_NODE)
+        return 0;
+    tr->v[v->id].data = malloc(t->nbytes ? t->nbytes : 1);
+    if (!tr->v[v->id].data) {
+        tr->have[v->id] = false;
+        return ir_errorf(d, "out of memory");
+    }
+    if (t->nbytes)
+        memcpy(tr->v[v->id].data, t->data, t->nbytes);
+    tr->own[v->id] = true;
+    return 0;
+}
+
 int icc_verify_trace_run(const ir_graph *g, const ir_tensor *inputs, icc_verify_trace *t, icc_diag *d)
 {
     int nv = g->nvalues;
@@ -348,41 +367,14 @@ int icc_verify_trace_run(const ir_graph *g, const ir_tensor *inputs, icc_verify_
         icc_verify_trace_free(t);
         return ir_errorf(d, "out of memory");
     }
-    for (int i = 0; i < g->ninputs; i++) {
-        t->v[g->inputs[i]->id] = inputs[i];
-        t->have[g->inputs[i]->id] = true;
-    }
     for (int i = 0; i < nv; i++)
         if (g->values[i]->kind == IR_VAL_CONST) {
             t->v[i] = g->values[i]->cval;
             t->have[i] = true;
         }
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = g->nodes[k];
-        const ir_tensor *in[64];
-        ir_tensor out[64];
-        if (n->nin > 64 || n->nout > 64) {
-            icc_verify_trace_free(t);
-            return ir_node_errorf(d, n, "more than 64 inputs or outputs");
-        }
-        for (int i = 0; i < n->nin; i++) {
-            in[i] = NULL;
-            if (n->in[i] && !t->have[n->in[i]->id]) {
-                icc_verify_trace_free(t);
-                return ir_node_errorf(d, n, "input '%s' has no value", n->in[i]->name);
-            }
-            if (n->in[i])
-                in[i] = &t->v[n->in[i]->id];
-        }
-        if (ir_eval_node(n, in, out, d) < 0) {
-            icc_verify_trace_free(t);
-            return -1;
-        }
-        for (int i = 0; i < n->nout; i++) {
-            int id = n->out[i]->id;
-            t->v[id] = out[i];
-            t->have[id] = t->own[id] = true;
-        }
+    if (ir_interp_run_hooked(g, inputs, NULL, keep_value, t, d) < 0) {
+        icc_verify_trace_free(t);
+        return -1;
     }
     return 0;
 }

@@ -103,7 +103,7 @@ typedef struct icc_verify_trace {
     bool *have, *own;
 } icc_verify_trace;
 
-/* Runs g node by node with the reference kernels (ir_eval_node), keeping
+/* Runs g node by node with the reference kernels (ir_interp_run_hooked), keeping
  * every result. inputs[i] matches g->inputs[i] and must outlive the trace. */
 int icc_verify_trace_run(const ir_graph *g, const ir_tensor *inputs, icc_verify_trace *t, icc_diag *d);
 void icc_verify_trace_free(icc_verify_trace *t);

@@ -114,6 +114,12 @@ static int check_input(const ir_value *v, const ir_tensor *t, icc_diag *d)
  * last use, so peak memory stays near what a planner would give. */
 int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs, icc_diag *d)
 {
+    return ir_interp_run_hooked(g, inputs, outputs, NULL, NULL, d);
+}
+
+int ir_interp_run_hooked(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs,
+                         ir_interp_hook hook, void *ctx, icc_diag *d)
+{
     int nv = g->nvalues, rc = -1;
     ir_tensor *slot = calloc((size_t)nv + 1, sizeof *slot);
     bool *owned = calloc((size_t)nv + 1, sizeof *owned), *is_out = calloc((size_t)nv + 1, 1);
@@ -130,6 +136,8 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs
             goto done;
         slot[g->inputs[i]->id] = inputs[i];
         have[g->inputs[i]->id] = true;
+        if (hook && hook(ctx, g->inputs[i], &inputs[i], d) < 0)
+            goto done;
     }
     for (int i = 0; i < nv; i++)
         if (g->values[i]->kind == IR_VAL_CONST) {
@@ -172,6 +180,9 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs
             have[id] = true;
             owned[id] = storage[i] == NULL;
         }
+        for (int i = 0; hook && i < n->nout; i++)
+            if (hook(ctx, n->out[i], &out[i], d) < 0)
+                goto done;
         for (int i = 0; i < n->nin; i++) {
             const ir_value *v = n->in[i];
             if (v && last[v->id] == k && !is_out[v->id] && v->kind == IR_VAL_NODE) {
@@ -192,7 +203,7 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs
             }
         }
     }
-    for (int i = 0; i < g->noutputs; i++) {
+    for (int i = 0; outputs && i < g->noutputs; i++) {
         const ir_value *v = g->outputs[i];
         if (!have[v->id]) {
             ir_errorf(d, "output '%s' was not computed", v->name);

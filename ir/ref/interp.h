@@ -32,6 +32,16 @@ int ir_eval_control(const ir_node *n, const ir_tensor *const *in, ir_tensor *out
 int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs,
                   icc_diag *d);
 
+/* Sees every graph input and every node output of a run, once, as soon as
+ * it exists (t is only valid during the call: copy what must outlive it).
+ * Returning < 0 (with d set) stops the run. */
+typedef int (*ir_interp_hook)(void *ctx, const ir_value *v, const ir_tensor *t, icc_diag *d);
+
+/* ir_interp_run calling hook(ctx, ...) for each value; outputs may be NULL
+ * when the caller only watches. */
+int ir_interp_run_hooked(const ir_graph *g, const ir_tensor *inputs, ir_tensor *outputs,
+                         ir_interp_hook hook, void *ctx, icc_diag *d);
+
 /* Frees the data of n tensors (not the array). */
 void ir_tensors_free(ir_tensor *t, int n);
 
