@@ -250,11 +250,23 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-static double now_ms(void)
+double icc_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void icc_print_timings(FILE *out, const char *title, const char *what, const double *ms,
+                       const char *const *names, int n)
+{
+    double total = 0;
+    for (int i = 0; i < n; i++)
+        total += ms[i];
+    fprintf(out, "# %s (wall)\n#   %10s  %6s  %s\n", title, "ms", "%", what);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "#   %10.3f  %5.1f%%  %s\n", ms[i], total > 0 ? 100 * ms[i] / total : 0, names[i]);
+    fprintf(out, "#   %10.3f  100.0%%  total\n", total);
 }
 
 static void write_reproducer(const char *path, const char *before, const icc_pipeline *p, int step,
@@ -337,9 +349,9 @@ int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options 
         pass_ctx c = {.g = g, .diag = d, .target = o->target ? o->target : pass_default_target(),
                      .precision = o->precision, .opts = st->opts,
                      .nopts = st->nopts};
-        double t0 = now_ms();
+        double t0 = icc_wall_ms();
         int r = pass_table[st->pass].run(&c);
-        ms[i] = now_ms() - t0;
+        ms[i] = icc_wall_ms() - t0;
         if (r == 0 && !o->no_verify && ir_verify(g, d) < 0) {
             ir_diag_prefix(d, "IR invalid after pass '%s'", name);
             r = -1;
@@ -372,14 +384,15 @@ int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options 
         }
     }
     if (o->time_passes) {
-        double total = 0;
+        const char **names = calloc((size_t)p->nsteps + 1, sizeof *names);
+        if (!names) {
+            ir_errorf(d, "out of memory");
+            goto done;
+        }
         for (int i = 0; i < p->nsteps; i++)
-            total += ms[i];
-        fprintf(out, "# pass timings (wall)\n#   %10s  %6s  %s\n", "ms", "%", "pass");
-        for (int i = 0; i < p->nsteps; i++)
-            fprintf(out, "#   %10.3f  %5.1f%%  %s\n", ms[i], total > 0 ? 100 * ms[i] / total : 0,
-                    pass_table[p->steps[i].pass].name);
-        fprintf(out, "#   %10.3f  100.0%%  total\n", total);
+            names[i] = pass_table[p->steps[i].pass].name;
+        icc_print_timings(out, "pass timings", "pass", ms, names, p->nsteps);
+        free(names);
     }
     rc = 0;
 done:

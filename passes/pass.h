@@ -118,6 +118,15 @@ typedef struct icc_pass_options {
  * never depend on the machine running icc. */
 const icc_target_desc *pass_default_target(void);
 
+/* Monotonic wall clock in milliseconds, for the timing tables. */
+double icc_wall_ms(void);
+
+/* A timing table on out: "# TITLE (wall)", then one row per entry (ms,
+ * share of the total, name), then the total. --time-passes prints the
+ * passes' and the code generator's phases with it. */
+void icc_print_timings(FILE *out, const char *title, const char *what, const double *ms,
+                       const char *const *names, int n);
+
 /* Runs p over g. On failure d says which pass failed and why (and where the
  * reproducer was written). */
 int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options *o, icc_diag *d);

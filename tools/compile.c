@@ -4,12 +4,12 @@
  * backend table (codegen/backend.h). */
 #include "tools/compile.h"
 #include "codegen/backend.h"
+#include "passes/pass.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 int icc_write_atomic(const char *path, const char *text, size_t len, icc_diag *d)
@@ -95,13 +95,6 @@ int icc_target_describe(const char *triple, const char *cpu, icc_target_desc *ou
     return 0;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* --time-passes after the passes' table: lowering to kernels, the
  * backend's assembly of them, and optimization + code generation + link
  * (one phase: the LLVM backend optimizes lazily, in partitions). */
@@ -110,13 +103,7 @@ static void print_phases(const double *ms, int n, int units)
     char last[64];
     snprintf(last, sizeof last, "optimize, generate, link (%d module%s)", units, units == 1 ? "" : "s");
     const char *const names[] = {"lower (kernels)", "assemble (backend)", units > 0 ? last : "optimize, generate, link"};
-    double total = 0;
-    for (int i = 0; i < n; i++)
-        total += ms[i];
-    fprintf(stderr, "# code generation timings (wall)\n#   %10s  %6s  %s\n", "ms", "%", "phase");
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "#   %10.3f  %5.1f%%  %s\n", ms[i], total > 0 ? 100 * ms[i] / total : 0, names[i]);
-    fprintf(stderr, "#   %10.3f  100.0%%  total\n", total);
+    icc_print_timings(stderr, "code generation timings", "phase", ms, names, n);
 }
 
 int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
@@ -140,22 +127,22 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
     bool external = o->external_weights;
     if (o->external_out)
         *o->external_out = false;
-    double ms[3] = {0}, t0 = now_ms();
+    double ms[3] = {0}, t0 = icc_wall_ms();
     int nph = 0;
     if (cg_program_build(g, &s, o->name, external, &p, d) < 0 || (o->profile && cg_program_profile(g, p, d) < 0))
         goto done;
-    ms[nph++] = now_ms() - t0;
+    ms[nph++] = icc_wall_ms() - t0;
     if (!external && !o->emit && o->out && o->embed_limit > 0 && p->weights_bytes > o->embed_limit) {
         external = p->external_weights = true;
         fprintf(stderr, "icc: note: the weights (%.3g MB) go to a .weights file beside %s: more than the %.3g MB "
                 "a library embeds (--embed-limit; --weights=embedded keeps them in)\n",
                 (double)p->weights_bytes / 1e6, o->out, (double)o->embed_limit / 1e6);
     }
-    t0 = now_ms();
+    t0 = icc_wall_ms();
     if (be->compile(t, p, &a, d) < 0)
         goto done;
-    ms[nph++] = now_ms() - t0;
-    t0 = now_ms();
+    ms[nph++] = icc_wall_ms() - t0;
+    t0 = icc_wall_ms();
     if (o->emit) {
         if (!be->emit_text)
             ir_errorf(d, "unknown --emit kind '%s' (supported: ir, dot, kernels)", o->emit);
@@ -183,7 +170,7 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         rc = be->write(a, o->out, rt, d);
     if (rc == 0 && o->external_out)
         *o->external_out = external;
-    ms[nph++] = now_ms() - t0;
+    ms[nph++] = icc_wall_ms() - t0;
     if (rc == 0 && o->time_phases)
         print_phases(ms, nph, be->write_units ? be->write_units(a) : 0);
     const char *log = rc < 0 && o->verbose && be->write_log ? be->write_log(a) : NULL;
