@@ -112,17 +112,7 @@ static void probe(void)
     }
 }
 
-static const struct feature *find(const char *name)
-{
-    if (!name)
-        return NULL;
-    if (*name == '+')
-        name++;
-    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++)
-        if (!strcmp(features[i].name, name))
-            return &features[i];
-    return NULL;
-}
+static const struct feature *find(const char *name);
 
 int icc_cpu_has(const char *feature)
 {
@@ -134,8 +124,6 @@ int icc_cpu_has(const char *feature)
         return 0;
     return (host.xcr0 & f->os) == f->os;
 }
-
-int icc_cpu_known(const char *feature) { return find(feature) != NULL; }
 
 /* Linux hands out AMX tile-data state only on request (5.16+); without it
  * the first tile instruction faults. The permission is per process and a
@@ -183,6 +171,23 @@ static const struct feature {
     {"bf16", 2, 1ul << 14},
 };
 
+static const struct feature *find(const char *name);
+
+int icc_cpu_has(const char *feature)
+{
+    const struct feature *f = find(feature);
+    if (!f)
+        return 0;
+    unsigned long caps = getauxval(f->which == 1 ? AT_HWCAP : AT_HWCAP2);
+    return (caps & f->mask) == f->mask;
+}
+
+int icc_cpu_enable(const char *feature) { return 0; }
+#endif
+
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+/* The architecture's table entry for an LLVM feature name ("+avx2" or
+ * "avx2"), or NULL. */
 static const struct feature *find(const char *name)
 {
     if (!name)
@@ -195,19 +200,7 @@ static const struct feature *find(const char *name)
     return NULL;
 }
 
-int icc_cpu_has(const char *feature)
-{
-    const struct feature *f = find(feature);
-    if (!f)
-        return 0;
-    unsigned long caps = getauxval(f->which == 1 ? AT_HWCAP : AT_HWCAP2);
-    return (caps & f->mask) == f->mask;
-}
-
 int icc_cpu_known(const char *feature) { return find(feature) != NULL; }
-
-int icc_cpu_enable(const char *feature) { return 0; }
-
 #else
 /* An architecture this runtime cannot probe: it knows no feature, so only
  * models that require none load. */
