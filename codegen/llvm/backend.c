@@ -23,6 +23,7 @@
 
 #include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,14 +211,17 @@ static void keep_only(LLVMModuleRef m, const part *w)
             fn_list_add(&keep, f);
         }
     }
-    /* and what they call, transitively (the list grows as it is walked) */
+    /* and what they use, transitively (the list grows as it is walked):
+     * the functions they call, and those whose address they take (a
+     * parallel loop's body goes to the thread pool as a pointer) */
     for (int i = 0; i < keep.n; i++)
         for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(keep.f[i]); b; b = LLVMGetNextBasicBlock(b))
-            for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in)) {
-                LLVMValueRef callee = LLVMIsACallInst(in) ? LLVMGetCalledValue(in) : NULL;
-                if (callee && LLVMIsAFunction(callee) && !LLVMIsDeclaration(callee))
-                    fn_list_add(&keep, callee);
-            }
+            for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in))
+                for (int k = 0, n = LLVMGetNumOperands(in); k < n; k++) {
+                    LLVMValueRef use = LLVMGetOperand(in, k);
+                    if (use && LLVMIsAFunction(use) && !LLVMIsDeclaration(use))
+                        fn_list_add(&keep, use);
+                }
     LLVMValueRef next;
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f && !keep.oom; f = next) {
         next = LLVMGetNextFunction(f);
@@ -240,7 +244,19 @@ static void *part_main(void *arg)
         m = NULL;
     } else if (cg_target_thread_copy(w->t, &t, &w->d) == 0) {
         keep_only(m, w);
-        if (cg_optimize(t, m, &w->d) == 0 && (w->obj = cg_emit_object_buffer(t, m, &w->d)))
+        /* What only the moved-away code used (the descriptor's tables of
+         * every kernel, say) has to go before code generation: -O0 runs
+         * no pass that would drop it, and its references would stay as
+         * undefined symbols, some naming functions local to another
+         * partition. */
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMErrorRef e = LLVMRunPasses(m, "globaldce", cg_target_machine(t), po);
+        LLVMDisposePassBuilderOptions(po);
+        if (e) {
+            char *em = LLVMGetErrorMessage(e);
+            ir_errorf(&w->d, "dropping a partition's unused code failed: %.200s", em);
+            LLVMDisposeErrorMessage(em);
+        } else if (cg_optimize(t, m, &w->d) == 0 && (w->obj = cg_emit_object_buffer(t, m, &w->d)))
             w->rc = 0;
     }
     cg_target_destroy(t);
