@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define MS_DOMAIN "com.microsoft"
 
@@ -1047,6 +1048,181 @@ static int rotary(fe_lower *l, ir_value *x, ir_value *pos, ir_value *cosc, ir_va
     return bind(l, 0, y);
 }
 
+/* ---- DynamicQuantizeLSTM ------------------------------------------------------
+ * An LSTM whose weights are int8 (W [D, I, 4H], R [D, H, 4H]: transposed
+ * from ONNX's LSTM, gates i o f c) with scales and zero points per
+ * direction or per gate row, and whose activations are quantized on the
+ * fly, as ONNX Runtime's CPU kernel does (checked against it in
+ * tests/models/ms_ops_vs_ort.py): X, all S x B rows at once, with
+ * DynamicQuantizeLinear's u8 range; the hidden state at every step, all B
+ * rows together; integer products scaled by x_scale * w_scale. The time
+ * steps are unrolled (the state's quantization couples the batch rows at
+ * each step, which no core recurrent op does), so the sequence length
+ * must be static and at most DQ_LSTM_MAX_STEPS. */
+enum { DQ_LSTM_MAX_STEPS = 512 };
+
+typedef struct dq_dir {
+    ir_value *xw;              /* [S, B, 4H]: quantized X times W, scaled, plus both biases */
+    ir_value *r, *r_zp, *r_scale, *p;
+    ir_value *h, *c;           /* the state ([B, H]; NULL h: zero, known at compile time) */
+} dq_dir;
+
+static ir_value *take(fe_lower *l, const char *sfx, ir_value *x, int64_t i)
+{
+    ir_value *in[2] = {x, scalar_i64(l, sfx, i)};
+    ir_attr ax0 = attr_i("axis", 0);
+    return x && in[1] ? emit(l, IR_OP_GATHER, sfx, 2, in, &ax0, 1, NULL) : NULL;
+}
+
+/* (q - zq) (w - zw) in i32, as f32 times q_scale * w_scale. */
+static ir_value *q_matmul(fe_lower *l, const char *sfx, ir_node *q, ir_value *w, ir_value *w_zp,
+                          ir_value *w_scale)
+{
+    if (!q)
+        return NULL;
+    ir_value *in[4] = {q->out[0], w, q->out[2], w_zp};
+    ir_value *acc = w && w_zp ? emit(l, IR_OP_MATMUL_INTEGER, sfx, 4, in, NULL, 0, NULL) : NULL;
+    return bin(l, IR_OP_MUL, sfx, cast(l, sfx, acc, IR_F32), bin(l, IR_OP_MUL, sfx, q->out[1], w_scale));
+}
+
+static ir_value *gate_in(fe_lower *l, const char *sfx, ir_value *g, int k, int64_t H, float clip,
+                         ir_value *p, int pk, ir_value *c)
+{
+    g = slice(l, sfx, g, 1, k * H, (k + 1) * H);
+    if (p && c)
+        g = bin(l, IR_OP_ADD, sfx, g, bin(l, IR_OP_MUL, sfx, slice(l, sfx, p, 0, pk * H, (pk + 1) * H), c));
+    if (clip > 0 && g) {
+        ir_value *in[3] = {g, scalar_like(l, sfx, g, -clip), scalar_like(l, sfx, g, clip)};
+        g = in[1] && in[2] ? emit(l, IR_OP_CLIP, sfx, 3, in, NULL, 0, NULL) : NULL;
+    }
+    return g;
+}
+
+/* One step of direction d at time t: the new h and c. */
+static int dq_step(fe_lower *l, dq_dir *s, int d, int64_t t, int64_t H, float clip)
+{
+    char sfx[48];
+    snprintf(sfx, sizeof sfx, "d%d_t%lld", d, (long long)t);
+    ir_value *g = take(l, sfx, s->xw, t);
+    if (s->h) {
+        ir_node *q = fe_emit(l, IR_OP_DYNAMIC_QUANTIZE_LINEAR, sfx, 1, &s->h, 3, NULL, NULL, 0);
+        g = bin(l, IR_OP_ADD, sfx, g, q_matmul(l, sfx, q, s->r, s->r_zp, s->r_scale));
+    }
+    ir_value *i = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 0, H, clip, s->p, 0, s->c));
+    ir_value *f = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 2, H, clip, s->p, 2, s->c));
+    ir_value *cc = un(l, IR_OP_TANH, sfx, gate_in(l, sfx, g, 3, H, clip, NULL, 0, NULL));
+    ir_value *c = bin(l, IR_OP_MUL, sfx, i, cc);
+    if (s->c)
+        c = bin(l, IR_OP_ADD, sfx, bin(l, IR_OP_MUL, sfx, f, s->c), c);
+    ir_value *o = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 1, H, clip, s->p, 1, c));
+    s->c = c;
+    s->h = bin(l, IR_OP_MUL, sfx, o, un(l, IR_OP_TANH, sfx, c));
+    return s->h ? 0 : -1;
+}
+
+static int ms_dq_lstm(fe_lower *l)
+{
+    enum { X, W, R, B, SEQ, H0, C0, P, WS, WZ, RS, RZ };
+    if (need(l, X, "X", 3, 3) < 0 || need(l, W, "W", 3, 3) < 0 || need(l, R, "R", 3, 3) < 0 ||
+        need(l, WS, "W_scale", 1, 2) < 0 || need(l, WZ, "W_zero_point", 1, 2) < 0 ||
+        need(l, RS, "R_scale", 1, 2) < 0 || need(l, RZ, "R_zero_point", 1, 2) < 0)
+        return -1;
+    if (in_at(l, SEQ))
+        return err(l, "input 4 (sequence_lens) is not supported");
+    int64_t H = get_i(l, "hidden_size", 0);
+    if (H <= 0)
+        return err(l, "needs a positive hidden_size");
+    if (get_i(l, "input_forget", 0))
+        return err(l, "input_forget=1 is not supported");
+    if (fe_attr_find(l, "activation_alpha") || fe_attr_find(l, "activation_beta"))
+        return err(l, "activation_alpha/activation_beta are not supported");
+    ir_attr *dir = fe_attr_find(l, "direction");
+    const char *ds = dir && dir->kind == IR_ATTR_STRING ? dir->s : "forward";
+    bool bidi = !strcmp(ds, "bidirectional"), rev = !strcmp(ds, "reverse");
+    if (!bidi && !rev && strcmp(ds, "forward"))
+        return err(l, "unknown direction '%.40s'", ds);
+    int D = bidi ? 2 : 1;
+    ir_attr *acts = fe_attr_find(l, "activations");
+    if (acts) {
+        static const char *const dflt[3] = {"Sigmoid", "Tanh", "Tanh"};
+        if (acts->kind != IR_ATTR_STRINGS || acts->n != 3 * D)
+            return err(l, "activations needs %d names", 3 * D);
+        for (int k = 0; k < acts->n; k++)
+            if (strcasecmp(acts->strings[k], dflt[k % 3]))
+                return err(l, "activation '%.40s' is not supported (only Sigmoid, Tanh, Tanh)", acts->strings[k]);
+    }
+    float clip = get_f(l, "clip", 0);
+    ir_value *x = l->in[X];
+    if (!dim_known(x, 0) || !dim_known(x, 2))
+        return err(l, "needs a static sequence length and input size (dims 0 and 2 of X)");
+    int64_t S = dim_of(x, 0), I = dim_of(x, 2);
+    if (S < 1)
+        return err(l, "needs at least one time step (dim 0 of X is %lld)", (long long)S);
+    if (S > DQ_LSTM_MAX_STEPS)
+        return err(l, "sequence length %lld is past the %d steps this expansion unrolls", (long long)S,
+                   DQ_LSTM_MAX_STEPS);
+    ir_value *w = l->in[W], *r = l->in[R];
+    if (!dim_known(w, 0) || dim_of(w, 0) != D || !dim_known(w, 1) || dim_of(w, 1) != I ||
+        !dim_known(w, 2) || dim_of(w, 2) != 4 * H)
+        return err(l, "W must be [%d, %lld, %lld]", D, (long long)I, (long long)(4 * H));
+    if (!dim_known(r, 0) || dim_of(r, 0) != D || !dim_known(r, 1) || dim_of(r, 1) != H ||
+        !dim_known(r, 2) || dim_of(r, 2) != 4 * H)
+        return err(l, "R must be [%d, %lld, %lld]", D, (long long)H, (long long)(4 * H));
+    /* X, every row at once. */
+    int64_t rows[2] = {-1, I}, back[3] = {S, -1, 4 * H};
+    ir_value *x2 = reshape(l, "x_rows", x, 2, rows);
+    ir_node *xq = x2 ? fe_emit(l, IR_OP_DYNAMIC_QUANTIZE_LINEAR, "x_quant", 1, &x2, 3, NULL, NULL, 0) : NULL;
+    dq_dir st[2] = {{0}};
+    ir_value *ys[2][DQ_LSTM_MAX_STEPS];
+    for (int d = 0; d < D; d++) {
+        char sfx[16];
+        snprintf(sfx, sizeof sfx, "d%d", d);
+        dq_dir *s = &st[d];
+        ir_value *xw = q_matmul(l, sfx, xq, take(l, sfx, w, d), take(l, sfx, l->in[WZ], d),
+                                take(l, sfx, l->in[WS], d));
+        if (in_at(l, B)) {
+            ir_value *b = take(l, sfx, l->in[B], d);
+            xw = bin(l, IR_OP_ADD, sfx, xw,
+                     bin(l, IR_OP_ADD, sfx, slice(l, sfx, b, 0, 0, 4 * H), slice(l, sfx, b, 0, 4 * H, 8 * H)));
+        }
+        s->xw = reshape(l, sfx, xw, 3, back);
+        s->r = take(l, sfx, r, d);
+        s->r_zp = take(l, sfx, l->in[RZ], d);
+        s->r_scale = take(l, sfx, l->in[RS], d);
+        s->p = in_at(l, P) ? take(l, sfx, l->in[P], d) : NULL;
+        s->h = in_at(l, H0) ? take(l, sfx, l->in[H0], d) : NULL;
+        s->c = in_at(l, C0) ? take(l, sfx, l->in[C0], d) : NULL;
+        if (!s->xw || !s->r || !s->r_zp || !s->r_scale || (in_at(l, P) && !s->p) ||
+            (in_at(l, H0) && !s->h) || (in_at(l, C0) && !s->c))
+            return -1;
+        bool back_in_time = d == 1 || rev;
+        for (int64_t k = 0; k < S; k++) {
+            int64_t t = back_in_time ? S - 1 - k : k;
+            if (dq_step(l, s, d, t, H, clip) < 0)
+                return -1;
+            int64_t axes[2] = {0, 1};
+            if (!(ys[d][t] = unsqueeze(l, "y", s->h, 2, axes)))
+                return -1;
+        }
+    }
+    ir_value *per_dir[2];
+    for (int d = 0; d < D; d++)
+        per_dir[d] = concat(l, "y", (int)S, ys[d], 0, NULL);
+    if (wants(l, 0) && bind(l, 0, D == 1 ? per_dir[0] : concat(l, "y", 2, per_dir, 1, NULL)) < 0)
+        return -1;
+    for (int k = 1; k <= 2; k++) {
+        if (!wants(l, k))
+            continue;
+        ir_value *last[2];
+        int64_t zero = 0;
+        for (int d = 0; d < D; d++)
+            last[d] = unsqueeze(l, k == 1 ? "y_h" : "y_c", k == 1 ? st[d].h : st[d].c, 1, &zero);
+        if (bind(l, k, D == 1 ? last[0] : concat(l, k == 1 ? "y_h" : "y_c", 2, last, 0, NULL)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* ---- dispatch --------------------------------------------------------------- */
 
 static const ms_op ms_ops[] = {
@@ -1054,6 +1230,8 @@ static const ms_op ms_ops[] = {
                          "past_present_share_buffer rotary_embedding_dim", ms_attention},
     {"BiasAdd", false, "", ms_bias_add},
     {"BiasGelu", false, "", ms_bias_gelu},
+    {"DynamicQuantizeLSTM", false, "activation_alpha activation_beta activations clip direction "
+                                   "hidden_size input_forget", ms_dq_lstm},
     {"EmbedLayerNormalization", false, "epsilon mask_index_type", ms_embed_ln},
     {"FastGelu", false, "", ms_fast_gelu},
     {"FusedConv", false, "activation activation_params auto_pad dilations group kernel_shape pads "
