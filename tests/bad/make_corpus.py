@@ -533,6 +533,17 @@ def misc_attribute_cases(out):
     a.ref_attr_name = "outer_alpha"
     add(out, "ref_attr_outside_function.onnx", model([n], [vinfo("x")], [vinfo("y")]),
         r"ref_attr|refer|outer_alpha")
+    # NonMaxSuppression: boxes not [batch, boxes, 4], a bad center_point_box
+    nms_out = [vinfo("sel", TensorProto.INT64, shape=None)]
+    n = mk("NonMaxSuppression", ["b", "s"], ["sel"], name="nms")
+    add(out, "nms_boxes_rank2.onnx", model([n], [vinfo("b", shape=(5, 4)), vinfo("s", shape=(1, 1, 5))], nms_out),
+        r"nms.*must be 3-D")
+    n = mk("NonMaxSuppression", ["b", "s"], ["sel"], name="nms")
+    add(out, "nms_boxes_3_coords.onnx", model([n], [vinfo("b", shape=(1, 5, 3)), vinfo("s", shape=(1, 1, 5))],
+                                              nms_out), r"nms.*4 coordinates")
+    n = mk("NonMaxSuppression", ["b", "s"], ["sel"], name="nms", center_point_box=2)
+    add(out, "nms_center_point_box_2.onnx", model([n], [vinfo("b", shape=(1, 5, 4)), vinfo("s", shape=(1, 1, 5))],
+                                                  nms_out), r"nms.*center_point_box")
     c = mk("Constant", [], ["y"], name="c", value=external("v", [2, 3], "../weights.bin"))
     add(out, "ext/constant_dotdot.onnx", model([c], [], [vinfo("y")]), r"\.\.|outside|leaves")
 
