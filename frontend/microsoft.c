@@ -289,17 +289,23 @@ static int ms_fast_gelu(fe_lower *l)
     return gelu(l, x, true, l->out[0]) ? 0 : -1;
 }
 
-/* QuickGelu(X) = X * Sigmoid(alpha * X), alpha 1.702 by default. */
-static int ms_quick_gelu(fe_lower *l)
+/* X * Sigmoid(alpha * X), alpha from the attribute or def. */
+static int x_sigmoid(fe_lower *l, float def)
 {
     if (need(l, 0, "X", 0, IR_MAX_RANK) < 0)
         return -1;
     ir_value *x = l->in[0];
     ir_value *s = un(l, IR_OP_SIGMOID, "sigmoid",
-                     bin(l, IR_OP_MUL, "alpha", x, scalar_like(l, "alpha", x, get_f(l, "alpha", 1.702f))));
+                     bin(l, IR_OP_MUL, "alpha", x, scalar_like(l, "alpha", x, get_f(l, "alpha", def))));
     ir_value *in[2] = {x, s};
     return s && emit(l, IR_OP_MUL, NULL, 2, in, NULL, 0, l->out[0]) ? 0 : -1;
 }
+
+/* QuickGelu(X): alpha 1.702 by default. */
+static int ms_quick_gelu(fe_lower *l) { return x_sigmoid(l, 1.702f); }
+
+/* Swish (ONNX opset 24, newer than the registry): alpha 1 by default. */
+static int onnx_swish(fe_lower *l) { return x_sigmoid(l, 1.0f); }
 
 /* The activation attribute of FusedConv / FusedGemm applied to x, its
  * parameters from p[0..np). */
@@ -1248,6 +1254,7 @@ static const ms_op ms_ops[] = {
     {"RotaryEmbedding", true, "interleaved num_heads rotary_embedding_dim", onnx_rotary},
     {"SimplifiedLayerNormalization", true, "axis epsilon stash_type", ms_sln},
     {"SkipLayerNormalization", false, "epsilon", ms_skip_ln},
+    {"Swish", true, "alpha", onnx_swish},
     {"SkipSimplifiedLayerNormalization", false, "epsilon", ms_skip_sln},
     {"TransposeMatMul", false, "alpha transA transB", ms_fused_matmul},
 };
