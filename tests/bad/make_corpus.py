@@ -544,6 +544,13 @@ def misc_attribute_cases(out):
     n = mk("NonMaxSuppression", ["b", "s"], ["sel"], name="nms", center_point_box=2)
     add(out, "nms_center_point_box_2.onnx", model([n], [vinfo("b", shape=(1, 5, 4)), vinfo("s", shape=(1, 1, 5))],
                                                   nms_out), r"nms.*center_point_box")
+    # RoiAlign: rois not [regions, 4], an unknown mode
+    roi_in = [vinfo("x", shape=(1, 2, 4, 4)), vinfo("r", shape=(3, 5)), vinfo("b", TensorProto.INT64, shape=(3,))]
+    n = mk("RoiAlign", ["x", "r", "b"], ["y"], name="roi")
+    add(out, "roialign_rois_5_coords.onnx", model([n], roi_in, [vinfo("y", shape=None)]), r"roi.*4 coordinates")
+    n = mk("RoiAlign", ["x", "r", "b"], ["y"], name="roi", mode="median")
+    roi_in[1] = vinfo("r", shape=(3, 4))
+    add(out, "roialign_mode_median.onnx", model([n], roi_in, [vinfo("y", shape=None)]), r"roi.*mode must be avg or max")
     c = mk("Constant", [], ["y"], name="c", value=external("v", [2, 3], "../weights.bin"))
     add(out, "ext/constant_dotdot.onnx", model([c], [], [vinfo("y")]), r"\.\.|outside|leaves")
 
