@@ -391,6 +391,39 @@ static LLVMValueRef kernel_table(mctx *c)
     return t;
 }
 
+/* A SLICE step (program.h, cg_slice): the iteration's base on each side,
+ * then one memcpy, or a loop of them over the rows. Leaves b at the end. */
+static void emit_slice(mctx *c, LLVMBuilderRef b, LLVMValueRef run, const cg_step *st, LLVMValueRef dst,
+                       LLVMValueRef src, LLVMValueRef counter)
+{
+    const cg_slice *sl = &st->slice;
+    LLVMValueRef t = LLVMBuildLoad2(b, c->i64, counter, "t");
+    if (sl->reverse)
+        t = LLVMBuildSub(b, ci64(c, sl->len - 1), t, "");
+    LLVMValueRef so = LLVMBuildMul(b, t, ci64(c, sl->src_step), ""), dof = LLVMBuildMul(b, t, ci64(c, sl->dst_step), "");
+    src = LLVMBuildGEP2(b, c->i8, src, &so, 1, "");
+    dst = LLVMBuildGEP2(b, c->i8, dst, &dof, 1, "");
+    if (sl->rows <= 1 || sl->row_bytes == 0) {
+        LLVMBuildMemCpy(b, dst, 1, src, 1, ci64(c, sl->rows == 1 ? sl->row_bytes : 0));
+        return;
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->cx, run, "slice");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->cx, run, "slice_done");
+    LLVMBuildBr(b, body);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef r = LLVMBuildPhi(b, c->i64, "row");
+    LLVMValueRef sr = LLVMBuildMul(b, r, ci64(c, sl->src_stride), ""), dr = LLVMBuildMul(b, r, ci64(c, sl->dst_stride), "");
+    LLVMBuildMemCpy(b, LLVMBuildGEP2(b, c->i8, dst, &dr, 1, ""), 1, LLVMBuildGEP2(b, c->i8, src, &sr, 1, ""), 1,
+                    ci64(c, sl->row_bytes));
+    LLVMValueRef next = LLVMBuildAdd(b, r, ci64(c, 1), "");
+    LLVMValueRef zero = ci64(c, 0);
+    LLVMAddIncoming(r, &zero, &pre, 1);
+    LLVMAddIncoming(r, &next, &body, 1);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, ci64(c, sl->rows), ""), body, done);
+    LLVMPositionBuilderAtEnd(b, done);
+}
+
 /* An array of n ty in the run's entry block, so that a kernel's buffer
  * table is one stack slot however often its step runs. */
 static LLVMValueRef entry_alloca(mctx *c, LLVMBasicBlockRef entry, LLVMTypeRef ty, int n, const char *name)
@@ -516,8 +549,10 @@ static int emit_model(mctx *c)
                                              "iter");
             LLVMValueRef stop = LLVMConstInt(LLVMInt1TypeInContext(c->cx), 0, 0);
             if (st->has_trips) {
-                LLVMValueRef m = LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->src, inputs, outputs, weights,
-                                                                       arena), "trips");
+                LLVMValueRef m = st->const_trips ? ci64(c, st->value)
+                                                 : LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->src, inputs,
+                                                                                         outputs, weights, arena),
+                                                                  "trips");
                 stop = LLVMBuildOr(b, stop, LLVMBuildICmp(b, LLVMIntSGE, iv, m, ""), "");
             }
             if (st->has_cond) {
@@ -528,6 +563,12 @@ static int emit_model(mctx *c)
             LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(c->cx, run, "iteration");
             LLVMBuildCondBr(b, stop, at[st->target], on);
             LLVMPositionBuilderAtEnd(b, on);
+            continue;
+        }
+        if (st->kind == CG_STEP_SLICE) {
+            emit_slice(c, b, run, st, binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena),
+                       binding_ptr(c, b, &st->src, inputs, outputs, weights, arena),
+                       binding_ptr(c, b, &st->slice.counter, inputs, outputs, weights, arena));
             continue;
         }
         if (st->kind == CG_STEP_COPY) {
