@@ -13,6 +13,7 @@
 #include "ir/ref/interp.h"
 #include "ir/ref/ref.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,29 @@ static int set_input(ir_shape_ctx *c, ir_graph *s, int i, const ir_type *t)
     return 0;
 }
 
+/* A captured constant that an op reads as an attribute (Unsqueeze's
+ * axes, Reshape's shape, Slice's starts: a small integer tensor) becomes a
+ * constant of the subgraph, so that shape inference inside and the
+ * lowering see its value; the capture input itself stays, unused. */
+#define CAPTURE_CONST_MAX 64
+static int inline_capture(ir_shape_ctx *c, ir_graph *s, ir_value *in, const ir_value *outer)
+{
+    const ir_tensor *t = &outer->cval;
+    if (outer->kind != IR_VAL_CONST || !(ir_dtype_is_int(t->dtype) || t->dtype == IR_BOOL) ||
+        t->numel > CAPTURE_CONST_MAX || (t->numel && !t->data) || ir_value_count_uses(s, in) == 0)
+        return 0;
+    ir_type ty;
+    memset(&ty, 0, sizeof ty);
+    ir_type_of_tensor(t, &ty);
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_captured", in->name);
+    ir_value *k = ir_graph_add_const(s, name, &ty, t->data, c->diag);
+    if (!k)
+        return -1;
+    ir_replace_all_uses(s, in, k);
+    return 0;
+}
+
 /* Captures take the captured values' types, then the body is inferred. */
 static int infer_sub(ir_shape_ctx *c, ir_graph *s, const char *name)
 {
@@ -129,6 +153,8 @@ static int infer_sub(ir_shape_ctx *c, ir_graph *s, const char *name)
     int formal = ir_control_formal_inputs(n);
     for (int j = 0; j < n->ncap; j++) {
         if (set_input(c, s, formal + j, c->in[n->nin - n->ncap + j]) < 0)
+            return -1;
+        if (inline_capture(c, s, s->inputs[formal + j], n->in[n->nin - n->ncap + j]) < 0)
             return -1;
         /* A captured shape (a Reshape's target among the outer constants)
          * is known inside as it is outside; only constant elements cross,
