@@ -36,7 +36,7 @@ typedef struct {
     LLVMContextRef cx;
     LLVMTypeRef ptr, i8, i32, i64, kfn_ty;
     LLVMValueRef layout_fn;    /* i64 layout(const i64 *dims, i64 *offs) */
-    LLVMValueRef prof, clock;  /* --profile: the counters and the clock of this run */
+    LLVMValueRef prof, calls, clock;   /* --profile: the times, the call counts and the clock of this run */
     LLVMTypeRef clock_ty;
 } mctx;
 
@@ -349,8 +349,15 @@ static void profile_setup(mctx *c, LLVMBuilderRef b, LLVMTypeRef env_ty, LLVMVal
     c->clock_ty = LLVMFunctionType(c->i64, NULL, 0, 0);
     LLVMValueRef prof = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 5, ""), "profile_ns");
     LLVMValueRef clock = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 6, ""), "clock_ns");
-    LLVMValueRef spare = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->p->nkernels + 1), "spare_ns");
+    LLVMValueRef flag = LLVMBuildLoad2(b, c->i32, LLVMBuildStructGEP2(b, env_ty, env, 3, ""), "profile_calls");
+    LLVMValueRef spare = LLVMBuildArrayAlloca(b, c->i64, ci64(c, 2 * c->p->nkernels + 1), "spare_ns");
     c->prof = LLVMBuildSelect(b, LLVMBuildIsNull(b, prof, ""), spare, prof, "prof");
+    /* the call counts follow the times, where the runtime made room */
+    LLVMValueRef nk = ci64(c, c->p->nkernels);
+    LLVMValueRef room = LLVMBuildAnd(b, LLVMBuildIsNotNull(b, prof, ""),
+                                     LLVMBuildICmp(b, LLVMIntNE, flag, ci32(c, 0), ""), "");
+    c->calls = LLVMBuildSelect(b, room, LLVMBuildGEP2(b, c->i64, prof, &nk, 1, ""),
+                               LLVMBuildGEP2(b, c->i64, spare, &nk, 1, ""), "calls");
     c->clock = LLVMBuildSelect(b, LLVMBuildIsNull(b, clock, ""), emit_noclock(c), clock, "clock");
 }
 
@@ -360,7 +367,7 @@ static LLVMValueRef profile_start(mctx *c, LLVMBuilderRef b)
     return c->p->profile ? LLVMBuildCall2(b, c->clock_ty, c->clock, NULL, 0, "t0") : NULL;
 }
 
-/* prof[kx] += clock() - t0. */
+/* prof[kx] += clock() - t0; calls[kx] += 1. */
 static void profile_end(mctx *c, LLVMBuilderRef b, int kx, LLVMValueRef t0)
 {
     if (!t0)
@@ -369,6 +376,8 @@ static void profile_end(mctx *c, LLVMBuilderRef b, int kx, LLVMValueRef t0)
     LLVMValueRef idx = ci64(c, kx);
     LLVMValueRef at = LLVMBuildGEP2(b, c->i64, c->prof, &idx, 1, "");
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, at, ""), dt, ""), at);
+    at = LLVMBuildGEP2(b, c->i64, c->calls, &idx, 1, "");
+    LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, at, ""), ci64(c, 1), ""), at);
 }
 
 /* The descriptor's kernel table (icc_kernel_info), or NULL. */

@@ -20,6 +20,8 @@ Loops with scan outputs compile when the trip count is a constant (an
 initializer, or the RNN's trip count bound with --bind) and the body passes
 its condition on: for 4, 1, 0 and -2 trips, and the RNN for 5 and 2 steps;
 one whose body computes its condition is refused, saying it may stop early.
+`icc bench --profile` names a body's kernels with their path and counts
+them once per iteration.
 
 An If whose branches read outer initializers as Reshape's shape, Slice's
 starts and ends and Unsqueeze's axes compiles (a captured small integer
@@ -38,6 +40,7 @@ Everything at rtol 1e-4, atol 1e-5.
 
     python3 tests/models/control_flow.py build/icc
 """
+import json
 import os
 import subprocess
 import sys
@@ -446,6 +449,23 @@ def main():
                            check=True)
             failed += compare("RNN Loop with its scan output, --bind=T (%d), compiled %s" % (steps, opt),
                               run(icc, so, feed, t, ["hT", "acc", "hs"]), want)
+    # --profile: a body's kernels are named with their path and counted
+    # once per iteration (the Scan's 6, the Loop's 4), the others once.
+    const_loop(t + "/cloop.onnx", 4)
+    for model, body, calls in (("scan_rnn", "scan_rnn/body/", 6), ("cloop", "count/body/", 4)):
+        r = subprocess.run([icc, "bench", "%s/%s.onnx" % (t, model), "--profile", "--json", "--time=0.05",
+                            "--warmup=0", "--threads=1"], capture_output=True, text=True, timeout=300)
+        try:
+            ks = json.loads(r.stdout)["results"][0]["profile"]["kernels"]
+        except (ValueError, KeyError, IndexError):
+            ks = []
+        inner = [k for k in ks if k["name"].startswith(body)]
+        ok = r.returncode == 0 and len(inner) >= 4 and len(inner) < len(ks) and \
+            all(k.get("calls") == (calls if k["name"].startswith(body) else 1) for k in ks)
+        print("%s --profile of %s: %d kernels in the body, each %s calls/run: %s" % (
+            "ok  " if ok else "FAIL", model, len(inner), calls,
+            ", ".join("%s x%s" % (k["name"], k.get("calls")) for k in ks) or r.stderr.strip()))
+        failed += not ok
     const_loop(t + "/early.onnx", 4, early=True)
     ok, msg = refused(icc, t + "/early.onnx", t, "node 'count' (Loop): scan output 0 ('S1') is not compiled yet")
     ok = ok and "stop early" in msg
