@@ -27,38 +27,107 @@ static int join(char **buf, size_t *len, const char *s)
     return 0;
 }
 
+/* The costs and fused groups of one graph the program's kernels come
+ * from (the top level, or a branch or body). */
+typedef struct {
+    const ir_graph *g;
+    int *root;
+    ir_kernel_cost *kc;
+    int nk;
+} graph_costs;
+
+/* The path of a node of subgraph g: "<control node>/<attribute>/" for
+ * each enclosing control node, outermost first (empty at the top). */
+static void node_path(const ir_graph *g, char *buf, size_t n)
+{
+    buf[0] = 0;
+    const ir_graph *pg = g ? g->parent : NULL;
+    if (!pg)
+        return;
+    for (int k = 0; k < pg->nnodes; k++) {
+        const ir_node *cn = pg->nodes[k];
+        for (int a = 0; a < cn->nattr; a++)
+            if (cn->attrs[a].kind == IR_ATTR_GRAPH && cn->attrs[a].graph == g) {
+                node_path(pg, buf, n);
+                size_t at = strlen(buf);
+                char anon[32];
+                snprintf(anon, sizeof anon, "#%d", k);
+                snprintf(buf + at, n - at, "%s/%s/", cn->name[0] ? cn->name : anon, cn->attrs[a].name);
+                return;
+            }
+    }
+}
+
+static graph_costs *costs_of(graph_costs **gc, int *ngc, const ir_graph *g)
+{
+    for (int i = 0; i < *ngc; i++)
+        if ((*gc)[i].g == g)
+            return &(*gc)[i];
+    graph_costs *ng = realloc(*gc, sizeof *ng * ((size_t)*ngc + 1));
+    if (!ng)
+        return NULL;
+    *gc = ng;
+    graph_costs *c = &ng[(*ngc)++];
+    *c = (graph_costs){.g = g, .root = malloc(sizeof *c->root * ((size_t)g->nnodes + 1))};
+    if (!c->root || ir_graph_group_roots(g, c->root) < 0 || ir_graph_kernel_costs(g, &c->kc, &c->nk) < 0)
+        return NULL;
+    return c;
+}
+
+/* Each kernel is one fused group of the graph its root node is in: a
+ * subgraph's nodes are named with their path (If_0/then_branch/Conv_3). */
 int cg_program_profile(const ir_graph *g, cg_program *p, icc_diag *d)
 {
-    ir_kernel_cost *kc = NULL;
-    int nk = 0;
-    int *root = malloc(sizeof *root * ((size_t)g->nnodes + 1));
-    if (!root || ir_graph_group_roots(g, root) < 0 || ir_graph_kernel_costs(g, &kc, &nk) < 0) {
-        free(root);
+    (void)g;
+    graph_costs *gc = NULL;
+    int ngc = 0, rc = 0;
+    p->profile = calloc((size_t)p->nkernels + 1, sizeof *p->profile);
+    if (!p->profile)
         return ir_errorf(d, "out of memory");
-    }
-    /* one kernel per group root, in node order, as cg_program_build made them */
-    if (nk != p->nkernels) {
-        free(root);
-        free(kc);
-        return ir_errorf(d, "--profile: %d kernels in the graph, %d in the program", nk, p->nkernels);
-    }
-    p->profile = calloc((size_t)nk + 1, sizeof *p->profile);
-    int rc = p->profile ? 0 : -1;
-    for (int k = 0; k < nk && rc == 0; k++) {
-        cg_kernel_info *ki = &p->profile[k];
-        size_t nl = 0, ol = 0;
-        ki->flops = kc[k].flops;
-        ki->bytes = kc[k].bytes;
-        for (int j = 0; j <= kc[k].root && rc == 0; j++) {
-            if (root[j] != kc[k].root)
+    for (int kx = 0; kx < p->nkernels && rc == 0; kx++) {
+        const ir_node *rn = p->kernels[kx].node;
+        const ir_graph *kg = rn->graph;
+        graph_costs *c = costs_of(&gc, &ngc, kg);
+        if (!c) {
+            rc = -1;
+            break;
+        }
+        int r = 0;
+        while (r < kg->nnodes && kg->nodes[r] != rn)
+            r++;
+        if (r == kg->nnodes) {
+            free(p->profile);
+            p->profile = NULL;
+            rc = -2;
+            break;
+        }
+        cg_kernel_info *ki = &p->profile[kx];
+        for (int i = 0; i < c->nk; i++)
+            if (c->kc[i].root == c->root[r]) {
+                ki->flops = c->kc[i].flops;
+                ki->bytes = c->kc[i].bytes;
+            }
+        char path[512];
+        node_path(kg, path, sizeof path);
+        size_t nl = 0, ol = 0, pl = strlen(path);
+        for (int j = 0; j < kg->nnodes && rc == 0; j++) {
+            if (c->root[j] != c->root[r])
                 continue;
-            const ir_node *n = g->nodes[j];
-            char anon[32];
-            snprintf(anon, sizeof anon, "#%d", j);   /* an unnamed node: its index */
-            rc = join(&ki->name, &nl, n->name[0] ? n->name : anon) | join(&ki->ops, &ol, ir_ops[n->op].name);
+            const ir_node *n = kg->nodes[j];
+            char name[1024];
+            if (n->name[0])
+                snprintf(name, sizeof name, "%.*s%.400s", (int)pl, path, n->name);
+            else
+                snprintf(name, sizeof name, "%.*s#%d", (int)pl, path, j);   /* an unnamed node: its index */
+            rc = join(&ki->name, &nl, name) | join(&ki->ops, &ol, ir_ops[n->op].name);
         }
     }
-    free(root);
-    free(kc);
+    for (int i = 0; i < ngc; i++) {
+        free(gc[i].root);
+        free(gc[i].kc);
+    }
+    free(gc);
+    if (rc == -2)
+        return ir_errorf(d, "--profile: a kernel's node is not in its graph");
     return rc == 0 ? 0 : ir_errorf(d, "out of memory");
 }

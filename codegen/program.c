@@ -30,6 +30,7 @@ typedef struct {
     int parent;                /* the scope node belongs to; -1 at the top */
     cg_binding *bind;          /* value id -> where it lives (the kernels' buffers); owned */
     int *root;                 /* node index -> its fused group's root (ir_graph_group_roots); owned */
+    cg_binding counter;        /* a Scan body's: its iteration counter (int64, reserved space) */
 } pscope;
 
 typedef struct {
@@ -209,8 +210,8 @@ static int collect_scopes(pbuild *c)
         const ir_graph *g = c->scopes[si].g;
         for (int k = 0; k < g->nnodes; k++) {
             const ir_node *n = g->nodes[k];
-            /* a Scan is refused (check_graph), its body left alone */
-            for (int a = 0; (n->op == IR_OP_IF || n->op == IR_OP_LOOP) && a < n->nattr; a++)
+            bool control = n->op == IR_OP_IF || n->op == IR_OP_LOOP || n->op == IR_OP_SCAN;
+            for (int a = 0; control && a < n->nattr; a++)
                 if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph) {
                     if (c->nscopes >= 4096)
                         return ir_node_errorf(c->d, n, "more than 4096 subgraphs");
@@ -389,6 +390,19 @@ static bool is_scalar(const ir_value *v, ir_dtype dt)
     return v->type.dtype == dt && type_static(&v->type) && ir_type_numel(&v->type, &numel) && numel == 1;
 }
 
+/* Scan output j (of a Loop or a Scan) compiles when the body gives it
+ * one static type per iteration and the stacked output is static. */
+static int check_scan_output(pbuild *c, const ir_node *n, int j, const ir_value *e, const ir_value *o)
+{
+    if (type_static(&e->type) && type_static(&o->type) && o->type.rank == e->type.rank + 1)
+        return 0;
+    char x[160], y[160];
+    type_text(&e->type, x, sizeof x);
+    type_text(&o->type, y, sizeof y);
+    return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is %s per iteration and %s stacked: a scan output "
+                          "without one static shape is not compiled yet", j, o->name, x, y);
+}
+
 /* A Loop compiles when its trip count and condition (each optional) are
  * one int64 and one bool, and every carried value has one static type
  * before, inside and after the body. Scan outputs are not compiled: their
@@ -409,9 +423,16 @@ static int check_loop(pbuild *c, const ir_node *n)
     if (!is_scalar(b->outputs[0], IR_BOOL))
         return ir_node_errorf(c->d, n, "the body's condition '%.100s' must be one bool to be compiled",
                               b->outputs[0]->name);
-    if (n->nout > N)
-        return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is not compiled yet: it has as many rows as "
-                              "the loop runs iterations, which only the run knows", 0, n->out[N]->name);
+    /* a scan output has as many rows as the loop runs iterations: known
+     * only for a constant trip count and a loop that cannot stop early */
+    if (n->nout > N && ir_loop_static_trips(n, NULL, NULL) < 0)
+        return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is not compiled yet: it has as many rows as the "
+                              "loop runs iterations, which only the run knows (%s)", 0, n->out[N]->name,
+                              n->in[0] && n->in[0]->kind == IR_VAL_CONST ? "the loop may stop early on its condition"
+                                                                          : "the trip count is not a constant");
+    for (int j = 0; j < n->nout - N; j++)
+        if (check_scan_output(c, n, j, b->outputs[1 + N + j], n->out[N + j]) < 0)
+            return -1;
     for (int i = 0; i < N; i++) {
         const ir_type *t0 = &n->in[2 + i]->type, *ti = &b->inputs[2 + i]->type;
         const ir_type *to = &b->outputs[1 + i]->type, *tl = &n->out[i]->type;
@@ -431,6 +452,45 @@ static int check_loop(pbuild *c, const ir_node *n)
                 return ir_node_errorf(c->d, n, "carried value %d is body input %d passed on, which is not compiled "
                                       "yet", i, j);
     }
+    return 0;
+}
+
+/* A Scan compiles when its states keep one static type and its scan
+ * inputs and outputs are static: then its length is a constant, the
+ * scan inputs' dim along their axes. */
+static int check_scan(pbuild *c, const ir_node *n)
+{
+    if (c->p->dynamic)
+        return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
+                              "pin the dims with --shape=NAME:DIMS");
+    const ir_graph *b = ir_attr_graph(n, "body");
+    int formal = ir_control_formal_inputs(n), M = (int)ir_attr_int(n, "num_scan_inputs", 0), N = formal - M;
+    if (!b || M < 1 || N < 0 || N > n->nout || b->ninputs != formal + n->ncap || b->noutputs != n->nout)
+        return ir_node_errorf(c->d, n, "has no body of %d inputs and %d outputs", formal + n->ncap, n->nout);
+    for (int i = 0; i < N; i++) {
+        const ir_type *t0 = &n->in[i]->type, *ti = &b->inputs[i]->type;
+        const ir_type *to = &b->outputs[i]->type, *tl = &n->out[i]->type;
+        if (!type_static(t0) || !ir_type_same(t0, ti) || !ir_type_same(t0, to) || !ir_type_same(t0, tl)) {
+            char x[160], y[160];
+            type_text(t0, x, sizeof x);
+            type_text(to, y, sizeof y);
+            return ir_node_errorf(c->d, n, "state %d ('%.100s') is %s before the body and %s after it: a Scan "
+                                  "whose states do not keep one static shape is not compiled yet", i,
+                                  n->out[i]->name, x, y);
+        }
+        for (int j = 0; j < formal; j++)
+            if (b->outputs[i] == b->inputs[j] && j != i)
+                return ir_node_errorf(c->d, n, "state %d is body input %d passed on, which is not compiled yet", i,
+                                      j);
+    }
+    for (int j = 0; j < M; j++) {
+        const ir_value *x = n->in[N + j];
+        if (!x || !type_static(&x->type) || x->type.rank < 1)
+            return ir_node_errorf(c->d, n, "scan input %d must have a static shape to be compiled", j);
+    }
+    for (int j = 0; j < n->nout - N; j++)
+        if (check_scan_output(c, n, j, b->outputs[N + j], n->out[N + j]) < 0)
+            return -1;
     return 0;
 }
 
@@ -481,7 +541,8 @@ static int check_graph(pbuild *c)
         const ir_graph *g = c->scopes[si].g;
         for (int k = 0; k < g->nnodes; k++)
             if ((g->nodes[k]->op == IR_OP_IF && check_if(c, g->nodes[k]) < 0) ||
-                (g->nodes[k]->op == IR_OP_LOOP && check_loop(c, g->nodes[k]) < 0))
+                (g->nodes[k]->op == IR_OP_LOOP && check_loop(c, g->nodes[k]) < 0) ||
+                (g->nodes[k]->op == IR_OP_SCAN && check_scan(c, g->nodes[k]) < 0))
                 return -1;
     }
     for (int si = 0; si < c->nscopes; si++)
@@ -494,7 +555,7 @@ static int check_graph(pbuild *c)
         const int *root = c->scopes[si].root;
         for (int k = 0; k < g->nnodes; k++) {
             const ir_node *n = g->nodes[k];
-            if (n->op == IR_OP_IF || n->op == IR_OP_LOOP)
+            if (n->op == IR_OP_IF || n->op == IR_OP_LOOP || n->op == IR_OP_SCAN)
                 continue;   /* checked above */
             if (cg_can_lower(n) && (!p->dynamic || symbolic_ok(n)))
                 continue;
@@ -974,15 +1035,22 @@ static int bind_scopes(pbuild *c)
             for (int i = 0; i < sg->noutputs && i < n->nout; i++)
                 if (branch_computes(sg, i))
                     sc->bind[sg->outputs[i]->id] = outer[n->out[i]->id];
-        if (n->op != IR_OP_LOOP)
+        if (n->op != IR_OP_LOOP && n->op != IR_OP_SCAN)
             continue;
         for (int i = 0; i < formal && i < sg->ninputs; i++)
             sc->bind[sg->inputs[i]->id] = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, static_bytes(sg->inputs[i]))};
+        if (n->op == IR_OP_SCAN)
+            sc->counter = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, 8)};
+        /* body outputs first: a Loop's condition, then carried values or
+         * states (computed in the node's outputs), then scan outputs' rows
+         * (in space of their own, sliced into the stacked outputs) */
+        int first = n->op == IR_OP_LOOP ? 1 : 0, N = n->op == IR_OP_LOOP ? formal - 2 : formal -
+                    (int)ir_attr_int(n, "num_scan_inputs", 0);
         for (int i = 0; i < sg->noutputs; i++) {
             if (!branch_computes(sg, i))
                 continue;
-            if (i >= 1 && i - 1 < n->nout)
-                sc->bind[sg->outputs[i]->id] = outer[n->out[i - 1]->id];
+            if (i >= first && i - first < N)
+                sc->bind[sg->outputs[i]->id] = outer[n->out[i - first]->id];
             else
                 sc->bind[sg->outputs[i]->id] = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, static_bytes(sg->outputs[i]))};
         }
@@ -1143,6 +1211,92 @@ static int add_copy(pbuild *c, cg_binding dst, cg_binding src, const ir_value *v
     return add_step(c, (cg_step){.kind = CG_STEP_COPY, .dst = dst, .src = src, .bytes = value_size(v)});
 }
 
+/* A SLICE step between the whole tensor t (scanned from, or stacked
+ * into: whole is dst when stack) and one iteration's slice of it along
+ * axis ax, at the counter's index (from the end when reverse). */
+static int add_slice(pbuild *c, cg_binding dst, cg_binding src, cg_binding counter, const ir_value *t, int ax,
+                     bool reverse, bool stack)
+{
+    const ir_type *ty = &t->type;
+    int64_t rows = 1, inner = (int64_t)ir_dtype_size(ty->dtype);
+    for (int k = 0; k < ax; k++)
+        rows *= ty->dims[k].v;
+    for (int k = ax + 1; k < ty->rank; k++)
+        inner *= ty->dims[k].v;
+    int64_t len = ty->dims[ax].v;
+    cg_slice sl = {.counter = counter, .len = len, .reverse = reverse, .rows = rows, .row_bytes = inner};
+    if (stack)
+        sl.dst_stride = len * inner, sl.dst_step = inner, sl.src_stride = inner;
+    else
+        sl.src_stride = len * inner, sl.src_step = inner, sl.dst_stride = inner;
+    return add_step(c, (cg_step){.kind = CG_STEP_SLICE, .dst = dst, .src = src, .slice = sl});
+}
+
+/* Attribute list entry j, or def when the list is absent or shorter. */
+static int64_t list_at(const ir_node *n, const char *name, int j, int64_t def)
+{
+    const int64_t *v;
+    int cnt = ir_attr_ints(n, name, &v);
+    return j < cnt ? v[j] : def;
+}
+
+/* A Scan: like a Loop of a constant trip count (its scan inputs' length)
+ * with no condition, whose counter is its own; before the body each scan
+ * input's slice is copied into the body's input, after it each scan
+ * output's row into its place in the stacked output (the directions
+ * reverse the index). Kernels: <kname>_body_k<node>. */
+static int emit_scan(pbuild *c, int si, const ir_node *n, const char *kname)
+{
+    int bi = scope_of(c, ir_attr_graph(n, "body"));
+    if (bi < 0 || c->scopes[bi].parent != si)
+        return ir_node_errorf(c->d, n, "has no body");
+    const cg_binding *outer = c->scopes[si].bind, *bind = c->scopes[bi].bind;
+    const ir_graph *b = c->scopes[bi].g;
+    int formal = ir_control_formal_inputs(n), M = (int)ir_attr_int(n, "num_scan_inputs", 0), N = formal - M;
+    cg_binding iter = c->scopes[bi].counter;
+    const ir_type *x0 = &n->in[N]->type;
+    int64_t ax0 = list_at(n, "scan_input_axes", 0, 0);
+    int64_t len = x0->dims[ax0 < 0 ? ax0 + x0->rank : ax0].v;
+    if (add_step(c, (cg_step){.kind = CG_STEP_SET, .dst = iter, .value = 0, .width = 8}) < 0)
+        return -1;
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, bind[b->inputs[i]->id], outer[n->in[i]->id], n->in[i]) < 0)
+            return -1;
+    int head = add_step(c, (cg_step){.kind = CG_STEP_LOOP_TEST, .dst = iter, .has_trips = true, .const_trips = true,
+                                     .value = len});
+    if (head < 0)
+        return -1;
+    for (int j = 0; j < M; j++) {
+        const ir_value *x = n->in[N + j];
+        int64_t ax = list_at(n, "scan_input_axes", j, 0);
+        if (add_slice(c, bind[b->inputs[N + j]->id], outer[x->id], iter, x, (int)(ax < 0 ? ax + x->type.rank : ax),
+                      list_at(n, "scan_input_directions", j, 0) != 0, false) < 0)
+            return -1;
+    }
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_body", kname);
+    if (emit_scope(c, bi, name) < 0)
+        return -1;
+    for (int j = 0; j < n->nout - N; j++) {
+        const ir_value *o = n->out[N + j];
+        int64_t ax = list_at(n, "scan_output_axes", j, 0);
+        if (add_slice(c, outer[o->id], bind[b->outputs[N + j]->id], iter, o, (int)(ax < 0 ? ax + o->type.rank : ax),
+                      list_at(n, "scan_output_directions", j, 0) != 0, true) < 0)
+            return -1;
+    }
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, bind[b->inputs[i]->id], bind[b->outputs[i]->id], b->outputs[i]) < 0)
+            return -1;
+    if (add_step(c, (cg_step){.kind = CG_STEP_INC, .dst = iter}) < 0 ||
+        add_step(c, (cg_step){.kind = CG_STEP_JUMP, .target = head}) < 0)
+        return -1;
+    c->p->steps[head].target = c->p->nsteps;
+    for (int i = 0; i < N; i++)
+        if (add_copy(c, outer[n->out[i]->id], bind[b->inputs[i]->id], n->out[i]) < 0)
+            return -1;
+    return 0;
+}
+
 /* A Loop (program.h, cg_step): the counter and the inputs set, the head's
  * test, the body, the copies back, the counter stepped, the jump back;
  * after it the carried values copied out. Kernels: <kname>_body_k<node>. */
@@ -1170,6 +1324,10 @@ static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
     snprintf(name, sizeof name, "%.200s_body", kname);
     if (head < 0 || emit_scope(c, bi, name) < 0 || add_copy(c, cond, bind[b->outputs[0]->id], b->outputs[0]) < 0)
         return -1;
+    for (int j = 0; j < n->nout - N; j++)
+        if (add_slice(c, outer[n->out[N + j]->id], bind[b->outputs[1 + N + j]->id], iter, n->out[N + j], 0, false,
+                      true) < 0)
+            return -1;
     for (int i = 0; i < N; i++)
         if (add_copy(c, bind[b->inputs[2 + i]->id], bind[b->outputs[1 + i]->id], b->outputs[1 + i]) < 0)
             return -1;
@@ -1197,6 +1355,7 @@ static int emit_scope(pbuild *c, int si, const char *prefix)
         int op = g->nodes[kx]->op;
         int rc = op == IR_OP_IF     ? emit_if(c, si, g->nodes[kx], kname)
                  : op == IR_OP_LOOP ? emit_loop(c, si, g->nodes[kx], kname)
+                 : op == IR_OP_SCAN ? emit_scan(c, si, g->nodes[kx], kname)
                                     : lower_one(c, g, sc->bind, kx, kname);
         if (rc < 0)
             return -1;

@@ -115,11 +115,30 @@ typedef struct cg_copy {
  * head LOOP_TESTs (leave when counter >= trip count or the condition is
  * false), runs the body's steps, COPYs the body's carried outputs back
  * into its inputs, INCs the counter and JUMPs to the head; after it, the
- * carried inputs are COPYd into the Loop's outputs. target may be
+ * carried inputs are COPYd into the Loop's outputs. A Loop's scan
+ * outputs and a Scan (its length a constant trip count) add SLICE steps:
+ * each scan input's slice into its body input before the body, each
+ * scan output's row into the stacked output after it. target may be
  * nsteps: the end, where the output copies run. */
 typedef enum cg_step_kind {
     CG_STEP_KERNEL, CG_STEP_BRANCH, CG_STEP_JUMP, CG_STEP_COPY, CG_STEP_SET, CG_STEP_LOOP_TEST, CG_STEP_INC,
+    CG_STEP_SLICE,
 } cg_step_kind;
+/* SLICE: one iteration's slice of a scanned tensor, or one iteration's
+ * result into its place in a stacked one. With t the counter's value (t'
+ * = len - 1 - t when reverse), it copies rows blocks of row_bytes bytes:
+ * block r from src + t' * src_step + r * src_stride to dst + t' *
+ * dst_step + r * dst_stride. A slice along axis a of a tensor of dims d
+ * has rows = d[0] x ... x d[a-1] and row_bytes = the bytes of one index
+ * of axis a; the scanned or stacked side strides d[a] x row_bytes and
+ * steps row_bytes per iteration, the other side is contiguous. */
+typedef struct cg_slice {
+    cg_binding counter;        /* int64 */
+    int64_t len;
+    bool reverse;
+    int64_t rows, row_bytes;
+    int64_t src_stride, dst_stride, src_step, dst_step;
+} cg_slice;
 typedef struct cg_step {
     cg_step_kind kind;
     int kernel;                /* KERNEL: index into kernels */
@@ -131,8 +150,10 @@ typedef struct cg_step {
      * src the trip count (int64 each); INC: the counter dst += 1 */
     cg_binding dst, src;
     cg_size bytes;
-    int64_t value;
+    int64_t value;             /* SET; LOOP_TEST with const_trips: the trip count */
     int width;
+    bool const_trips;          /* LOOP_TEST: the trip count is value, not src */
+    cg_slice slice;            /* SLICE (dst, src are the tensors' bases) */
 } cg_step;
 
 /* What the descriptor says of one kernel of a profiled program

@@ -160,6 +160,12 @@ bool ir_op_accepts_dtype(int op, ir_dtype t);
  * captures, and graph outputs, each subgraph of n must have. */
 int ir_control_formal_inputs(const ir_node *n);
 int ir_control_sub_outputs(const ir_node *n);
+/* How many iterations Loop n runs when that is known before it runs: its
+ * trip count is the constant trip (or n's trip count input is a constant),
+ * its initial condition is absent or a constant true, and its body passes
+ * its condition on unchanged (through Identity) or makes it a constant
+ * true; max(0, trip count), or -1 when not known. trip may be NULL. */
+int64_t ir_loop_static_trips(const ir_node *n, const ir_tensor *trip, const ir_tensor *cond);
 
 /* Names of a family ("elementwise", "norm"...) and of a FLOP formula (a
  * short description), for docs and messages; static strings. */

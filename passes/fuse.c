@@ -197,9 +197,8 @@ static void push_producers(heap *h, const ir_node *n, int nin, const int *at, in
     }
 }
 
-int pass_fuse(pass_ctx *c)
+static int fuse_graph(pass_ctx *c, ir_graph *g)
 {
-    ir_graph *g = c->g;
     int nn = g->nnodes, nv = g->nvalues, rc = -1;
     int64_t max_ops = pass_opt_int(c, "max-ops", 16);
     int *old = malloc(sizeof(int) * ((size_t)nn + 1));
@@ -374,7 +373,7 @@ int pass_fuse(pass_ctx *c)
         moved |= order[k] != g->nodes[k];
     if (nn)
         memcpy(g->nodes, order, sizeof(ir_node *) * (size_t)nn);
-    c->changed = moved || regrouped;
+    c->changed |= moved || regrouped;
     pass_stat(c, "kernels formed", ngroups);
     pass_stat(c, "nodes fused", fused);
     rc = 0;
@@ -394,4 +393,29 @@ done:
     free(evals);
     free(members);
     return rc;
+}
+
+/* g, then the subgraphs of its nodes (If's branches, Loop's and Scan's
+ * bodies: their nodes become kernels of the same program). */
+static int fuse_tree(pass_ctx *c, ir_graph *g, int depth)
+{
+    if (fuse_graph(c, g) < 0)
+        return -1;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int a = 0; a < g->nodes[k]->nattr; a++) {
+            ir_graph *sub = g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH ? g->nodes[k]->attrs[a].graph : NULL;
+            if (!sub)
+                continue;
+            if (depth >= IR_MAX_SUBGRAPH_DEPTH)
+                return ir_node_errorf(c->diag, g->nodes[k], "subgraphs nest deeper than %d", IR_MAX_SUBGRAPH_DEPTH);
+            if (fuse_tree(c, sub, depth + 1) < 0)
+                return -1;
+        }
+    return 0;
+}
+
+int pass_fuse(pass_ctx *c)
+{
+    c->changed = false;
+    return fuse_tree(c, c->g, 0);
 }

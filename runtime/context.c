@@ -146,9 +146,11 @@ icc_status icc_context_create(const icc_model *m, const icc_allocator *alloc, ic
     ctx->syms = rt_alloc(&ctx->alloc, sizeof *ctx->syms * (size_t)d->nsymbols, _Alignof(int64_t));
     ctx->inptrs = rt_alloc(&ctx->alloc, sizeof *ctx->inptrs * (size_t)d->ninputs, _Alignof(void *));
     int nk = rt_nkernels(d);
-    if (nk && (ctx->profile = rt_alloc(&ctx->alloc, sizeof *ctx->profile * (size_t)nk, _Alignof(uint64_t))))
-        memset(ctx->profile, 0, sizeof *ctx->profile * (size_t)nk);
+    /* the kernels' times, then their call counts */
+    if (nk && (ctx->profile = rt_alloc(&ctx->alloc, sizeof *ctx->profile * 2 * (size_t)nk, _Alignof(uint64_t))))
+        memset(ctx->profile, 0, sizeof *ctx->profile * 2 * (size_t)nk);
     ctx->env.profile_ns = ctx->profile;
+    ctx->env.profile_calls = 1;
     if (!ctx->syms || !ctx->inptrs || (nk && !ctx->profile))
         st = ctx_fail(ctx, ICC_ERR_NOMEM, "%s: out of memory for a context", model_name(m));
     else
@@ -326,6 +328,6 @@ void icc_context_profile_reset(icc_context *ctx)
 {
     if (!ctx || !ctx->profile)
         return;
-    memset(ctx->profile, 0, sizeof *ctx->profile * (size_t)rt_nkernels(ctx->m->desc));
+    memset(ctx->profile, 0, sizeof *ctx->profile * 2 * (size_t)rt_nkernels(ctx->m->desc));
     ctx->profile_runs = 0;
 }

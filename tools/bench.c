@@ -595,7 +595,7 @@ void icc_bench_profile_rows(const icc_kernel_info *k, const uint64_t *ns, int n,
     for (int i = 0; i < n; i++) {
         icc_bench_kernel *r = &rows[i];
         double sec = (double)ns[i] * per * 1e-9;
-        *r = (icc_bench_kernel){.index = i, .name = k[i].name, .ops = k[i].ops, .us = sec * 1e6,
+        *r = (icc_bench_kernel){.index = i, .name = k[i].name, .ops = k[i].ops, .us = sec * 1e6, .calls = -1,
                                 .share = total > 0 ? (double)ns[i] / total * 100 : 0,
                                 .flops = (double)k[i].flops, .bytes = (double)k[i].bytes};
         r->gflops = sec > 0 ? r->flops / sec / 1e9 : 0;
@@ -619,9 +619,14 @@ void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, doubl
     double us = 0, fl = 0, by = 0;
     for (int i = 0; i < n; i++) {
         const icc_bench_kernel *r = &rows[i];
-        fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %4.0f%%  %-22.60s %.80s\n", r->us, r->share,
+        /* a kernel that does not run once per run (in a loop body, in an
+         * If's branch) says how often it ran */
+        char calls[48] = "";
+        if (r->calls >= 0 && r->calls != 1)
+            snprintf(calls, sizeof calls, " (%.3g calls/run)", r->calls);
+        fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %4.0f%%  %-22.60s %.80s%s\n", r->us, r->share,
                 r->flops / 1e6, r->bytes / 1e3, r->gflops, r->gbs, r->intensity,
-                r->compute_bound ? "compute" : "memory", r->roof_pct, r->ops, r->name);
+                r->compute_bound ? "compute" : "memory", r->roof_pct, r->ops, r->name, calls);
         us += r->us, fl += r->flops, by += r->bytes;
     }
     double sec = us * 1e-6;
@@ -646,9 +651,12 @@ void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double
         fputs(", \"ops\": ", f);
         json_str(f, r->ops);
         fprintf(f, ", \"us\": %.4f, \"share\": %.4f, \"flops\": %.0f, \"bytes\": %.0f, \"gflops\": %.4f, "
-                "\"gbs\": %.4f, \"intensity\": %.4f, \"bound\": \"%s\", \"roof_pct\": %.2f}", r->us, r->share,
+                "\"gbs\": %.4f, \"intensity\": %.4f, \"bound\": \"%s\", \"roof_pct\": %.2f", r->us, r->share,
                 r->flops, r->bytes, r->gflops, r->gbs, r->intensity, r->compute_bound ? "compute" : "memory",
                 r->roof_pct);
+        if (r->calls >= 0)
+            fprintf(f, ", \"calls\": %.4f", r->calls);
+        fputc('}', f);
     }
     fputs("]}", f);
 }
@@ -1124,6 +1132,17 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
                 r->nprof = nk;
                 icc_bench_roofs(&pk, (int)r->threads, &r->roof_gflops, &r->roof_gbs);
                 icc_bench_profile_rows(kinfo, ns, nk, runs, r->roof_gflops, r->roof_gbs, r->prof);
+                /* the call counts after the times (0 from an older model: not shown) */
+                uint64_t total_calls = 0;
+                for (int i = 0; i < nk; i++)
+                    total_calls += ns[nk + i];
+                /* the static FLOPs and bytes are one call's: a run's are calls times those */
+                for (int i = 0; total_calls && runs && i < nk; i++) {
+                    icc_bench_kernel *pk = &r->prof[i];
+                    pk->calls = (double)ns[nk + pk->index] / (double)runs;
+                    pk->flops *= pk->calls, pk->bytes *= pk->calls, pk->gflops *= pk->calls;
+                    pk->gbs *= pk->calls, pk->roof_pct *= pk->calls;
+                }
             }
             if (!o->json && o->sc != SC_SERVER) {
                 print_row(r, nrows == 0 || o->profile);

@@ -64,6 +64,7 @@ typedef struct icc_bench_kernel {
     double intensity;          /* FLOPs per byte (0 with no bytes) */
     bool compute_bound;        /* intensity at or past the ridge, peak_gflops / peak_gbs */
     double roof_pct;           /* achieved / the roof at that intensity (bandwidth for no FLOPs) */
+    double calls;              /* calls per run (a loop body's kernels: its iterations); -1: not counted */
 } icc_bench_kernel;
 
 /* rows[0..n) from the model's kernels and the counters of `runs` runs

@@ -36,7 +36,7 @@ typedef struct {
     LLVMContextRef cx;
     LLVMTypeRef ptr, i8, i32, i64, kfn_ty;
     LLVMValueRef layout_fn;    /* i64 layout(const i64 *dims, i64 *offs) */
-    LLVMValueRef prof, clock;  /* --profile: the counters and the clock of this run */
+    LLVMValueRef prof, calls, clock;   /* --profile: the times, the call counts and the clock of this run */
     LLVMTypeRef clock_ty;
 } mctx;
 
@@ -349,8 +349,15 @@ static void profile_setup(mctx *c, LLVMBuilderRef b, LLVMTypeRef env_ty, LLVMVal
     c->clock_ty = LLVMFunctionType(c->i64, NULL, 0, 0);
     LLVMValueRef prof = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 5, ""), "profile_ns");
     LLVMValueRef clock = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 6, ""), "clock_ns");
-    LLVMValueRef spare = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->p->nkernels + 1), "spare_ns");
+    LLVMValueRef flag = LLVMBuildLoad2(b, c->i32, LLVMBuildStructGEP2(b, env_ty, env, 3, ""), "profile_calls");
+    LLVMValueRef spare = LLVMBuildArrayAlloca(b, c->i64, ci64(c, 2 * c->p->nkernels + 1), "spare_ns");
     c->prof = LLVMBuildSelect(b, LLVMBuildIsNull(b, prof, ""), spare, prof, "prof");
+    /* the call counts follow the times, where the runtime made room */
+    LLVMValueRef nk = ci64(c, c->p->nkernels);
+    LLVMValueRef room = LLVMBuildAnd(b, LLVMBuildIsNotNull(b, prof, ""),
+                                     LLVMBuildICmp(b, LLVMIntNE, flag, ci32(c, 0), ""), "");
+    c->calls = LLVMBuildSelect(b, room, LLVMBuildGEP2(b, c->i64, prof, &nk, 1, ""),
+                               LLVMBuildGEP2(b, c->i64, spare, &nk, 1, ""), "calls");
     c->clock = LLVMBuildSelect(b, LLVMBuildIsNull(b, clock, ""), emit_noclock(c), clock, "clock");
 }
 
@@ -360,7 +367,7 @@ static LLVMValueRef profile_start(mctx *c, LLVMBuilderRef b)
     return c->p->profile ? LLVMBuildCall2(b, c->clock_ty, c->clock, NULL, 0, "t0") : NULL;
 }
 
-/* prof[kx] += clock() - t0. */
+/* prof[kx] += clock() - t0; calls[kx] += 1. */
 static void profile_end(mctx *c, LLVMBuilderRef b, int kx, LLVMValueRef t0)
 {
     if (!t0)
@@ -369,6 +376,8 @@ static void profile_end(mctx *c, LLVMBuilderRef b, int kx, LLVMValueRef t0)
     LLVMValueRef idx = ci64(c, kx);
     LLVMValueRef at = LLVMBuildGEP2(b, c->i64, c->prof, &idx, 1, "");
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, at, ""), dt, ""), at);
+    at = LLVMBuildGEP2(b, c->i64, c->calls, &idx, 1, "");
+    LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, at, ""), ci64(c, 1), ""), at);
 }
 
 /* The descriptor's kernel table (icc_kernel_info), or NULL. */
@@ -389,6 +398,39 @@ static LLVMValueRef kernel_table(mctx *c)
     LLVMValueRef t = global_const(c, "kernels", LLVMConstArray(ki_ty, el, (unsigned)p->nkernels), 8);
     free(el);
     return t;
+}
+
+/* A SLICE step (program.h, cg_slice): the iteration's base on each side,
+ * then one memcpy, or a loop of them over the rows. Leaves b at the end. */
+static void emit_slice(mctx *c, LLVMBuilderRef b, LLVMValueRef run, const cg_step *st, LLVMValueRef dst,
+                       LLVMValueRef src, LLVMValueRef counter)
+{
+    const cg_slice *sl = &st->slice;
+    LLVMValueRef t = LLVMBuildLoad2(b, c->i64, counter, "t");
+    if (sl->reverse)
+        t = LLVMBuildSub(b, ci64(c, sl->len - 1), t, "");
+    LLVMValueRef so = LLVMBuildMul(b, t, ci64(c, sl->src_step), ""), dof = LLVMBuildMul(b, t, ci64(c, sl->dst_step), "");
+    src = LLVMBuildGEP2(b, c->i8, src, &so, 1, "");
+    dst = LLVMBuildGEP2(b, c->i8, dst, &dof, 1, "");
+    if (sl->rows <= 1 || sl->row_bytes == 0) {
+        LLVMBuildMemCpy(b, dst, 1, src, 1, ci64(c, sl->rows == 1 ? sl->row_bytes : 0));
+        return;
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->cx, run, "slice");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->cx, run, "slice_done");
+    LLVMBuildBr(b, body);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef r = LLVMBuildPhi(b, c->i64, "row");
+    LLVMValueRef sr = LLVMBuildMul(b, r, ci64(c, sl->src_stride), ""), dr = LLVMBuildMul(b, r, ci64(c, sl->dst_stride), "");
+    LLVMBuildMemCpy(b, LLVMBuildGEP2(b, c->i8, dst, &dr, 1, ""), 1, LLVMBuildGEP2(b, c->i8, src, &sr, 1, ""), 1,
+                    ci64(c, sl->row_bytes));
+    LLVMValueRef next = LLVMBuildAdd(b, r, ci64(c, 1), "");
+    LLVMValueRef zero = ci64(c, 0);
+    LLVMAddIncoming(r, &zero, &pre, 1);
+    LLVMAddIncoming(r, &next, &body, 1);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, ci64(c, sl->rows), ""), body, done);
+    LLVMPositionBuilderAtEnd(b, done);
 }
 
 /* An array of n ty in the run's entry block, so that a kernel's buffer
@@ -516,8 +558,10 @@ static int emit_model(mctx *c)
                                              "iter");
             LLVMValueRef stop = LLVMConstInt(LLVMInt1TypeInContext(c->cx), 0, 0);
             if (st->has_trips) {
-                LLVMValueRef m = LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->src, inputs, outputs, weights,
-                                                                       arena), "trips");
+                LLVMValueRef m = st->const_trips ? ci64(c, st->value)
+                                                 : LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->src, inputs,
+                                                                                         outputs, weights, arena),
+                                                                  "trips");
                 stop = LLVMBuildOr(b, stop, LLVMBuildICmp(b, LLVMIntSGE, iv, m, ""), "");
             }
             if (st->has_cond) {
@@ -528,6 +572,12 @@ static int emit_model(mctx *c)
             LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(c->cx, run, "iteration");
             LLVMBuildCondBr(b, stop, at[st->target], on);
             LLVMPositionBuilderAtEnd(b, on);
+            continue;
+        }
+        if (st->kind == CG_STEP_SLICE) {
+            emit_slice(c, b, run, st, binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena),
+                       binding_ptr(c, b, &st->src, inputs, outputs, weights, arena),
+                       binding_ptr(c, b, &st->slice.counter, inputs, outputs, weights, arena));
             continue;
         }
         if (st->kind == CG_STEP_COPY) {

@@ -77,12 +77,15 @@ typedef struct icc_kernel_env {
     void (*parallel_for)(void *pool, int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
     void *pool;
     int32_t nthreads;              /* threads parallel_for may use, caller included (>= 1) */
-    int32_t reserved;
+    int32_t profile_calls;         /* nonzero: profile_ns has room for call counts (below) */
     const void *weights;           /* desc->weights, or the mapped model.weights file */
     /* For a model compiled with --profile (desc->nkernels > 0): the run
      * adds each kernel's wall time, clock_ns() after minus before, to
-     * profile_ns[k] (nkernels entries). Either may be NULL: then nothing
-     * is recorded. Models compiled without --profile never read them. */
+     * profile_ns[k] (nkernels entries) and, when profile_calls is set,
+     * counts each call in profile_ns[nkernels + k] (a kernel in a loop body
+     * runs once per iteration, one in an If's branch only when it is
+     * taken). Either may be NULL: then nothing is recorded. Models
+     * compiled without --profile never read them. */
     uint64_t *profile_ns;
     uint64_t (*clock_ns)(void);
 } icc_kernel_env;
@@ -240,8 +243,10 @@ int icc_model_kernels(const icc_model *m, const icc_kernel_info **kernels);
 /* Per-kernel wall nanoseconds (icc_model_kernels entries, borrowed, valid
  * until the next run or reset on ctx), summed over the successful runs
  * since create or the last reset, whose count goes to *runs (may be
- * NULL). A kernel split over threads counts its wall time once. NULL for
- * a model without profiling. */
+ * NULL). A kernel split over threads counts its wall time once. The
+ * nkernels times are followed by nkernels call counts (summed the same
+ * way; 0 from a model compiled before they were counted). NULL for a
+ * model without profiling. */
 const uint64_t *icc_context_profile(const icc_context *ctx, uint64_t *runs);
 /* Zeroes ctx's counters and run count (no-op without profiling). */
 void icc_context_profile_reset(icc_context *ctx);

@@ -13,6 +13,7 @@
 #include "ir/ref/interp.h"
 #include "ir/ref/ref.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,41 @@ int ir_control_sub_outputs(const ir_node *n)
     }
 }
 
+/* Whether v is a constant true, or body input cin passed on through
+ * Identity nodes. */
+static bool cond_kept(const ir_value *v, const ir_value *cin)
+{
+    for (int hops = 0; v && hops < 64; hops++) {
+        if (v == cin)
+            return true;
+        if (v->kind == IR_VAL_CONST)
+            return v->cval.numel == 1 && ir_tensor_geti(&v->cval, 0) != 0;
+        if (v->kind != IR_VAL_NODE || v->def->op != IR_OP_IDENTITY || v->def->nin < 1)
+            return false;
+        v = v->def->in[0];
+    }
+    return false;
+}
+
+int64_t ir_loop_static_trips(const ir_node *n, const ir_tensor *trip, const ir_tensor *cond)
+{
+    const ir_graph *b = ir_attr_graph(n, "body");
+    if (n->op != IR_OP_LOOP || !b || b->ninputs < 2 || b->noutputs < 1 || n->nin < 1 || !n->in[0])
+        return -1;
+    if (!trip && n->in[0]->kind == IR_VAL_CONST)
+        trip = &n->in[0]->cval;
+    if (!cond && n->nin > 1 && n->in[1] && n->in[1]->kind == IR_VAL_CONST)
+        cond = &n->in[1]->cval;
+    if (!trip || trip->numel != 1 || (n->nin > 1 && n->in[1] && (!cond || cond->numel != 1)))
+        return -1;
+    if (n->nin > 1 && n->in[1] && !ir_tensor_geti(cond, 0))
+        return 0;   /* the condition is false before the first iteration */
+    if (!cond_kept(b->outputs[0], b->inputs[1]))
+        return -1;
+    int64_t m = ir_tensor_geti(trip, 0);
+    return m > 0 ? m : 0;
+}
+
 /* The registry's kernel column: control flow never reaches it, since
  * ir_eval_node_into hands these ops to ir_eval_control. */
 int ref_control(ir_ref_ctx *c)
@@ -87,6 +123,29 @@ static int set_input(ir_shape_ctx *c, ir_graph *s, int i, const ir_type *t)
     return 0;
 }
 
+/* A captured constant that an op reads as an attribute (Unsqueeze's
+ * axes, Reshape's shape, Slice's starts: a small integer tensor) becomes a
+ * constant of the subgraph, so that shape inference inside and the
+ * lowering see its value; the capture input itself stays, unused. */
+#define CAPTURE_CONST_MAX 64
+static int inline_capture(ir_shape_ctx *c, ir_graph *s, ir_value *in, const ir_value *outer)
+{
+    const ir_tensor *t = &outer->cval;
+    if (outer->kind != IR_VAL_CONST || !(ir_dtype_is_int(t->dtype) || t->dtype == IR_BOOL) ||
+        t->numel > CAPTURE_CONST_MAX || (t->numel && !t->data) || ir_value_count_uses(s, in) == 0)
+        return 0;
+    ir_type ty;
+    memset(&ty, 0, sizeof ty);
+    ir_type_of_tensor(t, &ty);
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_captured", in->name);
+    ir_value *k = ir_graph_add_const(s, name, &ty, t->data, c->diag);
+    if (!k)
+        return -1;
+    ir_replace_all_uses(s, in, k);
+    return 0;
+}
+
 /* Captures take the captured values' types, then the body is inferred. */
 static int infer_sub(ir_shape_ctx *c, ir_graph *s, const char *name)
 {
@@ -94,6 +153,8 @@ static int infer_sub(ir_shape_ctx *c, ir_graph *s, const char *name)
     int formal = ir_control_formal_inputs(n);
     for (int j = 0; j < n->ncap; j++) {
         if (set_input(c, s, formal + j, c->in[n->nin - n->ncap + j]) < 0)
+            return -1;
+        if (inline_capture(c, s, s->inputs[formal + j], n->in[n->nin - n->ncap + j]) < 0)
             return -1;
         /* A captured shape (a Reshape's target among the outer constants)
          * is known inside as it is outside; only constant elements cross,
@@ -227,6 +288,10 @@ int shape_loop(ir_shape_ctx *c)
         ir_type_unknown(o, e.dtype, e.rank >= 0 && e.rank < IR_MAX_RANK ? e.rank + 1 : IR_RANK_UNKNOWN);
         for (int k = 0; o->rank > 0 && k < e.rank; k++)
             o->dims[k + 1] = e.dims[k];
+        /* as many rows as iterations, when those are known now */
+        int64_t trips = ir_loop_static_trips(n, c->val ? c->val[0] : NULL, c->val && c->nin > 1 ? c->val[1] : NULL);
+        if (o->rank > 0 && trips >= 0)
+            o->dims[0] = ir_dim_const(trips);
     }
     return 0;
 }

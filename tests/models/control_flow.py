@@ -13,7 +13,19 @@ branch and one computed value twice in the other (the copies), for both
 conditions; an If whose branches give different shapes must be refused
 in one line naming it.
 
-A Scan over non-default axes and directions checks the slicing and stacking.
+A Scan over non-default axes and directions (two scan inputs, two scan
+outputs, reversed ones) checks the slicing and stacking, interpreted and
+compiled at -O0, -O2, -O3; an RNN cell as a Scan with captured weights too.
+Loops with scan outputs compile when the trip count is a constant (an
+initializer, or the RNN's trip count bound with --bind) and the body passes
+its condition on: for 4, 1, 0 and -2 trips, and the RNN for 5 and 2 steps;
+one whose body computes its condition is refused, saying it may stop early.
+`icc bench --profile` names a body's kernels with their path and counts
+them once per iteration.
+
+An If whose branches read outer initializers as Reshape's shape, Slice's
+starts and ends and Unsqueeze's axes compiles (a captured small integer
+constant becomes the subgraph's own), for both conditions.
 
 A Loop model runs a small RNN cell over a sequence (the trip count an
 input, the input slice taken with Gather of the iteration number) with a
@@ -28,6 +40,7 @@ Everything at rtol 1e-4, atol 1e-5.
 
     python3 tests/models/control_flow.py build/icc
 """
+import json
 import os
 import subprocess
 import sys
@@ -178,6 +191,21 @@ def ragged_if(path):
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
 
 
+def captured_if(path):
+    """An If whose branches read outer initializers as attributes: Reshape's
+    shape and Slice's starts, ends and axes in one, ReduceMax's and
+    Unsqueeze's axes in the other."""
+    t = h.make_graph([h.make_node("Reshape", ["x", "shape"], ["r"]),
+                      h.make_node("Slice", ["r", "st", "en", "ax"], ["tt"])], "reshape", [], [vi("tt", P.FLOAT, [2, 1, 3])])
+    e = h.make_graph([h.make_node("ReduceMax", ["x", "ax"], ["m"], keepdims=0),
+                      h.make_node("Unsqueeze", ["m", "ax"], ["ee"])], "unsqueeze", [], [vi("ee", P.FLOAT, [2, 1, 3])])
+    g = h.make_graph([h.make_node("If", ["c"], ["y"], name="shapes", then_branch=t, else_branch=e)], "captured",
+                     [vi("c", P.BOOL, []), vi("x", P.FLOAT, [2, 2, 3])], [vi("y", P.FLOAT, [2, 1, 3])],
+                     [nh.from_array(np.array([2, 2, 3], np.int64), "shape"), nh.from_array(np.array([1], np.int64), "st"),
+                      nh.from_array(np.array([2], np.int64), "en"), nh.from_array(np.array([1], np.int64), "ax")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), path)
+
+
 def refused(icc, model, t, want):
     """icc refuses model with exit 1 and one line containing want."""
     r = subprocess.run([icc, model, "-o", t + "/refused.so"], capture_output=True, text=True, timeout=120)
@@ -201,6 +229,50 @@ def scan_axes(path):
                     scan_output_directions=[0, 1])
     g = h.make_graph([n], "scan", [vi("s0", P.FLOAT, [3]), vi("A", P.FLOAT, [3, 4]), vi("B", P.FLOAT, [4, 3])],
                      [vi("sT", P.FLOAT, [3]), vi("O1", P.FLOAT, [3, 4]), vi("O2", P.FLOAT, [4, 3])])
+    onnx.save(h.make_model(g, opset_imports=OPSET), path)
+
+
+def scan_rnn(path):
+    """An RNN cell as a Scan over axis 0 of one input, its weights captured
+    from the outer scope, the hidden state carried and stacked."""
+    r = np.random.default_rng(3)
+    w = lambda name, *shape: nh.from_array((r.standard_normal(shape) * 0.4).astype(np.float32), name)
+    body = h.make_graph([
+        h.make_node("MatMul", ["xt", "Wx"], ["a"]),
+        h.make_node("MatMul", ["hp", "Wh"], ["bh"]),
+        h.make_node("Add", ["a", "bh"], ["ab"]),
+        h.make_node("Tanh", ["ab"], ["hn"]),
+        h.make_node("Identity", ["hn"], ["ho"]),
+    ], "cell", [vi("hp", P.FLOAT, [1, 8]), vi("xt", P.FLOAT, [1, 4])],
+        [vi("hn", P.FLOAT, [1, 8]), vi("ho", P.FLOAT, [1, 8])])
+    n = h.make_node("Scan", ["h0", "xs"], ["hT", "hs"], name="scan_rnn", body=body, num_scan_inputs=1)
+    g = h.make_graph([n, h.make_node("Relu", ["hs"], ["y"])], "scan_rnn",
+                     [vi("h0", P.FLOAT, [1, 8]), vi("xs", P.FLOAT, [6, 1, 4])],
+                     [vi("hT", P.FLOAT, [1, 8]), vi("y", P.FLOAT, [6, 1, 8])], [w("Wx", 4, 8), w("Wh", 8, 8)])
+    onnx.save(h.make_model(g, opset_imports=OPSET), path)
+
+
+def const_loop(path, trips, early=False):
+    """A Loop of a constant trip count with a carried value and two scan
+    outputs (one a body input passed on); with early, the body computes its
+    condition, so the loop may stop before the trip count."""
+    nodes = [h.make_node("Add", ["x_in", "xs"], ["x_out"]),
+             h.make_node("Cast", ["i"], ["fi"], to=P.FLOAT),
+             h.make_node("Mul", ["x_out", "fi"], ["sc"])]
+    if early:
+        nodes += [h.make_node("ReduceSum", ["x_out"], ["tot"], keepdims=0),
+                  h.make_node("Less", ["tot", "lim"], ["c_out"])]
+    else:
+        nodes.append(h.make_node("Identity", ["c_in"], ["c_out"]))
+    body = h.make_graph(nodes, "body", [vi("i", P.INT64, []), vi("c_in", P.BOOL, []), vi("x_in", P.FLOAT, [2, 3])],
+                        [vi("c_out", P.BOOL, []), vi("x_out", P.FLOAT, [2, 3]), vi("sc", P.FLOAT, [2, 3]),
+                         vi("x_in", P.FLOAT, [2, 3])],
+                        [h.make_tensor("lim", P.FLOAT, [], [20.0])] if early else [])
+    g = h.make_graph([h.make_node("Loop", ["M", "", "x0"], ["x", "S1", "S2"], name="count", body=body),
+                      h.make_node("Neg", ["S1"], ["y"])], "const_loop",
+                     [vi("x0", P.FLOAT, [2, 3]), vi("xs", P.FLOAT, [2, 3])],
+                     [vi("x", P.FLOAT, [2, 3]), vi("y", P.FLOAT, None), vi("S2", P.FLOAT, None)],
+                     [nh.from_array(np.array(trips, np.int64), "M")])
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
 
 
@@ -279,6 +351,16 @@ def main():
                 subprocess.run([icc, t + "/pass.onnx", opt, "-o", so], check=True)
             failed += compare("If returning a constant / one value twice, c=%s, %s" % (c, opt),
                               run(icc, so, feed, t, ["y", "a"]), want)
+    captured_if(t + "/captured.onnx")
+    s = ort.InferenceSession(t + "/captured.onnx", providers=["CPUExecutionProvider"])
+    x = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    for opt in ("-O0", "-O2", "-O3"):
+        so = "%s/captured%s.so" % (t, opt)
+        subprocess.run([icc, t + "/captured.onnx", opt, "-o", so], check=True)
+        for c in (True, False):
+            feed = {"c": np.array(c), "x": x}
+            failed += compare("If reading captured constants as attributes, c=%s, %s" % (c, opt),
+                              run(icc, so, feed, t, ["y"]), s.run(None, feed))
     ragged_if(t + "/ragged.onnx")
     ok, msg = refused(icc, t + "/ragged.onnx", t, "node 'ragged' (If): output 0")
     print("%s an If whose branches give different shapes is refused: %s" % ("ok  " if ok else "FAIL", msg))
@@ -325,8 +407,70 @@ def main():
     s = ort.InferenceSession(t + "/scan.onnx", providers=["CPUExecutionProvider"])
     feed = {"s0": rng.standard_normal(3).astype(np.float32), "A": rng.standard_normal((3, 4)).astype(np.float32),
             "B": rng.standard_normal((4, 3)).astype(np.float32)}
+    want = s.run(None, feed)
     failed += compare("Scan with axes and directions, interpreter",
-                      run(icc, t + "/scan.onnx", feed, t, ["sT", "O1", "O2"]), s.run(None, feed))
+                      run(icc, t + "/scan.onnx", feed, t, ["sT", "O1", "O2"]), want)
+    scan_rnn(t + "/scan_rnn.onnx")
+    s2 = ort.InferenceSession(t + "/scan_rnn.onnx", providers=["CPUExecutionProvider"])
+    feed2 = {"h0": rng.standard_normal((1, 8)).astype(np.float32),
+             "xs": rng.standard_normal((6, 1, 4)).astype(np.float32)}
+    for opt in ("-O0", "-O2", "-O3"):
+        so = "%s/scan%s.so" % (t, opt)
+        subprocess.run([icc, t + "/scan.onnx", opt, "-o", so], check=True)
+        failed += compare("Scan with axes and directions compiled %s" % opt,
+                          run(icc, so, feed, t, ["sT", "O1", "O2"]), want)
+        so = "%s/scan_rnn%s.so" % (t, opt)
+        subprocess.run([icc, t + "/scan_rnn.onnx", opt, "-o", so], check=True)
+        failed += compare("RNN as a Scan, captured weights, compiled %s" % opt,
+                          run(icc, so, feed2, t, ["hT", "y"]), s2.run(None, feed2))
+    # Loop scan outputs compiled: the trip count a constant (an initializer,
+    # or the RNN's input bound), the condition never stopping it early.
+    for trips in (4, 1, 0, -2):
+        const_loop(t + "/cloop.onnx", trips)
+        s = ort.InferenceSession(t + "/cloop.onnx", providers=["CPUExecutionProvider"])
+        feed = {"x0": rng.standard_normal((2, 3)).astype(np.float32),
+                "xs": rng.standard_normal((2, 3)).astype(np.float32)}
+        want = s.run(None, feed)
+        for opt in ("-O0", "-O2", "-O3"):
+            so = "%s/cloop%s.so" % (t, opt)
+            subprocess.run([icc, t + "/cloop.onnx", opt, "-o", so], check=True)
+            failed += compare("Loop scan outputs, %d trips, compiled %s" % (trips, opt),
+                              run(icc, so, feed, t, ["x", "y", "S2"]), want)
+    s = ort.InferenceSession(t + "/rnn.onnx", providers=["CPUExecutionProvider"])
+    for steps in (5, 2):
+        np.save(t + "/T.npy", np.array(steps, np.int64))
+        feed = {"T": np.array(steps, np.int64), "xs": rng.standard_normal((5, 4)).astype(np.float32),
+                "h0": rng.standard_normal((1, 8)).astype(np.float32), "acc0": np.array(0.5, np.float32)}
+        want = s.run(None, feed)
+        del feed["T"]
+        for opt in ("-O0", "-O2", "-O3"):
+            so = "%s/rnnT%s.so" % (t, opt)
+            subprocess.run([icc, t + "/rnn.onnx", opt, "--bind=T=" + t + "/T.npy", "--shape=xs:5x4", "-o", so],
+                           check=True)
+            failed += compare("RNN Loop with its scan output, --bind=T (%d), compiled %s" % (steps, opt),
+                              run(icc, so, feed, t, ["hT", "acc", "hs"]), want)
+    # --profile: a body's kernels are named with their path and counted
+    # once per iteration (the Scan's 6, the Loop's 4), the others once.
+    const_loop(t + "/cloop.onnx", 4)
+    for model, body, calls in (("scan_rnn", "scan_rnn/body/", 6), ("cloop", "count/body/", 4)):
+        r = subprocess.run([icc, "bench", "%s/%s.onnx" % (t, model), "--profile", "--json", "--time=0.05",
+                            "--warmup=0", "--threads=1"], capture_output=True, text=True, timeout=300)
+        try:
+            ks = json.loads(r.stdout)["results"][0]["profile"]["kernels"]
+        except (ValueError, KeyError, IndexError):
+            ks = []
+        inner = [k for k in ks if k["name"].startswith(body)]
+        ok = r.returncode == 0 and len(inner) >= 2 and len(inner) < len(ks) and \
+            all(k.get("calls") == (calls if k["name"].startswith(body) else 1) for k in ks)
+        print("%s --profile of %s: %d kernels in the body, each %s calls/run: %s" % (
+            "ok  " if ok else "FAIL", model, len(inner), calls,
+            ", ".join("%s x%s" % (k["name"], k.get("calls")) for k in ks) or r.stderr.strip()))
+        failed += not ok
+    const_loop(t + "/early.onnx", 4, early=True)
+    ok, msg = refused(icc, t + "/early.onnx", t, "node 'count' (Loop): scan output 0 ('S1') is not compiled yet")
+    ok = ok and "stop early" in msg
+    print("%s a Loop with scan outputs that may stop early is refused: %s" % ("ok  " if ok else "FAIL", msg))
+    failed += not ok
     # A Loop that never ends compiles (it is legal ONNX; running it would
     # not end either), but the compiler must not try to run it.
     endless_loop(t + "/endless.onnx")
