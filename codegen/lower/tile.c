@@ -113,8 +113,11 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     if (t->m_dyn)
         q.nb_dyn = lw_idivc(k, kir_iadd(k, t->m_dyn, lw_i64c(k, R - 1)), R);
     /* chunks of row blocks x column panels, split evenly; more of them
-     * when there are too few to share between threads */
-    int64_t nrc = t->stream ? 1 : cdiv(q.nb, t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks), ncc = t->stream ? 1 : cdiv(q.nq, c->s->tile_nc_panels);
+     * when there are too few to share between threads (a stream: its
+     * column chunks of whole panels only) */
+    int64_t sc = t->stream_chunks > 1 ? t->stream_chunks : 1;
+    int64_t nrc = t->stream ? 1 : cdiv(q.nb, t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks);
+    int64_t ncc = t->stream ? (sc < q.nq ? sc : q.nq) : cdiv(q.nq, c->s->tile_nc_panels);
     while (!t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
         bool can_r = nrc < q.nb, can_c = ncc < q.nq;
         if (!can_r && !can_c)
