@@ -21,7 +21,8 @@
  * blocks (its rows are N apart in place: all in one L1 set when N is a
  * multiple of 1024). Skinny shapes (M <= 16) take their tile from
  * cg_schedule_gemm_tile (no row computed twice) and stream B: short K
- * blocks in one chunk over all columns, so B is read row after row.
+ * blocks over all columns, so B is read row after row, in one chunk (or,
+ * from 8 rows, a few column chunks for threads).
  * Constant weights are packed the same way, per call: no compile-time
  * re-layout yet.
  */
