@@ -291,7 +291,8 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
     cg_tile t = {
         .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
         .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = c->s->gemm_mc_blocks,
-        .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, g->m.v, g->n.v, g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
+        .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, g->m.v, g->n.v,
+                                                            g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
         .rows = rows, .width = width, .u = &u,
         .setup = mm_setup, .k_open = mm_k_open, .pack = pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
