@@ -32,6 +32,22 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     /* 1x3072x3072 on Zen 3, 1 thread: 6.5 GFLOP/s at 8 (B's 8 rows are
      * 96 KB read front to back), 3.5 at 16-32, 3.0 at 128 */
     s->skinny_kc = 8;
+    /* A skinny contraction does 2M FLOP per 4-byte element of B: at M =
+     * 1 it streams B (a split by columns cut the rows into pieces:
+     * 1x3072x3072, 2 chunks of 1536 columns: 3.0 -> 8.4 ms on 1 thread,
+     * 3.5 -> 6.5 on 2); from M = 8 (4 FLOP/B, near the ridge of the FMA
+     * peak over one core's DRAM bandwidth) it is bound by the FMAs, and
+     * column chunks of whole panels let threads share it (16x768x768: at
+     * the FMA peak on 1 thread with or without the split). Pieces of a
+     * row stay long (a 4 KB page) when B is larger than the last-level
+     * cache, so from DRAM. */
+    s->skinny_split_m = 8;
+    s->skinny_chunk_cols = 256;
+    s->skinny_dram_cols = 1024;
+    s->skinny_chunks = 8;
+    /* at most 32 MB: a VM reports its host's L3 (256 MB here, where
+     * lscpu shows 32 MB), and other cores share it anyway */
+    s->llc_bytes = t->l3_bytes > 0 && t->l3_bytes < 32 << 20 ? t->l3_bytes : 32 << 20;
     s->tile_mc_blocks = 16;
     s->tile_nc_panels = 8;
     s->min_chunks = 8;
@@ -80,4 +96,14 @@ void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int 
             *vecs = v;
         }
     }
+}
+
+int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, int64_t b_bytes)
+{
+    int64_t sc = 1, cols = b_bytes > s->llc_bytes ? s->skinny_dram_cols : s->skinny_chunk_cols;
+    if (m < s->skinny_split_m || cols < 1)
+        return 1;
+    while (sc * 2 <= s->skinny_chunks && n / (sc * 2) >= cols)
+        sc *= 2;
+    return sc;
 }

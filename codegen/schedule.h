@@ -35,6 +35,12 @@ typedef struct cg_schedule {
                                   fills half of L1 (from the target's L1) */
     int skinny_kc;             /* reduction block of skinny contractions (M <= 16), which read
                                   B's rows whole: kc rows of B are one contiguous stretch */
+    int skinny_split_m;        /* skinny contractions with at least this many rows split their
+                                  columns between parallel chunks (fewer rows: one chunk) */
+    int skinny_chunk_cols;     /* ... into pieces of at least this many columns of every B row */
+    int skinny_dram_cols;      /* ... or this many when B is larger than the last-level cache */
+    int skinny_chunks;         /* ... and at most this many chunks per batch item */
+    int64_t llc_bytes;         /* the target's last-level cache (shared) */
     int tile_mc_blocks;        /* row blocks of a parallel chunk: its A block stays in L2 */
     int gemm_mc_blocks;        /* the same for MatMul/Gemm, whose B panel is packed (from the
                                   target's L2 and tile_kc) */
@@ -66,6 +72,14 @@ enum { CG_SKINNY_M = 16 };
  * other M (and m = 0: unknown) get tile_rows x tile_vecs. n_vecs: the
  * vectors N spans (0: unknown), which a skinny tile need not exceed. */
 void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int *rows, int *vecs);
+
+/* The column chunks of a skinny (streamed) contraction of m rows, n
+ * columns and a B of b_bytes (one batch item): 1 below skinny_split_m
+ * rows (memory-bound on B, whose rows a split cuts into pieces), else the
+ * largest power of two up to skinny_chunks that leaves each chunk
+ * skinny_chunk_cols columns (skinny_dram_cols for a B larger than the
+ * last-level cache). */
+int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, int64_t b_bytes);
 
 /* Picks the schedule for target t (borrowed by *s: it must outlive s).
  * Returns 0, or -1 with a message for a target with no schedule yet. */

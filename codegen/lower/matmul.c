@@ -21,7 +21,8 @@
  * blocks (its rows are N apart in place: all in one L1 set when N is a
  * multiple of 1024). Skinny shapes (M <= 16) take their tile from
  * cg_schedule_gemm_tile (no row computed twice) and stream B: short K
- * blocks in one chunk over all columns, so B is read row after row.
+ * blocks over all columns, so B is read row after row, in one chunk (or,
+ * from 8 rows, a few column chunks for threads).
  * Constant weights are packed the same way, per call: no compile-time
  * re-layout yet.
  */
@@ -270,8 +271,10 @@ static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
 /* The register-blocked form (see the file comment). Needs constant N, K
  * and batch dims (the parallel loop's bounds must be constant); M may be
  * symbolic (a batch of rows), then the chunks split the columns. Skinny
- * shapes (constant M <= CG_SKINNY_M) stream: short reduction blocks, one
- * chunk over all columns, so B is read row after row. */
+ * shapes (constant M <= CG_SKINNY_M) stream: short reduction blocks over
+ * all columns, so B is read row after row; those with enough rows to be
+ * bound by the FMAs split the columns between a few chunks for threads
+ * (cg_schedule_skinny_chunks). */
 static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
 {
     int64_t nbat = 1;
@@ -288,6 +291,8 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
     cg_tile t = {
         .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
         .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = c->s->gemm_mc_blocks,
+        .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, g->m.v, g->n.v,
+                                                            g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
         .rows = rows, .width = width, .u = &u,
         .setup = mm_setup, .k_open = mm_k_open, .pack = pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };

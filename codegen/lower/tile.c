@@ -73,7 +73,8 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
         kir_expr *init = zero(c);
         if (t->nkb > 1) {
             t->out(c, t, rows[r], g, j, oi);
-            init = kb0 > 0 ? kir_load(k, c->out, oi) : kir_op3(k, KIR_SELECT, c->cdt, first, init, kir_load(k, c->out, oi));
+            init = kb0 > 0 ? kir_load(k, c->out, oi) : kb1 == 1 ? init
+                 : kir_op3(k, KIR_SELECT, c->cdt, first, init, kir_load(k, c->out, oi));
         }
         if (!kir_acc_set(k, tb, acc[r], init))
             return -1;
@@ -112,8 +113,11 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     if (t->m_dyn)
         q.nb_dyn = lw_idivc(k, kir_iadd(k, t->m_dyn, lw_i64c(k, R - 1)), R);
     /* chunks of row blocks x column panels, split evenly; more of them
-     * when there are too few to share between threads */
-    int64_t nrc = t->stream ? 1 : cdiv(q.nb, t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks), ncc = t->stream ? 1 : cdiv(q.nq, c->s->tile_nc_panels);
+     * when there are too few to share between threads (a stream: its
+     * column chunks of whole panels only) */
+    int64_t sc = t->stream_chunks > 1 ? t->stream_chunks : 1;
+    int64_t nrc = t->stream ? 1 : cdiv(q.nb, t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks);
+    int64_t ncc = t->stream ? (sc < q.nq ? sc : q.nq) : cdiv(q.nq, c->s->tile_nc_panels);
     while (!t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
         bool can_r = nrc < q.nb, can_c = ncc < q.nq;
         if (!can_r && !can_c)
@@ -139,7 +143,13 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     kir_expr *pc = kir_op2(k, KIR_REM, IR_I64, p, lw_i64c(k, nch));
     q.rc = lw_idivc(k, pc, ncc);
     q.cc = kir_op2(k, KIR_REM, IR_I64, pc, lw_i64c(k, ncc));
-    if (t->nkb > 1 && tile_blocks(c, t, &q, &lp->body, 0, t->nkb - 1, false) < 0)
+    /* the first block starts from zero, the others from the partial sums
+     * in the output: separate loops, because a select on the block index
+     * is widened per lane (8 inserts per register) where the emitter does
+     * not hoist it */
+    if (t->nkb > 1 && tile_blocks(c, t, &q, &lp->body, 0, 1, false) < 0)
+        return -1;
+    if (t->nkb > 2 && tile_blocks(c, t, &q, &lp->body, 1, t->nkb - 1, false) < 0)
         return -1;
     return tile_blocks(c, t, &q, &lp->body, t->nkb - 1, t->nkb, true);
 }

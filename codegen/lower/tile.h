@@ -31,10 +31,12 @@ struct cg_tile {
     int rows;                  /* rows of the register tile, <= TILE_MAX_ROWS */
     int width;                 /* lanes of the vector loop */
     int64_t mc_blocks;         /* row blocks of a parallel chunk (0: the schedule's tile_mc_blocks) */
-    bool stream;               /* one parallel chunk per batch item, all rows and columns: the
-                                  skinny schedule, whose short reduction blocks then read B's
-                                  rows front to back (a split by columns cuts them into
-                                  pieces, and measured 2-5x slower) */
+    bool stream;               /* stream_chunks parallel chunks per batch item, each all rows
+                                  and its columns: the skinny schedule, whose short reduction
+                                  blocks then read B's rows front to back */
+    int64_t stream_chunks;     /* stream: column chunks per batch item (0 or 1: one chunk of
+                                  all columns); each reads its piece of every B row, so more
+                                  cut the rows shorter (1x3072x3072: 2.8x slower at 2) */
     void *u;                   /* the caller's state */
     /* Called once inside the parallel loop with the batch item. */
     int (*setup)(lctx *c, cg_tile *t, kir_expr *bat);

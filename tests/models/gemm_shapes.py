@@ -6,9 +6,10 @@ their own register tile and stream B), the 6-row tile with its clamped last
 block (M = 17, 100), N narrower than a vector or not a multiple of one, odd
 K, several reduction blocks (K > 128), transposed operands, alpha/beta, C
 broadcast from [N], [M, 1] and [1, 1], batch broadcasting, rank-1 operands,
-and B both a graph input and a constant weight. Each case is one node of one
-model (its own inputs and output), compiled at -O2 and -O3 and run once
-through `icc run`; every output must match numpy in float64 and ONNX Runtime
+and B both a graph input and a constant weight; skinny M split between
+column chunks for threads. Each case is one node of one model (its own
+inputs and output), compiled at -O2 and -O3 and run through `icc run` at 1
+and 2 threads (ICC_NUM_THREADS); every output must match numpy in float64 and ONNX Runtime
 (rtol 1e-4, atol 1e-4 x sqrt(K)).
 
     python3 tests/models/gemm_shapes.py build/icc
@@ -33,6 +34,18 @@ def cases():
         for k, n in ((37, 5), (129, 70), (300, 33), (8, 256)):
             for const in (False, True):
                 out.append(("mm_%dx%dx%d_%s" % (m, k, n, "w" if const else "in"), "MatMul", [m, k], [k, n], None, {}, const))
+    # skinny M from 8 rows split the columns between chunks (2, 4, 8 of
+    # them; panels with tails), run at 1 and 2 threads; a reduction of 3+
+    # blocks on the 6-row tile (first, middle and last block loops)
+    out += [
+        ("mm_split_8x300x512", "MatMul", [8, 300], [300, 512], None, {}, False),
+        ("mm_split_12x300x1100", "MatMul", [12, 300], [300, 1100], None, {}, True),
+        ("mm_split_16x129x2048", "MatMul", [16, 129], [129, 2048], None, {}, True),
+        ("mm_split_batch", "MatMul", [3, 16, 100], [3, 100, 600], None, {}, False),
+        ("gemm_split_16x300x1030", "Gemm", [16, 300], [300, 1030], [1030], dict(alpha=0.5, beta=2.0), True),
+        ("mm_nosplit_7x300x1024", "MatMul", [7, 300], [300, 1024], None, {}, True),
+        ("mm_17x600x40", "MatMul", [17, 600], [600, 40], None, {}, False),
+    ]
     for m in (1, 3, 16, 17):
         out.append(("mm_n3_%d" % m, "MatMul", [m, 41], [41, 3], None, {}, True))
         out.append(("mm_n1_%d" % m, "MatMul", [m, 19], [19, 1], None, {}, False))
@@ -117,15 +130,20 @@ def main():
     s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     want_ort = dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
     failed = 0
-    for level in ("-O2", "-O3"):
+    # each level at 1 and 2 threads (ICC_NUM_THREADS): chunks that share
+    # a kernel's columns run on both
+    for level, threads in (("-O2", "1"), ("-O2", "2"), ("-O3", "1"), ("-O3", "2")):
         so = os.path.join(t, "g%s.so" % level)
-        r = subprocess.run([icc, path, level, "-o", so], capture_output=True, text=True)
-        if r.returncode:
-            print("FAIL compile %s: %s" % (level, r.stderr.strip()))
-            failed += 1
-            continue
-        od = os.path.join(t, "out" + level)
-        r = subprocess.run([icc, "run", so, "-o", od] + args, capture_output=True, text=True)
+        if not os.path.exists(so):
+            r = subprocess.run([icc, path, level, "-o", so], capture_output=True, text=True)
+            if r.returncode:
+                print("FAIL compile %s: %s" % (level, r.stderr.strip()))
+                failed += 1
+                continue
+        od = os.path.join(t, "out%s_t%s" % (level, threads))
+        env = dict(os.environ, ICC_NUM_THREADS=threads)
+        r = subprocess.run([icc, "run", so, "-o", od] + args, capture_output=True, text=True, env=env)
+        level = "%s (%s threads)" % (level, threads)
         if r.returncode:
             print("FAIL run %s: %s" % (level, r.stderr.strip()))
             failed += 1
