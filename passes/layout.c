@@ -26,8 +26,9 @@
  * and without one it is Reshaped to [N, C/cb, 1, 1, cb], which with a 1x1
  * plane keeps the elements in place: a squeeze-excite scale), inference BatchNormalization with constant parameters (a
  * blocked Mul and Add), MaxPool and AveragePool (the same op over three
- * spatial dims, the lanes' window 1 wide) and pools over the whole plane
- * (ReduceMean/ReduceMax over the blocked H, W); a later Conv takes its
+ * spatial dims, the lanes' window 1 wide), pools over the whole plane
+ * (ReduceMean/ReduceMax over the blocked H, W) and a channel Concat of
+ * parts that are whole blocks (a Concat along C/cb); a later Conv takes its
  * input's twin rather than a new to-blocked reorder. A from-blocked
  * reorder nobody uses in the end is removed (cancelled), so reorders
  * remain only where data enters or leaves a blocked region (ResNet-50:
