@@ -26,8 +26,9 @@
  * and without one it is Reshaped to [N, C/cb, 1, 1, cb], which with a 1x1
  * plane keeps the elements in place: a squeeze-excite scale), inference BatchNormalization with constant parameters (a
  * blocked Mul and Add), MaxPool and AveragePool (the same op over three
- * spatial dims, the lanes' window 1 wide) and pools over the whole plane
- * (ReduceMean/ReduceMax over the blocked H, W); a later Conv takes its
+ * spatial dims, the lanes' window 1 wide), pools over the whole plane
+ * (ReduceMean/ReduceMax over the blocked H, W) and a channel Concat of
+ * parts that are whole blocks (a Concat along C/cb); a later Conv takes its
  * input's twin rather than a new to-blocked reorder. A from-blocked
  * reorder nobody uses in the end is removed (cancelled), so reorders
  * remain only where data enters or leaves a blocked region (ResNet-50:
@@ -662,6 +663,38 @@ static int move_pool(lay *L, ir_node *n)
     return finish(L, n, m->out[0]);
 }
 
+/* Concat along the channels of values that all have blocked twins, each
+ * a whole number of blocks wide, as Concat along the blocked C/cb axis:
+ * channel c of part k lands in block (offset_k + c) / cb, lane c % cb,
+ * exactly where the NCHW Concat puts it (SqueezeNet's fire modules,
+ * Inception's branches, DenseNet's dense blocks), so the parts need no
+ * reorder to NCHW and back. */
+static int move_concat(lay *L, ir_node *n)
+{
+    const ir_type *t = &n->out[0]->type;
+    if (n->nout != 1 || n->nin < 1 || n->nin > 64 || t->rank != 4 || !ir_type_is_static(t))
+        return 0;
+    int64_t axis = ir_attr_int(n, "axis", 0);
+    if (axis != 1 && axis != -3)
+        return 0;
+    ir_value *in[64];
+    for (int i = 0; i < n->nin; i++) {
+        ir_value *v = n->in[i];
+        if (!v || !(in[i] = twin_of(L, v)) || !is_static_f32(v, 4) || v->type.dims[1].v % L->cb)
+            return 0;
+    }
+    ir_node *m = add_node(L, IR_OP_CONCAT, n->out[0]->name, "_nchwc", n->nin, in, NULL);
+    if (!m)
+        return -1;
+    m->name = n->name;
+    if (ir_node_set_int(L->g, m, "axis", 1) < 0)
+        return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, m) < 0)
+        return -1;
+    L->moved++;
+    return finish(L, n, m->out[0]);
+}
+
 /* ---- the pass ------------------------------------------------------------------ */
 
 /* Removes from-blocked reorders nobody uses; returns how many. */
@@ -708,6 +741,8 @@ int pass_layout(pass_ctx *c)
             rc = move_elementwise(&L, n);
         else if (n->op == IR_OP_BATCH_NORMALIZATION)
             rc = move_batchnorm(&L, n);
+        else if (n->op == IR_OP_CONCAT)
+            rc = move_concat(&L, n);
         else
             rc = move_pool(&L, n);
     }

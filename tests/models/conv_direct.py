@@ -14,10 +14,15 @@ nearest_mode, linear and cubic, each coordinate_transformation_mode but
 tf_crop_and_resize, integer and fractional scales or sizes, odd shapes; nearest
 must match bit for bit. Then dense Conv (group 1), which -O3 blocks (ConvNCHWc,
 codegen/lower/conv_blocked.c): kernels 1x1 to 7x7, strides, pads, dilations, odd
-block counts. Each model is compiled at -O2 and -O3 and run by `icc verify`,
+block counts. Then fire modules (SqueezeNet/Inception-style): branch convs on one
+input, Relu, a channel Concat that -O3 runs on the blocked data (passes/layout.c)
+when every part is a whole number of blocks, sometimes a MaxPool, and a 1x1 Conv
+reading the Concat; some parts are 12 channels wide, so the Concat stays NCHW.
+Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
     python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
+        [--concat 8]
 """
 import argparse
 import os
@@ -171,6 +176,45 @@ def dense(rng, path):
     return "dense c=%d m=%d k=%dx%d s=%s d=%s in=%dx%d pads=%s" % (c, m, kh, kw, s, d, hh, ww, pads)
 
 
+def fire(rng, path):
+    """Branch convs (1x1, or 3x3 padded by 1) on one input, each with a Relu, their
+    channel Concat (axis 1 or -3), maybe a MaxPool, then a 1x1 Conv on the result."""
+    c = 16 * int(rng.integers(1, 4))
+    odd = rng.integers(0, 4) == 0      # a 12-wide part: no whole number of blocks
+    widths = [16 * int(rng.integers(1, 4)) for _ in range(int(rng.integers(2, 4)))]
+    if odd:
+        widths[-1] = 12
+    hh, ww = int(rng.integers(3, 20)), int(rng.integers(3, 24))
+    inits = [nh.from_array(rng.standard_normal((c, 3, 1, 1)).astype(np.float32), "w0")]
+    nodes = [h.make_node("Conv", ["x", "w0"], ["s"]), h.make_node("Relu", ["s"], ["sr"])]
+    parts = []
+    for i, m in enumerate(widths):
+        k = int(rng.choice([1, 3]))
+        inits.append(nh.from_array((rng.standard_normal((m, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32),
+                                   "w%d" % (i + 1)))
+        inits.append(nh.from_array(rng.standard_normal(m).astype(np.float32), "b%d" % (i + 1)))
+        nodes.append(h.make_node("Conv", ["sr", "w%d" % (i + 1), "b%d" % (i + 1)], ["e%d" % i], kernel_shape=[k, k],
+                                 pads=[k // 2] * 4))
+        nodes.append(h.make_node("Relu", ["e%d" % i], ["er%d" % i]))
+        parts.append("er%d" % i)
+    axis = int(rng.choice([1, -3]))
+    nodes.append(h.make_node("Concat", parts, ["cat"], axis=axis))
+    top = "cat"
+    pool = bool(rng.integers(0, 2))
+    if pool:
+        nodes.append(h.make_node("MaxPool", ["cat"], ["pool"], kernel_shape=[3, 3], strides=[2, 2]))
+        top = "pool"
+    inits.append(nh.from_array(rng.standard_normal((16, sum(widths), 1, 1)).astype(np.float32), "wq"))
+    nodes.append(h.make_node("Conv", [top, "wq"], ["y"]))
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [int(rng.integers(1, 3)), 3, hh, ww])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    onnx.save(m, path)
+    return "fire c=%d parts=%s axis=%d in=%dx%d pool=%d" % (c, widths, axis, hh, ww, pool)
+
+
 def resize(rng, path):
     mode = str(rng.choice(["nearest", "nearest", "linear", "cubic"]))
     ctm = str(rng.choice(["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"]))
@@ -195,7 +239,8 @@ def main():
     ap.add_argument("--resize", type=int, default=24, help="Resize cases, after the convolutions")
     ap.add_argument("--blocked", type=int, default=24, help="blocked depthwise cases, after Resize")
     ap.add_argument("--pools", type=int, default=16, help="blocked pool cases, after those")
-    ap.add_argument("--dense", type=int, default=24, help="dense (blocked at -O3) Conv cases, last")
+    ap.add_argument("--dense", type=int, default=24, help="dense (blocked at -O3) Conv cases, after those")
+    ap.add_argument("--concat", type=int, default=8, help="fire modules (a blocked Concat at -O3), last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
@@ -204,11 +249,14 @@ def main():
     brng = np.random.default_rng(23)   # and the blocked depthwise cases theirs
     prng = np.random.default_rng(29)   # and the blocked pools theirs
     drng = np.random.default_rng(31)   # and the dense convolutions theirs
-    total = a.cases + a.resize + a.blocked + a.pools + a.dense
+    frng = np.random.default_rng(37)   # and the fire modules theirs
+    total = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
         try:
-            if i >= a.cases + a.resize + a.blocked + a.pools:
+            if i >= a.cases + a.resize + a.blocked + a.pools + a.dense:
+                what = fire(frng, path)
+            elif i >= a.cases + a.resize + a.blocked + a.pools:
                 what = dense(drng, path)
             elif i >= a.cases + a.resize + a.blocked:
                 what = pool_blocked(prng, path)
