@@ -1,5 +1,9 @@
 /* attention.c - Attention (ir/ref/attention.c for its semantics) as
- * one kernel that never stores the [Sq, T] scores, by the online softmax:
+ * one kernel that never stores the [Sq, T] scores in memory. Two
+ * schedules: the tiled one (lower_attention_tiled, below: register-tiled
+ * Q·Kᵀ and P·V around a softmax of score rows in thread scratch) when
+ * there is one output, no past cache, and the head's keys fit in scratch;
+ * otherwise the general one, by the online softmax:
  * the output rows themselves accumulate sum_j e^(s_j - m) V[j] while the
  * running row max m and sum l live in accumulators; when a block of keys
  * raises m, what was accumulated is rescaled by e^(m_old - m_new), and
