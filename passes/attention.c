@@ -173,7 +173,8 @@ static int match(att *a, ir_node *pv)
     icc_diag *d = a->c->diag;
     ir_value *y = pv->out[0], *v = pv->in[1];
     ir_dtype dt = y->type.dtype;
-    if (!ir_dtype_is_float(dt) || !rank4_float(y, dt) || !rank4_float(v, dt))
+    /* f32 and f64: the kernel's accumulating dtypes */
+    if ((dt != IR_F32 && dt != IR_F64) || !rank4_float(y, dt) || !rank4_float(v, dt))
         return 0;
     ir_node *sm = single_use_producer(a, pv->in[0], IR_OP_SOFTMAX);
     int64_t axis = sm ? ir_attr_int(sm, "axis", -1) : 0;
