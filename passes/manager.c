@@ -28,14 +28,14 @@ const pass_info pass_table[PASS_COUNT] = {
  *  -O2: and QDQ contractions run on the quantized data (qdq, before
  *       lower-quant and fold), simplified, BatchNorm folded into
  *       weights, decomposed norms/softmax/GELU recognised as one op
- *       each, duplicates merged,
+ *       each, decomposed attention (MatMul, scale, mask, Softmax,
+ *       MatMul, with its head splits) as one Attention op, duplicates
+ *       merged,
  *       elementwise chains fused into one kernel each with the
  *       contraction or normalization before them, intermediates planned
  *       into one arena.
  *  -O3: and convolutions on blocked NCHWc data (layout), reorders at the
- *       edges. Not in any level: `attention` (one Attention kernel for the
- *       decomposed pattern; it saves the score buffers but is slower than
- *       the MatMul/Softmax/MatMul kernels today, docs/fusion.md).
+ *       edges.
  * Every level runs `precision` (--precision; nothing for fp32) after the
  * graph is simplified and before fuse groups its kernels; -O3 runs its
  * int8 modes before layout (so the convolutions they make integer are not
@@ -44,8 +44,8 @@ const pass_info pass_table[PASS_COUNT] = {
 static const char *const levels[4] = {
     "shape-infer,lower-quant,precision",
     "shape-infer,lower-quant,fold-if,fold,dce,precision",
-    "shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision,fuse,plan",
-    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-bn,recognize,precision{stage=int8},layout,simplify,cse,dce,"
+    "shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-bn,recognize,attention,simplify,cse,dce,precision,fuse,plan",
+    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-bn,recognize,attention,precision{stage=int8},layout,simplify,cse,dce,"
      "precision{stage=half},fuse,plan"),
 };
 

@@ -1,5 +1,9 @@
 /* attention.c - Attention (ir/ref/attention.c for its semantics) as
- * one kernel that never stores the [Sq, T] scores, by the online softmax:
+ * one kernel that never stores the [Sq, T] scores in memory. Two
+ * schedules: the tiled one (lower_attention_tiled, below: register-tiled
+ * Q·Kᵀ and P·V around a softmax of score rows in thread scratch) when
+ * there is one output, no past cache, and the head's keys fit in scratch;
+ * otherwise the general one, by the online softmax:
  * the output rows themselves accumulate sum_j e^(s_j - m) V[j] while the
  * running row max m and sum l live in accumulators; when a block of keys
  * raises m, what was accumulated is rescaled by e^(m_old - m_new), and
@@ -168,17 +172,24 @@ static kir_expr *kv_at(lctx *c, const att_geo *g, bool val, kir_expr *j, kir_exp
     return kir_op3(k, KIR_SELECT, c->cdt, kir_op2(k, KIR_LT, IR_BOOL, j, lw_i64c(k, g->past)), was, now);
 }
 
+static kir_expr *or_cond(kir_kernel *k, kir_expr *a, kir_expr *b)
+{
+    return a ? kir_op2(k, KIR_OR, IR_BOOL, a, b) : b;
+}
+
 /* The score's bias terms: x unless masked out (-inf), plus an additive
- * mask; jraw is the unclamped key index (>= T in the last block's tail). */
+ * mask; jraw is the unclamped key index (>= T in the last block's tail),
+ * NULL when j never passes T. */
 static kir_expr *bias(lctx *c, const att_geo *g, kir_expr *x, kir_expr *i, kir_expr *j, kir_expr *jraw)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     kir_expr *ninf = fc(c, -INFINITY);
-    kir_expr *hidden = kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, g->total), jraw);
+    kir_expr *hidden = jraw ? kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, g->total), jraw) : NULL;
     if (n->nin > 3 && n->in[3]) {
         const ir_type *mt = &n->in[3]->type;
-        kir_expr *full[4] = {g->bi, g->hi, i, iminc(k, j, g->mlen - 1)}, *ix[4];
+        kir_expr *mj = g->mlen >= g->total ? j : iminc(k, j, g->mlen - 1);
+        kir_expr *full[4] = {g->bi, g->hi, i, mj}, *ix[4];
         for (int d = 0; d < mt->rank; d++) {
             int od = 4 - mt->rank + d;
             ix[d] = mt->dims[d].v == 1 ? lw_i64c(k, 0) : full[od];
@@ -192,17 +203,16 @@ static kir_expr *bias(lctx *c, const att_geo *g, kir_expr *x, kir_expr *i, kir_e
             x = op2(c, KIR_ADD, x, mv);
         }
         if (g->mlen < g->total)
-            hidden = kir_op2(k, KIR_OR, IR_BOOL, hidden, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, g->mlen), j));
+            hidden = or_cond(k, hidden, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, g->mlen), j));
     }
     if (g->causal)
-        hidden = kir_op2(k, KIR_OR, IR_BOOL, hidden,
-                         kir_op2(k, KIR_LT, IR_BOOL, kir_iadd(k, i, lw_i64c(k, g->past)), j));
+        hidden = or_cond(k, hidden, kir_op2(k, KIR_LT, IR_BOOL, kir_iadd(k, i, lw_i64c(k, g->past)), j));
     if (n->nin > 6 && n->in[6]) {
         kir_expr *bx[1] = {g->bi};
         kir_expr *len = kir_load(k, c->buf[6], bx);
-        hidden = kir_op2(k, KIR_OR, IR_BOOL, hidden, kir_op2(k, KIR_LE, IR_BOOL, len, j));
+        hidden = or_cond(k, hidden, kir_op2(k, KIR_LE, IR_BOOL, len, j));
     }
-    return kir_op3(k, KIR_SELECT, c->cdt, hidden, ninf, x);
+    return hidden ? kir_op3(k, KIR_SELECT, c->cdt, hidden, ninf, x) : x;
 }
 
 /* present_key / present_value of the current kv head: the concatenation. */
@@ -247,12 +257,204 @@ static kir_block *rows_loop(lctx *c, kir_block *b, int64_t n, int width, kir_exp
     return lt ? &lt->body : NULL;
 }
 
+/* ---- the tiled schedule ------------------------------------------------------ */
+
+enum {
+    TILE_ROWS = 6,               /* query rows of a register tile */
+    SCRATCH_MAX = 192 * 1024,    /* bytes of thread scratch (the CPU caps it at 256 KiB) */
+    MIN_ITERS = 16,              /* parallel iterations wanted: heads are split into row chunks */
+};
+
+/* Whether the tiled schedule takes n: one output, no cache, and the
+ * head's transposed keys plus a tile's score rows fit in thread scratch. */
+static bool tiled_fits(const lctx *c, const att_geo *g)
+{
+    const ir_node *n = c->n;
+    if (n->nout != 1 || g->past || (n->nin > 4 && n->in[4]) || (n->nin > 5 && n->in[5]))
+        return false;
+    int64_t es = (int64_t)ir_dtype_size(c->cdt);
+    return (g->d + TILE_ROWS) * g->total * es <= SCRATCH_MAX;
+}
+
+/* Attention as two register-tiled contractions around a softmax on rows
+ * kept in thread scratch:
+ *
+ *   parallel p in [0, B * Hq * chunks)          (batch, head, chunk of row blocks)
+ *     kt[d, j] = K[key j, d]                    the head's keys, transposed once
+ *     for rb in the chunk's blocks of R rows    row(r) = min(R rb + r, Sq - 1)
+ *       vector(W) j in [0, T)                   widened: R x W accumulators
+ *         a_r = sum_d Q[row r, d] kt[d, j]      scalar Q (broadcast), vector kt
+ *         sc[r, j] = bias(softcap(scale a_r))
+ *       per row: m = max_j sc; sc = e^(sc - m); l = sum_j sc
+ *       vector(W) e in [0, Dv)
+ *         a_r = sum_j sc[r, j] V[key j, e]      scalar sc, vector V
+ *         Y[row r, e] = a_r / l_r
+ *
+ * so both products are the GEMM tile's shape (no horizontal sums), the
+ * scores never leave L1, and Q, K, V and Y are read in their own layout
+ * (the 3-D [B, S, H*D] form included: no head-split copies). The last
+ * block recomputes row Sq - 1 instead of branching; it stores the same
+ * values. A row with every key masked gets m = -inf, exponents from base
+ * 0, l = 0 and 0/0 = NaN, like the reference. */
+static int lower_attention_tiled(lctx *c, att_geo *g)
+{
+    kir_kernel *k = c->k;
+    ir_dtype ct = c->cdt;
+    int64_t T = g->total, R = TILE_ROWS;
+    if (R > g->sq)
+        R = g->sq;
+    int lanes = c->s->lanes * 4 / (int)ir_dtype_size(ct);
+    if (lanes < 1)
+        lanes = 1;
+    int W = lanes * (c->s->tile_vecs > 0 ? c->s->tile_vecs : 1);
+    int64_t nrb = (g->sq + R - 1) / R, heads = g->b * g->hq, nch = 1;
+    while (heads * nch < MIN_ITERS && nch < nrb)
+        nch++;
+    int64_t per = (nrb + nch - 1) / nch;
+    nch = (nrb + per - 1) / per;
+
+    int kt = kir_add_scratch(k, "att_kt", KIR_SPACE_THREAD, ct, 2, (int64_t[]){g->d, T});
+    int sc = kir_add_scratch(k, "att_scores", KIR_SPACE_THREAD, ct, 2, (int64_t[]){R, T});
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kt < 0 || sc < 0 ? NULL :
+                   kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, heads * nch), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_block *body = &lp->body;
+    kir_expr *p = kir_var(k, pv);
+    kir_expr *hp = lw_idivc(k, p, nch);
+    g->bi = g->b > 1 ? lw_idivc(k, hp, g->hq) : lw_i64c(k, 0);
+    g->hi = irem(k, hp, g->hq);
+    g->khi = g->reps > 1 ? lw_idivc(k, g->hi, g->reps) : g->hi;
+    kir_expr *ch = lw_iremc(k, p, nch);
+
+    /* kt[d, j] = K[j, d] */
+    int jv = kir_new_var(k), dv = kir_new_var(k);
+    kir_stmt *lj = lw_loop(c, body, jv, lw_i64c(k, T), KIR_SERIAL);
+    kir_stmt *ld = lj ? lw_loop(c, &lj->body, dv, lw_i64c(k, g->d), KIR_SERIAL) : NULL;
+    if (!ld ||
+        !kir_store(k, &ld->body, kt, (kir_expr *[]){kir_var(k, dv), kir_var(k, jv)},
+                   kv_at(c, g, false, kir_var(k, jv), kir_var(k, dv))))
+        return -1;
+
+    int rbv = kir_new_var(k);
+    kir_expr *rlo = lw_imulc(k, ch, per);
+    kir_stmt *lrb = kir_for(k, body, rbv, rlo, iminc(k, lw_iaddc(k, rlo, per), nrb), KIR_SERIAL, 0);
+    if (!lrb)
+        return -1;
+    kir_block *rb = &lrb->body;
+    kir_expr *row[TILE_ROWS];
+    for (int r = 0; r < R; r++)
+        row[r] = iminc(k, lw_iaddc(k, lw_imulc(k, kir_var(k, rbv), R), r), g->sq - 1);
+
+    /* scores */
+    int a[TILE_ROWS];
+    for (int r = 0; r < R; r++)
+        if ((a[r] = kir_new_acc(k, ct)) < 0)
+            return -1;
+    int sj = kir_new_var(k), sd = kir_new_var(k);
+    kir_stmt *lsj = kir_for(k, rb, sj, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, W);
+    if (!lsj)
+        return -1;
+    for (int r = 0; r < R; r++)
+        if (!kir_acc_set(k, &lsj->body, a[r], fc(c, 0)))
+            return -1;
+    kir_stmt *lsd = lw_loop(c, &lsj->body, sd, lw_i64c(k, g->d), KIR_SERIAL);
+    if (!lsd)
+        return -1;
+    kir_expr *j = kir_var(k, sj), *d = kir_var(k, sd);
+    kir_expr *kd = kir_load(k, kt, (kir_expr *[]){d, j});
+    for (int r = 0; r < R; r++) {
+        kir_expr *ix[4];
+        if (g->three) {
+            ix[0] = g->bi;
+            ix[1] = row[r];
+            ix[2] = kir_iadd(k, lw_imulc(k, g->hi, g->d), d);
+        } else {
+            ix[0] = g->bi;
+            ix[1] = g->hi;
+            ix[2] = row[r];
+            ix[3] = d;
+        }
+        if (!kir_acc_set(k, &lsd->body, a[r], kir_op3(k, KIR_FMA, ct, lw_load_in(c, 0, ix), kd, kir_acc(k, a[r]))))
+            return -1;
+    }
+    for (int r = 0; r < R; r++) {
+        kir_expr *x = op2(c, KIR_MUL, kir_acc(k, a[r]), fc(c, g->scale));
+        if (g->cap > 0)
+            x = op2(c, KIR_MUL, fc(c, g->cap), kir_op1(k, KIR_TANH, ct, op2(c, KIR_DIV, x, fc(c, g->cap))));
+        x = bias(c, g, x, row[r], j, NULL);
+        if (!kir_store(k, &lsj->body, sc, (kir_expr *[]){lw_i64c(k, r), j}, x))
+            return -1;
+    }
+
+    /* softmax of the tile's rows, in place */
+    int il[TILE_ROWS];
+    for (int r = 0; r < R; r++) {
+        kir_expr *rr = lw_i64c(k, r);
+        int m = kir_new_acc(k, ct), bs = kir_new_acc(k, ct), l = kir_new_acc(k, ct);
+        il[r] = kir_new_acc(k, ct);
+        int v1 = kir_new_var(k), v2 = kir_new_var(k), v3 = kir_new_var(k);
+        if (m < 0 || bs < 0 || l < 0 || il[r] < 0 || !kir_acc_set(k, rb, m, fc(c, -INFINITY)))
+            return -1;
+        kir_stmt *l1 = kir_for(k, rb, v1, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, lanes);
+        if (!l1 || !kir_acc_set(k, &l1->body, m, op2(c, KIR_MAX, kir_acc(k, m),
+                                                      kir_load(k, sc, (kir_expr *[]){rr, kir_var(k, v1)}))))
+            return -1;
+        kir_expr *base = kir_op3(k, KIR_SELECT, ct, kir_op2(k, KIR_EQ, IR_BOOL, kir_acc(k, m), fc(c, -INFINITY)),
+                                 fc(c, 0), kir_acc(k, m));
+        if (!kir_acc_set(k, rb, bs, base))
+            return -1;
+        kir_stmt *l2 = kir_for(k, rb, v2, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, lanes);
+        kir_expr *x2[2] = {rr, l2 ? kir_var(k, v2) : NULL};
+        if (!l2 || !kir_store(k, &l2->body, sc, x2,
+                              kir_op1(k, KIR_EXP, ct, op2(c, KIR_SUB, kir_load(k, sc, x2), kir_acc(k, bs)))))
+            return -1;
+        if (!kir_acc_set(k, rb, l, fc(c, 0)))
+            return -1;
+        kir_stmt *l3 = kir_for(k, rb, v3, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, lanes);
+        if (!l3 || !kir_acc_set(k, &l3->body, l, op2(c, KIR_ADD, kir_acc(k, l),
+                                                      kir_load(k, sc, (kir_expr *[]){rr, kir_var(k, v3)}))))
+            return -1;
+        if (!kir_acc_set(k, rb, il[r], op2(c, KIR_DIV, fc(c, 1), kir_acc(k, l))))
+            return -1;
+    }
+
+    /* Y = P V */
+    int oe = kir_new_var(k), oj = kir_new_var(k);
+    kir_stmt *loe = kir_for(k, rb, oe, lw_i64c(k, 0), lw_i64c(k, g->dv), KIR_VECTOR, W);
+    if (!loe)
+        return -1;
+    for (int r = 0; r < R; r++)
+        if (!kir_acc_set(k, &loe->body, a[r], fc(c, 0)))
+            return -1;
+    kir_stmt *loj = lw_loop(c, &loe->body, oj, lw_i64c(k, T), KIR_SERIAL);
+    if (!loj)
+        return -1;
+    kir_expr *e = kir_var(k, oe), *jj = kir_var(k, oj);
+    kir_expr *ve = kv_at(c, g, true, jj, e);
+    for (int r = 0; r < R; r++) {
+        kir_expr *pr = kir_load(k, sc, (kir_expr *[]){lw_i64c(k, r), jj});
+        if (!kir_acc_set(k, &loj->body, a[r], kir_op3(k, KIR_FMA, ct, pr, ve, kir_acc(k, a[r]))))
+            return -1;
+    }
+    for (int r = 0; r < R; r++) {
+        kir_expr *ix[4];
+        y_idx(c, g, row[r], e, ix);
+        if (!kir_store(k, &loe->body, c->out, ix, lw_to_out(c, op2(c, KIR_MUL, kir_acc(k, a[r]), kir_acc(k, il[r])))))
+            return -1;
+    }
+    return 0;
+}
+
 int lower_attention(lctx *c)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     att_geo g;
     geo_init(n, &g);
+    if (tiled_fits(c, &g))
+        return lower_attention_tiled(c, &g);
     ir_dtype ct = c->cdt;
     int R = (int)g.rows, J = KEYS;
     int64_t njb = (g.total + J - 1) / J;
