@@ -403,10 +403,34 @@ static int check_scan_output(pbuild *c, const ir_node *n, int j, const ir_value 
                           "without one static shape is not compiled yet", j, o->name, x, y);
 }
 
+/* Loop's carried value or Scan's state i (node input in, body input in
+ * too, body output out) keeps one static type through the body, and the
+ * body does not pass another such input on as it: the copy back after an
+ * iteration goes input by input, so it would read one already copied. */
+static int check_carried(pbuild *c, const ir_node *n, const ir_graph *b, const char *what, int i, int in, int out,
+                         int formal)
+{
+    const ir_type *t0 = &n->in[in]->type, *ti = &b->inputs[in]->type;
+    const ir_type *to = &b->outputs[out]->type, *tl = &n->out[i]->type;
+    if (!type_static(t0) || !ir_type_same(t0, ti) || !ir_type_same(t0, to) || !ir_type_same(t0, tl)) {
+        char x[160], y[160];
+        type_text(t0, x, sizeof x);
+        type_text(to, y, sizeof y);
+        return ir_node_errorf(c->d, n, "%s %d ('%.100s') is %s before the body and %s after it: a %s whose %ss do "
+                              "not keep one static shape is not compiled yet", what, i, n->out[i]->name, x, y,
+                              n->op == IR_OP_LOOP ? "Loop" : "Scan", what);
+    }
+    for (int j = 0; j < formal; j++)
+        if (b->outputs[out] == b->inputs[j] && j != in)
+            return ir_node_errorf(c->d, n, "%s %d is body input %d passed on, which is not compiled yet", what, i, j);
+    return 0;
+}
+
 /* A Loop compiles when its trip count and condition (each optional) are
  * one int64 and one bool, and every carried value has one static type
- * before, inside and after the body. Scan outputs are not compiled: their
- * length is the number of iterations, which only the run knows. */
+ * before, inside and after the body. Its scan outputs have as many rows
+ * as it runs iterations: they compile when that is known, a constant trip
+ * count and a body that passes its condition on unchanged. */
 static int check_loop(pbuild *c, const ir_node *n)
 {
     if (c->p->dynamic)
@@ -433,25 +457,9 @@ static int check_loop(pbuild *c, const ir_node *n)
     for (int j = 0; j < n->nout - N; j++)
         if (check_scan_output(c, n, j, b->outputs[1 + N + j], n->out[N + j]) < 0)
             return -1;
-    for (int i = 0; i < N; i++) {
-        const ir_type *t0 = &n->in[2 + i]->type, *ti = &b->inputs[2 + i]->type;
-        const ir_type *to = &b->outputs[1 + i]->type, *tl = &n->out[i]->type;
-        if (!type_static(t0) || !ir_type_same(t0, ti) || !ir_type_same(t0, to) || !ir_type_same(t0, tl)) {
-            char x[160], y[160];
-            type_text(t0, x, sizeof x);
-            type_text(to, y, sizeof y);
-            return ir_node_errorf(c->d, n, "carried value %d ('%.100s') is %s before the body and %s after it: a "
-                                  "Loop whose carried values do not keep one static shape is not compiled yet", i,
-                                  n->out[i]->name, x, y);
-        }
-        /* the copy back after an iteration goes input by input: a body
-         * passing another carried input on would read one already copied */
-        const ir_value *o = b->outputs[1 + i];
-        for (int j = 0; j < formal; j++)
-            if (o == b->inputs[j] && j != 2 + i)
-                return ir_node_errorf(c->d, n, "carried value %d is body input %d passed on, which is not compiled "
-                                      "yet", i, j);
-    }
+    for (int i = 0; i < N; i++)
+        if (check_carried(c, n, b, "carried value", i, 2 + i, 1 + i, formal) < 0)
+            return -1;
     return 0;
 }
 
@@ -467,22 +475,9 @@ static int check_scan(pbuild *c, const ir_node *n)
     int formal = ir_control_formal_inputs(n), M = (int)ir_attr_int(n, "num_scan_inputs", 0), N = formal - M;
     if (!b || M < 1 || N < 0 || N > n->nout || b->ninputs != formal + n->ncap || b->noutputs != n->nout)
         return ir_node_errorf(c->d, n, "has no body of %d inputs and %d outputs", formal + n->ncap, n->nout);
-    for (int i = 0; i < N; i++) {
-        const ir_type *t0 = &n->in[i]->type, *ti = &b->inputs[i]->type;
-        const ir_type *to = &b->outputs[i]->type, *tl = &n->out[i]->type;
-        if (!type_static(t0) || !ir_type_same(t0, ti) || !ir_type_same(t0, to) || !ir_type_same(t0, tl)) {
-            char x[160], y[160];
-            type_text(t0, x, sizeof x);
-            type_text(to, y, sizeof y);
-            return ir_node_errorf(c->d, n, "state %d ('%.100s') is %s before the body and %s after it: a Scan "
-                                  "whose states do not keep one static shape is not compiled yet", i,
-                                  n->out[i]->name, x, y);
-        }
-        for (int j = 0; j < formal; j++)
-            if (b->outputs[i] == b->inputs[j] && j != i)
-                return ir_node_errorf(c->d, n, "state %d is body input %d passed on, which is not compiled yet", i,
-                                      j);
-    }
+    for (int i = 0; i < N; i++)
+        if (check_carried(c, n, b, "state", i, i, i, formal) < 0)
+            return -1;
     for (int j = 0; j < M; j++) {
         const ir_value *x = n->in[N + j];
         if (!x || !type_static(&x->type) || x->type.rank < 1)
