@@ -355,9 +355,6 @@ static bool type_static(const ir_type *t)
  * sizes, so the branch taken at run time must fit the If's. */
 static int check_if(pbuild *c, const ir_node *n)
 {
-    if (c->p->dynamic)
-        return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
-                              "pin the dims with --shape=NAME:DIMS");
     const ir_type *ct = &n->in[0]->type;
     int64_t numel;
     if (ct->dtype != IR_BOOL || !type_static(ct) || !ir_type_numel(ct, &numel) || numel != 1)
@@ -433,9 +430,6 @@ static int check_carried(pbuild *c, const ir_node *n, const ir_graph *b, const c
  * count and a body that passes its condition on unchanged. */
 static int check_loop(pbuild *c, const ir_node *n)
 {
-    if (c->p->dynamic)
-        return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
-                              "pin the dims with --shape=NAME:DIMS");
     const ir_graph *b = ir_attr_graph(n, "body");
     int formal = ir_control_formal_inputs(n), N = formal - 2;
     if (!b || formal < 2 || b->ninputs != formal + n->ncap || b->noutputs != 1 + n->nout || N > n->nout)
@@ -468,9 +462,6 @@ static int check_loop(pbuild *c, const ir_node *n)
  * scan inputs' dim along their axes. */
 static int check_scan(pbuild *c, const ir_node *n)
 {
-    if (c->p->dynamic)
-        return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
-                              "pin the dims with --shape=NAME:DIMS");
     const ir_graph *b = ir_attr_graph(n, "body");
     int formal = ir_control_formal_inputs(n), M = (int)ir_attr_int(n, "num_scan_inputs", 0), N = formal - M;
     if (!b || M < 1 || N < 0 || N > n->nout || b->ninputs != formal + n->ncap || b->noutputs != n->nout)
@@ -534,11 +525,16 @@ static int check_graph(pbuild *c)
     const cg_program *p = c->p;
     for (int si = 0; si < c->nscopes; si++) {
         const ir_graph *g = c->scopes[si].g;
-        for (int k = 0; k < g->nnodes; k++)
-            if ((g->nodes[k]->op == IR_OP_IF && check_if(c, g->nodes[k]) < 0) ||
-                (g->nodes[k]->op == IR_OP_LOOP && check_loop(c, g->nodes[k]) < 0) ||
-                (g->nodes[k]->op == IR_OP_SCAN && check_scan(c, g->nodes[k]) < 0))
+        for (int k = 0; k < g->nnodes; k++) {
+            const ir_node *n = g->nodes[k];
+            bool control = n->op == IR_OP_IF || n->op == IR_OP_LOOP || n->op == IR_OP_SCAN;
+            if (control && p->dynamic)
+                return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
+                                      "pin the dims with --shape=NAME:DIMS");
+            if ((n->op == IR_OP_IF && check_if(c, n) < 0) || (n->op == IR_OP_LOOP && check_loop(c, n) < 0) ||
+                (n->op == IR_OP_SCAN && check_scan(c, n) < 0))
                 return -1;
+        }
     }
     for (int si = 0; si < c->nscopes; si++)
         if (check_values(c, c->scopes[si].g, si == 0) < 0)
