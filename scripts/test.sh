@@ -144,8 +144,7 @@ python3 tests/models/control_flow.py build/icc
 echo "== LSTM, GRU, RNN and a CRNN, interpreted and compiled, vs ONNX Runtime (build)"
 python3 tests/models/rnn_vs_ort.py build/icc --no-bench
 python3 tests/models/dq_lstm_vs_ort.py build/icc
-python3 tests/models/nms_vs_ort.py build/icc
-python3 tests/models/roialign_vs_ort.py build/icc
+python3 tests/models/detection_ops_vs_ort.py build/icc
 echo "== the direct conv schedules (depthwise, ConvTranspose) over random shapes, vs the interpreter (build)"
 python3 tests/models/conv_direct.py build/icc
 echo "== symbolic batch, sequence length and shape arithmetic (Shape/Gather/Concat/Reshape), compiled once, vs ONNX Runtime (build)"

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""The detectors' ops that icc runs in its interpreter only, against ONNX
+Runtime on random data, beyond the ONNX node tests; compiling each is
+refused in one line, with no partial output.
+
+- NonMaxSuppression (its result length depends on the values): both box
+  formats, corners in either order, a duplicated box and tied scores for
+  the tie rules, thresholds given or absent, several batches and classes.
+  The selected indices must be equal.
+- RoiAlign (no kernel yet): avg and max, half_pixel and output_half_pixel,
+  sampling_ratio 0 and 2, a spatial scale, regions past the map's edge,
+  several batch items; rtol 1e-4, atol 1e-5.
+
+    python3 tests/models/detection_ops_vs_ort.py build/icc
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as P, helper as h
+
+ort.set_default_logger_severity(3)  # RoiAlign's warning that its max mode differs from earlier releases
+
+ICC = os.path.abspath(sys.argv[1])
+TMP = tempfile.mkdtemp(prefix="icc-detect-")
+failures = 0
+
+
+def report(ok, what):
+    global failures
+    failures += not ok
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+
+
+def single_op(tag, node, inputs, out, out_type, opset, ir_version):
+    """Saves a one-node model; inputs: name -> (array, TensorProto type)."""
+    vi = [h.make_tensor_value_info(k, t, list(v.shape)) for k, (v, t) in inputs.items()]
+    g = h.make_graph([node], "g", vi, [h.make_tensor_value_info(out, out_type, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = ir_version
+    path = f"{TMP}/{tag}.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def interpreted(path, feeds, tag, out):
+    """icc's interpreter's output `out`, or its error text."""
+    args = []
+    for k, v in feeds.items():
+        np.save(f"{TMP}/{tag}_{k}.npy", v)
+        args.append(f"--input={k}={TMP}/{tag}_{k}.npy")
+    r = subprocess.run([ICC, "run", path, *args, "-o", f"{TMP}/{tag}_out"], capture_output=True, text=True)
+    return np.load(f"{TMP}/{tag}_out/{out}.npy") if r.returncode == 0 else r.stderr.strip()
+
+
+def refused(path, op):
+    so = path[:-5] + ".so"
+    r = subprocess.run([ICC, path, "-o", so], capture_output=True, text=True)
+    lines = r.stderr.strip().splitlines()
+    ok = r.returncode == 1 and len(lines) == 1 and op in lines[0] and not os.path.exists(so)
+    report(ok, f"{op}: compiling is refused: " + (lines[0] if lines else "(no message)"))
+
+
+# ---- NonMaxSuppression -----------------------------------------------------------
+def nms_case(i, B, C, N, center, max_out, iou, score):
+    rng = np.random.default_rng(i)
+    xy = rng.random((B, N, 2)).astype(np.float32) * 10
+    wh = rng.random((B, N, 2)).astype(np.float32) * 4
+    boxes = np.concatenate([xy, wh], 2) if center else np.concatenate([xy, xy + wh * rng.choice([-1, 1], (B, N, 2))], 2)
+    boxes = boxes.astype(np.float32)
+    boxes[:, N // 2] = boxes[:, 0]                       # a duplicate box
+    scores = rng.random((B, C, N)).astype(np.float32)
+    if N > 2:
+        scores[:, :, 1] = scores[:, :, 2]                # a tie
+    names, inputs = ["boxes", "scores"], {"boxes": (boxes, P.FLOAT), "scores": (scores, P.FLOAT)}
+    for nm, v, dt, t in (("max_out", max_out, np.int64, P.INT64), ("iou", iou, np.float32, P.FLOAT),
+                         ("score", score, np.float32, P.FLOAT)):
+        if v is None:
+            names.append("")
+            continue
+        names.append(nm)
+        inputs[nm] = (np.array([v], dt), t)
+    while names[-1] == "":
+        names.pop()
+    node = h.make_node("NonMaxSuppression", names, ["sel"], name="nms", center_point_box=center)
+    path = single_op(f"nms{i}", node, inputs, "sel", P.INT64, 11, 7)
+    feeds = {k: v for k, (v, _) in inputs.items()}
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = interpreted(path, feeds, f"nms{i}", "sel")
+    ok = not isinstance(got, str) and got.shape == want.shape and np.array_equal(got, want)
+    report(ok, f"NonMaxSuppression B={B} C={C} N={N} center={center} max={max_out} iou={iou} score={score}: " +
+           (f"{len(want)} selected" if ok else f"icc {got}, ORT {want.tolist()}"))
+    return path
+
+
+NMS_CASES = [(1, 1, 8, 0, 3, 0.5, None), (2, 3, 20, 0, 5, 0.3, 0.2), (1, 2, 30, 1, 10, 0.4, 0.5),
+             (3, 1, 16, 1, 100, 0.0, None), (1, 1, 12, 0, None, None, None), (2, 2, 25, 0, 4, 0.7, 0.95),
+             (1, 4, 40, 1, 6, 0.2, 0.1), (2, 1, 1, 0, 1, 0.5, 0.0)]
+paths = [nms_case(i, *c) for i, c in enumerate(NMS_CASES)]
+refused(paths[0], "NonMaxSuppression")
+
+# ---- RoiAlign ----------------------------------------------------------------------
+ROI_CASES = [dict(mode="avg", coordinate_transformation_mode="half_pixel", output_height=3, output_width=4),
+             dict(mode="max", coordinate_transformation_mode="half_pixel", output_height=2, output_width=2,
+                  sampling_ratio=2),
+             dict(mode="avg", coordinate_transformation_mode="output_half_pixel", output_height=5, output_width=3,
+                  spatial_scale=0.5),
+             dict(mode="max", coordinate_transformation_mode="output_half_pixel", output_height=4, output_width=4,
+                  sampling_ratio=0, spatial_scale=0.25)]
+for i, attrs in enumerate(ROI_CASES):
+    rng = np.random.default_rng(i)
+    N, C, H, W, R = 2, 3, 9, 11, 5
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    lo = rng.random((R, 2)) * 12 - 2
+    rois = np.concatenate([lo, lo + rng.random((R, 2)) * 8], 1).astype(np.float32) / attrs.get("spatial_scale", 1)
+    bi = rng.integers(0, N, (R,)).astype(np.int64)
+    inputs = {"x": (x, P.FLOAT), "rois": (rois, P.FLOAT), "bi": (bi, P.INT64)}
+    node = h.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], name="roi", **attrs)
+    path = single_op(f"roi{i}", node, inputs, "y", P.FLOAT, 16, 8)
+    feeds = {k: v for k, (v, _) in inputs.items()}
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = interpreted(path, feeds, f"roi{i}", "y")
+    if isinstance(got, str):
+        ok, msg = False, got
+    else:
+        ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+        msg = f"max abs {np.max(np.abs(got - want)):.2e}" if got.shape == want.shape else f"shape {got.shape}"
+    report(ok, f"RoiAlign {attrs}: {msg}")
+    if i == 0:
+        refused(path, "RoiAlign")
+
+print(f"{failures} failed")
+sys.exit(1 if failures else 0)
