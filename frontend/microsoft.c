@@ -1069,7 +1069,8 @@ enum { DQ_LSTM_MAX_STEPS = 512 };
 
 typedef struct dq_dir {
     ir_value *xw;              /* [S, B, 4H]: quantized X times W, scaled, plus both biases */
-    ir_value *r, *r_zp, *r_scale, *p;
+    ir_value *r, *r_zp, *r_scale;
+    ir_value *p[3];            /* the peepholes of gates i, o, f ([H] each), or NULL */
     ir_value *h, *c;           /* the state ([B, H]; NULL h: zero, known at compile time) */
 } dq_dir;
 
@@ -1091,12 +1092,14 @@ static ir_value *q_matmul(fe_lower *l, const char *sfx, ir_node *q, ir_value *w,
     return bin(l, IR_OP_MUL, sfx, cast(l, sfx, acc, IR_F32), bin(l, IR_OP_MUL, sfx, q->out[1], w_scale));
 }
 
-static ir_value *gate_in(fe_lower *l, const char *sfx, ir_value *g, int k, int64_t H, float clip,
-                         ir_value *p, int pk, ir_value *c)
+/* Gate k's input: its slice of g, plus peephole p times the cell c (when
+ * both are there), clipped. */
+static ir_value *gate_in(fe_lower *l, const char *sfx, ir_value *g, int k, int64_t H, float clip, ir_value *p,
+                         ir_value *c)
 {
     g = slice(l, sfx, g, 1, k * H, (k + 1) * H);
     if (p && c)
-        g = bin(l, IR_OP_ADD, sfx, g, bin(l, IR_OP_MUL, sfx, slice(l, sfx, p, 0, pk * H, (pk + 1) * H), c));
+        g = bin(l, IR_OP_ADD, sfx, g, bin(l, IR_OP_MUL, sfx, p, c));
     if (clip > 0 && g) {
         ir_value *in[3] = {g, scalar_like(l, sfx, g, -clip), scalar_like(l, sfx, g, clip)};
         g = in[1] && in[2] ? emit(l, IR_OP_CLIP, sfx, 3, in, NULL, 0, NULL) : NULL;
@@ -1114,13 +1117,13 @@ static int dq_step(fe_lower *l, dq_dir *s, int d, int64_t t, int64_t H, float cl
         ir_node *q = fe_emit(l, IR_OP_DYNAMIC_QUANTIZE_LINEAR, sfx, 1, &s->h, 3, NULL, NULL, 0);
         g = bin(l, IR_OP_ADD, sfx, g, q_matmul(l, sfx, q, s->r, s->r_zp, s->r_scale));
     }
-    ir_value *i = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 0, H, clip, s->p, 0, s->c));
-    ir_value *f = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 2, H, clip, s->p, 2, s->c));
-    ir_value *cc = un(l, IR_OP_TANH, sfx, gate_in(l, sfx, g, 3, H, clip, NULL, 0, NULL));
+    ir_value *i = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 0, H, clip, s->p[0], s->c));
+    ir_value *f = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 2, H, clip, s->p[2], s->c));
+    ir_value *cc = un(l, IR_OP_TANH, sfx, gate_in(l, sfx, g, 3, H, clip, NULL, NULL));
     ir_value *c = bin(l, IR_OP_MUL, sfx, i, cc);
     if (s->c)
         c = bin(l, IR_OP_ADD, sfx, bin(l, IR_OP_MUL, sfx, f, s->c), c);
-    ir_value *o = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 1, H, clip, s->p, 1, c));
+    ir_value *o = un(l, IR_OP_SIGMOID, sfx, gate_in(l, sfx, g, 1, H, clip, s->p[1], c));
     s->c = c;
     s->h = bin(l, IR_OP_MUL, sfx, o, un(l, IR_OP_TANH, sfx, c));
     return s->h ? 0 : -1;
@@ -1195,10 +1198,13 @@ static int ms_dq_lstm(fe_lower *l)
         s->r = take(l, sfx, r, d);
         s->r_zp = take(l, sfx, l->in[RZ], d);
         s->r_scale = take(l, sfx, l->in[RS], d);
-        s->p = in_at(l, P) ? take(l, sfx, l->in[P], d) : NULL;
+        ir_value *pd = in_at(l, P) ? take(l, sfx, l->in[P], d) : NULL;
+        for (int k = 0; k < 3 && pd; k++)
+            if (!(s->p[k] = slice(l, sfx, pd, 0, k * H, (k + 1) * H)))
+                return -1;
         s->h = in_at(l, H0) ? take(l, sfx, l->in[H0], d) : NULL;
         s->c = in_at(l, C0) ? take(l, sfx, l->in[C0], d) : NULL;
-        if (!s->xw || !s->r || !s->r_zp || !s->r_scale || (in_at(l, P) && !s->p) ||
+        if (!s->xw || !s->r || !s->r_zp || !s->r_scale || (in_at(l, P) && !s->p[0]) ||
             (in_at(l, H0) && !s->h) || (in_at(l, C0) && !s->c))
             return -1;
         bool back_in_time = d == 1 || rev;
