@@ -232,6 +232,16 @@ static int scope_of(const pbuild *c, const ir_graph *g)
     return -1;
 }
 
+/* The scope of n's subgraph attribute attr, a child of scope si; -1 with
+ * d set when there is none. */
+static int child_scope(pbuild *c, int si, const ir_node *n, const char *attr)
+{
+    int i = scope_of(c, ir_attr_graph(n, attr));
+    if (i < 0 || c->scopes[i].parent != si)
+        return ir_node_errorf(c->d, n, "has no %s", attr);
+    return i;
+}
+
 /* Symbols bound by the inputs, numbered in order of first appearance. */
 static int find_symbols(pbuild *c)
 {
@@ -1174,9 +1184,8 @@ static int emit_if(pbuild *c, int si, const ir_node *n, const char *kname)
     for (int b = 0; b < 2; b++) {
         char an[16];
         snprintf(an, sizeof an, "%s_branch", br[b]);
-        sub[b] = scope_of(c, ir_attr_graph(n, an));
-        if (sub[b] < 0 || c->scopes[sub[b]].parent != si)
-            return ir_node_errorf(c->d, n, "has no %s", an);
+        if ((sub[b] = child_scope(c, si, n, an)) < 0)
+            return -1;
     }
     int jb = add_step(c, (cg_step){.kind = CG_STEP_BRANCH, .cond = c->scopes[si].bind[n->in[0]->id]});
     char name[256];
@@ -1238,9 +1247,9 @@ static int64_t list_at(const ir_node *n, const char *name, int j, int64_t def)
  * reverse the index). Kernels: <kname>_body_k<node>. */
 static int emit_scan(pbuild *c, int si, const ir_node *n, const char *kname)
 {
-    int bi = scope_of(c, ir_attr_graph(n, "body"));
-    if (bi < 0 || c->scopes[bi].parent != si)
-        return ir_node_errorf(c->d, n, "has no body");
+    int bi = child_scope(c, si, n, "body");
+    if (bi < 0)
+        return -1;
     const cg_binding *outer = c->scopes[si].bind, *bind = c->scopes[bi].bind;
     const ir_graph *b = c->scopes[bi].g;
     int formal = ir_control_formal_inputs(n), M = (int)ir_attr_int(n, "num_scan_inputs", 0), N = formal - M;
@@ -1293,9 +1302,9 @@ static int emit_scan(pbuild *c, int si, const ir_node *n, const char *kname)
  * after it the carried values copied out. Kernels: <kname>_body_k<node>. */
 static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
 {
-    int bi = scope_of(c, ir_attr_graph(n, "body"));
-    if (bi < 0 || c->scopes[bi].parent != si)
-        return ir_node_errorf(c->d, n, "has no body");
+    int bi = child_scope(c, si, n, "body");
+    if (bi < 0)
+        return -1;
     const cg_binding *outer = c->scopes[si].bind, *bind = c->scopes[bi].bind;
     const ir_graph *b = c->scopes[bi].g;
     int N = ir_control_formal_inputs(n) - 2;
