@@ -310,16 +310,33 @@ static int emit_madd(em *e, const kir_stmt *s)
 
 /* ---- dpbusd_rows: acc[i] += sum_j zext(a[j]) * b~[j][i] -------------------- */
 
-/* Lanes [first, first + w) in one vpdpbusd: 4 rows of b (row stride rs
- * elements) loaded as w bytes each and interleaved in quads (b0[i], b1[i],
- * b2[i], b3[i]); u8 rows flip their top bit (b - 128 as an i8). */
-static void rows_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef rs, LLVMValueRef aquad,
-                       int64_t first, unsigned w, const char *name)
+/* A call of the (not overloaded) x86 intrinsic `name` on n arguments,
+ * each bit-cast to the parameter's type. */
+static LLVMValueRef call_x86(em *e, const char *name, LLVMValueRef *args, unsigned n)
 {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0);
-    LLVMTypeRef pt[3];
+    LLVMTypeRef pt[4];
     LLVMGetParamTypes(fty, pt);
+    for (unsigned i = 0; i < n; i++)
+        args[i] = LLVMBuildBitCast(e->b, args[i], pt[i], "");
+    return LLVMBuildCall2(e->b, fty, LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0), args, n, "");
+}
+
+static bool rows_u8(const kir_stmt *s)
+{
+    return s->intrin == KIR_IN_DPBUSD_ROWS_U8 || s->intrin == KIR_IN_PMADDUBSW_ROWS_U8;
+}
+
+/* Lanes [first, first + w) in one vpdpbusd (name set), or in vpmaddubsw +
+ * vpmaddwd by ones + vpaddd (name NULL, w = 8: pmaddubsw_rows, whose
+ * caller keeps the i16 pair sums from saturating): 4 rows of b (row
+ * stride rs elements) loaded as w bytes each and interleaved in quads
+ * (b0[i], b1[i], b2[i], b3[i]); u8 rows flip their top bit (b - 128 as an
+ * i8). */
+static void rows_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef rs, LLVMValueRef aquad,
+                       int64_t first, unsigned w, const char *name)
+{
     LLVMTypeRef bt = LLVMVectorType(e->i8, w);
     LLVMValueRef rows[4], ix[256];
     for (int j = 0; j < 4; j++) {
@@ -335,18 +352,30 @@ static void rows_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef
         ix[i] = LLVMConstInt(e->i32, j < 2 ? 2 * q + j : 2 * w + 2 * q + j - 2, 0);
     }
     LLVMValueRef quads = LLVMBuildShuffleVector(e->b, p01, p23, LLVMConstVector(ix, 4 * w), "");
-    if (s->intrin == KIR_IN_DPBUSD_ROWS_U8) {
+    if (rows_u8(s)) {
         for (unsigned i = 0; i < 4 * w; i++)
             ix[i] = LLVMConstInt(e->i8, 0x80, 0);
         quads = LLVMBuildXor(e->b, quads, LLVMConstVector(ix, 4 * w), "");
     }
-    LLVMValueRef av = LLVMBuildInsertElement(e->b, LLVMGetPoison(LLVMVectorType(e->i32, w)), aquad, em_ci64(e, 0), "");
-    av = LLVMBuildShuffleVector(e->b, av, LLVMGetPoison(LLVMTypeOf(av)), LLVMConstNull(LLVMVectorType(e->i32, w)), "");
+    LLVMTypeRef vt = LLVMVectorType(e->i32, w);
+    LLVMValueRef av = LLVMBuildInsertElement(e->b, LLVMGetPoison(vt), aquad, em_ci64(e, 0), "");
+    av = LLVMBuildShuffleVector(e->b, av, LLVMGetPoison(vt), LLVMConstNull(vt), "");
     LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, first));
-    LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4), LLVMBuildBitCast(e->b, av, pt[1], ""),
-                            LLVMBuildBitCast(e->b, quads, pt[2], "")};
-    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
-    store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
+    LLVMValueRef acc = load_as(e, vt, pacc, s->args[0].buf, 4);
+    if (name) {
+        LLVMValueRef args[3] = {acc, av, quads};
+        acc = call_x86(e, name, args, 3);
+    } else { /* the unsigned operand first: the broadcast quad of a */
+        LLVMValueRef args[2] = {av, quads};
+        LLVMValueRef p16 = call_x86(e, "llvm.x86.avx2.pmadd.ub.sw", args, 2);
+        LLVMValueRef ones[16];
+        for (unsigned i = 0; i < 2 * w; i++)
+            ones[i] = LLVMConstInt(e->i16, 1, 0);
+        args[0] = p16;
+        args[1] = LLVMConstVector(ones, 2 * w);
+        acc = LLVMBuildAdd(e->b, acc, LLVMBuildBitCast(e->b, call_x86(e, "llvm.x86.avx2.pmadd.wd", args, 2), vt, ""), "");
+    }
+    store_to(e, LLVMBuildBitCast(e->b, acc, vt, ""), pacc, s->args[0].buf, 4);
 }
 
 static int emit_rows(em *e, const kir_stmt *s)
@@ -357,21 +386,28 @@ static int emit_rows(em *e, const kir_stmt *s)
             return -1;
     const kir_buf *bb = &e->k->bufs[s->args[2].buf];
     if (bb->dtype != IR_U8 && bb->dtype != IR_I8)
-        return ir_errorf(e->d, "kernel '%.100s': dpbusd_rows reads rows of u8 or i8, not %s", e->k->name,
+        return ir_errorf(e->d, "kernel '%.100s': %s reads rows of u8 or i8, not %s", e->k->name, kir_intrin_name(s->intrin),
                          ir_dtype_name(bb->dtype));
     int64_t n = s->lanes, done = 0;
     if (n > 64)
-        return ir_errorf(e->d, "kernel '%.100s': dpbusd_rows over %lld lanes (at most 64)", e->k->name, (long long)n);
+        return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 64)", e->k->name,
+                         kir_intrin_name(s->intrin), (long long)n);
     LLVMValueRef rs = e->stride[s->args[2].buf][bb->rank - 2];
     LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
     bool wide = cg_target_vector_bits(e->t) >= 512;
-    if (has_feature(e, "avx512vnni") && wide)
-        for (; n - done >= 16; done += 16)
-            rows_chunk(e, s, ptr, rs, aquad, done, 16, "llvm.x86.avx512.vpdpbusd.512");
-    if (has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl")))
-        for (; n - done >= 8; done += 8)
-            rows_chunk(e, s, ptr, rs, aquad, done, 8, "llvm.x86.avx512.vpdpbusd.256");
-    bool u8 = s->intrin == KIR_IN_DPBUSD_ROWS_U8;
+    if (s->intrin == KIR_IN_PMADDUBSW_ROWS_S8 || s->intrin == KIR_IN_PMADDUBSW_ROWS_U8) {
+        if (has_feature(e, "avx2"))
+            for (; n - done >= 8; done += 8)
+                rows_chunk(e, s, ptr, rs, aquad, done, 8, NULL);
+    } else {
+        if (has_feature(e, "avx512vnni") && wide)
+            for (; n - done >= 16; done += 16)
+                rows_chunk(e, s, ptr, rs, aquad, done, 16, "llvm.x86.avx512.vpdpbusd.512");
+        if (has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl")))
+            for (; n - done >= 8; done += 8)
+                rows_chunk(e, s, ptr, rs, aquad, done, 8, "llvm.x86.avx512.vpdpbusd.256");
+    }
+    bool u8 = rows_u8(s);
     for (; done < n; done++) { /* scalar lanes: the same sums */
         LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
         for (int j = 0; j < 4; j++) {
@@ -396,6 +432,8 @@ int em_intrinsic(em *e, const kir_stmt *s)
         return emit_madd(e, s);
     case KIR_IN_DPBUSD_ROWS_S8:
     case KIR_IN_DPBUSD_ROWS_U8:
+    case KIR_IN_PMADDUBSW_ROWS_S8:
+    case KIR_IN_PMADDUBSW_ROWS_U8:
         return emit_rows(e, s);
     case KIR_IN_DPBUSD:
     case KIR_IN_DPBF16:

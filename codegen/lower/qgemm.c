@@ -319,8 +319,15 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
 {
     kir_kernel *k = c->k;
     q->L = c->s->lanes;
-    int regs = c->s->tile_rows * c->s->tile_vecs; /* accumulator registers */
-    q->R = M < c->s->tile_rows ? (int)M : c->s->tile_rows;
+    int regs = c->s->tile_rows * c->s->tile_vecs, rows = c->s->tile_rows; /* accumulator registers */
+    if (q->op == KIR_IN_PMADDUBSW_ROWS_S8 || q->op == KIR_IN_PMADDUBSW_ROWS_U8) {
+        /* vpmaddubsw's i16 products and the vector of ones take two
+         * registers more than vpmaddwd's: 4 x 2 accumulators leave the
+         * 16 ymm room for B's two vectors, the broadcast and both */
+        regs = regs < 8 ? regs : 8;
+        rows = rows < 4 ? rows : 4;
+    }
+    q->R = M < rows ? (int)M : rows;
     if (q->R < 1 || q->R > QG_MAX_ROWS)
         return -1;
     q->V = regs / q->R;
@@ -367,6 +374,38 @@ static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, bool cols_f
 
 /* ---- MatMulInteger ------------------------------------------------------------ */
 
+/* Whether the quad kernel may run on vpmaddubsw (pmaddubsw_rows, AVX2
+ * without VNNI) for B = bv: a constant [K, N] whose b~ = b - boff has
+ * |b~0| + |b~1| <= 128 in every pair of k that vpmaddubsw sums into a
+ * saturating i16, so that no sum of 255 x b~0 + 255 x b~1 leaves it
+ * (32640 at most). The pairs are (4g, 4g + 1) and (4g + 2, 4g + 3) of
+ * the whole quads, and in the tail quad (rows K-4 .. K-1, whose k below
+ * K/4*4 have a~ = 0: a single product, which fits) only (K-2, K-1) when
+ * both are past K/4*4. Weights of 7 bits ([-64, 63], passes/quantize.c's
+ * on targets without VNNI, ORT's reduce_range) always pass. */
+/* |b~[k0, j]| + |b~[k0 + 1, j]| <= 128 for every column j. */
+static bool ub_pair(const ir_tensor *t, int64_t k0, int64_t N, int boff)
+{
+    for (int64_t j = 0; j < N; j++) {
+        int64_t b0 = ir_tensor_geti(t, k0 * N + j) - boff, b1 = ir_tensor_geti(t, (k0 + 1) * N + j) - boff;
+        if ((b0 < 0 ? -b0 : b0) + (b1 < 0 ? -b1 : b1) > 128)
+            return false;
+    }
+    return true;
+}
+
+static bool qg_ub_exact(const lctx *c, const ir_value *bv, int64_t K, int64_t N, int boff)
+{
+    if (!c->s->target || !icc_target_has(c->s->target, ICC_TF_AVX2) || bv->kind != IR_VAL_CONST ||
+        bv->type.rank != 2 || !bv->cval.data || bv->cval.numel != K * N)
+        return false;
+    int64_t k4 = K / 4 * 4;
+    for (int64_t k0 = 0; k0 < k4; k0 += 2)
+        if (!ub_pair(&bv->cval, k0, N, boff))
+            return false;
+    return K - k4 < 2 || ub_pair(&bv->cval, K - 2, N, boff);
+}
+
 typedef struct {
     int ra;                    /* A's rank */
     int64_t mrow;              /* A's second-to-last dim (per-row zero points) */
@@ -410,11 +449,17 @@ int lower_qgemm(lctx *c)
     qg q = {.u = &u, .a = mm_a, .za = mm_za, .zb = mm_zb, .out = mm_out, .bbuf = c->buf[1], .ncols = N,
             .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
     bool has_za = zp(c, 2, lw_i64c(k, 0)) != NULL, has_zb = zp(c, 3, lw_i64c(k, 0)) != NULL;
-    if (c->s->int8_quads && K >= 4 && !bat) {
+    int boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
+    /* vpmaddubsw where exact (qg_ub_exact), with 16+ rows: the quads'
+     * column sums of B, K x N adds per chunk, cost about as much as the
+     * contraction of a single row */
+    bool ub = !c->s->int8_quads && K >= 4 && M >= 16 && !bat && qg_ub_exact(c, n->in[1], K, N, boff);
+    if ((c->s->int8_quads || ub) && K >= 4 && !bat) {
         q.quads = true;
         q.aoff = ta->dtype == IR_I8 ? 128 : 0; /* a + 128 is a u8 */
-        q.boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
-        q.op = tb->dtype == IR_U8 ? KIR_IN_DPBUSD_ROWS_U8 : KIR_IN_DPBUSD_ROWS_S8;
+        q.boff = boff;
+        q.op = ub ? (tb->dtype == IR_U8 ? KIR_IN_PMADDUBSW_ROWS_U8 : KIR_IN_PMADDUBSW_ROWS_S8)
+                  : (tb->dtype == IR_U8 ? KIR_IN_DPBUSD_ROWS_U8 : KIR_IN_DPBUSD_ROWS_S8);
         has_zb = has_zb || q.boff;
     }
     /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
