@@ -2,8 +2,10 @@
  * u8/i8 B [K, N], or B [..., K, N] with the output's batch dims -> i32)
  * and group-1 ConvInteger (im2col per parallel chunk, by output rows for
  * strided or padded windows), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
- * 4 k by vpdpbusd (VNNI, MatMulInteger only). docs/precision.md ("INT8
- * kernels") has the algebra and the numbers.
+ * 4 k by vpdpbusd (VNNI, MatMulInteger only), or by vpmaddubsw + vpmaddwd
+ * by ones on AVX2 when constant B cannot saturate its i16 pair sums
+ * (qg_ub_exact). docs/precision.md ("INT8 kernels") has the algebra and
+ * the numbers.
  *
  * y[i, j] = sum_k (a[i,k] - za) * (b[k,j] - zb[j])
  *         = sum_k a'[i,k] * b[k,j] - zb[j] * sum_k a'[i,k],  a' = a - za
