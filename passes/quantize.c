@@ -10,8 +10,7 @@
  *            y  = Add(Mul(Mul(Cast_f32(MatMulInteger(xq, Wq, x_zp)), w_scale[n]), x_scale), bias)
  *
  * Weights are int8, symmetric per output channel (zero point 0, levels
- * -127..127, w_scale = max|W[:, n]| / 127; a MatMul's -63..63 on AVX2
- * targets without VNNI, matmul_levels); activations u8 asymmetric per
+ * -127..127, w_scale = max|W[:, n]| / 127); activations u8 asymmetric per
  * tensor (or i8 symmetric with zero point 0 when the calibration says
  * so). QuantizeLinear and DynamicQuantizeLinear are written out as the
  * elementwise ops and reductions that define them in the ONNX spec
@@ -192,25 +191,9 @@ static int quantize_dynamic(qctx *q, ir_value *x, act *a)
     return a->xq ? 0 : -1;
 }
 
-/* The weight levels of a MatMulInteger: 127, or 63 (7 bits, as ONNX
- * Runtime's reduce_range) on an AVX2 target without the VNNI that
- * codegen's quad kernel uses, where |w0| + |w1| <= 126 lets the
- * MatMulInteger run on vpmaddubsw exactly (codegen/lower/qgemm.c,
- * qg_ub_exact; docs/precision.md). ConvInteger keeps 127: its kernel
- * is vpmaddwd's either way. */
-static int matmul_levels(const qctx *q)
-{
-    const icc_target_desc *t = q->c->target;
-    bool vnni = icc_target_has(t, ICC_TF_AVXVNNI) ||
-                (icc_target_has(t, ICC_TF_AVX512VNNI) && (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL)));
-    return icc_target_has(t, ICC_TF_AVX2) && !vnni ? 63 : 127;
-}
-
-/* Wq (i8, same shape as w, in [-levels, levels]) and the per-channel
- * scales: channel of element i is (i / inner) % C. A channel of zeros
- * gets scale 1. */
-static ir_value *quantize_weights(qctx *q, ir_value *w, int64_t C, int64_t inner, bool transpose2d, int levels,
-                                  double *scale)
+/* Wq (i8, same shape as w) and the per-channel scales: channel of element
+ * i is (i / inner) % C. A channel of zeros gets scale 1. */
+static ir_value *quantize_weights(qctx *q, ir_value *w, int64_t C, int64_t inner, bool transpose2d, double *scale)
 {
     ir_graph *g = q->c->g;
     const ir_tensor *t = &w->cval;
@@ -221,7 +204,7 @@ static ir_value *quantize_weights(qctx *q, ir_value *w, int64_t C, int64_t inner
         scale[ch] = fmax(scale[ch], fabs(ir_tensor_getf(t, i)));
     }
     for (int64_t ch = 0; ch < C; ch++)
-        scale[ch] = scale[ch] > 0 ? (float)(scale[ch] / levels) : 1.0;
+        scale[ch] = scale[ch] > 0 ? (float)(scale[ch] / 127.0) : 1.0;
     ir_type qt = w->type;
     qt.dtype = IR_I8;
     if (transpose2d) { /* Gemm transB: store [K, N] */
@@ -239,7 +222,7 @@ static ir_value *quantize_weights(qctx *q, ir_value *w, int64_t C, int64_t inner
         int64_t ch = (i / inner) % C;
         /* in f32, as QuantizeLinear computes x / scale */
         float v = nearbyintf((float)ir_tensor_getf(t, i) / (float)scale[ch]);
-        v = fminf(fmaxf(v, (float)-levels), (float)levels);
+        v = fminf(fmaxf(v, -127), 127);
         /* transposed: element (n, k) of [N, K] goes to (k, n) of [K, N] */
         int64_t at = transpose2d ? (i % rows) * cols + i / rows : i;
         dst[at] = (int8_t)v;
@@ -366,7 +349,7 @@ static int rewrite_matmul(qctx *q, ir_node *n)
     if (!ws)
         return ir_errorf(q->c->diag, "out of memory");
     act a;
-    ir_value *wq = quantize_weights(q, w, N, tb ? w->cval.dims[1] : 1, tb, matmul_levels(q), ws);
+    ir_value *wq = quantize_weights(q, w, N, tb ? w->cval.dims[1] : 1, tb, ws);
     int rc = -1;
     if (wq && quantize_act(q, x, &a) == 0) {
         ir_value *in[3] = {a.xq, wq, a.zp};
@@ -394,7 +377,7 @@ static int rewrite_conv(qctx *q, ir_node *n)
     if (!ws)
         return ir_errorf(q->c->diag, "out of memory");
     act a;
-    ir_value *wq = quantize_weights(q, w, M, inner, false, 127, ws), *bias = NULL;
+    ir_value *wq = quantize_weights(q, w, M, inner, false, ws), *bias = NULL;
     int rc = -1;
     if (wq && b) {
         double *bv = calloc((size_t)M, sizeof *bv);
