@@ -380,15 +380,6 @@ static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, bool cols_f
 
 /* ---- MatMulInteger ------------------------------------------------------------ */
 
-/* Whether the quad kernel may run on vpmaddubsw (pmaddubsw_rows, AVX2
- * without VNNI) for B = bv: a constant [K, N] whose b~ = b - boff has
- * |b~0| + |b~1| <= 128 in every pair of k that vpmaddubsw sums into a
- * saturating i16, so that no sum of 255 x b~0 + 255 x b~1 leaves it
- * (32640 at most). The pairs are (4g, 4g + 1) and (4g + 2, 4g + 3) of
- * the whole quads, and in the tail quad (rows K-4 .. K-1, whose k below
- * K/4*4 have a~ = 0: a single product, which fits) only (K-2, K-1) when
- * both are past K/4*4. Weights of 7 bits ([-64, 63], passes/quantize.c's
- * on targets without VNNI, ORT's reduce_range) always pass. */
 /* |b~[k0, j]| + |b~[k0 + 1, j]| <= 128 for every column j. */
 static bool ub_pair(const ir_tensor *t, int64_t k0, int64_t N, int boff)
 {
@@ -400,6 +391,15 @@ static bool ub_pair(const ir_tensor *t, int64_t k0, int64_t N, int boff)
     return true;
 }
 
+/* Whether the quad kernel may run on vpmaddubsw (pmaddubsw_quads /
+ * pmaddubsw_rows, AVX2 without VNNI) for B = bv: a constant [K, N]
+ * whose b~ = b - boff has |b~0| + |b~1| <= 128 in every pair of k that
+ * vpmaddubsw sums into a saturating i16, so that no sum of 255 x b~0 + 255 x b~1 leaves it
+ * (32640 at most). The pairs are (4g, 4g + 1) and (4g + 2, 4g + 3) of
+ * the whole quads, and in the tail quad (rows K-4 .. K-1, whose k below
+ * K/4*4 have a~ = 0: a single product, which fits) only (K-2, K-1) when
+ * both are past K/4*4. Weights of 7 bits ([-64, 63], passes/quantize.c's
+ * on targets without VNNI, ORT's reduce_range) always pass. */
 static bool qg_ub_exact(const lctx *c, const ir_value *bv, int64_t K, int64_t N, int boff)
 {
     if (!c->s->target || !icc_target_has(c->s->target, ICC_TF_AVX2) || bv->kind != IR_VAL_CONST ||
