@@ -7,7 +7,14 @@ Each model has the activation as its input and the weights (and zero
 points) as initializers, as quantized models do. Results are checked
 against numpy (integers exactly). GOP/s counts 2 ops per multiply-add.
 
+--weights 7bit draws the int8 weights from [-64, 63] (ONNX Runtime's
+reduce_range, and icc's own quantization on targets without VNNI), where
+icc's MatMulInteger runs on vpmaddubsw (docs/precision.md); full (the
+default) from [-128, 127]. --base ICC adds the int8 column of a second icc
+binary (e.g. a baseline build), run alternately with this one.
+
     bench/int8.py [--build build] [--seconds 1] [--march CPU] [--no-ort] [--only NAME]
+                  [--weights full|7bit] [--base ICC] [--rounds 2]
 """
 import argparse, os, subprocess, sys, tempfile, time
 
@@ -19,10 +26,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from matmul import HARNESS  # noqa: E402  (the runtime timing harness)
 
 
+WLO, WHI = -128, 128  # the weights' range, [WLO, WHI) (--weights)
+
+
 def mm_model(quant, M, K, N, rng):
     if quant:
         a = rng.integers(0, 256, (M, K)).astype(np.uint8)
-        b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+        b = rng.integers(WLO, WHI, (K, N)).astype(np.int8)
         za = np.array(rng.integers(0, 256), dtype=np.uint8)
         zb = np.array(rng.integers(-128, 128), dtype=np.int8)
         inits = [numpy_helper.from_array(b, 'b'), numpy_helper.from_array(za, 'za'), numpy_helper.from_array(zb, 'zb')]
@@ -60,7 +70,7 @@ def conv_ref(x, w, pad, st=1):
 def conv_model(quant, C, M, H, Kk, pad, rng, st=1):
     if quant:
         x = rng.integers(0, 256, (1, C, H, H)).astype(np.uint8)
-        w = rng.integers(-128, 128, (M, C, Kk, Kk)).astype(np.int8)
+        w = rng.integers(WLO, WHI, (M, C, Kk, Kk)).astype(np.int8)
         zx = np.array(rng.integers(0, 256), dtype=np.uint8)
         inits = [numpy_helper.from_array(w, 'w'), numpy_helper.from_array(zx, 'zx')]
         node = helper.make_node('ConvInteger', ['x', 'w', 'zx'], ['y'], pads=[pad] * 4, strides=[st, st])
@@ -106,7 +116,13 @@ def main():
     ap.add_argument('--march', default=None)
     ap.add_argument('--no-ort', action='store_true')
     ap.add_argument('--only', default=None, help='cases whose label contains this')
+    ap.add_argument('--weights', choices=('full', '7bit'), default='full')
+    ap.add_argument('--base', default=None, help='a second icc binary: its int8 column, run alternately')
+    ap.add_argument('--rounds', type=int, default=2, help='alternating rounds with --base (best of each)')
     args = ap.parse_args()
+    global WLO, WHI
+    if args.weights == '7bit':
+        WLO, WHI = -64, 64
     icc = os.path.join(args.build, 'icc')
     tmp = tempfile.mkdtemp(prefix='icc-int8-')
     harness = os.path.join(tmp, 'harness')
@@ -123,14 +139,21 @@ def main():
         row = [label]
         for quant in (True, False):
             m, ins, ref, ops = make(quant, np.random.default_rng(0))
-            mp, so = os.path.join(tmp, 'm.onnx'), os.path.join(tmp, 'm.so')
+            mp = os.path.join(tmp, 'm.onnx')
             onnx.save(m, mp)
-            r = subprocess.run([icc, mp, '-o', so] + ([f'-march={args.march}'] if args.march else []),
-                               capture_output=True, text=True)
-            if r.returncode:
-                print(f'{label}: icc failed: {r.stderr.strip()}')
+            engines = [icc] + ([args.base] if quant and args.base else [])
+            sos, failed = [], False
+            for ei, exe in enumerate(engines):
+                so = os.path.join(tmp, f'm{ei}.so')
+                r = subprocess.run([exe, mp, '-o', so] + ([f'-march={args.march}'] if args.march else []),
+                                   capture_output=True, text=True)
+                if r.returncode:
+                    print(f'{label}: {exe} failed: {r.stderr.strip()}')
+                    failed = True
+                sos.append(so)
+            if failed:
                 bad += 1
-                row.append(float('nan'))
+                row += [float('nan')] * (2 if quant else 1)
                 continue
             files = []
             for i, a in enumerate(ins):
@@ -139,19 +162,24 @@ def main():
                 files.append(p)
             outp = os.path.join(tmp, 'out.bin')
             odt = np.int32 if quant else np.float32
-            r = subprocess.run([harness, so, '1', str(args.seconds), outp, str(ref.size * 4)] + files,
-                               capture_output=True, text=True)
-            if r.returncode:
-                print(f'{label}: run failed: {r.stderr.strip()}')
-                bad += 1
+            best = [float('inf')] * len(engines)
+            for _ in range(args.rounds if len(engines) > 1 else 1):
+                for ei, so in enumerate(sos):
+                    r = subprocess.run([harness, so, '1', str(args.seconds), outp, str(ref.size * 4)] + files,
+                                       capture_output=True, text=True)
+                    if r.returncode:
+                        print(f'{label}: run failed: {r.stderr.strip()}')
+                        bad += 1
+                        continue
+                    y = np.fromfile(outp, dtype=odt).reshape(ref.shape)
+                    ok = np.array_equal(y, ref) if quant else np.max(np.abs(y - ref)) <= 1e-3 * np.sqrt(ops) * 0.1
+                    if not ok:
+                        print(f'{label} ({"int8" if quant else "f32"}, {engines[ei]}): WRONG')
+                        bad += 1
+                    best[ei] = min(best[ei], float(r.stdout.split()[1]))
+            row += [ops / t / 1e9 for t in best]
+            if quant and not args.base:
                 row.append(float('nan'))
-                continue
-            y = np.fromfile(outp, dtype=odt).reshape(ref.shape)
-            ok = np.array_equal(y, ref) if quant else np.max(np.abs(y - ref)) <= 1e-3 * np.sqrt(ops) * 0.1
-            if not ok:
-                print(f'{label} ({"int8" if quant else "f32"}): WRONG')
-                bad += 1
-            row.append(ops / float(r.stdout.split()[1]) / 1e9)
             if quant and not args.no_ort:
                 import onnxruntime as ort
                 o = ort.SessionOptions()
@@ -168,10 +196,12 @@ def main():
                 ort_gops = ops / best / 1e9
         row.append(float('nan') if args.no_ort else ort_gops)
         rows.append(row)
-    print('\nGOP/s, 1 thread (CPU time, best of repeated runs)')
-    print(f'{"case":24s}{"icc int8":>10s}{"icc f32":>10s}{"ort int8":>10s}{"int8/f32":>10s}')
+    print(f'\nGOP/s, 1 thread (CPU time, best of repeated runs), {args.weights} weights')
+    print(f'{"case":28s}{"icc int8":>10s}{"base int8":>10s}{"icc f32":>10s}{"ort int8":>10s}{"int8/f32":>10s}'
+          f'{"int8/ort":>10s}{"int8/base":>10s}')
     for r in rows:
-        print(f'{r[0]:24s}{r[1]:10.1f}{r[2]:10.1f}{r[3]:10.1f}{r[1] / r[2]:10.2f}')
+        print(f'{r[0]:28s}{r[1]:10.1f}{r[2]:10.1f}{r[3]:10.1f}{r[4]:10.1f}{r[1] / r[3]:10.2f}{r[1] / r[4]:10.2f}'
+              f'{r[1] / r[2]:10.2f}')
     return 1 if bad else 0
 
 

@@ -11,7 +11,11 @@ quantized models, and its output on those is compared with ONNX Runtime's on
 the same quantized model ("vs ORT same model").
 
     python3 bench/precision.py [--icc build/icc] [--threads 1] [--runs 20] [--models bert,cnn,resnet50]
-        [--precisions fp32,bf16,fp16,int8,int8-dynamic] [--calib-sets 8]
+        [--precisions fp32,bf16,fp16,int8,int8-dynamic] [--calib-sets 8] [--base ICC]
+
+--base ICC (e.g. a baseline build) adds an "icc base" row after each icc one: the same
+compile with that binary, its latency measured alternately with this icc's (best of two
+rounds each; the icc row's latency is then its best of two as well).
 
 A variant icc refuses (an unknown precision, an unsupported op) prints its
 one-line error instead of numbers. Models: "bert" is the BERT-base layer of
@@ -267,9 +271,27 @@ def main():
     ap.add_argument("--models", default="bert,cnn,resnet50")
     ap.add_argument("--precisions", default="fp32,bf16,fp16,int8,int8-dynamic")
     ap.add_argument("--calib-sets", type=int, default=8)
+    ap.add_argument("--base", default=None, help="a second icc binary, measured alternately")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     icc = Icc(a.icc, tmp, a.threads, a.runs)
+    if a.base:
+        os.makedirs(os.path.join(tmp, "base"))
+    base = Icc(a.base, os.path.join(tmp, "base"), a.threads, a.runs) if a.base else None
+
+    def lat(so, tag, path, extra):
+        """icc's latency of so, and with --base the base's of the same compile (None
+        otherwise or when it refuses), alternating two rounds."""
+        if not base:
+            return icc.latency(so), None
+        bso, _, _ = base.compile(path, tag, extra)
+        if not bso:
+            return icc.latency(so), None
+        t, tb = [], []
+        for _ in range(2):
+            t.append(icc.latency(so))
+            tb.append(base.latency(bso))
+        return min(t), (min(tb), os.path.getsize(bso))
     print("threads: %d, runs: %d (p50 after a warm-up)\n" % (a.threads, a.runs))
     print("| model | engine | precision | latency p50 (ms) | .so (MB) | cosine | SQNR (dB) | note |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -311,8 +333,11 @@ def main():
                 row(model, "icc", prec, float("nan"), 0, None, "refused: " + err[:120])
                 continue
             got = first_output(icc.outputs(so, feeds, "%s_%s" % (model, prec)), path)
-            row(model, "icc", prec, icc.latency(so), os.path.getsize(so),
+            ms, b = lat(so, "%s_%s" % (model, prec), path, extra)
+            row(model, "icc", prec, ms, os.path.getsize(so),
                 accuracy(got, ref) if got is not None else None, "" if got is not None else "run failed")
+            if b:
+                row(model, "icc base", prec, b[0], b[1], None, "icc / base latency %.2f" % (ms / b[0]))
         for kind, qpath in quantize_with_ort(path, specs, calib, tmp, model).items():
             qs = ort_session(qpath, a.threads)
             qref = qs.run(None, feeds)[0]
@@ -327,8 +352,12 @@ def main():
             if got is not None:
                 c2, s2 = accuracy(got, qref)
                 note = "vs ORT same model: cosine %.6f, SQNR %.1f dB" % (c2, s2)
-            row(model, "icc (ORT's model)", "int8 " + kind, icc.latency(so), os.path.getsize(so),
+            ms, b = lat(so, "%s_ort_%s" % (model, kind), qpath, [])
+            row(model, "icc (ORT's model)", "int8 " + kind, ms, os.path.getsize(so),
                 accuracy(got, ref) if got is not None else None, note)
+            if b:
+                row(model, "icc base (ORT's model)", "int8 " + kind, b[0], b[1], None,
+                    "icc / base latency %.2f" % (ms / b[0]))
 
 
 if __name__ == "__main__":

@@ -310,21 +310,41 @@ static int emit_madd(em *e, const kir_stmt *s)
 
 /* ---- dpbusd_rows: acc[i] += sum_j zext(a[j]) * b~[j][i] -------------------- */
 
-/* Lanes [first, first + w) in one vpdpbusd: 4 rows of b (row stride rs
- * elements) loaded as w bytes each and interleaved in quads (b0[i], b1[i],
- * b2[i], b3[i]); u8 rows flip their top bit (b - 128 as an i8). */
-static void rows_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef rs, LLVMValueRef aquad,
-                       int64_t first, unsigned w, const char *name)
+/* A call of the (not overloaded) x86 intrinsic `name` on n arguments,
+ * each bit-cast to the parameter's type. */
+static LLVMValueRef call_x86(em *e, const char *name, LLVMValueRef *args, unsigned n)
 {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0);
-    LLVMTypeRef pt[3];
+    LLVMTypeRef pt[4];
     LLVMGetParamTypes(fty, pt);
+    for (unsigned i = 0; i < n; i++)
+        args[i] = LLVMBuildBitCast(e->b, args[i], pt[i], "");
+    return LLVMBuildCall2(e->b, fty, LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0), args, n, "");
+}
+
+static bool rows_u8(const kir_stmt *s)
+{
+    return s->intrin == KIR_IN_DPBUSD_ROWS_U8 || s->intrin == KIR_IN_PMADDUBSW_ROWS_U8;
+}
+
+static bool rows_ub(const kir_stmt *s)
+{
+    return s->intrin == KIR_IN_PMADDUBSW_ROWS_S8 || s->intrin == KIR_IN_PMADDUBSW_ROWS_U8;
+}
+
+/* Lanes [first, first + w) of 4 rows of b (operand bi, at p, row stride
+ * rs elements), loaded as w bytes each and interleaved in quads (b0[i],
+ * b1[i], b2[i], b3[i]): 4w i8; u8 rows flip their top bit (b - 128 as an
+ * i8). */
+static LLVMValueRef quads_of_rows(em *e, const kir_stmt *s, int bi, LLVMValueRef p, LLVMValueRef rs, int64_t first,
+                                  unsigned w, bool u8)
+{
     LLVMTypeRef bt = LLVMVectorType(e->i8, w);
     LLVMValueRef rows[4], ix[256];
     for (int j = 0; j < 4; j++) {
         LLVMValueRef off = LLVMBuildNSWAdd(e->b, em_ci64(e, first), LLVMBuildNSWMul(e->b, rs, em_ci64(e, j), ""), "");
-        rows[j] = load_as(e, bt, at(e, e->i8, ptr[2], off), s->args[2].buf, 1);
+        rows[j] = load_as(e, bt, at(e, e->i8, p, off), s->args[bi].buf, 1);
     }
     for (unsigned i = 0; i < 2 * w; i++)
         ix[i] = LLVMConstInt(e->i32, i / 2 + (i % 2) * w, 0);
@@ -335,18 +355,57 @@ static void rows_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef
         ix[i] = LLVMConstInt(e->i32, j < 2 ? 2 * q + j : 2 * w + 2 * q + j - 2, 0);
     }
     LLVMValueRef quads = LLVMBuildShuffleVector(e->b, p01, p23, LLVMConstVector(ix, 4 * w), "");
-    if (s->intrin == KIR_IN_DPBUSD_ROWS_U8) {
+    if (u8) {
         for (unsigned i = 0; i < 4 * w; i++)
             ix[i] = LLVMConstInt(e->i8, 0x80, 0);
         quads = LLVMBuildXor(e->b, quads, LLVMConstVector(ix, 4 * w), "");
     }
-    LLVMValueRef av = LLVMBuildInsertElement(e->b, LLVMGetPoison(LLVMVectorType(e->i32, w)), aquad, em_ci64(e, 0), "");
-    av = LLVMBuildShuffleVector(e->b, av, LLVMGetPoison(LLVMTypeOf(av)), LLVMConstNull(LLVMVectorType(e->i32, w)), "");
+    return quads;
+}
+
+/* acc (8 i32) + the quad sums of the broadcast u8 quad av by the i8 quads
+ * (32 bytes): vpmaddubsw into i16 pair sums (saturating: the callers
+ * keep them in range), vpmaddwd by ones into i32. */
+static LLVMValueRef ub_madd(em *e, LLVMValueRef acc, LLVMValueRef av, LLVMValueRef quads)
+{
+    LLVMValueRef args[2] = {av, quads}; /* the unsigned operand first */
+    LLVMValueRef p16 = call_x86(e, "llvm.x86.avx2.pmadd.ub.sw", args, 2);
+    LLVMValueRef ones[16];
+    for (unsigned i = 0; i < 16; i++)
+        ones[i] = LLVMConstInt(e->i16, 1, 0);
+    args[0] = p16;
+    args[1] = LLVMConstVector(ones, 16);
+    LLVMTypeRef vt = LLVMVectorType(e->i32, 8);
+    return LLVMBuildAdd(e->b, acc, LLVMBuildBitCast(e->b, call_x86(e, "llvm.x86.avx2.pmadd.wd", args, 2), vt, ""), "");
+}
+
+/* The quad a (one u8 quad at p, an i32) broadcast to w lanes. */
+static LLVMValueRef bcast_quad(em *e, LLVMValueRef aquad, unsigned w)
+{
+    LLVMTypeRef vt = LLVMVectorType(e->i32, w);
+    LLVMValueRef av = LLVMBuildInsertElement(e->b, LLVMGetPoison(vt), aquad, em_ci64(e, 0), "");
+    return LLVMBuildShuffleVector(e->b, av, LLVMGetPoison(vt), LLVMConstNull(vt), "");
+}
+
+/* Lanes [first, first + w) in one vpdpbusd (name set), or in vpmaddubsw +
+ * vpmaddwd by ones + vpaddd (name NULL, w = 8: pmaddubsw_rows, whose
+ * caller keeps the i16 pair sums from saturating), on b's 4 rows
+ * interleaved in quads. */
+static void rows_chunk(em *e, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef rs, LLVMValueRef aquad,
+                       int64_t first, unsigned w, const char *name)
+{
+    LLVMValueRef quads = quads_of_rows(e, s, 2, ptr[2], rs, first, w, rows_u8(s));
+    LLVMTypeRef vt = LLVMVectorType(e->i32, w);
+    LLVMValueRef av = bcast_quad(e, aquad, w);
     LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, first));
-    LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4), LLVMBuildBitCast(e->b, av, pt[1], ""),
-                            LLVMBuildBitCast(e->b, quads, pt[2], "")};
-    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
-    store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
+    LLVMValueRef acc = load_as(e, vt, pacc, s->args[0].buf, 4);
+    if (name) {
+        LLVMValueRef args[3] = {acc, av, quads};
+        acc = call_x86(e, name, args, 3);
+    } else {
+        acc = ub_madd(e, acc, av, quads);
+    }
+    store_to(e, LLVMBuildBitCast(e->b, acc, vt, ""), pacc, s->args[0].buf, 4);
 }
 
 static int emit_rows(em *e, const kir_stmt *s)
@@ -357,21 +416,28 @@ static int emit_rows(em *e, const kir_stmt *s)
             return -1;
     const kir_buf *bb = &e->k->bufs[s->args[2].buf];
     if (bb->dtype != IR_U8 && bb->dtype != IR_I8)
-        return ir_errorf(e->d, "kernel '%.100s': dpbusd_rows reads rows of u8 or i8, not %s", e->k->name,
+        return ir_errorf(e->d, "kernel '%.100s': %s reads rows of u8 or i8, not %s", e->k->name, kir_intrin_name(s->intrin),
                          ir_dtype_name(bb->dtype));
     int64_t n = s->lanes, done = 0;
     if (n > 64)
-        return ir_errorf(e->d, "kernel '%.100s': dpbusd_rows over %lld lanes (at most 64)", e->k->name, (long long)n);
+        return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 64)", e->k->name,
+                         kir_intrin_name(s->intrin), (long long)n);
     LLVMValueRef rs = e->stride[s->args[2].buf][bb->rank - 2];
     LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
     bool wide = cg_target_vector_bits(e->t) >= 512;
-    if (has_feature(e, "avx512vnni") && wide)
-        for (; n - done >= 16; done += 16)
-            rows_chunk(e, s, ptr, rs, aquad, done, 16, "llvm.x86.avx512.vpdpbusd.512");
-    if (has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl")))
-        for (; n - done >= 8; done += 8)
-            rows_chunk(e, s, ptr, rs, aquad, done, 8, "llvm.x86.avx512.vpdpbusd.256");
-    bool u8 = s->intrin == KIR_IN_DPBUSD_ROWS_U8;
+    if (rows_ub(s)) {
+        if (has_feature(e, "avx2"))
+            for (; n - done >= 8; done += 8)
+                rows_chunk(e, s, ptr, rs, aquad, done, 8, NULL);
+    } else {
+        if (has_feature(e, "avx512vnni") && wide)
+            for (; n - done >= 16; done += 16)
+                rows_chunk(e, s, ptr, rs, aquad, done, 16, "llvm.x86.avx512.vpdpbusd.512");
+        if (has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl")))
+            for (; n - done >= 8; done += 8)
+                rows_chunk(e, s, ptr, rs, aquad, done, 8, "llvm.x86.avx512.vpdpbusd.256");
+    }
+    bool u8 = rows_u8(s);
     for (; done < n; done++) { /* scalar lanes: the same sums */
         LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
         for (int j = 0; j < 4; j++) {
@@ -387,6 +453,76 @@ static int emit_rows(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* ---- pmaddubsw_quads and quad_pack ---------------------------------------- */
+
+/* acc[i] += sum_j zext(a[j]) * sext(b[4i+j]): 8 lanes a 32-byte load on
+ * AVX2, the rest (and other targets) in scalar code, exact. */
+static int emit_ub_quads(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[3];
+    for (int j = 0; j < 3; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    int64_t n = s->lanes, done = 0;
+    if (n > 64)
+        return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 64)", e->k->name,
+                         kir_intrin_name(s->intrin), (long long)n);
+    LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
+    LLVMTypeRef vt = LLVMVectorType(e->i32, 8), qt = LLVMVectorType(e->i8, 32);
+    if (has_feature(e, "avx2"))
+        for (; n - done >= 8; done += 8) {
+            LLVMValueRef quads = load_as(e, qt, at(e, e->i8, ptr[2], em_ci64(e, 4 * done)), s->args[2].buf, 1);
+            LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done));
+            LLVMValueRef acc = load_as(e, vt, pacc, s->args[0].buf, 4);
+            store_to(e, ub_madd(e, acc, bcast_quad(e, aquad, 8), quads), pacc, s->args[0].buf, 4);
+        }
+    for (; done < n; done++) {
+        LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
+        for (int j = 0; j < 4; j++) {
+            LLVMValueRef a = load_as(e, e->i8, at(e, e->i8, ptr[1], em_ci64(e, j)), s->args[1].buf, 1);
+            LLVMValueRef b = load_as(e, e->i8, at(e, e->i8, ptr[2], em_ci64(e, 4 * done + j)), s->args[2].buf, 1);
+            acc = LLVMBuildAdd(e->b, acc,
+                               LLVMBuildMul(e->b, LLVMBuildZExt(e->b, a, e->i32, ""), LLVMBuildSExt(e->b, b, e->i32, ""), ""),
+                               "");
+        }
+        store_to(e, acc, pacc, s->args[0].buf, 4);
+    }
+    return 0;
+}
+
+/* dst[4i+j] = b~[j][i]: 8 lanes at a time by dpbusd_rows' shuffles (plain
+ * vector IR, any target), the rest one byte at a time. */
+static int emit_quad_pack(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[2];
+    for (int j = 0; j < 2; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    const kir_buf *bb = &e->k->bufs[s->args[1].buf];
+    if (bb->dtype != IR_U8 && bb->dtype != IR_I8)
+        return ir_errorf(e->d, "kernel '%.100s': %s reads rows of u8 or i8, not %s", e->k->name,
+                         kir_intrin_name(s->intrin), ir_dtype_name(bb->dtype));
+    int64_t n = s->lanes, done = 0;
+    if (n > 64)
+        return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 64)", e->k->name,
+                         kir_intrin_name(s->intrin), (long long)n);
+    bool u8 = s->intrin == KIR_IN_QUAD_PACK_U8;
+    LLVMValueRef rs = e->stride[s->args[1].buf][bb->rank - 2];
+    for (; n - done >= 8; done += 8) {
+        LLVMValueRef quads = quads_of_rows(e, s, 1, ptr[1], rs, done, 8, u8);
+        store_to(e, quads, at(e, e->i8, ptr[0], em_ci64(e, 4 * done)), s->args[0].buf, 1);
+    }
+    for (; done < n; done++)
+        for (int j = 0; j < 4; j++) {
+            LLVMValueRef off = LLVMBuildNSWAdd(e->b, em_ci64(e, done), LLVMBuildNSWMul(e->b, rs, em_ci64(e, j), ""), "");
+            LLVMValueRef b = load_as(e, e->i8, at(e, e->i8, ptr[1], off), s->args[1].buf, 1);
+            if (u8)
+                b = LLVMBuildXor(e->b, b, LLVMConstInt(e->i8, 0x80, 0), "");
+            store_to(e, b, at(e, e->i8, ptr[0], em_ci64(e, 4 * done + j)), s->args[0].buf, 1);
+        }
+    return 0;
+}
+
 int em_intrinsic(em *e, const kir_stmt *s)
 {
     const char *nm = kir_intrin_name(s->intrin);
@@ -396,7 +532,14 @@ int em_intrinsic(em *e, const kir_stmt *s)
         return emit_madd(e, s);
     case KIR_IN_DPBUSD_ROWS_S8:
     case KIR_IN_DPBUSD_ROWS_U8:
+    case KIR_IN_PMADDUBSW_ROWS_S8:
+    case KIR_IN_PMADDUBSW_ROWS_U8:
         return emit_rows(e, s);
+    case KIR_IN_PMADDUBSW_QUADS:
+        return emit_ub_quads(e, s);
+    case KIR_IN_QUAD_PACK_S8:
+    case KIR_IN_QUAD_PACK_U8:
+        return emit_quad_pack(e, s);
     case KIR_IN_DPBUSD:
     case KIR_IN_DPBF16:
         return emit_dot(e, s);

@@ -2,8 +2,10 @@
  * u8/i8 B [K, N], or B [..., K, N] with the output's batch dims -> i32)
  * and group-1 ConvInteger (im2col per parallel chunk, by output rows for
  * strided or padded windows), as a register-blocked kernel stepping 2 k by vpmaddwd (AVX2) or
- * 4 k by vpdpbusd (VNNI, MatMulInteger only). docs/precision.md ("INT8
- * kernels") has the algebra and the numbers.
+ * 4 k by vpdpbusd (VNNI, MatMulInteger only), or by vpmaddubsw + vpmaddwd
+ * by ones on AVX2 when constant B cannot saturate its i16 pair sums
+ * (qg_ub_exact). docs/precision.md ("INT8 kernels") has the algebra and
+ * the numbers.
  *
  * y[i, j] = sum_k (a[i,k] - za) * (b[k,j] - zb[j])
  *         = sum_k a'[i,k] * b[k,j] - zb[j] * sum_k a'[i,k],  a' = a - za
@@ -242,11 +244,13 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
         kir_expr *kr = lw_imin(k, k0, lw_i64c(k, q->K - 4)); /* the tail quad's rows end at K */
         for (int r = 0; r < R; r++) {
             kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0}, *ib[] = {kr, j0};
-            kir_expr *pb[] = {q->bq, kr, lw_i64c(k, 0)};
+            kir_expr *pb[] = {q->bq, kr, lw_i64c(k, 0)}, *pq[] = {q->bq, kir_var(k, pk), lw_i64c(k, 0)};
             kir_iarg args[3] = {
                 {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
                 q->bq ? (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb} : (kir_iarg){.buf = q->bbuf, .nidx = 2, .idx = ib},
             };
+            if (q->op == KIR_IN_PMADDUBSW_QUADS) /* the packed quad pk (the tail's rows end at K too) */
+                args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pq};
             if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
                 return -1;
         }
@@ -319,8 +323,17 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
 {
     kir_kernel *k = c->k;
     q->L = c->s->lanes;
-    int regs = c->s->tile_rows * c->s->tile_vecs; /* accumulator registers */
-    q->R = M < c->s->tile_rows ? (int)M : c->s->tile_rows;
+    int regs = c->s->tile_rows * c->s->tile_vecs, rows = c->s->tile_rows; /* accumulator registers */
+    if (q->op == KIR_IN_PMADDUBSW_ROWS_S8 || q->op == KIR_IN_PMADDUBSW_ROWS_U8 || q->op == KIR_IN_PMADDUBSW_QUADS) {
+        /* vpmaddubsw's i16 products and the vector of ones take two
+         * registers more than vpmaddwd's: 4 x 2 accumulators leave the
+         * 16 ymm room for B's two vectors, the broadcast and both (6 x 2
+         * spilled: 1.4x the instructions; 5 x 2 measured 1% fewer than
+         * 4 x 2 under callgrind) */
+        regs = regs < 8 ? regs : 8;
+        rows = rows < 4 ? rows : 4;
+    }
+    q->R = M < rows ? (int)M : rows;
     if (q->R < 1 || q->R > QG_MAX_ROWS)
         return -1;
     q->V = regs / q->R;
@@ -367,6 +380,38 @@ static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, bool cols_f
 
 /* ---- MatMulInteger ------------------------------------------------------------ */
 
+/* |b~[k0, j]| + |b~[k0 + 1, j]| <= 128 for every column j. */
+static bool ub_pair(const ir_tensor *t, int64_t k0, int64_t N, int boff)
+{
+    for (int64_t j = 0; j < N; j++) {
+        int64_t b0 = ir_tensor_geti(t, k0 * N + j) - boff, b1 = ir_tensor_geti(t, (k0 + 1) * N + j) - boff;
+        if ((b0 < 0 ? -b0 : b0) + (b1 < 0 ? -b1 : b1) > 128)
+            return false;
+    }
+    return true;
+}
+
+/* Whether the quad kernel may run on vpmaddubsw (pmaddubsw_quads /
+ * pmaddubsw_rows, AVX2 without VNNI) for B = bv: a constant [K, N]
+ * whose b~ = b - boff has |b~0| + |b~1| <= 128 in every pair of k that
+ * vpmaddubsw sums into a saturating i16, so that no sum of 255 x b~0 + 255 x b~1 leaves it
+ * (32640 at most). The pairs are (4g, 4g + 1) and (4g + 2, 4g + 3) of
+ * the whole quads, and in the tail quad (rows K-4 .. K-1, whose k below
+ * K/4*4 have a~ = 0: a single product, which fits) only (K-2, K-1) when
+ * both are past K/4*4. Weights of 7 bits ([-64, 63], passes/quantize.c's
+ * on targets without VNNI, ORT's reduce_range) always pass. */
+static bool qg_ub_exact(const lctx *c, const ir_value *bv, int64_t K, int64_t N, int boff)
+{
+    if (!c->s->target || !icc_target_has(c->s->target, ICC_TF_AVX2) || bv->kind != IR_VAL_CONST ||
+        bv->type.rank != 2 || !bv->cval.data || bv->cval.numel != K * N)
+        return false;
+    int64_t k4 = K / 4 * 4;
+    for (int64_t k0 = 0; k0 < k4; k0 += 2)
+        if (!ub_pair(&bv->cval, k0, N, boff))
+            return false;
+    return K - k4 < 2 || ub_pair(&bv->cval, K - 2, N, boff);
+}
+
 typedef struct {
     int ra;                    /* A's rank */
     int64_t mrow;              /* A's second-to-last dim (per-row zero points) */
@@ -410,11 +455,17 @@ int lower_qgemm(lctx *c)
     qg q = {.u = &u, .a = mm_a, .za = mm_za, .zb = mm_zb, .out = mm_out, .bbuf = c->buf[1], .ncols = N,
             .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
     bool has_za = zp(c, 2, lw_i64c(k, 0)) != NULL, has_zb = zp(c, 3, lw_i64c(k, 0)) != NULL;
-    if (c->s->int8_quads && K >= 4 && !bat) {
+    int boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
+    /* vpmaddubsw where exact (qg_ub_exact), with 16+ rows: the quads'
+     * column sums of B, K x N adds per chunk, cost about as much as the
+     * contraction of a single row */
+    bool ub = !c->s->int8_quads && K >= 4 && M >= 16 && !bat && qg_ub_exact(c, n->in[1], K, N, boff);
+    if ((c->s->int8_quads || ub) && K >= 4 && !bat) {
         q.quads = true;
         q.aoff = ta->dtype == IR_I8 ? 128 : 0; /* a + 128 is a u8 */
-        q.boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
-        q.op = tb->dtype == IR_U8 ? KIR_IN_DPBUSD_ROWS_U8 : KIR_IN_DPBUSD_ROWS_S8;
+        q.boff = boff;
+        q.op = ub ? (tb->dtype == IR_U8 ? KIR_IN_PMADDUBSW_ROWS_U8 : KIR_IN_PMADDUBSW_ROWS_S8)
+                  : (tb->dtype == IR_U8 ? KIR_IN_DPBUSD_ROWS_U8 : KIR_IN_DPBUSD_ROWS_S8);
         has_zb = has_zb || q.boff;
     }
     /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
@@ -432,8 +483,15 @@ int lower_qgemm(lctx *c)
     bool pack = (bat || M >= 16) && K * q.W <= (INT64_C(96) << 10);
     if (bat && !pack)
         return -1; /* qgemm_ok keeps a batched B's panels within the scratch */
-    if (pack && ncp > (INT64_C(96) << 10) / (K * q.W))
-        ncp = (INT64_C(96) << 10) / (K * q.W);
+    /* vpmaddubsw on packed panels: B's quads interleaved once per chunk
+     * (quad_pack), one 32-byte load per 8 lanes in the k loop */
+    int64_t KQ = cdiv(K, 4), pbytes = ub && pack ? KQ * 4 * q.W : K * q.W;
+    if (ub && pack && pbytes > (INT64_C(96) << 10))
+        pack = false, pbytes = K * q.W; /* (K + 3) x W past the scratch: the rows read in place */
+    if (ub && pack)
+        q.op = KIR_IN_PMADDUBSW_QUADS;
+    if (pack && ncp > (INT64_C(96) << 10) / pbytes)
+        ncp = (INT64_C(96) << 10) / pbytes;
     qg_chunks(c, nbat, nb, np, false, &mcb, &ncp, &nrc, &ncc);
     int pv = kir_new_var(k), rbv = kir_new_var(k), qv = kir_new_var(k);
     int64_t per = nrc * ncc;
@@ -460,7 +518,26 @@ int lower_qgemm(lctx *c)
         if (!kir_store(k, &ll->body, q.cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
             return -1;
     }
-    if (pack) {
+    if (pack && ub) {
+        /* panel iv's quad kq: rows kr..kr+3 of B from kr = min(4 kq, K - 4)
+         * (the panel's tail quad as qg_panel reads it), interleaved, b~ */
+        int pb = kir_add_scratch(k, "qbquads", KIR_SPACE_THREAD, IR_I8, 3, (int64_t[]){ncp, KQ, 4 * q.W});
+        int kv = kir_new_var(k), iv = kir_new_var(k);
+        if (pb < 0)
+            return -1;
+        kir_stmt *lk = kir_for(k, &lp->body, kv, lw_i64c(k, 0), lw_i64c(k, KQ), KIR_SERIAL, 0);
+        kir_expr *nq = lw_imin(k, lw_i64c(k, ncp), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, np), q0));
+        kir_stmt *li = lk ? kir_for(k, &lk->body, iv, lw_i64c(k, 0), nq, KIR_SERIAL, 0) : NULL;
+        if (!li)
+            return -1;
+        kir_expr *j0 = lw_imin(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q.W), lw_i64c(k, N - q.W));
+        kir_expr *kr = lw_imin(k, lw_imulc(k, kir_var(k, kv), 4), lw_i64c(k, K - 4));
+        kir_expr *di[] = {kir_var(k, iv), kir_var(k, kv), lw_i64c(k, 0)}, *si[] = {kr, j0};
+        kir_iarg args[2] = {{.buf = pb, .nidx = 3, .idx = di}, {.buf = c->buf[1], .nidx = 2, .idx = si}};
+        if (!kir_intrinsic(k, &li->body, tb->dtype == IR_U8 ? KIR_IN_QUAD_PACK_U8 : KIR_IN_QUAD_PACK_S8, (int)q.W, args))
+            return -1;
+        q.bbuf = pb;
+    } else if (pack) {
         int pb = kir_add_scratch(k, "qbpanel", KIR_SPACE_THREAD, tb->dtype, 3, (int64_t[]){ncp, K, q.W});
         int kv = kir_new_var(k), iv = kir_new_var(k), lv = kir_new_var(k);
         if (pb < 0)

@@ -8,7 +8,8 @@
  * interpreter's exactly. The same for a baseline x86-64 target (no AVX2:
  * the intrinsic's scalar form), and the assembly: vpmaddwd on AVX2, no
  * AVX on the baseline, vpdpbusd with VNNI; the VNNI kernel's lowering
- * runs here through its intrinsic's scalar form. */
+ * runs here through its intrinsic's scalar form; 7-bit constant B takes
+ * vpmaddubsw on AVX2. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +42,19 @@ static uint64_t rnd(void)
 /* A value of dtype "u8" or "i8" over its whole range. */
 static int64_t rval(const char *dt) { return dt[0] == 'u' ? (int64_t)(rnd() % 256) : (int64_t)(rnd() % 256) - 128; }
 
+/* When set, the constant named "b" has b~ (b, or b - 128 for u8) in
+ * [-64, 64]: every pair of k passes vpmaddubsw's bound |b~0| + |b~1| <=
+ * 128, with the bound itself reached (64 + 64). */
+static bool b_7bit;
+
 /* `%name = const DT[dims] [...]` with random values; dims "" is a scalar. */
 static void put_const(buf *b, const char *name, const char *dt, const char *dims, int64_t n)
 {
     put(b, "  %%%s = const %s[%s] [", name, dt, dims);
+    bool narrow = b_7bit && !strcmp(name, "b");
     for (int64_t i = 0; i < n; i++)
-        put(b, "%s%lld", i ? ", " : "", (long long)rval(dt));
+        put(b, "%s%lld", i ? ", " : "",
+            (long long)(narrow ? (int64_t)(rnd() % 129) - 64 + (dt[0] == 'u' ? 128 : 0) : rval(dt)));
     put(b, "]\n");
 }
 
@@ -387,6 +395,45 @@ START_TEST(quads_through_the_scalar_form)
 }
 END_TEST
 
+/* Constant B within vpmaddubsw's bound and 16+ rows: the pmaddubsw
+ * kernel (u8 x s8 pairs into i16, then vpmaddwd by ones), exact against
+ * the interpreter for u8/i8 A and B, zero points, K with tail quads of
+ * 1-3 k, B's panels packed or not; on haswell its assembly has
+ * vpmaddubsw, and a full-range B (a pair past the bound) keeps vpmaddwd
+ * alone. */
+START_TEST(pmaddubsw_on_7bit_weights)
+{
+    static const struct {
+        int64_t m, k, n;
+        const char *adt, *bdt;
+        char za, zb;
+    } cases[] = {
+        {16, 64, 64, "u8", "i8", 's', 's'}, {20, 37, 19, "u8", "i8", 's', 'v'}, {17, 66, 33, "i8", "i8", 'v', 's'},
+        {33, 131, 70, "u8", "u8", 's', '-'}, {64, 300, 257, "i8", "u8", '-', 'v'}, {24, 4, 8, "u8", "i8", '-', '-'},
+        {16, 8192, 16, "u8", "i8", 's', 'v'}, /* B's panels too long to pack: the rows read in place */
+    };
+    rng_state = 6;
+    b_7bit = true;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *t = mm_graph("", cases[i].m, cases[i].k, cases[i].n, cases[i].adt, cases[i].bdt, cases[i].za,
+                           cases[i].zb);
+        check_graph(t);
+        free(t);
+    }
+    char *t = mm_graph("", 32, 64, 64, "u8", "i8", 's', 's');
+    char *as = model_asm(t, "haswell", NULL);
+    ck_assert_msg(strstr(as, "vpmaddubsw") && strstr(as, "ymm"), "no ymm vpmaddubsw on AVX2 with 7-bit B");
+    free(as);
+    free(t);
+    b_7bit = false;
+    t = mm_graph("", 32, 64, 64, "u8", "i8", 's', 's');
+    as = model_asm(t, "haswell", NULL);
+    ck_assert_msg(!strstr(as, "vpmaddubsw") && strstr(as, "vpmaddwd"), "vpmaddubsw on a full-range B");
+    free(as);
+    free(t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("codegen_int8");
@@ -397,6 +444,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pmaddwd_in_the_assembly);
     tcase_add_test(tc, dpbusd_in_the_assembly);
     tcase_add_test(tc, quads_through_the_scalar_form);
+    tcase_add_test(tc, pmaddubsw_on_7bit_weights);
     suite_add_tcase(s, tc);
     return s;
 }
