@@ -6,9 +6,15 @@
 #include <string.h>
 
 extern const cg_backend cg_llvm_backend;
+#ifdef ICC_HAVE_NVRTC
+extern const cg_backend cg_cuda_backend;
+#endif
 
 const cg_backend *const cg_backends[] = {
     &cg_llvm_backend,
+#ifdef ICC_HAVE_NVRTC
+    &cg_cuda_backend,
+#endif
     NULL,
 };
 

@@ -130,6 +130,11 @@ build/tests/icc-conformance --models "$BERT_DIR" --compiled -O3 --rtol 1e-3 --at
 echo "== conformance, compiled at -O0 (build)"
 build/tests/icc-conformance --data "$NODE_DATA" --compiled -O0 --known "$KNOWN" \
     --expect-skips "$SKIPS/compiled-O0.txt" --min-pass 1000
+# The CUDA backend without a GPU: the CUDA C of a cross-section of node tests
+# built as C++ and run on the CPU (docs/backends.md, "How it is tested")
+echo "== the CUDA backend's CUDA C, run on the CPU (--cuda-emu), vs the node tests' outputs (build)"
+build/tests/icc-conformance --data "$NODE_DATA" --cuda-emu -O2 --known "$KNOWN" --min-pass 72 \
+    --filter "$(grep -v '^#' tests/conformance/cuda_emu_tests.txt | paste -sd, -)"
 echo "== the quantization ops bit for bit vs the ONNX reference; quantized models (onnxruntime.quantization), compiled, vs ONNX Runtime (build)"
 python3 tests/models/quant_ops_exact.py build/icc
 python3 tests/models/quantized_vs_ort.py build/icc

@@ -75,18 +75,22 @@ static int runtime_lib(char *buf, size_t n, icc_diag *d)
                      ICC_RUNTIME_RELDIR);
 }
 
-/* The backend the driver compiles with; the build always has it. */
-static const cg_backend *backend(icc_diag *d)
+/* The backend the driver compiles with (NULL: llvm, which the build
+ * always has; cuda only where NVRTC was found). */
+static const cg_backend *backend(const char *name, icc_diag *d)
 {
-    const cg_backend *be = cg_backend_find("llvm");
-    if (!be)
-        ir_errorf(d, "this icc was built without the llvm backend");
+    const cg_backend *be = cg_backend_find(name ? name : "llvm");
+    if (!be && name && !strcmp(name, "cuda"))
+        ir_errorf(d, "this icc was built without the CUDA backend (NVRTC was not found at build time)");
+    else if (!be)
+        ir_errorf(d, "this icc was built without the %s backend", name ? name : "llvm");
     return be;
 }
 
-int icc_target_describe(const char *triple, const char *cpu, icc_target_desc *out, icc_diag *d)
+int icc_target_describe(const char *bname, const char *triple, const char *cpu, icc_target_desc *out,
+                        icc_diag *d)
 {
-    const cg_backend *be = backend(d);
+    const cg_backend *be = backend(bname, d);
     void *t;
     if (!be || be->target_create(triple, cpu, NULL, 0, &t, d) < 0)
         return -1;
@@ -108,7 +112,7 @@ static void print_phases(const double *ms, int n, int units)
 
 int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
 {
-    const cg_backend *be = backend(d);
+    const cg_backend *be = backend(o->backend, d);
     void *t;
     if (!be || be->target_create(o->triple, o->cpu, NULL, o->opt_level, &t, d) < 0)
         return -1;
@@ -139,8 +143,14 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
                 (double)p->weights_bytes / 1e6, o->out, (double)o->embed_limit / 1e6);
     }
     t0 = icc_wall_ms();
-    if (be->compile(t, p, &a, d) < 0)
+    if (be->compile(t, p, &a, d) < 0) {
+        /* a compiler's own log (NVRTC's) behind --verbose */
+        const char *log = o->verbose && a && be->write_log ? be->write_log(a) : NULL;
+        if (log && *log)
+            fprintf(stderr, "icc: the %s backend's log:\n%s%s", be->name, log,
+                    log[strlen(log) - 1] == '\n' ? "" : "\n");
         goto done;
+    }
     ms[nph++] = icc_wall_ms() - t0;
     t0 = icc_wall_ms();
     if (o->emit) {

@@ -8,7 +8,7 @@
 #include "ir/target.h"
 
 typedef struct icc_compile_opts {
-    const char *emit;          /* NULL (object/library), "kernels", "llvm" or "asm" */
+    const char *emit;          /* NULL (object/library), "kernels", "llvm" or "asm"; "cuda", "ptx" */
     const char *out;           /* output path; NULL for dumps means stdout */
     const char *name;          /* symbol prefix (NULL: "model") */
     const char *triple;        /* NULL: the host */
@@ -22,11 +22,14 @@ typedef struct icc_compile_opts {
     bool profile;              /* --profile: per-kernel timing (cg_program_profile) */
     bool verbose;              /* --verbose: a failed link prints the linker's full log to stderr */
     bool time_phases;          /* --time-passes: a table of the code generator's phases on stderr */
+    const char *backend;       /* the backend (codegen/backend.h): NULL or "llvm" (the CPU), "cuda" */
 } icc_compile_opts;
 
 /* The description of the target triple/cpu name (NULL: the host, as
- * icc_compile_graph would build it), for the passes. */
-int icc_target_describe(const char *triple, const char *cpu, icc_target_desc *out, icc_diag *d);
+ * icc_compile_graph would build it) of backend (NULL: "llvm"), for the
+ * passes. */
+int icc_target_describe(const char *backend, const char *triple, const char *cpu, icc_target_desc *out,
+                        icc_diag *d);
 
 /* Compiles g (optimized and planned) as o says. A library output
  * "X.so" is linked from a temporary object; nothing partial is left on

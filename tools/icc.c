@@ -62,6 +62,8 @@ typedef struct {
     int dflt_level;           /* level used when neither -O nor --passes is given */
     const char *march;        /* -march=CPU, or NULL for the host */
     const char *triple;       /* --target-triple=, or NULL for the host */
+    bool cuda;                /* --target=cuda: the CUDA backend (docs/backends.md) */
+    const char *cuda_arch;    /* --cuda-arch=sm_XX, or NULL (sm_90) */
     const char *shapes[MAX_INPUTS];   /* --shape=NAME:1x3x224x224 */
     bool external_weights;            /* --weights=external */
     bool verbose;                     /* --verbose: a failed link shows the linker's full log */
@@ -151,6 +153,10 @@ static void usage(FILE *f)
         "                       docs/runtime.md; icc bench --profile prints them)\n"
         "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
         "  --target-triple=T    e.g. aarch64-linux-gnu (with -o X.o: an object for another machine)\n"
+        "  --target=cpu|cuda    the backend: cpu (LLVM, default) or cuda (CUDA C through NVRTC:\n"
+        "                       --emit=cuda prints the kernels, --emit=ptx NVRTC's PTX; a CUDA\n"
+        "                       model library is not built yet)\n"
+        "  --cuda-arch=sm_XX    the GPU architecture for --target=cuda (default sm_90)\n"
         "\n"
         "precision (compile, --emit, info, verify; docs/precision.md):\n"
         "  --precision=P        fp32 (default), bf16 or fp16 (contraction weights stored in half\n"
@@ -278,7 +284,8 @@ static int run_passes(const args *a, ir_graph *g, int dflt_level, icc_target_des
         return 0;
     /* passes see the target the model is compiled for (layout's block) */
     icc_target_desc td;
-    if (icc_target_describe(a->triple, a->march, &td, d) < 0)
+    if (icc_target_describe(a->cuda ? "cuda" : NULL, a->cuda ? NULL : a->triple, a->cuda ? a->cuda_arch : a->march,
+                            &td, d) < 0)
         return -1;
     if (used)
         *used = td;
@@ -636,8 +643,13 @@ static int cmd_compile(const args *a)
     if (!a->out && !a->emit)
         return icc_fail("%s: no output: give -o model.so (or model.o), or --emit=ir|dot|kernels|llvm|asm",
                     a->model);
-    if (a->emit && strcmp(a->emit, "kernels") && strcmp(a->emit, "llvm") && strcmp(a->emit, "asm"))
-        return icc_fail("unknown --emit kind '%s' (supported: ir, dot, kernels, llvm, asm)", a->emit);
+    if (a->cuda && a->emit && strcmp(a->emit, "kernels") && strcmp(a->emit, "cuda") && strcmp(a->emit, "ptx"))
+        return icc_fail("unknown --emit kind '%s' for --target=cuda (supported: ir, dot, kernels, cuda, ptx)",
+                        a->emit);
+    if (!a->cuda && a->emit && strcmp(a->emit, "kernels") && strcmp(a->emit, "llvm") && strcmp(a->emit, "asm"))
+        return icc_fail("unknown --emit kind '%s' (supported: ir, dot, kernels, llvm, asm%s)", a->emit,
+                        !strcmp(a->emit, "cuda") || !strcmp(a->emit, "ptx") ? "; cuda and ptx with --target=cuda"
+                                                                            : "");
     if (a->name && !cg_header_prefix_ok(a->name))
         return icc_fail("--name=%s: the prefix must be a C identifier other than 'icc'", a->name);
     ir_graph *g = load_model(a->model, &d);
@@ -649,9 +661,9 @@ static int cmd_compile(const args *a)
         goto done;
     }
     bool external = false;
-    icc_compile_opts o = {a->emit, a->out, a->name, a->triple, a->march, a->level >= 0 ? a->level : DEFAULT_LEVEL,
-                          a->external_weights, a->embed_limit, &external, a->profile, a->verbose,
-                          a->popts.time_passes};
+    icc_compile_opts o = {a->emit, a->out, a->name, a->cuda ? NULL : a->triple, a->cuda ? a->cuda_arch : a->march,
+                          a->level >= 0 ? a->level : DEFAULT_LEVEL, a->external_weights, a->embed_limit, &external,
+                          a->profile, a->verbose, a->popts.time_passes, a->cuda ? "cuda" : NULL};
     if (icc_compile_graph(g, &o, &d) < 0) {
         icc_fail("%s: %s", a->model, d.msg);
         goto done;
@@ -1095,7 +1107,7 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
     if (dir) {
         snprintf(s->so, sizeof s->so, "%s/%s.so", dir, tag);
         icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : DEFAULT_LEVEL, false,
-                              a->embed_limit, NULL, false, a->verbose, false};
+                              a->embed_limit, NULL, false, a->verbose, false, NULL};
         if (icc_compile_graph(s->g, &o, d) < 0) {
             s->so[0] = 0;
             return ir_diag_prefix(d, "%s", model), -1;
@@ -1637,6 +1649,12 @@ int main(int argc, char **argv)
             a.calib.symmetric = !strcmp(s + 19, "i8");
         } else if (!strncmp(s, "-march=", 7)) {
             a.march = s + 7;
+        } else if (!strncmp(s, "--target=", 9)) {
+            if (strcmp(s + 9, "cpu") && strcmp(s + 9, "cuda"))
+                return icc_fail("--target=%s: expected cpu or cuda", s + 9);
+            a.cuda = !strcmp(s + 9, "cuda");
+        } else if (!strncmp(s, "--cuda-arch=", 12)) {
+            a.cuda_arch = s + 12;
         } else if (!strncmp(s, "--target-triple=", 16)) {
             a.triple = s + 16;
         } else if (!strncmp(s, "--shape=", 8)) {
@@ -1715,6 +1733,14 @@ int main(int argc, char **argv)
     if (strcmp(a.cmd, "verify") && (a.inputs_dir || a.reference || a.per_node || a.bisect || a.json))
         return icc_fail("%s is only for 'icc verify'", a.inputs_dir ? "--inputs" : a.reference ? "--reference"
                                                   : a.per_node ? "--per-node" : a.bisect ? "--bisect" : "--json");
+    if (a.cuda_arch && !a.cuda)
+        return icc_fail("--cuda-arch is for --target=cuda");
+    if (a.cuda && (a.march || a.triple))
+        return icc_fail("%s is for the CPU target, not --target=cuda (--cuda-arch=sm_XX picks the GPU)",
+                        a.march ? "-march" : "--target-triple");
+    if (a.cuda && strcmp(a.cmd, "compile"))
+        return icc_fail("--target=cuda: only compiling is built yet (icc MODEL --target=cuda --emit=cuda|ptx); "
+                        "'icc %s' runs on the CPU", a.cmd);
     if (!strcmp(a.cmd, "info"))
         return cmd_info(&a);
     if (!strcmp(a.cmd, "run"))

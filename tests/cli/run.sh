@@ -771,5 +771,32 @@ fails_cleanly "int8: an unknown method" "--calibrate-method=kl: unknown method" 
 fails_cleanly "int8: --calibrate with another precision" "--calibrate is for --precision=int8" \
   "$ICC" "$M" --shape=image:2x1x8x8 --precision=int8-dynamic --calibrate="$T/cal" --emit=ir
 
+# --target=cuda: CUDA C through NVRTC (docs/backends.md, "The CUDA backend"); compile-only here
+if "$ICC" "$M" --target=cuda --emit=cuda >/dev/null 2>"$T/cuda.err" || ! grep -q "without the CUDA backend" "$T/cuda.err"; then
+  cuda_every_kernel() {
+    "$ICC" "$M" --target=cuda --emit=kernels >"$T/k.txt" && "$ICC" "$M" --target=cuda --emit=cuda >"$T/m.cu" &&
+      "$ICC" "$M" --target=cuda --emit=ptx >"$T/m.ptx" || return 1
+    local n; n=$(grep -c "^kernel @" "$T/k.txt")
+    [ "$n" -gt 0 ] && [ "$(grep -c "^ICC_KERNEL model_k" "$T/m.cu")" -eq "$n" ] &&
+      [ "$(grep -c "^.visible .entry model_k" "$T/m.ptx")" -eq "$n" ] && grep -q "^.target sm_90" "$T/m.ptx"
+  }
+  check "cuda: --emit=cuda has every kernel, NVRTC's PTX (sm_90) an entry for each" cuda_every_kernel
+  check "cuda: --cuda-arch=sm_80" sh -c "'$ICC' '$M' --target=cuda --cuda-arch=sm_80 --emit=ptx | grep -q '^.target sm_80'"
+  fails_cleanly "cuda: an architecture NVRTC lacks" "this NVRTC cannot compile for sm_52 \\(it supports sm_" \
+    "$ICC" "$M" --target=cuda --cuda-arch=sm_52 --emit=ptx
+  fails_cleanly "cuda: a malformed architecture" "bad CUDA architecture 'ampere'" "$ICC" "$M" --target=cuda --cuda-arch=ampere --emit=cuda
+  fails_cleanly "cuda: no model library yet, and no file left" "cuda.so: the CUDA backend cannot write a model library yet" \
+    "$ICC" "$M" --target=cuda -o "$T/cuda.so"
+  check "cuda: the refused library left nothing" test ! -e "$T/cuda.so" -a ! -e "$T/cuda.h"
+  fails_cleanly "cuda: LLVM's emit kinds" "unknown --emit kind 'llvm' for --target=cuda" "$ICC" "$M" --target=cuda --emit=llvm
+  fails_cleanly "cuda: run is CPU only" "--target=cuda: only compiling is built yet" "$ICC" run "$M" --target=cuda --input image="$X"
+else
+  fails_cleanly "cuda: a build without NVRTC says so" "built without the CUDA backend" "$ICC" "$M" --target=cuda --emit=cuda
+fi
+fails_cleanly "cuda: --cuda-arch needs --target=cuda" "--cuda-arch is for --target=cuda" "$ICC" "$M" --cuda-arch=sm_90 --emit=kernels
+fails_cleanly "cuda: -march is the CPU's" "-march is for the CPU target" "$ICC" "$M" --target=cuda -march=znver3 --emit=cuda
+fails_cleanly "an unknown --target" "--target=tpu: expected cpu or cuda" "$ICC" "$M" --target=tpu --emit=cuda
+fails_cleanly "--emit=cuda without --target=cuda" "unknown --emit kind 'cuda' .*cuda and ptx with --target=cuda" "$ICC" "$M" --emit=cuda
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -54,6 +54,7 @@
 #include "passes/pass.h"
 #include "codegen/lower.h"
 #include "codegen/llvm/model.h"
+#include "tests/conformance/cuda_emu.h"
 #include "icc/runtime.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -88,6 +89,7 @@ typedef struct {
     const char *passes;          /* pipeline run after loading, or NULL */
     bool compiled;               /* run through icc's compiled code, not the interpreter */
     bool no_bind;                /* compiled: never bind inputs; what does not compile skips */
+    bool cuda_emu;               /* compiled for the CUDA target, its CUDA C run on the CPU */
     icc_target_desc host;        /* compiled: the host's description, which the passes see */
 } options;
 
@@ -292,11 +294,16 @@ static bool roundtrip(const ir_graph *g, char *why, size_t whylen)
     return ok;
 }
 
-/* A model compiled to a .so and loaded through the runtime. */
+/* A model compiled to a .so and loaded through the runtime, or (--cuda-emu)
+ * its CUDA C emulated on the CPU. */
 typedef struct {
     icc_model *m;
     icc_context *ctx;
+    cuda_emu *emu;
 } compiled_model;
+
+/* --cuda-emu (compile_model has no options to read). */
+static bool g_cuda_emu;
 
 /* Compiles g to a temporary .so and loads it. R_SKIP when some node is not
  * compiled yet (why names them), R_FAIL on any other error. */
@@ -305,6 +312,10 @@ static int compile_model(const ir_graph *g, compiled_model *cm, char *why, size_
     icc_diag d = {{0}};
     cg_target *t;
     memset(cm, 0, sizeof *cm);
+    if (g_cuda_emu) {
+        int r = cuda_emu_build(g, &cm->emu, why, whylen);
+        return r == 0 ? R_PASS : r > 0 ? R_SKIP : R_FAIL;
+    }
     if (cg_target_create(NULL, NULL, NULL, 2, &t, &d) < 0) {
         snprintf(why, whylen, "%s", d.msg);
         return R_FAIL;
@@ -347,6 +358,7 @@ done:
 
 static void compiled_free(compiled_model *cm)
 {
+    cuda_emu_free(cm->emu);
     icc_context_destroy(cm->ctx);
     icc_model_close(cm->m);
 }
@@ -374,6 +386,10 @@ static int run_compiled(const ir_graph *g, const compiled_model *cm, const ir_te
             !(out[made].data = calloc(1, out[made].nbytes + 1)))
             goto done;
         po[made] = out[made].data;
+    }
+    if (cm->emu) {
+        rc = cuda_emu_run(cm->emu, in, out, d);
+        goto done;
     }
     if (icc_run_tensors(cm->ctx, ti, g->ninputs, po) != ICC_OK) {
         ir_errorf(d, "compiled run: %s", icc_context_error(cm->ctx));
@@ -754,6 +770,9 @@ static void usage(FILE *f)
             "  --compiled          compile each model (-O2 unless -O is given) to a\n"
             "                      .so and run it through the runtime; models with ops not\n"
             "                      compiled yet are skipped, naming them\n"
+            "  --cuda-emu          compiled for --target=cuda instead: each kernel's CUDA C\n"
+            "                      (codegen/cuda/emit.c) is built as C++ and run on the CPU,\n"
+            "                      a launch's threads one after another (tests/cuda/emu.h)\n"
             "  --no-bind           compiled: never bind shape-deciding inputs to the data\n"
             "                      set's values; a model that does not compile as is skips\n"
             "  --verbose           print passing tests too\n");
@@ -779,6 +798,8 @@ int main(int argc, char **argv)
             o.passes = icc_pipeline_for_level(a[2] - '0');
         } else if (!strcmp(a, "--compiled")) {
             o.compiled = true;
+        } else if (!strcmp(a, "--cuda-emu")) {
+            o.compiled = o.cuda_emu = g_cuda_emu = true;
         } else if (!strcmp(a, "--no-bind")) {
             o.no_bind = true;
         } else if (!strncmp(a, "--passes=", 9)) {
@@ -835,6 +856,10 @@ int main(int argc, char **argv)
         }
         o.host = *cg_target_desc(t);
         cg_target_destroy(t);
+        if (o.cuda_emu && icc_target_desc_init_cuda(&o.host, 90, &d) < 0) {
+            fprintf(stderr, "icc-conformance: %s\n", d.msg);
+            return 2;
+        }
     }
     /* compiled code needs the memory plan, last (as the driver's compile
      * step appends it: -O0 has none) */

@@ -1,0 +1,33 @@
+/* emit.h - the kernel IR as CUDA C (docs/backends.md, "The CUDA backend").
+ *
+ * Every kernel becomes one `extern "C" __global__` function in a single
+ * translation unit that starts with the prelude (codegen/cuda/prelude.cuh):
+ *
+ *     NAME(T0 *b0, const T1 *b1, ..., const icc_i64 *syms, icc_i64 begin, icc_i64 end)
+ *
+ * one pointer per buffer that is not thread or block scratch, in buffer
+ * order (kernel-scope scratch and the status word included), then the
+ * symbol table (syms[s] is graph symbol s, as for the CPU) and the
+ * parallel range. The kernel's outermost PARALLEL loop becomes a
+ * grid-stride loop over [max(lo, begin), min(hi, end)): each GPU thread
+ * runs whole iterations of it, which the CPU schedules already make
+ * independent. A kernel without one runs on thread 0 of the launch.
+ * Thread scratch is a local array; f16/bf16 are stored as their bits
+ * (icc_u16), bool as one byte.
+ *
+ * Not emitted yet, refused in one line naming the kernel: GPU loops
+ * (grid/thread/block/warp), barriers, intrinsics, and a PARALLEL loop
+ * beside other top-level statements that write memory. */
+#ifndef ICC_CG_CUDA_EMIT_H
+#define ICC_CG_CUDA_EMIT_H
+
+#include "codegen/kir.h"
+
+/* The prelude's text (generated from prelude.cuh by the build). */
+extern const char cg_cuda_prelude[];
+
+/* Appends kernel k's CUDA C to the malloc'd string *src of length *len
+ * (both updated; *src may start NULL). 0, or -1 with d set. */
+int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *d);
+
+#endif
