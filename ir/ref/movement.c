@@ -580,19 +580,18 @@ int shape_concat(ir_shape_ctx *c)
     int axis;
     if (ir_norm_axis(c, ir_attr_int(c->node, "axis", 0), rank, &axis) < 0)
         return -1;
-    int64_t sum = 0;
-    bool sum_known = true;
+    /* the axis's length: a sum of dims, symbolic ones as a derived symbol */
+    ir_dim sum = ir_dim_const(0);
     for (int i = 0; i < c->nin; i++) {
         const ir_type *t = c->in[i];
         if (t->rank < 0) {
-            sum_known = false;
+            sum = ir_dim_unknown();
             continue;
         }
         for (int k = 0; k < rank; k++) {
             ir_dim d = t->dims[k], *od = &o->dims[k];
             if (k == axis) {
-                if (!ir_dim_is_const(d) || !ir_add_ok(sum, d.v, &sum))
-                    sum_known = false;
+                sum = ir_dim_add(c->node->graph, sum, d);
                 continue;
             }
             if (ir_dim_is_const(d) && ir_dim_is_const(*od) && d.v != od->v)
@@ -603,7 +602,7 @@ int shape_concat(ir_shape_ctx *c)
                 *od = d;
         }
     }
-    o->dims[axis] = sum_known ? ir_dim_const(sum) : ir_dim_unknown();
+    o->dims[axis] = sum;
     return 0;
 }
 

@@ -160,14 +160,43 @@ int nn_window_out_dim(const ir_node *node, icc_diag *d, const nn_window *w, int 
         *out = ir_dim_const(o);
         return 0;
     }
-    int64_t dk;
+    int64_t dk, s = w->stride[i], pb = 0, pe = 0;
     if (dilated(node, d, w, i, &dk) < 0)
         return -1;
-    bool same = w->auto_pad == NN_PAD_SAME_UPPER || w->auto_pad == NN_PAD_SAME_LOWER;
-    bool nopad = w->auto_pad == NN_PAD_VALID || (w->auto_pad == NN_PAD_NOTSET &&
-                                                  w->pads[i] == 0 && w->pads[w->n + i] == 0);
-    if (in.sym > 0 && w->stride[i] == 1 && (same || (dk == 1 && nopad)))
-        *out = in;
+    if (in.sym <= 0)
+        return 0;
+    /* the same formulas as nn_window_dim, as derived symbols of in */
+    ir_graph *g = node->graph;
+    if (!g)
+        return 0;
+    if (w->auto_pad == NN_PAD_SAME_UPPER || w->auto_pad == NN_PAD_SAME_LOWER) {
+        *out = ir_dim_div_const(g, in, s, true);
+        return 0;
+    }
+    if (w->auto_pad == NN_PAD_NOTSET) {
+        pb = w->pads[i];
+        pe = w->pads[w->n + i];
+    }
+    int64_t shift;
+    if (__builtin_add_overflow(pb, pe, &shift) || __builtin_sub_overflow(shift, dk, &shift))
+        return 0;
+    /* num = in + pads - dk must be >= 0 at run time: the derived symbol's
+     * value check (a negative value is an error) is the window check */
+    if (s == 1) {   /* num/1 + 1: no intermediate symbol */
+        *out = shift + 1 == 0 ? in : ir_dim_add_const(g, ir_dim_add_const(g, in, shift), 1);
+        return 0;
+    }
+    ir_dim num = ir_dim_add_const(g, in, shift);
+    if (w->ceil_mode && w->auto_pad == NN_PAD_NOTSET) {
+        /* ceil(num/s)+1 windows, less one when the last would start past
+         * the input and its begin pad: ceil(num/s)*s <= in+pb+pe-dk+s-1,
+         * so that never happens when pe + s <= dk */
+        if (pe + s > dk)
+            return 0;
+        *out = ir_dim_add_const(g, ir_dim_div_const(g, num, s, true), 1);
+    } else {
+        *out = ir_dim_add_const(g, ir_dim_div_const(g, num, s, false), 1);
+    }
     return 0;
 }
 
