@@ -154,6 +154,8 @@ ir_dim ir_dim_add(ir_graph *g, ir_dim a, ir_dim b)
     }
     if (b.sym == 0)
         return ir_dim_add_const(g, a, b.v);
+    if (a.sym == b.sym)                                /* x + x = x * 2 */
+        return ir_dim_mul_const(g, a, 2);
     if (a.sym > b.sym) {
         ir_dim t = a; a = b; b = t;
     }
