@@ -587,6 +587,23 @@ static int convt_dim(const ir_node *node, icc_diag *d, const nn_window *w, const
     return 0;
 }
 
+/* convt_dim of a symbolic input dim (no output_shape), as a derived
+ * symbol: s*in for SAME, else s*(in-1) + opad + dk - pads = s*in + shift
+ * (right for in >= 1; unknown when a constant overflows). */
+static ir_dim convt_sym_dim(const ir_node *node, const nn_window *w, const int64_t *opad, int i, ir_dim in)
+{
+    int64_t dk, shift, s = w->stride[i];
+    ir_dim si = ir_dim_mul_const(node->graph, in, s);
+    if (w->auto_pad == NN_PAD_SAME_UPPER || w->auto_pad == NN_PAD_SAME_LOWER)
+        return si;
+    int64_t p0 = w->auto_pad == NN_PAD_VALID ? 0 : w->pads[i], p1 = w->auto_pad == NN_PAD_VALID ? 0 : w->pads[w->n + i];
+    if (!ir_mul_ok(w->kernel[i] - 1, w->dilation[i], &dk) || __builtin_add_overflow(dk, 1 + opad[i], &shift) ||
+        __builtin_sub_overflow(shift, s, &shift) || __builtin_sub_overflow(shift, p0, &shift) ||
+        __builtin_sub_overflow(shift, p1, &shift))
+        return ir_dim_unknown();
+    return ir_dim_add_const(node->graph, si, shift);
+}
+
 /* output_padding and output_shape, checked; *oshape is NULL when absent. */
 static int convt_attrs(const ir_node *node, icc_diag *d, int n, int64_t *opad, int64_t *obuf,
                        const int64_t **oshape)
@@ -674,6 +691,10 @@ int shape_conv_transpose(ir_shape_ctx *c)
     for (int i = 0; i < n; i++) {
         if (oshape) {
             o->dims[2 + i] = ir_dim_const(oshape[i]);
+            continue;
+        }
+        if (x->rank >= 0 && x->dims[2 + i].sym > 0 && win.kernel[i] > 0) {
+            o->dims[2 + i] = convt_sym_dim(c->node, &win, opad, i, x->dims[2 + i]);
             continue;
         }
         if (x->rank < 0 || !ir_dim_is_const(x->dims[2 + i]) || win.kernel[i] == 0)

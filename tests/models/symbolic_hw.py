@@ -76,10 +76,10 @@ def models():
         h.make_node("Concat", ["x", "x"], ["c"], axis=2),
         h.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
         h.make_node("Resize", ["p", "", "half"], ["y"], mode="linear")], [half]
-    # ConvTranspose has no symbolic typing yet: the interpreter still runs it
-    yield "conv_transpose", False, [
-        h.make_node("ConvTranspose", ["x", "wt"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1])], \
-        [weights(r, "wt", 3, 4, 3, 3)]
+    yield "conv_transpose", True, [
+        h.make_node("ConvTranspose", ["x", "wt"], ["t"], strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        h.make_node("ConvTranspose", ["t", "wu"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")], \
+        [weights(r, "wt", 3, 4, 3, 3), weights(r, "wu", 4, 2, 2, 2)]
 
 
 def interpreted(path, x, tag):
