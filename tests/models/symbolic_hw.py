@@ -10,8 +10,10 @@ Each model has input x f32[1, 3, 'H', 'W']. For each:
   and a dim and says to pin with --shape (never --bind: no input's values
   decide these dims);
 - compiling with --shape pinned at one size must match ONNX Runtime there.
-An H that makes a window larger than its padded input must fail in one line,
-exit 1, as the interpreter's Conv/MaxPool shape check says.
+The DBNet- and YOLO-style towers of bench/models/zoo.py, with H and W made
+symbolic, must print derived output dims and match ONNX Runtime interpreted at
+two sizes. An H that makes a window larger than its padded input must fail in
+one line, exit 1, as the interpreter's Conv/MaxPool shape check says.
 
     python3 tests/models/symbolic_hw.py build/icc
 """
@@ -118,6 +120,31 @@ for tag, derived, nodes, inits in models():
     ok = rr.returncode == 0 and np.allclose(np.load(f"{TMP}/{tag}_pout/y.npy"), sess.run(None, {"x": x})[0],
                                             rtol=1e-4, atol=1e-5)
     report(ok, f"{tag}: compiled with --shape=x:1x3x{hh}x{ww} vs ORT {rr.stderr.strip()}")
+
+# the DBNet- and YOLO-style towers of bench/models/zoo.py with H and W made
+# symbolic: derived output dims, and the interpreter vs ORT at two sizes
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "models"))
+import zoo  # noqa: E402
+
+for name, sizes in (("dbnet", [(128, 192), (64, 96)]), ("yolo", [(128, 96), (64, 64)])):
+    m = zoo.MODELS[name]()
+    d = m.graph.input[0].type.tensor_type.shape.dim
+    d[2].dim_param, d[3].dim_param = "H", "W"
+    path = f"{TMP}/{name}_sym.onnx"
+    onnx.save(m, path)
+    info = subprocess.run([ICC, "info", path], capture_output=True, text=True).stdout
+    outs = [l.strip() for l in info.splitlines() if l.strip().startswith("output_")]
+    report(outs and all("?" not in l and "floor((H-1)/32)+1" in l for l in outs), f"{name}: info prints {outs}")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for hh, ww in sizes:
+        x = np.random.default_rng(hh).standard_normal((1, 3, hh, ww)).astype(np.float32)
+        np.save(f"{TMP}/{name}_x.npy", x)
+        r = subprocess.run([ICC, "run", path, "--input", f"input={TMP}/{name}_x.npy", "-o", f"{TMP}/{name}_out"],
+                           capture_output=True, text=True)
+        want = sess.run(None, {"input": x})
+        ok = r.returncode == 0 and all(np.allclose(np.load(f"{TMP}/{name}_out/output_{i}.npy"), w, rtol=1e-4,
+                                                   atol=1e-4) for i, w in enumerate(want))
+        report(ok, f"{name}: interpreter vs ORT at H={hh} W={ww} {r.stderr.strip()}")
 
 # a window larger than the padded input: one line, exit 1
 path = f"{TMP}/conv_pool_resize.onnx"
