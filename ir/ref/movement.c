@@ -123,9 +123,8 @@ int ir_mv_static_dims(const ir_type *t, int64_t *dims)
 int ir_mv_dim_product(ir_shape_ctx *c, const ir_dim *d, int n, ir_dim *out)
 {
     int64_t p = 1;
-    int nsym = 0;
     bool unknown = false, zero = false;
-    ir_dim sym = ir_dim_unknown();
+    ir_dim sym = ir_dim_const(1);   /* the symbolic dims' product */
     for (int i = 0; i < n; i++) {
         if (ir_dim_is_const(d[i])) {
             if (d[i].v == 0)
@@ -133,20 +132,17 @@ int ir_mv_dim_product(ir_shape_ctx *c, const ir_dim *d, int n, ir_dim *out)
             else if (!ir_mul_ok(p, d[i].v, &p))
                 return ir_node_errorf(c->diag, c->node, "product of dims overflows");
         } else if (d[i].sym > 0) {
-            nsym++;
-            sym = d[i];
+            sym = ir_dim_mul(c->node->graph, sym, d[i]);
         } else {
             unknown = true;
         }
     }
     if (zero)
         *out = ir_dim_const(0);
-    else if (!unknown && nsym == 0)
-        *out = ir_dim_const(p);
-    else if (!unknown && nsym == 1 && p == 1)
-        *out = sym;
-    else
+    else if (unknown)
         *out = ir_dim_unknown();
+    else
+        *out = ir_dim_mul_const(c->node->graph, sym, p);   /* a derived symbol when two or more */
     return 0;
 }
 

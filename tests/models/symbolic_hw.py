@@ -78,6 +78,9 @@ def models():
         h.make_node("Concat", ["x", "x"], ["c"], axis=2),
         h.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
         h.make_node("Resize", ["p", "", "half"], ["y"], mode="linear")], [half]
+    yield "flatten", True, [
+        h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        h.make_node("Flatten", ["c"], ["y"], axis=1)], [weights(r, "w", 8, 3, 3, 3)]
     yield "conv_transpose", True, [
         h.make_node("ConvTranspose", ["x", "wt"], ["t"], strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
         h.make_node("ConvTranspose", ["t", "wu"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")], \
