@@ -177,7 +177,8 @@ static int plan_resize(ir_shape_ctx *c, const ir_type *x, rs_plan *p)
                     p->out[d] = ir_dim_div_const(g, x->dims[d], (int64_t)k, false);
                 else
                     p->out[d] = ir_dim_unknown();
-                p->known = p->known && p->out[d].sym != IR_DIM_UNKNOWN;
+                if (x->dims[d].sym > 0)   /* an unknown dim stays as it was */
+                    p->known = p->known && p->out[d].sym != IR_DIM_UNKNOWN;
                 continue;
             }
             double o = floor((double)x->dims[d].v * s);
