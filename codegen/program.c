@@ -490,6 +490,20 @@ static int check_scan(pbuild *c, const ir_node *n)
     return 0;
 }
 
+/* A derived symbol (ir.h, ir_sym_def: a dim computed from symbolic dims,
+ * such as a Conv's output height) is not compiled yet: the refusal names
+ * the node that makes it and the dim. The input dims decide it, so the
+ * way out is pinning them, not binding values. */
+static int refuse_derived(pbuild *c, const ir_graph *g, const ir_value *v, int k)
+{
+    const char *sym = ir_graph_sym_name(g, v->type.dims[k].sym);
+    if (v->kind == IR_VAL_NODE)
+        return ir_node_errorf(c->d, v->def, "dim %d of '%.200s' is '%.200s', computed from symbolic dims, which "
+                              "is not compiled yet: pin the inputs' dims with --shape=NAME:DIMS", k, v->name, sym);
+    return ir_errorf(c->d, "value '%.200s' has the dim '%.200s', computed from symbolic dims, which is not compiled "
+                     "yet: pin the inputs' dims with --shape=NAME:DIMS", v->name, sym);
+}
+
 /* Every dim of g's values static, or (at the top) a symbol some input
  * decides; a dim left unknown is traced back to where it came from. */
 static int check_values(pbuild *c, const ir_graph *g, bool top)
@@ -499,6 +513,8 @@ static int check_values(pbuild *c, const ir_graph *g, bool top)
         const ir_value *v = g->values[i];
         for (int k = 0; k < v->type.rank; k++) {
             int32_t sym = v->type.dims[k].sym;
+            if (sym > 0 && ir_graph_sym_def(g, sym))
+                return refuse_derived(c, g, v, k);
             if (sym > 0 && (!top || sym >= g->nsyms || p->sym_desc[sym] < 0))
                 return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s', which no input "
                                  "decides: pin it with --shape", v->name, ir_graph_sym_name(g, sym));

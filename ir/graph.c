@@ -72,15 +72,29 @@ int ir_graph_depth(const ir_graph *g)
     return d;
 }
 
+/* Symbol id of `from` in `to`: a free one by name, a derived one by its
+ * definition with its operands re-homed first; 0 on out of memory. */
+static int32_t rehome_sym(const ir_graph *from, ir_graph *to, int32_t id, int depth)
+{
+    const ir_sym_def *d = ir_graph_sym_def(from, id);
+    if (!d) {
+        const char *nm = ir_graph_sym_name(from, id);
+        return ir_graph_sym(to, nm, strlen(nm));
+    }
+    ir_sym_def nd = *d;
+    if (depth > 64 || (nd.a.sym > 0 && !(nd.a.sym = rehome_sym(from, to, nd.a.sym, depth + 1))) ||
+        (nd.b.sym > 0 && !(nd.b.sym = rehome_sym(from, to, nd.b.sym, depth + 1))))
+        return 0;
+    const char *nm = ir_graph_sym_name(from, id);
+    return ir_graph_sym_define(to, nm, strlen(nm), &nd);
+}
+
 bool ir_type_rehome(const ir_graph *from, ir_graph *to, const ir_type *t, ir_type *out)
 {
     *out = *t;
     for (int i = 0; t->rank > 0 && i < t->rank; i++)
-        if (t->dims[i].sym > 0) {
-            const char *nm = ir_graph_sym_name(from, t->dims[i].sym);
-            if (!(out->dims[i].sym = ir_graph_sym(to, nm, strlen(nm))))
-                return false;
-        }
+        if (t->dims[i].sym > 0 && !(out->dims[i].sym = rehome_sym(from, to, t->dims[i].sym, 0)))
+            return false;
     return true;
 }
 
@@ -89,11 +103,15 @@ int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len)
     for (int i = 1; i < g->nsyms; i++)
         if (strlen(g->syms[i]) == len && !memcmp(g->syms[i], name, len))
             return i;
-    if (g->nsyms == 0 && PUSH(g, sym, (void *)"") < 0)
+    if (g->nsyms == 0 && (PUSH(g, sym, (void *)"") < 0 || PUSH(g, symdef, NULL) < 0))
         return 0;
     char *s = ir_arena_strndup(g->arena, name, len);
     if (!s || PUSH(g, sym, s) < 0)
         return 0;
+    if (PUSH(g, symdef, NULL) < 0) {
+        g->nsyms--;
+        return 0;
+    }
     return g->nsyms - 1;
 }
 

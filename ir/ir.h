@@ -254,6 +254,9 @@ typedef struct ir_graph {
     ir_value **outputs;
     int nsyms, cap_syms;
     const char **syms;         /* syms[0] unused; ids start at 1 */
+    int nsymdefs, cap_symdefs; /* == nsyms once a symbol exists */
+    struct ir_sym_def **symdefs; /* symdefs[id]: a derived symbol's definition,
+                                * NULL for a free one (an input's named dim) */
     int next_node_id;
     struct ir_graph *parent;   /* the graph owning this subgraph, or NULL */
     int nsubs, cap_subs;
@@ -282,6 +285,50 @@ bool ir_type_rehome(const ir_graph *from, ir_graph *to, const ir_type *t, ir_typ
 /* Interns a symbol name, returning its id (> 0); 0 on out of memory. */
 int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len);
 const char *ir_graph_sym_name(const ir_graph *g, int32_t id);
+
+/* ---- derived symbols (ir/symexpr.c) ------------------------------------
+ * A dim that shape inference computes from symbolic dims (a Conv's output
+ * height floor((H-1)/2)+1, a Concat's H+W) is a derived symbol: an entry
+ * of the graph's symbol table whose value is `a OP b` of two operands,
+ * each a constant or an (earlier) symbol. A dim stays {v, sym}; equal
+ * definitions give the same symbol (hash-consed on the definition, after
+ * folding constants), so two branches computing the same H match. The
+ * name is the expression's text, e.g. "floor((H-1)/2)+1". */
+typedef enum ir_sym_op {
+    IR_SYM_ADD = 1,            /* a + b; b may be a negative constant */
+    IR_SYM_MUL,                /* a * b */
+    IR_SYM_FLOORDIV,           /* floor(a / b), b a constant > 0 */
+    IR_SYM_CEILDIV,            /* ceil(a / b), b a constant > 0 */
+} ir_sym_op;
+
+typedef struct ir_sym_def {
+    ir_sym_op op;
+    ir_dim a, b;               /* b.sym == 0: the constant b.v (any sign for ADD) */
+} ir_sym_def;
+
+/* The definition of symbol id, or NULL for a free symbol. */
+const ir_sym_def *ir_graph_sym_def(const ir_graph *g, int32_t id);
+/* The derived symbol of def, interned (its name made from def); 0 on out
+ * of memory, or when its name is taken by a free symbol. */
+int32_t ir_graph_sym_derive(ir_graph *g, const ir_sym_def *def);
+/* Interns a derived symbol under an explicit name (the text IR parser);
+ * 0 on out of memory or when the name is taken by another definition. */
+int32_t ir_graph_sym_define(ir_graph *g, const char *name, size_t len, const ir_sym_def *def);
+/* Dim arithmetic for shape functions: constants fold (an overflow or a
+ * negative result gives unknown), x+0, x*1, x*0, x/1 and (x*k)/k simplify,
+ * constants of nested sums and products combine, anything else becomes a
+ * derived symbol of g (g NULL: unknown). An unknown operand gives unknown. */
+ir_dim ir_dim_add(ir_graph *g, ir_dim a, ir_dim b);
+ir_dim ir_dim_add_const(ir_graph *g, ir_dim a, int64_t k);     /* k any sign */
+ir_dim ir_dim_mul(ir_graph *g, ir_dim a, ir_dim b);
+ir_dim ir_dim_mul_const(ir_graph *g, ir_dim a, int64_t k);
+ir_dim ir_dim_div_const(ir_graph *g, ir_dim a, int64_t k, bool ceil);   /* k > 0 */
+/* The values of every symbol of g: vals[id] for id in [1, nsyms) is read
+ * for free symbols (the caller sets them, -1 for not bound) and written
+ * for derived ones, in id order (a definition only names earlier ids).
+ * A derived symbol of an unbound one is -1 too. Returns 0, or -1 naming
+ * the symbol in *bad when a derived value overflows or is negative. */
+int ir_graph_sym_values(const ir_graph *g, int64_t *vals, int32_t *bad);
 
 /* Builders. All return NULL on out of memory (with a message in d).
  * Names are copied into the arena. */

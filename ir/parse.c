@@ -946,6 +946,57 @@ static int parse_stmt(parser *p)
 
 /* ---- the graph ----------------------------------------------------------- */
 
+/* operand = INT | sym (declared before) */
+static int parse_sym_operand(parser *p, ir_dim *d)
+{
+    const char *why;
+    *d = ir_dim_const(0);
+    if (p->t.k == T_NUM) {
+        if (ir_text_scan_elem(IR_I64, p->t.s, p->t.n, &d->v, &why) < 0)
+            return perr(p, p->t.pos, "%s", why);
+    } else if (p->t.k == T_IDENT || p->t.k == T_STR) {
+        void *v = ht_get(&p->syms, p->t.s, p->t.n);
+        if (!v)
+            return perr(p, p->t.pos, "a symbol's definition names a symbol not declared before it");
+        d->sym = (int32_t)(intptr_t)v;
+    } else {
+        return perr(p, p->t.pos, "expected a number or a symbol");
+    }
+    return next(p);
+}
+
+/* symdef = sym '=' ('add' | 'mul' | 'floordiv' | 'ceildiv') '(' operand ',' operand ')'
+ * (after the '='): a derived symbol (ir.h, ir_sym_def). */
+static int parse_sym_def(parser *p, const char *nm, size_t nn, size_t pos)
+{
+    static const char *const ops[] = {"add", "mul", "floordiv", "ceildiv"};
+    ir_sym_def def = {0};
+    if (next(p) < 0)
+        return -1;
+    for (int i = 0; i < 4; i++)
+        if (p->t.k == T_IDENT && strlen(ops[i]) == p->t.n && !memcmp(ops[i], p->t.s, p->t.n))
+            def.op = (ir_sym_op)(IR_SYM_ADD + i);
+    if (!def.op)
+        return perr(p, p->t.pos, "expected add, mul, floordiv or ceildiv");
+    if (next(p) < 0 || expect(p, '(') < 0 || parse_sym_operand(p, &def.a) < 0 || expect(p, ',') < 0 ||
+        parse_sym_operand(p, &def.b) < 0 || expect(p, ')') < 0)
+        return -1;
+    if (def.a.sym == 0 && def.op != IR_SYM_ADD && def.op != IR_SYM_MUL)
+        return perr(p, pos, "a symbol's definition divides a constant");
+    if (def.a.sym == 0 && def.a.v < 0)
+        return perr(p, pos, "a symbol's definition has a negative first operand");
+    if (def.b.sym == 0 && def.b.v < 0 && def.op != IR_SYM_ADD)
+        return perr(p, pos, "only add takes a negative constant");
+    if ((def.op == IR_SYM_FLOORDIV || def.op == IR_SYM_CEILDIV) && (def.b.sym != 0 || def.b.v == 0))
+        return perr(p, pos, "floordiv and ceildiv divide by a constant > 0");
+    int32_t id = ir_graph_sym_define(p->g, nm, nn, &def);
+    if (!id)
+        return perr(p, pos, "symbol is already declared, or out of memory");
+    if (ht_put(&p->syms, p->g->syms[id], nn, (void *)(intptr_t)id) < 0)
+        return oom(p);
+    return 0;
+}
+
 /* header = 'graph' '@' name ['<' sym (',' sym)* '>']
  *          '(' [value ':' type (',' ...)*] ')' '->' '(' [value (',' value)*] ')' */
 static int parse_header(parser *p)
@@ -974,8 +1025,19 @@ static int parse_header(parser *p)
                 return perr(p, p->t.pos, "expected a symbol name");
             if (ht_get(&p->syms, p->t.s, p->t.n))
                 return perr(p, p->t.pos, "symbol %s is declared twice", shown(p, b, sizeof b));
-            if (symbol(p, p->t.s, p->t.n, &id) < 0 || next(p) < 0)
+            /* a string token's text does not outlive the next token */
+            size_t nn = p->t.n, pos = p->t.pos;
+            const char *nm = ir_arena_strndup(p->g->arena, p->t.s, nn);
+            if (!nm)
+                return oom(p);
+            if (next(p) < 0)
                 return -1;
+            if (is_p(p, '=')) {
+                if (parse_sym_def(p, nm, nn, pos) < 0)
+                    return -1;
+            } else if (symbol(p, nm, nn, &id) < 0) {
+                return -1;
+            }
         }
         if (next(p) < 0)
             return -1;

@@ -519,6 +519,32 @@ static void put_plan(pr *p)
         puts_(p, "}\n");
 }
 
+static void put_sym_operand(pr *p, ir_dim d)
+{
+    char b[24];
+    if (d.sym > 0 && d.sym < p->g->nsyms)
+        put_ident(p, p->g->syms[d.sym]);
+    else {
+        snprintf(b, sizeof b, "%lld", (long long)d.v);
+        puts_(p, b);
+    }
+}
+
+/* A derived symbol's definition: ' = ' op '(' operand ',' operand ')'. */
+static void put_sym_def(pr *p, const ir_sym_def *d)
+{
+    static const char *const ops[] = {"", "add", "mul", "floordiv", "ceildiv"};
+    if (!d)
+        return;
+    puts_(p, " = ");
+    puts_(p, ops[d->op]);
+    puts_(p, "(");
+    put_sym_operand(p, d->a);
+    puts_(p, ", ");
+    put_sym_operand(p, d->b);
+    puts_(p, ")");
+}
+
 /* header '{' body '}' of g; a subgraph's closing brace is indented to
  * its node's statement. */
 static void put_graph(pr *p, const ir_graph *g)
@@ -532,6 +558,7 @@ static void put_graph(pr *p, const ir_graph *g)
             if (i > 1)
                 puts_(p, ", ");
             put_ident(p, g->syms[i]);
+            put_sym_def(p, ir_graph_sym_def(g, i));
         }
         puts_(p, ">");
     }

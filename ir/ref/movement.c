@@ -123,9 +123,8 @@ int ir_mv_static_dims(const ir_type *t, int64_t *dims)
 int ir_mv_dim_product(ir_shape_ctx *c, const ir_dim *d, int n, ir_dim *out)
 {
     int64_t p = 1;
-    int nsym = 0;
     bool unknown = false, zero = false;
-    ir_dim sym = ir_dim_unknown();
+    ir_dim sym = ir_dim_const(1);   /* the symbolic dims' product */
     for (int i = 0; i < n; i++) {
         if (ir_dim_is_const(d[i])) {
             if (d[i].v == 0)
@@ -133,20 +132,17 @@ int ir_mv_dim_product(ir_shape_ctx *c, const ir_dim *d, int n, ir_dim *out)
             else if (!ir_mul_ok(p, d[i].v, &p))
                 return ir_node_errorf(c->diag, c->node, "product of dims overflows");
         } else if (d[i].sym > 0) {
-            nsym++;
-            sym = d[i];
+            sym = ir_dim_mul(c->node->graph, sym, d[i]);
         } else {
             unknown = true;
         }
     }
     if (zero)
         *out = ir_dim_const(0);
-    else if (!unknown && nsym == 0)
-        *out = ir_dim_const(p);
-    else if (!unknown && nsym == 1 && p == 1)
-        *out = sym;
-    else
+    else if (unknown)
         *out = ir_dim_unknown();
+    else
+        *out = ir_dim_mul_const(c->node->graph, sym, p);   /* a derived symbol when two or more */
     return 0;
 }
 
@@ -580,19 +576,18 @@ int shape_concat(ir_shape_ctx *c)
     int axis;
     if (ir_norm_axis(c, ir_attr_int(c->node, "axis", 0), rank, &axis) < 0)
         return -1;
-    int64_t sum = 0;
-    bool sum_known = true;
+    /* the axis's length: a sum of dims, symbolic ones as a derived symbol */
+    ir_dim sum = ir_dim_const(0);
     for (int i = 0; i < c->nin; i++) {
         const ir_type *t = c->in[i];
         if (t->rank < 0) {
-            sum_known = false;
+            sum = ir_dim_unknown();
             continue;
         }
         for (int k = 0; k < rank; k++) {
             ir_dim d = t->dims[k], *od = &o->dims[k];
             if (k == axis) {
-                if (!ir_dim_is_const(d) || !ir_add_ok(sum, d.v, &sum))
-                    sum_known = false;
+                sum = ir_dim_add(c->node->graph, sum, d);
                 continue;
             }
             if (ir_dim_is_const(d) && ir_dim_is_const(*od) && d.v != od->v)
@@ -603,7 +598,7 @@ int shape_concat(ir_shape_ctx *c)
                 *od = d;
         }
     }
-    o->dims[axis] = sum_known ? ir_dim_const(sum) : ir_dim_unknown();
+    o->dims[axis] = sum;
     return 0;
 }
 

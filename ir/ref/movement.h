@@ -75,7 +75,8 @@ int ir_mv_check_int(ir_shape_ctx *c, int i, const char *what);
 int ir_mv_static_dims(const ir_type *t, int64_t *dims);
 
 /* Product of n dims: a constant when all are constant (overflow is an
- * error), the one symbol when the others are all 1, unknown otherwise. */
+ * error), the one symbol when the others are all 1, a derived symbol for
+ * a product with symbols (ir.h, ir_sym_def), unknown if any is unknown. */
 int ir_mv_dim_product(ir_shape_ctx *c, const ir_dim *d, int n, ir_dim *out);
 
 /* Checks that the constant dims of t (an output type) do not add up to

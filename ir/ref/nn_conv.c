@@ -160,14 +160,43 @@ int nn_window_out_dim(const ir_node *node, icc_diag *d, const nn_window *w, int 
         *out = ir_dim_const(o);
         return 0;
     }
-    int64_t dk;
+    int64_t dk, s = w->stride[i], pb = 0, pe = 0;
     if (dilated(node, d, w, i, &dk) < 0)
         return -1;
-    bool same = w->auto_pad == NN_PAD_SAME_UPPER || w->auto_pad == NN_PAD_SAME_LOWER;
-    bool nopad = w->auto_pad == NN_PAD_VALID || (w->auto_pad == NN_PAD_NOTSET &&
-                                                  w->pads[i] == 0 && w->pads[w->n + i] == 0);
-    if (in.sym > 0 && w->stride[i] == 1 && (same || (dk == 1 && nopad)))
-        *out = in;
+    if (in.sym <= 0)
+        return 0;
+    /* the same formulas as nn_window_dim, as derived symbols of in */
+    ir_graph *g = node->graph;
+    if (!g)
+        return 0;
+    if (w->auto_pad == NN_PAD_SAME_UPPER || w->auto_pad == NN_PAD_SAME_LOWER) {
+        *out = ir_dim_div_const(g, in, s, true);
+        return 0;
+    }
+    if (w->auto_pad == NN_PAD_NOTSET) {
+        pb = w->pads[i];
+        pe = w->pads[w->n + i];
+    }
+    int64_t shift;
+    if (__builtin_add_overflow(pb, pe, &shift) || __builtin_sub_overflow(shift, dk, &shift))
+        return 0;
+    /* num = in + pads - dk must be >= 0 at run time: the derived symbol's
+     * value check (a negative value is an error) is the window check */
+    if (s == 1) {   /* num/1 + 1: no intermediate symbol */
+        *out = shift + 1 == 0 ? in : ir_dim_add_const(g, ir_dim_add_const(g, in, shift), 1);
+        return 0;
+    }
+    ir_dim num = ir_dim_add_const(g, in, shift);
+    if (w->ceil_mode && w->auto_pad == NN_PAD_NOTSET) {
+        /* ceil(num/s)+1 windows, less one when the last would start past
+         * the input and its begin pad: ceil(num/s)*s <= in+pb+pe-dk+s-1,
+         * so that never happens when pe + s <= dk */
+        if (pe + s > dk)
+            return 0;
+        *out = ir_dim_add_const(g, ir_dim_div_const(g, num, s, true), 1);
+    } else {
+        *out = ir_dim_add_const(g, ir_dim_div_const(g, num, s, false), 1);
+    }
     return 0;
 }
 
@@ -558,6 +587,23 @@ static int convt_dim(const ir_node *node, icc_diag *d, const nn_window *w, const
     return 0;
 }
 
+/* convt_dim of a symbolic input dim (no output_shape), as a derived
+ * symbol: s*in for SAME, else s*(in-1) + opad + dk - pads = s*in + shift
+ * (right for in >= 1; unknown when a constant overflows). */
+static ir_dim convt_sym_dim(const ir_node *node, const nn_window *w, const int64_t *opad, int i, ir_dim in)
+{
+    int64_t dk, shift, s = w->stride[i];
+    ir_dim si = ir_dim_mul_const(node->graph, in, s);
+    if (w->auto_pad == NN_PAD_SAME_UPPER || w->auto_pad == NN_PAD_SAME_LOWER)
+        return si;
+    int64_t p0 = w->auto_pad == NN_PAD_VALID ? 0 : w->pads[i], p1 = w->auto_pad == NN_PAD_VALID ? 0 : w->pads[w->n + i];
+    if (!ir_mul_ok(w->kernel[i] - 1, w->dilation[i], &dk) || __builtin_add_overflow(dk, 1 + opad[i], &shift) ||
+        __builtin_sub_overflow(shift, s, &shift) || __builtin_sub_overflow(shift, p0, &shift) ||
+        __builtin_sub_overflow(shift, p1, &shift))
+        return ir_dim_unknown();
+    return ir_dim_add_const(node->graph, si, shift);
+}
+
 /* output_padding and output_shape, checked; *oshape is NULL when absent. */
 static int convt_attrs(const ir_node *node, icc_diag *d, int n, int64_t *opad, int64_t *obuf,
                        const int64_t **oshape)
@@ -645,6 +691,10 @@ int shape_conv_transpose(ir_shape_ctx *c)
     for (int i = 0; i < n; i++) {
         if (oshape) {
             o->dims[2 + i] = ir_dim_const(oshape[i]);
+            continue;
+        }
+        if (x->rank >= 0 && x->dims[2 + i].sym > 0 && win.kernel[i] > 0) {
+            o->dims[2 + i] = convt_sym_dim(c->node, &win, opad, i, x->dims[2 + i]);
             continue;
         }
         if (x->rank < 0 || !ir_dim_is_const(x->dims[2 + i]) || win.kernel[i] == 0)

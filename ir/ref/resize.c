@@ -167,11 +167,18 @@ static int plan_resize(ir_shape_ctx *c, const ir_type *x, rs_plan *p)
                 return ir_node_errorf(c->diag, n, "scale %g for axis %d is not a positive number", s, d);
             p->scale[d] = s;
             if (!ir_dim_is_const(x->dims[d])) {
-                /* A symbolic dim survives a scale of exactly 1. */
-                if (s != 1) {
+                /* floor(dim * s) as a derived symbol where it is exact:
+                 * an integer s, or the reciprocal of a power of two */
+                double k = 1 / s;
+                ir_graph *g = n->graph;
+                if (s == floor(s) && s < RS_MAX_DIM && g)
+                    p->out[d] = ir_dim_mul_const(g, x->dims[d], (int64_t)s);
+                else if (k == floor(k) && k < RS_MAX_DIM && ((int64_t)k & ((int64_t)k - 1)) == 0 && g)
+                    p->out[d] = ir_dim_div_const(g, x->dims[d], (int64_t)k, false);
+                else
                     p->out[d] = ir_dim_unknown();
-                    p->known = false;
-                }
+                if (x->dims[d].sym > 0)   /* an unknown dim stays as it was */
+                    p->known = p->known && p->out[d].sym != IR_DIM_UNKNOWN;
                 continue;
             }
             double o = floor((double)x->dims[d].v * s);

@@ -1057,7 +1057,7 @@ START_TEST(symbolic_shapes)
     ir_type gt[2] = {ty(IR_F32, 2, DIMV(N, C(5))), ty(IR_F32, 2, DIMV(C(7), C(5)))};
     ir_node *gm = typed_node(IR_OP_GEMM, 2, gt, 1);
     ir_node_set_int(G, gm, "transB", 1);
-    /* ConvTranspose stride 2 on a symbolic dim: unknown */
+    /* ConvTranspose stride 2 on a symbolic dim */
     ir_type tt[2] = {ty(IR_F32, 4, DIMV(N, C(4), H, C(3))), ty(IR_F32, 4, DIMV(C(4), C(2), C(3), C(3)))};
     ir_node *ctr = typed_node(IR_OP_CONV_TRANSPOSE, 2, tt, 1);
     ir_node_set_ints(G, ctr, "strides", DIMS(2, 2), 2);
@@ -1069,7 +1069,20 @@ START_TEST(symbolic_shapes)
     ck_assert(ir_dim_eq(o->dims[0], N));
     ck_assert(ir_dim_is_const(o->dims[1]) && o->dims[1].v == 64);
     ck_assert(ir_dim_is_const(o->dims[2]) && o->dims[2].v == 112);
-    ck_assert_int_eq(o->dims[3].sym, IR_DIM_UNKNOWN);
+    /* the symbolic W gives the derived floor((H-1)/2)+1: 224 -> 112, 5 -> 3 */
+    ck_assert(o->dims[3].sym > 0 && ir_graph_sym_def(G, o->dims[3].sym));
+    ck_assert_str_eq(ir_graph_sym_name(G, o->dims[3].sym), "floor((H-1)/2)+1");
+    int64_t vals[64] = {0};
+    int32_t bad;
+    ck_assert_int_lt(G->nsyms, 64);
+    for (int i = 1; i < G->nsyms; i++)
+        vals[i] = ir_graph_sym_def(G, i) ? 0 : 1;
+    vals[H.sym] = 224;
+    ck_assert_int_eq(ir_graph_sym_values(G, vals, &bad), 0);
+    ck_assert_int_eq(vals[o->dims[3].sym], 112);
+    vals[H.sym] = 5;
+    ck_assert_int_eq(ir_graph_sym_values(G, vals, &bad), 0);
+    ck_assert_int_eq(vals[o->dims[3].sym], 3);
     o = &same->out[0]->type;
     ck_assert(ir_dim_eq(o->dims[2], H) && ir_dim_eq(o->dims[3], W));
     ck_assert(o->dims[1].v == 4);
@@ -1086,8 +1099,52 @@ START_TEST(symbolic_shapes)
     ck_assert(ir_dim_eq(o->dims[0], N) && o->dims[1].v == 7);
     o = &ctr->out[0]->type;
     ck_assert(o->dims[1].v == 4);
-    ck_assert_int_eq(o->dims[2].sym, IR_DIM_UNKNOWN);
+    /* stride 2, kernel 3, no pads: 2*(H-1)+3 = H*2+1 */
+    ck_assert(o->dims[2].sym > 0);
+    ck_assert_str_eq(ir_graph_sym_name(G, o->dims[2].sym), "H*2+1");
     ck_assert(ir_dim_is_const(o->dims[3]) && o->dims[3].v == 7);
+}
+END_TEST
+
+/* Derived symbols (ir/symexpr.c): folding, hash-consing, values. */
+START_TEST(derived_symbols)
+{
+    ir_dim H = {0, ir_graph_sym(G, "H", 1)}, W = {0, ir_graph_sym(G, "W", 1)};
+    /* the same arithmetic twice gives the same symbol */
+    ir_dim a = ir_dim_add_const(G, ir_dim_div_const(G, ir_dim_add_const(G, H, -1), 2, false), 1);
+    ir_dim b = ir_dim_add_const(G, ir_dim_div_const(G, ir_dim_add_const(G, H, -1), 2, false), 1);
+    ck_assert(a.sym > 0 && ir_dim_eq(a, b));
+    ck_assert(!ir_dim_eq(a, ir_dim_add_const(G, ir_dim_div_const(G, ir_dim_add_const(G, H, -1), 2, true), 1)));
+    /* identities and nested constants fold */
+    ck_assert(ir_dim_eq(ir_dim_add_const(G, ir_dim_add_const(G, H, -2), 2), H));
+    ck_assert(ir_dim_eq(ir_dim_mul_const(G, H, 1), H));
+    ck_assert(ir_dim_is_const(ir_dim_mul_const(G, H, 0)));
+    ck_assert(ir_dim_eq(ir_dim_div_const(G, ir_dim_mul_const(G, H, 4), 2, false), ir_dim_mul_const(G, H, 2)));
+    ck_assert(ir_dim_eq(ir_dim_div_const(G, ir_dim_div_const(G, H, 2, false), 2, false),
+                        ir_dim_div_const(G, H, 4, false)));
+    ck_assert(ir_dim_eq(ir_dim_add(G, H, W), ir_dim_add(G, W, H)));
+    ck_assert(ir_dim_eq(ir_dim_add(G, ir_dim_const(3), ir_dim_const(4)), ir_dim_const(7)));
+    ck_assert_int_eq(ir_dim_add_const(G, ir_dim_const(3), -4).sym, IR_DIM_UNKNOWN);
+    ck_assert_int_eq(ir_dim_add(G, H, ir_dim_unknown()).sym, IR_DIM_UNKNOWN);
+    /* a free symbol's name is never taken over by a definition */
+    ir_dim hp = ir_dim_add_const(G, H, 1);
+    ck_assert_str_eq(ir_graph_sym_name(G, hp.sym), "H+1");
+    ir_dim f = {0, ir_graph_sym(G, "W+1", 3)};
+    ck_assert(f.sym > 0 && !ir_graph_sym_def(G, f.sym));
+    ck_assert_int_eq(ir_dim_add_const(G, W, 1).sym, IR_DIM_UNKNOWN);
+    /* values in id order; a negative intermediate is an error */
+    int64_t vals[64];
+    int32_t bad;
+    ck_assert_int_lt(G->nsyms, 64);
+    for (int i = 0; i < G->nsyms; i++)
+        vals[i] = 1;
+    vals[H.sym] = 9, vals[W.sym] = 4;
+    ck_assert_int_eq(ir_graph_sym_values(G, vals, &bad), 0);
+    ck_assert_int_eq(vals[a.sym], 5);
+    ck_assert_int_eq(vals[ir_dim_add(G, H, W).sym], 13);
+    vals[H.sym] = 0;
+    ck_assert_int_eq(ir_graph_sym_values(G, vals, &bad), -1);
+    ck_assert_str_eq(ir_graph_sym_name(G, bad), "H-1");
 }
 END_TEST
 
@@ -1136,6 +1193,7 @@ static Suite *suite(void)
     tcase_add_test(tc, softmax_stable);
     tcase_add_test(tc, symbolic_shapes);
     tcase_add_test(tc, symbolic_shape_errors);
+    tcase_add_test(tc, derived_symbols);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -287,6 +287,13 @@ static const char *const canonical[] = {
     "}\n"
     "data @0 = hex\"" "0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f"
     "0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f\"\n",
+
+    /* derived symbols keep their definitions */
+    "graph @g<H, \"H-2\" = add(H, -2), \"floor((H-2)/2)\" = floordiv(\"H-2\", 2), "
+    "\"floor((H-2)/2)+1\" = add(\"floor((H-2)/2)\", 1), \"H*H\" = mul(H, H), c = ceildiv(H, 3)>"
+    "(%x: f32[1,3,H,8]) -> (%p) {\n"
+    "  %p = MaxPool(%x) {kernel_shape = [2, 2], strides = [2, 2]} : f32[1,3,\"floor((H-2)/2)+1\",4]\n"
+    "}\n",
 };
 
 START_TEST(canonical_texts_print_back)
@@ -368,6 +375,10 @@ static const struct {
     {"graph @g() -> () {", "t.icc:1:19: expected '}'"},
     {"graph @g() -> () {}}", "t.icc:1:20: expected 'plan', 'data' or the end of the text"},
     {"graph @g() () {}", "t.icc:1:12: expected '->'"},
+    {"graph @g<a = add(b, 1)>() -> () {}", "t.icc:1:18: a symbol's definition names a symbol not declared before it"},
+    {"graph @g<b, a = floordiv(b, 0)>() -> () {}", "t.icc:1:13: floordiv and ceildiv divide by a constant > 0"},
+    {"graph @g<b, a = sub(b, 1)>() -> () {}", "t.icc:1:17: expected add, mul, floordiv or ceildiv"},
+    {"graph @g<b, a = add(b, 1), a = add(b, 2)>() -> () {}", "t.icc:1:28: symbol a is declared twice"},
     {HDR "  %a = Neg(%x) : f32[2]\n  %y = Relu(%a) : f32[2]\n}\ngroups { 1 = [%a, %y] 1 = [%x] }",
      "t.icc:5:23: group ids must be positive and increasing"},
     {HDR "  %a = Neg(%x) : f32[2]\n  %y = Relu(%a) : f32[2]\n}\ngroups { 0 = [%a] }",

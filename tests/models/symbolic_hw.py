@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Symbolic height and width (derived symbols, docs/ir.md), against ONNX Runtime.
+
+Each model has input x f32[1, 3, 'H', 'W']. For each:
+- `icc info` must print the output's dims as derived symbols (no '?') where
+  shape inference can express them;
+- `icc run` (the interpreter) at three H/W values must match ONNX Runtime
+  (rtol 1e-4, atol 1e-5);
+- compiling it without --shape must be refused in one line that names a node
+  and a dim and says to pin with --shape (never --bind: no input's values
+  decide these dims);
+- compiling with --shape pinned at one size must match ONNX Runtime there.
+The DBNet- and YOLO-style towers of bench/models/zoo.py, with H and W made
+symbolic, must print derived output dims and match ONNX Runtime interpreted at
+two sizes. An H that makes a window larger than its padded input must fail in
+one line, exit 1, as the interpreter's Conv/MaxPool shape check says.
+
+    python3 tests/models/symbolic_hw.py build/icc
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as P, helper as h, numpy_helper as nh
+
+ort.set_default_logger_severity(3)
+ICC = sys.argv[1] if len(sys.argv) > 1 else "build/icc"
+TMP = tempfile.mkdtemp(prefix="icc_symhw_")
+SIZES = [(17, 23), (32, 32), (9, 40)]
+fails = 0
+
+
+def report(ok, what):
+    global fails
+    print(("ok   " if ok else "FAIL ") + what)
+    fails += not ok
+
+
+def weights(r, name, *shape):
+    return nh.from_array((r.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+
+def save(tag, nodes, inits):
+    g = h.make_graph(nodes, tag, [h.make_tensor_value_info("x", P.FLOAT, [1, 3, "H", "W"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = f"{TMP}/{tag}.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def models():
+    r = np.random.default_rng(0)
+    sc = nh.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
+    half = nh.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "half")
+    yield "conv_pool_resize", True, [
+        h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["c"], ["r"]),
+        h.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        h.make_node("Resize", ["p", "", "sc"], ["y"], mode="nearest")], [weights(r, "w", 8, 3, 3, 3), sc]
+    yield "stride2_same_pool", True, [
+        h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        h.make_node("Sigmoid", ["c"], ["s"]),
+        h.make_node("AveragePool", ["s"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")], \
+        [weights(r, "w", 4, 3, 3, 3), weights(r, "b", 4)]
+    # two branches halving H the same way: Add and Concat need equal dims
+    yield "two_branches", True, [
+        h.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        h.make_node("Conv", ["x", "w2"], ["b"], strides=[2, 2]),
+        h.make_node("Add", ["a", "b"], ["s"]),
+        h.make_node("Concat", ["s", "b"], ["y"], axis=1)], [weights(r, "w1", 4, 3, 3, 3), weights(r, "w2", 4, 3, 1, 1)]
+    yield "concat_spatial_resize_half", True, [
+        h.make_node("Concat", ["x", "x"], ["c"], axis=2),
+        h.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        h.make_node("Resize", ["p", "", "half"], ["y"], mode="linear")], [half]
+    yield "flatten", True, [
+        h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        h.make_node("Flatten", ["c"], ["y"], axis=1)], [weights(r, "w", 8, 3, 3, 3)]
+    yield "conv_transpose", True, [
+        h.make_node("ConvTranspose", ["x", "wt"], ["t"], strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        h.make_node("ConvTranspose", ["t", "wu"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")], \
+        [weights(r, "wt", 3, 4, 3, 3), weights(r, "wu", 4, 2, 2, 2)]
+
+
+def interpreted(path, x, tag):
+    np.save(f"{TMP}/{tag}_x.npy", x)
+    r = subprocess.run([ICC, "run", path, "--input", f"x={TMP}/{tag}_x.npy", "-o", f"{TMP}/{tag}_out"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    return np.load(f"{TMP}/{tag}_out/y.npy"), ""
+
+
+for tag, derived, nodes, inits in models():
+    path = save(tag, nodes, inits)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    info = subprocess.run([ICC, "info", path], capture_output=True, text=True).stdout
+    yline = next((l for l in info.splitlines() if l.strip().startswith("y:")), "")
+    if derived:
+        report("?" not in yline and "H" in yline and "W" in yline, f"{tag}: info prints derived dims ({yline.strip()})")
+    for hh, ww in SIZES:
+        x = np.random.default_rng(hh * ww).standard_normal((1, 3, hh, ww)).astype(np.float32)
+        want = sess.run(None, {"x": x})[0]
+        got, err = interpreted(path, x, f"{tag}_{hh}x{ww}")
+        ok = got is not None and got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+        report(ok, f"{tag}: interpreter vs ORT at H={hh} W={ww} {want.shape} {err}")
+    r = subprocess.run([ICC, path, "-o", f"{TMP}/{tag}.so"], capture_output=True, text=True)
+    msg = r.stderr.strip()
+    report(r.returncode == 1 and len(msg.splitlines()) == 1 and "--shape" in msg and "--bind" not in msg and
+           "node '" in msg, f"{tag}: unpinned compile refused in one line: {msg}")
+    hh, ww = SIZES[0]
+    so = f"{TMP}/{tag}_pinned.so"
+    r = subprocess.run([ICC, path, f"--shape=x:1x3x{hh}x{ww}", "-o", so], capture_output=True, text=True)
+    x = np.random.default_rng(1).standard_normal((1, 3, hh, ww)).astype(np.float32)
+    np.save(f"{TMP}/{tag}_px.npy", x)
+    rr = subprocess.run([ICC, "run", so, "--input", f"x={TMP}/{tag}_px.npy", "-o", f"{TMP}/{tag}_pout"],
+                        capture_output=True, text=True) if r.returncode == 0 else r
+    ok = rr.returncode == 0 and np.allclose(np.load(f"{TMP}/{tag}_pout/y.npy"), sess.run(None, {"x": x})[0],
+                                            rtol=1e-4, atol=1e-5)
+    report(ok, f"{tag}: compiled with --shape=x:1x3x{hh}x{ww} vs ORT {rr.stderr.strip()}")
+
+# the DBNet- and YOLO-style towers of bench/models/zoo.py with H and W made
+# symbolic: derived output dims, and the interpreter vs ORT at two sizes
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "models"))
+import zoo  # noqa: E402
+
+for name, sizes in (("dbnet", [(128, 192), (64, 96)]), ("yolo", [(128, 96), (64, 64)])):
+    m = zoo.MODELS[name]()
+    d = m.graph.input[0].type.tensor_type.shape.dim
+    d[2].dim_param, d[3].dim_param = "H", "W"
+    path = f"{TMP}/{name}_sym.onnx"
+    onnx.save(m, path)
+    info = subprocess.run([ICC, "info", path], capture_output=True, text=True).stdout
+    outs = [l.strip() for l in info.splitlines() if l.strip().startswith("output_")]
+    report(outs and all("?" not in l and "floor((H-1)/32)+1" in l for l in outs), f"{name}: info prints {outs}")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for hh, ww in sizes:
+        x = np.random.default_rng(hh).standard_normal((1, 3, hh, ww)).astype(np.float32)
+        np.save(f"{TMP}/{name}_x.npy", x)
+        r = subprocess.run([ICC, "run", path, "--input", f"input={TMP}/{name}_x.npy", "-o", f"{TMP}/{name}_out"],
+                           capture_output=True, text=True)
+        want = sess.run(None, {"input": x})
+        ok = r.returncode == 0 and all(np.allclose(np.load(f"{TMP}/{name}_out/output_{i}.npy"), w, rtol=1e-4,
+                                                   atol=1e-4) for i, w in enumerate(want))
+        report(ok, f"{name}: interpreter vs ORT at H={hh} W={ww} {r.stderr.strip()}")
+
+# a window larger than the padded input: one line, exit 1
+path = f"{TMP}/conv_pool_resize.onnx"
+got, err = interpreted(path, np.zeros((1, 3, 1, 5), np.float32), "tiny")
+report(got is None and len(err.splitlines()) == 1 and "node 'p' (MaxPool)" in err and "larger than" in err,
+       f"H=1 through a 2x2 pool is refused: {err}")
+
+print(f"{'FAILED' if fails else 'passed'}: {fails} failures")
+sys.exit(1 if fails else 0)
