@@ -41,6 +41,7 @@ typedef struct {
     cg_binding *bind;          /* the top level's (scopes[0].bind) */
     int *root;                 /* the top level's (scopes[0].root) */
     pscope *scopes;            /* [0]: the top level, then every subgraph, parents first */
+    bool *at_load;             /* top-level node index -> a load-time kernel (ir_graph_load_time) */
     int nscopes;
     int capsteps;
 } pbuild;
@@ -269,6 +270,16 @@ static int find_symbols(pbuild *c)
     if (!c->root || ir_graph_group_roots(g, c->root) < 0)
         return ir_errorf(c->d, "out of memory");
     return collect_scopes(c);
+}
+
+/* The top level's load-time kernels (ir_graph_load_time), the rule the
+ * plan pass followed in leaving their results out of the arena. */
+static int find_load_time(pbuild *c)
+{
+    c->at_load = calloc((size_t)c->g->nnodes + 1, sizeof *c->at_load);
+    if (!c->at_load || ir_graph_load_time(c->g, c->root, c->at_load) < 0)
+        return ir_errorf(c->d, "out of memory");
+    return 0;
 }
 
 /* ---- what decides an unknown dim ---------------------------------------------- */
@@ -596,7 +607,7 @@ static int check_graph(pbuild *c)
                 bool is_out = false;
                 for (int j = 0; j < g->noutputs; j++)
                     is_out |= g->outputs[j] == v;
-                if (!is_out && !v->planned && !p->dynamic && root[k] == k)
+                if (!is_out && !v->planned && !p->dynamic && root[k] == k && !(si == 0 && c->at_load[k]))
                     return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
             }
     }
@@ -794,7 +805,7 @@ static int layout_arena(pbuild *c)
     for (int k = 0; k < g->nnodes && rc == 0; k++)
         for (int i = 0; i < g->nodes[k]->nout && rc == 0; i++) {
             const ir_value *v = g->nodes[k]->out[i];
-            if (c->bind[v->id].kind == KIR_BUF_OUTPUT || c->root[k] != k)
+            if (c->bind[v->id].kind == KIR_BUF_OUTPUT || c->root[k] != k || c->at_load[k])
                 continue;
             int slot = p->nslots, nconf = 0;
             int *conf = malloc(sizeof *conf * ((size_t)slot + 1));
@@ -1364,8 +1375,8 @@ static int emit_scope(pbuild *c, int si, const char *prefix)
     const pscope *sc = &c->scopes[si];
     const ir_graph *g = sc->g;
     for (int kx = 0; kx < g->nnodes; kx++) {
-        if (sc->root[kx] != kx)
-            continue;
+        if (sc->root[kx] != kx || (si == 0 && c->at_load[kx]))
+            continue;   /* a member, or run at load (lower_kernels) */
         char kname[256];
         snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
         int op = g->nodes[kx]->op;
@@ -1379,6 +1390,42 @@ static int emit_scope(pbuild *c, int si, const char *prefix)
     return 0;
 }
 
+/* Points the load-time results' bindings at the init buffer as the init
+ * function sees it (its arena: they are written there) or as the run does
+ * (read-only weights of index CG_WEIGHT_INIT), same offsets. */
+static void bind_load_time_as(pbuild *c, kir_buf_kind kind)
+{
+    const ir_graph *g = c->g;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; c->at_load[k] && i < g->nodes[k]->nout; i++) {
+            cg_binding *b = &c->bind[g->nodes[k]->out[i]->id];
+            *b = (cg_binding){kind, kind == KIR_BUF_WEIGHT ? CG_WEIGHT_INIT : 0, b->offset};
+        }
+}
+
+/* The load-time kernels' results in the init buffer, 64-aligned in node
+ * order (they all stay: the run reads any of them, and a result only
+ * another load-time kernel reads is not told apart yet). Before the arena
+ * layout, which leaves them out, and the subgraphs' bindings, whose
+ * captures may read them. */
+static int bind_load_time(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    cg_program *p = c->p;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; c->at_load[k] && i < g->nodes[k]->nout; i++) {
+            const ir_value *v = g->nodes[k]->out[i];
+            int64_t bytes = static_bytes(v);
+            if (bytes < 0 || bytes > ((int64_t)1 << 46))
+                return ir_node_errorf(c->d, g->nodes[k], "result '%.100s' is too large", v->name);
+            c->bind[v->id] = (cg_binding){KIR_BUF_WEIGHT, CG_WEIGHT_INIT, p->init_bytes};
+            p->init_bytes += (bytes + 63) & ~(int64_t)63;
+        }
+    return 0;
+}
+
+/* The load-time kernels first (kernels [0, ninit_kernels), steps [0,
+ * ninit_steps): the init function), then the run's. */
 static int lower_kernels(pbuild *c, const char *prefix)
 {
     int nodes = 0;
@@ -1387,7 +1434,18 @@ static int lower_kernels(pbuild *c, const char *prefix)
     c->p->kernels = calloc((size_t)nodes + 1, sizeof *c->p->kernels);
     if (!c->p->kernels)
         return ir_errorf(c->d, "out of memory");
-    return emit_scope(c, 0, prefix);
+    bind_load_time_as(c, KIR_BUF_ARENA);
+    int rc = 0;
+    for (int kx = 0; kx < c->g->nnodes && rc == 0; kx++)
+        if (c->at_load[kx]) {
+            char kname[256];
+            snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
+            rc = lower_one(c, c->g, c->bind, kx, kname);
+        }
+    bind_load_time_as(c, KIR_BUF_WEIGHT);
+    c->p->ninit_kernels = c->p->nkernels;
+    c->p->ninit_steps = c->p->nsteps;
+    return rc < 0 ? -1 : emit_scope(c, 0, prefix);
 }
 
 /* Kernel-scope scratch (kir.h) lives in the arena after what layout_arena
@@ -1398,26 +1456,33 @@ static int reserve_kernel_scratch(pbuild *c)
 {
     cg_program *p = c->p;
     int64_t base = (p->arena_bytes + 63) / 64 * 64, most = 0;
+    int64_t init_base = (p->init_bytes + 63) / 64 * 64, init_most = 0;
     for (int kx = 0; kx < p->nkernels; kx++) {
         kir_kernel *k = p->kernels[kx].k;
+        bool at_load = kx < p->ninit_kernels;   /* its arena is the init buffer */
         int64_t used = 0, bytes;
         for (int i = 0; i < k->nbufs; i++) {
             kir_buf *b = &k->bufs[i];
             if (b->kind != KIR_BUF_SCRATCH || b->space != KIR_SPACE_KERNEL)
                 continue;
-            if (p->dynamic)
+            if (p->dynamic && !at_load)
                 return ir_node_errorf(c->d, p->kernels[kx].node, "kernel-scope scratch '%.100s' in a model with "
                                       "symbolic shapes is not supported yet", b->name);
             if (kir_buf_bytes(b, &bytes) < 0 || bytes > ((int64_t)1 << 40) || used > ((int64_t)1 << 40))
                 return ir_node_errorf(c->d, p->kernels[kx].node, "kernel-scope scratch '%.100s' is too large",
                                       b->name);
-            b->offset = base + used;
+            b->offset = (at_load ? init_base : base) + used;
             used += (bytes + 63) / 64 * 64;
         }
-        most = used > most ? used : most;
+        if (at_load)
+            init_most = used > init_most ? used : init_most;
+        else
+            most = used > most ? used : most;
     }
     if (most)
         p->arena_bytes = base + most;
+    if (init_most)
+        p->init_bytes = init_base + init_most;
     return 0;
 }
 
@@ -1433,7 +1498,8 @@ int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix
     p->prefix = prefix && *prefix ? prefix : "model";
     p->external_weights = external_weights;
     pbuild c = {.g = g, .s = s, .d = d, .p = p};
-    int rc = find_symbols(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 || layout_arena(&c) < 0 || bind_scopes(&c) < 0 ||
+    int rc = find_symbols(&c) < 0 || find_load_time(&c) < 0 || check_graph(&c) < 0 || bind_values(&c) < 0 ||
+                     bind_load_time(&c) < 0 || layout_arena(&c) < 0 || bind_scopes(&c) < 0 ||
              (p->dynamic && find_shape_checks(&c) < 0) || describe_io(&c) < 0 || lower_kernels(&c, p->prefix) < 0 ||
                      reserve_kernel_scratch(&c) < 0
                  ? -1 : 0;
@@ -1444,6 +1510,7 @@ int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix
     free(c.scopes);
     free(c.bind);
     free(c.root);
+    free(c.at_load);
     if (rc < 0) {
         cg_program_destroy(p);
         return -1;

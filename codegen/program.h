@@ -206,10 +206,24 @@ typedef struct cg_program {
     cg_tensor *inputs, *outputs;   /* owned */
     int ncopies;
     cg_copy *copies;           /* owned */
-    /* --profile: nkernels entries for the descriptor, and the run times
-     * every kernel (icc_kernel_env.profile_ns); NULL: no timing code. */
+    /* --profile: nkernels entries (the descriptor lists those from
+     * ninit_kernels on), and the run times every kernel of the run
+     * (icc_kernel_env.profile_ns); NULL: no timing code. */
     cg_kernel_info *profile;   /* owned */
+    /* Load-time kernels (ir_graph_load_time: computed from constants
+     * only): kernels[0, ninit_kernels) and their KERNEL steps [0,
+     * ninit_steps) make the model's init function, which runs them once,
+     * when the model is loaded, with the model's init buffer (init_bytes,
+     * their results then their kernel-scope scratch) as their arena; the
+     * run's steps are [ninit_steps, nsteps). The run reads those results
+     * as WEIGHT bindings of index CG_WEIGHT_INIT: byte offsets into the
+     * init buffer (icc_kernel_env.init). */
+    int ninit_kernels, ninit_steps;
+    int64_t init_bytes;
 } cg_program;
+
+/* cg_binding.index of a WEIGHT in the init buffer rather than the weights. */
+#define CG_WEIGHT_INIT 1
 
 /* Builds the program of g under schedule s (both borrowed; g must
  * outlive the program, whose kernels and names point into it). g must be

@@ -464,6 +464,12 @@ typedef struct ir_kernel_cost {
  * caller frees). -1 on out of memory. */
 int ir_graph_kernel_costs(const ir_graph *g, ir_kernel_cost **out, int *count);
 
+/* at_load[k] (g->nnodes entries, root from ir_graph_group_roots): node k
+ * is a kernel whose results depend only on constants, which a compiled
+ * model computes once at load (ir/load_time.c has the rule); false for
+ * group members. -1 on out of memory. */
+int ir_graph_load_time(const ir_graph *g, const int *root, bool *at_load);
+
 /* Bytes of the arena the memory plan needs (0 when nothing is planned):
  * the end of the highest planned value, rounded up to 64. */
 int64_t ir_graph_arena_bytes(const ir_graph *g);

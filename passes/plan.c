@@ -7,7 +7,9 @@
  * inclusive: a node reads its inputs while it writes its outputs). Graph
  * inputs and outputs live in the caller's buffers and constants in the
  * weights, so they are not planned; nor are values whose size depends on
- * a symbol (the runtime sizes those per call).
+ * a symbol (the runtime sizes those per call), nor the results of the top
+ * level's load-time kernels (ir_graph_load_time: computed only from
+ * constants, once when the model is loaded, into a buffer the model owns).
  *
  * In place: an elementwise node may write its output over an input of the
  * same size and dtype that dies at that node (it reads element i before it
@@ -120,8 +122,10 @@ static int plan_graph(pass_ctx *c, ir_graph *g, int64_t base, int depth, int64_t
     buffer *bufs = malloc(sizeof(buffer) * ((size_t)nv + 1));
     rank_key *order = malloc(sizeof(rank_key) * ((size_t)nv + 1));
     int *root = malloc(sizeof(int) * (2 * (size_t)g->nnodes + 1));
+    bool *at_load = calloc((size_t)g->nnodes + 1, 1);
     int64_t *taken = NULL;
-    if (!last || !buf_of || !is_out || !bufs || !order || !root || ir_graph_group_roots(g, root) < 0) {
+    if (!last || !buf_of || !is_out || !bufs || !order || !root || !at_load || ir_graph_group_roots(g, root) < 0 ||
+        (depth == 0 && ir_graph_load_time(g, root, at_load) < 0)) {
         ir_errorf(c->diag, "out of memory");
         goto done;
     }
@@ -150,7 +154,7 @@ static int plan_graph(pass_ctx *c, ir_graph *g, int64_t base, int depth, int64_t
         for (int i = 0; i < n->nout; i++) {
             const ir_value *v = n->out[i];
             int64_t bytes = value_bytes(v);
-            if (is_out[v->id] || bytes < 0)
+            if (is_out[v->id] || bytes < 0 || at_load[k])
                 continue;
             if (root[k] != k) { /* computed inside its group's kernel */
                 fused += bytes;
@@ -247,6 +251,7 @@ done:
     free(bufs);
     free(order);
     free(root);
+    free(at_load);
     free(taken);
     return rc;
 }

@@ -141,7 +141,7 @@ icc_status icc_context_create(const icc_model *m, const icc_allocator *alloc, ic
     ctx->threads = ctx->pool.nthreads;
     ctx->env = (icc_kernel_env){.parallel_for = rt_parallel_for, .pool = &ctx->pool,
                                 .nthreads = ctx->pool.nthreads, .weights = m->weights,
-                                .clock_ns = clock_ns};
+                                .clock_ns = clock_ns, .init = m->init};
     icc_status st = ICC_OK;
     ctx->syms = rt_alloc(&ctx->alloc, sizeof *ctx->syms * (size_t)d->nsymbols, _Alignof(int64_t));
     ctx->inptrs = rt_alloc(&ctx->alloc, sizeof *ctx->inptrs * (size_t)d->ninputs, _Alignof(void *));

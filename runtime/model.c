@@ -6,8 +6,9 @@
  * model's code runs: the ABI version (first, since a different version
  * may lay the rest out differently), the descriptor's size and internal
  * consistency, and every CPU feature it names. External weights are mapped
- * read-only and their checksum verified. The result is immutable, so
- * threads share it freely. Also here: the per-thread last-error message
+ * read-only and their checksum verified. Last the model's load-time
+ * kernels (desc->init, ABI 2) run, once, into a buffer the model owns.
+ * The result is immutable, so threads share it freely. Also here: the per-thread last-error message
  * and the symbol binding that icc_run and icc_output_dims share.
  */
 #define _GNU_SOURCE
@@ -17,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,12 +139,21 @@ static icc_status check_cpu(const char *who, const char *list)
     return ICC_OK;
 }
 
+/* Whether the descriptor has the init fields (ABI 2, appended: read only
+ * when desc_size covers them, as for the kernel table). */
+static bool has_init(const icc_model_desc *d)
+{
+    return d->abi_version >= 2 && d->desc_size >= offsetof(icc_model_desc, init) + sizeof d->init;
+}
+
 /* Everything the runtime later relies on without checking again. */
 static icc_status check_desc(const icc_model_desc *d, const char *who)
 {
-    if (d->abi_version != ICC_ABI_VERSION)
-        return rt_fail(ICC_ERR_ABI, "%s: model ABI version %u, this runtime speaks version %d", who,
-                       d->abi_version, ICC_ABI_VERSION);
+    if (d->abi_version < ICC_ABI_VERSION_MIN || d->abi_version > ICC_ABI_VERSION)
+        return rt_fail(ICC_ERR_ABI, "%s: model ABI version %u, this runtime speaks versions %d to %d", who,
+                       d->abi_version, ICC_ABI_VERSION_MIN, ICC_ABI_VERSION);
+    if (has_init(d) && (d->init_bytes > ((uint64_t)1 << 46) || (d->init_bytes && !d->init)))
+        return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad init function or init size", who);
     if (d->desc_size < offsetof(icc_model_desc, kernels))
         return rt_fail(ICC_ERR_ABI, "%s: descriptor is %u bytes, version %d needs %zu", who,
                        d->desc_size, ICC_ABI_VERSION, offsetof(icc_model_desc, kernels));
@@ -236,6 +247,38 @@ static icc_status map_weights(icc_model *m, const char *path)
     return st;
 }
 
+/* The load-time kernels (desc->init): run once into m->init, a buffer
+ * the model owns, on a pool of the default thread count that lives only
+ * for this call. A failure (no memory, a kernel's error) frees the buffer
+ * and is open's. */
+static icc_status run_init(icc_model *m, const char *who)
+{
+    const icc_model_desc *d = m->desc;
+    if (!has_init(d) || !d->init_bytes)
+        return ICC_OK;
+    if (!(m->init = rt_alloc(NULL, (size_t)d->init_bytes, 64)))
+        return rt_fail(ICC_ERR_NOMEM, "%s: out of memory for the %llu bytes computed at load", who,
+                       (unsigned long long)d->init_bytes);
+    char err[256];
+    int threads = rt_default_threads(err, sizeof err);
+    rt_pool pool;
+    rt_pool_init(&pool, threads > 0 ? threads : 1, NULL);
+    icc_kernel_env env = {.parallel_for = rt_parallel_for, .pool = &pool, .nthreads = pool.nthreads,
+                          .weights = m->weights, .init = m->init};
+    int rc = d->init(NULL, NULL, NULL, m->init, &env);
+    rt_pool_fini(&pool);
+    if (rc == 0)
+        return ICC_OK;
+    free(m->init);
+    m->init = NULL;
+    int why = rc >> 8;
+    rc &= 0xff;
+    if (why > 0 && why <= d->nmessages && rc > 0 && rc <= ICC_ERR_INTERNAL)
+        return rt_fail((icc_status)rc, "%s: at load: %s", who, d->messages[why - 1]);
+    return rt_fail(rc > 0 && rc <= ICC_ERR_INTERNAL ? (icc_status)rc : ICC_ERR_INTERNAL,
+                   "%s: the code run at load failed with status %d", who, rc);
+}
+
 static int is_ident(const char *s)
 {
     if (!*s || (*s >= '0' && *s <= '9'))
@@ -292,8 +335,12 @@ icc_status icc_model_open(const char *path, const char *prefix, icc_model **out)
         m->weights = d->weights;
         if (!d->weights && d->weights_bytes)
             st = map_weights(m, path);
+        if (st == ICC_OK)
+            st = run_init(m, who);
     }
     if (st != ICC_OK) {
+        if (m && m->wmap)
+            munmap(m->wmap, m->wmap_len);
         free(m);
         dlclose(dl);
         return st;
@@ -311,7 +358,8 @@ icc_status icc_model_from_desc(const icc_model_desc *desc, icc_model **out)
         return rt_fail(ICC_ERR_INVALID, "icc_model_from_desc: desc is NULL");
     char who[256];
     snprintf(who, sizeof who, "model '%.200s'",
-             desc->abi_version == ICC_ABI_VERSION && desc->name ? desc->name : "?");
+             desc->abi_version >= ICC_ABI_VERSION_MIN && desc->abi_version <= ICC_ABI_VERSION && desc->name
+                 ? desc->name : "?");
     icc_status st = check_desc(desc, who);
     if (st != ICC_OK)
         return st;
@@ -335,6 +383,12 @@ icc_status icc_model_from_desc(const icc_model_desc *desc, icc_model **out)
             return st;
         }
     }
+    if ((st = run_init(m, who)) != ICC_OK) {
+        if (m->wmap)
+            munmap(m->wmap, m->wmap_len);
+        free(m);
+        return st;
+    }
     *out = m;
     return ICC_OK;
 }
@@ -347,6 +401,7 @@ void icc_model_close(icc_model *m)
         munmap(m->wmap, m->wmap_len);
     if (m->dl)
         dlclose(m->dl);
+    free(m->init);
     free(m);
 }
 

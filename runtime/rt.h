@@ -18,6 +18,7 @@ struct icc_model {
     const void *weights;    /* desc->weights, or the mapping below */
     void *wmap;
     size_t wmap_len;
+    void *init;             /* desc->init's results (init_bytes), filled at open; NULL when none */
 };
 
 /* A thread pool: nthreads - 1 persistent workers plus the caller. Workers

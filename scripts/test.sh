@@ -144,6 +144,8 @@ echo "== ONNX Runtime's com.microsoft contrib ops and a BERT rewritten by its op
 python3 tests/models/ms_ops_vs_ort.py build/icc
 echo "== a symbolic batch through compiled code, vs ONNX Runtime (build)"
 python3 tests/models/dynamic_batch.py build/icc
+echo "== load-time kernels (constant-only kernels run at open), compiled, vs ONNX Runtime (build)"
+python3 tests/models/load_time.py build/icc
 echo "== control flow: a VAD-style If on sr and RNN Loops, interpreted and compiled (If and Loop at run time), vs ONNX Runtime (build)"
 python3 tests/models/control_flow.py build/icc
 echo "== LSTM, GRU, RNN and a CRNN, interpreted and compiled, vs ONNX Runtime (build)"

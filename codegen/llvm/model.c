@@ -38,6 +38,8 @@ typedef struct {
     LLVMValueRef layout_fn;    /* i64 layout(const i64 *dims, i64 *offs) */
     LLVMValueRef prof, calls, clock;   /* --profile: the times, the call counts and the clock of this run */
     LLVMTypeRef clock_ty;
+    bool timed;                /* the function being emitted times its kernels (the run of a --profile model) */
+    LLVMValueRef init;         /* the init buffer (env->init) in the function being emitted */
 } mctx;
 
 /* ---- constants in the module ------------------------------------------------ */
@@ -245,6 +247,8 @@ static LLVMValueRef binding_ptr(mctx *c, LLVMBuilderRef b, const cg_binding *bd,
                                                                     &idx, 1, ""), "");
         return LLVMBuildGEP2(b, c->i8, base, &off, 1, "");
     }
+    if (bd->kind == KIR_BUF_WEIGHT && bd->index == CG_WEIGHT_INIT)
+        weights = c->init;
     return LLVMBuildGEP2(b, c->i8, bd->kind == KIR_BUF_WEIGHT ? weights : arena, &off, 1, "");
 }
 
@@ -259,7 +263,7 @@ static void copy_outputs(mctx *c, LLVMBuilderRef b, LLVMValueRef inputs, LLVMVal
         LLVMValueRef src;
         if (bd->kind == KIR_BUF_WEIGHT) {
             LLVMValueRef off = ci64(c, bd->offset);
-            src = LLVMBuildGEP2(b, c->i8, weights, &off, 1, "");
+            src = LLVMBuildGEP2(b, c->i8, bd->index == CG_WEIGHT_INIT ? c->init : weights, &off, 1, "");
         } else {
             LLVMValueRef idx = ci64(c, bd->index);
             src = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, bd->kind == KIR_BUF_INPUT ? inputs : outputs,
@@ -352,8 +356,9 @@ static void profile_setup(mctx *c, LLVMBuilderRef b, LLVMTypeRef env_ty, LLVMVal
     LLVMValueRef flag = LLVMBuildLoad2(b, c->i32, LLVMBuildStructGEP2(b, env_ty, env, 3, ""), "profile_calls");
     LLVMValueRef spare = LLVMBuildArrayAlloca(b, c->i64, ci64(c, 2 * c->p->nkernels + 1), "spare_ns");
     c->prof = LLVMBuildSelect(b, LLVMBuildIsNull(b, prof, ""), spare, prof, "prof");
-    /* the call counts follow the times, where the runtime made room */
-    LLVMValueRef nk = ci64(c, c->p->nkernels);
+    /* the call counts follow the times, where the runtime made room (for
+     * the run's kernels: the load-time ones are not timed) */
+    LLVMValueRef nk = ci64(c, c->p->nkernels - c->p->ninit_kernels);
     LLVMValueRef room = LLVMBuildAnd(b, LLVMBuildIsNotNull(b, prof, ""),
                                      LLVMBuildICmp(b, LLVMIntNE, flag, ci32(c, 0), ""), "");
     c->calls = LLVMBuildSelect(b, room, LLVMBuildGEP2(b, c->i64, prof, &nk, 1, ""),
@@ -364,7 +369,7 @@ static void profile_setup(mctx *c, LLVMBuilderRef b, LLVMTypeRef env_ty, LLVMVal
 /* The clock before kernel kx; NULL when the program is not profiled. */
 static LLVMValueRef profile_start(mctx *c, LLVMBuilderRef b)
 {
-    return c->p->profile ? LLVMBuildCall2(b, c->clock_ty, c->clock, NULL, 0, "t0") : NULL;
+    return c->timed ? LLVMBuildCall2(b, c->clock_ty, c->clock, NULL, 0, "t0") : NULL;
 }
 
 /* prof[kx] += clock() - t0; calls[kx] += 1. */
@@ -380,22 +385,24 @@ static void profile_end(mctx *c, LLVMBuilderRef b, int kx, LLVMValueRef t0)
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, at, ""), ci64(c, 1), ""), at);
 }
 
-/* The descriptor's kernel table (icc_kernel_info), or NULL. */
+/* The descriptor's kernel table (icc_kernel_info): the run's kernels (the
+ * load-time ones run before any counter exists), or NULL. */
 static LLVMValueRef kernel_table(mctx *c)
 {
     const cg_program *p = c->p;
-    if (!p->profile || !p->nkernels)
+    int n = p->nkernels - p->ninit_kernels;
+    if (!p->profile || n <= 0)
         return LLVMConstPointerNull(c->ptr);
     LLVMTypeRef ki_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i64, c->i64}, 4, 0);
-    LLVMValueRef *el = calloc((size_t)p->nkernels, sizeof *el);
+    LLVMValueRef *el = calloc((size_t)n, sizeof *el);
     if (!el)
         return NULL;
-    for (int k = 0; k < p->nkernels; k++) {
-        const cg_kernel_info *ki = &p->profile[k];
+    for (int k = 0; k < n; k++) {
+        const cg_kernel_info *ki = &p->profile[p->ninit_kernels + k];
         LLVMValueRef f[4] = {cstr(c, ki->name), cstr(c, ki->ops), ci64(c, ki->flops), ci64(c, ki->bytes)};
         el[k] = LLVMConstStructInContext(c->cx, f, 4, 0);
     }
-    LLVMValueRef t = global_const(c, "kernels", LLVMConstArray(ki_ty, el, (unsigned)p->nkernels), 8);
+    LLVMValueRef t = global_const(c, "kernels", LLVMConstArray(ki_ty, el, (unsigned)n), 8);
     free(el);
     return t;
 }
@@ -444,36 +451,14 @@ static LLVMValueRef entry_alloca(mctx *c, LLVMBasicBlockRef entry, LLVMTypeRef t
     return a;
 }
 
-/* The module: the run function with its helpers, then the weights, the
- * I/O descriptions and the descriptor. */
-static int emit_model(mctx *c)
+/* The body of an entry function (icc_entry_fn): the run (steps [lo, hi) =
+ * [ninit_steps, nsteps): symbols, layout, shape checks, timing, output
+ * copies), or with init the model's init function (the load-time steps
+ * [0, ninit_steps), on the init buffer passed as its arena). */
+static int emit_steps(mctx *c, LLVMValueRef run, int lo, int hi, bool init, LLVMTypeRef env_ty, LLVMTypeRef args_ty,
+                      LLVMValueRef par, LLVMTypeRef pf_ty)
 {
     cg_program *p = c->p;
-    LLVMTypeRef env_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
-                                                                        c->ptr}, 7, 0);
-    LLVMTypeRef args_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->ptr, c->i64, c->i64}, 5, 0);
-    LLVMTypeRef run_params[5] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
-    char name[256];
-    snprintf(name, sizeof name, "%s_run", c->prefix);
-    LLVMValueRef run = LLVMAddFunction(c->m, name, LLVMFunctionType(c->i32, run_params, 5, 0));
-    LLVMSetLinkage(run, LLVMInternalLinkage);
-    LLVMValueRef par = emit_trampoline(c, args_ty);
-    LLVMValueRef arena_fn = LLVMConstPointerNull(c->ptr), symbols = LLVMConstPointerNull(c->ptr);
-    if (p->dynamic) {
-        c->layout_fn = emit_layout(c);
-        arena_fn = emit_arena_size(c);
-        LLVMValueRef *names = calloc((size_t)p->nsymbols + 1, sizeof *names);
-        if (!names)
-            return ir_errorf(c->d, "out of memory");
-        for (int sym = 1; sym < p->nsyms; sym++)   /* by id: the strings' order is the module's */
-            if (p->sym_desc[sym] >= 0)
-                names[p->sym_desc[sym]] = cstr(c, p->symbol_names[p->sym_desc[sym]]);
-        symbols = global_const(c, "symbols", LLVMConstArray(c->ptr, names, (unsigned)p->nsymbols), 8);
-        free(names);
-    }
-    LLVMTypeRef pf_params[4] = {c->ptr, c->i64, c->ptr, c->ptr};
-    LLVMTypeRef pf_ty = LLVMFunctionType(LLVMVoidTypeInContext(c->cx), pf_params, 4, 0);
-
     LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->cx, run, "entry");
     LLVMPositionBuilderAtEnd(b, entry);
@@ -483,6 +468,7 @@ static int emit_model(mctx *c)
     LLVMValueRef pool = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 1, ""), "pool");
     LLVMValueRef nthreads = LLVMBuildLoad2(b, c->i32, LLVMBuildStructGEP2(b, env_ty, env, 2, ""), "nthreads");
     LLVMValueRef weights = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 4, ""), "weights");
+    c->init = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, env_ty, env, 7, ""), "init");
     /* Parallel when the pool has more than one thread and a parallel_for. */
     LLVMValueRef threaded = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGT, nthreads, ci32(c, 1), ""),
                                          LLVMBuildIsNotNull(b, pfn, ""), "threaded");
@@ -490,9 +476,10 @@ static int emit_model(mctx *c)
     /* Kernels read symbol k at syms[k] (graph ids); the run gets them in
      * the descriptor's order. With symbols, the arena layout is computed
      * for this run's values. */
-    LLVMValueRef symtab = emit_symtab(c, b, dims);
+    LLVMValueRef symtab = init ? LLVMBuildArrayAlloca(b, c->i64, ci64(c, p->nsyms + 1), "symtab")
+                               : emit_symtab(c, b, dims);   /* load-time kernels read no symbol */
     LLVMValueRef offs = NULL;
-    if (p->dynamic) {
+    if (p->dynamic && !init) {
         offs = LLVMBuildArrayAlloca(b, c->i64, ci64(c, c->p->nslots + 1), "offs");
         LLVMValueRef largs[2] = {dims, offs};
         LLVMTypeRef lp[2] = {c->ptr, c->ptr};
@@ -501,30 +488,31 @@ static int emit_model(mctx *c)
     /* The status word kernels that may fail set (KIR_BUF_STATUS). */
     LLVMValueRef status = LLVMBuildAlloca(b, c->i32, "status");
     LLVMSetAlignment(LLVMBuildStore(b, ci32(c, 0), status), 4);
-    if (p->dynamic)
+    if (p->dynamic && !init)
         emit_shape_checks(c, b, run, symtab);
-    if (p->profile)
+    c->timed = p->profile && !init;
+    if (c->timed)
         profile_setup(c, b, env_ty, env);
 
     /* The steps' jump targets (target nsteps: the output copies). */
     LLVMBasicBlockRef *at = calloc((size_t)p->nsteps + 1, sizeof *at);
     if (!at)
         return ir_errorf(c->d, "out of memory");
-    for (int sx = 0; sx < p->nsteps; sx++)
+    for (int sx = lo; sx < hi; sx++)
         if (p->steps[sx].kind == CG_STEP_BRANCH || p->steps[sx].kind == CG_STEP_JUMP ||
             p->steps[sx].kind == CG_STEP_LOOP_TEST)
             if (!at[p->steps[sx].target])
                 at[p->steps[sx].target] = LLVMAppendBasicBlockInContext(c->cx, run, "step");
-    for (int sx = 0; sx < p->nsteps; sx++)   /* a loop's head, which its JUMP goes back to */
+    for (int sx = lo; sx < hi; sx++)   /* a loop's head, which its JUMP goes back to */
         if (p->steps[sx].kind == CG_STEP_LOOP_TEST && !at[sx])
             at[sx] = LLVMAppendBasicBlockInContext(c->cx, run, "loop");
     int rc = 0;
-    for (int sx = 0; sx <= p->nsteps && rc == 0; sx++) {
+    for (int sx = lo; sx <= hi && rc == 0; sx++) {
         if (at[sx]) {
             LLVMBuildBr(b, at[sx]);
             LLVMPositionBuilderAtEnd(b, at[sx]);
         }
-        if (sx == p->nsteps)
+        if (sx == hi)
             break;
         const cg_step *st = &p->steps[sx];
         if (st->kind == CG_STEP_BRANCH) {
@@ -614,14 +602,15 @@ static int emit_model(mctx *c)
             }
             default: {
                 LLVMValueRef idx = ci64(c, kb->offset);
-                if (kb->kind == KIR_BUF_ARENA && p->dynamic)   /* offset = the value's slot */
+                if (kb->kind == KIR_BUF_ARENA && p->dynamic && !init)   /* offset = the value's slot */
                     idx = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, offs, &idx, 1, ""), "");
                 if (kb->kind == KIR_BUF_STATUS)
                     bp = status;
                 else if (kb->kind == KIR_BUF_SCRATCH && kb->space != KIR_SPACE_KERNEL)
                     bp = LLVMConstPointerNull(c->ptr);   /* on the kernel's stack */
                 else
-                    bp = LLVMBuildGEP2(b, c->i8, kb->kind == KIR_BUF_WEIGHT ? weights : arena, &idx, 1, "");
+                    bp = LLVMBuildGEP2(b, c->i8, kb->kind != KIR_BUF_WEIGHT ? arena
+                                                 : kb->index == CG_WEIGHT_INIT ? c->init : weights, &idx, 1, "");
             }
             }
             LLVMValueRef slot_idx = ci64(c, i);
@@ -667,7 +656,7 @@ static int emit_model(mctx *c)
                 LLVMBuildBr(b, bloop);
                 LLVMPositionBuilderAtEnd(b, bdone);
             }
-            profile_end(c, b, kx, t0);
+            profile_end(c, b, kx - p->ninit_kernels, t0);
             continue;
         }
         /* chunks = min(trips, 4 * threads); chunk = ceil(trips / chunks),
@@ -710,16 +699,61 @@ static int emit_model(mctx *c)
             LLVMBuildBr(b, bloop);
             LLVMPositionBuilderAtEnd(b, bdone);
         }
-        profile_end(c, b, kx, t0);
+        profile_end(c, b, kx - p->ninit_kernels, t0);
     }
     free(at);
     if (rc == 0) {
-        copy_outputs(c, b, inputs, outputs, weights, symtab);
+        if (!init)
+            copy_outputs(c, b, inputs, outputs, weights, symtab);
         LLVMBuildRet(b, ci32(c, 0));
     }
     LLVMDisposeBuilder(b);
-    if (rc < 0)
+    return rc < 0 ? -1 : 0;
+}
+
+
+/* The module: the run function with its helpers, the init function when
+ * there are load-time kernels, then the weights, the I/O descriptions and
+ * the descriptor. */
+static int emit_model(mctx *c)
+{
+    cg_program *p = c->p;
+    LLVMTypeRef env_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
+                                                                        c->ptr, c->ptr}, 8, 0);
+    LLVMTypeRef args_ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->ptr, c->ptr, c->ptr, c->i64, c->i64}, 5, 0);
+    LLVMTypeRef run_params[5] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
+    LLVMTypeRef entry_ty = LLVMFunctionType(c->i32, run_params, 5, 0);
+    char name[256];
+    snprintf(name, sizeof name, "%s_run", c->prefix);
+    LLVMValueRef run = LLVMAddFunction(c->m, name, entry_ty);
+    LLVMSetLinkage(run, LLVMInternalLinkage);
+    LLVMValueRef par = emit_trampoline(c, args_ty);
+    LLVMValueRef arena_fn = LLVMConstPointerNull(c->ptr), symbols = LLVMConstPointerNull(c->ptr);
+    if (p->dynamic) {
+        c->layout_fn = emit_layout(c);
+        arena_fn = emit_arena_size(c);
+        LLVMValueRef *names = calloc((size_t)p->nsymbols + 1, sizeof *names);
+        if (!names)
+            return ir_errorf(c->d, "out of memory");
+        for (int sym = 1; sym < p->nsyms; sym++)   /* by id: the strings' order is the module's */
+            if (p->sym_desc[sym] >= 0)
+                names[p->sym_desc[sym]] = cstr(c, p->symbol_names[p->sym_desc[sym]]);
+        symbols = global_const(c, "symbols", LLVMConstArray(c->ptr, names, (unsigned)p->nsymbols), 8);
+        free(names);
+    }
+    LLVMTypeRef pf_params[4] = {c->ptr, c->i64, c->ptr, c->ptr};
+    LLVMTypeRef pf_ty = LLVMFunctionType(LLVMVoidTypeInContext(c->cx), pf_params, 4, 0);
+
+    if (emit_steps(c, run, p->ninit_steps, p->nsteps, false, env_ty, args_ty, par, pf_ty) < 0)
         return -1;
+    LLVMValueRef init_fn = LLVMConstPointerNull(c->ptr);
+    if (p->ninit_steps > 0) {
+        snprintf(name, sizeof name, "%s_init", c->prefix);
+        init_fn = LLVMAddFunction(c->m, name, entry_ty);
+        LLVMSetLinkage(init_fn, LLVMInternalLinkage);
+        if (emit_steps(c, init_fn, 0, p->ninit_steps, true, env_ty, args_ty, par, pf_ty) < 0)
+            return -1;
+    }
 
     /* The weights and the descriptor. */
     LLVMValueRef wglob = LLVMConstPointerNull(c->ptr);
@@ -747,10 +781,10 @@ static int emit_model(mctx *c)
         free(el);
     }
     LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
-    LLVMTypeRef dfields[23] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
+    LLVMTypeRef dfields[25] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
                                c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32,
-                               c->ptr, c->i32, c->i32};
-    LLVMStructSetBody(desc_ty, dfields, 23, 0);
+                               c->ptr, c->i32, c->i32, c->i64, c->ptr};
+    LLVMStructSetBody(desc_ty, dfields, 25, 0);
     LLVMValueRef kernels = kernel_table(c);
     if (!kernels)
         return ir_errorf(c->d, "out of memory");
@@ -764,17 +798,18 @@ static int emit_model(mctx *c)
         msgs = global_const(c, "messages", LLVMConstArray(c->ptr, el, (unsigned)p->nmessages), 8);
         free(el);
     }
-    LLVMValueRef dv[23] = {
+    LLVMValueRef dv[25] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, p->ninputs),
         ci32(c, p->noutputs), descs[0], descs[1], ci32(c, p->nsymbols), symbols,
         ci64(c, p->arena_bytes), arena_fn, ci64(c, (int64_t)p->weights_checksum),
         ci64(c, p->weights_bytes), wglob, run, msgs, ci32(c, p->nmessages), ci32(c, 0),
-        kernels, ci32(c, p->profile ? p->nkernels : 0), ci32(c, 0),
+        kernels, ci32(c, p->profile ? p->nkernels - p->ninit_kernels : 0), ci32(c, 0),
+        ci64(c, p->init_bytes), init_fn,
     };
     snprintf(name, sizeof name, "%s_model", c->prefix);
     LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
-    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 23));
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 25));
     LLVMSetGlobalConstant(desc, 1);
     LLVMSetAlignment(desc, 8);
     return 0;

@@ -35,7 +35,9 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change of icc_model_desc or the entry point. */
-#define ICC_ABI_VERSION 1
+#define ICC_ABI_VERSION 2
+/* The oldest model ABI this runtime still loads (1: no init function). */
+#define ICC_ABI_VERSION_MIN 1
 
 typedef enum icc_status {
     ICC_OK = 0,
@@ -88,6 +90,10 @@ typedef struct icc_kernel_env {
      * compiled without --profile never read them. */
     uint64_t *profile_ns;
     uint64_t (*clock_ns)(void);
+    /* (ABI 2) The model's init buffer (icc_model_desc.init_bytes), filled
+     * by desc->init at load; the run reads it like the weights. NULL when
+     * the model has none. */
+    const void *init;
 } icc_kernel_env;
 
 /* The entry point of the generated code. inputs/outputs follow the
@@ -147,6 +153,14 @@ typedef struct icc_model_desc {
     const icc_kernel_info *kernels;
     int32_t nkernels;
     int32_t reserved3;
+    /* (ABI 2) Kernels computed from constants only, run once when the
+     * model is loaded: icc_model_open allocates init_bytes (64-byte
+     * aligned) and calls init(NULL, NULL, NULL, buffer, env) with
+     * env->init = buffer and one thread; init returns 0 or a status like
+     * run's. The buffer is then read-only, shared by every context, and
+     * freed by icc_model_close. init_bytes 0: init is NULL. */
+    uint64_t init_bytes;
+    icc_entry_fn init;
 } icc_model_desc;
 
 

@@ -310,6 +310,74 @@ START_TEST(profile_counters_and_old_descriptors)
 }
 END_TEST
 
+/* The init function (ABI 2): open runs it once on a 64-aligned buffer of
+ * init_bytes, hands that buffer to every context's runs as env->init, and
+ * turns a failure into open's status with the model's message. */
+static const void *seen_init;
+static int fake_init(const void *const *in, void *const *out, const int64_t *dims, void *arena,
+                     const icc_kernel_env *env)
+{
+    (void)in, (void)out, (void)dims;
+    if (env->init != arena || ((uintptr_t)arena & 63) || env->nthreads < 1)
+        return ICC_ERR_INTERNAL;
+    memset(arena, 7, 256);
+    seen_init = arena;
+    return 0;
+}
+static int failing_init(const void *const *in, void *const *out, const int64_t *dims, void *arena,
+                        const icc_kernel_env *env)
+{
+    (void)in, (void)out, (void)dims, (void)arena, (void)env;
+    return ICC_ERR_INVALID | (1 << 8);
+}
+static int checking_run(const void *const *in, void *const *out, const int64_t *dims, void *arena,
+                        const icc_kernel_env *env)
+{
+    (void)in, (void)out, (void)dims, (void)arena;
+    const unsigned char *b = env->init;
+    return b == seen_init && b[0] == 7 && b[255] == 7 ? 0 : ICC_ERR_INTERNAL;
+}
+
+START_TEST(init_runs_once_at_open)
+{
+    void *dl = dlopen(TOY_MODEL_PATH, RTLD_NOW);
+    icc_model_desc edited = *(const icc_model_desc *)dlsym(dl, "model_model");
+    ck_assert_int_eq(edited.abi_version, 2);
+    ck_assert(edited.init_bytes == 0 && edited.init == NULL);   /* the toy computes nothing at load */
+    icc_model *m = NULL;
+    icc_context *ctx = NULL;
+    edited.init_bytes = 256;
+    edited.init = fake_init;
+    edited.run = checking_run;
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    ck_assert_ptr_nonnull(seen_init);
+    ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
+    float x[8] = {0}, w[2] = {0}, y[8];
+    const void *in[2] = {x, w};
+    void *out[1] = {y};
+    int64_t xd[2] = {2, 4}, wd[1] = {2};
+    const int64_t *dims[2] = {xd, wd};
+    ck_assert_int_eq(icc_run(ctx, in, dims, out), ICC_OK);
+    icc_context_destroy(ctx);
+    icc_model_close(m);
+
+    static const char *const msgs[1] = {"node 'g' (Gather): index out of range"};
+    edited.init = failing_init;
+    edited.messages = msgs;
+    edited.nmessages = 1;
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_INVALID, icc_last_error(), "at load", "out of range");
+    ck_assert_ptr_null(m);
+    edited.init = NULL;
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "init", NULL);
+    edited.abi_version = 1;   /* a version-1 descriptor has no init fields: never read */
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    icc_model_close(m);
+    edited.abi_version = 3;
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "version 3", "1 to 2");
+    dlclose(dl);
+}
+END_TEST
+
 #if defined(__x86_64__)
 /* /proc/cpuinfo spells the flags differently; it is the kernel's view,
  * which already masks what the OS does not enable. */
@@ -633,6 +701,7 @@ int main(void)
     tcase_add_test(tc, missing_cpu_feature_is_an_error);
     tcase_add_test(tc, abi_mismatch_is_an_error);
     tcase_add_test(tc, profile_counters_and_old_descriptors);
+    tcase_add_test(tc, init_runs_once_at_open);
 #if defined(__x86_64__)
     tcase_add_test(tc, cpu_features_match_proc_cpuinfo);
 #endif

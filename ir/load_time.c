@@ -1,0 +1,62 @@
+/* load_time.c - which kernels of a graph compute only from constants, so
+ * that a compiled model can run them once when it is loaded instead of on
+ * every run (docs/runtime.md, "Load-time kernels"). The memory plan leaves
+ * their results out of the arena (passes/plan.c) and the program builder
+ * runs them in the model's init function (codegen/program.c); both ask
+ * this one rule.
+ */
+#include "ir/ops.h"
+
+#include <stdlib.h>
+
+/* A kernel (a fused group's root k, or a node in no group) runs at load
+ * when every value its group reads from outside is a constant or the
+ * result of another load-time kernel, it reads at least one (a generator
+ * with no inputs is not assumed deterministic), it is not control flow,
+ * every result has a static size (a load-time value never depends on a
+ * symbol) and none is a graph output (those live in the caller's
+ * buffers). Only g's own nodes are judged: a subgraph's kernels stay in
+ * the run. */
+int ir_graph_load_time(const ir_graph *g, const int *root, bool *at_load)
+{
+    bool *ok = calloc((size_t)g->nvalues + 1, 1), *bad = calloc((size_t)g->nnodes + 1, 1);
+    bool *is_out = calloc((size_t)g->nvalues + 1, 1);
+    if (!ok || !bad || !is_out) {
+        free(ok);
+        free(bad);
+        free(is_out);
+        return -1;
+    }
+    for (int i = 0; i < g->nvalues; i++)
+        ok[i] = g->values[i]->kind == IR_VAL_CONST;
+    for (int i = 0; i < g->noutputs; i++)
+        is_out[g->outputs[i]->id] = true;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        bool all = !(ir_ops[n->op].flags & IR_F_CONTROL) && n->ncap == 0;
+        int present = 0;
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i]) {
+                present++;
+                all &= ok[n->in[i]->id];
+            }
+        for (int i = 0; i < n->nout; i++) {
+            int64_t numel;
+            all &= ir_type_numel(&n->out[i]->type, &numel) && !is_out[n->out[i]->id];
+        }
+        int r = root[k];
+        if (r != k) {
+            /* a member: its results stay inside the kernel at r */
+            bad[r] |= !all || present == 0;
+            at_load[k] = false;
+        } else {
+            at_load[k] = all && present > 0 && !bad[k];
+        }
+        for (int i = 0; i < n->nout; i++)
+            ok[n->out[i]->id] = r != k ? all : at_load[k];
+    }
+    free(ok);
+    free(bad);
+    free(is_out);
+    return 0;
+}
