@@ -65,6 +65,17 @@ typedef struct cg_schedule {
 
 enum { CG_SKINNY_M = 16 };
 
+/* The vectors of one row of the register tile on target t: 4 with 32
+ * vector registers (AVX-512, NEON: 24 accumulators, 4 of B, 1 broadcast),
+ * 2 with 16 (AVX2, SSE: 12, 2, 1). cg_schedule_init's tile_vecs, and with
+ * the f32 lanes the column panel width (f32) that the pack-b pass packs
+ * constant B in (passes/pack_b.c reads it here, header only). */
+static inline int cg_schedule_tile_vecs(const icc_target_desc *t) { return t->vector_regs >= 32 ? 4 : 2; }
+static inline int cg_schedule_panel_cols(const icc_target_desc *t)
+{
+    return icc_target_f32_lanes(t) * cg_schedule_tile_vecs(t);
+}
+
 /* The register tile of an M-row contraction: *rows x *vecs accumulators.
  * Skinny shapes (1 <= M <= CG_SKINNY_M, memory-bound on B) get the tile
  * of the throughput model in schedule.c, so that no row is computed
