@@ -29,6 +29,10 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->tile_kc = kc < 128 ? 128 : kc > 512 ? 512 : (int)kc;
     int64_t mcb = l2 * 3 / 4 / ((int64_t)s->tile_kc * 4 * 6);
     s->gemm_mc_blocks = mcb < 16 ? 16 : mcb > 64 ? 64 : (int)mcb;
+    /* packed A: half of L2, at most 192 KB (thread scratch stops at 256
+     * KB, and a bpanel may sit beside it): Zen 3, kc 256: 32 blocks */
+    int64_t apb = (l2 / 2 < 192 << 10 ? l2 / 2 : 192 << 10) / ((int64_t)s->tile_kc * 4 * 6);
+    s->gemm_apack_mc_blocks = apb < 4 ? 4 : (int)apb;
     /* 1x3072x3072 on Zen 3, 1 thread: 6.5 GFLOP/s at 8 (B's 8 rows are
      * 96 KB read front to back), 3.5 at 16-32, 3.0 at 128 */
     s->skinny_kc = 8;

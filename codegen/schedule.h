@@ -44,6 +44,9 @@ typedef struct cg_schedule {
     int tile_mc_blocks;        /* row blocks of a parallel chunk: its A block stays in L2 */
     int gemm_mc_blocks;        /* the same for MatMul/Gemm, whose B panel is packed (from the
                                   target's L2 and tile_kc) */
+    int gemm_apack_mc_blocks;  /* the same when A is packed (tile.h pack_a): the packed block
+                                  (blocks x tile_kc x tile_rows) is thread scratch, half of L2
+                                  and under the 256 KB that thread scratch may take */
     int tile_nc_panels;        /* column panels of a parallel chunk */
     int min_chunks;            /* at least this many parallel chunks, so threads balance */
     /* The least work (codegen/cost.h ops) worth a parallel chunk: a

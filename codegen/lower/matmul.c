@@ -304,6 +304,12 @@ static int mm_panel(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g
     return 0;
 }
 
+static kir_expr *mm_kstep(lctx *c, cg_tile *t)
+{
+    mm_tile *u = t->u;
+    return kir_iadd(c->k, u->kv, lw_imulc(c->k, u->k0, -1));
+}
+
 static kir_expr *mm_a(lctx *c, cg_tile *t, kir_expr *row)
 {
     mm_tile *u = t->u;
@@ -367,10 +373,10 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
         return -1;
     cg_tile t = {
         .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
-        .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = c->s->gemm_mc_blocks,
+        .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = !skinny && !mdyn ? c->s->gemm_apack_mc_blocks : c->s->gemm_mc_blocks,
         .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, g->m.v, g->n.v,
                                                             g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
-        .rows = rows, .width = width, .u = &u,
+        .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !mdyn, .kc = u.kc, .kstep = mm_kstep,
         .setup = mm_setup, .k_open = mm_k_open, .pack = g->pw ? mm_panel : pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
     return cg_tile_lower(c, &t);
