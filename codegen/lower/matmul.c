@@ -12,7 +12,8 @@
  * last row, so the last block recomputes a row instead of branching.
  * This schedule is cg_tile_lower (tile.c), shared with Conv: the
  * caller supplies the reduction loops and the operands' loads through
- * callbacks. Gemm with transB uses dot-product tiles along k (lower_dot). f16/bf16
+ * callbacks. Gemm with transB uses dot-product tiles along k (lower_dot)
+ * unless pack-b packed its weight (transB cleared). f16/bf16
  * (rounded at each store, so no partial sums in the output), symbolic
  * shapes and tiny N use the plain triple loop.
  *
@@ -23,8 +24,11 @@
  * cg_schedule_gemm_tile (no row computed twice) and stream B: short K
  * blocks over all columns, so B is read row after row, in one chunk (or,
  * from 8 rows, a few column chunks for threads).
- * Constant weights are packed the same way, per call: no compile-time
- * re-layout yet.
+ * Constant weights arrive packed (packed_b, the pack-b pass): B's column
+ * panels of `width` columns lie one after another, each [K, width], and
+ * are read in place with no per-call copy. With more than one panel per
+ * chunk, A's row blocks are copied per K block into scratch (tile.h
+ * pack_a).
  */
 #include "codegen/lower/tile.h"
 #include "ir/ops.h"

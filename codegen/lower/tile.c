@@ -4,8 +4,8 @@
  * of `rows` accumulators per vector carried across the reduction. The
  * caller (MatMul, Gemm, Conv, ConvNCHWc) supplies the reduction loops and
  * the operands through callbacks; this file decides only how the work is
- * split, so a schedule for another target replaces it without touching
- * what the families compute.
+ * split (and, with pack_a, where A's block is staged), so a schedule for
+ * another target replaces it without touching what the families compute.
  */
 #include "codegen/lower/tile.h"
 
@@ -151,7 +151,10 @@ int cg_tile_lower(lctx *c, cg_tile *t)
      * column chunks of whole panels only) */
     int64_t sc = t->stream_chunks > 1 ? t->stream_chunks : 1;
     int64_t nrc = t->stream ? 1 : cdiv(q.nb, t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks);
-    int64_t ncc = t->stream ? (sc < q.nq ? sc : q.nq) : cdiv(q.nq, c->s->tile_nc_panels);
+    /* with A packed, a chunk's panels share its copy of A (each panel is
+     * read from L1 by the chunk's row blocks and then left, so more of them
+     * cost nothing): as few column chunks as the threads need */
+    int64_t ncc = t->stream ? (sc < q.nq ? sc : q.nq) : t->pack_a ? 1 : cdiv(q.nq, c->s->tile_nc_panels);
     while (!t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
         bool can_r = nrc < q.nb, can_c = ncc < q.nq;
         if (!can_r && !can_c)
