@@ -20,7 +20,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->lanes = t->arch == ICC_ARCH_CUDA ? 4 : icc_target_f32_lanes(t);
     bool wide = t->vector_regs >= 32;
     s->tile_rows = 6;
-    s->tile_vecs = wide ? 4 : 2;
+    s->tile_vecs = cg_schedule_tile_vecs(t);
     /* MatMul/Gemm cache blocks from the target's caches: a packed kc x
      * width B panel fills half of L1, a chunk's A block (gemm_mc_blocks
      * row blocks x kc) three quarters of L2. Zen 3 (32 KB L1, 256 KB
@@ -31,6 +31,10 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->tile_kc = kc < 128 ? 128 : kc > 512 ? 512 : (int)kc;
     int64_t mcb = l2 * 3 / 4 / ((int64_t)s->tile_kc * 4 * 6);
     s->gemm_mc_blocks = mcb < 16 ? 16 : mcb > 64 ? 64 : (int)mcb;
+    /* packed A: half of L2, at most 192 KB (thread scratch stops at 256
+     * KB, and a bpanel may sit beside it): Zen 3, kc 256: 32 blocks */
+    int64_t apb = (l2 / 2 < 192 << 10 ? l2 / 2 : 192 << 10) / ((int64_t)s->tile_kc * 4 * 6);
+    s->gemm_apack_mc_blocks = apb < 4 ? 4 : (int)apb;
     /* 1x3072x3072 on Zen 3, 1 thread: 6.5 GFLOP/s at 8 (B's 8 rows are
      * 96 KB read front to back), 3.5 at 16-32, 3.0 at 128 */
     s->skinny_kc = 8;

@@ -44,6 +44,9 @@ typedef struct cg_schedule {
     int tile_mc_blocks;        /* row blocks of a parallel chunk: its A block stays in L2 */
     int gemm_mc_blocks;        /* the same for MatMul/Gemm, whose B panel is packed (from the
                                   target's L2 and tile_kc) */
+    int gemm_apack_mc_blocks;  /* the same when A is packed (tile.h pack_a): the packed block
+                                  (blocks x tile_kc x tile_rows) is thread scratch, half of L2
+                                  and under the 256 KB that thread scratch may take */
     int tile_nc_panels;        /* column panels of a parallel chunk */
     int min_chunks;            /* at least this many parallel chunks, so threads balance */
     /* The least work (codegen/cost.h ops) worth a parallel chunk: a
@@ -64,6 +67,17 @@ typedef struct cg_schedule {
 } cg_schedule;
 
 enum { CG_SKINNY_M = 16 };
+
+/* The vectors of one row of the register tile on target t: 4 with 32
+ * vector registers (AVX-512, NEON: 24 accumulators, 4 of B, 1 broadcast),
+ * 2 with 16 (AVX2, SSE: 12, 2, 1). cg_schedule_init's tile_vecs, and with
+ * the f32 lanes the column panel width (f32) that the pack-b pass packs
+ * constant B in (passes/pack_b.c reads it here, header only). */
+static inline int cg_schedule_tile_vecs(const icc_target_desc *t) { return t->vector_regs >= 32 ? 4 : 2; }
+static inline int cg_schedule_panel_cols(const icc_target_desc *t)
+{
+    return icc_target_f32_lanes(t) * cg_schedule_tile_vecs(t);
+}
 
 /* The register tile of an M-row contraction: *rows x *vecs accumulators.
  * Skinny shapes (1 <= M <= CG_SKINNY_M, memory-bound on B) get the tile

@@ -12,7 +12,8 @@
  * last row, so the last block recomputes a row instead of branching.
  * This schedule is cg_tile_lower (tile.c), shared with Conv: the
  * caller supplies the reduction loops and the operands' loads through
- * callbacks. Gemm with transB uses dot-product tiles along k (lower_dot). f16/bf16
+ * callbacks. Gemm with transB uses dot-product tiles along k (lower_dot)
+ * unless pack-b packed its weight (transB cleared). f16/bf16
  * (rounded at each store, so no partial sums in the output), symbolic
  * shapes and tiny N use the plain triple loop.
  *
@@ -23,8 +24,11 @@
  * cg_schedule_gemm_tile (no row computed twice) and stream B: short K
  * blocks over all columns, so B is read row after row, in one chunk (or,
  * from 8 rows, a few column chunks for threads).
- * Constant weights are packed the same way, per call: no compile-time
- * re-layout yet.
+ * Constant weights arrive packed (packed_b, the pack-b pass): B's column
+ * panels of `width` columns lie one after another, each [K, width], and
+ * are read in place with no per-call copy. With more than one panel per
+ * chunk, A's row blocks are copied per K block into scratch (tile.h
+ * pack_a).
  */
 #include "codegen/lower/tile.h"
 #include "ir/ops.h"
@@ -38,7 +42,8 @@ bool cg_can_lower_matmul(const ir_node *n)
         return (ir_dtype_is_float(x->dtype) || (ir_dtype_is_int(x->dtype) && x->dtype != IR_BOOL)) &&
                x->rank >= 1 && n->in[1]->type.rank >= 1 && n->in[1]->type.dtype == x->dtype;
     case IR_OP_GEMM:
-        return ir_dtype_is_float(x->dtype);
+        /* packed_b is for B [K, N] only (the pack-b pass clears transB) */
+        return ir_dtype_is_float(x->dtype) && !(ir_attr_int(n, "transB", 0) && ir_attr_int(n, "packed_b", 0));
     default:
         return false;
     }
@@ -52,7 +57,12 @@ typedef struct {
     int nbatch;              /* output batch dims */
     bool has_m, has_n;
     ir_dim m, n, kd;
+    int64_t pw;              /* B stored in column panels of pw columns (packed_b), or 0 */
+    int pbuf;                /* packed B: a flat view of its buffer, or -1 (read through its dims) */
 } mm_geo;
+
+static void operand_idx(lctx *c, const mm_geo *g, int side, kir_expr *const *bat, kir_expr *row, kir_expr *col,
+                        kir_expr **ix);
 
 static void geo_init(lctx *c, mm_geo *g)
 {
@@ -69,6 +79,62 @@ static void geo_init(lctx *c, mm_geo *g)
     g->kd = g->ta->dims[g->tA ? g->ta->rank - 2 : g->ta->rank - 1];
     g->m = g->has_m ? g->to->dims[g->nbatch] : (ir_dim){.v = 1};
     g->n = g->has_n ? g->to->dims[g->to->rank - 1] : (ir_dim){.v = 1};
+    /* packed_b with one panel or more columns is B's own order */
+    g->pw = ir_attr_int(n, "packed_b", 0);
+    if (g->pw > 0 && (!g->has_n || !ir_type_is_static(g->tb) || g->n.v <= g->pw))
+        g->pw = 0;
+    g->pbuf = -1;
+}
+
+/* The flat view of packed B's buffer (the panels are contiguous runs of
+ * it, which B's [.., K, N] dims do not describe), when B has a buffer of
+ * its own: 0, or -1 on out of memory. */
+static int packed_view(lctx *c, mm_geo *g)
+{
+    if (!g->pw || c->buf[1] < 0)
+        return 0;
+    const kir_buf *b = &c->k->bufs[c->buf[1]];
+    ir_type t = {.dtype = g->tb->dtype, .rank = 1};
+    int64_t n = 1;
+    for (int d = 0; d < g->tb->rank; d++)
+        n *= g->tb->dims[d].v;
+    t.dims[0] = ir_dim_const(n);
+    g->pbuf = kir_add_buf(c->k, b->name, b->kind, &t, b->index, b->offset);
+    return g->pbuf < 0 ? -1 : 0;
+}
+
+/* Packed B at row k, column jj of the panel that starts at column j0 and
+ * is wp wide (ir/ops.def, MatMul's packed_b): element j0 * K + k * wp + jj
+ * of its matrix. jj is the vector variable plus a uniform offset, as an
+ * ADD (j + -j0): the emitter sees unit stride only through ADDs. */
+static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir_expr *k, kir_expr *j0,
+                             kir_expr *wp, kir_expr *jj)
+{
+    kir_kernel *kk = c->k;
+    const ir_type *t = g->tb;
+    int64_t K = g->kd.v, N = g->n.v;
+    kir_expr *mat = lw_i64c(kk, 0);
+    for (int d = 0; d < t->rank - 2; d++) {
+        int od = g->nbatch - (t->rank - 2) + d;
+        kir_expr *bd = t->dims[d].v == 1 ? lw_i64c(kk, 0) : bat[od];
+        mat = kir_iadd(kk, lw_imulc(kk, mat, t->dims[d].v), bd);
+    }
+    kir_expr *f = kir_iadd(kk, kir_iadd(kk, lw_imulc(kk, j0, K), kir_imul(kk, k, wp)), jj);
+    if (g->pbuf >= 0)
+        return kir_load(kk, g->pbuf, (kir_expr *[]){kir_iadd(kk, lw_imulc(kk, mat, K * N), f)});
+    /* no buffer of its own (a fused producer): through B's dims */
+    kir_expr *ix[IR_MAX_RANK];
+    operand_idx(c, g, 1, bat, lw_idivc(kk, f, N), kir_op2(kk, KIR_REM, IR_I64, f, lw_i64c(kk, N)), ix);
+    return lw_load_in(c, 1, ix);
+}
+
+/* Packed B at (k, j), its panel found from j. */
+static kir_expr *packed_b_kj(lctx *c, const mm_geo *g, kir_expr *const *bat, kir_expr *k, kir_expr *j)
+{
+    kir_kernel *kk = c->k;
+    kir_expr *j0 = lw_imulc(kk, lw_idivc(kk, j, g->pw), g->pw);
+    kir_expr *wp = lw_imin(kk, lw_i64c(kk, g->pw), kir_op2(kk, KIR_SUB, IR_I64, lw_i64c(kk, g->n.v), j0));
+    return packed_b_at(c, g, bat, k, j0, wp, kir_op2(kk, KIR_SUB, IR_I64, j, j0));
 }
 
 /* Index of operand side (0 = A, 1 = B) at (row, col) of its matrix, with
@@ -161,7 +227,8 @@ static int lower_plain(lctx *c, const mm_geo *g)
     kir_expr *ai[IR_MAX_RANK], *bi[IR_MAX_RANK], *oi[IR_MAX_RANK];
     operand_idx(c, g, 0, ov, i, kir_var(k, kv), ai);
     operand_idx(c, g, 1, ov, kir_var(k, kv), j, bi);
-    kir_expr *prod = kir_op3(k, KIR_FMA, c->cdt, lw_load_in(c, 0, ai), lw_load_in(c, 1, bi), kir_acc(k, acc));
+    kir_expr *bv = g->pw ? packed_b_kj(c, g, ov, kir_var(k, kv), j) : lw_load_in(c, 1, bi);
+    kir_expr *prod = kir_op3(k, KIR_FMA, c->cdt, lw_load_in(c, 0, ai), bv, kir_acc(k, acc));
     if (!kir_acc_set(k, &lk->body, acc, prod))
         return -1;
     out_idx(g, ov, i, j, oi);
@@ -178,7 +245,7 @@ typedef struct {
     kir_expr *kv;
     int kc;                  /* reduction block */
     int pk;                  /* the packed B panel (thread scratch [kc, width]), or -1 */
-    kir_expr *k0, *j0;       /* the current block's first k, the panel's first column */
+    kir_expr *k0, *j0, *j1;  /* the current block's first k, the panel's columns [j0, j1) */
 } mm_tile;
 
 static int mm_setup(lctx *c, cg_tile *t, kir_expr *flat)
@@ -230,6 +297,23 @@ static int mm_pack(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g,
     return kir_store(k, &lj->body, u->pk, si, lw_load_in(c, 1, ix)) ? 0 : -1;
 }
 
+/* Packed B (packed_b): the panel is already contiguous in the weights;
+ * only its columns are noted for mm_b. */
+static int mm_panel(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g, kir_expr *j0, kir_expr *j1)
+{
+    (void)c, (void)b, (void)kb, (void)g;
+    mm_tile *u = t->u;
+    u->j0 = j0;
+    u->j1 = j1;
+    return 0;
+}
+
+static kir_expr *mm_kstep(lctx *c, cg_tile *t)
+{
+    mm_tile *u = t->u;
+    return kir_iadd(c->k, u->kv, lw_imulc(c->k, u->k0, -1));
+}
+
 static kir_expr *mm_a(lctx *c, cg_tile *t, kir_expr *row)
 {
     mm_tile *u = t->u;
@@ -243,6 +327,9 @@ static kir_expr *mm_b(lctx *c, cg_tile *t, kir_expr *g, kir_expr *j)
     (void)g;
     mm_tile *u = t->u;
     kir_kernel *k = c->k;
+    if (u->g->pw)
+        return packed_b_at(c, u->g, u->bat, u->kv, u->j0, kir_op2(k, KIR_SUB, IR_I64, u->j1, u->j0),
+                           kir_iadd(k, j, lw_imulc(k, u->j0, -1)));
     if (u->pk >= 0) {
         kir_expr *si[] = {kir_op2(k, KIR_SUB, IR_I64, u->kv, u->k0),
                           kir_iadd(k, j, kir_imul(k, u->j0, lw_i64c(k, -1)))};
@@ -284,17 +371,17 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
     mm_tile u = {.g = g, .kc = skinny ? c->s->skinny_kc : c->s->tile_kc, .pk = -1};
     /* pack B's panel when several row blocks share it (with one block
      * the copy would be read once) */
-    bool pack = mdyn || g->m.v > rows;
+    bool pack = !g->pw && (mdyn || g->m.v > rows);
     if (pack && (u.pk = kir_add_scratch(c->k, "bpanel", KIR_SPACE_THREAD, c->cdt, 2,
                                         (int64_t[]){u.kc, width})) < 0)
         return -1;
     cg_tile t = {
         .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
-        .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = c->s->gemm_mc_blocks,
+        .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = !skinny && !mdyn ? c->s->gemm_apack_mc_blocks : c->s->gemm_mc_blocks,
         .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, g->m.v, g->n.v,
                                                             g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
-        .rows = rows, .width = width, .u = &u,
-        .setup = mm_setup, .k_open = mm_k_open, .pack = pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
+        .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !mdyn, .kc = u.kc, .kstep = mm_kstep,
+        .setup = mm_setup, .k_open = mm_k_open, .pack = g->pw ? mm_panel : pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
     return cg_tile_lower(c, &t);
 }
@@ -372,6 +459,8 @@ int lower_matmul(lctx *c)
 {
     mm_geo g;
     geo_init(c, &g);
+    if (packed_view(c, &g) < 0)
+        return -1;
     ir_dtype dt = g.ta->dtype;
     /* constant sizes, but for M, which may be a symbol (rows of a batch) */
     bool consts = ir_dim_is_const(g.n) && ir_dim_is_const(g.kd) && (ir_dim_is_const(g.m) || g.m.sym > 0);
@@ -387,9 +476,14 @@ int lower_matmul(lctx *c)
     int64_t width = (int64_t)vl * vecs;
     if (consts && vl > 0 && g.n.v < width)
         width = (g.n.v + vl - 1) / vl * vl;
+    /* packed B: the tile's panels are B's (any multiple of the vector
+     * the accumulators can hold; otherwise the plain loop reads them) */
+    bool panels_ok = !g.pw || (vl > 0 && g.pw % vl == 0 && g.pw / vl <= 4 * c->s->tile_vecs);
+    if (g.pw)
+        width = g.pw;
     bool wide = dt == c->cdt && g.to->dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&
                 g.has_m && g.has_n && consts && g.n.v >= 4 && (g.m.sym > 0 || g.m.v >= 1) && g.kd.v >= 1 &&
-                vl >= 2;
+                vl >= 2 && panels_ok;
     if (wide && g.gemm && c->n->nin > 2 && c->n->in[2] && c->n->in[2]->type.dtype != dt)
         wide = false;
     /* transB: B's columns are a row apart; dot products along k instead

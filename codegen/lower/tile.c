@@ -4,8 +4,8 @@
  * of `rows` accumulators per vector carried across the reduction. The
  * caller (MatMul, Gemm, Conv, ConvNCHWc) supplies the reduction loops and
  * the operands through callbacks; this file decides only how the work is
- * split, so a schedule for another target replaces it without touching
- * what the families compute.
+ * split (and, with pack_a, where A's block is staged), so a schedule for
+ * another target replaces it without touching what the families compute.
  */
 #include "codegen/lower/tile.h"
 
@@ -22,7 +22,39 @@ typedef struct {
     int64_t mcb, ncp;         /* row blocks and panels per chunk */
     kir_expr *rc, *cc;        /* this chunk's row and column chunk */
     kir_expr *nb_dyn;         /* m_dyn: the row blocks at run time (each chunk runs all) */
+    int apk;                  /* pack_a: the packed A block (thread scratch [mcb, kc, rows]), or -1 */
 } tile_geo;
+
+/* The row of the register tile's row r in row block rb: past the last
+ * row, the last row again (no row runs when there are none). */
+static kir_expr *tile_row(lctx *c, cg_tile *t, kir_expr *rb, int r)
+{
+    kir_kernel *k = c->k;
+    kir_expr *row = kir_iadd(k, kir_imul(k, rb, lw_i64c(k, t->rows)), lw_i64c(k, r));
+    return lw_imin(k, row, t->m_dyn ? kir_op2(k, KIR_SUB, IR_I64, t->m_dyn, lw_i64c(k, 1)) : lw_i64c(k, t->m - 1));
+}
+
+/* pack_a: copies the chunk's row blocks [rb0, rb1) of A at reduction
+ * block kb into q->apk, each [k step][row of the tile], in *b. */
+static int tile_pack_a(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, kir_expr *kb, kir_expr *rb0,
+                       kir_expr *rb1)
+{
+    kir_kernel *k = c->k;
+    int rbv = kir_new_var(k);
+    kir_stmt *l = kir_for(k, b, rbv, rb0, rb1, KIR_SERIAL, 0);
+    if (!l)
+        return -1;
+    kir_block *kbody = &l->body;
+    if (t->k_open(c, t, kb, lw_i64c(k, 0), &kbody) < 0)
+        return -1;
+    kir_expr *rel = kir_iadd(k, kir_var(k, rbv), kir_imul(k, rb0, lw_i64c(k, -1)));
+    for (int r = 0; r < t->rows; r++) {
+        kir_expr *si[] = {rel, t->kstep(c, t), lw_i64c(k, r)};
+        if (!kir_store(k, kbody, q->apk, si, t->a(c, t, tile_row(c, t, kir_var(k, rbv), r))))
+            return -1;
+    }
+    return 0;
+}
 
 /* The reduction blocks [kb0, kb1) of the chunk, in *b. All but the last
  * block leave partial sums in the output as they are; `final` blocks
@@ -37,6 +69,10 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     if (!lkb)
         return -1;
     kir_expr *kb = kir_var(k, kbv);
+    kir_expr *rb0 = q->nb_dyn ? lw_i64c(k, 0) : kir_imul(k, q->rc, lw_i64c(k, q->mcb));
+    kir_expr *rb1 = q->nb_dyn ? q->nb_dyn : lw_imin(k, lw_i64c(k, q->nb), kir_iadd(k, rb0, lw_i64c(k, q->mcb)));
+    if (q->apk >= 0 && tile_pack_a(c, t, q, &lkb->body, kb, rb0, rb1) < 0)
+        return -1;
     kir_expr *q0 = kir_imul(k, q->cc, lw_i64c(k, q->ncp));
     kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, lw_imin(k, lw_i64c(k, q->nq), kir_iadd(k, q0, lw_i64c(k, q->ncp))),
                            KIR_SERIAL, 0);
@@ -53,8 +89,6 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     if (!lj)
         return -1;
     kir_expr *j = kir_var(k, jv);
-    kir_expr *rb0 = q->nb_dyn ? lw_i64c(k, 0) : kir_imul(k, q->rc, lw_i64c(k, q->mcb));
-    kir_expr *rb1 = q->nb_dyn ? q->nb_dyn : lw_imin(k, lw_i64c(k, q->nb), kir_iadd(k, rb0, lw_i64c(k, q->mcb)));
     kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, rb1, KIR_SERIAL, 0);
     if (!lrb)
         return -1;
@@ -64,10 +98,7 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, kb, lw_i64c(k, 0));
     kir_expr *oi[IR_MAX_RANK];
     for (int r = 0; r < R; r++) {
-        kir_expr *row = kir_iadd(k, kir_imul(k, kir_var(k, rbv), lw_i64c(k, R)), lw_i64c(k, r));
-        /* past the last row: the last row again (no row runs when there are none) */
-        rows[r] = lw_imin(k, row, t->m_dyn ? kir_op2(k, KIR_SUB, IR_I64, t->m_dyn, lw_i64c(k, 1))
-                                           : lw_i64c(k, t->m - 1));
+        rows[r] = tile_row(c, t, kir_var(k, rbv), r);
         if ((acc[r] = kir_new_acc(k, c->cdt)) < 0)
             return -1;
         kir_expr *init = zero(c);
@@ -83,8 +114,11 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     if (t->k_open(c, t, kb, g, &kbody) < 0)
         return -1;
     kir_expr *bv = t->b(c, t, g, j);
+    kir_expr *rel = q->apk >= 0 ? kir_iadd(k, kir_var(k, rbv), kir_imul(k, rb0, lw_i64c(k, -1))) : NULL;
     for (int r = 0; r < R; r++) {
-        kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, t->a(c, t, rows[r]), bv, kir_acc(k, acc[r]));
+        kir_expr *av = q->apk >= 0 ? kir_load(k, q->apk, (kir_expr *[]){rel, t->kstep(c, t), lw_i64c(k, r)})
+                                   : t->a(c, t, rows[r]);
+        kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, av, bv, kir_acc(k, acc[r]));
         if (!kir_acc_set(k, kbody, acc[r], f))
             return -1;
     }
@@ -108,7 +142,7 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     int R = t->rows;
     if (R < 1 || R > TILE_MAX_ROWS || t->width < 1 || t->nkb < 1)
         return -1;
-    tile_geo q = {.nb = t->m_dyn ? 1 : cdiv(t->m, R), .np = cdiv(t->n, t->width)};
+    tile_geo q = {.nb = t->m_dyn ? 1 : cdiv(t->m, R), .np = cdiv(t->n, t->width), .apk = -1};
     q.nq = t->ng * q.np;
     if (t->m_dyn)
         q.nb_dyn = lw_idivc(k, kir_iadd(k, t->m_dyn, lw_i64c(k, R - 1)), R);
@@ -117,7 +151,10 @@ int cg_tile_lower(lctx *c, cg_tile *t)
      * column chunks of whole panels only) */
     int64_t sc = t->stream_chunks > 1 ? t->stream_chunks : 1;
     int64_t nrc = t->stream ? 1 : cdiv(q.nb, t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks);
-    int64_t ncc = t->stream ? (sc < q.nq ? sc : q.nq) : cdiv(q.nq, c->s->tile_nc_panels);
+    /* with A packed, a chunk's panels share its copy of A (each panel is
+     * read from L1 by the chunk's row blocks and then left, so more of them
+     * cost nothing): as few column chunks as the threads need */
+    int64_t ncc = t->stream ? (sc < q.nq ? sc : q.nq) : t->pack_a ? 1 : cdiv(q.nq, c->s->tile_nc_panels);
     while (!t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
         bool can_r = nrc < q.nb, can_c = ncc < q.nq;
         if (!can_r && !can_c)
@@ -132,6 +169,10 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     nrc = cdiv(q.nb, q.mcb);
     ncc = cdiv(q.nq, q.ncp);
     int64_t nch = nrc * ncc;
+    /* A packed only where each copied element is read by two panels or more */
+    if (t->pack_a && t->kstep && t->kc > 0 && !t->m_dyn && !t->stream && q.ncp >= 2 &&
+        (q.apk = kir_add_scratch(k, "apanel", KIR_SPACE_THREAD, c->cdt, 3, (int64_t[]){q.mcb, t->kc, R})) < 0)
+        return -1;
 
     int pv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, t->nbat * nch), KIR_PARALLEL, 0);

@@ -37,6 +37,13 @@ struct cg_tile {
     int64_t stream_chunks;     /* stream: column chunks per batch item (0 or 1: one chunk of
                                   all columns); each reads its piece of every B row, so more
                                   cut the rows shorter (1x3072x3072: 2.8x slower at 2) */
+    bool pack_a;               /* copy the chunk's A block (its row blocks x the reduction
+                                  block) into thread scratch once per reduction block, row
+                                  block by row block as [k][rows], so a k step's broadcasts
+                                  read `rows` consecutive floats instead of one per row of A
+                                  (rows K apart: 4 KB for K = 1024, all in one L1 set); needs
+                                  kstep and kc, a constant m and no stream */
+    int64_t kc;                /* pack_a: the most reduction steps in one block */
     void *u;                   /* the caller's state */
     /* Called once inside the parallel loop with the batch item. */
     int (*setup)(lctx *c, cg_tile *t, kir_expr *bat);
@@ -48,6 +55,9 @@ struct cg_tile {
      * g: may append to *b a copy of the B panel into scratch that the b
      * callback then reads, once for all the chunk's row blocks. */
     int (*pack)(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g, kir_expr *j0, kir_expr *j1);
+    /* (optional, needed by pack_a) The current k's step within its
+     * block, 0 .. kc-1, inside the loops k_open made. */
+    kir_expr *(*kstep)(lctx *c, cg_tile *t);
     /* A at (row, the current k): uniform in the columns. */
     kir_expr *(*a)(lctx *c, cg_tile *t, kir_expr *row);
     /* B at (the current k, g, j). */

@@ -279,7 +279,7 @@ static void mm_batch_offsets(const mm_geom *g, const int64_t *idx, int64_t *ao, 
     *bo = ir_bcast_offset(&g->bbat, idx, g->brank) * g->k * g->n;
 }
 
-int ref_matmul(ir_ref_ctx *c)
+static int matmul_rowmajor(ir_ref_ctx *c)
 {
     const ir_tensor *a = c->in[0], *b = c->in[1];
     ir_tensor *y = c->out[0];
@@ -446,7 +446,7 @@ int shape_gemm(ir_shape_ctx *c)
     return 0;
 }
 
-int ref_gemm(ir_ref_ctx *c)
+static int gemm_rowmajor(ir_ref_ctx *c)
 {
     const ir_tensor *a = c->in[0], *b = c->in[1], *cc = c->nin > 2 ? c->in[2] : NULL;
     ir_tensor *y = c->out[0];
@@ -607,3 +607,46 @@ int shape_softmax(ir_shape_ctx *c)
     c->out[0] = *x;
     return 0;
 }
+
+/* ---- packed B (the pack-b pass) ----------------------------------------- */
+
+/* packed_b = w > 0: each [K, N] matrix of B holds its columns in panels
+ * of w, one after another, each panel [K, width] row-major (the last one
+ * N mod w wide): what the compiled kernels read. The reference runs on a
+ * row-major copy. */
+static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
+{
+    int64_t w = ir_attr_int(c->node, "packed_b", 0);
+    if (w == 0)
+        return run(c);
+    const ir_tensor *b = c->in[1];
+    if (w < 0 || b->rank < 2 || ir_dtype_size(b->dtype) == 0 || c->nin > 3)
+        return ir_node_errorf(c->diag, c->node, "packed_b %lld needs a positive width and a B of rank >= 2",
+                              (long long)w);
+    int64_t K = b->dims[b->rank - 2], N = b->dims[b->rank - 1], mats = K * N > 0 ? b->numel / (K * N) : 0;
+    size_t es = ir_dtype_size(b->dtype);
+    ir_tensor u = *b;
+    if (!(u.data = malloc(b->nbytes + 1)))
+        return ir_node_errorf(c->diag, c->node, "out of memory");
+    const unsigned char *src = b->data;
+    unsigned char *dst = u.data;
+    for (int64_t m = 0; m < mats; m++)
+        for (int64_t j0 = 0; j0 < N; j0 += w) {
+            int64_t wp = N - j0 < w ? N - j0 : w;
+            for (int64_t k = 0; k < K; k++)
+                memcpy(dst + ((m * K + k) * N + j0) * es, src + (m * K * N + j0 * K + k * wp) * es, (size_t)(wp * es));
+        }
+    const ir_tensor *in[3] = {0};
+    for (int i = 0; i < c->nin && i < 3; i++)
+        in[i] = c->in[i];
+    in[1] = &u;
+    ir_ref_ctx cu = *c;
+    cu.in = in;
+    int rc = run(&cu);
+    free(u.data);
+    return rc;
+}
+
+int ref_matmul(ir_ref_ctx *c) { return with_unpacked_b(c, matmul_rowmajor); }
+
+int ref_gemm(ir_ref_ctx *c) { return with_unpacked_b(c, gemm_rowmajor); }

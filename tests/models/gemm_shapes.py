@@ -73,6 +73,22 @@ def cases():
             ("gemm_noc_%d" % m, "Gemm", [m, 150], [150, 29], None, dict(alpha=2.0), True),
             ("gemm_beta0_%d" % m, "Gemm", [m, 150], [150, 29], [29], dict(beta=0.0), False),
         ]
+    # constant B packed at compile time (pack-b: M > 16, N wider than a
+    # panel): odd N, N not a multiple of the panel width, K not a multiple
+    # of the reduction block (and of one block only), batched and
+    # broadcast constant B, transB and transA Gemm
+    out += [
+        ("pk_odd_n", "MatMul", [40, 300], [300, 1001], None, {}, True),
+        ("pk_n17", "MatMul", [23, 77], [77, 17], None, {}, True),
+        ("pk_k_blocks", "MatMul", [50, 700], [700, 48], None, {}, True),
+        ("pk_batched", "MatMul", [3, 40, 130], [3, 130, 50], None, {}, True),
+        ("pk_bcast1", "MatMul", [2, 3, 20, 70], [3, 70, 45], None, {}, True),
+        ("pk_bcast_b1", "MatMul", [4, 20, 70], [1, 70, 45], None, {}, True),
+        ("pk_rank3_a", "MatMul", [2, 30, 64], [64, 100], None, {}, True),
+        ("pk_gemm_tb", "Gemm", [100, 300], [53, 300], [53], dict(transB=1, alpha=0.5), True),
+        ("pk_gemm_tab", "Gemm", [300, 33], [53, 300], [33, 53], dict(transA=1, transB=1, beta=0.5), True),
+        ("pk_gemm_ta", "Gemm", [129, 18], [129, 40], None, dict(transA=1), True),
+    ]
     return out
 
 
