@@ -22,6 +22,8 @@ struct cuda_emu {
     emu_fn *fns;               /* per kernel */
     long long *tid, *nthreads; /* the emulated launch's thread index and count */
     unsigned char *arena;
+    unsigned char *init;       /* the load-time kernels' results (cg_program.init_bytes) */
+    bool in_init;              /* running the load-time steps: their arena is init */
 };
 
 void cuda_emu_free(cuda_emu *m)
@@ -33,6 +35,7 @@ void cuda_emu_free(cuda_emu *m)
     cg_program_destroy(m->p);
     free(m->fns);
     free(m->arena);
+    free(m->init);
     free(m);
 }
 
@@ -42,6 +45,8 @@ static int skip(char *why, size_t n, const char *fmt, const char *what)
     snprintf(why, n, fmt, what);
     return 1;
 }
+
+static int run_steps(cuda_emu *m, int lo, int hi, const ir_tensor *in, ir_tensor *out, icc_diag *d);
 
 int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen)
 {
@@ -133,8 +138,15 @@ int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen)
             goto done;
         }
     }
-    if (!(m->arena = calloc(1, (size_t)p->arena_bytes + 64)))
+    if (!(m->arena = calloc(1, (size_t)p->arena_bytes + 64)) || !(m->init = calloc(1, (size_t)p->init_bytes + 64)))
         goto done;
+    /* the load-time kernels, once, as the model's open runs them */
+    m->in_init = true;
+    if (run_steps(m, 0, p->ninit_steps, NULL, NULL, &d) < 0) {
+        snprintf(why, whylen, "cuda-emu: load-time kernels: %s", d.msg);
+        goto done;
+    }
+    m->in_init = false;
     rc = 0;
     *out = m;
 done:
@@ -160,10 +172,11 @@ static int64_t size_of(const cg_size *z)
 static unsigned char *at(cuda_emu *m, cg_binding b, const ir_tensor *in, ir_tensor *out)
 {
     switch (b.kind) {
-    case KIR_BUF_INPUT: return (unsigned char *)in[b.index].data + b.offset;
-    case KIR_BUF_OUTPUT: return (unsigned char *)out[b.index].data + b.offset;
-    case KIR_BUF_WEIGHT: return m->p->weights + b.offset;
-    case KIR_BUF_ARENA: return m->arena + b.offset;
+    /* (the load-time steps have no inputs or outputs) */
+    case KIR_BUF_INPUT: return in ? (unsigned char *)in[b.index].data + b.offset : NULL;
+    case KIR_BUF_OUTPUT: return out ? (unsigned char *)out[b.index].data + b.offset : NULL;
+    case KIR_BUF_WEIGHT: return (b.index == CG_WEIGHT_INIT ? m->init : m->p->weights) + b.offset;
+    case KIR_BUF_ARENA: return (m->in_init ? m->init : m->arena) + b.offset;
     default: return NULL;
     }
 }
@@ -213,15 +226,15 @@ static int launch(cuda_emu *m, int ki, const ir_tensor *in, ir_tensor *out, cons
     return rc;
 }
 
-int cuda_emu_run(cuda_emu *m, const ir_tensor *in, ir_tensor *out, icc_diag *d)
+/* Runs steps [lo, hi): kernels, branches, loop tests, copies, slices. */
+static int run_steps(cuda_emu *m, int lo, int hi, const ir_tensor *in, ir_tensor *out, icc_diag *d)
 {
     const cg_program *p = m->p;
     int64_t *syms = calloc((size_t)p->nsyms + 2, sizeof *syms);
     if (!syms)
         return ir_errorf(d, "out of memory");
-    memset(m->arena, 0, (size_t)p->arena_bytes);
     int rc = 0;
-    for (int pc = 0; rc == 0 && pc < p->nsteps;) {
+    for (int pc = lo; rc == 0 && pc < hi;) {
         const cg_step *st = &p->steps[pc];
         unsigned char *dst = at(m, st->dst, in, out), *src = at(m, st->src, in, out);
         int next = pc + 1;
@@ -271,9 +284,17 @@ int cuda_emu_run(cuda_emu *m, const ir_tensor *in, ir_tensor *out, icc_diag *d)
         }
         pc = next;
     }
+    free(syms);
+    return rc;
+}
+
+int cuda_emu_run(cuda_emu *m, const ir_tensor *in, ir_tensor *out, icc_diag *d)
+{
+    const cg_program *p = m->p;
+    memset(m->arena, 0, (size_t)p->arena_bytes);
+    int rc = run_steps(m, p->ninit_steps, p->nsteps, in, out, d);
     for (int i = 0; rc == 0 && i < p->ncopies; i++)
         memmove(out[p->copies[i].output].data, at(m, p->copies[i].src, in, out),
                 (size_t)size_of(&p->copies[i].bytes));
-    free(syms);
     return rc;
 }
