@@ -39,6 +39,9 @@ typedef enum kir_op {
 
 const char *kir_op_name(kir_op op);
 int kir_op_arity(kir_op op);
+/* Whether a float result of op may be inexact, so that an f16/bf16 one is
+ * rounded again (both backends keep those in f32 registers). */
+bool kir_op_inexact(kir_op op);
 
 typedef struct kir_expr {
     kir_op op;

@@ -207,19 +207,6 @@ static const char *float_fn(kir_op op)
     }
 }
 
-static bool inexact(kir_op op)
-{
-    switch (op) {
-    case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_REM: case KIR_POW:
-    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_FMA: case KIR_MULADD:
-    case KIR_SIN: case KIR_COS: case KIR_TAN: case KIR_ASIN: case KIR_ACOS: case KIR_ATAN:
-    case KIR_SINH: case KIR_COSH: case KIR_ASINH: case KIR_ACOSH: case KIR_ATANH:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static void args(out *o, const kir_expr *x, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -234,7 +221,7 @@ static void pfloat_op(out *o, const kir_expr *x)
     int n = kir_op_arity(x->op);
     bool dbl = x->dtype == IR_F64;
     const char *round = x->dtype == IR_F16 ? "icc_rh(" : x->dtype == IR_BF16 ? "icc_rbf(" : NULL;
-    if (round && inexact(x->op))
+    if (round && kir_op_inexact(x->op))
         put(o, "%s", round);
     else
         round = NULL;

@@ -510,20 +510,6 @@ static LLVMValueRef emit_cmp(em *e, kir_op op, ir_dtype dt, LLVMValueRef a, LLVM
     return LLVMBuildICmp(e->b, p, a, y, "");
 }
 
-/* Ops whose float result must be rounded again for f16/bf16. */
-static bool inexact_op(kir_op op)
-{
-    switch (op) {
-    case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_REM: case KIR_POW:
-    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_FMA: case KIR_MULADD:
-    case KIR_SIN: case KIR_COS: case KIR_TAN: case KIR_ASIN: case KIR_ACOS: case KIR_ATAN:
-    case KIR_SINH: case KIR_COSH: case KIR_ASINH: case KIR_ACOSH: case KIR_ATANH:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static LLVMValueRef emit_float_op(em *e, const kir_expr *x, LLVMValueRef *v)
 {
     LLVMBuilderRef b = e->b;
@@ -669,7 +655,7 @@ static LLVMValueRef emit_op(em *e, const kir_expr *x)
     LLVMValueRef r;
     if (ir_dtype_is_float(x->dtype)) {
         r = emit_float_op(e, x, v);
-        if (r && is_narrow_float(x->dtype) && inexact_op(x->op))
+        if (r && is_narrow_float(x->dtype) && kir_op_inexact(x->op))
             r = round_narrow(e, r, x->dtype);
     } else if (x->dtype == IR_BOOL) {
         r = emit_bool_op(e, x, v);
