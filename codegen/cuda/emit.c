@@ -570,40 +570,19 @@ static void block(out *o, const kir_block *b, int depth)
         stmt(o, b->s[i], depth, false);
 }
 
-/* Does b store to a buffer (a store, an intrinsic), at any depth? A
- * failure is not counted: every thread that reaches it writes the same
- * status code, so all of them may. */
-static bool writes(const kir_block *b)
-{
-    for (int i = 0; i < b->n; i++) {
-        const kir_stmt *s = b->s[i];
-        if (s->kind == KIR_S_STORE || s->kind == KIR_S_INTRINSIC ||
-            ((s->kind == KIR_S_FOR || s->kind == KIR_S_IF) && (writes(&s->body) || writes(&s->orelse))))
-            return true;
-    }
-    return false;
-}
-
 static bool is_parallel(const kir_stmt *s) { return s->kind == KIR_S_FOR && s->loop == KIR_PARALLEL; }
 
 int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *d)
 {
     out o = {.k = k, .s = *src, .len = *len, .cap = *src ? *len + 1 : 0, .d = d};
-    /* the top level: parallel loops, and beside them only what every
-     * thread may do on its own (lets, accumulators, reads) */
+    /* With a PARALLEL loop at the top, the CPU calls the kernel once per
+     * chunk of its range, and each call also runs the other top-level
+     * statements, which the lowering therefore makes safe to repeat and
+     * to race with themselves; every GPU thread runs them the same way.
+     * Without one the kernel is called once: thread 0 runs it. */
     int npar = 0;
-    bool other_writes = false;
-    for (int i = 0; i < k->body.n; i++) {
-        const kir_stmt *s = k->body.s[i];
-        if (is_parallel(s))
-            npar++;
-        else if (s->kind == KIR_S_STORE || s->kind == KIR_S_INTRINSIC ||
-                 ((s->kind == KIR_S_FOR || s->kind == KIR_S_IF) && (writes(&s->body) || writes(&s->orelse))))
-            other_writes = true;
-    }
-    if (npar && other_writes)
-        return ir_errorf(d, "kernel %s: the CUDA backend cannot emit a parallel loop beside other top-level "
-                            "stores yet", k->name);
+    for (int i = 0; i < k->body.n; i++)
+        npar += is_parallel(k->body.s[i]);
     put(&o, "\nICC_KERNEL %s(", k->name);
     bool first = true;
     for (int i = 0; i < k->nbufs; i++) {

@@ -11,13 +11,14 @@
  * parallel range. The kernel's outermost PARALLEL loop becomes a
  * grid-stride loop over [max(lo, begin), min(hi, end)): each GPU thread
  * runs whole iterations of it, which the CPU schedules already make
- * independent. A kernel without one runs on thread 0 of the launch.
+ * independent, and the kernel's other top-level statements, as each CPU
+ * chunk does. A kernel without one runs on thread 0 of the launch.
  * Thread scratch is a local array; f16/bf16 are stored as their bits
  * (icc_u16), bool as one byte.
  *
  * Not emitted yet, refused in one line naming the kernel: GPU loops
- * (grid/thread/block/warp), barriers, intrinsics, and a PARALLEL loop
- * beside other top-level statements that write memory. */
+ * (grid/thread/block/warp), barriers, and the intrinsics other than
+ * pmaddwd (scalar loops). */
 #ifndef ICC_CG_CUDA_EMIT_H
 #define ICC_CG_CUDA_EMIT_H
 
