@@ -9,7 +9,11 @@ import os
 
 import numpy as np
 
-ABI_VERSION = 1
+# The model ABI versions this package reads (include/icc/runtime.h): 2 adds
+# the init function and buffer after the fields mirrored here, so both read
+# the same.
+ABI_VERSION = 2
+ABI_VERSION_MIN = 1
 
 # icc_status
 OK, ERR_INVALID, ERR_SHAPE, ERR_DTYPE, ERR_NOMEM, ERR_CPU, ERR_IO, ERR_ABI, ERR_INTERNAL = range(9)

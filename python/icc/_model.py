@@ -150,10 +150,12 @@ class Model:
         self._core = _Core(lib, h.value)
         self._threads = threads
         d = lib.icc_model_describe(h).contents
-        if d.abi_version != _capi.ABI_VERSION:  # the struct layouts in _capi are version 1's
+        abi = d.abi_version  # (read before close: the descriptor lives in the library)
+        if not _capi.ABI_VERSION_MIN <= abi <= _capi.ABI_VERSION:  # the struct layouts _capi mirrors
             self.close()
-            raise LoadError("%s: model ABI version %d, this package reads %d"
-                            % (path, d.abi_version, _capi.ABI_VERSION))
+            lo, hi = _capi.ABI_VERSION_MIN, _capi.ABI_VERSION
+            raise LoadError("%s: model ABI version %d, this package reads %s"
+                            % (path, abi, hi if lo == hi else "%d to %d" % (lo, hi)))
         self.name = d.name.decode() if d.name else ""
         self.compiler_version = d.compiler_version.decode() if d.compiler_version else ""
         self.cpu_features = d.cpu_features.decode() if d.cpu_features else ""

@@ -151,12 +151,18 @@ def test_external_weights(models, tmp_path):
 
 
 def test_abi_version_checked(models, monkeypatch):
-    """The package reads descriptors of the ABI version it mirrors, no other."""
+    """The package reads descriptors of the ABI versions it mirrors, no other."""
     from icc import _capi
-    monkeypatch.setattr(_capi, "ABI_VERSION", _capi.ABI_VERSION + 1)
+    monkeypatch.setattr(_capi, "ABI_VERSION_MIN", 3)
+    monkeypatch.setattr(_capi, "ABI_VERSION", 3)
     with pytest.raises(icc.LoadError) as e:
         icc.load(models.mlp[1])
-    assert "ABI version 1, this package reads 2" in one_line(e)
+    assert "ABI version 2, this package reads 3" in one_line(e)
+    monkeypatch.setattr(_capi, "ABI_VERSION_MIN", 1)
+    monkeypatch.setattr(_capi, "ABI_VERSION", 1)
+    with pytest.raises(icc.LoadError) as e:
+        icc.load(models.mlp[1])
+    assert "ABI version 2, this package reads 1" in one_line(e)
 
 
 def test_dtype_rule_same_kind(models):
