@@ -339,6 +339,10 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
     q->V = regs / q->R;
     if (q->V > 8)
         q->V = 8;
+    /* the quad intrinsics span at most 64 lanes (one 512-bit vector of
+     * i32 per 16): few rows on a 16-lane target would ask for 128 */
+    if (q->quads && q->V > 64 / q->L)
+        q->V = 64 / q->L > 0 ? 64 / q->L : 1;
     if (q->V > cdiv(cols, q->L))
         q->V = (int)cdiv(cols, q->L);
     if (q->V > wmax / q->L)

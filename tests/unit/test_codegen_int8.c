@@ -307,7 +307,9 @@ END_TEST
 
 /* The VNNI kernel's lowering (quads of k, the +128 offsets, column sums,
  * the tail quad) run here: the schedule forced to quads on this host,
- * whose backend emits dpbusd_rows' scalar form, against the interpreter. */
+ * whose backend emits vpdpbusd (VNNI) or dpbusd_rows' scalar form, against
+ * the interpreter.
+ * Every N is at least 16, the widest target's lanes (qgemm_ok). */
 START_TEST(quads_through_the_scalar_form)
 {
     static const struct {
@@ -315,7 +317,7 @@ START_TEST(quads_through_the_scalar_form)
         const char *adt, *bdt;
         char za, zb;
     } cases[] = {
-        {5, 37, 19, "u8", "i8", 's', 'v'}, {1, 4, 8, "i8", "u8", '-', '-'}, {9, 66, 33, "i8", "i8", 'v', 's'},
+        {5, 37, 19, "u8", "i8", 's', 'v'}, {1, 4, 16, "i8", "u8", '-', '-'}, {9, 66, 33, "i8", "i8", 'v', 's'},
         {7, 129, 70, "u8", "u8", 's', '-'}, {3, 8, 16, "u8", "i8", '-', '-'},
         {20, 70, 40, "u8", "i8", 's', 'v'}, /* M >= 16: B's panels packed */
     };
