@@ -1189,6 +1189,14 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
     LLVMAddIncoming(iv, in_v, in_b, 2);
 
     int w = s->width > 0 ? s->width : 1;
+    /* a constant trip count below the width (8 columns on a 16-lane
+     * target): the widest power of two that fits, else LLVM, held to
+     * the hinted width, leaves the loop scalar */
+    if (s->loop == KIR_VECTOR && LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi)) {
+        long long n = LLVMConstIntGetSExtValue(hi) - LLVMConstIntGetSExtValue(lo);
+        while (w > 2 && n < w)
+            w /= 2;
+    }
     LLVMMetadataRef hints[3];
     size_t nh = 0;
     /* LLVM vectorises innermost loops only, and cannot widen libm calls
