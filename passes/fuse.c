@@ -57,7 +57,12 @@ static bool anchor_candidate(const ir_node *n, const ir_type *rt)
     if (!(ir_ops[n->op].flags & IR_F_ANCHOR))
         return false;
     const ir_type *t = &n->out[0]->type;
-    if (n->nout != 1 || t->dtype != rt->dtype || !ir_dtype_is_float(t->dtype) || t->rank < 0)
+    /* but a bf16 root over a contraction that the pack-b pass gave bf16
+     * pairs (packed_k = 2): its pair kernel keeps the sums in registers
+     * and rounds them once at the store, so the group may write the next
+     * contraction's bf16 activation itself */
+    bool narrow = rt->dtype == IR_BF16 && t->dtype == IR_F32 && ir_attr_int(n, "packed_k", 1) == 2;
+    if (n->nout != 1 || (t->dtype != rt->dtype && !narrow) || !ir_dtype_is_float(t->dtype) || t->rank < 0)
         return false;
     for (int d = 0; d < t->rank; d++)
         if (!ir_dim_is_const(t->dims[d]))
@@ -139,14 +144,14 @@ static bool feeds_on_contraction(const ir_graph *g, const ir_node *n, const int 
     return false;
 }
 
-/* The producer index of the Cast through which contraction n reads a
- * narrow weight (icc_precision_half_weight), when n alone reads it; else
- * -1. The Cast then joins n's kernel, which converts as it loads, so the
- * f32 weights are never stored. */
-static int half_cast(const ir_node *n, const int *at, const int *ustart, const bool *is_out)
+/* The producer index of the Cast through which contraction n reads its
+ * input i narrow (icc_precision_half_weight: a bf16/f16 weight, or a bf16
+ * activation), when n alone reads it; else -1. The Cast then joins n's
+ * kernel, which converts as it loads, so the f32 copy is never stored. */
+static int half_cast(const ir_node *n, int i, const int *at, const int *ustart, const bool *is_out)
 {
-    int p = n->nin > 1 && n->in[1] ? at[n->in[1]->id] : -1, vid = p >= 0 ? n->in[1]->id : 0;
-    return p >= 0 && icc_precision_half_weight(n, 1) && !is_out[vid] && ustart[vid + 1] - ustart[vid] == 1 ? p : -1;
+    int p = n->nin > i && n->in[i] ? at[n->in[i]->id] : -1, vid = p >= 0 ? n->in[i]->id : 0;
+    return p >= 0 && icc_precision_half_weight(n, i) && !is_out[vid] && ustart[vid + 1] - ustart[vid] == 1 ? p : -1;
 }
 
 typedef struct {
@@ -206,13 +211,14 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
     int *ustart = calloc((size_t)nv + 2, sizeof(int));          /* value -> users (CSR) */
     int *users = NULL, *seen = malloc(sizeof(int) * ((size_t)nn + 1));
     bool *is_out = calloc((size_t)nv + 1, 1);
+    bool *narrow = calloc((size_t)nn + 1, 1); /* a Cast that joins its contraction's kernel (half_cast) */
     heap h = {malloc(sizeof(int) * ((size_t)nn + 1)), 0};
     ir_node **order = malloc(sizeof(ir_node *) * ((size_t)nn + 1));
     int *root = malloc(sizeof(int) * (2 * (size_t)nn + 1));
     int *evals = malloc(sizeof(int) * ((size_t)nn + 1)); /* member -> times computed */
     int *members = malloc(sizeof(int) * ((size_t)nn + 1));
     bool anchors = pass_opt_int(c, "anchors", 1) != 0;
-    if (!members || !evals || !old || !at || !ustart || !seen || !is_out || !h.v || !order || !root)
+    if (!members || !evals || !old || !at || !ustart || !seen || !is_out || !narrow || !h.v || !order || !root)
         goto oom;
     for (int i = 0; i < nv; i++)
         at[i] = -1;
@@ -247,6 +253,12 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
                 users[ustart[v->id] + fill[v->id]++] = k;
         }
     free(fill);
+    for (int k = 0; k < nn; k++)
+        for (int i = 0; i < 2; i++) {
+            int p = half_cast(g->nodes[k], i, at, ustart, is_out);
+            if (p >= 0)
+                narrow[p] = true;
+        }
 
     int ngroups = 0, stamp = 0;
     int64_t fused = 0;
@@ -254,11 +266,14 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
         ir_node *rn = g->nodes[r];
         /* a contraction that reads a narrow weight and anchors no group
          * has one of its own, for the weight's Cast to join (below) */
-        if (!rn->group && half_cast(rn, at, ustart, is_out) >= 0) {
+        if (!rn->group && (half_cast(rn, 0, at, ustart, is_out) >= 0 || half_cast(rn, 1, at, ustart, is_out) >= 0)) {
             rn->group = ++ngroups;
             fused++;
             continue;
         }
+        /* such a Cast roots no group: it joins its contraction's (below) */
+        if (narrow[r])
+            continue;
         /* a normalization may root a group of its prologue */
         bool root_anchor = anchors && !rn->group && prologue_anchor(rn) && anchor_candidate(rn, &rn->out[0]->type);
         if (rn->group || !(candidate(rn) || root_anchor))
@@ -328,13 +343,14 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
     }
     /* A narrow weight's Cast joins its contraction's kernel (the group
      * the loop above gave it, or one of its own). */
-    for (int k = 0; k < nn; k++) {
-        int p = half_cast(g->nodes[k], at, ustart, is_out);
-        if (p >= 0 && g->nodes[k]->group) {
-            g->nodes[p]->group = g->nodes[k]->group;
-            fused++;
+    for (int k = 0; k < nn; k++)
+        for (int i = 0; i < 2; i++) {
+            int p = half_cast(g->nodes[k], i, at, ustart, is_out);
+            if (p >= 0 && g->nodes[k]->group) {
+                g->nodes[p]->group = g->nodes[k]->group;
+                fused++;
+            }
         }
-    }
     /* Number groups in node order of their roots (1, 2, ... from the
      * top), so the printed text reads naturally. Roots were found bottom
      * up: group gid becomes ngroups + 1 - gid. */
@@ -387,6 +403,7 @@ done:
     free(users);
     free(seen);
     free(is_out);
+    free(narrow);
     free(h.v);
     free(order);
     free(root);

@@ -130,12 +130,27 @@ static bool weight_contraction(const ir_node *n)
 
 bool icc_precision_half_weight(const ir_node *n, int i)
 {
-    if (!weight_contraction(n) || i != 1 || !n->in[1] || n->in[1]->kind != IR_VAL_NODE)
+    bool act = i == 0 && (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM);
+    if (!weight_contraction(n) || (i != 1 && !act) || i >= n->nin || !n->in[i] || n->in[i]->kind != IR_VAL_NODE)
         return false;
-    const ir_node *p = n->in[1]->def;
+    const ir_node *p = n->in[i]->def;
     const ir_value *h = p->op == IR_OP_CAST && p->nin == 1 ? p->in[0] : NULL;
-    return h && h->kind == IR_VAL_CONST && (h->type.dtype == IR_BF16 || h->type.dtype == IR_F16) &&
+    return h && (act || h->kind == IR_VAL_CONST) && (h->type.dtype == IR_BF16 || h->type.dtype == IR_F16) &&
            p->out[0]->type.dtype == IR_F32;
+}
+
+/* bf16 activations: MatMul's and Gemm's A rounded to bf16 as well (their
+ * contractions then multiply two bf16 operands, as vdpbf16ps and AMX
+ * do), unless the pass's `activations=f32` keeps them. */
+static bool rounds_activation(pass_ctx *c, const icc_precision_opts *o, const ir_node *n)
+{
+    if (o->mode != ICC_PREC_BF16 || (n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM) || !n->in[0] ||
+        n->in[0]->kind == IR_VAL_CONST || n->in[0]->type.dtype != IR_F32)
+        return false;
+    for (int i = 0; i < c->nopts; i++)
+        if (!strcmp(c->opts[i].key, "activations"))
+            return strcmp(c->opts[i].val, "f32") != 0;
+    return true;
 }
 
 /* Every finite value of f32 constant w stays finite in f16 (65504 is
@@ -212,6 +227,25 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
         if (!first[w->id])
             first[w->id] = cast;
         c->changed = true;
+        ir_value *x = n->in[0];
+        if (rounds_activation(c, o, n) && x->id < nv) {
+            /* one rounding per activation, one Cast back per contraction
+             * (which its kernel reads narrow, as the weight) */
+            if (!half[x->id]) {
+                const char *hn = ir_graph_fresh_name(g, x->name, ".bf16", buf, sizeof buf);
+                ir_node *down = ir_graph_add_node(g, IR_OP_CAST, "", 1, &x, 1, &hn, c->diag);
+                if (!down || ir_node_set_int(g, down, "to", ir_dtype_to_onnx(IR_BF16)) < 0 ||
+                    ir_infer_node(down, c->diag) < 0)
+                    goto done;
+                half[x->id] = down->out[0];
+                pass_stat(c, "activations rounded to bf16", 1);
+            }
+            const char *un = ir_graph_fresh_name(g, x->name, ".f32", buf, sizeof buf);
+            ir_node *up = ir_graph_add_node(g, IR_OP_CAST, "", 1, &half[x->id], 1, &un, c->diag);
+            if (!up || ir_node_set_int(g, up, "to", ir_dtype_to_onnx(IR_F32)) < 0 || ir_infer_node(up, c->diag) < 0)
+                goto done;
+            n->in[0] = up->out[0];
+        }
     }
     for (int v = 0; v < nv; v++) {
         ir_value *w = g->values[v];

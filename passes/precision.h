@@ -39,10 +39,12 @@ const char *icc_precision_name(icc_precision p);
  * (nothing kept). */
 bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const ir_node *n);
 
-/* Input i of n is a narrow weight (what the bf16/fp16 rewrite makes): n
- * is a MatMul, Gemm, Conv or ConvNCHWc, i is 1, and the input is the
- * result of Cast(to=f32) of a bf16 or f16 constant. The fuse pass puts
- * such a Cast in n's kernel, which converts as it loads. */
+/* Input i of n is read narrow (what the bf16/fp16 rewrite makes): a
+ * weight (n a MatMul, Gemm, Conv or ConvNCHWc, i = 1, the input the
+ * result of Cast(to=f32) of a bf16 or f16 constant) or an activation (n a
+ * MatMul or Gemm, i = 0, the input a Cast(to=f32) of any bf16 or f16
+ * value). The fuse pass puts such a Cast in n's kernel, which converts as
+ * it loads. */
 bool icc_precision_half_weight(const ir_node *n, int i);
 
 typedef struct pass_ctx pass_ctx;

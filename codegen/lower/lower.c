@@ -218,14 +218,15 @@ static ir_family family(const ir_node *n)
     return lw_family_accepts(f, n) ? f : IR_FAM_NONE;
 }
 
-/* Input i of contraction n is a narrow weight computed in n's group: a
- * Cast to f32 of an f16/bf16 value (the bf16/fp16 precision rewrite,
- * passes/precision.c). n reads the narrow buffer itself and converts in
- * its loads (lw_load_in), so the Cast never becomes a kernel or a buffer. */
+/* Input i of contraction n is a narrow weight (i = 1) or a MatMul's or
+ * Gemm's bf16 activation (i = 0) computed in n's group: a Cast to f32 of
+ * an f16/bf16 value (the bf16/fp16 precision rewrite, passes/precision.c).
+ * n reads the narrow buffer itself and converts in its loads
+ * (lw_load_in), so the Cast never becomes a kernel or a buffer. */
 static const ir_value *half_weight(const ir_node *n, int i)
 {
     const ir_family f = ir_ops[n->op].family;
-    if (i != 1 || i >= n->nin || !lw_interior(n, n->in[i]) ||
+    if ((i != 1 && (i != 0 || f != IR_FAM_CONTRACTION)) || i >= n->nin || !lw_interior(n, n->in[i]) ||
         (f != IR_FAM_CONTRACTION && f != IR_FAM_CONV && f != IR_FAM_BLOCKED))
         return NULL;
     const ir_node *p = n->in[i]->def;
@@ -248,7 +249,10 @@ static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int
         if (lw_interior(anchor, anchor->in[i]) && (i > 0 || !(fl & IR_F_PROLOGUE)) && !half_weight(anchor, i))
             return false;
     const ir_type *a = &anchor->out[0]->type, *r = &root->out[0]->type;
-    if (a->dtype != r->dtype || a->rank != r->rank)
+    /* a bf16 root over a pair-packed contraction (passes/fuse.c,
+     * anchor_candidate): lower_matmul stores rounded sums only once */
+    bool narrow = r->dtype == IR_BF16 && a->dtype == IR_F32 && ir_attr_int(anchor, "packed_k", 1) == 2;
+    if ((a->dtype != r->dtype && !narrow) || a->rank != r->rank)
         return false;
     for (int d = 0; d < a->rank; d++)
         if (!ir_dim_eq(a->dims[d], r->dims[d]))

@@ -715,7 +715,7 @@ fails_cleanly "--precision: a pipeline without the precision pass" "--precision=
   "$ICC" "$M" --passes=shape-infer --precision=bf16 --emit=ir
 info_bf16() {
   "$ICC" info "$M" --precision=bf16 --no-default-keep >"$T/info16" || return 1
-  grep -qE "^  bf16 +0 +2 +4.74 KB$" "$T/info16" && grep -q "weight bytes: 9.64 KB at fp32, 4.90 KB at bf16 (0.51x)" "$T/info16"
+  grep -qE "^  bf16 +2 +2 +4.74 KB$" "$T/info16" && grep -q "weight bytes: 9.64 KB at fp32, 4.90 KB at bf16 (0.51x)" "$T/info16"
 }
 check "info --precision=bf16: weights per dtype, bytes before and after" info_bf16
 compiled_half_matches_interpreter() {

@@ -6,7 +6,8 @@ tests/models/make_bert_layer.py writes), at each of bf16 and fp16:
   - the compiled model matches the interpreter running the same reduced-precision
     graph (`icc run MODEL --passes=<-O2 up to precision> --precision=P`: the
     weights folded and rounded the same way, so only the summation order
-    differs): max error / max |output| <= 1e-4;
+    differs): max error / max |output| <= 1e-4 (fp16), 2e-3 (bf16, whose MatMul
+    activations are rounded too: see REL_BY);
   - it agrees with the compiled fp32 model: cosine similarity >= 0.999;
   - its .so is smaller than the fp32 one (sizes printed).
 Inputs are what ONNX's test runner feeds light models: arange(n)/n in f32. A
@@ -32,6 +33,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light")
 DEFAULT = ["bert_layer", "squeezenet", "shufflenet", "inception_v1", "resnet50"]
 REL, COS = 1e-4, 0.999
+# bf16 rounds MatMul's activations too: a value the two sides compute in a
+# different order may round to the neighbouring bf16 (2^-8 relative apart)
+# before the next contraction, so a few outputs move by a bf16 step times
+# their weight's share: half a bf16 epsilon bounds that (a wrong kernel is off
+# by O(1))
+REL_BY = {"bf16": 2e-3, "fp16": REL}
 # -O2 up to the precision pass: the interpreter then runs the graph the
 # compiled model was made from (weights folded, then rounded, the same way).
 ORACLE = "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision"
@@ -112,7 +119,7 @@ def main():
                     want = np.load(os.path.join(d, out + ".npy")).astype(np.float64)
                     rel = float(np.abs(res[p] - want).max() / max(np.abs(want).max(), 1e-30))
                     line += "; vs the interpreter's %s graph %.2g" % (p, rel)
-                    ok = ok and rel <= REL
+                    ok = ok and rel <= REL_BY[p]
                 print("%s %s" % ("ok  " if ok else "FAIL", line), flush=True)
                 failed += not ok
         except RuntimeError as e:
