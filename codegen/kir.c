@@ -654,7 +654,7 @@ static int vintrin(vctx *c, const kir_stmt *s)
         if (s->lanes < 1 || s->lanes > 4096)
             return ir_errorf(c->d, "kernel '%s': intrinsic %s: lane count %d not in 1..4096", kn, nm, s->lanes);
         const kir_expr *last = bf->rank ? bf->dims[bf->rank - 1] : NULL;
-        int64_t span = (int64_t)s->lanes * want->mul;
+        int64_t span = want->mul < 0 ? -(int64_t)want->mul : (int64_t)s->lanes * want->mul;
         if (!last || (last->op == KIR_CONST && last->c.i < span))
             return ir_errorf(c->d, "kernel '%s': intrinsic %s: operand %d spans %lld elements, more than the last "
                              "dim of '%.100s'", kn, nm, i, (long long)span, bf->name);

@@ -70,6 +70,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     /* the widths the LLVM backend emits dpbusd in: zmm, or ymm with VL / AVX-VNNI */
     s->int8_quads = icc_target_has(t, ICC_TF_AVXVNNI) ||
                     (icc_target_has(t, ICC_TF_AVX512VNNI) && (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL)));
+    s->bf16_pairs = t->arch != ICC_ARCH_CUDA && cg_schedule_bf16_pairs(t);
     return 0;
 }
 

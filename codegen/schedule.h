@@ -62,6 +62,8 @@ typedef struct cg_schedule {
     int conv_vtile;            /* vector-loop schedule: plane positions per tile */
     /* INT8 contractions (codegen/lower/qgemm.c) */
     bool int8_quads;           /* MatMulInteger steps 4 k by vpdpbusd (VNNI), else 2 by vpmaddwd */
+    /* bf16 contractions (codegen/lower/matmul.c, lower_pairs) */
+    bool bf16_pairs;           /* MatMul/Gemm of two bf16 operands steps 2 k by vdpbf16ps */
     int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
                                   than a weight panel of kc x block in L2, measured) */
 } cg_schedule;
@@ -77,6 +79,14 @@ static inline int cg_schedule_tile_vecs(const icc_target_desc *t) { return t->ve
 static inline int cg_schedule_panel_cols(const icc_target_desc *t)
 {
     return icc_target_f32_lanes(t) * cg_schedule_tile_vecs(t);
+}
+/* Whether t multiplies bf16 pairs into f32 (AVX512-BF16 vdpbf16ps):
+ * cg_schedule_init's bf16_pairs, and whether the pack-b pass packs a
+ * bf16 contraction's weight in pairs of k (header only, as above). */
+static inline bool cg_schedule_bf16_pairs(const icc_target_desc *t)
+{
+    return t->arch == ICC_ARCH_X86_64 && icc_target_has(t, ICC_TF_AVX512BF16) &&
+           (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL));
 }
 
 /* The register tile of an M-row contraction: *rows x *vecs accumulators.

@@ -21,10 +21,17 @@
  * call anyway); N > w (with one panel the order is B's own). Runs after
  * precision (bf16/fp16 weights are Casts, not constants, then) and before
  * fuse and plan.
+ *
+ * bf16 x bf16 (pair_cast): on a target with vdpbf16ps, a MatMul/Gemm
+ * whose A is a rounded bf16 activation and whose B is Cast(bf16 constant)
+ * gets that constant packed in panels of pairs of k, each [K/2, width, 2]
+ * (packed_k = 2), for any M; the Cast stays (elementwise, so its result
+ * is in the packed order too) and the pair kernel reads the bf16 buffer.
  */
 #include "passes/pass.h"
 #include "codegen/schedule.h"
 #include "ir/ops.h"
+#include "passes/precision.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +59,34 @@ static bool packable(const ir_node *n, const int *uses, int64_t w)
     return N > w;
 }
 
-/* The packed copy of n's B (see the file comment), or NULL on out of memory. */
-static ir_value *pack(pass_ctx *c, const ir_node *n, int64_t w)
+/* The Cast through which n reads a bf16 constant B that the pass packs
+ * in pairs of k (packed_k = 2) for the bf16 pair kernel (matmul.c,
+ * lower_pairs), or NULL: the target has vdpbf16ps, A is a bf16
+ * activation read through its Cast (the bf16 rewrite, passes/precision.c)
+ * and B a rank-2 constant with this one reader, K even. Any M: the pair
+ * kernel reads its panels in place. */
+static ir_node *pair_cast(pass_ctx *c, const ir_node *n, const int *uses)
 {
-    const ir_value *b = n->in[1];
+    if ((n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM) || !cg_schedule_bf16_pairs(c->target) || n->nin < 2 ||
+        ir_attr_int(n, "packed_b", 0) != 0 || !icc_precision_half_weight(n, 0) || !icc_precision_half_weight(n, 1))
+        return NULL;
+    bool gemm = n->op == IR_OP_GEMM;
+    ir_node *cast = n->in[1]->def;
+    const ir_value *a = n->in[0]->def->in[0], *h = cast->in[0];
+    if (a->type.dtype != IR_BF16 || h->type.dtype != IR_BF16 || uses[h->id] != 1 || uses[n->in[1]->id] != 1 ||
+        !ir_type_is_static(&h->type) || h->type.rank != 2 || n->in[0]->type.rank < 2)
+        return NULL;
+    if (gemm && (ir_attr_int(n, "transA", 0) || n->in[0]->type.rank != 2 ||
+                 (n->nin > 2 && n->in[2] && n->in[2]->type.dtype != IR_F32)))
+        return NULL;
+    int64_t K = h->type.dims[gemm && ir_attr_int(n, "transB", 0) ? 1 : 0].v;
+    return K % 2 == 0 ? cast : NULL;
+}
+
+/* The packed copy of B = b for node n, in panels of w columns of pairs
+ * of p rows (see the file comment), or NULL on out of memory. */
+static ir_value *pack(pass_ctx *c, const ir_node *n, const ir_value *b, int64_t w, int64_t p)
+{
     bool tB = n->op == IR_OP_GEMM && ir_attr_int(n, "transB", 0);
     ir_type t = b->type;
     int r = t.rank;
@@ -67,23 +98,25 @@ static ir_value *pack(pass_ctx *c, const ir_node *n, int64_t w)
     for (int d = 0; d < r - 2; d++)
         mats *= t.dims[d].v;
     char buf[256];
-    ir_value *p = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, b->name, "_packed", buf, sizeof buf), &t,
-                                     NULL, c->diag);
-    if (!p)
+    ir_value *pv = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, b->name, "_packed", buf, sizeof buf), &t,
+                                      NULL, c->diag);
+    if (!pv)
         return NULL;
-    const float *src = b->cval.data;
-    float *dst = p->cval.data;
+    size_t es = ir_dtype_size(t.dtype);
+    const unsigned char *src = b->cval.data;
+    unsigned char *dst = pv->cval.data;
     for (int64_t mi = 0; mi < mats; mi++) {
-        const float *s = src + mi * K * N;
-        float *o = dst + mi * K * N;
+        const unsigned char *s = src + mi * K * N * es;
+        unsigned char *o = dst + mi * K * N * es;
         for (int64_t j0 = 0; j0 < N; j0 += w) {
             int64_t wp = N - j0 < w ? N - j0 : w;
             for (int64_t k = 0; k < K; k++)
                 for (int64_t j = 0; j < wp; j++)
-                    o[j0 * K + k * wp + j] = tB ? s[(j0 + j) * K + k] : s[k * N + j0 + j];
+                    memcpy(o + (j0 * K + k / p * p * wp + j * p + k % p) * es,
+                           s + (tB ? (j0 + j) * K + k : k * N + j0 + j) * es, es);
         }
     }
-    return p;
+    return pv;
 }
 
 int pass_pack_b(pass_ctx *c)
@@ -97,17 +130,27 @@ int pass_pack_b(pass_ctx *c)
     int64_t packed = 0, bytes = 0;
     for (int k = 0; k < g->nnodes; k++) {
         ir_node *n = g->nodes[k];
-        if (n->dead || !packable(n, uses, w))
+        ir_node *cast = n->dead ? NULL : pair_cast(c, n, uses);
+        if (n->dead || (!cast && !packable(n, uses, w)))
             continue;
-        ir_value *b = n->in[1], *p = pack(c, n, w);
-        if (!p || ir_node_set_int(g, n, "packed_b", w) < 0) {
+        /* a pair-packed B stays behind its Cast (elementwise: the Cast's
+         * result is in the packed order too) */
+        ir_value *b = cast ? cast->in[0] : n->in[1], *p = pack(c, n, b, w, cast ? 2 : 1);
+        if (!p || ir_node_set_int(g, n, "packed_b", w) < 0 || (cast && ir_node_set_int(g, n, "packed_k", 2) < 0)) {
             free(uses);
             return ir_errorf(c->diag, "out of memory");
         }
         for (int i = 0; i < n->nattr; i++)
             if (!strcmp(n->attrs[i].name, "transB"))
                 n->attrs[i].i = 0;
-        n->in[1] = p;
+        if (cast) {
+            cast->in[0] = p;
+            cast->out[0]->type.dims[0] = p->type.dims[0];
+            cast->out[0]->type.dims[1] = p->type.dims[1];
+            pass_stat(c, "bf16 weights packed in pairs", 1);
+        } else {
+            n->in[1] = p;
+        }
         ir_value_erase(b);
         packed++;
         bytes += (int64_t)b->cval.nbytes;

@@ -163,6 +163,8 @@ python3 tests/models/attention_vs_ort.py build/icc
 echo "== MatMul/Gemm over many shapes (skinny M, tails, transposes, alpha/beta, C and batch broadcast, constant and input B), -O2 and -O3, vs numpy and ONNX Runtime (build)"
 python3 tests/models/gemm_shapes.py build/icc
 echo "== icc verify's accuracy report vs numpy (build)"; python3 tests/models/verify_precision.py build/icc
+echo "== bf16 x bf16 MatMul/Gemm (the vdpbf16ps pair kernel on hosts with AVX512-BF16, and for x86-64-v3) vs the interpreter (build)"
+python3 tests/models/bf16_pairs.py build/icc
 echo "== int8 and int8-dynamic vs fp32 (cosine), interpreter vs compiled on the rewritten graph (build)"
 python3 tests/models/int8_accuracy.py build/icc
 echo "== the Python package: pip install ./python, its tests vs ONNX Runtime (build)"

@@ -490,6 +490,56 @@ static int emit_ub_quads(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* ---- dpbf16_pairs ---------------------------------------------------------- */
+
+/* acc[i] = (acc[i] + a[1]*b[2i+1]) + a[0]*b[2i]: vdpbf16ps on a's pair
+ * broadcast, 16 lanes (zmm) then 8 (ymm, with VL) at a time, straight-
+ * line (the accumulators are scratch at constant offsets, which become
+ * registers); scalar lanes in dpbf16's order for the rest and on targets
+ * without AVX512-BF16. */
+static int emit_bf16_pairs(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[3];
+    for (int j = 0; j < 3; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    int64_t n = s->lanes, done = 0;
+    if (n > 256)
+        return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 256)", e->k->name,
+                         kir_intrin_name(s->intrin), (long long)n);
+    bool bf = has_feature(e, "avx512bf16");
+    LLVMValueRef apair = load_as(e, e->i32, ptr[1], s->args[1].buf, 2);
+    for (unsigned w = 16; w >= 8; w /= 2) {
+        if (!bf || (w == 16 ? cg_target_vector_bits(e->t) < 512 : !has_feature(e, "avx512vl")))
+            continue;
+        const char *name = w == 16 ? "llvm.x86.avx512bf16.dpbf16ps.512" : "llvm.x86.avx512bf16.dpbf16ps.256";
+        unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+        LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0), pt[3];
+        LLVMGetParamTypes(fty, pt);
+        LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
+        LLVMValueRef av = LLVMBuildBitCast(e->b, bcast_quad(e, apair, w), pt[1], "");
+        for (; n - done >= w; done += w) {
+            LLVMValueRef pacc = at(e, e->f32, ptr[0], em_ci64(e, done));
+            LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4), av,
+                                    load_as(e, pt[2], at(e, e->i16, ptr[2], em_ci64(e, 2 * done)), s->args[2].buf, 2)};
+            store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
+        }
+    }
+    LLVMValueRef a0 = load_as(e, e->i16, ptr[1], s->args[1].buf, 2);
+    LLVMValueRef a1 = load_as(e, e->i16, at(e, e->i16, ptr[1], em_ci64(e, 1)), s->args[1].buf, 2);
+    a0 = bf16_f32(e, a0);
+    a1 = bf16_f32(e, a1);
+    for (; done < n; done++) {
+        LLVMValueRef pacc = at(e, e->f32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->f32, pacc, s->args[0].buf, 4);
+        LLVMValueRef b0 = load_as(e, e->i16, at(e, e->i16, ptr[2], em_ci64(e, 2 * done)), s->args[2].buf, 2);
+        LLVMValueRef b1 = load_as(e, e->i16, at(e, e->i16, ptr[2], em_ci64(e, 2 * done + 1)), s->args[2].buf, 2);
+        acc = LLVMBuildFAdd(e->b, acc, LLVMBuildFMul(e->b, a1, bf16_f32(e, b1), ""), "");
+        acc = LLVMBuildFAdd(e->b, acc, LLVMBuildFMul(e->b, a0, bf16_f32(e, b0), ""), "");
+        store_to(e, acc, pacc, s->args[0].buf, 4);
+    }
+    return 0;
+}
+
 /* dst[4i+j] = b~[j][i]: 8 lanes at a time by dpbusd_rows' shuffles (plain
  * vector IR, any target), the rest one byte at a time. */
 static int emit_quad_pack(em *e, const kir_stmt *s)
@@ -543,6 +593,8 @@ int em_intrinsic(em *e, const kir_stmt *s)
     case KIR_IN_DPBUSD:
     case KIR_IN_DPBF16:
         return emit_dot(e, s);
+    case KIR_IN_DPBF16_PAIRS:
+        return emit_bf16_pairs(e, s);
     case KIR_IN_MMA_SYNC:
         return ir_errorf(e->d, "kernel '%.100s': intrinsic %s is a CUDA warp operation: the LLVM backend refuses it",
                          e->k->name, nm);

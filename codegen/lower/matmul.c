@@ -28,7 +28,8 @@
  * panels of `width` columns lie one after another, each [K, width], and
  * are read in place with no per-call copy. With more than one panel per
  * chunk, A's row blocks are copied per K block into scratch (tile.h
- * pack_a).
+ * pack_a). A bf16 A times a bf16 B packed in pairs of k (packed_k = 2,
+ * on targets with vdpbf16ps) runs on the pair kernel (lower_pairs).
  */
 #include "codegen/lower/tile.h"
 #include "ir/ops.h"
@@ -37,6 +38,9 @@
 bool cg_can_lower_matmul(const ir_node *n)
 {
     const ir_type *x = &n->in[0]->type;
+    int64_t pk = ir_attr_int(n, "packed_k", 1); /* as the reference checks it (ir/ref/nn.c) */
+    if (pk < 1 || pk > 64)
+        return false;
     switch (n->op) {
     case IR_OP_MATMUL:
         return (ir_dtype_is_float(x->dtype) || (ir_dtype_is_int(x->dtype) && x->dtype != IR_BOOL)) &&
@@ -58,6 +62,7 @@ typedef struct {
     bool has_m, has_n;
     ir_dim m, n, kd;
     int64_t pw;              /* B stored in column panels of pw columns (packed_b), or 0 */
+    int64_t pk;              /* ... each [K/pk, width, pk] (packed_k: 2 for bf16 pairs), else 1 */
     int pbuf;                /* packed B: a flat view of its buffer, or -1 (read through its dims) */
 } mm_geo;
 
@@ -81,7 +86,8 @@ static void geo_init(lctx *c, mm_geo *g)
     g->n = g->has_n ? g->to->dims[g->to->rank - 1] : (ir_dim){.v = 1};
     /* packed_b with one panel or more columns is B's own order */
     g->pw = ir_attr_int(n, "packed_b", 0);
-    if (g->pw > 0 && (!g->has_n || !ir_type_is_static(g->tb) || g->n.v <= g->pw))
+    g->pk = g->pw > 0 ? ir_attr_int(n, "packed_k", 1) : 1;
+    if (g->pw > 0 && g->pk == 1 && (!g->has_n || !ir_type_is_static(g->tb) || g->n.v <= g->pw))
         g->pw = 0;
     g->pbuf = -1;
 }
@@ -94,7 +100,7 @@ static int packed_view(lctx *c, mm_geo *g)
     if (!g->pw || c->buf[1] < 0)
         return 0;
     const kir_buf *b = &c->k->bufs[c->buf[1]];
-    ir_type t = {.dtype = g->tb->dtype, .rank = 1};
+    ir_type t = {.dtype = b->dtype, .rank = 1}; /* a bf16 weight: its buffer's */
     int64_t n = 1;
     for (int d = 0; d < g->tb->rank; d++)
         n *= g->tb->dims[d].v;
@@ -105,7 +111,8 @@ static int packed_view(lctx *c, mm_geo *g)
 
 /* Packed B at row k, column jj of the panel that starts at column j0 and
  * is wp wide (ir/ops.def, MatMul's packed_b): element j0 * K + k * wp + jj
- * of its matrix. jj is the vector variable plus a uniform offset, as an
+ * of its matrix (packed_k p > 1: j0 * K + (k / p) * p * wp + jj * p + k % p).
+ * jj is the vector variable plus a uniform offset, as an
  * ADD (j + -j0): the emitter sees unit stride only through ADDs. */
 static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir_expr *k, kir_expr *j0,
                              kir_expr *wp, kir_expr *jj)
@@ -120,8 +127,16 @@ static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir
         mat = kir_iadd(kk, lw_imulc(kk, mat, t->dims[d].v), bd);
     }
     kir_expr *f = kir_iadd(kk, kir_iadd(kk, lw_imulc(kk, j0, K), kir_imul(kk, k, wp)), jj);
-    if (g->pbuf >= 0)
-        return kir_load(kk, g->pbuf, (kir_expr *[]){kir_iadd(kk, lw_imulc(kk, mat, K * N), f)});
+    if (g->pk > 1) {
+        kir_expr *kq = lw_imulc(kk, lw_idivc(kk, k, g->pk), g->pk);
+        f = kir_iadd(kk, kir_iadd(kk, lw_imulc(kk, j0, K), kir_imul(kk, kq, wp)),
+                     kir_iadd(kk, lw_imulc(kk, jj, g->pk), kir_op2(kk, KIR_SUB, IR_I64, k, kq)));
+    }
+    if (g->pbuf >= 0) {
+        kir_expr *e = kir_load(kk, g->pbuf, (kir_expr *[]){kir_iadd(kk, lw_imulc(kk, mat, K * N), f)});
+        ir_dtype bt = kk->bufs[g->pbuf].dtype;
+        return lw_compute_dtype(bt) != bt ? kir_op1(kk, KIR_CAST, lw_compute_dtype(bt), e) : e;
+    }
     /* no buffer of its own (a fused producer): through B's dims */
     kir_expr *ix[IR_MAX_RANK];
     operand_idx(c, g, 1, bat, lw_idivc(kk, f, N), kir_op2(kk, KIR_REM, IR_I64, f, lw_i64c(kk, N)), ix);
@@ -455,6 +470,141 @@ static int lower_dot(lctx *c, const mm_geo *g, int width, int dot)
     return 0;
 }
 
+/* ---- bf16 x bf16 on vdpbf16ps ------------------------------------------ */
+
+/* Whether the pair kernel runs n: B packed in pairs of k (packed_k = 2, the
+ * pack-b pass, which packs only for a target with vdpbf16ps), read from its
+ * bf16 buffer, and A a bf16 buffer of constant shape [.., M, K] (the bf16
+ * activation), B 2-D, no transposes, constant sizes. */
+static bool pairs_ok(lctx *c, const mm_geo *g)
+{
+    const kir_kernel *k = c->k;
+    if (g->pk != 2 || !c->s->bf16_pairs || c->buf[0] < 0 || c->buf[1] < 0 || g->pbuf < 0 || g->tA || g->tB ||
+        k->bufs[c->buf[0]].dtype != IR_BF16 || k->bufs[c->buf[1]].dtype != IR_BF16 || !g->has_m || !g->has_n ||
+        g->tb->rank != 2 || !ir_type_is_static(g->ta) || !ir_type_is_static(g->to) || g->kd.v % 2 || g->kd.v < 2)
+        return false;
+    return !g->gemm || c->n->nin < 3 || !c->n->in[2] || c->n->in[2]->type.dtype == IR_F32;
+}
+
+/* The pair kernel: the output's rows flattened (A's batch dims and M
+ * against the one B), parallel over chunks of row blocks x column panels
+ * of B's packing width W. Per panel and block of R rows, R x W f32 sums in
+ * thread scratch (registers: every access at a constant offset) and per
+ * pair of k one dpbf16_pairs per row, on A's pair read in place (adjacent
+ * in its row) and the panel's W pairs (contiguous). The last panel, N mod
+ * W wide, is a column chunk of its own. The epilogue (Gemm's alpha, beta
+ * and C; the fused group) reads the sums. */
+static int lower_pairs(lctx *c, const mm_geo *g)
+{
+    kir_kernel *k = c->k;
+    int64_t K = g->kd.v, N = g->n.v, W = g->pw, M = g->m.v, rows = 1;
+    for (int d = 0; d < g->ta->rank - 1; d++)
+        rows *= g->ta->dims[d].v;
+    int L = c->s->lanes, R = c->s->tile_rows * c->s->tile_vecs / (int)((W + L - 1) / L);
+    R = R < 1 ? 1 : R > 8 ? 8 : R;
+    if (rows < R)
+        R = (int)rows;
+    int64_t nb = (rows + R - 1) / R, nfull = N / W, tail = N % W;
+    /* chunks: row blocks of tile_mc_blocks, panels of tile_nc_panels, split
+     * further until there are min_chunks of them */
+    int64_t nrc = (nb + c->s->tile_mc_blocks - 1) / c->s->tile_mc_blocks, ncf = nfull ? (nfull + c->s->tile_nc_panels - 1) / c->s->tile_nc_panels : 0;
+    while (nrc * (ncf + (tail > 0)) < c->s->min_chunks && (nrc < nb || ncf < nfull)) {
+        if (ncf < nfull && (nrc >= nb || nfull * nrc >= nb * ncf))
+            ncf++;
+        else
+            nrc++;
+    }
+    int64_t mcb = (nb + nrc - 1) / nrc, ncp = ncf ? (nfull + ncf - 1) / ncf : 1;
+    nrc = (nb + mcb - 1) / mcb;
+    ncf = ncp ? (nfull + ncp - 1) / ncp : 0;
+    int64_t ncc = ncf + (tail > 0);
+    int acc = kir_add_scratch(k, "pacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){R, W});
+    if (acc < 0)
+        return -1;
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv);
+    kir_expr *rb0 = lw_imulc(k, lw_idivc(k, p, ncc), mcb), *cc = lw_iremc(k, p, ncc);
+    kir_expr *rb1 = lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb));
+    ir_type bt = *g->ta;
+    bt.rank--; /* A's dims but K: the flat row's index */
+    for (int part = 0; part < 2; part++) {
+        /* part 0: the chunk's full panels; part 1: the tail panel */
+        int64_t wp = part ? tail : W;
+        if (!wp || (!part && !ncf))
+            continue;
+        kir_stmt *br = kir_if(k, &lp->body, part ? kir_op2(k, KIR_EQ, IR_BOOL, cc, lw_i64c(k, ncf))
+                                                 : kir_op2(k, KIR_LT, IR_BOOL, cc, lw_i64c(k, ncf)));
+        if (!br)
+            return -1;
+        int qv = kir_new_var(k), rbv = kir_new_var(k), kv = kir_new_var(k);
+        kir_expr *q0 = part ? lw_i64c(k, nfull) : lw_imulc(k, cc, ncp);
+        kir_expr *q1 = part ? lw_i64c(k, nfull + 1) : lw_imin(k, lw_i64c(k, nfull), lw_iaddc(k, q0, ncp));
+        kir_stmt *lq = kir_for(k, &br->body, qv, q0, q1, KIR_SERIAL, 0);
+        kir_stmt *lr = lq ? kir_for(k, &lq->body, rbv, rb0, rb1, KIR_SERIAL, 0) : NULL;
+        if (!lr)
+            return -1;
+        kir_block *tb = &lr->body;
+        kir_expr *j0 = lw_imulc(k, kir_var(k, qv), W);
+        kir_expr *row[8], *ai[8][IR_MAX_RANK];
+        for (int r = 0; r < R; r++) {
+            row[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, rbv), R), r), lw_i64c(k, rows - 1));
+            for (int v = 0; v * L < wp; v++) {
+                int lv = kir_new_var(k);
+                kir_stmt *l = kir_for(k, tb, lv, lw_i64c(k, 0), lw_i64c(k, L), KIR_VECTOR, L);
+                if (!l || !kir_store(k, &l->body, acc, (kir_expr *[]){lw_i64c(k, r), lw_iaddc(k, kir_var(k, lv), (int64_t)v * L)},
+                                     kir_const_f(k, IR_F32, 0)))
+                    return -1;
+            }
+        }
+        kir_stmt *lk = kir_for(k, tb, kv, lw_i64c(k, 0), lw_i64c(k, K / 2), KIR_SERIAL, 0);
+        if (!lk)
+            return -1;
+        kir_expr *k2 = lw_imulc(k, kir_var(k, kv), 2);
+        kir_expr *boff = kir_iadd(k, lw_imulc(k, j0, K), lw_imulc(k, kir_var(k, kv), 2 * wp));
+        for (int r = 0; r < R; r++) {
+            kir_expr *flat[IR_MAX_RANK];
+            lower_unflatten(c, &bt, row[r], flat);
+            for (int d = 0; d < bt.rank; d++)
+                ai[r][d] = flat[d];
+            ai[r][bt.rank] = k2;
+            kir_iarg args[3] = {
+                {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, 0)}},
+                {.buf = c->buf[0], .nidx = g->ta->rank, .idx = ai[r]},
+                {.buf = g->pbuf, .nidx = 1, .idx = (kir_expr *[]){boff}},
+            };
+            if (!kir_intrinsic(k, &lk->body, KIR_IN_DPBF16_PAIRS, (int)wp, args))
+                return -1;
+        }
+        for (int r = 0; r < R; r++)
+            for (int v = 0; v * L < wp; v++) {
+                int lv = kir_new_var(k);
+                int64_t hi = wp - (int64_t)v * L < L ? wp - (int64_t)v * L : L;
+                kir_stmt *l = kir_for(k, tb, lv, lw_i64c(k, 0), lw_i64c(k, hi), KIR_VECTOR, L);
+                if (!l)
+                    return -1;
+                kir_expr *jj = lw_iaddc(k, kir_var(k, lv), (int64_t)v * L);
+                kir_expr *y = kir_load(k, acc, (kir_expr *[]){lw_i64c(k, r), jj});
+                kir_expr *col = kir_iadd(k, j0, jj), *bat[IR_MAX_RANK], *oi[IR_MAX_RANK];
+                /* the output's batch dims, then M: row = bat * M + m */
+                kir_expr *m = lw_iremc(k, row[r], M), *bflat = lw_idivc(k, row[r], M);
+                if (g->nbatch > 0) {
+                    ir_type ob = *g->to;
+                    ob.rank = g->nbatch;
+                    lower_unflatten(c, &ob, bflat, bat);
+                }
+                out_idx(g, bat, m, col, oi);
+                kir_expr *fin = lower_epi(c, epilogue(c, g, y, m, col), oi);
+                ir_dtype ot = k->bufs[c->out].dtype; /* bf16 under a bf16 group root */
+                if (!kir_store(k, &l->body, c->out, oi, fin->dtype != ot ? kir_op1(k, KIR_CAST, ot, fin) : fin))
+                    return -1;
+            }
+    }
+    return 0;
+}
+
 int lower_matmul(lctx *c)
 {
     mm_geo g;
@@ -462,6 +612,8 @@ int lower_matmul(lctx *c)
     if (packed_view(c, &g) < 0)
         return -1;
     ir_dtype dt = g.ta->dtype;
+    if (pairs_ok(c, &g))
+        return lower_pairs(c, &g);
     /* constant sizes, but for M, which may be a symbol (rows of a batch) */
     bool consts = ir_dim_is_const(g.n) && ir_dim_is_const(g.kd) && (ir_dim_is_const(g.m) || g.m.sym > 0);
     for (int d = 0; d < g.nbatch; d++)
@@ -481,7 +633,9 @@ int lower_matmul(lctx *c)
     bool panels_ok = !g.pw || (vl > 0 && g.pw % vl == 0 && g.pw / vl <= 4 * c->s->tile_vecs);
     if (g.pw)
         width = g.pw;
-    bool wide = dt == c->cdt && g.to->dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&
+    /* (a narrower output buffer than the anchor's, a bf16 group root:
+     * no partial sums through it, so the plain loop) */
+    bool wide = dt == c->cdt && g.to->dtype == dt && c->k->bufs[c->out].dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&
                 g.has_m && g.has_n && consts && g.n.v >= 4 && (g.m.sym > 0 || g.m.v >= 1) && g.kd.v >= 1 &&
                 vl >= 2 && panels_ok;
     if (wide && g.gemm && c->n->nin > 2 && c->n->in[2] && c->n->in[2]->type.dtype != dt)

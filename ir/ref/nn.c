@@ -611,12 +611,12 @@ int shape_softmax(ir_shape_ctx *c)
 /* ---- packed B (the pack-b pass) ----------------------------------------- */
 
 /* packed_b = w > 0: each [K, N] matrix of B holds its columns in panels
- * of w, one after another, each panel [K, width] row-major (the last one
- * N mod w wide): what the compiled kernels read. The reference runs on a
- * row-major copy. */
+ * of w, one after another, each panel [K/p, width, p] for packed_k = p
+ * (the last one N mod w wide): what the compiled kernels read. The
+ * reference runs on a row-major copy. */
 static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
 {
-    int64_t w = ir_attr_int(c->node, "packed_b", 0);
+    int64_t w = ir_attr_int(c->node, "packed_b", 0), p = ir_attr_int(c->node, "packed_k", 1);
     if (w == 0)
         return run(c);
     const ir_tensor *b = c->in[1];
@@ -624,6 +624,9 @@ static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
         return ir_node_errorf(c->diag, c->node, "packed_b %lld needs a positive width and a B of rank >= 2",
                               (long long)w);
     int64_t K = b->dims[b->rank - 2], N = b->dims[b->rank - 1], mats = K * N > 0 ? b->numel / (K * N) : 0;
+    if (p < 1 || p > 64 || K % p)
+        return ir_node_errorf(c->diag, c->node, "packed_k %lld needs 1..64 dividing K = %lld", (long long)p,
+                              (long long)K);
     size_t es = ir_dtype_size(b->dtype);
     ir_tensor u = *b;
     if (!(u.data = malloc(b->nbytes + 1)))
@@ -634,7 +637,10 @@ static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
         for (int64_t j0 = 0; j0 < N; j0 += w) {
             int64_t wp = N - j0 < w ? N - j0 : w;
             for (int64_t k = 0; k < K; k++)
-                memcpy(dst + ((m * K + k) * N + j0) * es, src + (m * K * N + j0 * K + k * wp) * es, (size_t)(wp * es));
+                for (int64_t j = 0; j < wp; j += p > 1 ? 1 : wp) /* p = 1: the row's wp at once */
+                    memcpy(dst + ((m * K + k) * N + j0 + j) * es,
+                           src + (m * K * N + j0 * K + k / p * p * wp + j * p + k % p) * es,
+                           (size_t)((p > 1 ? 1 : wp) * es));
         }
     const ir_tensor *in[3] = {0};
     for (int i = 0; i < c->nin && i < 3; i++)

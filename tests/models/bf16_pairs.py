@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""bf16 contractions of two bf16 operands (--precision=bf16, docs/precision.md).
+
+--precision=bf16 rounds a MatMul's or Gemm's activation to bf16 as well as its
+weight; on a target with AVX512-BF16 the pack-b pass stores the weight in pairs
+of k and the contraction runs on vdpbf16ps (matmul.c, the pair kernel). For
+each model here (single MatMul/Gemm nodes with a fused epilogue, shapes with a
+tail panel, a tail row block, batch dims, Gemm's transB, alpha/beta and C):
+  - the compiled model matches the interpreter running the same bf16 graph
+    (both operands rounded the same way, so only the order of the f32 sums
+    differs): max error / max |output| <= 1e-5;
+  - on a host whose /proc/cpuinfo has avx512_bf16 the compiled kernels are the
+    pair kernel (dpbf16_pairs in --emit=kernels); elsewhere they are not (the
+    f32 kernels widen both operands) and the results still match;
+  - compiled for -march=x86-64-v3 (AVX2, no vdpbf16ps: runs on every host CI
+    uses) the kernels are never the pair kernel, and the results match too.
+
+    python3 tests/models/bf16_pairs.py build/icc
+Exits 1 if any check fails.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ORACLE = "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision"
+REL = 1e-5
+
+
+def host_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any("avx512_bf16" in line.split() for line in f if line.startswith("flags"))
+    except OSError:
+        return False
+
+
+def model(path, rng, m, k, n, batch=None, gemm=None, then=None):
+    """x[batch.., m, k] times a constant W, then + bias and Relu (MatMul), or a
+    Gemm with the attributes in gemm (dict), then Relu; then = n2: a second
+    MatMul by a [n, n2] weight reads the Relu (whose kernel then writes the
+    bf16 activation itself where the pair kernel runs)."""
+    xs = [m, k] if batch is None else list(batch) + [m, k]
+    ys = xs[:-1] + [n]
+    inits, nodes = [], []
+    if gemm is None:
+        inits.append(numpy_helper.from_array((rng.standard_normal((k, n)) * 0.1).astype(np.float32), "W"))
+        inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "b"))
+        nodes.append(helper.make_node("MatMul", ["x", "W"], ["mm"]))
+        nodes.append(helper.make_node("Add", ["mm", "b"], ["pre"]))
+    else:
+        tb = gemm.get("transB", 0)
+        w = (rng.standard_normal((n, k) if tb else (k, n)) * 0.1).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, "W"))
+        inits.append(numpy_helper.from_array(rng.standard_normal((1, n)).astype(np.float32), "C"))
+        nodes.append(helper.make_node("Gemm", ["x", "W", "C"], ["pre"], **gemm))
+    nodes.append(helper.make_node("Relu", ["pre"], ["r" if then else "y"]))
+    if then:
+        inits.append(numpy_helper.from_array((rng.standard_normal((n, then)) * 0.1).astype(np.float32), "W2"))
+        nodes.append(helper.make_node("MatMul", ["r", "W2"], ["y"]))
+        ys = ys[:-1] + [then]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ys)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return rng.standard_normal(xs).astype(np.float32)
+
+
+CASES = [
+    ("tail_panel_and_rows", dict(m=37, k=768, n=200)),
+    ("one_row_one_vector", dict(m=1, k=64, n=16)),
+    ("batch_dims_long_k", dict(m=128, k=3072, n=768, batch=(2,))),
+    ("skinny_wide", dict(m=16, k=768, n=3072)),
+    ("narrow_tail_lanes", dict(m=9, k=130, n=72)),  # 72 = 64 + 8: a ymm then no scalar lanes
+    ("odd_tail_lanes", dict(m=7, k=34, n=75)),      # 11 lanes past the panel: scalar lanes too
+    ("gemm_transB", dict(m=5, k=32, n=100, gemm=dict(transB=1))),
+    ("gemm_alpha_beta", dict(m=20, k=96, n=64, gemm=dict(alpha=0.5, beta=2.0))),
+    ("chain_bf16_epilogue", dict(m=33, k=256, n=320, then=80)),
+]
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(os.path.basename(c) for c in cmd[:2]), (p.stderr or p.stdout).strip()))
+    return p.stdout
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
+        return 2
+    icc = sys.argv[1]
+    pairs = host_has_bf16()
+    rng = np.random.default_rng(7)
+    failed = 0
+    print("host has avx512_bf16: %s (the pair kernel is %s)" % (pairs, "expected" if pairs else "not expected"))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, kw in CASES:
+            try:
+                path = os.path.join(tmp, name + ".onnx")
+                x = model(path, rng, **kw)
+                xp = os.path.join(tmp, name + "_x.npy")
+                np.save(xp, x)
+                common = ["--precision=bf16", "--no-default-keep"]
+                run([icc, "run", path, "--passes=" + ORACLE, "--input", "x=" + xp,
+                     "-o", os.path.join(tmp, name + "_want")] + common)
+                want = np.load(os.path.join(tmp, name + "_want", "y.npy")).astype(np.float64)
+                for march, expect in [(None, pairs), ("x86-64-v3", False)]:
+                    flags = common + (["-march=" + march] if march else [])
+                    kern = run([icc, path, "--emit=kernels"] + flags)
+                    so = os.path.join(tmp, name + (march or "host") + ".so")
+                    got_dir = os.path.join(tmp, name + (march or "host") + "_got")
+                    run([icc, path, "-o", so] + flags)
+                    run([icc, "run", so, "--input", "x=" + xp, "-o", got_dir])
+                    got = np.load(os.path.join(got_dir, "y.npy")).astype(np.float64)
+                    rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+                    has = "dpbf16_pairs" in kern
+                    ok = rel <= REL and has == expect
+                    print("%s %-22s %-9s %s: pair kernel %s; vs the interpreter's bf16 graph %.2g" % (
+                        "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in x.shape),
+                        "yes" if has else "no", rel), flush=True)
+                    failed += not ok
+            except RuntimeError as e:
+                print("FAIL %s: %s" % (name, e), flush=True)
+                failed += 1
+    if failed:
+        print("%d check(s) failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
