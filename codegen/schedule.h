@@ -80,6 +80,15 @@ static inline int cg_schedule_panel_cols(const icc_target_desc *t)
 {
     return icc_target_f32_lanes(t) * cg_schedule_tile_vecs(t);
 }
+/* Whether the pack-b pass stores a MatMulInteger's constant i8 B in
+ * quads of k (packed_k = 4) for t: VNNI on 512-bit vectors with 32
+ * registers, where qgemm.c's quad panels are the 64 columns that
+ * cg_schedule_panel_cols gives (header only, as above). */
+static inline bool cg_schedule_int8_packed_quads(const icc_target_desc *t)
+{
+    return t->arch == ICC_ARCH_X86_64 && icc_target_has(t, ICC_TF_AVX512VNNI) && t->vector_bits >= 512 &&
+           t->vector_regs >= 32 && icc_target_f32_lanes(t) == 16;
+}
 /* Whether t multiplies bf16 pairs into f32 (AVX512-BF16 vdpbf16ps):
  * cg_schedule_init's bf16_pairs, and whether the pack-b pass packs a
  * bf16 contraction's weight in pairs of k (header only, as above). */

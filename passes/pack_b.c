@@ -27,6 +27,12 @@
  * gets that constant packed in panels of pairs of k, each [K/2, width, 2]
  * (packed_k = 2), for any M; the Cast stays (elementwise, so its result
  * is in the packed order too) and the pair kernel reads the bf16 buffer.
+ *
+ * int8 (quads_packable): on a target with 512-bit VNNI, a MatMulInteger's
+ * constant i8 B [K, N] (K a multiple of 4, N of the width) is stored in
+ * panels of quads of k, each [K/4, width, 4] (packed_k = 4), which the
+ * VNNI kernel (codegen/lower/qgemm.c) reads with one load per 16 lanes
+ * instead of interleaving four rows of B at every step.
  */
 #include "passes/pass.h"
 #include "codegen/schedule.h"
@@ -83,6 +89,23 @@ static ir_node *pair_cast(pass_ctx *c, const ir_node *n, const int *uses)
     return K % 2 == 0 ? cast : NULL;
 }
 
+/* Whether the pass packs MatMulInteger n's constant i8 B in quads of k
+ * (packed_k = 4) for qgemm.c's VNNI kernel (codegen/lower/qgemm.c): a
+ * rank-2 B with this one reader, K a multiple of 4 and N of the panel
+ * width w, on a target with 512-bit VNNI. */
+static bool quads_packable(pass_ctx *c, const ir_node *n, const int *uses, int64_t w)
+{
+    if (n->op != IR_OP_MATMUL_INTEGER || n->nin < 2 || !n->in[0] || !n->in[1] || ir_attr_int(n, "packed_b", 0) != 0 ||
+        !cg_schedule_int8_packed_quads(c->target))
+        return false;
+    const ir_value *a = n->in[0], *b = n->in[1];
+    if (b->kind != IR_VAL_CONST || uses[b->id] != 1 || b->type.dtype != IR_I8 || b->type.rank != 2 ||
+        !ir_type_is_static(&b->type) || a->type.rank < 2 || (a->type.dtype != IR_U8 && a->type.dtype != IR_I8))
+        return false;
+    int64_t K = b->type.dims[0].v, N = b->type.dims[1].v;
+    return K % 4 == 0 && N % w == 0 && N >= w;
+}
+
 /* The packed copy of B = b for node n, in panels of w columns of pairs
  * of p rows (see the file comment), or NULL on out of memory. */
 static ir_value *pack(pass_ctx *c, const ir_node *n, const ir_value *b, int64_t w, int64_t p)
@@ -131,12 +154,14 @@ int pass_pack_b(pass_ctx *c)
     for (int k = 0; k < g->nnodes; k++) {
         ir_node *n = g->nodes[k];
         ir_node *cast = n->dead ? NULL : pair_cast(c, n, uses);
-        if (n->dead || (!cast && !packable(n, uses, w)))
+        bool quads = !n->dead && !cast && quads_packable(c, n, uses, w);
+        if (n->dead || (!cast && !quads && !packable(n, uses, w)))
             continue;
         /* a pair-packed B stays behind its Cast (elementwise: the Cast's
          * result is in the packed order too) */
-        ir_value *b = cast ? cast->in[0] : n->in[1], *p = pack(c, n, b, w, cast ? 2 : 1);
-        if (!p || ir_node_set_int(g, n, "packed_b", w) < 0 || (cast && ir_node_set_int(g, n, "packed_k", 2) < 0)) {
+        int64_t pk = cast ? 2 : quads ? 4 : 1;
+        ir_value *b = cast ? cast->in[0] : n->in[1], *p = pack(c, n, b, w, pk);
+        if (!p || ir_node_set_int(g, n, "packed_b", w) < 0 || (pk > 1 && ir_node_set_int(g, n, "packed_k", pk) < 0)) {
             free(uses);
             return ir_errorf(c->diag, "out of memory");
         }
@@ -149,6 +174,8 @@ int pass_pack_b(pass_ctx *c)
             cast->out[0]->type.dims[1] = p->type.dims[1];
             pass_stat(c, "bf16 weights packed in pairs", 1);
         } else {
+            if (quads)
+                pass_stat(c, "int8 weights packed in quads", 1);
             n->in[1] = p;
         }
         ir_value_erase(b);

@@ -540,6 +540,55 @@ static int emit_bf16_pairs(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* ---- dpbusd_quads ---------------------------------------------------------- */
+
+/* acc[i] += sum_j zext(a[j]) * sext(b[4i+j]): vpdpbusd on a's quad
+ * broadcast, 16 lanes (zmm) then 8 (ymm: AVX512-VL or AVX-VNNI) at a
+ * time, straight-line (accumulators in scratch at constant offsets become
+ * registers); scalar lanes for the rest and without VNNI. */
+static int emit_busd_quads(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[3];
+    for (int j = 0; j < 3; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    int64_t n = s->lanes, done = 0;
+    if (n > 256)
+        return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 256)", e->k->name,
+                         kir_intrin_name(s->intrin), (long long)n);
+    LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
+    bool z = has_feature(e, "avx512vnni") && cg_target_vector_bits(e->t) >= 512;
+    bool y = has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl"));
+    for (unsigned w = 16; w >= 8; w /= 2) {
+        if (w == 16 ? !z : !y)
+            continue;
+        const char *name = w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
+        unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+        LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0), pt[3];
+        LLVMGetParamTypes(fty, pt);
+        LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
+        LLVMValueRef av = LLVMBuildBitCast(e->b, bcast_quad(e, aquad, w), pt[1], "");
+        for (; n - done >= w; done += w) {
+            LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done));
+            LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4), av,
+                                    load_as(e, pt[2], at(e, e->i8, ptr[2], em_ci64(e, 4 * done)), s->args[2].buf, 1)};
+            store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
+        }
+    }
+    for (; done < n; done++) {
+        LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
+        for (int j = 0; j < 4; j++) {
+            LLVMValueRef a = load_as(e, e->i8, at(e, e->i8, ptr[1], em_ci64(e, j)), s->args[1].buf, 1);
+            LLVMValueRef b = load_as(e, e->i8, at(e, e->i8, ptr[2], em_ci64(e, 4 * done + j)), s->args[2].buf, 1);
+            acc = LLVMBuildAdd(e->b, acc,
+                               LLVMBuildMul(e->b, LLVMBuildZExt(e->b, a, e->i32, ""), LLVMBuildSExt(e->b, b, e->i32, ""), ""),
+                               "");
+        }
+        store_to(e, acc, pacc, s->args[0].buf, 4);
+    }
+    return 0;
+}
+
 /* dst[4i+j] = b~[j][i]: 8 lanes at a time by dpbusd_rows' shuffles (plain
  * vector IR, any target), the rest one byte at a time. */
 static int emit_quad_pack(em *e, const kir_stmt *s)
@@ -595,6 +644,8 @@ int em_intrinsic(em *e, const kir_stmt *s)
         return emit_dot(e, s);
     case KIR_IN_DPBF16_PAIRS:
         return emit_bf16_pairs(e, s);
+    case KIR_IN_DPBUSD_QUADS:
+        return emit_busd_quads(e, s);
     case KIR_IN_MMA_SYNC:
         return ir_errorf(e->d, "kernel '%.100s': intrinsic %s is a CUDA warp operation: the LLVM backend refuses it",
                          e->k->name, nm);

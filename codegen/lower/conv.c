@@ -1094,7 +1094,7 @@ static int lower_conv_op(lctx *c)
  * for a 2-D B of at least a vector's columns, else a scalar loop. */
 static int lower_matmul_integer(lctx *c)
 {
-    if (qgemm_ok(c))
+    if (qgemm_ok(c) && qgemm_packed_ok(c))
         return lower_qgemm(c);
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
@@ -1126,6 +1126,20 @@ static int lower_matmul_integer(lctx *c)
         }
         ix[t->rank - 2] = side ? kir_var(k, kv) : ov[r - 2];
         ix[t->rank - 1] = side ? ov[r - 1] : kir_var(k, kv);
+    }
+    int64_t pw = ir_attr_int(n, "packed_b", 0), pk = ir_attr_int(n, "packed_k", 1);
+    if (pw > 0) {
+        /* B [K, N] packed in panels of pw columns, each [K/pk, wp, pk]:
+         * element (k, j) at j0 K + (k / pk) pk wp + (j - j0) pk + k % pk of
+         * the flat B (row f / N, column f % N: the backends linearize) */
+        int64_t K = tb->dims[0].v, N = tb->dims[1].v;
+        kir_expr *kk = kir_var(k, kv), *j = ov[r - 1];
+        kir_expr *j0 = lw_imulc(k, lw_idivc(k, j, pw), pw), *kq = lw_imulc(k, lw_idivc(k, kk, pk), pk);
+        kir_expr *wp = lw_imin(k, lw_i64c(k, pw), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), j0));
+        kir_expr *f = kir_iadd(k, lw_imulc(k, j0, K), kir_imul(k, kq, wp));
+        f = kir_iadd(k, f, kir_iadd(k, lw_imulc(k, kir_op2(k, KIR_SUB, IR_I64, j, j0), pk), kir_op2(k, KIR_SUB, IR_I64, kk, kq)));
+        bi[0] = lw_idivc(k, f, N);
+        bi[1] = lw_iremc(k, f, N);
     }
     kir_expr *av = kir_op1(k, KIR_CAST, IR_I32, kir_load(k, c->buf[0], ai));
     kir_expr *bv = kir_op1(k, KIR_CAST, IR_I32, kir_load(k, c->buf[1], bi));
@@ -1194,6 +1208,10 @@ bool cg_can_lower_conv(const ir_node *n)
         const ir_type *b = &n->in[1]->type, *y = &n->out[0]->type;
         if (x->rank < 2 || b->rank < 2 || y->dtype != IR_I32 || y->rank < 2 ||
             x->dims[x->rank - 1].v != b->dims[b->rank - 2].v)
+            return false;
+        /* B packed (the pack-b pass): 2-D, in whole groups of packed_k */
+        int64_t pw = ir_attr_int(n, "packed_b", 0), pk = ir_attr_int(n, "packed_k", 1);
+        if (pw < 0 || (pw > 0 && (b->rank != 2 || pk < 1 || pk > 64 || b->dims[0].v % pk)))
             return false;
         return zp_ok(n, 2, x->dims[x->rank - 2].v) && zp_ok(n, 3, b->dims[b->rank - 1].v);
     }

@@ -82,6 +82,18 @@ bool qgemm_ok(const lctx *c)
            (tb->rank == 2 || k * c->s->lanes * 8 <= (INT64_C(96) << 10));
 }
 
+bool qgemm_packed_ok(const lctx *c)
+{
+    const ir_node *n = c->n;
+    const ir_type *tb = &n->in[1]->type;
+    int64_t pw = ir_attr_int(n, "packed_b", 0), L = c->s->lanes;
+    if (pw == 0)
+        return true;
+    int64_t K = tb->dims[tb->rank - 2].v, N = tb->dims[tb->rank - 1].v;
+    return ir_attr_int(n, "packed_k", 1) == 4 && tb->rank == 2 && tb->dtype == IR_I8 && c->buf[1] >= 0 &&
+           K % 4 == 0 && K >= 4 && N % pw == 0 && pw % L == 0 && pw / L <= 16;
+}
+
 /* Zero point input i (absent: NULL) at index ch (a per-row or per-column
  * vector; ignored for a single value), in i32. */
 static kir_expr *zp(lctx *c, int i, kir_expr *ch)
@@ -136,6 +148,9 @@ struct qg {
     kir_expr *cbase;
     int bbuf;                  /* B: [K, cols], or packed [panels, K, W] when bq is set */
     kir_expr *bq;              /* the packed panel of the current one (NULL: B in place) */
+    int64_t wfix;              /* > 0: panels exactly this wide (B packed at compile time) */
+    bool packed;               /* bbuf: a flat view of B packed in quads of k (packed_k = 4):
+                                  panels of W columns, each [K/4, W, 4] */
     kir_intrin op;
     kir_expr *rows[QG_MAX_ROWS];
     kir_expr *colbase;         /* the output column of B's column 0 */
@@ -251,6 +266,11 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
             };
             if (q->op == KIR_IN_PMADDUBSW_QUADS) /* the packed quad pk (the tail's rows end at K too) */
                 args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pq};
+            kir_expr *pf[1];
+            if (q->packed) { /* the weights' own quads: K is a multiple of 4 */
+                pf[0] = kir_iadd(k, lw_imulc(k, j0, q->K), lw_imulc(k, kir_var(k, pk), 4 * q->W));
+                args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 1, .idx = pf};
+            }
             if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
                 return -1;
         }
@@ -349,6 +369,8 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
         q->V = (int)(wmax / q->L);
     if (q->V < 1)
         q->V = 1;
+    if (q->wfix > 0) /* (lower_qgemm checked: a multiple of the lanes, at most 16 vectors) */
+        q->V = (int)(q->wfix / q->L);
     q->W = (int64_t)q->V * q->L;
     q->K = K;
     int grp = q->quads ? 4 : 2;
@@ -463,14 +485,29 @@ int lower_qgemm(lctx *c)
     /* vpmaddubsw where exact (qg_ub_exact), with 16+ rows: the quads'
      * column sums of B, K x N adds per chunk, cost about as much as the
      * contraction of a single row */
-    bool ub = !c->s->int8_quads && K >= 4 && M >= 16 && !bat && qg_ub_exact(c, n->in[1], K, N, boff);
-    if ((c->s->int8_quads || ub) && K >= 4 && !bat) {
+    /* B packed in quads of k at compile time (the pack-b pass, on 512-bit
+     * VNNI targets: i8, K and N multiples of 4 and of the panel width):
+     * the quad kernel reads its panels in place with one load per 16
+     * lanes, on any target (scalar lanes without VNNI) */
+    int64_t pw = ir_attr_int(n, "packed_b", 0);
+    bool packed = pw > 0; /* (qgemm_packed_ok: quads of an i8 B, whole panels) */
+    bool ub = !packed && !c->s->int8_quads && K >= 4 && M >= 16 && !bat && qg_ub_exact(c, n->in[1], K, N, boff);
+    if ((c->s->int8_quads || ub || packed) && K >= 4 && !bat) {
         q.quads = true;
         q.aoff = ta->dtype == IR_I8 ? 128 : 0; /* a + 128 is a u8 */
         q.boff = boff;
-        q.op = ub ? (tb->dtype == IR_U8 ? KIR_IN_PMADDUBSW_ROWS_U8 : KIR_IN_PMADDUBSW_ROWS_S8)
+        q.op = packed ? KIR_IN_DPBUSD_QUADS
+             : ub ? (tb->dtype == IR_U8 ? KIR_IN_PMADDUBSW_ROWS_U8 : KIR_IN_PMADDUBSW_ROWS_S8)
                   : (tb->dtype == IR_U8 ? KIR_IN_DPBUSD_ROWS_U8 : KIR_IN_DPBUSD_ROWS_S8);
         has_zb = has_zb || q.boff;
+    }
+    if (packed) {
+        const kir_buf *bb = &k->bufs[c->buf[1]];
+        ir_type ft = {.dtype = IR_I8, .rank = 1, .dims = {ir_dim_const(K * N)}};
+        if ((q.bbuf = kir_add_buf(k, bb->name, bb->kind, &ft, bb->index, bb->offset)) < 0)
+            return -1;
+        q.packed = true;
+        q.wfix = pw;
     }
     /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
     if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, INT64_MAX, has_zb) < 0)
@@ -484,7 +521,7 @@ int lower_qgemm(lctx *c)
     /* with enough rows to share it, a chunk copies its panels of B into
      * thread scratch, each K x W contiguous (B's rows are N apart: read in
      * place, a panel touches a line per k) */
-    bool pack = (bat || M >= 16) && K * q.W <= (INT64_C(96) << 10);
+    bool pack = !packed && (bat || M >= 16) && K * q.W <= (INT64_C(96) << 10);
     if (bat && !pack)
         return -1; /* qgemm_ok keeps a batched B's panels within the scratch */
     /* vpmaddubsw on packed panels: B's quads interleaved once per chunk
@@ -510,17 +547,44 @@ int lower_qgemm(lctx *c)
         if ((q.cs = kir_add_scratch(k, "qcolsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){ncp * q.W})) < 0)
             return -1;
         q.cbase = lw_imin(k, lw_imulc(k, q0, q.W), lw_i64c(k, N - q.W));
-        int lv = kir_new_var(k), kv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
-        kir_expr *hi = lw_imin(k, lw_i64c(k, ncp * q.W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), q.cbase));
-        kir_stmt *ll = kir_for(k, &lp->body, lv, lw_i64c(k, 0), hi, KIR_VECTOR, q.L);
-        if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q.boff * K)))
-            return -1;
-        kir_stmt *lk = kir_for(k, &ll->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
-        kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), q.cbase)});
-        if (!lk || !kir_acc_set(k, &lk->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, bv))))
-            return -1;
-        if (!kir_store(k, &ll->body, q.cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
-            return -1;
+        if (packed) {
+            /* B packed: each panel's sums by the quad kernel itself, on a
+             * quad of ones (K/4 steps of W lanes: one row's work) */
+            int ones = kir_add_scratch(k, "qones", KIR_SPACE_THREAD, IR_U8, 1, (int64_t[]){4});
+            int iv = kir_new_var(k), kv = kir_new_var(k), zv = kir_new_var(k);
+            if (ones < 0)
+                return -1;
+            for (int j = 0; j < 4; j++)
+                if (!kir_store(k, &lp->body, ones, (kir_expr *[]){lw_i64c(k, j)}, kir_const_i(k, IR_U8, 1)))
+                    return -1;
+            kir_expr *nq = lw_imin(k, lw_i64c(k, ncp), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, np), q0));
+            kir_stmt *li = kir_for(k, &lp->body, iv, lw_i64c(k, 0), nq, KIR_SERIAL, 0);
+            kir_stmt *lz = li ? kir_for(k, &li->body, zv, lw_i64c(k, 0), lw_i64c(k, q.W), KIR_VECTOR, q.L) : NULL;
+            kir_expr *c0 = li ? lw_imulc(k, kir_var(k, iv), q.W) : NULL;
+            if (!lz || !kir_store(k, &lz->body, q.cs, (kir_expr *[]){kir_iadd(k, c0, kir_var(k, zv))}, kir_const_i(k, IR_I32, 0)))
+                return -1;
+            kir_stmt *lk = kir_for(k, &li->body, kv, lw_i64c(k, 0), lw_i64c(k, K / 4), KIR_SERIAL, 0);
+            if (!lk)
+                return -1;
+            kir_expr *f = kir_iadd(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q.W * K), lw_imulc(k, kir_var(k, kv), 4 * q.W));
+            kir_iarg args[3] = {{.buf = q.cs, .nidx = 1, .idx = (kir_expr *[]){c0}},
+                                {.buf = ones, .nidx = 1, .idx = (kir_expr *[]){lw_i64c(k, 0)}},
+                                {.buf = q.bbuf, .nidx = 1, .idx = (kir_expr *[]){f}}};
+            if (!kir_intrinsic(k, &lk->body, KIR_IN_DPBUSD_QUADS, (int)q.W, args))
+                return -1;
+        } else {
+            int lv = kir_new_var(k), kv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
+            kir_expr *hi = lw_imin(k, lw_i64c(k, ncp * q.W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), q.cbase));
+            kir_stmt *ll = kir_for(k, &lp->body, lv, lw_i64c(k, 0), hi, KIR_VECTOR, q.L);
+            if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q.boff * K)))
+                return -1;
+            kir_stmt *lk = kir_for(k, &ll->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
+            kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), q.cbase)});
+            if (!lk || !kir_acc_set(k, &lk->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, bv))))
+                return -1;
+            if (!kir_store(k, &ll->body, q.cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
+                return -1;
+        }
     }
     if (pack && ub) {
         /* panel iv's quad kq: rows kr..kr+3 of B from kr = min(4 kq, K - 4)

@@ -9,6 +9,11 @@
 
 /* Whether lower_qgemm handles c->n (a MatMulInteger the family accepts). */
 bool qgemm_ok(const lctx *c);
+/* Whether lower_qgemm reads c->n's B as packed_b says: not packed, or
+ * packed in quads of k (packed_k = 4, the pack-b pass) as whole panels of
+ * a width the lanes divide, an i8 B [K, N] with a buffer of its own (else
+ * MatMulInteger takes the scalar loop, which reads any packing). */
+bool qgemm_packed_ok(const lctx *c);
 
 /* Fills c->k's body; 0, or -1 on out of memory. */
 int lower_qgemm(lctx *c);

@@ -380,7 +380,7 @@ int shape_matmul_integer(ir_shape_ctx *c)
     return 0;
 }
 
-int ref_matmul_integer(ir_ref_ctx *c)
+static int matmul_integer_rowmajor(ir_ref_ctx *c)
 {
     const ir_tensor *a = c->in[0], *b = c->in[1];
     const ir_tensor *za = c->nin > 2 ? c->in[2] : NULL, *zb = c->nin > 3 ? c->in[3] : NULL;
@@ -620,7 +620,7 @@ static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
     if (w == 0)
         return run(c);
     const ir_tensor *b = c->in[1];
-    if (w < 0 || b->rank < 2 || ir_dtype_size(b->dtype) == 0 || c->nin > 3)
+    if (w < 0 || b->rank < 2 || ir_dtype_size(b->dtype) == 0 || c->nin > 4)
         return ir_node_errorf(c->diag, c->node, "packed_b %lld needs a positive width and a B of rank >= 2",
                               (long long)w);
     int64_t K = b->dims[b->rank - 2], N = b->dims[b->rank - 1], mats = K * N > 0 ? b->numel / (K * N) : 0;
@@ -642,8 +642,8 @@ static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
                            src + (m * K * N + j0 * K + k / p * p * wp + j * p + k % p) * es,
                            (size_t)((p > 1 ? 1 : wp) * es));
         }
-    const ir_tensor *in[3] = {0};
-    for (int i = 0; i < c->nin && i < 3; i++)
+    const ir_tensor *in[4] = {0};
+    for (int i = 0; i < c->nin && i < 4; i++)
         in[i] = c->in[i];
     in[1] = &u;
     ir_ref_ctx cu = *c;
@@ -656,3 +656,5 @@ static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
 int ref_matmul(ir_ref_ctx *c) { return with_unpacked_b(c, matmul_rowmajor); }
 
 int ref_gemm(ir_ref_ctx *c) { return with_unpacked_b(c, gemm_rowmajor); }
+
+int ref_matmul_integer(ir_ref_ctx *c) { return with_unpacked_b(c, matmul_integer_rowmajor); }

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""MatMulInteger on a constant i8 B packed in quads of k (the pack-b pass,
+packed_k = 4) for the VNNI quad kernel (codegen/lower/qgemm.c).
+
+On a 512-bit VNNI target the pass stores B [K, N] (K a multiple of 4, N of the
+64-column panel) as panels [K/4, 64, 4], which the kernel reads with one
+vpdpbusd per 16 lanes (dpbusd_quads) and whose column sums it takes with the
+same instruction. For each model here (u8 and i8 A, scalar and per-row A zero
+points, scalar and per-column B zero points, M of 1, a tail row block and a
+batch dim, K and N of BERT's shapes):
+  - the compiled output equals the interpreter's exactly (i32);
+  - on a host whose /proc/cpuinfo has avx512_vnni the kernels use dpbusd_quads
+    (and the IR shows packed_k = 4); for -march=x86-64-v3 (no VNNI, runs on
+    every host CI uses) they do not, and the output is exact too;
+  - the IR packed for -march=znver4, compiled for x86-64-v3 (the packed B read
+    without VNNI), is exact too.
+
+    python3 tests/models/int8_packed.py build/icc
+Exits 1 if any check fails.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ORACLE = "shape-infer,simplify,fold,dce"
+DT = {"u8": (np.uint8, TensorProto.UINT8), "i8": (np.int8, TensorProto.INT8)}
+
+
+def host_has_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any("avx512_vnni" in line.split() for line in f if line.startswith("flags"))
+    except OSError:
+        return False
+
+
+def model(path, rng, m, k, n, adt, za, zb, batch=None):
+    """y = MatMulInteger(a, B, a_zero_point, b_zero_point), B a constant i8."""
+    at, aproto = DT[adt]
+    xs = [m, k] if batch is None else list(batch) + [m, k]
+    lo, hi = (0, 256) if adt == "u8" else (-128, 128)
+    inits = [numpy_helper.from_array(rng.integers(-128, 128, (k, n)).astype(np.int8), "B")]
+    ins = ["a", "B"]
+    if za is not None:
+        inits.append(numpy_helper.from_array(np.array(rng.integers(lo, hi, za)).astype(at), "za"))
+        ins.append("za")
+    if zb is not None:
+        ins += [] if za is not None else [""]
+        inits.append(numpy_helper.from_array(np.array(rng.integers(-128, 128, zb)).astype(np.int8), "zb"))
+        ins.append("zb")
+    g = helper.make_graph([helper.make_node("MatMulInteger", ins, ["y"])], "g",
+                          [helper.make_tensor_value_info("a", aproto, xs)],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, xs[:-1] + [n])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return rng.integers(lo, hi, xs).astype(at)
+
+
+CASES = [
+    ("u8_scalar_zps", dict(m=37, k=768, n=768, adt="u8", za=(), zb=())),
+    ("u8_row_zp_col_zb", dict(m=20, k=64, n=128, adt="u8", za=(20,), zb=(128,))),
+    ("i8_a_no_zps", dict(m=13, k=132, n=64, adt="i8", za=None, zb=None)),
+    ("one_row", dict(m=1, k=768, n=3072, adt="u8", za=(), zb=None)),
+    ("batch_dim", dict(m=9, k=256, n=192, adt="u8", za=(), zb=(), batch=(3,))),
+    # K > 8192: packed all the same, but past the quad kernel's scratch: the scalar loop reads the packing
+    ("k_past_quad_kernel", dict(m=2, k=8196, n=64, adt="u8", za=(), zb=())),
+]
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(os.path.basename(c) for c in cmd[:2]), (p.stderr or p.stdout).strip()))
+    return p.stdout
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
+        return 2
+    icc = sys.argv[1]
+    vnni = host_has_vnni()
+    rng = np.random.default_rng(11)
+    failed = 0
+    print("host has avx512_vnni: %s (the packed quad kernel is %s)" % (vnni, "expected" if vnni else "not expected"))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, kw in CASES:
+            try:
+                path = os.path.join(tmp, name + ".onnx")
+                a = model(path, rng, **kw)
+                ap = os.path.join(tmp, name + "_a.npy")
+                np.save(ap, a)
+                run([icc, "run", path, "--passes=" + ORACLE, "--input", "a=" + ap, "-o", os.path.join(tmp, name + "_want")])
+                want = np.load(os.path.join(tmp, name + "_want", "y.npy"))
+                quad = kw["k"] <= 8192
+                for march, expect in [(None, vnni), ("x86-64-v3", False)]:
+                    flags = ["-march=" + march] if march else []
+                    kern = run([icc, path, "--emit=kernels"] + flags)
+                    ir = run([icc, path, "--emit=ir", "-O2"] + flags)
+                    so = os.path.join(tmp, name + (march or "host") + ".so")
+                    got_dir = os.path.join(tmp, name + (march or "host") + "_got")
+                    run([icc, path, "-o", so] + flags)
+                    run([icc, "run", so, "--input", "a=" + ap, "-o", got_dir])
+                    got = np.load(os.path.join(got_dir, "y.npy"))
+                    has = "dpbusd_quads" in kern
+                    ok = got.dtype == np.int32 and np.array_equal(got, want) and has == (expect and quad) and \
+                        ("packed_k = 4" in ir) == expect
+                    print("%s %-18s %-9s %s: packed quad kernel %s; %s" % (
+                        "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in a.shape),
+                        "yes" if has else "no", "exact" if np.array_equal(got, want) else
+                        "max |diff| %d" % int(np.abs(got.astype(np.int64) - want).max())), flush=True)
+                    failed += not ok
+                # B packed for a 512-bit VNNI target (-march=znver4, IR only), then compiled for
+                # x86-64-v3: the quad kernel on 8 lanes without VNNI (dpbusd_quads' scalar form)
+                # or, where the panels do not fit it, the scalar loop, reads the same packing
+                packed = os.path.join(tmp, name + "_packed.icc")
+                run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed])
+                so = os.path.join(tmp, name + "_packed.so")
+                run([icc, packed, "-o", so, "-march=x86-64-v3"])
+                got_dir = os.path.join(tmp, name + "_packed_got")
+                run([icc, "run", so, "--input", "a=" + ap, "-o", got_dir])
+                got = np.load(os.path.join(got_dir, "y.npy"))
+                with open(packed) as f:
+                    ok = "packed_k = 4" in f.read() and np.array_equal(got, want)
+                print("%s %-18s %-9s packed for znver4, compiled for x86-64-v3: %s" % (
+                    "ok  " if ok else "FAIL", name, "", "exact" if np.array_equal(got, want) else "wrong"), flush=True)
+                failed += not ok
+            except RuntimeError as e:
+                print("FAIL %s: %s" % (name, e), flush=True)
+                failed += 1
+    if failed:
+        print("%d check(s) failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
