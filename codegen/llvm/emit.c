@@ -445,6 +445,26 @@ static LLVMValueRef emit_cast(em *e, LLVMValueRef v, ir_dtype from, ir_dtype to)
             return to == IR_F32 ? LLVMBuildFPTrunc(b, v, e->f32, "") : round_narrow(e, f64_to_f32_odd(e, v), to);
         return round_narrow(e, v, to); /* f32/f16/bf16 in f32 registers */
     }
+    if (ir_dtype_is_float(from) && ir_dtype_size(to) <= 2) {
+        /* to 8 or 16 bits: clamped in float (maxnum turns NaN into the low
+         * bound), truncated through i32, NaN then 0, which is what
+         * fptoi.sat computes; x86 scalarizes fptoi.sat to i8/i16 vectors
+         * (vcvttss2si + vpinsrb per lane), this form stays in vectors */
+        bool sg = ir_dtype_is_signed(to);
+        double lo = sg ? -(double)(1 << (8 * ir_dtype_size(to) - 1)) : 0;
+        double hi = sg ? (double)(1 << (8 * ir_dtype_size(to) - 1)) - 1 : (double)((1 << (8 * ir_dtype_size(to))) - 1);
+        LLVMTypeRef ft = LLVMTypeOf(v), it = e->i32, et = is_vec(v) ? LLVMGetElementType(ft) : ft;
+        if (is_vec(v)) {
+            it = LLVMVectorType(e->i32, LLVMGetVectorSize(ft));
+            rt = LLVMVectorType(rt, LLVMGetVectorSize(ft));
+        }
+        LLVMValueRef lv = splat_like(e, LLVMConstReal(et, lo), v), hv = splat_like(e, LLVMConstReal(et, hi), v);
+        LLVMValueRef c = intr2(e, "llvm.minnum", intr2(e, "llvm.maxnum", v, lv), hv);
+        LLVMValueRef r = LLVMBuildTrunc(b, LLVMBuildFPToSI(b, c, it, ""), rt, "");
+        if (sg) /* NaN: maxnum gave the low bound, not 0 */
+            r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), LLVMConstNull(LLVMTypeOf(r)), r, "");
+        return r;
+    }
     if (ir_dtype_is_float(from)) {
         LLVMTypeRef ovl[] = {rt, LLVMTypeOf(v)};
         return em_intr(e, ir_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", ovl, 2, &v, 1);
@@ -931,8 +951,16 @@ static int red_form(const kir_expr *v, int acc, const kir_expr **rest)
         rest[1] = v->a[1];
         return 2;
     }
+    /* a float max or min (NaN-propagating: exact in any order) */
+    if ((v->op == KIR_MAX || v->op == KIR_MIN) && ir_dtype_is_float(v->dtype) && (is_acc[0] || is_acc[1])) {
+        rest[0] = v->a[is_acc[0] ? 1 : 0];
+        return 1;
+    }
     return 0;
 }
+
+/* wred's code for a carried reduction: 1 a sum, 2 a max, 3 a min. */
+static char red_kind(const kir_expr *v) { return v->op == KIR_MAX ? 2 : v->op == KIR_MIN ? 3 : 1; }
 
 static bool has_red_set(const kir_block *bl)
 {
@@ -988,7 +1016,9 @@ static bool wcheck_block(em *e, const kir_block *bl)
                 for (int r = 0; r < nr; r++)
                     if (!wcheck_expr(e, rest[r]))
                         return false;
-                e->wred[s->acc] = 1;
+                if (e->wred[s->acc] && e->wred[s->acc] != red_kind(s->value))
+                    return false; /* one kind of reduction per accumulator */
+                e->wred[s->acc] = red_kind(s->value);
                 break;
             }
             if (e->wred[s->acc] || !wcheck_expr(e, s->value))
@@ -1079,13 +1109,17 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
     int rc = 1;
     if (ok) {
         LLVMBuilderRef b = e->b;
-        /* a carried sum starts as <acc, 0, ..., 0> */
+        /* a carried sum starts as <acc, 0, ..., 0>, a max or min as acc in
+         * every lane */
         for (int a = 0; a < k->naccs; a++)
             if (e->wred[a]) {
                 LLVMTypeRef st = em_reg_type(e, k->acc_dtype[a]);
                 LLVMValueRef in = LLVMBuildLoad2(b, st, e->accs[a], "");
                 LLVMValueRef v0 = LLVMBuildInsertElement(b, LLVMConstNull(LLVMVectorType(st, e->wlanes)), in,
                                                          LLVMConstInt(e->i32, 0, 0), "");
+                if (e->wred[a] > 1)
+                    v0 = LLVMBuildShuffleVector(b, v0, LLVMGetPoison(LLVMTypeOf(v0)),
+                                                LLVMConstNull(LLVMVectorType(e->i32, e->wlanes)), "");
                 LLVMBuildStore(b, v0, e->vaccs[a]);
             }
         LLVMValueRef saved = e->vars[s->var], w = em_ci64(e, s->width);
@@ -1127,10 +1161,15 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
                 LLVMBuildBr(b, join);
                 LLVMPositionBuilderAtEnd(b, join);
                 for (int a = 0; a < k->naccs; a++)
-                    if (e->wred[a])
-                        LLVMBuildStore(b, hsum(e, LLVMBuildLoad2(b, LLVMVectorType(em_reg_type(e, k->acc_dtype[a]),
-                                                                                   e->wlanes), e->vaccs[a], "")),
-                                       e->accs[a]);
+                    if (e->wred[a]) {
+                        LLVMValueRef vv = LLVMBuildLoad2(b, LLVMVectorType(em_reg_type(e, k->acc_dtype[a]), e->wlanes),
+                                                         e->vaccs[a], "");
+                        LLVMValueRef r = e->wred[a] == 1 ? hsum(e, vv)
+                                       : em_intr(e, e->wred[a] == 2 ? "llvm.vector.reduce.fmaximum"
+                                                                    : "llvm.vector.reduce.fminimum",
+                                                 (LLVMTypeRef[]){LLVMTypeOf(vv)}, 1, &vv, 1);
+                        LLVMBuildStore(b, r, e->accs[a]);
+                    }
             }
         }
         e->vars[s->var] = saved;
