@@ -8,9 +8,10 @@
  * Each output element gets one iteration of the loops over the kept dims
  * (flattened into one parallel loop when their extents are constant), and
  * inside it one pass over the reduced dims per statistic with scalar
- * accumulators; a float sum, max or min along the unit-stride last dim
- * keeps a vector's worth of partial results so that it vectorizes without
- * reassociation. Reductions and scans that keep a wide last dim instead
+ * accumulators; a float sum along the unit-stride last dim keeps a
+ * vector's worth of partial results so that it vectorizes without
+ * reassociation, and a float max or min (exact in any order) runs that
+ * dim as a VECTOR loop that the emitter widens into vector partials. Reductions and scans that keep a wide last dim instead
  * accumulate in the output, row by row, vectorized along that dim.
  * Integers accumulate in 64 bits, wrapping, and are truncated to their
  * dtype at the store: the same bits as the reference's exact 64-bit
@@ -122,7 +123,15 @@ int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_exp
         kir_block *p = red_pass(c, b, t, red, ix, KIR_SERIAL, at);
         return p && kir_acc_set(k, p, acc, kir_op2(k, op, at, kir_acc(k, acc), term(c, ix, ud))) ? 0 : -1;
     }
-    double init = op == KIR_MAX ? -INFINITY : op == KIR_MIN ? INFINITY : 0;
+    if (op == KIR_MAX || op == KIR_MIN) {
+        /* a float max or min is exact in any order: one accumulator over a
+         * VECTOR loop along the last dim, which the emitter widens into a
+         * vector of partial results (as w scalar partials, LLVM vectorized
+         * the loop across steps instead, gathering every w-th element) */
+        kir_block *p = red_pass(c, b, t, red, ix, KIR_VECTOR, at);
+        return p && kir_acc_set(k, p, acc, kir_op2(k, op, at, kir_acc(k, acc), term(c, ix, ud))) ? 0 : -1;
+    }
+    double init = 0;
     int part[64];
     for (int i = 0; i < w; i++)
         if ((part[i] = kir_new_acc(k, at)) < 0 || !kir_acc_set(k, b, part[i], kir_const_f(k, at, init)))
