@@ -158,8 +158,20 @@ kir_expr *lw_formula(lctx *c)
     case IR_OP_MUL: return kir_op2(k, KIR_MUL, t, x, y);
     case IR_OP_DIV: return kir_op2(k, KIR_DIV, t, x, y);
     case IR_OP_POW:
-        if (y && y->dtype == t && ir_dtype_is_float(t))
+        if (y && y->dtype == t && ir_dtype_is_float(t)) {
+            /* a constant exponent of 2 or 1 (x^2 in a decomposed norm): x * x
+             * or x, which round as the reference's f64 pow does (the exact
+             * square rounded once) and stay in vectors, where pow is a libm
+             * call per element (not 0.5: sqrt(-0) and sqrt(-inf) are not
+             * pow's +0 and +inf) */
+            const ir_value *e = n->in[1];
+            double ev = e->kind == IR_VAL_CONST && e->cval.numel == 1 ? ir_tensor_getf(&e->cval, 0) : NAN;
+            if (ev == 2)
+                return kir_op2(k, KIR_MUL, t, x, x);
+            if (ev == 1)
+                return x;
             return kir_op2(k, KIR_POW, t, x, y);
+        }
         return pow_mixed(c, x, y);
     case IR_OP_MOD:
         if (ir_attr_int(n, "fmod", 0))
