@@ -81,10 +81,11 @@ static inline kir_expr *lw_load_in(lctx *c, int i, kir_expr *const *idx)
     return lw_compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, lw_compute_dtype(t), e) : e;
 }
 
-/* v converted to output i's dtype. */
+/* v converted to output i's dtype: its buffer's (a group's root may be
+ * narrower than its anchor: a bf16 Cast over a pair-packed MatMul). */
 static inline kir_expr *lw_to_out_i(lctx *c, int i, kir_expr *v)
 {
-    ir_dtype t = c->n->out[i]->type.dtype;
+    ir_dtype t = c->outs[i] >= 0 ? c->k->bufs[c->outs[i]].dtype : c->n->out[i]->type.dtype;
     return v && v->dtype != t ? kir_op1(c->k, KIR_CAST, t, v) : v;
 }
 

@@ -597,8 +597,7 @@ static int lower_pairs(lctx *c, const mm_geo *g)
                 }
                 out_idx(g, bat, m, col, oi);
                 kir_expr *fin = lower_epi(c, epilogue(c, g, y, m, col), oi);
-                ir_dtype ot = k->bufs[c->out].dtype; /* bf16 under a bf16 group root */
-                if (!kir_store(k, &l->body, c->out, oi, fin->dtype != ot ? kir_op1(k, KIR_CAST, ot, fin) : fin))
+                if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, fin))) /* bf16 under a bf16 root */
                     return -1;
             }
     }

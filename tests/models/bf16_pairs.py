@@ -13,7 +13,9 @@ tail panel, a tail row block, batch dims, Gemm's transB, alpha/beta and C):
     pair kernel (dpbf16_pairs in --emit=kernels); elsewhere they are not (the
     f32 kernels widen both operands) and the results still match;
   - compiled for -march=x86-64-v3 (AVX2, no vdpbf16ps: runs on every host CI
-    uses) the kernels are never the pair kernel, and the results match too.
+    uses) the kernels are never the pair kernel, and the results match too;
+  - the IR packed in pairs for -march=znver4, compiled for x86-64-v3 (the f32
+    kernels reading packed_k = 2), matches too.
 
     python3 tests/models/bf16_pairs.py build/icc
 Exits 1 if any check fails.
@@ -124,6 +126,21 @@ def main():
                         "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in x.shape),
                         "yes" if has else "no", rel), flush=True)
                     failed += not ok
+                # the weights packed in pairs for -march=znver4 (IR only), then compiled for
+                # x86-64-v3: the f32 kernels read the pair packing without vdpbf16ps
+                packed = os.path.join(tmp, name + "_packed.icc")
+                run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed] + common)
+                so = os.path.join(tmp, name + "_packed.so")
+                run([icc, packed, "-o", so, "-march=x86-64-v3"])
+                got_dir = os.path.join(tmp, name + "_packed_got")
+                run([icc, "run", so, "--input", "x=" + xp, "-o", got_dir])
+                got = np.load(os.path.join(got_dir, "y.npy")).astype(np.float64)
+                rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+                with open(packed) as f:
+                    ok = "packed_k = 2" in f.read() and rel <= REL
+                print("%s %-22s packed for znver4, compiled for x86-64-v3: %.2g" % ("ok  " if ok else "FAIL", name, rel),
+                      flush=True)
+                failed += not ok
             except RuntimeError as e:
                 print("FAIL %s: %s" % (name, e), flush=True)
                 failed += 1
