@@ -455,49 +455,18 @@ static int emit_rows(em *e, const kir_stmt *s)
 
 /* ---- pmaddubsw_quads and quad_pack ---------------------------------------- */
 
-/* acc[i] += sum_j zext(a[j]) * sext(b[4i+j]): 8 lanes a 32-byte load on
- * AVX2, the rest (and other targets) in scalar code, exact. */
-static int emit_ub_quads(em *e, const kir_stmt *s)
-{
-    LLVMValueRef ptr[3];
-    for (int j = 0; j < 3; j++)
-        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
-            return -1;
-    int64_t n = s->lanes, done = 0;
-    if (n > 64)
-        return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 64)", e->k->name,
-                         kir_intrin_name(s->intrin), (long long)n);
-    LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
-    LLVMTypeRef vt = LLVMVectorType(e->i32, 8), qt = LLVMVectorType(e->i8, 32);
-    if (has_feature(e, "avx2"))
-        for (; n - done >= 8; done += 8) {
-            LLVMValueRef quads = load_as(e, qt, at(e, e->i8, ptr[2], em_ci64(e, 4 * done)), s->args[2].buf, 1);
-            LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done));
-            LLVMValueRef acc = load_as(e, vt, pacc, s->args[0].buf, 4);
-            store_to(e, ub_madd(e, acc, bcast_quad(e, aquad, 8), quads), pacc, s->args[0].buf, 4);
-        }
-    for (; done < n; done++) {
-        LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
-        for (int j = 0; j < 4; j++) {
-            LLVMValueRef a = load_as(e, e->i8, at(e, e->i8, ptr[1], em_ci64(e, j)), s->args[1].buf, 1);
-            LLVMValueRef b = load_as(e, e->i8, at(e, e->i8, ptr[2], em_ci64(e, 4 * done + j)), s->args[2].buf, 1);
-            acc = LLVMBuildAdd(e->b, acc,
-                               LLVMBuildMul(e->b, LLVMBuildZExt(e->b, a, e->i32, ""), LLVMBuildSExt(e->b, b, e->i32, ""), ""),
-                               "");
-        }
-        store_to(e, acc, pacc, s->args[0].buf, 4);
-    }
-    return 0;
-}
+/* ---- dpbf16_pairs, dpbusd_quads, pmaddubsw_quads: a broadcast group
+ * against packed b ---------------------------------------------------------- */
 
-/* ---- dpbf16_pairs ---------------------------------------------------------- */
-
-/* acc[i] = (acc[i] + a[1]*b[2i+1]) + a[0]*b[2i]: vdpbf16ps on a's pair
- * broadcast, 16 lanes (zmm) then 8 (ymm, with VL) at a time, straight-
- * line (the accumulators are scratch at constant offsets, which become
- * registers); scalar lanes in dpbf16's order for the rest and on targets
- * without AVX512-BF16. */
-static int emit_bf16_pairs(em *e, const kir_stmt *s)
+/* dpbf16_pairs: acc[i] = (acc[i] + a[1]*b[2i+1]) + a[0]*b[2i] (f32);
+ * dpbusd_quads and pmaddubsw_quads: acc[i] += sum_j zext(a[j]) *
+ * sext(b[4i+j]) (i32). All take a's 4 bytes broadcast and 4 bytes of b
+ * per lane: vdpbf16ps or vpdpbusd, 16 lanes (zmm) then 8 (ymm) at a time
+ * as the target allows, or (pmaddubsw_quads, with its saturation caveat)
+ * vpmaddubsw + vpmaddwd by ones on AVX2, 8 at a time; straight-line
+ * (accumulators in scratch at constant offsets become registers); scalar
+ * lanes, exact, for the rest and without the instruction. */
+static int emit_bcast_dot(em *e, const kir_stmt *s)
 {
     LLVMValueRef ptr[3];
     for (int j = 0; j < 3; j++)
@@ -507,82 +476,57 @@ static int emit_bf16_pairs(em *e, const kir_stmt *s)
     if (n > 256)
         return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 256)", e->k->name,
                          kir_intrin_name(s->intrin), (long long)n);
-    bool bf = has_feature(e, "avx512bf16");
-    LLVMValueRef apair = load_as(e, e->i32, ptr[1], s->args[1].buf, 2);
-    for (unsigned w = 16; w >= 8; w /= 2) {
-        if (!bf || (w == 16 ? cg_target_vector_bits(e->t) < 512 : !has_feature(e, "avx512vl")))
-            continue;
-        const char *name = w == 16 ? "llvm.x86.avx512bf16.dpbf16ps.512" : "llvm.x86.avx512bf16.dpbf16ps.256";
-        unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-        LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0), pt[3];
-        LLVMGetParamTypes(fty, pt);
-        LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
-        LLVMValueRef av = LLVMBuildBitCast(e->b, bcast_quad(e, apair, w), pt[1], "");
-        for (; n - done >= w; done += w) {
-            LLVMValueRef pacc = at(e, e->f32, ptr[0], em_ci64(e, done));
-            LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4), av,
-                                    load_as(e, pt[2], at(e, e->i16, ptr[2], em_ci64(e, 2 * done)), s->args[2].buf, 2)};
-            store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
-        }
-    }
-    LLVMValueRef a0 = load_as(e, e->i16, ptr[1], s->args[1].buf, 2);
-    LLVMValueRef a1 = load_as(e, e->i16, at(e, e->i16, ptr[1], em_ci64(e, 1)), s->args[1].buf, 2);
-    a0 = bf16_f32(e, a0);
-    a1 = bf16_f32(e, a1);
-    for (; done < n; done++) {
-        LLVMValueRef pacc = at(e, e->f32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->f32, pacc, s->args[0].buf, 4);
-        LLVMValueRef b0 = load_as(e, e->i16, at(e, e->i16, ptr[2], em_ci64(e, 2 * done)), s->args[2].buf, 2);
-        LLVMValueRef b1 = load_as(e, e->i16, at(e, e->i16, ptr[2], em_ci64(e, 2 * done + 1)), s->args[2].buf, 2);
-        acc = LLVMBuildFAdd(e->b, acc, LLVMBuildFMul(e->b, a1, bf16_f32(e, b1), ""), "");
-        acc = LLVMBuildFAdd(e->b, acc, LLVMBuildFMul(e->b, a0, bf16_f32(e, b0), ""), "");
-        store_to(e, acc, pacc, s->args[0].buf, 4);
-    }
-    return 0;
-}
-
-/* ---- dpbusd_quads ---------------------------------------------------------- */
-
-/* acc[i] += sum_j zext(a[j]) * sext(b[4i+j]): vpdpbusd on a's quad
- * broadcast, 16 lanes (zmm) then 8 (ymm: AVX512-VL or AVX-VNNI) at a
- * time, straight-line (accumulators in scratch at constant offsets become
- * registers); scalar lanes for the rest and without VNNI. */
-static int emit_busd_quads(em *e, const kir_stmt *s)
-{
-    LLVMValueRef ptr[3];
-    for (int j = 0; j < 3; j++)
-        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
-            return -1;
-    int64_t n = s->lanes, done = 0;
-    if (n > 256)
-        return ir_errorf(e->d, "kernel '%.100s': %s over %lld lanes (at most 256)", e->k->name,
-                         kir_intrin_name(s->intrin), (long long)n);
-    LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
-    bool z = has_feature(e, "avx512vnni") && cg_target_vector_bits(e->t) >= 512;
-    bool y = has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl"));
+    bool bf = s->intrin == KIR_IN_DPBF16_PAIRS, ub = s->intrin == KIR_IN_PMADDUBSW_QUADS;
+    bool wide = cg_target_vector_bits(e->t) >= 512;
+    bool z = bf ? has_feature(e, "avx512bf16") && wide : !ub && has_feature(e, "avx512vnni") && wide;
+    bool y = bf ? has_feature(e, "avx512bf16") && has_feature(e, "avx512vl")
+           : ub ? has_feature(e, "avx2")
+                : has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl"));
+    LLVMTypeRef acc_t = bf ? e->f32 : e->i32;
+    LLVMValueRef agrp = load_as(e, e->i32, ptr[1], s->args[1].buf, bf ? 2 : 1);
     for (unsigned w = 16; w >= 8; w /= 2) {
         if (w == 16 ? !z : !y)
             continue;
-        const char *name = w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
+        if (ub) {
+            LLVMTypeRef vt = LLVMVectorType(e->i32, 8), qt = LLVMVectorType(e->i8, 32);
+            for (; n - done >= 8; done += 8) {
+                LLVMValueRef quads = load_as(e, qt, at(e, e->i8, ptr[2], em_ci64(e, 4 * done)), s->args[2].buf, 1);
+                LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done));
+                LLVMValueRef acc = load_as(e, vt, pacc, s->args[0].buf, 4);
+                store_to(e, ub_madd(e, acc, bcast_quad(e, agrp, 8), quads), pacc, s->args[0].buf, 4);
+            }
+            continue;
+        }
+        const char *name = bf ? (w == 16 ? "llvm.x86.avx512bf16.dpbf16ps.512" : "llvm.x86.avx512bf16.dpbf16ps.256")
+                              : (w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256");
         unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
         LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0), pt[3];
         LLVMGetParamTypes(fty, pt);
         LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
-        LLVMValueRef av = LLVMBuildBitCast(e->b, bcast_quad(e, aquad, w), pt[1], "");
+        LLVMValueRef av = LLVMBuildBitCast(e->b, bcast_quad(e, agrp, w), pt[1], "");
         for (; n - done >= w; done += w) {
-            LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done));
+            LLVMValueRef pacc = at(e, acc_t, ptr[0], em_ci64(e, done));
             LLVMValueRef args[3] = {load_as(e, pt[0], pacc, s->args[0].buf, 4), av,
-                                    load_as(e, pt[2], at(e, e->i8, ptr[2], em_ci64(e, 4 * done)), s->args[2].buf, 1)};
+                                    load_as(e, pt[2], at(e, e->i8, ptr[2], em_ci64(e, 4 * done)), s->args[2].buf, bf ? 2 : 1)};
             store_to(e, LLVMBuildCall2(e->b, fty, f, args, 3, ""), pacc, s->args[0].buf, 4);
         }
     }
-    for (; done < n; done++) {
-        LLVMValueRef pacc = at(e, e->i32, ptr[0], em_ci64(e, done)), acc = load_as(e, e->i32, pacc, s->args[0].buf, 4);
-        for (int j = 0; j < 4; j++) {
-            LLVMValueRef a = load_as(e, e->i8, at(e, e->i8, ptr[1], em_ci64(e, j)), s->args[1].buf, 1);
-            LLVMValueRef b = load_as(e, e->i8, at(e, e->i8, ptr[2], em_ci64(e, 4 * done + j)), s->args[2].buf, 1);
-            acc = LLVMBuildAdd(e->b, acc,
-                               LLVMBuildMul(e->b, LLVMBuildZExt(e->b, a, e->i32, ""), LLVMBuildSExt(e->b, b, e->i32, ""), ""),
-                               "");
+    for (; done < n; done++) { /* scalar lanes: the instruction's sums */
+        LLVMValueRef pacc = at(e, acc_t, ptr[0], em_ci64(e, done)), acc = load_as(e, acc_t, pacc, s->args[0].buf, 4);
+        if (bf) { /* dpbf16's order: the odd pair first; bf16 products are exact in f32 */
+            for (int j = 1; j >= 0; j--) {
+                LLVMValueRef a = load_as(e, e->i16, at(e, e->i16, ptr[1], em_ci64(e, j)), s->args[1].buf, 2);
+                LLVMValueRef b = load_as(e, e->i16, at(e, e->i16, ptr[2], em_ci64(e, 2 * done + j)), s->args[2].buf, 2);
+                acc = LLVMBuildFAdd(e->b, acc, LLVMBuildFMul(e->b, bf16_f32(e, a), bf16_f32(e, b), ""), "");
+            }
+        } else {
+            for (int j = 0; j < 4; j++) {
+                LLVMValueRef a = load_as(e, e->i8, at(e, e->i8, ptr[1], em_ci64(e, j)), s->args[1].buf, 1);
+                LLVMValueRef b = load_as(e, e->i8, at(e, e->i8, ptr[2], em_ci64(e, 4 * done + j)), s->args[2].buf, 1);
+                acc = LLVMBuildAdd(e->b, acc,
+                                   LLVMBuildMul(e->b, LLVMBuildZExt(e->b, a, e->i32, ""), LLVMBuildSExt(e->b, b, e->i32, ""), ""),
+                                   "");
+            }
         }
         store_to(e, acc, pacc, s->args[0].buf, 4);
     }
@@ -634,8 +578,6 @@ int em_intrinsic(em *e, const kir_stmt *s)
     case KIR_IN_PMADDUBSW_ROWS_S8:
     case KIR_IN_PMADDUBSW_ROWS_U8:
         return emit_rows(e, s);
-    case KIR_IN_PMADDUBSW_QUADS:
-        return emit_ub_quads(e, s);
     case KIR_IN_QUAD_PACK_S8:
     case KIR_IN_QUAD_PACK_U8:
         return emit_quad_pack(e, s);
@@ -643,9 +585,9 @@ int em_intrinsic(em *e, const kir_stmt *s)
     case KIR_IN_DPBF16:
         return emit_dot(e, s);
     case KIR_IN_DPBF16_PAIRS:
-        return emit_bf16_pairs(e, s);
     case KIR_IN_DPBUSD_QUADS:
-        return emit_busd_quads(e, s);
+    case KIR_IN_PMADDUBSW_QUADS:
+        return emit_bcast_dot(e, s);
     case KIR_IN_MMA_SYNC:
         return ir_errorf(e->d, "kernel '%.100s': intrinsic %s is a CUDA warp operation: the LLVM backend refuses it",
                          e->k->name, nm);

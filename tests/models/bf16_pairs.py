@@ -21,7 +21,6 @@ tail panel, a tail row block, batch dims, Gemm's transB, alpha/beta and C):
 Exits 1 if any check fails.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -29,16 +28,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from icc_run import compile_and_run, cpu_has, run
+
 ORACLE = "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision"
 REL = 1e-5
-
-
-def host_has_bf16():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any("avx512_bf16" in line.split() for line in f if line.startswith("flags"))
-    except OSError:
-        return False
 
 
 def model(path, rng, m, k, n, batch=None, gemm=None, then=None):
@@ -84,19 +77,12 @@ CASES = [
 ]
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError("%s: %s" % (" ".join(os.path.basename(c) for c in cmd[:2]), (p.stderr or p.stdout).strip()))
-    return p.stdout
-
-
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
         return 2
     icc = sys.argv[1]
-    pairs = host_has_bf16()
+    pairs = cpu_has("avx512_bf16")
     rng = np.random.default_rng(7)
     failed = 0
     print("host has avx512_bf16: %s (the pair kernel is %s)" % (pairs, "expected" if pairs else "not expected"))
@@ -114,11 +100,8 @@ def main():
                 for march, expect in [(None, pairs), ("x86-64-v3", False)]:
                     flags = common + (["-march=" + march] if march else [])
                     kern = run([icc, path, "--emit=kernels"] + flags)
-                    so = os.path.join(tmp, name + (march or "host") + ".so")
-                    got_dir = os.path.join(tmp, name + (march or "host") + "_got")
-                    run([icc, path, "-o", so] + flags)
-                    run([icc, "run", so, "--input", "x=" + xp, "-o", got_dir])
-                    got = np.load(os.path.join(got_dir, "y.npy")).astype(np.float64)
+                    got = compile_and_run(icc, path, flags, "x", xp, "y", tmp, name + (march or "host"))
+                    got = got.astype(np.float64)
                     rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
                     has = "dpbf16_pairs" in kern
                     ok = rel <= REL and has == expect
@@ -130,11 +113,8 @@ def main():
                 # x86-64-v3: the f32 kernels read the pair packing without vdpbf16ps
                 packed = os.path.join(tmp, name + "_packed.icc")
                 run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed] + common)
-                so = os.path.join(tmp, name + "_packed.so")
-                run([icc, packed, "-o", so, "-march=x86-64-v3"])
-                got_dir = os.path.join(tmp, name + "_packed_got")
-                run([icc, "run", so, "--input", "x=" + xp, "-o", got_dir])
-                got = np.load(os.path.join(got_dir, "y.npy")).astype(np.float64)
+                got = compile_and_run(icc, packed, ["-march=x86-64-v3"], "x", xp, "y", tmp, name + "_packed")
+                got = got.astype(np.float64)
                 rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
                 with open(packed) as f:
                     ok = "packed_k = 2" in f.read() and rel <= REL

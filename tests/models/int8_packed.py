@@ -19,7 +19,6 @@ batch dim, K and N of BERT's shapes):
 Exits 1 if any check fails.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -27,16 +26,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from icc_run import compile_and_run, cpu_has, run
+
 ORACLE = "shape-infer,simplify,fold,dce"
 DT = {"u8": (np.uint8, TensorProto.UINT8), "i8": (np.int8, TensorProto.INT8)}
-
-
-def host_has_vnni():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any("avx512_vnni" in line.split() for line in f if line.startswith("flags"))
-    except OSError:
-        return False
 
 
 def model(path, rng, m, k, n, adt, za, zb, batch=None):
@@ -71,19 +64,12 @@ CASES = [
 ]
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError("%s: %s" % (" ".join(os.path.basename(c) for c in cmd[:2]), (p.stderr or p.stdout).strip()))
-    return p.stdout
-
-
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
         return 2
     icc = sys.argv[1]
-    vnni = host_has_vnni()
+    vnni = cpu_has("avx512_vnni")
     rng = np.random.default_rng(11)
     failed = 0
     print("host has avx512_vnni: %s (the packed quad kernel is %s)" % (vnni, "expected" if vnni else "not expected"))
@@ -101,11 +87,7 @@ def main():
                     flags = ["-march=" + march] if march else []
                     kern = run([icc, path, "--emit=kernels"] + flags)
                     ir = run([icc, path, "--emit=ir", "-O2"] + flags)
-                    so = os.path.join(tmp, name + (march or "host") + ".so")
-                    got_dir = os.path.join(tmp, name + (march or "host") + "_got")
-                    run([icc, path, "-o", so] + flags)
-                    run([icc, "run", so, "--input", "a=" + ap, "-o", got_dir])
-                    got = np.load(os.path.join(got_dir, "y.npy"))
+                    got = compile_and_run(icc, path, flags, "a", ap, "y", tmp, name + (march or "host"))
                     has = "dpbusd_quads" in kern
                     ok = got.dtype == np.int32 and np.array_equal(got, want) and has == (expect and quad) and \
                         ("packed_k = 4" in ir) == expect
@@ -119,11 +101,7 @@ def main():
                 # or, where the panels do not fit it, the scalar loop, reads the same packing
                 packed = os.path.join(tmp, name + "_packed.icc")
                 run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed])
-                so = os.path.join(tmp, name + "_packed.so")
-                run([icc, packed, "-o", so, "-march=x86-64-v3"])
-                got_dir = os.path.join(tmp, name + "_packed_got")
-                run([icc, "run", so, "--input", "a=" + ap, "-o", got_dir])
-                got = np.load(os.path.join(got_dir, "y.npy"))
+                got = compile_and_run(icc, packed, ["-march=x86-64-v3"], "a", ap, "y", tmp, name + "_packed")
                 with open(packed) as f:
                     ok = "packed_k = 4" in f.read() and np.array_equal(got, want)
                 print("%s %-18s %-9s packed for znver4, compiled for x86-64-v3: %s" % (
