@@ -106,8 +106,9 @@ static bool quads_packable(pass_ctx *c, const ir_node *n, const int *uses, int64
     return K % 4 == 0 && N % w == 0 && N >= w;
 }
 
-/* The packed copy of B = b for node n, in panels of w columns of pairs
- * of p rows (see the file comment), or NULL on out of memory. */
+/* The packed copy of B = b for node n, in panels of w columns, each
+ * [K/p, width, p]: groups of p rows side by side (p = 1: the panel
+ * row-major; see the file comment), or NULL on out of memory. */
 static ir_value *pack(pass_ctx *c, const ir_node *n, const ir_value *b, int64_t w, int64_t p)
 {
     bool tB = n->op == IR_OP_GEMM && ir_attr_int(n, "transB", 0);
