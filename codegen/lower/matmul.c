@@ -507,7 +507,8 @@ static int lower_pairs(lctx *c, const mm_geo *g)
     int64_t nb = (rows + R - 1) / R, nfull = N / W, tail = N % W;
     /* chunks: row blocks of tile_mc_blocks, panels of tile_nc_panels, split
      * further until there are min_chunks of them */
-    int64_t nrc = (nb + c->s->tile_mc_blocks - 1) / c->s->tile_mc_blocks, ncf = nfull ? (nfull + c->s->tile_nc_panels - 1) / c->s->tile_nc_panels : 0;
+    int64_t nrc = (nb + c->s->tile_mc_blocks - 1) / c->s->tile_mc_blocks;
+    int64_t ncf = nfull ? (nfull + c->s->tile_nc_panels - 1) / c->s->tile_nc_panels : 0;
     while (nrc * (ncf + (tail > 0)) < c->s->min_chunks && (nrc < nb || ncf < nfull)) {
         if (ncf < nfull && (nrc >= nb || nfull * nrc >= nb * ncf))
             ncf++;

@@ -11,8 +11,9 @@
  * accumulators; a float sum along the unit-stride last dim keeps a
  * vector's worth of partial results so that it vectorizes without
  * reassociation, and a float max or min (exact in any order) runs that
- * dim as a VECTOR loop that the emitter widens into vector partials. Reductions and scans that keep a wide last dim instead
- * accumulate in the output, row by row, vectorized along that dim.
+ * dim as a VECTOR loop that the emitter widens into vector partials.
+ * Reductions and scans that keep a wide last dim instead accumulate in
+ * the output, row by row, vectorized along that dim.
  * Integers accumulate in 64 bits, wrapping, and are truncated to their
  * dtype at the store: the same bits as the reference's exact 64-bit
  * arithmetic. Floats accumulate in their compute dtype (f32 for
