@@ -57,11 +57,8 @@ static bool anchor_candidate(const ir_node *n, const ir_type *rt)
     if (!(ir_ops[n->op].flags & IR_F_ANCHOR))
         return false;
     const ir_type *t = &n->out[0]->type;
-    /* but a bf16 root over a contraction that the pack-b pass gave bf16
-     * pairs (packed_k = 2): its pair kernel keeps the sums in registers
-     * and rounds them once at the store, so the group may write the next
-     * contraction's bf16 activation itself */
-    bool narrow = rt->dtype == IR_BF16 && t->dtype == IR_F32 && ir_attr_int(n, "packed_k", 1) == 2;
+    /* or a bf16 root over a bf16 pair contraction */
+    bool narrow = icc_precision_narrow_root(n, rt->dtype);
     if (n->nout != 1 || (t->dtype != rt->dtype && !narrow) || !ir_dtype_is_float(t->dtype) || t->rank < 0)
         return false;
     for (int d = 0; d < t->rank; d++)

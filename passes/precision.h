@@ -46,6 +46,19 @@ bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const i
  * value). The fuse pass puts such a Cast in n's kernel, which converts as
  * it loads. */
 bool icc_precision_half_weight(const ir_node *n, int i);
+/* Whether a fused group whose root has dtype root may be anchored by
+ * `anchor` of another output dtype: a bf16 root over an f32 contraction
+ * that the pack-b pass gave bf16 pairs (packed_k = 2), whose pair kernel
+ * keeps the sums in registers and rounds them once at the store, so the
+ * group may write the next contraction's bf16 activation itself. Shared
+ * by the fuse pass and the lowering (codegen/lower/lower.c), which must
+ * agree on it (header only: the codegen library does not link the
+ * passes). */
+static inline bool icc_precision_narrow_root(const ir_node *anchor, ir_dtype root)
+{
+    return root == IR_BF16 && anchor->nout == 1 && anchor->out[0]->type.dtype == IR_F32 &&
+           ir_attr_int(anchor, "packed_k", 1) == 2;
+}
 
 typedef struct pass_ctx pass_ctx;
 /* The int8 and int8-dynamic rewrite (passes/quantize.c). */

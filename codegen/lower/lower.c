@@ -9,6 +9,7 @@
  */
 #include "codegen/lower.h"
 #include "ir/ops.h"
+#include "passes/precision.h"
 
 #include <math.h>
 #include <string.h>
@@ -249,10 +250,9 @@ static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int
         if (lw_interior(anchor, anchor->in[i]) && (i > 0 || !(fl & IR_F_PROLOGUE)) && !half_weight(anchor, i))
             return false;
     const ir_type *a = &anchor->out[0]->type, *r = &root->out[0]->type;
-    /* a bf16 root over a pair-packed contraction (passes/fuse.c,
-     * anchor_candidate): lower_matmul stores rounded sums only once */
-    bool narrow = r->dtype == IR_BF16 && a->dtype == IR_F32 && ir_attr_int(anchor, "packed_k", 1) == 2;
-    if ((a->dtype != r->dtype && !narrow) || a->rank != r->rank)
+    /* or a bf16 root over a bf16 pair contraction (lower_matmul stores
+     * rounded sums only once) */
+    if ((a->dtype != r->dtype && !icc_precision_narrow_root(anchor, r->dtype)) || a->rank != r->rank)
         return false;
     for (int d = 0; d < a->rank; d++)
         if (!ir_dim_eq(a->dims[d], r->dims[d]))
