@@ -209,13 +209,14 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
     int *users = NULL, *seen = malloc(sizeof(int) * ((size_t)nn + 1));
     bool *is_out = calloc((size_t)nv + 1, 1);
     bool *narrow = calloc((size_t)nn + 1, 1); /* a Cast that joins its contraction's kernel (half_cast) */
+    int *half = malloc(sizeof(int) * (2 * (size_t)nn + 1));   /* 2 k + i -> half_cast(node k, i) */
     heap h = {malloc(sizeof(int) * ((size_t)nn + 1)), 0};
     ir_node **order = malloc(sizeof(ir_node *) * ((size_t)nn + 1));
     int *root = malloc(sizeof(int) * (2 * (size_t)nn + 1));
     int *evals = malloc(sizeof(int) * ((size_t)nn + 1)); /* member -> times computed */
     int *members = malloc(sizeof(int) * ((size_t)nn + 1));
     bool anchors = pass_opt_int(c, "anchors", 1) != 0;
-    if (!members || !evals || !old || !at || !ustart || !seen || !is_out || !narrow || !h.v || !order || !root)
+    if (!members || !evals || !old || !at || !ustart || !seen || !is_out || !narrow || !half || !h.v || !order || !root)
         goto oom;
     for (int i = 0; i < nv; i++)
         at[i] = -1;
@@ -252,7 +253,7 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
     free(fill);
     for (int k = 0; k < nn; k++)
         for (int i = 0; i < 2; i++) {
-            int p = half_cast(g->nodes[k], i, at, ustart, is_out);
+            int p = half[2 * k + i] = half_cast(g->nodes[k], i, at, ustart, is_out);
             if (p >= 0)
                 narrow[p] = true;
         }
@@ -263,7 +264,7 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
         ir_node *rn = g->nodes[r];
         /* a contraction that reads a narrow weight and anchors no group
          * has one of its own, for the weight's Cast to join (below) */
-        if (!rn->group && (half_cast(rn, 0, at, ustart, is_out) >= 0 || half_cast(rn, 1, at, ustart, is_out) >= 0)) {
+        if (!rn->group && (half[2 * r] >= 0 || half[2 * r + 1] >= 0)) {
             rn->group = ++ngroups;
             fused++;
             continue;
@@ -342,7 +343,7 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
      * the loop above gave it, or one of its own). */
     for (int k = 0; k < nn; k++)
         for (int i = 0; i < 2; i++) {
-            int p = half_cast(g->nodes[k], i, at, ustart, is_out);
+            int p = half[2 * k + i];
             if (p >= 0 && g->nodes[k]->group) {
                 g->nodes[p]->group = g->nodes[k]->group;
                 fused++;
@@ -401,6 +402,7 @@ done:
     free(seen);
     free(is_out);
     free(narrow);
+    free(half);
     free(h.v);
     free(order);
     free(root);
