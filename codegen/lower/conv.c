@@ -1129,15 +1129,12 @@ static int lower_matmul_integer(lctx *c)
     }
     int64_t pw = ir_attr_int(n, "packed_b", 0), pk = ir_attr_int(n, "packed_k", 1);
     if (pw > 0) {
-        /* B [K, N] packed in panels of pw columns, each [K/pk, wp, pk]:
-         * element (k, j) at j0 K + (k / pk) pk wp + (j - j0) pk + k % pk of
+        /* B [K, N] packed (lw_packed_at): element (k, j) at offset f of
          * the flat B (row f / N, column f % N: the backends linearize) */
         int64_t K = tb->dims[0].v, N = tb->dims[1].v;
-        kir_expr *kk = kir_var(k, kv), *j = ov[r - 1];
-        kir_expr *j0 = lw_imulc(k, lw_idivc(k, j, pw), pw), *kq = lw_imulc(k, lw_idivc(k, kk, pk), pk);
-        kir_expr *wp = lw_imin(k, lw_i64c(k, pw), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), j0));
-        kir_expr *f = kir_iadd(k, lw_imulc(k, j0, K), kir_imul(k, kq, wp));
-        f = kir_iadd(k, f, kir_iadd(k, lw_imulc(k, kir_op2(k, KIR_SUB, IR_I64, j, j0), pk), kir_op2(k, KIR_SUB, IR_I64, kk, kq)));
+        kir_expr *j = ov[r - 1], *j0, *wp;
+        lw_packed_panel(k, N, pw, j, &j0, &wp);
+        kir_expr *f = lw_packed_at(k, K, pk, kir_var(k, kv), j0, wp, kir_op2(k, KIR_SUB, IR_I64, j, j0));
         bi[0] = lw_idivc(k, f, N);
         bi[1] = lw_iremc(k, f, N);
     }

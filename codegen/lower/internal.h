@@ -71,6 +71,28 @@ static inline kir_expr *lw_iremc(kir_kernel *k, kir_expr *a, int64_t b)
     return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, lw_i64c(k, b)) : lw_i64c(k, 0);
 }
 
+/* A B [K, N] packed by the pack-b pass (ir/ops.def, MatMul's packed_b,
+ * packed_k): panels of pw columns one after another, each [K/pk, wp, pk]
+ * (wp = pw, the last N mod pw). lw_packed_panel gives column j's panel:
+ * its first column *j0 and its width *wp; lw_packed_at the offset in the
+ * flat matrix of row k, column jj of the panel at j0 that is wp wide:
+ * j0 K + (k / pk) pk wp + jj pk + k % pk (j0 K + k wp + jj for pk = 1,
+ * an ADD with jj last: the emitter sees unit stride only through ADDs). */
+static inline void lw_packed_panel(kir_kernel *k, int64_t N, int64_t pw, kir_expr *j, kir_expr **j0, kir_expr **wp)
+{
+    *j0 = lw_imulc(k, lw_idivc(k, j, pw), pw);
+    *wp = lw_imin(k, lw_i64c(k, pw), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), *j0));
+}
+static inline kir_expr *lw_packed_at(kir_kernel *k, int64_t K, int64_t pk, kir_expr *kx, kir_expr *j0,
+                                     kir_expr *wp, kir_expr *jj)
+{
+    if (pk == 1)
+        return kir_iadd(k, kir_iadd(k, lw_imulc(k, j0, K), kir_imul(k, kx, wp)), jj);
+    kir_expr *kq = lw_imulc(k, lw_idivc(k, kx, pk), pk);
+    return kir_iadd(k, kir_iadd(k, lw_imulc(k, j0, K), kir_imul(k, kq, wp)),
+                    kir_iadd(k, lw_imulc(k, jj, pk), kir_op2(k, KIR_SUB, IR_I64, kx, kq)));
+}
+
 /* Input i at idx, widened to its compute dtype. The buffer's dtype, not
  * the input's, decides: a narrow weight (lower.c, half_weight) is an f32
  * input read from its f16/bf16 buffer. */

@@ -110,10 +110,9 @@ static int packed_view(lctx *c, mm_geo *g)
 }
 
 /* Packed B at row k, column jj of the panel that starts at column j0 and
- * is wp wide (ir/ops.def, MatMul's packed_b): element j0 * K + k * wp + jj
- * of its matrix (packed_k p > 1: j0 * K + (k / p) * p * wp + jj * p + k % p).
- * jj is the vector variable plus a uniform offset, as an
- * ADD (j + -j0): the emitter sees unit stride only through ADDs. */
+ * is wp wide (lw_packed_at). jj is the vector variable plus a uniform
+ * offset, as an ADD (j + -j0): the emitter sees unit stride only through
+ * ADDs. */
 static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir_expr *k, kir_expr *j0,
                              kir_expr *wp, kir_expr *jj)
 {
@@ -126,12 +125,7 @@ static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir
         kir_expr *bd = t->dims[d].v == 1 ? lw_i64c(kk, 0) : bat[od];
         mat = kir_iadd(kk, lw_imulc(kk, mat, t->dims[d].v), bd);
     }
-    kir_expr *f = kir_iadd(kk, kir_iadd(kk, lw_imulc(kk, j0, K), kir_imul(kk, k, wp)), jj);
-    if (g->pk > 1) {
-        kir_expr *kq = lw_imulc(kk, lw_idivc(kk, k, g->pk), g->pk);
-        f = kir_iadd(kk, kir_iadd(kk, lw_imulc(kk, j0, K), kir_imul(kk, kq, wp)),
-                     kir_iadd(kk, lw_imulc(kk, jj, g->pk), kir_op2(kk, KIR_SUB, IR_I64, k, kq)));
-    }
+    kir_expr *f = lw_packed_at(kk, K, g->pk, k, j0, wp, jj);
     if (g->pbuf >= 0) {
         kir_expr *e = kir_load(kk, g->pbuf, (kir_expr *[]){kir_iadd(kk, lw_imulc(kk, mat, K * N), f)});
         ir_dtype bt = kk->bufs[g->pbuf].dtype;
@@ -146,10 +140,9 @@ static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir
 /* Packed B at (k, j), its panel found from j. */
 static kir_expr *packed_b_kj(lctx *c, const mm_geo *g, kir_expr *const *bat, kir_expr *k, kir_expr *j)
 {
-    kir_kernel *kk = c->k;
-    kir_expr *j0 = lw_imulc(kk, lw_idivc(kk, j, g->pw), g->pw);
-    kir_expr *wp = lw_imin(kk, lw_i64c(kk, g->pw), kir_op2(kk, KIR_SUB, IR_I64, lw_i64c(kk, g->n.v), j0));
-    return packed_b_at(c, g, bat, k, j0, wp, kir_op2(kk, KIR_SUB, IR_I64, j, j0));
+    kir_expr *j0, *wp;
+    lw_packed_panel(c->k, g->n.v, g->pw, j, &j0, &wp);
+    return packed_b_at(c, g, bat, k, j0, wp, kir_op2(c->k, KIR_SUB, IR_I64, j, j0));
 }
 
 /* Index of operand side (0 = A, 1 = B) at (row, col) of its matrix, with
