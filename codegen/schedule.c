@@ -47,7 +47,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
      * the FMA peak on 1 thread with or without the split). Pieces of a
      * row stay long (a 4 KB page) when B is larger than the last-level
      * cache, so from DRAM. */
-    s->skinny_split_m = 8;
+    s->skinny_split_m = CG_GEMV_M;
     s->skinny_chunk_cols = 256;
     s->skinny_dram_cols = 1024;
     s->skinny_chunks = 8;

@@ -80,6 +80,27 @@ static inline int cg_schedule_panel_cols(const icc_target_desc *t)
 {
     return icc_target_f32_lanes(t) * cg_schedule_tile_vecs(t);
 }
+/* GEMV-like products: constant M below CG_GEMV_M rows, few enough for
+ * one register tile to hold all of them. A constant B is packed for them
+ * (passes/pack_b.c) in panels of cg_schedule_gemv_vecs(t, M) vectors, so
+ * that each panel is one contiguous stretch of the weights: the kernel
+ * runs the whole reduction per panel in registers (every element of B
+ * read once, in order) and threads take chunks of whole panels. The
+ * panel is as wide as 8 accumulators per row (two FMA ports x a latency
+ * of 4: a single row is latency-bound with fewer) within the tile's
+ * budget of tile_rows x tile_vecs registers (header only, as above). */
+enum { CG_GEMV_M = 8 };
+static inline int cg_schedule_gemv_vecs(const icc_target_desc *t, int64_t m)
+{
+    int budget = 6 * cg_schedule_tile_vecs(t), v = 1;
+    while (v * 2 <= 8 && v * 2 * m <= budget)
+        v *= 2;
+    return v;
+}
+static inline int cg_schedule_gemv_cols(const icc_target_desc *t, int64_t m)
+{
+    return icc_target_f32_lanes(t) * cg_schedule_gemv_vecs(t, m);
+}
 /* Whether the pack-b pass stores a MatMulInteger's constant i8 B in
  * quads of k (packed_k = 4) for t: VNNI on 512-bit vectors with 32
  * registers, where qgemm.c's quad panels are the 64 columns that

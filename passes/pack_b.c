@@ -16,9 +16,12 @@
  * the panels in place for any M.
  *
  * Packed: f32 MatMul with A of rank >= 2 and a static B of rank >= 2,
- * f32 Gemm (C f32 or absent); M symbolic or more than CG_SKINNY_M rows
- * (skinny products stream B row after row instead, and read it once per
- * call anyway); N > w (with one panel the order is B's own). Runs after
+ * f32 Gemm (C f32 or absent), any M: GEMV-like products (constant M <
+ * CG_GEMV_M) in panels of cg_schedule_gemv_cols, wide enough for the 8
+ * accumulators of one row, which the kernel runs over the whole
+ * reduction, so each thread streams whole panels, one contiguous stretch
+ * of the weights; the others in the tile's panels; N > w (with one panel
+ * the order is B's own). Runs after
  * precision (bf16/fp16 weights are Casts, not constants, then) and before
  * fuse and plan.
  *
@@ -42,27 +45,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether n's B is a constant the pass packs in panels of w columns. */
-static bool packable(const ir_node *n, const int *uses, int64_t w)
+/* The panel width in which the pass packs n's constant B, or 0: the
+ * tile's panels (w), or for GEMV-like products the wider ones of
+ * cg_schedule_gemv_cols. */
+static int64_t packable(pass_ctx *c, const ir_node *n, const int *uses, int64_t w)
 {
     if (n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM)
-        return false;
+        return 0;
     if (n->nin < 2 || !n->in[0] || !n->in[1] || ir_attr_int(n, "packed_b", 0) != 0)
-        return false;
+        return 0;
     const ir_value *a = n->in[0], *b = n->in[1];
     if (b->kind != IR_VAL_CONST || uses[b->id] != 1 || b->type.dtype != IR_F32 || a->type.dtype != IR_F32 ||
         n->out[0]->type.dtype != IR_F32 || !ir_type_is_static(&b->type) || b->type.rank < 2 || a->type.rank < 2)
-        return false;
+        return 0;
     bool gemm = n->op == IR_OP_GEMM, tA = gemm && ir_attr_int(n, "transA", 0), tB = gemm && ir_attr_int(n, "transB", 0);
     if (gemm && (a->type.rank != 2 || b->type.rank != 2))
-        return false;
+        return 0;
     if (gemm && n->nin > 2 && n->in[2] && n->in[2]->type.dtype != IR_F32)
-        return false;
+        return 0;
     ir_dim m = a->type.dims[a->type.rank - (tA ? 1 : 2)];
     int64_t N = b->type.dims[b->type.rank - (tB ? 2 : 1)].v;
-    if (ir_dim_is_const(m) && m.v <= CG_SKINNY_M)
-        return false;
-    return N > w;
+    if (ir_dim_is_const(m) && m.v < CG_GEMV_M)
+        w = cg_schedule_gemv_cols(c->target, m.v);
+    return N > w ? w : 0;
 }
 
 /* The Cast through which n reads a bf16 constant B that the pass packs
@@ -156,13 +161,14 @@ int pass_pack_b(pass_ctx *c)
         ir_node *n = g->nodes[k];
         ir_node *cast = n->dead ? NULL : pair_cast(c, n, uses);
         bool quads = !n->dead && !cast && quads_packable(c, n, uses, w);
-        if (n->dead || (!cast && !quads && !packable(n, uses, w)))
+        int64_t pw = cast || quads ? w : n->dead ? 0 : packable(c, n, uses, w);
+        if (!pw)
             continue;
         /* a pair-packed B stays behind its Cast (elementwise: the Cast's
          * result is in the packed order too) */
         int64_t pk = cast ? 2 : quads ? 4 : 1;
-        ir_value *b = cast ? cast->in[0] : n->in[1], *p = pack(c, n, b, w, pk);
-        if (!p || ir_node_set_int(g, n, "packed_b", w) < 0 || (pk > 1 && ir_node_set_int(g, n, "packed_k", pk) < 0)) {
+        ir_value *b = cast ? cast->in[0] : n->in[1], *p = pack(c, n, b, pw, pk);
+        if (!p || ir_node_set_int(g, n, "packed_b", pw) < 0 || (pk > 1 && ir_node_set_int(g, n, "packed_k", pk) < 0)) {
             free(uses);
             return ir_errorf(c->diag, "out of memory");
         }

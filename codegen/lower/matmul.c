@@ -20,16 +20,21 @@
  * Per K block and column panel, B's kc x width panel is copied into
  * thread scratch once and read contiguously by all the chunk's row
  * blocks (its rows are N apart in place: all in one L1 set when N is a
- * multiple of 1024). Skinny shapes (M <= 16) take their tile from
- * cg_schedule_gemm_tile (no row computed twice) and stream B: short K
- * blocks over all columns, so B is read row after row, in one chunk (or,
- * from 8 rows, a few column chunks for threads).
+ * multiple of 1024). Skinny shapes (M <= 16) of a B that is not packed
+ * take their tile from cg_schedule_gemm_tile (no row computed twice) and
+ * stream B: short K blocks over all columns, so B is read row after row,
+ * in one chunk (or, from 8 rows, a few column chunks for threads).
  * Constant weights arrive packed (packed_b, the pack-b pass): B's column
  * panels of `width` columns lie one after another, each [K, width], and
  * are read in place with no per-call copy. With more than one panel per
  * chunk, A's row blocks are copied per K block into scratch (tile.h
- * pack_a). A bf16 A times a bf16 B packed in pairs of k (packed_k = 2,
- * on targets with vdpbf16ps) runs on the pair kernel (lower_pairs).
+ * pack_a). GEMV-like products (M < CG_GEMV_M, schedule.h) hold all rows
+ * in one tile over wider panels and run the whole reduction per panel,
+ * so a chunk of panels is one contiguous stretch of the weights read
+ * once; from 8 rows a packed B takes the general tile (6 rows, blocks of
+ * K, chunks of row blocks x panels). A bf16 A times a bf16 B packed in
+ * pairs of k (packed_k = 2, on targets with vdpbf16ps) runs on the pair
+ * kernel (lower_pairs).
  */
 #include "codegen/lower/tile.h"
 #include "ir/ops.h"
@@ -366,17 +371,22 @@ static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
 /* The register-blocked form (see the file comment). Needs constant N, K
  * and batch dims (the parallel loop's bounds must be constant); M may be
  * symbolic (a batch of rows), then the chunks split the columns. Skinny
- * shapes (constant M <= CG_SKINNY_M) stream: short reduction blocks over
- * all columns, so B is read row after row; those with enough rows to be
- * bound by the FMAs split the columns between a few chunks for threads
- * (cg_schedule_skinny_chunks). */
+ * shapes (constant M <= CG_SKINNY_M) of a B not packed stream: short
+ * reduction blocks over all columns, so B is read row after row; those
+ * with enough rows to be bound by the FMAs split the columns between a
+ * few chunks for threads (cg_schedule_skinny_chunks). With B packed they
+ * are GEMV-like (below) or take the general tile. */
 static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
 {
     int64_t nbat = 1;
     for (int d = 0; d < g->nbatch; d++)
         nbat *= g->to->dims[d].v;
     bool mdyn = !ir_dim_is_const(g->m), skinny = !mdyn && g->m.v <= CG_SKINNY_M;
-    mm_tile u = {.g = g, .kc = skinny ? c->s->skinny_kc : c->s->tile_kc, .pk = -1};
+    /* GEMV-like with B packed (schedule.h, CG_GEMV_M): one row block, the
+     * whole reduction per panel, chunks of whole panels */
+    bool gemv = skinny && g->pw && g->m.v < CG_GEMV_M;
+    skinny = skinny && !g->pw;   /* packed from 8 rows: the general tile */
+    mm_tile u = {.g = g, .kc = gemv ? (int)g->kd.v : skinny ? c->s->skinny_kc : c->s->tile_kc, .pk = -1};
     /* pack B's panel when several row blocks share it (with one block
      * the copy would be read once) */
     bool pack = !g->pw && (mdyn || g->m.v > rows);
@@ -388,7 +398,7 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
         .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = !skinny && !mdyn ? c->s->gemm_apack_mc_blocks : c->s->gemm_mc_blocks,
         .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, g->m.v, g->n.v,
                                                             g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
-        .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !mdyn, .kc = u.kc, .kstep = mm_kstep,
+        .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !gemv && !mdyn, .kc = u.kc, .kstep = mm_kstep,
         .setup = mm_setup, .k_open = mm_k_open, .pack = g->pw ? mm_panel : pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
     return cg_tile_lower(c, &t);
@@ -626,6 +636,12 @@ int lower_matmul(lctx *c)
     bool panels_ok = !g.pw || (vl > 0 && g.pw % vl == 0 && g.pw / vl <= 4 * c->s->tile_vecs);
     if (g.pw)
         width = g.pw;
+    /* packed: GEMV-like, all rows in one register tile over B's wide
+     * panels; else the general tile's rows (any M: the tile's panels) */
+    if (g.pw && ir_dim_is_const(g.m) && g.m.v < CG_GEMV_M)
+        rows = (int)g.m.v;
+    else if (g.pw && g.pk == 1)
+        rows = c->s->tile_rows;
     /* (a narrower output buffer than the anchor's, a bf16 group root:
      * no partial sums through it, so the plain loop) */
     bool wide = dt == c->cdt && g.to->dtype == dt && c->k->bufs[c->out].dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&

@@ -7,7 +7,8 @@ block (M = 17, 100), N narrower than a vector or not a multiple of one, odd
 K, several reduction blocks (K > 128), transposed operands, alpha/beta, C
 broadcast from [N], [M, 1] and [1, 1], batch broadcasting, rank-1 operands,
 and B both a graph input and a constant weight; skinny M split between
-column chunks for threads. Each case is one node of one model (its own
+column chunks for threads; GEMV-like products (M < 8) over a constant B
+packed in wide panels, and 8 to 16 rows over packed panels. Each case is one node of one model (its own
 inputs and output), compiled at -O2 and -O3 and run through `icc run` at 1
 and 2 threads (ICC_NUM_THREADS); every output must match numpy in float64 and ONNX Runtime
 (rtol 1e-4, atol 1e-4 x sqrt(K)).
@@ -89,7 +90,24 @@ def cases():
         ("pk_gemm_tab", "Gemm", [300, 33], [53, 300], [33, 53], dict(transA=1, transB=1, beta=0.5), True),
         ("pk_gemm_ta", "Gemm", [129, 18], [129, 40], None, dict(transA=1), True),
     ]
+    # GEMV-like products (M < 8) with a constant B, packed in wide panels
+    # that the kernel runs whole (a tail panel, transB weights, a batch of
+    # matrices), and 8 to 16 rows packed in the tile's panels: each of
+    # these must come out packed (PACKED below)
+    out += [
+        ("gv_1x300x1000", "MatMul", [1, 300], [300, 1000], None, {}, True),
+        ("gv_3x129x200", "MatMul", [3, 129], [129, 200], None, {}, True),
+        ("gv_gemm_tb_1", "Gemm", [1, 300], [500, 300], [500], dict(transB=1, alpha=0.5, beta=2.0), True),
+        ("gv_gemm_tb_6", "Gemm", [6, 64], [130, 64], None, dict(transB=1), True),
+        ("gv_batched_2", "MatMul", [3, 2, 70], [3, 70, 150], None, {}, True),
+        ("gv_m8_200x300", "MatMul", [8, 200], [200, 300], None, {}, True),
+        ("gv_m12_gemm_tb", "Gemm", [12, 100], [70, 100], [70], dict(transB=1), True),
+    ]
     return out
+
+
+# the cases whose constant B the pack-b pass must pack (packed_b in the IR)
+PACKED = ("gv_",)
 
 
 def reference(op, a, b, c, attrs):
@@ -146,6 +164,12 @@ def main():
     s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     want_ort = dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
     failed = 0
+    r = subprocess.run([icc, path, "-O2", "--emit=ir"], capture_output=True, text=True)
+    packed = {ln.split(" = ")[0].strip().lstrip("%") for ln in r.stdout.splitlines() if "packed_b = " in ln}
+    for name, _, _ in refs:
+        if name.startswith(PACKED) and name not in packed:
+            print("FAIL %s: B not packed (no packed_b in --emit=ir -O2)" % name)
+            failed += 1
     # each level at 1 and 2 threads (ICC_NUM_THREADS): chunks that share
     # a kernel's columns run on both
     for level, threads in (("-O2", "1"), ("-O2", "2"), ("-O3", "1"), ("-O3", "2")):
