@@ -22,7 +22,8 @@ are checked against each other (ONNX Runtime is the reference; a mismatch is pri
 table, not hidden). A model icc cannot compile yet prints "refused: <icc's message>".
 
 Workloads: the MLP 784-256-256-10 at batch 1 and 16; MatMul M x K x N for M in {1, 16, 128},
-K = N in {768, 3072}, and 1024^3 (built by bench/matmul.py); the onnx package's light ResNet-50,
+K = N in {768, 3072}, and 1024^3 (built by bench/matmul.py, B a graph input), and "linear"
+MatMuls 1x3072x3072 and 16x768x768 with B a constant weight (as in models); the onnx package's light ResNet-50,
 SqueezeNet and ShuffleNet; bench/models/zoo.py's MobileNetV2, MobileNetV3-style, YOLO-style,
 DBNet-style, CRNN-style (bidirectional LSTM) and 6-layer MiniLM models; a BERT-base layer
 (tests/models/make_bert_layer.py); Add chains of 1, 64 and 512 nodes; and the GPT-2-shaped
@@ -85,6 +86,10 @@ def workloads(tmp, quick):
         w.append(("matmul %dx%dx%d" % (m, k, n),
                   lambda m=m, k=k, n=n: save(mm_bench.model("MatMul", [[m, k], [k, n]]), tmp, "mm_%d_%d_%d" % (m, k, n)),
                   "gemm", 2.0 * m * k * n))
+    # the same products with B a constant weight, as in models (every engine may pack it at load)
+    for m, k, n in ([(1, 3072, 3072), (16, 768, 768)] if not quick else [(1, 768, 768)]):
+        w.append(("linear %dx%dx%d" % (m, k, n),
+                  lambda m=m, k=k, n=n: save(linear(m, k, n), tmp, "lin_%d_%d_%d" % (m, k, n)), "gemm", 2.0 * m * k * n))
     for name in (["resnet50", "squeezenet", "shufflenet"] if not quick else ["squeezenet"]):
         w.append((name, lambda name=name: os.path.join(LIGHT, "light_%s.onnx" % name), "model", None))
     for name in (["mobilenetv2", "mobilenetv3", "yolo", "dbnet", "crnn", "minilm"] if not quick
@@ -95,6 +100,18 @@ def workloads(tmp, quick):
     for n in ((1, 64, 512) if not quick else (1, 512)):
         w.append(("add chain %d" % n, lambda n=n: zoo.write(tmp, "add%d" % n), "chain", None))
     return w
+
+
+def linear(m, k, n):
+    """MatMul [m, k] x a constant [k, n] weight."""
+    w = np.random.default_rng(0).standard_normal((k, n)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "w"], ["y"])], "linear",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])],
+                          [onnx.numpy_helper.from_array(w, "w")])
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mo.ir_version = 8
+    return mo
 
 
 def save(m, tmp, name):
