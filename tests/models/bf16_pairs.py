@@ -22,13 +22,14 @@ Exits 1 if any check fails.
 """
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from icc_run import compile_and_run, cpu_has, run
+from icc_run import compile_and_run, cpu_has, run, run_cases
+
+RNG = np.random.default_rng(7)   # one stream over the cases, in order
 
 ORACLE = "shape-infer,simplify,fold,fold-bn,recognize,simplify,cse,dce,precision"
 REL = 1e-5
@@ -77,56 +78,48 @@ CASES = [
 ]
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
-        return 2
-    icc = sys.argv[1]
+def check(icc, tmp, name, kw):
+    """One case (icc_run.run_cases): the checks that failed."""
     pairs = cpu_has("avx512_bf16")
-    rng = np.random.default_rng(7)
+    rng = RNG
     failed = 0
-    print("host has avx512_bf16: %s (the pair kernel is %s)" % (pairs, "expected" if pairs else "not expected"))
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, kw in CASES:
-            try:
-                path = os.path.join(tmp, name + ".onnx")
-                x = model(path, rng, **kw)
-                xp = os.path.join(tmp, name + "_x.npy")
-                np.save(xp, x)
-                common = ["--precision=bf16", "--no-default-keep"]
-                run([icc, "run", path, "--passes=" + ORACLE, "--input", "x=" + xp,
-                     "-o", os.path.join(tmp, name + "_want")] + common)
-                want = np.load(os.path.join(tmp, name + "_want", "y.npy")).astype(np.float64)
-                for march, expect in [(None, pairs), ("x86-64-v3", False)]:
-                    flags = common + (["-march=" + march] if march else [])
-                    kern = run([icc, path, "--emit=kernels"] + flags)
-                    got = compile_and_run(icc, path, flags, "x", xp, "y", tmp, name + (march or "host"))
-                    got = got.astype(np.float64)
-                    rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
-                    has = "dpbf16_pairs" in kern
-                    ok = rel <= REL and has == expect
-                    print("%s %-22s %-9s %s: pair kernel %s; vs the interpreter's bf16 graph %.2g" % (
-                        "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in x.shape),
-                        "yes" if has else "no", rel), flush=True)
-                    failed += not ok
-                # the weights packed in pairs for -march=znver4 (IR only), then compiled for
-                # x86-64-v3: the f32 kernels read the pair packing without vdpbf16ps
-                packed = os.path.join(tmp, name + "_packed.icc")
-                run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed] + common)
-                got = compile_and_run(icc, packed, ["-march=x86-64-v3"], "x", xp, "y", tmp, name + "_packed")
-                got = got.astype(np.float64)
-                rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
-                with open(packed) as f:
-                    ok = "packed_k = 2" in f.read() and rel <= REL
-                print("%s %-22s packed for znver4, compiled for x86-64-v3: %.2g" % ("ok  " if ok else "FAIL", name, rel),
-                      flush=True)
-                failed += not ok
-            except RuntimeError as e:
-                print("FAIL %s: %s" % (name, e), flush=True)
-                failed += 1
-    if failed:
-        print("%d check(s) failed" % failed)
-    return 1 if failed else 0
+    path = os.path.join(tmp, name + ".onnx")
+    x = model(path, rng, **kw)
+    xp = os.path.join(tmp, name + "_x.npy")
+    np.save(xp, x)
+    common = ["--precision=bf16", "--no-default-keep"]
+    run([icc, "run", path, "--passes=" + ORACLE, "--input", "x=" + xp,
+         "-o", os.path.join(tmp, name + "_want")] + common)
+    want = np.load(os.path.join(tmp, name + "_want", "y.npy")).astype(np.float64)
+    for march, expect in [(None, pairs), ("x86-64-v3", False)]:
+        flags = common + (["-march=" + march] if march else [])
+        kern = run([icc, path, "--emit=kernels"] + flags)
+        got = compile_and_run(icc, path, flags, "x", xp, "y", tmp, name + (march or "host"))
+        got = got.astype(np.float64)
+        rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+        has = "dpbf16_pairs" in kern
+        ok = rel <= REL and has == expect
+        print("%s %-22s %-9s %s: pair kernel %s; vs the interpreter's bf16 graph %.2g" % (
+            "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in x.shape),
+            "yes" if has else "no", rel), flush=True)
+        failed += not ok
+    # the weights packed in pairs for -march=znver4 (IR only), then compiled for
+    # x86-64-v3: the f32 kernels read the pair packing without vdpbf16ps
+    packed = os.path.join(tmp, name + "_packed.icc")
+    run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed] + common)
+    got = compile_and_run(icc, packed, ["-march=x86-64-v3"], "x", xp, "y", tmp, name + "_packed")
+    got = got.astype(np.float64)
+    rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+    with open(packed) as f:
+        ok = "packed_k = 2" in f.read() and rel <= REL
+    print("%s %-22s packed for znver4, compiled for x86-64-v3: %.2g" % ("ok  " if ok else "FAIL", name, rel),
+          flush=True)
+    failed += not ok
+    return failed
+
+
+def main():
+    return run_cases(__doc__, CASES, check, "avx512_bf16", "the pair kernel")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """What the tests of packed kernels share (tests/models/bf16_pairs.py,
-int8_packed.py): running icc, and compiling a model and running it on one
-input through the compiled library."""
+int8_packed.py): running icc, compiling a model and running it on one input
+through the compiled library, and the loop over the cases (run_cases)."""
 import os
 import subprocess
+import sys
+import tempfile
 
 import numpy as np
 
@@ -32,3 +34,28 @@ def cpu_has(flag):
             return any(flag in line.split() for line in f if line.startswith("flags"))
     except OSError:
         return False
+
+
+def run_cases(doc, cases, check, flag, kernel):
+    """The main of a packed-kernel test: sys.argv is [script, icc] (else the
+    usage line of doc, exit 2); prints whether the host has the cpuinfo flag
+    that kernel (its name) needs; check(icc, tmp, name, kw) runs one case in
+    the temporary folder tmp, prints a line per check and returns how many
+    failed (a RuntimeError from run counts as one). Returns the exit code:
+    1 if any check failed."""
+    if len(sys.argv) != 2:
+        print(doc.strip().splitlines()[-2].strip(), file=sys.stderr)
+        return 2
+    has = cpu_has(flag)
+    print("host has %s: %s (%s is %s)" % (flag, has, kernel, "expected" if has else "not expected"))
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, kw in cases:
+            try:
+                failed += check(sys.argv[1], tmp, name, kw)
+            except RuntimeError as e:
+                print("FAIL %s: %s" % (name, e), flush=True)
+                failed += 1
+    if failed:
+        print("%d check(s) failed" % failed)
+    return 1 if failed else 0

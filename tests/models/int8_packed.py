@@ -20,13 +20,14 @@ Exits 1 if any check fails.
 """
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from icc_run import compile_and_run, cpu_has, run
+from icc_run import compile_and_run, cpu_has, run, run_cases
+
+RNG = np.random.default_rng(11)   # one stream over the cases, in order
 
 ORACLE = "shape-infer,simplify,fold,dce"
 DT = {"u8": (np.uint8, TensorProto.UINT8), "i8": (np.int8, TensorProto.INT8)}
@@ -64,55 +65,47 @@ CASES = [
 ]
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
-        return 2
-    icc = sys.argv[1]
+def check(icc, tmp, name, kw):
+    """One case (icc_run.run_cases): the checks that failed."""
     vnni = cpu_has("avx512_vnni")
-    rng = np.random.default_rng(11)
+    rng = RNG
     failed = 0
-    print("host has avx512_vnni: %s (the packed quad kernel is %s)" % (vnni, "expected" if vnni else "not expected"))
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, kw in CASES:
-            try:
-                path = os.path.join(tmp, name + ".onnx")
-                a = model(path, rng, **kw)
-                ap = os.path.join(tmp, name + "_a.npy")
-                np.save(ap, a)
-                run([icc, "run", path, "--passes=" + ORACLE, "--input", "a=" + ap, "-o", os.path.join(tmp, name + "_want")])
-                want = np.load(os.path.join(tmp, name + "_want", "y.npy"))
-                quad = kw["k"] <= 8192
-                for march, expect in [(None, vnni), ("x86-64-v3", False)]:
-                    flags = ["-march=" + march] if march else []
-                    kern = run([icc, path, "--emit=kernels"] + flags)
-                    ir = run([icc, path, "--emit=ir", "-O2"] + flags)
-                    got = compile_and_run(icc, path, flags, "a", ap, "y", tmp, name + (march or "host"))
-                    has = "dpbusd_quads" in kern
-                    ok = got.dtype == np.int32 and np.array_equal(got, want) and has == (expect and quad) and \
-                        ("packed_k = 4" in ir) == expect
-                    print("%s %-18s %-9s %s: packed quad kernel %s; %s" % (
-                        "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in a.shape),
-                        "yes" if has else "no", "exact" if np.array_equal(got, want) else
-                        "max |diff| %d" % int(np.abs(got.astype(np.int64) - want).max())), flush=True)
-                    failed += not ok
-                # B packed for a 512-bit VNNI target (-march=znver4, IR only), then compiled for
-                # x86-64-v3: the quad kernel on 8 lanes without VNNI (dpbusd_quads' scalar form)
-                # or, where the panels do not fit it, the scalar loop, reads the same packing
-                packed = os.path.join(tmp, name + "_packed.icc")
-                run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed])
-                got = compile_and_run(icc, packed, ["-march=x86-64-v3"], "a", ap, "y", tmp, name + "_packed")
-                with open(packed) as f:
-                    ok = "packed_k = 4" in f.read() and np.array_equal(got, want)
-                print("%s %-18s %-9s packed for znver4, compiled for x86-64-v3: %s" % (
-                    "ok  " if ok else "FAIL", name, "", "exact" if np.array_equal(got, want) else "wrong"), flush=True)
-                failed += not ok
-            except RuntimeError as e:
-                print("FAIL %s: %s" % (name, e), flush=True)
-                failed += 1
-    if failed:
-        print("%d check(s) failed" % failed)
-    return 1 if failed else 0
+    path = os.path.join(tmp, name + ".onnx")
+    a = model(path, rng, **kw)
+    ap = os.path.join(tmp, name + "_a.npy")
+    np.save(ap, a)
+    run([icc, "run", path, "--passes=" + ORACLE, "--input", "a=" + ap, "-o", os.path.join(tmp, name + "_want")])
+    want = np.load(os.path.join(tmp, name + "_want", "y.npy"))
+    quad = kw["k"] <= 8192
+    for march, expect in [(None, vnni), ("x86-64-v3", False)]:
+        flags = ["-march=" + march] if march else []
+        kern = run([icc, path, "--emit=kernels"] + flags)
+        ir = run([icc, path, "--emit=ir", "-O2"] + flags)
+        got = compile_and_run(icc, path, flags, "a", ap, "y", tmp, name + (march or "host"))
+        has = "dpbusd_quads" in kern
+        ok = got.dtype == np.int32 and np.array_equal(got, want) and has == (expect and quad) and \
+            ("packed_k = 4" in ir) == expect
+        print("%s %-18s %-9s %s: packed quad kernel %s; %s" % (
+            "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in a.shape),
+            "yes" if has else "no", "exact" if np.array_equal(got, want) else
+            "max |diff| %d" % int(np.abs(got.astype(np.int64) - want).max())), flush=True)
+        failed += not ok
+    # B packed for a 512-bit VNNI target (-march=znver4, IR only), then compiled for
+    # x86-64-v3: the quad kernel on 8 lanes without VNNI (dpbusd_quads' scalar form)
+    # or, where the panels do not fit it, the scalar loop, reads the same packing
+    packed = os.path.join(tmp, name + "_packed.icc")
+    run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed])
+    got = compile_and_run(icc, packed, ["-march=x86-64-v3"], "a", ap, "y", tmp, name + "_packed")
+    with open(packed) as f:
+        ok = "packed_k = 4" in f.read() and np.array_equal(got, want)
+    print("%s %-18s %-9s packed for znver4, compiled for x86-64-v3: %s" % (
+        "ok  " if ok else "FAIL", name, "", "exact" if np.array_equal(got, want) else "wrong"), flush=True)
+    failed += not ok
+    return failed
+
+
+def main():
+    return run_cases(__doc__, CASES, check, "avx512_vnni", "the packed quad kernel")
 
 
 if __name__ == "__main__":
