@@ -337,6 +337,8 @@ int icc_pipeline_run(const icc_pipeline *p, ir_graph *g, const icc_pass_options 
     for (int i = 0; i < p->nsteps; i++) {
         const icc_pipeline_step *st = &p->steps[i];
         const char *name = pass_table[st->pass].name;
+        if (o->skip && in_list(o->skip, name))
+            continue;
         bool after = o->print_after_all || in_list(o->print_after, name) ||
                      (o->print_changed && !o->print_after);
         /* The text before the pass serves print-before, print-changed and

@@ -107,6 +107,7 @@ typedef struct icc_pass_options {
     bool time_passes;          /* a table of wall time per pass on `out` */
     bool stats;                /* each pass's counters on `out` */
     bool no_verify;            /* skip ir_verify after each pass */
+    const char *skip;          /* comma-separated pass names (as print_before) whose steps are left out, or NULL */
     FILE *out;                 /* where prints and tables go (NULL: stderr) */
     const char *reproducer;    /* path for the reproducer on failure (NULL: none) */
     const icc_target_desc *target;  /* the target passes see (borrowed; NULL: pass_default_target()) */

@@ -78,7 +78,6 @@ typedef struct {
     const char *inputs_dir;           /* verify --inputs=DIR */
     const char *reference;            /* verify --reference=FP32_MODEL */
     bool per_node, bisect, json;      /* verify --per-node, --bisect[=DB], --json */
-    bool without_pack;                /* compile_passes leaves out pack-b (verify's traced graphs) */
     double bisect_db;                 /* --bisect=DB; NaN: the precision's default */
     const char *calibrate;            /* --calibrate=DIR (int8): input sets DIR/0/NAME.npy, ... */
     icc_calib_opts calib;             /* --calibrate-method=, --int8-activations= */
@@ -619,21 +618,6 @@ static int compile_passes(const args *a, ir_graph *g, icc_diag *d)
     args b = *a;
     char pipeline[1024];
     const char *base = a->passes ? a->passes : icc_pipeline_for_level(a->level >= 0 ? a->level : DEFAULT_LEVEL);
-    /* without_pack: the pipeline less its pack-b steps (verify's traces) */
-    char stripped[1024];
-    if (a->without_pack) {
-        size_t o = 0;
-        for (const char *q = base; *q && o + 1 < sizeof stripped;) {
-            const char *e = strchr(q, ',');
-            size_t len = e ? (size_t)(e - q) : strlen(q);
-            if (!(len == 6 && !strncmp(q, "pack-b", 6)) && o + len + 2 < sizeof stripped) {
-                o += (size_t)snprintf(stripped + o, sizeof stripped - o, "%s%.*s", o ? "," : "", (int)len, q);
-            }
-            q += len + (e ? 1 : 0);
-        }
-        stripped[o] = 0;
-        base = stripped;
-    }
     size_t n = strlen(base);
     bool has_plan = n >= 4 && !strcmp(base + n - 4, "plan");
     snprintf(pipeline, sizeof pipeline, "%s%s%s", base, n && !has_plan ? "," : "", has_plan ? "" : "plan");
@@ -1120,15 +1104,16 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
      * with the other side's: pack-b would rename a weight and store it in
      * another order, so that graph is built without it, and the library
      * (which must be the one users get) from a second graph with it. */
-    b.without_pack = a->per_node || a->bisect;
+    bool traced = a->per_node || a->bisect;
+    b.popts.skip = traced ? "pack-b" : NULL;
     if (!(s->g = load_model(model, d)))
         return -1;
     if (pin_shapes(&b, s->g, d) < 0 || compile_passes(&b, s->g, d) < 0)
         return ir_diag_prefix(d, "%s", model), -1;
     if (dir) {
         ir_graph *lib = s->g;
-        b.without_pack = false;
-        if (a->per_node || a->bisect) {
+        b.popts.skip = NULL;
+        if (traced) {
             if (!(lib = load_model(model, d)))
                 return -1;
             if (pin_shapes(&b, lib, d) < 0 || compile_passes(&b, lib, d) < 0) {
