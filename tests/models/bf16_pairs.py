@@ -81,10 +81,9 @@ CASES = [
 def check(icc, tmp, name, kw):
     """One case (icc_run.run_cases): the checks that failed."""
     pairs = cpu_has("avx512_bf16")
-    rng = RNG
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
-    x = model(path, rng, **kw)
+    x = model(path, RNG, **kw)
     xp = os.path.join(tmp, name + "_x.npy")
     np.save(xp, x)
     common = ["--precision=bf16", "--no-default-keep"]

@@ -68,10 +68,9 @@ CASES = [
 def check(icc, tmp, name, kw):
     """One case (icc_run.run_cases): the checks that failed."""
     vnni = cpu_has("avx512_vnni")
-    rng = RNG
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
-    a = model(path, rng, **kw)
+    a = model(path, RNG, **kw)
     ap = os.path.join(tmp, name + "_a.npy")
     np.save(ap, a)
     run([icc, "run", path, "--passes=" + ORACLE, "--input", "a=" + ap, "-o", os.path.join(tmp, name + "_want")])
