@@ -19,7 +19,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->kind = CG_SCHED_CPU;
     s->lanes = t->arch == ICC_ARCH_CUDA ? 4 : icc_target_f32_lanes(t);
     bool wide = t->vector_regs >= 32;
-    s->tile_rows = 6;
+    s->tile_rows = CG_TILE_ROWS;
     s->tile_vecs = cg_schedule_tile_vecs(t);
     /* MatMul/Gemm cache blocks from the target's caches: a packed kc x
      * width B panel fills half of L1, a chunk's A block (gemm_mc_blocks

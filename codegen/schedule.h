@@ -69,6 +69,8 @@ typedef struct cg_schedule {
 } cg_schedule;
 
 enum { CG_SKINNY_M = 16 };
+/* The rows of the register tile (cg_schedule_init's tile_rows). */
+enum { CG_TILE_ROWS = 6 };
 
 /* The vectors of one row of the register tile on target t: 4 with 32
  * vector registers (AVX-512, NEON: 24 accumulators, 4 of B, 1 broadcast),
@@ -92,7 +94,7 @@ static inline int cg_schedule_panel_cols(const icc_target_desc *t)
 enum { CG_GEMV_M = 8 };
 static inline int cg_schedule_gemv_vecs(const icc_target_desc *t, int64_t m)
 {
-    int budget = 6 * cg_schedule_tile_vecs(t), v = 1;
+    int budget = CG_TILE_ROWS * cg_schedule_tile_vecs(t), v = 1;
     while (v * 2 <= 8 && v * 2 * m <= budget)
         v *= 2;
     return v;
