@@ -185,4 +185,15 @@ int lower_blocked(lctx *c);
 bool cg_can_lower_rnn(const ir_node *n);
 int lower_rnn(lctx *c);
 
+/* coalesce.c: the elementwise nest's loops merged into its innermost
+ * VECTOR loop where every access allows (lw_coalesce), then the outer
+ * loops made one PARALLEL loop of at least `least` iterations where the
+ * sizes allow, or a lone vector loop split in parallel chunks
+ * (lw_parallelize). 0, or -1 on out of memory. */
+int lw_coalesce(kir_kernel *k);   /* or the number of loops merged */
+int lw_parallelize(kir_kernel *k, int64_t least);
+/* Removes the buffers no statement or let of k reads or writes (the
+ * originals of coalesce's views), renumbering the rest in order. */
+int lw_drop_unused_bufs(kir_kernel *k);
+
 #endif

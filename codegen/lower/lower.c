@@ -265,16 +265,19 @@ kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx)
     return c->buf[i] >= 0 ? kir_load(c->k, c->buf[i], idx) : lw_fused_value(c, c->n->in[i], idx);
 }
 
-/* The loop nest over the output: the parallel loop over the leading dims
- * flattened until there is work for every thread (a batch of one would
- * leave them idle), the innermost vectorized; the node's formula stored
- * at each index. */
+/* The loop nest over the output, the innermost vectorized, the node's
+ * formula stored at each index; then the innermost loop takes in the
+ * loops around it where the accesses allow (coalesce.c: a contiguous
+ * tensor is one loop), and the outer loops become one parallel loop over
+ * their flattened product, with work for every thread (a batch of one
+ * would leave them idle). */
 static int lower_elementwise(lctx *c)
 {
+    enum { PAR_MIN = 64 };
     kir_kernel *k = c->k;
     const ir_type *ot = &c->n->out[0]->type;
     kir_expr *idx[IR_MAX_RANK];
-    kir_block *body = mv_nest(c, &k->body, ot, true, c->orank > 0, idx);
+    kir_block *body = mv_nest(c, &k->body, ot, false, c->orank > 0, idx);
     if (!body)
         return -1;
     c->at = idx;
@@ -283,7 +286,12 @@ static int lower_elementwise(lctx *c)
         return -1;
     if (v->dtype != ot->dtype)
         v = kir_op1(k, KIR_CAST, ot->dtype, v);
-    return kir_store(k, body, c->out, idx, v) ? 0 : -1;
+    if (!kir_store(k, body, c->out, idx, v))
+        return -1;
+    int merged = lw_coalesce(k);
+    if (merged < 0 || lw_parallelize(k, PAR_MIN) < 0)
+        return -1;
+    return merged ? lw_drop_unused_bufs(k) : 0;
 }
 
 bool cg_can_lower(const ir_node *n)
