@@ -31,6 +31,10 @@
  * (packed_k = 2), for any M; the Cast stays (elementwise, so its result
  * is in the packed order too) and the pair kernel reads the bf16 buffer.
  *
+ * The same for a bf16 ConvNCHWc (conv_pair_cast): its weight's taps in
+ * pairs of input lanes (packed_k = 2), for the pair kernel of
+ * codegen/lower/conv_blocked.c.
+ *
  * int8 (quads_packable): on a target with 512-bit VNNI, a MatMulInteger's
  * constant i8 B [K, N] (K a multiple of 4, N of the width) is stored in
  * panels of quads of k, each [K/4, width, 4] (packed_k = 4), which the
@@ -92,6 +96,30 @@ static ir_node *pair_cast(pass_ctx *c, const ir_node *n, const int *uses)
         return NULL;
     int64_t K = h->type.dims[gemm && ir_attr_int(n, "transB", 0) ? 1 : 0].v;
     return K % 2 == 0 ? cast : NULL;
+}
+
+/* The Cast through which ConvNCHWc n reads a bf16 constant W that the
+ * pass packs in pairs of input lanes (packed_k = 2: each tap's [cb, mb]
+ * matrix as [cb/2, mb, 2]) for the pair kernel (conv_blocked.c), or
+ * NULL: the target has vdpbf16ps, X is a bf16 activation read through its
+ * Cast (the bf16 rewrite rounds it), W a constant read through a Cast of
+ * its own, cb even, and no padding along W (the kernel reads X's pairs in
+ * place; the layout pass pads explicitly). A constant that several such
+ * convolutions read (tied weights; cse merges equal ones) is packed once
+ * when every reader qualifies (pass_pack_b counts them). */
+static ir_node *conv_pair_cast(pass_ctx *c, const ir_node *n, const int *uses)
+{
+    if (n->op != IR_OP_CONV_NCHWC || !cg_schedule_bf16_pairs(c->target) || n->nin < 2 ||
+        ir_attr_int(n, "packed_k", 1) != 1 || !icc_precision_half_weight(n, 0) || !icc_precision_half_weight(n, 1))
+        return NULL;
+    ir_node *cast = n->in[1]->def;
+    const ir_value *x = n->in[0]->def->in[0], *h = cast->in[0];
+    const int64_t *pads;
+    int np = ir_attr_ints(n, "pads", &pads);
+    if (x->type.dtype != IR_BF16 || h->type.dtype != IR_BF16 || h->kind != IR_VAL_CONST || uses[n->in[1]->id] != 1 ||
+        !ir_type_is_static(&h->type) || h->type.rank != 6 || h->type.dims[4].v % 2 || (np == 4 && (pads[1] || pads[3])))
+        return NULL;
+    return cast;
 }
 
 /* Whether the pass packs MatMulInteger n's constant i8 B in quads of k
@@ -157,8 +185,37 @@ int pass_pack_b(pass_ctx *c)
         return ir_errorf(c->diag, "out of memory");
     ir_graph_count_uses(g, uses);
     int64_t packed = 0, bytes = 0;
+    /* bf16 conv weights: how many of each constant's readers qualify,
+     * then each constant packed once if all do */
+    int *ok = calloc((size_t)g->nvalues + 1, sizeof *ok);
+    ir_value **done = calloc((size_t)g->nvalues + 1, sizeof *done);
+    if (!ok || !done)
+        goto oom;
+    for (int k = 0; k < g->nnodes; k++) {
+        ir_node *cc = g->nodes[k]->dead ? NULL : conv_pair_cast(c, g->nodes[k], uses);
+        if (cc)
+            ok[cc->in[0]->id]++;
+    }
+    int nv = g->nvalues;
     for (int k = 0; k < g->nnodes; k++) {
         ir_node *n = g->nodes[k];
+        ir_node *cc = n->dead ? NULL : conv_pair_cast(c, n, uses);
+        if (cc && cc->in[0]->id < nv && ok[cc->in[0]->id] == uses[cc->in[0]->id]) {
+            /* one panel of the tap's mb lanes: [cb/2, mb, 2] */
+            ir_value *b = cc->in[0], *p = done[b->id] ? done[b->id] : pack(c, n, b, b->type.dims[5].v, 2);
+            if (!p || ir_node_set_int(g, n, "packed_k", 2) < 0)
+                goto oom;
+            cc->in[0] = p;
+            pass_stat(c, "bf16 conv weights packed in pairs", 1);
+            if (!done[b->id]) {
+                done[b->id] = p;
+                packed++;
+                bytes += (int64_t)b->cval.nbytes;
+            }
+            if (ir_value_count_uses(g, b) == 0)
+                ir_value_erase(b);
+            continue;
+        }
         ir_node *cast = n->dead ? NULL : pair_cast(c, n, uses);
         bool quads = !n->dead && !cast && quads_packable(c, n, uses, w);
         int64_t pw = cast || quads ? w : n->dead ? 0 : packable(c, n, uses, w);
@@ -168,10 +225,8 @@ int pass_pack_b(pass_ctx *c)
          * result is in the packed order too) */
         int64_t pk = cast ? 2 : quads ? 4 : 1;
         ir_value *b = cast ? cast->in[0] : n->in[1], *p = pack(c, n, b, pw, pk);
-        if (!p || ir_node_set_int(g, n, "packed_b", pw) < 0 || (pk > 1 && ir_node_set_int(g, n, "packed_k", pk) < 0)) {
-            free(uses);
-            return ir_errorf(c->diag, "out of memory");
-        }
+        if (!p || ir_node_set_int(g, n, "packed_b", pw) < 0 || (pk > 1 && ir_node_set_int(g, n, "packed_k", pk) < 0))
+            goto oom;
         for (int i = 0; i < n->nattr; i++)
             if (!strcmp(n->attrs[i].name, "transB"))
                 n->attrs[i].i = 0;
@@ -190,6 +245,8 @@ int pass_pack_b(pass_ctx *c)
         bytes += (int64_t)b->cval.nbytes;
     }
     free(uses);
+    free(ok);
+    free(done);
     if (packed) {
         ir_graph_compact(g);
         c->changed = true;
@@ -197,4 +254,9 @@ int pass_pack_b(pass_ctx *c)
     pass_stat(c, "weights packed", packed);
     pass_stat(c, "bytes packed", bytes);
     return 0;
+oom:
+    free(uses);
+    free(ok);
+    free(done);
+    return ir_errorf(c->diag, "out of memory");
 }

@@ -8,6 +8,7 @@
  */
 #include "passes/pass.h"
 #include "ir/ops.h"
+#include "ir/ref/interp.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -155,7 +156,7 @@ static bool weight_contraction(const ir_node *n)
 
 bool icc_precision_half_weight(const ir_node *n, int i)
 {
-    bool act = i == 0 && (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM);
+    bool act = i == 0 && (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM || n->op == IR_OP_CONV_NCHWC);
     if (!weight_contraction(n) || (i != 1 && !act) || i >= n->nin || !n->in[i] || n->in[i]->kind != IR_VAL_NODE)
         return false;
     const ir_node *p = n->in[i]->def;
@@ -164,18 +165,114 @@ bool icc_precision_half_weight(const ir_node *n, int i)
            p->out[0]->type.dtype == IR_F32;
 }
 
-/* bf16 activations: MatMul's and Gemm's A rounded to bf16 as well (their
- * contractions then multiply two bf16 operands, as vdpbf16ps and AMX
- * do), unless the pass's `activations=f32` keeps them. */
+/* bf16 activations: MatMul's and Gemm's A, and the input of a Conv with
+ * one group or of layout's ConvNCHWc (the same Conv, blocked: the rounding
+ * does not depend on the layout), rounded to bf16 as well (their
+ * contractions then multiply two bf16 operands, as vdpbf16ps and AMX do),
+ * unless the pass's `activations=f32` keeps them. */
 static bool rounds_activation(pass_ctx *c, const icc_precision_opts *o, const ir_node *n)
 {
-    if (o->mode != ICC_PREC_BF16 || (n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM) || !n->in[0] ||
-        n->in[0]->kind == IR_VAL_CONST || n->in[0]->type.dtype != IR_F32)
+    const ir_value *x = n->in[0];
+    bool conv = n->op == IR_OP_CONV_NCHWC || (n->op == IR_OP_CONV && ir_attr_int(n, "group", 1) == 1);
+    if (o->mode != ICC_PREC_BF16 || (n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM && !conv) || !x ||
+        x->kind == IR_VAL_CONST || x->type.dtype != IR_F32)
         return false;
     for (int i = 0; i < c->nopts; i++)
         if (!strcmp(c->opts[i].key, "activations"))
             return strcmp(c->opts[i].val, "f32") != 0;
     return true;
+}
+
+/* The node making x when it is a constant-mode Pad by zeros (no value
+ * input) of a computed f32 value: the layout pass's explicit padding. */
+static ir_node *zero_pad(const ir_value *x)
+{
+    ir_node *p = x->kind == IR_VAL_NODE ? x->def : NULL;
+    if (!p || p->op != IR_OP_PAD || p->nout != 1 || (p->nin > 2 && p->in[2]) || !p->in[0] ||
+        p->in[0]->kind == IR_VAL_CONST || p->in[0]->type.dtype != IR_F32 ||
+        strcmp(ir_attr_string(p, "mode", "constant"), "constant"))
+        return NULL;
+    return p;
+}
+
+/* Cast(x, to = bf16), named x.bf16; its result, or NULL. */
+static ir_value *round_bf16(pass_ctx *c, ir_value *x)
+{
+    char buf[256];
+    const char *hn = ir_graph_fresh_name(c->g, x->name, ".bf16", buf, sizeof buf);
+    ir_node *down = ir_graph_add_node(c->g, IR_OP_CAST, "", 1, &x, 1, &hn, c->diag);
+    if (!down || ir_node_set_int(c->g, down, "to", ir_dtype_to_onnx(IR_BF16)) < 0 || ir_infer_node(down, c->diag) < 0)
+        return NULL;
+    pass_stat(c, "activations rounded to bf16", 1);
+    return down->out[0];
+}
+
+/* Pad p again, of the bf16 value h (p's input rounded); its result, or
+ * NULL. */
+static ir_value *pad_narrow(pass_ctx *c, const ir_node *p, ir_value *h)
+{
+    char buf[256];
+    ir_value *in[4] = {h, p->in[1], NULL, p->nin > 3 ? p->in[3] : NULL};
+    const char *nm = ir_graph_fresh_name(c->g, p->out[0]->name, ".bf16", buf, sizeof buf);
+    ir_node *q = ir_graph_add_node(c->g, IR_OP_PAD, p->name, p->nin, in, 1, &nm, c->diag);
+    if (!q)
+        return NULL;
+    for (int i = 0; i < p->nattr; i++)
+        if (ir_node_add_attr(c->g, q, &p->attrs[i]) < 0)
+            return ir_errorf(c->diag, "out of memory"), NULL;
+    return ir_infer_node(q, c->diag) < 0 ? NULL : q->out[0];
+}
+
+/* The constant value of v when a short chain of nodes computes it from
+ * constants only (at most `budget` nodes, single-output each): what fold
+ * leaves for its size (the onnx package's light models make their weights
+ * with ConstantOfShape, and layout reorders them), evaluated here so the
+ * weight can be stored narrow. v itself when constant; NULL when it is not
+ * computed from constants (or on error, with d set: *err). */
+static ir_value *materialize(pass_ctx *c, ir_value *v, int *budget, bool *err)
+{
+    if (v->kind == IR_VAL_CONST)
+        return v;
+    ir_node *p = v->kind == IR_VAL_NODE ? v->def : NULL;
+    if (!p || p->dead || p->nout != 1 || p->nin > 8 || --*budget < 0 || ir_node_has_subgraph(p) ||
+        !ir_type_is_static(&v->type))
+        return NULL;
+    const ir_tensor *in[8] = {0};
+    for (int i = 0; i < p->nin; i++) {
+        if (!p->in[i])
+            continue;
+        ir_value *k = materialize(c, p->in[i], budget, err);
+        if (!k)
+            return NULL;
+        in[i] = &k->cval;
+    }
+    ir_tensor t;
+    if (ir_eval_node(p, in, &t, c->diag) < 0) {
+        *err = true;
+        return NULL;
+    }
+    char buf[256];
+    ir_type ty;
+    ir_type_of_tensor(&t, &ty);
+    ir_value *k = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, v->name, "_value", buf, sizeof buf), &ty,
+                                     t.data, c->diag);
+    free(t.data);
+    if (!k)
+        *err = true;
+    return k;
+}
+
+/* Erases the nodes computing v (and what they read) that nothing reads
+ * any more. */
+static void erase_unread(ir_graph *g, ir_value *v)
+{
+    if (v->kind != IR_VAL_NODE || !v->def || v->def->dead || v->def->nout != 1 || ir_value_count_uses(g, v) > 0)
+        return;
+    ir_node *p = v->def;
+    ir_node_erase(p);
+    for (int i = 0; i < p->nin; i++)
+        if (p->in[i])
+            erase_unread(g, p->in[i]);
 }
 
 /* Every finite value of f32 constant w stays finite in f16 (65504 is
@@ -197,11 +294,51 @@ static bool fits_f16(const ir_value *w)
  * nothing reads W any more it is erased and the first Cast's result takes
  * its name, so the values of both graphs compare by name. For fp16, a
  * weight with values beyond f16's range stays fp32. */
+/* Weights computed from constants (materialize) become constants for the
+ * contractions the rewrite lowers: one evaluation per computed value;
+ * the nodes that computed them go when nothing else reads them. */
+static int materialize_weights(pass_ctx *c, const icc_precision_opts *o)
+{
+    ir_graph *g = c->g;
+    int nv = g->nvalues, nn = g->nnodes;
+    ir_value **done = calloc((size_t)nv + 1, sizeof *done);
+    if (!done)
+        return ir_errorf(c->diag, "out of memory");
+    for (int k = 0; k < nn; k++) {
+        ir_node *n = g->nodes[k];
+        ir_value *w = n->nin > 1 ? n->in[1] : NULL;
+        if (n->dead || !weight_contraction(n) || !w || w->kind == IR_VAL_CONST || w->type.dtype != IR_F32 ||
+            w->id >= nv || icc_precision_keeps(o, g, n))
+            continue;
+        if (!done[w->id]) {
+            int budget = 8;
+            bool err = false;
+            if (!(done[w->id] = materialize(c, w, &budget, &err))) {
+                if (err) {
+                    free(done);
+                    return -1;
+                }
+                continue;
+            }
+            pass_stat(c, "computed weights evaluated", 1);
+        }
+        for (int i = 1; i < n->nin; i++)
+            if (n->in[i] == w)
+                n->in[i] = done[w->id];
+        erase_unread(g, w);
+        c->changed = true;
+    }
+    free(done);
+    return 0;
+}
+
 static int lower_half(pass_ctx *c, const icc_precision_opts *o)
 {
     ir_graph *g = c->g;
     ir_dtype hd = o->mode == ICC_PREC_BF16 ? IR_BF16 : IR_F16;
     const char *suffix = o->mode == ICC_PREC_BF16 ? ".bf16" : ".fp16";
+    if (materialize_weights(c, o) < 0)
+        return -1;
     int nv = g->nvalues, nn = g->nnodes, rc = -1;
     ir_value **half = calloc((size_t)nv + 1, sizeof *half);
     ir_node **first = calloc((size_t)nv + 1, sizeof *first);
@@ -210,6 +347,7 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
         goto done;
     }
     int64_t before = 0, after = 0;
+    bool dead_pads = false;
     for (int k = 0; k < nn; k++) {
         ir_node *n = g->nodes[k];
         ir_value *w = n->nin > 1 ? n->in[1] : NULL;
@@ -255,22 +393,33 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
         ir_value *x = n->in[0];
         if (rounds_activation(c, o, n) && x->id < nv) {
             /* one rounding per activation, one Cast back per contraction
-             * (which its kernel reads narrow, as the weight) */
-            if (!half[x->id]) {
-                const char *hn = ir_graph_fresh_name(g, x->name, ".bf16", buf, sizeof buf);
-                ir_node *down = ir_graph_add_node(g, IR_OP_CAST, "", 1, &x, 1, &hn, c->diag);
-                if (!down || ir_node_set_int(g, down, "to", ir_dtype_to_onnx(IR_BF16)) < 0 ||
-                    ir_infer_node(down, c->diag) < 0)
+             * (which its kernel reads narrow, as the weight); a zero Pad
+             * (the layout pass's, before a blocked conv) pads the
+             * rounded values instead, copying half the bytes */
+            ir_node *pad = zero_pad(x);
+            ir_value *src = pad ? pad->in[0] : x;
+            if (!half[src->id] && !(half[src->id] = round_bf16(c, src)))
+                goto done;
+            ir_value *h = half[src->id];
+            if (pad) {
+                if (!half[x->id] && !(half[x->id] = pad_narrow(c, pad, h)))
                     goto done;
-                half[x->id] = down->out[0];
-                pass_stat(c, "activations rounded to bf16", 1);
+                h = half[x->id];
+                dead_pads = true;
             }
             const char *un = ir_graph_fresh_name(g, x->name, ".f32", buf, sizeof buf);
-            ir_node *up = ir_graph_add_node(g, IR_OP_CAST, "", 1, &half[x->id], 1, &un, c->diag);
+            ir_node *up = ir_graph_add_node(g, IR_OP_CAST, "", 1, &h, 1, &un, c->diag);
             if (!up || ir_node_set_int(g, up, "to", ir_dtype_to_onnx(IR_F32)) < 0 || ir_infer_node(up, c->diag) < 0)
                 goto done;
             n->in[0] = up->out[0];
         }
+    }
+    /* f32 Pads whose readers all read the bf16 one now */
+    for (int k = 0; dead_pads && k < nn; k++) {
+        ir_node *p = g->nodes[k];
+        if (!p->dead && p->op == IR_OP_PAD && p->out[0]->id < nv && half[p->out[0]->id] &&
+            ir_value_count_uses(g, p->out[0]) == 0)
+            ir_node_erase(p);
     }
     for (int v = 0; v < nv; v++) {
         ir_value *w = g->values[v];

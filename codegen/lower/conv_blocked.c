@@ -31,6 +31,9 @@ typedef struct {
     int64_t OH, OW;
     int64_t s[2], d[2], p[4];         /* strides, dilations, pads [top, left, bottom, right] */
     bool flat;                        /* 1x1, stride 1, no pads: rows run over the whole plane */
+    int64_t pk;                       /* packed_k: W's taps [CL/pk, ML, pk] (1: [CL, ML]) */
+    int64_t lsteps;                   /* steps of the lane loop: CL, or CL / pk for the pair kernel */
+    int wflat;                        /* pk > 1: a flat view of W's buffer */
     kir_expr *nb;                     /* the batch item */
     kir_expr *icb, *kh, *kw, *ic;     /* the reduction's current position */
 } bconv;
@@ -50,6 +53,12 @@ static bool bconv_geom(const ir_node *n, bconv *g)
     g->OH = yd[2].v, g->OW = yd[3].v;
     if (!lw_blocked_ints(n, "strides", 2, 1, 1, g->s) || !lw_blocked_ints(n, "dilations", 2, 1, 1, g->d) ||
         !lw_blocked_ints(n, "pads", 4, 0, 0, g->p))
+        return false;
+    /* pairs of input lanes (the pair kernel reads X's pairs in place: no
+     * padding along W) */
+    g->pk = ir_attr_int(n, "packed_k", 1);
+    g->wflat = -1;
+    if (g->pk != 1 && (g->pk != 2 || g->CL % 2 || g->p[1] || g->p[3]))
         return false;
     if (wd[1].v != g->CB || wd[4].v != g->CL || yd[0].v != g->N || yd[1].v != g->MB || yd[4].v != g->ML ||
         (b && (b->type.dims[0].v != g->MB || b->type.dims[1].v != g->ML)))
@@ -77,32 +86,41 @@ static kir_expr *row_start(kir_kernel *k, const bconv *g, kir_expr *oh)
     return lw_iaddc(k, lw_imulc(k, oh, g->s[0]), -g->p[0]);
 }
 
+/* X's index at output pixel (oh, ow = row), the current tap and input
+ * lane `lane`, with no padding along W (or the flat plane). */
+static void x_idx(lctx *c, const bconv *g, kir_expr *oh, kir_expr *row, kir_expr *lane, kir_expr **xi)
+{
+    kir_kernel *k = c->k;
+    xi[0] = g->nb, xi[1] = g->icb, xi[4] = lane;
+    if (g->flat) {
+        /* pixel `row` of the plane, addressed as a position past the
+         * end of row 0 (the buffer is row-major, so it is the same element) */
+        xi[2] = lw_i64c(k, 0), xi[3] = row;
+        return;
+    }
+    xi[2] = kir_iadd(k, row_start(k, g, oh), lw_imulc(k, g->kh, g->d[0]));
+    xi[3] = lw_iaddc(k, kir_iadd(k, lw_imulc(k, row, g->s[1]), lw_imulc(k, g->kw, g->d[1])), -g->p[1]);
+}
+
 /* X at output pixel (oh, ow = row) and the current tap: a uniform value
  * (the broadcast operand). */
 static kir_expr *x_at(lctx *c, const bconv *g, kir_expr *oh, kir_expr *row)
 {
     kir_kernel *k = c->k;
-    if (g->flat) {
-        /* pixel `row` of the plane, addressed as a position past the
-         * end of row 0 (the buffer is row-major, so it is the same element) */
-        kir_expr *xi[5] = {g->nb, g->icb, lw_i64c(k, 0), row, g->ic};
+    kir_expr *xi[5];
+    x_idx(c, g, oh, row, g->ic, xi);
+    if (g->flat || (!g->p[1] && !g->p[3]))
         return lw_load_in(c, 0, xi);
-    }
-    kir_expr *ih = kir_iadd(k, row_start(k, g, oh), lw_imulc(k, g->kh, g->d[0]));
-    kir_expr *iw = lw_iaddc(k, kir_iadd(k, lw_imulc(k, row, g->s[1]), lw_imulc(k, g->kw, g->d[1])), -g->p[1]);
-    if (!g->p[1] && !g->p[3]) {
-        kir_expr *xi[5] = {g->nb, g->icb, ih, iw, g->ic};
-        return lw_load_in(c, 0, xi);
-    }
     /* the clamped position is always inside the input; outside reads 0 */
-    kir_expr *cw = lw_imin(k, lw_i64c(k, g->W - 1), lw_imax(k, lw_i64c(k, 0), iw));
-    kir_expr *xi[5] = {g->nb, g->icb, ih, cw, g->ic};
+    kir_expr *iw = xi[3], *cw = lw_imin(k, lw_i64c(k, g->W - 1), lw_imax(k, lw_i64c(k, 0), iw));
+    xi[3] = cw;
     kir_expr *ok = kir_op2(k, KIR_EQ, IR_BOOL, cw, iw);
     return kir_op3(k, KIR_SELECT, IR_F32, ok, lw_load_in(c, 0, xi), kir_const_f(k, IR_F32, 0));
 }
 
 /* Opens the reduction loops for output row oh in *b, moving *b to the
- * innermost body: (input block, kh, kw, lane), or with one lane per block
+ * innermost body: (input block, kh, kw, lane; lsteps of them: the pair
+ * kernel steps over pairs), or with one lane per block
  * (an image's channels) (kh, kw, input block), so that no unrolled loop
  * steps along W: LLVM would otherwise keep the broadcasts one tap shares
  * with the next (stride < KW) live across the steps and spill them. Taps
@@ -124,7 +142,7 @@ static int k_open(lctx *c, bconv *g, kir_expr *oh, kir_block **b)
     }
     struct { int var; kir_expr *lo, *hi; } l[4] = {
         {vb, lw_i64c(k, 0), lw_i64c(k, g->CB)}, {vh, lo, hi}, {vw, lw_i64c(k, 0), lw_i64c(k, g->KW)},
-        {vi, lw_i64c(k, 0), lw_i64c(k, g->CL)},
+        {vi, lw_i64c(k, 0), lw_i64c(k, g->lsteps)},
     };
     static const int lanes_inner[4] = {0, 1, 2, 3}, block_inner[4] = {1, 2, 0, 3};
     const int *order = g->CL > 1 ? lanes_inner : block_inner;
@@ -141,6 +159,42 @@ static int k_open(lctx *c, bconv *g, kir_expr *oh, kir_block **b)
     g->ic = kir_var(k, vi);
     *b = at;
     return 0;
+}
+
+/* The flat element offset in W of output block ob's tap at the current
+ * reduction position, input lane pk * ic (output lane 0). */
+static kir_expr *w_tap(lctx *c, const bconv *g, kir_expr *ob)
+{
+    kir_kernel *k = c->k;
+    kir_expr *t = kir_iadd(k, lw_imulc(k, ob, g->CB), g->icb);
+    t = kir_iadd(k, lw_imulc(k, t, g->KH), g->kh);
+    t = kir_iadd(k, lw_imulc(k, t, g->KW), g->kw);
+    return lw_imulc(k, kir_iadd(k, lw_imulc(k, t, g->CL), lw_imulc(k, g->ic, g->pk)), g->ML);
+}
+
+/* W of output block ob, output lane j, at the current reduction position
+ * (f32: widened when narrow). Packed (pk > 1: the pair kernel's order,
+ * read here only by the f32 tile, when X stayed f32) through the flat
+ * view, lane j's pk values pk apart: a strided load, correct and slow. */
+static kir_expr *w_at(lctx *c, const bconv *g, kir_expr *ob, kir_expr *j)
+{
+    kir_kernel *k = c->k;
+    if (g->pk == 1) {
+        kir_expr *wi[6] = {ob, g->icb, g->kh, g->kw, g->ic, j};
+        return lw_load_in(c, 1, wi);
+    }
+    /* the lanes of group ic: (ic, l) for l < pk, each l its own sum term
+     * is not the f32 tile's form, so ic here runs over single lanes and
+     * the group is ic / pk, the lane in it ic % pk */
+    kir_expr *grp = lw_idivc(k, g->ic, g->pk), *in = lw_iremc(k, g->ic, g->pk);
+    kir_expr *t = kir_iadd(k, lw_imulc(k, ob, g->CB), g->icb);
+    t = kir_iadd(k, lw_imulc(k, t, g->KH), g->kh);
+    t = kir_iadd(k, lw_imulc(k, t, g->KW), g->kw);
+    kir_expr *off = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, t, g->CL / g->pk), grp), g->pk * g->ML),
+                             kir_iadd(k, lw_imulc(k, j, g->pk), in));
+    kir_expr *e = kir_load(k, g->wflat, &off);
+    ir_dtype bt = k->bufs[g->wflat].dtype;
+    return lw_compute_dtype(bt) != bt ? kir_op1(k, KIR_CAST, lw_compute_dtype(bt), e) : e;
 }
 
 /* Rows of the register tile for m rows of output pixels: as even a split
@@ -200,11 +254,9 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
     if (k_open(c, g, oh, &kb) < 0)
         return -1;
     kir_expr *wv[BC_MAX_VECS];
-    for (int v = 0; v < V; v++) {
-        kir_expr *wi[6] = {ob[v], g->icb, g->kh, g->kw, g->ic, j};
-        if (!(wv[v] = kir_let(k, kb, lw_load_in(c, 1, wi))))
+    for (int v = 0; v < V; v++)
+        if (!(wv[v] = kir_let(k, kb, w_at(c, g, ob[v], j))))
             return -1;
-    }
     for (int r = 0; r < R; r++) {
         kir_expr *a = kir_let(k, kb, x_at(c, g, oh, rows[r]));
         for (int v = 0; v < V; v++)
@@ -220,7 +272,85 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
                 kir_expr *bi[2] = {ob[v], j};
                 val = kir_op2(k, KIR_ADD, IR_F32, val, lw_load_in(c, 2, bi));
             }
-            if (!kir_store(k, tb, c->out, oi, lower_epi(c, val, oi)))
+            if (!kir_store(k, tb, c->out, oi, lw_to_out(c, lower_epi(c, val, oi))))
+                return -1;
+        }
+    return 0;
+}
+
+/* The bf16 pair kernel (packed_k = 2, the pack-b pass; X read in bf16):
+ * bc_lower's trips, tile and clamping, with the sums in f32 thread
+ * scratch at constant offsets (registers) and per pair of input lanes one
+ * dpbf16_pairs per tile row and output block: vdpbf16ps on X's pair
+ * broadcast against the tap's ML pairs of W (one 64-byte load), twice
+ * the multiply-adds of an FMA. No padding along W (X's pair is read in
+ * place); along H the kh loop is cut. */
+static int bc_lower_pairs(lctx *c, bconv *g, int V, int R)
+{
+    kir_kernel *k = c->k;
+    int64_t m = g->flat ? g->OH * g->OW : g->OW, G = g->flat ? 1 : g->OH;
+    int64_t NRB = (m + R - 1) / R, MBG = (g->MB + V - 1) / V;
+    int L = c->s->lanes >= 1 ? c->s->lanes : 1;
+    int acc = kir_add_scratch(k, "cacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){R, V * g->ML});
+    int pv = kir_new_var(k);
+    kir_stmt *lp = acc < 0 ? NULL : kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * MBG * G * NRB), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv);
+    kir_expr *rb = lw_iremc(k, p, NRB), *q = lw_idivc(k, p, NRB);
+    kir_expr *oh = G > 1 ? lw_iremc(k, q, G) : lw_i64c(k, 0);
+    q = lw_idivc(k, q, G);
+    kir_expr *mg = lw_iremc(k, q, MBG);
+    g->nb = g->N > 1 ? lw_idivc(k, q, MBG) : lw_i64c(k, 0);
+    kir_block *tb = &lp->body;
+    kir_expr *ob[BC_MAX_VECS], *rows[BC_MAX_ROWS];
+    for (int v = 0; v < V; v++)
+        ob[v] = lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, V), v), lw_i64c(k, g->MB - 1));
+    for (int r = 0; r < R; r++)
+        rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, rb, R), r), lw_i64c(k, m - 1));
+    /* the sums start at 0 */
+    for (int r = 0; r < R; r++) {
+        int lv = kir_new_var(k);
+        kir_stmt *l = kir_for(k, tb, lv, lw_i64c(k, 0), lw_i64c(k, V * g->ML), KIR_VECTOR, L);
+        if (!l || !kir_store(k, &l->body, acc, (kir_expr *[]){lw_i64c(k, r), kir_var(k, lv)}, kir_const_f(k, IR_F32, 0)))
+            return -1;
+    }
+    kir_block *kb = tb;
+    g->lsteps = g->CL / 2;
+    if (k_open(c, g, oh, &kb) < 0)
+        return -1;
+    kir_expr *woff[BC_MAX_VECS];
+    for (int v = 0; v < V; v++)
+        if (!(woff[v] = kir_let(k, kb, w_tap(c, g, ob[v]))))
+            return -1;
+    for (int r = 0; r < R; r++) {
+        kir_expr *xi[5];
+        x_idx(c, g, oh, rows[r], lw_imulc(k, g->ic, 2), xi);
+        for (int v = 0; v < V; v++) {
+            kir_iarg args[3] = {
+                {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, (int64_t)v * g->ML)}},
+                {.buf = c->buf[0], .nidx = 5, .idx = xi},
+                {.buf = g->wflat, .nidx = 1, .idx = &woff[v]},
+            };
+            if (!kir_intrinsic(k, kb, KIR_IN_DPBF16_PAIRS, (int)g->ML, args))
+                return -1;
+        }
+    }
+    bool bias = c->n->nin > 2 && c->n->in[2];
+    for (int v = 0; v < V; v++)
+        for (int r = 0; r < R; r++) {
+            int jv = kir_new_var(k);
+            kir_stmt *lj = kir_for(k, tb, jv, lw_i64c(k, 0), lw_i64c(k, g->ML), KIR_VECTOR, L);
+            if (!lj)
+                return -1;
+            kir_expr *j = kir_var(k, jv);
+            kir_expr *oi[5] = {g->nb, ob[v], g->flat ? lw_i64c(k, 0) : oh, rows[r], j};
+            kir_expr *val = kir_load(k, acc, (kir_expr *[]){lw_i64c(k, r), lw_iaddc(k, j, (int64_t)v * g->ML)});
+            if (bias) {
+                kir_expr *bi[2] = {ob[v], j};
+                val = kir_op2(k, KIR_ADD, IR_F32, val, lw_load_in(c, 2, bi));
+            }
+            if (!kir_store(k, &lj->body, c->out, oi, lw_to_out(c, lower_epi(c, val, oi))))
                 return -1;
         }
     return 0;
@@ -231,6 +361,15 @@ int lower_conv_blocked(lctx *c)
     bconv g;
     if (!bconv_geom(c->n, &g))
         return -1;
+    g.lsteps = g.CL;
+    if (g.pk > 1 && c->buf[1] >= 0) {
+        /* a flat view of packed W (its taps' order is not its dims') */
+        const kir_buf *b = &c->k->bufs[c->buf[1]];
+        ir_type t = {.dtype = b->dtype, .rank = 1};
+        t.dims[0] = ir_dim_const(g.MB * g.CB * g.KH * g.KW * g.CL * g.ML);
+        if ((g.wflat = kir_add_buf(c->k, b->name, b->kind, &t, b->index, b->offset)) < 0)
+            return -1;
+    }
     g.flat = g.KH == 1 && g.KW == 1 && g.s[0] == 1 && g.s[1] == 1 && !g.p[0] && !g.p[1] && !g.p[2] && !g.p[3] &&
              g.OH * g.OW < (INT64_C(1) << 31);
     /* accumulators: the registers less the weights' and a broadcast's
@@ -241,12 +380,22 @@ int lower_conv_blocked(lctx *c)
     int lanes = c->s->lanes >= 4 ? c->s->lanes : 4;
     int regs_per_vec = (int)((g.ML + lanes - 1) / lanes);
     bool wide = c->s->target && c->s->target->vector_regs >= 32;
-    int V = !wide && regs_per_vec == 1 && g.MB > 1 ? 2 : 1;
+    /* the pair kernel when both operands are bf16 buffers (X read through
+     * its Cast in the group, as the pack-b pass packs only then); there
+     * two output blocks per tile, so each broadcast of X's pair feeds two
+     * vdpbf16ps (1 x 24 spent as many broadcasts as dot products and ran
+     * at 155 GFLOP/s, 2 x 12 at 210-220 on Zen 4, 4 x 6 the same: the
+     * ResNet-style CNN of bench/precision.py) */
+    bool pairs = g.pk == 2 && g.wflat >= 0 && c->buf[0] >= 0 && c->k->bufs[c->buf[0]].dtype == IR_BF16 &&
+                 c->k->bufs[g.wflat].dtype == IR_BF16;
+    int V = g.MB > 1 && (pairs || (!wide && regs_per_vec == 1)) ? 2 : 1;
     int most = (wide ? 28 : 12) / (V * regs_per_vec);
     if (wide && g.flat && most > 14)
         most = 14;
     if (most < 1)
         most = 1;
     int64_t m = g.flat ? g.OH * g.OW : g.OW;
+    if (pairs)
+        return bc_lower_pairs(c, &g, V, tile_rows(m, most));
     return bc_lower(c, &g, V, tile_rows(m, most));
 }

@@ -219,15 +219,16 @@ static ir_family family(const ir_node *n)
     return lw_family_accepts(f, n) ? f : IR_FAM_NONE;
 }
 
-/* Input i of contraction n is a narrow weight (i = 1) or a MatMul's or
- * Gemm's bf16 activation (i = 0) computed in n's group: a Cast to f32 of
- * an f16/bf16 value (the bf16/fp16 precision rewrite, passes/precision.c).
- * n reads the narrow buffer itself and converts in its loads
- * (lw_load_in), so the Cast never becomes a kernel or a buffer. */
+/* Input i of contraction n is a narrow weight (i = 1) or a MatMul's,
+ * Gemm's or ConvNCHWc's bf16 activation (i = 0) computed in n's group: a
+ * Cast to f32 of an f16/bf16 value (the bf16/fp16 precision rewrite,
+ * passes/precision.c). n reads the narrow buffer itself and converts in
+ * its loads (lw_load_in), so the Cast never becomes a kernel or a buffer. */
 static const ir_value *half_weight(const ir_node *n, int i)
 {
     const ir_family f = ir_ops[n->op].family;
-    if ((i != 1 && (i != 0 || f != IR_FAM_CONTRACTION)) || i >= n->nin || !lw_interior(n, n->in[i]) ||
+    if ((i != 1 && (i != 0 || (f != IR_FAM_CONTRACTION && f != IR_FAM_BLOCKED))) || i >= n->nin ||
+        !lw_interior(n, n->in[i]) ||
         (f != IR_FAM_CONTRACTION && f != IR_FAM_CONV && f != IR_FAM_BLOCKED))
         return NULL;
     const ir_node *p = n->in[i]->def;

@@ -6,7 +6,8 @@
  * c % cb, m % mb]), the optional bias B is [M/mb, mb], and the result is
  * [N, M/mb, OH, OW, mb]. Attributes: strides and dilations (2 values,
  * default 1) and explicit pads [top, left, bottom, right] (default 0);
- * group is always 1. The kernel sums in double: on f32, per batch item
+ * group is always 1; packed_k (internal, the pack-b pass) reorders W's
+ * taps (ref_conv_nchwc below). The kernel sums in double: on f32, per batch item
  * and output block one product of the im2col matrix [OH*OW, C/cb*kh*kw*cb]
  * (built once per batch item) with that block's weights, which are already
  * a row-major [C/cb*kh*kw*cb, mb] matrix (the shared f32 matrix core);
@@ -151,7 +152,22 @@ static int gemm_path(ir_ref_ctx *c, const nchwc_attrs *a, int64_t K, int64_t P)
     return 0;
 }
 
+static int conv_nchwc_plain(ir_ref_ctx *c);
+
+/* packed_k = p > 1 (the pack-b pass, for the bf16 pair kernel): each
+ * tap's [cb, mb] matrix of W is stored [cb/p, mb, p], p input lanes side
+ * by side per output lane; the reference runs on a plain copy. */
 int ref_conv_nchwc(ir_ref_ctx *c)
+{
+    int64_t p = ir_attr_int(c->node, "packed_k", 1);
+    if (p == 1)
+        return conv_nchwc_plain(c);
+    if (c->in[1]->rank != 6)
+        return ir_node_errorf(c->diag, c->node, "packed_k needs W of rank 6");
+    return nn_run_unpacked(c, c->in[1]->dims[5], p, conv_nchwc_plain);
+}
+
+static int conv_nchwc_plain(ir_ref_ctx *c)
 {
     const ir_tensor *x = c->in[0], *w = c->in[1], *b = c->nin > 2 ? c->in[2] : NULL;
     ir_tensor *y = c->out[0];

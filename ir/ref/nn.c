@@ -614,11 +614,8 @@ int shape_softmax(ir_shape_ctx *c)
  * of w, one after another, each panel [K/p, width, p] for packed_k = p
  * (the last one N mod w wide): what the compiled kernels read. The
  * reference runs on a row-major copy. */
-static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
+int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int (*run)(ir_ref_ctx *))
 {
-    int64_t w = ir_attr_int(c->node, "packed_b", 0), p = ir_attr_int(c->node, "packed_k", 1);
-    if (w == 0)
-        return run(c);
     const ir_tensor *b = c->in[1];
     if (w < 0 || b->rank < 2 || ir_dtype_size(b->dtype) == 0 || c->nin > 4)
         return ir_node_errorf(c->diag, c->node, "packed_b %lld needs a positive width and a B of rank >= 2",
@@ -651,6 +648,12 @@ static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
     int rc = run(&cu);
     free(u.data);
     return rc;
+}
+
+static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
+{
+    int64_t w = ir_attr_int(c->node, "packed_b", 0), p = ir_attr_int(c->node, "packed_k", 1);
+    return w == 0 ? run(c) : nn_run_unpacked(c, w, p, run);
 }
 
 int ref_matmul(ir_ref_ctx *c) { return with_unpacked_b(c, matmul_rowmajor); }

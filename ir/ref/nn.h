@@ -62,6 +62,12 @@ typedef struct nn_sgemm_args {
 } nn_sgemm_args;
 int nn_sgemm(const nn_sgemm_args *g);
 
+/* Runs run on c with input 1 (B, W) unpacked from panels of w columns,
+ * each [K/p, width, p] (K, N: its last two dims; MatMul's packed_b and
+ * packed_k, ConvNCHWc's packed_k with one panel of its ML lanes) into a
+ * row-major copy. */
+int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int (*run)(ir_ref_ctx *));
+
 /* f32 views of a kernel's first nin inputs and (if out) of output 0, for
  * the f32 fast paths: f32 data is used in place; f16 and bf16, which
  * widen to f32 exactly, are copied in, and the result is narrowed back by
