@@ -195,25 +195,25 @@ static ir_node *zero_pad(const ir_value *x)
     return p;
 }
 
-/* Cast(x, to = bf16), named x.bf16; its result, or NULL. */
-static ir_value *round_bf16(pass_ctx *c, ir_value *x)
+/* Cast(x, to = dt), its result named after `name` with suffix; NULL on
+ * error. */
+static ir_value *cast_to(pass_ctx *c, ir_value *x, ir_dtype dt, const char *name, const char *suffix)
 {
     char buf[256];
-    const char *hn = ir_graph_fresh_name(c->g, x->name, ".bf16", buf, sizeof buf);
-    ir_node *down = ir_graph_add_node(c->g, IR_OP_CAST, "", 1, &x, 1, &hn, c->diag);
-    if (!down || ir_node_set_int(c->g, down, "to", ir_dtype_to_onnx(IR_BF16)) < 0 || ir_infer_node(down, c->diag) < 0)
+    const char *hn = ir_graph_fresh_name(c->g, name, suffix, buf, sizeof buf);
+    ir_node *k = ir_graph_add_node(c->g, IR_OP_CAST, "", 1, &x, 1, &hn, c->diag);
+    if (!k || ir_node_set_int(c->g, k, "to", ir_dtype_to_onnx(dt)) < 0 || ir_infer_node(k, c->diag) < 0)
         return NULL;
-    pass_stat(c, "activations rounded to bf16", 1);
-    return down->out[0];
+    return k->out[0];
 }
 
-/* Pad p again, of the bf16 value h (p's input rounded); its result, or
- * NULL. */
-static ir_value *pad_narrow(pass_ctx *c, const ir_node *p, ir_value *h)
+/* Pad p again, of the value h (p's input rounded), its result named after
+ * p's with suffix; NULL on error. */
+static ir_value *pad_again(pass_ctx *c, const ir_node *p, ir_value *h, const char *suffix)
 {
     char buf[256];
     ir_value *in[4] = {h, p->in[1], NULL, p->nin > 3 ? p->in[3] : NULL};
-    const char *nm = ir_graph_fresh_name(c->g, p->out[0]->name, ".bf16", buf, sizeof buf);
+    const char *nm = ir_graph_fresh_name(c->g, p->out[0]->name, suffix, buf, sizeof buf);
     ir_node *q = ir_graph_add_node(c->g, IR_OP_PAD, p->name, p->nin, in, 1, &nm, c->diag);
     if (!q)
         return NULL;
@@ -286,14 +286,6 @@ static bool fits_f16(const ir_value *w)
     return true;
 }
 
-/* bf16/fp16: the f32 constant weight W of each contraction not kept in
- * fp32 becomes a constant W.bf16 (rounded to nearest even) read through
- * Cast(to=f32). One narrow constant per weight, one Cast per contraction
- * that reads it (so each Cast is read by one kernel, which converts in
- * its loads: fuse.c puts the Cast in the contraction's group). When
- * nothing reads W any more it is erased and the first Cast's result takes
- * its name, so the values of both graphs compare by name. For fp16, a
- * weight with values beyond f16's range stays fp32. */
 /* Weights computed from constants (materialize) become constants for the
  * contractions the rewrite lowers: one evaluation per computed value;
  * the nodes that computed them go when nothing else reads them. */
@@ -332,6 +324,14 @@ static int materialize_weights(pass_ctx *c, const icc_precision_opts *o)
     return 0;
 }
 
+/* bf16/fp16: the f32 constant weight W of each contraction not kept in
+ * fp32 becomes a constant W.bf16 (rounded to nearest even) read through
+ * Cast(to=f32). One narrow constant per weight, one Cast per contraction
+ * that reads it (so each Cast is read by one kernel, which converts in
+ * its loads: fuse.c puts the Cast in the contraction's group). When
+ * nothing reads W any more it is erased and the first Cast's result takes
+ * its name, so the values of both graphs compare by name. For fp16, a
+ * weight with values beyond f16's range stays fp32. */
 static int lower_half(pass_ctx *c, const icc_precision_opts *o)
 {
     ir_graph *g = c->g;
@@ -341,8 +341,9 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
         return -1;
     int nv = g->nvalues, nn = g->nnodes, rc = -1;
     ir_value **half = calloc((size_t)nv + 1, sizeof *half);
+    ir_value **f32_in = calloc((size_t)nv + 1, sizeof *f32_in);
     ir_node **first = calloc((size_t)nv + 1, sizeof *first);
-    if (!half || !first) {
+    if (!half || !f32_in || !first) {
         ir_errorf(c->diag, "out of memory");
         goto done;
     }
@@ -398,26 +399,42 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
              * rounded values instead, copying half the bytes */
             ir_node *pad = zero_pad(x);
             ir_value *src = pad ? pad->in[0] : x;
-            if (!half[src->id] && !(half[src->id] = round_bf16(c, src)))
-                goto done;
+            if (!half[src->id]) {
+                if (!(half[src->id] = cast_to(c, src, IR_BF16, src->name, ".bf16")))
+                    goto done;
+                pass_stat(c, "activations rounded to bf16", 1);
+            }
             ir_value *h = half[src->id];
+            dead_pads |= pad != NULL;
+            if (n->op == IR_OP_CONV_NCHWC && x->type.rank == 5 && x->type.dims[4].v % 2) {
+                /* an odd count of lanes per block (an image's channels:
+                 * one): no pair kernel, and the f32 one would widen every
+                 * broadcast of a bf16 input (ResNet-50's 7x7 stem: 107 ->
+                 * 57 GFLOP/s), so the rounded values go back to f32 before
+                 * the Pad, which copies those */
+                if (!f32_in[x->id]) {
+                    ir_value *r = cast_to(c, h, IR_F32, src->name, ".rounded");
+                    if (!r || !(f32_in[x->id] = pad ? pad_again(c, pad, r, ".rounded") : r))
+                        goto done;
+                }
+                n->in[0] = f32_in[x->id];
+                continue;
+            }
             if (pad) {
-                if (!half[x->id] && !(half[x->id] = pad_narrow(c, pad, h)))
+                if (!half[x->id] && !(half[x->id] = pad_again(c, pad, h, ".bf16")))
                     goto done;
                 h = half[x->id];
-                dead_pads = true;
             }
-            const char *un = ir_graph_fresh_name(g, x->name, ".f32", buf, sizeof buf);
-            ir_node *up = ir_graph_add_node(g, IR_OP_CAST, "", 1, &h, 1, &un, c->diag);
-            if (!up || ir_node_set_int(g, up, "to", ir_dtype_to_onnx(IR_F32)) < 0 || ir_infer_node(up, c->diag) < 0)
+            ir_value *up = cast_to(c, h, IR_F32, x->name, ".f32");
+            if (!up)
                 goto done;
-            n->in[0] = up->out[0];
+            n->in[0] = up;
         }
     }
-    /* f32 Pads whose readers all read the bf16 one now */
+    /* f32 Pads whose readers all read the rounded one now */
     for (int k = 0; dead_pads && k < nn; k++) {
         ir_node *p = g->nodes[k];
-        if (!p->dead && p->op == IR_OP_PAD && p->out[0]->id < nv && half[p->out[0]->id] &&
+        if (!p->dead && p->op == IR_OP_PAD && p->out[0]->id < nv && (half[p->out[0]->id] || f32_in[p->out[0]->id]) &&
             ir_value_count_uses(g, p->out[0]) == 0)
             ir_node_erase(p);
     }
@@ -433,6 +450,7 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
     rc = pass_commit_rewrites(c);
 done:
     free(half);
+    free(f32_in);
     free(first);
     return rc;
 }
