@@ -169,6 +169,8 @@ echo "== bf16 x bf16 convolutions (the blocked vdpbf16ps pair kernel on hosts wi
 python3 tests/models/bf16_conv.py build/icc
 echo "== MatMulInteger on i8 weights packed in quads of k (the VNNI quad kernel on hosts with AVX512-VNNI; x86-64-v3; the packing read without VNNI) vs the interpreter (build)"
 python3 tests/models/int8_packed.py build/icc
+echo "== ConvInteger on the VNNI quad kernel (hosts with AVX512-VNNI; x86-64-v3 on the pair kernel) vs the interpreter, exact (build)"
+python3 tests/models/int8_conv_quads.py build/icc
 echo "== int8 and int8-dynamic vs fp32 (cosine), interpreter vs compiled on the rewritten graph (build)"
 python3 tests/models/int8_accuracy.py build/icc
 echo "== the Python package: pip install ./python, its tests vs ONNX Runtime (build)"

@@ -264,7 +264,8 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
                 {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
                 q->bq ? (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb} : (kir_iarg){.buf = q->bbuf, .nidx = 2, .idx = ib},
             };
-            if (q->op == KIR_IN_PMADDUBSW_QUADS) /* the packed quad pk (the tail's rows end at K too) */
+            if (q->op == KIR_IN_PMADDUBSW_QUADS || (q->op == KIR_IN_DPBUSD_QUADS && !q->packed))
+                /* the chunk's interleaved quad pk (the tail's rows end at K too) */
                 args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pq};
             kir_expr *pf[1];
             if (q->packed) { /* the weights' own quads: K is a multiple of 4 */
@@ -651,7 +652,14 @@ int lower_qgemm(lctx *c)
  * and zx in the padding (so padding adds nothing, as ConvInteger's
  * reference pads with the zero point). A parallel chunk builds x~ for its
  * columns (at most ~128 KiB of thread scratch) and runs the pair kernel
- * over it for its output channels; weights are the packed rows. */
+ * over it for its output channels; weights are the packed rows.
+ *
+ * With VNNI (schedule int8_quads) the chunk then interleaves each panel
+ * of x~ in quads of k (quad_pack: x - 128 for u8 x, as vpdpbusd's signed
+ * operand) and sums its columns, and the quad kernel runs vpdpbusd on the
+ * weights' quads (w + 128 for i8 w: the unsigned operand, broadcast)
+ * against them, one 64-byte load per 16 lanes; the shifts come back out
+ * through the row and column sums (qg_panel's epilogue). */
 
 typedef struct {
     const qconv_geom *g;
@@ -879,6 +887,47 @@ static int cv_im2col_rows(lctx *c, qcv *u, int col, kir_block *b, kir_expr *p0)
     return 0;
 }
 
+/* The quad form's x~ (VNNI): per panel of the chunk's columns, its quads
+ * of k interleaved into thread scratch [panels, K/4 rounded up, 4 W]
+ * (x - boff; the tail quad is rows K-4 .. K-1, as qg_panel reads it), and
+ * the column sums of x - boff over the K rows into q->cs (columns from
+ * the chunk's first). Points q->bbuf at the quads. */
+static int cv_quads(lctx *c, qg *q, qcv *u, int col, kir_block *b, int64_t ncp, int64_t K)
+{
+    kir_kernel *k = c->k;
+    int64_t KQ = cdiv(K, 4);
+    int pb = kir_add_scratch(k, "qxquads", KIR_SPACE_THREAD, IR_I8, 3, (int64_t[]){ncp, KQ, 4 * q->W});
+    q->cs = kir_add_scratch(k, "qcolsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){u->nc});
+    if (pb < 0 || q->cs < 0)
+        return -1;
+    q->cbase = q->colbase;
+    int kv = kir_new_var(k), iv = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, KQ), KIR_SERIAL, 0);
+    kir_stmt *li = lk ? kir_for(k, &lk->body, iv, lw_i64c(k, 0), lw_i64c(k, ncp), KIR_SERIAL, 0) : NULL;
+    if (!li)
+        return -1;
+    kir_expr *kr = lw_imin(k, lw_imulc(k, kir_var(k, kv), 4), lw_i64c(k, K - 4));
+    kir_expr *di[] = {kir_var(k, iv), kir_var(k, kv), lw_i64c(k, 0)};
+    kir_expr *si[] = {kr, lw_imulc(k, kir_var(k, iv), q->W)};
+    kir_iarg args[2] = {{.buf = pb, .nidx = 3, .idx = di}, {.buf = col, .nidx = 2, .idx = si}};
+    if (!kir_intrinsic(k, &li->body, c->n->in[0]->type.dtype == IR_U8 ? KIR_IN_QUAD_PACK_U8 : KIR_IN_QUAD_PACK_S8,
+                       (int)q->W, args))
+        return -1;
+    /* column sums: lanes of columns, the K rows summed in each */
+    int lv = kir_new_var(k), rv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
+    kir_stmt *ll = kir_for(k, b, lv, lw_i64c(k, 0), lw_i64c(k, u->nc), KIR_VECTOR, q->L);
+    if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q->boff * K)))
+        return -1;
+    kir_stmt *lr = kir_for(k, &ll->body, rv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
+    kir_expr *xv = kir_load(k, col, (kir_expr *[]){kir_var(k, rv), kir_var(k, lv)});
+    if (!lr || !kir_acc_set(k, &lr->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, xv))))
+        return -1;
+    if (!kir_store(k, &ll->body, q->cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
+        return -1;
+    q->bbuf = pb;
+    return 0;
+}
+
 int lower_qconv(lctx *c, const qconv_geom *g)
 {
     kir_kernel *k = c->k;
@@ -891,8 +940,16 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     }
     int64_t K = g->cin * u.taps;
     bool zx = n->nin > 2 && n->in[2] && c->buf[2] >= 0;
+    ir_dtype xt = n->in[0]->type.dtype;
     qg q = {.u = &u, .a = cv_a, .za = cv_za, .zb = cv_zb, .out = cv_out, .ncols = u.plane,
-            .op = n->in[0]->type.dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
+            .op = xt == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
+    if (c->s->int8_quads && K >= 4) {
+        q.quads = true;
+        q.aoff = n->in[1]->type.dtype == IR_I8 ? 128 : 0; /* w + 128 is a u8 */
+        q.boff = xt == IR_U8 ? 128 : 0;                    /* x - 128 is an i8 */
+        q.op = KIR_IN_DPBUSD_QUADS;
+        zx = zx || q.boff;
+    }
     /* x~ of one panel within 128 KiB (qconv_ok: K <= 8192, so W >= 16) */
     if (qg_init(c, &q, g->cout, K, u.plane, (INT64_C(128) << 10) / K, zx) < 0)
         return -1;
@@ -921,6 +978,8 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     if ((!u.flat && u.taps <= QG_ROW_TAPS ? cv_im2col_rows(c, &u, col, &lp->body, p0)
                                           : cv_im2col(c, &u, col, &lp->body, p0)) < 0)
         return -1;
+    if (q.quads && cv_quads(c, &q, &u, col, &lp->body, ncp, K) < 0)
+        return -1;
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
@@ -931,5 +990,7 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     kir_stmt *lq = kir_for(k, &lrb->body, qv, lw_i64c(k, 0), lw_i64c(k, ncp), KIR_SERIAL, 0);
     if (!lq)
         return -1;
+    if (q.quads)
+        q.bq = kir_var(k, qv);
     return qg_panel(c, &q, &lq->body, lw_imulc(k, kir_var(k, qv), q.W));
 }
