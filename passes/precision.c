@@ -223,13 +223,8 @@ static ir_value *pad_again(pass_ctx *c, const ir_node *p, ir_value *h, const cha
     return ir_infer_node(q, c->diag) < 0 ? NULL : q->out[0];
 }
 
-/* The constant value of v when a short chain of nodes computes it from
- * constants only (at most `budget` nodes, single-output each): what fold
- * leaves for its size (the onnx package's light models make their weights
- * with ConstantOfShape, and layout reorders them), evaluated here so the
- * weight can be stored narrow. v itself when constant; NULL when it is not
- * computed from constants (or on error, with d set: *err). */
-static ir_value *materialize(pass_ctx *c, ir_value *v, int *budget, bool *err)
+/* (precision.h) */
+ir_value *icc_precision_materialize(pass_ctx *c, ir_value *v, int *budget, bool *err)
 {
     if (v->kind == IR_VAL_CONST)
         return v;
@@ -241,7 +236,7 @@ static ir_value *materialize(pass_ctx *c, ir_value *v, int *budget, bool *err)
     for (int i = 0; i < p->nin; i++) {
         if (!p->in[i])
             continue;
-        ir_value *k = materialize(c, p->in[i], budget, err);
+        ir_value *k = icc_precision_materialize(c, p->in[i], budget, err);
         if (!k)
             return NULL;
         in[i] = &k->cval;
@@ -286,7 +281,7 @@ static bool fits_f16(const ir_value *w)
     return true;
 }
 
-/* Weights computed from constants (materialize) become constants for the
+/* Weights computed from constants (icc_precision_materialize) become constants for the
  * contractions the rewrite lowers: one evaluation per computed value;
  * the nodes that computed them go when nothing else reads them. */
 static int materialize_weights(pass_ctx *c, const icc_precision_opts *o)
@@ -305,7 +300,7 @@ static int materialize_weights(pass_ctx *c, const icc_precision_opts *o)
         if (!done[w->id]) {
             int budget = 8;
             bool err = false;
-            if (!(done[w->id] = materialize(c, w, &budget, &err))) {
+            if (!(done[w->id] = icc_precision_materialize(c, w, &budget, &err))) {
                 if (err) {
                     free(done);
                     return -1;

@@ -61,6 +61,13 @@ static inline bool icc_precision_narrow_root(const ir_node *anchor, ir_dtype roo
 }
 
 typedef struct pass_ctx pass_ctx;
+/* The constant value of v when a short chain of nodes computes it from
+ * constants only (at most *budget nodes, single-output each): what fold
+ * leaves for its size (the onnx package's light models make their weights
+ * with ConstantOfShape, and layout reorders them), evaluated so a weight
+ * can be stored narrow or quantized. v itself when constant; NULL when it
+ * is not computed from constants, or on error (*err set, with c's diag). */
+ir_value *icc_precision_materialize(pass_ctx *c, ir_value *v, int *budget, bool *err);
 /* The int8 and int8-dynamic rewrite (passes/quantize.c). */
 int precision_int8(pass_ctx *c, const icc_precision_opts *o);
 

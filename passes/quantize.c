@@ -22,7 +22,6 @@
 #include "passes/calibrate.h"
 #include "passes/precision.h"
 #include "ir/ops.h"
-#include "ir/ref/interp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -452,33 +451,18 @@ static int drop_unread(pass_ctx *c, droplist *l)
 
 /* Weights computed from constants that fold left alone (a result over
  * its size limit, such as a large ConstantOfShape): n reads them as a
- * constant evaluated here instead, so the rewrite can quantize them. */
+ * constant evaluated here instead (icc_precision_materialize), so the
+ * rewrite can quantize them. */
 static int materialize_weights(pass_ctx *c, ir_node *n, droplist *l)
 {
     ir_value *w = n->in[1];
-    if (!w || w->kind != IR_VAL_NODE || !w->def || w->def->nout != 1 || !ir_type_is_static(&w->type) ||
-        w->type.dtype != IR_F32)
+    if (!w || w->kind != IR_VAL_NODE || !ir_type_is_static(&w->type) || w->type.dtype != IR_F32)
         return 0;
-    const ir_node *p = w->def;
-    const ir_tensor *in[64];
-    if (p->nin > 64)
-        return 0;
-    for (int i = 0; i < p->nin; i++) {
-        if (p->in[i] && p->in[i]->kind != IR_VAL_CONST)
-            return 0;
-        in[i] = p->in[i] ? &p->in[i]->cval : NULL;
-    }
-    ir_tensor t;
-    if (ir_eval_node(p, in, &t, c->diag) < 0)
-        return -1;
-    char buf[256];
-    ir_type ty;
-    ir_type_of_tensor(&t, &ty);
-    ir_value *k = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, w->name, "_value", buf, sizeof buf), &ty,
-                                     t.data, c->diag);
-    free(t.data);
+    int budget = 8;
+    bool err = false;
+    ir_value *k = icc_precision_materialize(c, w, &budget, &err);
     if (!k)
-        return -1;
+        return err ? -1 : 0;
     n->in[1] = k;
     c->changed = true;
     return drop_later(c, l, w);

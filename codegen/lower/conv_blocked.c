@@ -208,6 +208,30 @@ static int tile_rows(int64_t m, int most)
 
 enum { BC_MAX_VECS = 4, BC_MAX_ROWS = 28 };
 
+/* The parallel loop of both kernels: one trip per register tile of V
+ * output blocks x R output pixels, trips ordered (batch, output block
+ * group, output row, pixel block) with the pixels fastest (bc_lower's
+ * comment); its output row *oh, block group *mg and pixel block *rb, and
+ * g->nb the batch item. NULL on out of memory. */
+static kir_stmt *bc_trips(lctx *c, bconv *g, int V, int R, kir_expr **oh, kir_expr **mg, kir_expr **rb)
+{
+    kir_kernel *k = c->k;
+    int64_t m = g->flat ? g->OH * g->OW : g->OW, G = g->flat ? 1 : g->OH;
+    int64_t NRB = (m + R - 1) / R, MBG = (g->MB + V - 1) / V;
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * MBG * G * NRB), KIR_PARALLEL, 0);
+    if (!lp)
+        return NULL;
+    kir_expr *p = kir_var(k, pv);
+    *rb = lw_iremc(k, p, NRB);
+    kir_expr *q = lw_idivc(k, p, NRB);
+    *oh = G > 1 ? lw_iremc(k, q, G) : lw_i64c(k, 0);
+    q = lw_idivc(k, q, G);
+    *mg = lw_iremc(k, q, MBG);
+    g->nb = g->N > 1 ? lw_idivc(k, q, MBG) : lw_i64c(k, 0);
+    return lp;
+}
+
 /* The schedule. One parallel trip is one register tile: V output blocks
  * (vectors of ML lanes) x R output pixels, over the whole reduction, so
  * no partial sum goes through Y. Trips run (batch, output block group,
@@ -223,18 +247,12 @@ enum { BC_MAX_VECS = 4, BC_MAX_ROWS = 28 };
 static int bc_lower(lctx *c, bconv *g, int V, int R)
 {
     kir_kernel *k = c->k;
-    int64_t m = g->flat ? g->OH * g->OW : g->OW, G = g->flat ? 1 : g->OH;
-    int64_t NRB = (m + R - 1) / R, MBG = (g->MB + V - 1) / V;
-    int pv = kir_new_var(k), jv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * MBG * G * NRB), KIR_PARALLEL, 0);
+    int64_t m = g->flat ? g->OH * g->OW : g->OW;
+    kir_expr *oh, *mg, *rb;
+    kir_stmt *lp = bc_trips(c, g, V, R, &oh, &mg, &rb);
+    int jv = kir_new_var(k);
     if (!lp)
         return -1;
-    kir_expr *p = kir_var(k, pv);
-    kir_expr *rb = lw_iremc(k, p, NRB), *q = lw_idivc(k, p, NRB);
-    kir_expr *oh = G > 1 ? lw_iremc(k, q, G) : lw_i64c(k, 0);
-    q = lw_idivc(k, q, G);
-    kir_expr *mg = lw_iremc(k, q, MBG);
-    g->nb = g->N > 1 ? lw_idivc(k, q, MBG) : lw_i64c(k, 0);
     kir_stmt *lj = kir_for(k, &lp->body, jv, lw_i64c(k, 0), lw_i64c(k, g->ML), KIR_VECTOR, (int)g->ML);
     if (!lj)
         return -1;
@@ -288,20 +306,13 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
 static int bc_lower_pairs(lctx *c, bconv *g, int V, int R)
 {
     kir_kernel *k = c->k;
-    int64_t m = g->flat ? g->OH * g->OW : g->OW, G = g->flat ? 1 : g->OH;
-    int64_t NRB = (m + R - 1) / R, MBG = (g->MB + V - 1) / V;
+    int64_t m = g->flat ? g->OH * g->OW : g->OW;
     int L = c->s->lanes >= 1 ? c->s->lanes : 1;
     int acc = kir_add_scratch(k, "cacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){R, V * g->ML});
-    int pv = kir_new_var(k);
-    kir_stmt *lp = acc < 0 ? NULL : kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * MBG * G * NRB), KIR_PARALLEL, 0);
+    kir_expr *oh, *mg, *rb;
+    kir_stmt *lp = acc < 0 ? NULL : bc_trips(c, g, V, R, &oh, &mg, &rb);
     if (!lp)
         return -1;
-    kir_expr *p = kir_var(k, pv);
-    kir_expr *rb = lw_iremc(k, p, NRB), *q = lw_idivc(k, p, NRB);
-    kir_expr *oh = G > 1 ? lw_iremc(k, q, G) : lw_i64c(k, 0);
-    q = lw_idivc(k, q, G);
-    kir_expr *mg = lw_iremc(k, q, MBG);
-    g->nb = g->N > 1 ? lw_idivc(k, q, MBG) : lw_i64c(k, 0);
     kir_block *tb = &lp->body;
     kir_expr *ob[BC_MAX_VECS], *rows[BC_MAX_ROWS];
     for (int v = 0; v < V; v++)

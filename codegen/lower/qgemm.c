@@ -943,18 +943,22 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     ir_dtype xt = n->in[0]->type.dtype;
     qg q = {.u = &u, .a = cv_a, .za = cv_za, .zb = cv_zb, .out = cv_out, .ncols = u.plane,
             .op = xt == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
-    if (c->s->int8_quads && K >= 4) {
+    /* (quads: a panel of x~ and its interleaved copy, at least one vector
+     * of columns each, within the thread scratch: K up to ~6000) */
+    if (c->s->int8_quads && K >= 4 && 2 * cdiv(K, 4) * 4 * c->s->lanes <= (INT64_C(192) << 10)) {
         q.quads = true;
         q.aoff = n->in[1]->type.dtype == IR_I8 ? 128 : 0; /* w + 128 is a u8 */
         q.boff = xt == IR_U8 ? 128 : 0;                    /* x - 128 is an i8 */
         q.op = KIR_IN_DPBUSD_QUADS;
         zx = zx || q.boff;
     }
-    /* x~ of one panel within 128 KiB (qconv_ok: K <= 8192, so W >= 16) */
-    if (qg_init(c, &q, g->cout, K, u.plane, (INT64_C(128) << 10) / K, zx) < 0)
+    /* x~ (and with quads its interleaved copy, as large) within 128 KiB of
+     * the 256 KiB of thread scratch a kernel may take */
+    int64_t xbytes = q.quads ? (INT64_C(60) << 10) : (INT64_C(128) << 10);
+    if (qg_init(c, &q, g->cout, K, u.plane, xbytes / K, zx) < 0)
         return -1;
     /* columns per chunk: x~ within 128 KiB, whole panels */
-    int64_t ncp = (INT64_C(128) << 10) / (K * q.W), np = cdiv(u.plane, q.W);
+    int64_t ncp = xbytes / (cdiv(K, 4) * 4 * q.W), np = cdiv(u.plane, q.W);
     if (ncp < 1)
         ncp = 1;
     if (ncp > np)

@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from icc_run import compile_and_run, cpu_has, run, run_cases
+from icc_run import compile_and_run, cpu_has, interp_want, run, run_cases
 
 RNG = np.random.default_rng(11)   # one stream over the cases, in order
 
@@ -97,12 +97,9 @@ def check(icc, tmp, name, kw):
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
     x = model(path, RNG, **args)
-    xp = os.path.join(tmp, name + "_x.npy")
-    np.save(xp, x)
     common = ["--precision=bf16", "--no-default-keep"]
-    run([icc, "run", path, "--passes=" + ORACLE, "--input", "x=" + xp,
-         "-o", os.path.join(tmp, name + "_want")] + common)
-    want = np.load(os.path.join(tmp, name + "_want", "y.npy")).astype(np.float64)
+    xp, want = interp_want(icc, tmp, name, path, "x", x, ORACLE, common)
+    want = want.astype(np.float64)
 
     def compare(got, what, label, has, expect):
         got = got.astype(np.float64)

@@ -59,3 +59,14 @@ def run_cases(doc, cases, check, flag, kernel):
     if failed:
         print("%d check(s) failed" % failed)
     return 1 if failed else 0
+
+
+def interp_want(icc, tmp, name, path, inp, x, passes, flags=()):
+    """Saves input inp's value x as tmp/<name>_<inp>.npy and runs model path
+    through the interpreter after the pipeline passes (with flags, e.g.
+    --precision=bf16): the input file's path and output y."""
+    xp = os.path.join(tmp, "%s_%s.npy" % (name, inp))
+    np.save(xp, x)
+    run([icc, "run", path, "--passes=" + passes, "--input", inp + "=" + xp,
+         "-o", os.path.join(tmp, name + "_want")] + list(flags))
+    return xp, np.load(os.path.join(tmp, name + "_want", "y.npy"))

@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from icc_run import compile_and_run, cpu_has, run, run_cases
+from icc_run import compile_and_run, cpu_has, interp_want, run, run_cases
 
 RNG = np.random.default_rng(5)   # one stream over the cases, in order
 
@@ -69,10 +69,7 @@ def check(icc, tmp, name, kw):
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
     x = model(path, RNG, **kw)
-    xp = os.path.join(tmp, name + "_x.npy")
-    np.save(xp, x)
-    run([icc, "run", path, "--passes=" + ORACLE, "--input", "x=" + xp, "-o", os.path.join(tmp, name + "_want")])
-    want = np.load(os.path.join(tmp, name + "_want", "y.npy"))
+    xp, want = interp_want(icc, tmp, name, path, "x", x, ORACLE)
     for march, expect in [(None, vnni), ("x86-64-v3", False)]:
         flags = ["-O2"] + (["-march=" + march] if march else [])
         kern = run([icc, path, "--emit=kernels"] + flags)

@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from icc_run import compile_and_run, cpu_has, run, run_cases
+from icc_run import compile_and_run, cpu_has, interp_want, run, run_cases
 
 RNG = np.random.default_rng(11)   # one stream over the cases, in order
 
@@ -71,10 +71,7 @@ def check(icc, tmp, name, kw):
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
     a = model(path, RNG, **kw)
-    ap = os.path.join(tmp, name + "_a.npy")
-    np.save(ap, a)
-    run([icc, "run", path, "--passes=" + ORACLE, "--input", "a=" + ap, "-o", os.path.join(tmp, name + "_want")])
-    want = np.load(os.path.join(tmp, name + "_want", "y.npy"))
+    ap, want = interp_want(icc, tmp, name, path, "a", a, ORACLE)
     quad = kw["k"] <= 8192
     for march, expect in [(None, vnni), ("x86-64-v3", False)]:
         flags = ["-march=" + march] if march else []
