@@ -233,19 +233,25 @@ ir_value *icc_precision_materialize(pass_ctx *c, ir_value *v, int *budget, bool 
         !ir_type_is_static(&v->type))
         return NULL;
     const ir_tensor *in[8] = {0};
-    for (int i = 0; i < p->nin; i++) {
+    ir_value *made[8] = {0}; /* intermediate constants made here, erased once read */
+    int rc = 0;
+    for (int i = 0; i < p->nin && rc == 0; i++) {
         if (!p->in[i])
             continue;
         ir_value *k = icc_precision_materialize(c, p->in[i], budget, err);
         if (!k)
-            return NULL;
-        in[i] = &k->cval;
+            rc = -1;
+        else
+            in[i] = &k->cval, made[i] = k != p->in[i] ? k : NULL;
     }
     ir_tensor t;
-    if (ir_eval_node(p, in, &t, c->diag) < 0) {
-        *err = true;
+    if (rc == 0 && ir_eval_node(p, in, &t, c->diag) < 0)
+        rc = -1, *err = true;
+    for (int i = 0; i < p->nin; i++)
+        if (made[i])
+            ir_value_erase(made[i]);
+    if (rc < 0)
         return NULL;
-    }
     char buf[256];
     ir_type ty;
     ir_type_of_tensor(&t, &ty);
