@@ -236,9 +236,7 @@ static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *c
     icc_status st = arena_reserve(ctx, need);
     if (st != ICC_OK)
         return st;
-    rt_pool_run(&ctx->pool, 1);
     int rc = d->run(inputs, outputs, ctx->syms, ctx->arena, &ctx->env);
-    rt_pool_run(&ctx->pool, 0);
     if (rc == ICC_OK) {
         ctx->profile_runs += ctx->profile != NULL;
         return ICC_OK;

@@ -16,13 +16,6 @@
  *    shared, oversubscribed machine a spinning thread takes the CPU the
  *    caller's other threads need; after a run returns every worker is
  *    asleep within spin_ns.
- *  - While a run is in progress (rt_pool_run) the poll has no bound, when
- *    the pool has no more threads than the CPUs it may use: serial
- *    kernels (a Pad, a Cast: below the cost model's chunk size) longer
- *    than spin_ns put the workers to sleep, and the next parallel kernel
- *    then paid a futex wake per worker, which took ResNet-50's small
- *    kernels from 2-3 us to 20-25 us at 2 threads (icc bench --profile).
- *    Peers' intra-op pools spin through a run too.
  *  - The caller signals `wake` only when some worker sleeps (`sleepers`).
  *  - The join waits only for the workers that entered the job, not for
  *    all of them: `entry` packs the job's generation, an open bit and the
@@ -105,16 +98,6 @@ void rt_pool_init(rt_pool *p, int nthreads, const icc_allocator *alloc)
     char err[96];
     int us = rt_spin_us(err, sizeof err); /* a context checked it first */
     p->spin_ns = (int64_t)(us < 0 ? SPIN_US_DEFAULT : us) * 1000;
-    /* unbounded polls only without oversubscription (and never with
-     * ICC_SPIN_US=0, which asks for no polling at all) */
-    cpu_set_t set;
-    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    p->spin_in_run = p->spin_ns > 0 && p->nthreads <= cpus;
-}
-
-void rt_pool_run(rt_pool *p, int on)
-{
-    atomic_store_explicit(&p->in_run, on, memory_order_relaxed);
 }
 
 static inline void cpu_relax(void)
@@ -133,18 +116,15 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Polls until cond(p, v) is false or spin_ns passed (with during_run,
- * not while a run is in progress); the clock is read once per 64 polls (a
- * pause is tens of cycles, a clock read ~20 ns). */
-#define SPIN_WHILE(p, cond, during_run)                                                                          \
+/* Polls until cond(p, v) is false or spin_ns passed; the clock is read
+ * once per 64 polls (a pause is tens of cycles, a clock read ~20 ns). */
+#define SPIN_WHILE(p, cond)                                                                                  \
     do {                                                                                                     \
         int64_t until_ = -1;                                                                                 \
         for (int spins_ = 0; (cond); spins_++) {                                                             \
             if ((spins_ & 63) == 63) {                                                                       \
                 int64_t t_ = now_ns();                                                                       \
-                if ((during_run) && (p)->spin_in_run && atomic_load_explicit(&(p)->in_run, memory_order_relaxed)) \
-                    until_ = -1;                                                                             \
-                else if (until_ < 0)                                                                         \
+                if (until_ < 0)                                                                              \
                     until_ = t_ + (p)->spin_ns;                                                              \
                 else if (t_ >= until_)                                                                       \
                     break;                                                                                   \
@@ -171,7 +151,7 @@ static uint64_t next_job(rt_pool *p, uint32_t seen)
     uint64_t e = atomic_load_explicit(&p->entry, memory_order_acquire);
     if (p->spin_ns > 0)
         SPIN_WHILE(p, GEN(e = atomic_load_explicit(&p->entry, memory_order_acquire)) == seen &&
-                          !atomic_load_explicit(&p->stop, memory_order_relaxed), 1);
+                          !atomic_load_explicit(&p->stop, memory_order_relaxed));
     if (GEN(e) != seen || atomic_load(&p->stop))
         return e;
     pthread_mutex_lock(&p->mu);
@@ -258,7 +238,7 @@ void rt_parallel_for(void *pool, int64_t n, void (*fn)(void *, int64_t), void *a
     /* close, then wait for the workers inside to finish their chunks */
     uint64_t e = atomic_fetch_and(&p->entry, ~OPEN) & ~OPEN;
     if (ACTIVE(e) > 0) {
-        SPIN_WHILE(p, ACTIVE(e = atomic_load_explicit(&p->entry, memory_order_acquire)) > 0, 0);
+        SPIN_WHILE(p, ACTIVE(e = atomic_load_explicit(&p->entry, memory_order_acquire)) > 0);
         if (ACTIVE(e) > 0) {
             pthread_mutex_lock(&p->mu);
             atomic_store(&p->waiting, 1);

@@ -32,9 +32,6 @@ typedef struct rt_pool {
     int nworkers;           /* running */
     int tried;              /* workers were started (or failed to) */
     int64_t spin_ns;        /* how long an idle thread polls before it blocks */
-    int spin_in_run;        /* poll without a bound while a run is in progress (rt_pool_run):
-                               the pool has no more threads than the CPUs it may use */
-    _Atomic int in_run;     /* a run is in progress */
     _Atomic int stop;
     _Atomic int busy;       /* a job is running: nested calls go serial */
     /* The job's generation (high 32 bits), whether it still takes
@@ -53,12 +50,6 @@ typedef struct rt_pool {
 void rt_pool_init(rt_pool *p, int nthreads, const icc_allocator *alloc);
 /* Stops and joins the workers; p may be re-initialised afterwards. */
 void rt_pool_fini(rt_pool *p);
-/* A run starts (1) or ends (0): while one is in progress, idle workers
- * poll for the next kernel without the spin_ns bound (when spin_in_run),
- * so a serial kernel longer than spin_ns does not put them to sleep and
- * the next parallel one does not pay a futex wake (~10-40 us on these
- * VMs); after the run they sleep within spin_ns as before. */
-void rt_pool_run(rt_pool *p, int on);
 /* icc_kernel_env.parallel_for. */
 void rt_parallel_for(void *pool, int64_t n, void (*fn)(void *, int64_t), void *arg);
 /* ICC_NUM_THREADS, else the CPUs this process may use; -1 with a message
