@@ -172,7 +172,7 @@ def test_gil_released_during_run(models, monkeypatch):
     m = icc.load(models.cnn[1])
     # ctypes releases the GIL for CDLL functions (not PyDLL's, flagged PYTHONAPI)
     assert not m._core.lib.icc_run._flags_ & ctypes._FUNCFLAG_PYTHONAPI
-    feeds = {"x": np.ones((512, 3, 16, 16), np.float32)}  # a call of tens of ms
+    feeds = {"x": np.ones((4096, 3, 16, 16), np.float32)}  # a call of ~10 ms (512 took 1.6 ms: flaky)
     m.run(feeds)
     count, stop = [0], threading.Event()
 
