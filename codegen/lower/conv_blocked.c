@@ -161,15 +161,23 @@ static int k_open(lctx *c, bconv *g, kir_expr *oh, kir_block **b)
     return 0;
 }
 
+/* The flat index of output block ob's tap (ob, icb, kh, kw) at the
+ * current reduction position: W's taps are [CL, ML] matrices in that
+ * order. */
+static kir_expr *tap(lctx *c, const bconv *g, kir_expr *ob)
+{
+    kir_kernel *k = c->k;
+    kir_expr *t = kir_iadd(k, lw_imulc(k, ob, g->CB), g->icb);
+    t = kir_iadd(k, lw_imulc(k, t, g->KH), g->kh);
+    return kir_iadd(k, lw_imulc(k, t, g->KW), g->kw);
+}
+
 /* The flat element offset in W of output block ob's tap at the current
  * reduction position, input lane pk * ic (output lane 0). */
 static kir_expr *w_tap(lctx *c, const bconv *g, kir_expr *ob)
 {
     kir_kernel *k = c->k;
-    kir_expr *t = kir_iadd(k, lw_imulc(k, ob, g->CB), g->icb);
-    t = kir_iadd(k, lw_imulc(k, t, g->KH), g->kh);
-    t = kir_iadd(k, lw_imulc(k, t, g->KW), g->kw);
-    return lw_imulc(k, kir_iadd(k, lw_imulc(k, t, g->CL), lw_imulc(k, g->ic, g->pk)), g->ML);
+    return lw_imulc(k, kir_iadd(k, lw_imulc(k, tap(c, g, ob), g->CL), lw_imulc(k, g->ic, g->pk)), g->ML);
 }
 
 /* W of output block ob, output lane j, at the current reduction position
@@ -187,10 +195,7 @@ static kir_expr *w_at(lctx *c, const bconv *g, kir_expr *ob, kir_expr *j)
      * is not the f32 tile's form, so ic here runs over single lanes and
      * the group is ic / pk, the lane in it ic % pk */
     kir_expr *grp = lw_idivc(k, g->ic, g->pk), *in = lw_iremc(k, g->ic, g->pk);
-    kir_expr *t = kir_iadd(k, lw_imulc(k, ob, g->CB), g->icb);
-    t = kir_iadd(k, lw_imulc(k, t, g->KH), g->kh);
-    t = kir_iadd(k, lw_imulc(k, t, g->KW), g->kw);
-    kir_expr *off = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, t, g->CL / g->pk), grp), g->pk * g->ML),
+    kir_expr *off = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, tap(c, g, ob), g->CL / g->pk), grp), g->pk * g->ML),
                              kir_iadd(k, lw_imulc(k, j, g->pk), in));
     kir_expr *e = kir_load(k, g->wflat, &off);
     ir_dtype bt = k->bufs[g->wflat].dtype;
@@ -211,9 +216,10 @@ enum { BC_MAX_VECS = 4, BC_MAX_ROWS = 28 };
 /* The parallel loop of both kernels: one trip per register tile of V
  * output blocks x R output pixels, trips ordered (batch, output block
  * group, output row, pixel block) with the pixels fastest (bc_lower's
- * comment); its output row *oh, block group *mg and pixel block *rb, and
- * g->nb the batch item. NULL on out of memory. */
-static kir_stmt *bc_trips(lctx *c, bconv *g, int V, int R, kir_expr **oh, kir_expr **mg, kir_expr **rb)
+ * comment); its output row *oh, the tile's output blocks ob[V] and pixels
+ * rows[R] (past the last ones clamped to it, recomputed), and g->nb the
+ * batch item. NULL on out of memory. */
+static kir_stmt *bc_trips(lctx *c, bconv *g, int V, int R, kir_expr **oh, kir_expr **ob, kir_expr **rows)
 {
     kir_kernel *k = c->k;
     int64_t m = g->flat ? g->OH * g->OW : g->OW, G = g->flat ? 1 : g->OH;
@@ -223,13 +229,31 @@ static kir_stmt *bc_trips(lctx *c, bconv *g, int V, int R, kir_expr **oh, kir_ex
     if (!lp)
         return NULL;
     kir_expr *p = kir_var(k, pv);
-    *rb = lw_iremc(k, p, NRB);
-    kir_expr *q = lw_idivc(k, p, NRB);
+    kir_expr *rb = lw_iremc(k, p, NRB), *q = lw_idivc(k, p, NRB);
     *oh = G > 1 ? lw_iremc(k, q, G) : lw_i64c(k, 0);
     q = lw_idivc(k, q, G);
-    *mg = lw_iremc(k, q, MBG);
+    kir_expr *mg = lw_iremc(k, q, MBG);
     g->nb = g->N > 1 ? lw_idivc(k, q, MBG) : lw_i64c(k, 0);
+    for (int v = 0; v < V; v++)
+        ob[v] = lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, V), v), lw_i64c(k, g->MB - 1));
+    for (int r = 0; r < R; r++)
+        rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, rb, R), r), lw_i64c(k, m - 1));
     return lp;
+}
+
+/* Stores the sum val of output block ob, pixel row, lane j into b: the
+ * bias added, then the fused epilogue, in the output's dtype. NULL on out
+ * of memory. */
+static kir_stmt *bc_store(lctx *c, const bconv *g, kir_block *b, kir_expr *ob, kir_expr *oh, kir_expr *row,
+                          kir_expr *j, kir_expr *val)
+{
+    kir_kernel *k = c->k;
+    kir_expr *oi[5] = {g->nb, ob, g->flat ? lw_i64c(k, 0) : oh, row, j};
+    if (c->n->nin > 2 && c->n->in[2]) {
+        kir_expr *bi[2] = {ob, j};
+        val = kir_op2(k, KIR_ADD, IR_F32, val, lw_load_in(c, 2, bi));
+    }
+    return kir_store(k, b, c->out, oi, lw_to_out(c, lower_epi(c, val, oi)));
 }
 
 /* The schedule. One parallel trip is one register tile: V output blocks
@@ -247,9 +271,8 @@ static kir_stmt *bc_trips(lctx *c, bconv *g, int V, int R, kir_expr **oh, kir_ex
 static int bc_lower(lctx *c, bconv *g, int V, int R)
 {
     kir_kernel *k = c->k;
-    int64_t m = g->flat ? g->OH * g->OW : g->OW;
-    kir_expr *oh, *mg, *rb;
-    kir_stmt *lp = bc_trips(c, g, V, R, &oh, &mg, &rb);
+    kir_expr *oh, *ob[BC_MAX_VECS], *rows[BC_MAX_ROWS];
+    kir_stmt *lp = bc_trips(c, g, V, R, &oh, ob, rows);
     int jv = kir_new_var(k);
     if (!lp)
         return -1;
@@ -258,12 +281,7 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
         return -1;
     kir_expr *j = kir_var(k, jv);
     kir_block *tb = &lj->body;
-    kir_expr *ob[BC_MAX_VECS], *rows[BC_MAX_ROWS];
     int acc[BC_MAX_VECS][BC_MAX_ROWS];
-    for (int v = 0; v < V; v++)
-        ob[v] = lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, V), v), lw_i64c(k, g->MB - 1));
-    for (int r = 0; r < R; r++)
-        rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, rb, R), r), lw_i64c(k, m - 1));
     for (int v = 0; v < V; v++)
         for (int r = 0; r < R; r++)
             if ((acc[v][r] = kir_new_acc(k, IR_F32)) < 0 || !kir_acc_set(k, tb, acc[v][r], kir_const_f(k, IR_F32, 0)))
@@ -281,18 +299,10 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
             if (!kir_acc_set(k, kb, acc[v][r], kir_op3(k, KIR_FMA, IR_F32, a, wv[v], kir_acc(k, acc[v][r]))))
                 return -1;
     }
-    bool bias = c->n->nin > 2 && c->n->in[2];
     for (int v = 0; v < V; v++)
-        for (int r = 0; r < R; r++) {
-            kir_expr *oi[5] = {g->nb, ob[v], g->flat ? lw_i64c(k, 0) : oh, rows[r], j};
-            kir_expr *val = kir_acc(k, acc[v][r]);
-            if (bias) {
-                kir_expr *bi[2] = {ob[v], j};
-                val = kir_op2(k, KIR_ADD, IR_F32, val, lw_load_in(c, 2, bi));
-            }
-            if (!kir_store(k, tb, c->out, oi, lw_to_out(c, lower_epi(c, val, oi))))
+        for (int r = 0; r < R; r++)
+            if (!bc_store(c, g, tb, ob[v], oh, rows[r], j, kir_acc(k, acc[v][r])))
                 return -1;
-        }
     return 0;
 }
 
@@ -306,19 +316,13 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
 static int bc_lower_pairs(lctx *c, bconv *g, int V, int R)
 {
     kir_kernel *k = c->k;
-    int64_t m = g->flat ? g->OH * g->OW : g->OW;
     int L = c->s->lanes >= 1 ? c->s->lanes : 1;
     int acc = kir_add_scratch(k, "cacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){R, V * g->ML});
-    kir_expr *oh, *mg, *rb;
-    kir_stmt *lp = acc < 0 ? NULL : bc_trips(c, g, V, R, &oh, &mg, &rb);
+    kir_expr *oh, *ob[BC_MAX_VECS], *rows[BC_MAX_ROWS];
+    kir_stmt *lp = acc < 0 ? NULL : bc_trips(c, g, V, R, &oh, ob, rows);
     if (!lp)
         return -1;
     kir_block *tb = &lp->body;
-    kir_expr *ob[BC_MAX_VECS], *rows[BC_MAX_ROWS];
-    for (int v = 0; v < V; v++)
-        ob[v] = lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, V), v), lw_i64c(k, g->MB - 1));
-    for (int r = 0; r < R; r++)
-        rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, rb, R), r), lw_i64c(k, m - 1));
     /* the sums start at 0 */
     for (int r = 0; r < R; r++) {
         int lv = kir_new_var(k);
@@ -347,7 +351,6 @@ static int bc_lower_pairs(lctx *c, bconv *g, int V, int R)
                 return -1;
         }
     }
-    bool bias = c->n->nin > 2 && c->n->in[2];
     for (int v = 0; v < V; v++)
         for (int r = 0; r < R; r++) {
             int jv = kir_new_var(k);
@@ -355,13 +358,8 @@ static int bc_lower_pairs(lctx *c, bconv *g, int V, int R)
             if (!lj)
                 return -1;
             kir_expr *j = kir_var(k, jv);
-            kir_expr *oi[5] = {g->nb, ob[v], g->flat ? lw_i64c(k, 0) : oh, rows[r], j};
             kir_expr *val = kir_load(k, acc, (kir_expr *[]){lw_i64c(k, r), lw_iaddc(k, j, (int64_t)v * g->ML)});
-            if (bias) {
-                kir_expr *bi[2] = {ob[v], j};
-                val = kir_op2(k, KIR_ADD, IR_F32, val, lw_load_in(c, 2, bi));
-            }
-            if (!kir_store(k, &lj->body, c->out, oi, lw_to_out(c, lower_epi(c, val, oi))))
+            if (!bc_store(c, g, &lj->body, ob[v], oh, rows[r], j, val))
                 return -1;
         }
     return 0;

@@ -405,6 +405,47 @@ static void qg_chunks(lctx *c, int64_t nbat, int64_t nb, int64_t np, bool cols_f
     *ncc = cdiv(np, *ncp);
 }
 
+/* The column sums of b~ = b - q->boff over the K rows of the 2-D buffer
+ * buf into q->cs, appended to b: lanes [0, hi), lane l summing column
+ * l + c0 (c0 NULL: l). 0, or -1 on out of memory. */
+static int qg_colsums(lctx *c, qg *q, kir_block *b, int buf, kir_expr *hi, kir_expr *c0)
+{
+    kir_kernel *k = c->k;
+    int lv = kir_new_var(k), kv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
+    kir_stmt *ll = kir_for(k, b, lv, lw_i64c(k, 0), hi, KIR_VECTOR, q->L);
+    if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q->boff * q->K)))
+        return -1;
+    kir_stmt *lk = kir_for(k, &ll->body, kv, lw_i64c(k, 0), lw_i64c(k, q->K), KIR_SERIAL, 0);
+    kir_expr *col = c0 ? kir_iadd(k, kir_var(k, lv), c0) : kir_var(k, lv);
+    kir_expr *bv = kir_load(k, buf, (kir_expr *[]){kir_var(k, kv), col});
+    if (!lk || !kir_acc_set(k, &lk->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, bv))))
+        return -1;
+    return kir_store(k, &ll->body, q->cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)) ? 0 : -1;
+}
+
+/* Panels [0, np) of the 2-D buffer src (K rows of sdt; panel iv's columns
+ * from min((q0 + iv) W, cmax), or iv W with q0 NULL) interleaved in quads of k into dst
+ * [panels, K/4 rounded up, 4 W], appended to b: quad kq is rows kr..kr+3
+ * from kr = min(4 kq, K - 4) (the tail quad as qg_panel reads it), b~ (u8
+ * less 128). 0, or -1 on out of memory. */
+static int qg_quad_panels(lctx *c, qg *q, kir_block *b, int dst, int src, ir_dtype sdt, kir_expr *np, kir_expr *q0,
+                          int64_t cmax)
+{
+    kir_kernel *k = c->k;
+    int kv = kir_new_var(k), iv = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, cdiv(q->K, 4)), KIR_SERIAL, 0);
+    kir_stmt *li = lk ? kir_for(k, &lk->body, iv, lw_i64c(k, 0), np, KIR_SERIAL, 0) : NULL;
+    if (!li)
+        return -1;
+    kir_expr *j0 = q0 ? lw_imin(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q->W), lw_i64c(k, cmax))
+                      : lw_imulc(k, kir_var(k, iv), q->W);
+    kir_expr *kr = lw_imin(k, lw_imulc(k, kir_var(k, kv), 4), lw_i64c(k, q->K - 4));
+    kir_expr *di[] = {kir_var(k, iv), kir_var(k, kv), lw_i64c(k, 0)}, *si[] = {kr, j0};
+    kir_iarg args[2] = {{.buf = dst, .nidx = 3, .idx = di}, {.buf = src, .nidx = 2, .idx = si}};
+    return kir_intrinsic(k, &li->body, sdt == IR_U8 ? KIR_IN_QUAD_PACK_U8 : KIR_IN_QUAD_PACK_S8, (int)q->W, args)
+               ? 0 : -1;
+}
+
 /* ---- MatMulInteger ------------------------------------------------------------ */
 
 /* |b~[k0, j]| + |b~[k0 + 1, j]| <= 128 for every column j. */
@@ -574,16 +615,8 @@ int lower_qgemm(lctx *c)
             if (!kir_intrinsic(k, &lk->body, KIR_IN_DPBUSD_QUADS, (int)q.W, args))
                 return -1;
         } else {
-            int lv = kir_new_var(k), kv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
             kir_expr *hi = lw_imin(k, lw_i64c(k, ncp * q.W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), q.cbase));
-            kir_stmt *ll = kir_for(k, &lp->body, lv, lw_i64c(k, 0), hi, KIR_VECTOR, q.L);
-            if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q.boff * K)))
-                return -1;
-            kir_stmt *lk = kir_for(k, &ll->body, kv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
-            kir_expr *bv = kir_load(k, c->buf[1], (kir_expr *[]){kir_var(k, kv), kir_iadd(k, kir_var(k, lv), q.cbase)});
-            if (!lk || !kir_acc_set(k, &lk->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, bv))))
-                return -1;
-            if (!kir_store(k, &ll->body, q.cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
+            if (qg_colsums(c, &q, &lp->body, c->buf[1], hi, q.cbase) < 0)
                 return -1;
         }
     }
@@ -591,19 +624,8 @@ int lower_qgemm(lctx *c)
         /* panel iv's quad kq: rows kr..kr+3 of B from kr = min(4 kq, K - 4)
          * (the panel's tail quad as qg_panel reads it), interleaved, b~ */
         int pb = kir_add_scratch(k, "qbquads", KIR_SPACE_THREAD, IR_I8, 3, (int64_t[]){ncp, KQ, 4 * q.W});
-        int kv = kir_new_var(k), iv = kir_new_var(k);
-        if (pb < 0)
-            return -1;
-        kir_stmt *lk = kir_for(k, &lp->body, kv, lw_i64c(k, 0), lw_i64c(k, KQ), KIR_SERIAL, 0);
         kir_expr *nq = lw_imin(k, lw_i64c(k, ncp), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, np), q0));
-        kir_stmt *li = lk ? kir_for(k, &lk->body, iv, lw_i64c(k, 0), nq, KIR_SERIAL, 0) : NULL;
-        if (!li)
-            return -1;
-        kir_expr *j0 = lw_imin(k, lw_imulc(k, kir_iadd(k, q0, kir_var(k, iv)), q.W), lw_i64c(k, N - q.W));
-        kir_expr *kr = lw_imin(k, lw_imulc(k, kir_var(k, kv), 4), lw_i64c(k, K - 4));
-        kir_expr *di[] = {kir_var(k, iv), kir_var(k, kv), lw_i64c(k, 0)}, *si[] = {kr, j0};
-        kir_iarg args[2] = {{.buf = pb, .nidx = 3, .idx = di}, {.buf = c->buf[1], .nidx = 2, .idx = si}};
-        if (!kir_intrinsic(k, &li->body, tb->dtype == IR_U8 ? KIR_IN_QUAD_PACK_U8 : KIR_IN_QUAD_PACK_S8, (int)q.W, args))
+        if (pb < 0 || qg_quad_panels(c, &q, &lp->body, pb, c->buf[1], tb->dtype, nq, q0, N - q.W) < 0)
             return -1;
         q.bbuf = pb;
     } else if (pack) {
@@ -892,37 +914,16 @@ static int cv_im2col_rows(lctx *c, qcv *u, int col, kir_block *b, kir_expr *p0)
  * (x - boff; the tail quad is rows K-4 .. K-1, as qg_panel reads it), and
  * the column sums of x - boff over the K rows into q->cs (columns from
  * the chunk's first). Points q->bbuf at the quads. */
-static int cv_quads(lctx *c, qg *q, qcv *u, int col, kir_block *b, int64_t ncp, int64_t K)
+static int cv_quads(lctx *c, qg *q, qcv *u, int col, kir_block *b, int64_t ncp)
 {
     kir_kernel *k = c->k;
-    int64_t KQ = cdiv(K, 4);
-    int pb = kir_add_scratch(k, "qxquads", KIR_SPACE_THREAD, IR_I8, 3, (int64_t[]){ncp, KQ, 4 * q->W});
+    int pb = kir_add_scratch(k, "qxquads", KIR_SPACE_THREAD, IR_I8, 3, (int64_t[]){ncp, cdiv(q->K, 4), 4 * q->W});
     q->cs = kir_add_scratch(k, "qcolsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){u->nc});
     if (pb < 0 || q->cs < 0)
         return -1;
     q->cbase = q->colbase;
-    int kv = kir_new_var(k), iv = kir_new_var(k);
-    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, KQ), KIR_SERIAL, 0);
-    kir_stmt *li = lk ? kir_for(k, &lk->body, iv, lw_i64c(k, 0), lw_i64c(k, ncp), KIR_SERIAL, 0) : NULL;
-    if (!li)
-        return -1;
-    kir_expr *kr = lw_imin(k, lw_imulc(k, kir_var(k, kv), 4), lw_i64c(k, K - 4));
-    kir_expr *di[] = {kir_var(k, iv), kir_var(k, kv), lw_i64c(k, 0)};
-    kir_expr *si[] = {kr, lw_imulc(k, kir_var(k, iv), q->W)};
-    kir_iarg args[2] = {{.buf = pb, .nidx = 3, .idx = di}, {.buf = col, .nidx = 2, .idx = si}};
-    if (!kir_intrinsic(k, &li->body, c->n->in[0]->type.dtype == IR_U8 ? KIR_IN_QUAD_PACK_U8 : KIR_IN_QUAD_PACK_S8,
-                       (int)q->W, args))
-        return -1;
-    /* column sums: lanes of columns, the K rows summed in each */
-    int lv = kir_new_var(k), rv = kir_new_var(k), sa = kir_new_acc(k, IR_I32);
-    kir_stmt *ll = kir_for(k, b, lv, lw_i64c(k, 0), lw_i64c(k, u->nc), KIR_VECTOR, q->L);
-    if (sa < 0 || !ll || !kir_acc_set(k, &ll->body, sa, kir_const_i(k, IR_I32, -q->boff * K)))
-        return -1;
-    kir_stmt *lr = kir_for(k, &ll->body, rv, lw_i64c(k, 0), lw_i64c(k, K), KIR_SERIAL, 0);
-    kir_expr *xv = kir_load(k, col, (kir_expr *[]){kir_var(k, rv), kir_var(k, lv)});
-    if (!lr || !kir_acc_set(k, &lr->body, sa, kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, sa), kir_op1(k, KIR_CAST, IR_I32, xv))))
-        return -1;
-    if (!kir_store(k, &ll->body, q->cs, (kir_expr *[]){kir_var(k, lv)}, kir_acc(k, sa)))
+    if (qg_quad_panels(c, q, b, pb, col, c->n->in[0]->type.dtype, lw_i64c(k, ncp), NULL, 0) < 0 ||
+        qg_colsums(c, q, b, col, lw_i64c(k, u->nc), NULL) < 0)
         return -1;
     q->bbuf = pb;
     return 0;
@@ -982,7 +983,7 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     if ((!u.flat && u.taps <= QG_ROW_TAPS ? cv_im2col_rows(c, &u, col, &lp->body, p0)
                                           : cv_im2col(c, &u, col, &lp->body, p0)) < 0)
         return -1;
-    if (q.quads && cv_quads(c, &q, &u, col, &lp->body, ncp, K) < 0)
+    if (q.quads && cv_quads(c, &q, &u, col, &lp->body, ncp) < 0)
         return -1;
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
