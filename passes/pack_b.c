@@ -200,7 +200,7 @@ int pass_pack_b(pass_ctx *c)
     for (int k = 0; k < g->nnodes; k++) {
         ir_node *n = g->nodes[k];
         ir_node *cc = n->dead ? NULL : conv_pair_cast(c, n, uses);
-        if (cc && cc->in[0]->id < nv && ok[cc->in[0]->id] == uses[cc->in[0]->id]) {
+        if (cc && cc->in[0]->id < nv && (done[cc->in[0]->id] || ok[cc->in[0]->id] == uses[cc->in[0]->id])) {
             /* one panel of the tap's mb lanes: [cb/2, mb, 2] */
             ir_value *b = cc->in[0], *p = done[b->id] ? done[b->id] : pack(c, n, b, b->type.dims[5].v, 2);
             if (!p || ir_node_set_int(g, n, "packed_k", 2) < 0)
@@ -212,7 +212,7 @@ int pass_pack_b(pass_ctx *c)
                 packed++;
                 bytes += (int64_t)b->cval.nbytes;
             }
-            if (ir_value_count_uses(g, b) == 0)
+            if (--ok[b->id] == 0) /* its last reader */
                 ir_value_erase(b);
             continue;
         }
