@@ -39,9 +39,8 @@ static bool const_i(const kir_expr *x, int64_t *v)
     return true;
 }
 
-/* Whether x reads loop variable v (or a let: lets are not looked through,
- * so a let counts as a use; the nests coalesced here have none outside
- * the vector loop). */
+/* Whether x reads loop variable v, through the values of the lets it
+ * reads too. */
 static bool uses(const kir_kernel *k, const kir_expr *x, int v)
 {
     if (!x)
