@@ -7,7 +7,10 @@
  * [N, M/mb, OH, OW, mb]. Attributes: strides and dilations (2 values,
  * default 1) and explicit pads [top, left, bottom, right] (default 0);
  * group is always 1; packed_k (internal, the pack-b pass) reorders W's
- * taps (ref_conv_nchwc below). The kernel sums in double: on f32, per batch item
+ * taps (ref_conv_nchwc below). The integer form (the layout pass's
+ * blocked ConvInteger) takes u8/i8 X and W and an i32 B, and gives i32
+ * sums, zero padded (the pass pads with the zero point itself, before).
+ * The kernel sums in double (exact for the integer form): on f32, per batch item
  * and output block one product of the im2col matrix [OH*OW, C/cb*kh*kw*cb]
  * (built once per batch item) with that block's weights, which are already
  * a row-major [C/cb*kh*kw*cb, mb] matrix (the shared f32 matrix core);
@@ -64,8 +67,14 @@ int shape_conv_nchwc(ir_shape_ctx *c)
     if (read_attrs(c->node, c->diag, &a) < 0)
         return -1;
     ir_dtype dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt))
-        return ir_node_errorf(c->diag, c->node, "operands must share input 0's dtype");
+    if (dt == IR_U8 || dt == IR_I8) {
+        /* the integer form: i32 sums */
+        if ((w->dtype != IR_U8 && w->dtype != IR_I8) || (b && b->dtype != IR_I32))
+            return ir_node_errorf(c->diag, c->node, "a u8/i8 X needs a u8/i8 W and an i32 B");
+        dt = IR_I32;
+    } else if (!ir_dtype_is_float(dt) || w->dtype != dt || (b && b->dtype != dt)) {
+        return ir_node_errorf(c->diag, c->node, "operands must share input 0's dtype (a float, or u8/i8 X and W)");
+    }
     if ((x->rank >= 0 && x->rank != 5) || (w->rank >= 0 && w->rank != 6) || (b && b->rank >= 0 && b->rank != 2))
         return ir_node_errorf(c->diag, c->node, "needs X of rank 5, W of rank 6 and B of rank 2");
     ir_type *o = &c->out[0];
