@@ -59,7 +59,8 @@ static bool anchor_candidate(const ir_node *n, const ir_type *rt)
     const ir_type *t = &n->out[0]->type;
     /* or a bf16 root over a bf16 pair contraction */
     bool narrow = icc_precision_narrow_root(n, rt->dtype);
-    if (n->nout != 1 || (t->dtype != rt->dtype && !narrow) || !ir_dtype_is_float(t->dtype) || t->rank < 0)
+    if (n->nout != 1 || (t->dtype != rt->dtype && !narrow) || (!ir_dtype_is_float(t->dtype) && !narrow) ||
+        t->rank < 0)
         return false;
     for (int d = 0; d < t->rank; d++)
         if (!ir_dim_is_const(t->dims[d]))

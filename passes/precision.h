@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include "ir/ir.h"
+#include "ir/ops.h"
 
 typedef enum icc_precision { ICC_PREC_FP32, ICC_PREC_BF16, ICC_PREC_FP16, ICC_PREC_INT8, ICC_PREC_INT8_DYNAMIC } icc_precision;
 
@@ -47,7 +48,8 @@ bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const i
  * it loads. */
 bool icc_precision_half_weight(const ir_node *n, int i);
 /* Whether a fused group whose root has dtype root may be anchored by
- * `anchor` of another output dtype: a bf16 root over an f32 contraction
+ * `anchor` of another output dtype: any root over an integer ConvNCHWc
+ * (i32 sums, requantized in the epilogue), or a bf16 root over an f32 contraction
  * that the pack-b pass gave bf16 pairs (packed_k = 2), whose pair kernel
  * keeps the sums in registers and rounds them once at the store, so the
  * group may write the next contraction's bf16 activation itself. Shared
@@ -56,8 +58,14 @@ bool icc_precision_half_weight(const ir_node *n, int i);
  * passes). */
 static inline bool icc_precision_narrow_root(const ir_node *anchor, ir_dtype root)
 {
-    return root == IR_BF16 && anchor->nout == 1 && anchor->out[0]->type.dtype == IR_F32 &&
-           ir_attr_int(anchor, "packed_k", 1) == 2;
+    if (anchor->nout != 1)
+        return false;
+    /* or any root over the integer ConvNCHWc (the layout pass's blocked
+     * ConvInteger): its quad kernel keeps the i32 sums in registers and
+     * the epilogue requantizes them (to u8, typically) at the store */
+    if (anchor->op == IR_OP_CONV_NCHWC && anchor->out[0]->type.dtype == IR_I32)
+        return true;
+    return root == IR_BF16 && anchor->out[0]->type.dtype == IR_F32 && ir_attr_int(anchor, "packed_k", 1) == 2;
 }
 
 typedef struct pass_ctx pass_ctx;

@@ -31,6 +31,7 @@ typedef struct {
     int64_t OH, OW;
     int64_t s[2], d[2], p[4];         /* strides, dilations, pads [top, left, bottom, right] */
     bool flat;                        /* 1x1, stride 1, no pads: rows run over the whole plane */
+    bool integer;                     /* u8 X, i8 W (quads), i32 B and Y: the quad kernel */
     int64_t pk;                       /* packed_k: W's taps [CL/pk, ML, pk] (1: [CL, ML]) */
     int64_t lsteps;                   /* steps of the lane loop: CL, or CL / pk for the pair kernel */
     int wflat;                        /* pk > 1: a flat view of W's buffer */
@@ -38,15 +39,33 @@ typedef struct {
     kir_expr *icb, *kh, *kw, *ic;     /* the reduction's current position */
 } bconv;
 
+/* v is static of rank `rank` and dtype dt (the integer form's operands;
+ * lw_f32_static's bounds). */
+static bool static_as(const ir_value *v, int rank, ir_dtype dt)
+{
+    if (!v || v->type.dtype != dt || v->type.rank != rank)
+        return false;
+    for (int i = 0; i < rank; i++)
+        if (!ir_dim_is_const(v->type.dims[i]) || v->type.dims[i].v < 1 || v->type.dims[i].v > (INT64_C(1) << 30))
+            return false;
+    return true;
+}
+
 /* The geometry of n, checked against its operands' and result's types. */
 static bool bconv_geom(const ir_node *n, bconv *g)
 {
     if (n->op != IR_OP_CONV_NCHWC || n->nin < 2 || n->nout != 1)
         return false;
     const ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
-    if (!lw_f32_static(x, 5) || !lw_f32_static(w, 6) || !lw_f32_static(y, 5) || (b && !lw_f32_static(b, 2)))
-        return false;
     *g = (bconv){0};
+    /* f32, or the integer form: u8 X, i8 W in quads, i32 B and Y (the
+     * layout pass's blocked ConvInteger, on the quad kernel) */
+    g->integer = x && x->type.dtype == IR_U8;
+    if (g->integer ? !static_as(x, 5, IR_U8) || !static_as(w, 6, IR_I8) || !static_as(y, 5, IR_I32) ||
+                         (b && !static_as(b, 2, IR_I32)) || ir_attr_int(n, "packed_k", 1) != 4
+                   : !lw_f32_static(x, 5) || !lw_f32_static(w, 6) || !lw_f32_static(y, 5) ||
+                         (b && !lw_f32_static(b, 2)))
+        return false;
     const ir_dim *xd = x->type.dims, *wd = w->type.dims, *yd = y->type.dims;
     g->N = xd[0].v, g->CB = xd[1].v, g->H = xd[2].v, g->W = xd[3].v, g->CL = xd[4].v;
     g->MB = wd[0].v, g->KH = wd[2].v, g->KW = wd[3].v, g->ML = wd[5].v;
@@ -58,7 +77,7 @@ static bool bconv_geom(const ir_node *n, bconv *g)
      * padding along W) */
     g->pk = ir_attr_int(n, "packed_k", 1);
     g->wflat = -1;
-    if (g->pk != 1 && (g->pk != 2 || g->CL % 2 || g->p[1] || g->p[3]))
+    if (g->pk != 1 && (g->pk != (g->integer ? 4 : 2) || g->CL % g->pk || g->p[1] || g->p[3]))
         return false;
     if (wd[1].v != g->CB || wd[4].v != g->CL || yd[0].v != g->N || yd[1].v != g->MB || yd[4].v != g->ML ||
         (b && (b->type.dims[0].v != g->MB || b->type.dims[1].v != g->ML)))
@@ -251,7 +270,7 @@ static kir_stmt *bc_store(lctx *c, const bconv *g, kir_block *b, kir_expr *ob, k
     kir_expr *oi[5] = {g->nb, ob, g->flat ? lw_i64c(k, 0) : oh, row, j};
     if (c->n->nin > 2 && c->n->in[2]) {
         kir_expr *bi[2] = {ob, j};
-        val = kir_op2(k, KIR_ADD, IR_F32, val, lw_load_in(c, 2, bi));
+        val = kir_op2(k, KIR_ADD, g->integer ? IR_I32 : IR_F32, val, lw_load_in(c, 2, bi));
     }
     return kir_store(k, b, c->out, oi, lw_to_out(c, lower_epi(c, val, oi)));
 }
@@ -306,18 +325,21 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
     return 0;
 }
 
-/* The bf16 pair kernel (packed_k = 2, the pack-b pass; X read in bf16):
- * bc_lower's trips, tile and clamping, with the sums in f32 thread
- * scratch at constant offsets (registers) and per pair of input lanes one
- * dpbf16_pairs per tile row and output block: vdpbf16ps on X's pair
- * broadcast against the tap's ML pairs of W (one 64-byte load), twice
- * the multiply-adds of an FMA. No padding along W (X's pair is read in
- * place); along H the kh loop is cut. */
-static int bc_lower_pairs(lctx *c, bconv *g, int V, int R)
+/* The dot-product kernels, bf16 pairs (packed_k = 2, the pack-b pass; X
+ * read in bf16) and u8 x i8 quads (packed_k = 4, the integer form):
+ * bc_lower's trips, tile and clamping, with the sums in thread scratch at
+ * constant offsets (registers; f32, or i32 for quads) and per group of pk
+ * input lanes one dot-product intrinsic per tile row and output block:
+ * X's pk lanes broadcast against the tap's ML groups of W (one 64-byte
+ * load), vdpbf16ps (twice the multiply-adds of an FMA) or vpdpbusd (four
+ * times). No padding along W (X's group is read in place); along H the kh
+ * loop is cut. */
+static int bc_lower_dots(lctx *c, bconv *g, int V, int R)
 {
     kir_kernel *k = c->k;
     int L = c->s->lanes >= 1 ? c->s->lanes : 1;
-    int acc = kir_add_scratch(k, "cacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){R, V * g->ML});
+    ir_dtype st = g->integer ? IR_I32 : IR_F32;
+    int acc = kir_add_scratch(k, "cacc", KIR_SPACE_THREAD, st, 2, (int64_t[]){R, V * g->ML});
     kir_expr *oh, *ob[BC_MAX_VECS], *rows[BC_MAX_ROWS];
     kir_stmt *lp = acc < 0 ? NULL : bc_trips(c, g, V, R, &oh, ob, rows);
     if (!lp)
@@ -327,11 +349,12 @@ static int bc_lower_pairs(lctx *c, bconv *g, int V, int R)
     for (int r = 0; r < R; r++) {
         int lv = kir_new_var(k);
         kir_stmt *l = kir_for(k, tb, lv, lw_i64c(k, 0), lw_i64c(k, V * g->ML), KIR_VECTOR, L);
-        if (!l || !kir_store(k, &l->body, acc, (kir_expr *[]){lw_i64c(k, r), kir_var(k, lv)}, kir_const_f(k, IR_F32, 0)))
+        kir_expr *zero = g->integer ? kir_const_i(k, IR_I32, 0) : kir_const_f(k, IR_F32, 0);
+        if (!l || !kir_store(k, &l->body, acc, (kir_expr *[]){lw_i64c(k, r), kir_var(k, lv)}, zero))
             return -1;
     }
     kir_block *kb = tb;
-    g->lsteps = g->CL / 2;
+    g->lsteps = g->CL / g->pk;
     if (k_open(c, g, oh, &kb) < 0)
         return -1;
     kir_expr *woff[BC_MAX_VECS];
@@ -340,14 +363,14 @@ static int bc_lower_pairs(lctx *c, bconv *g, int V, int R)
             return -1;
     for (int r = 0; r < R; r++) {
         kir_expr *xi[5];
-        x_idx(c, g, oh, rows[r], lw_imulc(k, g->ic, 2), xi);
+        x_idx(c, g, oh, rows[r], lw_imulc(k, g->ic, g->pk), xi);
         for (int v = 0; v < V; v++) {
             kir_iarg args[3] = {
                 {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, (int64_t)v * g->ML)}},
                 {.buf = c->buf[0], .nidx = 5, .idx = xi},
                 {.buf = g->wflat, .nidx = 1, .idx = &woff[v]},
             };
-            if (!kir_intrinsic(k, kb, KIR_IN_DPBF16_PAIRS, (int)g->ML, args))
+            if (!kir_intrinsic(k, kb, g->integer ? KIR_IN_DPBUSD_QUADS : KIR_IN_DPBF16_PAIRS, (int)g->ML, args))
                 return -1;
         }
     }
@@ -397,6 +420,11 @@ int lower_conv_blocked(lctx *c)
      * ResNet-style CNN of bench/precision.py) */
     bool pairs = g.pk == 2 && g.wflat >= 0 && c->buf[0] >= 0 && c->k->bufs[c->buf[0]].dtype == IR_BF16 &&
                  c->k->bufs[g.wflat].dtype == IR_BF16;
+    /* the integer form has only the quad kernel, on X's and W's buffers
+     * (an anchor's inputs come from outside its group) */
+    if (g.integer && (g.wflat < 0 || c->buf[0] < 0))
+        return -1;
+    pairs = pairs || g.integer;
     int V = g.MB > 1 && (pairs || (!wide && regs_per_vec == 1)) ? 2 : 1;
     int most = (wide ? 28 : 12) / (V * regs_per_vec);
     if (wide && g.flat && most > 14)
@@ -405,6 +433,6 @@ int lower_conv_blocked(lctx *c)
         most = 1;
     int64_t m = g.flat ? g.OH * g.OW : g.OW;
     if (pairs)
-        return bc_lower_pairs(c, &g, V, tile_rows(m, most));
+        return bc_lower_dots(c, &g, V, tile_rows(m, most));
     return bc_lower(c, &g, V, tile_rows(m, most));
 }
