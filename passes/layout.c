@@ -47,6 +47,7 @@
  * ResNet-50 shape, 1x1 included).
  */
 #include "passes/pass.h"
+#include "codegen/schedule.h"
 #include "ir/ops.h"
 #include "ir/ref/nn.h"
 
@@ -61,6 +62,7 @@ typedef struct lay {
     int64_t cb;
     bool pad;
     int64_t min_k;
+    int64_t int8;              /* ConvInteger: 0 never, 1 with 512-bit VNNI, 2 always */
     ir_value **twin;           /* blocked twin by value id */
     int ntwin;
     ir_node **from;            /* the from-blocked Reshapes made */
@@ -318,6 +320,185 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
     c->name = n->name;
     if (ir_node_set_ints(L->g, c, "strides", s, 2) < 0 || ir_node_set_ints(L->g, c, "pads", p, 4) < 0 ||
         ir_node_set_ints(L->g, c, "dilations", dl, 2) < 0)
+        return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, c) < 0)
+        return -1;
+    L->convs++;
+    return finish(L, n, c->out[0]);
+}
+
+/* ---- ConvInteger ---------------------------------------------------------- */
+
+/* The integer form of ConvNCHWc: u8 X, i8 W with each tap's [cb, cb]
+ * matrix stored in quads of input lanes ([cb/4, cb, 4], packed_k = 4, what
+ * vpdpbusd reads), i32 B and Y. W holds w' = w - wz, computed here, so
+ * ConvInteger's (x - xz)(w - wz) is x*w' - xz*w': the second term summed
+ * over a whole window is a constant per output channel, B = -xz *
+ * sum(w'[m]), and the input is padded with xz itself (an explicit Pad,
+ * always), whose terms then cancel as ConvInteger's padding requires.
+ * Eligible: 2-D, group 1, static u8 X with channels a multiple of cb, or
+ * fewer than 4 (an image's 3: padded with xz to one block of 4 lanes, ib =
+ * 4, before it is reordered), constant u8 or i8 W with M a multiple of cb and a
+ * constant w zero point (absent, scalar or per channel) that leave every
+ * w' in i8 (symmetric i8 weights; u8 ones with zero point 128, or below
+ * 128 with 0), a constant scalar (or absent) x zero point, on a target
+ * whose 512-bit VNNI the blocked kernel uses
+ * (cg_schedule_int8_packed_quads; option int8=2: any target, int8=0:
+ * none). */
+/* The w zero point of output channel m (constant: scalar or per channel;
+ * absent: 0). */
+static double w_zero(const ir_value *wzv, int64_t m)
+{
+    return wzv ? ir_tensor_getf(&wzv->cval, wzv->cval.numel == 1 ? 0 : m) : 0;
+}
+
+static bool conv_int_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl, int64_t *xz,
+                        int64_t *ib)
+{
+    if (n->op != IR_OP_CONV_INTEGER || n->nin < 2 || n->nout != 1 || ir_attr_int(n, "group", 1) != 1 ||
+        L->cb % 4 || !L->int8 || (L->int8 == 1 && (!L->c->target || !cg_schedule_int8_packed_quads(L->c->target))))
+        return false;
+    ir_value *x = n->in[0], *w = n->in[1], *y = n->out[0];
+    ir_value *xzv = n->nin > 2 ? n->in[2] : NULL, *wzv = n->nin > 3 ? n->in[3] : NULL;
+    if (x->type.dtype != IR_U8 || x->type.rank != 4 || !ir_type_is_static(&x->type) || w->kind != IR_VAL_CONST ||
+        (w->type.dtype != IR_I8 && w->type.dtype != IR_U8) || w->type.rank != 4 || y->type.dtype != IR_I32 ||
+        y->type.rank != 4 || !ir_type_is_static(&y->type))
+        return false;
+    *xz = 0;
+    if (xzv) {
+        if (xzv->kind != IR_VAL_CONST || xzv->cval.numel != 1 || xzv->type.dtype != IR_U8)
+            return false;
+        *xz = (int64_t)ir_tensor_getf(&xzv->cval, 0);
+    }
+    int64_t C = x->type.dims[1].v, M = w->type.dims[0].v;
+    *ib = C % L->cb == 0 ? L->cb : C < 4 && !twin_of(L, x) ? 4 : 0;
+    if (!*ib || M % L->cb || w->type.dims[1].v != C || y->type.dims[1].v != M ||
+        w->type.dims[2].v * w->type.dims[3].v < L->min_k ||
+        (wzv && (wzv->kind != IR_VAL_CONST || (wzv->cval.numel != 1 && wzv->cval.numel != M))))
+        return false;
+    /* every w - wz must be an i8 */
+    int64_t per = w->cval.numel / M;
+    for (int64_t i = 0; i < w->cval.numel; i++) {
+        double v = ir_tensor_getf(&w->cval, i) - w_zero(wzv, i / per);
+        if (v < -128 || v > 127)
+            return false;
+    }
+    icc_diag d;
+    nn_window win;
+    ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
+    if (nn_window_parse(n, &d, 2, wk, &win) < 0)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        int64_t o, pb, pe, in = x->type.dims[2 + i].v, k = wk[i].v;
+        if (nn_window_dim(n, &d, &win, i, in, &o, &pb, &pe) < 0 || o != y->type.dims[2 + i].v || pb < 0 ||
+            pe < 0)
+            return false;
+        int64_t span = (k - 1) * win.dilation[i] + 1;
+        if (in + pb + pe < span || (in + pb + pe - span) / win.stride[i] + 1 != o)
+            return false;
+        pads[i] = pb;
+        pads[2 + i] = pe;
+        s[i] = win.stride[i];
+        dl[i] = win.dilation[i];
+    }
+    return true;
+}
+
+/* W - wz [M, C, kh, kw] (conv_int_ok checked that it fits i8) as i8
+ * [M/cb, C/cb, kh, kw, cb, cb] with each tap's [cb, cb] matrix in quads of
+ * input lanes, and B = -xz * sum(w[m] - wz[m]) as [M/cb, cb] (i32); both
+ * constants. */
+static int pack_int_weights(lay *L, ir_value *w, const ir_value *wzv, int64_t xz, int64_t ib, ir_value **pw,
+                            ir_value **pb)
+{
+    const ir_dim *d = w->type.dims;
+    int64_t cb = L->cb, M = d[0].v, C = d[1].v, taps = d[2].v * d[3].v, CB = (C + ib - 1) / ib;
+    char buf[256];
+    ir_type t = {.dtype = IR_I8, .rank = 6};
+    int64_t packed[6] = {M / cb, CB, d[2].v, d[3].v, ib, cb};
+    for (int i = 0; i < 6; i++)
+        t.dims[i] = ir_dim_const(packed[i]);
+    ir_type bt = {.dtype = IR_I32, .rank = 2, .dims = {ir_dim_const(M / cb), ir_dim_const(cb)}};
+    *pw = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_nchwc", buf, sizeof buf), &t, NULL, L->c->diag);
+    *pb = *pw ? ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_nchwc_zp", buf, sizeof buf), &bt, NULL,
+                                   L->c->diag)
+              : NULL;
+    if (!*pb)
+        return -1;
+    int8_t *dst = (*pw)->cval.data;
+    int32_t *bias = (*pb)->cval.data;
+    memset(dst, 0, (size_t)(*pw)->cval.nbytes); /* the lanes past C (an image's 4th) */
+    for (int64_t m = 0; m < M; m++) {
+        int64_t sum = 0;
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t k = 0; k < taps; k++) {
+                int8_t v = (int8_t)(ir_tensor_getf(&w->cval, (m * C + c) * taps + k) - w_zero(wzv, m));
+                int64_t l = c % ib, tap = ((m / cb) * CB + c / ib) * taps + k;
+                dst[(tap * (ib / 4) + l / 4) * cb * 4 + (m % cb) * 4 + l % 4] = v;
+                sum += v;
+            }
+        int64_t b = -xz * sum;
+        if (b < INT32_MIN || b > INT32_MAX)
+            return ir_errorf(L->c->diag, "layout: the zero-point term of '%s' overflows i32", w->name);
+        bias[m] = (int32_t)b;
+    }
+    return 0;
+}
+
+/* The input of a blocked integer conv: x's twin (or x reordered), padded
+ * with the zero point; for an image (C < 4 channels, not a multiple of the
+ * block) x NCHW padded to ib = 4 channels and the spatial pads at once,
+ * then read as one block of 4 lanes. */
+static ir_value *int_conv_input(lay *L, ir_value *x, const int64_t *pads, int64_t xz, int64_t ib)
+{
+    bool pad = pads[0] || pads[1] || pads[2] || pads[3];
+    int64_t C = x->type.dims[1].v;
+    bool image = C % L->cb != 0;
+    if (!image)
+        x = to_blocked(L, x);
+    if (!x || (!pad && !image))
+        return x;
+    /* padded with the zero point, so those terms cancel */
+    int64_t pp[10] = {0, 0, pads[0], pads[1], 0, 0, 0, pads[2], pads[3], 0};
+    if (image) {
+        int64_t p4[8] = {0, 0, pads[0], pads[1], 0, ib - C, pads[2], pads[3]};
+        memcpy(pp, p4, sizeof p4);
+    }
+    ir_value *pv = i64_const(L, x->name, "_pads", pp, image ? 8 : 10);
+    uint8_t z = (uint8_t)xz;
+    char buf[256];
+    ir_type zt = {.dtype = IR_U8, .rank = 0};
+    ir_value *zv = pv ? ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, x->name, "_pad_value", buf, sizeof buf),
+                                           &zt, &z, L->c->diag)
+                      : NULL;
+    ir_value *in[3] = {x, pv, zv};
+    ir_node *pn = zv ? add_node(L, IR_OP_PAD, x->name, "_pad", 3, in, NULL) : NULL;
+    if (!pn || infer(L, pn) < 0)
+        return NULL;
+    x = pn->out[0];
+    if (!image)
+        return x;
+    const ir_dim *d = x->type.dims;
+    int64_t s5[5] = {d[0].v, 1, ib, d[2].v, d[3].v};
+    static const int64_t perm[5] = {0, 1, 3, 4, 2};
+    ir_value *r = reshape(L, x, s5, 5, NULL);
+    return r ? transpose(L, r, perm, 5, NULL) : NULL;
+}
+
+static int convert_conv_int(lay *L, ir_node *n, const int64_t *pads, const int64_t *s, const int64_t *dl, int64_t xz,
+                            int64_t ib)
+{
+    ir_value *x = int_conv_input(L, n->in[0], pads, xz, ib), *w, *b;
+    if (!x || pack_int_weights(L, n->in[1], n->nin > 3 ? n->in[3] : NULL, xz, ib, &w, &b) < 0)
+        return -1;
+    static const int64_t zero[4] = {0};
+    ir_value *in[3] = {x, w, b};
+    ir_node *c = add_node(L, IR_OP_CONV_NCHWC, n->out[0]->name, "_nchwc", 3, in, NULL);
+    if (!c)
+        return -1;
+    c->name = n->name;
+    if (ir_node_set_ints(L->g, c, "strides", s, 2) < 0 || ir_node_set_ints(L->g, c, "pads", zero, 4) < 0 ||
+        ir_node_set_ints(L->g, c, "dilations", dl, 2) < 0 || ir_node_set_int(L->g, c, "packed_k", 4) < 0)
         return ir_errorf(L->c->diag, "out of memory");
     if (infer(L, c) < 0)
         return -1;
@@ -727,14 +908,17 @@ int pass_layout(pass_ctx *c)
         return ir_errorf(c->diag, "layout: block %lld is too large", (long long)L.cb);
     L.pad = pass_opt_int(c, "pad", 1) != 0;
     L.min_k = pass_opt_int(c, "min-k", 1);
+    L.int8 = pass_opt_int(c, "int8", 1);
     int rc = 0, n0 = c->g->nnodes;
     for (int i = 0; i < n0 && rc == 0; i++) {
         ir_node *n = c->g->nodes[i];
         if (n->dead || n->group)
             continue;
-        int64_t pads[4], s[2], dl[2], ib;
+        int64_t pads[4], s[2], dl[2], ib, xz;
         if (conv_ok(&L, n, pads, s, dl, &ib))
             rc = convert_conv(&L, n, pads, s, dl, ib);
+        else if (conv_int_ok(&L, n, pads, s, dl, &xz, &ib))
+            rc = convert_conv_int(&L, n, pads, s, dl, xz, ib);
         else if (dw_ok(&L, n, pads, s, dl))
             rc = convert_dw(&L, n, pads, s, dl);
         else if (ir_ops[n->op].flags & IR_F_ELEMWISE)
