@@ -171,6 +171,8 @@ echo "== MatMulInteger on i8 weights packed in quads of k (the VNNI quad kernel 
 python3 tests/models/int8_packed.py build/icc
 echo "== ConvInteger on the VNNI quad kernel (hosts with AVX512-VNNI; x86-64-v3 on the pair kernel) vs the interpreter, exact (build)"
 python3 tests/models/int8_conv_quads.py build/icc
+echo "== ConvInteger on blocked NCHWc data at -O3 (the quad kernel on hosts with AVX512-VNNI, requantization fused; x86-64-v3 stays NCHW) vs the interpreter, exact (build)"
+python3 tests/models/int8_conv_blocked.py build/icc
 echo "== int8 and int8-dynamic vs fp32 (cosine), interpreter vs compiled on the rewritten graph (build)"
 python3 tests/models/int8_accuracy.py build/icc
 echo "== the Python package: pip install ./python, its tests vs ONNX Runtime (build)"
