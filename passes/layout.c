@@ -11,7 +11,11 @@
  * already is: a Reshape to [N, C, H, W, 1] and weights [M/cb, C, kh, kw,
  * 1, cb]. A depthwise Conv (group = C = M, C a multiple of cb) becomes
  * ConvDwNCHWc (ir/ref/conv_dw_blocked.c) with weights [C/cb, kh, kw, cb]
- * and its pads kept (its kernel masks them, so no Pad copy is made).
+ * and its pads kept (its kernel masks them, so no Pad copy is made). A
+ * ConvInteger (u8 x, constant weights and zero points; convert_conv_int
+ * below) becomes the integer form of ConvNCHWc on targets with 512-bit
+ * VNNI, so a quantized CNN's requantizing elementwise chains, pools and
+ * residual adds run blocked between its convs too.
  * The reorders are plain IR: to blocked is Reshape [N, C/cb, cb,
  * H, W] + Transpose [0,1,3,4,2], from blocked Transpose [0,1,4,2,3] +
  * Reshape, so the interpreter and backend run them as they are.
@@ -48,6 +52,7 @@
  */
 #include "passes/pass.h"
 #include "codegen/schedule.h"
+#include "passes/precision.h"
 #include "ir/ops.h"
 #include "ir/ref/nn.h"
 
@@ -336,15 +341,18 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
  * over a whole window is a constant per output channel, B = -xz *
  * sum(w'[m]), and the input is padded with xz itself (an explicit Pad,
  * always), whose terms then cancel as ConvInteger's padding requires.
+ * When some w - wz leaves i8 (u8 weights with zero point 0, say), W holds
+ * w' = w - 128 (u8) or w (i8) instead, always an i8, and the shift s[m] =
+ * w - wz - w' times the window's sum of x is added (add_window_sums).
  * Eligible: 2-D, group 1, static u8 X with channels a multiple of cb, or
  * fewer than 4 (an image's 3: padded with xz to one block of 4 lanes, ib =
- * 4, before it is reordered), constant u8 or i8 W with M a multiple of cb and a
- * constant w zero point (absent, scalar or per channel) that leave every
- * w' in i8 (symmetric i8 weights; u8 ones with zero point 128, or below
- * 128 with 0), a constant scalar (or absent) x zero point, on a target
- * whose 512-bit VNNI the blocked kernel uses
- * (cg_schedule_int8_packed_quads; option int8=2: any target, int8=0:
- * none). */
+ * 4, before it is reordered), constant u8 or i8 W (or computed from
+ * constants: materialize_int_weights) with M a multiple of cb and a
+ * constant w zero point (absent, scalar or per channel), a constant
+ * scalar (or absent) x zero point, on a target whose 512-bit VNNI the
+ * blocked kernel uses (cg_schedule_int8_packed_quads; option int8=2: any
+ * target, int8=0: none); shifted, a window of at most 2^14 lanes. */
+
 /* The w zero point of output channel m (constant: scalar or per channel;
  * absent: 0). */
 static double w_zero(const ir_value *wzv, int64_t m)
@@ -352,8 +360,17 @@ static double w_zero(const ir_value *wzv, int64_t m)
     return wzv ? ir_tensor_getf(&wzv->cval, wzv->cval.numel == 1 ? 0 : m) : 0;
 }
 
+/* What W stores for weight w of output channel m, w' = w - c, and the
+ * shift s[m] = c - wz[m] left over (w - wz = w' + s): c = wz[m] when
+ * every w - wz fits i8 (s = 0); otherwise c = 128 for u8 weights, 0 for
+ * i8, so that w' is always an i8. */
+static double w_center(const ir_value *w, const ir_value *wzv, bool shift, int64_t m)
+{
+    return shift ? (w->type.dtype == IR_U8 ? 128 : 0) : w_zero(wzv, m);
+}
+
 static bool conv_int_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl, int64_t *xz,
-                        int64_t *ib)
+                        int64_t *ib, bool *shift)
 {
     if (n->op != IR_OP_CONV_INTEGER || n->nin < 2 || n->nout != 1 || ir_attr_int(n, "group", 1) != 1 ||
         L->cb % 4 || !L->int8 || (L->int8 == 1 && (!L->c->target || !cg_schedule_int8_packed_quads(L->c->target))))
@@ -376,13 +393,18 @@ static bool conv_int_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *
         w->type.dims[2].v * w->type.dims[3].v < L->min_k ||
         (wzv && (wzv->kind != IR_VAL_CONST || (wzv->cval.numel != 1 && wzv->cval.numel != M))))
         return false;
-    /* every w - wz must be an i8 */
+    /* w - wz in i8 everywhere, or shifted (w_shift) */
     int64_t per = w->cval.numel / M;
-    for (int64_t i = 0; i < w->cval.numel; i++) {
+    *shift = false;
+    for (int64_t i = 0; i < w->cval.numel && !*shift; i++) {
         double v = ir_tensor_getf(&w->cval, i) - w_zero(wzv, i / per);
-        if (v < -128 || v > 127)
-            return false;
+        *shift = v < -128 || v > 127;
     }
+    /* shifted, |s| <= 383 times the window's sum of u8 x must stay far
+     * from i32's range */
+    int64_t ktot = (C + *ib - 1) / *ib * *ib * w->type.dims[2].v * w->type.dims[3].v;
+    if (*shift && ktot > (INT64_C(1) << 14))
+        return false;
     icc_diag d;
     nn_window win;
     ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
@@ -404,12 +426,12 @@ static bool conv_int_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *
     return true;
 }
 
-/* W - wz [M, C, kh, kw] (conv_int_ok checked that it fits i8) as i8
- * [M/cb, C/cb, kh, kw, cb, cb] with each tap's [cb, cb] matrix in quads of
- * input lanes, and B = -xz * sum(w[m] - wz[m]) as [M/cb, cb] (i32); both
- * constants. */
-static int pack_int_weights(lay *L, ir_value *w, const ir_value *wzv, int64_t xz, int64_t ib, ir_value **pw,
-                            ir_value **pb)
+/* W' = w - c [M, C, kh, kw] (w_center) as i8 [M/cb, C/ib, kh, kw, ib, cb]
+ * with each tap's [ib, cb] matrix in quads of input lanes, and B =
+ * -xz * (sum(w'[m]) + s[m] * the window's lanes) as [M/cb, cb] (i32);
+ * both constants. */
+static int pack_int_weights(lay *L, ir_value *w, const ir_value *wzv, int64_t xz, int64_t ib, bool shift,
+                            ir_value **pw, ir_value **pb)
 {
     const ir_dim *d = w->type.dims;
     int64_t cb = L->cb, M = d[0].v, C = d[1].v, taps = d[2].v * d[3].v, CB = (C + ib - 1) / ib;
@@ -432,12 +454,15 @@ static int pack_int_weights(lay *L, ir_value *w, const ir_value *wzv, int64_t xz
         int64_t sum = 0;
         for (int64_t c = 0; c < C; c++)
             for (int64_t k = 0; k < taps; k++) {
-                int8_t v = (int8_t)(ir_tensor_getf(&w->cval, (m * C + c) * taps + k) - w_zero(wzv, m));
+                int8_t v = (int8_t)(ir_tensor_getf(&w->cval, (m * C + c) * taps + k) - w_center(w, wzv, shift, m));
                 int64_t l = c % ib, tap = ((m / cb) * CB + c / ib) * taps + k;
                 dst[(tap * (ib / 4) + l / 4) * cb * 4 + (m % cb) * 4 + l % 4] = v;
                 sum += v;
             }
-        int64_t b = -xz * sum;
+        /* shifted: - s[m] xz once per lane of the window (the padded
+         * lanes too: they hold xz, and the window sums count them) */
+        int64_t sm = (int64_t)(w_center(w, wzv, shift, m) - w_zero(wzv, m));
+        int64_t b = -xz * sum - sm * xz * CB * ib * taps;
         if (b < INT32_MIN || b > INT32_MAX)
             return ir_errorf(L->c->diag, "layout: the zero-point term of '%s' overflows i32", w->name);
         bias[m] = (int32_t)b;
@@ -485,25 +510,95 @@ static ir_value *int_conv_input(lay *L, ir_value *x, const int64_t *pads, int64_
     return r ? transpose(L, r, perm, 5, NULL) : NULL;
 }
 
-static int convert_conv_int(lay *L, ir_node *n, const int64_t *pads, const int64_t *s, const int64_t *dl, int64_t xz,
-                            int64_t ib)
+/* An integer ConvNCHWc of x (blocked, padded), weights w and bias b (or
+ * NULL) with n's strides and dilations. */
+static ir_value *int_conv(lay *L, ir_node *n, ir_value *x, ir_value *w, ir_value *b, const int64_t *s,
+                          const int64_t *dl, const char *suffix)
 {
-    ir_value *x = int_conv_input(L, n->in[0], pads, xz, ib), *w, *b;
-    if (!x || pack_int_weights(L, n->in[1], n->nin > 3 ? n->in[3] : NULL, xz, ib, &w, &b) < 0)
-        return -1;
     static const int64_t zero[4] = {0};
     ir_value *in[3] = {x, w, b};
-    ir_node *c = add_node(L, IR_OP_CONV_NCHWC, n->out[0]->name, "_nchwc", 3, in, NULL);
+    ir_node *c = add_node(L, IR_OP_CONV_NCHWC, n->out[0]->name, suffix, b ? 3 : 2, in, NULL);
     if (!c)
-        return -1;
+        return NULL;
     c->name = n->name;
     if (ir_node_set_ints(L->g, c, "strides", s, 2) < 0 || ir_node_set_ints(L->g, c, "pads", zero, 4) < 0 ||
         ir_node_set_ints(L->g, c, "dilations", dl, 2) < 0 || ir_node_set_int(L->g, c, "packed_k", 4) < 0)
-        return ir_errorf(L->c->diag, "out of memory");
-    if (infer(L, c) < 0)
+        return ir_errorf(L->c->diag, "out of memory"), NULL;
+    return infer(L, c) == 0 ? c->out[0] : NULL;
+}
+
+/* Shifted weights (w_center): s[m] times the window's sum of x, added to
+ * the conv's result y. The sum is one more integer ConvNCHWc of x, one
+ * output block of all-one weights (each of its cb lanes the same sum),
+ * which broadcasts against s laid out [M/cb, 1, 1, cb]: 1/(M/cb) more
+ * dot products; the Mul and Add join the conv's kernel as its epilogue. */
+static ir_value *add_window_sums(lay *L, ir_node *n, ir_value *x, ir_value *y, const int64_t *s, const int64_t *dl)
+{
+    ir_value *w = n->in[1], *wzv = n->nin > 3 ? n->in[3] : NULL;
+    const ir_dim *wd = w->type.dims, *xd = x->type.dims;
+    int64_t cb = L->cb, M = wd[0].v;
+    char buf[256];
+    ir_type ot = {.dtype = IR_I8, .rank = 6};
+    int64_t od[6] = {1, xd[1].v, wd[2].v, wd[3].v, xd[4].v, cb};
+    for (int i = 0; i < 6; i++)
+        ot.dims[i] = ir_dim_const(od[i]);
+    ir_type st = {.dtype = IR_I32, .rank = 4, .dims = {ir_dim_const(M / cb), ir_dim_const(1), ir_dim_const(1),
+                                                      ir_dim_const(cb)}};
+    ir_value *ones = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_ones", buf, sizeof buf), &ot, NULL,
+                                        L->c->diag);
+    ir_value *sv = ones ? ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_shift", buf, sizeof buf), &st,
+                                             NULL, L->c->diag)
+                        : NULL;
+    if (!sv)
+        return NULL;
+    memset(ones->cval.data, 1, (size_t)ones->cval.nbytes);
+    int32_t *sp = sv->cval.data;
+    for (int64_t m = 0; m < M; m++)
+        sp[m] = (int32_t)(w_center(w, wzv, true, m) - w_zero(wzv, m));
+    ir_value *sum = int_conv(L, n, x, ones, NULL, s, dl, "_window_sum");
+    ir_value *mi[2] = {sum, sv};
+    ir_node *mul = sum ? add_node(L, IR_OP_MUL, n->out[0]->name, "_shifted", 2, mi, NULL) : NULL;
+    if (!mul || infer(L, mul) < 0)
+        return NULL;
+    ir_value *ai[2] = {y, mul->out[0]};
+    ir_node *add = add_node(L, IR_OP_ADD, n->out[0]->name, "_nchwc", 2, ai, NULL);
+    return add && infer(L, add) == 0 ? add->out[0] : NULL;
+}
+
+/* A ConvInteger's weights computed from constants that fold left alone
+ * (over its size limit: ORT's QDQ form of a model whose weights are a
+ * ConstantOfShape quantizes them at run time) are evaluated here
+ * (icc_precision_materialize), so conv_int_ok can pack them; the chain
+ * that computed them is left to dce. */
+static int materialize_int_weights(lay *L, ir_node *n)
+{
+    ir_value *w = n->nin > 1 ? n->in[1] : NULL;
+    if (n->op != IR_OP_CONV_INTEGER || !w || w->kind != IR_VAL_NODE || !ir_type_is_static(&w->type) || !L->int8 ||
+        (L->int8 == 1 && (!L->c->target || !cg_schedule_int8_packed_quads(L->c->target))))
+        return 0;
+    int budget = 8;
+    bool err = false;
+    ir_value *k = icc_precision_materialize(L->c, w, &budget, &err);
+    if (!k)
+        return err ? -1 : 0;
+    n->in[1] = k;
+    L->c->changed = true;
+    return 0;
+}
+
+static int convert_conv_int(lay *L, ir_node *n, const int64_t *pads, const int64_t *s, const int64_t *dl, int64_t xz,
+                            int64_t ib, bool shift)
+{
+    ir_value *x = int_conv_input(L, n->in[0], pads, xz, ib), *w, *b;
+    if (!x || pack_int_weights(L, n->in[1], n->nin > 3 ? n->in[3] : NULL, xz, ib, shift, &w, &b) < 0)
+        return -1;
+    ir_value *y = int_conv(L, n, x, w, b, s, dl, shift ? "_dot" : "_nchwc");
+    if (y && shift)
+        y = add_window_sums(L, n, x, y, s, dl);
+    if (!y)
         return -1;
     L->convs++;
-    return finish(L, n, c->out[0]);
+    return finish(L, n, y);
 }
 
 /* ---- depthwise Conv ---------------------------------------------------------- */
@@ -915,10 +1010,15 @@ int pass_layout(pass_ctx *c)
         if (n->dead || n->group)
             continue;
         int64_t pads[4], s[2], dl[2], ib, xz;
+        bool shift;
+        if (materialize_int_weights(&L, n) < 0) {
+            rc = -1;
+            break;
+        }
         if (conv_ok(&L, n, pads, s, dl, &ib))
             rc = convert_conv(&L, n, pads, s, dl, ib);
-        else if (conv_int_ok(&L, n, pads, s, dl, &xz, &ib))
-            rc = convert_conv_int(&L, n, pads, s, dl, xz, ib);
+        else if (conv_int_ok(&L, n, pads, s, dl, &xz, &ib, &shift))
+            rc = convert_conv_int(&L, n, pads, s, dl, xz, ib, shift);
         else if (dw_ok(&L, n, pads, s, dl))
             rc = convert_dw(&L, n, pads, s, dl);
         else if (ir_ops[n->op].flags & IR_F_ELEMWISE)

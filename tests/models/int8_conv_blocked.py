@@ -11,13 +11,15 @@ fused; W holds w - wz. For each model here (zero points or none, padded, strided
 1x1, 5x5, a batch of 2, a two-conv chain requantized to u8 in between the
 way a QDQ model is, an image's 3 channels and 1 (padded to one block of 4
 lanes), w zero points (per channel or scalar, i8 or u8 weights) that keep
-w - wz in i8, and three that must stay NCHW: w - wz outside i8 (i8 and
-u8 weights), and 5 channels):
+w - wz in i8, and ones that do not: then W holds w - 128 (u8) or w (i8) and
+s[m] = 128 - wz[m] (or -wz[m]) times each window's sum of x, a second
+integer ConvNCHWc of all-one weights, is added in the epilogue; and 5
+channels, which stay NCHW):
   - the compiled output equals the interpreter's on the original graph
     exactly (i32 sums; the chain's u8 requantization is the same f32
     arithmetic);
   - on a host whose /proc/cpuinfo has avx512_vnni the optimized IR has the
-    expected number of integer ConvNCHWc nodes and the kernels use
+    expected number of integer ConvNCHWc nodes (2 when shifted) and the kernels use
     dpbusd_quads; for -march=x86-64-v3 none is blocked, and it is exact too.
 
     python3 tests/models/int8_conv_blocked.py build/icc
@@ -97,10 +99,12 @@ CASES = [
     ("dilated_5x5", dict(c=16, m=16, hw=19, k=5, zx=31, pad=4, dil=2), 1),
     ("wide_rows", dict(c=16, m=32, hw=41, k=3, zx=1), 1),
     ("qdq_chain", dict(c=32, m=32, hw=20, k=3, zx=17, chain=True), 2),
-    ("zw_past_i8_stays", dict(c=16, m=16, hw=9, k=3, zx=3, zw="nonzero"), 0),
     ("zw_within_i8", dict(c=16, m=16, hw=9, k=3, zx=3, zw="nonzero", wlim=120), 1),
     ("u8_w_zp128", dict(c=32, m=16, hw=11, k=3, zx=60, zw="scalar", wu8=True, wlim=120), 1),
-    ("u8_w_past_i8_stays", dict(c=16, m=16, hw=11, k=3, zx=60, zw="zero", wu8=True), 0),
+    ("zw_shifted", dict(c=16, m=32, hw=9, k=3, zx=3, zw="nonzero"), 2),
+    ("u8_w_zp0_shifted", dict(c=16, m=16, hw=11, k=3, zx=60, zw="zero", wu8=True), 2),
+    ("u8_w_shifted_strided", dict(c=32, m=48, hw=15, k=3, zx=200, zw="nonzero", wu8=True, stride=2), 2),
+    ("u8_w_shifted_image", dict(c=3, m=32, hw=30, k=7, zx=9, zw="zero", wu8=True, stride=2, pad=3), 2),
     ("image_3x3", dict(c=3, m=16, hw=33, k=3, zx=4, stride=2), 1),
     ("image_7x7_stem", dict(c=3, m=32, hw=40, k=7, zx=128, stride=2, pad=3), 1),
     ("one_channel", dict(c=1, m=16, hw=12, k=3, zx=0), 1),
