@@ -48,8 +48,9 @@ bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const i
  * it loads. */
 bool icc_precision_half_weight(const ir_node *n, int i);
 /* Whether a fused group whose root has dtype root may be anchored by
- * `anchor` of another output dtype: any root over an integer ConvNCHWc
- * (i32 sums, requantized in the epilogue), or a bf16 root over an f32 contraction
+ * `anchor` of another output dtype: any root over an integer ConvNCHWc or
+ * a MatMulInteger (i32 sums, requantized in the epilogue), or a bf16 root
+ * over an f32 contraction
  * that the pack-b pass gave bf16 pairs (packed_k = 2), whose pair kernel
  * keeps the sums in registers and rounds them once at the store, so the
  * group may write the next contraction's bf16 activation itself. Shared
@@ -61,9 +62,11 @@ static inline bool icc_precision_narrow_root(const ir_node *anchor, ir_dtype roo
     if (anchor->nout != 1)
         return false;
     /* or any root over the integer ConvNCHWc (the layout pass's blocked
-     * ConvInteger): its quad kernel keeps the i32 sums in registers and
-     * the epilogue requantizes them (to u8, typically) at the store */
-    if (anchor->op == IR_OP_CONV_NCHWC && anchor->out[0]->type.dtype == IR_I32)
+     * ConvInteger) or MatMulInteger: their kernels keep the i32 sums in
+     * registers and the epilogue requantizes them (to u8, typically) at
+     * the store */
+    if ((anchor->op == IR_OP_CONV_NCHWC || anchor->op == IR_OP_MATMUL_INTEGER) &&
+        anchor->out[0]->type.dtype == IR_I32)
         return true;
     return root == IR_BF16 && anchor->out[0]->type.dtype == IR_F32 && ir_attr_int(anchor, "packed_k", 1) == 2;
 }

@@ -1148,7 +1148,7 @@ static int lower_matmul_integer(lctx *c)
     kir_expr *nv = kir_op2(k, KIR_ADD, IR_I32, kir_acc(k, acc), kir_op2(k, KIR_MUL, IR_I32, av, bv));
     if (!kir_acc_set(k, &lk->body, acc, nv))
         return -1;
-    return kir_store(k, body, c->out, ov, kir_acc(k, acc)) ? 0 : -1;
+    return kir_store(k, body, c->out, ov, lw_to_out(c, lower_epi(c, kir_acc(k, acc), ov))) ? 0 : -1;
 }
 
 /* ---- the family ------------------------------------------------------------ */
