@@ -10,8 +10,9 @@
  *
  * Fork/join is what makes small kernels lose from threads, so it avoids
  * the kernel where it can:
- *  - After a job a worker polls for the next one for spin_ns (a few µs,
- *    ICC_SPIN_US) before it blocks on `wake`: back-to-back kernels then
+ *  - After a job a worker polls for the next one for spin_ns (50 µs by
+ *    default, ICC_SPIN_US: long enough to bridge a model's short serial
+ *    kernels, docs/runtime.md) before it blocks on `wake`: back-to-back kernels then
  *    start without a futex wake. The poll is bounded because on a
  *    shared, oversubscribed machine a spinning thread takes the CPU the
  *    caller's other threads need; after a run returns every worker is
@@ -66,7 +67,7 @@ int rt_default_threads(char *err, size_t errlen)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-enum { SPIN_US_DEFAULT = 5, SPIN_US_MAX = 1000000 };
+enum { SPIN_US_DEFAULT = 50, SPIN_US_MAX = 1000000 };
 
 int rt_spin_us(char *err, size_t errlen)
 {
