@@ -7,6 +7,7 @@
  * (passes/quantize.c).
  */
 #include "passes/pass.h"
+#include "codegen/schedule.h"
 #include "ir/ops.h"
 #include "ir/ref/interp.h"
 
@@ -325,6 +326,97 @@ static int materialize_weights(pass_ctx *c, const icc_precision_opts *o)
     return 0;
 }
 
+/* A new constant of type t named after base with suffix, zero-filled. */
+static ir_value *zero_const(pass_ctx *c, const char *base, const char *suffix, const ir_type *t)
+{
+    char buf[256];
+    ir_value *v = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, base, suffix, buf, sizeof buf), t, NULL, c->diag);
+    if (v)
+        memset(v->cval.data, 0, (size_t)v->cval.nbytes);
+    return v;
+}
+
+/* bf16 on a target with vdpbf16ps: a blocked conv over an image's few
+ * channels, one lane per block (the layout pass's [N, C, H, W, 1], C <=
+ * 8), has no pair kernel (an odd lane count), so it is re-blocked as one
+ * block of C rounded up to even lanes (ResNet-50's 7x7 stem: 3 -> 4 lanes,
+ * one of them zero): X is Transposed to [N, 1, H, W, C] and zero-padded in
+ * its lanes by the same Pad that pads it spatially, W re-laid out as [M/mb,
+ * 1, kh, kw, C', mb] with zero weights for the added lanes. lower_half
+ * then rounds and pairs it as any other conv. */
+static int reblock_images(pass_ctx *c, const icc_precision_opts *o)
+{
+    ir_graph *g = c->g;
+    int nn = g->nnodes;
+    for (int k = 0; k < nn; k++) {
+        ir_node *n = g->nodes[k];
+        if (n->dead || n->op != IR_OP_CONV_NCHWC || n->nin < 2 || !c->target || !cg_schedule_bf16_pairs(c->target) ||
+            !rounds_activation(c, o, n) || icc_precision_keeps(o, g, n))
+            continue;
+        ir_value *x = n->in[0], *w = n->in[1];
+        const int64_t *op;
+        if (x->type.rank != 5 || !ir_type_is_static(&x->type) || x->type.dims[4].v != 1 || x->type.dims[1].v > 8 ||
+            w->kind != IR_VAL_CONST || w->type.dtype != IR_F32 || w->type.rank != 6 ||
+            ir_attr_int(n, "packed_k", 1) != 1 || (ir_attr_ints(n, "pads", &op) == 4 && (op[0] || op[1] || op[2] || op[3])))
+            continue;
+        ir_node *pad = zero_pad(x);
+        ir_value *pv = pad ? pad->in[1] : NULL;
+        if (pad && (!pv || pv->kind != IR_VAL_CONST || pv->cval.numel != 10 || pv->type.dtype != IR_I64))
+            continue;
+        ir_value *src = pad ? pad->in[0] : x;
+        const ir_dim *wd = w->type.dims;
+        int64_t C = x->type.dims[1].v, CL = (C + 1) / 2 * 2, MB = wd[0].v, KH = wd[2].v, KW = wd[3].v, ML = wd[5].v;
+        /* X: [N, C, H, W, 1] -> [N, 1, H, W, C], padded (lanes to CL) */
+        char buf[256];
+        const char *tn = ir_graph_fresh_name(g, src->name, ".lanes", buf, sizeof buf);
+        ir_node *t = ir_graph_add_node(g, IR_OP_TRANSPOSE, "", 1, &src, 1, &tn, c->diag);
+        if (!t || ir_node_set_ints(g, t, "perm", (const int64_t[]){0, 4, 2, 3, 1}, 5) < 0 ||
+            ir_infer_node(t, c->diag) < 0)
+            return t ? ir_errorf(c->diag, "out of memory") : -1;
+        ir_type pt = {.dtype = IR_I64, .rank = 1, .dims = {ir_dim_const(10)}};
+        ir_value *pads = zero_const(c, src->name, ".lanes_pads", &pt);
+        if (!pads)
+            return -1;
+        int64_t *pp = pads->cval.data;
+        if (pv)
+            memcpy(pp, pv->cval.data, sizeof(int64_t) * 10);
+        pp[9] += CL - C;
+        ir_value *pin[2] = {t->out[0], pads};
+        const char *pn = ir_graph_fresh_name(g, src->name, ".lanes_pad", buf, sizeof buf);
+        ir_node *p2 = ir_graph_add_node(g, IR_OP_PAD, n->name, 2, pin, 1, &pn, c->diag);
+        if (!p2 || ir_infer_node(p2, c->diag) < 0)
+            return -1;
+        /* W: [MB, C, kh, kw, 1, ML] -> [MB, 1, kh, kw, CL, ML] */
+        ir_type wt = w->type;
+        wt.dims[1] = ir_dim_const(1);
+        wt.dims[4] = ir_dim_const(CL);
+        ir_value *w2 = zero_const(c, w->name, ".lanes", &wt);
+        if (!w2)
+            return -1;
+        const float *ws = w->cval.data;
+        float *wq = w2->cval.data;
+        for (int64_t mb = 0; mb < MB; mb++)
+            for (int64_t ci = 0; ci < C; ci++)
+                for (int64_t tap = 0; tap < KH * KW; tap++)
+                    memcpy(wq + ((mb * KH * KW + tap) * CL + ci) * ML, ws + ((mb * C + ci) * KH * KW + tap) * ML,
+                           sizeof(float) * (size_t)ML);
+        n->in[0] = p2->out[0];
+        n->in[1] = w2;
+        if (ir_infer_node(n, c->diag) < 0)
+            return -1;
+        if (pad && ir_value_count_uses(g, pad->out[0]) == 0) {
+            ir_node_erase(pad);
+            if (ir_value_count_uses(g, pv) == 0)
+                ir_value_erase(pv);
+        }
+        if (ir_value_count_uses(g, w) == 0)
+            ir_value_erase(w);
+        c->changed = true;
+        pass_stat(c, "image convs re-blocked to even lanes", 1);
+    }
+    return 0;
+}
+
 /* bf16/fp16: the f32 constant weight W of each contraction not kept in
  * fp32 becomes a constant W.bf16 (rounded to nearest even) read through
  * Cast(to=f32). One narrow constant per weight, one Cast per contraction
@@ -338,7 +430,7 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
     ir_graph *g = c->g;
     ir_dtype hd = o->mode == ICC_PREC_BF16 ? IR_BF16 : IR_F16;
     const char *suffix = o->mode == ICC_PREC_BF16 ? ".bf16" : ".fp16";
-    if (materialize_weights(c, o) < 0)
+    if (materialize_weights(c, o) < 0 || (hd == IR_BF16 && reblock_images(c, o) < 0))
         return -1;
     int nv = g->nvalues, nn = g->nnodes, rc = -1;
     ir_value **half = calloc((size_t)nv + 1, sizeof *half);

@@ -16,9 +16,10 @@ and chains of Convs with a residual Add):
     single Convs within max error / max |output| <= 1e-5 (only the order of
     the f32 sums differs); chains within 2e-3 (an intermediate activation one
     bf16 step apart where the two orders round differently);
-  - on a host whose /proc/cpuinfo has avx512_bf16 the Convs with an even
-    count of input lanes per block run on the pair kernel (dpbf16_pairs in
-    --emit=kernels); elsewhere not, with the same results;
+  - on a host whose /proc/cpuinfo has avx512_bf16 the Convs run on the pair
+    kernel (dpbf16_pairs in --emit=kernels), an image's 3 or 1 channels
+    re-blocked as one block of 4 or 2 lanes; elsewhere not, with the same
+    results;
   - compiled for -march=x86-64-v3 (no vdpbf16ps) the results match too, and
     the IR packed in pairs for -march=znver4 compiled for x86-64-v3 (the f32
     kernel reading packed_k = 2 weights) as well.
@@ -81,7 +82,8 @@ CASES = [
     ("1x1_flat", (dict(c=64, m=48, hw=14, k=1), True)),
     ("1x1_stride2", (dict(c=32, m=32, hw=15, k=1, stride=2), True)),
     ("5x5_unpadded", (dict(c=16, m=16, hw=12, k=5, pad=0), True)),
-    ("image_3ch", (dict(c=3, m=32, hw=33, stride=2), False)),
+    ("image_3ch", (dict(c=3, m=32, hw=33, stride=2), True)),
+    ("image_1ch_7x7", (dict(c=1, m=16, hw=30, k=7, stride=2, pad=3), True)),
     ("wide_rows", (dict(c=16, m=16, hw=61), True)),
     ("not_blocked", (dict(c=24, m=40, hw=11), False)),  # 24 channels: layout leaves it NCHW
     ("batch2", (dict(c=32, m=32, hw=9, batch=2), True)),
