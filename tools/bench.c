@@ -569,6 +569,13 @@ int icc_bench_peak_parse(const char *json, icc_bench_peak *p)
         if (!json_number(json, "read_gbs_per_core", level_names[i], &p->read_core[i]) ||
             !json_number(json, "read_gbs_all_cores", level_names[i], &p->read_all[i]))
             return -1;
+    /* optional (null or absent: 0) */
+    if (!json_number(json, NULL, "int8_gops_vnni", &p->int8_core) ||
+        !json_number(json, NULL, "int8_gops_vnni_all_cores", &p->int8_all))
+        p->int8_core = p->int8_all = 0;
+    if (!json_number(json, NULL, "bf16_gflops", &p->bf16_core) ||
+        !json_number(json, NULL, "bf16_gflops_all_cores", &p->bf16_all))
+        p->bf16_core = p->bf16_all = 0;
     return 0;
 }
 
@@ -746,6 +753,41 @@ __attribute__((target("avx512f"))) static double fma_avx512(int64_t iters)
     return (double)_mm512_reduce_add_ps(s);
 }
 
+/* vpdpbusd chains (16 lanes x 4 byte pairs per instruction) and vdpbf16ps
+ * ones (16 lanes x 2 bf16 pairs), as independent as the FMA ones. */
+__attribute__((target("avx512f,avx512vnni"))) static double vnni_avx512(int64_t iters)
+{
+    __m512i a[16], b = _mm512_set1_epi32(0x01010101), c = _mm512_set1_epi32(0x01020304);
+    for (int i = 0; i < 16; i++)
+        a[i] = _mm512_set1_epi32(i);
+    for (int64_t k = 0; k < iters; k++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            a[i] = _mm512_dpbusd_epi32(a[i], b, c);
+    }
+    __m512i s = a[0];
+    for (int i = 1; i < 16; i++)
+        s = _mm512_add_epi32(s, a[i]);
+    return (double)_mm512_reduce_add_epi32(s);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static double bf16_avx512(int64_t iters)
+{
+    __m512 a[16];
+    __m512bh b = (__m512bh)_mm512_set1_epi32(0x3f7f3f7f), c = (__m512bh)_mm512_set1_epi32(0x33d633d6);
+    for (int i = 0; i < 16; i++)
+        a[i] = _mm512_set1_ps(1.0f + (float)i);
+    for (int64_t k = 0; k < iters; k++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            a[i] = _mm512_dpbf16_ps(a[i], b, c);
+    }
+    __m512 s = a[0];
+    for (int i = 1; i < 16; i++)
+        s = _mm512_add_ps(s, a[i]);
+    return (double)_mm512_reduce_add_ps(s);
+}
+
 __attribute__((target("avx2"))) static double read_avx2(const float *p, int64_t n, int64_t reps)
 {
     __m256 s[8];
@@ -766,7 +808,7 @@ __attribute__((target("avx2"))) static double read_avx2(const float *p, int64_t 
 #endif
 
 typedef struct peak_job {
-    int kind;          /* 0: AVX2 FMA, 1: AVX-512 FMA, 2: reads of p[0..n) reps times */
+    int kind;          /* 0: AVX2 FMA, 1: AVX-512 FMA, 2: reads of p[0..n) reps times, 3: VNNI, 4: BF16 dots */
     int64_t iters;
     const float *p;
     int64_t n, reps;
@@ -777,7 +819,11 @@ static void *peak_thread(void *arg)
 {
     peak_job *j = arg;
 #if defined(__x86_64__)
-    j->sink = j->kind == 2 ? read_avx2(j->p, j->n, j->reps) : j->kind ? fma_avx512(j->iters) : fma_avx2(j->iters);
+    j->sink = j->kind == 4   ? bf16_avx512(j->iters)
+              : j->kind == 3 ? vnni_avx512(j->iters)
+              : j->kind == 2 ? read_avx2(j->p, j->n, j->reps)
+              : j->kind      ? fma_avx512(j->iters)
+                             : fma_avx2(j->iters);
 #endif
     return NULL;
 }
@@ -809,7 +855,8 @@ static double fma_gflops(int kind, int nthreads, int64_t iters)
         j[i] = (peak_job){.kind = kind, .iters = iters};
     int started;
     double sec = run_jobs(j, nthreads, &started);
-    double per = kind ? 16.0 * 16 * 2 : 12.0 * 8 * 2;   /* accumulators x lanes x (mul + add) */
+    /* accumulators x lanes x (mul + add) x the pairs each lane sums */
+    double per = kind == 3 ? 16.0 * 16 * 2 * 4 : kind == 4 ? 16.0 * 16 * 2 * 2 : kind ? 16.0 * 16 * 2 : 12.0 * 8 * 2;
     return (double)started * (double)iters * per / sec / 1e9;
 }
 
@@ -891,6 +938,17 @@ static int measure_peak(bool quick, icc_bench_peak *pk, int64_t ws[ICC_BENCH_LEV
         pk->gflops_core = a > pk->gflops_core ? a : pk->gflops_core;
         pk->gflops_all = b > pk->gflops_all ? b : pk->gflops_all;
     }
+    /* the dot-product units, on 512-bit vectors, where present */
+    bool vnni = avx512 && __builtin_cpu_supports("avx512vnni"), bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+    for (int rep = 0; rep < (quick ? 2 : 3); rep++)
+        for (int kind = 3; kind <= 4; kind++) {
+            if (!(kind == 3 ? vnni : bf16))
+                continue;
+            double a = fma_gflops(kind, 1, iters), b = fma_gflops(kind, (int)cores, iters);
+            double *core = kind == 3 ? &pk->int8_core : &pk->bf16_core, *all = kind == 3 ? &pk->int8_all : &pk->bf16_all;
+            *core = a > *core ? a : *core;
+            *all = b > *all ? b : *all;
+        }
     int64_t l3 = cache_bytes(3, 8 << 20);
     ws[ICC_BENCH_L1] = cache_bytes(1, 32 << 10) / 2;
     ws[ICC_BENCH_L2] = cache_bytes(2, 512 << 10) / 2;
@@ -954,10 +1012,18 @@ static void peak_json(FILE *f, const icc_bench_peak *pk, const int64_t ws[ICC_BE
     fputs(", \"working_set_bytes\": {", f);
     for (int i = 0; i < ICC_BENCH_LEVELS; i++)
         fprintf(f, "%s\"%s\": %lld", i ? ", " : "", level_names[i], (long long)ws[i]);
-    /* int8 dot peaks: VNNI (vpdpbusd) and AMX tiles are not on every x86;
-     * null where absent (this Zen 3 has neither) */
-    fprintf(f, "}, \"vnni\": %s, \"amx\": %s, \"int8_gops_vnni\": null, \"int8_gops_amx\": null}", vnni ? "true" : "false",
-            amx ? "true" : "false");
+    /* dot-product peaks: VNNI (vpdpbusd), AVX512-BF16 (vdpbf16ps) and AMX
+     * tiles are not on every x86; null where absent or not measured (AMX:
+     * no machine here has it) */
+    fprintf(f, "}, \"vnni\": %s, \"amx\": %s", vnni ? "true" : "false", amx ? "true" : "false");
+    const char *dk[4] = {"int8_gops_vnni", "int8_gops_vnni_all_cores", "bf16_gflops", "bf16_gflops_all_cores"};
+    double dv[4] = {pk->int8_core, pk->int8_all, pk->bf16_core, pk->bf16_all};
+    for (int i = 0; i < 4; i++)
+        if (dv[i] > 0)
+            fprintf(f, ", \"%s\": %.2f", dk[i], dv[i]);
+        else
+            fprintf(f, ", \"%s\": null", dk[i]);
+    fputs(", \"int8_gops_amx\": null}", f);
 }
 
 /* Writes the peaks where --profile looks (best effort: a cache). */
@@ -1039,8 +1105,17 @@ static int cmd_peak(const bopts *o)
     for (int i = 0; i < ICC_BENCH_LEVELS; i++)
         printf("%-5s %10lld KiB %12.1f %14.1f\n", level_names[i], (long long)(ws[i] >> 10), pk.read_core[i],
                pk.read_all[i]);
-    printf("int8 VNNI: %s; AMX: %s\n", vnni ? "present (int8 peak not measured yet)" : "not present",
-           amx ? "present (not measured yet)" : "not present");
+    if (pk.int8_core > 0)
+        printf("int8 VNNI peak (vpdpbusd, 512-bit): %.1f G int-ops/s per core, %.1f on %d cores\n", pk.int8_core,
+               pk.int8_all, pk.cores);
+    else
+        printf("int8 VNNI: %s\n", vnni ? "present on 256-bit vectors only (not measured)" : "not present");
+    if (pk.bf16_core > 0)
+        printf("bf16 peak (vdpbf16ps, 512-bit): %.1f GFLOP/s per core, %.1f on %d cores\n", pk.bf16_core, pk.bf16_all,
+               pk.cores);
+    else
+        printf("AVX512-BF16: not present\n");
+    printf("AMX: %s\n", amx ? "present (not measured yet)" : "not present");
     return 0;
 }
 

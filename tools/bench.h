@@ -41,6 +41,10 @@ typedef struct icc_bench_peak {
     int cores;
     double gflops_core, gflops_all;
     double read_core[ICC_BENCH_LEVELS], read_all[ICC_BENCH_LEVELS];
+    /* dot-product peaks where the CPU has them, else 0: int8 VNNI
+     * (vpdpbusd, G int-ops/s, a multiply and an add per byte pair) and
+     * bf16 (vdpbf16ps, GFLOP/s) */
+    double int8_core, int8_all, bf16_core, bf16_all;
 } icc_bench_peak;
 
 /* The peaks in the JSON `icc bench --peak --json` prints (the cache

@@ -508,9 +508,15 @@ for f in sys.argv[1:]:   # printed, and left where --profile reads it
     assert ws["L1"] < ws["L2"] < ws["L3"] < ws["DRAM"], ws
     if not r["vnni"]:
         assert r["int8_gops_vnni"] is None
+    # measured where the CPU has the 512-bit units, null elsewhere
+    flags = next((l.split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+    for key, flag in [("int8_gops_vnni", "avx512_vnni"), ("bf16_gflops", "avx512_bf16")]:
+        for k in [key, key + "_all_cores"]:
+            want = flag in flags and "avx512f" in flags
+            assert (r[k] is not None and r[k] > 0) if want else r[k] is None, (k, r[k])
 PY
 }
-check "bench --peak --json: per-level and all-core bandwidths, int8 flags; the cache" bench_peak_json
+check "bench --peak --json: per-level and all-core bandwidths, int8 flags, the VNNI and BF16 dot peaks; the cache" bench_peak_json
 # bench --generate on a tiny static-KV decoder (seq 1) and its prefill
 # graph (seq 4): the step counts, and the greedy tokens ONNX Runtime picks.
 GEN=bench/models/gpt2_static_kv.py

@@ -92,6 +92,15 @@ START_TEST(peak_file)
     ck_assert(g == 40 && b == 10);
     icc_bench_roofs(&p, 2, &g, &b);   /* 2 x 40 is past what all cores did */
     ck_assert(g == 70 && b == 16);
+    ck_assert(p.int8_core == 0 && p.int8_all == 0 && p.bf16_core == 0 && p.bf16_all == 0);   /* absent */
+    /* the dot-product peaks: optional, each from its own key (not the
+     * _all_cores one that starts alike), null as absent */
+    char with[1024];
+    snprintf(with, sizeof with, "%.*s, \"int8_gops_vnni\": 450.5, \"int8_gops_vnni_all_cores\": 900, "
+             "\"bf16_gflops\": null, \"bf16_gflops_all_cores\": null}", (int)strlen(peak_text) - 1, peak_text);
+    ck_assert_int_eq(icc_bench_peak_parse(with, &p), 0);
+    ck_assert(p.int8_core == 450.5 && p.int8_all == 900 && p.bf16_core == 0 && p.bf16_all == 0);
+    ck_assert(p.gflops_core == 40 && p.read_all[ICC_BENCH_DRAM] == 16);
     ck_assert_int_eq(icc_bench_peak_parse("{\"cores\": 2}", &p), -1);
     ck_assert_int_eq(icc_bench_peak_parse("not json", &p), -1);
     /* a level missing from the all-cores object */
