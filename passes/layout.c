@@ -252,22 +252,12 @@ static ir_value *pack_bias(lay *L, ir_value *b)
     return reshape(L, b, s, 2, NULL);
 }
 
-/* The blocked geometry of Conv n: pads [top, left, bottom, right],
- * strides, dilations, and the input's block *ib: cb, or 1 for an input
- * of fewer than cb channels (an image: NCHW is the blocked layout with
- * 1-channel blocks, a Reshape away); false when n is not eligible. */
-static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl, int64_t *ib)
+/* The 2-D window of conv n (X in[0], W in[1], Y out[0], static NCHW):
+ * pads [top, left, bottom, right], strides and dilations as the blocked
+ * op takes them; false when the blocked op's extents would differ. */
+static bool window_ok(const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
 {
-    if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1 || ir_attr_int(n, "group", 1) != 1)
-        return false;
-    ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
-    if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
-        return false;
-    int64_t C = x->type.dims[1].v, M = w->type.dims[0].v;
-    *ib = C % L->cb == 0 ? L->cb : C < L->cb && !twin_of(L, x) ? 1 : 0;
-    if (!*ib || M % L->cb || w->type.dims[1].v != C || y->type.dims[1].v != M ||
-        w->type.dims[2].v * w->type.dims[3].v < L->min_k)
-        return false;
+    const ir_value *x = n->in[0], *w = n->in[1], *y = n->out[0];
     icc_diag d;
     nn_window win;
     ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
@@ -288,6 +278,25 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
         dl[i] = win.dilation[i];
     }
     return true;
+}
+
+/* The blocked geometry of Conv n: pads [top, left, bottom, right],
+ * strides, dilations, and the input's block *ib: cb, or 1 for an input
+ * of fewer than cb channels (an image: NCHW is the blocked layout with
+ * 1-channel blocks, a Reshape away); false when n is not eligible. */
+static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl, int64_t *ib)
+{
+    if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1 || ir_attr_int(n, "group", 1) != 1)
+        return false;
+    ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+    if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
+        return false;
+    int64_t C = x->type.dims[1].v, M = w->type.dims[0].v;
+    *ib = C % L->cb == 0 ? L->cb : C < L->cb && !twin_of(L, x) ? 1 : 0;
+    if (!*ib || M % L->cb || w->type.dims[1].v != C || y->type.dims[1].v != M ||
+        w->type.dims[2].v * w->type.dims[3].v < L->min_k)
+        return false;
+    return window_ok(n, pads, s, dl);
 }
 
 static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *s, const int64_t *dl, int64_t ib)
@@ -405,25 +414,7 @@ static bool conv_int_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *
     int64_t ktot = (C + *ib - 1) / *ib * *ib * w->type.dims[2].v * w->type.dims[3].v;
     if (*shift && ktot > (INT64_C(1) << 14))
         return false;
-    icc_diag d;
-    nn_window win;
-    ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
-    if (nn_window_parse(n, &d, 2, wk, &win) < 0)
-        return false;
-    for (int i = 0; i < 2; i++) {
-        int64_t o, pb, pe, in = x->type.dims[2 + i].v, k = wk[i].v;
-        if (nn_window_dim(n, &d, &win, i, in, &o, &pb, &pe) < 0 || o != y->type.dims[2 + i].v || pb < 0 ||
-            pe < 0)
-            return false;
-        int64_t span = (k - 1) * win.dilation[i] + 1;
-        if (in + pb + pe < span || (in + pb + pe - span) / win.stride[i] + 1 != o)
-            return false;
-        pads[i] = pb;
-        pads[2 + i] = pe;
-        s[i] = win.stride[i];
-        dl[i] = win.dilation[i];
-    }
-    return true;
+    return window_ok(n, pads, s, dl);
 }
 
 /* W' = w - c [M, C, kh, kw] (w_center) as i8 [M/cb, C/ib, kh, kw, ib, cb]
@@ -656,25 +647,7 @@ static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int
     if (ir_attr_int(n, "group", 1) != C || C % L->cb || w->type.dims[0].v != C || w->type.dims[1].v != 1 ||
         y->type.dims[1].v != C)
         return false;
-    icc_diag d;
-    nn_window win;
-    ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
-    if (nn_window_parse(n, &d, 2, wk, &win) < 0)
-        return false;
-    for (int i = 0; i < 2; i++) {
-        int64_t o, pb, pe, in = x->type.dims[2 + i].v, k = wk[i].v;
-        if (nn_window_dim(n, &d, &win, i, in, &o, &pb, &pe) < 0 || o != y->type.dims[2 + i].v || pb < 0 ||
-            pe < 0)
-            return false;
-        int64_t span = (k - 1) * win.dilation[i] + 1;
-        if (in + pb + pe < span || (in + pb + pe - span) / win.stride[i] + 1 != o)
-            return false;
-        pads[i] = pb;
-        pads[2 + i] = pe;
-        s[i] = win.stride[i];
-        dl[i] = win.dilation[i];
-    }
-    return true;
+    return window_ok(n, pads, s, dl);
 }
 
 /* The kernel (conv_dw_blocked.c) masks its own padding, so no Pad. */

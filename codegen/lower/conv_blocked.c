@@ -21,6 +21,10 @@
  * the input are cut from the kh loop (uniform per output row), and along
  * W the A load reads a clamped position and selects 0 outside (correct,
  * slower).
+ *
+ * The integer form (the layout pass's blocked ConvInteger: u8 X, i8 W
+ * packed in quads, i32 B and Y) runs on the same trips and tile with
+ * vpdpbusd (bc_lower_dots), as the bf16 pair kernel does with vdpbf16ps.
  */
 #include "codegen/lower/internal.h"
 #include "ir/ops.h"
@@ -39,18 +43,6 @@ typedef struct {
     kir_expr *icb, *kh, *kw, *ic;     /* the reduction's current position */
 } bconv;
 
-/* v is static of rank `rank` and dtype dt (the integer form's operands;
- * lw_f32_static's bounds). */
-static bool static_as(const ir_value *v, int rank, ir_dtype dt)
-{
-    if (!v || v->type.dtype != dt || v->type.rank != rank)
-        return false;
-    for (int i = 0; i < rank; i++)
-        if (!ir_dim_is_const(v->type.dims[i]) || v->type.dims[i].v < 1 || v->type.dims[i].v > (INT64_C(1) << 30))
-            return false;
-    return true;
-}
-
 /* The geometry of n, checked against its operands' and result's types. */
 static bool bconv_geom(const ir_node *n, bconv *g)
 {
@@ -61,8 +53,8 @@ static bool bconv_geom(const ir_node *n, bconv *g)
     /* f32, or the integer form: u8 X, i8 W in quads, i32 B and Y (the
      * layout pass's blocked ConvInteger, on the quad kernel) */
     g->integer = x && x->type.dtype == IR_U8;
-    if (g->integer ? !static_as(x, 5, IR_U8) || !static_as(w, 6, IR_I8) || !static_as(y, 5, IR_I32) ||
-                         (b && !static_as(b, 2, IR_I32)) || ir_attr_int(n, "packed_k", 1) != 4
+    if (g->integer ? !lw_static_as(x, 5, IR_U8) || !lw_static_as(w, 6, IR_I8) || !lw_static_as(y, 5, IR_I32) ||
+                         (b && !lw_static_as(b, 2, IR_I32)) || ir_attr_int(n, "packed_k", 1) != 4
                    : !lw_f32_static(x, 5) || !lw_f32_static(w, 6) || !lw_f32_static(y, 5) ||
                          (b && !lw_f32_static(b, 2)))
         return false;

@@ -154,6 +154,8 @@ bool lw_shapes_known(const ir_node *n);
  * f32 of this rank with every dim a constant in [1, 2^30]. */
 bool lw_blocked_ints(const ir_node *n, const char *name, int want, int64_t def, int64_t minv, int64_t *out);
 bool lw_f32_static(const ir_value *v, int rank);
+/* v is static of rank `rank` and dtype dt, within lw_f32_static's bounds. */
+bool lw_static_as(const ir_value *v, int rank, ir_dtype dt);
 
 /* Family f's predicate on n, as cg_can_lower asks it for an op of that
  * family (false for IR_FAM_NONE). Asking it about an op of another

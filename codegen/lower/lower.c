@@ -174,7 +174,12 @@ bool lw_blocked_ints(const ir_node *n, const char *name, int want, int64_t def, 
 
 bool lw_f32_static(const ir_value *v, int rank)
 {
-    if (!v || v->type.dtype != IR_F32 || v->type.rank != rank)
+    return lw_static_as(v, rank, IR_F32);
+}
+
+bool lw_static_as(const ir_value *v, int rank, ir_dtype dt)
+{
+    if (!v || v->type.dtype != dt || v->type.rank != rank)
         return false;
     for (int i = 0; i < rank; i++)
         if (!ir_dim_is_const(v->type.dims[i]) || v->type.dims[i].v < 1 || v->type.dims[i].v > (INT64_C(1) << 30))
