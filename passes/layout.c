@@ -360,7 +360,7 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
  * constant w zero point (absent, scalar or per channel), a constant
  * scalar (or absent) x zero point, on a target whose 512-bit VNNI the
  * blocked kernel uses (cg_schedule_int8_packed_quads; option int8=2: any
- * target, int8=0: none); shifted, a window of at most 2^14 lanes. */
+ * target, int8=0: none); a window of at most 2^16 lanes (2^14 shifted). */
 
 /* The w zero point of output channel m (constant: scalar or per channel;
  * absent: 0). */
@@ -402,17 +402,18 @@ static bool conv_int_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *
         w->type.dims[2].v * w->type.dims[3].v < L->min_k ||
         (wzv && (wzv->kind != IR_VAL_CONST || (wzv->cval.numel != 1 && wzv->cval.numel != M))))
         return false;
-    /* w - wz in i8 everywhere, or shifted (w_shift) */
+    /* w - wz in i8 everywhere, or shifted (w_center) */
     int64_t per = w->cval.numel / M;
     *shift = false;
     for (int64_t i = 0; i < w->cval.numel && !*shift; i++) {
         double v = ir_tensor_getf(&w->cval, i) - w_zero(wzv, i / per);
         *shift = v < -128 || v > 127;
     }
-    /* shifted, |s| <= 383 times the window's sum of u8 x must stay far
-     * from i32's range */
+    /* the window's sums stay inside i32 (ConvInteger's own result would
+     * wrap; the blocked terms must not): |x w'| <= 255 * 128 per lane, and
+     * shifted |s| <= 383 times the window's sum of u8 x on top */
     int64_t ktot = (C + *ib - 1) / *ib * *ib * w->type.dims[2].v * w->type.dims[3].v;
-    if (*shift && ktot > (INT64_C(1) << 14))
+    if (ktot > (*shift ? INT64_C(1) << 14 : INT64_C(1) << 16))
         return false;
     return window_ok(n, pads, s, dl);
 }
