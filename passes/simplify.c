@@ -4,7 +4,8 @@
  * Reshape/Squeeze/Unsqueeze/Flatten chains collapsed into one Reshape, and
  * any of them (and Expand, full Slice) that keeps x's shape removed;
  * Transpose chains composed; Casts to the same dtype and exact Cast round
- * trips removed; single-input Concat removed.
+ * trips removed; a Clip that covers an integer Cast's range before it
+ * removed (the Cast saturates); single-input Concat removed.
  *
  * Every rule compares static types: a rewrite that would let broadcasting
  * or an unknown dim change the result's shape or dtype is not taken. A
@@ -225,12 +226,64 @@ static bool cast_exact(ir_dtype a, ir_dtype b)
     return bits <= bbits && (ir_dtype_is_signed(b) || !ir_dtype_is_signed(a));
 }
 
+/* The range of integer dtype t (false for others and bool). */
+static bool int_range(ir_dtype t, double *lo, double *hi)
+{
+    if (!ir_dtype_is_int(t) || t == IR_BOOL || ir_dtype_size(t) > 4)
+        return false;
+    int bits = (int)ir_dtype_size(t) * 8;
+    *lo = ir_dtype_is_signed(t) ? -ldexp(1, bits - 1) : 0;
+    *hi = ir_dtype_is_signed(t) ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
+    return true;
+}
+
+/* A constant scalar bound of Clip p (input i), or `absent` when there is
+ * none; false when it is not a constant. */
+static bool clip_bound(const ir_node *p, int i, double absent, double *out)
+{
+    const ir_value *b = i < p->nin ? p->in[i] : NULL;
+    if (!b) {
+        *out = absent;
+        return true;
+    }
+    if (b->kind != IR_VAL_CONST || b->cval.numel != 1 || !ir_dtype_is_float(b->cval.dtype))
+        return false;
+    *out = ir_tensor_getf(&b->cval, 0);
+    return !isnan(*out);
+}
+
+/* Cast(Clip(x, lo, hi), to = an integer type T) -> Cast(x) when [lo, hi]
+ * covers T's range: the float-to-integer Cast truncates and saturates
+ * (NaN -> 0, as the interpreter and the backend both do), so the Clip
+ * changes no result: a value below lo <= min(T) casts to min(T) either
+ * way, above hi >= max(T) to max(T), NaN to 0 (Clip keeps NaN). A
+ * QuantizeLinear to u8/i8 lowers to exactly this Clip before its Cast. */
+static bool simplify_clip_cast(simp *s, ir_node *n, ir_dtype to)
+{
+    ir_node *p = def_of(n->in[0], IR_OP_CLIP);
+    double tlo, thi, lo, hi;
+    if (!p || p->nout != 1 || !ir_dtype_is_float(p->in[0]->type.dtype) || !int_range(to, &tlo, &thi) ||
+        !clip_bound(p, 1, -INFINITY, &lo) || !clip_bound(p, 2, INFINITY, &hi) || lo > tlo || hi < thi ||
+        !ir_type_same(&p->in[0]->type, &p->out[0]->type))
+        return false;
+    n->in[0] = p->in[0];
+    if (ir_value_count_uses(s->c->g, p->out[0]) == 0 && !is_output(s->c->g, p->out[0])) {
+        ir_node_erase(p);
+        s->removed++;
+    }
+    s->c->changed = true;
+    s->casts++;
+    return true;
+}
+
 static bool simplify_cast(simp *s, ir_node *n)
 {
     ir_value *x = n->in[0], *y = n->out[0];
     ir_dtype to = cast_to(n);
     if (to == IR_UNDEF)
         return false;
+    if (n->op == IR_OP_CAST && simplify_clip_cast(s, n, to))
+        return true;
     if (to == x->type.dtype) {
         if (forward(s, n, y, x)) {
             s->casts++;
