@@ -757,7 +757,9 @@ __attribute__((target("avx512f"))) static double fma_avx512(int64_t iters)
  * ones (16 lanes x 2 bf16 pairs), as independent as the FMA ones. */
 __attribute__((target("avx512f,avx512vnni"))) static double vnni_avx512(int64_t iters)
 {
-    __m512i a[16], b = _mm512_set1_epi32(0x01010101), c = _mm512_set1_epi32(0x01020304);
+    /* each lane adds 1*1 + 1*(-1) + 1*1 + 1*(-1) = 0: the sums stay put
+     * (no i32 overflow however long it runs), the hardware does the work */
+    __m512i a[16], b = _mm512_set1_epi32(0x01010101), c = _mm512_set1_epi32((int)0xff01ff01u);
     for (int i = 0; i < 16; i++)
         a[i] = _mm512_set1_epi32(i);
     for (int64_t k = 0; k < iters; k++) {
