@@ -258,6 +258,10 @@ static ir_value *pack_bias(lay *L, ir_value *b)
 static bool window_ok(const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
 {
     const ir_value *x = n->in[0], *w = n->in[1], *y = n->out[0];
+    /* an empty conv (no channels, an empty plane) stays NCHW */
+    for (int i = 0; i < 4; i++)
+        if (x->type.dims[i].v < 1 || w->type.dims[i].v < 1 || y->type.dims[i].v < 1)
+            return false;
     icc_diag d;
     nn_window win;
     ir_dim wk[2] = {w->type.dims[2], w->type.dims[3]};
@@ -401,6 +405,8 @@ static bool conv_int_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *
     if (!*ib || M % L->cb || w->type.dims[1].v != C || y->type.dims[1].v != M ||
         w->type.dims[2].v * w->type.dims[3].v < L->min_k ||
         (wzv && (wzv->kind != IR_VAL_CONST || (wzv->cval.numel != 1 && wzv->cval.numel != M))))
+        return false;
+    if (M < 1 || C < 1 || w->cval.numel < M)
         return false;
     /* w - wz in i8 everywhere, or shifted (w_center) */
     int64_t per = w->cval.numel / M;
