@@ -935,21 +935,19 @@ static int measure_peak(bool quick, icc_bench_peak *pk, int64_t ws[ICC_BENCH_LEV
     pk->cores = (int)cores;
     int64_t iters = quick ? 10000000 : 40000000;
     fma_gflops(avx512, 1, iters / 2);   /* warm up the clocks */
-    for (int rep = 0; rep < (quick ? 2 : 3); rep++) {   /* best of a few: the machine is shared */
-        double a = fma_gflops(avx512, 1, iters), b = fma_gflops(avx512, (int)cores, iters);
-        pk->gflops_core = a > pk->gflops_core ? a : pk->gflops_core;
-        pk->gflops_all = b > pk->gflops_all ? b : pk->gflops_all;
-    }
-    /* the dot-product units, on 512-bit vectors, where present */
+    /* the FMA units, then the dot-product ones on 512-bit vectors where
+     * present; best of a few: the machine is shared */
     bool vnni = avx512 && __builtin_cpu_supports("avx512vnni"), bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-    for (int rep = 0; rep < (quick ? 2 : 3); rep++)
-        for (int kind = 3; kind <= 4; kind++) {
-            if (!(kind == 3 ? vnni : bf16))
-                continue;
-            double a = fma_gflops(kind, 1, iters), b = fma_gflops(kind, (int)cores, iters);
-            double *core = kind == 3 ? &pk->int8_core : &pk->bf16_core, *all = kind == 3 ? &pk->int8_all : &pk->bf16_all;
-            *core = a > *core ? a : *core;
-            *all = b > *all ? b : *all;
+    struct { int kind; bool on; double *core, *all; } units[3] = {
+        {avx512, true, &pk->gflops_core, &pk->gflops_all},
+        {3, vnni, &pk->int8_core, &pk->int8_all},
+        {4, bf16, &pk->bf16_core, &pk->bf16_all},
+    };
+    for (int u = 0; u < 3; u++)
+        for (int rep = 0; units[u].on && rep < (quick ? 2 : 3); rep++) {
+            double a = fma_gflops(units[u].kind, 1, iters), b = fma_gflops(units[u].kind, (int)cores, iters);
+            *units[u].core = a > *units[u].core ? a : *units[u].core;
+            *units[u].all = b > *units[u].all ? b : *units[u].all;
         }
     int64_t l3 = cache_bytes(3, 8 << 20);
     ws[ICC_BENCH_L1] = cache_bytes(1, 32 << 10) / 2;
