@@ -67,7 +67,7 @@ typedef struct lay {
     int64_t cb;
     bool pad;
     int64_t min_k;
-    int64_t int8;              /* ConvInteger: 0 never, 1 with 512-bit VNNI, 2 always */
+    bool int_convs;            /* ConvInteger too: option int8 (0 never, 1 with 512-bit VNNI, 2 always) */
     ir_value **twin;           /* blocked twin by value id */
     int ntwin;
     ir_node **from;            /* the from-blocked Reshapes made */
@@ -386,7 +386,7 @@ static bool conv_int_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *
                         int64_t *ib, bool *shift)
 {
     if (n->op != IR_OP_CONV_INTEGER || n->nin < 2 || n->nout != 1 || ir_attr_int(n, "group", 1) != 1 ||
-        L->cb % 4 || !L->int8 || (L->int8 == 1 && (!L->c->target || !cg_schedule_int8_packed_quads(L->c->target))))
+        L->cb % 4 || !L->int_convs)
         return false;
     ir_value *x = n->in[0], *w = n->in[1], *y = n->out[0];
     ir_value *xzv = n->nin > 2 ? n->in[2] : NULL, *wzv = n->nin > 3 ? n->in[3] : NULL;
@@ -447,19 +447,20 @@ static int pack_int_weights(lay *L, ir_value *w, const ir_value *wzv, int64_t xz
         return -1;
     int8_t *dst = (*pw)->cval.data;
     int32_t *bias = (*pb)->cval.data;
-    memset(dst, 0, (size_t)(*pw)->cval.nbytes); /* the lanes past C (an image's 4th) */
+    /* the lanes past C (an image's 4th) stay 0: ir_graph_add_const zeroes */
     for (int64_t m = 0; m < M; m++) {
         int64_t sum = 0;
+        double cm = w_center(w, wzv, shift, m);
         for (int64_t c = 0; c < C; c++)
             for (int64_t k = 0; k < taps; k++) {
-                int8_t v = (int8_t)(ir_tensor_getf(&w->cval, (m * C + c) * taps + k) - w_center(w, wzv, shift, m));
+                int8_t v = (int8_t)(ir_tensor_getf(&w->cval, (m * C + c) * taps + k) - cm);
                 int64_t l = c % ib, tap = ((m / cb) * CB + c / ib) * taps + k;
                 dst[(tap * (ib / 4) + l / 4) * cb * 4 + (m % cb) * 4 + l % 4] = v;
                 sum += v;
             }
         /* shifted: - s[m] xz once per lane of the window (the padded
          * lanes too: they hold xz, and the window sums count them) */
-        int64_t sm = (int64_t)(w_center(w, wzv, shift, m) - w_zero(wzv, m));
+        int64_t sm = (int64_t)(cm - w_zero(wzv, m));
         int64_t b = -xz * sum - sm * xz * CB * ib * taps;
         if (b < INT32_MIN || b > INT32_MAX)
             return ir_errorf(L->c->diag, "layout: the zero-point term of '%s' overflows i32", w->name);
@@ -571,8 +572,8 @@ static ir_value *add_window_sums(lay *L, ir_node *n, ir_value *x, ir_value *y, c
 static int materialize_int_weights(lay *L, ir_node *n)
 {
     ir_value *w = n->nin > 1 ? n->in[1] : NULL;
-    if (n->op != IR_OP_CONV_INTEGER || !w || w->kind != IR_VAL_NODE || !ir_type_is_static(&w->type) || !L->int8 ||
-        (L->int8 == 1 && (!L->c->target || !cg_schedule_int8_packed_quads(L->c->target))))
+    if (n->op != IR_OP_CONV_INTEGER || !w || w->kind != IR_VAL_NODE || !ir_type_is_static(&w->type) ||
+        !L->int_convs)
         return 0;
     int budget = 8;
     bool err = false;
@@ -983,7 +984,8 @@ int pass_layout(pass_ctx *c)
         return ir_errorf(c->diag, "layout: block %lld is too large", (long long)L.cb);
     L.pad = pass_opt_int(c, "pad", 1) != 0;
     L.min_k = pass_opt_int(c, "min-k", 1);
-    L.int8 = pass_opt_int(c, "int8", 1);
+    int64_t int8 = pass_opt_int(c, "int8", 1);
+    L.int_convs = int8 == 2 || (int8 == 1 && c->target && cg_schedule_int8_packed_quads(c->target));
     int rc = 0, n0 = c->g->nnodes;
     for (int i = 0; i < n0 && rc == 0; i++) {
         ir_node *n = c->g->nodes[i];

@@ -326,14 +326,12 @@ static int materialize_weights(pass_ctx *c, const icc_precision_opts *o)
     return 0;
 }
 
-/* A new constant of type t named after base with suffix, zero-filled. */
+/* A new constant of type t named after base with suffix, zero-filled
+ * (ir_graph_add_const zeroes a payload it is not given). */
 static ir_value *zero_const(pass_ctx *c, const char *base, const char *suffix, const ir_type *t)
 {
     char buf[256];
-    ir_value *v = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, base, suffix, buf, sizeof buf), t, NULL, c->diag);
-    if (v)
-        memset(v->cval.data, 0, (size_t)v->cval.nbytes);
-    return v;
+    return ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, base, suffix, buf, sizeof buf), t, NULL, c->diag);
 }
 
 /* bf16 on a target with vdpbf16ps: a blocked conv over an image's few
