@@ -4,12 +4,12 @@
  * channel c lives in block c / cb, lane c % cb, so the cb channels of
  * one pixel are contiguous (one vector register when cb is the target's
  * f32 width). Each eligible Conv (2-D, group 1, f32, static shapes, output
- * channels a multiple of cb, input channels a multiple of cb or fewer
- * than cb) becomes ConvNCHWc (ir/ref/conv_blocked.c) over blocked data
+ * channels a multiple of cb or padded to one, input channels too or
+ * fewer than cb) becomes ConvNCHWc (ir/ref/conv_blocked.c) over blocked data
  * with weights packed as [M/cb, C/cb, kh, kw, cb, cb]. An input of fewer
  * than cb channels (an image) is read as 1-channel blocks, which NCHW
  * already is: a Reshape to [N, C, H, W, 1] and weights [M/cb, C, kh, kw,
- * 1, cb]. A depthwise Conv (group = C = M, C a multiple of cb) becomes
+ * 1, cb]. A depthwise Conv (group = C = M, C as above) becomes
  * ConvDwNCHWc (ir/ref/conv_dw_blocked.c) with weights [C/cb, kh, kw, cb]
  * and its pads kept (its kernel masks them, so no Pad copy is made). A
  * ConvInteger (u8 x, constant weights and zero points; convert_conv_int
@@ -19,6 +19,13 @@
  * The reorders are plain IR: to blocked is Reshape [N, C/cb, cb,
  * H, W] + Transpose [0,1,3,4,2], from blocked Transpose [0,1,4,2,3] +
  * Reshape, so the interpreter and backend run them as they are.
+ *
+ * Channels that are no multiple of cb are padded to whole blocks when
+ * that adds at most half again (pad_ok; docs/codegen.md, "Padded
+ * blocks"): constant weights, biases and per-channel constants are 0 in
+ * the pad lanes, an NCHW input is zero-padded before its reorder, a value
+ * leaving the blocked region is sliced back, and only ops that keep
+ * finite pad lanes finite (pad_safe) run on padded blocks.
  *
  * The pass walks the graph in order keeping, for each NCHW value, its
  * blocked twin when one exists. A converted node's result is rebuilt in
@@ -101,6 +108,19 @@ static bool is_static_f32(const ir_value *v, int rank)
     return v && v->type.dtype == IR_F32 && v->type.rank == rank && ir_type_is_static(&v->type);
 }
 
+/* Channels c rounded up to whole blocks: a blocked value of c channels
+ * has cpad(c) / cb blocks, the lanes past c (pad lanes) holding finite
+ * values no real channel reads (the convs' weights for them are 0). */
+static int64_t cpad(const lay *L, int64_t c) { return (c + L->cb - 1) / L->cb * L->cb; }
+
+/* c channels may be blocked: whole blocks, or padded when that adds at
+ * most half again (MobileNets' 24, 40, 72, 120 on 16 lanes; not 8 or 20,
+ * where the kernels would do 2x or 1.6x the work) */
+static bool pad_ok(const lay *L, int64_t c)
+{
+    return c % L->cb == 0 || (c > L->cb && cpad(L, c) * 2 <= c * 3);
+}
+
 /* A new i64 constant [n] holding v. */
 static ir_value *i64_const(lay *L, const char *base, const char *suffix, const int64_t *v, int n)
 {
@@ -143,16 +163,30 @@ static ir_value *transpose(lay *L, ir_value *x, const int64_t *perm, int r, cons
     return infer(L, n) == 0 ? n->out[0] : NULL;
 }
 
-/* x [N, C, H, W] blocked, reusing its twin when it has one. */
+/* x [N, C, ...] with zeros appended to C channels (a Pad). */
+static ir_value *pad_channels(lay *L, ir_value *x, int64_t c)
+{
+    int r = x->type.rank;
+    int64_t pp[2 * IR_MAX_RANK] = {0};
+    pp[r + 1] = c - x->type.dims[1].v;
+    ir_value *pv = i64_const(L, x->name, "_cpads", pp, 2 * r);
+    ir_value *in[2] = {x, pv};
+    ir_node *n = pv ? add_node(L, IR_OP_PAD, x->name, "_cpad", 2, in, NULL) : NULL;
+    return n && infer(L, n) == 0 ? n->out[0] : NULL;
+}
+
+/* x [N, C, H, W] blocked (C padded to whole blocks), reusing its twin
+ * when it has one. */
 static ir_value *to_blocked(lay *L, ir_value *x)
 {
     ir_value *b = twin_of(L, x);
     if (b)
         return b;
     const ir_dim *d = x->type.dims;
-    int64_t s[5] = {d[0].v, d[1].v / L->cb, L->cb, d[2].v, d[3].v};
+    int64_t C = d[1].v, s[5] = {d[0].v, cpad(L, C) / L->cb, L->cb, d[2].v, d[3].v};
     static const int64_t perm[5] = {0, 1, 3, 4, 2};
-    ir_value *r = reshape(L, x, s, 5, NULL);
+    ir_value *xp = C % L->cb ? pad_channels(L, x, cpad(L, C)) : x;
+    ir_value *r = xp ? reshape(L, xp, s, 5, NULL) : NULL;
     if (!r || !(b = transpose(L, r, perm, 5, NULL)) || set_twin(L, x, b) < 0)
         return NULL;
     L->to_blk++;
@@ -164,11 +198,20 @@ static ir_value *to_blocked(lay *L, ir_value *x)
 static ir_value *from_blocked(lay *L, ir_value *b, const ir_type *t, const char *name)
 {
     static const int64_t perm[5] = {0, 1, 4, 2, 3};
-    int64_t s[4];
+    int64_t s[4], C = t->dims[1].v, CP = b->type.dims[1].v * L->cb;
     for (int i = 0; i < 4; i++)
         s[i] = t->dims[i].v;
+    s[1] = CP;
     ir_value *tr = transpose(L, b, perm, 5, NULL);
-    ir_value *y = tr ? reshape(L, tr, s, 4, name) : NULL;
+    ir_value *y = tr ? reshape(L, tr, s, 4, CP == C ? name : NULL) : NULL;
+    if (y && CP != C) {
+        /* padded: the real channels, a Slice */
+        int64_t zero = 0, one = 1;
+        ir_value *in[4] = {y, i64_const(L, y->name, "_starts", &zero, 1), i64_const(L, y->name, "_ends", &C, 1),
+                           i64_const(L, y->name, "_axes", &one, 1)};
+        ir_node *sl = in[1] && in[2] && in[3] ? add_node(L, IR_OP_SLICE, y->name, "_s", 4, in, name) : NULL;
+        y = sl && infer(L, sl) == 0 ? sl->out[0] : NULL;
+    }
     if (!y || set_twin(L, y, b) < 0)
         return NULL;
     if (L->nfrom == L->capfrom) {
@@ -198,13 +241,15 @@ static int finish(lay *L, ir_node *n, ir_value *b)
 
 /* ---- Conv ----------------------------------------------------------------- */
 
-/* Packs W [M, C, kh, kw] as [M/cb, C/ib, kh, kw, ib, cb] (ib: the input's
- * block, cb or 1). */
+/* Packs W [M, C, kh, kw] as [MP/cb, CP/ib, kh, kw, ib, cb] (ib: the
+ * input's block, cb or 1; MP and CP: M and, with ib = cb, C padded to
+ * whole blocks, the pad lanes' weights 0; only a constant is padded). */
 static ir_value *pack_weights(lay *L, ir_value *w, int64_t ib)
 {
     const ir_dim *d = w->type.dims;
     int64_t cb = L->cb, M = d[0].v, C = d[1].v, kh = d[2].v, kw = d[3].v;
-    int64_t packed[6] = {M / cb, C / ib, kh, kw, ib, cb};
+    int64_t MP = cpad(L, M), CP = ib == cb ? cpad(L, C) : C;
+    int64_t packed[6] = {MP / cb, CP / ib, kh, kw, ib, cb};
     char buf[256];
     if (w->kind == IR_VAL_CONST) {
         ir_type t = {.dtype = IR_F32, .rank = 6};
@@ -219,7 +264,7 @@ static ir_value *pack_weights(lay *L, ir_value *w, int64_t ib)
         for (int64_t m = 0; m < M; m++)
             for (int64_t c = 0; c < C; c++)
                 for (int64_t k = 0; k < kh * kw; k++)
-                    dst[((((m / cb) * (C / ib) + c / ib) * kh * kw + k) * ib + c % ib) * cb + m % cb] =
+                    dst[((((m / cb) * (CP / ib) + c / ib) * kh * kw + k) * ib + c % ib) * cb + m % cb] =
                         src[(m * C + c) * kh * kw + k];
         return p;
     }
@@ -239,15 +284,19 @@ static ir_value *pack_weights(lay *L, ir_value *w, int64_t ib)
     return r ? transpose(L, r, perm, 6, NULL) : NULL;
 }
 
-/* Bias [M] as [M/cb, cb]: the same elements in the same order. */
+/* Bias [M] as [MP/cb, cb]: the same elements in the same order, the pad
+ * lanes 0 (only a constant is padded). */
 static ir_value *pack_bias(lay *L, ir_value *b)
 {
-    int64_t M = b->type.dims[0].v, s[2] = {M / L->cb, L->cb};
+    int64_t M = b->type.dims[0].v, s[2] = {cpad(L, M) / L->cb, L->cb};
     if (b->kind == IR_VAL_CONST) {
         char buf[256];
         ir_type t = {.dtype = IR_F32, .rank = 2, .dims = {ir_dim_const(s[0]), ir_dim_const(s[1])}};
-        return ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, b->name, "_nchwc", buf, sizeof buf), &t, b->cval.data,
-                                  L->c->diag);
+        ir_value *p = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, b->name, "_nchwc", buf, sizeof buf), &t, NULL,
+                                         L->c->diag);
+        if (p)
+            memcpy(p->cval.data, b->cval.data, sizeof(float) * (size_t)M);
+        return p;
     }
     return reshape(L, b, s, 2, NULL);
 }
@@ -296,9 +345,15 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
     if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
         return false;
     int64_t C = x->type.dims[1].v, M = w->type.dims[0].v;
-    *ib = C % L->cb == 0 ? L->cb : C < L->cb && !twin_of(L, x) ? 1 : 0;
-    if (!*ib || M % L->cb || w->type.dims[1].v != C || y->type.dims[1].v != M ||
+    /* the input's block: cb for a blocked twin (padded or not) or whole
+     * blocks, 1 for an image (fewer than cb channels), else cb padded */
+    *ib = C % L->cb == 0 || twin_of(L, x) ? L->cb : C < L->cb ? 1 : pad_ok(L, C) ? L->cb : 0;
+    if (!*ib || !pad_ok(L, M) || w->type.dims[1].v != C || y->type.dims[1].v != M ||
         w->type.dims[2].v * w->type.dims[3].v < L->min_k)
+        return false;
+    /* padded blocks need constant weights (and bias) to pad with zeros */
+    if ((M % L->cb || (*ib == L->cb && C % L->cb)) &&
+        (w->kind != IR_VAL_CONST || (b && b->kind != IR_VAL_CONST)))
         return false;
     return window_ok(n, pads, s, dl);
 }
@@ -602,12 +657,13 @@ static int convert_conv_int(lay *L, ir_node *n, const int64_t *pads, const int64
 
 /* ---- depthwise Conv ---------------------------------------------------------- */
 
-/* Packs depthwise W [C, 1, kh, kw] as [C/cb, kh, kw, cb]. */
+/* Packs depthwise W [C, 1, kh, kw] as [CP/cb, kh, kw, cb] (C padded to
+ * whole blocks with zeros: only a constant is padded). */
 static ir_value *pack_dw_weights(lay *L, ir_value *w)
 {
     const ir_dim *d = w->type.dims;
     int64_t cb = L->cb, C = d[0].v, kk = d[2].v * d[3].v;
-    int64_t packed[4] = {C / cb, d[2].v, d[3].v, cb};
+    int64_t packed[4] = {cpad(L, C) / cb, d[2].v, d[3].v, cb};
     char buf[256];
     if (w->kind == IR_VAL_CONST) {
         ir_type t = {.dtype = IR_F32, .rank = 4};
@@ -640,10 +696,10 @@ static ir_value *pack_dw_weights(lay *L, ir_value *w)
 }
 
 /* A depthwise Conv (group = C = M, a channel multiplier of 1, C a multiple
- * of cb) on blocked data: the geometry as conv_ok gives it, or false. Its
- * input need not come from a blocked op: one to-blocked reorder is worth
- * it as long as the next op keeps the data blocked (in MobileNets it is
- * a 1x1 Conv). */
+ * of cb or padded to one) on blocked data: the geometry as conv_ok gives
+ * it, or false. Its input need not come from a blocked op: one to-blocked
+ * reorder is worth it as long as the next op keeps the data blocked (in
+ * MobileNets it is a 1x1 Conv). */
 static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
 {
     if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1)
@@ -652,8 +708,10 @@ static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int
     if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
         return false;
     int64_t C = x->type.dims[1].v;
-    if (ir_attr_int(n, "group", 1) != C || C % L->cb || w->type.dims[0].v != C || w->type.dims[1].v != 1 ||
+    if (ir_attr_int(n, "group", 1) != C || !pad_ok(L, C) || w->type.dims[0].v != C || w->type.dims[1].v != 1 ||
         y->type.dims[1].v != C)
+        return false;
+    if (C % L->cb && (w->kind != IR_VAL_CONST || (b && b->kind != IR_VAL_CONST)))
         return false;
     return window_ok(n, pads, s, dl);
 }
@@ -725,27 +783,49 @@ static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fa
     if (numel == 1)
         return v;
     int r = vt->rank;
-    if (v->kind != IR_VAL_CONST && r == 4 && vt->dims[1].v == t->dims[1].v && vt->dims[2].v == 1 &&
+    int64_t C = t->dims[1].v, CP = cpad(L, C);
+    if (v->kind != IR_VAL_CONST && r == 4 && vt->dims[1].v == C && vt->dims[2].v == 1 &&
         vt->dims[3].v == 1 && (vt->dims[0].v == 1 || vt->dims[0].v == t->dims[0].v)) {
         /* a computed per-channel [N, C, 1, 1] (a squeeze-excite scale whose
          * squeeze width is no multiple of cb, so it stayed NCHW): with the
          * plane 1x1, [N, C/cb, 1, 1, cb] is the same elements in order, a
-         * Reshape rather than a reorder */
-        int64_t s5[5] = {vt->dims[0].v, vt->dims[1].v / L->cb, 1, 1, L->cb};
-        ir_value *rv = reshape(L, v, s5, 5, NULL);
+         * Reshape rather than a reorder (after a Pad when C is padded) */
+        int64_t s5[5] = {vt->dims[0].v, CP / L->cb, 1, 1, L->cb};
+        ir_value *pv = CP != C ? pad_channels(L, v, CP) : v;
+        ir_value *rv = pv ? reshape(L, pv, s5, 5, NULL) : NULL;
         return rv ? rv : (*fail = true, NULL);
     }
     if (v->kind != IR_VAL_CONST || r < 3 || vt->dims[r - 1].v != 1 || vt->dims[r - 2].v != 1 ||
         vt->dims[r - 3].v != t->dims[1].v || (r == 4 && vt->dims[0].v != 1))
         return *fail = true, NULL;
-    /* [.., C, 1, 1] -> [.., C/cb, 1, 1, cb]: element c keeps its place */
+    /* [.., C, 1, 1] -> [.., CP/cb, 1, 1, cb]: element c keeps its place
+     * (the leading dims are 1), the pad lanes 0 */
     ir_type nt = *vt;
     nt.rank = r + 1;
-    nt.dims[r - 3] = ir_dim_const(t->dims[1].v / L->cb);
+    nt.dims[r - 3] = ir_dim_const(CP / L->cb);
     nt.dims[r] = ir_dim_const(L->cb);
     char buf[256];
-    return ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, v->name, "_nchwc", buf, sizeof buf), &nt, v->cval.data,
-                              L->c->diag);
+    ir_value *p = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, v->name, "_nchwc", buf, sizeof buf), &nt, NULL,
+                                     L->c->diag);
+    if (p)
+        memcpy(p->cval.data, v->cval.data, ir_dtype_size(vt->dtype) * (size_t)C);
+    return p;
+}
+
+/* Ops that may run on padded blocks: each maps finite pad lanes (and the
+ * pad lanes of padded constants, 0) to finite ones, so a later conv's 0
+ * weights cancel them (a Div by 0, a Log or an Exp could give inf or NaN,
+ * and 0 * inf is NaN). */
+static bool pad_safe(int op)
+{
+    switch (op) {
+    case IR_OP_RELU: case IR_OP_LEAKY_RELU: case IR_OP_PRELU: case IR_OP_CLIP: case IR_OP_HARD_SWISH:
+    case IR_OP_HARD_SIGMOID: case IR_OP_SIGMOID: case IR_OP_TANH: case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL:
+    case IR_OP_MAX: case IR_OP_MIN: case IR_OP_SUM: case IR_OP_NEG: case IR_OP_ABS: case IR_OP_IDENTITY:
+        return true;
+    default:
+        return false;
+    }
 }
 
 static int move_elementwise(lay *L, ir_node *n)
@@ -753,7 +833,7 @@ static int move_elementwise(lay *L, ir_node *n)
     if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1 || n->nin < 1 || n->nin > 8)
         return 0;
     const ir_type *t = &n->out[0]->type;
-    if (t->rank != 4 || !ir_type_is_static(t) || t->dims[1].v % L->cb)
+    if (t->rank != 4 || !ir_type_is_static(t) || (t->dims[1].v % L->cb && !pad_safe(n->op)))
         return 0;
     bool any = false, fail = false;
     for (int i = 0; i < n->nin; i++)
@@ -792,7 +872,7 @@ static int move_batchnorm(lay *L, ir_node *n)
             n->in[i]->type.dims[0].v != C)
             return 0;
     ir_type t = {.dtype = IR_F32, .rank = 4,
-                 .dims = {ir_dim_const(C / L->cb), ir_dim_const(1), ir_dim_const(1), ir_dim_const(L->cb)}};
+                 .dims = {ir_dim_const(cpad(L, C) / L->cb), ir_dim_const(1), ir_dim_const(1), ir_dim_const(L->cb)}};
     char buf[256];
     ir_value *sv = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, n->out[0]->name, "_scale", buf, sizeof buf), &t, NULL,
                                       L->c->diag);
@@ -936,8 +1016,9 @@ static int move_concat(lay *L, ir_node *n)
         return 0;
     ir_value *in[64];
     for (int i = 0; i < n->nin; i++) {
+        /* whole blocks, but for the last part's pad lanes, which stay last */
         ir_value *v = n->in[i];
-        if (!v || !(in[i] = twin_of(L, v)) || !is_static_f32(v, 4) || v->type.dims[1].v % L->cb)
+        if (!v || !(in[i] = twin_of(L, v)) || !is_static_f32(v, 4) || (i + 1 < n->nin && v->type.dims[1].v % L->cb))
             return 0;
     }
     ir_node *m = add_node(L, IR_OP_CONCAT, n->out[0]->name, "_nchwc", n->nin, in, NULL);
@@ -962,13 +1043,18 @@ static int64_t cancel_unused(lay *L)
         ir_node *r = L->from[i];
         if (r->dead || ir_value_count_uses(L->g, r->out[0]) > 0)
             continue;
-        ir_node *t = r->in[0]->def;
-        ir_value *shape = r->in[1];
-        ir_node_erase(r);
-        if (shape->kind == IR_VAL_CONST && ir_value_count_uses(L->g, shape) == 0)
-            ir_value_erase(shape);
-        if (t && !t->dead && ir_value_count_uses(L->g, t->out[0]) == 0)
-            ir_node_erase(t);
+        /* [Slice <-] Reshape <- Transpose, each with its constants */
+        for (ir_node *m = r; m && !m->dead && ir_value_count_uses(L->g, m->out[0]) == 0;) {
+            ir_node *prev = m->op == IR_OP_TRANSPOSE ? NULL : m->in[0]->def;
+            ir_value *consts[3] = {0};
+            for (int j = 1; j < m->nin && j < 4; j++)
+                consts[j - 1] = m->in[j] && m->in[j]->kind == IR_VAL_CONST ? m->in[j] : NULL;
+            ir_node_erase(m);
+            for (int j = 0; j < 3; j++)
+                if (consts[j] && ir_value_count_uses(L->g, consts[j]) == 0)
+                    ir_value_erase(consts[j]);
+            m = prev;
+        }
         n++;
     }
     return n;

@@ -18,11 +18,18 @@ block counts. Then fire modules (SqueezeNet/Inception-style): branch convs on on
 input, Relu, a channel Concat that -O3 runs on the blocked data (passes/layout.c)
 when every part is a whole number of blocks, sometimes a MaxPool, and a 1x1 Conv
 reading the Concat; some parts are 12 channels wide, so the Concat stays NCHW.
+Then MobileNetV3-style blocks whose channel counts are no multiple of the block
+(24, 36, 40, 72, 120: padded to whole blocks by -O3's layout pass; not 20 on
+16 lanes, where padding would add more than half again and the convs stay NCHW):
+expand 1x1 Conv, depthwise Conv, an optional squeeze-excite, project 1x1 Conv, an
+optional residual Add, Concat or MaxPool, and outputs taken inside the block,
+one through an Exp (which must not run on the pad lanes); the number of blocked
+convs is checked against what the rule predicts for this machine's block.
 Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
     python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
-        [--concat 8]
+        [--concat 8] [--padded 12]
 """
 import argparse
 import os
@@ -215,6 +222,80 @@ def fire(rng, path):
     return "fire c=%d parts=%s axis=%d in=%dx%d pool=%d" % (c, widths, axis, hh, ww, pool)
 
 
+def cpad_ok(c, cb):
+    """passes/layout.c's pad_ok: whole blocks, or padded by at most half again."""
+    cp = (c + cb - 1) // cb * cb
+    return c % cb == 0 or (c > cb and cp * 2 <= c * 3)
+
+
+def padded(rng, path, cb):
+    """A MobileNetV3-style block with channel counts that are no multiple of the block.
+    Returns its description and how many convs -O3 should block."""
+    n = int(rng.integers(1, 3))
+    cin = int(rng.choice([16, 24, 40]))
+    e = int(rng.choice([24, 40, 72, 120, 20, 36]))
+    o = int(rng.choice([cin, 24, 40, 20]))
+    k, st = int(rng.choice([3, 5])), int(rng.choice([1, 2]))
+    hh, ww = int(rng.integers(k, 16)), int(rng.integers(k, 18))
+    act = str(rng.choice(["HardSwish", "Relu"]))
+    se = bool(rng.integers(0, 2))
+    tail = str(rng.choice(["none", "concat", "pool"]))
+    inits, nodes = [], []
+
+    def conv(x, y, cout, cinp, kk, group=1, stride=1, bias=True):
+        nm = "w_" + y
+        inits.append(nh.from_array((rng.standard_normal((cout, cinp // group, kk, kk)) /
+                                    np.sqrt(cinp // group * kk * kk)).astype(np.float32), nm))
+        ins = [x, nm]
+        if bias:
+            inits.append(nh.from_array(rng.standard_normal(cout).astype(np.float32), "b_" + y))
+            ins.append("b_" + y)
+        nodes.append(h.make_node("Conv", ins, [y], kernel_shape=[kk, kk], pads=[kk // 2] * 4, strides=[stride] * 2,
+                                 group=group))
+
+    blocked = 0
+    conv("x", "ex", e, cin, 1)
+    blocked += cpad_ok(e, cb) and cpad_ok(cin, cb)
+    nodes.append(h.make_node(act, ["ex"], ["exa"]))
+    conv("exa", "dw", e, e, k, group=e, stride=st)
+    blocked += cpad_ok(e, cb)
+    nodes.append(h.make_node(act, ["dw"], ["dwa"]))
+    top = "dwa"
+    if se:
+        s = max(8, e // 4)
+        nodes.append(h.make_node("GlobalAveragePool", ["dwa"], ["gap"]))
+        conv("gap", "sq", s, e, 1)
+        nodes.append(h.make_node("Relu", ["sq"], ["sqr"]))
+        conv("sqr", "ex2", e, s, 1)
+        nodes.append(h.make_node("HardSigmoid", ["ex2"], ["gate"], alpha=1.0 / 6, beta=0.5))
+        nodes.append(h.make_node("Mul", ["dwa", "gate"], ["scaled"]))
+        blocked += (cpad_ok(s, cb) and cpad_ok(e, cb)) + (cpad_ok(e, cb) and (s % cb == 0 or s < cb or cpad_ok(s, cb)))
+        top = "scaled"
+    conv(top, "pr", o, e, 1)
+    blocked += cpad_ok(o, cb) and cpad_ok(e, cb)
+    y = "pr"
+    if st == 1 and o == cin:
+        nodes.append(h.make_node("Add", ["pr", "x"], ["res"]))
+        y = "res"
+    if tail == "concat":
+        conv("x", "side", 16, cin, 1, stride=st)
+        blocked += cpad_ok(cin, cb)
+        nodes.append(h.make_node("Concat", ["side", y], ["cat"], axis=1))
+        y = "cat"
+    elif tail == "pool":
+        nodes.append(h.make_node("MaxPool", [y], ["pool"], kernel_shape=[2, 2], strides=[2, 2]))
+        y = "pool"
+    nodes.append(h.make_node("Exp", ["dw"], ["side_exp"]))
+    outs = [h.make_tensor_value_info(v, T.FLOAT, None) for v in (y, "exa", "side_exp")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [n, cin, hh, ww])], outs, inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    onnx.save(m, path)
+    return ("padded cin=%d e=%d o=%d k=%d s=%d in=%dx%d %s se=%d tail=%s" % (cin, e, o, k, st, hh, ww, act, se, tail),
+            blocked)
+
+
 def resize(rng, path):
     mode = str(rng.choice(["nearest", "nearest", "linear", "cubic"]))
     ctm = str(rng.choice(["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"]))
@@ -240,7 +321,8 @@ def main():
     ap.add_argument("--blocked", type=int, default=24, help="blocked depthwise cases, after Resize")
     ap.add_argument("--pools", type=int, default=16, help="blocked pool cases, after those")
     ap.add_argument("--dense", type=int, default=24, help="dense (blocked at -O3) Conv cases, after those")
-    ap.add_argument("--concat", type=int, default=8, help="fire modules (a blocked Concat at -O3), last")
+    ap.add_argument("--concat", type=int, default=8, help="fire modules (a blocked Concat at -O3), after those")
+    ap.add_argument("--padded", type=int, default=12, help="MobileNetV3-style blocks with padded channels, last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
@@ -250,11 +332,17 @@ def main():
     prng = np.random.default_rng(29)   # and the blocked pools theirs
     drng = np.random.default_rng(31)   # and the dense convolutions theirs
     frng = np.random.default_rng(37)   # and the fire modules theirs
-    total = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat
+    mrng = np.random.default_rng(41)   # and the padded blocks theirs
+    # the layout block -O3 uses here: the f32 vector width (16 lanes with AVX-512)
+    cb = 16 if " avx512f " in " " + open("/proc/cpuinfo").read().replace("\n", " ") + " " else 8
+    total = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
+        want = None
         try:
-            if i >= a.cases + a.resize + a.blocked + a.pools + a.dense:
+            if i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat:
+                what, want = padded(mrng, path, cb)
+            elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense:
                 what = fire(frng, path)
             elif i >= a.cases + a.resize + a.blocked + a.pools:
                 what = dense(drng, path)
@@ -276,6 +364,13 @@ def main():
             if r.returncode:
                 bad += 1
                 print("FAIL %s %s\n%s%s" % (what, level, r.stdout[-600:], r.stderr[-600:]))
+        if want is not None:
+            r = subprocess.run([a.icc, "--emit=ir", "-O3", path], capture_output=True, text=True)
+            got = r.stdout.count("= ConvNCHWc(") + r.stdout.count("= ConvDwNCHWc(")
+            if r.returncode or got != want:
+                bad += 1
+                print("FAIL %s: %d blocked convs at -O3, the rule gives %d (block %d)\n%s" %
+                      (what, got, want, cb, r.stderr[-600:]))
     print("%d cases, %d failures" % (total, bad))
     sys.exit(1 if bad else 0)
 
