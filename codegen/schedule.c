@@ -38,10 +38,14 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     /* 1x3072x3072 on Zen 3, 1 thread: 6.5 GFLOP/s at 8 (B's 8 rows are
      * 96 KB read front to back), 3.5 at 16-32, 3.0 at 128 */
     s->skinny_kc = 8;
-    /* A skinny contraction does 2M FLOP per 4-byte element of B: at M =
-     * 1 it streams B (a split by columns cut the rows into pieces:
-     * 1x3072x3072, 2 chunks of 1536 columns: 3.0 -> 8.4 ms on 1 thread,
-     * 3.5 -> 6.5 on 2); from M = 8 (4 FLOP/B, near the ridge of the FMA
+    /* A skinny contraction does 2M FLOP per 4-byte element of B: below
+     * M = 8 it streams B, split by columns only when B comes from DRAM,
+     * where each core adds its own bandwidth (Zen 4, 1x3072x3072, 2
+     * chunks of 1536 columns: 2.7 -> 1.15 ms on 2 threads, 1 thread the
+     * same within the noise; a B in cache is cut into short row pieces
+     * for little gain: 1x768x768 0.036 -> 0.042 ms on 1 thread, and on
+     * Zen 3 1x3072x3072 went 3.0 -> 8.4 ms with 1536-column pieces read
+     * through L3); from M = 8 (4 FLOP/B, near the ridge of the FMA
      * peak over one core's DRAM bandwidth) it is bound by the FMAs, and
      * column chunks of whole panels let threads share it (16x768x768: at
      * the FMA peak on 1 thread with or without the split). Pieces of a
@@ -107,8 +111,9 @@ void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int 
 
 int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, int64_t b_bytes)
 {
-    int64_t sc = 1, cols = b_bytes > s->llc_bytes ? s->skinny_dram_cols : s->skinny_chunk_cols;
-    if (m < s->skinny_split_m || cols < 1)
+    bool dram = b_bytes > s->llc_bytes;
+    int64_t sc = 1, cols = dram ? s->skinny_dram_cols : s->skinny_chunk_cols;
+    if ((m < s->skinny_split_m && !dram) || cols < 1)
         return 1;
     while (sc * 2 <= s->skinny_chunks && n / (sc * 2) >= cols)
         sc *= 2;

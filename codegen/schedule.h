@@ -36,7 +36,8 @@ typedef struct cg_schedule {
     int skinny_kc;             /* reduction block of skinny contractions (M <= 16), which read
                                   B's rows whole: kc rows of B are one contiguous stretch */
     int skinny_split_m;        /* skinny contractions with at least this many rows split their
-                                  columns between parallel chunks (fewer rows: one chunk) */
+                                  columns between parallel chunks (fewer rows: one chunk, unless
+                                  B is larger than the last-level cache) */
     int skinny_chunk_cols;     /* ... into pieces of at least this many columns of every B row */
     int skinny_dram_cols;      /* ... or this many when B is larger than the last-level cache */
     int skinny_chunks;         /* ... and at most this many chunks per batch item */
@@ -131,7 +132,9 @@ void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int 
 
 /* The column chunks of a skinny (streamed) contraction of m rows, n
  * columns and a B of b_bytes (one batch item): 1 below skinny_split_m
- * rows (memory-bound on B, whose rows a split cuts into pieces), else the
+ * rows (memory-bound on B, whose rows a split cuts into pieces) unless B
+ * is larger than the last-level cache (from DRAM, where two cores read
+ * twice as fast), else the
  * largest power of two up to skinny_chunks that leaves each chunk
  * skinny_chunk_cols columns (skinny_dram_cols for a B larger than the
  * last-level cache). */

@@ -46,6 +46,9 @@ def cases():
         ("gemm_split_16x300x1030", "Gemm", [16, 300], [300, 1030], [1030], dict(alpha=0.5, beta=2.0), True),
         ("mm_nosplit_7x300x1024", "MatMul", [7, 300], [300, 1024], None, {}, True),
         ("mm_17x600x40", "MatMul", [17, 600], [600, 40], None, {}, False),
+        # fewer than 8 rows split only when B is larger than the last-level
+        # cache (32 MB at most): 34.8 MB, 3000 columns in 2 chunks with tails
+        ("mm_dram_3x2900x3000", "MatMul", [3, 2900], [2900, 3000], None, {}, False),
     ]
     for m in (1, 3, 16, 17):
         out.append(("mm_n3_%d" % m, "MatMul", [m, 41], [41, 3], None, {}, True))
