@@ -23,9 +23,10 @@
  * Channels that are no multiple of cb are padded to whole blocks when
  * that adds at most half again (pad_ok; docs/codegen.md, "Padded
  * blocks"): constant weights, biases and per-channel constants are 0 in
- * the pad lanes, an NCHW input is zero-padded before its reorder, a value
- * leaving the blocked region is sliced back, and only ops that keep
- * finite pad lanes finite (pad_safe) run on padded blocks.
+ * the pad lanes, a value leaving the blocked region is sliced back, and
+ * only ops that keep finite pad lanes finite (pad_safe) run on padded
+ * blocks. A conv pads its input channels only when the input is already
+ * blocked (an NCHW input's Pad and reorder cost more).
  *
  * The pass walks the graph in order keeping, for each NCHW value, its
  * blocked twin when one exists. A converted node's result is rebuilt in
@@ -175,18 +176,17 @@ static ir_value *pad_channels(lay *L, ir_value *x, int64_t c)
     return n && infer(L, n) == 0 ? n->out[0] : NULL;
 }
 
-/* x [N, C, H, W] blocked (C padded to whole blocks), reusing its twin
- * when it has one. */
+/* x [N, C, H, W] blocked, reusing its twin (C padded to whole blocks or
+ * not) when it has one; without one C must be a multiple of cb. */
 static ir_value *to_blocked(lay *L, ir_value *x)
 {
     ir_value *b = twin_of(L, x);
     if (b)
         return b;
     const ir_dim *d = x->type.dims;
-    int64_t C = d[1].v, s[5] = {d[0].v, cpad(L, C) / L->cb, L->cb, d[2].v, d[3].v};
+    int64_t s[5] = {d[0].v, d[1].v / L->cb, L->cb, d[2].v, d[3].v};
     static const int64_t perm[5] = {0, 1, 3, 4, 2};
-    ir_value *xp = C % L->cb ? pad_channels(L, x, cpad(L, C)) : x;
-    ir_value *r = xp ? reshape(L, xp, s, 5, NULL) : NULL;
+    ir_value *r = reshape(L, x, s, 5, NULL);
     if (!r || !(b = transpose(L, r, perm, 5, NULL)) || set_twin(L, x, b) < 0)
         return NULL;
     L->to_blk++;
@@ -346,10 +346,18 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
         return false;
     int64_t C = x->type.dims[1].v, M = w->type.dims[0].v;
     /* the input's block: cb for a blocked twin (padded or not) or whole
-     * blocks, 1 for an image (fewer than cb channels), else cb padded */
-    *ib = C % L->cb == 0 || twin_of(L, x) ? L->cb : C < L->cb ? 1 : pad_ok(L, C) ? L->cb : 0;
+     * blocks, 1 for an image (fewer than cb channels); an NCHW input of
+     * other widths is not padded (its Pad and reorder, and the Slice back
+     * after an isolated conv, cost more than the NCHW conv: ShuffleNet's
+     * 136-channel depthwise convs between channel shuffles) */
+    *ib = C % L->cb == 0 || twin_of(L, x) ? L->cb : C < L->cb ? 1 : 0;
     if (!*ib || !pad_ok(L, M) || w->type.dims[1].v != C || y->type.dims[1].v != M ||
         w->type.dims[2].v * w->type.dims[3].v < L->min_k)
+        return false;
+    /* padding both sides at most half again in all (DBNet's 24 -> 24
+     * channels, 1.78x the work padded, ran slower blocked than NCHW) */
+    int64_t CP = *ib == L->cb ? cpad(L, C) : C;
+    if (cpad(L, M) * CP * 2 > M * C * 3)
         return false;
     /* padded blocks need constant weights (and bias) to pad with zeros */
     if ((M % L->cb || (*ib == L->cb && C % L->cb)) &&
@@ -727,7 +735,8 @@ static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int
     if (ir_attr_int(n, "group", 1) != C || !pad_ok(L, C) || w->type.dims[0].v != C || w->type.dims[1].v != 1 ||
         y->type.dims[1].v != C)
         return false;
-    if (C % L->cb && (w->kind != IR_VAL_CONST || (b && b->kind != IR_VAL_CONST)))
+    /* padded: constant weights, and an input already blocked (as in conv_ok) */
+    if (C % L->cb && (w->kind != IR_VAL_CONST || (b && b->kind != IR_VAL_CONST) || !twin_of(L, x)))
         return false;
     return window_ok(n, pads, s, dl);
 }

@@ -85,7 +85,7 @@ CASES = [
     ("image_3ch", (dict(c=3, m=32, hw=33, stride=2), True)),
     ("image_1ch_7x7", (dict(c=1, m=16, hw=30, k=7, stride=2, pad=3), True)),
     ("wide_rows", (dict(c=16, m=16, hw=61), True)),
-    ("padded", (dict(c=24, m=40, hw=11), True)),  # 24 and 40 channels: padded to 32 and 48
+    ("padded", (dict(c=32, m=40, hw=11), True)),  # 40 output channels: padded to 48
     ("not_blocked", (dict(c=20, m=20, hw=11), False)),  # 20 channels: padding to 32 would cost 1.6x
     ("batch2", (dict(c=32, m=32, hw=9, batch=2), True)),
     ("chain_residual", (dict(c=32, m=32, hw=24, chain=2), True)),

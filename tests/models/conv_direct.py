@@ -24,12 +24,13 @@ Then MobileNetV3-style blocks whose channel counts are no multiple of the block
 expand 1x1 Conv, depthwise Conv, an optional squeeze-excite, project 1x1 Conv, an
 optional residual Add, Concat or MaxPool, and outputs taken inside the block,
 one through an Exp (which must not run on the pad lanes); the number of blocked
-convs is checked against what the rule predicts for this machine's block.
+convs is checked against what the rule predicts for this machine's block (input
+channels are padded only for an input that is already blocked).
 Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
     python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
-        [--concat 8] [--padded 12]
+        [--concat 8] [--padded 16]
 """
 import argparse
 import os
@@ -232,7 +233,7 @@ def padded(rng, path, cb):
     """A MobileNetV3-style block with channel counts that are no multiple of the block.
     Returns its description and how many convs -O3 should block."""
     n = int(rng.integers(1, 3))
-    cin = int(rng.choice([16, 24, 40]))
+    cin = int(rng.choice([16, 32, 24, 40]))
     e = int(rng.choice([24, 40, 72, 120, 20, 36]))
     o = int(rng.choice([cin, 24, 40, 20]))
     k, st = int(rng.choice([3, 5])), int(rng.choice([1, 2]))
@@ -253,12 +254,20 @@ def padded(rng, path, cb):
         nodes.append(h.make_node("Conv", ins, [y], kernel_shape=[kk, kk], pads=[kk // 2] * 4, strides=[stride] * 2,
                                  group=group))
 
-    blocked = 0
+    # the layout pass's rule: a conv's output channels may be padded, its
+    # input channels only when the input is already blocked (a twin)
+    def dense_ok(cinp, cout, twin):
+        ib = cinp < cb and cinp % cb and not twin
+        cp = cinp if ib else (cinp + cb - 1) // cb * cb
+        return (cpad_ok(cout, cb) and (cinp % cb == 0 or twin or cinp < cb) and
+                (cout + cb - 1) // cb * cb * cp * 2 <= cout * cinp * 3)
+
     conv("x", "ex", e, cin, 1)
-    blocked += cpad_ok(e, cb) and cpad_ok(cin, cb)
+    ex_b = dense_ok(cin, e, False)
     nodes.append(h.make_node(act, ["ex"], ["exa"]))
     conv("exa", "dw", e, e, k, group=e, stride=st)
-    blocked += cpad_ok(e, cb)
+    dw_b = cpad_ok(e, cb) and (e % cb == 0 or ex_b)
+    blocked = ex_b + dw_b
     nodes.append(h.make_node(act, ["dw"], ["dwa"]))
     top = "dwa"
     if se:
@@ -269,17 +278,18 @@ def padded(rng, path, cb):
         conv("sqr", "ex2", e, s, 1)
         nodes.append(h.make_node("HardSigmoid", ["ex2"], ["gate"], alpha=1.0 / 6, beta=0.5))
         nodes.append(h.make_node("Mul", ["dwa", "gate"], ["scaled"]))
-        blocked += (cpad_ok(s, cb) and cpad_ok(e, cb)) + (cpad_ok(e, cb) and (s % cb == 0 or s < cb or cpad_ok(s, cb)))
+        sq_b = dense_ok(e, s, dw_b)
+        blocked += sq_b + dense_ok(s, e, sq_b)
         top = "scaled"
     conv(top, "pr", o, e, 1)
-    blocked += cpad_ok(o, cb) and cpad_ok(e, cb)
+    blocked += dense_ok(e, o, dw_b)
     y = "pr"
     if st == 1 and o == cin:
         nodes.append(h.make_node("Add", ["pr", "x"], ["res"]))
         y = "res"
     if tail == "concat":
         conv("x", "side", 16, cin, 1, stride=st)
-        blocked += cpad_ok(cin, cb)
+        blocked += dense_ok(cin, 16, False)
         nodes.append(h.make_node("Concat", ["side", y], ["cat"], axis=1))
         y = "cat"
     elif tail == "pool":
@@ -322,7 +332,7 @@ def main():
     ap.add_argument("--pools", type=int, default=16, help="blocked pool cases, after those")
     ap.add_argument("--dense", type=int, default=24, help="dense (blocked at -O3) Conv cases, after those")
     ap.add_argument("--concat", type=int, default=8, help="fire modules (a blocked Concat at -O3), after those")
-    ap.add_argument("--padded", type=int, default=12, help="MobileNetV3-style blocks with padded channels, last")
+    ap.add_argument("--padded", type=int, default=16, help="MobileNetV3-style blocks with padded channels, last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
