@@ -214,6 +214,36 @@ static int lower_transpose(lctx *c)
     for (int d = 0; d < r; d++)
         perm[d] = np == r ? (int)p[d] : r - 1 - d;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    /* The input's contiguous last dim lands at output dim q before the
+     * last: when it is short (a blocked layout's lanes), it is the
+     * innermost loop, inside the vector loop over the output's last dim,
+     * so that each vector of strided reads (a gather) touches the same
+     * cache lines as the one before (from-blocked reorders [N, C/cb, H,
+     * W, cb] -> [N, C/cb, cb, H, W] re-read every pixel's line from L2
+     * once per lane). */
+    int q = -1;
+    for (int d = 0; d + 1 < r; d++)
+        if (perm[d] == r - 1)
+            q = d;
+    const ir_type *ti = &n->in[0]->type;
+    if (q >= 0 && r >= 2 && ir_dim_is_const(ti->dims[r - 1]) && ti->dims[r - 1].v <= 64 &&
+        ir_dim_is_const(to->dims[r - 1]) && to->dims[r - 1].v >= 8) {
+        ir_type t2 = *to;
+        for (int d = q; d + 1 < r; d++)
+            t2.dims[d] = to->dims[d + 1];
+        t2.rank = r - 1;
+        kir_expr *oi2[IR_MAX_RANK];
+        kir_block *b2 = mv_nest(c, &k->body, &t2, true, true, oi2);
+        int v = kir_new_var(k);
+        kir_stmt *l = b2 ? kir_for(k, b2, v, lw_i64c(k, 0), lw_i64c(k, ti->dims[r - 1].v), KIR_SERIAL, 0) : NULL;
+        if (!l)
+            return -1;
+        for (int d = 0, j = 0; d < r; d++)
+            oi[d] = d == q ? kir_var(k, v) : oi2[j++];
+        for (int d = 0; d < r; d++)
+            ii[perm[d]] = oi[d];
+        return kir_store(k, &l->body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+    }
     /* unit-stride on both sides only when the last dim stays last */
     kir_block *body = mv_nest(c, &k->body, to, true, r > 0 && perm[r - 1] == r - 1, oi);
     if (!body)

@@ -25,12 +25,14 @@ expand 1x1 Conv, depthwise Conv, an optional squeeze-excite, project 1x1 Conv, a
 optional residual Add, Concat or MaxPool, and outputs taken inside the block,
 one through an Exp (which must not run on the pad lanes); the number of blocked
 convs is checked against what the rule predicts for this machine's block (input
-channels are padded only for an input that is already blocked).
+channels are padded only for an input that is already blocked). Last, Transposes
+that move a short last dim before the output's last, as from-blocked reorders do
+(bit for bit).
 Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
     python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
-        [--concat 8] [--padded 16]
+        [--concat 8] [--padded 16] [--transpose 8]
 """
 import argparse
 import os
@@ -306,6 +308,22 @@ def padded(rng, path, cb):
             blocked)
 
 
+def transpose(rng, path):
+    """A Transpose that moves the input's short last dim (up to 64, as a blocked
+    layout's lanes) before the output's last dim (8 or more): the lanes become
+    the serial loop inside the vector loop (codegen/lower/movement.c)."""
+    r = int(rng.integers(3, 6))
+    shape = [int(rng.integers(1, 4)) for _ in range(r - 2)] + [int(rng.integers(8, 40)), int(rng.choice([3, 8, 16, 64]))]
+    perm = list(range(r))
+    q = int(rng.integers(0, r - 1))
+    perm.insert(q, perm.pop())   # the last dim to position q
+    if perm[-1] == r - 1:
+        perm[-1], perm[-2] = perm[-2], perm[-1]
+    node = h.make_node("Transpose", ["x"], ["y"], perm=perm)
+    model(path, node, [], shape, bool(rng.integers(0, 2)))
+    return "transpose %s perm=%s" % (shape, perm)
+
+
 def resize(rng, path):
     mode = str(rng.choice(["nearest", "nearest", "linear", "cubic"]))
     ctm = str(rng.choice(["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"]))
@@ -332,7 +350,8 @@ def main():
     ap.add_argument("--pools", type=int, default=16, help="blocked pool cases, after those")
     ap.add_argument("--dense", type=int, default=24, help="dense (blocked at -O3) Conv cases, after those")
     ap.add_argument("--concat", type=int, default=8, help="fire modules (a blocked Concat at -O3), after those")
-    ap.add_argument("--padded", type=int, default=16, help="MobileNetV3-style blocks with padded channels, last")
+    ap.add_argument("--padded", type=int, default=16, help="MobileNetV3-style blocks with padded channels, after those")
+    ap.add_argument("--transpose", type=int, default=8, help="Transposes of a short last dim (reorders), last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
@@ -343,14 +362,17 @@ def main():
     drng = np.random.default_rng(31)   # and the dense convolutions theirs
     frng = np.random.default_rng(37)   # and the fire modules theirs
     mrng = np.random.default_rng(41)   # and the padded blocks theirs
+    trng = np.random.default_rng(43)   # and the transposes theirs
     # the layout block -O3 uses here: the f32 vector width (16 lanes with AVX-512)
     cb = 16 if " avx512f " in " " + open("/proc/cpuinfo").read().replace("\n", " ") + " " else 8
-    total = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded
+    total = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.transpose
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
         want = None
         try:
-            if i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat:
+            if i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded:
+                what = transpose(trng, path)
+            elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat:
                 what, want = padded(mrng, path, cb)
             elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense:
                 what = fire(frng, path)
@@ -369,7 +391,8 @@ def main():
             continue
         for level in ("-O2", "-O3"):
             # nearest copies elements: the compiled output must be bit-identical
-            tol = ["--rtol=0", "--atol=0"] if what.startswith("resize nearest") else ["--rtol=1e-4", "--atol=1e-4"]
+            exact = what.startswith("resize nearest") or what.startswith("transpose")
+            tol = ["--rtol=0", "--atol=0"] if exact else ["--rtol=1e-4", "--atol=1e-4"]
             r = subprocess.run([a.icc, "verify", path, level] + tol, capture_output=True, text=True)
             if r.returncode:
                 bad += 1
