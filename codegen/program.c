@@ -1368,6 +1368,18 @@ static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
     return 0;
 }
 
+/* Node n is a reshape whose result the plan put in its input's buffer
+ * (plan.c): the bytes are already where they belong. */
+static bool is_view(const cg_binding *bind, const ir_node *n)
+{
+    if ((n->op != IR_OP_RESHAPE && n->op != IR_OP_FLATTEN && n->op != IR_OP_SQUEEZE && n->op != IR_OP_UNSQUEEZE) ||
+        n->nin < 1 || !n->in[0] || n->nout != 1)
+        return false;
+    const cg_binding *a = &bind[n->in[0]->id], *b = &bind[n->out[0]->id];
+    return a->kind == KIR_BUF_ARENA && b->kind == KIR_BUF_ARENA && a->offset == b->offset && n->in[0]->planned &&
+           n->out[0]->planned;
+}
+
 /* The steps of scope si: one kernel per fused group, at its root, in
  * node order (named <prefix>_k<node>), and each If's and Loop's. */
 static int emit_scope(pbuild *c, int si, const char *prefix)
@@ -1377,6 +1389,8 @@ static int emit_scope(pbuild *c, int si, const char *prefix)
     for (int kx = 0; kx < g->nnodes; kx++) {
         if (sc->root[kx] != kx || (si == 0 && c->at_load[kx]))
             continue;   /* a member, or run at load (lower_kernels) */
+        if (is_view(sc->bind, g->nodes[kx]))
+            continue;   /* a reshape in place (plan.c): no kernel */
         char kname[256];
         snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
         int op = g->nodes[kx]->op;

@@ -14,7 +14,9 @@
  * In place: an elementwise node may write its output over an input of the
  * same size and dtype that dies at that node (it reads element i before it
  * writes element i). Such chains share one buffer, whose lifetime is the
- * union of theirs.
+ * union of theirs. A Reshape (Flatten, Squeeze, Unsqueeze) whose data
+ * input dies at it takes that input's buffer as it is: the same bytes in
+ * the same order, so code generation emits no kernel for it.
  *
  * Fused groups (ir.h) run as one kernel at their root's place: a value
  * used inside a group lives until the root, the values the group keeps
@@ -75,6 +77,16 @@ static const ir_value *inplace_input(const ir_graph *g, const int *root, int fir
                                      const int *buf_of, int k)
 {
     const ir_node *n = g->nodes[k];
+    if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_FLATTEN || n->op == IR_OP_SQUEEZE || n->op == IR_OP_UNSQUEEZE) &&
+        n->nout == 1 && first == k && n->nin >= 1 && n->in[0]) {
+        /* a reshape keeps the bytes in order: its result is its dying
+         * input's buffer, and code generation emits no copy for it */
+        const ir_value *v = n->in[0], *o = n->out[0];
+        return buf_of[v->id] >= 0 && last[v->id] == k && v->type.dtype == o->type.dtype &&
+                       value_bytes(v) >= 0 && value_bytes(v) == value_bytes(o)
+                   ? v
+                   : NULL;
+    }
     if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1)
         return NULL;
     const ir_value *o = n->out[0];

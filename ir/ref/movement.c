@@ -206,7 +206,8 @@ int ref_copy(ir_ref_ctx *c)
 {
     if (c->out[0]->nbytes != c->in[0]->nbytes || c->out[0]->dtype != c->in[0]->dtype)
         return ir_node_errorf(c->diag, c->node, "output size does not match the input's");
-    if (c->in[0]->nbytes)
+    /* a planned reshape may share its input's bytes (plan.c): nothing to copy */
+    if (c->in[0]->nbytes && c->out[0]->data != c->in[0]->data)
         memcpy(c->out[0]->data, c->in[0]->data, c->in[0]->nbytes);
     return 0;
 }
