@@ -458,6 +458,68 @@ static bool slice_any(const ir_node *n, int64_t *first, int64_t *step)
     return slice_params(n, first, step) || slice_params_dims(n, first, step);
 }
 
+/* A unit-step Slice of static shapes that keeps every dim after its
+ * first cut one whole: the output is runs of contiguous input elements
+ * (one run when the dims before the cut are 1: dropping a padded
+ * blocked layout's last channels), copied as a parallel loop over the
+ * runs, or over blocks of one run, each a single vector loop (the nest
+ * per dim ran 40-element rows: 2.8 GB/s for a YOLO head's output).
+ * 1 when it lowered the slice, 0 when the shape is not of that form,
+ * -1 on error. */
+static int slice_runs(lctx *c, const int64_t *first, const int64_t *step)
+{
+    enum { BLOCK = 4096, MIN_RUN = 256 };
+    kir_kernel *k = c->k;
+    const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
+    int r = to->rank, a = -1;
+    if (r < 1 || ti->rank != r || !ir_type_is_static(ti) || !ir_type_is_static(to))
+        return 0;
+    for (int d = 0; d < r; d++) {
+        if (step[d] != 1)
+            return 0;
+        if (a < 0 && to->dims[d].v != ti->dims[d].v)
+            a = d;
+        else if (a >= 0 && d > a && to->dims[d].v != ti->dims[d].v)
+            return 0;
+    }
+    if (a < 0)
+        a = 0;
+    int64_t run = 1, outer = 1;
+    for (int d = a; d < r; d++)
+        run *= to->dims[d].v;
+    for (int d = 0; d < a; d++)
+        outer *= to->dims[d].v;
+    if (run < MIN_RUN || outer < 1)
+        return 0;
+    /* one run: parallel over its blocks; several: parallel over the runs */
+    int64_t nblk = outer == 1 ? (run + BLOCK - 1) / BLOCK : outer;
+    int pv = kir_new_var(k), v = kir_new_var(k);
+    kir_stmt *lp = lw_loop(c, &k->body, pv, lw_i64c(k, nblk), KIR_PARALLEL);
+    if (!lp)
+        return -1;
+    kir_expr *lo = outer == 1 ? kir_imul(k, kir_var(k, pv), lw_i64c(k, BLOCK)) : lw_i64c(k, 0);
+    kir_expr *hi = outer == 1 ? lw_imin(k, kir_iadd(k, lo, lw_i64c(k, BLOCK)), lw_i64c(k, run)) : lw_i64c(k, run);
+    kir_stmt *l = kir_for(k, &lp->body, v, lo, hi, KIR_VECTOR, mv_width(c, to->dtype));
+    if (!l)
+        return -1;
+    /* a run's first element, then v along it: the backends linearize
+     * sum(idx[d] * stride[d]), so v on the last index walks the run */
+    kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK], *ov[IR_MAX_RANK];
+    if (outer > 1) {
+        ir_type ot = *to;
+        ot.rank = a;
+        lower_unflatten(c, &ot, kir_var(k, pv), ov);
+    }
+    for (int d = 0; d < r; d++) {
+        kir_expr *o = d < a && outer > 1 ? ov[d] : lw_i64c(k, 0);
+        oi[d] = o;
+        ii[d] = d <= a ? kir_iadd(k, lw_i64c(k, first[d]), o) : lw_i64c(k, 0);
+    }
+    oi[r - 1] = kir_iadd(k, oi[r - 1], kir_var(k, v));
+    ii[r - 1] = kir_iadd(k, ii[r - 1], kir_var(k, v));
+    return kir_store(k, &l->body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 1 : -1;
+}
+
 static int lower_slice(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -467,6 +529,9 @@ static int lower_slice(lctx *c)
         return -1;
     int r = to->rank;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    int rs = slice_runs(c, first, step);
+    if (rs)
+        return rs > 0 ? 0 : -1;
     kir_block *b = mv_nest(c, &k->body, to, true, r > 0 && step[r - 1] == 1, oi);
     if (!b)
         return -1;

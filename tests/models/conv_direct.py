@@ -26,13 +26,13 @@ optional residual Add, Concat or MaxPool, and outputs taken inside the block,
 one through an Exp (which must not run on the pad lanes); the number of blocked
 convs is checked against what the rule predicts for this machine's block (input
 channels are padded only for an input that is already blocked). Last, Transposes
-that move a short last dim before the output's last, as from-blocked reorders do
-(bit for bit).
+that move a short last dim before the output's last, as from-blocked reorders do,
+and Slices that keep the dims after their cut whole (bit for bit).
 Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
     python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
-        [--concat 8] [--padded 16] [--transpose 8]
+        [--concat 8] [--padded 16] [--transpose 12]
 """
 import argparse
 import os
@@ -284,7 +284,7 @@ def padded(rng, path, cb):
         blocked += sq_b + dense_ok(s, e, sq_b)
         top = "scaled"
     conv(top, "pr", o, e, 1)
-    blocked += dense_ok(e, o, dw_b)
+    pr_b = dense_ok(e, o, dw_b)
     y = "pr"
     if st == 1 and o == cin:
         nodes.append(h.make_node("Add", ["pr", "x"], ["res"]))
@@ -297,6 +297,8 @@ def padded(rng, path, cb):
     elif tail == "pool":
         nodes.append(h.make_node("MaxPool", [y], ["pool"], kernel_shape=[2, 2], strides=[2, 2]))
         y = "pool"
+    # a conv whose padded result is a graph output stays NCHW
+    blocked += pr_b and not (o % cb and y == "pr")
     nodes.append(h.make_node("Exp", ["dw"], ["side_exp"]))
     outs = [h.make_tensor_value_info(v, T.FLOAT, None) for v in (y, "exa", "side_exp")]
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [n, cin, hh, ww])], outs, inits)
@@ -322,6 +324,21 @@ def transpose(rng, path):
     node = h.make_node("Transpose", ["x"], ["y"], perm=perm)
     model(path, node, [], shape, bool(rng.integers(0, 2)))
     return "transpose %s perm=%s" % (shape, perm)
+
+
+def slice_runs(rng, path):
+    """A unit-step Slice that cuts one dim and keeps the later ones whole (the Slice
+    that drops a padded blocked layout's channels): contiguous runs of input
+    elements, one when the dims before the cut are 1 (codegen/lower/movement.c)."""
+    shape = [int(rng.choice([1, 1, 3])), int(rng.integers(2, 40)), int(rng.integers(4, 20)), int(rng.integers(4, 20))]
+    axis = int(rng.choice([1, 1, 2]))
+    lo = int(rng.integers(0, shape[axis] - 1))
+    hi = int(rng.integers(lo + 1, shape[axis] + 1))
+    inits = [nh.from_array(np.array([lo], np.int64), "st"), nh.from_array(np.array([hi], np.int64), "en"),
+             nh.from_array(np.array([axis], np.int64), "ax")]
+    node = h.make_node("Slice", ["x", "st", "en", "ax"], ["y"])
+    model(path, node, inits, shape, bool(rng.integers(0, 2)))
+    return "slice %s axis %d [%d, %d)" % (shape, axis, lo, hi)
 
 
 def resize(rng, path):
@@ -351,7 +368,8 @@ def main():
     ap.add_argument("--dense", type=int, default=24, help="dense (blocked at -O3) Conv cases, after those")
     ap.add_argument("--concat", type=int, default=8, help="fire modules (a blocked Concat at -O3), after those")
     ap.add_argument("--padded", type=int, default=16, help="MobileNetV3-style blocks with padded channels, after those")
-    ap.add_argument("--transpose", type=int, default=8, help="Transposes of a short last dim (reorders), last")
+    ap.add_argument("--transpose", type=int, default=12,
+                    help="Transposes of a short last dim and Slices of whole trailing dims (reorders), last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
@@ -371,7 +389,7 @@ def main():
         want = None
         try:
             if i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded:
-                what = transpose(trng, path)
+                what = transpose(trng, path) if i % 2 == 0 else slice_runs(trng, path)
             elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat:
                 what, want = padded(mrng, path, cb)
             elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense:
@@ -391,7 +409,7 @@ def main():
             continue
         for level in ("-O2", "-O3"):
             # nearest copies elements: the compiled output must be bit-identical
-            exact = what.startswith("resize nearest") or what.startswith("transpose")
+            exact = what.startswith(("resize nearest", "transpose", "slice"))   # copies: bit for bit
             tol = ["--rtol=0", "--atol=0"] if exact else ["--rtol=1e-4", "--atol=1e-4"]
             r = subprocess.run([a.icc, "verify", path, level] + tol, capture_output=True, text=True)
             if r.returncode:
