@@ -122,6 +122,14 @@ static bool pad_ok(const lay *L, int64_t c)
     return c % L->cb == 0 || (c > L->cb && cpad(L, c) * 2 <= c * 3);
 }
 
+static bool is_output(const ir_graph *g, const ir_value *v)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return true;
+    return false;
+}
+
 /* A new i64 constant [n] holding v. */
 static ir_value *i64_const(lay *L, const char *base, const char *suffix, const int64_t *v, int n)
 {
@@ -353,6 +361,11 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
     *ib = C % L->cb == 0 || twin_of(L, x) ? L->cb : C < L->cb ? 1 : 0;
     if (!*ib || !pad_ok(L, M) || w->type.dims[1].v != C || y->type.dims[1].v != M ||
         w->type.dims[2].v * w->type.dims[3].v < L->min_k)
+        return false;
+    /* a padded result that is a graph output would leave the blocked
+     * layout at once, through a reorder and a Slice (YOLO's 255-channel
+     * heads: slower than the NCHW conv writing the output) */
+    if (M % L->cb && is_output(L->g, y))
         return false;
     /* padding both sides at most half again in all (DBNet's 24 -> 24
      * channels, 1.78x the work padded, ran slower blocked than NCHW) */
@@ -735,8 +748,9 @@ static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int
     if (ir_attr_int(n, "group", 1) != C || !pad_ok(L, C) || w->type.dims[0].v != C || w->type.dims[1].v != 1 ||
         y->type.dims[1].v != C)
         return false;
-    /* padded: constant weights, and an input already blocked (as in conv_ok) */
-    if (C % L->cb && (w->kind != IR_VAL_CONST || (b && b->kind != IR_VAL_CONST) || !twin_of(L, x)))
+    /* padded: constant weights, an input already blocked and a result
+     * that is no graph output (as in conv_ok) */
+    if (C % L->cb && (w->kind != IR_VAL_CONST || (b && b->kind != IR_VAL_CONST) || !twin_of(L, x) || is_output(L->g, y)))
         return false;
     return window_ok(n, pads, s, dl);
 }
