@@ -172,16 +172,34 @@ static ir_value *transpose(lay *L, ir_value *x, const int64_t *perm, int r, cons
     return infer(L, n) == 0 ? n->out[0] : NULL;
 }
 
-/* x [N, C, ...] with zeros appended to C channels (a Pad). */
+/* x zero-padded by a Pad with pads pp (the begins of x's dims, then the
+ * ends), its names x's with suffix. */
+static ir_value *pad_with(lay *L, ir_value *x, const int64_t *pp, const char *suffix)
+{
+    char sfx[32];
+    snprintf(sfx, sizeof sfx, "%ss", suffix);
+    ir_value *pv = i64_const(L, x->name, sfx, pp, 2 * x->type.rank);
+    ir_value *in[2] = {x, pv};
+    ir_node *n = pv ? add_node(L, IR_OP_PAD, x->name, suffix, 2, in, NULL) : NULL;
+    return n && infer(L, n) == 0 ? n->out[0] : NULL;
+}
+
+/* x [N, C, ...] with zeros appended to C channels. */
 static ir_value *pad_channels(lay *L, ir_value *x, int64_t c)
+{
+    int64_t pp[2 * IR_MAX_RANK] = {0};
+    pp[x->type.rank + 1] = c - x->type.dims[1].v;
+    return pad_with(L, x, pp, "_cpad");
+}
+
+/* x [N, C, H, W, ...] zero-padded in H and W by p [top, left, bottom,
+ * right] (the layout pass's explicit padding of a conv's input). */
+static ir_value *pad_plane(lay *L, ir_value *x, const int64_t *p)
 {
     int r = x->type.rank;
     int64_t pp[2 * IR_MAX_RANK] = {0};
-    pp[r + 1] = c - x->type.dims[1].v;
-    ir_value *pv = i64_const(L, x->name, "_cpads", pp, 2 * r);
-    ir_value *in[2] = {x, pv};
-    ir_node *n = pv ? add_node(L, IR_OP_PAD, x->name, "_cpad", 2, in, NULL) : NULL;
-    return n && infer(L, n) == 0 ? n->out[0] : NULL;
+    pp[2] = p[0], pp[3] = p[1], pp[r + 2] = p[2], pp[r + 3] = p[3];
+    return pad_with(L, x, pp, "_pad");
 }
 
 /* x [N, C, H, W] blocked, reusing its twin (C padded to whole blocks or
@@ -390,13 +408,8 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
          * [N, C, H, W, 1] it ran one element at a time (MobileNetV3's
          * 224x224 stem: 3% of the model) */
         if (pad) {
-            int64_t pp[8] = {0, 0, p[0], p[1], 0, 0, p[2], p[3]};
-            ir_value *pv = i64_const(L, x->name, "_pads", pp, 8);
-            ir_value *in[2] = {x, pv};
-            ir_node *pn = pv ? add_node(L, IR_OP_PAD, x->name, "_pad", 2, in, NULL) : NULL;
-            if (!pn || infer(L, pn) < 0)
+            if (!(x = pad_plane(L, x, p)))
                 return -1;
-            x = pn->out[0];
             memset(p, 0, sizeof p);
             pad = false;
         }
@@ -413,14 +426,8 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
     if (n->nin > 2 && n->in[2] && !b)
         return -1;
     if (pad) {
-        /* Pad's pads: begins of the 5 dims, then ends */
-        int64_t pp[10] = {0, 0, p[0], p[1], 0, 0, 0, p[2], p[3], 0};
-        ir_value *pv = i64_const(L, x->name, "_pads", pp, 10);
-        ir_value *in[2] = {x, pv};
-        ir_node *pn = pv ? add_node(L, IR_OP_PAD, x->name, "_pad", 2, in, NULL) : NULL;
-        if (!pn || infer(L, pn) < 0)
+        if (!(x = pad_plane(L, x, p)))
             return -1;
-        x = pn->out[0];
         memset(p, 0, sizeof p);
     }
     ir_value *in[3] = {x, w, b};
