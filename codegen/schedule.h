@@ -35,6 +35,7 @@ typedef struct cg_schedule {
                                   fills half of L1 (from the target's L1) */
     int skinny_kc;             /* reduction block of skinny contractions (M <= 16), which read
                                   B's rows whole: kc rows of B are one contiguous stretch */
+    int skinny_fma_kc;         /* ... of those with CG_GEMV_M rows or more (bound by the FMAs) */
     int skinny_split_m;        /* skinny contractions with at least this many rows split their
                                   columns between parallel chunks (fewer rows: one chunk, unless
                                   B is larger than the last-level cache) */

@@ -386,7 +386,8 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
      * whole reduction per panel, chunks of whole panels */
     bool gemv = skinny && g->pw && g->m.v < CG_GEMV_M;
     skinny = skinny && !g->pw;   /* packed from 8 rows: the general tile */
-    mm_tile u = {.g = g, .kc = gemv ? (int)g->kd.v : skinny ? c->s->skinny_kc : c->s->tile_kc, .pk = -1};
+    int skc = g->m.v < CG_GEMV_M ? c->s->skinny_kc : c->s->skinny_fma_kc;
+    mm_tile u = {.g = g, .kc = gemv ? (int)g->kd.v : skinny ? skc : c->s->tile_kc, .pk = -1};
     /* pack B's panel when several row blocks share it (with one block
      * the copy would be read once) */
     bool pack = !g->pw && (mdyn || g->m.v > rows);
