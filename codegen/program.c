@@ -243,6 +243,53 @@ static int child_scope(pbuild *c, int si, const ir_node *n, const char *attr)
     return i;
 }
 
+/* Marks symbol sym used, with the symbols its definition reads. */
+static void mark_sym(const ir_graph *g, char *used, int32_t sym)
+{
+    if (sym <= 0 || sym >= g->nsyms || used[sym])
+        return;
+    used[sym] = 1;
+    const ir_sym_def *df = ir_graph_sym_def(g, sym);
+    if (df) {
+        mark_sym(g, used, df->a.sym);
+        mark_sym(g, used, df->b.sym);
+    }
+}
+
+/* The derived symbols some value of the graph uses (directly or through
+ * another's definition) whose free symbols the inputs bind join the
+ * descriptor after the bound ones, in id order (a definition names only
+ * earlier ids), so the runtime computes them from the input dims. One
+ * over a symbol no input binds stays out: check_values refuses it. */
+static int find_derived(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    cg_program *p = c->p;
+    char *used = calloc((size_t)g->nsyms + 1, 1);
+    if (!used)
+        return ir_errorf(c->d, "out of memory");
+    for (int i = 0; i < g->nvalues; i++)
+        for (int k = 0; k < g->values[i]->type.rank; k++)
+            mark_sym(g, used, g->values[i]->type.dims[k].sym);
+    for (int32_t s = 1; s < g->nsyms; s++) {
+        const ir_sym_def *df = ir_graph_sym_def(g, s);
+        if (!used[s] || !df || (df->a.sym > 0 && p->sym_desc[df->a.sym] < 0) ||
+            (df->b.sym > 0 && p->sym_desc[df->b.sym] < 0))
+            continue;
+        ir_sym_def *nd = realloc(p->derived, sizeof *nd * ((size_t)p->nderived + 1));
+        if (!nd) {
+            free(used);
+            return ir_errorf(c->d, "out of memory");
+        }
+        p->derived = nd;
+        p->derived[p->nderived++] = *df;
+        p->symbol_names[p->nsymbols] = ir_graph_sym_name(g, s);
+        p->sym_desc[s] = p->nsymbols++;
+    }
+    free(used);
+    return 0;
+}
+
 /* Symbols bound by the inputs, numbered in order of first appearance. */
 static int find_symbols(pbuild *c)
 {
@@ -263,6 +310,8 @@ static int find_symbols(pbuild *c)
                 p->sym_desc[sym] = p->nsymbols++;
             }
         }
+    if (find_derived(c) < 0)
+        return -1;
     p->dynamic = p->nsymbols > 0;
     /* A fused group is one kernel, at its root; its other members' results
      * stay inside it (no memory, no kernel of their own). */
@@ -502,9 +551,11 @@ static int check_scan(pbuild *c, const ir_node *n)
 }
 
 /* A derived symbol (ir.h, ir_sym_def: a dim computed from symbolic dims,
- * such as a Conv's output height) is not compiled yet: the refusal names
- * the node that makes it and the dim. The input dims decide it, so the
- * way out is pinning them, not binding values. */
+ * such as a Conv's output height) compiles at the top level when the
+ * inputs bind its free symbols (find_derived); one inside a subgraph, or
+ * over a symbol no input binds, is refused, naming the node that makes it
+ * and the dim. The input dims decide it, so the way out is pinning them,
+ * not binding values. */
 static int refuse_derived(pbuild *c, const ir_graph *g, const ir_value *v, int k)
 {
     const char *sym = ir_graph_sym_name(g, v->type.dims[k].sym);
@@ -524,7 +575,7 @@ static int check_values(pbuild *c, const ir_graph *g, bool top)
         const ir_value *v = g->values[i];
         for (int k = 0; k < v->type.rank; k++) {
             int32_t sym = v->type.dims[k].sym;
-            if (sym > 0 && ir_graph_sym_def(g, sym))
+            if (sym > 0 && ir_graph_sym_def(g, sym) && (!top || p->sym_desc[sym] < 0))
                 return refuse_derived(c, g, v, k);
             if (sym > 0 && (!top || sym >= g->nsyms || p->sym_desc[sym] < 0))
                 return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s', which no input "
@@ -1545,6 +1596,7 @@ void cg_program_destroy(cg_program *p)
     free(p->steps);
     free(p->sym_desc);
     free(p->symbol_names);
+    free(p->derived);
     for (int i = 0; i < p->nslots; i++)
         free(p->slots[i].live_with);
     free(p->slots);

@@ -181,6 +181,13 @@ typedef struct cg_program {
     int *sym_desc;             /* nsyms + 1 entries; owned */
     int nsymbols;              /* symbols in the descriptor */
     const char **symbol_names; /* nsymbols, descriptor order; borrowed from the graph, array owned */
+    /* The last nderived of them are derived symbols (ir_sym_def: a Conv's
+     * output height) that some value's dims use, directly or through
+     * another; derived[i] defines descriptor symbol nsymbols - nderived +
+     * i, its operands' symbols graph ids (sym_desc maps them). The runtime
+     * computes them before a run (icc_model_desc.derived). */
+    int nderived;
+    ir_sym_def *derived;       /* owned */
     /* The arena: static offsets (dynamic false) or nslots slots laid out
      * per run; arena_bytes is the static size, or with every symbol 1
      * (what the descriptor records; the runtime asks the layout for

@@ -146,6 +146,27 @@ static bool has_init(const icc_model_desc *d)
     return d->abi_version >= 2 && d->desc_size >= offsetof(icc_model_desc, init) + sizeof d->init;
 }
 
+/* How many of the symbols are derived (icc_model_desc.derived, appended
+ * to ABI 2: 0 for a descriptor without the field). */
+static int nderived(const icc_model_desc *d)
+{
+    return d->abi_version >= 2 && d->desc_size >= offsetof(icc_model_desc, reserved4) + sizeof d->reserved4
+               ? d->nderived
+               : 0;
+}
+
+/* Derived symbol i's definition: operands name earlier symbols, the
+ * divisions a positive constant. */
+static bool derived_ok(const icc_model_desc *d, int i)
+{
+    const icc_sym_def *df = &d->derived[i];
+    int self = d->nsymbols - nderived(d) + i;
+    if (df->op < ICC_SYM_ADD || df->op > ICC_SYM_CEILDIV || df->a_sym < -1 || df->a_sym >= self ||
+        df->b_sym < -1 || df->b_sym >= self)
+        return false;
+    return df->op < ICC_SYM_FLOORDIV || (df->b_sym == -1 && df->b > 0);
+}
+
 /* Everything the runtime later relies on without checking again. */
 static icc_status check_desc(const icc_model_desc *d, const char *who)
 {
@@ -167,6 +188,13 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
     for (int s = 0; s < d->nsymbols; s++)
         if (!d->symbols[s])
             return rt_fail(ICC_ERR_ABI, "%s: symbol %d has no name", who, s);
+    int nd = nderived(d);
+    if (nd < 0 || nd > d->nsymbols || (nd && !d->derived))
+        return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad derived-symbol table", who);
+    for (int i = 0; i < nd; i++)
+        if (!derived_ok(d, i))
+            return rt_fail(ICC_ERR_ABI, "%s: derived symbol '%s' has a bad definition", who,
+                           d->symbols[d->nsymbols - nd + i]);
     if (d->nmessages < 0 || (d->nmessages && !d->messages))
         return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad message table", who);
     for (int i = 0; i < d->nmessages; i++)
@@ -189,7 +217,7 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
             return st;
     /* Output-only symbols would be data-dependent shapes, which this ABI
      * cannot return. */
-    for (int s = 0; s < d->nsymbols; s++)
+    for (int s = 0; s < d->nsymbols - nderived(d); s++)
         if (!symbol_bound_by_input(d, d->symbols[s]))
             return rt_fail(ICC_ERR_ABI, "%s: symbol '%s' is not a dim of any input", who,
                            d->symbols[s]);
@@ -529,11 +557,37 @@ icc_status rt_bind(const icc_model *m, const int64_t *const *in_dims, const icc_
             }
         }
     }
-    for (int s = 0; s < d->nsymbols; s++)
-        if (syms[s] < 0) { /* every symbol is an input dim: an input with NULL dims */
+    int nd = nderived(d), nfree = d->nsymbols - nd;
+    for (int s = 0; s < nfree; s++)
+        if (syms[s] < 0) { /* every free symbol is an input dim: an input with NULL dims */
             snprintf(err, errlen, "symbol '%s' is not bound by the given dims", d->symbols[s]);
             return ICC_ERR_INVALID;
         }
+    /* derived symbols, in order (each names earlier ones only): a negative
+     * one is a window larger than its padded input, as the interpreter's
+     * shape functions report it */
+    for (int i = 0; i < nd; i++) {
+        const icc_sym_def *df = &d->derived[i];
+        int64_t a = df->a_sym >= 0 ? syms[df->a_sym] : df->a, b = df->b_sym >= 0 ? syms[df->b_sym] : df->b, r = 0;
+        bool ovf = false;
+        switch (df->op) {
+        case ICC_SYM_ADD: ovf = __builtin_add_overflow(a, b, &r); break;
+        case ICC_SYM_MUL: ovf = __builtin_mul_overflow(a, b, &r); break;
+        case ICC_SYM_FLOORDIV: r = a / b - (a % b != 0 && a < 0); break;
+        default: r = a / b + (a % b != 0 && a > 0); break;
+        }
+        const char *name = d->symbols[nfree + i];
+        if (ovf || r < 0) {
+            char ins[160] = "";
+            for (int s = 0; s < nfree; s++)
+                snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s%s=%lld", s ? ", " : "", d->symbols[s],
+                         (long long)syms[s]);
+            snprintf(err, errlen, "the input dims (%s) make the dim '%s' %s", ins, name,
+                     ovf ? "overflow 64 bits" : "negative: a window is larger than its padded input");
+            return ICC_ERR_SHAPE;
+        }
+        syms[nfree + i] = r;
+    }
     return ICC_OK;
 }
 

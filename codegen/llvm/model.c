@@ -712,6 +712,33 @@ static int emit_steps(mctx *c, LLVMValueRef run, int lo, int hi, bool init, LLVM
 }
 
 
+/* The descriptor's derived-symbol table (icc_sym_def, operands as
+ * descriptor symbol indices), or a null pointer when there is none;
+ * NULL on out of memory. */
+static LLVMValueRef derived_table(mctx *c)
+{
+    const cg_program *p = c->p;
+    if (!p->nderived)
+        return LLVMConstPointerNull(c->ptr);
+    LLVMTypeRef ty = LLVMStructTypeInContext(c->cx, (LLVMTypeRef[]){c->i32, c->i32, c->i32, c->i32, c->i64, c->i64},
+                                             6, 0);
+    LLVMValueRef *el = calloc((size_t)p->nderived, sizeof *el);
+    if (!el)
+        return NULL;
+    static const int ops[] = {[IR_SYM_ADD] = ICC_SYM_ADD, [IR_SYM_MUL] = ICC_SYM_MUL,
+                              [IR_SYM_FLOORDIV] = ICC_SYM_FLOORDIV, [IR_SYM_CEILDIV] = ICC_SYM_CEILDIV};
+    for (int i = 0; i < p->nderived; i++) {
+        const ir_sym_def *df = &p->derived[i];
+        LLVMValueRef f[6] = {ci32(c, ops[df->op]), ci32(c, df->a.sym > 0 ? p->sym_desc[df->a.sym] : -1),
+                             ci32(c, df->b.sym > 0 ? p->sym_desc[df->b.sym] : -1), ci32(c, 0),
+                             ci64(c, df->a.sym > 0 ? 0 : df->a.v), ci64(c, df->b.sym > 0 ? 0 : df->b.v)};
+        el[i] = LLVMConstStructInContext(c->cx, f, 6, 0);
+    }
+    LLVMValueRef t = global_const(c, "derived", LLVMConstArray(ty, el, (unsigned)p->nderived), 8);
+    free(el);
+    return t;
+}
+
 /* The module: the run function with its helpers, the init function when
  * there are load-time kernels, then the weights, the I/O descriptions and
  * the descriptor. */
@@ -781,10 +808,13 @@ static int emit_model(mctx *c)
         free(el);
     }
     LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
-    LLVMTypeRef dfields[25] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
+    LLVMTypeRef dfields[28] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
                                c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32,
-                               c->ptr, c->i32, c->i32, c->i64, c->ptr};
-    LLVMStructSetBody(desc_ty, dfields, 25, 0);
+                               c->ptr, c->i32, c->i32, c->i64, c->ptr, c->ptr, c->i32, c->i32};
+    LLVMStructSetBody(desc_ty, dfields, 28, 0);
+    LLVMValueRef derived = derived_table(c);
+    if (!derived)
+        return ir_errorf(c->d, "out of memory");
     LLVMValueRef kernels = kernel_table(c);
     if (!kernels)
         return ir_errorf(c->d, "out of memory");
@@ -798,18 +828,18 @@ static int emit_model(mctx *c)
         msgs = global_const(c, "messages", LLVMConstArray(c->ptr, el, (unsigned)p->nmessages), 8);
         free(el);
     }
-    LLVMValueRef dv[25] = {
+    LLVMValueRef dv[28] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, p->ninputs),
         ci32(c, p->noutputs), descs[0], descs[1], ci32(c, p->nsymbols), symbols,
         ci64(c, p->arena_bytes), arena_fn, ci64(c, (int64_t)p->weights_checksum),
         ci64(c, p->weights_bytes), wglob, run, msgs, ci32(c, p->nmessages), ci32(c, 0),
         kernels, ci32(c, p->profile ? p->nkernels - p->ninit_kernels : 0), ci32(c, 0),
-        ci64(c, p->init_bytes), init_fn,
+        ci64(c, p->init_bytes), init_fn, derived, ci32(c, p->nderived), ci32(c, 0),
     };
     snprintf(name, sizeof name, "%s_model", c->prefix);
     LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
-    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 25));
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 28));
     LLVMSetGlobalConstant(desc, 1);
     LLVMSetAlignment(desc, 8);
     return 0;

@@ -109,6 +109,24 @@ typedef int (*icc_entry_fn)(const void *const *inputs, void *const *outputs, con
  * no symbols, then arena_bytes is exact). */
 typedef uint64_t (*icc_arena_fn)(const int64_t *dims);
 
+/* A derived symbol (a dim the model computes from other symbols, such as
+ * a Conv's output height floor((H-3)/2)+1): value = a OP b, where an
+ * operand is the value of an earlier symbol (a_sym/b_sym >= 0, an index
+ * into icc_model_desc.symbols) or the constant a/b (a_sym/b_sym -1). */
+typedef enum icc_sym_op {
+    ICC_SYM_ADD = 1,               /* a + b */
+    ICC_SYM_MUL = 2,               /* a * b */
+    ICC_SYM_FLOORDIV = 3,          /* floor(a / b), b a constant > 0 */
+    ICC_SYM_CEILDIV = 4,           /* ceil(a / b), b a constant > 0 */
+} icc_sym_op;
+
+typedef struct icc_sym_def {
+    int32_t op;                    /* an icc_sym_op */
+    int32_t a_sym, b_sym;
+    int32_t reserved;
+    int64_t a, b;
+} icc_sym_def;
+
 /* One kernel of a model compiled with --profile: a fused group of nodes,
  * with its static cost per run (symbolic dims counted as 1). */
 typedef struct icc_kernel_info {
@@ -161,6 +179,15 @@ typedef struct icc_model_desc {
      * freed by icc_model_close. init_bytes 0: init is NULL. */
     uint64_t init_bytes;
     icc_entry_fn init;
+    /* (ABI 2, appended later: read only when desc_size covers them) The
+     * last nderived entries of `symbols` are no input's dims but derived
+     * symbols, derived[i] defining symbols[nsymbols - nderived + i]. The
+     * runtime computes them in order from the input-bound ones before a
+     * run (a negative value or an overflow is ICC_ERR_SHAPE), so `dims`
+     * holds every symbol's value for run and arena_size. */
+    const icc_sym_def *derived;
+    int32_t nderived;
+    int32_t reserved4;
 } icc_model_desc;
 
 
