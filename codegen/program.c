@@ -14,6 +14,7 @@
 #include "codegen/cost.h"
 #include "icc/runtime.h"
 #include "ir/ops.h"
+#include "ir/ref/nn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -937,6 +938,39 @@ static int add_check(pbuild *c, cg_check ck, const ir_node *n, const char *what)
     return 0;
 }
 
+/* A window over a symbolic input dim (explicit or VALID padding) must fit
+ * in the padded input, as the interpreter's shape function checks on the
+ * run's dims: its output dim's definition may fold away the subtraction
+ * that would come out negative ((H+2-3)/1+1 is H, even for H = 0). */
+static int window_checks(pbuild *c, const ir_node *n)
+{
+    const ir_type *x = &n->in[0]->type;
+    bool pool = n->op != IR_OP_CONV && n->op != IR_OP_CONV_INTEGER;
+    int ns = x->rank - 2;
+    ir_dim wk[IR_MAX_RANK];
+    if (ns < 1 || (!pool && (!n->in[1] || n->in[1]->type.rank != x->rank)))
+        return 0;
+    for (int i = 0; !pool && i < ns; i++)
+        wk[i] = n->in[1]->type.dims[2 + i];
+    icc_diag d;
+    nn_window w;
+    if (nn_window_parse(n, &d, ns, pool ? NULL : wk, &w) < 0 || w.auto_pad == NN_PAD_SAME_UPPER ||
+        w.auto_pad == NN_PAD_SAME_LOWER)
+        return 0;
+    char what[256];
+    for (int i = 0; i < ns; i++) {
+        int64_t pads = w.auto_pad == NN_PAD_VALID ? 0 : w.pads[i] + w.pads[ns + i];
+        int64_t need = (w.kernel[i] - 1) * w.dilation[i] + 1 - pads;
+        if (x->dims[2 + i].sym <= 0 || need <= 0)
+            continue;
+        snprintf(what, sizeof what, "spatial dim %d: the window (%lld wide with dilation) is larger than the padded "
+                 "input", i, (long long)((w.kernel[i] - 1) * w.dilation[i] + 1));
+        if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = ir_dim_const(need), .b = x->dims[2 + i]}, n, what) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Shape inference resolves a symbol against what a node needs (broadcast
  * against a fixed dim, a reshape's element count, a contraction's inner
  * dim); the compiled kernels rely on it, so the run checks it first and
@@ -1007,6 +1041,29 @@ static int find_shape_checks(pbuild *c)
                      n->in[0]->name, n->out[0]->name);
             if (add_check(c, ck, n, what) < 0)
                 return -1;
+            break;
+        }
+        case IR_OP_CONV: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL:
+        case IR_OP_LP_POOL:
+            if (window_checks(c, n) < 0)
+                return -1;
+            break;
+        case IR_OP_CONCAT: {
+            /* every input's dims but the axis are the output's (shape
+             * inference took the first input's where symbols differ) */
+            int axis = (int)ir_attr_int(n, "axis", 0);
+            axis = axis < 0 ? axis + to->rank : axis;
+            for (int i = 0; i < n->nin; i++)
+                for (int d = 0; n->in[i] && d < to->rank && d < n->in[i]->type.rank; d++) {
+                    ir_dim in = n->in[i]->type.dims[d], out = to->dims[d];
+                    if (d == axis || (in.sym == out.sym && (in.sym > 0 || in.v == out.v)))
+                        continue;
+                    dim_text(g, in, x, sizeof x);
+                    dim_text(g, out, y, sizeof y);
+                    snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must equal %s", d, n->in[i]->name, x, y);
+                    if (add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = in, .b = out}, n, what) < 0)
+                        return -1;
+                }
             break;
         }
         case IR_OP_SLICE: {

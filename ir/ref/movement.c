@@ -261,7 +261,9 @@ const ir_shape_value *ir_mv_sval(const ir_shape_ctx *c, int i, int max)
 /* Reshape: output dim i is shape[i], or input dim i when shape[i] == 0
  * and !allowzero; at most one -1, inferred from the element count. With
  * symbolic input dims the -1 is still inferred when every input symbol
- * reappears in the output (copied by a 0), e.g. [N,S,768] -> [0,0,12,-1].
+ * reappears in the output (copied by a 0), e.g. [N,S,768] -> [0,0,12,-1],
+ * or when the symbols left over make it, times a whole quotient of the
+ * constants ([1,255,H,W] -> [1,3,85,-1]: H*W).
  * The shape may also be a shape value (ir/shapeval.c), its elements dims:
  * [N, -1] from Shape(x)[0] flattens [N,16,1,1] to [N,16]. A symbol there
  * could be 0 at run time, which copies the input's dim instead, so it is
@@ -343,6 +345,23 @@ int shape_reshape(ir_shape_ctx *c)
         if (prod_add(c, &in, x->dims[i]) < 0)
             return -1;
     prod_cancel(&in, &out);
+    if (neg >= 0 && !in.unknown && !out.unknown && !out.nsym && in.nsym && !in.zero && !out.zero &&
+        in.p % out.p == 0) {
+        /* the -1 takes the input's symbols left over, in the input's dim
+         * order (as Flatten multiplies them: [1,C,H,W] -> [1,C,-1] gives
+         * Flatten's H*W), times the constants' quotient */
+        ir_dim left[IR_MAX_RANK];
+        int m = 0;
+        for (int i = 0; i < x->rank; i++)
+            for (int j = 0; j < in.nsym; j++)
+                if (x->dims[i].sym == in.syms[j]) {
+                    left[m++] = x->dims[i];
+                    in.syms[j] = in.syms[--in.nsym];
+                    break;
+                }
+        left[m++] = ir_dim_const(in.p / out.p);
+        return ir_mv_dim_product(c, left, m, &o->dims[neg]);
+    }
     if (in.unknown || out.unknown || in.nsym || out.nsym)
         return 0; /* the counts cannot be compared statically */
     int64_t nin = in.zero ? 0 : in.p, nout = out.zero ? 0 : out.p;

@@ -75,6 +75,13 @@ int ir_broadcast_types(ir_shape_ctx *c, const ir_type *a, const ir_type *b, ir_t
             d = da.v == 1 ? db : da;
         } else if (ir_dim_is_const(db)) {
             d = db.v == 1 ? da : db;
+        } else if (da.sym > 0 && db.sym > 0) {
+            /* two different symbols (DBNet's upsampled 2*floor(H/2) meeting
+             * H): taken equal, as a symbol meeting a fixed dim above is;
+             * the compiled run checks it (program.c, find_shape_checks)
+             * and refuses a broadcast of 1 there, which the interpreter,
+             * on concrete dims, still does */
+            d = da;
         } else {
             d = ir_dim_eq(da, db) ? da : ir_dim_unknown();
         }
