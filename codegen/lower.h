@@ -25,6 +25,12 @@ typedef struct cg_binding {
 /* True if cg_lower_node supports n's op and dtypes. */
 bool cg_can_lower(const ir_node *n);
 
+/* True if n has symbolic dims that its lowering reads as the run's
+ * values where they are: an IR_F_SYMBOLIC op, or one whose family checks
+ * the node (a Conv or pool with a symbolic height or width, a Resize or
+ * Concat over them). Other symbolic nodes compile only per batch item. */
+bool cg_can_lower_symbolic(const ir_node *n);
+
 /* Lowers node n of g to a new kernel named `name` (the caller destroys
  * it). bind[v->id] says where each of n's inputs and outputs lives; s is
  * the target's schedule (cg_schedule_init), borrowed. Returns 0, or -1

@@ -80,7 +80,7 @@ static bool symbolic_ok(const ir_node *n)
     for (int i = 0; i < n->nout; i++)
         for (int k = 0; k < n->out[i]->type.rank; k++)
             sym |= n->out[i]->type.dims[k].sym > 0;
-    return !sym || (ir_ops[n->op].flags & IR_F_SYMBOLIC);
+    return !sym || cg_can_lower_symbolic(n);
 }
 
 /* A node whose every operand and result is symbolic in dim 0 only, with

@@ -32,7 +32,16 @@ typedef struct {
     int64_t batch, cin, cout, group, cg, mg;   /* cg/mg: channels per group */
     int64_t in[IR_MAX_RANK], out[IR_MAX_RANK], k[IR_MAX_RANK];
     int64_t s[IR_MAX_RANK], d[IR_MAX_RANK], pb[IR_MAX_RANK], pe[IR_MAX_RANK];
+    /* Symbolic (cg_conv_symbolic): the batch or a spatial dim is known at
+     * run time only; batch, in and out then hold -1 there, and bd, ind
+     * and outd every one of them as dims (filled for static ones too). */
+    bool sym;
+    ir_dim bd, ind[IR_MAX_RANK], outd[IR_MAX_RANK];
 } geom;
+
+/* The extents of g as index expressions: the run's values where symbolic. */
+static kir_expr *g_in(kir_kernel *k, const geom *g, int j) { return lw_dim_of(k, g->ind[j]); }
+static kir_expr *g_out(kir_kernel *k, const geom *g, int j) { return lw_dim_of(k, g->outd[j]); }
 
 static bool node_static(const ir_node *n)
 {
@@ -58,6 +67,26 @@ static int64_t numel_of(const ir_type *t)
     return p;
 }
 
+/* A window op with symbolic dims that the lowerings below take as they
+ * are: static channels and weights, the batch the same in x and y, one or
+ * two spatial dims, and pads that do not depend on the input's size
+ * (explicit, VALID, or SAME at stride 1); an AveragePool counting the
+ * padding must not use ceil_mode (its effective end pad would). */
+static bool window_sym_ok(const ir_node *n, const ir_type *x, const ir_type *y, const ir_type *w,
+                          const nn_window *win)
+{
+    if (x->rank > 4 || x->dims[1].sym || y->dims[1].sym || (w && !ir_type_is_static(w)))
+        return false;
+    for (int i = 0; i < x->rank; i++)
+        if (x->dims[i].sym < 0 || y->dims[i].sym < 0)
+            return false;
+    bool same = win->auto_pad == NN_PAD_SAME_UPPER || win->auto_pad == NN_PAD_SAME_LOWER;
+    for (int i = 0; same && i < win->n; i++)
+        if (win->stride[i] != 1)
+            return false;
+    return !(n->op == IR_OP_AVERAGE_POOL && ir_attr_int(n, "count_include_pad", 0) && win->ceil_mode);
+}
+
 /* The geometry of Conv, ConvInteger and the windowed pools, checked
  * against the inferred output type; false when anything disagrees. */
 static bool window_geom(const ir_node *n, geom *g)
@@ -76,7 +105,11 @@ static bool window_geom(const ir_node *n, geom *g)
     nn_window win;
     if (nn_window_parse(n, &d, g->n, pool ? NULL : wk, &win) < 0)
         return false;
-    g->batch = x->dims[0].v;
+    g->sym = !ir_type_is_static(x) || !ir_type_is_static(y);
+    if (g->sym && !window_sym_ok(n, x, y, w, &win))
+        return false;
+    g->bd = x->dims[0];
+    g->batch = x->dims[0].sym ? -1 : x->dims[0].v;
     g->cin = x->dims[1].v;
     g->cout = pool ? g->cin : w->dims[0].v;
     g->group = pool ? 1 : ir_attr_int(n, "group", 1);
@@ -84,10 +117,25 @@ static bool window_geom(const ir_node *n, geom *g)
         return false;
     g->cg = g->cin / g->group;
     g->mg = g->cout / g->group;
-    if ((w && w->dims[1].v != g->cg) || y->dims[0].v != g->batch || y->dims[1].v != g->cout)
+    if ((w && w->dims[1].v != g->cg) || !ir_dim_eq(y->dims[0], x->dims[0]) || y->dims[1].v != g->cout)
         return false;
     for (int i = 0; i < g->n; i++) {
         int64_t o;
+        g->ind[i] = x->dims[2 + i];
+        g->outd[i] = y->dims[2 + i];
+        if (g->ind[i].sym || g->outd[i].sym) {
+            /* the pads do not depend on the input's size here
+             * (window_sym_ok): any size gives them; the output's size is
+             * the one shape inference derived */
+            if (nn_window_dim(n, &d, &win, i, INT64_C(1) << 20, &o, &g->pb[i], &g->pe[i]) < 0 || win.kernel[i] < 1)
+                return false;
+            g->in[i] = g->ind[i].sym ? -1 : g->ind[i].v;
+            g->out[i] = g->outd[i].sym ? -1 : g->outd[i].v;
+            g->k[i] = win.kernel[i];
+            g->s[i] = win.stride[i];
+            g->d[i] = win.dilation[i];
+            continue;
+        }
         if (nn_window_dim(n, &d, &win, i, x->dims[2 + i].v, &o, &g->pb[i], &g->pe[i]) < 0 ||
             o != y->dims[2 + i].v || win.kernel[i] < 1)
             return false;
@@ -135,7 +183,18 @@ static bool convt_geom(const ir_node *n, geom *g)
             return false;
         oshape = v + cnt - g->n;
     }
-    g->batch = x->dims[0].v;
+    /* symbolic: static channels and weights, the batch the same in x and
+     * y, one or two spatial dims, and no output_shape (the padding then
+     * does not depend on the input's size: with SAME the total is
+     * output_padding + (k-1)*d + 1 - s) */
+    g->sym = !ir_type_is_static(x) || !ir_type_is_static(y);
+    if (g->sym && (x->rank > 4 || oshape || x->dims[1].sym || y->dims[1].sym || !ir_type_is_static(w)))
+        return false;
+    for (int i = 0; g->sym && i < x->rank; i++)
+        if (x->dims[i].sym < 0 || y->dims[i].sym < 0)
+            return false;
+    g->bd = x->dims[0];
+    g->batch = x->dims[0].sym ? -1 : x->dims[0].v;
     g->cin = x->dims[1].v;
     g->group = ir_attr_int(n, "group", 1);
     if (g->group < 1 || g->cin % g->group || w->dims[0].v != g->cin)
@@ -143,11 +202,27 @@ static bool convt_geom(const ir_node *n, geom *g)
     g->cg = g->cin / g->group;
     g->mg = w->dims[1].v;
     g->cout = g->mg * g->group;
-    if (y->dims[0].v != g->batch || y->dims[1].v != g->cout)
+    if (!ir_dim_eq(y->dims[0], x->dims[0]) || y->dims[1].v != g->cout)
         return false;
     bool same = win.auto_pad == NN_PAD_SAME_UPPER || win.auto_pad == NN_PAD_SAME_LOWER;
     for (int i = 0; i < g->n; i++) {
         int64_t in = x->dims[2 + i].v, k = wk[i].v, s = win.stride[i], dl = win.dilation[i];
+        g->ind[i] = x->dims[2 + i];
+        g->outd[i] = y->dims[2 + i];
+        if (g->ind[i].sym || g->outd[i].sym) {
+            if (k != win.kernel[i] || k > (INT64_C(1) << 31) || dl > (INT64_C(1) << 31) || s > (INT64_C(1) << 31) ||
+                opad[i] < 0 || opad[i] > (INT64_C(1) << 31))
+                return false;
+            int64_t total = opad[i] + (k - 1) * dl + 1 - s;
+            g->pb[i] = same ? (win.auto_pad == NN_PAD_SAME_UPPER ? floordiv2(total) : total - floordiv2(total))
+                     : win.auto_pad == NN_PAD_VALID ? 0 : win.pads[i];
+            g->in[i] = g->ind[i].sym ? -1 : g->ind[i].v;
+            g->out[i] = g->outd[i].sym ? -1 : g->outd[i].v;
+            g->k[i] = k;
+            g->s[i] = s;
+            g->d[i] = dl;
+            continue;
+        }
         if (k != win.kernel[i] || in < 1 || k > (INT64_C(1) << 31) || dl > (INT64_C(1) << 31) ||
             s > (INT64_C(1) << 31) || in > (INT64_C(1) << 31) || opad[i] < 0 || opad[i] > (INT64_C(1) << 31))
             return false;
@@ -188,12 +263,12 @@ static kir_expr *cdiv0(kir_kernel *k, kir_expr *a, int64_t s)
 
 /* The taps kk in [0, kn) with a <= start + kk*d < b, as [*lo, *hi)
  * (*hi may be below *lo: an empty range). */
-static void tap_range(kir_kernel *k, kir_expr *start, int64_t d, int64_t kn, int64_t a, int64_t b,
+static void tap_range(kir_kernel *k, kir_expr *start, int64_t d, int64_t kn, kir_expr *a, kir_expr *b,
                       kir_expr **lo, kir_expr **hi)
 {
     kir_expr *kc = lw_i64c(k, kn);
-    *lo = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, a), start), d));
-    *hi = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, b), start), d));
+    *lo = lw_imin(k, kc, cdiv0(k, isub(k, a, start), d));
+    *hi = lw_imin(k, kc, cdiv0(k, isub(k, b, start), d));
 }
 
 /* A VECTOR width for a loop of `extent` iterations: of lanes, lanes/2,
@@ -213,14 +288,23 @@ static int vec_width(lctx *c, int64_t extent)
 }
 
 /* The parallel loop over the (batch, channel) planes, and each plane's
- * batch item and channel. */
-static kir_block *plane_loop(lctx *c, int64_t batch, int64_t chans, kir_expr **nb, kir_expr **ch)
+ * batch item and channel. A symbolic batch: the parallel loop runs over
+ * the channels, each over the batch items. */
+static kir_block *plane_loop(lctx *c, ir_dim batch, int64_t chans, kir_expr **nb, kir_expr **ch)
 {
     kir_kernel *k = c->k;
     int v = kir_new_var(k);
-    kir_stmt *l = lw_loop(c, &k->body, v, lw_i64c(k, batch * chans), KIR_PARALLEL);
+    kir_stmt *l = lw_loop(c, &k->body, v, lw_i64c(k, batch.sym ? chans : batch.v * chans), KIR_PARALLEL);
     if (!l)
         return NULL;
+    if (batch.sym) {
+        int bv = kir_new_var(k);
+        *ch = kir_var(k, v);
+        if (!(l = lw_loop(c, &l->body, bv, kir_sym(k, batch.sym), KIR_SERIAL)))
+            return NULL;
+        *nb = kir_var(k, bv);
+        return &l->body;
+    }
     *nb = lw_idivc(k, kir_var(k, v), chans);
     *ch = lw_iremc(k, kir_var(k, v), chans);
     return &l->body;
@@ -233,7 +317,7 @@ static kir_block *spatial_loops(lctx *c, kir_block *b, const geom *g, kir_expr *
     kir_kernel *k = c->k;
     for (int j = 0; j < g->n; j++) {
         int v = kir_new_var(k);
-        kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, g->out[j]), KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, g_out(k, g, j), KIR_SERIAL);
         if (!l)
             return NULL;
         b = &l->body;
@@ -261,7 +345,7 @@ static int lower_pool(lctx *c)
     geom g;
     if (!window_geom(n, &g))
         return -1;
-    if (g.n == 3 && g.k[2] == 1 && g.s[2] == 1 && g.d[2] == 1 && !g.pb[2] && !g.pe[2] && g.out[2] == g.in[2] &&
+    if (!g.sym && g.n == 3 && g.k[2] == 1 && g.s[2] == 1 && g.d[2] == 1 && !g.pb[2] && !g.pe[2] && g.out[2] == g.in[2] &&
         cg_pool_blocked_ok(c)) {
         /* layout.c's pool over blocked data: the lanes are the vector */
         cg_pool2d pg = {.batch = g.batch, .cin = g.cin, .lanes = g.in[2]};
@@ -272,11 +356,11 @@ static int lower_pool(lctx *c)
     }
     ir_dtype t = c->cdt;
     kir_expr *nb, *ch, *o[IR_MAX_RANK], *start[IR_MAX_RANK], *lo[IR_MAX_RANK], *hi[IR_MAX_RANK];
-    kir_block *b = plane_loop(c, g.batch, g.cin, &nb, &ch);
+    kir_block *b = plane_loop(c, g.bd, g.cin, &nb, &ch);
     if (!b || !(b = spatial_loops(c, b, &g, o, start)))
         return -1;
     for (int j = 0; j < g.n; j++)
-        tap_range(k, start[j], g.d[j], g.k[j], 0, g.in[j], &lo[j], &hi[j]);
+        tap_range(k, start[j], g.d[j], g.k[j], lw_i64c(k, 0), g_in(k, &g, j), &lo[j], &hi[j]);
     bool maxp = n->op == IR_OP_MAX_POOL;
     int best = kir_new_acc(k, t), bidx = -1, better = -1;
     if (maxp) {
@@ -305,14 +389,24 @@ static int lower_pool(lctx *c)
         int64_t pin = 1;
         for (int j = 0; j < g.n; j++)
             pin *= g.in[j];
-        kir_expr *off = lw_i64c(k, 0);
-        int64_t scale = 1;
-        for (int jj = 0; jj < g.n; jj++) {
-            int j = colmajor ? jj : g.n - 1 - jj;
-            off = kir_iadd(k, off, lw_imulc(k, ip[j], scale));
-            scale *= g.in[j];
+        kir_expr *off = lw_i64c(k, 0), *flat;
+        if (g.sym) {   /* the same with the run's sizes */
+            kir_expr *sc = lw_i64c(k, 1);
+            for (int jj = 0; jj < g.n; jj++) {
+                int j = colmajor ? jj : g.n - 1 - jj;
+                off = kir_iadd(k, off, kir_imul(k, ip[j], sc));
+                sc = kir_imul(k, sc, g_in(k, &g, j));
+            }
+            flat = kir_iadd(k, kir_imul(k, kir_iadd(k, lw_imulc(k, nb, g.cin), ch), sc), off);
+        } else {
+            int64_t scale = 1;
+            for (int jj = 0; jj < g.n; jj++) {
+                int j = colmajor ? jj : g.n - 1 - jj;
+                off = kir_iadd(k, off, lw_imulc(k, ip[j], scale));
+                scale *= g.in[j];
+            }
+            flat = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, nb, g.cin), ch), pin), off);
         }
-        kir_expr *flat = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, nb, g.cin), ch), pin), off);
         kir_expr *first = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, bidx), lw_i64c(k, 0));
         kir_expr *gt = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, best), x);
         if (!kir_acc_set(k, in, better, kir_op2(k, KIR_OR, IR_BOOL, first, gt)) ||
@@ -341,7 +435,8 @@ static int lower_pool(lctx *c)
         for (int j = 0; j < g.n; j++) {
             kir_expr *a = lo[j], *e = hi[j];
             if (incl)
-                tap_range(k, start[j], g.d[j], g.k[j], -g.pb[j], g.in[j] + g.pe[j], &a, &e);
+                tap_range(k, start[j], g.d[j], g.k[j], lw_i64c(k, -g.pb[j]), lw_iaddc(k, g_in(k, &g, j), g.pe[j]),
+                          &a, &e);
             cnt = kir_imul(k, cnt, lw_imax(k, lw_i64c(k, 0), isub(k, e, a)));
         }
         v = kir_op2(k, KIR_DIV, t, v, kir_op1(k, KIR_CAST, t, cnt));
@@ -370,10 +465,19 @@ static int lower_global_pool(lctx *c)
     ir_dtype t = c->cdt;
     int r = x->rank;
     int64_t len = 1;
-    for (int i = 2; i < r; i++)
+    kir_expr *lenx = NULL;     /* the plane's size when it is symbolic */
+    for (int i = 2; i < r; i++) {
         len *= x->dims[i].v;
+        if (x->dims[i].sym)
+            lenx = lw_dim_of(k, x->dims[i]);
+    }
+    if (lenx) {
+        lenx = lw_i64c(k, 1);
+        for (int i = 2; i < r; i++)
+            lenx = kir_imul(k, lenx, lw_dim_of(k, x->dims[i]));
+    }
     kir_expr *nb, *ch;
-    kir_block *b = plane_loop(c, x->dims[0].v, x->dims[1].v, &nb, &ch);
+    kir_block *b = plane_loop(c, x->dims[0], x->dims[1].v, &nb, &ch);
     if (!b)
         return -1;
     bool maxp = n->op == IR_OP_GLOBAL_MAX_POOL;
@@ -387,7 +491,7 @@ static int lower_global_pool(lctx *c)
     kir_block *in = b;
     if (r > 2) {
         int v = kir_new_var(k);
-        kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, len), KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, lenx ? lenx : lw_i64c(k, len), KIR_SERIAL);
         if (!l)
             return -1;
         in = &l->body;
@@ -404,7 +508,7 @@ static int lower_global_pool(lctx *c)
         return -1;
     kir_expr *v = kir_acc(k, acc);
     if (n->op == IR_OP_GLOBAL_AVERAGE_POOL)
-        v = kir_op2(k, KIR_DIV, t, v, kir_const_f(k, t, (double)len));
+        v = kir_op2(k, KIR_DIV, t, v, lenx ? kir_op1(k, KIR_CAST, t, lenx) : kir_const_f(k, t, (double)len));
     else if (p == 2)
         v = kir_op1(k, KIR_SQRT, t, v);
     else if (p > 2)
@@ -440,7 +544,7 @@ static int lower_conv_naive(lctx *c, const geom *g)
     bool isint = n->op == IR_OP_CONV_INTEGER;
     ir_dtype t = isint ? IR_I32 : c->cdt;
     kir_expr *nb, *m, *o[IR_MAX_RANK], *start[IR_MAX_RANK];
-    kir_block *b = plane_loop(c, g->batch, g->cout, &nb, &m);
+    kir_block *b = plane_loop(c, g->bd, g->cout, &nb, &m);
     if (!b || !(b = spatial_loops(c, b, g, o, start)))
         return -1;
     int acc = kir_new_acc(k, t);
@@ -461,7 +565,7 @@ static int lower_conv_naive(lctx *c, const geom *g)
     wi[1] = kir_var(k, cv);
     for (int j = 0; j < g->n; j++) {
         kir_expr *lo, *hi;
-        tap_range(k, start[j], g->d[j], g->k[j], 0, g->in[j], &lo, &hi);
+        tap_range(k, start[j], g->d[j], g->k[j], lw_i64c(k, 0), g_in(k, g, j), &lo, &hi);
         int v = kir_new_var(k);
         kir_stmt *l = kir_for(k, in, v, lo, hi, KIR_SERIAL, 0);
         if (!l)
@@ -504,7 +608,7 @@ static int lower_conv_transpose(lctx *c)
         return -1;
     ir_dtype t = c->cdt;
     kir_expr *nb, *m, *o[IR_MAX_RANK];
-    kir_block *b = plane_loop(c, g.batch, g.cout, &nb, &m);
+    kir_block *b = plane_loop(c, g.bd, g.cout, &nb, &m);
     if (!b || !(b = spatial_loops(c, b, &g, o, NULL)))
         return -1;
     int acc = kir_new_acc(k, t);
@@ -522,7 +626,9 @@ static int lower_conv_transpose(lctx *c)
     for (int j = 0; j < g.n; j++) {
         /* t = o + pb - kk*d must lie in [0, (in-1)*s] */
         kir_expr *op = lw_iaddc(k, o[j], g.pb[j]);
-        kir_expr *lo = lw_imin(k, lw_i64c(k, g.k[j]), cdiv0(k, lw_iaddc(k, op, -(g.in[j] - 1) * g.s[j]), g.d[j]));
+        kir_expr *last = g.ind[j].sym ? lw_iaddc(k, isub(k, op, lw_imulc(k, g_in(k, &g, j), g.s[j])), g.s[j])
+                                      : lw_iaddc(k, op, -(g.in[j] - 1) * g.s[j]);
+        kir_expr *lo = lw_imin(k, lw_i64c(k, g.k[j]), cdiv0(k, last, g.d[j]));
         kir_expr *hi = lw_imin(k, lw_i64c(k, g.k[j]), cdiv0(k, lw_iaddc(k, op, 1), g.d[j]));
         int v = kir_new_var(k);
         kir_stmt *l = kir_for(k, in, v, lo, hi, KIR_SERIAL, 0);
@@ -585,7 +691,8 @@ typedef struct {
     kir_expr *nb, *m0, *cbase; /* batch item, first output channel, group's first input channel */
     kir_expr *o[IR_MAX_RANK], *start[IR_MAX_RANK], *lo[IR_MAX_RANK], *hi[IR_MAX_RANK]; /* row form: outer dims */
     int64_t plane[IR_MAX_RANK];    /* flat form: the output plane's stride of each dim */
-    int64_t vlen;              /* the vector dim's extent */
+    int64_t vlen;              /* the vector dim's extent (-1: symbolic) */
+    kir_expr *vend;            /* the same as an index expression */
     kir_expr *t0, *t1;         /* the current tile of it; NULL: whole */
     int width;
 } fconv;
@@ -639,7 +746,7 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
         /* rows r with 0 <= r + kk0*d - pb < in0 */
         kir_expr *sh = lw_iaddc(k, lw_imulc(k, kk[0], g->d[0]), -g->pb[0]);
         kir_expr *rlo = lw_imax(k, lw_i64c(k, 0), isub(k, lw_i64c(k, 0), sh));
-        kir_expr *rhi = lw_imin(k, lw_i64c(k, g->out[0]), isub(k, lw_i64c(k, g->in[0]), sh));
+        kir_expr *rhi = lw_imin(k, g_out(k, g, 0), isub(k, g_in(k, g, 0), sh));
         lo = lw_imax(k, lw_imulc(k, rlo, f->plane[0]), isub(k, lw_i64c(k, 0), off));
         hi = lw_imin(k, lw_imulc(k, rhi, f->plane[0]), isub(k, lw_i64c(k, g->in[0] * f->plane[0]), off));
         ip[L] = kir_iadd(k, v, off);
@@ -663,9 +770,9 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
     } else {
         /* ox is inside when 0 <= ox*s + kx*d - pb < in */
         kir_expr *off = lw_iaddc(k, lw_imulc(k, kk[L], g->d[L]), -g->pb[L]);
-        kir_expr *ow = lw_i64c(k, g->out[L]);
+        kir_expr *ow = g_out(k, g, L);
         lo = lw_imin(k, ow, cdiv0(k, isub(k, lw_i64c(k, 0), off), g->s[L]));
-        hi = lw_imin(k, ow, cdiv0(k, isub(k, lw_i64c(k, g->in[L]), off), g->s[L]));
+        hi = lw_imin(k, ow, cdiv0(k, isub(k, g_in(k, g, L), off), g->s[L]));
         for (int j = 0; j < L; j++)
             ip[j] = kir_iadd(k, f->start[j], lw_imulc(k, kk[j], g->d[j]));
         ip[L] = kir_iadd(k, lw_imulc(k, v, g->s[L]), off);
@@ -716,7 +823,7 @@ static int lower_conv_fast(lctx *c, const geom *g)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    fconv f = {.g = g, .flat = true};
+    fconv f = {.g = g, .flat = !g->sym};
     int L = g->n - 1;
     for (int j = 0; j < g->n; j++)
         f.flat = f.flat && g->s[j] == 1 && (j == 0 || g->out[j] == g->in[j]);
@@ -735,23 +842,25 @@ static int lower_conv_fast(lctx *c, const geom *g)
     int64_t u = g->cg < c->s->conv_unroll ? g->cg : c->s->conv_unroll;
     int64_t nmb = g->cout / f.mb;
     kir_expr *mblk;
-    kir_block *b = plane_loop(c, g->batch, nmb, &f.nb, &mblk);
+    kir_block *b = plane_loop(c, g->bd, nmb, &f.nb, &mblk);
     if (!b)
         return -1;
     f.m0 = lw_imulc(k, mblk, f.mb);
     f.cbase = lw_imulc(k, lw_idivc(k, f.m0, g->mg), g->cg);
     for (int j = 0; !f.flat && j < L; j++) {
         int v = kir_new_var(k);
-        kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, g->out[j]), KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, b, v, g_out(k, g, j), KIR_SERIAL);
         if (!l)
             return -1;
         b = &l->body;
         f.o[j] = kir_var(k, v);
         f.start[j] = lw_iaddc(k, lw_imulc(k, f.o[j], g->s[j]), -g->pb[j]);
-        tap_range(k, f.start[j], g->d[j], g->k[j], 0, g->in[j], &f.lo[j], &f.hi[j]);
+        tap_range(k, f.start[j], g->d[j], g->k[j], lw_i64c(k, 0), g_in(k, g, j), &f.lo[j], &f.hi[j]);
     }
     f.vlen = f.flat ? pl : g->out[L];
-    int64_t tile = f.vlen > 2 * c->s->conv_vtile ? c->s->conv_vtile : f.vlen;
+    f.vend = f.flat ? lw_i64c(k, pl) : g_out(k, g, L);
+    /* a symbolic row is not tiled (its length is the run's) */
+    int64_t tile = f.vlen < 0 ? f.vlen : f.vlen > 2 * c->s->conv_vtile ? c->s->conv_vtile : f.vlen;
     if (tile < f.vlen) {
         int v = kir_new_var(k);
         kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, (f.vlen + tile - 1) / tile), KIR_SERIAL);
@@ -761,10 +870,10 @@ static int lower_conv_fast(lctx *c, const geom *g)
         f.t0 = lw_imulc(k, kir_var(k, v), tile);
         f.t1 = lw_imin(k, lw_i64c(k, f.vlen), lw_iaddc(k, f.t0, tile));
     }
-    f.width = vec_width(c, tile);
+    f.width = vec_width(c, tile < 0 ? INT64_C(1) << 20 : tile);
     /* the rows start as the bias */
     int v = kir_new_var(k);
-    kir_stmt *li = kir_for(k, b, v, f.t0 ? f.t0 : lw_i64c(k, 0), f.t1 ? f.t1 : lw_i64c(k, f.vlen), KIR_VECTOR,
+    kir_stmt *li = kir_for(k, b, v, f.t0 ? f.t0 : lw_i64c(k, 0), f.t1 ? f.t1 : f.vend, KIR_VECTOR,
                            f.width);
     if (!li)
         return -1;
@@ -789,7 +898,7 @@ static int lower_conv_fast(lctx *c, const geom *g)
     /* the sums are final once every channel went in: a fused group's
      * epilogue rewrites the tile in place */
     int ev = kir_new_var(k);
-    kir_stmt *le = kir_for(k, b, ev, f.t0 ? f.t0 : lw_i64c(k, 0), f.t1 ? f.t1 : lw_i64c(k, f.vlen), KIR_VECTOR, f.width);
+    kir_stmt *le = kir_for(k, b, ev, f.t0 ? f.t0 : lw_i64c(k, 0), f.t1 ? f.t1 : f.vend, KIR_VECTOR, f.width);
     if (!le)
         return -1;
     for (int64_t mo = 0; mo < f.mb; mo++) {
@@ -802,6 +911,16 @@ static int lower_conv_fast(lctx *c, const geom *g)
 }
 
 /* ---- f32 Conv as an implicit GEMM on the register tile ------------------- */
+
+/* A 1x1 window at stride 1 without padding: each output position reads
+ * its own input position, so the plane flattens whatever its sizes. */
+static bool pointwise(const geom *g)
+{
+    for (int j = 0; j < g->n; j++)
+        if (g->k[j] != 1 || g->s[j] != 1 || g->pb[j] || g->pe[j] || !ir_dim_eq(g->ind[j], g->outd[j]))
+            return false;
+    return true;
+}
 
 /* Per batch item y[m, o] = b[m] + sum over k = (c, taps) of W[m, k] *
  * X[c, o*s - pb + taps*d], run by the contraction schedule (tile.h):
@@ -863,7 +982,7 @@ static int ct_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *gr, kir_block 
         kir_expr *lo = NULL, *hi = NULL;
         if (!u->flat && j < L) {
             u->start[j] = lw_iaddc(k, lw_imulc(k, o[j], g->s[j]), -g->pb[j]);
-            tap_range(k, u->start[j], g->d[j], g->k[j], 0, g->in[j], &lo, &hi);
+            tap_range(k, u->start[j], g->d[j], g->k[j], lw_i64c(k, 0), g_in(k, g, j), &lo, &hi);
         }
         if (!(u->kk[j] = tap_loop(c, b, g->k[j], lo, hi)))
             return -1;
@@ -895,6 +1014,12 @@ static kir_expr *ct_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *jv)
     const geom *g = u->g;
     int L = g->n - 1;
     kir_expr *xi[IR_MAX_RANK + 2] = {u->nb, kir_iadd(k, u->c0, u->ic)};
+    if (u->flat && g->sym) {   /* pointwise: the output position's own input */
+        for (int j = 0; j < L; j++)
+            xi[2 + j] = lw_i64c(k, 0);
+        xi[2 + L] = jv;
+        return lw_load_in(c, 0, xi);
+    }
     if (u->flat) {
         /* the tap's input is at a constant offset from the output position;
          * positions whose window leaves the input in some dim read 0 */
@@ -940,8 +1065,10 @@ static kir_expr *ct_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *jv)
         kir_expr *lo = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, lw_i64c(k, 0), off), g->s[L]));
         ok = kir_op2(k, KIR_LE, IR_BOOL, lo, j32);
     }
-    if ((g->out[L] - 1) * g->s[L] + (g->k[L] - 1) * g->d[L] - g->pb[L] >= g->in[L]) {
-        kir_expr *hi = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, lw_i64c(k, g->in[L]), off), g->s[L]));
+    /* the last window passes the input's end (with symbolic sizes: only
+     * where there is end padding, since the output is the floor) */
+    if (g->sym ? g->pe[L] > 0 : (g->out[L] - 1) * g->s[L] + (g->k[L] - 1) * g->d[L] - g->pb[L] >= g->in[L]) {
+        kir_expr *hi = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, g_in(k, g, L), off), g->s[L]));
         kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, j32, hi);
         ok = ok ? kir_op2(k, KIR_AND, IR_BOOL, ok, lt) : lt;
     }
@@ -982,6 +1109,8 @@ static bool tiled_ok(const ir_node *n, const geom *g)
      * schedule, its vector loop over positions) */
     if (n->op != IR_OP_CONV || !fast_ok(n) || (g->group > 1 && g->mg < 8) || g->mg < 1 || g->cg < 1)
         return false;
+    if (g->sym && (g->bd.sym || g->n > 2))   /* the tile's parallel loop is over constant batch items */
+        return false;
     /* the masks' i32 math must not wrap */
     const int64_t lim = INT64_C(1) << 30;
     for (int j = 0; j < g->n; j++)
@@ -993,7 +1122,7 @@ static bool tiled_ok(const ir_node *n, const geom *g)
 
 static int lower_conv_tiled(lctx *c, const geom *g)
 {
-    ctile u = {.g = g, .flat = true};
+    ctile u = {.g = g, .flat = !g->sym || pointwise(g)};
     int L = g->n - 1;
     int64_t taps = 1, plane = 1, iplane = 1;
     for (int j = 0; j < g->n; j++) {
@@ -1021,6 +1150,14 @@ static int lower_conv_tiled(lctx *c, const geom *g)
      * registers allow */
     int lanes = c->s->lanes >= 4 ? c->s->lanes : 4;
     int64_t n = u.flat ? plane : g->out[L], ng = u.flat ? 1 : plane / g->out[L];
+    if (g->sym)   /* the run's sizes: the widest tile */
+        n = INT64_C(1) << 20, ng = 0;
+    kir_expr *plane_x = NULL;
+    if (g->sym && u.flat) {   /* pointwise: the columns are the whole plane */
+        plane_x = lw_i64c(c->k, 1);
+        for (int j = 0; j < g->n; j++)
+            plane_x = kir_imul(c->k, plane_x, g_out(c->k, g, j));
+    }
     int maxw = lanes * (lanes >= 16 ? 4 : 2), regs = lanes >= 16 ? 24 : 12;
     int64_t width = lanes, rows = 1;
     double best = 0;
@@ -1045,15 +1182,21 @@ static int lower_conv_tiled(lctx *c, const geom *g)
         .nbat = g->batch * g->group, .m = g->mg, .ng = ng, .n = n, .nkb = nkb, .rows = (int)rows, .width = (int)width,
         .u = &u, .setup = ct_setup, .k_open = ct_k_open, .a = ct_a, .b = ct_b, .out = ct_out, .epi = ct_epi,
     };
+    if (g->sym) {
+        t.n_dyn = plane_x ? plane_x : g_out(c->k, g, L);
+        t.ng_dyn = L > 0 && !plane_x ? g_out(c->k, g, 0) : lw_i64c(c->k, 1);
+    }
     return cg_tile_lower(c, &t);
 }
 
 /* The direct schedules' view of a 2-D geometry (conv_direct.h). */
 static cg_conv2d conv2d_of(const geom *g)
 {
-    cg_conv2d d = {.batch = g->batch, .cin = g->cin, .cout = g->cout, .group = g->group, .cg = g->cg, .mg = g->mg};
+    cg_conv2d d = {.batch = g->batch, .cin = g->cin, .cout = g->cout, .group = g->group, .cg = g->cg, .mg = g->mg,
+                   .sym = g->sym};
     for (int j = 0; j < 2; j++) {
         d.in[j] = g->in[j], d.out[j] = g->out[j], d.k[j] = g->k[j];
+        d.ind[j] = g->ind[j], d.outd[j] = g->outd[j];
         d.s[j] = g->s[j], d.d[j] = g->d[j], d.pb[j] = g->pb[j];
     }
     return d;
@@ -1065,7 +1208,7 @@ static int lower_conv_op(lctx *c)
     if (!window_geom(c->n, &g))
         return -1;
     cg_conv2d d2 = g.n == 2 ? conv2d_of(&g) : (cg_conv2d){0};
-    if (g.n == 2 && g.cg > 0 && cg_conv_dw_ok(c, &d2))
+    if ((!g.sym || !g.bd.sym) && g.n == 2 && g.cg > 0 && cg_conv_dw_ok(c, &d2))
         return lower_conv_dw(c, &d2);
     /* No input channels: the output is the bias (or zero); the schedules
      * below divide by the channel count. */
@@ -1073,7 +1216,7 @@ static int lower_conv_op(lctx *c)
         return lower_conv_naive(c, &g);
     if (tiled_ok(c->n, &g))
         return lower_conv_tiled(c, &g);
-    if (c->n->op == IR_OP_CONV_INTEGER && g.group == 1) {
+    if (!g.sym && c->n->op == IR_OP_CONV_INTEGER && g.group == 1) {
         qconv_geom q = {.n = g.n, .batch = g.batch, .cin = g.cin, .cout = g.cout};
         for (int j = 0; j < g.n; j++) {
             q.in[j] = g.in[j], q.out[j] = g.out[j], q.k[j] = g.k[j];
@@ -1166,9 +1309,46 @@ static bool zp_ok(const ir_node *n, int i, int64_t per)
     return int8ish(n->in[i]) && t->rank <= 1 && (cnt == 1 || (cnt == per && t->rank == 1));
 }
 
+/* Whether n, with symbolic dims, is lowered with them as they are (the
+ * batch alone symbolic goes the per-item way instead: program.c). */
+bool cg_conv_symbolic(const ir_node *n)
+{
+    geom g;
+    switch (n->op) {
+    case IR_OP_CONV: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: case IR_OP_LP_POOL:
+        if (!window_geom(n, &g) || !g.sym)
+            return false;
+        for (int j = 0; j < g.n; j++)
+            if (g.ind[j].sym || g.outd[j].sym)
+                return true;
+        return false;
+    case IR_OP_CONV_TRANSPOSE:
+        if (!convt_geom(n, &g) || !g.sym)
+            return false;
+        for (int j = 0; j < g.n; j++)
+            if (g.ind[j].sym || g.outd[j].sym)
+                return true;
+        return false;
+    case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_GLOBAL_MAX_POOL: case IR_OP_GLOBAL_LP_POOL: {
+        const ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
+        bool spatial = false;
+        if (x->rank < 3 || y->rank != x->rank || x->dims[1].sym || !ir_dim_eq(x->dims[0], y->dims[0]))
+            return false;
+        for (int i = 0; i < x->rank; i++) {
+            if (x->dims[i].sym < 0 || (i != 0 && y->dims[i].sym))
+                return false;
+            spatial |= i >= 2 && x->dims[i].sym > 0;
+        }
+        return spatial;
+    }
+    default:
+        return false;
+    }
+}
+
 bool cg_can_lower_conv(const ir_node *n)
 {
-    if (!node_static(n) || n->nin < 1 || !n->in[0])
+    if (n->nin < 1 || !n->in[0] || (!node_static(n) && !cg_conv_symbolic(n)))
         return false;
     const ir_type *x = &n->in[0]->type;
     ir_dtype dt = x->dtype;

@@ -3,8 +3,9 @@
  *
  * conv.c owns the window geometry (auto_pad, ceil_mode, output_shape
  * resolved by the reference's nn_window_* functions) and fills a
- * cg_conv2d from it; these files only schedule. Both take static shapes,
- * f32, two spatial dims.
+ * cg_conv2d from it; these files only schedule. Both take f32 and two
+ * spatial dims; ConvTranspose static shapes, depthwise symbolic height and
+ * width too.
  */
 #ifndef ICC_LOWER_CONV_DIRECT_H
 #define ICC_LOWER_CONV_DIRECT_H
@@ -14,6 +15,11 @@
 typedef struct cg_conv2d {
     int64_t batch, cin, cout, group, cg, mg;  /* cg/mg: input/output channels per group */
     int64_t in[2], out[2], k[2], s[2], d[2], pb[2];
+    /* in and out as dims: a symbolic one (sym) is the run's value there,
+     * and in/out hold -1 (the depthwise schedule takes them; the batch
+     * stays constant) */
+    bool sym;
+    ir_dim ind[2], outd[2];
 } cg_conv2d;
 
 /* Depthwise-like Conv (one input channel per group: y channel m reads x

@@ -39,7 +39,8 @@ static int64_t ceil_div0(int64_t a, int64_t s)
 bool cg_conv_dw_ok(const lctx *c, const cg_conv2d *g)
 {
     const ir_node *n = c->n;
-    if (n->op != IR_OP_CONV || g->cg != 1 || g->group < 2 || g->out[1] < c->s->lanes)
+    /* a symbolic row: taken as wide (the detectors' rows are) */
+    if (n->op != IR_OP_CONV || g->cg != 1 || g->group < 2 || (!g->outd[1].sym && g->out[1] < c->s->lanes))
         return false;
     for (int i = 0; i < n->nin && i < 3; i++)
         if (n->in[i] && n->in[i]->type.dtype != IR_F32)
@@ -94,15 +95,14 @@ static int dw_taps(lctx *c, const dwrow *r, kir_block *b, kir_expr *ow, kir_expr
 
 /* One loop over output positions [lo, hi) of the row: the sum from the
  * bias over the taps, the epilogue, one store. */
-static int dw_span(lctx *c, const dwrow *r, kir_block *b, int64_t lo, int64_t hi, bool vector, int width)
+static int dw_span(lctx *c, const dwrow *r, kir_block *b, kir_expr *lo, kir_expr *hi, bool vector, int width)
 {
     kir_kernel *k = c->k;
     const cg_conv2d *g = r->g;
-    if (hi <= lo)
+    if (lo->op == KIR_CONST && hi->op == KIR_CONST && hi->c.i <= lo->c.i)
         return 0;
     int v = kir_new_var(k);
-    kir_stmt *l = kir_for(k, b, v, lw_i64c(k, lo), lw_i64c(k, hi), vector ? KIR_VECTOR : KIR_SERIAL,
-                          vector ? width : 0);
+    kir_stmt *l = kir_for(k, b, v, lo, hi, vector ? KIR_VECTOR : KIR_SERIAL, vector ? width : 0);
     if (!l)
         return -1;
     if (vector)
@@ -121,7 +121,7 @@ static int dw_span(lctx *c, const dwrow *r, kir_block *b, int64_t lo, int64_t hi
         /* the kw with 0 <= ow*s + kw*d - pad < W */
         kir_expr *st = lw_iaddc(k, lw_imulc(k, ow, g->s[1]), -g->pb[1]), *kc = lw_i64c(k, g->k[1]);
         kwlo = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, 0), st), g->d[1]));
-        kwhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, g->in[1]), st), g->d[1]));
+        kwhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_dim_of(k, g->ind[1]), st), g->d[1]));
     }
     if (dw_taps(c, r, &l->body, ow, kwlo, kwhi) < 0)
         return -1;
@@ -141,14 +141,14 @@ int lower_conv_dw(lctx *c, const cg_conv2d *g)
     r.m = lw_iremc(k, kir_var(k, vp), g->cout);
     r.ci = lw_idivc(k, r.m, g->mg);
     int vh = kir_new_var(k);
-    kir_stmt *lh = lw_loop(c, &lp->body, vh, lw_i64c(k, g->out[0]), KIR_SERIAL);
+    kir_stmt *lh = lw_loop(c, &lp->body, vh, lw_dim_of(k, g->outd[0]), KIR_SERIAL);
     if (!lh)
         return -1;
     r.oh = kir_var(k, vh);
     r.ih0 = lw_iaddc(k, lw_imulc(k, r.oh, g->s[0]), -g->pb[0]);
     kir_expr *kc = lw_i64c(k, g->k[0]);
     r.khlo = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, 0), r.ih0), g->d[0]));
-    r.khhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, g->in[0]), r.ih0), g->d[0]));
+    r.khhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_dim_of(k, g->ind[0]), r.ih0), g->d[0]));
     /* the interior: ow*s - pad >= 0 and ow*s - pad + (kw-1)*d < W */
     int64_t OW = g->out[1];
     int64_t owl = ceil_div0(g->pb[1], g->s[1]);
@@ -158,8 +158,19 @@ int lower_conv_dw(lctx *c, const cg_conv2d *g)
     owh = owh < owl ? owl : owh > OW ? OW : owh;
     int width = c->s->lanes;
     kir_block *b = &lh->body;
-    if (dw_span(c, &r, b, 0, owl, false, 0) < 0 || dw_span(c, &r, b, owl, owh, true, width) < 0 ||
-        dw_span(c, &r, b, owh, OW, false, 0) < 0)
+    kir_expr *lo = lw_i64c(k, owl), *hi = lw_i64c(k, owh), *end = lw_i64c(k, OW);
+    if (g->outd[1].sym || g->ind[1].sym) {
+        /* the same bounds from the run's sizes: owh = floor(last / s) + 1
+         * for last >= 0, else 0, clamped to [owl, OW] */
+        end = lw_dim_of(k, g->outd[1]);
+        int64_t l0 = ceil_div0(g->pb[1], g->s[1]);
+        kir_expr *lastx = lw_iaddc(k, lw_dim_of(k, g->ind[1]), g->pb[1] - 1 - (g->k[1] - 1) * g->d[1]);
+        kir_expr *h = lw_idivc(k, lw_imax(k, lw_i64c(k, 0), lw_iaddc(k, lastx, g->s[1])), g->s[1]);
+        lo = lw_imin(k, lw_i64c(k, l0), end);
+        hi = lw_imin(k, end, lw_imax(k, lo, h));
+    }
+    if (dw_span(c, &r, b, lw_i64c(k, 0), lo, false, 0) < 0 || dw_span(c, &r, b, lo, hi, true, width) < 0 ||
+        dw_span(c, &r, b, hi, end, false, 0) < 0)
         return -1;
     return 0;
 }

@@ -23,16 +23,24 @@
 #include "ir/ops.h"
 
 enum { CT_MAX_ROW = 1 << 16,   /* scratch row length (floats) */
-       CT_UNROLL = 8 };           /* input channels per pass over the row */
+       CT_UNROLL = 8,             /* input channels per pass over the row */
+       CT_SYM_CHUNK = 512 };      /* a symbolic row's phase in pieces of this many q */
 
 static int64_t floor_div(int64_t a, int64_t b)
 {
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
+/* Position q's place in the scratch row: from the phase's first q (qlo),
+ * or from the current piece's (qa) on a symbolic row. */
+static kir_expr *ct_at(kir_kernel *k, bool sym, kir_expr *q, kir_expr *qa, int64_t qlo)
+{
+    return sym ? kir_op2(k, KIR_SUB, IR_I64, q, qa) : lw_iaddc(k, q, -qlo);
+}
+
 bool cg_convtranspose_ok(const ir_node *n, const cg_conv2d *g)
 {
-    if (n->op != IR_OP_CONV_TRANSPOSE || n->in[0]->type.rank != 4 || g->cg < 1)
+    if (n->op != IR_OP_CONV_TRANSPOSE || n->in[0]->type.rank != 4 || g->cg < 1 || g->batch < 0)
         return false;
     for (int j = 0; j < 2; j++)
         if (g->d[j] != 1 || g->s[j] < 1 || g->k[j] < 1 || g->s[j] > 64)
@@ -50,7 +58,11 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     int64_t sw = g->s[1], pw = g->pb[1], OW = g->out[1], IW = g->in[1];
-    int64_t rowlen = OW / sw + 2;
+    /* a symbolic row (sym): its phases run in pieces of CT_SYM_CHUNK
+     * positions, the scratch row a constant length */
+    bool sym = g->sym;
+    int64_t rowlen = sym ? CT_SYM_CHUNK : OW / sw + 2;
+    kir_expr *iwx = lw_dim_of(k, g->ind[1]), *owx = lw_dim_of(k, g->outd[1]);
     int tmp = kir_add_scratch(k, "convt_row", KIR_SPACE_THREAD, IR_F32, 1, (int64_t[]){rowlen});
     int vp = kir_new_var(k);
     kir_stmt *lp = lw_loop(c, &k->body, vp, lw_i64c(k, g->batch * g->cout), KIR_PARALLEL);
@@ -59,7 +71,7 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
     kir_expr *nb = lw_idivc(k, kir_var(k, vp), g->cout), *m = lw_iremc(k, kir_var(k, vp), g->cout);
     kir_expr *c0 = lw_imulc(k, lw_idivc(k, m, g->mg), g->cg), *mw = lw_iremc(k, m, g->mg);
     int vh = kir_new_var(k);
-    kir_stmt *lh = lw_loop(c, &lp->body, vh, lw_i64c(k, g->out[0]), KIR_SERIAL);
+    kir_stmt *lh = lw_loop(c, &lp->body, vh, lw_dim_of(k, g->outd[0]), KIR_SERIAL);
     if (!lh)
         return -1;
     kir_block *row = &lh->body;
@@ -70,26 +82,43 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
     kir_expr *rh = lw_iremc(k, opc, g->s[0]), *qh = lw_idivc(k, opc, g->s[0]);
     kir_expr *nth = lw_idivc(k, lw_iaddc(k, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, g->k[0]), rh), g->s[0] - 1),
                              g->s[0]);
-    kir_expr *thlo = lw_imax(k, lw_i64c(k, 0), lw_iaddc(k, qh, 1 - g->in[0]));
+    kir_expr *thlo = sym ? lw_imax(k, lw_i64c(k, 0), kir_op2(k, KIR_SUB, IR_I64, lw_iaddc(k, qh, 1),
+                                                           lw_dim_of(k, g->ind[0])))
+                         : lw_imax(k, lw_i64c(k, 0), lw_iaddc(k, qh, 1 - g->in[0]));
     kir_expr *thhi = kir_op3(k, KIR_SELECT, IR_I64, kir_op2(k, KIR_LT, IR_BOOL, op, lw_i64c(k, 0)), lw_i64c(k, 0),
                              lw_imin(k, nth, lw_iaddc(k, qh, 1)));
     kir_expr *bias = n->nin > 2 && n->in[2] ? lw_load_in(c, 2, (kir_expr *[]){m}) : kir_const_f(k, IR_F32, 0);
-    for (int64_t r = 0; r < sw && r < OW + pw; r++) {
+    for (int64_t r = 0; r < sw && (sym || r < OW + pw); r++) {
         /* this phase's outputs ow = q*s + r - pad in [0, OW) */
         int64_t qlo = floor_div(pw - r + sw - 1, sw), qhi = floor_div(OW - 1 + pw - r, sw) + 1;
-        if (qhi <= qlo)
+        if (!sym && qhi <= qlo)
             continue;
         int64_t ntw = (g->k[1] - r + sw - 1) / sw;   /* W taps of the phase */
+        kir_block *blk = row;
+        kir_expr *qa = lw_i64c(k, qlo), *qb = lw_i64c(k, qhi);
+        if (sym) {
+            /* qhi = floor((OW - 1 + pw - r) / s) + 1, its numerator >= -s */
+            kir_expr *qh1 = lw_idivc(k, lw_iaddc(k, owx, pw - r - 1 + sw), sw);
+            kir_expr *nck = lw_idivc(k, lw_iaddc(k, lw_imax(k, lw_i64c(k, 0), lw_iaddc(k, qh1, -qlo)),
+                                                CT_SYM_CHUNK - 1), CT_SYM_CHUNK);
+            int vck = kir_new_var(k);
+            kir_stmt *lck = lw_loop(c, row, vck, nck, KIR_SERIAL);
+            if (!lck)
+                return -1;
+            blk = &lck->body;
+            qa = lw_iaddc(k, lw_imulc(k, kir_var(k, vck), CT_SYM_CHUNK), qlo);
+            qb = lw_imin(k, qh1, lw_iaddc(k, qa, CT_SYM_CHUNK));
+        }
         /* the phase's sums start as the bias */
         int vi = kir_new_var(k);
-        kir_stmt *li = kir_for(k, row, vi, lw_i64c(k, qlo), lw_i64c(k, qhi), KIR_VECTOR, c->s->lanes);
+        kir_stmt *li = kir_for(k, blk, vi, qa, qb, KIR_VECTOR, c->s->lanes);
         if (!li)
             return -1;
         li->tail_mask = true;
-        if (!kir_store(k, &li->body, tmp, (kir_expr *[]){lw_iaddc(k, kir_var(k, vi), -qlo)}, bias))
+        if (!kir_store(k, &li->body, tmp, (kir_expr *[]){ct_at(k, sym, kir_var(k, vi), qa, qlo)}, bias))
             return -1;
         int vt = kir_new_var(k);
-        kir_stmt *lt = kir_for(k, row, vt, thlo, thhi, KIR_SERIAL, 0);
+        kir_stmt *lt = kir_for(k, blk, vt, thlo, thhi, KIR_SERIAL, 0);
         if (!lt)
             return -1;
         kir_expr *th = kir_var(k, vt);
@@ -111,17 +140,18 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
             }
             for (int64_t t = 0; t < ntw; t++) {
                 int vq = kir_new_var(k);
-                kir_stmt *lq = kir_for(k, cb, vq, lw_i64c(k, qlo), lw_i64c(k, qhi), KIR_VECTOR, c->s->lanes);
+                kir_stmt *lq = kir_for(k, cb, vq, qa, qb, KIR_VECTOR, c->s->lanes);
                 if (!lq)
                     return -1;
                 lq->tail_mask = true;
                 kir_expr *q = kir_var(k, vq), *iw = lw_iaddc(k, q, -t), *inside = NULL;
-                /* q - t leaves [0, IW) only near the row's ends */
-                if (qlo - t < 0 || qhi - 1 - t > IW - 1)
+                /* q - t leaves [0, IW) only near the row's ends (anywhere,
+                 * for all we know of a symbolic row) */
+                if (sym || qlo - t < 0 || qhi - 1 - t > IW - 1)
                     inside = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), iw),
-                                     kir_op2(k, KIR_LT, IR_BOOL, iw, lw_i64c(k, IW)));
-                kir_expr *iwc = inside ? lw_imin(k, lw_imax(k, iw, lw_i64c(k, 0)), lw_i64c(k, IW - 1)) : iw;
-                kir_expr *ti[1] = {lw_iaddc(k, q, -qlo)};
+                                     kir_op2(k, KIR_LT, IR_BOOL, iw, iwx));
+                kir_expr *iwc = inside ? lw_imin(k, lw_imax(k, iw, lw_i64c(k, 0)), lw_iaddc(k, iwx, -1)) : iw;
+                kir_expr *ti[1] = {ct_at(k, sym, q, qa, qlo)};
                 kir_expr *sum = kir_load(k, tmp, ti);
                 for (int64_t uu = 0; uu < nu; uu++) {
                     kir_expr *ch = lw_iaddc(k, cfirst, uu);
@@ -137,12 +167,12 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
         }
         /* interleave the phase into the row */
         int vs = kir_new_var(k);
-        kir_stmt *ls = kir_for(k, row, vs, lw_i64c(k, qlo), lw_i64c(k, qhi), KIR_SERIAL, 0);
+        kir_stmt *ls = kir_for(k, blk, vs, qa, qb, KIR_SERIAL, 0);
         if (!ls)
             return -1;
         kir_expr *qs = kir_var(k, vs);
         kir_expr *yi[4] = {nb, m, oh, lw_iaddc(k, lw_imulc(k, qs, sw), r - pw)};
-        kir_expr *si[1] = {lw_iaddc(k, qs, -qlo)};
+        kir_expr *si[1] = {ct_at(k, sym, qs, qa, qlo)};
         kir_expr *v = lw_to_out(c, lower_epi(c, kir_load(k, tmp, si), yi));
         if (!kir_store(k, &ls->body, c->out, yi, v))
             return -1;

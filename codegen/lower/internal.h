@@ -174,6 +174,7 @@ int lower_norm(lctx *c);
 bool cg_can_lower_movement(const ir_node *n);
 int lower_movement(lctx *c);
 bool cg_can_lower_conv(const ir_node *n);
+bool cg_conv_symbolic(const ir_node *n);
 int lower_conv(lctx *c);
 bool cg_can_lower_misc(const ir_node *n);
 int lower_misc(lctx *c);

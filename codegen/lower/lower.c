@@ -305,6 +305,16 @@ bool cg_can_lower(const ir_node *n)
     return family(n) != IR_FAM_NONE;
 }
 
+bool cg_can_lower_symbolic(const ir_node *n)
+{
+    if (ir_ops[n->op].flags & IR_F_SYMBOLIC)
+        return true;
+    switch (family(n)) {
+    case IR_FAM_CONV: return cg_conv_symbolic(n);
+    default: return false;
+    }
+}
+
 int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, const cg_schedule *s,
                   const char *name, kir_kernel **out, icc_diag *d)
 {

@@ -22,6 +22,7 @@ typedef struct {
     int64_t mcb, ncp;         /* row blocks and panels per chunk */
     kir_expr *rc, *cc;        /* this chunk's row and column chunk */
     kir_expr *nb_dyn;         /* m_dyn: the row blocks at run time (each chunk runs all) */
+    kir_expr *np_dyn, *nq_dyn, *ncp_dyn;   /* n_dyn: np, nq and ncp at run time */
     int apk;                  /* pack_a: the packed A block (thread scratch [mcb, kc, rows]), or -1 */
 } tile_geo;
 
@@ -73,16 +74,23 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     kir_expr *rb1 = q->nb_dyn ? q->nb_dyn : lw_imin(k, lw_i64c(k, q->nb), kir_iadd(k, rb0, lw_i64c(k, q->mcb)));
     if (q->apk >= 0 && tile_pack_a(c, t, q, &lkb->body, kb, rb0, rb1) < 0)
         return -1;
-    kir_expr *q0 = kir_imul(k, q->cc, lw_i64c(k, q->ncp));
-    kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, lw_imin(k, lw_i64c(k, q->nq), kir_iadd(k, q0, lw_i64c(k, q->ncp))),
-                           KIR_SERIAL, 0);
+    kir_expr *ncp = q->ncp_dyn ? q->ncp_dyn : lw_i64c(k, q->ncp);
+    kir_expr *q0 = kir_imul(k, q->cc, ncp);
+    kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, lw_imin(k, q->nq_dyn ? q->nq_dyn : lw_i64c(k, q->nq),
+                                                          kir_iadd(k, q0, ncp)), KIR_SERIAL, 0);
     if (!lq)
         return -1;
-    kir_expr *qx = kir_var(k, qv);
-    kir_expr *g = q->np > 1 ? lw_idivc(k, qx, q->np) : qx;
-    kir_expr *j0 = q->np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, qx, lw_i64c(k, q->np)), lw_i64c(k, t->width))
-                             : lw_i64c(k, 0);
-    kir_expr *j1 = lw_imin(k, lw_i64c(k, t->n), kir_iadd(k, j0, lw_i64c(k, t->width)));
+    kir_expr *qx = kir_var(k, qv), *g, *j0, *j1;
+    if (q->np_dyn) {
+        g = kir_op2(k, KIR_DIV, IR_I64, qx, q->np_dyn);
+        j0 = kir_imul(k, kir_op2(k, KIR_REM, IR_I64, qx, q->np_dyn), lw_i64c(k, t->width));
+        j1 = lw_imin(k, t->n_dyn, kir_iadd(k, j0, lw_i64c(k, t->width)));
+    } else {
+        g = q->np > 1 ? lw_idivc(k, qx, q->np) : qx;
+        j0 = q->np > 1 ? kir_imul(k, kir_op2(k, KIR_REM, IR_I64, qx, lw_i64c(k, q->np)), lw_i64c(k, t->width))
+                       : lw_i64c(k, 0);
+        j1 = lw_imin(k, lw_i64c(k, t->n), kir_iadd(k, j0, lw_i64c(k, t->width)));
+    }
     if (t->pack && t->pack(c, t, &lq->body, kb, g, j0, j1) < 0)
         return -1;
     kir_stmt *lj = kir_for(k, &lq->body, jv, j0, j1, KIR_VECTOR, t->width);
@@ -142,7 +150,7 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     int R = t->rows;
     if (R < 1 || R > TILE_MAX_ROWS || t->width < 1 || t->nkb < 1)
         return -1;
-    tile_geo q = {.nb = t->m_dyn ? 1 : cdiv(t->m, R), .np = cdiv(t->n, t->width), .apk = -1};
+    tile_geo q = {.nb = t->m_dyn ? 1 : cdiv(t->m, R), .np = t->n_dyn ? 1 : cdiv(t->n, t->width), .apk = -1};
     q.nq = t->ng * q.np;
     if (t->m_dyn)
         q.nb_dyn = lw_idivc(k, kir_iadd(k, t->m_dyn, lw_i64c(k, R - 1)), R);
@@ -155,7 +163,18 @@ int cg_tile_lower(lctx *c, cg_tile *t)
      * read from L1 by the chunk's row blocks and then left, so more of them
      * cost nothing): as few column chunks as the threads need */
     int64_t ncc = t->stream ? (sc < q.nq ? sc : q.nq) : t->pack_a ? 1 : cdiv(q.nq, c->s->tile_nc_panels);
-    while (!t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
+    if (t->n_dyn) {
+        /* panels known at run time: a constant number of column chunks,
+         * enough for the threads, each taking its share */
+        if (t->stream || t->pack_a || t->m_dyn)
+            return -1;
+        kir_expr *np = lw_idivc(k, lw_iaddc(k, t->n_dyn, t->width - 1), t->width);
+        q.np_dyn = np;
+        q.nq_dyn = kir_imul(k, t->ng_dyn, np);
+        ncc = cdiv(4 * c->s->min_chunks, t->nbat * nrc);
+        q.ncp_dyn = lw_idivc(k, lw_iaddc(k, q.nq_dyn, ncc - 1), ncc);
+    }
+    while (!t->n_dyn && !t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
         bool can_r = nrc < q.nb, can_c = ncc < q.nq;
         if (!can_r && !can_c)
             break;
@@ -165,9 +184,11 @@ int cg_tile_lower(lctx *c, cg_tile *t)
             nrc++;
     }
     q.mcb = cdiv(q.nb, nrc);
-    q.ncp = cdiv(q.nq, ncc);
     nrc = cdiv(q.nb, q.mcb);
-    ncc = cdiv(q.nq, q.ncp);
+    if (!t->n_dyn) {
+        q.ncp = cdiv(q.nq, ncc);
+        ncc = cdiv(q.nq, q.ncp);
+    }
     int64_t nch = nrc * ncc;
     /* A packed only where each copied element is read by two panels or more */
     if (t->pack_a && t->kstep && t->kc > 0 && !t->m_dyn && !t->stream && q.ncp >= 2 &&

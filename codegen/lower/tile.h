@@ -10,7 +10,9 @@
  * builds the operands at the loop variables it made. Sizes are constant,
  * except the row count, which may be a run-time expression (m_dyn): the
  * parallel loop's bounds stay constant because its chunks then split only
- * the columns, each running every row block.
+ * the columns, each running every row block; and the columns and their
+ * groups (n_dyn, ng_dyn): a constant number of column chunks then each
+ * take their share of the panels at run time.
  */
 #ifndef ICC_CG_LOWER_TILE_H
 #define ICC_CG_LOWER_TILE_H
@@ -27,6 +29,9 @@ struct cg_tile {
                                   batch); m is unused and the chunks split the columns only */
     int64_t ng;                /* column groups */
     int64_t n;                 /* columns of a group: the vector loop */
+    kir_expr *ng_dyn, *n_dyn;  /* non-NULL (both): ng and n known at run time only (a Conv's
+                                  symbolic output height and width); ng and n are unused,
+                                  the chunks' column panels are split at run time */
     int64_t nkb;               /* blocks of the reduction */
     int rows;                  /* rows of the register tile, <= TILE_MAX_ROWS */
     int width;                 /* lanes of the vector loop */
