@@ -172,6 +172,7 @@ int lower_reduce(lctx *c);
 bool cg_can_lower_norm(const ir_node *n);
 int lower_norm(lctx *c);
 bool cg_can_lower_movement(const ir_node *n);
+bool cg_movement_symbolic(const ir_node *n);
 int lower_movement(lctx *c);
 bool cg_can_lower_conv(const ir_node *n);
 bool cg_conv_symbolic(const ir_node *n);

@@ -283,18 +283,28 @@ static int lower_concat_split(lctx *c)
         return -1;
     kir_expr *a = rows ? wi[axis] : NULL;
     int npieces = concat ? n->nin : n->nout, lastp = -1;
-    for (int i = 0; i < npieces; i++)
-        if ((concat ? &n->in[i]->type : &n->out[i]->type)->dims[axis].v > 0)
+    for (int i = 0; i < npieces; i++) {
+        ir_dim len = (concat ? &n->in[i]->type : &n->out[i]->type)->dims[axis];
+        if (len.sym || len.v > 0)
             lastp = i;
+    }
+    /* a piece's position along the axis: a constant, or (a Concat of
+     * symbolic lengths) an expression of the run's values */
     int64_t at = 0;
+    kir_expr *atx = NULL;
     for (int i = 0; i < npieces; i++) {
         const ir_type *pt = concat ? &n->in[i]->type : &n->out[i]->type;
-        int64_t len = pt->dims[axis].v;
-        if (len == 0)
+        ir_dim lend = pt->dims[axis];
+        int64_t len = lend.v;
+        if (!lend.sym && len == 0)
             continue;
+        if (lend.sym && !atx)
+            atx = lw_i64c(k, at);
+        kir_expr *pos = atx ? atx : lw_i64c(k, at);
         kir_block *target = b;
         if (rows && i != lastp) {
-            kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_LT, IR_BOOL, a, lw_i64c(k, at + len)));
+            kir_expr *end = atx ? kir_iadd(k, atx, lw_dim_of(k, lend)) : lw_i64c(k, at + len);
+            kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_LT, IR_BOOL, a, end));
             if (!s)
                 return -1;
             target = &s->body;
@@ -307,17 +317,20 @@ static int lower_concat_split(lctx *c)
         for (int d = 0; d < axis; d++)
             pi[d] = wi[d];
         if (rows)
-            pi[axis] = kir_op2(k, KIR_SUB, IR_I64, a, lw_i64c(k, at));
+            pi[axis] = kir_op2(k, KIR_SUB, IR_I64, a, pos);
         kir_block *ib = mv_nest(c, target, &inner, false, true, pi + from);
         if (!ib)
             return -1;
         for (int d = from; d < r; d++)
-            wi[d] = d == axis ? kir_iadd(k, pi[d], lw_i64c(k, at)) : pi[d];
+            wi[d] = d == axis ? kir_iadd(k, pi[d], pos) : pi[d];
         kir_stmt *s = concat ? kir_store(k, ib, c->out, wi, kir_load(k, c->buf[i], pi))
                              : kir_store(k, ib, c->outs[i], pi, kir_load(k, c->buf[0], wi));
         if (!s)
             return -1;
-        at += len;
+        if (atx)
+            atx = kir_iadd(k, atx, lw_dim_of(k, lend));
+        else
+            at += len;
     }
     return 0;
 }
@@ -971,6 +984,25 @@ static int lower_shape_size(lctx *c)
 
 /* ---- dispatch ------------------------------------------------------------------------- */
 
+/* A Concat or Split (not IR_F_SYMBOLIC: along another axis than a
+ * symbolic batch it goes per item) with a symbolic dim other than the
+ * batch (a channel concat over H x W), or along a symbolic axis (a
+ * detector's boxes of every scale): its nests read the dims, and a
+ * Concat's piece positions, as the run's values. */
+bool cg_movement_symbolic(const ir_node *n)
+{
+    if (n->op != IR_OP_CONCAT && n->op != IR_OP_SPLIT)
+        return false;
+    const ir_type *whole = n->op == IR_OP_CONCAT ? &n->out[0]->type : &n->in[0]->type;
+    int axis;
+    if (!mv_axis(ir_attr_int(n, "axis", 0), whole->rank, &axis))
+        return false;
+    for (int d = 0; d < whole->rank; d++)
+        if (whole->dims[d].sym > 0 && (d > 0 || axis == 0))
+            return cg_can_lower_movement(n);
+    return false;
+}
+
 bool cg_can_lower_movement(const ir_node *n)
 {
     const ir_type *x = n->nin > 0 && n->in[0] ? &n->in[0]->type : NULL;
@@ -988,9 +1020,12 @@ bool cg_can_lower_movement(const ir_node *n)
         int axis, np = n->op == IR_OP_CONCAT ? n->nin : n->nout;
         if (!mv_axis(ir_attr_int(n, "axis", 0), whole->rank, &axis))
             return false;
+        /* a Concat's pieces may have symbolic lengths (then the later
+         * pieces' positions are the run's sums); a Split's are constant */
         for (int i = 0; i < np; i++) {
             const ir_value *v = n->op == IR_OP_CONCAT ? n->in[i] : n->out[i];
-            if (!v || v->type.rank != whole->rank || !ir_dim_is_const(v->type.dims[axis]))
+            if (!v || v->type.rank != whole->rank || v->type.dims[axis].sym < 0 ||
+                (n->op == IR_OP_SPLIT && !ir_dim_is_const(v->type.dims[axis])))
                 return false;
         }
         return true;
