@@ -178,6 +178,7 @@ bool cg_can_lower_conv(const ir_node *n);
 bool cg_conv_symbolic(const ir_node *n);
 int lower_conv(lctx *c);
 bool cg_can_lower_misc(const ir_node *n);
+bool cg_resize_symbolic(const ir_node *n);
 int lower_misc(lctx *c);
 bool cg_can_lower_attention(const ir_node *n);
 int lower_attention(lctx *c);

@@ -311,6 +311,7 @@ bool cg_can_lower_symbolic(const ir_node *n)
         return true;
     switch (family(n)) {
     case IR_FAM_CONV: return cg_conv_symbolic(n);
+    case IR_FAM_MISC: return cg_resize_symbolic(n);
     case IR_FAM_MOVEMENT: return cg_movement_symbolic(n);
     default: return false;
     }

@@ -2,18 +2,22 @@
  * at computed coordinates with per-dim taps (index, weight) whose tensor
  * product gives each output element, computed in f64 like the reference
  * (ir/ref/resize.c, ir/ref/gridsample.c) with the same operation order, so
- * nearest-neighbour ties pick the same pixel. Resize needs static shapes;
- * its scales or sizes (and roi) may be constants, folded into the
- * coordinate formulas, or run-time inputs read by the kernel when the
- * output shape is declared. Antialias and exclude_outside normalize by the
- * per-axis weight sum, accumulated before the main taps. GridSample reads
- * its coordinates from the grid at run time. Every index is clamped: a tap
- * outside the input (zeros padding), a NaN/huge coordinate or a hostile
- * run-time scale reads index 0 (dropped, or clamped as the reference does),
- * and a run-time tap count never exceeds the planned one. Nearest along an
- * axis whose constant scale maps output o to input o / q for an integer q
- * (checked at compile time with the reference's formulas) reads o / q in
- * i32, and its last dim is then a vector loop of loads and stores.
+ * nearest-neighbour ties pick the same pixel. Resize's scales or sizes
+ * (and roi) may be constants, folded into the coordinate formulas, or
+ * run-time inputs read by the kernel when the output shape is declared.
+ * With constant scales or sizes its dims may be symbolic
+ * (cg_resize_symbolic): the formulas then take the run's extents, and a
+ * size over a symbolic extent gives a scale computed at run time.
+ * Antialias and exclude_outside normalize by the per-axis weight sum,
+ * accumulated before the main taps. GridSample reads its coordinates from
+ * the grid at run time. Every index is clamped: a tap outside the input
+ * (zeros padding), a NaN/huge coordinate or a hostile run-time scale reads
+ * index 0 (dropped, or clamped as the reference does), and a run-time tap
+ * count never exceeds the planned one. Nearest along an axis whose
+ * constant scale maps output o to input o / q for an integer q (checked at
+ * compile time with the reference's formulas) reads o / q (in i32 where
+ * the extent is a constant), and its last dim is then a vector loop of
+ * loads and stores.
  */
 #include "codegen/lower/sample.h"
 #include "ir/ops.h"
@@ -44,7 +48,9 @@ typedef struct rz_plan {
     int r, naxes;
     int which;                    /* the input holding scales (2) or sizes (3) */
     bool rt;                      /* ... known only at run time */
-    int64_t in[IR_MAX_RANK], out[IR_MAX_RANK];
+    int64_t in[IR_MAX_RANK], out[IR_MAX_RANK];   /* -1 where symbolic */
+    ir_dim ind[IR_MAX_RANK], outd[IR_MAX_RANK];  /* every dim, as the types give it */
+    bool sym;                     /* some dim is symbolic (the scales or sizes are then constants) */
     int pos[IR_MAX_RANK];         /* the dim's position in axes, or -1 */
     double scale[IR_MAX_RANK], roi_lo[IR_MAX_RANK], roi_hi[IR_MAX_RANK];
     bool ident[IR_MAX_RANK];      /* the axis is copied as is */
@@ -101,6 +107,7 @@ static bool rz_const_scales(const ir_node *n, rz_plan *p, const int *axes)
             p->scale[axes[i]] = s;
         }
     } else if (p->policy == RZ_STRETCH) {
+        /* a symbolic extent's scale is the run's (rz_scale) */
         for (int i = 0; i < na; i++)
             if (p->in[axes[i]] > 0)
                 p->scale[axes[i]] = (double)ir_tensor_geti(v, i) / (double)p->in[axes[i]];
@@ -117,6 +124,13 @@ static bool rz_const_scales(const ir_node *n, rz_plan *p, const int *axes)
     return true;
 }
 
+/* The scale of axis d is known at run time only: read from a run-time
+ * input, or constant sizes over a symbolic extent (size / in). */
+static bool rz_scale_rt(const rz_plan *p, int d)
+{
+    return p->pos[d] >= 0 && (p->rt || (p->which == 3 && p->ind[d].sym));
+}
+
 /* Tap layout of axis d: fixed, or (antialias with a run-time scale) at
  * most the count of the smallest scale that gives the known output size. */
 static bool rz_taps(rz_plan *p, int d)
@@ -126,12 +140,15 @@ static bool rz_taps(rz_plan *p, int d)
     if (p->ident[d] || p->mode == RZ_NEAREST)
         return true;
     double radius = p->mode == RZ_LINEAR ? 1 : 2, s = p->scale[d];
-    if (p->rt && p->pos[d] >= 0) {
+    if (rz_scale_rt(p, d)) {
         if (!p->antialias) {
             p->start[d] = (int)(1 - radius);
             p->ntap[d] = (int)(2 * radius);
             return true;
         }
+        /* over a symbolic extent the scale, and so the count, has no bound */
+        if (!p->rt)
+            return false;
         /* out = floor(in*s) (or rounded, keeping the aspect ratio) */
         p->rt_taps[d] = true;
         s = p->out[d] > 0 ? ((double)p->out[d] - 0.5) / (double)p->in[d] : 1;
@@ -174,14 +191,19 @@ static bool rz_plan_make(const ir_node *n, rz_plan *p)
     p->extrap = ir_attr_float(n, "extrapolation_value", 0.0f);
     if (p->antialias && p->mode == RZ_NEAREST)
         return false;
+    /* the products of the constant dims: an empty input that a non-empty
+     * output would read is refused (symbolic extents: rz_guard) */
     int64_t numel = 1, in_numel = 1;
     for (int d = 0; d < r; d++) {
-        if (!ir_dim_is_const(x->dims[d]) || !ir_dim_is_const(y->dims[d]))
+        if (x->dims[d].sym < 0 || y->dims[d].sym < 0)
             return false;
-        p->in[d] = x->dims[d].v;
-        p->out[d] = y->dims[d].v;
-        numel *= p->out[d];
-        in_numel *= p->in[d];
+        p->ind[d] = x->dims[d];
+        p->outd[d] = y->dims[d];
+        p->in[d] = x->dims[d].sym ? -1 : x->dims[d].v;
+        p->out[d] = y->dims[d].sym ? -1 : y->dims[d].v;
+        p->sym |= x->dims[d].sym || y->dims[d].sym;
+        numel *= p->out[d] < 0 ? 1 : p->out[d];
+        in_numel *= p->in[d] < 0 ? 1 : p->in[d];
         p->scale[d] = 1;
         p->roi_lo[d] = 0;
         p->roi_hi[d] = 1;
@@ -215,11 +237,14 @@ static bool rz_plan_make(const ir_node *n, rz_plan *p)
         return false;
     p->which = sc ? 2 : 3;
     p->rt = (sc ? sc : sz) < 0;
-    if (p->rt && !rz_rt_input(n, p->which, na, p->which == 2))
+    /* run-time scales or sizes are planned from constant extents */
+    if (p->rt && (p->sym || !rz_rt_input(n, p->which, na, p->which == 2)))
         return false;
+    /* keeping the aspect ratio takes constant extents (shape inference
+     * leaves the output of a symbolic one unknown) */
     if (p->policy != RZ_STRETCH && p->which == 3)
         for (int i = 0; i < na; i++)
-            if (p->in[axes[i]] == 0)
+            if (p->in[axes[i]] < 1)
                 return false;
     if (p->ctm == RZ_TF_CROP_AND_RESIZE && roi < 0) {
         if (!rz_rt_input(n, 1, 2 * (int64_t)na, true))
@@ -247,7 +272,7 @@ static bool rz_plan_make(const ir_node *n, rz_plan *p)
         if (p->rt && p->pos[d] >= 0)
             p->rt_ident[d] = p->out[d] == p->in[d] && roi_full;
         else
-            p->ident[d] = p->out[d] == p->in[d] && fabs(s - 1) <= 1e-9 * fmax(1, fabs(s)) && roi_full;
+            p->ident[d] = ir_dim_eq(p->outd[d], p->ind[d]) && fabs(s - 1) <= 1e-9 * fmax(1, fabs(s)) && roi_full;
         if (!rz_taps(p, d))
             return false;
     }
@@ -260,6 +285,35 @@ bool can_resize(const ir_node *n)
     return rz_plan_make(n, &p);
 }
 
+/* Whether n, with symbolic dims, is lowered with them as they are: some
+ * dim besides a copied batch is symbolic (such a batch alone goes the
+ * per-item way: program.c). */
+bool cg_resize_symbolic(const ir_node *n)
+{
+    rz_plan p;
+    if (n->op != IR_OP_RESIZE || !rz_plan_make(n, &p))
+        return false;
+    for (int d = 0; d < p.r; d++)
+        if ((p.ind[d].sym || p.outd[d].sym) && (d > 0 || !p.ident[0]))
+            return true;
+    return false;
+}
+
+/* Extent dim plus delta as f64: a constant, or from the run's value. */
+static kir_expr *rz_extf(kir_kernel *k, ir_dim dim, double delta)
+{
+    if (!dim.sym)
+        return lw_f64c(k, (double)dim.v + delta);
+    kir_expr *v = lw_to_f64(k, kir_sym(k, dim.sym));
+    return delta != 0 ? lw_fadd(k, v, lw_f64c(k, delta)) : v;
+}
+
+/* The last index of axis d's input (i64). */
+static kir_expr *rz_last(kir_kernel *k, const rz_plan *p, int d)
+{
+    return p->ind[d].sym ? lw_iaddc(k, kir_sym(k, p->ind[d].sym), -1) : lw_i64c(k, p->in[d] - 1);
+}
+
 /* Element i of a run-time 1-D input as f64. */
 static kir_expr *rz_read(lctx *c, int input, int64_t i)
 {
@@ -268,12 +322,15 @@ static kir_expr *rz_read(lctx *c, int input, int64_t i)
 }
 
 /* The scale of axis d: a constant, or derived from the run-time scales or
- * sizes as the reference does (bound in b). */
+ * sizes, or the constant size and the run's extent, as the reference does
+ * (bound in b). */
 static kir_expr *rz_scale(lctx *c, const rz_plan *p, kir_block *b, int d)
 {
     kir_kernel *k = c->k;
-    if (!p->rt || p->pos[d] < 0)
+    if (!rz_scale_rt(p, d))
         return lw_f64c(k, p->scale[d]);
+    if (!p->rt)
+        return lw_let(c, b, lw_fdiv(k, rz_extf(k, p->outd[d], 0), rz_extf(k, p->ind[d], 0)));
     if (p->which == 2)
         return lw_let(c, b, rz_read(c, 2, p->pos[d]));
     if (p->policy == RZ_STRETCH)
@@ -296,25 +353,28 @@ static kir_expr *rz_scale(lctx *c, const rz_plan *p, kir_block *b, int d)
 static kir_expr *rz_source(lctx *c, const rz_plan *p, int d, kir_expr *o, kir_expr *s)
 {
     kir_kernel *k = c->k;
-    double in = (double)p->in[d];
-    kir_expr *fx = lw_to_f64(k, o), *one = lw_f64c(k, 1);
-    kir_expr *width = lw_fmul(k, s, lw_f64c(k, in));
+    kir_expr *fx = lw_to_f64(k, o), *one = lw_f64c(k, 1), *in = rz_extf(k, p->ind[d], 0);
+    kir_expr *width = lw_fmul(k, s, in);
     kir_expr *w1 = kir_op2(k, KIR_EQ, IR_BOOL, width, one);
     kir_expr *hp = lw_fsub(k, lw_fdiv(k, lw_fadd(k, fx, lw_f64c(k, 0.5)), s), lw_f64c(k, 0.5));
     switch (p->ctm) {
     case RZ_HALF_PIXEL_SYMMETRIC: {
-        kir_expr *adj = lw_fdiv(k, lw_f64c(k, (double)p->out[d]), width);
-        kir_expr *shift = lw_fmul(k, lw_f64c(k, in / 2), lw_fsub(k, one, adj));
+        kir_expr *adj = lw_fdiv(k, rz_extf(k, p->outd[d], 0), width);
+        kir_expr *center = p->ind[d].sym ? lw_fdiv(k, in, lw_f64c(k, 2)) : lw_f64c(k, (double)p->in[d] / 2);
+        kir_expr *shift = lw_fmul(k, center, lw_fsub(k, one, adj));
         return lw_fsub(k, lw_fadd(k, shift, lw_fdiv(k, lw_fadd(k, fx, lw_f64c(k, 0.5)), s)), lw_f64c(k, 0.5));
     }
     case RZ_PYTORCH_HALF_PIXEL:
+        if (p->outd[d].sym)
+            return lw_sel(k, lw_lt(k, lw_i64c(k, 1), kir_sym(k, p->outd[d].sym)), hp, lw_f64c(k, 0));
         return p->out[d] > 1 ? hp : lw_f64c(k, 0);
     case RZ_ALIGN_CORNERS:
-        return lw_sel(k, w1, lw_f64c(k, 0), lw_fdiv(k, lw_fmul(k, fx, lw_f64c(k, in - 1)), lw_fsub(k, width, one)));
+        return lw_sel(k, w1, lw_f64c(k, 0),
+                      lw_fdiv(k, lw_fmul(k, fx, rz_extf(k, p->ind[d], -1)), lw_fsub(k, width, one)));
     case RZ_ASYMMETRIC:
         return lw_fdiv(k, fx, s);
     case RZ_TF_CROP_AND_RESIZE: {
-        kir_expr *lo = lw_f64c(k, p->roi_lo[d]), *hi = lw_f64c(k, p->roi_hi[d]), *span = lw_f64c(k, in - 1);
+        kir_expr *lo = lw_f64c(k, p->roi_lo[d]), *hi = lw_f64c(k, p->roi_hi[d]), *span = rz_extf(k, p->ind[d], -1);
         if (p->roi_rt && p->pos[d] >= 0) {
             lo = rz_read(c, 1, p->pos[d]);
             hi = rz_read(c, 1, p->naxes + p->pos[d]);
@@ -328,15 +388,15 @@ static kir_expr *rz_source(lctx *c, const rz_plan *p, int d, kir_expr *o, kir_ex
     }
 }
 
-/* The reference's clamp of a position to an index in [0, in). */
-static kir_expr *rz_clamp(kir_kernel *k, kir_expr *v, int64_t in)
+/* The reference's clamp of a position to an index in [0, last]. */
+static kir_expr *rz_clamp(kir_kernel *k, kir_expr *v, kir_expr *last)
 {
     kir_expr *i = kir_op1(k, KIR_CAST, IR_I64, v);
-    i = kir_op2(k, KIR_MIN, IR_I64, i, lw_i64c(k, in - 1));
+    i = kir_op2(k, KIR_MIN, IR_I64, i, last);
     return lw_sel(k, lw_lt(k, lw_f64c(k, 0), v), i, lw_i64c(k, 0));
 }
 
-static kir_expr *rz_nearest(lctx *c, const rz_plan *p, kir_expr *xo, int64_t in)
+static kir_expr *rz_nearest(lctx *c, const rz_plan *p, kir_expr *xo, int d)
 {
     kir_kernel *k = c->k;
     kir_expr *f = ffloor(k, xo), *up;
@@ -347,7 +407,7 @@ static kir_expr *rz_nearest(lctx *c, const rz_plan *p, kir_expr *xo, int64_t in)
     case RZ_PREFER_FLOOR: up = lw_lt(k, lw_f64c(k, 0.5), fr); break;
     default: up = kir_op2(k, KIR_LE, IR_BOOL, lw_f64c(k, 0.5), fr); break;
     }
-    return rz_clamp(k, lw_sel(k, up, lw_fadd(k, f, lw_f64c(k, 1)), f), in);
+    return rz_clamp(k, lw_sel(k, up, lw_fadd(k, f, lw_f64c(k, 1)), f), rz_last(k, p, d));
 }
 
 /* Interpolation weight at distance t (already stretched). */
@@ -381,7 +441,7 @@ static kir_expr *rz_tap(lctx *c, const rz_plan *p, kir_block *b, int d, const rz
     kir_expr *pos = lw_let(c, b, lw_fadd(k, lw_fadd(k, a->base, a->start), lw_to_f64(k, j)));
     kir_expr *w = rz_weight(c, p, b, lw_fmul(k, lw_fsub(k, pos, a->xo), a->saa));
     if (p->exclude)
-        w = lw_sel(k, sel_or(k, lw_lt(k, pos, lw_f64c(k, 0)), lw_lt(k, lw_f64c(k, (double)(p->in[d] - 1)), pos)),
+        w = lw_sel(k, sel_or(k, lw_lt(k, pos, lw_f64c(k, 0)), lw_lt(k, rz_extf(k, p->ind[d], -1), pos)),
                 lw_f64c(k, 0), w);
     *pos_out = pos;
     return w;
@@ -429,15 +489,15 @@ static int rz_axis_setup(lctx *c, const rz_plan *p, kir_block *b, int d, kir_exp
 
 /* The reference's x_original and nearest index (ir/ref/resize.c's
  * source_coord and nearest_index, same operations in the same order),
- * evaluated here for a constant scale. */
-static double rz_coord_c(const rz_plan *p, int d, int64_t o)
+ * evaluated here for a constant scale and extents n_in, n_out. */
+static double rz_coord_c(const rz_plan *p, int d, int64_t o, int64_t n_in, int64_t n_out)
 {
-    double s = p->scale[d], fx = (double)o, in = (double)p->in[d], width = s * in;
+    double s = p->scale[d], fx = (double)o, in = (double)n_in, width = s * in;
     switch (p->ctm) {
     case RZ_HALF_PIXEL_SYMMETRIC:
-        return in / 2 * (1 - (double)p->out[d] / width) + (fx + 0.5) / s - 0.5;
+        return in / 2 * (1 - (double)n_out / width) + (fx + 0.5) / s - 0.5;
     case RZ_PYTORCH_HALF_PIXEL:
-        return p->out[d] > 1 ? (fx + 0.5) / s - 0.5 : 0;
+        return n_out > 1 ? (fx + 0.5) / s - 0.5 : 0;
     case RZ_ALIGN_CORNERS:
         return width == 1 ? 0 : fx * (in - 1) / (width - 1);
     case RZ_ASYMMETRIC:
@@ -465,21 +525,79 @@ static int64_t rz_nearest_c(const rz_plan *p, double xo, int64_t in)
     return v >= (double)(in - 1) ? in - 1 : (int64_t)v;
 }
 
+/* Every output position o of an axis of n_in -> n_out reads input o / q. */
+static bool rz_repeat_at(const rz_plan *p, int d, int64_t n_in, int64_t n_out, int64_t q)
+{
+    for (int64_t o = 0; o < n_out; o++)
+        if (rz_nearest_c(p, rz_coord_c(p, d, o, n_in, n_out), n_in) != o / q)
+            return false;
+    return true;
+}
+
 /* An integer nearest upsampling of axis d: the factor q when, with a
  * constant scale, every output position o reads input o / q (x2 with
  * half_pixel or asymmetric, the common case), else 0. Checked against the
  * reference's own formulas over the whole axis, so the integer division
- * the kernel does instead picks exactly the reference's pixels. */
+ * the kernel does instead picks exactly the reference's pixels. A
+ * symbolic axis (an integer scale q, out = in * q) is checked at the
+ * extents 1 to 8 instead: with any mode but align_corners (not taken),
+ * x_original is o / q plus a fraction that depends on r = o mod q alone,
+ * so the pixel read is o / q plus a correction that depends on r alone,
+ * clamped at both ends, and the first, a middle and the last block of q
+ * positions of those extents show every case. q is kept small so that
+ * rounding errors stay far below the fraction's distance from a tie (at
+ * least 1/2q). */
 static int64_t rz_repeat(const rz_plan *p, int d)
 {
-    if (p->mode != RZ_NEAREST || p->ident[d] || (p->rt && p->pos[d] >= 0) || p->ctm == RZ_TF_CROP_AND_RESIZE ||
-        p->in[d] < 1 || p->out[d] % p->in[d] || p->out[d] > INT32_MAX)
+    if (p->mode != RZ_NEAREST || p->ident[d] || (p->rt && p->pos[d] >= 0) || p->ctm == RZ_TF_CROP_AND_RESIZE)
         return 0;
-    int64_t q = p->out[d] / p->in[d];
-    for (int64_t o = 0; o < p->out[d]; o++)
-        if (rz_nearest_c(p, rz_coord_c(p, d, o), p->in[d]) != o / q)
+    if (!p->ind[d].sym && !p->outd[d].sym) {
+        if (p->in[d] < 1 || p->out[d] % p->in[d] || p->out[d] > INT32_MAX)
+            return 0;
+        int64_t q = p->out[d] / p->in[d];
+        return rz_repeat_at(p, d, p->in[d], p->out[d], q) ? q : 0;
+    }
+    double s = p->scale[d];
+    if (p->which != 2 || p->ctm == RZ_ALIGN_CORNERS || !p->ind[d].sym || !p->outd[d].sym || !(s >= 2 && s <= 64) ||
+        s != floor(s))
+        return 0;
+    int64_t q = (int64_t)s;
+    for (int64_t in = 1; in <= 8; in++)
+        if (!rz_repeat_at(p, d, in, in * q, q))
             return 0;
     return q;
+}
+
+/* Constant sizes over a symbolic extent: a run with that extent 0 has no
+ * input to read for the output's elements, the reference's error. Checked
+ * in body, the first loop's (the kernel stays one parallel loop), where
+ * the dims from `first` on still have their loops to run: the run fails
+ * when they have elements, and the rest goes in the returned block, which
+ * runs only when every such extent has some. NULL on out of memory. */
+static kir_block *rz_guard(lctx *c, const rz_plan *p, kir_block *body, int first)
+{
+    kir_kernel *k = c->k;
+    kir_expr *empty = NULL, *bad;
+    for (int d = 0; d < p->r; d++)
+        if (p->pos[d] >= 0 && p->which == 3 && p->ind[d].sym)
+            empty = sel_or(k, empty, kir_op2(k, KIR_EQ, IR_BOOL, kir_sym(k, p->ind[d].sym), lw_i64c(k, 0)));
+    if (!empty)
+        return body;
+    bad = empty;
+    for (int d = first; d < p->r; d++) {
+        if (p->out[d] == 0)
+            return body;   /* nothing is read */
+        if (p->outd[d].sym)
+            bad = kir_op2(k, KIR_AND, IR_BOOL, bad, lw_lt(k, lw_i64c(k, 0), kir_sym(k, p->outd[d].sym)));
+    }
+    kir_stmt *chk = kir_if(k, body, bad);
+    char msg[300];
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): cannot resize an empty input to a non-empty output", c->n->name,
+             ir_ops[c->n->op].name);
+    if (!chk || !kir_fail(k, &chk->body, msg))
+        return NULL;
+    kir_stmt *go = kir_if(k, body, kir_op1(k, KIR_NOT, IR_BOOL, empty));
+    return go ? &go->body : NULL;
 }
 
 static int lower_resize_plan(lctx *c, const rz_plan *p)
@@ -497,20 +615,29 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
     while (lead < r && p->ident[lead])
         lead++;
     if (lead >= 2) {
-        int64_t total = 1;
-        for (int d = 0; d < lead; d++)
-            total *= p->out[d];
+        /* their extents' product: the constants' times the run's */
+        int64_t ct = 1;
+        kir_expr *total = NULL;
+        for (int d = 0; d < lead; d++) {
+            if (!p->outd[d].sym)
+                ct *= p->out[d];
+            else
+                total = total ? kir_imul(k, total, kir_sym(k, p->outd[d].sym)) : kir_sym(k, p->outd[d].sym);
+        }
+        total = total ? lw_imulc(k, total, ct) : lw_i64c(k, ct);
         int v = kir_new_var(k);
-        kir_stmt *l = lw_loop(c, body, v, lw_i64c(k, total), KIR_PARALLEL);
+        kir_stmt *l = lw_loop(c, body, v, total, KIR_PARALLEL);
         if (!l)
             return -1;
         body = &l->body;
         kir_expr *stride = lw_i64c(k, 1);
         for (int d = lead - 1; d >= 0; d--) {
             kir_expr *q = kir_op2(k, KIR_DIV, IR_I64, kir_var(k, v), stride);
-            ov[d] = idx[d] = kir_op2(k, KIR_REM, IR_I64, q, lw_i64c(k, p->out[d]));
-            stride = kir_imul(k, stride, lw_i64c(k, p->out[d]));
+            ov[d] = idx[d] = kir_op2(k, KIR_REM, IR_I64, q, lw_dim_of(k, p->outd[d]));
+            stride = kir_imul(k, stride, lw_dim_of(k, p->outd[d]));
         }
+        if (!(body = rz_guard(c, p, body, lead)))
+            return -1;
     } else {
         lead = 0;
     }
@@ -520,14 +647,22 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
         /* nearest's last dim, copied or repeated, is a vector loop of
          * loads (a gather of o / q) and stores: no f64 per element */
         bool vec = !interp && d == r - 1 && d > 0 && (p->ident[d] || q > 0);
-        kir_stmt *l = kir_for(k, body, v, lw_i64c(k, 0), lw_i64c(k, p->out[d]),
+        kir_stmt *l = kir_for(k, body, v, lw_i64c(k, 0), lw_dim_of(k, p->outd[d]),
                               d == 0 ? KIR_PARALLEL : vec ? KIR_VECTOR : KIR_SERIAL, vec ? c->s->lanes : 0);
         if (!l)
             return -1;
         body = &l->body;
+        if (d == 0 && !(body = rz_guard(c, p, body, 1)))
+            return -1;
         ov[d] = idx[d] = kir_var(k, v);
         if (p->ident[d])
             continue;
+        if (q > 0 && p->outd[d].sym) {
+            /* the run's extent may pass i32's; clamped, so a read stays
+             * in the input whatever the dims */
+            idx[d] = lw_imin(k, lw_idivc(k, ov[d], q), rz_last(k, p, d));
+            continue;
+        }
         if (q > 0) {
             /* i32 division by a constant, which LLVM vectorises */
             kir_expr *o32 = kir_op1(k, KIR_CAST, IR_I32, ov[d]);
@@ -538,10 +673,9 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
         if (rz_axis_setup(c, p, body, d, ov[d], a) < 0)
             return -1;
         if (p->ctm == RZ_TF_CROP_AND_RESIZE)
-            ext = sel_or(k, ext, sel_or(k, lw_lt(k, a->xo, lw_f64c(k, 0)),
-                                        lw_lt(k, lw_f64c(k, (double)(p->in[d] - 1)), a->xo)));
+            ext = sel_or(k, ext, sel_or(k, lw_lt(k, a->xo, lw_f64c(k, 0)), lw_lt(k, rz_extf(k, p->ind[d], -1), a->xo)));
         if (!interp) {
-            idx[d] = lw_let(c, body, rz_nearest(c, p, a->xo, p->in[d]));
+            idx[d] = lw_let(c, body, rz_nearest(c, p, a->xo, d));
             continue;
         }
         if (!norm)
@@ -580,7 +714,7 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
             kir_expr *pos;
             kir_expr *w = rz_tap(c, p, inner, d, &ax[d], kir_var(k, jv), &pos);
             wp = lw_let(c, inner, wp ? lw_fmul(k, wp, w) : w);
-            idx[d] = lw_let(c, inner, rz_clamp(k, pos, p->in[d]));
+            idx[d] = lw_let(c, inner, rz_clamp(k, pos, rz_last(k, p, d)));
         }
         kir_expr *x = lw_to_f64(k, kir_load(k, c->buf[0], idx));
         kir_expr *term = wp ? lw_fmul(k, wp, x) : x;
