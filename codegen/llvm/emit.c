@@ -1040,6 +1040,19 @@ static bool wcheck_block(em *e, const kir_block *bl)
     return true;
 }
 
+/* Whether x reads a graph symbol (a bound known only at run time). */
+static bool has_sym(const kir_expr *x)
+{
+    if (x->op == KIR_SYM)
+        return true;
+    if (x->op == KIR_LOAD || x->op == KIR_VAR || x->op == KIR_ACC || x->op == KIR_LETV || x->op == KIR_CONST)
+        return false;
+    for (int i = 0; i < kir_op_arity(x->op); i++)
+        if (has_sym(x->a[i]))
+            return true;
+    return false;
+}
+
 static bool has_loop(const kir_block *bl)
 {
     for (int i = 0; i < bl->n; i++) {
@@ -1244,7 +1257,7 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
                 best = cost, w = c;
         }
     }
-    LLVMMetadataRef hints[3];
+    LLVMMetadataRef hints[4];
     size_t nh = 0;
     /* LLVM vectorises innermost loops only, and cannot widen libm calls
      * (sinf, f64 tanh...; f32 exp/tanh/erf are inline code); where it
@@ -1255,6 +1268,11 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
         hints[nh++] = loop_hint(e, "llvm.loop.vectorize.width", LLVMConstInt(e->i32, (unsigned)w, 0));
         if (s->tail_mask)
             hints[nh++] = loop_hint(e, "llvm.loop.vectorize.predicate.enable", LLVMConstInt(e->i1, 1, 0));
+        /* a trip count of symbols (a symbolic image's row) may be short:
+         * LLVM would interleave 4 vectors and run rows below 4 x the width
+         * (a 56-wide row on 16 lanes) all scalar */
+        if (has_sym(s->lo) || has_sym(s->hi))
+            hints[nh++] = loop_hint(e, "llvm.loop.interleave.count", LLVMConstInt(e->i32, 1, 0));
     } else if (s->loop == KIR_UNROLL) {
         hints[nh++] = loop_hint(e, "llvm.loop.unroll.count", LLVMConstInt(e->i32, (unsigned)w, 0));
     }
