@@ -51,7 +51,9 @@ static bool candidate(const ir_node *n)
 /* n may anchor a group whose root has type rt: an op whose lowering
  * takes the group's elementwise members as its epilogue (the registry's
  * IR_F_ANCHOR; codegen: lower_epi) with one output of the root's dtype (a
- * float) and static dims. Its inputs stay outside the group. */
+ * float) and static dims, or a Conv's symbolic height and width (its
+ * lowering indexes the epilogue with the run's sizes). Its inputs stay
+ * outside the group. */
 static bool anchor_candidate(const ir_node *n, const ir_type *rt)
 {
     if (!(ir_ops[n->op].flags & IR_F_ANCHOR))
@@ -63,7 +65,7 @@ static bool anchor_candidate(const ir_node *n, const ir_type *rt)
         t->rank < 0)
         return false;
     for (int d = 0; d < t->rank; d++)
-        if (!ir_dim_is_const(t->dims[d]))
+        if (!ir_dim_is_const(t->dims[d]) && !(n->op == IR_OP_CONV && d >= 2 && t->dims[d].sym > 0))
             return false;
     return true;
 }
