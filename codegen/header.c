@@ -326,16 +326,44 @@ static void put_tensor(FILE *f, const ir_graph *g, const char *prefix, const cha
     fputs("};\n\n", f);
 }
 
-/* Element count of t with every symbol taken as 1, as a C expression
- * ("1 * 8 * 8"); "1" for a scalar or unknown rank. */
-static void put_example_count(FILE *f, const ir_type *t)
+/* A symbolic dim's value in the usage example: ex[sym], or 1. */
+static long long example_dim(ir_dim d, const int64_t *ex)
+{
+    return d.sym == 0 ? (long long)d.v : d.sym > 0 && ex && ex[d.sym] >= 0 ? (long long)ex[d.sym] : 1LL;
+}
+
+/* Element count of t with every symbol at its example value, as a C
+ * expression ("1 * 8 * 8"); "1" for a scalar or unknown rank. */
+static void put_example_count(FILE *f, const ir_type *t, const int64_t *ex)
 {
     if (t->rank <= 0) {
         fputs("1", f);
         return;
     }
     for (int i = 0; i < t->rank; i++)
-        fprintf(f, "%s%lld", i ? " * " : "", t->dims[i].sym == 0 ? (long long)t->dims[i].v : 1LL);
+        fprintf(f, "%s%lld", i ? " * " : "", example_dim(t->dims[i], ex));
+}
+
+/* The usage example's symbol values (g->nsyms entries, NULL on out of
+ * memory): every free symbol the same value, the smallest power of two up
+ * to 1024 for which no derived dim comes out negative (1 passes a window
+ * of none; a 2x2 pool needs 2), derived ones computed from it; *v gets it. */
+static int64_t *example_syms(const ir_graph *g, int64_t *v)
+{
+    int64_t *ex = malloc(sizeof *ex * ((size_t)g->nsyms + 1));
+    if (!ex)
+        return NULL;
+    for (*v = 1; *v <= 1024; *v *= 2) {
+        for (int32_t s = 0; s <= g->nsyms; s++)
+            ex[s] = ir_graph_sym_def(g, s) ? -1 : *v;
+        int32_t bad;
+        if (ir_graph_sym_values(g, ex, &bad) == 0)
+            return ex;
+    }
+    *v = 1;
+    for (int32_t s = 0; s <= g->nsyms; s++)
+        ex[s] = 1;
+    return ex;
 }
 
 static void put_usage(FILE *f, const ir_graph *g, const char *prefix, const tensor_names *in,
@@ -359,25 +387,31 @@ static void put_usage(FILE *f, const ir_graph *g, const char *prefix, const tens
         fputc('\n', f);
     }
     /* The symbols the interface still has (those pinned by --shape are
-     * gone from it, though the graph keeps their names). */
+     * gone from it, though the graph keeps their names): the inputs' own,
+     * then the derived ones outputs have (the runtime computes them). */
     bool any_sym = false;
-    for (int s = 1; s < g->nsyms; s++) {
-        bool used = false;
-        for (int i = 0; i < g->ninputs + g->noutputs && !used; i++) {
-            const ir_type *t = &(i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs])->type;
-            for (int k = 0; k < t->rank && !used; k++)
-                used = t->dims[k].sym == s;
+    for (int pass = 0; pass < 2; pass++) {
+        bool first = true;
+        for (int s = 1; s < g->nsyms; s++) {
+            bool used = false;
+            for (int i = 0; i < g->ninputs + g->noutputs && !used; i++) {
+                const ir_type *t = &(i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs])->type;
+                for (int k = 0; k < t->rank && !used; k++)
+                    used = t->dims[k].sym == s;
+            }
+            if (!used || (ir_graph_sym_def(g, s) != NULL) != (pass == 1))
+                continue;
+            if (first)
+                fputs(pass ? " * Dims computed from them (-1 in the dims arrays, icc_output_dims gives them):"
+                           : " * Symbolic dims (-1 in the dims arrays, given at run time):", f);
+            first = false;
+            any_sym = true;
+            fputc(' ', f);
+            put_comment_text(f, ir_graph_sym_name(g, s));
         }
-        if (!used)
-            continue;
-        if (!any_sym)
-            fputs(" * Symbolic dims (-1 in the dims arrays, given at run time):", f);
-        any_sym = true;
-        fputc(' ', f);
-        put_comment_text(f, ir_graph_sym_name(g, s));
+        if (!first)
+            fputc('\n', f);
     }
-    if (any_sym)
-        fputc('\n', f);
     fputs(" *\n"
           " * The model.so given to icc -o holds the runtime too: link it into the\n"
           " * program (cc app.c -I<icc>/include ./model.so) and wrap its descriptor:\n"
@@ -392,18 +426,22 @@ static void put_usage(FILE *f, const ir_graph *g, const char *prefix, const tens
           " *\n"
           " * (either way, --weights=external's model.weights is mapped from beside\n"
           " * model.so), then\n"
-          " * create a context and run it (symbolic dims are 1 in this example):\n"
+          " * create a context and run it", f);
+    int64_t exv = 1, *ex = example_syms(g, &exv);
+    if (any_sym)
+        fprintf(f, " (the symbolic input dims are %lld in this example)", (long long)exv);
+    fputs(":\n"
           " *\n"
           " *     icc_context *ctx;\n"
           " *     icc_context_create(m, NULL, &ctx);\n", f);
     for (int i = 0; i < g->ninputs; i++) {
         fprintf(f, " *     %s *%s = calloc(", c_type(in[i].v->type.dtype), in[i].param);
-        put_example_count(f, &in[i].v->type);
+        put_example_count(f, &in[i].v->type, ex);
         fprintf(f, ", sizeof *%s);\n", in[i].param);
     }
     for (int i = 0; i < g->noutputs; i++) {
         fprintf(f, " *     %s *%s = calloc(", c_type(out[i].v->type.dtype), out[i].param);
-        put_example_count(f, &out[i].v->type);
+        put_example_count(f, &out[i].v->type, ex);
         fprintf(f, ", sizeof *%s);\n", out[i].param);
     }
     if (all_static) {
@@ -420,7 +458,7 @@ static void put_usage(FILE *f, const ir_graph *g, const char *prefix, const tens
                 continue;
             fprintf(f, " *     int64_t %s_dims[%d] = {", in[i].param, t->rank);
             for (int k = 0; k < t->rank; k++)
-                fprintf(f, "%s%lld", k ? ", " : "", t->dims[k].sym == 0 ? (long long)t->dims[k].v : 1LL);
+                fprintf(f, "%s%lld", k ? ", " : "", example_dim(t->dims[k], ex));
             fputs("};\n", f);
         }
         fprintf(f, " *     const void *in[%d] = {", g->ninputs ? g->ninputs : 1);
@@ -444,6 +482,7 @@ static void put_usage(FILE *f, const ir_graph *g, const char *prefix, const tens
           " * Outputs with symbolic dims are sized by icc_output_dims. A context\n"
           " * serves one thread at a time; the model may be shared.\n"
           " */\n", f);
+    free(ex);
 }
 
 static void put_run_wrapper(FILE *f, const ir_graph *g, const char *prefix, const tensor_names *in,

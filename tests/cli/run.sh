@@ -347,6 +347,26 @@ header_pinned_dims() {
   "$ICC" "$M" -o "$T/unpinned.so" && grep -q "Symbolic dims (-1 in the dims arrays, given at run time): N$" "$T/unpinned.h"
 }
 check "model.h lists only the symbolic dims the compiled interface has" header_pinned_dims
+# A symbolic H/W through a 2x2 pool: model.h lists the derived output dims
+# apart, and its usage example takes input dims the model accepts (2 here;
+# 1 would make the pool's window larger than its input).
+header_derived_dims() {
+  python3 -c "
+import numpy as np, onnx
+from onnx import TensorProto as P, helper as h, numpy_helper as nh
+g = h.make_graph([h.make_node('Conv', ['x', 'w'], ['c'], pads=[1, 1, 1, 1]),
+                  h.make_node('MaxPool', ['c'], ['y'], kernel_shape=[2, 2], strides=[2, 2])], 'hw',
+                 [h.make_tensor_value_info('x', P.FLOAT, [1, 3, 'H', 'W'])], [h.make_tensor_value_info('y', P.FLOAT, None)],
+                 [nh.from_array(np.ones((4, 3, 3, 3), np.float32), 'w')])
+m = h.make_model(g, opset_imports=[h.make_opsetid('', 17)]); m.ir_version = 8
+onnx.save(m, '$T/hw.onnx')" || return 1
+  "$ICC" "$T/hw.onnx" -o "$T/hw.so" || return 1
+  grep -q "Symbolic dims (-1 in the dims arrays, given at run time): H W$" "$T/hw.h" &&
+    grep -q "Dims computed from them (-1 in the dims arrays, icc_output_dims gives them): floor((H-2)/2)+1 floor((W-2)/2)+1$" \
+      "$T/hw.h" && grep -q "int64_t x_dims\[4\] = {1, 3, 2, 2};" "$T/hw.h" && grep -q "calloc(1 \* 4 \* 1 \* 1, " "$T/hw.h" ||
+    { cat "$T/hw.h"; return 1; }
+}
+check "model.h: derived output dims, and example input dims the model accepts" header_derived_dims
 # Weights past --embed-limit (1 GiB by default: .rodata past 2 GiB overflows
 # the linker's relocations) go to X.weights with a note; --weights=embedded
 # keeps them in the .so.
