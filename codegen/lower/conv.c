@@ -345,8 +345,8 @@ static int lower_pool(lctx *c)
     geom g;
     if (!window_geom(n, &g))
         return -1;
-    if (!g.sym && g.n == 3 && g.k[2] == 1 && g.s[2] == 1 && g.d[2] == 1 && !g.pb[2] && !g.pe[2] && g.out[2] == g.in[2] &&
-        cg_pool_blocked_ok(c)) {
+    if (!g.sym && g.n == 3 && g.k[2] == 1 && g.s[2] == 1 && g.d[2] == 1 && !g.pb[2] && !g.pe[2] &&
+        g.out[2] == g.in[2] && cg_pool_blocked_ok(c)) {
         /* layout.c's pool over blocked data: the lanes are the vector */
         cg_pool2d pg = {.batch = g.batch, .cin = g.cin, .lanes = g.in[2]};
         for (int i = 0; i < 2; i++)
@@ -1156,7 +1156,7 @@ static int lower_conv_tiled(lctx *c, const geom *g)
      * registers allow */
     int lanes = c->s->lanes >= 4 ? c->s->lanes : 4;
     int64_t n = u.flat ? plane : g->out[L], ng = u.flat ? 1 : plane / g->out[L];
-    if (g->sym)   /* the run's sizes: the widest tile */
+    if (g->sym)   /* the run's sizes: a tile for SYM_ROW-wide rows, or for a long flattened plane */
         n = u.flat ? INT64_C(1) << 20 : SYM_ROW, ng = 0;
     kir_expr *plane_x = NULL;
     if (g->sym && u.flat) {   /* pointwise: the columns are the whole plane */
@@ -1315,6 +1315,15 @@ static bool zp_ok(const ir_node *n, int i, int64_t per)
     return int8ish(n->in[i]) && t->rank <= 1 && (cnt == 1 || (cnt == per && t->rank == 1));
 }
 
+/* Some spatial dim of g is symbolic. */
+static bool spatial_sym(const geom *g)
+{
+    for (int j = 0; g->sym && j < g->n; j++)
+        if (g->ind[j].sym || g->outd[j].sym)
+            return true;
+    return false;
+}
+
 /* Whether n, with symbolic dims, is lowered with them as they are (the
  * batch alone symbolic goes the per-item way instead: program.c). */
 bool cg_conv_symbolic(const ir_node *n)
@@ -1322,19 +1331,9 @@ bool cg_conv_symbolic(const ir_node *n)
     geom g;
     switch (n->op) {
     case IR_OP_CONV: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: case IR_OP_LP_POOL:
-        if (!window_geom(n, &g) || !g.sym)
-            return false;
-        for (int j = 0; j < g.n; j++)
-            if (g.ind[j].sym || g.outd[j].sym)
-                return true;
-        return false;
+        return window_geom(n, &g) && spatial_sym(&g);
     case IR_OP_CONV_TRANSPOSE:
-        if (!convt_geom(n, &g) || !g.sym)
-            return false;
-        for (int j = 0; j < g.n; j++)
-            if (g.ind[j].sym || g.outd[j].sym)
-                return true;
-        return false;
+        return convt_geom(n, &g) && spatial_sym(&g);
     case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_GLOBAL_MAX_POOL: case IR_OP_GLOBAL_LP_POOL: {
         const ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
         bool spatial = false;
