@@ -251,10 +251,21 @@ START_TEST(reshape_symbolic)
     ir_value *f[] = {inp(IR_F32, "N,3,4"), cst(2, I64(0, -1))};
     ir_node *n5 = vnode(IR_OP_RESHAPE, 2, f);
     chk_type(n5, IR_F32, "N,12");
-    /* the symbol is not cancelled: -1 stays unknown */
+    /* the symbols left over make the -1: N*S, a derived symbol (as
+     * Flatten's product of the same dims) */
     ir_value *c[] = {x, cst(2, I64(-1, 768))};
     ir_node *n3 = vnode(IR_OP_RESHAPE, 2, c);
-    chk_type(n3, IR_F32, "?,768");
+    ck_assert_int_eq(ir_infer_shapes(g, &d), 0);
+    ir_dim d0 = n3->out[0]->type.dims[0];
+    const ir_sym_def *df = ir_graph_sym_def(g, d0.sym);
+    ck_assert_msg(d0.sym > 0 && df && df->op == IR_SYM_MUL, "dim 0: (%lld, sym %d)", (long long)d0.v, d0.sym);
+    ck_assert_int_eq(df->a.sym, x->type.dims[0].sym);
+    ck_assert_int_eq(df->b.sym, x->type.dims[1].sym);
+    ck_assert(n3->out[0]->type.dims[1].sym == 0 && n3->out[0]->type.dims[1].v == 768);
+    /* a quotient of the constants that is not whole: unknown */
+    ir_value *c2[] = {inp(IR_F32, "N,3,5"), cst(3, I64(2, 0, -1))};
+    ir_node *n6 = vnode(IR_OP_RESHAPE, 2, c2);
+    chk_type(n6, IR_F32, "2,3,?");
     /* unknown shape values: rank from the shape input's length */
     ir_value *e[] = {x, inp(IR_I64, "3")};
     ir_node *n4 = vnode(IR_OP_RESHAPE, 2, e);
