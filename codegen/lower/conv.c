@@ -1217,8 +1217,10 @@ static int lower_conv_op(lctx *c)
     if ((!g.sym || !g.bd.sym) && g.n == 2 && g.cg > 0 && cg_conv_dw_ok(c, &d2))
         return lower_conv_dw(c, &d2);
     /* No input channels: the output is the bias (or zero); the schedules
-     * below divide by the channel count. */
-    if (g.cg == 0)
+     * below divide by the channel count. No output (no output channels,
+     * or an empty plane): the naive loops run no trip, where the
+     * schedules below would size scratch by zero. */
+    if (g.cg == 0 || (!g.sym && numel_of(&c->n->out[0]->type) == 0))
         return lower_conv_naive(c, &g);
     if (tiled_ok(c->n, &g))
         return lower_conv_tiled(c, &g);
