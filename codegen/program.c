@@ -1480,8 +1480,7 @@ static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
  * (plan.c): the bytes are already where they belong. */
 static bool is_view(const cg_binding *bind, const ir_node *n)
 {
-    if ((n->op != IR_OP_RESHAPE && n->op != IR_OP_FLATTEN && n->op != IR_OP_SQUEEZE && n->op != IR_OP_UNSQUEEZE) ||
-        n->nin < 1 || !n->in[0] || n->nout != 1)
+    if (!ir_op_is_reshape(n->op) || n->nin < 1 || !n->in[0] || n->nout != 1)
         return false;
     const cg_binding *a = &bind[n->in[0]->id], *b = &bind[n->out[0]->id];
     return a->kind == KIR_BUF_ARENA && b->kind == KIR_BUF_ARENA && a->offset == b->offset && n->in[0]->planned &&

@@ -167,6 +167,14 @@ int ir_control_sub_outputs(const ir_node *n);
  * true; max(0, trip count), or -1 when not known. trip may be NULL. */
 int64_t ir_loop_static_trips(const ir_node *n, const ir_tensor *trip, const ir_tensor *cond);
 
+/* Ops that only give their input's bytes, in order, a new shape
+ * (Reshape, Flatten, Squeeze, Unsqueeze): a planner may let the result
+ * share the input's buffer, and code generation then emits nothing. */
+static inline bool ir_op_is_reshape(int op)
+{
+    return op == IR_OP_RESHAPE || op == IR_OP_FLATTEN || op == IR_OP_SQUEEZE || op == IR_OP_UNSQUEEZE;
+}
+
 /* Names of a family ("elementwise", "norm"...) and of a FLOP formula (a
  * short description), for docs and messages; static strings. */
 const char *ir_family_name(ir_family f);

@@ -77,8 +77,7 @@ static const ir_value *inplace_input(const ir_graph *g, const int *root, int fir
                                      const int *buf_of, int k)
 {
     const ir_node *n = g->nodes[k];
-    if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_FLATTEN || n->op == IR_OP_SQUEEZE || n->op == IR_OP_UNSQUEEZE) &&
-        n->nout == 1 && first == k && n->nin >= 1 && n->in[0]) {
+    if (ir_op_is_reshape(n->op) && n->nout == 1 && first == k && n->nin >= 1 && n->in[0]) {
         /* a reshape keeps the bytes in order: its result is its dying
          * input's buffer, and code generation emits no copy for it */
         const ir_value *v = n->in[0], *o = n->out[0];
