@@ -11,6 +11,8 @@ typedef struct {
     int lanes;
     int64_t *var_lo;           /* a loop variable's value for spans inside it */
     bool *var_known;
+    const int64_t *sym_est;    /* symbol values (nsyms), or NULL: all 1 */
+    int nsyms;
 } cctx;
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -26,7 +28,8 @@ static int64_t sat_mul(int64_t a, int64_t b)
 }
 
 /* An i64 index expression's value with outer variables at their lower
- * bounds and symbols at 1; false when it reads something else. */
+ * bounds and symbols at their estimates (1 by default); false when it
+ * reads something else. */
 static bool eval(const cctx *c, const kir_expr *e, int64_t *v, int depth)
 {
     int64_t a = 0, b = 0, t = 0;
@@ -37,7 +40,7 @@ static bool eval(const cctx *c, const kir_expr *e, int64_t *v, int depth)
         *v = e->c.i;
         return true;
     case KIR_SYM:
-        *v = 1;
+        *v = c->sym_est && e->var > 0 && e->var < c->nsyms && c->sym_est[e->var] > 1 ? c->sym_est[e->var] : 1;
         return true;
     case KIR_VAR:
         if (e->var < 0 || e->var >= c->k->nvars || !c->var_known[e->var])
@@ -152,10 +155,16 @@ static int64_t block_ops(cctx *c, const kir_block *b, int64_t regs)
 
 int64_t cg_cost_trip_ops(const kir_kernel *k, int lanes)
 {
+    return cg_cost_trip_ops_est(k, lanes, NULL, 0);
+}
+
+int64_t cg_cost_trip_ops_est(const kir_kernel *k, int lanes, const int64_t *sym_est, int nsyms)
+{
     int64_t lo_stack[MAX_VARS_ON_STACK];
     bool known_stack[MAX_VARS_ON_STACK] = {0};
     int nv = k->nvars > 0 ? k->nvars : 1;
-    cctx c = {.k = k, .lanes = lanes, .var_lo = lo_stack, .var_known = known_stack};
+    cctx c = {.k = k, .lanes = lanes, .var_lo = lo_stack, .var_known = known_stack, .sym_est = sym_est,
+              .nsyms = nsyms};
     if (nv > MAX_VARS_ON_STACK) {
         c.var_lo = calloc((size_t)nv, sizeof *c.var_lo);
         c.var_known = calloc((size_t)nv, sizeof *c.var_known);

@@ -43,6 +43,7 @@ typedef struct {
     int *root;                 /* the top level's (scopes[0].root) */
     pscope *scopes;            /* [0]: the top level, then every subgraph, parents first */
     bool *at_load;             /* top-level node index -> a load-time kernel (ir_graph_load_time) */
+    int64_t *sym_est;          /* symbol id -> its typical value for the cost model (sym_estimates) */
     int nscopes;
     int capsteps;
 } pbuild;
@@ -291,6 +292,33 @@ static int find_derived(pbuild *c)
     return 0;
 }
 
+/* The cost model's symbol values (cost.h): a symbol that is only ever an
+ * input's dim 0 (a batch, usually small) at 1, any other (a height, a
+ * width, a sequence) at 64, derived ones computed from those (an image's
+ * last stage then has 64/32 = 2 rows). Taking every symbol as 1 ran a
+ * symbolic MobileNet's kernels serially on 2 threads. NULL (all 1) when a
+ * derived value would be negative, or out of memory. */
+static int64_t *sym_estimates(const ir_graph *g)
+{
+    int64_t *est = malloc(sizeof *est * ((size_t)g->nsyms + 1));
+    if (!est)
+        return NULL;
+    for (int s = 0; s <= g->nsyms; s++)
+        est[s] = ir_graph_sym_def(g, s) ? -1 : 1;
+    for (int i = 0; i < g->ninputs; i++)
+        for (int k = 1; k < g->inputs[i]->type.rank; k++) {
+            int32_t s = g->inputs[i]->type.dims[k].sym;
+            if (s > 0 && s < g->nsyms && !ir_graph_sym_def(g, s))
+                est[s] = 64;
+        }
+    int32_t bad;
+    if (ir_graph_sym_values(g, est, &bad) < 0) {
+        free(est);
+        return NULL;
+    }
+    return est;
+}
+
 /* Symbols bound by the inputs, numbered in order of first appearance. */
 static int find_symbols(pbuild *c)
 {
@@ -313,6 +341,8 @@ static int find_symbols(pbuild *c)
         }
     if (find_derived(c) < 0)
         return -1;
+    if (g->nsyms > 1)
+        c->sym_est = sym_estimates(g);
     p->dynamic = p->nsymbols > 0;
     /* A fused group is one kernel, at its root; its other members' results
      * stay inside it (no memory, no kernel of their own). */
@@ -1279,7 +1309,7 @@ static int lower_one(pbuild *c, const ir_graph *g, const cg_binding *bind, int k
         kir_kernel_destroy(k);
         return -1;
     }
-    int64_t ops = cg_cost_trip_ops(k, c->s->lanes);
+    int64_t ops = cg_cost_trip_ops_est(k, c->s->lanes, c->sym_est, c->sym_est ? c->g->nsyms : 0);
     *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
                       .trips = parallel_trips(k), .trip_ops = ops,
                       .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
@@ -1632,6 +1662,7 @@ int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix
     free(c.bind);
     free(c.root);
     free(c.at_load);
+    free(c.sym_est);
     if (rc < 0) {
         cg_program_destroy(p);
         return -1;

@@ -55,6 +55,14 @@ START_TEST(spans_of_tile_bounds_and_symbols)
     icc_diag d = {{0}};
     ck_assert_msg(kir_verify(k, &d) == 0, "%s", d.msg);
     ck_assert_int_eq(cg_cost_trip_ops(k, 8), 2 * 1 * (1 + 1));
+    /* with the program's estimate of N (64): the span is 64 */
+    int64_t est[3] = {0, 64, 64};
+    ck_assert_int_eq(g->nsyms, 2);
+    ck_assert_int_eq(cg_cost_trip_ops_est(k, 8, est, g->nsyms), 2 * 64 * (1 + 1));
+    /* an estimate below 1, or past the table, counts as 1 */
+    est[1] = 0;
+    ck_assert_int_eq(cg_cost_trip_ops_est(k, 8, est, g->nsyms), 2 * 1 * (1 + 1));
+    ck_assert_int_eq(cg_cost_trip_ops_est(k, 8, est, 1), 2 * 1 * (1 + 1));
     kir_kernel_destroy(k);
     ir_graph_destroy(g);
 }
