@@ -255,6 +255,54 @@ START_TEST(abi_mismatch_is_an_error)
 }
 END_TEST
 
+/* Derived symbols (icc_model_desc.derived): the runtime computes them from
+ * the input-bound ones, refuses a negative one naming it, and refuses a
+ * table whose definitions name later symbols or divide by 0. The toy's
+ * descriptor gets two derived symbols after N, its output's dim 0 named by
+ * the second (icc_output_dims only: the toy's kernels do not read them). */
+START_TEST(derived_symbols)
+{
+    void *dl = dlopen(TOY_MODEL_PATH, RTLD_NOW);
+    icc_model_desc edited = *(const icc_model_desc *)dlsym(dl, "model_model");
+    ck_assert_int_eq(edited.nsymbols, 1);
+    const char *syms[3] = {edited.symbols[0], "N+2", "floor((N+2)/3)"};
+    icc_sym_def defs[2] = {{.op = ICC_SYM_ADD, .a_sym = 0, .b_sym = -1, .b = 2},
+                           {.op = ICC_SYM_FLOORDIV, .a_sym = 1, .b_sym = -1, .b = 3}};
+    icc_tensor_desc out = edited.outputs[0];
+    const char *names[2] = {syms[2], NULL};
+    int64_t odims[2] = {-1, out.dims[1]};
+    out.dims = odims;
+    out.dim_names = names;
+    edited.outputs = &out;
+    edited.symbols = syms;
+    edited.nsymbols = 3;
+    edited.derived = defs;
+    edited.nderived = 2;
+    icc_model *m = NULL;
+    ck_assert_msg(icc_model_from_desc(&edited, &m) == ICC_OK, "%s", icc_last_error());
+    int64_t xd[2] = {7, 4}, wd[1] = {7}, yd[2] = {0, 0};
+    const int64_t *dims[2] = {xd, wd};
+    ck_assert_int_eq(icc_output_dims(m, dims, 0, yd), ICC_OK);
+    ck_assert(yd[0] == 3 && yd[1] == 4);   /* floor((7 + 2) / 3) */
+    icc_model_close(m);
+    defs[0].b = -10;                        /* N-10 < 0 for N = 7 */
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    expect(icc_output_dims(m, dims, 0, yd), ICC_ERR_SHAPE, icc_last_error(), "=7)", "negative");
+    icc_model_close(m);
+    defs[0].b = 2;
+    defs[1].b = 0;                          /* a division by 0 */
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "bad definition", NULL);
+    defs[1].b = 3;
+    defs[0].a_sym = 2;                      /* a later symbol */
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "bad definition", NULL);
+    defs[0].a_sym = 0;
+    /* a descriptor too short for the field: its extra symbols name no input */
+    edited.desc_size = (uint32_t)offsetof(icc_model_desc, derived);
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "N+2", "not a dim of any input");
+    dlclose(dl);
+}
+END_TEST
+
 /* The kernel table came after the first descriptors of ABI 1: one of that
  * size still loads (its kernels are not read), and one that has a table
  * gets per-context counters. */
@@ -700,6 +748,7 @@ int main(void)
     tcase_add_test(tc, bad_files_are_errors);
     tcase_add_test(tc, missing_cpu_feature_is_an_error);
     tcase_add_test(tc, abi_mismatch_is_an_error);
+    tcase_add_test(tc, derived_symbols);
     tcase_add_test(tc, profile_counters_and_old_descriptors);
     tcase_add_test(tc, init_runs_once_at_open);
 #if defined(__x86_64__)
