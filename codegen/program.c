@@ -1001,6 +1001,19 @@ static int window_checks(pbuild *c, const ir_node *n)
     return 0;
 }
 
+/* Adds the check that dim d of n's operand v (in) equals the output's
+ * dim out, unless they are the same dim. */
+static int check_dim_equal(pbuild *c, const ir_node *n, const ir_value *v, int d, ir_dim in, ir_dim out)
+{
+    if (in.sym == out.sym && (in.sym > 0 || in.v == out.v))
+        return 0;
+    char what[512], x[128], y[128];
+    dim_text(c->g, in, x, sizeof x);
+    dim_text(c->g, out, y, sizeof y);
+    snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must equal %s", d, v->name, x, y);
+    return add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = in, .b = out}, n, what);
+}
+
 /* Shape inference resolves a symbol against what a node needs (broadcast
  * against a fixed dim, a reshape's element count, a contraction's inner
  * dim); the compiled kernels rely on it, so the run checks it first and
@@ -1031,14 +1044,9 @@ static int find_shape_checks(pbuild *c)
                     continue;
                 for (int d = 0; d < v->type.rank && d < to->rank; d++) {
                     ir_dim in = v->type.dims[d], out = to->dims[to->rank - v->type.rank + d];
-                    if (in.sym == out.sym && (in.sym > 0 || in.v == out.v))
-                        continue;
                     if (in.sym <= 0 && in.v == 1)
                         continue;   /* broadcast */
-                    dim_text(g, in, x, sizeof x);
-                    dim_text(g, out, y, sizeof y);
-                    snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must equal %s", d, v->name, x, y);
-                    if (add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = in, .b = out}, n, what) < 0)
+                    if (check_dim_equal(c, n, v, d, in, out) < 0)
                         return -1;
                 }
             }
@@ -1084,16 +1092,9 @@ static int find_shape_checks(pbuild *c)
             int axis = (int)ir_attr_int(n, "axis", 0);
             axis = axis < 0 ? axis + to->rank : axis;
             for (int i = 0; i < n->nin; i++)
-                for (int d = 0; n->in[i] && d < to->rank && d < n->in[i]->type.rank; d++) {
-                    ir_dim in = n->in[i]->type.dims[d], out = to->dims[d];
-                    if (d == axis || (in.sym == out.sym && (in.sym > 0 || in.v == out.v)))
-                        continue;
-                    dim_text(g, in, x, sizeof x);
-                    dim_text(g, out, y, sizeof y);
-                    snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must equal %s", d, n->in[i]->name, x, y);
-                    if (add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = in, .b = out}, n, what) < 0)
+                for (int d = 0; n->in[i] && d < to->rank && d < n->in[i]->type.rank; d++)
+                    if (d != axis && check_dim_equal(c, n, n->in[i], d, n->in[i]->type.dims[d], to->dims[d]) < 0)
                         return -1;
-                }
             break;
         }
         case IR_OP_SLICE: {
