@@ -125,3 +125,24 @@ int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, in
         sc *= 2;
     return sc;
 }
+
+void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int64_t nq, int64_t mc_blocks,
+                             bool pack_a, int64_t *nrc, int64_t *ncc)
+{
+    int64_t r = (nb + mc_blocks - 1) / mc_blocks;
+    /* with A packed, a chunk's panels share its copy of A (each panel is
+     * read from L1 by the chunk's row blocks and then left, so more of
+     * them cost nothing): as few column chunks as the threads need */
+    int64_t cc = pack_a ? 1 : (nq + s->tile_nc_panels - 1) / s->tile_nc_panels;
+    while (nbat * r * cc < s->min_chunks) {
+        bool can_r = r < nb, can_c = cc < nq;
+        if (!can_r && !can_c)
+            break;
+        if (can_c && (!can_r || nq * r >= nb * cc))
+            cc++;
+        else
+            r++;
+    }
+    *nrc = r;
+    *ncc = cc;
+}

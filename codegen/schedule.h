@@ -20,6 +20,8 @@
 
 #include "ir/target.h"
 
+#include <stdbool.h>
+
 typedef enum cg_schedule_kind {
     CG_SCHED_CPU,              /* PARALLEL outer loops over threads, VECTOR inner loops, register tiles */
 } cg_schedule_kind;
@@ -140,6 +142,15 @@ void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int 
  * skinny_chunk_cols columns (skinny_dram_cols for a B larger than the
  * last-level cache). */
 int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, int64_t b_bytes);
+
+/* The parallel chunks of a register tile (codegen/lower/tile.c) over nb
+ * row blocks and nq column panels of nbat matrices: *nrc row chunks of at
+ * most mc_blocks blocks by *ncc column chunks (one when A is packed,
+ * pack_a), split further until there are min_chunks in all. Each row
+ * chunk reads all of B's panels, so a B the kernel packs itself is
+ * copied *nrc times (the pack-b pass packs a large one once instead). */
+void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int64_t nq, int64_t mc_blocks,
+                             bool pack_a, int64_t *nrc, int64_t *ncc);
 
 /* Picks the schedule for target t (borrowed by *s: it must outlive s).
  * Returns 0, or -1 with a message for a target with no schedule yet. */

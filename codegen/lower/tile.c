@@ -157,12 +157,16 @@ int cg_tile_lower(lctx *c, cg_tile *t)
     /* chunks of row blocks x column panels, split evenly; more of them
      * when there are too few to share between threads (a stream: its
      * column chunks of whole panels only) */
-    int64_t sc = t->stream_chunks > 1 ? t->stream_chunks : 1;
-    int64_t nrc = t->stream ? 1 : cdiv(q.nb, t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks);
-    /* with A packed, a chunk's panels share its copy of A (each panel is
-     * read from L1 by the chunk's row blocks and then left, so more of them
-     * cost nothing): as few column chunks as the threads need */
-    int64_t ncc = t->stream ? (sc < q.nq ? sc : q.nq) : t->pack_a ? 1 : cdiv(q.nq, c->s->tile_nc_panels);
+    int64_t sc = t->stream_chunks > 1 ? t->stream_chunks : 1, nrc, ncc;
+    int64_t mcb = t->mc_blocks > 0 ? t->mc_blocks : c->s->tile_mc_blocks;
+    if (t->stream) {
+        nrc = 1;
+        ncc = sc < q.nq ? sc : q.nq;
+    } else if (t->n_dyn) {
+        nrc = cdiv(q.nb, mcb);
+        ncc = 1;
+    } else
+        cg_schedule_tile_chunks(c->s, t->nbat, q.nb, q.nq, mcb, t->pack_a, &nrc, &ncc);
     if (t->n_dyn) {
         /* panels known at run time: a constant number of column chunks,
          * enough for the threads, each taking its share */
@@ -173,15 +177,6 @@ int cg_tile_lower(lctx *c, cg_tile *t)
         q.nq_dyn = kir_imul(k, t->ng_dyn, np);
         ncc = cdiv(4 * c->s->min_chunks, t->nbat * nrc);
         q.ncp_dyn = lw_idivc(k, lw_iaddc(k, q.nq_dyn, ncc - 1), ncc);
-    }
-    while (!t->n_dyn && !t->stream && t->nbat * nrc * ncc < c->s->min_chunks) {
-        bool can_r = nrc < q.nb, can_c = ncc < q.nq;
-        if (!can_r && !can_c)
-            break;
-        if (can_c && (!can_r || q.nq * nrc >= q.nb * ncc))
-            ncc++;
-        else
-            nrc++;
     }
     q.mcb = cdiv(q.nb, nrc);
     nrc = cdiv(q.nb, q.mcb);
