@@ -43,6 +43,7 @@ typedef struct {
     int *root;                 /* the top level's (scopes[0].root) */
     pscope *scopes;            /* [0]: the top level, then every subgraph, parents first */
     bool *at_load;             /* top-level node index -> a load-time kernel (ir_graph_load_time) */
+    bool *view;                /* top-level node index -> a view of an input (ir_graph_input_views) */
     int64_t *sym_est;          /* symbol id -> its typical value for the cost model (sym_estimates) */
     int nscopes;
     int capsteps;
@@ -357,7 +358,9 @@ static int find_symbols(pbuild *c)
 static int find_load_time(pbuild *c)
 {
     c->at_load = calloc((size_t)c->g->nnodes + 1, sizeof *c->at_load);
-    if (!c->at_load || ir_graph_load_time(c->g, c->root, c->at_load) < 0)
+    c->view = calloc((size_t)c->g->nnodes + 1, sizeof *c->view);
+    if (!c->at_load || !c->view || ir_graph_load_time(c->g, c->root, c->at_load) < 0 ||
+        ir_graph_input_views(c->g, c->root, c->view) < 0)
         return ir_errorf(c->d, "out of memory");
     return 0;
 }
@@ -689,7 +692,7 @@ static int check_graph(pbuild *c)
                 bool is_out = false;
                 for (int j = 0; j < g->noutputs; j++)
                     is_out |= g->outputs[j] == v;
-                if (!is_out && !v->planned && !p->dynamic && root[k] == k && !(si == 0 && c->at_load[k]))
+                if (!is_out && !v->planned && !p->dynamic && root[k] == k && !(si == 0 && (c->at_load[k] || c->view[k])))
                     return ir_errorf(c->d, "value '%.200s' has no arena offset: run the plan pass last", v->name);
             }
     }
@@ -744,6 +747,10 @@ static int bind_values(pbuild *c)
     }
     for (int i = 0; i < g->ninputs; i++)
         c->bind[g->inputs[i]->id] = (cg_binding){KIR_BUF_INPUT, i, 0};
+    /* reshapes of an input read its buffer (ir_graph_input_views) */
+    for (int k = 0; k < g->nnodes; k++)
+        if (c->view[k])
+            c->bind[g->nodes[k]->out[0]->id] = c->bind[g->nodes[k]->in[0]->id];
     /* A node's result listed as several outputs is computed into the
      * first; outputs that are inputs or constants are copies (plan_copies). */
     for (int i = g->noutputs - 1; i >= 0; i--)
@@ -887,7 +894,7 @@ static int layout_arena(pbuild *c)
     for (int k = 0; k < g->nnodes && rc == 0; k++)
         for (int i = 0; i < g->nodes[k]->nout && rc == 0; i++) {
             const ir_value *v = g->nodes[k]->out[i];
-            if (c->bind[v->id].kind == KIR_BUF_OUTPUT || c->root[k] != k || c->at_load[k])
+            if (c->bind[v->id].kind == KIR_BUF_OUTPUT || c->root[k] != k || c->at_load[k] || c->view[k])
                 continue;
             int slot = p->nslots, nconf = 0;
             int *conf = malloc(sizeof *conf * ((size_t)slot + 1));
@@ -1514,6 +1521,8 @@ static bool is_view(const cg_binding *bind, const ir_node *n)
     if (!ir_op_is_reshape(n->op) || n->nin < 1 || !n->in[0] || n->nout != 1)
         return false;
     const cg_binding *a = &bind[n->in[0]->id], *b = &bind[n->out[0]->id];
+    if (a->kind == KIR_BUF_INPUT && b->kind == KIR_BUF_INPUT)
+        return a->index == b->index;   /* ir_graph_input_views */
     return a->kind == KIR_BUF_ARENA && b->kind == KIR_BUF_ARENA && a->offset == b->offset && n->in[0]->planned &&
            n->out[0]->planned;
 }
@@ -1663,6 +1672,7 @@ int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix
     free(c.bind);
     free(c.root);
     free(c.at_load);
+    free(c.view);
     free(c.sym_est);
     if (rc < 0) {
         cg_program_destroy(p);

@@ -470,6 +470,12 @@ int ir_graph_kernel_costs(const ir_graph *g, ir_kernel_cost **out, int *count);
  * group members. -1 on out of memory. */
 int ir_graph_load_time(const ir_graph *g, const int *root, bool *at_load);
 
+/* view[k] (g->nnodes entries, root from ir_graph_group_roots): node k is
+ * a reshape whose result is a view of one of g's inputs (ir/load_time.c
+ * has the rule): the plan gives it no memory and code generation binds it
+ * to the input's buffer and emits no kernel. -1 on out of memory. */
+int ir_graph_input_views(const ir_graph *g, const int *root, bool *view);
+
 /* Bytes of the arena the memory plan needs (0 when nothing is planned):
  * the end of the highest planned value, rounded up to 64. */
 int64_t ir_graph_arena_bytes(const ir_graph *g);

@@ -60,3 +60,37 @@ int ir_graph_load_time(const ir_graph *g, const int *root, bool *at_load)
     free(is_out);
     return 0;
 }
+
+/* A reshape (ir_op_is_reshape) in no group whose data input is one of g's
+ * inputs, or the result of such a view, with static types of the same
+ * bytes and a result that is not a graph output: the result is the
+ * input's bytes in the caller's buffer, so it needs no memory and no
+ * kernel (a Reshape of an input used to copy it into the arena). */
+int ir_graph_input_views(const ir_graph *g, const int *root, bool *view)
+{
+    bool *in = calloc((size_t)g->nvalues + 1, 1), *is_out = calloc((size_t)g->nvalues + 1, 1);
+    if (!in || !is_out) {
+        free(in);
+        free(is_out);
+        return -1;
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        in[g->inputs[i]->id] = true;
+    for (int i = 0; i < g->noutputs; i++)
+        is_out[g->outputs[i]->id] = true;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        view[k] = false;
+        if (!ir_op_is_reshape(n->op) || root[k] != k || n->nin < 1 || !n->in[0] || n->nout != 1 ||
+            !in[n->in[0]->id] || is_out[n->out[0]->id])
+            continue;
+        const ir_type *a = &n->in[0]->type, *b = &n->out[0]->type;
+        int64_t na, nb;
+        if (a->dtype == b->dtype && ir_type_is_static(a) && ir_type_is_static(b) && ir_type_numel(a, &na) &&
+            ir_type_numel(b, &nb) && na == nb)
+            view[k] = in[n->out[0]->id] = true;
+    }
+    free(in);
+    free(is_out);
+    return 0;
+}

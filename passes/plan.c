@@ -9,7 +9,9 @@
  * weights, so they are not planned; nor are values whose size depends on
  * a symbol (the runtime sizes those per call), nor the results of the top
  * level's load-time kernels (ir_graph_load_time: computed only from
- * constants, once when the model is loaded, into a buffer the model owns).
+ * constants, once when the model is loaded, into a buffer the model owns),
+ * nor the top level's reshapes of its inputs (ir_graph_input_views: views
+ * of the caller's buffer).
  *
  * In place: an elementwise node may write its output over an input of the
  * same size and dtype that dies at that node (it reads element i before it
@@ -133,10 +135,10 @@ static int plan_graph(pass_ctx *c, ir_graph *g, int64_t base, int depth, int64_t
     buffer *bufs = malloc(sizeof(buffer) * ((size_t)nv + 1));
     rank_key *order = malloc(sizeof(rank_key) * ((size_t)nv + 1));
     int *root = malloc(sizeof(int) * (2 * (size_t)g->nnodes + 1));
-    bool *at_load = calloc((size_t)g->nnodes + 1, 1);
+    bool *at_load = calloc((size_t)g->nnodes + 1, 1), *view = calloc((size_t)g->nnodes + 1, 1);
     int64_t *taken = NULL;
-    if (!last || !buf_of || !is_out || !bufs || !order || !root || !at_load || ir_graph_group_roots(g, root) < 0 ||
-        (depth == 0 && ir_graph_load_time(g, root, at_load) < 0)) {
+    if (!last || !buf_of || !is_out || !bufs || !order || !root || !at_load || !view || ir_graph_group_roots(g, root) < 0 ||
+        (depth == 0 && (ir_graph_load_time(g, root, at_load) < 0 || ir_graph_input_views(g, root, view) < 0))) {
         ir_errorf(c->diag, "out of memory");
         goto done;
     }
@@ -165,7 +167,7 @@ static int plan_graph(pass_ctx *c, ir_graph *g, int64_t base, int depth, int64_t
         for (int i = 0; i < n->nout; i++) {
             const ir_value *v = n->out[i];
             int64_t bytes = value_bytes(v);
-            if (is_out[v->id] || bytes < 0 || at_load[k])
+            if (is_out[v->id] || bytes < 0 || at_load[k] || view[k])
                 continue;
             if (root[k] != k) { /* computed inside its group's kernel */
                 fused += bytes;
@@ -263,6 +265,7 @@ done:
     free(order);
     free(root);
     free(at_load);
+    free(view);
     free(taken);
     return rc;
 }
