@@ -139,6 +139,77 @@ static bool quads_packable(pass_ctx *c, const ir_node *n, const int *uses, int64
     return K % 4 == 0 && N % w == 0 && N >= w;
 }
 
+/* Whether f32 MatMul n's B, computed at run time, is better packed by a
+ * kernel of its own before the product: the tile (codegen/lower/tile.c)
+ * packs each kc x w piece of B in every row chunk that reads it, so B is
+ * copied once per row chunk (cg_schedule_tile_chunks), each copy reading
+ * rows N apart. From three row chunks one Transpose to the panel order,
+ * a kernel before the product, is cheaper (Zen 4: 1024^3, 8 row chunks,
+ * 1 thread 25-26 -> 22-24 ms; 128x768x768, 4, 2 threads 0.84-0.98 ->
+ * 0.82-0.88); with two it was a wash (128x768x3072, whose 9 MB B the
+ * Transpose reads from memory and writes back). B's type must be
+ * static with N a multiple of w (whole panels, which a Transpose can
+ * write); A's rows constant and more than CG_SKINNY_M (fewer stream B). */
+static bool run_packable(const cg_schedule *s, const ir_node *n, int64_t w)
+{
+    if (n->op != IR_OP_MATMUL || n->nin != 2 || !n->in[0] || !n->in[1] || ir_attr_int(n, "packed_b", 0) != 0)
+        return false;
+    const ir_value *a = n->in[0], *b = n->in[1], *y = n->out[0];
+    if (b->kind == IR_VAL_CONST || a->type.dtype != IR_F32 || b->type.dtype != IR_F32 || y->type.dtype != IR_F32 ||
+        a->type.rank < 2 || b->type.rank < 2 || !ir_type_is_static(&b->type) || !ir_type_is_static(&y->type))
+        return false;
+    ir_dim m = a->type.dims[a->type.rank - 2];
+    int64_t N = b->type.dims[b->type.rank - 1].v, nbat = 1;
+    if (!ir_dim_is_const(m) || m.v <= CG_SKINNY_M || N % w || N <= w)
+        return false;
+    for (int d = 0; d < y->type.rank - 2; d++)
+        nbat *= y->type.dims[d].v;
+    int64_t nrc, ncc;
+    cg_schedule_tile_chunks(s, nbat, (m.v + s->tile_rows - 1) / s->tile_rows, N / w, s->gemm_apack_mc_blocks, true,
+                            &nrc, &ncc);
+    return nrc >= 3;
+}
+
+/* B of n in panels of w columns by a Transpose: [.., K, N] as
+ * [.., K, N/w, w], to [.., N/w, K, w], read back as [.., K, N] (the
+ * Reshapes are views of the buffers); returns the last, or NULL. */
+static ir_value *pack_at_run(pass_ctx *c, ir_value *b, int64_t w)
+{
+    ir_graph *g = c->g;
+    int r = b->type.rank;
+    int64_t dims[IR_MAX_RANK + 1], perm[IR_MAX_RANK + 1], back[IR_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        back[d] = dims[d] = perm[d] = b->type.dims[d].v;
+    dims[r - 1] = back[r - 1] / w;
+    dims[r] = w;
+    for (int d = 0; d <= r; d++)
+        perm[d] = d;
+    perm[r - 2] = r - 1;
+    perm[r - 1] = r - 2;
+    char buf[256];
+    ir_type st = {.dtype = IR_I64, .rank = 1, .dims = {ir_dim_const(r + 1)}};
+    ir_value *sh = ir_graph_add_const(g, ir_graph_fresh_name(g, b->name, "_panels_shape", buf, sizeof buf), &st, dims,
+                                      c->diag);
+    st.dims[0] = ir_dim_const(r);
+    ir_value *shb = sh ? ir_graph_add_const(g, ir_graph_fresh_name(g, b->name, "_packed_shape", buf, sizeof buf), &st,
+                                            back, c->diag) : NULL;
+    if (!shb)
+        return NULL;
+    const char *nm = ir_graph_fresh_name(g, b->name, "_panels", buf, sizeof buf);
+    ir_node *rs = ir_graph_add_node(g, IR_OP_RESHAPE, "", 2, (ir_value *[]){b, sh}, 1, &nm, c->diag);
+    if (!rs || ir_infer_node(rs, c->diag) < 0)
+        return NULL;
+    nm = ir_graph_fresh_name(g, b->name, "_panels_t", buf, sizeof buf);
+    ir_node *tr = ir_graph_add_node(g, IR_OP_TRANSPOSE, "", 1, &rs->out[0], 1, &nm, c->diag);
+    if (!tr || ir_node_set_ints(g, tr, "perm", perm, r + 1) < 0)
+        return tr ? (ir_errorf(c->diag, "out of memory"), NULL) : NULL;
+    if (ir_infer_node(tr, c->diag) < 0)
+        return NULL;
+    nm = ir_graph_fresh_name(g, b->name, "_packed", buf, sizeof buf);
+    ir_node *rb = ir_graph_add_node(g, IR_OP_RESHAPE, "", 2, (ir_value *[]){tr->out[0], shb}, 1, &nm, c->diag);
+    return rb && ir_infer_node(rb, c->diag) == 0 ? rb->out[0] : NULL;
+}
+
 /* The packed copy of B = b for node n, in panels of w columns, each
  * [K/p, width, p]: groups of p rows side by side (p = 1: the panel
  * row-major; see the file comment), or NULL on out of memory. */
@@ -196,9 +267,24 @@ int pass_pack_b(pass_ctx *c)
         if (cc)
             ok[cc->in[0]->id]++;
     }
-    int nv = g->nvalues;
-    for (int k = 0; k < g->nnodes; k++) {
+    cg_schedule sch;
+    if (cg_schedule_init(&sch, c->target, c->diag) < 0)
+        goto fail;
+    int nv = g->nvalues, nn = g->nnodes;
+    for (int k = 0; k < nn; k++) {
         ir_node *n = g->nodes[k];
+        if (!n->dead && run_packable(&sch, n, w)) {
+            /* one Transpose for all the products that read B */
+            ir_value *b = n->in[1], *p = done[b->id] ? done[b->id] : pack_at_run(c, b, w);
+            if (!p || ir_node_set_int(g, n, "packed_b", w) < 0)
+                goto fail;
+            if (!done[b->id])
+                pass_stat(c, "activations packed at run time", 1);
+            done[b->id] = p;
+            n->in[1] = p;
+            c->changed = true;
+            continue;
+        }
         ir_node *cc = n->dead ? NULL : conv_pair_cast(c, n, uses);
         if (cc && cc->in[0]->id < nv && (done[cc->in[0]->id] || ok[cc->in[0]->id] == uses[cc->in[0]->id])) {
             /* one panel of the tap's mb lanes: [cb/2, mb, 2] */
@@ -247,16 +333,16 @@ int pass_pack_b(pass_ctx *c)
     free(uses);
     free(ok);
     free(done);
-    if (packed) {
-        ir_graph_compact(g);
+    if (packed)
         c->changed = true;
-    }
     pass_stat(c, "weights packed", packed);
     pass_stat(c, "bytes packed", bytes);
-    return 0;
+    return pass_commit_rewrites(c);
 oom:
+    ir_errorf(c->diag, "out of memory");
+fail:
     free(uses);
     free(ok);
     free(done);
-    return ir_errorf(c->diag, "out of memory");
+    return -1;
 }

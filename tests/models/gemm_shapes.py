@@ -8,7 +8,8 @@ K, several reduction blocks (K > 128), transposed operands, alpha/beta, C
 broadcast from [N], [M, 1] and [1, 1], batch broadcasting, rank-1 operands,
 and B both a graph input and a constant weight; skinny M split between
 column chunks for threads; GEMV-like products (M < 8) over a constant B
-packed in wide panels, and 8 to 16 rows over packed panels. Each case is one node of one model (its own
+packed in wide panels, 8 to 16 rows over packed panels, and B an input
+packed once at run time. Each case is one node of one model (its own
 inputs and output), compiled at -O2 and -O3 and run through `icc run` at 1
 and 2 threads (ICC_NUM_THREADS); every output must match numpy in float64 and ONNX Runtime
 (rtol 1e-4, atol 1e-4 x sqrt(K)).
@@ -106,11 +107,19 @@ def cases():
         ("gv_m8_200x300", "MatMul", [8, 200], [200, 300], None, {}, True),
         ("gv_m12_gemm_tb", "Gemm", [12, 100], [70, 100], [70], dict(transB=1), True),
     ]
+    # B a graph input that several row chunks would each copy: packed once
+    # at run time by a Transpose before the product (pack-b), rank 2,
+    # batched, and broadcast over A's batch; each must come out packed
+    out += [
+        ("rp_300x200x256", "MatMul", [300, 200], [200, 256], None, {}, False),
+        ("rp_batched", "MatMul", [2, 100, 64], [2, 64, 128], None, {}, False),
+        ("rp_bcast", "MatMul", [2, 300, 70], [70, 192], None, {}, False),
+    ]
     return out
 
 
-# the cases whose constant B the pack-b pass must pack (packed_b in the IR)
-PACKED = ("gv_",)
+# the cases whose B the pack-b pass must pack (packed_b in the IR)
+PACKED = ("gv_", "rp_")
 
 
 def reference(op, a, b, c, attrs):
