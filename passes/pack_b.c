@@ -35,6 +35,12 @@
  * pairs of input lanes (packed_k = 2), for the pair kernel of
  * codegen/lower/conv_blocked.c.
  *
+ * B computed at run time (run_packable): an f32 MatMul whose kernel would
+ * copy B's panels once per row chunk, three times or more, reads B packed
+ * once by a Transpose the pass puts before it ([.., K, N/w, w] to
+ * [.., N/w, K, w], whole panels only); products reading the same B share
+ * it.
+ *
  * int8 (quads_packable): on a target with 512-bit VNNI, a MatMulInteger's
  * constant i8 B [K, N] (K a multiple of 4, N of the width) is stored in
  * panels of quads of k, each [K/4, width, 4] (packed_k = 4), which the
