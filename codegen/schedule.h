@@ -133,6 +133,15 @@ static inline bool cg_schedule_bf16_pairs(const icc_target_desc *t)
  * vectors N spans (0: unknown), which a skinny tile need not exceed. */
 void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int *rows, int *vecs);
 
+/* The rows of the register tile over a packed B (pack-b's panels, which
+ * fix its vectors) for m rows from CG_GEMV_M to CG_SKINNY_M: of
+ * tile_rows and the two below it, the one that computes the fewest rows
+ * past m (ties to the larger); tile_rows for other m. 16 rows as 4
+ * blocks of 4 instead of 3 of 6 (Zen 4, 16x768x768 over a constant B:
+ * 0.190 -> 0.166 ms on 1 thread, 0.104 -> 0.090 on 2), 8 as 2 of 4
+ * instead of 2 of 6 (0.128 -> 0.084). */
+int cg_schedule_packed_rows(const cg_schedule *s, int64_t m);
+
 /* The column chunks of a skinny (streamed) contraction of m rows, n
  * columns and a B of b_bytes (one batch item): 1 below skinny_split_m
  * rows (memory-bound on B, whose rows a split cuts into pieces) unless B

@@ -31,8 +31,9 @@
  * pack_a). GEMV-like products (M < CG_GEMV_M, schedule.h) hold all rows
  * in one tile over wider panels and run the whole reduction per panel,
  * so a chunk of panels is one contiguous stretch of the weights read
- * once; from 8 rows a packed B takes the general tile (6 rows, blocks of
- * K, chunks of row blocks x panels). A bf16 A times a bf16 B packed in
+ * once; from 8 rows a packed B takes the general tile (blocks of K,
+ * chunks of row blocks x panels; up to 16 rows the tile rows that compute
+ * the fewest past M, cg_schedule_packed_rows). A bf16 A times a bf16 B packed in
  * pairs of k (packed_k = 2, on targets with vdpbf16ps) runs on the pair
  * kernel (lower_pairs).
  */
@@ -642,7 +643,7 @@ int lower_matmul(lctx *c)
     if (g.pw && ir_dim_is_const(g.m) && g.m.v < CG_GEMV_M)
         rows = (int)g.m.v;
     else if (g.pw && g.pk == 1)
-        rows = c->s->tile_rows;
+        rows = cg_schedule_packed_rows(c->s, ir_dim_is_const(g.m) ? g.m.v : 0);
     /* (a narrower output buffer than the anchor's, a bf16 group root:
      * no partial sums through it, so the plain loop) */
     bool wide = dt == c->cdt && g.to->dtype == dt && c->k->bufs[c->out].dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&

@@ -112,6 +112,47 @@ START_TEST(schedule_follows_registers)
 }
 END_TEST
 
+START_TEST(schedule_contraction_tiles)
+{
+    icc_diag d = {{0}};
+    cg_schedule s;
+    icc_target_desc t = desc("x86_64-pc-linux-gnu", "x86-64-v4", NULL);
+    ck_assert_int_eq(cg_schedule_init(&s, &t, &d), 0);
+    int r, v;
+    /* skinny M: ties of the throughput model go to more rows (B read
+     * fewer times): 8 rows are one block of 8 x 2 vectors */
+    cg_schedule_gemm_tile(&s, 8, 48, &r, &v);
+    ck_assert_int_eq(r, 8);
+    ck_assert_int_eq(v, 2);
+    cg_schedule_gemm_tile(&s, 1, 48, &r, &v);
+    ck_assert_int_eq(r, 1);
+    ck_assert_int_eq(v, 16);
+    cg_schedule_gemm_tile(&s, 100, 48, &r, &v);
+    ck_assert_int_eq(r, s.tile_rows);
+    ck_assert_int_eq(v, s.tile_vecs);
+    /* over packed panels, 8 to 16 rows take the tile that computes the
+     * fewest rows past M (6 rows: 16 -> 4 x 4, 8 -> 4, 12 -> 6, 10 -> 5) */
+    ck_assert_int_eq(s.tile_rows, 6);
+    ck_assert_int_eq(cg_schedule_packed_rows(&s, 16), 4);
+    ck_assert_int_eq(cg_schedule_packed_rows(&s, 8), 4);
+    ck_assert_int_eq(cg_schedule_packed_rows(&s, 12), 6);
+    ck_assert_int_eq(cg_schedule_packed_rows(&s, 10), 5);
+    ck_assert_int_eq(cg_schedule_packed_rows(&s, 17), 6);
+    ck_assert_int_eq(cg_schedule_packed_rows(&s, 0), 6);
+    /* parallel chunks: at least min_chunks, row chunks first when A is
+     * packed (one column chunk), each row chunk reading all of B */
+    int64_t nrc, ncc;
+    cg_schedule_tile_chunks(&s, 1, 171, 16, 64, true, &nrc, &ncc);
+    ck_assert_int_eq(nrc * ncc, s.min_chunks);
+    ck_assert_int_eq(ncc, 1);
+    cg_schedule_tile_chunks(&s, 12, 22, 2, 64, true, &nrc, &ncc);
+    ck_assert_int_eq(nrc, 1);   /* the batch alone gives the threads work */
+    ck_assert_int_eq(ncc, 1);
+    cg_schedule_tile_chunks(&s, 1, 1, 1, 64, false, &nrc, &ncc);
+    ck_assert_int_eq(nrc * ncc, 1);   /* nothing to split */
+}
+END_TEST
+
 START_TEST(llvm_target_describes_itself)
 {
     icc_diag d = {{0}};
@@ -176,6 +217,7 @@ static Suite *suite(void)
     tcase_add_test(tc, feature_strings_add_and_remove);
     tcase_add_test(tc, aarch64_and_cuda);
     tcase_add_test(tc, schedule_follows_registers);
+    tcase_add_test(tc, schedule_contraction_tiles);
     tcase_add_test(tc, llvm_target_describes_itself);
     tcase_add_test(tc, layout_block_from_target);
     suite_add_tcase(s, tc);
