@@ -91,11 +91,14 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
  * of V vectors, so the best has the fewest cycles per output vector. V
  * is a power of two (the emitter widens those), at most 4 x tile_vecs
  * (8 accumulators of ymm: M = 1 is latency-bound with 2). Ties go to
- * more rows, which read B fewer times (Zen 4, B an input: 8x768x768 as
- * one block of 8 rows x 2 vectors 0.131 -> 0.087 ms on 1 thread, 0.071
- * -> 0.048 on 2, against 4 blocks of 2 x 8; 12 and 16 rows the same). */
-void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int *rows, int *vecs)
+ * more rows, which read B fewer times, when B fits in the last-level
+ * cache (Zen 4, B an input: 8x768x768 as one block of 8 rows x 2 vectors
+ * 0.131 -> 0.087 ms on 1 thread, 0.071 -> 0.048 on 2, against 4 blocks
+ * of 2 x 8; 16 rows the same); from DRAM, to wide panels, whose rows of
+ * B are longer runs (8x3072x3072: 5.4 ms as 2 x 8, 10.3 as 8 x 2). */
+void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int64_t b_bytes, int *rows, int *vecs)
 {
+    bool cached = b_bytes > 0 && b_bytes <= s->llc_bytes;
     *rows = s->tile_rows;
     *vecs = s->tile_vecs;
     if (m < 1 || m > CG_SKINNY_M)
@@ -110,7 +113,7 @@ void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int 
         if (cyc < 4)
             cyc = 4;
         double cost = (double)((m + r - 1) / r) * cyc / v;
-        if (r == 1 || cost < best + 1e-9) {
+        if (r == 1 || cost < best - 1e-9 || (cached && cost < best + 1e-9)) {
             best = cost;
             *rows = r;
             *vecs = v;

@@ -130,8 +130,9 @@ static inline bool cg_schedule_bf16_pairs(const icc_target_desc *t)
  * of the throughput model in schedule.c, so that no row is computed
  * twice and a step has enough independent FMAs to hide their latency;
  * other M (and m = 0: unknown) get tile_rows x tile_vecs. n_vecs: the
- * vectors N spans (0: unknown), which a skinny tile need not exceed. */
-void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int *rows, int *vecs);
+ * vectors N spans (0: unknown), which a skinny tile need not exceed;
+ * b_bytes: one matrix of B (0: unknown), which decides ties (schedule.c). */
+void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int64_t b_bytes, int *rows, int *vecs);
 
 /* The rows of the register tile over a packed B (pack-b's panels, which
  * fix its vectors) for m rows from CG_GEMV_M to CG_SKINNY_M: of

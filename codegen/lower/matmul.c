@@ -629,7 +629,8 @@ int lower_matmul(lctx *c)
      * matters because B's rows are a page apart for large N. */
     int vl = c->s->lanes * 4 / (int)ir_dtype_size(dt);
     int rows, vecs;
-    cg_schedule_gemm_tile(c->s, ir_dim_is_const(g.m) ? g.m.v : 0, vl > 0 && consts ? (g.n.v + vl - 1) / vl : 0, &rows, &vecs);
+    cg_schedule_gemm_tile(c->s, ir_dim_is_const(g.m) ? g.m.v : 0, vl > 0 && consts ? (g.n.v + vl - 1) / vl : 0,
+                          consts ? g.kd.v * g.n.v * (int64_t)ir_dtype_size(dt) : 0, &rows, &vecs);
     int64_t width = (int64_t)vl * vecs;
     if (consts && vl > 0 && g.n.v < width)
         width = (g.n.v + vl - 1) / vl * vl;

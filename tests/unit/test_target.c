@@ -120,14 +120,18 @@ START_TEST(schedule_contraction_tiles)
     ck_assert_int_eq(cg_schedule_init(&s, &t, &d), 0);
     int r, v;
     /* skinny M: ties of the throughput model go to more rows (B read
-     * fewer times): 8 rows are one block of 8 x 2 vectors */
-    cg_schedule_gemm_tile(&s, 8, 48, &r, &v);
+     * fewer times) when B fits in the last-level cache: 8 rows are one
+     * block of 8 x 2 vectors; from DRAM to wide panels (2 x 8) */
+    cg_schedule_gemm_tile(&s, 8, 48, 768 * 768 * 4, &r, &v);
     ck_assert_int_eq(r, 8);
     ck_assert_int_eq(v, 2);
-    cg_schedule_gemm_tile(&s, 1, 48, &r, &v);
+    cg_schedule_gemm_tile(&s, 8, 192, s.llc_bytes + 1, &r, &v);
+    ck_assert_int_eq(r, 2);
+    ck_assert_int_eq(v, 8);
+    cg_schedule_gemm_tile(&s, 1, 48, 0, &r, &v);
     ck_assert_int_eq(r, 1);
     ck_assert_int_eq(v, 16);
-    cg_schedule_gemm_tile(&s, 100, 48, &r, &v);
+    cg_schedule_gemm_tile(&s, 100, 48, 0, &r, &v);
     ck_assert_int_eq(r, s.tile_rows);
     ck_assert_int_eq(v, s.tile_vecs);
     /* over packed panels, 8 to 16 rows take the tile that computes the
