@@ -798,8 +798,8 @@ static LLVMMetadataRef md_self(em *e, LLVMMetadataRef *ops, size_t n)
 
 static LLVMMetadataRef loop_hint(em *e, const char *name, LLVMValueRef v)
 {
-    LLVMMetadataRef ops[] = {md_str(e, name), LLVMValueAsMetadata(v)};
-    return LLVMMDNodeInContext2(e->cx, ops, 2);
+    LLVMMetadataRef ops[] = {md_str(e, name), v ? LLVMValueAsMetadata(v) : NULL};
+    return LLVMMDNodeInContext2(e->cx, ops, v ? 2 : 1);
 }
 
 static int emit_block(em *e, const kir_block *bl, int depth);
@@ -1257,7 +1257,7 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
                 best = cost, w = c;
         }
     }
-    LLVMMetadataRef hints[4];
+    LLVMMetadataRef hints[5];
     size_t nh = 0;
     /* LLVM vectorises innermost loops only, and cannot widen libm calls
      * (sinf, f64 tanh...; f32 exp/tanh/erf are inline code); where it
@@ -1273,6 +1273,14 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
          * (a 56-wide row on 16 lanes) all scalar */
         if (has_sym(s->lo) || has_sym(s->hi))
             hints[nh++] = loop_hint(e, "llvm.loop.interleave.count", LLVMConstInt(e->i32, 1, 0));
+        /* a constant trip count of a vector or more: not unrolled before
+         * the vectorizer runs, which then widened the loop around it
+         * instead, with gathers and scatters along its stride (a
+         * squeeze-excite Mul over [14 rows, 16 lanes] inlined into the run
+         * function: 47 -> 2 us, MobileNetV3 1.73 -> 1.42 ms on 1 thread) */
+        if (LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi) &&
+            LLVMConstIntGetSExtValue(hi) - LLVMConstIntGetSExtValue(lo) >= w)
+            hints[nh++] = loop_hint(e, "llvm.loop.unroll.disable", NULL);
     } else if (s->loop == KIR_UNROLL) {
         hints[nh++] = loop_hint(e, "llvm.loop.unroll.count", LLVMConstInt(e->i32, (unsigned)w, 0));
     }

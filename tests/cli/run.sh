@@ -209,6 +209,21 @@ compile_dumps() {
 }
 check "--emit=kernels|llvm|asm, and an aarch64 object" compile_dumps
 
+# A blocked squeeze-excite Mul ([rows, 16 lanes] times a per-lane scale)
+# is small enough to be inlined into run: its 16-lane loop must stay the
+# vector loop, not be unrolled first and the row loop around it widened
+# with gathers and scatters (47 us where 2 do: emit.c's unroll.disable).
+se_mul_vector() {
+  cat >"$T/se.icc" <<'G'
+graph @se(%x: f32[1,15,14,14,16], %s: f32[1,15,1,1,16]) -> (%y) {
+  %y = Mul(%x, %s) : f32[1,15,14,14,16]
+}
+G
+  "$ICC" "$T/se.icc" -O3 -march=x86-64-v4 --emit=asm >"$T/se.s" &&
+    grep -q "vmulps.*zmm" "$T/se.s" && ! grep -qE "vgather|vscatter" "$T/se.s"
+}
+check "a blocked squeeze-excite Mul compiles to vector multiplies, no gathers" se_mul_vector
+
 # The layout pass blocks channels by the target's vector width, not the
 # host's: 8 for AVX2 (haswell), 16 for AVX-512, 4 for NEON, and an
 # aarch64 object from the same -O3 pipeline.
