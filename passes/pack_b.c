@@ -185,7 +185,7 @@ static ir_value *pack_at_run(pass_ctx *c, ir_value *b, int64_t w)
     int r = b->type.rank;
     int64_t dims[IR_MAX_RANK + 1], perm[IR_MAX_RANK + 1], back[IR_MAX_RANK];
     for (int d = 0; d < r; d++)
-        back[d] = dims[d] = perm[d] = b->type.dims[d].v;
+        back[d] = dims[d] = b->type.dims[d].v;
     dims[r - 1] = back[r - 1] / w;
     dims[r] = w;
     for (int d = 0; d <= r; d++)
