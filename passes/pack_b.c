@@ -46,10 +46,18 @@
  * panels of quads of k, each [K/4, width, 4] (packed_k = 4), which the
  * VNNI kernel (codegen/lower/qgemm.c) reads with one load per 16 lanes
  * instead of interleaving four rows of B at every step.
+ *
+ * Recurrent ops (rnn_packable): an LSTM, GRU or RNN whose W and R are
+ * constants only it reads gets both transposed, [D, I, G H] and
+ * [D, H, G H], each matrix in column panels of w gate rows (weights_t =
+ * w): the kernel (codegen/lower/rnn.c) then runs both products as
+ * register tiles along the gate rows, with no sum split across a
+ * vector's lanes, each tile reading one contiguous panel.
  */
 #include "passes/pass.h"
 #include "codegen/schedule.h"
 #include "ir/ops.h"
+#include "ir/ref/rnn.h"
 #include "passes/precision.h"
 
 #include <stdlib.h>
@@ -216,6 +224,43 @@ static ir_value *pack_at_run(pass_ctx *c, ir_value *b, int64_t w)
     return rb && ir_infer_node(rb, c->diag) == 0 ? rb->out[0] : NULL;
 }
 
+/* Whether n is a recurrent op whose W and R the pass may transpose. */
+static bool rnn_packable(const ir_node *n, const int *uses)
+{
+    if ((n->op != IR_OP_LSTM && n->op != IR_OP_GRU && n->op != IR_OP_RNN) || n->nin <= IR_RNN_IN_R ||
+        ir_attr_int(n, "weights_t", 0) != 0)
+        return false;
+    for (int i = IR_RNN_IN_W; i <= IR_RNN_IN_R; i++) {
+        const ir_value *v = n->in[i];
+        if (!v || v->kind != IR_VAL_CONST || uses[v->id] != 1 || v->type.rank != 3 || !ir_type_is_static(&v->type))
+            return false;
+    }
+    return n->in[IR_RNN_IN_W] != n->in[IR_RNN_IN_R];
+}
+
+/* A constant [D, c, r] holding each [r, c] matrix of v [D, r, c]
+ * transposed, as column panels of w (ir_rnn_panel_at), or NULL on out of
+ * memory. */
+static ir_value *transpose_panels(pass_ctx *c, const ir_value *v, int64_t w)
+{
+    ir_type t = v->type;
+    int64_t D = t.dims[0].v, r = t.dims[1].v, cols = t.dims[2].v;
+    t.dims[1] = v->type.dims[2];
+    t.dims[2] = v->type.dims[1];
+    char buf[256];
+    ir_value *o = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, v->name, "_t", buf, sizeof buf), &t, NULL, c->diag);
+    if (!o)
+        return NULL;
+    size_t es = ir_dtype_size(t.dtype);
+    const unsigned char *src = v->cval.data;
+    unsigned char *dst = o->cval.data;
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t k = 0; k < cols; k++)
+                memcpy(dst + ir_rnn_panel_at(w, cols, r, d, k, i) * es, src + ((d * r + i) * cols + k) * es, es);
+    return o;
+}
+
 /* The packed copy of B = b for node n, in panels of w columns, each
  * [K/p, width, p]: groups of p rows side by side (p = 1: the panel
  * row-major; see the file comment), or NULL on out of memory. */
@@ -289,6 +334,23 @@ int pass_pack_b(pass_ctx *c)
             done[b->id] = p;
             n->in[1] = p;
             c->changed = true;
+            continue;
+        }
+        if (!n->dead && rnn_packable(n, uses)) {
+            /* panels of the tile's width, or one of all the gate rows */
+            int64_t GH = n->in[IR_RNN_IN_W]->type.dims[1].v, rw = GH < w ? GH : w;
+            for (int i = IR_RNN_IN_W; i <= IR_RNN_IN_R; i++) {
+                ir_value *b = n->in[i], *p = transpose_panels(c, b, rw);
+                if (!p)
+                    goto oom;
+                n->in[i] = p;
+                packed++;
+                bytes += (int64_t)b->cval.nbytes;
+                ir_value_erase(b);
+            }
+            if (ir_node_set_int(g, n, "weights_t", rw) < 0)
+                goto oom;
+            pass_stat(c, "recurrent weights transposed", 1);
             continue;
         }
         ir_node *cc = n->dead ? NULL : conv_pair_cast(c, n, uses);

@@ -47,6 +47,9 @@ typedef struct {
     kir_expr *T, *B;           /* steps and batch (constants or the run's symbols) */
     int64_t TB;                /* steps of a projection block */
     int rows, cols;            /* register tiles: steps x gate rows, gate rows per pass */
+    int64_t pw;                /* weights_t: the panel width of W and R, the VECTOR width of
+                                  both products' tiles */
+    int wf, rf;                /* weights_t: flat views of W and R */
     int proj;                  /* the projections of a block of steps: [TB, GH] */
     int hs, cs, gs, rh;        /* thread scratch: h, c (LSTM), gate sums, r h (GRU without
                                   linear_before_reset) */
@@ -74,7 +77,7 @@ bool cg_can_lower_rnn(const ir_node *n)
     const ir_type *x = &n->in[0]->type, *w = &n->in[1]->type, *r = &n->in[2]->type;
     if (x->rank != 3 || w->rank != 3 || r->rank != 3 || !ir_dim_is_const(x->dims[2]))
         return false;
-    int64_t H = r->dims[2].v;
+    int64_t H = r->dims[a.weights_t ? 1 : 2].v, GH = w->dims[a.weights_t ? 2 : 1].v;
     /* every operand's steps and batch are X's own (the same constant or
      * symbol): the kernel indexes them all by X's, and nothing checks two
      * different symbols against each other at run time */
@@ -96,7 +99,7 @@ bool cg_can_lower_rnn(const ir_node *n)
             return false;
     }
     /* an empty batch or no steps: nothing runs; scratch dims must be positive */
-    return H > 0 && w->dims[1].v > 0;
+    return H > 0 && GH > 0;
 }
 
 static kir_expr *fc(lctx *c, double v) { return kir_const_f(c->k, c->cdt, v); }
@@ -203,10 +206,110 @@ static kir_expr *bias(lctx *c, const rnn_geo *g, int half, kir_expr *j)
  * lanes). Past the block's last step or the last gate row a tile
  * recomputes the last one. The steps run from s0, reversed (t = len - 1 - s)
  * when rev. */
-static int projections(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_expr *nb, kir_expr *len, bool rev)
+/* The biases of gate row j (vector or scalar), both unless GRU's Rb_h
+ * under linear_before_reset (r multiplies it, later), or NULL without B. */
+static kir_expr *proj_bias(lctx *c, rnn_geo *g, kir_block *b, kir_expr *j)
+{
+    if (!has_in(c->n, IR_RNN_IN_B))
+        return NULL;
+    kir_kernel *k = c->k;
+    kir_expr *rb = bias(c, g, 1, j);
+    if (g->a.linear_before_reset)
+        rb = kir_op3(k, KIR_SELECT, c->cdt, kir_op2(k, KIR_LT, IR_BOOL, j, ic(c, 2 * g->H)), rb, fc(c, 0));
+    return kir_let(k, b, op2(c, KIR_ADD, bias(c, g, 0, j), rb));
+}
+
+/* weights_t: W (which 0) or R (1) at row kx of panel p (wp wide), lane
+ * l: ir_rnn_panel_at's offset in the flat view. */
+static kir_expr *wt_at(lctx *c, const rnn_geo *g, int which, kir_expr *p, kir_expr *wp, kir_expr *kx, kir_expr *l)
 {
     kir_kernel *k = c->k;
-    const ir_node *n = c->n;
+    int64_t K = which ? g->H : g->I;
+    kir_expr *base = kir_iadd(k, lw_imulc(k, g->d, K * g->GH), lw_imulc(k, p, g->pw * K));
+    kir_expr *off = kir_iadd(k, base, kir_iadd(k, kir_imul(k, kx, wp), l));
+    int buf = which ? g->rf : g->wf;
+    kir_expr *e = kir_load(k, buf, &off);
+    ir_dtype t = k->bufs[buf].dtype;
+    return lw_compute_dtype(t) != t ? kir_op1(k, KIR_CAST, lw_compute_dtype(t), e) : e;
+}
+
+/* weights_t: a serial loop over the panels of gate rows [j0, j1) in b,
+ * and in it a VECTOR loop over the panel's lanes within them; *p, *wp
+ * (the panel's width), *l and *j (= p pw + l) its variables. NULL on out
+ * of memory. */
+static kir_block *panel_loops(lctx *c, const rnn_geo *g, kir_block *b, int64_t j0, int64_t j1, kir_expr **p,
+                              kir_expr **wp, kir_expr **l, kir_expr **j)
+{
+    kir_kernel *k = c->k;
+    int pv = kir_new_var(k), lv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, b, pv, ic(c, j0 / g->pw), ic(c, (j1 + g->pw - 1) / g->pw), KIR_SERIAL, 0);
+    if (!lp)
+        return NULL;
+    *p = kir_var(k, pv);
+    kir_expr *c0 = lw_imulc(k, *p, g->pw);
+    *wp = g->GH % g->pw ? lw_imin(k, ic(c, g->pw), kir_op2(k, KIR_SUB, IR_I64, ic(c, g->GH), c0)) : ic(c, g->pw);
+    kir_expr *lo = j0 % g->pw ? lw_imax(k, ic(c, 0), kir_op2(k, KIR_SUB, IR_I64, ic(c, j0), c0)) : ic(c, 0);
+    kir_expr *hi = lw_imin(k, *wp, kir_op2(k, KIR_SUB, IR_I64, ic(c, j1), c0));
+    if (j1 % g->pw == 0 && g->GH % g->pw == 0)
+        hi = ic(c, g->pw);
+    kir_stmt *ll = kir_for(k, &lp->body, lv, lo, hi, KIR_VECTOR, (int)g->pw);
+    if (!ll)
+        return NULL;
+    *l = kir_var(k, lv);
+    *j = kir_iadd(k, c0, *l);
+    return &ll->body;
+}
+
+/* weights_t: the projections as the matmul kernels' register tile, per
+ * panel of gate rows a VECTOR loop over its lanes around tiles of `rows`
+ * steps, the sums of each step carried along k with x[t, k] broadcast:
+ * no sum is split across lanes, and a tile reads its panel of W, one
+ * contiguous stretch, once for all the block's steps. */
+static int projections_t(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_expr *nb, kir_expr *len, bool rev)
+{
+    kir_kernel *k = c->k;
+    int R = g->rows;
+    int tbv = kir_new_var(k), kv = kir_new_var(k);
+    kir_expr *p, *wp, *l, *j;
+    kir_block *jb = panel_loops(c, g, body, 0, g->GH, &p, &wp, &l, &j);
+    if (!jb)
+        return -1;
+    kir_expr *bsum = proj_bias(c, g, jb, j);
+    kir_stmt *ltb = lw_loop(c, jb, tbv, lw_idivc(k, lw_iaddc(k, nb, R - 1), R), KIR_SERIAL);
+    if (!ltb)
+        return -1;
+    kir_block *tb = &ltb->body;
+    kir_expr *rs[16], *ts[16]; /* the tile's rows in the block and their steps */
+    int acc[16];
+    for (int r = 0; r < R; r++) {
+        rs[r] = kir_let(k, tb, lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, tbv), R), r), lw_iaddc(k, nb, -1)));
+        kir_expr *st = kir_iadd(k, s0, rs[r]);
+        ts[r] = kir_let(k, tb, rev ? kir_op2(k, KIR_SUB, IR_I64, lw_iaddc(k, len, -1), st) : st);
+        if ((acc[r] = kir_new_acc(k, c->cdt)) < 0 || !kir_acc_set(k, tb, acc[r], bsum ? bsum : fc(c, 0)))
+            return -1;
+    }
+    kir_stmt *lk = kir_for(k, tb, kv, ic(c, 0), ic(c, g->I), KIR_SERIAL, 0);
+    if (!lk)
+        return -1;
+    kir_expr *kx = kir_var(k, kv), *wv = wt_at(c, g, 0, p, wp, kx, l);
+    for (int r = 0; r < R; r++) {
+        kir_expr *ix[3];
+        x_idx(g, ts[r], kx, ix);
+        if (!kir_acc_set(k, &lk->body, acc[r], kir_op3(k, KIR_FMA, c->cdt, lw_load_in(c, IR_RNN_IN_X, ix), wv,
+                                                       kir_acc(k, acc[r]))))
+            return -1;
+    }
+    for (int r = 0; r < R; r++)
+        if (!kir_store(k, tb, g->proj, (kir_expr *[]){rs[r], j}, kir_acc(k, acc[r])))
+            return -1;
+    return 0;
+}
+
+static int projections(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_expr *nb, kir_expr *len, bool rev)
+{
+    if (g->a.weights_t)
+        return projections_t(c, g, body, s0, nb, len, rev);
+    kir_kernel *k = c->k;
     int R = g->rows, Q = g->cols;
     int tbv = kir_new_var(k), jbv = kir_new_var(k), kv = kir_new_var(k);
     /* gate rows outer: a tile's rows of W stay in L1 while the block's
@@ -247,17 +350,8 @@ static int projections(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_e
             if (!kir_acc_set(k, &lk->body, acc[r][q],
                              kir_op3(k, KIR_FMA, c->cdt, xs[r], ws[q], kir_acc(k, acc[r][q]))))
                 return -1;
-    /* GRU with linear_before_reset: Rb_h is multiplied by r, added later */
-    bool rb_split = g->a.linear_before_reset;
     for (int q = 0; q < Q; q++) {
-        kir_expr *bsum = NULL;
-        if (has_in(n, IR_RNN_IN_B)) {
-            bsum = bias(c, g, 0, js[q]);
-            kir_expr *rb = bias(c, g, 1, js[q]);
-            if (rb_split)
-                rb = kir_op3(k, KIR_SELECT, c->cdt, kir_op2(k, KIR_LT, IR_BOOL, js[q], ic(c, 2 * g->H)), rb, fc(c, 0));
-            bsum = kir_let(k, tb, op2(c, KIR_ADD, bsum, rb));
-        }
+        kir_expr *bsum = proj_bias(c, g, tb, js[q]);
         for (int r = 0; r < R; r++) {
             kir_expr *v = kir_acc(k, acc[r][q]);
             if (bsum)
@@ -276,6 +370,23 @@ static int projections(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_e
  * linear_before_reset, Rb_h instead. */
 static int recurrent(lctx *c, rnn_geo *g, kir_block *b, int v, int64_t j0, int64_t j1, bool with_proj)
 {
+    if (g->a.weights_t) {
+        /* R's panels: per panel a VECTOR loop over its lanes, each lane's
+         * sum carried along k with v[k] broadcast */
+        kir_kernel *k = c->k;
+        int kv = kir_new_var(k), acc = kir_new_acc(k, c->cdt);
+        kir_expr *p, *wp, *l, *j;
+        kir_block *jb = acc < 0 ? NULL : panel_loops(c, g, b, j0, j1, &p, &wp, &l, &j);
+        if (!jb)
+            return -1;
+        kir_expr *s0 = with_proj ? proj_at(c, g, g->rr, j) : has_in(c->n, IR_RNN_IN_B) ? bias(c, g, 1, j) : fc(c, 0);
+        kir_stmt *lk = kir_acc_set(k, jb, acc, s0) ? kir_for(k, jb, kv, ic(c, 0), ic(c, g->H), KIR_SERIAL, 0) : NULL;
+        if (!lk)
+            return -1;
+        kir_expr *kx = kir_var(k, kv);
+        kir_expr *f = kir_op3(k, KIR_FMA, c->cdt, scr(c, v, kx), wt_at(c, g, 1, p, wp, kx, l), kir_acc(k, acc));
+        return kir_acc_set(k, &lk->body, acc, f) && kir_store(k, jb, g->gs, &j, kir_acc(k, acc)) ? 0 : -1;
+    }
     kir_kernel *k = c->k;
     int Q = g->cols;
     int64_t nr = j1 - j0;
@@ -502,7 +613,7 @@ int lower_rnn(lctx *c)
     g.T = lw_dim_of(k, td);
     g.B = lw_dim_of(k, bd);
     g.I = x->dims[2].v;
-    g.H = n->in[IR_RNN_IN_R]->type.dims[2].v;
+    g.H = n->in[IR_RNN_IN_R]->type.dims[g.a.weights_t ? 1 : 2].v;
     g.G = g.a.gates;
     g.GH = g.G * g.H;
     /* tiles of carried sums, each split across a vector register's lanes:
@@ -512,6 +623,24 @@ int lower_rnn(lctx *c)
     g.cols = c->s->dot_tiles + 1;
     if (g.rows > 16 || g.cols > 16)
         g.rows = g.cols = 16;
+    if (g.a.weights_t) {
+        /* the matmul tile: tile_rows steps (fewer when that computes fewer
+         * past a constant step count) x one panel */
+        int R = c->s->tile_rows < 16 ? c->s->tile_rows : 16;
+        g.pw = g.a.weights_t;
+        g.rows = R;
+        if (ir_dim_is_const(td) && td.v > 0)
+            for (int r = R - 1; r >= R - 2 && r >= 1; r--)
+                if ((td.v + r - 1) / r * r < (td.v + g.rows - 1) / g.rows * g.rows)
+                    g.rows = r;
+        for (int i = 0; i < 2; i++) {
+            const kir_buf *wb = &k->bufs[c->buf[IR_RNN_IN_W + i]];
+            ir_type ft = {.dtype = wb->dtype, .rank = 1, .dims = {ir_dim_const(g.a.dirs * (i ? g.H : g.I) * g.GH)}};
+            int *v = i ? &g.rf : &g.wf;
+            if ((*v = kir_add_buf(k, wb->name, wb->kind, &ft, wb->index, wb->offset)) < 0)
+                return -1;
+        }
+    }
     int64_t esz = (int64_t)ir_dtype_size(c->cdt), D = g.a.dirs;
     g.TB = PROJ_THREAD_BYTES / (g.GH * esz);
     if (ir_dim_is_const(td) && td.v < g.TB)

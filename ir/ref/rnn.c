@@ -7,7 +7,10 @@
  * the recurrent biases), sequence_lens [B], initial_h / initial_c
  * [D, B, H] (layout 1: [B, D, H]), P [D, 3 H] (LSTM peepholes i, o, f).
  * Outputs Y [T, D, B, H] (layout 1: [B, T, D, H]), Y_h and Y_c as
- * initial_h.
+ * initial_h. weights_t = w (internal, set by the pack-b pass) stores W
+ * and R transposed, typed [D, I, G H] and [D, H, G H], each matrix in
+ * column panels of w gate rows (ir_rnn_panel_at), the order the compiled
+ * kernel's tiles read along the gate rows.
  *
  * One step of direction d, batch item b, with x the step's input and h,
  * c the state (clip(v) clamps to [-clip, clip] when clip is given; each
@@ -95,6 +98,9 @@ int ir_rnn_attrs_get(const ir_node *n, ir_rnn_attrs *a, icc_diag *d)
     }
     a->input_forget = n->op == IR_OP_LSTM && ir_attr_int(n, "input_forget", 0) != 0;
     a->linear_before_reset = n->op == IR_OP_GRU && ir_attr_int(n, "linear_before_reset", 0) != 0;
+    a->weights_t = ir_attr_int(n, "weights_t", 0);
+    if (a->weights_t < 0)
+        return ir_node_errorf(d, n, "weights_t must be 0 or a panel width, got %lld", (long long)a->weights_t);
 
     static const ir_rnn_act_kind defaults[3][3] = {
         {IR_RNN_TANH}, {IR_RNN_SIGMOID, IR_RNN_TANH}, {IR_RNN_SIGMOID, IR_RNN_TANH, IR_RNN_TANH}};
@@ -236,9 +242,11 @@ int shape_rnn(ir_shape_ctx *c)
         B = x->dims[a.layout ? 0 : 1];
         I = x->dims[2];
     }
-    ir_dim H = a.hidden > 0 ? ir_dim_const(a.hidden) : r->rank == 3 ? r->dims[2] : ir_dim_unknown();
+    ir_dim H = a.hidden > 0 ? ir_dim_const(a.hidden) : r->rank == 3 ? r->dims[a.weights_t ? 1 : 2] : ir_dim_unknown();
     ir_dim D = ir_dim_const(a.dirs), GH = dim_mul(H, a.gates);
     ir_dim wd[3] = {D, GH, I}, rd[3] = {D, GH, H}, bd[2] = {D, dim_mul(H, 2 * a.gates)};
+    if (a.weights_t)
+        wd[1] = I, wd[2] = GH, rd[1] = H, rd[2] = GH;
     ir_dim sd[1] = {B}, pd[2] = {D, dim_mul(H, 3)};
     ir_dim hd[3] = {D, B, H};
     if (a.layout)
@@ -294,7 +302,9 @@ static double in_proj(const rnn_run *q, int64_t d, int64_t t, int64_t b, int g, 
     int64_t xo = q->a.layout ? (b * q->T + t) * q->I : (t * q->B + b) * q->I;
     double s = 0;
     for (int64_t k = 0; k < q->I; k++)
-        s += ir_tensor_getf(q->x, xo + k) * ir_tensor_getf(q->w, (d * G * q->H + row) * q->I + k);
+        s += ir_tensor_getf(q->x, xo + k) *
+             ir_tensor_getf(q->w, q->a.weights_t ? ir_rnn_panel_at(q->a.weights_t, q->I, G * q->H, d, k, row)
+                                                 : (d * G * q->H + row) * q->I + k);
     if (q->b) {
         s += ir_tensor_getf(q->b, d * 2 * G * q->H + row);
         if (!only_w)
@@ -309,7 +319,8 @@ static double rec_proj(const rnn_run *q, int64_t d, const double *v, int g, int6
     int64_t row = g * q->H + j, G = q->a.gates;
     double s = 0;
     for (int64_t k = 0; k < q->H; k++)
-        s += v[k] * ir_tensor_getf(q->r, (d * G * q->H + row) * q->H + k);
+        s += v[k] * ir_tensor_getf(q->r, q->a.weights_t ? ir_rnn_panel_at(q->a.weights_t, q->H, G * q->H, d, k, row)
+                                                      : (d * G * q->H + row) * q->H + k);
     return s;
 }
 
@@ -394,7 +405,7 @@ int ref_rnn(ir_ref_ctx *c)
     q.T = q.x->dims[q.a.layout ? 1 : 0];
     q.B = q.x->dims[q.a.layout ? 0 : 1];
     q.I = q.x->dims[2];
-    q.H = q.r->dims[2];
+    q.H = q.r->dims[q.a.weights_t ? 1 : 2];
     int D = q.a.dirs;
     ir_tensor *y = c->out[0], *yh = c->nout > 1 ? c->out[1] : NULL, *yc = c->nout > 2 ? c->out[2] : NULL;
     double *buf = malloc(sizeof(double) * (size_t)(5 * q.H + 1));

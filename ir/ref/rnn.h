@@ -40,6 +40,8 @@ typedef struct ir_rnn_attrs {
     double clip;               /* gate inputs clamped to [-clip, clip] when has_clip */
     bool input_forget;         /* LSTM: f = 1 - i */
     bool linear_before_reset;  /* GRU: r (.) (h R_h^T + Rb_h) instead of (r (.) h) R_h^T */
+    int64_t weights_t;         /* > 0: W typed [D, I, G*H] and R [D, H, G*H], in column panels
+                                  of this many gate rows (internal: the pack-b pass) */
     ir_rnn_act act[2][3];      /* per direction */
 } ir_rnn_attrs;
 
@@ -52,6 +54,15 @@ typedef struct ir_rnn_attrs {
  * ThresholdedRelu 1.0), Affine and ScaledTanh 0 as ONNX Runtime has. One
  * direction's list given to a bidirectional node serves both. */
 int ir_rnn_attrs_get(const ir_node *n, ir_rnn_attrs *a, icc_diag *d);
+
+/* The offset of element (d, k, row) of a W or R whose matrices are K x GH
+ * (K = I or H) stored as weights_t = w describes: in panels of w rows,
+ * each [K, width] (the last GH mod w wide). */
+static inline int64_t ir_rnn_panel_at(int64_t w, int64_t K, int64_t GH, int64_t d, int64_t k, int64_t row)
+{
+    int64_t p0 = row / w * w, wp = GH - p0 < w ? GH - p0 : w;
+    return d * K * GH + p0 * K + k * wp + (row - p0);
+}
 
 /* The activation at x, in double. */
 double ir_rnn_act_apply(const ir_rnn_act *a, double x);

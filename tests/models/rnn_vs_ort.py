@@ -6,7 +6,9 @@ reverse and bidirectional; sequence_lens with uneven lengths; initial states;
 peepholes; clip; input_forget; layout 1; linear_before_reset; non-default
 activations with alpha/beta (mixed lists, so the order in which they take
 their parameters matters); absent outputs; sizes that are no multiple of a
-vector; more steps than one block of projections; opsets 7, 14 and 22. Each
+vector; more steps than one block of projections; weight panels (-O3
+transposes W and R into panels of gate rows) whose last one is narrower or
+whose gate blocks end inside one; opsets 7, 14 and 22. Each
 runs through the interpreter (icc run MODEL.onnx) and compiled at -O0 and
 -O3, and must match ONNX Runtime at rtol 1e-4, atol 1e-5. A symbolic batch
 (layout 0 and 1) and symbolic steps compile once and run at several sizes. sequence_lens given at run time past
@@ -152,6 +154,14 @@ CASES = [
                                                  "activation_alpha": [1.5], "activation_beta": [-0.2]},
      ("B",), ("Y", "Y_h"), None, 22),
     ("RNN I=70, H=37 (no multiple of a vector)", "RNN", 6, 2, 70, 37, {}, ("B", "h0"), ("Y", "Y_h"), None, 14),
+    # -O3 stores W and R transposed in panels of gate rows (pack-b, weights_t): a last panel
+    # narrower than the others, and GRU's z/r/h boundaries inside a panel
+    ("LSTM H=20, I=33: 80 gate rows, a narrower last weight panel, peepholes", "LSTM", 7, 2, 33, 20,
+     {"direction": "bidirectional"}, ("B", "h0", "c0", "P"), ("Y", "Y_h", "Y_c"), None, 14),
+    ("GRU H=50: gate blocks that end inside a weight panel", "GRU", 6, 2, 12, 50,
+     {"direction": "bidirectional"}, ("B", "h0"), ("Y", "Y_h"), [6, 3], 14),
+    ("GRU H=50, linear_before_reset: gate blocks that end inside a weight panel", "GRU", 6, 2, 12, 50,
+     {"linear_before_reset": 1}, ("B", "h0"), ("Y", "Y_h"), None, 14),
 ]
 
 
