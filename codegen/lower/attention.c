@@ -260,10 +260,44 @@ static kir_block *rows_loop(lctx *c, kir_block *b, int64_t n, int width, kir_exp
 /* ---- the tiled schedule ------------------------------------------------------ */
 
 enum {
-    TILE_ROWS = 6,               /* query rows of a register tile */
+    TILE_ROWS = 12,              /* the most query rows of a register tile (tile_shape) */
     SCRATCH_MAX = 192 * 1024,    /* bytes of thread scratch (the CPU caps it at 256 KiB) */
     MIN_ITERS = 16,              /* parallel iterations wanted: heads are split into row chunks */
 };
+
+/* The tile of the tiled schedule: *rows query rows; P·V's vector loop
+ * *wpv lanes wide, just covering a head's Dv (up to the schedule's
+ * vectors per row), and as many rows as the accumulator registers
+ * then hold, so a narrow head (Dv 32: 2 vectors) takes 12 rows instead
+ * of computing 6 rows x 4 vectors of which half lie past Dv; Q·Kᵀ the
+ * same rows x *wqk lanes within the same registers. */
+static void tile_shape(const lctx *c, const att_geo *g, int64_t *rows, int *wqk, int *wpv)
+{
+    int lanes = c->s->lanes * 4 / (int)ir_dtype_size(c->cdt);
+    if (lanes < 1)
+        lanes = 1;
+    int tv = c->s->tile_vecs > 0 ? c->s->tile_vecs : 1, budget = c->s->tile_rows * tv;
+    int vpv = (int)((g->dv + lanes - 1) / lanes);
+    if (vpv > tv)
+        vpv = tv;
+    if (vpv < 1)
+        vpv = 1;
+    int64_t R = budget / vpv;
+    if (R > TILE_ROWS)
+        R = TILE_ROWS;
+    if (R > g->sq)
+        R = g->sq;
+    if (R < 1)
+        R = 1;
+    int vqk = (int)(budget / R);
+    if (vqk > tv)
+        vqk = tv;
+    if (vqk < 1)
+        vqk = 1;
+    *rows = R;
+    *wqk = vqk * lanes;
+    *wpv = vpv * lanes;
+}
 
 /* Whether the tiled schedule takes n: one output, no cache, and the
  * head's transposed keys plus a tile's score rows fit in thread scratch. */
@@ -272,8 +306,10 @@ static bool tiled_fits(const lctx *c, const att_geo *g)
     const ir_node *n = c->n;
     if (n->nout != 1 || g->past || (n->nin > 4 && n->in[4]) || (n->nin > 5 && n->in[5]))
         return false;
-    int64_t es = (int64_t)ir_dtype_size(c->cdt);
-    return (g->d + TILE_ROWS) * g->total * es <= SCRATCH_MAX;
+    int64_t es = (int64_t)ir_dtype_size(c->cdt), R;
+    int wqk, wpv;
+    tile_shape(c, g, &R, &wqk, &wpv);
+    return (g->d + R) * g->total * es <= SCRATCH_MAX;
 }
 
 /* Attention as two register-tiled contractions around a softmax on rows
@@ -300,13 +336,12 @@ static int lower_attention_tiled(lctx *c, att_geo *g)
 {
     kir_kernel *k = c->k;
     ir_dtype ct = c->cdt;
-    int64_t T = g->total, R = TILE_ROWS;
-    if (R > g->sq)
-        R = g->sq;
+    int64_t T = g->total, R;
     int lanes = c->s->lanes * 4 / (int)ir_dtype_size(ct);
     if (lanes < 1)
         lanes = 1;
-    int W = lanes * (c->s->tile_vecs > 0 ? c->s->tile_vecs : 1);
+    int W, wpv;
+    tile_shape(c, g, &R, &W, &wpv);
     int64_t nrb = (g->sq + R - 1) / R, heads = g->b * g->hq, nch = 1;
     while (heads * nch < MIN_ITERS && nch < nrb)
         nch++;
@@ -422,7 +457,7 @@ static int lower_attention_tiled(lctx *c, att_geo *g)
 
     /* Y = P V */
     int oe = kir_new_var(k), oj = kir_new_var(k);
-    kir_stmt *loe = kir_for(k, rb, oe, lw_i64c(k, 0), lw_i64c(k, g->dv), KIR_VECTOR, W);
+    kir_stmt *loe = kir_for(k, rb, oe, lw_i64c(k, 0), lw_i64c(k, g->dv), KIR_VECTOR, wpv);
     if (!loe)
         return -1;
     for (int r = 0; r < R; r++)
