@@ -28,6 +28,7 @@
 #ifndef ICC_KIR_H
 #define ICC_KIR_H
 
+#include "icc/runtime.h"
 #include "ir/ir.h"
 
 typedef enum kir_op {

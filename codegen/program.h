@@ -161,6 +161,7 @@ typedef struct cg_step {
 typedef struct cg_kernel_info {
     char *name, *ops;          /* owned */
     int64_t flops, bytes;
+    icc_kernel_kind kind;      /* what its arithmetic runs on (icc_model_desc.kernel_kinds) */
 } cg_kernel_info;
 /* One constant's bytes in the weights blob; the gaps are zero. */
 typedef struct {

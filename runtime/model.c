@@ -448,6 +448,15 @@ int icc_model_kernels(const icc_model *m, const icc_kernel_info **kernels)
     return n;
 }
 
+int icc_model_kernel_kind(const icc_model *m, int k)
+{
+    if (!m || k < 0 || k >= rt_nkernels(m->desc))
+        return -1;
+    const icc_model_desc *d = m->desc;
+    bool has = d->desc_size >= offsetof(icc_model_desc, kernel_kinds) + sizeof d->kernel_kinds;
+    return has && d->kernel_kinds ? d->kernel_kinds[k] : ICC_KERNEL_F32;
+}
+
 const icc_tensor_desc *icc_model_input(const icc_model *m, int i)
 {
     return m && i >= 0 && i < m->desc->ninputs ? &m->desc->inputs[i] : NULL;

@@ -407,6 +407,25 @@ static LLVMValueRef kernel_table(mctx *c)
     return t;
 }
 
+/* The descriptor's kernel kinds (icc_kernel_kind, one int32 per entry
+ * of the kernel table), or a null pointer without the table; NULL on out
+ * of memory. */
+static LLVMValueRef kind_table(mctx *c)
+{
+    const cg_program *p = c->p;
+    int n = p->nkernels - p->ninit_kernels;
+    if (!p->profile || n <= 0)
+        return LLVMConstPointerNull(c->ptr);
+    LLVMValueRef *el = calloc((size_t)n, sizeof *el);
+    if (!el)
+        return NULL;
+    for (int k = 0; k < n; k++)
+        el[k] = ci32(c, p->profile[p->ninit_kernels + k].kind);
+    LLVMValueRef t = global_const(c, "kernel_kinds", LLVMConstArray(c->i32, el, (unsigned)n), 4);
+    free(el);
+    return t;
+}
+
 /* A SLICE step (program.h, cg_slice): the iteration's base on each side,
  * then one memcpy, or a loop of them over the rows. Leaves b at the end. */
 static void emit_slice(mctx *c, LLVMBuilderRef b, LLVMValueRef run, const cg_step *st, LLVMValueRef dst,
@@ -808,15 +827,15 @@ static int emit_model(mctx *c)
         free(el);
     }
     LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
-    LLVMTypeRef dfields[28] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
+    LLVMTypeRef dfields[29] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
                                c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32,
-                               c->ptr, c->i32, c->i32, c->i64, c->ptr, c->ptr, c->i32, c->i32};
-    LLVMStructSetBody(desc_ty, dfields, 28, 0);
+                               c->ptr, c->i32, c->i32, c->i64, c->ptr, c->ptr, c->i32, c->i32, c->ptr};
+    LLVMStructSetBody(desc_ty, dfields, 29, 0);
     LLVMValueRef derived = derived_table(c);
     if (!derived)
         return ir_errorf(c->d, "out of memory");
-    LLVMValueRef kernels = kernel_table(c);
-    if (!kernels)
+    LLVMValueRef kernels = kernel_table(c), kinds = kind_table(c);
+    if (!kernels || !kinds)
         return ir_errorf(c->d, "out of memory");
     LLVMValueRef msgs = LLVMConstPointerNull(c->ptr);
     if (p->nmessages) {
@@ -828,18 +847,18 @@ static int emit_model(mctx *c)
         msgs = global_const(c, "messages", LLVMConstArray(c->ptr, el, (unsigned)p->nmessages), 8);
         free(el);
     }
-    LLVMValueRef dv[28] = {
+    LLVMValueRef dv[29] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, p->ninputs),
         ci32(c, p->noutputs), descs[0], descs[1], ci32(c, p->nsymbols), symbols,
         ci64(c, p->arena_bytes), arena_fn, ci64(c, (int64_t)p->weights_checksum),
         ci64(c, p->weights_bytes), wglob, run, msgs, ci32(c, p->nmessages), ci32(c, 0),
         kernels, ci32(c, p->profile ? p->nkernels - p->ninit_kernels : 0), ci32(c, 0),
-        ci64(c, p->init_bytes), init_fn, derived, ci32(c, p->nderived), ci32(c, 0),
+        ci64(c, p->init_bytes), init_fn, derived, ci32(c, p->nderived), ci32(c, 0), kinds,
     };
     snprintf(name, sizeof name, "%s_model", c->prefix);
     LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
-    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 28));
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 29));
     LLVMSetGlobalConstant(desc, 1);
     LLVMSetAlignment(desc, 8);
     return 0;

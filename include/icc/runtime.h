@@ -127,8 +127,26 @@ typedef struct icc_sym_def {
     int64_t a, b;
 } icc_sym_def;
 
+/* What a profiled kernel's arithmetic runs on, so that a profiler
+ * measures it against the right peak (icc_model_kernel_kind). Decided
+ * from the instructions the kernel's code uses, not from its op types:
+ * a bf16 MatMul compiled for a target without vdpbf16ps widens to f32
+ * FMAs and is ICC_KERNEL_F32. Its flops count a multiply-add as 2 in
+ * every kind (int8: two int-ops). A value this header does not name
+ * (from a newer compiler) is to be taken as ICC_KERNEL_F32. */
+typedef enum icc_kernel_kind {
+    ICC_KERNEL_F32 = 0,            /* FP32 FMA, and everything without a dot-product instruction */
+    ICC_KERNEL_BF16_DOT = 1,       /* bf16 pairs into f32 sums (AVX512-BF16 vdpbf16ps) */
+    ICC_KERNEL_INT8_DOT = 2,       /* u8 x i8 products summed into i32 (VNNI vpdpbusd; AVX2
+                                      vpmaddubsw / vpmaddwd) */
+    ICC_KERNEL_AMX_BF16 = 3,       /* AMX tiles: tdpbf16ps */
+    ICC_KERNEL_AMX_INT8 = 4,       /* AMX tiles: tdpbssd and kin */
+} icc_kernel_kind;
+
 /* One kernel of a model compiled with --profile: a fused group of nodes,
- * with its static cost per run (symbolic dims counted as 1). */
+ * with its static cost per run (symbolic dims counted as 1). Its compute
+ * kind is in icc_model_desc.kernel_kinds (the struct's size is the
+ * table's stride: it does not grow). */
 typedef struct icc_kernel_info {
     const char *name;              /* the group's node names, joined by '+' */
     const char *ops;               /* their op types, joined by '+' */
@@ -188,6 +206,11 @@ typedef struct icc_model_desc {
     const icc_sym_def *derived;
     int32_t nderived;
     int32_t reserved4;
+    /* (ABI 2, appended later: read only when desc_size covers it) With
+     * kernels: nkernels entries, kernel_kinds[k] the icc_kernel_kind of
+     * kernels[k]; NULL, or a descriptor that predates the field: every
+     * kernel ICC_KERNEL_F32. */
+    const int32_t *kernel_kinds;
 } icc_model_desc;
 
 
@@ -281,6 +304,11 @@ icc_status icc_output_dims(const icc_model *m, const int64_t *const *in_dims, in
  * (may be NULL); returns their count, 0 for a model compiled without
  * --profile (or NULL m). */
 int icc_model_kernels(const icc_model *m, const icc_kernel_info **kernels);
+/* The icc_kernel_kind of kernel k (what its arithmetic runs on, to pick
+ * the peak it is measured against): ICC_KERNEL_F32 for a model compiled
+ * before kinds were recorded; -1 when k is not in [0, icc_model_kernels)
+ * (or m is NULL). */
+int icc_model_kernel_kind(const icc_model *m, int k);
 /* Per-kernel wall nanoseconds (icc_model_kernels entries, borrowed, valid
  * until the next run or reset on ctx), summed over the successful runs
  * since create or the last reset, whose count goes to *runs (may be

@@ -338,6 +338,24 @@ START_TEST(profile_counters_and_old_descriptors)
     ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
     ck_assert_int_eq(icc_model_kernels(m, &k), 2);
     ck_assert(k == toy_kernels);
+    /* no kind table: every kernel f32; out of range: -1 */
+    ck_assert_int_eq(icc_model_kernel_kind(m, 0), ICC_KERNEL_F32);
+    ck_assert_int_eq(icc_model_kernel_kind(m, 1), ICC_KERNEL_F32);
+    ck_assert_int_eq(icc_model_kernel_kind(m, 2), -1);
+    ck_assert_int_eq(icc_model_kernel_kind(m, -1), -1);
+    ck_assert_int_eq(icc_model_kernel_kind(NULL, 0), -1);
+    icc_model_close(m);
+    /* the kinds (appended later): read only when desc_size covers them */
+    static const int32_t kinds[2] = {ICC_KERNEL_INT8_DOT, ICC_KERNEL_BF16_DOT};
+    edited.kernel_kinds = kinds;
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    ck_assert_int_eq(icc_model_kernel_kind(m, 0), ICC_KERNEL_INT8_DOT);
+    ck_assert_int_eq(icc_model_kernel_kind(m, 1), ICC_KERNEL_BF16_DOT);
+    icc_model_close(m);
+    edited.desc_size = (uint32_t)offsetof(icc_model_desc, kernel_kinds);
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    ck_assert_int_eq(icc_model_kernels(m, NULL), 2);
+    ck_assert_int_eq(icc_model_kernel_kind(m, 0), ICC_KERNEL_F32);
     ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
     const uint64_t *ns = icc_context_profile(ctx, &runs);
     ck_assert(ns && ns[0] == 0 && ns[1] == 0 && runs == 0);
