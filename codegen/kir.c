@@ -32,10 +32,11 @@ typedef struct {
 #define ROWSW {ARG_ROWSW, IR_F32, 0}
 static const struct {
     const char *name, *feature;
+    icc_kernel_kind kind;
     int nargs;
     intrin_arg args[4];
 } intrins[KIR_INTRIN_COUNT] = {
-#define KINTR(id, nm, feat, n, a0, a1, a2, a3) [KIR_IN_##id] = {nm, feat, n, {a0, a1, a2, a3}},
+#define KINTR(id, nm, feat, kind, n, a0, a1, a2, a3) [KIR_IN_##id] = {nm, feat, ICC_KERNEL_##kind, n, {a0, a1, a2, a3}},
 #include "codegen/kir_intrinsics.def"
 #undef KINTR
 };
@@ -52,6 +53,10 @@ const char *kir_intrin_feature(kir_intrin id)
     return (unsigned)id < KIR_INTRIN_COUNT ? intrins[id].feature : "";
 }
 int kir_intrin_nargs(kir_intrin id) { return (unsigned)id < KIR_INTRIN_COUNT ? intrins[id].nargs : -1; }
+icc_kernel_kind kir_intrin_kind(kir_intrin id)
+{
+    return (unsigned)id < KIR_INTRIN_COUNT ? intrins[id].kind : ICC_KERNEL_F32;
+}
 
 const char *kir_space_name(kir_space s)
 {

@@ -95,7 +95,7 @@ typedef enum kir_scope {
 
 /* Intrinsic statements (codegen/kir_intrinsics.def). */
 typedef enum kir_intrin {
-#define KINTR(id, name, feature, nargs, a0, a1, a2, a3) KIR_IN_##id,
+#define KINTR(id, name, feature, kind, nargs, a0, a1, a2, a3) KIR_IN_##id,
 #include "codegen/kir_intrinsics.def"
 #undef KINTR
     KIR_INTRIN_COUNT
@@ -105,6 +105,9 @@ const char *kir_intrin_name(kir_intrin id);
 /* The target feature(s) it needs, LLVM's spelling ("a|b": either). */
 const char *kir_intrin_feature(kir_intrin id);
 int kir_intrin_nargs(kir_intrin id);
+/* The arithmetic it does where the target has its feature (the def's
+ * KIND column). */
+icc_kernel_kind kir_intrin_kind(kir_intrin id);
 
 /* An intrinsic's operand: a buffer element (buf >= 0, one index per dim;
  * the operation reads or writes from there along the last dim, or a 2-D

@@ -1,11 +1,14 @@
 /* profile.c - what `icc --profile` tells the descriptor of each kernel:
- * the names and op types of the nodes its fused group holds, and the
- * group's static FLOPs and bytes, so that a profiler can print a roofline
- * line per kernel from the per-kernel times the run records (the LLVM
+ * the names and op types of the nodes its fused group holds, the group's
+ * static FLOPs and bytes, and the kind of arithmetic its code runs on
+ * (icc_kernel_kind: f32 FMAs, bf16 or int8 dot products, AMX tiles), so
+ * that a profiler can print a roofline line per kernel, against the peak
+ * of its kind, from the per-kernel times the run records (the LLVM
  * backend's run does, codegen/llvm/model.c).
  */
 #include "codegen/program.h"
 #include "ir/ops.h"
+#include "ir/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,9 +77,60 @@ static graph_costs *costs_of(graph_costs **gc, int *ngc, const ir_graph *g)
     return c;
 }
 
+/* Whether t has one of the features in f ("a|b", LLVM's names). */
+static bool has_any_feature(const icc_target_desc *t, const char *f)
+{
+    for (const char *p = f; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        for (int i = 0; i < ICC_TF_COUNT; i++) {
+            const char *nm = icc_target_feature_name((icc_target_feature)i);
+            if (strlen(nm) == len && !strncmp(nm, p, len) && icc_target_has(t, (icc_target_feature)i))
+                return true;
+        }
+        p = bar ? bar + 1 : NULL;
+    }
+    return false;
+}
+
+/* AMX tiles above dot products above f32: a kernel is measured against
+ * the fastest unit it uses. */
+static int kind_rank(icc_kernel_kind k)
+{
+    return k == ICC_KERNEL_AMX_BF16 || k == ICC_KERNEL_AMX_INT8 ? 2 : k == ICC_KERNEL_F32 ? 0 : 1;
+}
+
+/* The kind of the intrinsics in b and its nested blocks that t runs on
+ * their instruction (kir_intrin_kind), the highest ranked, into *kind. */
+static void block_kind(const kir_block *b, const icc_target_desc *t, icc_kernel_kind *kind)
+{
+    for (int i = 0; i < b->n; i++) {
+        const kir_stmt *s = b->s[i];
+        if (s->kind == KIR_S_FOR || s->kind == KIR_S_IF) {
+            block_kind(&s->body, t, kind);
+            block_kind(&s->orelse, t, kind);
+        } else if (s->kind == KIR_S_INTRINSIC) {
+            icc_kernel_kind k = kir_intrin_kind(s->intrin);
+            if (kind_rank(k) > kind_rank(*kind) && has_any_feature(t, kir_intrin_feature(s->intrin)))
+                *kind = k;
+        }
+    }
+}
+
+/* What kernel k's arithmetic runs on for target t: the dot-product
+ * intrinsics in its code decide, not its op types (a bf16 MatMul without
+ * vdpbf16ps widens to f32 FMAs: f32). */
+static icc_kernel_kind kernel_kind(const kir_kernel *k, const icc_target_desc *t)
+{
+    icc_kernel_kind kind = ICC_KERNEL_F32;
+    if (k && t)
+        block_kind(&k->body, t, &kind);
+    return kind;
+}
+
 /* Each kernel is one fused group of the graph its root node is in: a
  * subgraph's nodes are named with their path (If_0/then_branch/Conv_3). */
-int cg_program_profile(const ir_graph *g, cg_program *p, icc_diag *d)
+int cg_program_profile(const ir_graph *g, cg_program *p, const icc_target_desc *t, icc_diag *d)
 {
     (void)g;
     graph_costs *gc = NULL;
@@ -102,6 +156,7 @@ int cg_program_profile(const ir_graph *g, cg_program *p, icc_diag *d)
             break;
         }
         cg_kernel_info *ki = &p->profile[kx];
+        ki->kind = kernel_kind(p->kernels[kx].k, t);
         for (int i = 0; i < c->nk; i++)
             if (c->kc[i].root == c->root[r]) {
                 ki->flops = c->kc[i].flops;

@@ -247,9 +247,10 @@ int cg_program_build(const ir_graph *g, const cg_schedule *s, const char *prefix
 void cg_program_destroy(cg_program *p);
 
 /* Makes p a profiled program (cg_program.profile) from the graph it was
- * built from: each kernel's node names and op types joined by '+', and
- * its FLOPs and bytes (ir_graph_kernel_costs). codegen/profile.c. */
-int cg_program_profile(const ir_graph *g, cg_program *p, icc_diag *d);
+ * built from: each kernel's node names and op types joined by '+', its
+ * FLOPs and bytes (ir_graph_kernel_costs), and its kind on target t (the
+ * schedule's; NULL: every kernel ICC_KERNEL_F32). codegen/profile.c. */
+int cg_program_profile(const ir_graph *g, cg_program *p, const icc_target_desc *t, icc_diag *d);
 
 /* The weights blob assembled in memory (for a backend that embeds it);
  * owned by p, NULL with d set (d may be NULL) on out of memory. */

@@ -133,7 +133,8 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         *o->external_out = false;
     double ms[3] = {0}, t0 = icc_wall_ms();
     int nph = 0;
-    if (cg_program_build(g, &s, o->name, external, &p, d) < 0 || (o->profile && cg_program_profile(g, p, d) < 0))
+    if (cg_program_build(g, &s, o->name, external, &p, d) < 0 ||
+        (o->profile && cg_program_profile(g, p, s.target, d) < 0))
         goto done;
     ms[nph++] = icc_wall_ms() - t0;
     if (!external && !o->emit && o->out && o->embed_limit > 0 && p->weights_bytes > o->embed_limit) {

@@ -21,6 +21,7 @@
 #include "codegen/kir.h"
 #include "codegen/llvm/emit.h"
 #include "codegen/lower.h"
+#include "codegen/program.h"
 #include "ir/ops.h"
 #include "icc/runtime.h"
 #include "ir/ref/interp.h"
@@ -285,6 +286,48 @@ START_TEST(pmaddwd_in_the_assembly)
 }
 END_TEST
 
+/* The kind --profile records of the one kernel text compiles to for cpu
+ * (codegen/profile.c): what its code runs on for that target. */
+static int profiled_kind(const char *text, const char *cpu)
+{
+    icc_diag d = {{0}};
+    ir_graph *g = ir_parse(text, strlen(text), "int8.icc", &d);
+    ck_assert_msg(g != NULL, "%s", d.msg);
+    icc_pipeline p;
+    ck_assert_msg(icc_pipeline_parse("shape-infer,plan", &p, &d) == 0, "%s", d.msg);
+    ck_assert_msg(icc_pipeline_run(&p, g, NULL, &d) == 0, "%s", d.msg);
+    icc_pipeline_free(&p);
+    cg_target *t;
+    ck_assert_msg(cg_target_create("x86_64-pc-linux-gnu", cpu, NULL, 2, &t, &d) == 0, "%s", d.msg);
+    cg_schedule s;
+    cg_program *prog;
+    ck_assert_msg(cg_program_build(g, harness_sched(t, &s), "k", false, &prog, &d) == 0, "%s", d.msg);
+    ck_assert_msg(cg_program_profile(g, prog, s.target, &d) == 0, "%s", d.msg);
+    ck_assert_int_eq(prog->nkernels, 1);
+    int kind = prog->profile[0].kind;
+    cg_program_destroy(prog);
+    cg_target_destroy(t);
+    ir_graph_destroy(g);
+    return kind;
+}
+
+/* The kernel's kind follows the instructions it runs on: vpdpbusd with
+ * VNNI and vpmaddwd on AVX2 are int8 dot products; the scalar form on a
+ * target with neither is f32's roof, as is an f32 MatMul everywhere. */
+START_TEST(profile_kind_follows_the_target)
+{
+    rng_state = 5;
+    char *t = mm_graph("", 16, 64, 64, "u8", "i8", 's', 's');
+    ck_assert_int_eq(profiled_kind(t, "sapphirerapids"), ICC_KERNEL_INT8_DOT);
+    ck_assert_int_eq(profiled_kind(t, "haswell"), ICC_KERNEL_INT8_DOT);
+    ck_assert_int_eq(profiled_kind(t, "x86-64"), ICC_KERNEL_F32);
+    free(t);
+    static const char f32[] = "graph @g(%a: f32[16,64], %b: f32[64,64]) -> (%y) {\n"
+                              "  %y = MatMul(%a, %b) : f32[16,64]\n}\n";
+    ck_assert_int_eq(profiled_kind(f32, "sapphirerapids"), ICC_KERNEL_F32);
+}
+END_TEST
+
 /* With VNNI the MatMulInteger kernel steps 4 k by vpdpbusd: zmm on
  * Sapphire Rapids, VEX-encoded ymm with AVX-VNNI alone; u8 and i8 A and B. */
 START_TEST(dpbusd_in_the_assembly)
@@ -445,6 +488,7 @@ static Suite *suite(void)
     tcase_add_test(tc, conv_integer_shapes);
     tcase_add_test(tc, pmaddwd_in_the_assembly);
     tcase_add_test(tc, dpbusd_in_the_assembly);
+    tcase_add_test(tc, profile_kind_follows_the_target);
     tcase_add_test(tc, quads_through_the_scalar_form);
     tcase_add_test(tc, pmaddubsw_on_7bit_weights);
     suite_add_tcase(s, tc);
