@@ -431,7 +431,7 @@ typedef struct row {
     icc_bench_stats s;
     icc_bench_kernel *prof;    /* --profile: nprof kernels, owned by bench_model */
     int nprof;
-    double roof_gflops, roof_gbs;
+    icc_bench_roof roof;
 } row;
 
 /* Warm-up, then at least runs runs and time_s seconds: the stats in r. */
@@ -532,7 +532,7 @@ static void json_row(FILE *f, const row *r)
             r->s.p99, r->s.mean, r->s.min, r->s.max, ips, ips * (double)r->batch);
     if (r->prof) {
         fputs(", \"profile\": ", f);
-        icc_bench_profile_json(f, r->prof, r->nprof, r->s.mean, r->roof_gflops, r->roof_gbs);
+        icc_bench_profile_json(f, r->prof, r->nprof, r->s.mean, &r->roof);
     }
     fputc('}', f);
 }
@@ -576,14 +576,70 @@ int icc_bench_peak_parse(const char *json, icc_bench_peak *p)
     if (!json_number(json, NULL, "bf16_gflops", &p->bf16_core) ||
         !json_number(json, NULL, "bf16_gflops_all_cores", &p->bf16_all))
         p->bf16_core = p->bf16_all = 0;
+    if (!json_number(json, NULL, "int8_gops_amx", &p->amx_int8_core) ||
+        !json_number(json, NULL, "int8_gops_amx_all_cores", &p->amx_int8_all))
+        p->amx_int8_core = p->amx_int8_all = 0;
+    if (!json_number(json, NULL, "bf16_gflops_amx", &p->amx_bf16_core) ||
+        !json_number(json, NULL, "bf16_gflops_amx_all_cores", &p->amx_bf16_all))
+        p->amx_bf16_core = p->amx_bf16_all = 0;
     return 0;
 }
 
-void icc_bench_roofs(const icc_bench_peak *p, int threads, double *gflops, double *gbs)
+const char *icc_bench_kind_name(int kind)
 {
-    double g = p->gflops_core * (threads < 1 ? 1 : threads);
-    *gflops = threads > 1 && g > p->gflops_all ? p->gflops_all : g;
-    *gbs = threads > 1 ? p->read_all[ICC_BENCH_DRAM] : p->read_core[ICC_BENCH_DRAM];
+    static const char *const names[ICC_BENCH_KINDS] = {
+        [ICC_KERNEL_F32] = "f32", [ICC_KERNEL_BF16_DOT] = "bf16", [ICC_KERNEL_INT8_DOT] = "i8",
+        [ICC_KERNEL_AMX_BF16] = "amx-bf16", [ICC_KERNEL_AMX_INT8] = "amx-i8",
+    };
+    return kind >= 0 && kind < ICC_BENCH_KINDS ? names[kind] : names[ICC_KERNEL_F32];
+}
+
+/* One core's peak times threads, at most all cores'. */
+static double scaled(double core, double all, int threads)
+{
+    double g = core * (threads < 1 ? 1 : threads);
+    return threads > 1 && g > all ? all : g;
+}
+
+void icc_bench_roofs(const icc_bench_peak *p, int threads, icc_bench_roof *r)
+{
+    /* per kind: its peak, and the kind it falls back to when that is absent */
+    const struct { double core, all; int fallback; } k[ICC_BENCH_KINDS] = {
+        [ICC_KERNEL_F32] = {p->gflops_core, p->gflops_all, ICC_KERNEL_F32},
+        [ICC_KERNEL_BF16_DOT] = {p->bf16_core, p->bf16_all, ICC_KERNEL_F32},
+        [ICC_KERNEL_INT8_DOT] = {p->int8_core, p->int8_all, ICC_KERNEL_F32},
+        [ICC_KERNEL_AMX_BF16] = {p->amx_bf16_core, p->amx_bf16_all, ICC_KERNEL_BF16_DOT},
+        [ICC_KERNEL_AMX_INT8] = {p->amx_int8_core, p->amx_int8_all, ICC_KERNEL_INT8_DOT},
+    };
+    for (int i = 0; i < ICC_BENCH_KINDS; i++) {
+        int j = i;
+        while (j != ICC_KERNEL_F32 && !(k[j].core > 0 && k[j].all > 0))
+            j = k[j].fallback;
+        r->gflops[i] = scaled(k[j].core, k[j].all, threads);
+        r->peak_of[i] = j;
+    }
+    r->gbs = threads > 1 ? p->read_all[ICC_BENCH_DRAM] : p->read_core[ICC_BENCH_DRAM];
+}
+
+void icc_bench_roofs_text(char *buf, size_t len, const icc_bench_kernel *rows, int n, const icc_bench_roof *roof)
+{
+    static const char *const full[ICC_BENCH_KINDS] = {"FP32's", "bf16's", "int8's", "AMX bf16's", "AMX int8's"};
+    size_t at = (size_t)snprintf(buf, len, "%.1f GFLOP/s", roof->gflops[ICC_KERNEL_F32]);
+    bool first = true;
+    for (int k = ICC_KERNEL_F32 + 1; k < ICC_BENCH_KINDS && at < len; k++) {
+        bool used = false;
+        for (int i = 0; i < n && !used; i++)
+            used = rows[i].kind == k;
+        if (!used)
+            continue;
+        at += (size_t)snprintf(buf + at, len - at, "%s%s %.1f", first ? " (" : ", ", icc_bench_kind_name(k),
+                               roof->gflops[k]);
+        if (at < len && roof->peak_of[k] != k)
+            at += (size_t)snprintf(buf + at, len - at, " (%s)", full[roof->peak_of[k]]);
+        first = false;
+    }
+    if (!first && at < len)
+        snprintf(buf + at, len - at, ")");
 }
 
 static int cmp_kernel(const void *a, const void *b)
@@ -592,19 +648,21 @@ static int cmp_kernel(const void *a, const void *b)
     return x->us != y->us ? (x->us < y->us ? 1 : -1) : x->index - y->index;
 }
 
-void icc_bench_profile_rows(const icc_kernel_info *k, const uint64_t *ns, int n, uint64_t runs,
-                            double peak_gflops, double peak_gbs, icc_bench_kernel *rows)
+void icc_bench_profile_rows(const icc_kernel_info *k, const int *kinds, const uint64_t *ns, int n, uint64_t runs,
+                            const icc_bench_roof *roof, icc_bench_kernel *rows)
 {
-    double total = 0, per = runs ? 1.0 / (double)runs : 0;
+    double total = 0, per = runs ? 1.0 / (double)runs : 0, peak_gbs = roof->gbs;
     for (int i = 0; i < n; i++)
         total += (double)ns[i];
-    double ridge = peak_gbs > 0 ? peak_gflops / peak_gbs : 0;
     for (int i = 0; i < n; i++) {
         icc_bench_kernel *r = &rows[i];
         double sec = (double)ns[i] * per * 1e-9;
+        int kind = kinds && kinds[i] >= 0 && kinds[i] < ICC_BENCH_KINDS ? kinds[i] : ICC_KERNEL_F32;
+        double peak_gflops = roof->gflops[kind], ridge = peak_gbs > 0 ? peak_gflops / peak_gbs : 0;
         *r = (icc_bench_kernel){.index = i, .name = k[i].name, .ops = k[i].ops, .us = sec * 1e6, .calls = -1,
-                                .share = total > 0 ? (double)ns[i] / total * 100 : 0,
-                                .flops = (double)k[i].flops, .bytes = (double)k[i].bytes};
+                                .share = total > 0 ? (double)ns[i] / total * 100 : 0, .kind = kind,
+                                .flops = (double)k[i].flops, .bytes = (double)k[i].bytes,
+                                .peak_gflops = peak_gflops};
         r->gflops = sec > 0 ? r->flops / sec / 1e9 : 0;
         r->gbs = sec > 0 ? r->bytes / sec / 1e9 : 0;
         r->intensity = r->bytes > 0 ? r->flops / r->bytes : 0;
@@ -621,8 +679,8 @@ void icc_bench_profile_rows(const icc_kernel_info *k, const uint64_t *ns, int n,
 
 void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, double run_ms)
 {
-    fprintf(f, "%10s %6s %10s %10s %8s %8s %7s %-7s %5s  %-22s %s\n", "us/run", "share", "MFLOP", "KB", "GFLOP/s",
-            "GB/s", "FLOP/B", "bound", "roof", "ops", "kernel");
+    fprintf(f, "%10s %6s %10s %10s %8s %8s %7s %-7s %5s %-8s %-22s %s\n", "us/run", "share", "MFLOP", "KB", "GFLOP/s",
+            "GB/s", "FLOP/B", "bound", "roof", "kind", "ops", "kernel");
     double us = 0, fl = 0, by = 0;
     for (int i = 0; i < n; i++) {
         const icc_bench_kernel *r = &rows[i];
@@ -631,32 +689,42 @@ void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, doubl
         char calls[48] = "";
         if (r->calls >= 0 && r->calls != 1)
             snprintf(calls, sizeof calls, " (%.3g calls/run)", r->calls);
-        fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %4.0f%%  %-22.60s %.80s%s\n", r->us, r->share,
-                r->flops / 1e6, r->bytes / 1e3, r->gflops, r->gbs, r->intensity,
-                r->compute_bound ? "compute" : "memory", r->roof_pct, r->ops, r->name, calls);
+        fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %4.0f%% %-8s %-22.60s %.80s%s\n", r->us,
+                r->share, r->flops / 1e6, r->bytes / 1e3, r->gflops, r->gbs, r->intensity,
+                r->compute_bound ? "compute" : "memory", r->roof_pct, icc_bench_kind_name(r->kind), r->ops, r->name,
+                calls);
         us += r->us, fl += r->flops, by += r->bytes;
     }
     double sec = us * 1e-6;
-    fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %5s  total of %d kernel%s; a run takes "
+    fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %5s %-8s total of %d kernel%s; a run takes "
             "%.2f us on average, %.2f us of it outside kernels\n", us, n ? 100.0 : 0.0, fl / 1e6, by / 1e3, sec > 0 ? fl / sec / 1e9 : 0,
-            sec > 0 ? by / sec / 1e9 : 0, by > 0 ? fl / by : 0, "", "", n, n == 1 ? "" : "s", run_ms * 1e3,
+            sec > 0 ? by / sec / 1e9 : 0, by > 0 ? fl / by : 0, "", "", "", n, n == 1 ? "" : "s", run_ms * 1e3,
             run_ms * 1e3 - us);
 }
 
-void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, double peak_gflops,
-                            double peak_gbs)
+void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, const icc_bench_roof *roof)
 {
     double us = 0;
     for (int i = 0; i < n; i++)
         us += rows[i].us;
-    fprintf(f, "{\"peak_gflops\": %.3f, \"peak_gbs\": %.3f, \"kernels_us\": %.4f, \"run_mean_us\": %.4f, "
-            "\"kernels\": [", peak_gflops, peak_gbs, us, run_ms * 1e3);
+    /* peak_gflops: FP32's, as before the kinds; peaks_gflops: each kind's
+     * roof, and peak_of whose peak that is (a fallback when its own is
+     * absent) */
+    fprintf(f, "{\"peak_gflops\": %.3f, \"peak_gbs\": %.3f, \"peaks_gflops\": {", roof->gflops[ICC_KERNEL_F32],
+            roof->gbs);
+    for (int k = 0; k < ICC_BENCH_KINDS; k++)
+        fprintf(f, "%s\"%s\": %.3f", k ? ", " : "", icc_bench_kind_name(k), roof->gflops[k]);
+    fputs("}, \"peak_of\": {", f);
+    for (int k = 0; k < ICC_BENCH_KINDS; k++)
+        fprintf(f, "%s\"%s\": \"%s\"", k ? ", " : "", icc_bench_kind_name(k), icc_bench_kind_name(roof->peak_of[k]));
+    fprintf(f, "}, \"kernels_us\": %.4f, \"run_mean_us\": %.4f, \"kernels\": [", us, run_ms * 1e3);
     for (int i = 0; i < n; i++) {
         const icc_bench_kernel *r = &rows[i];
         fprintf(f, "%s{\"index\": %d, \"name\": ", i ? ", " : "", r->index);
         json_str(f, r->name);
         fputs(", \"ops\": ", f);
         json_str(f, r->ops);
+        fprintf(f, ", \"kind\": \"%s\", \"peak_gflops\": %.3f", icc_bench_kind_name(r->kind), r->peak_gflops);
         fprintf(f, ", \"us\": %.4f, \"share\": %.4f, \"flops\": %.0f, \"bytes\": %.0f, \"gflops\": %.4f, "
                 "\"gbs\": %.4f, \"intensity\": %.4f, \"bound\": \"%s\", \"roof_pct\": %.2f", r->us, r->share,
                 r->flops, r->bytes, r->gflops, r->gbs, r->intensity, r->compute_bound ? "compute" : "memory",
@@ -1023,7 +1091,9 @@ static void peak_json(FILE *f, const icc_bench_peak *pk, const int64_t ws[ICC_BE
             fprintf(f, ", \"%s\": %.2f", dk[i], dv[i]);
         else
             fprintf(f, ", \"%s\": null", dk[i]);
-    fputs(", \"int8_gops_amx\": null}", f);
+    /* AMX: the keys --profile reads, not measured yet */
+    fputs(", \"int8_gops_amx\": null, \"int8_gops_amx_all_cores\": null, \"bf16_gflops_amx\": null, "
+          "\"bf16_gflops_amx_all_cores\": null}", f);
 }
 
 /* Writes the peaks where --profile looks (best effort: a cache). */
@@ -1130,7 +1200,7 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
     const char *bsym = batch_symbol(o, d);
     int rc = 1;
     row rows[MAX_LIST * MAX_LIST];
-    int nrows = 0;
+    int nrows = 0, *kinds = NULL;   /* each kernel's icc_kernel_kind */
     memset(rows, 0, sizeof rows);
     if (o->nbatch && !bsym) {
         icc_fail("%s: --batch needs a symbolic dim, and the model has none (its shapes were pinned)", o->model);
@@ -1153,14 +1223,38 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
         icc_fail("%s: compiled without --profile (icc MODEL.onnx --profile -o MODEL.so)", o->model);
         goto out;
     }
+    kinds = calloc((size_t)nk + 1, sizeof *kinds);
+    if (!kinds) {
+        icc_fail("out of memory");
+        goto out;
+    }
+    bool has_kind[ICC_BENCH_KINDS] = {false};
+    for (int i = 0; i < nk; i++) {
+        int k = icc_model_kernel_kind(m, i);
+        kinds[i] = k >= 0 && k < ICC_BENCH_KINDS ? k : ICC_KERNEL_F32;
+        has_kind[kinds[i]] = true;
+    }
     if (o->profile && peak_for_profile(&pk, &measured) != 0)
         goto out;
     int nt = o->nthreads ? o->nthreads : 1, nb = o->nbatch ? o->nbatch : 1;
     double warm = o->warmup_s;
-    if (o->profile && !o->json)
-        printf("roofs%s: FP32 FMA %.1f GFLOP/s per core, DRAM read %.1f GB/s on one core, %.1f on all%s\n",
-               measured ? " (measured just now, quickly)" : "", pk.gflops_core, pk.read_core[ICC_BENCH_DRAM],
+    if (o->profile && !o->json) {
+        /* the dot-product and AMX peaks of the kinds the kernels have */
+        char dots[256] = "";
+        icc_bench_roof one;
+        icc_bench_roofs(&pk, 1, &one);
+        for (int k = ICC_KERNEL_F32 + 1, at = 0; k < ICC_BENCH_KINDS; k++) {
+            const char *kn = icc_bench_kind_name(k);
+            if (has_kind[k] && at < (int)sizeof dots)
+                at += one.peak_of[k] == k
+                          ? snprintf(dots + at, sizeof dots - (size_t)at, ", %s dot %.1f G ops/s", kn, one.gflops[k])
+                          : snprintf(dots + at, sizeof dots - (size_t)at, ", %s on %s's peak (none measured)", kn,
+                                     icc_bench_kind_name(one.peak_of[k]));
+        }
+        printf("roofs%s: FP32 FMA %.1f GFLOP/s per core%s, DRAM read %.1f GB/s on one core, %.1f on all%s\n",
+               measured ? " (measured just now, quickly)" : "", pk.gflops_core, dots, pk.read_core[ICC_BENCH_DRAM],
                pk.read_all[ICC_BENCH_DRAM], d->nsymbols ? "; FLOPs and bytes count symbolic dims as 1" : "");
+    }
     if (!o->json)
         printf("model: %s%s%s\n", o->model, bsym && o->nbatch ? ", batch dim " : "", bsym && o->nbatch ? bsym : "");
     for (int ti = 0; ti < nt; ti++) {
@@ -1205,8 +1299,8 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
                     goto out;
                 }
                 r->nprof = nk;
-                icc_bench_roofs(&pk, (int)r->threads, &r->roof_gflops, &r->roof_gbs);
-                icc_bench_profile_rows(kinfo, ns, nk, runs, r->roof_gflops, r->roof_gbs, r->prof);
+                icc_bench_roofs(&pk, (int)r->threads, &r->roof);
+                icc_bench_profile_rows(kinfo, kinds, ns, nk, runs, &r->roof, r->prof);
                 /* the call counts after the times (0 from an older model: not shown) */
                 uint64_t total_calls = 0;
                 for (int i = 0; i < nk; i++)
@@ -1222,9 +1316,12 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
             if (!o->json && o->sc != SC_SERVER) {
                 print_row(r, nrows == 0 || o->profile);
                 if (r->prof) {
-                    printf("\nprofile (threads %lld, batch %lld, %lld runs; roofs %.1f GFLOP/s and %.1f GB/s, the ridge at "
-                           "%.2f FLOP/B):\n", (long long)r->threads, (long long)r->batch, (long long)r->s.n,
-                           r->roof_gflops, r->roof_gbs, r->roof_gbs > 0 ? r->roof_gflops / r->roof_gbs : 0);
+                    char roofs[512];
+                    icc_bench_roofs_text(roofs, sizeof roofs, r->prof, r->nprof, &r->roof);
+                    double f32 = r->roof.gflops[ICC_KERNEL_F32];
+                    printf("\nprofile (threads %lld, batch %lld, %lld runs; roofs %s and %.1f GB/s, the ridge at "
+                           "%.2f FLOP/B):\n", (long long)r->threads, (long long)r->batch, (long long)r->s.n, roofs,
+                           r->roof.gbs, r->roof.gbs > 0 ? f32 / r->roof.gbs : 0);
                     icc_bench_profile_table(stdout, r->prof, r->nprof, r->s.mean);
                     putchar('\n');
                 }
@@ -1323,6 +1420,7 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
 out:
     for (int i = 0; i < nrows; i++)
         free(rows[i].prof);
+    free(kinds);
     icc_model_close(m);
     return rc;
 }

@@ -43,8 +43,11 @@ typedef struct icc_bench_peak {
     double read_core[ICC_BENCH_LEVELS], read_all[ICC_BENCH_LEVELS];
     /* dot-product peaks where the CPU has them, else 0: int8 VNNI
      * (vpdpbusd, G int-ops/s, a multiply and an add per byte pair) and
-     * bf16 (vdpbf16ps, GFLOP/s) */
+     * bf16 (vdpbf16ps, GFLOP/s); AMX tiles' int8 (tdpbssd) and bf16
+     * (tdpbf16ps) when the file has them (--peak does not measure them
+     * yet: 0) */
     double int8_core, int8_all, bf16_core, bf16_all;
+    double amx_int8_core, amx_int8_all, amx_bf16_core, amx_bf16_all;
 } icc_bench_peak;
 
 /* The peaks in the JSON `icc bench --peak --json` prints (the cache
@@ -52,10 +55,26 @@ typedef struct icc_bench_peak {
  * number. */
 int icc_bench_peak_parse(const char *json, icc_bench_peak *p);
 
-/* The roofs a run on `threads` threads has: FMA peak (one core's times
- * threads, at most all cores') and DRAM read bandwidth (one core's, or
- * all cores' when threads > 1). */
-void icc_bench_roofs(const icc_bench_peak *p, int threads, double *gflops, double *gbs);
+/* The kernel kinds a profile tells apart (icc_kernel_kind's values). */
+enum { ICC_BENCH_KINDS = ICC_KERNEL_AMX_INT8 + 1 };
+
+/* The short name of a kernel kind in the table and the JSON: "f32",
+ * "bf16", "i8", "amx-bf16", "amx-i8" (a kind this build does not know:
+ * "f32", as the header says to take it). */
+const char *icc_bench_kind_name(int kind);
+
+/* The roofs a run on `threads` threads has: per kernel kind the compute
+ * peak (one core's times threads, at most all cores'): FP32 FMA for f32,
+ * the bf16 and int8 dot products' and AMX's for theirs; a kind whose peak
+ * is absent falls back (AMX to the dot product of its dtype, a dot product
+ * to FP32 FMA), and peak_of says whose peak it got. And the DRAM read
+ * bandwidth (one core's, or all cores' when threads > 1). */
+typedef struct icc_bench_roof {
+    double gflops[ICC_BENCH_KINDS];
+    int peak_of[ICC_BENCH_KINDS];
+    double gbs;
+} icc_bench_roof;
+void icc_bench_roofs(const icc_bench_peak *p, int threads, icc_bench_roof *r);
 
 /* One kernel of a profile, per run. */
 typedef struct icc_bench_kernel {
@@ -63,26 +82,32 @@ typedef struct icc_bench_kernel {
     const char *name, *ops;    /* borrowed from the model */
     double us;                 /* wall time */
     double share;              /* % of all kernels' time */
-    double flops, bytes;
+    int kind;                  /* icc_kernel_kind (unknown ones taken as f32) */
+    double flops, bytes;       /* flops: a multiply-add is 2 (int8: int-ops) */
     double gflops, gbs;        /* achieved */
     double intensity;          /* FLOPs per byte (0 with no bytes) */
-    bool compute_bound;        /* intensity at or past the ridge, peak_gflops / peak_gbs */
+    double peak_gflops;        /* the compute roof of its kind */
+    bool compute_bound;        /* intensity at or past the ridge, peak_gflops / the bandwidth */
     double roof_pct;           /* achieved / the roof at that intensity (bandwidth for no FLOPs) */
     double calls;              /* calls per run (a loop body's kernels: its iterations); -1: not counted */
 } icc_bench_kernel;
 
-/* rows[0..n) from the model's kernels and the counters of `runs` runs
- * (icc_context_profile), sorted by time, longest first (ties in run
- * order), against the roofs peak_gflops and peak_gbs. */
-void icc_bench_profile_rows(const icc_kernel_info *k, const uint64_t *ns, int n, uint64_t runs,
-                            double peak_gflops, double peak_gbs, icc_bench_kernel *rows);
+/* rows[0..n) from the model's kernels, their kinds (NULL: all f32) and
+ * the counters of `runs` runs (icc_context_profile), sorted by time,
+ * longest first (ties in run order), each against the roofs of its kind. */
+void icc_bench_profile_rows(const icc_kernel_info *k, const int *kinds, const uint64_t *ns, int n, uint64_t runs,
+                            const icc_bench_roof *roof, icc_bench_kernel *rows);
 
 /* The profile as a table, and as a JSON object (no newline); run_ms is
  * the runs' mean wall time (the counters' too), to show the time spent
  * outside kernels. */
 void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, double run_ms);
-void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, double peak_gflops,
-                            double peak_gbs);
+void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, const icc_bench_roof *roof);
+
+/* What the profile of rows[0..n) stands against, for its header: "R
+ * GFLOP/s" (FP32's roof), then for each other kind that some row has,
+ * " (bf16 R', i8 R'' ...)", a fallen-back one as "i8 R (FP32's)". */
+void icc_bench_roofs_text(char *buf, size_t len, const icc_bench_kernel *rows, int n, const icc_bench_roof *roof);
 
 /* ---- --generate: autoregressive decoders with a static KV cache
  * (tools/generate.c; the contract is in docs/performance.md) ---- */

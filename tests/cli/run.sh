@@ -513,7 +513,7 @@ bench_profile_table() {
   "$ICC" "$T/mm.onnx" --profile -o "$T/mm.so" || return 1
   ICC_PEAK_CACHE="$T/peak.json" "$ICC" bench "$T/mm.so" --profile --threads=1 --runs=5 --time=0 --warmup=0 >"$T/prof.txt" \
     2>/dev/null || return 1
-  grep -qE "^ +us/run +share +MFLOP +KB +GFLOP/s +GB/s +FLOP/B +bound +roof +ops +kernel$" "$T/prof.txt" &&
+  grep -qE "^ +us/run +share +MFLOP +KB +GFLOP/s +GB/s +FLOP/B +bound +roof +kind +ops +kernel$" "$T/prof.txt" &&
     [ "$(grep -cE '^ +[0-9.]+ +[0-9.]+% .* (memory|compute) .* (MatMul +mm|Softmax +sm)$' "$T/prof.txt")" -eq 2 ] &&
     grep -qE "^ +[0-9.]+ 100\.0% .*total of 2 kernels" "$T/prof.txt" &&
     grep -q "roofs 40.0 GFLOP/s and 10.0 GB/s, the ridge at 4.00 FLOP/B" "$T/prof.txt" || { cat "$T/prof.txt"; return 1; }
@@ -552,6 +552,74 @@ for f in sys.argv[1:]:   # printed, and left where --profile reads it
 PY
 }
 check "bench --peak --json: per-level and all-core bandwidths, int8 flags, the VNNI and BF16 dot peaks; the cache" bench_peak_json
+# bench --profile: each kernel stands against the peak of what its code
+# runs on (icc_kernel_kind): a MatMulInteger with constant i8 weights on
+# the int8 dot product (vpdpbusd with VNNI, vpmaddwd/vpmaddubsw on AVX2; f32
+# on a baseline x86-64 without them), a --precision=bf16 MatMul on
+# vdpbf16ps where the target has AVX512-BF16 (f32 where it widens to FMAs).
+python3 - "$T" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+rng = np.random.RandomState(0)
+w = nh.from_array(rng.randint(-128, 128, (128, 192)).astype(np.int8), "w")
+g = h.make_graph([h.make_node("MatMulInteger", ["x", "w"], ["y"], name="mmi")], "i8",
+                 [h.make_tensor_value_info("x", T.UINT8, [32, 128])], [h.make_tensor_value_info("y", T.INT32, [32, 192])], [w])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), sys.argv[1] + "/i8.onnx")
+w = nh.from_array(rng.rand(256, 128).astype(np.float32), "w")
+g = h.make_graph([h.make_node("MatMul", ["x", "w"], ["m"], name="mm"), h.make_node("Relu", ["m"], ["y"], name="r")], "bf",
+                 [h.make_tensor_value_info("x", T.FLOAT, [16, 256])], [h.make_tensor_value_info("y", T.FLOAT, [16, 128])], [w])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), sys.argv[1] + "/bf.onnx")
+PY
+echo '{"cores": 2, "fma_gflops_per_core": 40, "fma_gflops_all_cores": 80,
+ "read_gbs_per_core": {"L1": 100, "L2": 50, "L3": 30, "DRAM": 10},
+ "read_gbs_all_cores": {"L1": 200, "L2": 100, "L3": 60, "DRAM": 16},
+ "int8_gops_vnni": 300, "int8_gops_vnni_all_cores": 500, "bf16_gflops": 150, "bf16_gflops_all_cores": 250}' >"$T/kpeak.json"
+# profile_kinds PEAKFILE: the contraction's kind and roof in the JSON of each
+# build below (kind: i8, f32, or host: bf16 where the CPU has avx512_bf16,
+# else f32). With the fake peaks each kind's roof is its own, one core's or
+# all cores' (AMX, not measured, on the dot product's); with the measured
+# ones, the contraction runs under 150% of its roof.
+profile_kinds() {
+  local n=0 model want flags
+  while read -r model want flags; do
+    n=$((n + 1))
+    "$ICC" "$T/$model.onnx" --profile $flags -o "$T/kind$n.so" 2>/dev/null &&
+      ICC_PEAK_CACHE="$1" "$ICC" bench "$T/kind$n.so" --profile --threads=1,2 --runs=20 --time=0.1 --warmup=0.05 --json \
+        >"$T/kind$n.json" 2>/dev/null || { echo "$model $flags: no profile"; return 1; }
+    python3 - "$T/kind$n.json" "$want" "$1" <<'PY' || { echo "$model $flags"; return 1; }
+import json, sys
+r, want, fake = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3].endswith("kpeak.json")
+flags = next((l.split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+if want == "host":
+    want = "bf16" if "avx512_bf16" in flags else "f32"
+for x in r["results"]:
+    p = x["profile"]
+    k = next(k for k in p["kernels"] if "MatMul" in k["ops"])
+    assert k["kind"] == want, (k["kind"], want, k)
+    assert k["peak_gflops"] == p["peaks_gflops"][want], (k, p["peaks_gflops"])
+    if fake:
+        t = x["threads"] - 1
+        own = {"f32": (40, 80), "i8": (300, 500), "bf16": (150, 250)}[want][t]
+        assert k["peak_gflops"] == own and p["peak_gflops"] == (40, 80)[t], (k, own)
+        assert p["peak_of"] == {"f32": "f32", "bf16": "bf16", "i8": "i8", "amx-bf16": "bf16", "amx-i8": "i8"}, p
+        roof = min(k["peak_gflops"], k["intensity"] * p["peak_gbs"])
+        assert abs(k["roof_pct"] - 100 * k["gflops"] / roof) < 0.01 + 1e-3 * k["roof_pct"], (k, roof)
+    else:
+        assert 0 < k["roof_pct"] < 150, k
+PY
+  done <<EOF
+i8 i8
+i8 i8 -march=x86-64-v3
+i8 f32 -march=x86-64
+bf host --precision=bf16 --no-default-keep
+bf f32 --precision=bf16 --no-default-keep -march=x86-64-v3
+bf f32
+EOF
+}
+check "bench --profile: int8 and bf16 contractions on their own (fake) peaks; the kind follows the target" \
+  profile_kinds "$T/kpeak.json"
+check "bench --profile: int8 and bf16 contractions under 150% of this machine's measured peaks" \
+  profile_kinds "$T/peak2.json"
 # bench --generate on a tiny static-KV decoder (seq 1) and its prefill
 # graph (seq 4): the step counts, and the greedy tokens ONNX Runtime picks.
 GEN=bench/models/gpt2_static_kv.py

@@ -87,12 +87,16 @@ START_TEST(peak_file)
     /* each level from its own object, not the first "L1" in the text */
     ck_assert(p.read_core[ICC_BENCH_L1] == 100.5 && p.read_core[ICC_BENCH_L2] == 50.25);
     ck_assert(p.read_core[ICC_BENCH_DRAM] == 10 && p.read_all[ICC_BENCH_DRAM] == 16 && p.read_all[ICC_BENCH_L3] == 60);
-    double g, b;
-    icc_bench_roofs(&p, 1, &g, &b);
-    ck_assert(g == 40 && b == 10);
-    icc_bench_roofs(&p, 2, &g, &b);   /* 2 x 40 is past what all cores did */
-    ck_assert(g == 70 && b == 16);
+    icc_bench_roof r;
+    icc_bench_roofs(&p, 1, &r);
+    ck_assert(r.gflops[ICC_KERNEL_F32] == 40 && r.gbs == 10);
+    icc_bench_roofs(&p, 2, &r);   /* 2 x 40 is past what all cores did */
+    ck_assert(r.gflops[ICC_KERNEL_F32] == 70 && r.gbs == 16);
     ck_assert(p.int8_core == 0 && p.int8_all == 0 && p.bf16_core == 0 && p.bf16_all == 0);   /* absent */
+    ck_assert(p.amx_int8_core == 0 && p.amx_bf16_all == 0);
+    /* without their peaks the other kinds stand on FP32's roof */
+    for (int k = 0; k < ICC_BENCH_KINDS; k++)
+        ck_assert(r.gflops[k] == 70 && r.peak_of[k] == ICC_KERNEL_F32);
     /* the dot-product peaks: optional, each from its own key (not the
      * _all_cores one that starts alike), null as absent */
     char with[1024];
@@ -101,6 +105,28 @@ START_TEST(peak_file)
     ck_assert_int_eq(icc_bench_peak_parse(with, &p), 0);
     ck_assert(p.int8_core == 450.5 && p.int8_all == 900 && p.bf16_core == 0 && p.bf16_all == 0);
     ck_assert(p.gflops_core == 40 && p.read_all[ICC_BENCH_DRAM] == 16);
+    /* each kind on its own peak, per core or all cores as FP32's; AMX int8
+     * on the int8 dot product's when AMX is not measured, bf16 on FP32's */
+    icc_bench_roofs(&p, 1, &r);
+    ck_assert(r.gflops[ICC_KERNEL_INT8_DOT] == 450.5 && r.peak_of[ICC_KERNEL_INT8_DOT] == ICC_KERNEL_INT8_DOT);
+    ck_assert(r.gflops[ICC_KERNEL_AMX_INT8] == 450.5 && r.peak_of[ICC_KERNEL_AMX_INT8] == ICC_KERNEL_INT8_DOT);
+    ck_assert(r.gflops[ICC_KERNEL_BF16_DOT] == 40 && r.peak_of[ICC_KERNEL_BF16_DOT] == ICC_KERNEL_F32);
+    ck_assert(r.gflops[ICC_KERNEL_AMX_BF16] == 40 && r.peak_of[ICC_KERNEL_AMX_BF16] == ICC_KERNEL_F32);
+    icc_bench_roofs(&p, 4, &r);   /* 4 x 450.5 is past all cores' 900 */
+    ck_assert(r.gflops[ICC_KERNEL_INT8_DOT] == 900 && r.gflops[ICC_KERNEL_F32] == 70);
+    /* measured AMX and bf16 peaks are their kinds' own */
+    snprintf(with, sizeof with, "%.*s, \"bf16_gflops\": 200, \"bf16_gflops_all_cores\": 390, "
+             "\"int8_gops_amx\": 2000, \"int8_gops_amx_all_cores\": 3900, \"bf16_gflops_amx\": 1000, "
+             "\"bf16_gflops_amx_all_cores\": 1900}", (int)strlen(peak_text) - 1, peak_text);
+    ck_assert_int_eq(icc_bench_peak_parse(with, &p), 0);
+    icc_bench_roofs(&p, 2, &r);
+    ck_assert(r.gflops[ICC_KERNEL_BF16_DOT] == 390 && r.peak_of[ICC_KERNEL_BF16_DOT] == ICC_KERNEL_BF16_DOT);
+    ck_assert(r.gflops[ICC_KERNEL_AMX_INT8] == 3900 && r.peak_of[ICC_KERNEL_AMX_INT8] == ICC_KERNEL_AMX_INT8);
+    ck_assert(r.gflops[ICC_KERNEL_AMX_BF16] == 1900 && r.peak_of[ICC_KERNEL_AMX_BF16] == ICC_KERNEL_AMX_BF16);
+    ck_assert(r.gflops[ICC_KERNEL_INT8_DOT] == 70 && r.peak_of[ICC_KERNEL_INT8_DOT] == ICC_KERNEL_F32);
+    ck_assert_str_eq(icc_bench_kind_name(ICC_KERNEL_INT8_DOT), "i8");
+    ck_assert_str_eq(icc_bench_kind_name(ICC_KERNEL_AMX_BF16), "amx-bf16");
+    ck_assert_str_eq(icc_bench_kind_name(99), "f32");   /* a newer compiler's kind */
     ck_assert_int_eq(icc_bench_peak_parse("{\"cores\": 2}", &p), -1);
     ck_assert_int_eq(icc_bench_peak_parse("not json", &p), -1);
     /* a level missing from the all-cores object */
@@ -121,7 +147,10 @@ START_TEST(profile_rows)
     };
     uint64_t ns[4] = {100000, 300000, 0, 100000};   /* over 10 runs */
     icc_bench_kernel r[4];
-    icc_bench_profile_rows(k, ns, 4, 10, 100, 10, r);
+    icc_bench_roof roof = {.gbs = 10};
+    for (int i = 0; i < ICC_BENCH_KINDS; i++)
+        roof.gflops[i] = 100, roof.peak_of[i] = ICC_KERNEL_F32;
+    icc_bench_profile_rows(k, NULL, ns, 4, 10, &roof, r);
     /* longest first; equal times in run order */
     ck_assert_int_eq(r[0].index, 1);
     ck_assert_int_eq(r[1].index, 0);
@@ -147,7 +176,8 @@ START_TEST(profile_rows)
     FILE *f = fmemopen(buf, sizeof buf, "w");
     icc_bench_profile_table(f, r, 4, 0.060);
     fclose(f);
-    ck_assert(strstr(buf, "us/run") && strstr(buf, "GFLOP/s") && strstr(buf, "bound"));
+    ck_assert(strstr(buf, "us/run") && strstr(buf, "GFLOP/s") && strstr(buf, "bound") && strstr(buf, " kind "));
+    ck_assert_msg(strstr(buf, "% f32      MatMul"), "%s", buf);
     ck_assert(strstr(buf, "compute") && strstr(buf, "memory") && strstr(buf, "Gemm+Relu"));
     ck_assert_msg(strstr(buf, "total of 4 kernels") && strstr(buf, " 10.00 us of it outside kernels"), "%s", buf);
     int lines = 0;
@@ -155,13 +185,43 @@ START_TEST(profile_rows)
         lines += *c == '\n';
     ck_assert_int_eq(lines, 6);   /* head, 4 kernels, total */
     f = fmemopen(buf, sizeof buf, "w");
-    icc_bench_profile_json(f, r, 4, 0.060, 100, 10);
+    icc_bench_profile_json(f, r, 4, 0.060, &roof);
     fclose(f);
     ck_assert_msg(strstr(buf, "\"kernels_us\": 50.0000, \"run_mean_us\": 60.0000"), "%s", buf);
-    ck_assert(strstr(buf, "{\"index\": 1, \"name\": \"add\", \"ops\": \"Add\", \"us\": 30.0000, \"share\": 60.0000"));
+    ck_assert(strstr(buf, "{\"index\": 1, \"name\": \"add\", \"ops\": \"Add\", \"kind\": \"f32\", "
+                      "\"peak_gflops\": 100.000, \"us\": 30.0000, \"share\": 60.0000"));
     ck_assert(strstr(buf, "\"bound\": \"compute\"") && strstr(buf, "\"flops\": 2000000"));
-    icc_bench_profile_rows(k, ns, 4, 0, 100, 10, r);   /* no runs: zeros, not NaNs */
+    ck_assert_msg(strstr(buf, "\"ops\": \"MatMul\", \"kind\": \"f32\", \"peak_gflops\": 100.000"), "%s", buf);
+    icc_bench_profile_rows(k, NULL, ns, 4, 0, &roof, r);   /* no runs: zeros, not NaNs */
     ck_assert(r[0].us == 0 && r[0].gflops == 0 && !isnan(r[0].share));
+
+    /* kinds: mm an int8 dot product on a roof of 400 (its ridge at 40
+     * FLOP/B, so its 20 FLOP/B are memory-bound: the roof 20 x 10 = 200,
+     * 100%); fc+relu bf16 without a bf16 peak, on FP32's */
+    int kinds[4] = {ICC_KERNEL_INT8_DOT, ICC_KERNEL_F32, ICC_KERNEL_F32, ICC_KERNEL_BF16_DOT};
+    roof.gflops[ICC_KERNEL_INT8_DOT] = 400, roof.peak_of[ICC_KERNEL_INT8_DOT] = ICC_KERNEL_INT8_DOT;
+    icc_bench_profile_rows(k, kinds, ns, 4, 10, &roof, r);
+    ck_assert(r[1].index == 0 && r[1].kind == ICC_KERNEL_INT8_DOT && r[1].peak_gflops == 400);
+    ck_assert(!r[1].compute_bound && fabs(r[1].roof_pct - 100) < 1e-6);
+    ck_assert(r[2].kind == ICC_KERNEL_BF16_DOT && r[2].peak_gflops == 100 && r[2].compute_bound);
+    ck_assert(r[0].kind == ICC_KERNEL_F32 && r[0].peak_gflops == 100);
+    f = fmemopen(buf, sizeof buf, "w");
+    icc_bench_profile_table(f, r, 4, 0.060);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "100% i8       MatMul") && strstr(buf, "% bf16     Gemm+Relu"), "%s", buf);
+    f = fmemopen(buf, sizeof buf, "w");
+    icc_bench_profile_json(f, r, 4, 0.060, &roof);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "\"peak_gflops\": 100.000, \"peak_gbs\": 10.000, \"peaks_gflops\": {\"f32\": 100.000, "
+                              "\"bf16\": 100.000, \"i8\": 400.000"), "%s", buf);
+    ck_assert_msg(strstr(buf, "\"peak_of\": {\"f32\": \"f32\", \"bf16\": \"f32\", \"i8\": \"i8\""), "%s", buf);
+    ck_assert(strstr(buf, "\"ops\": \"MatMul\", \"kind\": \"i8\", \"peak_gflops\": 400.000"));
+    char text[256];
+    icc_bench_roofs_text(text, sizeof text, r, 4, &roof);
+    ck_assert_str_eq(text, "100.0 GFLOP/s (bf16 100.0 (FP32's), i8 400.0)");
+    icc_bench_profile_rows(k, NULL, ns, 4, 10, &roof, r);
+    icc_bench_roofs_text(text, sizeof text, r, 4, &roof);
+    ck_assert_str_eq(text, "100.0 GFLOP/s");   /* f32 only: as before the kinds */
 }
 END_TEST
 
