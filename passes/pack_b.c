@@ -172,6 +172,10 @@ static bool run_packable(const cg_schedule *s, const ir_node *n, int64_t w)
     if (b->kind == IR_VAL_CONST || a->type.dtype != IR_F32 || b->type.dtype != IR_F32 || y->type.dtype != IR_F32 ||
         a->type.rank < 2 || b->type.rank < 2 || !ir_type_is_static(&b->type) || !ir_type_is_static(&y->type))
         return false;
+    /* a weight stored narrow (--precision: Cast of a bf16/fp16 constant)
+     * is no activation: with vdpbf16ps pair_cast packs it at compile time */
+    if (b->def && b->def->op == IR_OP_CAST && b->def->in[0] && b->def->in[0]->kind == IR_VAL_CONST)
+        return false;
     ir_dim m = a->type.dims[a->type.rank - 2];
     int64_t N = b->type.dims[b->type.rank - 1].v, nbat = 1;
     if (!ir_dim_is_const(m) || m.v <= CG_SKINNY_M || N % w || N <= w)

@@ -75,6 +75,9 @@ CASES = [
     ("gemm_transB", dict(m=5, k=32, n=100, gemm=dict(transB=1))),
     ("gemm_alpha_beta", dict(m=20, k=96, n=64, gemm=dict(alpha=0.5, beta=2.0))),
     ("chain_bf16_epilogue", dict(m=33, k=256, n=320, then=80)),
+    # rows for several row chunks and whole panels: the product an activation B would be
+    # packed at run time for (pack-b's run_packable), which must leave a narrow weight alone
+    ("row_chunks_whole_panels", dict(m=128, k=256, n=256)),
 ]
 
 
