@@ -58,6 +58,7 @@
  * the blocked kernel is at least as fast as the NCHW one on every
  * ResNet-50 shape, 1x1 included).
  */
+#include "passes/build.h"
 #include "passes/pass.h"
 #include "codegen/schedule.h"
 #include "passes/precision.h"
@@ -130,22 +131,16 @@ static bool is_output(const ir_graph *g, const ir_value *v)
     return false;
 }
 
-/* A new i64 constant [n] holding v. */
+/* The builders of passes/build.h on L's graph. */
 static ir_value *i64_const(lay *L, const char *base, const char *suffix, const int64_t *v, int n)
 {
-    char buf[256];
-    ir_type t = {.dtype = IR_I64, .rank = 1, .dims = {ir_dim_const(n)}};
-    return ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, base, suffix, buf, sizeof buf), &t, v, L->c->diag);
+    return pb_i64_const(L->g, L->c->diag, base, suffix, v, n);
 }
 
-/* Appends node op(in) with one result, named `out_name` or fresh from
- * base+suffix; the caller sets attributes, then infers the type. */
 static ir_node *add_node(lay *L, int op, const char *base, const char *suffix, int nin, ir_value *const *in,
                          const char *out_name)
 {
-    char buf[256];
-    const char *nm = out_name ? out_name : ir_graph_fresh_name(L->g, base, suffix, buf, sizeof buf);
-    return ir_graph_add_node(L->g, op, "", nin, in, 1, &nm, L->c->diag);
+    return pb_node(L->g, L->c->diag, op, base, suffix, nin, in, out_name);
 }
 
 static int infer(lay *L, ir_node *n)
@@ -153,23 +148,14 @@ static int infer(lay *L, ir_node *n)
     return ir_infer_node(n, L->c->diag);
 }
 
-/* Reshape x to dims[0..r) (the result named out_name or fresh). */
 static ir_value *reshape(lay *L, ir_value *x, const int64_t *dims, int r, const char *out_name)
 {
-    ir_value *s = i64_const(L, x->name, "_shape", dims, r);
-    if (!s)
-        return NULL;
-    ir_value *in[2] = {x, s};
-    ir_node *n = add_node(L, IR_OP_RESHAPE, x->name, "_r", 2, in, out_name);
-    return n && infer(L, n) == 0 ? n->out[0] : NULL;
+    return pb_reshape(L->g, L->c->diag, x, dims, r, out_name);
 }
 
 static ir_value *transpose(lay *L, ir_value *x, const int64_t *perm, int r, const char *out_name)
 {
-    ir_node *n = add_node(L, IR_OP_TRANSPOSE, x->name, "_t", 1, &x, out_name);
-    if (!n || ir_node_set_ints(L->g, n, "perm", perm, r) < 0)
-        return n ? (ir_errorf(L->c->diag, "out of memory"), NULL) : NULL;
-    return infer(L, n) == 0 ? n->out[0] : NULL;
+    return pb_transpose(L->g, L->c->diag, x, perm, r, out_name);
 }
 
 /* x zero-padded by a Pad with pads pp (the begins of x's dims, then the

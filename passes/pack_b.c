@@ -55,6 +55,7 @@
  * vector's lanes, each tile reading one contiguous panel.
  */
 #include "passes/pass.h"
+#include "passes/build.h"
 #include "codegen/schedule.h"
 #include "ir/ops.h"
 #include "ir/ref/rnn.h"
@@ -204,28 +205,12 @@ static ir_value *pack_at_run(pass_ctx *c, ir_value *b, int64_t w)
         perm[d] = d;
     perm[r - 2] = r - 1;
     perm[r - 1] = r - 2;
-    char buf[256];
-    ir_type st = {.dtype = IR_I64, .rank = 1, .dims = {ir_dim_const(r + 1)}};
-    ir_value *sh = ir_graph_add_const(g, ir_graph_fresh_name(g, b->name, "_panels_shape", buf, sizeof buf), &st, dims,
-                                      c->diag);
-    st.dims[0] = ir_dim_const(r);
-    ir_value *shb = sh ? ir_graph_add_const(g, ir_graph_fresh_name(g, b->name, "_packed_shape", buf, sizeof buf), &st,
-                                            back, c->diag) : NULL;
-    if (!shb)
-        return NULL;
-    const char *nm = ir_graph_fresh_name(g, b->name, "_panels", buf, sizeof buf);
-    ir_node *rs = ir_graph_add_node(g, IR_OP_RESHAPE, "", 2, (ir_value *[]){b, sh}, 1, &nm, c->diag);
-    if (!rs || ir_infer_node(rs, c->diag) < 0)
-        return NULL;
-    nm = ir_graph_fresh_name(g, b->name, "_panels_t", buf, sizeof buf);
-    ir_node *tr = ir_graph_add_node(g, IR_OP_TRANSPOSE, "", 1, &rs->out[0], 1, &nm, c->diag);
-    if (!tr || ir_node_set_ints(g, tr, "perm", perm, r + 1) < 0)
-        return tr ? (ir_errorf(c->diag, "out of memory"), NULL) : NULL;
-    if (ir_infer_node(tr, c->diag) < 0)
-        return NULL;
-    nm = ir_graph_fresh_name(g, b->name, "_packed", buf, sizeof buf);
-    ir_node *rb = ir_graph_add_node(g, IR_OP_RESHAPE, "", 2, (ir_value *[]){tr->out[0], shb}, 1, &nm, c->diag);
-    return rb && ir_infer_node(rb, c->diag) == 0 ? rb->out[0] : NULL;
+    char n1[256], n2[256], n3[256];
+    ir_graph_fresh_name(g, b->name, "_panels", n1, sizeof n1);
+    ir_value *p = pb_reshape(g, c->diag, b, dims, r + 1, n1);
+    ir_value *t = p ? pb_transpose(g, c->diag, p, perm, r + 1, ir_graph_fresh_name(g, b->name, "_panels_t", n2, sizeof n2))
+                    : NULL;
+    return t ? pb_reshape(g, c->diag, t, back, r, ir_graph_fresh_name(g, b->name, "_packed", n3, sizeof n3)) : NULL;
 }
 
 /* Whether n is a recurrent op whose W and R the pass may transpose. */
