@@ -152,11 +152,30 @@ static kir_expr *flat_load(lctx *c, int buf, int rank, kir_expr *flat)
     return kir_load(c->k, buf, idx);
 }
 
+enum { COPY_BLOCK = 4096 };
+
+/* A parallel loop over the blocks of COPY_BLOCK elements of [0, n) (nblk
+ * of them) in c->k's body, each one VECTOR loop over its elements (the
+ * width of dt): the body of that loop, its variable in *v; NULL on out
+ * of memory. */
+static kir_block *flat_blocks(lctx *c, kir_expr *n, kir_expr *nblk, ir_dtype dt, kir_expr **v)
+{
+    kir_kernel *k = c->k;
+    int bv = kir_new_var(k), ev = kir_new_var(k);
+    kir_stmt *lb = lw_loop(c, &k->body, bv, nblk, KIR_PARALLEL);
+    if (!lb)
+        return NULL;
+    kir_expr *lo = kir_imul(k, kir_var(k, bv), lw_i64c(k, COPY_BLOCK));
+    kir_expr *hi = kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, lo, lw_i64c(k, COPY_BLOCK)), n);
+    kir_stmt *l = kir_for(k, &lb->body, ev, lo, hi, KIR_VECTOR, mv_width(c, dt));
+    *v = l ? kir_var(k, ev) : NULL;
+    return l ? &l->body : NULL;
+}
+
 /* Reshapes keep the bytes in order: out[flat] = in[flat], as parallel
  * blocks of one vector loop each (no per-element index arithmetic). */
 static int lower_copy(lctx *c)
 {
-    enum { BLOCK = 4096 };
     kir_kernel *k = c->k;
     const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
     /* constant bounds when the shape is static: the runtime only splits
@@ -170,24 +189,18 @@ static int lower_copy(lctx *c)
             numel = numel ? kir_imul(k, numel, lw_dim_of(k, to->dims[d])) : lw_dim_of(k, to->dims[d]);
     if (numel) {
         numel = kir_imul(k, numel, lw_i64c(k, n));
-        nblk = kir_op2(k, KIR_DIV, IR_I64, kir_iadd(k, numel, lw_i64c(k, BLOCK - 1)), lw_i64c(k, BLOCK));
+        nblk = kir_op2(k, KIR_DIV, IR_I64, kir_iadd(k, numel, lw_i64c(k, COPY_BLOCK - 1)), lw_i64c(k, COPY_BLOCK));
     } else {
         numel = lw_i64c(k, n);
-        nblk = lw_i64c(k, (n + BLOCK - 1) / BLOCK);
+        nblk = lw_i64c(k, (n + COPY_BLOCK - 1) / COPY_BLOCK);
     }
-    int bv = kir_new_var(k), v = kir_new_var(k);
-    kir_stmt *lb = lw_loop(c, &k->body, bv, nblk, KIR_PARALLEL);
-    if (!lb)
+    kir_expr *v, *oi[IR_MAX_RANK];
+    kir_block *b = flat_blocks(c, numel, nblk, to->dtype, &v);
+    if (!b)
         return -1;
-    kir_expr *lo = kir_imul(k, kir_var(k, bv), lw_i64c(k, BLOCK));
-    kir_expr *hi = kir_op2(k, KIR_MIN, IR_I64, kir_iadd(k, lo, lw_i64c(k, BLOCK)), numel);
-    kir_stmt *l = kir_for(k, &lb->body, v, lo, hi, KIR_VECTOR, mv_width(c, to->dtype));
-    if (!l)
-        return -1;
-    kir_expr *oi[IR_MAX_RANK];
     for (int d = 0; d < to->rank; d++)
-        oi[d] = d == to->rank - 1 ? kir_var(k, v) : lw_i64c(k, 0);
-    return kir_store(k, &l->body, c->out, oi, flat_load(c, c->buf[0], ti->rank, kir_var(k, v))) ? 0 : -1;
+        oi[d] = d == to->rank - 1 ? v : lw_i64c(k, 0);
+    return kir_store(k, b, c->out, oi, flat_load(c, c->buf[0], ti->rank, v)) ? 0 : -1;
 }
 
 /* Dropout's optional mask output is all true at inference. */
@@ -482,7 +495,7 @@ static bool slice_any(const ir_node *n, int64_t *first, int64_t *step)
  * -1 on error. */
 static int slice_runs(lctx *c, const int64_t *first, const int64_t *step)
 {
-    enum { BLOCK = 4096, MIN_RUN = 256 };
+    enum { MIN_RUN = 256 };
     kir_kernel *k = c->k;
     const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
     int r = to->rank, a = -1;
@@ -506,15 +519,20 @@ static int slice_runs(lctx *c, const int64_t *first, const int64_t *step)
     if (run < MIN_RUN || outer < 1)
         return 0;
     /* one run: parallel over its blocks; several: parallel over the runs */
-    int64_t nblk = outer == 1 ? (run + BLOCK - 1) / BLOCK : outer;
-    int pv = kir_new_var(k), v = kir_new_var(k);
-    kir_stmt *lp = lw_loop(c, &k->body, pv, lw_i64c(k, nblk), KIR_PARALLEL);
-    if (!lp)
-        return -1;
-    kir_expr *lo = outer == 1 ? kir_imul(k, kir_var(k, pv), lw_i64c(k, BLOCK)) : lw_i64c(k, 0);
-    kir_expr *hi = outer == 1 ? lw_imin(k, kir_iadd(k, lo, lw_i64c(k, BLOCK)), lw_i64c(k, run)) : lw_i64c(k, run);
-    kir_stmt *l = kir_for(k, &lp->body, v, lo, hi, KIR_VECTOR, mv_width(c, to->dtype));
-    if (!l)
+    kir_expr *v;
+    kir_block *b;
+    int pv = kir_new_var(k);
+    if (outer == 1) {
+        b = flat_blocks(c, lw_i64c(k, run), lw_i64c(k, (run + COPY_BLOCK - 1) / COPY_BLOCK), to->dtype, &v);
+    } else {
+        int ev = kir_new_var(k);
+        kir_stmt *lp = lw_loop(c, &k->body, pv, lw_i64c(k, outer), KIR_PARALLEL);
+        kir_stmt *l = lp ? kir_for(k, &lp->body, ev, lw_i64c(k, 0), lw_i64c(k, run), KIR_VECTOR, mv_width(c, to->dtype))
+                         : NULL;
+        b = l ? &l->body : NULL;
+        v = kir_var(k, ev);
+    }
+    if (!b)
         return -1;
     /* a run's first element, then v along it: the backends linearize
      * sum(idx[d] * stride[d]), so v on the last index walks the run */
@@ -529,9 +547,9 @@ static int slice_runs(lctx *c, const int64_t *first, const int64_t *step)
         oi[d] = o;
         ii[d] = d <= a ? kir_iadd(k, lw_i64c(k, first[d]), o) : lw_i64c(k, 0);
     }
-    oi[r - 1] = kir_iadd(k, oi[r - 1], kir_var(k, v));
-    ii[r - 1] = kir_iadd(k, ii[r - 1], kir_var(k, v));
-    return kir_store(k, &l->body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 1 : -1;
+    oi[r - 1] = kir_iadd(k, oi[r - 1], v);
+    ii[r - 1] = kir_iadd(k, ii[r - 1], v);
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 1 : -1;
 }
 
 static int lower_slice(lctx *c)
