@@ -37,11 +37,36 @@ typedef struct {
      * and outd every one of them as dims (filled for static ones too). */
     bool sym;
     ir_dim bd, ind[IR_MAX_RANK], outd[IR_MAX_RANK];
+    /* SAME padding at a stride > 1 over a symbolic dim: the pads depend on
+     * the run's size (same: CG_PAD_SAME_UPPER/LOWER), pb and pe then
+     * hold the largest values they take (for the choice of masks), and
+     * g_pb/g_pe compute them at run time. */
+    int same[IR_MAX_RANK];
+    int64_t dk[IR_MAX_RANK];           /* (k-1)*d+1 where same */
 } geom;
 
 /* The extents of g as index expressions: the run's values where symbolic. */
 static kir_expr *g_in(kir_kernel *k, const geom *g, int j) { return lw_dim_of(k, g->ind[j]); }
 static kir_expr *g_out(kir_kernel *k, const geom *g, int j) { return lw_dim_of(k, g->outd[j]); }
+
+/* The begin (end: the end) pad of spatial dim j as an index expression. */
+static kir_expr *g_pad(kir_kernel *k, const geom *g, int j, bool end)
+{
+    if (!g->same[j])
+        return lw_i64c(k, end ? g->pe[j] : g->pb[j]);
+    return cg_same_pad(k, g->ind[j], g->outd[j], g->s[j], g->dk[j], g->same[j], end);
+}
+static kir_expr *g_pb(kir_kernel *k, const geom *g, int j) { return g_pad(k, g, j, false); }
+static kir_expr *g_pe(kir_kernel *k, const geom *g, int j) { return g_pad(k, g, j, true); }
+
+/* o*s - pb: the first input position of output position o's window in
+ * dim j; g_tap: kk*d - pb, tap kk's offset from it. */
+static kir_expr *g_shift(kir_kernel *k, const geom *g, int j, kir_expr *v)
+{
+    return g->same[j] ? kir_op2(k, KIR_SUB, IR_I64, v, g_pb(k, g, j)) : lw_iaddc(k, v, -g->pb[j]);
+}
+static kir_expr *g_start(kir_kernel *k, const geom *g, int j, kir_expr *o) { return g_shift(k, g, j, lw_imulc(k, o, g->s[j])); }
+static kir_expr *g_tap(kir_kernel *k, const geom *g, int j, kir_expr *kk) { return g_shift(k, g, j, lw_imulc(k, kk, g->d[j])); }
 
 static bool node_static(const ir_node *n)
 {
@@ -69,9 +94,10 @@ static int64_t numel_of(const ir_type *t)
 
 /* A window op with symbolic dims that the lowerings below take as they
  * are: static channels and weights, the batch the same in x and y, one or
- * two spatial dims, and pads that do not depend on the input's size
- * (explicit, VALID, or SAME at stride 1); an AveragePool counting the
- * padding must not use ceil_mode (its effective end pad would). */
+ * two spatial dims; pads that depend on the input's size are SAME's at a
+ * stride > 1 (computed at run time: geom.same), and an AveragePool
+ * counting the padding must not use ceil_mode (its effective end pad
+ * would). */
 static bool window_sym_ok(const ir_node *n, const ir_type *x, const ir_type *y, const ir_type *w,
                           const nn_window *win)
 {
@@ -80,11 +106,25 @@ static bool window_sym_ok(const ir_node *n, const ir_type *x, const ir_type *y, 
     for (int i = 0; i < x->rank; i++)
         if (x->dims[i].sym < 0 || y->dims[i].sym < 0)
             return false;
-    bool same = win->auto_pad == NN_PAD_SAME_UPPER || win->auto_pad == NN_PAD_SAME_LOWER;
-    for (int i = 0; same && i < win->n; i++)
-        if (win->stride[i] != 1)
-            return false;
-    return !(n->op == IR_OP_AVERAGE_POOL && ir_attr_int(n, "count_include_pad", 0) && win->ceil_mode);
+    return !(n->op == IR_OP_AVERAGE_POOL && ir_attr_int(n, "count_include_pad", 0) && win->ceil_mode &&
+             win->auto_pad == NN_PAD_NOTSET);
+}
+
+/* Dim i of g under SAME padding at a stride > 1 over a symbolic input:
+ * the pads follow from the run's size (in = q*s - m, m in [0, s): the
+ * total is max(0, dk - s + m)); pb and pe get the largest values. */
+static bool same_dyn(geom *g, const nn_window *win, int i)
+{
+    int64_t dk, s = win->stride[i];
+    if (!ir_mul_ok(win->kernel[i] - 1, win->dilation[i], &dk) || !ir_add_ok(dk, 1, &dk) || dk > (INT64_C(1) << 31) ||
+        s > (INT64_C(1) << 31))
+        return false;
+    int64_t most = dk - 1;   /* m = s - 1 */
+    g->same[i] = win->auto_pad == NN_PAD_SAME_UPPER ? CG_PAD_SAME_UPPER : CG_PAD_SAME_LOWER;
+    g->dk[i] = dk;
+    g->pb[i] = g->same[i] == CG_PAD_SAME_UPPER ? most / 2 : most - most / 2;
+    g->pe[i] = most - g->pb[i];
+    return true;
 }
 
 /* The geometry of Conv, ConvInteger and the windowed pools, checked
@@ -124,10 +164,14 @@ static bool window_geom(const ir_node *n, geom *g)
         g->ind[i] = x->dims[2 + i];
         g->outd[i] = y->dims[2 + i];
         if (g->ind[i].sym || g->outd[i].sym) {
-            /* the pads do not depend on the input's size here
-             * (window_sym_ok): any size gives them; the output's size is
-             * the one shape inference derived */
-            if (nn_window_dim(n, &d, &win, i, INT64_C(1) << 20, &o, &g->pb[i], &g->pe[i]) < 0 || win.kernel[i] < 1)
+            /* the pads do not depend on the input's size here but for
+             * SAME at a stride > 1 (same_dyn): any size gives them; the
+             * output's size is the one shape inference derived */
+            bool same = win.auto_pad == NN_PAD_SAME_UPPER || win.auto_pad == NN_PAD_SAME_LOWER;
+            if (win.kernel[i] < 1)
+                return false;
+            if (same && win.stride[i] > 1 ? !same_dyn(g, &win, i)
+                                          : nn_window_dim(n, &d, &win, i, INT64_C(1) << 20, &o, &g->pb[i], &g->pe[i]) < 0)
                 return false;
             g->in[i] = g->ind[i].sym ? -1 : g->ind[i].v;
             g->out[i] = g->outd[i].sym ? -1 : g->outd[i].v;
@@ -146,6 +190,16 @@ static bool window_geom(const ir_node *n, geom *g)
         g->d[i] = win.dilation[i];
     }
     return true;
+}
+
+kir_expr *cg_same_pad(kir_kernel *k, ir_dim in, ir_dim out, int64_t s, int64_t dk, int same, bool end)
+{
+    kir_expr *over = kir_op2(k, KIR_SUB, IR_I64, lw_iaddc(k, lw_imulc(k, lw_dim_of(k, out), s), dk - s),
+                             lw_dim_of(k, in));
+    kir_expr *total = lw_imax(k, lw_i64c(k, 0), over);
+    /* the odd one goes to the end with UPPER: begin total/2, end the rest */
+    bool half_down = (same == CG_PAD_SAME_UPPER) != end;
+    return lw_idivc(k, half_down ? total : lw_iaddc(k, total, 1), 2);
 }
 
 /* Floor division by 2 of a possibly negative total padding. */
@@ -323,7 +377,7 @@ static kir_block *spatial_loops(lctx *c, kir_block *b, const geom *g, kir_expr *
         b = &l->body;
         o[j] = kir_var(k, v);
         if (start)
-            start[j] = lw_iaddc(k, lw_imulc(k, o[j], g->s[j]), -g->pb[j]);
+            start[j] = g_start(k, g, j, o[j]);
     }
     return b;
 }
@@ -434,7 +488,10 @@ static int lower_pool(lctx *c)
         kir_expr *cnt = lw_i64c(k, 1);
         for (int j = 0; j < g.n; j++) {
             kir_expr *a = lo[j], *e = hi[j];
-            if (incl)
+            if (incl && g.same[j])
+                tap_range(k, start[j], g.d[j], g.k[j], isub(k, lw_i64c(k, 0), g_pb(k, &g, j)),
+                          kir_iadd(k, g_in(k, &g, j), g_pe(k, &g, j)), &a, &e);
+            else if (incl)
                 tap_range(k, start[j], g.d[j], g.k[j], lw_i64c(k, -g.pb[j]), lw_iaddc(k, g_in(k, &g, j), g.pe[j]),
                           &a, &e);
             cnt = kir_imul(k, cnt, lw_imax(k, lw_i64c(k, 0), isub(k, e, a)));
@@ -769,7 +826,7 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
         }
     } else {
         /* ox is inside when 0 <= ox*s + kx*d - pb < in */
-        kir_expr *off = lw_iaddc(k, lw_imulc(k, kk[L], g->d[L]), -g->pb[L]);
+        kir_expr *off = g_tap(k, g, L, kk[L]);
         kir_expr *ow = g_out(k, g, L);
         lo = lw_imin(k, ow, cdiv0(k, isub(k, lw_i64c(k, 0), off), g->s[L]));
         hi = lw_imin(k, ow, cdiv0(k, isub(k, g_in(k, g, L), off), g->s[L]));
@@ -854,7 +911,7 @@ static int lower_conv_fast(lctx *c, const geom *g)
             return -1;
         b = &l->body;
         f.o[j] = kir_var(k, v);
-        f.start[j] = lw_iaddc(k, lw_imulc(k, f.o[j], g->s[j]), -g->pb[j]);
+        f.start[j] = g_start(k, g, j, f.o[j]);
         tap_range(k, f.start[j], g->d[j], g->k[j], lw_i64c(k, 0), g_in(k, g, j), &f.lo[j], &f.hi[j]);
     }
     f.vlen = f.flat ? pl : g->out[L];
@@ -987,7 +1044,7 @@ static int ct_k_open(lctx *c, cg_tile *t, kir_expr *kb, kir_expr *gr, kir_block 
     for (int j = 0; j < g->n; j++) {
         kir_expr *lo = NULL, *hi = NULL;
         if (!u->flat && j < L) {
-            u->start[j] = lw_iaddc(k, lw_imulc(k, o[j], g->s[j]), -g->pb[j]);
+            u->start[j] = g_start(k, g, j, o[j]);
             tap_range(k, u->start[j], g->d[j], g->k[j], lw_i64c(k, 0), g_in(k, g, j), &lo, &hi);
         }
         if (!(u->kk[j] = tap_loop(c, b, g->k[j], lo, hi)))
@@ -1059,7 +1116,7 @@ static kir_expr *ct_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *jv)
     }
     for (int j = 0; j < L; j++)
         xi[2 + j] = kir_iadd(k, u->start[j], lw_imulc(k, u->kk[j], g->d[j]));
-    kir_expr *off = lw_iaddc(k, lw_imulc(k, u->kk[L], g->d[L]), -g->pb[L]);
+    kir_expr *off = g_tap(k, g, L, u->kk[L]);
     kir_expr *ix = kir_iadd(k, lw_imulc(k, jv, g->s[L]), off);
     xi[2 + L] = ix;
     kir_expr *x = lw_load_in(c, 0, xi), *ok = NULL;
@@ -1072,7 +1129,8 @@ static kir_expr *ct_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *jv)
         ok = kir_op2(k, KIR_LE, IR_BOOL, lo, j32);
     }
     /* the last window passes the input's end (with symbolic sizes: only
-     * where there is end padding, since the output is the floor) */
+     * where there is end padding, since the output is the floor; with
+     * SAME the last window ends at in - 1 + pe) */
     if (g->sym ? g->pe[L] > 0 : (g->out[L] - 1) * g->s[L] + (g->k[L] - 1) * g->d[L] - g->pb[L] >= g->in[L]) {
         kir_expr *hi = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, g_in(k, g, L), off), g->s[L]));
         kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, j32, hi);
@@ -1204,6 +1262,7 @@ static cg_conv2d conv2d_of(const geom *g)
         d.in[j] = g->in[j], d.out[j] = g->out[j], d.k[j] = g->k[j];
         d.ind[j] = g->ind[j], d.outd[j] = g->outd[j];
         d.s[j] = g->s[j], d.d[j] = g->d[j], d.pb[j] = g->pb[j];
+        d.same[j] = g->same[j], d.dk[j] = g->dk[j];
     }
     return d;
 }

@@ -12,6 +12,10 @@
 
 #include "codegen/lower/internal.h"
 
+/* How a dim's pads are known: fixed (pb, pe), or SAME padding at a
+ * stride > 1 over a symbolic dim, where they follow from the run's size. */
+enum { CG_PAD_FIXED, CG_PAD_SAME_UPPER, CG_PAD_SAME_LOWER };
+
 typedef struct cg_conv2d {
     int64_t batch, cin, cout, group, cg, mg;  /* cg/mg: input/output channels per group */
     int64_t in[2], out[2], k[2], s[2], d[2], pb[2];
@@ -20,7 +24,17 @@ typedef struct cg_conv2d {
      * stays constant) */
     bool sym;
     ir_dim ind[2], outd[2];
+    /* a CG_PAD_*; not fixed: pb is the largest begin pad the dim can take
+     * and cg_same_pad the run's, dk the window's (k-1)*d+1 */
+    int same[2];
+    int64_t dk[2];
 } cg_conv2d;
+
+/* SAME padding of a dim of size in (symbolic) whose output out is
+ * ceil(in/s): the total max(0, (out-1)*s + dk - in) split with the odd one
+ * at the end (CG_PAD_SAME_UPPER) or the start (LOWER); the begin pad, or
+ * with end the end pad, as an index expression of the run's sizes. */
+kir_expr *cg_same_pad(kir_kernel *k, ir_dim in, ir_dim out, int64_t s, int64_t dk, int same, bool end);
 
 /* Depthwise-like Conv (one input channel per group: y channel m reads x
  * channel m / mg): a vector loop along the output row whose taps stay in

@@ -12,6 +12,9 @@ Each model has input x f32[1, 3, 'H', 'W']. For each:
   line that names the node and says to pin with --shape (never --bind: no
   input's values decide these dims);
 - compiled with --shape pinned at one size it must match ONNX Runtime there.
+SAME padding at a stride > 1 (Conv, depthwise Conv, MaxPool, AveragePool
+counting the padding or not), whose pads follow from the run's size, is
+checked at more sizes: odd and even, 1, and the stride.
 The DBNet-, YOLO- and MobileNet-style models of bench/models/zoo.py, with H
 and W made symbolic, must print derived output dims and match ONNX Runtime
 interpreted and compiled (-O3, not pinned) at two sizes. An H that makes a
@@ -60,9 +63,13 @@ def save(tag, nodes, inits):
     return path
 
 
-# The forms compiled with a symbolic H/W refuse in one line (SAME padding at
-# stride 2 depends on the input's parity).
-REFUSED = {"stride2_same_pool"}
+# The forms compiled with a symbolic H/W refuse in one line (none now).
+REFUSED = set()
+# SAME padding at a stride > 1 depends on the input's size mod the stride
+# (computed at run time): more sizes, odd and even, 1 and the stride.
+SAME_SIZES = SIZES + [(16, 15), (1, 2), (3, 6), (2, 1), (30, 31), (61, 70)]
+EXTRA = {"stride2_same_pool": SAME_SIZES, "same_upper_s2": SAME_SIZES, "same_lower": SAME_SIZES,
+         "same_pools": SAME_SIZES}
 
 
 def models():
@@ -79,6 +86,32 @@ def models():
         h.make_node("Sigmoid", ["c"], ["s"]),
         h.make_node("AveragePool", ["s"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")], \
         [weights(r, "w", 4, 3, 3, 3), weights(r, "b", 4)]
+    # SAME at a stride > 1: a 3x3 conv, a depthwise one and a 1x1 (window
+    # narrower than the stride: no padding or one at the start) with fused
+    # activations
+    yield "same_upper_s2", True, [
+        h.make_node("Conv", ["x", "w1", "b1"], ["a"], strides=[2, 2], auto_pad="SAME_UPPER"),
+        h.make_node("Relu", ["a"], ["ar"]),
+        h.make_node("Conv", ["ar", "wd"], ["d"], strides=[2, 2], group=8, auto_pad="SAME_UPPER"),
+        h.make_node("Clip", ["d", "lo", "hi"], ["dr"]),
+        h.make_node("Conv", ["dr", "wp"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")], \
+        [weights(r, "w1", 8, 3, 3, 3), weights(r, "b1", 8), weights(r, "wd", 8, 1, 3, 3),
+         weights(r, "wp", 16, 8, 1, 1), nh.from_array(np.array(0, np.float32), "lo"),
+         nh.from_array(np.array(6, np.float32), "hi")]
+    # SAME_LOWER: even and odd windows, strides 3 and 2, a depthwise 5x5
+    # (ONNX Runtime takes no dilation with SAME)
+    yield "same_lower", True, [
+        h.make_node("Conv", ["x", "w1"], ["a"], strides=[3, 2], auto_pad="SAME_LOWER"),
+        h.make_node("Conv", ["a", "wd", "bd"], ["d"], strides=[2, 2], group=6, auto_pad="SAME_LOWER"),
+        h.make_node("Conv", ["d", "w2"], ["y"], strides=[2, 2], auto_pad="SAME_LOWER")], \
+        [weights(r, "w1", 6, 3, 4, 3), weights(r, "wd", 6, 1, 5, 5), weights(r, "bd", 6), weights(r, "w2", 4, 6, 2, 2)]
+    # the pools at a stride > 1 with SAME padding, counting it or not
+    yield "same_pools", True, [
+        h.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+        h.make_node("AveragePool", ["p"], ["q"], kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_LOWER",
+                    count_include_pad=1),
+        h.make_node("AveragePool", ["q"], ["u"], kernel_shape=[3, 3], strides=[2, 3], auto_pad="SAME_LOWER"),
+        h.make_node("MaxPool", ["u"], ["y"], kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER")], []
     # two branches halving H the same way: Add and Concat need equal dims
     yield "two_branches", True, [
         h.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2]),
@@ -133,7 +166,8 @@ for tag, derived, nodes, inits in models():
     yline = next((l for l in info.splitlines() if l.strip().startswith("y:")), "")
     if derived:
         report("?" not in yline and "H" in yline and "W" in yline, f"{tag}: info prints derived dims ({yline.strip()})")
-    for hh, ww in SIZES:
+    sizes = EXTRA.get(tag, SIZES)
+    for hh, ww in sizes:
         x = np.random.default_rng(hh * ww).standard_normal((1, 3, hh, ww)).astype(np.float32)
         want = sess.run(None, {"x": x})[0]
         got, err = interpreted(path, x, f"{tag}_{hh}x{ww}")
@@ -148,7 +182,7 @@ for tag, derived, nodes, inits in models():
                    not os.path.exists(so), f"{tag} {opt}: unpinned compile refused in one line: {msg}")
             continue
         report(r.returncode == 0, f"{tag} {opt}: compiles with symbolic H/W {msg}")
-        for hh, ww in SIZES if r.returncode == 0 else []:
+        for hh, ww in sizes if r.returncode == 0 else []:
             x = np.random.default_rng(hh * ww).standard_normal((1, 3, hh, ww)).astype(np.float32)
             got, err = interpreted(so, x, f"{tag}{opt}_{hh}x{ww}")
             want = sess.run(None, {"x": x})[0]
