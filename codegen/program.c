@@ -259,6 +259,63 @@ static void mark_sym(const ir_graph *g, char *used, int32_t sym)
     }
 }
 
+/* Appends "node 'NAME' (OP): what" (what NULL: without ": what") to the
+ * program's messages; returns its 1-based index, or -1. */
+static int add_message(pbuild *c, const ir_node *n, const char *what)
+{
+    cg_program *p = c->p;
+    char **m = realloc(p->messages, sizeof *m * ((size_t)p->nmessages + 1));
+    if (!m)
+        return ir_errorf(c->d, "out of memory");
+    p->messages = m;
+    size_t len = strlen(n->name) + (what ? strlen(what) : 0) + 64;
+    if (!(m[p->nmessages] = malloc(len)))
+        return ir_errorf(c->d, "out of memory");
+    snprintf(m[p->nmessages], len, "node '%s' (%s)%s%s", n->name, ir_ops[n->op].name, what ? ": " : "",
+             what ? what : "");
+    return ++p->nmessages;
+}
+
+/* Whether dim symbol d is s or defined through it. */
+static bool sym_uses(const ir_graph *g, int32_t d, int32_t s)
+{
+    if (d <= 0)
+        return false;
+    if (d == s)
+        return true;
+    const ir_sym_def *df = ir_graph_sym_def(g, d);
+    return df && d > s && (sym_uses(g, df->a.sym, s) || sym_uses(g, df->b.sym, s));
+}
+
+/* Names, for each derived symbol of the descriptor, the first node whose
+ * results' dims use it (the runtime's message when the input dims make it
+ * negative: icc_sym_def.message). */
+static int name_derived(pbuild *c)
+{
+    const ir_graph *g = c->g;
+    cg_program *p = c->p;
+    if (!p->nderived)
+        return 0;
+    if (!(p->derived_message = calloc((size_t)p->nderived, sizeof *p->derived_message)))
+        return ir_errorf(c->d, "out of memory");
+    for (int32_t s = 1; s < g->nsyms; s++) {
+        int i = p->sym_desc[s] - (p->nsymbols - p->nderived);
+        if (p->sym_desc[s] < 0 || i < 0)
+            continue;
+        const ir_node *first = NULL;
+        for (int k = 0; k < g->nnodes && !first; k++) {
+            const ir_node *n = g->nodes[k];
+            for (int o = 0; o < n->nout && !first; o++)
+                for (int d = 0; n->out[o] && d < n->out[o]->type.rank && !first; d++)
+                    if (sym_uses(g, n->out[o]->type.dims[d].sym, s))
+                        first = n;
+        }
+        if (first && (p->derived_message[i] = add_message(c, first, NULL)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The derived symbols some value of the graph uses (directly or through
  * another's definition) whose free symbols the inputs bind join the
  * descriptor after the bound ones, in id order (a definition names only
@@ -340,7 +397,7 @@ static int find_symbols(pbuild *c)
                 p->sym_desc[sym] = p->nsymbols++;
             }
         }
-    if (find_derived(c) < 0)
+    if (find_derived(c) < 0 || name_derived(c) < 0)
         return -1;
     if (g->nsyms > 1)
         c->sym_est = sym_estimates(g);
@@ -958,19 +1015,12 @@ static int add_check(pbuild *c, cg_check ck, const ir_node *n, const char *what)
     }
     if (fa && fb && (ck.kind == CG_CHECK_LE ? a <= b : a == b))
         return 0;
-    char **m = realloc(p->messages, sizeof *m * ((size_t)p->nmessages + 1));
-    if (!m)
-        return ir_errorf(c->d, "out of memory");
-    p->messages = m;
     cg_check *cks = realloc(p->checks, sizeof *cks * ((size_t)p->nchecks + 1));
     if (!cks)
         return ir_errorf(c->d, "out of memory");
     p->checks = cks;
-    size_t len = strlen(n->name) + strlen(what) + 64;
-    if (!(m[p->nmessages] = malloc(len)))
-        return ir_errorf(c->d, "out of memory");
-    snprintf(m[p->nmessages], len, "node '%s' (%s): %s", n->name, ir_ops[n->op].name, what);
-    ck.message = ++p->nmessages;
+    if ((ck.message = add_message(c, n, what)) < 0)
+        return -1;
     p->checks[p->nchecks++] = ck;
     return 0;
 }
@@ -1695,6 +1745,7 @@ void cg_program_destroy(cg_program *p)
     free(p->sym_desc);
     free(p->symbol_names);
     free(p->derived);
+    free(p->derived_message);
     for (int i = 0; i < p->nslots; i++)
         free(p->slots[i].live_with);
     free(p->slots);

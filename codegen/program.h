@@ -189,6 +189,8 @@ typedef struct cg_program {
      * computes them before a run (icc_model_desc.derived). */
     int nderived;
     ir_sym_def *derived;       /* owned */
+    int *derived_message;      /* nderived: the 1-based message naming the first node whose
+                                  results use the symbol ("node 'p' (MaxPool)"), 0 none; owned */
     /* The arena: static offsets (dynamic false) or nslots slots laid out
      * per run; arena_bytes is the static size, or with every symbol 1
      * (what the descriptor records; the runtime asks the layout for

@@ -156,13 +156,13 @@ static int nderived(const icc_model_desc *d)
 }
 
 /* Derived symbol i's definition: operands name earlier symbols, the
- * divisions a positive constant. */
+ * divisions a positive constant, the message one of the table's. */
 static bool derived_ok(const icc_model_desc *d, int i)
 {
     const icc_sym_def *df = &d->derived[i];
     int self = d->nsymbols - nderived(d) + i;
     if (df->op < ICC_SYM_ADD || df->op > ICC_SYM_CEILDIV || df->a_sym < -1 || df->a_sym >= self ||
-        df->b_sym < -1 || df->b_sym >= self)
+        df->b_sym < -1 || df->b_sym >= self || df->message < 0 || df->message > d->nmessages)
         return false;
     return df->op < ICC_SYM_FLOORDIV || (df->b_sym == -1 && df->b > 0);
 }
@@ -188,6 +188,11 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
     for (int s = 0; s < d->nsymbols; s++)
         if (!d->symbols[s])
             return rt_fail(ICC_ERR_ABI, "%s: symbol %d has no name", who, s);
+    if (d->nmessages < 0 || (d->nmessages && !d->messages))
+        return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad message table", who);
+    for (int i = 0; i < d->nmessages; i++)
+        if (!d->messages[i])
+            return rt_fail(ICC_ERR_ABI, "%s: message %d is missing", who, i);
     int nd = nderived(d);
     if (nd < 0 || nd > d->nsymbols || (nd && !d->derived))
         return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad derived-symbol table", who);
@@ -195,11 +200,6 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
         if (!derived_ok(d, i))
             return rt_fail(ICC_ERR_ABI, "%s: derived symbol '%s' has a bad definition", who,
                            d->symbols[d->nsymbols - nd + i]);
-    if (d->nmessages < 0 || (d->nmessages && !d->messages))
-        return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad message table", who);
-    for (int i = 0; i < d->nmessages; i++)
-        if (!d->messages[i])
-            return rt_fail(ICC_ERR_ABI, "%s: message %d is missing", who, i);
     int nk = rt_nkernels(d);
     if (nk < 0 || (nk && !d->kernels))
         return rt_fail(ICC_ERR_ABI, "%s: descriptor has a bad kernel table", who);
@@ -591,7 +591,8 @@ icc_status rt_bind(const icc_model *m, const int64_t *const *in_dims, const icc_
             for (int s = 0; s < nfree; s++)
                 snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s%s=%lld", s ? ", " : "", d->symbols[s],
                          (long long)syms[s]);
-            snprintf(err, errlen, "the input dims (%s) make the dim '%s' %s", ins, name,
+            snprintf(err, errlen, "%s%sthe input dims (%s) make the dim '%s' %s",
+                     df->message ? d->messages[df->message - 1] : "", df->message ? ": " : "", ins, name,
                      ovf ? "overflow 64 bits" : "negative: a window is larger than its padded input");
             return ICC_ERR_SHAPE;
         }

@@ -749,7 +749,8 @@ static LLVMValueRef derived_table(mctx *c)
     for (int i = 0; i < p->nderived; i++) {
         const ir_sym_def *df = &p->derived[i];
         LLVMValueRef f[6] = {ci32(c, ops[df->op]), ci32(c, df->a.sym > 0 ? p->sym_desc[df->a.sym] : -1),
-                             ci32(c, df->b.sym > 0 ? p->sym_desc[df->b.sym] : -1), ci32(c, 0),
+                             ci32(c, df->b.sym > 0 ? p->sym_desc[df->b.sym] : -1),
+                             ci32(c, p->derived_message ? p->derived_message[i] : 0),
                              ci64(c, df->a.sym > 0 ? 0 : df->a.v), ci64(c, df->b.sym > 0 ? 0 : df->b.v)};
         el[i] = LLVMConstStructInContext(c->cx, f, 6, 0);
     }

@@ -112,7 +112,11 @@ typedef uint64_t (*icc_arena_fn)(const int64_t *dims);
 /* A derived symbol (a dim the model computes from other symbols, such as
  * a Conv's output height floor((H-3)/2)+1): value = a OP b, where an
  * operand is the value of an earlier symbol (a_sym/b_sym >= 0, an index
- * into icc_model_desc.symbols) or the constant a/b (a_sym/b_sym -1). */
+ * into icc_model_desc.symbols) or the constant a/b (a_sym/b_sym -1).
+ * message, when > 0, is 1 + the index into icc_model_desc.messages of the
+ * node that first gives the dim ("node 'p' (MaxPool)"), which the runtime
+ * names when the input dims make it negative; 0 names none (models
+ * compiled before the field, which was reserved and 0). */
 typedef enum icc_sym_op {
     ICC_SYM_ADD = 1,               /* a + b */
     ICC_SYM_MUL = 2,               /* a * b */
@@ -123,7 +127,7 @@ typedef enum icc_sym_op {
 typedef struct icc_sym_def {
     int32_t op;                    /* an icc_sym_op */
     int32_t a_sym, b_sym;
-    int32_t reserved;
+    int32_t message;
     int64_t a, b;
 } icc_sym_def;
 

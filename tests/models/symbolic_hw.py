@@ -20,9 +20,9 @@ and W made symbolic, must print derived output dims and match ONNX Runtime
 interpreted and compiled (-O3, not pinned) at two sizes. An H that makes a
 window larger than its padded input must fail in one line, exit 1, as the
 interpreter's Conv/MaxPool shape check says, and so must the compiled
-library, naming the dim that came out negative; sizes whose branches
-disagree (an upsampled H/2*2 added to an odd H) fail both in ONNX Runtime
-and in the library, which names the node.
+library, naming the node and the dim that came out negative; sizes whose
+branches disagree (an upsampled H/2*2 added to an odd H) fail both in ONNX
+Runtime and in the library, which names the node.
 
     python3 tests/models/symbolic_hw.py build/icc
 """
@@ -237,14 +237,15 @@ for name, sizes, dims in (("dbnet", [(128, 192), (64, 96)], "floor((H-1)/32)+1")
             report(ok, f"{name}: {what} vs ORT at H={hh} W={ww} {r.stderr.strip()}")
 
 # a window larger than the padded input: one line, exit 1, interpreted and
-# compiled (the runtime names the derived dim that came out negative)
+# compiled (the runtime names the node that first gives the derived dim
+# that came out negative, and the dim)
 path = f"{TMP}/conv_pool_resize.onnx"
 got, err = interpreted(path, np.zeros((1, 3, 1, 5), np.float32), "tiny")
 report(got is None and len(err.splitlines()) == 1 and "node 'p' (MaxPool)" in err and "larger than" in err,
        f"H=1 through a 2x2 pool is refused: {err}")
 got, err = interpreted(f"{TMP}/conv_pool_resize-O3.so", np.zeros((1, 3, 1, 5), np.float32), "tiny_c")
-report(got is None and len(err.splitlines()) == 1 and "H=1, W=5" in err and "negative" in err,
-       f"compiled: H=1 through a 2x2 pool is refused: {err}")
+report(got is None and len(err.splitlines()) == 1 and "node 'p' (MaxPool): the input dims (H=1, W=5)" in err and
+       "'H-2' negative" in err, f"compiled: H=1 through a 2x2 pool is refused: {err}")
 # branches that disagree at an odd H: ONNX Runtime fails, so does the library,
 # naming the node (the compiled Add takes the two derived dims as equal)
 path = save("odd_branches", [

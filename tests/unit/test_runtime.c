@@ -256,7 +256,8 @@ START_TEST(abi_mismatch_is_an_error)
 END_TEST
 
 /* Derived symbols (icc_model_desc.derived): the runtime computes them from
- * the input-bound ones, refuses a negative one naming it, and refuses a
+ * the input-bound ones, refuses a negative one naming it and the node of
+ * its message, and refuses a
  * table whose definitions name later symbols or divide by 0. The toy's
  * descriptor gets two derived symbols after N, its output's dim 0 named by
  * the second (icc_output_dims only: the toy's kernels do not read them). */
@@ -289,6 +290,18 @@ START_TEST(derived_symbols)
     ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
     expect(icc_output_dims(m, dims, 0, yd), ICC_ERR_SHAPE, icc_last_error(), "=7)", "negative");
     icc_model_close(m);
+    /* the message names the node that first gives the dim */
+    const char *msgs[2] = {"node 'c' (Conv)", "node 'p' (MaxPool)"};
+    edited.messages = msgs;
+    edited.nmessages = 2;
+    defs[0].message = 2;
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    expect(icc_output_dims(m, dims, 0, yd), ICC_ERR_SHAPE, icc_last_error(), "node 'p' (MaxPool): the input dims",
+           "'N+2' negative");
+    icc_model_close(m);
+    defs[0].message = 3;                    /* past the message table */
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "bad definition", NULL);
+    defs[0].message = 0;
     defs[0].b = 2;
     defs[1].b = 0;                          /* a division by 0 */
     expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "bad definition", NULL);
