@@ -1058,6 +1058,42 @@ static int window_checks(pbuild *c, const ir_node *n)
     return 0;
 }
 
+/* A Split of a symbolic dim: its pieces must add up to it at run time.
+ * Constant pieces (a constant split input) must sum to the dim; n equal
+ * symbolic chunks (ceil(d/n): shape inference cannot say the smaller last
+ * one, ir/ref/movement.c) need n to divide it; the two chunks ceil(d/2)
+ * and floor(d/2) always add up. */
+static int split_checks(pbuild *c, const ir_node *n)
+{
+    const ir_type *x = &n->in[0]->type;
+    int axis = (int)ir_attr_int(n, "axis", 0);
+    axis = axis < 0 ? axis + x->rank : axis;
+    if (axis < 0 || axis >= x->rank || x->dims[axis].sym <= 0)
+        return 0;
+    ir_dim d = x->dims[axis], p0 = n->out[0]->type.dims[axis];
+    int64_t sum = 0;
+    bool consts = true, equal = n->nout > 1 && p0.sym > 0;
+    for (int i = 0; i < n->nout; i++) {
+        ir_dim p = n->out[i]->type.dims[axis];
+        consts = consts && ir_dim_is_const(p) && ir_add_ok(sum, p.v, &sum);
+        equal = equal && p.sym == p0.sym;
+    }
+    char what[512], xs[128];
+    dim_text(c->g, d, xs, sizeof xs);
+    if (consts) {
+        snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must equal the split's sum %lld", axis, n->in[0]->name,
+                 xs, (long long)sum);
+        return add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = d, .b = ir_dim_const(sum)}, n, what);
+    }
+    if (!equal)
+        return 0;
+    snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be a multiple of %d (the compiled split takes equal "
+             "parts of a symbolic dim)", axis, n->in[0]->name, xs, n->nout);
+    cg_check ck = {.kind = CG_CHECK_COUNT, .ca = {.scale = 1, .n = 1, .dims = {d}},
+                   .cb = {.scale = n->nout, .n = 1, .dims = {p0}}};
+    return add_check(c, ck, n, what);
+}
+
 /* Adds the check that dim d of n's operand v (in) equals the output's
  * dim out, unless they are the same dim. */
 static int check_dim_equal(pbuild *c, const ir_node *n, const ir_value *v, int d, ir_dim in, ir_dim out)
@@ -1141,6 +1177,10 @@ static int find_shape_checks(pbuild *c)
         case IR_OP_CONV: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL:
         case IR_OP_LP_POOL:
             if (window_checks(c, n) < 0)
+                return -1;
+            break;
+        case IR_OP_SPLIT:
+            if (split_checks(c, n) < 0)
                 return -1;
             break;
         case IR_OP_CONCAT: {

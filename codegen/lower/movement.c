@@ -1038,12 +1038,12 @@ bool cg_can_lower_movement(const ir_node *n)
         int axis, np = n->op == IR_OP_CONCAT ? n->nin : n->nout;
         if (!mv_axis(ir_attr_int(n, "axis", 0), whole->rank, &axis))
             return false;
-        /* a Concat's pieces may have symbolic lengths (then the later
-         * pieces' positions are the run's sums); a Split's are constant */
+        /* the pieces may have symbolic lengths (then the later pieces'
+         * positions are the run's sums; a Split's chunks of a symbolic
+         * dim are checked to add up to it: codegen/program.c) */
         for (int i = 0; i < np; i++) {
             const ir_value *v = n->op == IR_OP_CONCAT ? n->in[i] : n->out[i];
-            if (!v || v->type.rank != whole->rank || v->type.dims[axis].sym < 0 ||
-                (n->op == IR_OP_SPLIT && !ir_dim_is_const(v->type.dims[axis])))
+            if (!v || v->type.rank != whole->rank || v->type.dims[axis].sym < 0)
                 return false;
         }
         return true;

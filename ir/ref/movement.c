@@ -654,7 +654,7 @@ int ref_concat(ir_ref_ctx *c)
 
 /* Split sizes along the axis: the split input, or num_outputs (or the
  * output count) chunks of ceil(dim / n) with a smaller last chunk (opset
- * 18). sizes[i] < 0 means unknown. */
+ * 18). sizes[i] < 0 means unknown (symbolic chunks: split_sym_sizes). */
 static int split_sizes(ir_shape_ctx *c, const ir_type *x, int axis, const ir_tensor *sv,
                        bool has_split, int64_t *sizes)
 {
@@ -703,6 +703,19 @@ static int split_sizes(ir_shape_ctx *c, const ir_type *x, int axis, const ir_ten
     return 0;
 }
 
+/* A symbolic dim d in n = c->nout chunks of ceil(d/n), the last smaller:
+ * sym[0] is the chunk, sym[1] the last one. Two chunks are ceil(d/2) and
+ * floor(d/2) for any d; the last of more is d - (n-1)*ceil(d/n), which a
+ * derived symbol cannot say (no subtraction of symbols), so it is taken
+ * as ceil(d/n) too, right when n divides d: compiled code checks that at
+ * run time (codegen/program.c), the interpreter takes the run's dims. */
+static void split_sym_sizes(ir_shape_ctx *c, ir_dim d, ir_dim *sym)
+{
+    ir_graph *g = c->node->graph;
+    sym[0] = ir_dim_div_const(g, d, c->nout, true);
+    sym[1] = c->nout == 2 ? ir_dim_div_const(g, d, 2, false) : sym[0];
+}
+
 int shape_split(ir_shape_ctx *c)
 {
     const ir_type *x = c->in[0];
@@ -718,13 +731,18 @@ int shape_split(ir_shape_ctx *c)
     int64_t sizes[64];
     if (c->nout > 64)
         return ir_node_errorf(c->diag, c->node, "more than 64 outputs");
-    if (split_sizes(c, x, axis, mv_val(c, 1), mv_type(c, 1) != NULL, sizes) < 0)
+    bool has_split = mv_type(c, 1) != NULL;
+    if (split_sizes(c, x, axis, mv_val(c, 1), has_split, sizes) < 0)
         return -1;
+    ir_dim sym[2];
+    bool chunks = !has_split && x->dims[axis].sym > 0;
+    if (chunks)
+        split_sym_sizes(c, x->dims[axis], sym);
     for (int i = 0; i < c->nout; i++) {
         ir_type *o = &c->out[i];
         for (int k = 0; k < x->rank; k++)
             o->dims[k] = x->dims[k];
-        o->dims[axis] = sizes[i] >= 0 ? ir_dim_const(sizes[i]) : ir_dim_unknown();
+        o->dims[axis] = sizes[i] >= 0 ? ir_dim_const(sizes[i]) : chunks ? sym[i == c->nout - 1] : ir_dim_unknown();
     }
     return 0;
 }

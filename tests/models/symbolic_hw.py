@@ -22,7 +22,9 @@ window larger than its padded input must fail in one line, exit 1, as the
 interpreter's Conv/MaxPool shape check says, and so must the compiled
 library, naming the node and the dim that came out negative; sizes whose
 branches disagree (an upsampled H/2*2 added to an odd H) fail both in ONNX
-Runtime and in the library, which names the node.
+Runtime and in the library, which names the node. Split of a symbolic dim
+(opset 18): two chunks at any size, three where 3 divides it (other sizes
+refused in one line naming the Split), constant sizes where they add up.
 
     python3 tests/models/symbolic_hw.py build/icc
 """
@@ -259,6 +261,69 @@ got, err = interpreted(so, np.ones((1, 3, 8, 10), np.float32), "even")
 report(got is not None and np.allclose(got, 2), f"odd_branches at 8x10 runs {err}")
 got, err = interpreted(so, np.ones((1, 3, 9, 10), np.float32), "odd")
 report(got is None and len(err.splitlines()) == 1 and "node 'y' (Add)" in err, f"odd_branches at 9x10 refused: {err}")
+
+# Split of a symbolic dim (opset 18): two chunks are ceil(H/2) and floor(H/2)
+# at any H; three are equal parts, so a W that 3 does not divide is refused
+# in one line naming the node (ONNX Runtime makes the last chunk smaller, as
+# the interpreter does); constant split sizes over a symbolic dim must add
+# up to it (ONNX Runtime refuses other sizes too).
+def save_multi(tag, nodes, inits, outs):
+    g = h.make_graph(nodes, tag, [h.make_tensor_value_info("x", P.FLOAT, [1, 3, "H", "W"])],
+                     [h.make_tensor_value_info(o, P.FLOAT, None) for o in outs], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 8
+    path = f"{TMP}/{tag}.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def run_multi(model, x, outs, tag):
+    np.save(f"{TMP}/{tag}_x.npy", x)
+    r = subprocess.run([ICC, "run", model, "--input", f"x={TMP}/{tag}_x.npy", "-o", f"{TMP}/{tag}_out"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    return [np.load(f"{TMP}/{tag}_out/{o}.npy") for o in outs], ""
+
+
+r = np.random.default_rng(3)
+split_cases = [
+    # halves of H after a stride-2 conv (a derived dim), and a pool of one
+    ("split_halves", [
+        h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        h.make_node("Split", ["c"], ["a", "b"], "sp", axis=2, num_outputs=2),
+        h.make_node("MaxPool", ["b"], ["bp"], kernel_shape=[1, 2], strides=[1, 2])],
+     [weights(r, "w", 4, 3, 3, 3)], ["a", "bp"], [(17, 23), (32, 32), (9, 40), (3, 5), (5, 6)], []),
+    # three equal parts of W: sizes 3 divides, then two it does not
+    ("split_thirds", [
+        h.make_node("Split", ["x"], ["a", "b", "c"], "sp", axis=3, num_outputs=3),
+        h.make_node("Add", ["a", "b"], ["s"])], [], ["s", "c"], [(17, 24), (5, 3), (9, 42)], [(8, 23), (8, 22)]),
+    # constant sizes over a symbolic W: only W = 10
+    ("split_const", [h.make_node("Split", ["x", "sizes"], ["a", "b"], "sp", axis=3),
+                     h.make_node("Relu", ["a"], ["ar"])],
+     [nh.from_array(np.array([4, 6], np.int64), "sizes")], ["ar", "b"], [(17, 10), (3, 10)], [(17, 11)]),
+]
+for tag, nodes, inits, outs, good, bad in split_cases:
+    path = save_multi(tag, nodes, inits, outs)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    so = f"{TMP}/{tag}.so"
+    c = subprocess.run([ICC, path, "-O3", "-o", so], capture_output=True, text=True)
+    report(c.returncode == 0, f"{tag}: compiles at -O3 with symbolic H/W {c.stderr.strip()}")
+    for hh, ww in good + bad:
+        x = r.standard_normal((1, 3, hh, ww)).astype(np.float32)
+        try:
+            want, ort_err = sess.run(None, {"x": x}), ""
+        except Exception as e:   # noqa: BLE001 (ONNX Runtime refuses the sizes)
+            want, ort_err = None, str(e).splitlines()[0]
+        for what, model in (("interpreter", path), ("compiled", so)):
+            got, err = run_multi(model, x, outs, f"{tag}_{what}_{hh}x{ww}")
+            if (hh, ww) in good or (what == "interpreter" and want is not None):
+                ok = got is not None and want is not None and all(
+                    g.shape == w.shape and np.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want))
+                report(ok, f"{tag}: {what} vs ORT at H={hh} W={ww} {err} {ort_err}")
+            else:
+                ok = got is None and len(err.splitlines()) == 1 and "node 'sp' (Split)" in err
+                report(ok, f"{tag}: {what} refuses H={hh} W={ww}: {err} (ORT: {ort_err or 'runs'})")
 
 print(f"{'FAILED' if fails else 'passed'}: {fails} failures")
 sys.exit(1 if fails else 0)
