@@ -60,10 +60,13 @@ static kir_expr *g_pb(kir_kernel *k, const geom *g, int j) { return g_pad(k, g, 
 static kir_expr *g_pe(kir_kernel *k, const geom *g, int j) { return g_pad(k, g, j, true); }
 
 /* o*s - pb: the first input position of output position o's window in
- * dim j; g_tap: kk*d - pb, tap kk's offset from it. */
+ * dim j; g_tap: kk*d - pb, tap kk's offset from it. A run-time pad is
+ * added as 0 - pb: the emitter reads a vector loop's index as the variable
+ * times a stride plus uniform terms (a strided load, not a gather). */
 static kir_expr *g_shift(kir_kernel *k, const geom *g, int j, kir_expr *v)
 {
-    return g->same[j] ? kir_op2(k, KIR_SUB, IR_I64, v, g_pb(k, g, j)) : lw_iaddc(k, v, -g->pb[j]);
+    return g->same[j] ? kir_iadd(k, v, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 0), g_pb(k, g, j)))
+                      : lw_iaddc(k, v, -g->pb[j]);
 }
 static kir_expr *g_start(kir_kernel *k, const geom *g, int j, kir_expr *o) { return g_shift(k, g, j, lw_imulc(k, o, g->s[j])); }
 static kir_expr *g_tap(kir_kernel *k, const geom *g, int j, kir_expr *kk) { return g_shift(k, g, j, lw_imulc(k, kk, g->d[j])); }
