@@ -6,7 +6,9 @@ GlobalAveragePool, Flatten, Gemm, Softmax) with its batch dim left symbolic is
 compiled once, then run for batches 1, 2 and 5; each output must match ONNX
 Runtime (rtol 1e-4, atol 1e-5). So must an MLP whose rows are the batch
 (Gemm, Gemm transB, MatMul) at batches 0 to 64. A model whose Reshape fixes the batch to 1
-must refuse a batch of 2 with a message naming the node.
+must refuse a batch of 2 with a message naming the node. The batch split along
+dim 0 (opset 18): in two at any batch, in four where 4 divides it (a batch of 6
+refused naming the Split; ONNX Runtime there gives a smaller last chunk).
 
     python3 tests/models/dynamic_batch.py build/icc
 """
@@ -51,6 +53,17 @@ def fixed(path):
                      [h.make_tensor_value_info("x", P.FLOAT, ["N", 4])],
                      [h.make_tensor_value_info("y", P.FLOAT, [2, 2])], [shape])
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def split(path, parts):
+    outs = ["p%d" % i for i in range(parts)]
+    g = h.make_graph([h.make_node("Split", ["x"], outs, "sp", axis=0, num_outputs=parts),
+                      h.make_node("Neg", [outs[0]], ["y"])], "split",
+                     [h.make_tensor_value_info("x", P.FLOAT, ["N", 5])],
+                     [h.make_tensor_value_info(o, P.FLOAT, None) for o in ["y"] + outs[1:]])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.save(m, path)
 
 
 def mlp(path):
@@ -99,6 +112,27 @@ def main():
             ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
             print("%s MLP %s, batch %d: max abs error %.3g" % ("ok  " if ok else "FAIL", level, n,
                                                                np.abs(got - want).max() if n else 0))
+            failed += not ok
+    for parts, good, bad in ((2, (2, 4, 7), ()), (4, (4, 8), (6,))):
+        path, so = "%s/split%d.onnx" % (t, parts), "%s/split%d.so" % (t, parts)
+        split(path, parts)
+        subprocess.run([icc, path, "-O3", "-o", so], check=True)
+        s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [o.name for o in s.get_outputs()]
+        for n in good + bad:
+            x = np.random.default_rng(n).standard_normal((n, 5)).astype(np.float32)
+            np.save(t + "/x.npy", x)
+            r = subprocess.run([icc, "run", so, "--input", "x=" + t + "/x.npy", "-o", t + "/out"],
+                               capture_output=True, text=True)
+            if n in bad:
+                ok = r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and \
+                    "node 'sp' (Split)" in r.stderr and "multiple of 4" in r.stderr
+                print("%s split in %d, batch %d refused: %s" % ("ok  " if ok else "FAIL", parts, n, r.stderr.strip()))
+            else:
+                want = s.run(None, {"x": x})
+                ok = r.returncode == 0 and all(np.allclose(np.load("%s/out/%s.npy" % (t, nm)), w)
+                                               for nm, w in zip(names, want))
+                print("%s split in %d, batch %d %s" % ("ok  " if ok else "FAIL", parts, n, r.stderr.strip()))
             failed += not ok
     fixed(t + "/fixed.onnx")
     subprocess.run([icc, t + "/fixed.onnx", "-o", t + "/fixed.so"], check=True)
