@@ -68,8 +68,14 @@ static kir_expr *g_shift(kir_kernel *k, const geom *g, int j, kir_expr *v)
     return g->same[j] ? kir_iadd(k, v, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 0), g_pb(k, g, j)))
                       : lw_iaddc(k, v, -g->pb[j]);
 }
-static kir_expr *g_start(kir_kernel *k, const geom *g, int j, kir_expr *o) { return g_shift(k, g, j, lw_imulc(k, o, g->s[j])); }
-static kir_expr *g_tap(kir_kernel *k, const geom *g, int j, kir_expr *kk) { return g_shift(k, g, j, lw_imulc(k, kk, g->d[j])); }
+static kir_expr *g_start(kir_kernel *k, const geom *g, int j, kir_expr *o)
+{
+    return g_shift(k, g, j, lw_imulc(k, o, g->s[j]));
+}
+static kir_expr *g_tap(kir_kernel *k, const geom *g, int j, kir_expr *kk)
+{
+    return g_shift(k, g, j, lw_imulc(k, kk, g->d[j]));
+}
 
 static bool node_static(const ir_node *n)
 {
@@ -173,9 +179,12 @@ static bool window_geom(const ir_node *n, geom *g)
             bool same = win.auto_pad == NN_PAD_SAME_UPPER || win.auto_pad == NN_PAD_SAME_LOWER;
             if (win.kernel[i] < 1)
                 return false;
-            if (same && win.stride[i] > 1 ? !same_dyn(g, &win, i)
-                                          : nn_window_dim(n, &d, &win, i, INT64_C(1) << 20, &o, &g->pb[i], &g->pe[i]) < 0)
+            if (same && win.stride[i] > 1) {
+                if (!same_dyn(g, &win, i))
+                    return false;
+            } else if (nn_window_dim(n, &d, &win, i, INT64_C(1) << 20, &o, &g->pb[i], &g->pe[i]) < 0) {
                 return false;
+            }
             g->in[i] = g->ind[i].sym ? -1 : g->ind[i].v;
             g->out[i] = g->outd[i].sym ? -1 : g->outd[i].v;
             g->k[i] = win.kernel[i];

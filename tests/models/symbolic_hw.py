@@ -107,11 +107,12 @@ def models():
         h.make_node("Conv", ["a", "wd", "bd"], ["d"], strides=[2, 2], group=6, auto_pad="SAME_LOWER"),
         h.make_node("Conv", ["d", "w2"], ["y"], strides=[2, 2], auto_pad="SAME_LOWER")], \
         [weights(r, "w1", 6, 3, 4, 3), weights(r, "wd", 6, 1, 5, 5), weights(r, "bd", 6), weights(r, "w2", 4, 6, 2, 2)]
-    # the pools at a stride > 1 with SAME padding, counting it or not
+    # the pools at a stride > 1 with SAME padding, counting it or not (SAME
+    # ignores ceil_mode)
     yield "same_pools", True, [
         h.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
         h.make_node("AveragePool", ["p"], ["q"], kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_LOWER",
-                    count_include_pad=1),
+                    count_include_pad=1, ceil_mode=1),
         h.make_node("AveragePool", ["q"], ["u"], kernel_shape=[3, 3], strides=[2, 3], auto_pad="SAME_LOWER"),
         h.make_node("MaxPool", ["u"], ["y"], kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER")], []
     # two branches halving H the same way: Add and Concat need equal dims
