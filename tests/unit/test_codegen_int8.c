@@ -247,8 +247,8 @@ START_TEST(conv_integer_shapes)
 }
 END_TEST
 
-/* The model's assembly for cpu. */
-static char *model_asm(const char *text, const char *cpu, const char *features)
+/* text parsed, its shapes inferred and its arena planned. */
+static ir_graph *planned(const char *text)
 {
     icc_diag d = {{0}};
     ir_graph *g = ir_parse(text, strlen(text), "int8.icc", &d);
@@ -257,6 +257,14 @@ static char *model_asm(const char *text, const char *cpu, const char *features)
     ck_assert_msg(icc_pipeline_parse("shape-infer,plan", &p, &d) == 0, "%s", d.msg);
     ck_assert_msg(icc_pipeline_run(&p, g, NULL, &d) == 0, "%s", d.msg);
     icc_pipeline_free(&p);
+    return g;
+}
+
+/* The model's assembly for cpu. */
+static char *model_asm(const char *text, const char *cpu, const char *features)
+{
+    icc_diag d = {{0}};
+    ir_graph *g = planned(text);
     cg_target *t;
     ck_assert_msg(cg_target_create("x86_64-pc-linux-gnu", cpu, features, 2, &t, &d) == 0, "%s", d.msg);
     LLVMModuleRef m;
@@ -291,12 +299,7 @@ END_TEST
 static int profiled_kind(const char *text, const char *cpu)
 {
     icc_diag d = {{0}};
-    ir_graph *g = ir_parse(text, strlen(text), "int8.icc", &d);
-    ck_assert_msg(g != NULL, "%s", d.msg);
-    icc_pipeline p;
-    ck_assert_msg(icc_pipeline_parse("shape-infer,plan", &p, &d) == 0, "%s", d.msg);
-    ck_assert_msg(icc_pipeline_run(&p, g, NULL, &d) == 0, "%s", d.msg);
-    icc_pipeline_free(&p);
+    ir_graph *g = planned(text);
     cg_target *t;
     ck_assert_msg(cg_target_create("x86_64-pc-linux-gnu", cpu, NULL, 2, &t, &d) == 0, "%s", d.msg);
     cg_schedule s;
