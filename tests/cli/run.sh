@@ -578,7 +578,8 @@ echo '{"cores": 2, "fma_gflops_per_core": 40, "fma_gflops_all_cores": 80,
 # build below (kind: i8, f32, or host: bf16 where the CPU has avx512_bf16,
 # else f32). With the fake peaks each kind's roof is its own, one core's or
 # all cores' (AMX, not measured, on the dot product's); with the measured
-# ones, the contraction runs under 150% of its roof.
+# ones, each kind's own measured peak where the machine has it; both: the
+# roof percentage is the kernel's rate over its roof.
 profile_kinds() {
   local n=0 model want flags
   while read -r model want flags; do
@@ -602,10 +603,14 @@ for x in r["results"]:
         own = {"f32": (40, 80), "i8": (300, 500), "bf16": (150, 250)}[want][t]
         assert k["peak_gflops"] == own and p["peak_gflops"] == (40, 80)[t], (k, own)
         assert p["peak_of"] == {"f32": "f32", "bf16": "bf16", "i8": "i8", "amx-bf16": "bf16", "amx-i8": "i8"}, p
-        roof = min(k["peak_gflops"], k["intensity"] * p["peak_gbs"])
-        assert abs(k["roof_pct"] - 100 * k["gflops"] / roof) < 0.01 + 1e-3 * k["roof_pct"], (k, roof)
     else:
-        assert 0 < k["roof_pct"] < 150, k
+        # the measured peaks (no timing bound: an instrumented build measures its own
+        # peak loops slowly but runs the kernels at speed): a dot-product kernel takes its
+        # kind's measured peak where this machine has one, not FP32's
+        have = json.load(open(sys.argv[3])).get({"i8": "int8_gops_vnni", "bf16": "bf16_gflops"}.get(want, ""))
+        assert want == "f32" or (p["peak_of"][want] == want) == bool(have), (p, have)
+    roof = min(k["peak_gflops"], k["intensity"] * p["peak_gbs"])
+    assert abs(k["roof_pct"] - 100 * k["gflops"] / roof) < 0.01 + 1e-3 * k["roof_pct"], (k, roof)
 PY
   done <<EOF
 i8 i8
@@ -618,7 +623,7 @@ EOF
 }
 check "bench --profile: int8 and bf16 contractions on their own (fake) peaks; the kind follows the target" \
   profile_kinds "$T/kpeak.json"
-check "bench --profile: int8 and bf16 contractions under 150% of this machine's measured peaks" \
+check "bench --profile: int8 and bf16 contractions on this machine's measured peaks of their kind" \
   profile_kinds "$T/peak2.json"
 # bench --generate on a tiny static-KV decoder (seq 1) and its prefill
 # graph (seq 4): the step counts, and the greedy tokens ONNX Runtime picks.
