@@ -153,13 +153,18 @@ void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int
     *ncc = cc;
 }
 
-int cg_schedule_packed_rows(const cg_schedule *s, int64_t m)
+int cg_schedule_fewest_rows(const cg_schedule *s, int64_t m)
 {
     int best = s->tile_rows;
-    if (m < 1 || m > CG_SKINNY_M)
+    if (m < 1)
         return best;
     for (int r = s->tile_rows - 1; r >= s->tile_rows - 2 && r >= 1; r--)
         if ((m + r - 1) / r * r < (m + best - 1) / best * best)
             best = r;
     return best;
+}
+
+int cg_schedule_packed_rows(const cg_schedule *s, int64_t m)
+{
+    return m > CG_SKINNY_M ? s->tile_rows : cg_schedule_fewest_rows(s, m);
 }

@@ -143,6 +143,12 @@ void cg_schedule_gemm_tile(const cg_schedule *s, int64_t m, int64_t n_vecs, int6
  * instead of 2 of 6 (0.128 -> 0.084). */
 int cg_schedule_packed_rows(const cg_schedule *s, int64_t m);
 
+/* Of tile_rows and the two below it, the rows of a register tile that
+ * compute the fewest rows past m (ties to the larger); tile_rows for m
+ * < 1. cg_schedule_packed_rows takes it for skinny m; the recurrent
+ * kernels' projection tiles for their steps. */
+int cg_schedule_fewest_rows(const cg_schedule *s, int64_t m);
+
 /* The column chunks of a skinny (streamed) contraction of m rows, n
  * columns and a B of b_bytes (one batch item): 1 below skinny_split_m
  * rows (memory-bound on B, whose rows a split cuts into pieces) unless B

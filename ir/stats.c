@@ -3,6 +3,7 @@
  * evaluates the formulas on a node's static types. */
 #include "ir/stats.h"
 #include "ir/ops.h"
+#include "ir/ref/rnn.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -189,10 +190,10 @@ bool ir_node_flops(const ir_node *n, int64_t *flops)
          * dot products with x (I long) and h (H long) */
         const ir_type *x = &n->in[0]->type, *w = &n->in[1]->type, *r = &n->in[2]->type;
         int64_t in_sz, h, rows;
-        bool wt = ir_attr_int(n, "weights_t", 0) != 0; /* W [D, I, G H], R [D, H, G H] */
+        int64_t wt = ir_attr_int(n, "weights_t", 0);
         if (!numel(n->out[0], &out) || x->rank != 3 || w->rank != 3 || r->rank != 3 ||
-            !dim_value(x->dims[2], &in_sz) || !dim_value(r->dims[wt ? 1 : 2], &h) ||
-            !dim_value(w->dims[wt ? 2 : 1], &rows) || !h)
+            !dim_value(x->dims[2], &in_sz) || !dim_value(r->dims[ir_rnn_r_hidden_dim(wt)], &h) ||
+            !dim_value(w->dims[ir_rnn_w_rows_dim(wt)], &rows) || !h)
             return false;
         *flops = smul(smul(out, rows / h), smul(2, in_sz + h));
         return true;

@@ -77,7 +77,7 @@ bool cg_can_lower_rnn(const ir_node *n)
     const ir_type *x = &n->in[0]->type, *w = &n->in[1]->type, *r = &n->in[2]->type;
     if (x->rank != 3 || w->rank != 3 || r->rank != 3 || !ir_dim_is_const(x->dims[2]))
         return false;
-    int64_t H = r->dims[a.weights_t ? 1 : 2].v, GH = w->dims[a.weights_t ? 2 : 1].v;
+    int64_t H = r->dims[ir_rnn_r_hidden_dim(a.weights_t)].v, GH = w->dims[ir_rnn_w_rows_dim(a.weights_t)].v;
     /* every operand's steps and batch are X's own (the same constant or
      * symbol): the kernel indexes them all by X's, and nothing checks two
      * different symbols against each other at run time */
@@ -200,12 +200,6 @@ static kir_expr *bias(lctx *c, const rnn_geo *g, int half, kir_expr *j)
 
 /* ---- the input projections ---------------------------------------------- */
 
-/* X_proj[rr, j] = sum_k X[t(s0 + rr), b, k] W[d, j, k] + biases for the
- * block's nb steps: tiles of `rows` steps x `cols` gate rows, a VECTOR
- * loop over k carrying the sums (the emitter splits each across the
- * lanes). Past the block's last step or the last gate row a tile
- * recomputes the last one. The steps run from s0, reversed (t = len - 1 - s)
- * when rev. */
 /* The biases of gate row j (vector or scalar), both unless GRU's Rb_h
  * under linear_before_reset (r multiplies it, later), or NULL without B. */
 static kir_expr *proj_bias(lctx *c, rnn_geo *g, kir_block *b, kir_expr *j)
@@ -305,6 +299,12 @@ static int projections_t(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir
     return 0;
 }
 
+/* X_proj[rr, j] = sum_k X[t(s0 + rr), b, k] W[d, j, k] + biases for the
+ * block's nb steps: tiles of `rows` steps x `cols` gate rows, a VECTOR
+ * loop over k carrying the sums (the emitter splits each across the
+ * lanes). Past the block's last step or the last gate row a tile
+ * recomputes the last one. The steps run from s0, reversed (t = len - 1 - s)
+ * when rev. */
 static int projections(lctx *c, rnn_geo *g, kir_block *body, kir_expr *s0, kir_expr *nb, kir_expr *len, bool rev)
 {
     if (g->a.weights_t)
@@ -613,7 +613,7 @@ int lower_rnn(lctx *c)
     g.T = lw_dim_of(k, td);
     g.B = lw_dim_of(k, bd);
     g.I = x->dims[2].v;
-    g.H = n->in[IR_RNN_IN_R]->type.dims[g.a.weights_t ? 1 : 2].v;
+    g.H = n->in[IR_RNN_IN_R]->type.dims[ir_rnn_r_hidden_dim(g.a.weights_t)].v;
     g.G = g.a.gates;
     g.GH = g.G * g.H;
     /* tiles of carried sums, each split across a vector register's lanes:
@@ -626,13 +626,10 @@ int lower_rnn(lctx *c)
     if (g.a.weights_t) {
         /* the matmul tile: tile_rows steps (fewer when that computes fewer
          * past a constant step count) x one panel */
-        int R = c->s->tile_rows < 16 ? c->s->tile_rows : 16;
         g.pw = g.a.weights_t;
-        g.rows = R;
-        if (ir_dim_is_const(td) && td.v > 0)
-            for (int r = R - 1; r >= R - 2 && r >= 1; r--)
-                if ((td.v + r - 1) / r * r < (td.v + g.rows - 1) / g.rows * g.rows)
-                    g.rows = r;
+        g.rows = ir_dim_is_const(td) ? cg_schedule_fewest_rows(c->s, td.v) : c->s->tile_rows;
+        if (g.rows > 16)
+            g.rows = 16;
         for (int i = 0; i < 2; i++) {
             const kir_buf *wb = &k->bufs[c->buf[IR_RNN_IN_W + i]];
             ir_type ft = {.dtype = wb->dtype, .rank = 1, .dims = {ir_dim_const(g.a.dirs * (i ? g.H : g.I) * g.GH)}};

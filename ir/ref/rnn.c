@@ -242,7 +242,7 @@ int shape_rnn(ir_shape_ctx *c)
         B = x->dims[a.layout ? 0 : 1];
         I = x->dims[2];
     }
-    ir_dim H = a.hidden > 0 ? ir_dim_const(a.hidden) : r->rank == 3 ? r->dims[a.weights_t ? 1 : 2] : ir_dim_unknown();
+    ir_dim H = a.hidden > 0 ? ir_dim_const(a.hidden) : r->rank == 3 ? r->dims[ir_rnn_r_hidden_dim(a.weights_t)] : ir_dim_unknown();
     ir_dim D = ir_dim_const(a.dirs), GH = dim_mul(H, a.gates);
     ir_dim wd[3] = {D, GH, I}, rd[3] = {D, GH, H}, bd[2] = {D, dim_mul(H, 2 * a.gates)};
     if (a.weights_t)
@@ -405,7 +405,7 @@ int ref_rnn(ir_ref_ctx *c)
     q.T = q.x->dims[q.a.layout ? 1 : 0];
     q.B = q.x->dims[q.a.layout ? 0 : 1];
     q.I = q.x->dims[2];
-    q.H = q.r->dims[q.a.weights_t ? 1 : 2];
+    q.H = q.r->dims[ir_rnn_r_hidden_dim(q.a.weights_t)];
     int D = q.a.dirs;
     ir_tensor *y = c->out[0], *yh = c->nout > 1 ? c->out[1] : NULL, *yc = c->nout > 2 ? c->out[2] : NULL;
     double *buf = malloc(sizeof(double) * (size_t)(5 * q.H + 1));

@@ -55,6 +55,12 @@ typedef struct ir_rnn_attrs {
  * direction's list given to a bidirectional node serves both. */
 int ir_rnn_attrs_get(const ir_node *n, ir_rnn_attrs *a, icc_diag *d);
 
+/* The dim of R holding H, and of W holding the G*H gate rows: [D, G H,
+ * H] and [D, G H, I] in ONNX's layout, [D, H, G H] and [D, I, G H] under
+ * weights_t. */
+static inline int ir_rnn_r_hidden_dim(int64_t weights_t) { return weights_t ? 1 : 2; }
+static inline int ir_rnn_w_rows_dim(int64_t weights_t) { return weights_t ? 2 : 1; }
+
 /* The offset of element (d, k, row) of a W or R whose matrices are K x GH
  * (K = I or H) stored as weights_t = w describes: in panels of w rows,
  * each [K, width] (the last GH mod w wide). */
