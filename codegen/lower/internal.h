@@ -93,14 +93,19 @@ static inline kir_expr *lw_packed_at(kir_kernel *k, int64_t K, int64_t pk, kir_e
                     kir_iadd(k, lw_imulc(k, jj, pk), kir_op2(k, KIR_SUB, IR_I64, kx, kq)));
 }
 
+/* e, a value of dtype t, widened to t's compute dtype (NULL stays NULL). */
+static inline kir_expr *lw_widen(kir_kernel *k, kir_expr *e, ir_dtype t)
+{
+    return e && lw_compute_dtype(t) != t ? kir_op1(k, KIR_CAST, lw_compute_dtype(t), e) : e;
+}
+
 /* Input i at idx, widened to its compute dtype. The buffer's dtype, not
  * the input's, decides: a narrow weight (lower.c, half_weight) is an f32
  * input read from its f16/bf16 buffer. */
 static inline kir_expr *lw_load_in(lctx *c, int i, kir_expr *const *idx)
 {
-    kir_expr *e = kir_load(c->k, c->buf[i], idx);
     ir_dtype t = c->buf[i] >= 0 ? c->k->bufs[c->buf[i]].dtype : c->n->in[i]->type.dtype;
-    return lw_compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, lw_compute_dtype(t), e) : e;
+    return lw_widen(c->k, kir_load(c->k, c->buf[i], idx), t);
 }
 
 /* v converted to output i's dtype: its buffer's (a group's root may be

@@ -59,7 +59,7 @@ kir_expr *lw_fused_value(lctx *c, const ir_value *v, kir_expr *const *idx)
         kir_expr *e = c->epi_val;
         if (e && e->dtype != t)
             e = kir_op1(c->k, KIR_CAST, t, e);
-        return e && lw_compute_dtype(t) != t ? kir_op1(c->k, KIR_CAST, lw_compute_dtype(t), e) : e;
+        return lw_widen(c->k, e, t);
     }
     lctx save = *c;
     c->n = p;
@@ -71,8 +71,7 @@ kir_expr *lw_fused_value(lctx *c, const ir_value *v, kir_expr *const *idx)
     kir_expr *e = lw_formula(c);
     if (e && e->dtype != t)
         e = kir_op1(c->k, KIR_CAST, t, e);
-    if (e && lw_compute_dtype(t) != t)
-        e = kir_op1(c->k, KIR_CAST, lw_compute_dtype(t), e);
+    e = lw_widen(c->k, e, t);
     *c = save;
     return e;
 }

@@ -222,9 +222,7 @@ static kir_expr *wt_at(lctx *c, const rnn_geo *g, int which, kir_expr *p, kir_ex
     kir_expr *base = kir_iadd(k, lw_imulc(k, g->d, K * g->GH), lw_imulc(k, p, g->pw * K));
     kir_expr *off = kir_iadd(k, base, kir_iadd(k, kir_imul(k, kx, wp), l));
     int buf = which ? g->rf : g->wf;
-    kir_expr *e = kir_load(k, buf, &off);
-    ir_dtype t = k->bufs[buf].dtype;
-    return lw_compute_dtype(t) != t ? kir_op1(k, KIR_CAST, lw_compute_dtype(t), e) : e;
+    return lw_widen(k, kir_load(k, buf, &off), k->bufs[buf].dtype);
 }
 
 /* weights_t: a serial loop over the panels of gate rows [j0, j1) in b,
