@@ -60,13 +60,10 @@ static kir_expr *g_pb(kir_kernel *k, const geom *g, int j) { return g_pad(k, g, 
 static kir_expr *g_pe(kir_kernel *k, const geom *g, int j) { return g_pad(k, g, j, true); }
 
 /* o*s - pb: the first input position of output position o's window in
- * dim j; g_tap: kk*d - pb, tap kk's offset from it. A run-time pad is
- * added as 0 - pb: the emitter reads a vector loop's index as the variable
- * times a stride plus uniform terms (a strided load, not a gather). */
+ * dim j; g_tap: kk*d - pb, tap kk's offset from it (cg_less_pad). */
 static kir_expr *g_shift(kir_kernel *k, const geom *g, int j, kir_expr *v)
 {
-    return g->same[j] ? kir_iadd(k, v, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 0), g_pb(k, g, j)))
-                      : lw_iaddc(k, v, -g->pb[j]);
+    return cg_less_pad(k, v, g->same[j], g->ind[j], g->outd[j], g->s[j], g->dk[j], g->pb[j]);
 }
 static kir_expr *g_start(kir_kernel *k, const geom *g, int j, kir_expr *o)
 {
@@ -212,6 +209,13 @@ kir_expr *cg_same_pad(kir_kernel *k, ir_dim in, ir_dim out, int64_t s, int64_t d
     /* the odd one goes to the end with UPPER: begin total/2, end the rest */
     bool half_down = (same == CG_PAD_SAME_UPPER) != end;
     return lw_idivc(k, half_down ? total : lw_iaddc(k, total, 1), 2);
+}
+
+kir_expr *cg_less_pad(kir_kernel *k, kir_expr *v, int same, ir_dim in, ir_dim out, int64_t s, int64_t dk, int64_t pb)
+{
+    if (same == CG_PAD_FIXED)
+        return lw_iaddc(k, v, -pb);
+    return kir_iadd(k, v, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 0), cg_same_pad(k, in, out, s, dk, same, false)));
 }
 
 /* Floor division by 2 of a possibly negative total padding. */

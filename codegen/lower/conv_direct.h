@@ -36,6 +36,12 @@ typedef struct cg_conv2d {
  * with end the end pad, as an index expression of the run's sizes. */
 kir_expr *cg_same_pad(kir_kernel *k, ir_dim in, ir_dim out, int64_t s, int64_t dk, int same, bool end);
 
+/* v less a dim's begin pad: the fixed pb, or (same not CG_PAD_FIXED)
+ * cg_same_pad's, added as 0 - pad: the emitter reads a vector loop's
+ * index as the variable times a stride plus uniform terms (a strided
+ * load; v - pad made it a gather). */
+kir_expr *cg_less_pad(kir_kernel *k, kir_expr *v, int same, ir_dim in, ir_dim out, int64_t s, int64_t dk, int64_t pb);
+
 /* Depthwise-like Conv (one input channel per group: y channel m reads x
  * channel m / mg): a vector loop along the output row whose taps stay in
  * registers; the row's ends, where taps leave the input, run scalar. */

@@ -40,13 +40,10 @@ static kir_expr *dw_pad(kir_kernel *k, const cg_conv2d *g, int j)
                       : lw_i64c(k, g->pb[j]);
 }
 
-/* o*s - pad: the first input position of output position o's window (a
- * run-time pad added as 0 - pad: the emitter takes a vector index as the
- * variable times a stride plus uniform terms, a strided load). */
+/* o*s - pad: the first input position of output position o's window. */
 static kir_expr *dw_start(kir_kernel *k, const cg_conv2d *g, int j, kir_expr *o)
 {
-    kir_expr *os = lw_imulc(k, o, g->s[j]);
-    return g->same[j] ? kir_iadd(k, os, isub(k, lw_i64c(k, 0), dw_pad(k, g, j))) : lw_iaddc(k, os, -g->pb[j]);
+    return cg_less_pad(k, lw_imulc(k, o, g->s[j]), g->same[j], g->ind[j], g->outd[j], g->s[j], g->dk[j], g->pb[j]);
 }
 
 /* Rows narrower than a vector leave the loop mostly to its scalar ends:
