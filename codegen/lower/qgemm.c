@@ -155,6 +155,9 @@ struct qg {
     kir_expr *rows[QG_MAX_ROWS];
     kir_expr *colbase;         /* the output column of B's column 0 */
     int64_t ncols;             /* output columns: stores stop there */
+    bool cols_in;              /* every panel's columns lie below ncols (its
+                                  last one starts at ncols - W): the stores
+                                  take whole vectors, no bound */
     void *u;
     kir_expr *(*a)(lctx *c, qg *q, int r, kir_expr *k);     /* a[row r, k] (u8/i8) */
     kir_expr *(*za)(lctx *c, qg *q, int r);                  /* i32, or NULL */
@@ -296,45 +299,52 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
     }
     /* y = acc - zb * rowsum, through the fused epilogue */
 epilogue:
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < V; v++) {
-            int lv = kir_new_var(k);
-            kir_expr *c0 = kir_iadd(k, q->colbase, lw_iaddc(k, j0, (int64_t)v * L));
-            kir_expr *hi = lw_imin(k, lw_i64c(k, L), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, q->ncols), c0));
-            kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), hi, KIR_VECTOR, L);
-            if (!l)
-                return -1;
-            kir_expr *bcol = lw_iaddc(k, kir_var(k, lv), (int64_t)v * L);
-            kir_expr *y = kir_load(k, q->acc, (kir_expr *[]){lw_i64c(k, r), bcol});
-            kir_expr *col = kir_iadd(k, c0, kir_var(k, lv));
-            kir_expr *zb = q->rs >= 0 ? q->zb(c, q, col) : NULL;
-            if (q->quads) {
-                /* y = sum a~ b~ - za~ cs - zb~ rowsum + K za~ zb~ */
-                kir_expr *zat = q->za(c, q, r), *zbt = zb;
-                if (q->aoff)
-                    zat = kir_op2(k, KIR_ADD, IR_I32, zat ? zat : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->aoff));
-                if (q->boff)
-                    zbt = kir_op2(k, KIR_SUB, IR_I32, zbt ? zbt : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->boff));
-                if (zat) {
-                    kir_expr *ci = kir_op2(k, KIR_SUB, IR_I64, col, q->cbase);
-                    y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zat, kir_load(k, q->cs, &ci)));
-                }
-                if (zbt) {
-                    kir_expr *rsum = kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)});
-                    y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zbt, rsum));
-                }
-                if (zat && zbt)
-                    y = kir_op2(k, KIR_ADD, IR_I32, y,
-                                kir_op2(k, KIR_MUL, IR_I32, kir_const_i(k, IR_I32, q->K), kir_op2(k, KIR_MUL, IR_I32, zat, zbt)));
-            } else if (zb) {
-                y = kir_op2(k, KIR_SUB, IR_I32, y,
-                            kir_op2(k, KIR_MUL, IR_I32, zb, kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)})));
+    /* One vector loop over the panel's W columns a row. A loop per
+     * vector (column j0 + v L + lane) let LLVM's instcombine turn j0 + v L
+     * into an `or` (j0 a multiple of 64), which the loop vectorizer could
+     * not follow: it stored through scatters, and with a run-time bound
+     * ran the loops scalar, a quarter of a 128x768x768 MatMulInteger's
+     * time. Panels of a MatMulInteger end inside the row (cols_in), so
+     * their bound is the constant W. */
+    for (int r = 0; r < R; r++) {
+        int lv = kir_new_var(k);
+        kir_expr *c0 = kir_iadd(k, q->colbase, j0);
+        kir_expr *hi = q->cols_in ? lw_i64c(k, q->W)
+                                  : lw_imin(k, lw_i64c(k, q->W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, q->ncols), c0));
+        kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), hi, KIR_VECTOR, L);
+        if (!l)
+            return -1;
+        kir_expr *bcol = kir_var(k, lv);
+        kir_expr *y = kir_load(k, q->acc, (kir_expr *[]){lw_i64c(k, r), bcol});
+        kir_expr *col = kir_iadd(k, c0, kir_var(k, lv));
+        kir_expr *zb = q->rs >= 0 ? q->zb(c, q, col) : NULL;
+        if (q->quads) {
+            /* y = sum a~ b~ - za~ cs - zb~ rowsum + K za~ zb~ */
+            kir_expr *zat = q->za(c, q, r), *zbt = zb;
+            if (q->aoff)
+                zat = kir_op2(k, KIR_ADD, IR_I32, zat ? zat : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->aoff));
+            if (q->boff)
+                zbt = kir_op2(k, KIR_SUB, IR_I32, zbt ? zbt : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->boff));
+            if (zat) {
+                kir_expr *ci = kir_op2(k, KIR_SUB, IR_I64, col, q->cbase);
+                y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zat, kir_load(k, q->cs, &ci)));
             }
-            kir_expr *oi[IR_MAX_RANK];
-            q->out(c, q, r, col, oi);
-            if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, lower_epi(c, y, oi))))
-                return -1;
+            if (zbt) {
+                kir_expr *rsum = kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)});
+                y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zbt, rsum));
+            }
+            if (zat && zbt)
+                y = kir_op2(k, KIR_ADD, IR_I32, y,
+                            kir_op2(k, KIR_MUL, IR_I32, kir_const_i(k, IR_I32, q->K), kir_op2(k, KIR_MUL, IR_I32, zat, zbt)));
+        } else if (zb) {
+            y = kir_op2(k, KIR_SUB, IR_I32, y,
+                        kir_op2(k, KIR_MUL, IR_I32, zb, kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)})));
         }
+        kir_expr *oi[IR_MAX_RANK];
+        q->out(c, q, r, col, oi);
+        if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, lower_epi(c, y, oi))))
+            return -1;
+    }
     return 0;
 }
 
@@ -558,6 +568,7 @@ int lower_qgemm(lctx *c)
     if (q.W > N)
         return -1;
     q.colbase = lw_i64c(k, 0);
+    q.cols_in = true; /* panels from min(qv W, N - W) */
     int64_t nb = cdiv(M, q.R), np = cdiv(N, q.W);
     int64_t ncp = 256 / q.W > 1 ? 256 / q.W : 1, mcb = c->s->tile_mc_blocks, nrc, ncc;
     /* with enough rows to share it, a chunk copies its panels of B into
