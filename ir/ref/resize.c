@@ -167,16 +167,23 @@ static int plan_resize(ir_shape_ctx *c, const ir_type *x, rs_plan *p)
                 return ir_node_errorf(c->diag, n, "scale %g for axis %d is not a positive number", s, d);
             p->scale[d] = s;
             if (!ir_dim_is_const(x->dims[d])) {
-                /* floor(dim * s) as a derived symbol where it is exact:
-                 * an integer s, or the reciprocal of a power of two */
-                double k = 1 / s;
+                /* floor(dim * s) as a derived symbol: an f32 scale is
+                 * m / 2^e exactly (m < 2^24 odd, or e = 0), so
+                 * floor(dim * m / 2^e), which is what the interpreter's
+                 * double product gives (exact below 2^53) */
                 ir_graph *g = n->graph;
-                if (s == floor(s) && s < RS_MAX_DIM && g)
-                    p->out[d] = ir_dim_mul_const(g, x->dims[d], (int64_t)s);
-                else if (k == floor(k) && k < RS_MAX_DIM && ((int64_t)k & ((int64_t)k - 1)) == 0 && g)
-                    p->out[d] = ir_dim_div_const(g, x->dims[d], (int64_t)k, false);
-                else
+                int ex;
+                double f = frexp(s, &ex);
+                int64_t m = (int64_t)ldexp(f, 24), e = 24 - ex;
+                while (e > 0 && m % 2 == 0)
+                    m /= 2, e--;
+                if ((double)(float)s != s || e > 40 || !g)
                     p->out[d] = ir_dim_unknown();
+                else if (e <= 0)
+                    p->out[d] = s < RS_MAX_DIM ? ir_dim_mul_const(g, x->dims[d], (int64_t)s) : ir_dim_unknown();
+                else
+                    p->out[d] = ir_dim_div_const(g, m == 1 ? x->dims[d] : ir_dim_mul_const(g, x->dims[d], m),
+                                                 INT64_C(1) << e, false);
                 if (x->dims[d].sym > 0)   /* an unknown dim stays as it was */
                     p->known = p->known && p->out[d].sym != IR_DIM_UNKNOWN;
                 continue;

@@ -125,6 +125,19 @@ def models():
         h.make_node("Concat", ["x", "x"], ["c"], axis=2),
         h.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
         h.make_node("Resize", ["p", "", "half"], ["y"], mode="linear")], [half]
+    # scales that are not integers or their reciprocals: the output dim
+    # floor(H * m / 2^e) of the f32 scale m / 2^e (0.3 is 5033165 / 2^24).
+    # (Scales whose f32 lies below the decimal, such as 0.7, are avoided:
+    # ONNX Runtime rounds dim * scale in f32, so 60 * 0.7 gives 42 there
+    # and 41 in the interpreter and ONNX's reference, which multiply in
+    # double.)
+    yield "resize_fractional", True, [
+        h.make_node("Resize", ["x", "", "s15"], ["a"], mode="linear"),
+        h.make_node("Resize", ["a", "", "s075"], ["b"], mode="nearest"),
+        h.make_node("Resize", ["b", "", "s03"], ["y"], mode="cubic")], \
+        [nh.from_array(np.array([1, 1, 1.5, 1.5], np.float32), "s15"),
+         nh.from_array(np.array([1, 1, 0.75, 1.25], np.float32), "s075"),
+         nh.from_array(np.array([1, 1, 0.3, 0.6], np.float32), "s03")]
     yield "flatten", True, [
         h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
         h.make_node("Flatten", ["c"], ["y"], axis=1)], [weights(r, "w", 8, 3, 3, 3)]
