@@ -566,6 +566,50 @@ static int emit_quad_pack(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* dst[i][j] = src[j][i] for i, j < n: n rows loaded as vectors, then per
+ * round of block size b (n/2, n/4, ... 1) each pair of rows r, r + b
+ * ((r & b) == 0) becomes r' = r where (c & b) == 0 else (r + b)[c - b],
+ * (r + b)' = r[c + b] where (c & b) == 0 else (r + b)[c]: the off-diagonal
+ * b x b blocks of every 2b x 2b block swap, which after the last round
+ * (b = 1) is the transpose. n a power of two up to 64. */
+static int emit_transpose(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[2];
+    for (int j = 0; j < 2; j++) {
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+        if (e->k->bufs[s->args[j].buf].dtype != IR_F32)
+            return ir_errorf(e->d, "kernel '%.100s': transpose_f32 on %s rows", e->k->name,
+                             ir_dtype_name(e->k->bufs[s->args[j].buf].dtype));
+    }
+    int n = s->lanes;
+    if (n < 1 || n > 64 || (n & (n - 1)))
+        return ir_errorf(e->d, "kernel '%.100s': transpose_f32 of %d lanes (a power of two up to 64)", e->k->name, n);
+    LLVMTypeRef ft = e->f32, vt = LLVMVectorType(ft, (unsigned)n);
+    const kir_buf *db = &e->k->bufs[s->args[0].buf], *sb = &e->k->bufs[s->args[1].buf];
+    LLVMValueRef ds = e->stride[s->args[0].buf][db->rank - 2], ss = e->stride[s->args[1].buf][sb->rank - 2];
+    LLVMValueRef row[64], mask[128];
+    for (int j = 0; j < n; j++)
+        row[j] = load_as(e, vt, at(e, ft, ptr[1], LLVMBuildNSWMul(e->b, ss, em_ci64(e, j), "")), s->args[1].buf, 4);
+    for (int b = n / 2; b >= 1; b /= 2)
+        for (int r = 0; r < n; r++) {
+            if (r & b)
+                continue;
+            LLVMValueRef lo, hi;
+            for (int c = 0; c < n; c++)
+                mask[c] = LLVMConstInt(e->i32, (unsigned)((c & b) ? n + c - b : c), 0);
+            lo = LLVMBuildShuffleVector(e->b, row[r], row[r + b], LLVMConstVector(mask, (unsigned)n), "");
+            for (int c = 0; c < n; c++)
+                mask[c] = LLVMConstInt(e->i32, (unsigned)((c & b) ? n + c : c + b), 0);
+            hi = LLVMBuildShuffleVector(e->b, row[r], row[r + b], LLVMConstVector(mask, (unsigned)n), "");
+            row[r] = lo;
+            row[r + b] = hi;
+        }
+    for (int i = 0; i < n; i++)
+        store_to(e, row[i], at(e, ft, ptr[0], LLVMBuildNSWMul(e->b, ds, em_ci64(e, i), "")), s->args[0].buf, 4);
+    return 0;
+}
+
 int em_intrinsic(em *e, const kir_stmt *s)
 {
     const char *nm = kir_intrin_name(s->intrin);
@@ -581,6 +625,8 @@ int em_intrinsic(em *e, const kir_stmt *s)
     case KIR_IN_QUAD_PACK_S8:
     case KIR_IN_QUAD_PACK_U8:
         return emit_quad_pack(e, s);
+    case KIR_IN_TRANSPOSE_F32:
+        return emit_transpose(e, s);
     case KIR_IN_DPBUSD:
     case KIR_IN_DPBF16:
         return emit_dot(e, s);
