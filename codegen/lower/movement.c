@@ -640,12 +640,28 @@ static int lower_tile_op(lctx *c)
 
 enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
 
-/* Per dim: lo = begin pad (>= 0), crop = elements cropped at the start,
- * len = input elements kept; the output dim is lo + len + end pad. */
+/* Per dim: lo = begin pad (>= 0), hi = end pad (>= 0), crop = elements
+ * cropped at the start, len = input elements kept; the output dim is lo +
+ * len + hi. A symbolic dim (constant mode, pads >= 0 only) keeps all its
+ * elements: lend is the input's dim (len unused). */
 typedef struct {
     int mode;
-    int64_t lo[IR_MAX_RANK], crop[IR_MAX_RANK], len[IR_MAX_RANK];
+    int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], crop[IR_MAX_RANK], len[IR_MAX_RANK];
+    ir_dim lend[IR_MAX_RANK];
 } pad_spec;
+
+/* b is a + k for a constant k: both the same symbol plus constants (a
+ * derived sum's constants combine into one, ir_dim_add_const). */
+static bool dim_plus(const ir_graph *g, ir_dim a, ir_dim b, int64_t k)
+{
+    int64_t oa = 0, ob = 0;
+    const ir_sym_def *d;
+    if (a.sym > 0 && (d = ir_graph_sym_def(g, a.sym)) && d->op == IR_SYM_ADD && d->b.sym == 0)
+        oa = d->b.v, a = d->a;
+    if (b.sym > 0 && (d = ir_graph_sym_def(g, b.sym)) && d->op == IR_SYM_ADD && d->b.sym == 0)
+        ob = d->b.v, b = d->a;
+    return a.sym > 0 && a.sym == b.sym && ob - oa == k;
+}
 
 /* Fills sp from the signed begin/end pads of each dim; false when they
  * do not produce the output's shape or a mode has nothing to repeat. */
@@ -656,6 +672,19 @@ static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad
         return false;
     for (int d = 0; d < x->rank; d++) {
         int64_t dim = x->dims[d].v;
+        sp->hi[d] = e[d] > 0 ? e[d] : 0;
+        sp->lend[d] = ir_dim_const(0);
+        if (x->dims[d].sym || o->dims[d].sym) {
+            /* symbolic: zeros around the whole dim */
+            if (sp->mode != PAD_CONSTANT || b[d] < 0 || e[d] < 0 || !n->graph ||
+                !(b[d] + e[d] == 0 ? ir_dim_eq(x->dims[d], o->dims[d])
+                                   : dim_plus(n->graph, x->dims[d], o->dims[d], b[d] + e[d])))
+                return false;
+            sp->crop[d] = 0;
+            sp->lo[d] = b[d];
+            sp->lend[d] = x->dims[d];
+            continue;
+        }
         sp->crop[d] = b[d] < 0 ? -b[d] : 0;
         sp->len[d] = dim - sp->crop[d] - (e[d] < 0 ? -e[d] : 0);
         sp->lo[d] = b[d] > 0 ? b[d] : 0;
@@ -670,8 +699,12 @@ static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad
 static bool pad_params(const ir_node *n, pad_spec *sp)
 {
     const ir_type *x = &n->in[0]->type;
-    if (!ir_type_is_static(x) || !ir_type_is_static(&n->out[0]->type))
+    bool sym = !ir_type_is_static(x) || !ir_type_is_static(&n->out[0]->type);
+    if (sym && (n->op != IR_OP_PAD || x->rank < 0 || x->rank != n->out[0]->type.rank))
         return false;
+    for (int d = 0; sym && d < x->rank; d++)
+        if (x->dims[d].sym < 0 || n->out[0]->type.dims[d].sym < 0)
+            return false;
     int r = x->rank;
     int64_t b[IR_MAX_RANK] = {0}, e[IR_MAX_RANK] = {0};
     if (n->op == IR_OP_CENTER_CROP_PAD) {
@@ -773,9 +806,10 @@ static int lower_pad(lctx *c)
     for (int d = 0; d < r - 1; d++) {
         kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], lw_i64c(k, sp.lo[d]));
         if (sp.mode == PAD_CONSTANT) {
-            if (sp.lo[d] > 0 || sp.lo[d] + sp.len[d] < to->dims[d].v) {
+            if (sp.lo[d] > 0 || sp.hi[d] > 0) {
+                kir_expr *len = sp.lend[d].sym ? lw_dim_of(k, sp.lend[d]) : lw_i64c(k, sp.len[d]);
                 kir_expr *in = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), i),
-                                       kir_op2(k, KIR_LT, IR_BOOL, i, lw_i64c(k, sp.len[d])));
+                                       kir_op2(k, KIR_LT, IR_BOOL, i, len));
                 inside = inside ? kir_op2(k, KIR_AND, IR_BOOL, inside, in) : in;
             }
         } else {
@@ -783,7 +817,9 @@ static int lower_pad(lctx *c)
         }
         ii[d] = kir_iadd(k, i, lw_i64c(k, sp.crop[d]));
     }
-    int64_t L = to->dims[r - 1].v, lo = sp.lo[r - 1], len = sp.len[r - 1];
+    int64_t lo = sp.lo[r - 1], len = sp.len[r - 1];
+    bool symrow = sp.lend[r - 1].sym > 0;
+    kir_expr *L = lw_dim_of(k, to->dims[r - 1]);
     int w = mv_width(c, dt);
     kir_block *rows = b;
     if (inside) {
@@ -792,18 +828,20 @@ static int lower_pad(lctx *c)
             return -1;
         rows = &s->body;
         int v = kir_new_var(k);
-        kir_stmt *l = kir_for(k, &s->orelse, v, lw_i64c(k, 0), lw_i64c(k, L), KIR_VECTOR, w);
+        kir_stmt *l = kir_for(k, &s->orelse, v, lw_i64c(k, 0), L, KIR_VECTOR, w);
         oi[r - 1] = kir_var(k, v);
         if (!l || !kir_store(k, &l->body, c->out, oi, fill))
             return -1;
     }
-    /* before, kept, after */
-    int64_t bounds[4] = {0, lo, lo + len, L};
+    /* before, kept, after (a symbolic row: its end the run's) */
+    kir_expr *end = symrow ? lw_iaddc(k, lw_dim_of(k, sp.lend[r - 1]), lo) : lw_i64c(k, lo + len);
+    kir_expr *bounds[4] = {lw_i64c(k, 0), lw_i64c(k, lo), end, L};
+    bool empty[3] = {lo <= 0, !symrow && len <= 0, symrow ? sp.hi[r - 1] <= 0 : to->dims[r - 1].v <= lo + len};
     for (int part = 0; part < 3; part++) {
-        if (bounds[part + 1] <= bounds[part])
+        if (empty[part])
             continue;
         int v = kir_new_var(k);
-        kir_stmt *l = kir_for(k, rows, v, lw_i64c(k, bounds[part]), lw_i64c(k, bounds[part + 1]),
+        kir_stmt *l = kir_for(k, rows, v, bounds[part], bounds[part + 1],
                               part == 1 ? KIR_VECTOR : KIR_SERIAL, part == 1 ? w : 0);
         if (!l)
             return -1;
@@ -1009,6 +1047,9 @@ static int lower_shape_size(lctx *c)
  * Concat's piece positions, as the run's values. */
 bool cg_movement_symbolic(const ir_node *n)
 {
+    pad_spec sp;
+    if (n->op == IR_OP_PAD)   /* zeros around symbolic dims (pad_finish) */
+        return pad_params(n, &sp);
     if (n->op != IR_OP_CONCAT && n->op != IR_OP_SPLIT)
         return false;
     const ir_type *whole = n->op == IR_OP_CONCAT ? &n->out[0]->type : &n->in[0]->type;

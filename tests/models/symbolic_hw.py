@@ -155,6 +155,10 @@ def models():
         h.make_node("GlobalAveragePool", ["p"], ["y"])], \
         [weights(r, "w1", 16, 3, 3, 3), weights(r, "wd", 16, 1, 3, 3), weights(r, "wp", 24, 16, 1, 1),
          nh.from_array(np.array(0, np.float32), "lo"), nh.from_array(np.array(6, np.float32), "hi")]
+    # zeros around symbolic dims (the layout pass's padded conv inputs): H+4, W+3
+    yield "pad_constant", True, [
+        h.make_node("Pad", ["x", "pads"], ["p"]),
+        h.make_node("Relu", ["p"], ["y"])], [nh.from_array(np.array([0, 0, 1, 2, 0, 0, 3, 1], np.int64), "pads")]
     # pieces of symbolic lengths along the axis, through a Reshape's -1
     yield "reshape_concat_boxes", True, [
         h.make_node("Conv", ["x", "w1"], ["a"], strides=[2, 2]),
