@@ -916,6 +916,31 @@ int cg_program_write_weights(const cg_program *p, const char *path, icc_diag *d)
  * descriptor's arena_bytes is that layout with every symbol 1, computed
  * the way the run computes it. Runs before lowering: kernels bind the
  * slots. Anything else that needs arena space is sized here too. */
+/* Node k (a group's root) is a reshape whose data input has an arena
+ * slot and dies at k, of its dtype: its result takes the slot (the same
+ * bytes in the same order, as the plan pass does with static sizes; the
+ * run checks the element counts first), the slot's value living on until
+ * the result's last use. */
+static bool arena_view(pbuild *c, int k, int *last)
+{
+    const ir_node *n = c->g->nodes[k];
+    if (!ir_op_is_reshape(n->op) || n->nout != 1 || n->nin < 1 || !n->in[0])
+        return false;
+    const ir_value *x = n->in[0], *y = n->out[0];
+    const cg_binding *b = &c->bind[x->id];
+    if (x->kind != IR_VAL_NODE || b->kind != KIR_BUF_ARENA || b->offset < 0 || b->offset >= c->p->nslots ||
+        last[x->id] != k || x->type.dtype != y->type.dtype || y->type.rank < 0)
+        return false;
+    for (int d = 0; d < y->type.rank; d++)
+        if (y->type.dims[d].sym < 0)
+            return false;
+    int uid = c->p->slots[b->offset].value;
+    c->bind[y->id] = *b;
+    if (last[y->id] > last[uid])
+        last[uid] = last[y->id];
+    return true;
+}
+
 static int layout_arena(pbuild *c)
 {
     const ir_graph *g = c->g;
@@ -953,6 +978,10 @@ static int layout_arena(pbuild *c)
             const ir_value *v = g->nodes[k]->out[i];
             if (c->bind[v->id].kind == KIR_BUF_OUTPUT || c->root[k] != k || c->at_load[k] || c->view[k])
                 continue;
+            if (arena_view(c, k, last)) {
+                c->view[k] = true;   /* no kernel: emit_scope */
+                continue;
+            }
             int slot = p->nslots, nconf = 0;
             int *conf = malloc(sizeof *conf * ((size_t)slot + 1));
             if (!conf) {
@@ -1626,8 +1655,8 @@ static int emit_scope(pbuild *c, int si, const char *prefix)
     for (int kx = 0; kx < g->nnodes; kx++) {
         if (sc->root[kx] != kx || (si == 0 && c->at_load[kx]))
             continue;   /* a member, or run at load (lower_kernels) */
-        if (is_view(sc->bind, g->nodes[kx]))
-            continue;   /* a reshape in place (plan.c): no kernel */
+        if (is_view(sc->bind, g->nodes[kx]) || (si == 0 && c->p->dynamic && c->view[kx]))
+            continue;   /* a reshape in place (plan.c, arena_view): no kernel */
         char kname[256];
         snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
         int op = g->nodes[kx]->op;

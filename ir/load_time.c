@@ -63,9 +63,11 @@ int ir_graph_load_time(const ir_graph *g, const int *root, bool *at_load)
 
 /* A reshape (ir_op_is_reshape) in no group whose data input is one of g's
  * inputs, or the result of such a view, with static types of the same
- * bytes and a result that is not a graph output: the result is the
- * input's bytes in the caller's buffer, so it needs no memory and no
- * kernel (a Reshape of an input used to copy it into the arena). */
+ * bytes, or known symbolic ones of the same dtype (a compiled model checks
+ * a symbolic reshape's element counts before its kernels run), and a
+ * result that is not a graph output: the result is the input's bytes in
+ * the caller's buffer, so it needs no memory and no kernel (a Reshape of
+ * an input used to copy it into the arena). */
 int ir_graph_input_views(const ir_graph *g, const int *root, bool *view)
 {
     bool *in = calloc((size_t)g->nvalues + 1, 1), *is_out = calloc((size_t)g->nvalues + 1, 1);
@@ -86,8 +88,13 @@ int ir_graph_input_views(const ir_graph *g, const int *root, bool *view)
             continue;
         const ir_type *a = &n->in[0]->type, *b = &n->out[0]->type;
         int64_t na, nb;
-        if (a->dtype == b->dtype && ir_type_is_static(a) && ir_type_is_static(b) && ir_type_numel(a, &na) &&
-            ir_type_numel(b, &nb) && na == nb)
+        bool known = a->rank >= 0 && b->rank >= 0, sym = !ir_type_is_static(a) || !ir_type_is_static(b);
+        for (int d = 0; known && d < a->rank; d++)
+            known = a->dims[d].sym >= 0;
+        for (int d = 0; known && d < b->rank; d++)
+            known = b->dims[d].sym >= 0;
+        if (a->dtype == b->dtype &&
+            (sym ? known : ir_type_numel(a, &na) && ir_type_numel(b, &nb) && na == nb))
             view[k] = in[n->out[0]->id] = true;
     }
     free(in);
