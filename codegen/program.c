@@ -1087,6 +1087,38 @@ static int window_checks(pbuild *c, const ir_node *n)
     return 0;
 }
 
+/* The same for the blocked convs (ConvNCHWc, ConvDwNCHWc: X [N, C/cb, H,
+ * W, cb], the kernel's extents at W's dims 2, 3 or 1, 2, explicit pads
+ * [top, left, bottom, right]): the layout pass's zero-padded input (H+2
+ * for a 3x3 window) must still hold the window. */
+static int blocked_window_checks(pbuild *c, const ir_node *n)
+{
+    const ir_type *x = &n->in[0]->type, *w = n->nin > 1 && n->in[1] ? &n->in[1]->type : NULL;
+    int kd = n->op == IR_OP_CONV_NCHWC ? 2 : 1;
+    if (x->rank != 5 || !w || w->rank < kd + 2)
+        return 0;
+    const int64_t *v;
+    int64_t p[4] = {0}, dl[2] = {1, 1};
+    int np = ir_attr_ints(n, "pads", &v);
+    for (int i = 0; i < np && i < 4; i++)
+        p[i] = v[i];
+    int nd = ir_attr_ints(n, "dilations", &v);
+    for (int i = 0; i < nd && i < 2; i++)
+        dl[i] = v[i];
+    char what[256];
+    for (int i = 0; i < 2; i++) {
+        ir_dim k = w->dims[kd + i];
+        int64_t span = (k.v - 1) * dl[i] + 1, need = span - p[i] - p[2 + i];
+        if (x->dims[2 + i].sym <= 0 || !ir_dim_is_const(k) || need <= 0)
+            continue;
+        snprintf(what, sizeof what, "spatial dim %d: the window (%lld wide with dilation) is larger than the padded "
+                 "input", i, (long long)span);
+        if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = ir_dim_const(need), .b = x->dims[2 + i]}, n, what) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* A Split of a symbolic dim: its pieces must add up to it at run time.
  * Constant pieces (a constant split input) must sum to the dim; n equal
  * symbolic chunks (ceil(d/n): shape inference cannot say the smaller last
@@ -1206,6 +1238,10 @@ static int find_shape_checks(pbuild *c)
         case IR_OP_CONV: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL:
         case IR_OP_LP_POOL:
             if (window_checks(c, n) < 0)
+                return -1;
+            break;
+        case IR_OP_CONV_NCHWC: case IR_OP_CONV_DW_NCHWC:
+            if (blocked_window_checks(c, n) < 0)
                 return -1;
             break;
         case IR_OP_SPLIT:

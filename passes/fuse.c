@@ -51,8 +51,9 @@ static bool candidate(const ir_node *n)
 /* n may anchor a group whose root has type rt: an op whose lowering
  * takes the group's elementwise members as its epilogue (the registry's
  * IR_F_ANCHOR; codegen: lower_epi) with one output of the root's dtype (a
- * float) and static dims, or a Conv's symbolic height and width (its
- * lowering indexes the epilogue with the run's sizes). Its inputs stay
+ * float) and static dims, or a Conv's symbolic height and width, or a
+ * blocked conv's symbolic batch, height and width (their lowerings index
+ * the epilogue with the run's sizes). Its inputs stay
  * outside the group. */
 static bool anchor_candidate(const ir_node *n, const ir_type *rt)
 {
@@ -64,8 +65,11 @@ static bool anchor_candidate(const ir_node *n, const ir_type *rt)
     if (n->nout != 1 || (t->dtype != rt->dtype && !narrow) || (!ir_dtype_is_float(t->dtype) && !narrow) ||
         t->rank < 0)
         return false;
+    /* blocked convs: a symbolic batch and plane too ([N, C/cb, H, W, cb]) */
+    bool blocked = (ir_ops[n->op].flags & IR_F_BLOCKED) && t->rank == 5;
     for (int d = 0; d < t->rank; d++)
-        if (!ir_dim_is_const(t->dims[d]) && !(n->op == IR_OP_CONV && d >= 2 && t->dims[d].sym > 0))
+        if (!ir_dim_is_const(t->dims[d]) && !(t->dims[d].sym > 0 && ((n->op == IR_OP_CONV && d >= 2) ||
+                                                                      (blocked && d != 1 && d != 4))))
             return false;
     return true;
 }

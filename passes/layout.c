@@ -3,7 +3,9 @@
  * A blocked tensor is an ordinary rank-5 tensor [N, C/cb, H, W, cb]:
  * channel c lives in block c / cb, lane c % cb, so the cb channels of
  * one pixel are contiguous (one vector register when cb is the target's
- * f32 width). Each eligible Conv (2-D, group 1, f32, static shapes, output
+ * f32 width). Each eligible Conv (2-D, group 1, f32, constant channels,
+ * the batch, height and width constants or symbols (then its pads fixed:
+ * not SAME at a stride > 1; the depthwise and pool forms static), output
  * channels a multiple of cb or padded to one, input channels too or
  * fewer than cb) becomes ConvNCHWc (ir/ref/conv_blocked.c) over blocked data
  * with weights packed as [M/cb, C/cb, kh, kw, cb, cb]. An input of fewer
@@ -18,7 +20,9 @@
  * residual adds run blocked between its convs too.
  * The reorders are plain IR: to blocked is Reshape [N, C/cb, cb,
  * H, W] + Transpose [0,1,3,4,2], from blocked Transpose [0,1,4,2,3] +
- * Reshape, so the interpreter and backend run them as they are.
+ * Reshape, so the interpreter and backend run them as they are (with
+ * symbolic dims the Reshapes copy them with 0s, behind an Unsqueeze and
+ * before a Squeeze: to_blocked, from_blocked).
  *
  * Channels that are no multiple of cb are padded to whole blocks when
  * that adds at most half again (pad_ok; docs/codegen.md, "Padded
@@ -110,6 +114,23 @@ static bool is_static_f32(const ir_value *v, int rank)
     return v && v->type.dtype == IR_F32 && v->type.rank == rank && ir_type_is_static(&v->type);
 }
 
+/* t is [N, C, H, W] with constant channels; N, H and W constants or
+ * symbols (the blocked forms run over the run's batch and plane). */
+static bool is_image(const ir_type *t)
+{
+    if (t->rank != 4 || !ir_dim_is_const(t->dims[1]))
+        return false;
+    for (int i = 0; i < 4; i++)
+        if (t->dims[i].sym < 0)
+            return false;
+    return true;
+}
+
+static bool is_image_f32(const ir_value *v)
+{
+    return v && v->type.dtype == IR_F32 && is_image(&v->type);
+}
+
 /* Channels c rounded up to whole blocks: a blocked value of c channels
  * has cpad(c) / cb blocks, the lanes past c (pad lanes) holding finite
  * values no real channel reads (the convs' weights for them are 0). */
@@ -188,17 +209,34 @@ static ir_value *pad_plane(lay *L, ir_value *x, const int64_t *p)
     return pad_with(L, x, pp, "_pad");
 }
 
+/* Unsqueeze (insert a 1 at axis, with out_name) or Squeeze (drop the 1
+ * at axis) of x: the rank-changing steps of the reorders of values with
+ * symbolic dims, which a Reshape with a constant shape can copy (a 0) only
+ * at the same position. */
+static ir_value *squeeze(lay *L, int op, ir_value *x, int64_t axis, const char *out_name)
+{
+    ir_value *in[2] = {x, i64_const(L, x->name, "_axes", &axis, 1)};
+    ir_node *n = in[1] ? add_node(L, op, x->name, op == IR_OP_SQUEEZE ? "_sq" : "_unsq", 2, in, out_name) : NULL;
+    return n && infer(L, n) == 0 ? n->out[0] : NULL;
+}
+
 /* x [N, C, H, W] blocked, reusing its twin (C padded to whole blocks or
- * not) when it has one; without one C must be a multiple of cb. */
+ * not) when it has one; without one C must be a multiple of cb. With
+ * symbolic dims the Reshape's 0s copy them: [N, C, 1, H, W] (Unsqueeze)
+ * to [0, C/cb, cb, 0, 0]. */
 static ir_value *to_blocked(lay *L, ir_value *x)
 {
     ir_value *b = twin_of(L, x);
     if (b)
         return b;
     const ir_dim *d = x->type.dims;
+    bool sym = !ir_type_is_static(&x->type);
     int64_t s[5] = {d[0].v, d[1].v / L->cb, L->cb, d[2].v, d[3].v};
     static const int64_t perm[5] = {0, 1, 3, 4, 2};
-    ir_value *r = reshape(L, x, s, 5, NULL);
+    if (sym)
+        s[0] = s[3] = s[4] = 0;
+    ir_value *u = sym ? squeeze(L, IR_OP_UNSQUEEZE, x, 2, NULL) : x;
+    ir_value *r = u ? reshape(L, u, s, 5, NULL) : NULL;
     if (!r || !(b = transpose(L, r, perm, 5, NULL)) || set_twin(L, x, b) < 0)
         return NULL;
     L->to_blk++;
@@ -206,16 +244,24 @@ static ir_value *to_blocked(lay *L, ir_value *x)
 }
 
 /* The NCHW value of blocked b, with type t and name `name`; b becomes its
- * twin. */
+ * twin. With symbolic dims: [N, CB, cb, H, W] to [0, CP, 1, 0, 0], then a
+ * Squeeze of the 1. */
 static ir_value *from_blocked(lay *L, ir_value *b, const ir_type *t, const char *name)
 {
     static const int64_t perm[5] = {0, 1, 4, 2, 3};
-    int64_t s[4], C = t->dims[1].v, CP = b->type.dims[1].v * L->cb;
+    int64_t s[5], C = t->dims[1].v, CP = b->type.dims[1].v * L->cb;
+    bool sym = !ir_type_is_static(t);
     for (int i = 0; i < 4; i++)
         s[i] = t->dims[i].v;
     s[1] = CP;
+    if (sym) {
+        int64_t s5[5] = {0, CP, 1, 0, 0};
+        memcpy(s, s5, sizeof s5);
+    }
     ir_value *tr = transpose(L, b, perm, 5, NULL);
-    ir_value *y = tr ? reshape(L, tr, s, 4, CP == C ? name : NULL) : NULL;
+    ir_value *y = tr ? reshape(L, tr, s, sym ? 5 : 4, sym || CP != C ? NULL : name) : NULL;
+    if (y && sym)
+        y = squeeze(L, IR_OP_SQUEEZE, y, 2, CP == C ? name : NULL);
     if (y && CP != C) {
         /* padded: the real channels, a Slice */
         int64_t zero = 0, one = 1;
@@ -321,7 +367,8 @@ static bool window_ok(const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
     const ir_value *x = n->in[0], *w = n->in[1], *y = n->out[0];
     /* an empty conv (no channels, an empty plane) stays NCHW */
     for (int i = 0; i < 4; i++)
-        if (x->type.dims[i].v < 1 || w->type.dims[i].v < 1 || y->type.dims[i].v < 1)
+        if ((!x->type.dims[i].sym && x->type.dims[i].v < 1) || w->type.dims[i].v < 1 ||
+            (!y->type.dims[i].sym && y->type.dims[i].v < 1))
             return false;
     icc_diag d;
     nn_window win;
@@ -330,6 +377,24 @@ static bool window_ok(const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
         return false;
     for (int i = 0; i < 2; i++) {
         int64_t o, pb, pe, in = x->type.dims[2 + i].v, k = wk[i].v;
+        if (x->type.dims[2 + i].sym) {
+            /* symbolic: pads that do not depend on the size (not SAME at a
+             * stride > 1), and the blocked op's extent the very dim the
+             * Conv had (nn_floor_extent: the same derived symbol) */
+            bool same = win.auto_pad == NN_PAD_SAME_UPPER || win.auto_pad == NN_PAD_SAME_LOWER;
+            if ((same && win.stride[i] > 1) ||
+                nn_window_dim(n, &d, &win, i, INT64_C(1) << 20, &o, &pb, &pe) < 0 || pb < 0 || pe < 0)
+                return false;
+            int64_t span = (k - 1) * win.dilation[i] + 1;
+            ir_dim e = nn_floor_extent(n->graph, x->type.dims[2 + i], pb + pe - span, win.stride[i]);
+            if (!ir_dim_eq(e, y->type.dims[2 + i]))
+                return false;
+            pads[i] = pb;
+            pads[2 + i] = pe;
+            s[i] = win.stride[i];
+            dl[i] = win.dilation[i];
+            continue;
+        }
         if (nn_window_dim(n, &d, &win, i, in, &o, &pb, &pe) < 0 || o != y->type.dims[2 + i].v || pb < 0 ||
             pe < 0)
             return false;
@@ -354,7 +419,8 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
     if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1 || ir_attr_int(n, "group", 1) != 1)
         return false;
     ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
-    if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
+    if (!is_image_f32(x) || !is_static_f32(w, 4) || !is_image_f32(y) || (b && !is_static_f32(b, 1)) ||
+        !ir_dim_eq(x->type.dims[0], y->type.dims[0]))
         return false;
     int64_t C = x->type.dims[1].v, M = w->type.dims[0].v;
     /* the input's block: cb for a blocked twin (padded or not) or whole
@@ -401,6 +467,8 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
         }
         const ir_dim *d = x->type.dims;
         int64_t s5[5] = {d[0].v, d[1].v, d[2].v, d[3].v, 1};
+        if (!ir_type_is_static(&x->type))   /* the 0s copy the symbolic dims */
+            s5[0] = s5[2] = s5[3] = 0;
         x = reshape(L, x, s5, 5, NULL);
     } else {
         x = to_blocked(L, x);
@@ -774,12 +842,13 @@ static int convert_dw(lay *L, ir_node *n, const int64_t *pads, const int64_t *s,
 
 /* ---- layout-agnostic ops ----------------------------------------------------- */
 
+/* The same dims: equal constants or the same symbol. */
 static bool same_dims(const ir_type *a, const ir_type *b)
 {
     if (a->rank != b->rank)
         return false;
     for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_is_const(a->dims[i]) || !ir_dim_is_const(b->dims[i]) || a->dims[i].v != b->dims[i].v)
+        if (!ir_dim_eq(a->dims[i], b->dims[i]))
             return false;
     return true;
 }
@@ -791,12 +860,9 @@ static bool broadcasts_blocked(const ir_type *v, const ir_type *t)
 {
     if (v->rank != 4 || t->rank != 4)
         return false;
-    for (int i = 0; i < 4; i++) {
-        if (!ir_dim_is_const(v->dims[i]) || !ir_dim_is_const(t->dims[i]))
+    for (int i = 0; i < 4; i++)
+        if (!ir_dim_eq(v->dims[i], t->dims[i]) && (i < 2 || !ir_dim_is_const(v->dims[i]) || v->dims[i].v != 1))
             return false;
-        if (v->dims[i].v != t->dims[i].v && (i < 2 || v->dims[i].v != 1))
-            return false;
-    }
     return true;
 }
 
@@ -817,7 +883,7 @@ static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fa
     int r = vt->rank;
     int64_t C = t->dims[1].v, CP = cpad(L, C);
     if (v->kind != IR_VAL_CONST && r == 4 && vt->dims[1].v == C && vt->dims[2].v == 1 &&
-        vt->dims[3].v == 1 && (vt->dims[0].v == 1 || vt->dims[0].v == t->dims[0].v)) {
+        vt->dims[3].v == 1 && (vt->dims[0].v == 1 || ir_dim_eq(vt->dims[0], t->dims[0]))) {
         /* a computed per-channel [N, C, 1, 1] (a squeeze-excite scale whose
          * squeeze width is no multiple of cb, so it stayed NCHW): with the
          * plane 1x1, [N, C/cb, 1, 1, cb] is the same elements in order, a
@@ -865,7 +931,7 @@ static int move_elementwise(lay *L, ir_node *n)
     if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1 || n->nin < 1 || n->nin > 8)
         return 0;
     const ir_type *t = &n->out[0]->type;
-    if (t->rank != 4 || !ir_type_is_static(t) || (t->dims[1].v % L->cb && !pad_safe(n->op)))
+    if (!is_image(t) || (t->dims[1].v % L->cb && !pad_safe(n->op)))
         return 0;
     bool any = false, fail = false;
     for (int i = 0; i < n->nin; i++)
@@ -994,7 +1060,7 @@ static int move_pool(lay *L, ir_node *n)
     if (!b || n->nout != 1)
         return 0;
     const ir_type *xt = &x->type, *yt = &n->out[0]->type;
-    if (yt->rank != 4 || !ir_type_is_static(yt))
+    if (yt->rank != 4 || !ir_type_is_static(yt) || !ir_type_is_static(xt))
         return 0;
     if (yt->dims[2].v != 1 || yt->dims[3].v != 1)
         return move_window_pool(L, n, b);

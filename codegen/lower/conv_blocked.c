@@ -33,6 +33,10 @@ typedef struct {
     int64_t N, CB, H, W, CL;          /* input: batch, channel blocks, plane, lanes */
     int64_t MB, KH, KW, ML;           /* weights: output blocks, kernel, output lanes */
     int64_t OH, OW;
+    /* N, H, W, OH, OW as dims: symbolic ones are the run's values (their
+     * int64_t fields then unused); sym: any of them is */
+    ir_dim nd, hd, wd, ohd, owd;
+    bool sym;
     int64_t s[2], d[2], p[4];         /* strides, dilations, pads [top, left, bottom, right] */
     bool flat;                        /* 1x1, stride 1, no pads: rows run over the whole plane */
     bool integer;                     /* u8 X, i8 W (quads), i32 B and Y: the quad kernel */
@@ -55,13 +59,15 @@ static bool bconv_geom(const ir_node *n, bconv *g)
     g->integer = x && x->type.dtype == IR_U8;
     if (g->integer ? !lw_static_as(x, 5, IR_U8) || !lw_static_as(w, 6, IR_I8) || !lw_static_as(y, 5, IR_I32) ||
                          (b && !lw_static_as(b, 2, IR_I32)) || ir_attr_int(n, "packed_k", 1) != 4
-                   : !lw_f32_static(x, 5) || !lw_f32_static(w, 6) || !lw_f32_static(y, 5) ||
+                   : !lw_blocked_as(x, IR_F32) || !lw_f32_static(w, 6) || !lw_blocked_as(y, IR_F32) ||
                          (b && !lw_f32_static(b, 2)))
         return false;
     const ir_dim *xd = x->type.dims, *wd = w->type.dims, *yd = y->type.dims;
     g->N = xd[0].v, g->CB = xd[1].v, g->H = xd[2].v, g->W = xd[3].v, g->CL = xd[4].v;
     g->MB = wd[0].v, g->KH = wd[2].v, g->KW = wd[3].v, g->ML = wd[5].v;
     g->OH = yd[2].v, g->OW = yd[3].v;
+    g->nd = xd[0], g->hd = xd[2], g->wd = xd[3], g->ohd = yd[2], g->owd = yd[3];
+    g->sym = !ir_type_is_static(&x->type) || !ir_type_is_static(&y->type);
     if (!lw_blocked_ints(n, "strides", 2, 1, 1, g->s) || !lw_blocked_ints(n, "dilations", 2, 1, 1, g->d) ||
         !lw_blocked_ints(n, "pads", 4, 0, 0, g->p))
         return false;
@@ -71,10 +77,17 @@ static bool bconv_geom(const ir_node *n, bconv *g)
     g->wflat = -1;
     if (g->pk != 1 && (g->pk != (g->integer ? 4 : 2) || g->CL % g->pk || g->p[1] || g->p[3]))
         return false;
-    if (wd[1].v != g->CB || wd[4].v != g->CL || yd[0].v != g->N || yd[1].v != g->MB || yd[4].v != g->ML ||
-        (b && (b->type.dims[0].v != g->MB || b->type.dims[1].v != g->ML)))
+    if (wd[1].v != g->CB || wd[4].v != g->CL || !ir_dim_eq(yd[0], xd[0]) || yd[1].v != g->MB ||
+        yd[4].v != g->ML || (b && (b->type.dims[0].v != g->MB || b->type.dims[1].v != g->ML)))
         return false;
     for (int i = 0; i < 2; i++) {
+        /* a symbolic extent is the one shape inference derived from the
+         * input's (shape_conv_nchwc): a symbol in, a symbol out */
+        if (xd[2 + i].sym || yd[2 + i].sym) {
+            if (!xd[2 + i].sym || !yd[2 + i].sym)
+                return false;
+            continue;
+        }
         int64_t in = i ? g->W : g->H, k = i ? g->KW : g->KH, o = i ? g->OW : g->OH;
         int64_t span = (k - 1) * g->d[i] + 1, padded = in + g->p[i] + g->p[2 + i];
         if (padded < span || (padded - span) / g->s[i] + 1 != o)
@@ -123,7 +136,7 @@ static kir_expr *x_at(lctx *c, const bconv *g, kir_expr *oh, kir_expr *row)
     if (g->flat || (!g->p[1] && !g->p[3]))
         return lw_load_in(c, 0, xi);
     /* the clamped position is always inside the input; outside reads 0 */
-    kir_expr *iw = xi[3], *cw = lw_imin(k, lw_i64c(k, g->W - 1), lw_imax(k, lw_i64c(k, 0), iw));
+    kir_expr *iw = xi[3], *cw = lw_imin(k, lw_iaddc(k, lw_dim_of(k, g->wd), -1), lw_imax(k, lw_i64c(k, 0), iw));
     xi[3] = cw;
     kir_expr *ok = kir_op2(k, KIR_EQ, IR_BOOL, cw, iw);
     return kir_op3(k, KIR_SELECT, IR_F32, ok, lw_load_in(c, 0, xi), kir_const_f(k, IR_F32, 0));
@@ -147,7 +160,7 @@ static int k_open(lctx *c, bconv *g, kir_expr *oh, kir_block **b)
         /* lo = ceil(-st / d) clamped to [0, KH]; hi = ceil((H - st) / d) likewise */
         kir_expr *nlo = kir_op2(k, KIR_DIV, IR_I64, lw_iaddc(k, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 0), st), g->d[0] - 1), dd);
         kir_expr *nhi = kir_op2(k, KIR_DIV, IR_I64,
-                                lw_iaddc(k, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, g->H), st), g->d[0] - 1), dd);
+                                lw_iaddc(k, kir_op2(k, KIR_SUB, IR_I64, lw_dim_of(k, g->hd), st), g->d[0] - 1), dd);
         lo = lw_imin(k, lw_i64c(k, g->KH), lw_imax(k, lw_i64c(k, 0), nlo));
         hi = lw_imin(k, lw_i64c(k, g->KH), lw_imax(k, lw_i64c(k, 0), nhi));
     }
@@ -224,6 +237,38 @@ static int tile_rows(int64_t m, int most)
 
 enum { BC_MAX_VECS = 4, BC_MAX_ROWS = 28 };
 
+/* bc_trips over symbolic sizes: the same trips, their count and the
+ * pixel blocks' the run's (m, the pixels of a row or the plane, and the
+ * rows G as index expressions). */
+static kir_stmt *bc_trips_sym(lctx *c, bconv *g, int V, int R, kir_expr **oh, kir_expr **ob, kir_expr **rows)
+{
+    kir_kernel *k = c->k;
+    kir_expr *OH = lw_dim_of(k, g->ohd), *OW = lw_dim_of(k, g->owd);
+    kir_expr *m = g->flat ? kir_imul(k, OH, OW) : OW;
+    kir_expr *NRB = lw_idivc(k, lw_iaddc(k, m, R - 1), R);
+    int64_t MBG = (g->MB + V - 1) / V;
+    kir_expr *trips = kir_imul(k, lw_imulc(k, lw_dim_of(k, g->nd), MBG), NRB);
+    if (!g->flat)
+        trips = kir_imul(k, trips, OH);
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), trips, KIR_PARALLEL, 0);
+    if (!lp)
+        return NULL;
+    kir_expr *p = kir_var(k, pv);
+    kir_expr *rb = kir_op2(k, KIR_REM, IR_I64, p, NRB), *q = kir_op2(k, KIR_DIV, IR_I64, p, NRB);
+    *oh = g->flat ? lw_i64c(k, 0) : kir_op2(k, KIR_REM, IR_I64, q, OH);
+    if (!g->flat)
+        q = kir_op2(k, KIR_DIV, IR_I64, q, OH);
+    kir_expr *mg = lw_iremc(k, q, MBG);
+    g->nb = g->nd.sym || g->N > 1 ? lw_idivc(k, q, MBG) : lw_i64c(k, 0);
+    for (int v = 0; v < V; v++)
+        ob[v] = lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, V), v), lw_i64c(k, g->MB - 1));
+    kir_expr *last = lw_iaddc(k, m, -1);
+    for (int r = 0; r < R; r++)
+        rows[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, rb, R), r), last);
+    return lp;
+}
+
 /* The parallel loop of both kernels: one trip per register tile of V
  * output blocks x R output pixels, trips ordered (batch, output block
  * group, output row, pixel block) with the pixels fastest (bc_lower's
@@ -232,6 +277,8 @@ enum { BC_MAX_VECS = 4, BC_MAX_ROWS = 28 };
  * batch item. NULL on out of memory. */
 static kir_stmt *bc_trips(lctx *c, bconv *g, int V, int R, kir_expr **oh, kir_expr **ob, kir_expr **rows)
 {
+    if (g->sym)
+        return bc_trips_sym(c, g, V, R, oh, ob, rows);
     kir_kernel *k = c->k;
     int64_t m = g->flat ? g->OH * g->OW : g->OW, G = g->flat ? 1 : g->OH;
     int64_t NRB = (m + R - 1) / R, MBG = (g->MB + V - 1) / V;
@@ -395,7 +442,7 @@ int lower_conv_blocked(lctx *c)
             return -1;
     }
     g.flat = g.KH == 1 && g.KW == 1 && g.s[0] == 1 && g.s[1] == 1 && !g.p[0] && !g.p[1] && !g.p[2] && !g.p[3] &&
-             g.OH * g.OW < (INT64_C(1) << 31);
+             (g.sym || g.OH * g.OW < (INT64_C(1) << 31));
     /* accumulators: the registers less the weights' and a broadcast's
      * (28 of 32 with AVX-512, 12 of 16 with AVX2). With 16 registers the
      * tile spans two output blocks (2 x 6), with 32 one (1 x 28, at most
@@ -423,7 +470,12 @@ int lower_conv_blocked(lctx *c)
         most = 14;
     if (most < 1)
         most = 1;
+    /* symbolic: rows for a long plane, or at most 14 along a row (detector
+     * rows past the stem are 10 to 80 wide: the last tile's clamped rows
+     * are recomputed, at most 13 of them) */
     int64_t m = g.flat ? g.OH * g.OW : g.OW;
+    if (g.sym)
+        m = g.flat ? INT64_C(1) << 20 : most < 14 ? most : 14;
     if (pairs)
         return bc_lower_dots(c, &g, V, tile_rows(m, most));
     return bc_lower(c, &g, V, tile_rows(m, most));

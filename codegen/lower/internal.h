@@ -161,6 +161,10 @@ bool lw_blocked_ints(const ir_node *n, const char *name, int want, int64_t def, 
 bool lw_f32_static(const ir_value *v, int rank);
 /* v is static of rank `rank` and dtype dt, within lw_f32_static's bounds. */
 bool lw_static_as(const ir_value *v, int rank, ir_dtype dt);
+/* v is blocked data [N, C/cb, H, W, cb] of dtype dt: the batch and the
+ * plane constants within lw_f32_static's bounds or symbols, the blocks
+ * and lanes constants. */
+bool lw_blocked_as(const ir_value *v, ir_dtype dt);
 
 /* Family f's predicate on n, as cg_can_lower asks it for an op of that
  * family (false for IR_FAM_NONE). Asking it about an op of another

@@ -186,6 +186,20 @@ bool lw_static_as(const ir_value *v, int rank, ir_dtype dt)
     return true;
 }
 
+bool lw_blocked_as(const ir_value *v, ir_dtype dt)
+{
+    if (!v || v->type.dtype != dt || v->type.rank != 5)
+        return false;
+    for (int i = 0; i < 5; i++) {
+        ir_dim d = v->type.dims[i];
+        if (d.sym > 0 && (i == 0 || i == 2 || i == 3))
+            continue;
+        if (!ir_dim_is_const(d) || d.v < 1 || d.v > (INT64_C(1) << 30))
+            return false;
+    }
+    return true;
+}
+
 static int lower_elementwise(lctx *c);
 
 /* Each family's predicate (op, dtypes, attributes) and builder, by the
@@ -312,6 +326,7 @@ bool cg_can_lower_symbolic(const ir_node *n)
     case IR_FAM_CONV: return cg_conv_symbolic(n);
     case IR_FAM_MISC: return cg_resize_symbolic(n);
     case IR_FAM_MOVEMENT: return cg_movement_symbolic(n);
+    case IR_FAM_BLOCKED: return cg_can_lower_blocked(n);   /* the geometry takes what it can */
     default: return false;
     }
 }

@@ -103,10 +103,17 @@ int shape_conv_nchwc(ir_shape_ctx *c)
     o->dims[4] = w->dims[5];
     for (int i = 0; i < 2; i++) {
         ir_dim in = x->dims[2 + i], k = w->dims[2 + i];
-        if (!ir_dim_is_const(in) || !ir_dim_is_const(k))
+        if (!ir_dim_is_const(k))
             continue;
-        if (in.v > (INT64_C(1) << 31) || k.v > (INT64_C(1) << 31))
+        if ((ir_dim_is_const(in) && in.v > (INT64_C(1) << 31)) || k.v > (INT64_C(1) << 31))
             return ir_node_errorf(c->diag, c->node, "spatial dims too large");
+        if (!ir_dim_is_const(in)) {
+            /* a symbolic extent: the derived dim the replaced Conv had (a
+             * negative value is the run's window check) */
+            int64_t shift = a.p[i] + a.p[2 + i] - ((k.v - 1) * a.d[i] + 1);
+            o->dims[2 + i] = nn_floor_extent(c->node->graph, in, shift, a.s[i]);
+            continue;
+        }
         int64_t e = out_extent(&a, i, in.v, k.v);
         if (e < 1)
             return ir_node_errorf(c->diag, c->node, "the %lld-wide kernel does not fit spatial dim %d (%lld, padded)",

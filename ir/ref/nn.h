@@ -40,6 +40,13 @@ int nn_window_dim(const ir_node *node, icc_diag *d, const nn_window *w, int i, i
 int nn_window_out_dim(const ir_node *node, icc_diag *d, const nn_window *w, int i, ir_dim in,
                       ir_dim *out);
 
+/* floor((in + shift) / s) + 1, the output extent of a window over a
+ * symbolic dim in (shift: the pads less the dilated window; s > 0), as
+ * derived symbols of g built the way nn_window_out_dim builds them, so
+ * the blocked convs' shape functions and the layout pass name the dim
+ * the Conv they replace had. Unknown when g is NULL. */
+ir_dim nn_floor_extent(ir_graph *g, ir_dim in, int64_t shift, int64_t s);
+
 /* Error unless input j has input 0's dtype. */
 int nn_same_dtype(ir_shape_ctx *c, int j);
 

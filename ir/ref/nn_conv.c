@@ -182,22 +182,26 @@ int nn_window_out_dim(const ir_node *node, icc_diag *d, const nn_window *w, int 
         return 0;
     /* num = in + pads - dk must be >= 0 at run time: the derived symbol's
      * value check (a negative value is an error) is the window check */
-    if (s == 1) {   /* num/1 + 1: no intermediate symbol */
-        *out = shift + 1 == 0 ? in : ir_dim_add_const(g, ir_dim_add_const(g, in, shift), 1);
-        return 0;
-    }
-    ir_dim num = ir_dim_add_const(g, in, shift);
-    if (w->ceil_mode && w->auto_pad == NN_PAD_NOTSET) {
+    if (w->ceil_mode && w->auto_pad == NN_PAD_NOTSET && s > 1) {
         /* ceil(num/s)+1 windows, less one when the last would start past
          * the input and its begin pad: ceil(num/s)*s <= in+pb+pe-dk+s-1,
          * so that never happens when pe + s <= dk */
         if (pe + s > dk)
             return 0;
-        *out = ir_dim_add_const(g, ir_dim_div_const(g, num, s, true), 1);
+        *out = ir_dim_add_const(g, ir_dim_div_const(g, ir_dim_add_const(g, in, shift), s, true), 1);
     } else {
-        *out = ir_dim_add_const(g, ir_dim_div_const(g, num, s, false), 1);
+        *out = nn_floor_extent(g, in, shift, s);
     }
     return 0;
+}
+
+ir_dim nn_floor_extent(ir_graph *g, ir_dim in, int64_t shift, int64_t s)
+{
+    if (!g || in.sym == IR_DIM_UNKNOWN || s < 1)
+        return ir_dim_unknown();
+    if (s == 1)   /* num/1 + 1: no intermediate symbol */
+        return shift + 1 == 0 ? in : ir_dim_add_const(g, ir_dim_add_const(g, in, shift), 1);
+    return ir_dim_add_const(g, ir_dim_div_const(g, ir_dim_add_const(g, in, shift), s, false), 1);
 }
 
 /* ---- Conv / ConvInteger typing ------------------------------------------ */

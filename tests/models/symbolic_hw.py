@@ -343,5 +343,79 @@ for tag, nodes, inits, outs, good, bad in split_cases:
                 ok = got is None and len(err.splitlines()) == 1 and "node 'sp' (Split)" in err
                 report(ok, f"{tag}: {what} refuses H={hh} W={ww}: {err} (ORT: {ort_err or 'runs'})")
 
+# The blocked (NCHWc) layout over symbolic dims (passes/layout.c): channels
+# that are whole blocks (16, 32: AVX-512's 16 lanes, AVX2's 8) run ConvNCHWc
+# on the run's batch and plane; an image's 3 channels as 1-channel blocks,
+# strides 1 and 2, explicit, asymmetric, dilated, SAME (stride 1) and no
+# padding, a flattened 1x1, a residual Add; sizes odd and even, smaller
+# than the kernel's edge, and a symbolic batch. -O3 against ONNX Runtime.
+def save_blocked(tag, nodes, inits, c, batch):
+    g = h.make_graph(nodes, tag, [h.make_tensor_value_info("x", P.FLOAT, [batch, c, "H", "W"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = f"{TMP}/{tag}.onnx"
+    onnx.save(m, path)
+    return path
+
+
+r = np.random.default_rng(5)
+lo6 = [nh.from_array(np.array(0, np.float32), "lo"), nh.from_array(np.array(6, np.float32), "hi")]
+blocked_cases = [
+    ("blocked_dense", 3, 1, [
+        h.make_node("Conv", ["x", "w1", "b1"], ["a"], pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["a"], ["ar"]),
+        h.make_node("Conv", ["ar", "w2"], ["b"], pads=[0, 0, 1, 1], strides=[2, 2]),
+        h.make_node("Clip", ["b", "lo", "hi"], ["br"]),
+        h.make_node("Conv", ["br", "w3", "b3"], ["c"]),
+        h.make_node("Add", ["c", "br"], ["s"]),
+        h.make_node("Conv", ["s", "w4"], ["d"], pads=[2, 2, 2, 2], dilations=[2, 2]),
+        h.make_node("Sigmoid", ["d"], ["ds"]),
+        h.make_node("Conv", ["ds", "w5"], ["e"], auto_pad="SAME_UPPER"),
+        h.make_node("Conv", ["e", "w6"], ["y"], strides=[2, 2])],
+     [weights(r, "w1", 16, 3, 3, 3), weights(r, "b1", 16), weights(r, "w2", 32, 16, 3, 3), weights(r, "w3", 32, 32, 1, 1),
+      weights(r, "b3", 32), weights(r, "w4", 16, 32, 3, 3), weights(r, "w5", 16, 16, 3, 3), weights(r, "w6", 16, 16, 3, 3)]
+     + lo6, [(6, 7), (17, 23), (32, 32), (9, 40), (13, 6)]),
+    ("blocked_tiny", 3, 1, [
+        h.make_node("Conv", ["x", "w1"], ["a"], pads=[2, 2, 2, 2]),
+        h.make_node("Conv", ["a", "w2"], ["b"], pads=[2, 2, 2, 2]),
+        h.make_node("Relu", ["b"], ["br"]),
+        h.make_node("Conv", ["br", "w3"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2])],
+     [weights(r, "w1", 16, 3, 5, 5), weights(r, "w2", 16, 16, 5, 5), weights(r, "w3", 16, 16, 3, 3)],
+     [(1, 1), (1, 2), (2, 1), (3, 3), (4, 5)]),
+    ("blocked_batch", 16, "N", [
+        h.make_node("Conv", ["x", "w1", "b1"], ["a"], pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["a"], ["ar"]),
+        h.make_node("Conv", ["ar", "w2"], ["b"]),
+        h.make_node("Add", ["b", "x"], ["y"])],
+     [weights(r, "w1", 16, 16, 3, 3), weights(r, "b1", 16), weights(r, "w2", 16, 16, 1, 1)],
+     [(1, 5, 7), (2, 9, 4), (3, 16, 16)]),
+]
+for tag, c, batch, nodes, inits, sizes in blocked_cases:
+    path = save_blocked(tag, nodes, inits, c, batch)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    so = f"{TMP}/{tag}.so"
+    cp = subprocess.run([ICC, path, "-O3", "-o", so], capture_output=True, text=True)
+    report(cp.returncode == 0, f"{tag}: compiles at -O3 with symbolic dims {cp.stderr.strip()}")
+    ir = subprocess.run([ICC, path, "-O3", "--emit=ir"], capture_output=True, text=True).stdout
+    report("ConvNCHWc(" in ir, f"{tag}: runs blocked (ConvNCHWc)")
+    for sz in sizes if cp.returncode == 0 else []:
+        n, hh, ww = sz if len(sz) == 3 else (1,) + sz
+        x = r.standard_normal((n, c, hh, ww)).astype(np.float32)
+        want = sess.run(None, {"x": x})[0]
+        got, err = interpreted(so, x, f"{tag}_{n}x{hh}x{ww}")
+        ok = got is not None and got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
+        report(ok, f"{tag}: compiled vs ORT at N={n} H={hh} W={ww} {want.shape} {err}")
+# a blocked 3x3 window without padding over H = 2: one line naming the conv
+path = save_blocked("blocked_valid", [h.make_node("Conv", ["x", "w"], ["y"], "cv")], [weights(r, "w", 16, 16, 3, 3)],
+                    16, 1)
+so = f"{TMP}/blocked_valid.so"
+cp = subprocess.run([ICC, path, "-O3", "-o", so], capture_output=True, text=True)
+got, err = interpreted(so, np.zeros((1, 16, 2, 5), np.float32), "blocked_valid")
+report(cp.returncode == 0 and got is None and len(err.splitlines()) == 1 and "'cv'" in err,
+       f"blocked 3x3 conv at H=2 is refused: {err}")
+got, err = interpreted(so, np.ones((1, 16, 3, 5), np.float32), "blocked_valid3")
+report(got is not None and got.shape == (1, 16, 1, 3), f"blocked 3x3 conv at H=3 runs {err}")
+
 print(f"{'FAILED' if fails else 'passed'}: {fails} failures")
 sys.exit(1 if fails else 0)
