@@ -383,12 +383,14 @@ blocked_cases = [
         h.make_node("Conv", ["br", "w3"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2])],
      [weights(r, "w1", 16, 3, 5, 5), weights(r, "w2", 16, 16, 5, 5), weights(r, "w3", 16, 16, 3, 3)],
      [(1, 1), (1, 2), (2, 1), (3, 3), (4, 5)]),
-    ("blocked_batch", 16, "N", [
-        h.make_node("Conv", ["x", "w1", "b1"], ["a"], pads=[1, 1, 1, 1]),
+    ("blocked_batch", 3, "N", [
+        h.make_node("Conv", ["x", "w0"], ["x0"], pads=[1, 1, 1, 1]),
+        h.make_node("Conv", ["x0", "w1", "b1"], ["a"], pads=[1, 1, 1, 1]),
         h.make_node("Relu", ["a"], ["ar"]),
         h.make_node("Conv", ["ar", "w2"], ["b"]),
-        h.make_node("Add", ["b", "x"], ["y"])],
-     [weights(r, "w1", 16, 16, 3, 3), weights(r, "b1", 16), weights(r, "w2", 16, 16, 1, 1)],
+        h.make_node("Add", ["b", "x0"], ["y"])],
+     [weights(r, "w0", 16, 3, 3, 3), weights(r, "w1", 16, 16, 3, 3), weights(r, "b1", 16),
+      weights(r, "w2", 16, 16, 1, 1)],
      [(1, 5, 7), (2, 9, 4), (3, 16, 16)]),
 ]
 for tag, c, batch, nodes, inits, sizes in blocked_cases:
@@ -407,14 +409,14 @@ for tag, c, batch, nodes, inits, sizes in blocked_cases:
         ok = got is not None and got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
         report(ok, f"{tag}: compiled vs ORT at N={n} H={hh} W={ww} {want.shape} {err}")
 # a blocked 3x3 window without padding over H = 2: one line naming the conv
-path = save_blocked("blocked_valid", [h.make_node("Conv", ["x", "w"], ["y"], "cv")], [weights(r, "w", 16, 16, 3, 3)],
-                    16, 1)
+path = save_blocked("blocked_valid", [h.make_node("Conv", ["x", "w0"], ["a"]), h.make_node("Conv", ["a", "w"], ["y"], "cv")],
+                    [weights(r, "w0", 16, 3, 1, 1), weights(r, "w", 16, 16, 3, 3)], 3, 1)
 so = f"{TMP}/blocked_valid.so"
 cp = subprocess.run([ICC, path, "-O3", "-o", so], capture_output=True, text=True)
-got, err = interpreted(so, np.zeros((1, 16, 2, 5), np.float32), "blocked_valid")
+got, err = interpreted(so, np.zeros((1, 3, 2, 5), np.float32), "blocked_valid")
 report(cp.returncode == 0 and got is None and len(err.splitlines()) == 1 and "'cv'" in err,
        f"blocked 3x3 conv at H=2 is refused: {err}")
-got, err = interpreted(so, np.ones((1, 16, 3, 5), np.float32), "blocked_valid3")
+got, err = interpreted(so, np.ones((1, 3, 3, 5), np.float32), "blocked_valid3")
 report(got is not None and got.shape == (1, 16, 1, 3), f"blocked 3x3 conv at H=3 runs {err}")
 
 print(f"{'FAILED' if fails else 'passed'}: {fails} failures")
