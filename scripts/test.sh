@@ -158,6 +158,8 @@ echo "== symbolic batch, sequence length and shape arithmetic (Shape/Gather/Conc
 python3 tests/models/symbolic_dims.py build/icc
 echo "== symbolic H/W through Conv/pools/Resize/Concat as derived symbols: interpreted at three sizes, compile refusal, pinned compile, vs ONNX Runtime (build)"
 python3 tests/models/symbolic_hw.py build/icc
+echo "== Transposes as blocks of register transposes (blocked reorders, tails, batches; host and x86-64-v3), exact vs ONNX Runtime (build)"
+python3 tests/models/transpose_blocks.py build/icc
 echo "== decomposed attention (masks, tails, heads, batch, 4-D, symbolic S) at -O0 and fused at -O3, vs ONNX Runtime (build)"
 python3 tests/models/attention_vs_ort.py build/icc
 echo "== MatMul/Gemm over many shapes (skinny M, tails, transposes, alpha/beta, C and batch broadcast, constant and input B), -O2 and -O3, vs numpy and ONNX Runtime (build)"
