@@ -23,8 +23,9 @@
  * completion; with --p99-bound it searches the highest rate whose p99 stays
  * under the bound.
  *
- * --profile compiles with `icc --profile` and prints, per kernel, the time
- * the run recorded and where it stands on the roofline of the peaks
+ * --profile compiles with `icc --profile` and prints, per kernel, its median
+ * time over the timed runs (the first 4096: a run another tenant slowed
+ * moves a mean, not a median) and where it stands on the roofline of the peaks
  * --peak measured (cached); --generate runs a decoder's prefill and decode
  * loop (tools/generate.c). docs/performance.md has the details.
  */
@@ -432,10 +433,40 @@ typedef struct row {
     icc_bench_kernel *prof;    /* --profile: nprof kernels, owned by bench_model */
     int nprof;
     icc_bench_roof roof;
+    uint64_t *kmed;            /* --profile: each kernel's median ns over the timed runs */
 } row;
 
-/* Warm-up, then at least runs runs and time_s seconds: the stats in r. */
-static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *r)
+enum { PROF_SAMPLES = 4096 };  /* runs whose per-kernel times --profile keeps for medians */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* r->kmed[k]: the median of kernel k's time over the first runs of dl
+ * (ns per run, nk a run), so that a run another tenant slowed does not
+ * move it as it moves the mean. */
+static int kernel_medians(const uint64_t *dl, int64_t runs, int nk, row *r)
+{
+    uint64_t *col = malloc(sizeof *col * (size_t)(runs ? runs : 1));
+    if (!col || !(r->kmed = calloc((size_t)(nk ? nk : 1), sizeof *r->kmed))) {
+        free(col);
+        return -icc_fail("out of memory");
+    }
+    for (int k = 0; k < nk && runs; k++) {
+        for (int64_t i = 0; i < runs; i++)
+            col[i] = dl[i * nk + k];
+        qsort(col, (size_t)runs, sizeof *col, cmp_u64);
+        r->kmed[k] = col[runs / 2];
+    }
+    free(col);
+    return 0;
+}
+
+/* Warm-up, then at least runs runs and time_s seconds: the stats in r
+ * (and with nk profiled kernels, their medians). */
+static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, int nk, row *r)
 {
     double sec, end = now_s() + warmup;
     do {
@@ -443,16 +474,27 @@ static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *
             return -1;
     } while (now_s() < end);
     icc_context_profile_reset(ctx);   /* the profile covers the timed runs alone */
-    int64_t cap = 1024, n = 0;
+    int64_t cap = 1024, n = 0, kept = 0;
     double *ms = malloc(sizeof *ms * (size_t)cap);
-    if (!ms)
+    uint64_t *prev = nk > 0 ? calloc((size_t)nk, sizeof *prev) : NULL;
+    uint64_t *dl = nk > 0 ? malloc(sizeof *dl * (size_t)nk * PROF_SAMPLES) : NULL;
+    if (!ms || (nk > 0 && (!prev || !dl))) {
+        free(ms), free(prev), free(dl);
         return -icc_fail("out of memory");
+    }
     double t_end = now_s() + o->time_s;
     while (n < o->runs || (now_s() < t_end && n < 10000000)) {
         if (run_once(ctx, b, &sec) < 0) {
-            free(ms);
+            free(ms), free(prev), free(dl);
             return -1;
         }
+        uint64_t runs;
+        const uint64_t *ns = nk > 0 ? icc_context_profile(ctx, &runs) : NULL;
+        for (int k = 0; ns && kept < PROF_SAMPLES && k < nk; k++)
+            dl[kept * nk + k] = ns[k] - prev[k];
+        for (int k = 0; ns && k < nk; k++)
+            prev[k] = ns[k];
+        kept += ns && kept < PROF_SAMPLES;
         if (n == cap) {
             double *nm = realloc(ms, sizeof *ms * (size_t)(cap *= 2));
             if (!nm) {
@@ -465,7 +507,9 @@ static int measure(const bopts *o, icc_context *ctx, io *b, double warmup, row *
     }
     icc_bench_stats_of(ms, n, &r->s);
     free(ms);
-    return 0;
+    int rc = nk > 0 ? kernel_medians(dl, kept, nk, r) : 0;
+    free(prev), free(dl);
+    return rc;
 }
 
 /* The server scenario at rate: n Poisson arrivals, one context, FIFO. */
@@ -532,7 +576,7 @@ static void json_row(FILE *f, const row *r)
             r->s.p99, r->s.mean, r->s.min, r->s.max, ips, ips * (double)r->batch);
     if (r->prof) {
         fputs(", \"profile\": ", f);
-        icc_bench_profile_json(f, r->prof, r->nprof, r->s.mean, &r->roof);
+        icc_bench_profile_json(f, r->prof, r->nprof, r->s.p50, &r->roof);
     }
     fputc('}', f);
 }
@@ -697,7 +741,7 @@ void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, doubl
     }
     double sec = us * 1e-6;
     fprintf(f, "%10.2f %5.1f%% %10.3f %10.1f %8.2f %8.2f %7.2f %-7s %5s %-8s total of %d kernel%s; a run takes "
-            "%.2f us on average, %.2f us of it outside kernels\n", us, n ? 100.0 : 0.0, fl / 1e6, by / 1e3, sec > 0 ? fl / sec / 1e9 : 0,
+            "%.2f us (p50), %.2f us of it outside kernels (each kernel's median)\n", us, n ? 100.0 : 0.0, fl / 1e6, by / 1e3, sec > 0 ? fl / sec / 1e9 : 0,
             sec > 0 ? by / sec / 1e9 : 0, by > 0 ? fl / by : 0, "", "", "", n, n == 1 ? "" : "s", run_ms * 1e3,
             run_ms * 1e3 - us);
 }
@@ -1281,7 +1325,7 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
             progress("threads %lld, batch %lld: %s%.1f s warm-up, then at least %lld runs and %.1f s",
                     (long long)r->threads, (long long)r->batch, o->sc == SC_SERVER ? "server, " : "", warm,
                     (long long)o->runs, o->time_s);
-            int mr = measure(o, ctx, &b, warm, r);
+            int mr = measure(o, ctx, &b, warm, o->profile ? nk : 0, r);
             warm = o->warmup_s < 0.2 ? o->warmup_s : 0.2;
             if (mr < 0) {
                 io_free(&b);
@@ -1300,7 +1344,18 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
                 }
                 r->nprof = nk;
                 icc_bench_roofs(&pk, (int)r->threads, &r->roof);
-                icc_bench_profile_rows(kinfo, kinds, ns, nk, runs, &r->roof, r->prof);
+                /* each kernel's median run (kmed), as one run's time */
+                uint64_t *med = malloc(sizeof *med * 2 * ((size_t)nk + 1));
+                if (!med) {
+                    icc_fail("out of memory");
+                    io_free(&b);
+                    icc_context_destroy(ctx);
+                    goto out;
+                }
+                for (int i = 0; i < nk; i++)
+                    med[i] = r->kmed ? r->kmed[i] : (runs ? ns[i] / runs : 0);
+                icc_bench_profile_rows(kinfo, kinds, med, nk, 1, &r->roof, r->prof);
+                free(med);
                 /* the call counts after the times (0 from an older model: not shown) */
                 uint64_t total_calls = 0;
                 for (int i = 0; i < nk; i++)
@@ -1322,7 +1377,7 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
                     printf("\nprofile (threads %lld, batch %lld, %lld runs; roofs %s and %.1f GB/s, the ridge at "
                            "%.2f FLOP/B):\n", (long long)r->threads, (long long)r->batch, (long long)r->s.n, roofs,
                            r->roof.gbs, r->roof.gbs > 0 ? f32 / r->roof.gbs : 0);
-                    icc_bench_profile_table(stdout, r->prof, r->nprof, r->s.mean);
+                    icc_bench_profile_table(stdout, r->prof, r->nprof, r->s.p50);
                     putchar('\n');
                 }
             }
@@ -1418,8 +1473,10 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
     }
     rc = 0;
 out:
-    for (int i = 0; i < nrows; i++)
+    for (int i = 0; i < nrows; i++) {
         free(rows[i].prof);
+        free(rows[i].kmed);
+    }
     free(kinds);
     icc_model_close(m);
     return rc;

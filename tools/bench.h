@@ -99,8 +99,8 @@ void icc_bench_profile_rows(const icc_kernel_info *k, const int *kinds, const ui
                             const icc_bench_roof *roof, icc_bench_kernel *rows);
 
 /* The profile as a table, and as a JSON object (no newline); run_ms is
- * the runs' mean wall time (the counters' too), to show the time spent
- * outside kernels. */
+ * the runs' median wall time (icc bench passes each kernel's median run
+ * as the rows' time), to show the time spent outside kernels. */
 void icc_bench_profile_table(FILE *f, const icc_bench_kernel *rows, int n, double run_ms);
 void icc_bench_profile_json(FILE *f, const icc_bench_kernel *rows, int n, double run_ms, const icc_bench_roof *roof);
 
