@@ -55,8 +55,9 @@ def weights(r, name, *shape):
     return nh.from_array((r.standard_normal(shape) * 0.3).astype(np.float32), name)
 
 
-def save(tag, nodes, inits):
-    g = h.make_graph(nodes, tag, [h.make_tensor_value_info("x", P.FLOAT, [1, 3, "H", "W"])],
+def save(tag, nodes, inits, c=3, batch=1):
+    """The model x f32[batch, c, H, W] -> y, saved under TMP."""
+    g = h.make_graph(nodes, tag, [h.make_tensor_value_info("x", P.FLOAT, [batch, c, "H", "W"])],
                      [h.make_tensor_value_info("y", P.FLOAT, None)], inits)
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
     m.ir_version = 8
@@ -349,16 +350,6 @@ for tag, nodes, inits, outs, good, bad in split_cases:
 # strides 1 and 2, explicit, asymmetric, dilated, SAME (stride 1) and no
 # padding, a flattened 1x1, a residual Add; sizes odd and even, smaller
 # than the kernel's edge, and a symbolic batch. -O3 against ONNX Runtime.
-def save_blocked(tag, nodes, inits, c, batch):
-    g = h.make_graph(nodes, tag, [h.make_tensor_value_info("x", P.FLOAT, [batch, c, "H", "W"])],
-                     [h.make_tensor_value_info("y", P.FLOAT, None)], inits)
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
-    m.ir_version = 8
-    path = f"{TMP}/{tag}.onnx"
-    onnx.save(m, path)
-    return path
-
-
 r = np.random.default_rng(5)
 lo6 = [nh.from_array(np.array(0, np.float32), "lo"), nh.from_array(np.array(6, np.float32), "hi")]
 blocked_cases = [
@@ -394,7 +385,7 @@ blocked_cases = [
      [(1, 5, 7), (2, 9, 4), (3, 16, 16)]),
 ]
 for tag, c, batch, nodes, inits, sizes in blocked_cases:
-    path = save_blocked(tag, nodes, inits, c, batch)
+    path = save(tag, nodes, inits, c, batch)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     so = f"{TMP}/{tag}.so"
     cp = subprocess.run([ICC, path, "-O3", "-o", so], capture_output=True, text=True)
@@ -409,7 +400,7 @@ for tag, c, batch, nodes, inits, sizes in blocked_cases:
         ok = got is not None and got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
         report(ok, f"{tag}: compiled vs ORT at N={n} H={hh} W={ww} {want.shape} {err}")
 # a blocked 3x3 window without padding over H = 2: one line naming the conv
-path = save_blocked("blocked_valid", [h.make_node("Conv", ["x", "w0"], ["a"]), h.make_node("Conv", ["a", "w"], ["y"], "cv")],
+path = save("blocked_valid", [h.make_node("Conv", ["x", "w0"], ["a"]), h.make_node("Conv", ["a", "w"], ["y"], "cv")],
                     [weights(r, "w0", 16, 3, 1, 1), weights(r, "w", 16, 16, 3, 3)], 3, 1)
 so = f"{TMP}/blocked_valid.so"
 cp = subprocess.run([ICC, path, "-O3", "-o", so], capture_output=True, text=True)
