@@ -312,26 +312,6 @@ static bool tiled_fits(const lctx *c, const att_geo *g)
     return (g->d + R) * g->total * es <= SCRATCH_MAX;
 }
 
-/* Attention as two register-tiled contractions around a softmax on rows
- * kept in thread scratch:
- *
- *   parallel p in [0, B * Hq * chunks)          (batch, head, chunk of row blocks)
- *     kt[d, j] = K[key j, d]                    the head's keys, transposed once
- *     for rb in the chunk's blocks of R rows    row(r) = min(R rb + r, Sq - 1)
- *       vector(W) j in [0, T)                   widened: R x W accumulators
- *         a_r = sum_d Q[row r, d] kt[d, j]      scalar Q (broadcast), vector kt
- *         sc[r, j] = bias(softcap(scale a_r))
- *       per row: m = max_j sc; sc = e^(sc - m); l = sum_j sc
- *       vector(W) e in [0, Dv)
- *         a_r = sum_j sc[r, j] V[key j, e]      scalar sc, vector V
- *         Y[row r, e] = a_r / l_r
- *
- * so both products are the GEMM tile's shape (no horizontal sums), the
- * scores never leave L1, and Q, K, V and Y are read in their own layout
- * (the 3-D [B, S, H*D] form included: no head-split copies). The last
- * block recomputes row Sq - 1 instead of branching; it stores the same
- * values. A row with every key masked gets m = -inf, exponents from base
- * 0, l = 0 and 0/0 = NaN, like the reference. */
 /* kt[d, j] = K[j, d] for the head g->khi into body: by n x n blocks of
  * transpose_f32 (n the target's f32 lanes) where K is an f32 buffer read
  * in place and n divides T and D, else element by element (LLVM stored
@@ -367,6 +347,26 @@ static int keys_transposed(lctx *c, const att_geo *g, int kt, kir_block *body)
     return 0;
 }
 
+/* Attention as two register-tiled contractions around a softmax on rows
+ * kept in thread scratch:
+ *
+ *   parallel p in [0, B * Hq * chunks)          (batch, head, chunk of row blocks)
+ *     kt[d, j] = K[key j, d]                    the head's keys, transposed once
+ *     for rb in the chunk's blocks of R rows    row(r) = min(R rb + r, Sq - 1)
+ *       vector(W) j in [0, T)                   widened: R x W accumulators
+ *         a_r = sum_d Q[row r, d] kt[d, j]      scalar Q (broadcast), vector kt
+ *         sc[r, j] = bias(softcap(scale a_r))
+ *       per row: m = max_j sc; sc = e^(sc - m); l = sum_j sc
+ *       vector(W) e in [0, Dv)
+ *         a_r = sum_j sc[r, j] V[key j, e]      scalar sc, vector V
+ *         Y[row r, e] = a_r / l_r
+ *
+ * so both products are the GEMM tile's shape (no horizontal sums), the
+ * scores never leave L1, and Q, K, V and Y are read in their own layout
+ * (the 3-D [B, S, H*D] form included: no head-split copies). The last
+ * block recomputes row Sq - 1 instead of branching; it stores the same
+ * values. A row with every key masked gets m = -inf, exponents from base
+ * 0, l = 0 and 0/0 = NaN, like the reference. */
 static int lower_attention_tiled(lctx *c, att_geo *g)
 {
     kir_kernel *k = c->k;
