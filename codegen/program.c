@@ -906,16 +906,6 @@ int cg_program_write_weights(const cg_program *p, const char *path, icc_diag *d)
 
 /* ---- the arena ------------------------------------------------------------------- */
 
-/* The arena: where intermediates live and how big it is. Static shapes
- * keep the plan pass's offsets (bind_values bound them) and its size.
- * With symbols the layout is a program run per call: intermediates in
- * definition order become slots, each with the earlier ones live at the
- * same time; at run time each goes at the lowest 64-aligned offset above
- * all of those (valid for any symbol values: values never live together
- * may share bytes), and the slots become the bindings' offsets. The
- * descriptor's arena_bytes is that layout with every symbol 1, computed
- * the way the run computes it. Runs before lowering: kernels bind the
- * slots. Anything else that needs arena space is sized here too. */
 /* Node k (a group's root) is a reshape whose data input has an arena
  * slot and dies at k, of its dtype: its result takes the slot (the same
  * bytes in the same order, as the plan pass does with static sizes; the
@@ -941,6 +931,16 @@ static bool arena_view(pbuild *c, int k, int *last)
     return true;
 }
 
+/* The arena: where intermediates live and how big it is. Static shapes
+ * keep the plan pass's offsets (bind_values bound them) and its size.
+ * With symbols the layout is a program run per call: intermediates in
+ * definition order become slots, each with the earlier ones live at the
+ * same time; at run time each goes at the lowest 64-aligned offset above
+ * all of those (valid for any symbol values: values never live together
+ * may share bytes), and the slots become the bindings' offsets. The
+ * descriptor's arena_bytes is that layout with every symbol 1, computed
+ * the way the run computes it. Runs before lowering: kernels bind the
+ * slots. Anything else that needs arena space is sized here too. */
 static int layout_arena(pbuild *c)
 {
     const ir_graph *g = c->g;
