@@ -68,6 +68,10 @@ typedef struct cg_schedule {
     bool int8_quads;           /* MatMulInteger steps 4 k by vpdpbusd (VNNI), else 2 by vpmaddwd */
     /* bf16 contractions (codegen/lower/matmul.c, lower_pairs) */
     bool bf16_pairs;           /* MatMul/Gemm of two bf16 operands steps 2 k by vdpbf16ps */
+    /* register transposes (kir_intrinsics.def transpose_f32): f32 blocks of
+     * lanes x lanes, in the attention kernel's keys and Transposes that
+     * swap their last two merged dims (movement.c) */
+    bool f32_transpose;
     int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
                                   than a weight panel of kc x block in L2, measured) */
 } cg_schedule;

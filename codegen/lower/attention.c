@@ -313,18 +313,18 @@ static bool tiled_fits(const lctx *c, const att_geo *g)
 }
 
 /* kt[d, j] = K[j, d] for the head g->khi into body: by n x n blocks of
- * transpose_f32 (n the target's f32 lanes) where K is an f32 buffer read
- * in place and n divides T and D, else element by element (LLVM stored
- * that loop's vector form through scatters: 16% of BERT's attention
- * kernel on Zen 4). 0, or -1 on out of memory. */
+ * transpose_f32 (n the f32 lanes, where the schedule has f32_transpose)
+ * where K is an f32 buffer read in place and n divides T and D, else
+ * element by element (LLVM stored that loop's vector form through
+ * scatters: 16% of BERT's attention kernel on Zen 4). 0, or -1 on out of
+ * memory. */
 static int keys_transposed(lctx *c, const att_geo *g, int kt, kir_block *body)
 {
     kir_kernel *k = c->k;
     int64_t T = g->total, n = c->s->lanes;
     int jv = kir_new_var(k), dv = kir_new_var(k);
     kir_expr *probe = kv_at(c, g, false, lw_i64c(k, 0), lw_i64c(k, 0));
-    bool blocks = c->s->target && (icc_target_has(c->s->target, ICC_TF_AVX2) || icc_target_has(c->s->target, ICC_TF_AVX512F)) &&
-                  n >= 8 && (n & (n - 1)) == 0 && T % n == 0 && g->d % n == 0 && k->bufs[kt].dtype == IR_F32 &&
+    bool blocks = c->s->f32_transpose && T % n == 0 && g->d % n == 0 && k->bufs[kt].dtype == IR_F32 &&
                   probe && probe->op == KIR_LOAD && probe->buf == c->buf[1] && c->buf[1] >= 0 &&
                   k->bufs[c->buf[1]].dtype == IR_F32 && k->bufs[c->buf[1]].rank >= 2;
     if (blocks) {

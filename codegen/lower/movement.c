@@ -217,14 +217,14 @@ static int lower_dropout(lctx *c)
 
 /* A Transpose that, with the dims that stay adjacent merged, swaps the
  * last two of static f32 [O, A, B] (O the rest) into [O, B, A], both A
- * and B at least the f32 lanes n (a power of two) on a target with
- * vectors: the blocked layout's reorders [N, C/cb, H, W, cb] <-> [N, C/cb,
- * cb, H, W] (A, B = HW, cb). As n x n blocks of transpose_f32 over flat
- * views of both buffers, parallel over O and A's blocks; the last block
- * of A and of B starts at A - n and B - n (it rewrites values the block
- * before it wrote, the same ones). Element by element, the from-blocked
- * reorders of a DBNet-style model ran at 10-15 GB/s (a gather per vector
- * of output). 1 when lowered, 0 when not this form, -1 on out of memory. */
+ * and B at least the f32 lanes n, where the schedule has f32_transpose:
+ * the blocked layout's reorders [N, C/cb, H, W, cb] <-> [N, C/cb, cb, H,
+ * W] (A, B = HW, cb). As n x n blocks of transpose_f32 over flat views of
+ * both buffers, parallel over O and A's blocks; the last block of A and
+ * of B starts at A - n and B - n (it rewrites values the block before it
+ * wrote, the same ones). Element by element, the from-blocked reorders
+ * of a DBNet-style model ran at 10-15 GB/s (a gather per vector of
+ * output). 1 when lowered, 0 when not this form, -1 on out of memory. */
 static int transpose_blocks(lctx *c, const int *perm)
 {
     kir_kernel *k = c->k;
@@ -232,9 +232,7 @@ static int transpose_blocks(lctx *c, const int *perm)
     const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
     int r = to->rank;
     int64_t L = c->s->lanes;
-    const icc_target_desc *t = c->s->target;
-    if (ti->dtype != IR_F32 || r < 2 || !ir_type_is_static(ti) || c->buf[0] < 0 || L < 8 || (L & (L - 1)) || !t ||
-        !(icc_target_has(t, ICC_TF_AVX2) || icc_target_has(t, ICC_TF_AVX512F)))
+    if (!c->s->f32_transpose || ti->dtype != IR_F32 || r < 2 || !ir_type_is_static(ti) || c->buf[0] < 0)
         return 0;
     /* runs of output dims whose input dims are consecutive */
     int start[IR_MAX_RANK], m = 0;
