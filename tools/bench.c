@@ -1344,18 +1344,8 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
                 }
                 r->nprof = nk;
                 icc_bench_roofs(&pk, (int)r->threads, &r->roof);
-                /* each kernel's median run (kmed), as one run's time */
-                uint64_t *med = malloc(sizeof *med * 2 * ((size_t)nk + 1));
-                if (!med) {
-                    icc_fail("out of memory");
-                    io_free(&b);
-                    icc_context_destroy(ctx);
-                    goto out;
-                }
-                for (int i = 0; i < nk; i++)
-                    med[i] = r->kmed ? r->kmed[i] : (runs ? ns[i] / runs : 0);
-                icc_bench_profile_rows(kinfo, kinds, med, nk, 1, &r->roof, r->prof);
-                free(med);
+                /* each kernel's median run (measure's kmed), as one run's time */
+                icc_bench_profile_rows(kinfo, kinds, r->kmed, nk, 1, &r->roof, r->prof);
                 /* the call counts after the times (0 from an older model: not shown) */
                 uint64_t total_calls = 0;
                 for (int i = 0; i < nk; i++)
