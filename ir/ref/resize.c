@@ -182,8 +182,7 @@ static int plan_resize(ir_shape_ctx *c, const ir_type *x, rs_plan *p)
                 else if (e <= 0)
                     p->out[d] = s < RS_MAX_DIM ? ir_dim_mul_const(g, x->dims[d], (int64_t)s) : ir_dim_unknown();
                 else
-                    p->out[d] = ir_dim_div_const(g, m == 1 ? x->dims[d] : ir_dim_mul_const(g, x->dims[d], m),
-                                                 INT64_C(1) << e, false);
+                    p->out[d] = ir_dim_div_const(g, ir_dim_mul_const(g, x->dims[d], m), INT64_C(1) << e, false);
                 if (x->dims[d].sym > 0)   /* an unknown dim stays as it was */
                     p->known = p->known && p->out[d].sym != IR_DIM_UNKNOWN;
                 continue;
