@@ -71,6 +71,18 @@ static inline kir_expr *lw_iremc(kir_kernel *k, kir_expr *a, int64_t b)
     return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, lw_i64c(k, b)) : lw_i64c(k, 0);
 }
 
+/* Parallel chunk p of nrc row chunks x ncc column chunks as (*rc, *cc).
+ * cols_outer (B the larger operand of a contraction): the row chunks vary
+ * fastest, so consecutive chunks, one thread's share, take the same
+ * columns and a thread streams its part of B once; else the column
+ * chunks vary fastest, sharing rows of A. */
+static inline void lw_chunk_at(kir_kernel *k, kir_expr *p, int64_t nrc, int64_t ncc, bool cols_outer, kir_expr **rc,
+                               kir_expr **cc)
+{
+    *rc = cols_outer ? lw_iremc(k, p, nrc) : lw_idivc(k, p, ncc);
+    *cc = cols_outer ? lw_idivc(k, p, nrc) : lw_iremc(k, p, ncc);
+}
+
 /* A B [K, N] packed by the pack-b pass (ir/ops.def, MatMul's packed_b,
  * packed_k): panels of pw columns one after another, each [K/pk, wp, pk]
  * (wp = pw, the last N mod pw). lw_packed_panel gives column j's panel:

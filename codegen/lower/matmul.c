@@ -532,12 +532,9 @@ static int lower_pairs(lctx *c, const mm_geo *g)
     if (!lp)
         return -1;
     kir_expr *p = kir_var(k, pv);
-    /* consecutive chunks (one thread's share) take the same columns of
-     * B when B is the larger operand, so each thread streams its part of
-     * B from memory once; else the same rows of A */
-    bool cols_outer = K * N > rows * K;
-    kir_expr *rb0 = lw_imulc(k, cols_outer ? lw_iremc(k, p, nrc) : lw_idivc(k, p, ncc), mcb);
-    kir_expr *cc = cols_outer ? lw_idivc(k, p, nrc) : lw_iremc(k, p, ncc);
+    kir_expr *rc, *cc;
+    lw_chunk_at(k, p, nrc, ncc, N > rows, &rc, &cc);   /* B [K, N] larger than A [rows, K] */
+    kir_expr *rb0 = lw_imulc(k, rc, mcb);
     kir_expr *rb1 = lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb));
     ir_type bt = *g->ta;
     bt.rank--; /* A's dims but K: the flat row's index */

@@ -594,11 +594,9 @@ int lower_qgemm(lctx *c)
         return -1;
     kir_expr *p = nbat > 1 ? lw_iremc(k, kir_var(k, pv), per) : kir_var(k, pv);
     kir_expr *ob = nbat > 1 ? lw_idivc(k, kir_var(k, pv), per) : lw_i64c(k, 0); /* the batch index */
-    /* consecutive chunks (one thread's share) take the same columns when
-     * B is the larger operand (as lower_pairs) */
-    bool cols_outer = !bat && N > M;
-    kir_expr *rb0 = lw_imulc(k, cols_outer ? lw_iremc(k, p, nrc) : lw_idivc(k, p, ncc), mcb);
-    kir_expr *q0 = lw_imulc(k, cols_outer ? lw_idivc(k, p, nrc) : lw_iremc(k, p, ncc), ncp);
+    kir_expr *rc, *cc;
+    lw_chunk_at(k, p, nrc, ncc, !bat && N > M, &rc, &cc);   /* a 2-D B larger than A */
+    kir_expr *rb0 = lw_imulc(k, rc, mcb), *q0 = lw_imulc(k, cc, ncp);
     if (q.quads && (has_za || q.aoff)) {
         /* the column sums of b~ over the chunk's columns [cbase, ...) */
         if ((q.cs = kir_add_scratch(k, "qcolsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){ncp * q.W})) < 0)
