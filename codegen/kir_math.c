@@ -1,6 +1,6 @@
-/* kir_math.c - f32 exp, log, tanh and erf built from kernel-IR arithmetic
- * (kir_math.h), and the rewrite that puts them in place of EXP, LOG, TANH
- * and ERF.
+/* kir_math.c - f32 exp, log, tanh, erf and erfc built from kernel-IR
+ * arithmetic (kir_math.h), and the rewrite that puts them in place of EXP,
+ * LOG, TANH, ERF and ERFC.
  *
  * The polynomial coefficients were fitted by us (iteratively reweighted
  * least squares on Chebyshev nodes, in double) and checked in an f32
@@ -25,6 +25,15 @@
  *            fitting log(erfc) on [1, 4] (weighted by erfc, the part that
  *            survives the subtraction); |x| is clamped to 4, where erf
  *            rounds to 1; the sign copied from x.
+ *   erfc(x): with a = |x| clamped to 10.5, e^{-a^2} H(t) / (a + 2),
+ *            t = (a - 2) / (a + 2), H fitting (a + 2) erfc(a) e^{a^2}
+ *            (relative error 3.6e-9; H varies 2x where erfc(a) e^{a^2}
+ *            varies 19x, so its Horner sum does not cancel); a^2 split
+ *            into its rounded value and the FMA's exact remainder, the
+ *            remainder added inside exp's reduction; 2 - that for x < 0.
+ *            Nothing cancels, so the tail stays accurate down to the
+ *            subnormals (what Gelu's x < 0 side needs); <= 4 ulp, most of
+ *            it from rounding a + 2, which enters twice.
  */
 #include "codegen/kir_math.h"
 
@@ -47,6 +56,12 @@ static const double log_p[] = {0.3333333170780471, -0.2500082103550152, 0.200012
 static const double erfc_r[] = {-7.806817802900069, -5.352693969929332, -0.9438853701151941,
                                 -0.010717753308123065, 0.0024578006989857764, -0.0001559923376869785,
                                 0.00018557489314328568};
+
+/* (a + 2) erfc(a) e^{a^2} in powers of t = (a - 2) / (a + 2), a in [0, 10.5] */
+static const double erfc_h[] = {1.021582708923821, -0.6871606941802774, 0.27947175132154944,
+                                -0.03644187142974362, -0.02150550662114203, 0.006476633662786402,
+                                0.0030620019553862705, -0.0008345282558093642, -0.0005926989562234935,
+                                4.964383933215441e-05, 7.093429534106003e-05};
 
 #define NCOEF(a) (int)(sizeof(a) / sizeof(a[0]))
 #define F IR_F32
@@ -79,7 +94,10 @@ static kir_expr *clamp(kir_kernel *k, kir_expr *x, double lo, double hi)
     return sel(k, lt(k, h, x), h, x);
 }
 
-kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x)
+/* e^(x + lo): lo (or NULL) is a small correction to x that the
+ * reduction adds after x - n ln2_hi, which is exact, so it is not lost
+ * to x's rounding. */
+static kir_expr *exp2part(kir_kernel *k, kir_expr *x, kir_expr *lo)
 {
     x = clamp(k, x, -104, 89);
     /* adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits */
@@ -87,6 +105,8 @@ kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x)
     kir_expr *t = muladd(k, x, fk(k, 1.4426950408889634), magic);
     kir_expr *n = f2(k, KIR_SUB, t, magic);
     kir_expr *r = muladd(k, n, fk(k, -0.693359375), x);
+    if (lo)
+        r = f2(k, KIR_ADD, r, lo);
     r = muladd(k, n, fk(k, 2.12194440e-4), r);
     kir_expr *p = horner(k, r, exp_p, NCOEF(exp_p));
     p = muladd(k, f2(k, KIR_MUL, r, r), p, r);
@@ -100,6 +120,8 @@ kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x)
     p = f2(k, KIR_MUL, p, kir_op1(k, KIR_BITCAST, F, s1));
     return f2(k, KIR_MUL, p, kir_op1(k, KIR_BITCAST, F, s2));
 }
+
+kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x) { return exp2part(k, x, NULL); }
 
 kir_expr *kir_math_log_f32(kir_kernel *k, kir_expr *x)
 {
@@ -142,6 +164,23 @@ kir_expr *kir_math_erf_f32(kir_kernel *k, kir_expr *x)
     kir_expr *erfc = kir_math_exp_f32(k, horner(k, u, erfc_r, NCOEF(erfc_r)));
     kir_expr *big = f2(k, KIR_SUB, fk(k, 1), erfc);
     return f2(k, KIR_COPYSIGN, sel(k, lt(k, a, fk(k, 1)), small, big), x);
+}
+
+kir_expr *kir_math_erfc_f32(kir_kernel *k, kir_expr *x)
+{
+    /* a = |x| clamped to 10.5 (past it the result is 0 anyway; the clamp
+     * keeps inf out of e): e^(-a^2) H(t) / (a + 2), with a^2 = p + e
+     * exactly (e by a fused multiply-add, 0 without one), so e^(-a^2)
+     * keeps its accuracy where a^2 is large */
+    kir_expr *b = clamp(k, kir_op1(k, KIR_ABS, F, x), 0, 10.5);
+    kir_expr *p = f2(k, KIR_MUL, b, b);
+    kir_expr *e = muladd(k, b, b, kir_op1(k, KIR_NEG, F, p));
+    kir_expr *r = f2(k, KIR_DIV, fk(k, 1), f2(k, KIR_ADD, b, fk(k, 2)));
+    kir_expr *t = f2(k, KIR_MUL, f2(k, KIR_SUB, b, fk(k, 2)), r);
+    kir_expr *ex = exp2part(k, kir_op1(k, KIR_NEG, F, p), kir_op1(k, KIR_NEG, F, e));
+    kir_expr *tail = f2(k, KIR_MUL, f2(k, KIR_MUL, ex, horner(k, t, erfc_h, NCOEF(erfc_h))), r);
+    /* erfc(-a) = 2 - erfc(a) */
+    return sel(k, lt(k, x, fk(k, 0)), f2(k, KIR_SUB, fk(k, 2), tail), tail);
 }
 
 /* ---- the rewrite ------------------------------------------------------------ */
@@ -192,13 +231,14 @@ static void rw_expr(rw *w, kir_expr *e)
     if (e->op == KIR_LOAD)
         for (int i = 0; i < e->nidx; i++)
             rw_expr(w, e->idx[i]);
-    bool math = e->op == KIR_EXP || e->op == KIR_LOG || e->op == KIR_TANH || e->op == KIR_ERF;
+    bool math = e->op == KIR_EXP || e->op == KIR_LOG || e->op == KIR_TANH || e->op == KIR_ERF || e->op == KIR_ERFC;
     if (!math || (e->dtype != IR_F32 && e->dtype != IR_F16 && e->dtype != IR_BF16))
         return;
     kir_kernel *k = w->k;
     kir_expr *x = e->dtype == IR_F32 ? e->a[0] : kir_op1(k, KIR_CAST, F, e->a[0]);
     kir_expr *r = e->op == KIR_EXP ? kir_math_exp_f32(k, x) : e->op == KIR_LOG ? kir_math_log_f32(k, x)
-                : e->op == KIR_TANH ? kir_math_tanh_f32(k, x) : kir_math_erf_f32(k, x);
+                : e->op == KIR_TANH ? kir_math_tanh_f32(k, x) : e->op == KIR_ERF ? kir_math_erf_f32(k, x)
+                : kir_math_erfc_f32(k, x);
     if (r && e->dtype != IR_F32)
         r = kir_op1(k, KIR_CAST, e->dtype, r);   /* rounded once, like the reference */
     if (!r) {

@@ -1,4 +1,4 @@
-/* kir_math.h - f32 exp, log, tanh and erf as kernel-IR arithmetic: a
+/* kir_math.h - f32 exp, log, tanh, erf and erfc as kernel-IR arithmetic: a
  * building block that a schedule or backend picks (the LLVM backend does,
  * because libm calls block its loop vectoriser; a CUDA backend keeps the
  * device's own expf/logf and leaves kernels as they are).
@@ -20,8 +20,9 @@ kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x);
 kir_expr *kir_math_log_f32(kir_kernel *k, kir_expr *x);
 kir_expr *kir_math_tanh_f32(kir_kernel *k, kir_expr *x);
 kir_expr *kir_math_erf_f32(kir_kernel *k, kir_expr *x);
+kir_expr *kir_math_erfc_f32(kir_kernel *k, kir_expr *x);
 
-/* Replaces, in place, every EXP, LOG, TANH and ERF of k on f32, f16 or
+/* Replaces, in place, every EXP, LOG, TANH, ERF and ERFC of k on f32, f16 or
  * bf16 by its expansion (narrow floats widened to f32 and rounded back
  * once, as the reference computes them). Returns 0, or -1 on out of
  * memory (k is then only partly rewritten, but still valid). */

@@ -547,6 +547,7 @@ static LLVMValueRef emit_float_op(em *e, const kir_expr *x, LLVMValueRef *v)
     case KIR_ROUND: return intr1(e, "llvm.roundeven", v[0]);
     case KIR_TANH: return libm1(e, dbl ? "tanh" : "tanhf", v[0]);
     case KIR_ERF: return libm1(e, dbl ? "erf" : "erff", v[0]);
+    case KIR_ERFC: return libm1(e, dbl ? "erfc" : "erfcf", v[0]);
     case KIR_SIN: return libm1(e, dbl ? "sin" : "sinf", v[0]);
     case KIR_COS: return libm1(e, dbl ? "cos" : "cosf", v[0]);
     case KIR_TAN: return libm1(e, dbl ? "tan" : "tanf", v[0]);
