@@ -263,18 +263,23 @@ kir_expr *lw_formula(lctx *c)
         return kir_op2(k, KIR_DIV, t, x, kir_op2(k, KIR_ADD, t, cf(c, 1), kir_op1(k, KIR_ABS, t, x)));
     case IR_OP_MISH: return kir_op2(k, KIR_MUL, t, x, kir_op1(k, KIR_TANH, t, softplus(c, x)));
     case IR_OP_GELU: {
-        kir_expr *inner;
+        /* Written so that x < 0 does not cancel: 0.5 x (1 + tanh z) with
+         * tanh z near -1, or 0.5 x (1 + erf) with erf near -1, round to 0
+         * in f32 where the true value is a small number (and x / Gelu(x)
+         * then is inf where the reference is finite). */
         if (!strcmp(ir_attr_string(n, "approximate", "none"), "tanh")) {
-            /* tanh(sqrt(2/pi) * (x + 0.044715 x^3)) */
+            /* 0.5 (1 + tanh z) = 1 / (1 + e^{-2z}); with e = e^{-2|z|} <= 1
+             * (never inf), that is 1 / (1 + e) for z >= 0, e / (1 + e)
+             * below. z = sqrt(2/pi) (x + 0.044715 x^3) */
             kir_expr *x3 = kir_op2(k, KIR_MUL, t, kir_op2(k, KIR_MUL, t, x, x), x);
-            kir_expr *s = kir_op3(k, KIR_FMA, t, cf(c, 0.044715), x3, x);
-            inner = kir_op1(k, KIR_TANH, t, kir_op2(k, KIR_MUL, t, cf(c, sqrt(2 / M_PI)), s));
-        } else {
-            inner = kir_op1(k, KIR_ERF, t, kir_op2(k, KIR_MUL, t, x, cf(c, M_SQRT1_2)));
+            kir_expr *z = kir_op2(k, KIR_MUL, t, cf(c, sqrt(2 / M_PI)), kir_op3(k, KIR_FMA, t, cf(c, 0.044715), x3, x));
+            kir_expr *e = kir_op1(k, KIR_EXP, t, kir_op2(k, KIR_MUL, t, cf(c, -2), kir_op1(k, KIR_ABS, t, z)));
+            kir_expr *num = kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LT, IR_BOOL, z, cf(c, 0)), e, cf(c, 1));
+            return kir_op2(k, KIR_MUL, t, x, kir_op2(k, KIR_DIV, t, num, kir_op2(k, KIR_ADD, t, cf(c, 1), e)));
         }
-        /* 0.5 * x * (1 + inner) */
-        return kir_op2(k, KIR_MUL, t, kir_op2(k, KIR_MUL, t, cf(c, 0.5), x),
-                       kir_op2(k, KIR_ADD, t, cf(c, 1), inner));
+        /* 0.5 (1 + erf(x / sqrt 2)) = 0.5 erfc(-x / sqrt 2) */
+        kir_expr *phi = kir_op1(k, KIR_ERFC, t, kir_op2(k, KIR_MUL, t, x, cf(c, -M_SQRT1_2)));
+        return kir_op2(k, KIR_MUL, t, kir_op2(k, KIR_MUL, t, cf(c, 0.5), x), phi);
     }
     case IR_OP_CLIP: {
         kir_expr *r = x;

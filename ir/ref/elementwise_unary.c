@@ -95,15 +95,20 @@ static double f_softplus(double x, const upar *p) { (void)p; return softplus(x);
 static double f_mish(double x, const upar *p) { (void)p; return x * tanh(softplus(x)); }
 static double f_softsign(double x, const upar *p) { (void)p; return x / (1 + fabs(x)); }
 
+/* Gelu in forms that keep x < 0 accurate (0.5 x (1 + erf) and
+ * 0.5 x (1 + tanh) cancel to 0 there): 0.5 (1 + erf(x / sqrt 2)) =
+ * 0.5 erfc(-x / sqrt 2), and 0.5 (1 + tanh z) = 1 / (1 + e^{-2z}), taken
+ * as e / (1 + e) with e = e^{2z} for z < 0 so e never overflows. */
 static double f_gelu(double x, const upar *p)
 {
     (void)p;
-    return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    return 0.5 * x * erfc(-x / sqrt(2.0));
 }
 static double f_gelu_tanh(double x, const upar *p)
 {
     (void)p;
-    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    double z = sqrt(2 / M_PI) * (x + 0.044715 * x * x * x), e = exp(-2 * fabs(z));
+    return x * (z < 0 ? e : 1) / (1 + e);
 }
 
 static double f_shrink(double x, const upar *p)

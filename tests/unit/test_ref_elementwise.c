@@ -556,6 +556,20 @@ START_TEST(gelu_both_forms)
     n = mk(IR_OP_GELU, 1, IN(&ta));
     ir_node_set_string(G, n, "approximate", "fast");
     fails(n, IN(&ta), "approximate must be");
+    /* x < 0 keeps its relative accuracy (0.5 x (1 + erf) and 0.5 x (1 +
+     * tanh) cancel to 0 there, even in double past about -8.3 and -7.4);
+     * the wanted values are mpmath's at 30 digits */
+    float b[] = {-8, -12};
+    ir_tensor tb = ten(IR_F32, b, 1, 2);
+    o = run(IR_OP_GELU, 1, IN(&tb));
+    const float *y = o.data;
+    ck_assert_double_eq_tol(y[0], -4.9767684594174273e-15, 1e-6 * 4.98e-15);
+    ck_assert_double_eq_tol(y[1], -2.1317785344932148e-32, 1e-6 * 2.13e-32);
+    n = mk(IR_OP_GELU, 1, IN(&tb));
+    ir_node_set_string(G, n, "approximate", "tanh");
+    o = ok(n, IN(&tb));
+    y = o.data;
+    ck_assert_double_eq_tol(y[0], -3.1077829374203843e-21, 1e-6 * 3.11e-21);
 }
 END_TEST
 
