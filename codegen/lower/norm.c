@@ -440,6 +440,11 @@ static int lower_lpnorm(lctx *c, int axis)
     kir_kernel *k = c->k;
     const ir_type *t = &c->n->in[0]->type;
     bool l1 = ir_attr_int(c->n, "p", 2) == 1;
+    /* the L2 norm in f64, as the reference takes it: squares of f32 below
+     * 1e-19 underflow (x / ||x|| was 0 for a lone -1e-30, not -1) and
+     * above 1.8e19 overflow */
+    if (!l1)
+        c->cdt = IR_F64;
     bool red[IR_MAX_RANK] = {0};
     red[axis] = true;
     kir_expr *ix[IR_MAX_RANK];
