@@ -945,12 +945,13 @@ static void gen_expand_tile_pad(gs *s)
     if (kind == 0) {
         /* Expand: 1-dims grow, sometimes a leading dim more */
         int lead = r < 4 && chance(s, 30);
+        total = 1;   /* the result's: an empty dim (0) stays empty */
         if (lead)
             v[0] = 1 + rnd(s, 3), total *= v[0];
         for (int i = 0; i < r; i++) {
             int64_t d = a->type.dims[i].v;
             v[lead + i] = d == 1 && chance(s, 60) ? 2 + rnd(s, 3) : chance(s, 20) ? 1 : d;
-            total = total / d * (v[lead + i] == 1 ? d : v[lead + i]);
+            total *= v[lead + i] == 1 ? d : v[lead + i];
         }
         if (total > MAX_NUMEL)
             return;
