@@ -464,8 +464,19 @@ static bool reduce_axes(const ir_node *n, bool *red, bool *noop)
 /* The accumulator dtype of a reduction of dtype xt: 64-bit integers
  * (keeping the signedness that decides Max/Min), f64 for the
  * transcendental ones of integers, bool for Max/Min of bool. */
+/* Products and L2 norms of floats in f64, as the reference takes them:
+ * in f32 a product of 1e-30s underflows to 0 before an inf joins it (NaN,
+ * where the reference has inf), and squares leave the range below 1e-19
+ * and above 1.8e19. */
+static bool acc_wide(int op, ir_dtype xt)
+{
+    return ir_dtype_is_float(xt) && xt != IR_F64 && (op == IR_OP_REDUCE_PROD || op == IR_OP_REDUCE_L2);
+}
+
 static ir_dtype acc_dtype(int op, ir_dtype xt)
 {
+    if (acc_wide(op, xt))
+        return IR_F64;
     if (ir_dtype_is_float(xt) || xt == IR_BOOL)
         return lw_compute_dtype(xt);
     if (op == IR_OP_REDUCE_L2 || op == IR_OP_REDUCE_LOG_SUM || op == IR_OP_REDUCE_LOG_SUM_EXP)
@@ -567,7 +578,7 @@ static bool rows_ok(const ir_node *n, const bool *red, int lanes)
     const ir_type *t = &n->in[0]->type;
     int op = n->op, r = t->rank;
     ir_dtype xt = t->dtype;
-    if (r < 2 || red[r - 1] || op == IR_OP_REDUCE_LOG_SUM_EXP)
+    if (r < 2 || red[r - 1] || op == IR_OP_REDUCE_LOG_SUM_EXP || acc_wide(op, t->dtype))
         return false;
     bool int_exact = op != IR_OP_REDUCE_MEAN && op != IR_OP_REDUCE_L2 && op != IR_OP_REDUCE_LOG_SUM;
     if (ir_dtype_is_float(xt) ? lw_compute_dtype(xt) != xt : !int_exact)
