@@ -25,15 +25,30 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
      * width B panel fills half of L1, a chunk's A block (gemm_mc_blocks
      * row blocks x kc) three quarters of L2. Zen 3 (32 KB L1, 256 KB
      * described L2): kc 256, 32 blocks of 6 rows; 1024^3 went from 35 to
-     * 45 GFLOP/s on 1 thread against kc 128 x 16 blocks. */
+     * 45 GFLOP/s on 1 thread against kc 128 x 16 blocks. With 32 vector
+     * registers the tile does 24 FMAs per 4 vectors of B, little enough
+     * that the panel can stream from L2 (a quarter of it): a longer kc
+     * stores and reloads the 24 sums less often, up to 384 (512 leaves
+     * room for only 8 blocks of packed A beside a bpanel, below). Zen 4
+     * (32 KB L1, 1 MB L2: 128 from the L1 rule, 384 now), min of 1
+     * thread / 2 threads: 1024^3 with B constant 20.3-20.5 -> 19.3-19.8
+     * ms / 10.4-10.6 -> 9.7-9.9 (95% of the 2-core FMA peak), B an input
+     * 21.1 -> 19.9-20.1 / -, 128x768x768 1.377-1.380 -> 1.350-1.353 /
+     * 0.70-0.71 -> 0.68, 128x768x3072 5.68-6.21 -> 5.45-5.53 / 2.95 ->
+     * 2.73-2.85, 128x3072x768 5.62-5.80 -> 5.48-5.62; 512 was the same
+     * on 1 thread and slower on 2 (1024^3 10.8). */
     int64_t l1 = t->l1d_bytes > 0 ? t->l1d_bytes : 32 << 10, l2 = t->l2_bytes > 0 ? t->l2_bytes : 256 << 10;
-    int64_t kc = l1 / 2 / ((int64_t)s->lanes * (wide ? 4 : 2) * 4) / 64 * 64;
-    s->tile_kc = kc < 128 ? 128 : kc > 512 ? 512 : (int)kc;
+    int64_t width = (int64_t)s->lanes * (wide ? 4 : 2) * 4;
+    int64_t kc = (wide ? l2 / 4 : l1 / 2) / width / 64 * 64, kc_max = wide ? 384 : 512;
+    s->tile_kc = kc < 128 ? 128 : kc > kc_max ? (int)kc_max : (int)kc;
     int64_t mcb = l2 * 3 / 4 / ((int64_t)s->tile_kc * 4 * 6);
     s->gemm_mc_blocks = mcb < 16 ? 16 : mcb > 64 ? 64 : (int)mcb;
-    /* packed A: half of L2, at most 192 KB (thread scratch stops at 256
-     * KB, and a bpanel may sit beside it): Zen 3, kc 256: 32 blocks */
-    int64_t apb = (l2 / 2 < 192 << 10 ? l2 / 2 : 192 << 10) / ((int64_t)s->tile_kc * 4 * 6);
+    /* packed A: half of L2, and under 224 KB less the bpanel that may sit
+     * beside it (B computed at run time: kc x the tile's width), since
+     * thread scratch stops at 256 KB: Zen 3, kc 256: 32 blocks; Zen 4,
+     * kc 384: 14 */
+    int64_t bpanel = (int64_t)s->tile_kc * s->lanes * s->tile_vecs * 4, abudget = (224 << 10) - bpanel;
+    int64_t apb = (l2 / 2 < abudget ? l2 / 2 : abudget) / ((int64_t)s->tile_kc * 4 * 6);
     s->gemm_apack_mc_blocks = apb < 4 ? 4 : (int)apb;
     /* 1x3072x3072 on Zen 3, 1 thread: 6.5 GFLOP/s at 8 (B's 8 rows are
      * 96 KB read front to back), 3.5 at 16-32, 3.0 at 128 */

@@ -34,7 +34,8 @@ typedef struct cg_schedule {
     int tile_rows;             /* rows of accumulators */
     int tile_vecs;             /* vectors per row: accumulators = rows x vecs */
     int tile_kc;               /* MatMul/Gemm reduction block: a packed kc x width B panel
-                                  fills half of L1 (from the target's L1) */
+                                  fills half of L1, or with 32 vector registers a quarter of
+                                  L2 (from the target's caches; 128 to 512, 384 when wide) */
     int skinny_kc;             /* reduction block of skinny contractions (M <= 16), which read
                                   B's rows whole: kc rows of B are one contiguous stretch */
     int skinny_fma_kc;         /* ... of those with CG_GEMV_M rows or more (bound by the FMAs) */
