@@ -57,8 +57,13 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
      * block stored and reloaded the partial sums of every output vector
      * each 8 steps (Zen 4, 16x768x768 with B an input: 0.297 -> 0.145 ms
      * on 2 threads at 32, 0.247 -> 0.225 on 1; 16x3072x3072 8.1 -> 7.8
-     * and 5.2 -> 4.7) */
-    s->skinny_fma_kc = 32;
+     * and 5.2 -> 4.7); 128 stores them a quarter as often again, its
+     * packed B piece (128 x 32) a 16 KB half of L1 (Zen 4, p50 of 3
+     * runs, 1 thread / 2 threads: 8x768x768 0.087 -> 0.084 / 0.049-0.058
+     * -> 0.042-0.043 ms; 12x1024x1024 0.359-0.361 -> 0.332-0.398 (min
+     * 0.344-0.352 -> 0.321) / 0.191-0.307 -> 0.187-0.193; 16x768x768
+     * 0.231-0.265 -> 0.215-0.223 / 0.119-0.175 -> 0.117-0.126) */
+    s->skinny_fma_kc = 128;
     /* A skinny contraction does 2M FLOP per 4-byte element of B: below
      * M = 8 it streams B, split by columns only when B comes from DRAM,
      * where each core adds its own bandwidth (Zen 4, 1x3072x3072, 2
