@@ -461,9 +461,6 @@ static bool reduce_axes(const ir_node *n, bool *red, bool *noop)
     return true;
 }
 
-/* The accumulator dtype of a reduction of dtype xt: 64-bit integers
- * (keeping the signedness that decides Max/Min), f64 for the
- * transcendental ones of integers, bool for Max/Min of bool. */
 /* Products and L2 norms of floats in f64, as the reference takes them:
  * in f32 a product of 1e-30s underflows to 0 before an inf joins it (NaN,
  * where the reference has inf), and squares leave the range below 1e-19
@@ -473,6 +470,10 @@ static bool acc_wide(int op, ir_dtype xt)
     return ir_dtype_is_float(xt) && xt != IR_F64 && (op == IR_OP_REDUCE_PROD || op == IR_OP_REDUCE_L2);
 }
 
+/* The accumulator dtype of a reduction of dtype xt: 64-bit integers
+ * (keeping the signedness that decides Max/Min), f64 for the
+ * transcendental ones of integers and for acc_wide, bool for Max/Min of
+ * bool. */
 static ir_dtype acc_dtype(int op, ir_dtype xt)
 {
     if (acc_wide(op, xt))
