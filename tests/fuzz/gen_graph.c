@@ -27,6 +27,7 @@
 
 #include "ir/ops.h"
 #include "ir/ref/interp.h"
+#include "passes/pass.h"
 
 #define MAX_POOL 48
 #define MAX_NUMEL 2048
@@ -1429,6 +1430,18 @@ int gen_graph(const uint8_t *data, size_t size, gen_case *out, icc_diag *d)
             dup |= s.g->outputs[i] == extra;
         if (extra && !dup && !s.failed)
             s.failed = ir_graph_add_output(s.g, extra, d) < 0;
+    }
+    /* nodes whose results reach no output go: the interpreter would run
+     * them (and refuse a bad index there) where -O2 and -O3 remove them
+     * first (seed 52128: a dead Gather of an out-of-range index) */
+    if (!s.failed) {
+        icc_pipeline p;
+        icc_pass_options po = {0};
+        s.failed = icc_pipeline_parse("dce", &p, d) < 0;
+        if (!s.failed) {
+            s.failed = icc_pipeline_run(&p, s.g, &po, d) < 0;
+            icc_pipeline_free(&p);
+        }
     }
     if (!s.failed && ir_infer_shapes(s.g, d) < 0) {
         ir_diag_prefix(d, "generator: the whole graph");
