@@ -58,8 +58,25 @@ int lower_pool_blocked(lctx *c, const cg_pool2d *g)
     kir_expr *lo[2], *hi[2];
     for (int i = 0; i < 2; i++)
         taps(k, st[i], g->d[i], g->k[i], 0, g->in[i], &lo[i], &hi[i]);
+    /* MaxPool as the reference takes it: the window's first inside tap,
+     * then each tap strictly greater, so a NaN counts only where it comes
+     * first (a NaN-propagating max gave NaN where it came later; a window
+     * with no inside tap is -inf): the first tap's value (read at an index
+     * clamped into the input) starts the max, `acc < x ? x : acc` (one
+     * vmaxps) takes the rest */
+    kir_expr *init = kir_const_f(k, IR_F32, maxp ? -INFINITY : 0);
+    if (maxp) {
+        kir_expr *fi[5] = {nb, cb, NULL, NULL, j};
+        kir_expr *some = kir_const_i(k, IR_BOOL, 1);
+        for (int i = 0; i < 2; i++) {
+            kir_expr *at = kir_iadd(k, st[i], lw_imulc(k, lo[i], g->d[i]));
+            fi[2 + i] = lw_imin(k, lw_imax(k, lw_i64c(k, 0), at), lw_i64c(k, g->in[i] - 1));
+            some = kir_op2(k, KIR_AND, IR_BOOL, some, kir_op2(k, KIR_LT, IR_BOOL, lo[i], hi[i]));
+        }
+        init = kir_op3(k, KIR_SELECT, IR_F32, some, lw_load_in(c, 0, fi), init);
+    }
     int acc = kir_new_acc(k, IR_F32);
-    if (acc < 0 || !kir_acc_set(k, &lj->body, acc, kir_const_f(k, IR_F32, maxp ? -INFINITY : 0)))
+    if (acc < 0 || !kir_acc_set(k, &lj->body, acc, init))
         return -1;
     kir_stmt *lh = kir_for(k, &lj->body, vh, lo[0], hi[0], KIR_SERIAL, 0);
     kir_stmt *lx = lh ? kir_for(k, &lh->body, vx, lo[1], hi[1], KIR_SERIAL, 0) : NULL;
@@ -67,8 +84,10 @@ int lower_pool_blocked(lctx *c, const cg_pool2d *g)
         return -1;
     kir_expr *xi[5] = {nb, cb, kir_iadd(k, st[0], lw_imulc(k, kir_var(k, vh), g->d[0])),
                        kir_iadd(k, st[1], lw_imulc(k, kir_var(k, vx), g->d[1])), j};
-    kir_expr *x = lw_load_in(c, 0, xi);
-    if (!kir_acc_set(k, &lx->body, acc, kir_op2(k, maxp ? KIR_MAX : KIR_ADD, IR_F32, kir_acc(k, acc), x)))
+    kir_expr *x = lw_load_in(c, 0, xi), *a = kir_acc(k, acc);
+    kir_expr *upd = maxp ? kir_op3(k, KIR_SELECT, IR_F32, kir_op2(k, KIR_LT, IR_BOOL, a, x), x, a)
+                         : kir_op2(k, KIR_ADD, IR_F32, a, x);
+    if (!kir_acc_set(k, &lx->body, acc, upd))
         return -1;
     kir_expr *v = kir_acc(k, acc);
     if (!maxp) {
