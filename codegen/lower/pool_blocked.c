@@ -62,8 +62,8 @@ int lower_pool_blocked(lctx *c, const cg_pool2d *g)
      * then each tap strictly greater, so a NaN counts only where it comes
      * first (a NaN-propagating max gave NaN where it came later; a window
      * with no inside tap is -inf): the first tap's value (read at an index
-     * clamped into the input, when it has one) starts the max, `acc < x ? x : acc` (one
-     * vmaxps) takes the rest */
+     * clamped into the input, when it has one) starts the max, and
+     * `acc < x ? x : acc` (one vmaxps) takes the rest */
     kir_expr *init = kir_const_f(k, IR_F32, maxp ? -INFINITY : 0);
     if (maxp && g->in[0] > 0 && g->in[1] > 0) {   /* an empty input has no tap to read */
         kir_expr *fi[5] = {nb, cb, NULL, NULL, j};
