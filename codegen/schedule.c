@@ -38,7 +38,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
      * 2.73-2.85, 128x3072x768 5.62-5.80 -> 5.48-5.62; 512 was the same
      * on 1 thread and slower on 2 (1024^3 10.8). */
     int64_t l1 = t->l1d_bytes > 0 ? t->l1d_bytes : 32 << 10, l2 = t->l2_bytes > 0 ? t->l2_bytes : 256 << 10;
-    int64_t width = (int64_t)s->lanes * (wide ? 4 : 2) * 4;
+    int64_t width = (int64_t)s->lanes * s->tile_vecs * 4;   /* a panel row's bytes */
     int64_t kc = (wide ? l2 / 4 : l1 / 2) / width / 64 * 64, kc_max = wide ? 384 : 512;
     s->tile_kc = kc < 128 ? 128 : kc > kc_max ? (int)kc_max : (int)kc;
     int64_t mcb = l2 * 3 / 4 / ((int64_t)s->tile_kc * 4 * 6);
@@ -47,7 +47,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
      * beside it (B computed at run time: kc x the tile's width), since
      * thread scratch stops at 256 KB: Zen 3, kc 256: 32 blocks; Zen 4,
      * kc 384: 14 */
-    int64_t bpanel = (int64_t)s->tile_kc * s->lanes * s->tile_vecs * 4, abudget = (224 << 10) - bpanel;
+    int64_t bpanel = s->tile_kc * width, abudget = (224 << 10) - bpanel;
     int64_t apb = (l2 / 2 < abudget ? l2 / 2 : abudget) / ((int64_t)s->tile_kc * 4 * 6);
     s->gemm_apack_mc_blocks = apb < 4 ? 4 : (int)apb;
     /* 1x3072x3072 on Zen 3, 1 thread: 6.5 GFLOP/s at 8 (B's 8 rows are
