@@ -31,6 +31,7 @@ struct icc_context {
     icc_kernel_env env;
     uint64_t *profile;      /* rt_nkernels entries (--profile models), else NULL */
     uint64_t profile_runs;
+    rt_cuda *cuda;          /* a --target=cuda model's device state, else NULL */
     char err[512];
     atomic_flag busy;       /* set while a run is in progress (one caller at a time) */
 };
@@ -153,7 +154,11 @@ icc_status icc_context_create(const icc_model *m, const icc_allocator *alloc, ic
     ctx->env.profile_calls = 1;
     if (!ctx->syms || !ctx->inptrs || (nk && !ctx->profile))
         st = ctx_fail(ctx, ICC_ERR_NOMEM, "%s: out of memory for a context", model_name(m));
-    else
+    else if (rt_is_cuda(d)) {   /* the arena is on the device */
+        char cerr[400];
+        if ((st = rt_cuda_create(m, &ctx->cuda, cerr, sizeof cerr)) != ICC_OK)
+            st = ctx_fail(ctx, st, "%s: %s", model_name(m), cerr);
+    } else
         st = arena_reserve(ctx, d->arena_bytes);
     if (st != ICC_OK) {
         icc_context_destroy(ctx);
@@ -185,6 +190,7 @@ void icc_context_destroy(icc_context *ctx)
     if (!ctx)
         return;
     rt_pool_fini(&ctx->pool);
+    rt_cuda_destroy(ctx->cuda);
     icc_allocator a = ctx->alloc;
     rt_free(&a, ctx->arena);
     rt_free(&a, ctx->syms);
@@ -213,6 +219,8 @@ static int output_empty(const icc_model_desc *d, int o, const int64_t *syms)
     return 0;
 }
 
+static icc_status run_result(icc_context *ctx, int rc);
+
 /* The part of a run after the inputs' dims are bound into ctx->syms. */
 static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *const *outputs)
 {
@@ -227,6 +235,13 @@ static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *c
         if (!outputs[o] && !output_empty(d, o, ctx->syms))
             return ctx_fail(ctx, ICC_ERR_INVALID, "%s: output '%s' has no buffer",
                             model_name(ctx->m), d->outputs[o].name);
+    if (ctx->cuda) {
+        char cerr[400];
+        int rc = rt_cuda_run(ctx->cuda, inputs, outputs, cerr, sizeof cerr);
+        if ((rc & 0xff) == ICC_ERR_DEVICE || ((rc & 0xff) == ICC_ERR_INTERNAL && !(rc >> 8)))
+            return ctx_fail(ctx, (icc_status)rc, "%s: %s", model_name(ctx->m), cerr);
+        return run_result(ctx, rc);
+    }
     uint64_t need = d->nsymbols ? d->arena_size(ctx->syms) : d->arena_bytes;
     /* the generated layout returns UINT64_MAX when the intermediates'
      * sizes overflow 64 bits for these dims (codegen/llvm/model.c) */
@@ -236,16 +251,23 @@ static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *c
     icc_status st = arena_reserve(ctx, need);
     if (st != ICC_OK)
         return st;
-    int rc = d->run(inputs, outputs, ctx->syms, ctx->arena, &ctx->env);
+    return run_result(ctx, d->run(inputs, outputs, ctx->syms, ctx->arena, &ctx->env));
+}
+
+/* What a run's code returned (an icc_status, with a message index above
+ * the low byte), as the context's status and message. */
+static icc_status run_result(icc_context *ctx, int rc)
+{
+    const icc_model_desc *d = ctx->m->desc;
     if (rc == ICC_OK) {
         ctx->profile_runs += ctx->profile != NULL;
         return ICC_OK;
     }
     int why = rc >> 8;
     rc &= 0xff;
-    if (why > 0 && why <= d->nmessages && d->messages && rc > 0 && rc <= ICC_ERR_INTERNAL)
+    if (why > 0 && why <= d->nmessages && d->messages && rc > 0 && rc <= ICC_ERR_DEVICE)
         return ctx_fail(ctx, (icc_status)rc, "%s: %s", model_name(ctx->m), d->messages[why - 1]);
-    if (rc < 0 || rc > ICC_ERR_INTERNAL)
+    if (rc < 0 || rc > ICC_ERR_DEVICE)
         return ctx_fail(ctx, ICC_ERR_INTERNAL, "%s: the compiled code returned %d", model_name(ctx->m),
                         rc);
     return ctx_fail(ctx, (icc_status)rc, "%s: the compiled code failed with status %d",

@@ -178,7 +178,7 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
     if (d->desc_size < offsetof(icc_model_desc, kernels))
         return rt_fail(ICC_ERR_ABI, "%s: descriptor is %u bytes, version %d needs %zu", who,
                        d->desc_size, ICC_ABI_VERSION, offsetof(icc_model_desc, kernels));
-    if (!d->run)
+    if (!d->run && !rt_is_cuda(d))
         return rt_fail(ICC_ERR_ABI, "%s: descriptor has no entry point", who);
     if (d->ninputs < 0 || d->ninputs > MAX_IO || d->noutputs < 0 || d->noutputs > MAX_IO ||
         (d->ninputs && !d->inputs) || (d->noutputs && !d->outputs))
@@ -221,7 +221,8 @@ static icc_status check_desc(const icc_model_desc *d, const char *who)
         if (!symbol_bound_by_input(d, d->symbols[s]))
             return rt_fail(ICC_ERR_ABI, "%s: symbol '%s' is not a dim of any input", who,
                            d->symbols[s]);
-    return check_cpu(who, d->cpu_features);
+    icc_status cst = rt_cuda_check(d, who);
+    return cst != ICC_OK ? cst : check_cpu(who, d->cpu_features);
 }
 
 /* FNV-1a, 64 bit: what the compiler records for the weights. */

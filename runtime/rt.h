@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 /* Internal to the runtime: hidden from a model.so's exports. */
 #pragma GCC visibility push(hidden)
@@ -78,6 +79,24 @@ void rt_set_last_error(const char *msg);
  * / ICC_ERR_INVALID with a message in err. */
 icc_status rt_bind(const icc_model *m, const int64_t *const *in_dims, const icc_tensor *ts,
                    int64_t *syms, char *err, size_t errlen);
+
+/* ---- models compiled with --target=cuda (cuda.c) ---- */
+
+/* Whether d carries a device plan (icc_model_desc.cuda). */
+bool rt_is_cuda(const icc_model_desc *d);
+/* Checks d's device plan at open, so that a run never reads outside it:
+ * ICC_OK (also for a CPU model) or ICC_ERR_ABI with icc_last_error set. */
+icc_status rt_cuda_check(const icc_model_desc *d, const char *who);
+/* One context's device state: the driver (opened on first use), the
+ * module, a stream and the device memory, with the load-time kernels
+ * run. ICC_ERR_DEVICE (no driver, no device, a driver call failed),
+ * ICC_ERR_NOMEM or a load-time kernel's status, with the reason in err. */
+typedef struct rt_cuda rt_cuda;
+icc_status rt_cuda_create(const icc_model *m, rt_cuda **out, char *err, size_t errlen);
+/* One run: inputs to the device, the steps, outputs back. 0, a kernel's
+ * status (as the CPU entry returns it), or ICC_ERR_DEVICE with err. */
+int rt_cuda_run(rt_cuda *c, const void *const *inputs, void *const *outputs, char *err, size_t errlen);
+void rt_cuda_destroy(rt_cuda *c);
 
 #pragma GCC visibility pop
 

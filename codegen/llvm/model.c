@@ -40,6 +40,10 @@ typedef struct {
     LLVMTypeRef clock_ty;
     bool timed;                /* the function being emitted times its kernels (the run of a --profile model) */
     LLVMValueRef init;         /* the init buffer (env->init) in the function being emitted */
+    /* A CUDA model's host side (cg_llvm_assemble_host): no run or init
+     * function, only the descriptor, the weights and this device plan. */
+    const void *cuda_plan;
+    size_t cuda_plan_bytes;
 } mctx;
 
 /* ---- constants in the module ------------------------------------------------ */
@@ -772,9 +776,12 @@ static int emit_model(mctx *c)
     LLVMTypeRef entry_ty = LLVMFunctionType(c->i32, run_params, 5, 0);
     char name[256];
     snprintf(name, sizeof name, "%s_run", c->prefix);
-    LLVMValueRef run = LLVMAddFunction(c->m, name, entry_ty);
-    LLVMSetLinkage(run, LLVMInternalLinkage);
-    LLVMValueRef par = emit_trampoline(c, args_ty);
+    LLVMValueRef run = LLVMConstPointerNull(c->ptr), par = NULL;
+    if (!c->cuda_plan) {
+        run = LLVMAddFunction(c->m, name, entry_ty);
+        LLVMSetLinkage(run, LLVMInternalLinkage);
+        par = emit_trampoline(c, args_ty);
+    }
     LLVMValueRef arena_fn = LLVMConstPointerNull(c->ptr), symbols = LLVMConstPointerNull(c->ptr);
     if (p->dynamic) {
         c->layout_fn = emit_layout(c);
@@ -791,10 +798,10 @@ static int emit_model(mctx *c)
     LLVMTypeRef pf_params[4] = {c->ptr, c->i64, c->ptr, c->ptr};
     LLVMTypeRef pf_ty = LLVMFunctionType(LLVMVoidTypeInContext(c->cx), pf_params, 4, 0);
 
-    if (emit_steps(c, run, p->ninit_steps, p->nsteps, false, env_ty, args_ty, par, pf_ty) < 0)
+    if (!c->cuda_plan && emit_steps(c, run, p->ninit_steps, p->nsteps, false, env_ty, args_ty, par, pf_ty) < 0)
         return -1;
     LLVMValueRef init_fn = LLVMConstPointerNull(c->ptr);
-    if (p->ninit_steps > 0) {
+    if (p->ninit_steps > 0 && !c->cuda_plan) {
         snprintf(name, sizeof name, "%s_init", c->prefix);
         init_fn = LLVMAddFunction(c->m, name, entry_ty);
         LLVMSetLinkage(init_fn, LLVMInternalLinkage);
@@ -828,10 +835,17 @@ static int emit_model(mctx *c)
         free(el);
     }
     LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
-    LLVMTypeRef dfields[29] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
+    LLVMTypeRef dfields[31] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
                                c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32,
-                               c->ptr, c->i32, c->i32, c->i64, c->ptr, c->ptr, c->i32, c->i32, c->ptr};
-    LLVMStructSetBody(desc_ty, dfields, 29, 0);
+                               c->ptr, c->i32, c->i32, c->i64, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
+                               c->i64};
+    LLVMStructSetBody(desc_ty, dfields, 31, 0);
+    LLVMValueRef plan = LLVMConstPointerNull(c->ptr);
+    if (c->cuda_plan) {
+        snprintf(name, sizeof name, "%s_cuda_plan", c->prefix);
+        plan = global_const(c, name, LLVMConstStringInContext(c->cx, c->cuda_plan, (unsigned)c->cuda_plan_bytes, 1),
+                            64);
+    }
     LLVMValueRef derived = derived_table(c);
     if (!derived)
         return ir_errorf(c->d, "out of memory");
@@ -848,29 +862,47 @@ static int emit_model(mctx *c)
         msgs = global_const(c, "messages", LLVMConstArray(c->ptr, el, (unsigned)p->nmessages), 8);
         free(el);
     }
-    LLVMValueRef dv[29] = {
+    LLVMValueRef dv[31] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, p->ninputs),
         ci32(c, p->noutputs), descs[0], descs[1], ci32(c, p->nsymbols), symbols,
         ci64(c, p->arena_bytes), arena_fn, ci64(c, (int64_t)p->weights_checksum),
         ci64(c, p->weights_bytes), wglob, run, msgs, ci32(c, p->nmessages), ci32(c, 0),
         kernels, ci32(c, p->profile ? p->nkernels - p->ninit_kernels : 0), ci32(c, 0),
-        ci64(c, p->init_bytes), init_fn, derived, ci32(c, p->nderived), ci32(c, 0), kinds,
+        ci64(c, c->cuda_plan ? 0 : p->init_bytes), init_fn, derived, ci32(c, p->nderived), ci32(c, 0), kinds,
+        plan, ci64(c, (int64_t)c->cuda_plan_bytes),
     };
     snprintf(name, sizeof name, "%s_model", c->prefix);
     LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
-    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 29));
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 31));
     LLVMSetGlobalConstant(desc, 1);
     LLVMSetAlignment(desc, 8);
     return 0;
 }
 
+static int assemble(mctx c, LLVMModuleRef *out);
+
 int cg_llvm_assemble(const cg_target *t, cg_program *p, LLVMModuleRef *out, icc_diag *d)
 {
-    mctx c = {.p = p, .t = t, .prefix = p->prefix, .d = d};
+    return assemble((mctx){.p = p, .t = t, .prefix = p->prefix, .d = d}, out);
+}
+
+int cg_llvm_assemble_host(const cg_target *t, cg_program *p, const void *plan, size_t plan_bytes,
+                          LLVMModuleRef *out, icc_diag *d)
+{
+    if (!plan || !plan_bytes || plan_bytes > UINT32_MAX) {
+        *out = NULL;
+        return ir_errorf(d, "the device plan is empty or over 4 GB");
+    }
+    return assemble((mctx){.p = p, .t = t, .prefix = p->prefix, .d = d, .cuda_plan = plan,
+                           .cuda_plan_bytes = plan_bytes}, out);
+}
+
+static int assemble(mctx c, LLVMModuleRef *out)
+{
     c.m = LLVMModuleCreateWithName(c.prefix);
     c.cx = LLVMGetModuleContext(c.m);
-    cg_target_setup_module(t, c.m);
+    cg_target_setup_module(c.t, c.m);
     c.ptr = LLVMPointerTypeInContext(c.cx, 0);
     c.i8 = LLVMInt8TypeInContext(c.cx);
     c.i32 = LLVMInt32TypeInContext(c.cx);

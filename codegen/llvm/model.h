@@ -18,6 +18,13 @@
  * name the kernel's node. */
 int cg_llvm_assemble(const cg_target *t, cg_program *p, LLVMModuleRef *out, icc_diag *d);
 
+/* The host side of a model whose kernels run elsewhere (the CUDA
+ * backend): a module with p's descriptor and weights and the device plan
+ * (plan_bytes bytes, copied into .rodata; icc_model_desc.cuda), and no
+ * run or init function. */
+int cg_llvm_assemble_host(const cg_target *t, cg_program *p, const void *plan, size_t plan_bytes,
+                          LLVMModuleRef *out, icc_diag *d);
+
 /* Builds the program of g (cg_program_build under t's schedule) and
  * assembles it: g must be fully optimized and planned (the plan pass
  * last: every intermediate needs an arena offset), with its symbolic

@@ -49,6 +49,8 @@ typedef enum icc_status {
     ICC_ERR_IO,           /* a file could not be opened, read or mapped */
     ICC_ERR_ABI,          /* not an icc model, or a different ABI version */
     ICC_ERR_INTERNAL,     /* a bug: please report */
+    ICC_ERR_DEVICE,       /* a model for a GPU (--target=cuda) found no driver or device, or the
+                             device failed */
 } icc_status;
 
 /* Element types, numbered as ONNX's TensorProto.DataType. */
@@ -215,6 +217,15 @@ typedef struct icc_model_desc {
      * kernels[k]; NULL, or a descriptor that predates the field: every
      * kernel ICC_KERNEL_F32. */
     const int32_t *kernel_kinds;
+    /* (ABI 2, appended later: read only when desc_size covers them) A
+     * model compiled with --target=cuda: its device plan, cuda_bytes long
+     * (the kernels as a cubin and PTX, the run's steps as launches over
+     * one device arena; runtime/cuda_plan.h). run and init are then NULL:
+     * each context opens the CUDA driver (libcuda.so.1, with dlopen),
+     * loads the module and holds the device memory, and icc_run copies
+     * the inputs in and the outputs out. NULL for a CPU model. */
+    const void *cuda;
+    uint64_t cuda_bytes;
 } icc_model_desc;
 
 

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "icc/runtime.h"
 #include "runtime/cpu.h"
+#include "runtime/cuda_plan.h"
 #include "check_main.h"
 #include "host_cpu.h"
 
@@ -768,6 +769,67 @@ START_TEST(external_weights_are_mapped_and_checked)
 }
 END_TEST
 
+/* A CUDA model's device plan (icc_model_desc.cuda, runtime/cuda_plan.h)
+ * is checked at open like the rest of the descriptor, and a context where
+ * the driver cannot be opened is ICC_ERR_DEVICE, never a crash. A static
+ * descriptor (one f32[2] output) with a hand-made plan: one step copying
+ * 8 bytes of weights into the output. */
+START_TEST(cuda_plan_is_checked_and_no_driver_is_an_error)
+{
+    static const int64_t odims[1] = {2};
+    static const icc_tensor_desc out_desc = {"y", ICC_F32, 1, odims, NULL};
+    static const float w[2] = {1.5f, -2.0f};
+    struct {
+        icc_cuda_plan h;
+        icc_cuda_step step;
+        char ptx[8];
+    } __attribute__((aligned(8))) blob;
+    memset(&blob, 0, sizeof blob);
+    blob.h = (icc_cuda_plan){.magic = ICC_CUDA_PLAN_MAGIC, .version = ICC_CUDA_PLAN_VERSION, .sm = 90,
+                             .total_bytes = sizeof blob, .nsteps = 1, .nsyms = 1,
+                             .kernels = offsetof(__typeof__(blob), step), .refs = offsetof(__typeof__(blob), step),
+                             .steps = offsetof(__typeof__(blob), step), .copies = offsetof(__typeof__(blob), ptx),
+                             .cubin = offsetof(__typeof__(blob), ptx), .cubin_bytes = 0,
+                             .ptx = offsetof(__typeof__(blob), ptx), .ptx_bytes = 1};
+    blob.step = (icc_cuda_step){.kind = ICC_CUDA_STEP_COPY, .dst = {ICC_CUDA_OUTPUT, 0, 0},
+                                .src = {ICC_CUDA_WEIGHT, 0, 0}, .bytes = 8};
+    icc_model_desc d = {.abi_version = ICC_ABI_VERSION, .desc_size = sizeof d, .compiler_version = "test",
+                        .name = "cudatoy", .cpu_features = "", .noutputs = 1, .outputs = &out_desc,
+                        .weights_bytes = sizeof w, .weights = w, .cuda = &blob, .cuda_bytes = sizeof blob};
+    icc_model *m = NULL;
+    ck_assert_msg(icc_model_from_desc(&d, &m) == ICC_OK, "%s", icc_last_error());
+    ck_assert_int_eq(icc_model_describe(m)->noutputs, 1);
+    /* no driver: the context fails cleanly, naming the library */
+    setenv("ICC_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    icc_context *ctx = NULL;
+    expect(icc_context_create(m, NULL, &ctx), ICC_ERR_DEVICE, icc_last_error(), "no CUDA driver",
+           "/nonexistent/libcuda.so.1");
+    ck_assert_ptr_null(ctx);
+    icc_model_close(m);
+
+    /* what the check refuses */
+    static const char *const cases[] = {"no valid header", "version 99", "not its descriptor's", "CPU entry point",
+                                        "a table outside it", "step 0 is malformed", "step 0 is malformed"};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        __typeof__(blob) b = blob;
+        icc_model_desc e = d;
+        e.cuda = &b;
+        switch (i) {
+        case 0: b.h.magic ^= 1; break;
+        case 1: b.h.version = 99; break;
+        case 2: e.cuda_bytes -= 8; break;
+        case 3: e.run = (icc_entry_fn)(uintptr_t)1; break;
+        case 4: b.h.steps = (int64_t)sizeof b; break;
+        case 5: b.step.bytes = 12; break;   /* past the 8-byte output */
+        case 6: b.step.src.where = ICC_CUDA_INPUT; break;   /* there is no input */
+        }
+        m = NULL;
+        expect(icc_model_from_desc(&e, &m), ICC_ERR_ABI, icc_last_error(), cases[i], NULL);
+        ck_assert_ptr_null(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime");
@@ -791,6 +853,7 @@ int main(void)
     tcase_add_test(tc, concurrent_use_of_a_context_is_refused);
     tcase_add_test(tc, num_threads_env_and_idle_workers);
     tcase_add_test(tc, external_weights_are_mapped_and_checked);
+    tcase_add_test(tc, cuda_plan_is_checked_and_no_driver_is_an_error);
     suite_add_tcase(s, tc);
     return icc_run_suite(s);
 }
