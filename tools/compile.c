@@ -137,7 +137,9 @@ int icc_compile_graph(const ir_graph *g, const icc_compile_opts *o, icc_diag *d)
         (o->profile && cg_program_profile(g, p, s.target, d) < 0))
         goto done;
     ms[nph++] = icc_wall_ms() - t0;
-    if (!external && !o->emit && o->out && o->embed_limit > 0 && p->weights_bytes > o->embed_limit) {
+    /* (a CUDA library embeds its weights: its plan has no external ones yet) */
+    if (!external && !o->emit && o->out && o->embed_limit > 0 && p->weights_bytes > o->embed_limit &&
+        strcmp(be->name, "cuda")) {
         external = p->external_weights = true;
         fprintf(stderr, "icc: note: the weights (%.3g MB) go to a .weights file beside %s: more than the %.3g MB "
                 "a library embeds (--embed-limit; --weights=embedded keeps them in)\n",

@@ -154,9 +154,10 @@ static void usage(FILE *f)
         "                       docs/runtime.md; icc bench --profile prints them)\n"
         "  -march=CPU           the CPU to compile for (default: this machine, by its features)\n"
         "  --target-triple=T    e.g. aarch64-linux-gnu (with -o X.o: an object for another machine)\n"
-        "  --target=cpu|cuda    the backend: cpu (LLVM, default) or cuda (CUDA C through NVRTC:\n"
-        "                       --emit=cuda prints the kernels, --emit=ptx NVRTC's PTX; a CUDA\n"
-        "                       model library is not built yet)\n"
+        "  --target=cpu|cuda    the backend: cpu (LLVM, default) or cuda (CUDA C through NVRTC,\n"
+        "                       the cubin and PTX in the library, which runs on the GPU through\n"
+        "                       the CUDA driver; static shapes only; --emit=cuda prints the\n"
+        "                       kernels, --emit=ptx NVRTC's PTX)\n"
         "  --cuda-arch=sm_XX    the GPU architecture for --target=cuda (default sm_90)\n"
         "\n"
         "precision (compile, --emit, info, verify; docs/precision.md):\n"
@@ -1759,8 +1760,8 @@ int main(int argc, char **argv)
         return icc_fail("%s is for the CPU target, not --target=cuda (--cuda-arch=sm_XX picks the GPU)",
                         a.march ? "-march" : "--target-triple");
     if (a.cuda && strcmp(a.cmd, "compile"))
-        return icc_fail("--target=cuda: only compiling is built yet (icc MODEL --target=cuda --emit=cuda|ptx); "
-                        "'icc %s' runs on the CPU", a.cmd);
+        return icc_fail("--target=cuda is for compiling (icc MODEL --target=cuda -o M.so); 'icc %s M.so' "
+                        "then runs the CUDA library it wrote", a.cmd);
     if (!strcmp(a.cmd, "info"))
         return cmd_info(&a);
     if (!strcmp(a.cmd, "run"))

@@ -5,21 +5,29 @@
  * and PTX that newer GPUs can JIT. `--emit=cuda` and `--emit=ptx` print
  * them.
  *
- * Not built yet: the host side. A CUDA model library needs the run's
- * steps as launches (the program's step table over a device arena) and
- * a runtime that opens libcuda.so.1 at load time; until then `write`
- * refuses in one line, so no library that cannot run is ever written. */
+ * The model library (`write`): the host side is an LLVM module for the
+ * machine icc runs on (codegen/llvm/model.c, cg_llvm_assemble_host)
+ * holding the descriptor, the weights and the device plan (plan.c: the
+ * kernels as launches, the run's steps, the cubin and the PTX), linked
+ * with the runtime, which runs the plan through the CUDA driver it opens
+ * at context creation (runtime/cuda.c). */
 #include "codegen/backend.h"
 #include "codegen/cuda/emit.h"
+#include "codegen/cuda/plan.h"
+#include "codegen/llvm/model.h"
+#include "codegen/llvm/target.h"
 
 #include <nvrtc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     icc_target_desc desc;
     char arch[16];             /* "sm_90": NVRTC's -arch */
+    int sm;
+    cg_target *host;           /* the machine the host side runs on (generic x86-64 or AArch64) */
 } cuda_target;
 
 struct cg_artifact {
@@ -28,8 +36,10 @@ struct cg_artifact {
     char *ptx;                 /* owned */
     unsigned char *cubin;      /* owned */
     size_t ptx_bytes, cubin_bytes;
-    char *log;                 /* NVRTC's log of the last failure, or NULL; owned */
+    char *log;                 /* NVRTC's or the linker's log of the last failure, or NULL; owned */
     int nkernels;
+    LLVMModuleRef host;        /* the descriptor, the weights and the plan; owned */
+    char plan_error[512];      /* why there is no host side (write reports it), or "" */
 };
 
 /* "sm_90", "sm90", "90" or NULL (sm_90) -> 90; -1 if malformed. */
@@ -84,11 +94,22 @@ static int cuda_target_create(const char *triple, const char *cpu, const char *f
         return -1;
     }
     snprintf(t->arch, sizeof t->arch, "sm_%d", sm);
+    t->sm = sm;
+    if (cg_target_create(NULL, "generic", "", opt_level < 2 ? opt_level : 2, &t->host, d) < 0) {
+        free(t);
+        return -1;
+    }
     *tgt = t;
     return 0;
 }
 
-static void cuda_target_destroy(void *tgt) { free(tgt); }
+static void cuda_target_destroy(void *tgt)
+{
+    cuda_target *t = tgt;
+    if (t)
+        cg_target_destroy(t->host);
+    free(t);
+}
 
 static const icc_target_desc *cuda_target_desc(const void *tgt) { return &((const cuda_target *)tgt)->desc; }
 
@@ -100,6 +121,8 @@ static void cuda_artifact_free(cg_artifact *a)
     free(a->ptx);
     free(a->cubin);
     free(a->log);
+    if (a->host)
+        LLVMDisposeModule(a->host);
     free(a);
 }
 
@@ -170,6 +193,8 @@ static int nvrtc_compile(cg_artifact *a, icc_diag *d)
     return rc;
 }
 
+static int build_host(cg_artifact *a, cg_program *p, icc_diag *d);
+
 static int cuda_compile(void *tgt, cg_program *p, cg_artifact **out, icc_diag *d)
 {
     *out = NULL;
@@ -193,16 +218,52 @@ static int cuda_compile(void *tgt, cg_program *p, cg_artifact **out, icc_diag *d
         *out = a;              /* the log stays readable through write_log */
         return -1;
     }
+    icc_diag pd = {{0}};
+    if (build_host(a, p, &pd) < 0)
+        snprintf(a->plan_error, sizeof a->plan_error, "%s", pd.msg);
     *out = a;
     return 0;
 }
 
+/* The host side of the library (a->host): the plan of p for a's kernels,
+ * in a module for the machine icc runs on. Only write needs it, so a
+ * program the plan cannot say yet (symbolic dims...) still compiles for
+ * --emit=cuda|ptx, and write refuses it (a->plan_error). */
+static int build_host(cg_artifact *a, cg_program *p, icc_diag *d)
+{
+    const cuda_target *t = a->t;
+    unsigned char *plan;
+    size_t plan_bytes;
+    if (cg_cuda_plan_build(p, t->sm, a->cubin, a->cubin_bytes, a->ptx, a->ptx_bytes, &plan, &plan_bytes, d) < 0)
+        return -1;
+    int rc = cg_llvm_assemble_host(t->host, p, plan, plan_bytes, &a->host, d);
+    free(plan);
+    return rc;
+}
+
 static int cuda_write(cg_artifact *a, const char *path, const char *runtime_lib, icc_diag *d)
 {
-    (void)a;
-    (void)runtime_lib;
-    return ir_errorf(d, "%s: the CUDA backend cannot write a model library yet (its host side and runtime "
-                        "are not built); --emit=cuda and --emit=ptx show what it compiles", path);
+    if (!a->host)
+        return ir_errorf(d, "%s: %s", path, a->plan_error[0] ? a->plan_error : "no host side was built");
+    const cuda_target *t = a->t;
+    if (ir_ends_with(path, ".o"))
+        return cg_emit_object(t->host, a->host, path, d);
+    if (!runtime_lib)
+        return ir_errorf(d, "%s: a shared library needs the runtime library to link", path);
+    char obj[4200], soname[4200];
+    snprintf(obj, sizeof obj, "%s.%d.host.o", path, (int)getpid());
+    if (cg_emit_object(t->host, a->host, obj, d) < 0)
+        return -1;
+    const char *base = strrchr(path, '/');
+    snprintf(soname, sizeof soname, "-Wl,-soname,%s", base ? base + 1 : path);
+    const char *libs[7] = {"-Wl,--whole-archive", runtime_lib, "-Wl,--no-whole-archive", "-lm", "-lpthread",
+                           "-ldl", soname};
+    const char *objs[1] = {obj};
+    free(a->log);
+    a->log = NULL;
+    int rc = cg_link_shared_log(objs, 1, libs, 7, path, &a->log, d);
+    unlink(obj);
+    return rc;
 }
 
 static char *cuda_emit_text(cg_artifact *a, const char *kind, icc_diag *d)
