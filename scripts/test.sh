@@ -135,6 +135,12 @@ build/tests/icc-conformance --data "$NODE_DATA" --compiled -O0 --known "$KNOWN" 
 echo "== the CUDA backend's CUDA C, run on the CPU (--cuda-emu), vs the node tests' outputs (build)"
 build/tests/icc-conformance --data "$NODE_DATA" --cuda-emu -O2 --known "$KNOWN" --min-pass 72 \
     --filter "$(grep -v '^#' tests/conformance/cuda_emu_tests.txt | paste -sd, -)"
+# ... and as CUDA model libraries (NVRTC's cubin, the device plan, the runtime) loaded
+# through the runtime's CUDA path over a stand-in libcuda (tests/cuda/fake_driver.c)
+# that runs the same CUDA C on the CPU
+echo "== CUDA model libraries through the runtime's CUDA path, over a stand-in driver (--cuda-so) (build)"
+build/tests/icc-conformance --data "$NODE_DATA" --cuda-so -O2 --known "$KNOWN" --min-pass 72 \
+    --filter "$(grep -v '^#' tests/conformance/cuda_emu_tests.txt | paste -sd, -)"
 echo "== the quantization ops bit for bit vs the ONNX reference; quantized models (onnxruntime.quantization), compiled, vs ONNX Runtime (build)"
 python3 tests/models/quant_ops_exact.py build/icc
 python3 tests/models/quantized_vs_ort.py build/icc
@@ -197,6 +203,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build build-asan -DICC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 # The sanitizer build is ~3x slower: the small light models only.
 suite build-asan light_squeezenet,light_shufflenet,light_bvlc_alexnet
+echo "== CUDA model libraries through the runtime's CUDA path, over a stand-in driver (--cuda-so) (build-asan)"
+build-asan/tests/icc-conformance --data "$NODE_DATA" --cuda-so -O2 --known "$KNOWN" --min-pass 72 \
+    --filter "$(grep -v '^#' tests/conformance/cuda_emu_tests.txt | paste -sd, -)"
 
 if [ -d tests/fuzz ] && [ -f tests/fuzz/CMakeLists.txt ]; then
   build build-fuzz -DICC_FUZZ=ON -DICC_TESTS=OFF -DCMAKE_C_COMPILER=clang-19

@@ -628,7 +628,21 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
         put(&o, "%s(%s *)bufs[%d]", first ? "" : ", ", b->kind == KIR_BUF_STATUS ? "icc_i32" : mem_type(b->dtype), i);
         first = false;
     }
-    put(&o, "%ssyms, begin, end);\n}\n#endif\n", first ? "" : ", ");
+    put(&o, "%ssyms, begin, end);\n}\n", first ? "" : ", ");
+    /* ... and behind cuLaunchKernel's: params[i] points at argument i
+     * (tests/cuda/fake_driver.c launches it) */
+    put(&o, "extern \"C\" void %s_launch(void **params)\n{\n    %s(", k->name, k->name);
+    int np = 0;
+    for (int i = 0; i < k->nbufs; i++) {
+        const kir_buf *b = &k->bufs[i];
+        if (b->kind == KIR_BUF_SCRATCH && b->space != KIR_SPACE_KERNEL)
+            continue;
+        const char *t = b->kind == KIR_BUF_STATUS ? "icc_i32" : mem_type(b->dtype);
+        put(&o, "%s*(%s **)params[%d]", np ? ", " : "", t, np);
+        np++;
+    }
+    put(&o, "%s*(const icc_i64 **)params[%d], *(icc_i64 *)params[%d], *(icc_i64 *)params[%d]);\n}\n#endif\n",
+        np ? ", " : "", np, np + 1, np + 2);
     if (o.oom) {
         free(o.s);
         *src = NULL;

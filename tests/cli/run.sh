@@ -899,11 +899,48 @@ if "$ICC" "$M" --target=cuda --emit=cuda >/dev/null 2>"$T/cuda.err" || ! grep -q
   fails_cleanly "cuda: an architecture NVRTC lacks" "this NVRTC cannot compile for sm_52 \\(it supports sm_" \
     "$ICC" "$M" --target=cuda --cuda-arch=sm_52 --emit=ptx
   fails_cleanly "cuda: a malformed architecture" "bad CUDA architecture 'ampere'" "$ICC" "$M" --target=cuda --cuda-arch=ampere --emit=cuda
-  fails_cleanly "cuda: no model library yet, and no file left" "cuda.so: the CUDA backend cannot write a model library yet" \
+  fails_cleanly "cuda: symbolic dims are refused, and no file left" "cuda.so: --target=cuda cannot compile a model with symbolic dims \(pin them with --shape\) yet" \
     "$ICC" "$M" --target=cuda -o "$T/cuda.so"
   check "cuda: the refused library left nothing" test ! -e "$T/cuda.so" -a ! -e "$T/cuda.h"
+  fails_cleanly "cuda: --profile is refused" "cannot compile a profiled model" \
+    "$ICC" "$M" --target=cuda --shape=image:8x1x8x8 --profile -o "$T/cuda.so"
+  check "cuda: a model library (static shapes)" "$ICC" "$M" --target=cuda --shape=image:8x1x8x8 -o "$T/cuda.so"
+  check "cuda: ... and its header" grep -q "model_model" "$T/cuda.h"
+  # its run needs the CUDA driver, opened at context creation: none here (ICC_CUDA_DRIVER
+  # names a library that does not exist, so that this holds on a GPU machine too)
+  fails_cleanly "cuda: no driver is a clean error" "no CUDA driver \(/nonexistent/libcuda.so.1: cannot open" \
+    env ICC_CUDA_DRIVER=/nonexistent/libcuda.so.1 "$ICC" run "$T/cuda.so" --input image="$X"
+  # the stand-in driver (tests/cuda/fake_driver.c) runs the kernels' CUDA C on the CPU
+  FAKE=$(dirname "$ICC")/tests/libfakecuda.so
+  if [ -e "$FAKE" ]; then
+    "$ICC" "$M" --target=cuda --shape=image:8x1x8x8 --emit=cuda >"$T/cuda.cu" &&
+      c++ -x c++ -std=c++17 -O0 -w -shared -fPIC -include tests/cuda/emu.h -o "$T/emu.so" "$T/cuda.cu"
+    "$ICC" "$M" --shape=image:8x1x8x8 -o "$T/cpu.so"
+    cuda_matches_cpu() {
+      mkdir -p "$T/gpu_out" "$T/cpu_out" &&
+        env ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/emu.so" ICC_FAKE_CUDA_LOG="$T/fake.log" \
+          "$ICC" run "$T/cuda.so" --input image="$X" -o "$T/gpu_out" &&
+        "$ICC" run "$T/cpu.so" --input image="$X" -o "$T/cpu_out" &&
+        grep -q "^load cubin" "$T/fake.log" && grep -q "^launch" "$T/fake.log" &&
+        python3 -c "import numpy as n,sys; a=n.load(sys.argv[1]); b=n.load(sys.argv[2]); sys.exit(not (a.shape==b.shape and n.allclose(a,b,rtol=1e-5,atol=1e-6)))" \
+          "$T/gpu_out/probs.npy" "$T/cpu_out/probs.npy"
+    }
+    check "cuda: the library through the runtime and a stand-in driver matches the CPU library" cuda_matches_cpu
+    cuda_ptx_fallback() {
+      rm -f "$T/fake.log"
+      env ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/emu.so" ICC_FAKE_CUDA_NO_CUBIN=1 ICC_FAKE_CUDA_LOG="$T/fake.log" \
+        "$ICC" run "$T/cuda.so" --input image="$X" >/dev/null && grep -q "^load ptx" "$T/fake.log"
+    }
+    check "cuda: a GPU the cubin is not for gets the PTX" cuda_ptx_fallback
+    fails_cleanly "cuda: no device is a clean error" "no CUDA device" \
+      env ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_DEVICES=0 "$ICC" run "$T/cuda.so" --input image="$X"
+    fails_cleanly "cuda: a device ordinal past the last" "no CUDA device 3 \(ICC_CUDA_DEVICE; this machine has 1\)" \
+      env ICC_CUDA_DRIVER="$FAKE" ICC_CUDA_DEVICE=3 "$ICC" run "$T/cuda.so" --input image="$X"
+    fails_cleanly "cuda: a driver without the entry points" "lacks cuInit" \
+      env ICC_CUDA_DRIVER="$T/emu.so" "$ICC" run "$T/cuda.so" --input image="$X"
+  fi
   fails_cleanly "cuda: LLVM's emit kinds" "unknown --emit kind 'llvm' for --target=cuda" "$ICC" "$M" --target=cuda --emit=llvm
-  fails_cleanly "cuda: run is CPU only" "--target=cuda: only compiling is built yet" "$ICC" run "$M" --target=cuda --input image="$X"
+  fails_cleanly "cuda: run takes the library" "--target=cuda is for compiling .*'icc run M.so' then runs" "$ICC" run "$M" --target=cuda --input image="$X"
 else
   fails_cleanly "cuda: a build without NVRTC says so" "built without the CUDA backend" "$ICC" "$M" --target=cuda --emit=cuda
 fi

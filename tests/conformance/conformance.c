@@ -302,8 +302,8 @@ typedef struct {
     cuda_emu *emu;
 } compiled_model;
 
-/* --cuda-emu (compile_model has no options to read). */
-static bool g_cuda_emu;
+/* --cuda-emu, --cuda-so (compile_model has no options to read). */
+static bool g_cuda_emu, g_cuda_so, g_cuda_real;
 
 /* Compiles g to a temporary .so and loads it. R_SKIP when some node is not
  * compiled yet (why names them), R_FAIL on any other error. */
@@ -314,6 +314,10 @@ static int compile_model(const ir_graph *g, compiled_model *cm, char *why, size_
     memset(cm, 0, sizeof *cm);
     if (g_cuda_emu) {
         int r = cuda_emu_build(g, &cm->emu, why, whylen);
+        return r == 0 ? R_PASS : r > 0 ? R_SKIP : R_FAIL;
+    }
+    if (g_cuda_so) {
+        int r = cuda_so_build(g, g_cuda_real, &cm->m, &cm->ctx, why, whylen);
         return r == 0 ? R_PASS : r > 0 ? R_SKIP : R_FAIL;
     }
     if (cg_target_create(NULL, NULL, NULL, 2, &t, &d) < 0) {
@@ -773,6 +777,10 @@ static void usage(FILE *f)
             "  --cuda-emu          compiled for --target=cuda instead: each kernel's CUDA C\n"
             "                      (codegen/cuda/emit.c) is built as C++ and run on the CPU,\n"
             "                      a launch's threads one after another (tests/cuda/emu.h)\n"
+            "  --cuda-so           compiled for --target=cuda into a model library, run\n"
+            "                      through the runtime's CUDA path over the stand-in driver\n"
+            "                      (tests/cuda/fake_driver.c), which runs the CUDA C on the CPU\n"
+            "  --cuda-so=real      the same on a GPU, through the real driver (libcuda.so.1)\n"
             "  --no-bind           compiled: never bind shape-deciding inputs to the data\n"
             "                      set's values; a model that does not compile as is skips\n"
             "  --verbose           print passing tests too\n");
@@ -800,6 +808,9 @@ int main(int argc, char **argv)
             o.compiled = true;
         } else if (!strcmp(a, "--cuda-emu")) {
             o.compiled = o.cuda_emu = g_cuda_emu = true;
+        } else if (!strcmp(a, "--cuda-so") || !strcmp(a, "--cuda-so=real")) {
+            o.compiled = o.cuda_emu = g_cuda_so = true;
+            g_cuda_real = a[9] == '=';
         } else if (!strcmp(a, "--no-bind")) {
             o.no_bind = true;
         } else if (!strncmp(a, "--passes=", 9)) {

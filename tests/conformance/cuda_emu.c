@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codegen/backend.h"
 #include "codegen/cuda/emit.h"
 #include "codegen/program.h"
 #include "icc/runtime.h"
@@ -296,5 +297,105 @@ int cuda_emu_run(cuda_emu *m, const ir_tensor *in, ir_tensor *out, icc_diag *d)
     for (int i = 0; rc == 0 && i < p->ncopies; i++)
         memmove(out[p->copies[i].output].data, at(m, p->copies[i].src, in, out),
                 (size_t)size_of(&p->copies[i].bytes));
+    return rc;
+}
+
+/* Writes text to path; 0 or -1. */
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    size_t n = strlen(text);
+    int ok = f && fwrite(text, 1, n, f) == n;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    return ok ? 0 : -1;
+}
+
+int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx, char *why, size_t whylen)
+{
+    *m = NULL;
+    *ctx = NULL;
+    const cg_backend *be = cg_backend_find("cuda");
+    if (!be)
+        return snprintf(why, whylen, "cuda-so: built without the CUDA backend (no NVRTC)"), 1;
+    icc_diag d = {{0}};
+    void *tgt = NULL;
+    cg_program *p = NULL;
+    cg_artifact *a = NULL;
+    char *text = NULL;
+    int rc = -1;
+    char dir[] = "/tmp/icc-cuda-so-XXXXXX", so[64] = "", src[64] = "", emu[64] = "", cmd[600];
+    cg_schedule s;
+    if (be->target_create(NULL, "sm_90", NULL, 2, &tgt, &d) < 0 || cg_schedule_init(&s, be->target_desc(tgt), &d) < 0) {
+        snprintf(why, whylen, "cuda-so: %s", d.msg);
+        goto done;
+    }
+    if (cg_program_build(g, &s, "model", false, &p, &d) < 0) {
+        snprintf(why, whylen, "compiled: %s", d.msg);
+        rc = strstr(d.msg, "cannot be compiled yet") || strstr(d.msg, "not compiled yet") ||
+                     strstr(d.msg, "--bind=") || strstr(d.msg, "--shape=")
+                 ? 1
+                 : -1;
+        goto done;
+    }
+    if (be->compile(tgt, p, &a, &d) < 0) {
+        snprintf(why, whylen, "cuda-so: %s", d.msg);
+        rc = strstr(d.msg, "the CUDA backend does not") ? 1 : -1;
+        goto done;
+    }
+    if (!mkdtemp(dir)) {
+        snprintf(why, whylen, "mkdtemp failed");
+        goto done;
+    }
+    snprintf(so, sizeof so, "%s/m.so", dir);
+    snprintf(src, sizeof src, "%s/m.cpp", dir);
+    snprintf(emu, sizeof emu, "%s/emu.so", dir);
+    if (be->write(a, so, ICC_RUNTIME_LIB, &d) < 0) {
+        snprintf(why, whylen, "cuda-so: %s", d.msg);
+        rc = strstr(d.msg, "cannot compile") && strstr(d.msg, "yet") ? 1 : -1;
+        goto done;
+    }
+    if (real)
+        goto load;
+    if (!(text = be->emit_text(a, "cuda", &d)) || write_text(src, text) < 0) {
+        snprintf(why, whylen, "cuda-so: cannot write the CUDA C");
+        goto done;
+    }
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O0 -w -shared -fPIC -include %s/tests/cuda/emu.h -o %s %s -lm",
+             ICC_SOURCE_DIR, emu, src);
+    if (system(cmd) != 0) {
+        snprintf(why, whylen, "cuda-so: the C++ compiler refused the CUDA C");
+        goto done;
+    }
+    /* the runtime opens the stand-in driver once per process; the driver
+     * reads the emulated module's path at each module load */
+    setenv("ICC_CUDA_DRIVER", ICC_FAKE_CUDA_DRIVER, 1);
+    setenv("ICC_FAKE_CUDA_EMU", emu, 1);
+load:
+    if (icc_model_open(so, NULL, m) != ICC_OK || icc_context_create(*m, NULL, ctx) != ICC_OK) {
+        snprintf(why, whylen, "compiled: %s", icc_last_error());
+        icc_model_close(*m);
+        *m = NULL;
+        goto done;
+    }
+    rc = 0;
+done:
+    /* (what is loaded stays mapped) */
+    if (so[0]) {
+        unlink(so);
+        unlink(src);
+        unlink(emu);
+        char h[72];
+        snprintf(h, sizeof h, "%s/m.h", dir);
+        unlink(h);
+        rmdir(dir);
+    }
+    free(text);
+    if (be) {
+        be->artifact_free(a);
+        if (tgt)
+            be->target_destroy(tgt);
+    }
+    cg_program_destroy(p);
     return rc;
 }

@@ -9,6 +9,9 @@
 #ifndef ICC_TESTS_CUDA_EMU_H
 #define ICC_TESTS_CUDA_EMU_H
 
+#include <stdbool.h>
+
+#include "icc/runtime.h"
 #include "ir/ir.h"
 
 typedef struct cuda_emu cuda_emu;
@@ -24,5 +27,16 @@ int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen);
 int cuda_emu_run(cuda_emu *m, const ir_tensor *in, ir_tensor *out, icc_diag *d);
 
 void cuda_emu_free(cuda_emu *m);
+
+/* The conformance runner's --cuda-so mode: g compiled by the CUDA
+ * backend into a model library (NVRTC's cubin and PTX, the device plan,
+ * the runtime linked in), its CUDA C built as C++ for the stand-in driver
+ * (tests/cuda/fake_driver.c, which the runtime opens as its libcuda
+ * through ICC_CUDA_DRIVER), and the library loaded through the runtime:
+ * *m and *ctx for icc_run, the caller closes them. 0; 1 (skip, with why:
+ * an op not compiled yet, what the plan cannot say yet, a build without
+ * NVRTC); -1 on failure. real: on a GPU machine, the runtime opens the
+ * real driver (libcuda.so.1) instead (--cuda-so=real, tests/gpu/run.sh). */
+int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx, char *why, size_t whylen);
 
 #endif
