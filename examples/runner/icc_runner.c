@@ -2,13 +2,15 @@
  * time, and times it.
  *
  *     cc -O2 -Iinclude examples/runner/icc_runner.c build/libiccrt.a -lpthread -ldl -o icc_runner
- *     ./icc_runner model.so [--name=P] [--dim=SYM=V]... [--threads=N] [--runs=N]
+ *     ./icc_runner model.so [--name=P] [--dim=SYM=V]... [--threads=N] [--runs=N] [--save=DIR [--save-inputs]]
  *
  * It prints the model's inputs and outputs, feeds every input a fixed
  * pseudo-random pattern (floats in [0, 1), integers in [0, 4), symbolic
  * dims 1 unless given with --dim), runs the model --runs times after one
  * warm-up run, and prints latency percentiles and a summary of each
- * output (element count, sum, first values). Everything goes through the
+ * output (element count, sum, first values); --save=DIR also writes each
+ * output as DIR/<name>.npy (a character a file name should not hold
+ * becomes '_'), and with --save-inputs each input as DIR/in_<name>.npy. Everything goes through the
  * public runtime API (include/icc/runtime.h): nothing model-specific is
  * compiled in.
  */
@@ -99,6 +101,59 @@ static void fill(void *p, int32_t t, int64_t n, uint64_t seed)
     }
 }
 
+/* numpy's name of an element type; NULL for one numpy lacks (bf16). */
+static const char *npy_descr(int32_t t)
+{
+    switch (t) {
+    case ICC_F32: return "<f4";
+    case ICC_F64: return "<f8";
+    case ICC_F16: return "<f2";
+    case ICC_I8: return "|i1";
+    case ICC_U8: return "|u1";
+    case ICC_BOOL: return "|b1";
+    case ICC_I16: return "<i2";
+    case ICC_U16: return "<u2";
+    case ICC_I32: return "<i4";
+    case ICC_U32: return "<u4";
+    case ICC_I64: return "<i8";
+    case ICC_U64: return "<u8";
+    default: return NULL;
+    }
+}
+
+/* Writes a buffer as a .npy file (format 1.0); 0 or -1. */
+static int save_npy(const char *dir, const char *name, int32_t t, const int64_t *dims, int rank, const void *p,
+                    int64_t n)
+{
+    const char *descr = npy_descr(t);
+    char path[4096], hdr[512];
+    if (!descr)
+        return -1;
+    /* the name as a file name: anything but letters, digits, '-' and '.' becomes '_' */
+    int at = snprintf(path, sizeof path, "%s/", dir);
+    for (const char *c = name; *c && at < (int)sizeof path - 5; c++)
+        path[at++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+                             (*c == '.' && c != name)
+                         ? *c
+                         : '_';
+    snprintf(path + at, sizeof path - (size_t)at, ".npy");
+    int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (int k = 0; k < rank; k++)
+        len += snprintf(hdr + len, sizeof hdr - (size_t)len, "%lld,%s", (long long)dims[k], k + 1 < rank ? " " : "");
+    len += snprintf(hdr + len, sizeof hdr - (size_t)len, "), }");
+    while ((10 + len + 1) % 64)
+        hdr[len++] = ' ';
+    hdr[len++] = '\n';
+    FILE *f = fopen(path, "wb");
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(len & 0xff), (unsigned char)(len >> 8)};
+    size_t bytes = (size_t)n * icc_dtype_size(t);
+    int ok = f && fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len &&
+             fwrite(p, 1, bytes, f) == bytes;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    return ok ? 0 : -1;
+}
+
 static void put_shape(const int64_t *dims, int rank)
 {
     printf("[");
@@ -109,8 +164,8 @@ static void put_shape(const int64_t *dims, int rank)
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *prefix = NULL, *dimv[MAX_DIMS];
-    int ndimv = 0, threads = 0, runs = 20;
+    const char *path = NULL, *prefix = NULL, *save = NULL, *dimv[MAX_DIMS];
+    int ndimv = 0, threads = 0, runs = 20, save_inputs = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "--name=", 7))
@@ -121,15 +176,19 @@ int main(int argc, char **argv)
             threads = atoi(a + 10);
         else if (!strncmp(a, "--runs=", 7))
             runs = atoi(a + 7);
+        else if (!strncmp(a, "--save=", 7))
+            save = a + 7;
+        else if (!strcmp(a, "--save-inputs"))
+            save_inputs = 1;
         else if (a[0] != '-' && !path)
             path = a;
         else {
-            fprintf(stderr, "usage: %s model.so [--name=P] [--dim=SYM=V]... [--threads=N] [--runs=N]\n", argv[0]);
+            fprintf(stderr, "usage: %s model.so [--name=P] [--dim=SYM=V]... [--threads=N] [--runs=N] [--save=DIR [--save-inputs]]\n", argv[0]);
             return 2;
         }
     }
     if (!path || runs < 1) {
-        fprintf(stderr, "usage: %s model.so [--name=P] [--dim=SYM=V]... [--threads=N] [--runs=N]\n", argv[0]);
+        fprintf(stderr, "usage: %s model.so [--name=P] [--dim=SYM=V]... [--threads=N] [--runs=N] [--save=DIR [--save-inputs]]\n", argv[0]);
         return 2;
     }
     icc_model *m;
@@ -174,6 +233,12 @@ int main(int argc, char **argv)
         if (!(in[i] = malloc((size_t)n * icc_dtype_size(t->dtype) + 1)))
             goto done;
         fill(in[i], t->dtype, n, (uint64_t)i + 1);
+        char iname[300];
+        snprintf(iname, sizeof iname, "in_%s", t->name);
+        if (save && save_inputs && save_npy(save, iname, t->dtype, in_dims[i], t->rank, in[i], n) < 0) {
+            fprintf(stderr, "%s: cannot write input '%s' as .npy\n", save, t->name);
+            goto done;
+        }
     }
     for (int i = 0; i < nout; i++) {
         const icc_tensor_desc *t = icc_model_output(m, i);
@@ -222,6 +287,10 @@ int main(int argc, char **argv)
         for (int64_t k = 0; k < out_n[i] && k < 4; k++)
             printf(" %.6g", elem(out[i], t->dtype, k));
         printf("\n");
+        if (save && save_npy(save, t->name, t->dtype, out_dims[i], t->rank, out[i], out_n[i]) < 0) {
+            fprintf(stderr, "%s: cannot write output '%s' as .npy\n", save, t->name);
+            goto done;
+        }
     }
     rc = 0;
 done:
