@@ -141,6 +141,13 @@ build/tests/icc-conformance --data "$NODE_DATA" --cuda-emu -O2 --known "$KNOWN" 
 echo "== CUDA model libraries through the runtime's CUDA path, over a stand-in driver (--cuda-so) (build)"
 build/tests/icc-conformance --data "$NODE_DATA" --cuda-so -O2 --known "$KNOWN" --min-pass 72 \
     --filter "$(grep -v '^#' tests/conformance/cuda_emu_tests.txt | paste -sd, -)"
+# The GPU check (tests/gpu/: prepared here, run on a GPU machine) kept working:
+# its run over the stand-in driver, on the digits model
+echo "== tests/gpu/prepare.sh and run.sh over the stand-in driver (build)"
+GPU_PACK=$(mktemp -d)
+ICC_GPU_SELFTEST=1 tests/gpu/prepare.sh "$GPU_PACK" digits
+ICC_CUDA_DRIVER=$ROOT/build/tests/libfakecuda.so tests/gpu/run.sh "$GPU_PACK"
+rm -rf "$GPU_PACK"
 echo "== the quantization ops bit for bit vs the ONNX reference; quantized models (onnxruntime.quantization), compiled, vs ONNX Runtime (build)"
 python3 tests/models/quant_ops_exact.py build/icc
 python3 tests/models/quantized_vs_ort.py build/icc

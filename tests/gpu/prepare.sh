@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Prepares the GPU check (tests/gpu/run.sh) on a machine without a GPU: the
+# GPU machine this project is lent is bare (no LLVM, protobuf-c or Check, and
+# nothing can be installed there), so everything that needs the compiler
+# happens here. Writes into PACK:
+#   icc_runner                      examples/runner/icc_runner.c, linked with
+#                                   the runtime (it needs only libc there)
+#   <model>/cuda.so                 the model compiled with --target=cuda
+#                                   --cuda-arch=sm_90 (NVRTC's cubin and PTX)
+#   <model>/cpu/<output>.npy        the CPU library's outputs for
+#                                   icc_runner's fixed inputs: the reference
+#                                   (for the MatMul, 64 MB, none: run.sh
+#                                   multiplies the inputs in numpy there)
+#   <model>/args                    icc_runner's arguments for that model
+# Models: the bundled digits MLP (batch 8), the ONNX package's light
+# ResNet-50, a BERT-base encoder layer (seq 128) and a 4096^3 MatMul with
+# --precision=fp16 (f32 I/O, f16 operands, f32 accumulation), all static.
+# ICC_GPU_SELFTEST=1 also builds each model's CUDA C for the CPU (emu.so),
+# so that run.sh can be checked here over tests/cuda/fake_driver.c.
+# Usage: tests/gpu/prepare.sh PACK [MODEL...]   (default: all; then carry
+# PACK to the GPU machine and run tests/gpu/run.sh PACK there). Half a
+# minute here; PACK ~36 MB (under the device tool's 64 MiB).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PACK=${1:?usage: tests/gpu/prepare.sh PACK [MODEL...]}
+shift
+ONLY=" $* "
+mkdir -p "$PACK"
+PACK=$(realpath "$PACK")
+[ -x build/icc ] || { cmake -S . -B build >/dev/null && cmake --build build -j"$(nproc)" >/dev/null; }
+ICC=$PWD/build/icc
+cc -O2 -Iinclude examples/runner/icc_runner.c build/libiccrt.a -lpthread -ldl -lm -o "$PACK/icc_runner"
+SRC=$(mktemp -d)
+trap 'rm -rf "$SRC"' EXIT
+LIGHT=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/light'))")
+python3 tests/models/make_bert_layer.py "$SRC" >/dev/null
+python3 - "$SRC/matmul4096.onnx" <<'PY'
+import sys
+from onnx import TensorProto, helper, save
+n = 4096
+g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "matmul4096",
+                      [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n]),
+                       helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, n])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+# name | model | compile options | icc_runner options
+MODELS=(
+  "digits|examples/digits/digits.onnx|--shape=image:8x1x8x8|--runs=200"
+  "resnet50|$LIGHT/light_resnet50.onnx||--runs=20"
+  "bert_layer|$SRC/bert_layer.onnx||--runs=20"
+  "matmul4096_fp16|$SRC/matmul4096.onnx|--precision=fp16|--runs=5 --save-inputs"
+)
+for spec in "${MODELS[@]}"; do
+  IFS='|' read -r name model copts ropts <<<"$spec"
+  [ "$ONLY" = "  " ] || [[ "$ONLY" == *" $name "* ]] || continue
+  echo "== $name" >&2
+  mkdir -p "$PACK/$name"
+  # shellcheck disable=SC2086
+  "$ICC" "$model" $copts --target=cuda --cuda-arch=sm_90 -o "$PACK/$name/cuda.so"
+  rm -f "$PACK/$name/cuda.h"
+  echo "$ropts" >"$PACK/$name/args"
+  if [ -n "${ICC_GPU_SELFTEST:-}" ]; then
+    # for run.sh over the stand-in driver (tests/cuda/fake_driver.c), here
+    # shellcheck disable=SC2086
+    "$ICC" "$model" $copts --target=cuda --emit=cuda -o "$SRC/$name.cu"
+    c++ -x c++ -std=c++17 -O1 -w -shared -fPIC -include tests/cuda/emu.h -o "$PACK/$name/emu.so" "$SRC/$name.cu"
+  fi
+  [[ $name == matmul* ]] && continue
+  mkdir -p "$PACK/$name/cpu"
+  # shellcheck disable=SC2086
+  "$ICC" "$model" $copts -o "$SRC/$name.cpu.so"
+  "$PACK/icc_runner" "$SRC/$name.cpu.so" --runs=1 --save="$PACK/$name/cpu" >/dev/null
+done
+du -sh "$PACK" >&2
