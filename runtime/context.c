@@ -222,7 +222,7 @@ static int output_empty(const icc_model_desc *d, int o, const int64_t *syms)
 static icc_status run_result(icc_context *ctx, int rc);
 
 /* The part of a run after the inputs' dims are bound into ctx->syms. */
-static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *const *outputs)
+static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *const *outputs, bool device)
 {
     const icc_model_desc *d = ctx->m->desc;
     for (int i = 0; i < d->ninputs; i++)
@@ -237,7 +237,7 @@ static icc_status run_bound(icc_context *ctx, const void *const *inputs, void *c
                             model_name(ctx->m), d->outputs[o].name);
     if (ctx->cuda) {
         char cerr[400];
-        int rc = rt_cuda_run(ctx->cuda, inputs, outputs, cerr, sizeof cerr);
+        int rc = rt_cuda_run(ctx->cuda, inputs, outputs, device, cerr, sizeof cerr);
         if ((rc & 0xff) == ICC_ERR_DEVICE || ((rc & 0xff) == ICC_ERR_INTERNAL && !(rc >> 8)))
             return ctx_fail(ctx, (icc_status)rc, "%s: %s", model_name(ctx->m), cerr);
         return run_result(ctx, rc);
@@ -287,7 +287,7 @@ static icc_status run_checked(icc_context *ctx, const void *const *inputs, const
     icc_status st = rt_bind(ctx->m, in_dims, NULL, ctx->syms, err, sizeof err);
     if (st != ICC_OK)
         return ctx_fail(ctx, st, "%s: %s", model_name(ctx->m), err);
-    return run_bound(ctx, inputs, outputs);
+    return run_bound(ctx, inputs, outputs, false);
 }
 
 static icc_status run_tensors_checked(icc_context *ctx, const icc_tensor *inputs, int ninputs,
@@ -306,7 +306,7 @@ static icc_status run_tensors_checked(icc_context *ctx, const icc_tensor *inputs
         return ctx_fail(ctx, st, "%s: %s", model_name(ctx->m), err);
     for (int i = 0; i < ninputs; i++)
         ctx->inptrs[i] = inputs[i].data;
-    return run_bound(ctx, ctx->inptrs, outputs);
+    return run_bound(ctx, ctx->inptrs, outputs, false);
 }
 
 /* A second caller while a run is in progress is refused, not raced: the
@@ -324,6 +324,22 @@ icc_status icc_run(icc_context *ctx, const void *const *inputs, const int64_t *c
         return rt_fail(ICC_ERR_INVALID, "icc_run: context is NULL");
     RT_ENTER(ctx, "icc_run");
     icc_status st = run_checked(ctx, inputs, in_dims, outputs);
+    atomic_flag_clear_explicit(&ctx->busy, memory_order_release);
+    return st;
+}
+
+icc_status icc_run_device(icc_context *ctx, const void *const *inputs, void *const *outputs)
+{
+    if (!ctx)
+        return rt_fail(ICC_ERR_INVALID, "icc_run_device: context is NULL");
+    if (!ctx->cuda)
+        return ctx_fail(ctx, ICC_ERR_INVALID, "%s: icc_run_device is for models compiled with --target=cuda",
+                        model_name(ctx->m));
+    RT_ENTER(ctx, "icc_run_device");
+    ctx->err[0] = 0;
+    icc_status st = ctx->m->desc->ninputs && !inputs
+                        ? ctx_fail(ctx, ICC_ERR_INVALID, "%s: inputs is NULL", model_name(ctx->m))
+                        : run_bound(ctx, inputs, outputs, true);
     atomic_flag_clear_explicit(&ctx->busy, memory_order_release);
     return st;
 }

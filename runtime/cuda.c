@@ -285,6 +285,7 @@ struct rt_cuda {
     CUfunction *fns;           /* per kernel */
     CUdeviceptr weights, init, arena, status, syms;
     CUdeviceptr *in, *out;     /* per input / output */
+    CUdeviceptr *ext;          /* a device run's caller buffers: inputs, then outputs */
     int64_t *in_bytes, *out_bytes;
     int32_t *status_host;      /* nkernels */
     bool in_init;              /* running the load-time steps: the arena is the init buffer */
@@ -505,6 +506,7 @@ void rt_cuda_destroy(rt_cuda *c)
     free(c->fns);
     free(c->in);
     free(c->out);
+    free(c->ext);
     free(c->in_bytes);
     free(c->out_bytes);
     free(c->status_host);
@@ -615,7 +617,8 @@ icc_status rt_cuda_create(const icc_model *m, rt_cuda **out, char *err, size_t e
     c->in_bytes = calloc(ni, sizeof *c->in_bytes);
     c->out = calloc(no, sizeof *c->out);
     c->out_bytes = calloc(no, sizeof *c->out_bytes);
-    int rc = !c->fns || !c->status_host || !c->in || !c->in_bytes || !c->out || !c->out_bytes
+    c->ext = calloc(ni + no, sizeof *c->ext);
+    int rc = !c->fns || !c->status_host || !c->in || !c->in_bytes || !c->out || !c->out_bytes || !c->ext
                  ? (snprintf(err, errlen, "out of memory"), ICC_ERR_NOMEM)
                  : setup(c, m);
     pop(c);
@@ -629,7 +632,8 @@ icc_status rt_cuda_create(const icc_model *m, rt_cuda **out, char *err, size_t e
     return ICC_OK;
 }
 
-int rt_cuda_run(rt_cuda *c, const void *const *inputs, void *const *outputs, char *err, size_t errlen)
+int rt_cuda_run(rt_cuda *c, const void *const *inputs, void *const *outputs, bool device, char *err,
+                size_t errlen)
 {
     c->err = err;
     c->errlen = errlen;
@@ -638,9 +642,19 @@ int rt_cuda_run(rt_cuda *c, const void *const *inputs, void *const *outputs, cha
         return rc;
     const icc_model_desc *d = c->d;
     const icc_cuda_plan *p = c->p;
+    /* the caller's device buffers stand in for the context's for this run */
+    CUdeviceptr *own_in = c->in, *own_out = c->out;
+    if (device) {
+        for (int i = 0; i < d->ninputs; i++)
+            c->ext[i] = (CUdeviceptr)(uintptr_t)inputs[i];
+        for (int o = 0; o < d->noutputs; o++)
+            c->ext[d->ninputs + o] = (CUdeviceptr)(uintptr_t)outputs[o];
+        c->in = c->ext;
+        c->out = c->ext + d->ninputs;
+    }
     if (p->nkernels && (rc = cu.MemsetD8Async(c->status, 0, 4 * (size_t)p->nkernels, c->stream)))
         rc = cu_fail(c, rc, "clearing the status");
-    for (int i = 0; rc == 0 && i < d->ninputs; i++)
+    for (int i = 0; rc == 0 && !device && i < d->ninputs; i++)
         if (c->in_bytes[i] && (rc = cu.MemcpyHtoDAsync(c->in[i], inputs[i], (size_t)c->in_bytes[i], c->stream)))
             rc = cu_fail(c, rc, "copying an input to the device");
     if (rc == 0)
@@ -650,7 +664,7 @@ int rt_cuda_run(rt_cuda *c, const void *const *inputs, void *const *outputs, cha
         if (cp->bytes && (rc = cu.MemcpyDtoDAsync(c->out[cp->output], where(c, cp->src), (size_t)cp->bytes, c->stream)))
             rc = cu_fail(c, rc, "copying an output");
     }
-    for (int o = 0; rc == 0 && o < d->noutputs; o++)
+    for (int o = 0; rc == 0 && !device && o < d->noutputs; o++)
         if (c->out_bytes[o] &&
             (rc = cu.MemcpyDtoHAsync(outputs[o], c->out[o], (size_t)c->out_bytes[o], c->stream)))
             rc = cu_fail(c, rc, "copying an output from the device");
@@ -658,6 +672,8 @@ int rt_cuda_run(rt_cuda *c, const void *const *inputs, void *const *outputs, cha
         rc = sync_status(c);
     else if (c->stream)
         cu.StreamSynchronize(c->stream);   /* nothing may still write into the caller's buffers */
+    c->in = own_in;
+    c->out = own_out;
     pop(c);
     return rc;
 }

@@ -93,9 +93,12 @@ icc_status rt_cuda_check(const icc_model_desc *d, const char *who);
  * ICC_ERR_NOMEM or a load-time kernel's status, with the reason in err. */
 typedef struct rt_cuda rt_cuda;
 icc_status rt_cuda_create(const icc_model *m, rt_cuda **out, char *err, size_t errlen);
-/* One run: inputs to the device, the steps, outputs back. 0, a kernel's
- * status (as the CPU entry returns it), or ICC_ERR_DEVICE with err. */
-int rt_cuda_run(rt_cuda *c, const void *const *inputs, void *const *outputs, char *err, size_t errlen);
+/* One run: inputs to the device, the steps, outputs back (device: the
+ * pointers are the caller's device buffers, used in place, no copies).
+ * 0, a kernel's status (as the CPU entry returns it), or ICC_ERR_DEVICE
+ * with err. */
+int rt_cuda_run(rt_cuda *c, const void *const *inputs, void *const *outputs, bool device, char *err,
+                size_t errlen);
 void rt_cuda_destroy(rt_cuda *c);
 
 #pragma GCC visibility pop

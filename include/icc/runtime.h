@@ -296,6 +296,13 @@ void icc_context_destroy(icc_context *ctx);
  * shapes are known); a buffer may be NULL only for an empty output. */
 icc_status icc_run(icc_context *ctx, const void *const *inputs, const int64_t *const *in_dims,
                    void *const *outputs);
+/* icc_run for a model compiled with --target=cuda, with the inputs and
+ * outputs already in memory of the context's device (CUdeviceptr values
+ * as pointers, from the same CUDA context: the device's primary one): no
+ * copies through the host. Returns when the outputs are written. A CUDA
+ * model's shapes are static, so there are no dims to pass. ICC_ERR_INVALID
+ * for a CPU model. */
+icc_status icc_run_device(icc_context *ctx, const void *const *inputs, void *const *outputs);
 /* An input buffer that says what it holds, for icc_run_tensors. */
 typedef struct icc_tensor {
     const void *data;

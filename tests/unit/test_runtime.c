@@ -807,6 +807,16 @@ START_TEST(cuda_plan_is_checked_and_no_driver_is_an_error)
     ck_assert_ptr_null(ctx);
     icc_model_close(m);
 
+    /* icc_run_device is for CUDA models only */
+    m = open_toy();
+    ck_assert_int_eq(icc_context_create(m, NULL, &ctx), ICC_OK);
+    float y[4];
+    const void *in[2] = {y, y};
+    void *out[1] = {y};
+    expect(icc_run_device(ctx, in, out), ICC_ERR_INVALID, icc_context_error(ctx), "--target=cuda", NULL);
+    icc_context_destroy(ctx);
+    icc_model_close(m);
+
     /* what the check refuses */
     static const char *const cases[] = {"no valid header", "version 99", "not its descriptor's", "CPU entry point",
                                         "a table outside it", "step 0 is malformed", "step 0 is malformed"};
