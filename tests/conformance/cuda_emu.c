@@ -49,6 +49,14 @@ static int skip(char *why, size_t n, const char *fmt, const char *what)
 
 static int run_steps(cuda_emu *m, int lo, int hi, const ir_tensor *in, ir_tensor *out, icc_diag *d);
 
+/* A program build's error that names what is not compiled yet (a skip,
+ * not a failure): an op, or a dim only --shape or --bind would decide. */
+static bool not_compiled_yet(const char *msg)
+{
+    return strstr(msg, "cannot be compiled yet") || strstr(msg, "not compiled yet") || strstr(msg, "--bind=") ||
+           strstr(msg, "--shape=");
+}
+
 int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen)
 {
     icc_diag d = {{0}};
@@ -67,10 +75,7 @@ int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen)
     }
     if (cg_program_build(g, &s, "model", false, &m->p, &d) < 0) {
         snprintf(why, whylen, "compiled: %s", d.msg);
-        rc = strstr(d.msg, "cannot be compiled yet") || strstr(d.msg, "not compiled yet") ||
-                     strstr(d.msg, "--bind=") || strstr(d.msg, "--shape=")
-                 ? 1
-                 : -1;
+        rc = not_compiled_yet(d.msg) ? 1 : -1;
         goto done;
     }
     cg_program *p = m->p;
@@ -332,10 +337,7 @@ int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx
     }
     if (cg_program_build(g, &s, "model", false, &p, &d) < 0) {
         snprintf(why, whylen, "compiled: %s", d.msg);
-        rc = strstr(d.msg, "cannot be compiled yet") || strstr(d.msg, "not compiled yet") ||
-                     strstr(d.msg, "--bind=") || strstr(d.msg, "--shape=")
-                 ? 1
-                 : -1;
+        rc = not_compiled_yet(d.msg) ? 1 : -1;
         goto done;
     }
     if (be->compile(tgt, p, &a, &d) < 0) {
