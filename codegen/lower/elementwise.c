@@ -51,7 +51,7 @@ static kir_expr *if_neg(lctx *c, kir_expr *x, kir_expr *a, kir_expr *b)
  * e^-1e-30 - 1 is 0, and e^-0 - 1 is +0 where the reference's expm1
  * keeps -0): below |x| = 0.5 the Taylor series to x^8 (x^14 in f64; the
  * rest is under half an ulp), past it e^x - 1 (at most 1.3 bits lost). */
-static kir_expr *expm1_of(lctx *c, kir_expr *x)
+kir_expr *lw_expm1(lctx *c, kir_expr *x)
 {
     kir_kernel *k = c->k;
     ir_dtype t = c->cdt;
@@ -262,18 +262,18 @@ kir_expr *lw_formula(lctx *c)
     case IR_OP_THRESHOLDED_RELU:
         return kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LT, IR_BOOL, cf(c, alpha), x), x, cf(c, 0));
     case IR_OP_ELU:
-        return if_neg(c, x, kir_op2(k, KIR_MUL, t, cf(c, alpha), expm1_of(c, x)), x);
+        return if_neg(c, x, kir_op2(k, KIR_MUL, t, cf(c, alpha), lw_expm1(c, x)), x);
     case IR_OP_CELU: {
         /* x <= 0 ? alpha*(e^(x/alpha) - 1) : x */
         kir_expr *le = kir_op2(k, KIR_LE, IR_BOOL, x, cf(c, 0));
-        kir_expr *em = kir_op2(k, KIR_MUL, t, cf(c, alpha), expm1_of(c, kir_op2(k, KIR_DIV, t, x, cf(c, alpha))));
+        kir_expr *em = kir_op2(k, KIR_MUL, t, cf(c, alpha), lw_expm1(c, kir_op2(k, KIR_DIV, t, x, cf(c, alpha))));
         return kir_op3(k, KIR_SELECT, t, le, em, x);
     }
     case IR_OP_SELU: {
         /* gamma * (x <= 0 ? alpha*(e^x - 1) : x) */
         double gamma = ir_attr_float(n, "gamma", 0);
         kir_expr *le = kir_op2(k, KIR_LE, IR_BOOL, x, cf(c, 0));
-        kir_expr *em = kir_op2(k, KIR_MUL, t, cf(c, alpha), expm1_of(c, x));
+        kir_expr *em = kir_op2(k, KIR_MUL, t, cf(c, alpha), lw_expm1(c, x));
         return kir_op2(k, KIR_MUL, t, cf(c, gamma), kir_op3(k, KIR_SELECT, t, le, em, x));
     }
     case IR_OP_HARD_SIGMOID: return hard_sigmoid(c, x, alpha, beta);

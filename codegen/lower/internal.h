@@ -157,6 +157,9 @@ void lower_unflatten(lctx *c, const ir_type *t, kir_expr *flat, kir_expr **idx);
  * the current index (c->at, else the loop variables) in c->cdt. */
 bool lw_can_elementwise(const ir_node *n);
 kir_expr *lw_formula(lctx *c);
+/* e^x - 1 in c->cdt without the cancellation near 0 (Elu, Celu, Selu and
+ * the recurrent ops' Elu); x is read more than once (bind it first). */
+kir_expr *lw_expm1(lctx *c, kir_expr *x);
 
 /* Fused groups (lower.c): v, read by `reader`, is computed inside reader's
  * group; lw_fused_value computes such a value at idx (one index per dim of

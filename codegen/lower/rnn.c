@@ -136,7 +136,7 @@ static kir_expr *act(lctx *c, kir_block *b, const ir_rnn_act *f, kir_expr *x)
                    op2(c, KIR_MIN, one, kir_op3(k, KIR_FMA, t, fc(c, f->alpha), x, fc(c, f->beta))));
     case IR_RNN_ELU:
         return kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LT, IR_BOOL, x, zero),
-                       op2(c, KIR_MUL, fc(c, f->alpha), op2(c, KIR_SUB, op1(c, KIR_EXP, x), one)), x);
+                       op2(c, KIR_MUL, fc(c, f->alpha), lw_expm1(c, x)), x);
     case IR_RNN_SOFTSIGN:
         return op2(c, KIR_DIV, x, op2(c, KIR_ADD, one, op1(c, KIR_ABS, x)));
     case IR_RNN_SOFTPLUS: {

@@ -164,7 +164,7 @@ double ir_rnn_act_apply(const ir_rnn_act *a, double x)
         return v < 0 ? 0 : v > 1 ? 1 : v;
     }
     case IR_RNN_ELU:
-        return x >= 0 ? x : a->alpha * (exp(x) - 1);
+        return x >= 0 ? x : a->alpha * expm1(x);
     case IR_RNN_SOFTSIGN:
         return x / (1 + fabs(x));
     case IR_RNN_SOFTPLUS:
