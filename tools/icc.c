@@ -127,6 +127,9 @@ static void usage(FILE *f)
         "                                     compile MODEL at fp32 and at P, run both and print\n"
         "                                     how far P is from fp32 (also top-1/top-5 of class\n"
         "                                     scores); exit 1 below the SQNR threshold\n"
+        "  icc verify MODEL --target=cuda     compile MODEL for the CPU and for CUDA, run both\n"
+        "                                     (the CUDA library through the CUDA driver) and\n"
+        "                                     print how far CUDA is from the CPU\n"
         "    --inputs=DIR       input sets: DIR/NAME.npy, or DIR/0/NAME.npy, DIR/1/... (worst, mean)\n"
         "    --reference=F.onnx compare MODEL (already reduced, e.g. QDQ) with F, its fp32 model\n"
         "    --per-node         the SQNR of every node's output against fp32, by value name\n"
@@ -1124,8 +1127,9 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
             }
         }
         snprintf(s->so, sizeof s->so, "%s/%s.so", dir, tag);
-        icc_compile_opts o = {NULL, s->so, a->name, NULL, a->march, a->level >= 0 ? a->level : DEFAULT_LEVEL, false,
-                              a->embed_limit, NULL, false, a->verbose, false, NULL};
+        icc_compile_opts o = {NULL, s->so, a->name, NULL, a->cuda ? a->cuda_arch : a->march,
+                              a->level >= 0 ? a->level : DEFAULT_LEVEL, false, a->embed_limit, NULL, false, a->verbose,
+                              false, a->cuda ? "cuda" : NULL};
         int crc = icc_compile_graph(lib, &o, d);
         if (lib != s->g)
             ir_graph_destroy(lib);
@@ -1422,9 +1426,16 @@ static int bisect(const args *a, verify_side *r, const verify_side *t0, const ic
 static int cmd_verify(const args *a)
 {
     icc_diag d = {{0}};
-    bool pair = a->prec.mode != ICC_PREC_FP32 || a->reference;
+    /* --target=cuda: the CUDA library against the CPU's, fp32 */
+    bool pair = a->prec.mode != ICC_PREC_FP32 || a->reference || a->cuda;
     if (a->ninputs && a->inputs_dir)
         return icc_fail("give --input NAME=FILE.npy or --inputs=DIR, not both");
+    if (a->cuda && (a->per_node || a->bisect || a->reference))
+        return icc_fail("--target=cuda compares the CUDA library with the CPU one: no --per-node, --bisect or "
+                        "--reference");
+    args cpu = *a;
+    cpu.cuda = false;
+    cpu.cuda_arch = NULL;
     if ((a->per_node || a->bisect) && !pair)
         return icc_fail("--per-node and --bisect compare two precisions: give --precision=P "
                         "(or --reference=FP32_MODEL)");
@@ -1449,7 +1460,7 @@ static int cmd_verify(const args *a)
         icc_fail("%s", d.msg);
         goto done;
     }
-    if (pair ? side_build(a, a->reference ? a->reference : a->model, &fp32, dir, "ref", &r, &d) < 0
+    if (pair ? side_build(&cpu, a->reference ? a->reference : a->model, &fp32, dir, "ref", &r, &d) < 0
              : !(r.g = load_model(a->model, &d)) || pin_shapes(a, r.g, &d) < 0) {
         icc_fail("%s%s%s", r.g && !pair ? a->model : "", r.g && !pair ? ": " : "", d.msg);
         goto done;
@@ -1475,13 +1486,19 @@ static int cmd_verify(const args *a)
         fputs("{\"model\": ", json);
         icc_verify_json_string(json, a->model);
         fprintf(json, ", \"precision\": \"%s\", \"reference\": ", icc_precision_name(a->prec.mode));
-        icc_verify_json_string(json, a->reference ? a->reference : pair ? "fp32" : "interpreter");
+        icc_verify_json_string(json, a->reference ? a->reference : a->cuda ? "cpu fp32" : pair ? "fp32" : "interpreter");
+        fprintf(json, ", \"target\": \"%s\"", a->cuda ? "cuda" : "cpu");
         fprintf(json, ", \"sets\": %d, \"threshold_db\": ", sets.nsets);
         icc_verify_json_number(json, pair ? thr : NAN);
         fputs(", \"outputs\": [", json);
     } else if (pair) {
         const char *pn = icc_precision_name(a->prec.mode);
-        if (a->reference)
+        if (a->cuda)
+            printf("%s: compiled for the CPU (fp32) in %.2f s and for CUDA (%s, %s) in %.2f s; %d input set%s; first "
+                   "run %.3f ms CPU, %.3f ms CUDA\n",
+                   a->model, r.seconds, a->cuda_arch ? a->cuda_arch : "sm_90", pn, t.seconds, sets.nsets,
+                   sets.nsets == 1 ? "" : "s", t_ref * 1e3, t_test * 1e3);
+        else if (a->reference)
             printf("%s (%s) compiled in %.2f s, the reference %s (fp32) in %.2f s; %d input set%s; first run "
                    "%.3f ms, reference %.3f ms\n",
                    a->model, pn, t.seconds, a->reference, r.seconds, sets.nsets, sets.nsets == 1 ? "" : "s",
@@ -1759,7 +1776,7 @@ int main(int argc, char **argv)
     if (a.cuda && (a.march || a.triple))
         return icc_fail("%s is for the CPU target, not --target=cuda (--cuda-arch=sm_XX picks the GPU)",
                         a.march ? "-march" : "--target-triple");
-    if (a.cuda && strcmp(a.cmd, "compile"))
+    if (a.cuda && strcmp(a.cmd, "compile") && strcmp(a.cmd, "verify"))
         return icc_fail("--target=cuda is for compiling (icc MODEL --target=cuda -o M.so); 'icc %s M.so' "
                         "then runs the CUDA library it wrote", a.cmd);
     if (!strcmp(a.cmd, "info"))

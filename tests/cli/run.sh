@@ -932,6 +932,12 @@ if "$ICC" "$M" --target=cuda --emit=cuda >/dev/null 2>"$T/cuda.err" || ! grep -q
         "$ICC" run "$T/cuda.so" --input image="$X" >/dev/null && grep -q "^load ptx" "$T/fake.log"
     }
     check "cuda: a GPU the cubin is not for gets the PTX" cuda_ptx_fallback
+    check "cuda: icc verify compares the CUDA library with the CPU's" sh -c \
+      "ICC_CUDA_DRIVER='$FAKE' ICC_FAKE_CUDA_EMU='$T/emu.so' '$ICC' verify '$M' --shape=image:8x1x8x8 --target=cuda | grep -q 'probs: 80 elements, .*: ok'"
+    fails_cleanly "cuda: icc verify without a driver" "no CUDA driver" \
+      env ICC_CUDA_DRIVER=/nonexistent/libcuda.so.1 "$ICC" verify "$M" --shape=image:8x1x8x8 --target=cuda
+    fails_cleanly "cuda: icc verify takes no --per-node" "--target=cuda compares the CUDA library with the CPU one" \
+      "$ICC" verify "$M" --shape=image:8x1x8x8 --target=cuda --per-node
     fails_cleanly "cuda: no device is a clean error" "no CUDA device" \
       env ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_DEVICES=0 "$ICC" run "$T/cuda.so" --input image="$X"
     fails_cleanly "cuda: a device ordinal past the last" "no CUDA device 3 \(ICC_CUDA_DEVICE; this machine has 1\)" \
