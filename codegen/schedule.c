@@ -87,6 +87,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->tile_mc_blocks = 16;
     s->tile_nc_panels = 8;
     s->min_chunks = 8;
+    s->par_min = t->arch == ICC_ARCH_CUDA ? 1 << 20 : 64;
     /* ~5 µs of one core's work (docs/performance.md, "Threads"): the
      * pool's fork/join costs 1-3 µs when its workers are polling and
      * tens when they must be woken, so smaller pieces lose. */

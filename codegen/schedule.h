@@ -54,6 +54,12 @@ typedef struct cg_schedule {
                                   and under the 256 KB that thread scratch may take */
     int tile_nc_panels;        /* column panels of a parallel chunk */
     int min_chunks;            /* at least this many parallel chunks, so threads balance */
+    /* The positions a kernel's parallel loop should reach: leading loops
+     * of an output nest are merged into it until it has this many (the
+     * rest stay serial inside). 64 on a CPU, where a few threads share
+     * the positions; 2^20 for CUDA, where every position is a GPU thread
+     * (the kernels' parallel loop is a grid-stride loop). */
+    int64_t par_min;
     /* The least work (codegen/cost.h ops) worth a parallel chunk: a
      * kernel runs on more threads only when each gets this much, so a
      * small kernel does not pay the pool's fork/join for nothing. */

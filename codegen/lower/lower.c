@@ -292,7 +292,6 @@ kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx)
  * would leave them idle). */
 static int lower_elementwise(lctx *c)
 {
-    enum { PAR_MIN = 64 };
     kir_kernel *k = c->k;
     const ir_type *ot = &c->n->out[0]->type;
     kir_expr *idx[IR_MAX_RANK];
@@ -308,7 +307,7 @@ static int lower_elementwise(lctx *c)
     if (!kir_store(k, body, c->out, idx, v))
         return -1;
     int merged = lw_coalesce(k);
-    if (merged < 0 || lw_parallelize(k, PAR_MIN) < 0)
+    if (merged < 0 || lw_parallelize(k, c->s->par_min) < 0)
         return -1;
     return merged ? lw_drop_unused_bufs(k) : 0;
 }

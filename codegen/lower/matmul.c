@@ -213,18 +213,21 @@ static kir_expr *zero(lctx *c)
     return ir_dtype_is_float(c->cdt) ? kir_const_f(c->k, c->cdt, 0) : kir_const_i(c->k, c->cdt, 0);
 }
 
-/* The plain form: one loop per output dim (the first parallel), a scalar
- * accumulator over k. */
+/* The plain form: one loop per output dim, a scalar accumulator over k;
+ * the leading output loops merged into one parallel loop of at least the
+ * schedule's par_min positions (lw_parallelize: on a CPU the rows of a
+ * batch of one, for CUDA every output element a GPU thread). */
 static int lower_plain(lctx *c, const mm_geo *g)
 {
     kir_kernel *k = c->k;
     const ir_type *to = g->to;
     int r = to->rank;
     kir_block *body = &k->body;
+    bool alone = k->body.n == 0;   /* the nest is the kernel: lw_parallelize can merge it */
     kir_expr *ov[IR_MAX_RANK] = {0};
     for (int d = 0; d < r; d++) {
         int v = kir_new_var(k);
-        kir_stmt *l = lw_loop(c, body, v, lw_dim_of(k, to->dims[d]), d == 0 ? KIR_PARALLEL : KIR_SERIAL);
+        kir_stmt *l = lw_loop(c, body, v, lw_dim_of(k, to->dims[d]), d == 0 && !alone ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return -1;
         ov[d] = kir_var(k, v);
@@ -246,8 +249,9 @@ static int lower_plain(lctx *c, const mm_geo *g)
     if (!kir_acc_set(k, &lk->body, acc, prod))
         return -1;
     out_idx(g, ov, i, j, oi);
-    return kir_store(k, body, c->out, oi, lw_to_out(c, lower_epi(c, epilogue(c, g, kir_acc(k, acc), i, j), oi))) ? 0
-                                                                                                           : -1;
+    if (!kir_store(k, body, c->out, oi, lw_to_out(c, lower_epi(c, epilogue(c, g, kir_acc(k, acc), i, j), oi))))
+        return -1;
+    return alone && r > 0 ? lw_parallelize(k, c->s->par_min) : 0;
 }
 
 

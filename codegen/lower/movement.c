@@ -31,11 +31,12 @@ kir_block *mv_nest(lctx *c, kir_block *b, const ir_type *t, bool par, bool vec, 
     if (par && r > 0) {
         /* Leading dims of 1 (a batch of one) would leave the threads idle:
          * the parallel loop runs over the product of the leading constant
-         * dims up to PAR_MIN positions, unflattened per iteration. */
-        enum { PAR_MIN = 64 };
+         * dims up to the schedule's par_min positions, unflattened per
+         * iteration. */
+        int64_t par_min = c->s->par_min;
         int last = vec && r > 1 ? r - 1 : r, nf = 1;
-        int64_t p = ir_dim_is_const(t->dims[0]) ? t->dims[0].v : PAR_MIN;
-        while (nf < last && p < PAR_MIN && ir_dim_is_const(t->dims[nf]) && ir_dim_is_const(t->dims[0])) {
+        int64_t p = ir_dim_is_const(t->dims[0]) ? t->dims[0].v : par_min;
+        while (nf < last && p < par_min && ir_dim_is_const(t->dims[nf]) && ir_dim_is_const(t->dims[0])) {
             p *= t->dims[nf].v;
             nf++;
         }
