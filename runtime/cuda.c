@@ -387,7 +387,6 @@ static int64_t read_i64(const unsigned char *b)
 /* Runs steps [lo, hi). 0, a kernel's status, or ICC_ERR_DEVICE. */
 static int run_steps(rt_cuda *c, int lo, int hi)
 {
-    const icc_cuda_plan *p = c->p;
     int status = 0;
     for (int pc = lo; pc < hi;) {
         const icc_cuda_step *s = &c->steps[pc];
@@ -455,7 +454,6 @@ static int run_steps(rt_cuda *c, int lo, int hi)
             return rc;
         pc = next;
     }
-    (void)p;
     return 0;
 }
 
