@@ -27,6 +27,7 @@
 #include "ir/stats.h"
 #include "ir/text.h"
 #include "icc/runtime.h"
+#include "runtime/cuda_plan.h"
 #include "runtime/npy.h"
 #include "tools/bench.h"
 #include "tools/fail.h"
@@ -99,6 +100,8 @@ static void usage(FILE *f)
         "                                     kernels, llvm, asm: the compiler's stages)\n"
         "  icc info MODEL [-O3]               inputs, outputs, op histogram, parameters, FLOPs,\n"
         "                                     and the node count after the -O pipeline (default -O3)\n"
+        "  icc info MODEL.so                  a compiled library: its target (CPU features, or the\n"
+        "                                     CUDA architecture and kernels), I/O, weights, arena\n"
         "  icc run MODEL --input NAME=FILE.npy ... [-o DIR]\n"
         "                                     run through the reference interpreter; with -o,\n"
         "                                     write DIR/<output name>.npy per output, else print\n"
@@ -398,9 +401,71 @@ static int info_precision(const args *a, const ir_graph *g, int level, icc_diag 
     return 0;
 }
 
+/* One I/O tensor of a compiled library: "name: f32[N,3,224,224]". */
+static void print_tensor_desc(const icc_tensor_desc *t)
+{
+    printf("  %s: %s[", t->name, ir_dtype_name(ir_dtype_from_onnx(t->dtype)));
+    for (int k = 0; k < t->rank; k++) {
+        if (t->dims[k] >= 0)
+            printf("%s%lld", k ? "," : "", (long long)t->dims[k]);
+        else
+            printf("%s%s", k ? "," : "", t->dim_names && t->dim_names[k] ? t->dim_names[k] : "?");
+    }
+    printf("]\n");
+}
+
+/* `icc info MODEL.so`: what a compiled library says of itself, read
+ * through the runtime (icc_model_open: no driver is needed for a CUDA
+ * library, nor are its weights read when they are embedded). */
+static int cmd_info_compiled(const args *a)
+{
+    icc_model *m;
+    if (icc_model_open(a->model, a->name, &m) != ICC_OK)
+        return icc_fail("%s", icc_last_error());
+    const icc_model_desc *d = icc_model_describe(m);
+    char buf[64];
+    printf("library: %s\n", a->model);
+    printf("model: %s (compiled by icc %s, ABI %u)\n", d->name, d->compiler_version, d->abi_version);
+    const icc_cuda_plan *p = d->desc_size >= offsetof(icc_model_desc, cuda_bytes) + sizeof d->cuda_bytes
+                                 ? d->cuda : NULL;
+    if (p) {
+        char cb[32], pb[32];
+        human((double)p->cubin_bytes, "B", cb, sizeof cb);
+        human((double)p->ptx_bytes, "B", pb, sizeof pb);
+        printf("target: CUDA sm_%u: %d kernels, %d steps (%d at load), cubin %s, PTX %s; runs through the CUDA "
+               "driver (libcuda.so.1)\n",
+               p->sm, p->nkernels, p->nsteps - p->ninit_steps, p->ninit_steps, cb, pb);
+    } else {
+        printf("target: CPU, needs [%s]\n", d->cpu_features);
+    }
+    printf("inputs:\n");
+    for (int i = 0; i < d->ninputs; i++)
+        print_tensor_desc(&d->inputs[i]);
+    printf("outputs:\n");
+    for (int i = 0; i < d->noutputs; i++)
+        print_tensor_desc(&d->outputs[i]);
+    if (d->nsymbols) {
+        printf("symbols:");
+        for (int s = 0; s < d->nsymbols; s++)
+            printf(" %s", d->symbols[s]);
+        printf("\n");
+    }
+    human((double)d->weights_bytes, "B", buf, sizeof buf);
+    printf("weights: %s, %s\n", buf, d->weights ? "embedded" : "in the .weights file beside the library");
+    human((double)(p ? (uint64_t)p->arena_bytes : d->arena_bytes), "B", buf, sizeof buf);
+    printf("arena: %s%s%s\n", buf, d->nsymbols ? " with every symbol 1" : "", p ? ", on the device" : "");
+    int nk = icc_model_kernels(m, NULL);
+    if (nk)
+        printf("profiled kernels: %d (icc bench --profile times them)\n", nk);
+    icc_model_close(m);
+    return 0;
+}
+
 static int cmd_info(const args *a)
 {
     icc_diag d = {{0}};
+    if (ir_ends_with(a->model, ".so"))
+        return cmd_info_compiled(a);
     ir_graph *g = load_model(a->model, &d);
     if (!g)
         return icc_fail("%s", d.msg);

@@ -906,6 +906,8 @@ if "$ICC" "$M" --target=cuda --emit=cuda >/dev/null 2>"$T/cuda.err" || ! grep -q
     "$ICC" "$M" --target=cuda --shape=image:8x1x8x8 --profile -o "$T/cuda.so"
   check "cuda: a model library (static shapes)" "$ICC" "$M" --target=cuda --shape=image:8x1x8x8 -o "$T/cuda.so"
   check "cuda: ... and its header" grep -q "model_model" "$T/cuda.h"
+  check "cuda: icc info describes the library (no driver needed)" sh -c \
+    "'$ICC' info '$T/cuda.so' | grep -q '^target: CUDA sm_90: [0-9]* kernels' && '$ICC' info '$T/cuda.so' | grep -q '^  image: f32\[8,1,8,8\]'"
   # its run needs the CUDA driver, opened at context creation: none here (ICC_CUDA_DRIVER
   # names a library that does not exist, so that this holds on a GPU machine too)
   fails_cleanly "cuda: no driver is a clean error" "no CUDA driver \(/nonexistent/libcuda.so.1: cannot open" \
