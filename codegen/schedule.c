@@ -86,7 +86,9 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->llc_bytes = t->l3_bytes > 0 && t->l3_bytes < 32 << 20 ? t->l3_bytes : 32 << 20;
     s->tile_mc_blocks = 16;
     s->tile_nc_panels = 8;
-    s->min_chunks = 8;
+    /* CUDA: every chunk (a contraction's row blocks x column panels) a
+     * GPU thread, as many as the product has */
+    s->min_chunks = t->arch == ICC_ARCH_CUDA ? 1 << 20 : 8;
     s->par_min = t->arch == ICC_ARCH_CUDA ? 1 << 20 : 64;
     /* ~5 µs of one core's work (docs/performance.md, "Threads"): the
      * pool's fork/join costs 1-3 µs when its workers are polling and

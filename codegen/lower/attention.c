@@ -262,7 +262,6 @@ static kir_block *rows_loop(lctx *c, kir_block *b, int64_t n, int width, kir_exp
 enum {
     TILE_ROWS = 12,              /* the most query rows of a register tile (tile_shape) */
     SCRATCH_MAX = 192 * 1024,    /* bytes of thread scratch (the CPU caps it at 256 KiB) */
-    MIN_ITERS = 16,              /* parallel iterations wanted: heads are split into row chunks */
 };
 
 /* The tile of the tiled schedule: *rows query rows; P·V's vector loop
@@ -378,7 +377,9 @@ static int lower_attention_tiled(lctx *c, att_geo *g)
     int W, wpv;
     tile_shape(c, g, &R, &W, &wpv);
     int64_t nrb = (g->sq + R - 1) / R, heads = g->b * g->hq, nch = 1;
-    while (heads * nch < MIN_ITERS && nch < nrb)
+    /* parallel iterations wanted, twice the schedule's chunks (16 on a
+     * CPU; on a GPU every block of rows): heads are split into row chunks */
+    while (heads * nch < 2 * c->s->min_chunks && nch < nrb)
         nch++;
     int64_t per = (nrb + nch - 1) / nch;
     nch = (nrb + per - 1) / per;
