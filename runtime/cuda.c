@@ -201,6 +201,8 @@ icc_status rt_cuda_check(const icc_model_desc *d, const char *who)
                        ICC_CUDA_PLAN_VERSION);
     if (p->total_bytes < 0 || (uint64_t)p->total_bytes != d->cuda_bytes)
         return BAD("a size that is not its descriptor's");
+    if (icc_cuda_plan_checksum(p, d->cuda_bytes) != p->checksum)
+        return BAD("a checksum that does not match (the library is damaged)");
     if (d->run || d->init || d->nsymbols || rt_nkernels(d))
         return BAD("a CPU entry point, symbols or a profile beside it");
     if (p->arena_bytes < 0 || p->init_bytes < 0 || p->arena_bytes > ((int64_t)1 << 46) ||
@@ -240,8 +242,10 @@ icc_status rt_cuda_check(const icc_model_desc *d, const char *who)
         switch (s->kind) {
         case ICC_CUDA_STEP_KERNEL: {
             ok = s->kernel >= 0 && s->kernel < p->nkernels;
-            for (int a = 0; ok && a < ks[s->kernel].nargs; a++)
-                ok = ref_ok(d, p, refs[ks[s->kernel].first_arg + a], 0, init);
+            for (int a = 0; ok && a < ks[s->kernel].nargs; a++) {
+                icc_cuda_ref r = refs[ks[s->kernel].first_arg + a];
+                ok = ref_ok(d, p, r, r.bytes, init);
+            }
             break;
         }
         case ICC_CUDA_STEP_BRANCH: ok = ref_ok(d, p, s->cond, 1, init); /* fall through */
@@ -262,7 +266,7 @@ icc_status rt_cuda_check(const icc_model_desc *d, const char *who)
     }
     for (int i = 0; i < p->ncopies; i++)
         if (cp[i].output < 0 || cp[i].output >= d->noutputs ||
-            !ref_ok(d, p, (icc_cuda_ref){ICC_CUDA_OUTPUT, cp[i].output, 0}, cp[i].bytes, false) ||
+            !ref_ok(d, p, (icc_cuda_ref){ICC_CUDA_OUTPUT, cp[i].output, 0, 0}, cp[i].bytes, false) ||
             !ref_ok(d, p, cp[i].src, cp[i].bytes, false))
             return BAD("a bad output copy");
 #undef BAD

@@ -14,10 +14,11 @@
 #ifndef ICC_CUDA_PLAN_H
 #define ICC_CUDA_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define ICC_CUDA_PLAN_MAGIC 0x3141445543434349ull   /* "ICCCUDA1" in memory */
-#define ICC_CUDA_PLAN_VERSION 1
+#define ICC_CUDA_PLAN_VERSION 2   /* 2: refs carry the bytes a kernel may touch */
 
 /* Where a kernel argument or a step's operand lives. */
 typedef enum icc_cuda_where {
@@ -33,6 +34,8 @@ typedef struct icc_cuda_ref {
     int32_t where;             /* icc_cuda_where */
     int32_t index;
     int64_t offset;
+    int64_t bytes;             /* a kernel argument: the bytes from offset its kernel may read or write
+                                  (its buffer's size), checked at open; 0 in steps, whose sizes are theirs */
 } icc_cuda_ref;
 
 /* One kernel: its entry in the module, its arguments (one pointer per
@@ -80,6 +83,23 @@ typedef struct icc_cuda_plan {
     int32_t nkernels, nsteps, ninit_steps, ncopies, nrefs, nsyms;   /* nsyms: the symbol table's entries */
     int64_t kernels, refs, steps, copies;   /* table offsets */
     int64_t cubin, cubin_bytes, ptx, ptx_bytes;   /* the PTX is NUL-terminated (ptx_bytes counts the NUL) */
+    uint64_t checksum;         /* icc_cuda_plan_checksum: a plan damaged anywhere is refused at open */
 } icc_cuda_plan;
+
+/* FNV-1a 64 of the n-byte blob, its checksum field skipped: what the
+ * compiler records in the header and the runtime checks at open (the
+ * structural checks then hold for the plan the compiler wrote, whose
+ * argument counts, for one, must match the kernels'). */
+static inline uint64_t icc_cuda_plan_checksum(const void *blob, uint64_t n)
+{
+    const unsigned char *b = (const unsigned char *)blob;
+    uint64_t h = 0xcbf29ce484222325ull, skip = offsetof(icc_cuda_plan, checksum);
+    for (uint64_t i = 0; i < n; i++) {
+        if (i >= skip && i < skip + sizeof(uint64_t))
+            continue;
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
 
 #endif

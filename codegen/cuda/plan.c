@@ -61,12 +61,12 @@ static int64_t static_size(const cg_size *z)
 static icc_cuda_ref ref_of(cg_binding b)
 {
     switch (b.kind) {
-    case KIR_BUF_INPUT: return (icc_cuda_ref){ICC_CUDA_INPUT, b.index, b.offset};
-    case KIR_BUF_OUTPUT: return (icc_cuda_ref){ICC_CUDA_OUTPUT, b.index, b.offset};
+    case KIR_BUF_INPUT: return (icc_cuda_ref){ICC_CUDA_INPUT, b.index, b.offset, 0};
+    case KIR_BUF_OUTPUT: return (icc_cuda_ref){ICC_CUDA_OUTPUT, b.index, b.offset, 0};
     case KIR_BUF_WEIGHT:
-        return (icc_cuda_ref){b.index == CG_WEIGHT_INIT ? ICC_CUDA_INIT : ICC_CUDA_WEIGHT, 0, b.offset};
-    case KIR_BUF_ARENA: return (icc_cuda_ref){ICC_CUDA_ARENA, 0, b.offset};
-    default: return (icc_cuda_ref){0, 0, 0};
+        return (icc_cuda_ref){b.index == CG_WEIGHT_INIT ? ICC_CUDA_INIT : ICC_CUDA_WEIGHT, 0, b.offset, 0};
+    case KIR_BUF_ARENA: return (icc_cuda_ref){ICC_CUDA_ARENA, 0, b.offset, 0};
+    default: return (icc_cuda_ref){0, 0, 0, 0};
     }
 }
 
@@ -134,12 +134,19 @@ int cg_cuda_plan_build(const cg_program *p, int sm, const void *cubin, size_t cu
             const kir_buf *kb = &k->bufs[j];
             if (kb->kind == KIR_BUF_SCRATCH && kb->space != KIR_SPACE_KERNEL)
                 continue;   /* the thread's own: a local array */
+            int64_t bytes = 4;
+            if (kb->kind != KIR_BUF_STATUS && kir_buf_bytes(kb, &bytes) < 0) {
+                free(ks);
+                free(refs);
+                return plan_fail(&b, d, "a kernel buffer of a symbolic size (pin the dims with --shape)");
+            }
             if (kb->kind == KIR_BUF_STATUS)
-                refs[nr++] = (icc_cuda_ref){ICC_CUDA_STATUS, i, 0};
+                refs[nr] = (icc_cuda_ref){ICC_CUDA_STATUS, i, 0, 0};
             else if (kb->kind == KIR_BUF_SCRATCH)   /* kernel scope: in the arena (or the init buffer) */
-                refs[nr++] = (icc_cuda_ref){ICC_CUDA_ARENA, 0, kb->offset};
+                refs[nr] = (icc_cuda_ref){ICC_CUDA_ARENA, 0, kb->offset, 0};
             else
-                refs[nr++] = ref_of((cg_binding){kb->kind, kb->index, kb->offset});
+                refs[nr] = ref_of((cg_binding){kb->kind, kb->index, kb->offset});
+            refs[nr++].bytes = bytes;
         }
         ks[i].nargs = nr - ks[i].first_arg;
     }
@@ -191,6 +198,8 @@ int cg_cuda_plan_build(const cg_program *p, int sm, const void *cubin, size_t cu
     if (b.oom)
         return plan_fail(&b, d, NULL);
     h.total_bytes = (int64_t)b.len;
+    memcpy(b.s, &h, sizeof h);
+    h.checksum = icc_cuda_plan_checksum(b.s, b.len);
     memcpy(b.s, &h, sizeof h);
     *out = b.s;
     *out_bytes = b.len;

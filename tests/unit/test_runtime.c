@@ -791,8 +791,9 @@ START_TEST(cuda_plan_is_checked_and_no_driver_is_an_error)
                              .steps = offsetof(__typeof__(blob), step), .copies = offsetof(__typeof__(blob), ptx),
                              .cubin = offsetof(__typeof__(blob), ptx), .cubin_bytes = 0,
                              .ptx = offsetof(__typeof__(blob), ptx), .ptx_bytes = 1};
-    blob.step = (icc_cuda_step){.kind = ICC_CUDA_STEP_COPY, .dst = {ICC_CUDA_OUTPUT, 0, 0},
-                                .src = {ICC_CUDA_WEIGHT, 0, 0}, .bytes = 8};
+    blob.step = (icc_cuda_step){.kind = ICC_CUDA_STEP_COPY, .dst = {ICC_CUDA_OUTPUT, 0, 0, 0},
+                                .src = {ICC_CUDA_WEIGHT, 0, 0, 0}, .bytes = 8};
+    blob.h.checksum = icc_cuda_plan_checksum(&blob, sizeof blob);
     icc_model_desc d = {.abi_version = ICC_ABI_VERSION, .desc_size = sizeof d, .compiler_version = "test",
                         .name = "cudatoy", .cpu_features = "", .noutputs = 1, .outputs = &out_desc,
                         .weights_bytes = sizeof w, .weights = w, .cuda = &blob, .cuda_bytes = sizeof blob};
@@ -818,8 +819,11 @@ START_TEST(cuda_plan_is_checked_and_no_driver_is_an_error)
     icc_model_close(m);
 
     /* what the check refuses */
+    /* (from case 4 on the checksum is made again: the structural checks
+     * are what is tested; case 7 is damage the checksum alone catches) */
     static const char *const cases[] = {"no valid header", "version 99", "not its descriptor's", "CPU entry point",
-                                        "a table outside it", "step 0 is malformed", "step 0 is malformed"};
+                                        "a table outside it", "step 0 is malformed", "step 0 is malformed",
+                                        "checksum that does not match"};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         __typeof__(blob) b = blob;
         icc_model_desc e = d;
@@ -832,7 +836,10 @@ START_TEST(cuda_plan_is_checked_and_no_driver_is_an_error)
         case 4: b.h.steps = (int64_t)sizeof b; break;
         case 5: b.step.bytes = 12; break;   /* past the 8-byte output */
         case 6: b.step.src.where = ICC_CUDA_INPUT; break;   /* there is no input */
+        case 7: b.step.bytes = 4; break;                    /* valid, but not what was written */
         }
+        if (i >= 4 && i < 7)
+            b.h.checksum = icc_cuda_plan_checksum(&b, sizeof b);
         m = NULL;
         expect(icc_model_from_desc(&e, &m), ICC_ERR_ABI, icc_last_error(), cases[i], NULL);
         ck_assert_ptr_null(m);
