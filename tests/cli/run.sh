@@ -908,6 +908,22 @@ if "$ICC" "$M" --target=cuda --emit=cuda >/dev/null 2>"$T/cuda.err" || ! grep -q
   check "cuda: ... and its header" grep -q "model_model" "$T/cuda.h"
   check "cuda: icc info describes the library (no driver needed)" sh -c \
     "'$ICC' info '$T/cuda.so' | grep -q '^target: CUDA sm_90: [0-9]* kernels' && '$ICC' info '$T/cuda.so' | grep -q '^  image: f32\[8,1,8,8\]'"
+  # a damaged plan (one byte of its kernel table) is refused at open, before any driver
+  damaged_plan() {
+    python3 - "$T/cuda.so" "$T/damaged.so" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+i = b.find(b"ICCCUDA1")
+while i >= 0 and struct.unpack_from("<II", b, i + 8)[0] != 2:
+    i = b.find(b"ICCCUDA1", i + 1)
+kernels = struct.unpack_from("<q", b, i + 64)[0]   # the kernel table's offset
+b[i + kernels + 12] ^= 1                            # kernel 0's argument count
+open(sys.argv[2], "wb").write(b)
+PY
+  }
+  check "cuda: a damaged copy of the library" damaged_plan
+  fails_cleanly "cuda: ... is refused at open" "damaged.so .*the CUDA plan has a checksum that does not match" \
+    "$ICC" info "$T/damaged.so"
   # its run needs the CUDA driver, opened at context creation: none here (ICC_CUDA_DRIVER
   # names a library that does not exist, so that this holds on a GPU machine too)
   fails_cleanly "cuda: no driver is a clean error" "no CUDA driver \(/nonexistent/libcuda.so.1: cannot open" \
