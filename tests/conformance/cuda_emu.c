@@ -57,6 +57,43 @@ static bool not_compiled_yet(const char *msg)
            strstr(msg, "--shape=");
 }
 
+/* The CUDA C text built for the CPU (tests/cuda/emu.h in front) into
+ * DIR/emu.so: 0, or -1 with why (the compiler's first error line). The
+ * source and the log are removed; the caller removes DIR/emu.so. */
+static int emu_compile(const char *text, const char *dir, char *why, size_t whylen)
+{
+    char src[96], so[96], log[96], cmd[512];
+    snprintf(src, sizeof src, "%s/emu.cpp", dir);
+    snprintf(so, sizeof so, "%s/emu.so", dir);
+    snprintf(log, sizeof log, "%s/emu.log", dir);
+    FILE *f = fopen(src, "w");
+    size_t n = strlen(text);
+    bool ok = f && fwrite(text, 1, n, f) == n;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok) {
+        unlink(src);
+        return snprintf(why, whylen, "cannot write %s", src), -1;
+    }
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O0 -w -shared -fPIC -include %s/tests/cuda/emu.h -o %s %s -lm 2>%s",
+             ICC_SOURCE_DIR, so, src, log);
+    int rc = 0;
+    if (system(cmd) != 0) {
+        char line[400] = "";
+        FILE *lf = fopen(log, "r");
+        while (lf && fgets(line, sizeof line, lf) && !strstr(line, "error"))
+            ;
+        if (lf)
+            fclose(lf);
+        line[strcspn(line, "\n")] = 0;
+        rc = -1;
+        snprintf(why, whylen, "cuda-emu: the C++ compiler refused the CUDA C: %s", line);
+    }
+    unlink(src);
+    unlink(log);
+    return rc;
+}
+
 int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen)
 {
     icc_diag d = {{0}};
@@ -65,7 +102,7 @@ int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen)
     if (!m)
         return snprintf(why, whylen, "out of memory"), -1;
     int rc = -1;
-    char dir[] = "/tmp/icc-cuda-emu-XXXXXX", src[64] = "", so[64] = "", cmd[512];
+    char dir[] = "/tmp/icc-cuda-emu-XXXXXX", so[64] = "";
     char *text = NULL;
     size_t len = 0;
     cg_schedule s;
@@ -103,31 +140,9 @@ int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen)
         snprintf(why, whylen, "mkdtemp failed");
         goto done;
     }
-    snprintf(src, sizeof src, "%s/m.cpp", dir);
-    snprintf(so, sizeof so, "%s/m.so", dir);
-    FILE *f = fopen(src, "w");
-    if (!f || fwrite(text, 1, len, f) != len) {
-        if (f)
-            fclose(f);
-        snprintf(why, whylen, "cannot write %s", src);
+    snprintf(so, sizeof so, "%s/emu.so", dir);
+    if (emu_compile(text, dir, why, whylen) < 0)
         goto done;
-    }
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O0 -w -shared -fPIC -include %s/tests/cuda/emu.h -o %s %s -lm 2>%s/log",
-             ICC_SOURCE_DIR, so, src, dir);
-    if (system(cmd) != 0) {
-        char lp[96], line[400] = "";
-        snprintf(lp, sizeof lp, "%s/log", dir);
-        FILE *lf = fopen(lp, "r");
-        while (lf && fgets(line, sizeof line, lf) && !strstr(line, "error"))
-            ;
-        if (lf)
-            fclose(lf);
-        line[strcspn(line, "\n")] = 0;
-        snprintf(why, whylen, "cuda-emu: the C++ compiler refused the CUDA C: %s", line);
-        unlink(lp);
-        goto done;
-    }
     if (!(m->lib = dlopen(so, RTLD_NOW | RTLD_LOCAL))) {
         snprintf(why, whylen, "cuda-emu: %s", dlerror());
         goto done;
@@ -156,8 +171,6 @@ int cuda_emu_build(const ir_graph *g, cuda_emu **out, char *why, size_t whylen)
     rc = 0;
     *out = m;
 done:
-    if (src[0])
-        unlink(src);
     if (so[0])
         unlink(so);
     rmdir(dir);
@@ -305,17 +318,6 @@ int cuda_emu_run(cuda_emu *m, const ir_tensor *in, ir_tensor *out, icc_diag *d)
     return rc;
 }
 
-/* Writes text to path; 0 or -1. */
-static int write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    size_t n = strlen(text);
-    int ok = f && fwrite(text, 1, n, f) == n;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    return ok ? 0 : -1;
-}
-
 int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx, char *why, size_t whylen)
 {
     *m = NULL;
@@ -329,7 +331,7 @@ int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx
     cg_artifact *a = NULL;
     char *text = NULL;
     int rc = -1;
-    char dir[] = "/tmp/icc-cuda-so-XXXXXX", so[64] = "", src[64] = "", emu[64] = "", cmd[600];
+    char dir[] = "/tmp/icc-cuda-so-XXXXXX", so[64] = "", emu[64] = "";
     cg_schedule s;
     if (be->target_create(NULL, "sm_90", NULL, 2, &tgt, &d) < 0 || cg_schedule_init(&s, be->target_desc(tgt), &d) < 0) {
         snprintf(why, whylen, "cuda-so: %s", d.msg);
@@ -350,7 +352,6 @@ int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx
         goto done;
     }
     snprintf(so, sizeof so, "%s/m.so", dir);
-    snprintf(src, sizeof src, "%s/m.cpp", dir);
     snprintf(emu, sizeof emu, "%s/emu.so", dir);
     if (be->write(a, so, ICC_RUNTIME_LIB, &d) < 0) {
         snprintf(why, whylen, "cuda-so: %s", d.msg);
@@ -359,16 +360,12 @@ int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx
     }
     if (real)
         goto load;
-    if (!(text = be->emit_text(a, "cuda", &d)) || write_text(src, text) < 0) {
-        snprintf(why, whylen, "cuda-so: cannot write the CUDA C");
+    if (!(text = be->emit_text(a, "cuda", &d))) {
+        snprintf(why, whylen, "cuda-so: %s", d.msg);
         goto done;
     }
-    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O0 -w -shared -fPIC -include %s/tests/cuda/emu.h -o %s %s -lm",
-             ICC_SOURCE_DIR, emu, src);
-    if (system(cmd) != 0) {
-        snprintf(why, whylen, "cuda-so: the C++ compiler refused the CUDA C");
+    if (emu_compile(text, dir, why, whylen) < 0)
         goto done;
-    }
     /* the runtime opens the stand-in driver once per process; the driver
      * reads the emulated module's path at each module load */
     setenv("ICC_CUDA_DRIVER", ICC_FAKE_CUDA_DRIVER, 1);
@@ -385,11 +382,7 @@ done:
     /* (what is loaded stays mapped) */
     if (so[0]) {
         unlink(so);
-        unlink(src);
         unlink(emu);
-        char h[72];
-        snprintf(h, sizeof h, "%s/m.h", dir);
-        unlink(h);
         rmdir(dir);
     }
     free(text);
