@@ -15,9 +15,11 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     (void)d;
     /* CUDA has no schedule of its own yet: it takes the CPU one (with
      * 128-bit "vectors"), whose independent PARALLEL iterations the CUDA
-     * backend spreads over the GPU's threads (docs/backends.md) */
+     * backend spreads over the GPU's threads, made as wide as the kernels
+     * allow (min_chunks, par_min below; docs/backends.md) */
+    bool cuda = t->arch == ICC_ARCH_CUDA;
     s->kind = CG_SCHED_CPU;
-    s->lanes = t->arch == ICC_ARCH_CUDA ? 4 : icc_target_f32_lanes(t);
+    s->lanes = cuda ? 4 : icc_target_f32_lanes(t);
     bool wide = t->vector_regs >= 32;
     s->tile_rows = CG_TILE_ROWS;
     s->tile_vecs = cg_schedule_tile_vecs(t);
@@ -88,8 +90,8 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->tile_nc_panels = 8;
     /* CUDA: every chunk (a contraction's row blocks x column panels) a
      * GPU thread, as many as the product has */
-    s->min_chunks = t->arch == ICC_ARCH_CUDA ? 1 << 20 : 8;
-    s->par_min = t->arch == ICC_ARCH_CUDA ? 1 << 20 : 64;
+    s->min_chunks = cuda ? 1 << 20 : 8;
+    s->par_min = cuda ? 1 << 20 : 64;
     /* ~5 µs of one core's work (docs/performance.md, "Threads"): the
      * pool's fork/join costs 1-3 µs when its workers are polling and
      * tens when they must be woken, so smaller pieces lose. */
@@ -103,7 +105,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     /* the widths the LLVM backend emits dpbusd in: zmm, or ymm with VL / AVX-VNNI */
     s->int8_quads = icc_target_has(t, ICC_TF_AVXVNNI) ||
                     (icc_target_has(t, ICC_TF_AVX512VNNI) && (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL)));
-    s->bf16_pairs = t->arch != ICC_ARCH_CUDA && cg_schedule_bf16_pairs(t);
+    s->bf16_pairs = !cuda && cg_schedule_bf16_pairs(t);
     s->f32_transpose = (icc_target_has(t, ICC_TF_AVX2) || icc_target_has(t, ICC_TF_AVX512F)) && s->lanes >= 8 &&
                        (s->lanes & (s->lanes - 1)) == 0;
     return 0;
