@@ -5,8 +5,9 @@
  * (run serially, which is one valid schedule of their iterations as long
  * as no barrier orders them), and intrinsic statements: dpbusd and dpbf16
  * map to AVX512-VNNI / AVX-VNNI / AVX512-BF16 instructions when the target
- * has them and to scalar code computing the same otherwise; AMX and
- * mma_sync are refused. Lets and barriers need no code of their own here
+ * has them and to scalar code computing the same otherwise; AMX tile
+ * statements to their instructions where the target has AMX (refused
+ * elsewhere); mma_sync is refused. Lets and barriers need no code of their own here
  * (emit.c: SSA values, and nothing). See docs/kernel-ir.md. */
 #include "codegen/llvm/emit_internal.h"
 
@@ -610,6 +611,83 @@ static int emit_transpose(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* ---- AMX tiles ------------------------------------------------------------- */
+
+/* The tile configuration amx_config loads: palette 1, tiles 0..7 each 16
+ * rows of 64 bytes (colsb: 16-bit, from byte 16; rows: bytes 48..63), the
+ * others unused. A private constant of the module, 64-byte aligned. */
+static LLVMValueRef amx_config_global(em *e)
+{
+    static const char name[] = "icc.amx.config";
+    LLVMValueRef g = LLVMGetNamedGlobal(e->m, name);
+    if (g)
+        return g;
+    LLVMValueRef bytes[64];
+    for (int i = 0; i < 64; i++) {
+        unsigned v = i == 0 ? 1 : (i >= 16 && i < 32 && i % 2 == 0 && (i - 16) / 2 < 8) ? 64
+                   : (i >= 48 && i < 56) ? 16 : 0;
+        bytes[i] = LLVMConstInt(e->i8, v, 0);
+    }
+    LLVMTypeRef at = LLVMArrayType2(e->i8, 64);
+    g = LLVMAddGlobal(e->m, at, name);
+    LLVMSetInitializer(g, LLVMConstArray2(e->i8, bytes, 64));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetAlignment(g, 64);
+    return g;
+}
+
+/* An AMX statement as its instruction: the tile numbers are immediates,
+ * a window's address is its first element and its stride the buffer's
+ * row pitch in bytes. No scalar form: the schedule uses tiles only on a
+ * target that has them (and the runtime asks the OS for their state when
+ * the library is opened), so a target without is refused here. */
+static int emit_amx(em *e, const kir_stmt *s)
+{
+    const char *feat = kir_intrin_feature(s->intrin);
+    if (!has_feature(e, feat) || !has_feature(e, "amx-tile"))
+        return ir_errorf(e->d, "kernel '%.100s': intrinsic %s needs the target feature %s, which this target "
+                         "lacks (AMX has no scalar form)", e->k->name, kir_intrin_name(s->intrin), feat);
+    LLVMValueRef args[3];
+    const char *name;
+    unsigned n = 0;
+    switch (s->intrin) {
+    case KIR_IN_AMX_CONFIG:
+        name = "llvm.x86.ldtilecfg";
+        args[n++] = amx_config_global(e);
+        break;
+    case KIR_IN_AMX_RELEASE:
+        name = "llvm.x86.tilerelease";
+        break;
+    case KIR_IN_AMX_ZERO:
+        name = "llvm.x86.tilezero";
+        args[n++] = LLVMConstInt(e->i8, (unsigned)s->args[0].tile, 0);
+        break;
+    case KIR_IN_AMX_DPBF16PS:
+    case KIR_IN_AMX_DPBSSD:
+        name = s->intrin == KIR_IN_AMX_DPBF16PS ? "llvm.x86.tdpbf16ps" : "llvm.x86.tdpbssd";
+        for (int i = 0; i < 3; i++)
+            args[n++] = LLVMConstInt(e->i8, (unsigned)s->args[i].tile, 0);
+        break;
+    default: { /* load: (tile, window); store: (window, tile) */
+        bool load = s->intrin == KIR_IN_AMX_LOAD;
+        const kir_iarg *w = &s->args[load ? 1 : 0];
+        const kir_buf *b = &e->k->bufs[w->buf];
+        LLVMValueRef p = em_elem_ptr(e, w->buf, w->nidx, w->idx);
+        if (!p)
+            return -1;
+        name = load ? "llvm.x86.tileloadd64" : "llvm.x86.tilestored64";
+        args[n++] = LLVMConstInt(e->i8, (unsigned)s->args[load ? 0 : 1].tile, 0);
+        args[n++] = p;
+        args[n++] = LLVMBuildNSWMul(e->b, e->stride[w->buf][b->rank - 2],
+                                    em_ci64(e, (int64_t)ir_dtype_size(b->dtype)), "");
+        break;
+    }
+    }
+    call_x86(e, name, args, n);
+    return 0;
+}
+
 int em_intrinsic(em *e, const kir_stmt *s)
 {
     const char *nm = kir_intrin_name(s->intrin);
@@ -637,9 +715,15 @@ int em_intrinsic(em *e, const kir_stmt *s)
     case KIR_IN_MMA_SYNC:
         return ir_errorf(e->d, "kernel '%.100s': intrinsic %s is a CUDA warp operation: the LLVM backend refuses it",
                          e->k->name, nm);
+    case KIR_IN_AMX_CONFIG:
+    case KIR_IN_AMX_ZERO:
+    case KIR_IN_AMX_LOAD:
+    case KIR_IN_AMX_STORE:
+    case KIR_IN_AMX_DPBF16PS:
+    case KIR_IN_AMX_DPBSSD:
+    case KIR_IN_AMX_RELEASE:
+        return emit_amx(e, s);
     default:
-        /* AMX: tiles need the runtime's arch_prctl permission and a tile
-         * configuration per thread; not emitted yet */
         return ir_errorf(e->d, "kernel '%.100s': intrinsic %s (%s) is not supported by the LLVM backend yet",
                          e->k->name, nm, kir_intrin_feature(s->intrin));
     }
