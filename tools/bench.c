@@ -34,6 +34,7 @@
 #include "tools/fail.h"
 
 #include "icc/runtime.h"
+#include "runtime/cpu.h"
 
 #include <errno.h>
 #include <math.h>
@@ -902,6 +903,57 @@ __attribute__((target("avx512f,avx512bf16"))) static double bf16_avx512(int64_t 
     return (double)_mm512_reduce_add_ps(s);
 }
 
+/* AMX: four independent accumulator tiles (the product's latency is
+ * several times its issue interval), each step one tdpbf16ps (16 x 16 f32
+ * sums of 16 pairs: 16384 FLOP) or tdpbssd (16 x 16 i32 sums of 16
+ * quads: 32768 ops) into each from the same operand tiles, which stay in
+ * the registers. Needs the OS's permission for tile data (amx_permit). */
+static const unsigned char amx_cfg[64] __attribute__((aligned(64))) = {
+    [0] = 1,                                                      /* palette 1 */
+    [16] = 64, [18] = 64, [20] = 64, [22] = 64, [24] = 64, [26] = 64, /* colsb of tiles 0..5 */
+    [48] = 16, [49] = 16, [50] = 16, [51] = 16, [52] = 16, [53] = 16, /* their rows */
+};
+
+__attribute__((target("amx-tile,amx-bf16,amx-int8"))) static double amx_dots(int64_t iters, bool bf16)
+{
+    static const unsigned char ones[16 * 64] __attribute__((aligned(64))) = {0};
+    _tile_loadconfig(amx_cfg);
+    for (int t = 0; t < 4; t++)
+        switch (t) { /* the tile numbers are immediates */
+        case 0: _tile_zero(0); break;
+        case 1: _tile_zero(1); break;
+        case 2: _tile_zero(2); break;
+        default: _tile_zero(3); break;
+        }
+    _tile_loadd(4, ones, 64);
+    _tile_loadd(5, ones, 64);
+    if (bf16)
+        for (int64_t k = 0; k < iters; k++) {
+            _tile_dpbf16ps(0, 4, 5);
+            _tile_dpbf16ps(1, 4, 5);
+            _tile_dpbf16ps(2, 4, 5);
+            _tile_dpbf16ps(3, 4, 5);
+        }
+    else
+        for (int64_t k = 0; k < iters; k++) {
+            _tile_dpbssd(0, 4, 5);
+            _tile_dpbssd(1, 4, 5);
+            _tile_dpbssd(2, 4, 5);
+            _tile_dpbssd(3, 4, 5);
+        }
+    float out[16 * 16];
+    _tile_stored(0, out, 64);
+    _tile_release();
+    return (double)out[0];
+}
+
+/* Whether this process may use AMX tiles: the CPU has them and the OS
+ * grants their state (icc_cpu_enable, as a library that uses them does). */
+static bool amx_permit(const char *unit)
+{
+    return icc_cpu_has("amx-tile") && icc_cpu_has(unit) && icc_cpu_enable("amx-tile") == 0;
+}
+
 __attribute__((target("avx2"))) static double read_avx2(const float *p, int64_t n, int64_t reps)
 {
     __m256 s[8];
@@ -922,7 +974,8 @@ __attribute__((target("avx2"))) static double read_avx2(const float *p, int64_t 
 #endif
 
 typedef struct peak_job {
-    int kind;          /* 0: AVX2 FMA, 1: AVX-512 FMA, 2: reads of p[0..n) reps times, 3: VNNI, 4: BF16 dots */
+    int kind;          /* 0: AVX2 FMA, 1: AVX-512 FMA, 2: reads of p[0..n) reps times, 3: VNNI, 4: BF16 dots,
+                          5: AMX-BF16, 6: AMX-INT8 */
     int64_t iters;
     const float *p;
     int64_t n, reps;
@@ -933,7 +986,8 @@ static void *peak_thread(void *arg)
 {
     peak_job *j = arg;
 #if defined(__x86_64__)
-    j->sink = j->kind == 4   ? bf16_avx512(j->iters)
+    j->sink = j->kind >= 5   ? amx_dots(j->iters, j->kind == 5)
+              : j->kind == 4 ? bf16_avx512(j->iters)
               : j->kind == 3 ? vnni_avx512(j->iters)
               : j->kind == 2 ? read_avx2(j->p, j->n, j->reps)
               : j->kind      ? fma_avx512(j->iters)
@@ -970,7 +1024,8 @@ static double fma_gflops(int kind, int nthreads, int64_t iters)
     int started;
     double sec = run_jobs(j, nthreads, &started);
     /* accumulators x lanes x (mul + add) x the pairs each lane sums */
-    double per = kind == 3 ? 16.0 * 16 * 2 * 4 : kind == 4 ? 16.0 * 16 * 2 * 2 : kind ? 16.0 * 16 * 2 : 12.0 * 8 * 2;
+    double per = kind == 6 ? 4 * 32768.0 : kind == 5 ? 4 * 16384.0 : kind == 3 ? 16.0 * 16 * 2 * 4
+               : kind == 4 ? 16.0 * 16 * 2 * 2 : kind ? 16.0 * 16 * 2 : 12.0 * 8 * 2;
     return (double)started * (double)iters * per / sec / 1e9;
 }
 
@@ -1050,14 +1105,18 @@ static int measure_peak(bool quick, icc_bench_peak *pk, int64_t ws[ICC_BENCH_LEV
     /* the FMA units, then the dot-product ones on 512-bit vectors where
      * present; best of a few: the machine is shared */
     bool vnni = avx512 && __builtin_cpu_supports("avx512vnni"), bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-    struct { int kind; bool on; double *core, *all; } units[3] = {
+    struct { int kind; bool on; double *core, *all; } units[5] = {
         {avx512, true, &pk->gflops_core, &pk->gflops_all},
         {3, vnni, &pk->int8_core, &pk->int8_all},
         {4, bf16, &pk->bf16_core, &pk->bf16_all},
+        {5, amx_permit("amx-bf16"), &pk->amx_bf16_core, &pk->amx_bf16_all},
+        {6, amx_permit("amx-int8"), &pk->amx_int8_core, &pk->amx_int8_all},
     };
-    for (int u = 0; u < 3; u++)
+    for (int u = 0; u < 5; u++)
         for (int rep = 0; units[u].on && rep < (quick ? 2 : 3); rep++) {
-            double a = fma_gflops(units[u].kind, 1, iters), b = fma_gflops(units[u].kind, (int)cores, iters);
+            /* a tile product does 512-1024x an FMA's work */
+            int64_t n = units[u].kind >= 5 ? iters / 256 : iters;
+            double a = fma_gflops(units[u].kind, 1, n), b = fma_gflops(units[u].kind, (int)cores, n);
             *units[u].core = a > *units[u].core ? a : *units[u].core;
             *units[u].all = b > *units[u].all ? b : *units[u].all;
         }
@@ -1125,8 +1184,8 @@ static void peak_json(FILE *f, const icc_bench_peak *pk, const int64_t ws[ICC_BE
     for (int i = 0; i < ICC_BENCH_LEVELS; i++)
         fprintf(f, "%s\"%s\": %lld", i ? ", " : "", level_names[i], (long long)ws[i]);
     /* dot-product peaks: VNNI (vpdpbusd), AVX512-BF16 (vdpbf16ps) and AMX
-     * tiles are not on every x86; null where absent or not measured (AMX:
-     * no machine here has it) */
+     * tiles are not on every x86; null where absent (or, AMX, where the OS
+     * refuses its state) */
     fprintf(f, "}, \"vnni\": %s, \"amx\": %s", vnni ? "true" : "false", amx ? "true" : "false");
     const char *dk[4] = {"int8_gops_vnni", "int8_gops_vnni_all_cores", "bf16_gflops", "bf16_gflops_all_cores"};
     double dv[4] = {pk->int8_core, pk->int8_all, pk->bf16_core, pk->bf16_all};
@@ -1135,9 +1194,14 @@ static void peak_json(FILE *f, const icc_bench_peak *pk, const int64_t ws[ICC_BE
             fprintf(f, ", \"%s\": %.2f", dk[i], dv[i]);
         else
             fprintf(f, ", \"%s\": null", dk[i]);
-    /* AMX: the keys --profile reads, not measured yet */
-    fputs(", \"int8_gops_amx\": null, \"int8_gops_amx_all_cores\": null, \"bf16_gflops_amx\": null, "
-          "\"bf16_gflops_amx_all_cores\": null}", f);
+    const char *ak[4] = {"int8_gops_amx", "int8_gops_amx_all_cores", "bf16_gflops_amx", "bf16_gflops_amx_all_cores"};
+    double av[4] = {pk->amx_int8_core, pk->amx_int8_all, pk->amx_bf16_core, pk->amx_bf16_all};
+    for (int i = 0; i < 4; i++)
+        if (av[i] > 0)
+            fprintf(f, ", \"%s\": %.2f", ak[i], av[i]);
+        else
+            fprintf(f, ", \"%s\": null", ak[i]);
+    fputc('}', f);
 }
 
 /* Writes the peaks where --profile looks (best effort: a cache). */
@@ -1229,7 +1293,11 @@ static int cmd_peak(const bopts *o)
                pk.cores);
     else
         printf("AVX512-BF16: not present\n");
-    printf("AMX: %s\n", amx ? "present (not measured yet)" : "not present");
+    if (pk.amx_bf16_core > 0 || pk.amx_int8_core > 0)
+        printf("AMX peaks (tdpbf16ps, tdpbssd): %.1f GFLOP/s and %.1f G int-ops/s per core, %.1f and %.1f on %d "
+               "cores\n", pk.amx_bf16_core, pk.amx_int8_core, pk.amx_bf16_all, pk.amx_int8_all, pk.cores);
+    else
+        printf("AMX: %s\n", amx ? "present, but the OS refused its tile state" : "not present");
     return 0;
 }
 
