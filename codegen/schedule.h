@@ -75,6 +75,7 @@ typedef struct cg_schedule {
     bool int8_quads;           /* MatMulInteger steps 4 k by vpdpbusd (VNNI), else 2 by vpmaddwd */
     /* bf16 contractions (codegen/lower/matmul.c, lower_pairs) */
     bool bf16_pairs;           /* MatMul/Gemm of two bf16 operands steps 2 k by vdpbf16ps */
+    bool amx_bf16;             /* ... and with AMX-BF16, its blocks of 32 x 32 on four tiles (lower_amx) */
     /* register transposes (kir_intrinsics.def transpose_f32): f32 blocks of
      * lanes x lanes, in the attention kernel's keys and Transposes that
      * swap their last two merged dims (movement.c) */

@@ -497,38 +497,149 @@ static bool pairs_ok(lctx *c, const mm_geo *g)
     return !g->gemm || c->n->nin < 3 || !c->n->in[2] || c->n->in[2]->type.dtype == IR_F32;
 }
 
+/* The pair kernel's pieces (the AMX kernel's edges use them too). */
+
+/* acc's rows [ar, ar + nr), columns [0, wl): 0. */
+static int pairs_zero(lctx *c, kir_block *b, int acc, int64_t ar, int nr, int64_t wl)
+{
+    kir_kernel *k = c->k;
+    int L = c->s->lanes;
+    for (int r = 0; r < nr; r++)
+        for (int64_t v = 0; v * L < wl; v++) {
+            int lv = kir_new_var(k);
+            kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), lw_i64c(k, wl - v * L < L ? wl - v * L : L), KIR_VECTOR, L);
+            if (!l || !kir_store(k, &l->body, acc, (kir_expr *[]){lw_i64c(k, ar + r), lw_iaddc(k, kir_var(k, lv), v * L)},
+                                 kir_const_f(k, IR_F32, 0)))
+                return -1;
+        }
+    return 0;
+}
+
+/* acc's rows [ar, ar + nr), columns [0, wl), += the pairs of k [kp0, kp1)
+ * of A's flat rows row[r] times packed B's columns [co, co + wl) of the
+ * panel that starts at column j0p and is pw wide: one dpbf16_pairs per
+ * row and pair, on A's pair read in place (adjacent in its row) and the
+ * panel's wl pairs (contiguous). */
+static int pairs_dot(lctx *c, const mm_geo *g, kir_block *b, int acc, int64_t ar, kir_expr *const *row, int nr,
+                     kir_expr *j0p, int64_t pw, kir_expr *co, int64_t wl, int64_t kp0, int64_t kp1)
+{
+    kir_kernel *k = c->k;
+    int kv = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, kp0), lw_i64c(k, kp1), KIR_SERIAL, 0);
+    if (!lk)
+        return -1;
+    kir_expr *k2 = lw_imulc(k, kir_var(k, kv), 2);
+    kir_expr *boff = kir_iadd(k, kir_iadd(k, lw_imulc(k, j0p, g->kd.v), lw_imulc(k, kir_var(k, kv), 2 * pw)),
+                              lw_imulc(k, co, 2));
+    ir_type bt = *g->ta;
+    bt.rank--; /* A's dims but K: the flat row's index */
+    for (int r = 0; r < nr; r++) {
+        kir_expr *ai[IR_MAX_RANK];
+        lower_unflatten(c, &bt, row[r], ai);
+        ai[bt.rank] = k2;
+        kir_iarg args[3] = {
+            {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, ar + r), lw_i64c(k, 0)}},
+            {.buf = c->buf[0], .nidx = g->ta->rank, .idx = ai},
+            {.buf = g->pbuf, .nidx = 1, .idx = (kir_expr *[]){boff}},
+        };
+        if (!kir_intrinsic(k, &lk->body, KIR_IN_DPBF16_PAIRS, (int)wl, args))
+            return -1;
+    }
+    return 0;
+}
+
+/* The output's flat row `row`, columns j0 + [0, wl): the epilogue (Gemm's
+ * alpha, beta and C; the fused group) of acc's row ar. */
+static int pairs_out(lctx *c, const mm_geo *g, kir_block *b, int acc, kir_expr *ar, kir_expr *row, kir_expr *j0,
+                     int64_t wl)
+{
+    kir_kernel *k = c->k;
+    int L = c->s->lanes;
+    int64_t M = g->m.v;
+    for (int64_t v = 0; v * L < wl; v++) {
+        int lv = kir_new_var(k);
+        kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), lw_i64c(k, wl - v * L < L ? wl - v * L : L), KIR_VECTOR, L);
+        if (!l)
+            return -1;
+        kir_expr *jj = lw_iaddc(k, kir_var(k, lv), v * L);
+        kir_expr *y = kir_load(k, acc, (kir_expr *[]){ar, jj});
+        kir_expr *col = kir_iadd(k, j0, jj), *bat[IR_MAX_RANK], *oi[IR_MAX_RANK];
+        /* the output's batch dims, then M: row = bat * M + m */
+        kir_expr *m = lw_iremc(k, row, M), *bflat = lw_idivc(k, row, M);
+        if (g->nbatch > 0) {
+            ir_type ob = *g->to;
+            ob.rank = g->nbatch;
+            lower_unflatten(c, &ob, bflat, bat);
+        }
+        out_idx(g, bat, m, col, oi);
+        kir_expr *fin = lower_epi(c, epilogue(c, g, y, m, col), oi);
+        if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, fin))) /* bf16 under a bf16 root */
+            return -1;
+    }
+    return 0;
+}
+
+/* nr rows of register tile (pairs_zero, pairs_dot over all of K,
+ * pairs_out) in acc's rows [0, nr): the output rows row[r], its columns
+ * jo + [0, wl) from packed B's columns [co, co + wl) of the panel at j0p,
+ * pw wide. */
+static int pairs_tile(lctx *c, const mm_geo *g, kir_block *b, int acc, kir_expr *const *row, int nr, kir_expr *j0p,
+                      int64_t pw, kir_expr *co, kir_expr *jo, int64_t wl)
+{
+    if (pairs_zero(c, b, acc, 0, nr, wl) < 0 || pairs_dot(c, g, b, acc, 0, row, nr, j0p, pw, co, wl, 0, g->kd.v / 2) < 0)
+        return -1;
+    for (int r = 0; r < nr; r++)
+        if (pairs_out(c, g, b, acc, lw_i64c(c->k, r), row[r], jo, wl) < 0)
+            return -1;
+    return 0;
+}
+
+/* The rows of a pair tile over wl columns: the tile's accumulators
+ * (tile_rows x tile_vecs registers) spread over the vectors of a row, at
+ * most `most`. */
+static int pairs_rows(const lctx *c, int64_t wl, int most)
+{
+    int L = c->s->lanes, R = c->s->tile_rows * c->s->tile_vecs / (int)((wl + L - 1) / L);
+    return R < 1 ? 1 : R > most ? most : R;
+}
+
+/* Parallel chunks of nb row blocks x nq column panels (+ a tail panel, a
+ * column chunk of its own): row chunks of mc blocks and column chunks of
+ * nc panels, split further until there are min_chunks of them. *mcb
+ * blocks and *ncp panels per chunk, *nrc x (*ncf + tail) chunks. */
+static void pairs_chunks(const cg_schedule *s, int64_t nb, int64_t nq, bool tail, int64_t mc, int64_t nc,
+                         int64_t *nrc, int64_t *ncf, int64_t *mcb, int64_t *ncp)
+{
+    int64_t r = (nb + mc - 1) / mc, f = nq ? (nq + nc - 1) / nc : 0;
+    while (r * (f + tail) < s->min_chunks && (r < nb || f < nq)) {
+        if (f < nq && (r >= nb || nq * r >= nb * f))
+            f++;
+        else
+            r++;
+    }
+    *mcb = (nb + r - 1) / r;
+    *ncp = f ? (nq + f - 1) / f : 1;
+    *nrc = (nb + *mcb - 1) / *mcb;
+    *ncf = *ncp ? (nq + *ncp - 1) / *ncp : 0;
+}
+
 /* The pair kernel: the output's rows flattened (A's batch dims and M
  * against the one B), parallel over chunks of row blocks x column panels
  * of B's packing width W. Per panel and block of R rows, R x W f32 sums in
- * thread scratch (registers: every access at a constant offset) and per
- * pair of k one dpbf16_pairs per row, on A's pair read in place (adjacent
- * in its row) and the panel's W pairs (contiguous). The last panel, N mod
- * W wide, is a column chunk of its own. The epilogue (Gemm's alpha, beta
- * and C; the fused group) reads the sums. */
+ * thread scratch (registers: every access at a constant offset), the
+ * pieces above. The last panel, N mod W wide, is a column chunk of its
+ * own. */
 static int lower_pairs(lctx *c, const mm_geo *g)
 {
     kir_kernel *k = c->k;
-    int64_t K = g->kd.v, N = g->n.v, W = g->pw, M = g->m.v, rows = 1;
+    int64_t N = g->n.v, W = g->pw, rows = 1;
     for (int d = 0; d < g->ta->rank - 1; d++)
         rows *= g->ta->dims[d].v;
-    int L = c->s->lanes, R = c->s->tile_rows * c->s->tile_vecs / (int)((W + L - 1) / L);
-    R = R < 1 ? 1 : R > 8 ? 8 : R;
+    int R = pairs_rows(c, W, 8);
     if (rows < R)
         R = (int)rows;
-    int64_t nb = (rows + R - 1) / R, nfull = N / W, tail = N % W;
-    /* chunks: row blocks of tile_mc_blocks, panels of tile_nc_panels, split
-     * further until there are min_chunks of them */
-    int64_t nrc = (nb + c->s->tile_mc_blocks - 1) / c->s->tile_mc_blocks;
-    int64_t ncf = nfull ? (nfull + c->s->tile_nc_panels - 1) / c->s->tile_nc_panels : 0;
-    while (nrc * (ncf + (tail > 0)) < c->s->min_chunks && (nrc < nb || ncf < nfull)) {
-        if (ncf < nfull && (nrc >= nb || nfull * nrc >= nb * ncf))
-            ncf++;
-        else
-            nrc++;
-    }
-    int64_t mcb = (nb + nrc - 1) / nrc, ncp = ncf ? (nfull + ncf - 1) / ncf : 1;
-    nrc = (nb + mcb - 1) / mcb;
-    ncf = ncp ? (nfull + ncp - 1) / ncp : 0;
+    int64_t nb = (rows + R - 1) / R, nfull = N / W, tail = N % W, nrc, ncf, mcb, ncp;
+    pairs_chunks(c->s, nb, nfull, tail > 0, c->s->tile_mc_blocks, c->s->tile_nc_panels, &nrc, &ncf, &mcb, &ncp);
     int64_t ncc = ncf + (tail > 0);
     int acc = kir_add_scratch(k, "pacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){R, W});
     if (acc < 0)
@@ -537,13 +648,10 @@ static int lower_pairs(lctx *c, const mm_geo *g)
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
     if (!lp)
         return -1;
-    kir_expr *p = kir_var(k, pv);
     kir_expr *rc, *cc;
-    lw_chunk_at(k, p, nrc, ncc, N > rows, &rc, &cc);   /* B [K, N] larger than A [rows, K] */
+    lw_chunk_at(k, kir_var(k, pv), nrc, ncc, N > rows, &rc, &cc);   /* B [K, N] larger than A [rows, K] */
     kir_expr *rb0 = lw_imulc(k, rc, mcb);
     kir_expr *rb1 = lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb));
-    ir_type bt = *g->ta;
-    bt.rank--; /* A's dims but K: the flat row's index */
     for (int part = 0; part < 2; part++) {
         /* part 0: the chunk's full panels; part 1: the tail panel */
         int64_t wp = part ? tail : W;
@@ -553,69 +661,172 @@ static int lower_pairs(lctx *c, const mm_geo *g)
                                                  : kir_op2(k, KIR_LT, IR_BOOL, cc, lw_i64c(k, ncf)));
         if (!br)
             return -1;
-        int qv = kir_new_var(k), rbv = kir_new_var(k), kv = kir_new_var(k);
+        int qv = kir_new_var(k), rbv = kir_new_var(k);
         kir_expr *q0 = part ? lw_i64c(k, nfull) : lw_imulc(k, cc, ncp);
         kir_expr *q1 = part ? lw_i64c(k, nfull + 1) : lw_imin(k, lw_i64c(k, nfull), lw_iaddc(k, q0, ncp));
         kir_stmt *lq = kir_for(k, &br->body, qv, q0, q1, KIR_SERIAL, 0);
         kir_stmt *lr = lq ? kir_for(k, &lq->body, rbv, rb0, rb1, KIR_SERIAL, 0) : NULL;
         if (!lr)
             return -1;
-        kir_block *tb = &lr->body;
-        kir_expr *j0 = lw_imulc(k, kir_var(k, qv), W);
-        kir_expr *row[8], *ai[8][IR_MAX_RANK];
-        for (int r = 0; r < R; r++) {
-            row[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, rbv), R), r), lw_i64c(k, rows - 1));
-            for (int v = 0; v * L < wp; v++) {
-                int lv = kir_new_var(k);
-                kir_stmt *l = kir_for(k, tb, lv, lw_i64c(k, 0), lw_i64c(k, L), KIR_VECTOR, L);
-                if (!l || !kir_store(k, &l->body, acc, (kir_expr *[]){lw_i64c(k, r), lw_iaddc(k, kir_var(k, lv), (int64_t)v * L)},
-                                     kir_const_f(k, IR_F32, 0)))
-                    return -1;
-            }
-        }
-        kir_stmt *lk = kir_for(k, tb, kv, lw_i64c(k, 0), lw_i64c(k, K / 2), KIR_SERIAL, 0);
-        if (!lk)
-            return -1;
-        kir_expr *k2 = lw_imulc(k, kir_var(k, kv), 2);
-        kir_expr *boff = kir_iadd(k, lw_imulc(k, j0, K), lw_imulc(k, kir_var(k, kv), 2 * wp));
-        for (int r = 0; r < R; r++) {
-            kir_expr *flat[IR_MAX_RANK];
-            lower_unflatten(c, &bt, row[r], flat);
-            for (int d = 0; d < bt.rank; d++)
-                ai[r][d] = flat[d];
-            ai[r][bt.rank] = k2;
-            kir_iarg args[3] = {
-                {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, 0)}},
-                {.buf = c->buf[0], .nidx = g->ta->rank, .idx = ai[r]},
-                {.buf = g->pbuf, .nidx = 1, .idx = (kir_expr *[]){boff}},
-            };
-            if (!kir_intrinsic(k, &lk->body, KIR_IN_DPBF16_PAIRS, (int)wp, args))
-                return -1;
-        }
+        kir_expr *j0 = lw_imulc(k, kir_var(k, qv), W), *row[8];
         for (int r = 0; r < R; r++)
-            for (int v = 0; v * L < wp; v++) {
-                int lv = kir_new_var(k);
-                int64_t hi = wp - (int64_t)v * L < L ? wp - (int64_t)v * L : L;
-                kir_stmt *l = kir_for(k, tb, lv, lw_i64c(k, 0), lw_i64c(k, hi), KIR_VECTOR, L);
-                if (!l)
-                    return -1;
-                kir_expr *jj = lw_iaddc(k, kir_var(k, lv), (int64_t)v * L);
-                kir_expr *y = kir_load(k, acc, (kir_expr *[]){lw_i64c(k, r), jj});
-                kir_expr *col = kir_iadd(k, j0, jj), *bat[IR_MAX_RANK], *oi[IR_MAX_RANK];
-                /* the output's batch dims, then M: row = bat * M + m */
-                kir_expr *m = lw_iremc(k, row[r], M), *bflat = lw_idivc(k, row[r], M);
-                if (g->nbatch > 0) {
-                    ir_type ob = *g->to;
-                    ob.rank = g->nbatch;
-                    lower_unflatten(c, &ob, bflat, bat);
-                }
-                out_idx(g, bat, m, col, oi);
-                kir_expr *fin = lower_epi(c, epilogue(c, g, y, m, col), oi);
-                if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, fin))) /* bf16 under a bf16 root */
-                    return -1;
-            }
+            row[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, rbv), R), r), lw_i64c(k, rows - 1));
+        if (pairs_tile(c, g, &lr->body, acc, row, R, j0, wp, lw_i64c(k, 0), j0, wp) < 0)
+            return -1;
     }
     return 0;
+}
+
+/* ---- bf16 x bf16 on AMX tiles ------------------------------------------ */
+
+enum { AMX_MB = 32, AMX_NB = 32 };   /* a block: 2 x 2 tiles of 16 x 16 f32 sums */
+
+/* A's buffer as the [rows, K] matrix the tiles read (itself when 2-D; a
+ * view of an input, weight or arena buffer otherwise; -1 for a scratch
+ * of more dims, which has no address of its own to view). */
+static int amx_a_view(lctx *c, const mm_geo *g, int64_t rows)
+{
+    const kir_buf *b = &c->k->bufs[c->buf[0]];
+    if (b->rank == 2)
+        return c->buf[0];
+    if (b->kind == KIR_BUF_SCRATCH)
+        return -1;
+    ir_type t = {.dtype = b->dtype, .rank = 2, .dims = {ir_dim_const(rows), g->kd}};
+    return kir_add_buf(c->k, b->name, b->kind, &t, b->index, b->offset);
+}
+
+/* Whether the AMX kernel runs n: the pair kernel's operands on a target
+ * with AMX-BF16, a full block of rows, K of a tile's 32 at least and B's
+ * panels whole blocks of columns. */
+static bool amx_ok(lctx *c, const mm_geo *g, int64_t rows)
+{
+    return c->s->amx_bf16 && rows >= AMX_MB && g->kd.v >= 32 && g->pw % AMX_NB == 0 && g->n.v >= g->pw &&
+           (c->k->bufs[c->buf[0]].rank == 2 || c->k->bufs[c->buf[0]].kind != KIR_BUF_SCRATCH);
+}
+
+/* One 32 x 32 block of sums in tiles: rows r0 + [0, 32) of A (the view
+ * av) times the pair rows of B (the view bv, [panels x K/2, 2W]) from bq
+ * on, columns co + [0, 32) of the panel; tiles 0..3 the sums (0, 1 the
+ * top rows, left and right), 4, 5 A's rows and 6, 7 B's columns, per 32
+ * k 4 loads and 4 tdpbf16ps; the sums stored to acc [32, 32]. */
+static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int acc, kir_expr *r0, kir_expr *bq,
+                     kir_expr *co)
+{
+    kir_kernel *k = c->k;
+    for (int t = 0; t < 4; t++)
+        if (!kir_intrinsic(k, b, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{.buf = -1, .tile = t}}))
+            return -1;
+    int kv = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, g->kd.v / 32), KIR_SERIAL, 0);
+    if (!lk)
+        return -1;
+    kir_expr *ka = lw_imulc(k, kir_var(k, kv), 32), *kb = kir_iadd(k, bq, lw_imulc(k, kir_var(k, kv), 16));
+    kir_expr *cb = lw_imulc(k, co, 2);
+    kir_expr *win[4][2] = {{r0, ka}, {lw_iaddc(k, r0, 16), ka}, {kb, cb}, {kb, lw_iaddc(k, cb, 32)}};
+    for (int t = 0; t < 4; t++) {
+        kir_iarg a[2] = {{.buf = -1, .tile = 4 + t}, {.buf = t < 2 ? av : bv, .nidx = 2, .idx = win[t]}};
+        if (!kir_intrinsic(k, &lk->body, KIR_IN_AMX_LOAD, 0, a))
+            return -1;
+    }
+    for (int t = 0; t < 4; t++) {
+        kir_iarg a[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
+        if (!kir_intrinsic(k, &lk->body, KIR_IN_AMX_DPBF16PS, 0, a))
+            return -1;
+    }
+    for (int t = 0; t < 4; t++) {
+        kir_iarg a[2] = {{.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, t / 2 * 16), lw_i64c(k, t % 2 * 16)}},
+                         {.buf = -1, .tile = t}};
+        if (!kir_intrinsic(k, b, KIR_IN_AMX_STORE, 0, a))
+            return -1;
+    }
+    return 0;
+}
+
+/* The AMX kernel: as the pair kernel, but blocks of 32 rows x 32 columns
+ * of a full panel run on tiles (amx_block), each thread's chunk between
+ * amx_config and amx_release. K mod 32 (its pairs), the rows past the
+ * last full block and the tail panel run on dpbf16_pairs. Chunks of 4
+ * row blocks (A's rows, 64 K bytes each, stay in L2) x 8 column blocks
+ * (B's, read by each row block in turn). */
+static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
+{
+    kir_kernel *k = c->k;
+    int64_t K = g->kd.v, N = g->n.v, W = g->pw;
+    int64_t nb = (rows + AMX_MB - 1) / AMX_MB, nbf = rows / AMX_MB, rem = rows % AMX_MB;
+    int64_t nfull = N / W, tail = N % W, per = W / AMX_NB, nq = nfull * per, nrc, ncf, mcb, ncp;
+    pairs_chunks(c->s, nb, nq, tail > 0, 4, 8, &nrc, &ncf, &mcb, &ncp);
+    int64_t ncc = ncf + (tail > 0);
+    int av = amx_a_view(c, g, rows);
+    ir_type bt = {.dtype = IR_BF16, .rank = 2, .dims = {ir_dim_const(nfull * K / 2), ir_dim_const(2 * W)}};
+    const kir_buf *pb = &k->bufs[g->pbuf];
+    int bv = av < 0 ? -1 : kir_add_buf(k, pb->name, pb->kind, &bt, pb->index, pb->offset);
+    int tacc = kir_add_scratch(k, "tacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){AMX_MB, AMX_NB});
+    int Rq = pairs_rows(c, AMX_NB, 8), Rt = tail ? pairs_rows(c, tail, 8) : 1, Rp = Rq > Rt ? Rq : Rt;
+    int pacc = kir_add_scratch(k, "pacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){Rp, W});
+    int pv = kir_new_var(k);
+    kir_stmt *lp = bv < 0 || tacc < 0 || pacc < 0 ? NULL
+                 : kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *rc, *cc;
+    lw_chunk_at(k, kir_var(k, pv), nrc, ncc, N > rows, &rc, &cc);
+    kir_expr *rb0 = lw_imulc(k, rc, mcb);
+    kir_expr *rb1 = lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb));
+    if (!kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
+        return -1;
+    for (int part = 0; part < 2; part++) {
+        /* part 0: the chunk's column blocks of full panels; part 1: the tail panel */
+        if ((part && !tail) || (!part && !ncf))
+            continue;
+        kir_stmt *br = kir_if(k, &lp->body, part ? kir_op2(k, KIR_EQ, IR_BOOL, cc, lw_i64c(k, ncf))
+                                                 : kir_op2(k, KIR_LT, IR_BOOL, cc, lw_i64c(k, ncf)));
+        if (!br)
+            return -1;
+        int qv = kir_new_var(k), rbv = kir_new_var(k);
+        kir_expr *q0 = part ? lw_i64c(k, 0) : lw_imulc(k, cc, ncp);
+        kir_expr *q1 = part ? lw_i64c(k, 1) : lw_imin(k, lw_i64c(k, nq), lw_iaddc(k, q0, ncp));
+        kir_stmt *lq = kir_for(k, &br->body, qv, q0, q1, KIR_SERIAL, 0);
+        kir_stmt *lr = lq ? kir_for(k, &lq->body, rbv, rb0, rb1, KIR_SERIAL, 0) : NULL;
+        if (!lr)
+            return -1;
+        kir_expr *q = kir_var(k, qv), *rb = kir_var(k, rbv), *r0 = lw_imulc(k, rb, AMX_MB), *row[8];
+        if (part) { /* the tail panel: every block's rows, Rt at a time (past the last, the last again) */
+            kir_expr *j0 = lw_i64c(k, nfull * W);
+            for (int64_t r = 0; r < AMX_MB; r += Rt) {
+                for (int i = 0; i < Rt; i++)
+                    row[i] = lw_imin(k, lw_iaddc(k, r0, r + i), lw_i64c(k, rows - 1));
+                if (pairs_tile(c, g, &lr->body, pacc, row, Rt, j0, tail, lw_i64c(k, 0), j0, tail) < 0)
+                    return -1;
+            }
+            continue;
+        }
+        kir_expr *j0p = lw_imulc(k, lw_idivc(k, q, per), W), *co = lw_imulc(k, lw_iremc(k, q, per), AMX_NB);
+        kir_expr *jo = lw_imulc(k, q, AMX_NB);
+        kir_stmt *full = kir_if(k, &lr->body, kir_op2(k, KIR_LT, IR_BOOL, rb, lw_i64c(k, nbf)));
+        if (!full)
+            return -1;
+        if (amx_block(c, g, &full->body, av, bv, tacc, r0, lw_imulc(k, lw_idivc(k, q, per), K / 2), co) < 0)
+            return -1;
+        int64_t kt = K / 32 * 16;   /* the pairs past the tiles' */
+        kir_expr *all[AMX_MB];
+        for (int i = 0; i < AMX_MB; i++)
+            all[i] = lw_iaddc(k, r0, i);
+        if (kt < K / 2 && pairs_dot(c, g, &full->body, tacc, 0, all, AMX_MB, j0p, W, co, AMX_NB, kt, K / 2) < 0)
+            return -1;
+        int ov = kir_new_var(k);
+        kir_stmt *lo = kir_for(k, &full->body, ov, lw_i64c(k, 0), lw_i64c(k, AMX_MB), KIR_SERIAL, 0);
+        if (!lo || pairs_out(c, g, &lo->body, tacc, kir_var(k, ov), kir_iadd(k, r0, kir_var(k, ov)), jo, AMX_NB) < 0)
+            return -1;
+        /* the rows past the last full block (rb = nbf), Rq at a time */
+        for (int64_t r = 0; r < rem; r += Rq) {
+            int nr = (int)(rem - r < Rq ? rem - r : Rq);
+            for (int i = 0; i < nr; i++)
+                row[i] = lw_i64c(k, nbf * AMX_MB + r + i);
+            if (pairs_tile(c, g, &full->orelse, pacc, row, nr, j0p, W, co, jo, AMX_NB) < 0)
+                return -1;
+        }
+    }
+    return kir_intrinsic(k, &lp->body, KIR_IN_AMX_RELEASE, 0, NULL) ? 0 : -1;
 }
 
 int lower_matmul(lctx *c)
@@ -625,8 +836,12 @@ int lower_matmul(lctx *c)
     if (packed_view(c, &g) < 0)
         return -1;
     ir_dtype dt = g.ta->dtype;
-    if (pairs_ok(c, &g))
-        return lower_pairs(c, &g);
+    if (pairs_ok(c, &g)) {
+        int64_t rows = 1;
+        for (int d = 0; d < g.ta->rank - 1; d++)
+            rows *= g.ta->dims[d].v;
+        return amx_ok(c, &g, rows) ? lower_amx(c, &g, rows) : lower_pairs(c, &g);
+    }
     /* constant sizes, but for M, which may be a symbol (rows of a batch) */
     bool consts = ir_dim_is_const(g.n) && ir_dim_is_const(g.kd) && (ir_dim_is_const(g.m) || g.m.sym > 0);
     for (int d = 0; d < g.nbatch; d++)

@@ -12,6 +12,11 @@ tail panel, a tail row block, batch dims, Gemm's transB, alpha/beta and C):
   - on a host whose /proc/cpuinfo has avx512_bf16 the compiled kernels are the
     pair kernel (dpbf16_pairs in --emit=kernels); elsewhere they are not (the
     f32 kernels widen both operands) and the results still match;
+  - on a host that also has amx_bf16, products of 32 rows or more (batch dims
+    and M together), K >= 32 and a whole panel of 64 columns run their blocks
+    of 32 x 32 on AMX tiles (amx_dpbf16ps in --emit=kernels; the pair kernel
+    still takes K mod 32, the rows past the last block and the tail panel, so
+    where there are none it is absent), and no other product does;
   - compiled for -march=x86-64-v3 (AVX2, no vdpbf16ps: runs on every host CI
     uses) the kernels are never the pair kernel, and the results match too;
   - the IR packed in pairs for -march=znver4, compiled for x86-64-v3 (the f32
@@ -78,12 +83,20 @@ CASES = [
     # rows for several row chunks and whole panels: the product an activation B would be
     # packed at run time for (pack-b's run_packable), which must leave a narrow weight alone
     ("row_chunks_whole_panels", dict(m=128, k=256, n=256)),
+    # AMX's edges: K mod 32 (the pairs after the tiles'), rows past the last block of 32,
+    # a tail panel, blocks over batch dims (A seen as [rows, K]), Gemm's alpha, beta and C
+    ("amx_k_tail", dict(m=64, k=784, n=128)),
+    ("amx_rows_k_tail", dict(m=45, k=40, n=192)),
+    ("amx_batch_tail", dict(m=20, k=64, n=136, batch=(3,))),
+    ("amx_gemm", dict(m=70, k=96, n=128, gemm=dict(alpha=0.5, beta=2.0))),
 ]
 
 
 def check(icc, tmp, name, kw):
     """One case (icc_run.run_cases): the checks that failed."""
     pairs = cpu_has("avx512_bf16")
+    rows = kw["m"] * int(np.prod(kw.get("batch") or (1,)))
+    tiles = pairs and cpu_has("amx_bf16") and rows >= 32 and kw["k"] >= 32 and kw["n"] >= 64
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
     x = model(path, RNG, **kw)
@@ -97,10 +110,11 @@ def check(icc, tmp, name, kw):
         got = got.astype(np.float64)
         rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
         has = "dpbf16_pairs" in kern
-        ok = rel <= REL and has == expect
-        print("%s %-22s %-9s %s: pair kernel %s; vs the interpreter's bf16 graph %.2g" % (
+        amx = "amx_dpbf16ps" in kern
+        ok = rel <= REL and (has or amx) == expect and amx == (tiles and not march)
+        print("%s %-22s %-9s %s: pair kernel %s, AMX %s; vs the interpreter's bf16 graph %.2g" % (
             "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in x.shape),
-            "yes" if has else "no", rel), flush=True)
+            "yes" if has else "no", "yes" if amx else "no", rel), flush=True)
         failed += not ok
     # the weights packed in pairs for -march=znver4 (IR only), then compiled for
     # x86-64-v3: the f32 kernels read the pair packing without vdpbf16ps
