@@ -632,6 +632,9 @@ static int vintrin(vctx *c, const kir_stmt *s)
     if (s->nargs != intrins[s->intrin].nargs)
         return ir_errorf(c->d, "kernel '%s': intrinsic %s takes %d operands, not %d", kn, nm,
                          intrins[s->intrin].nargs, s->nargs);
+    if (s->intrin == KIR_IN_AMX_CONFIG && (s->lanes < 0 || s->lanes > 64 || s->lanes % 4))
+        return ir_errorf(c->d, "kernel '%s': amx_config(%d): the operand tiles' depth must be 0 (64) or 4..64 "
+                         "bytes, a multiple of 4", kn, s->lanes);
     for (int i = 0; i < s->nargs; i++) {
         const intrin_arg *want = &intrins[s->intrin].args[i];
         const kir_iarg *a = &s->args[i];
@@ -916,8 +919,10 @@ static void pexpr(out *o, const kir_expr *e)
 }
 
 /* Whether the intrinsic's operands are spans of `lanes` elements. */
-static bool has_lanes(kir_intrin id)
+static bool has_lanes(kir_intrin id, int lanes)
 {
+    if (id == KIR_IN_AMX_CONFIG)   /* its operand tiles' depth, when not the default */
+        return lanes != 0;
     for (int i = 0; (unsigned)id < KIR_INTRIN_COUNT && i < intrins[id].nargs; i++)
         if (intrins[id].args[i].kind == ARG_MEMW || intrins[id].args[i].kind == ARG_MEMR)
             return true;
@@ -988,7 +993,7 @@ static void pblock(out *o, const kir_block *b, int ind)
             break;
         case KIR_S_INTRINSIC:
             put(o, "%s", kir_intrin_name(s->intrin));
-            if (has_lanes(s->intrin))
+            if (has_lanes(s->intrin, s->lanes))
                 put(o, "(%d)", s->lanes);
             for (int j = 0; j < s->nargs; j++) {
                 put(o, j ? ", " : " ");

@@ -11,6 +11,7 @@
  * (emit.c: SSA values, and nothing). See docs/kernel-ir.md. */
 #include "codegen/llvm/emit_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Per kernel, the stack scratch of one call: the worker threads' stacks
@@ -613,23 +614,28 @@ static int emit_transpose(em *e, const kir_stmt *s)
 
 /* ---- AMX tiles ------------------------------------------------------------- */
 
-/* The tile configuration amx_config loads: palette 1, tiles 0..7 each 16
- * rows of 64 bytes (colsb: 16-bit, from byte 16; rows: bytes 48..63), the
- * others unused. A private constant of the module, 64-byte aligned. */
-static LLVMValueRef amx_config_global(em *e)
+/* The tile configuration amx_config(d) loads: palette 1, tiles 0..3 16
+ * rows of 64 bytes, 4 and 5 16 rows of d bytes, 6 and 7 d/4 rows of 64
+ * (d = 0: 64), the others unused (colsb: 16-bit, from byte 16; rows:
+ * bytes 48..63). A private constant of the module per d, 64-byte
+ * aligned. */
+static LLVMValueRef amx_config_global(em *e, int d)
 {
-    static const char name[] = "icc.amx.config";
+    d = d ? d : 64;
+    char name[32];
+    snprintf(name, sizeof name, "icc.amx.config.%d", d);
     LLVMValueRef g = LLVMGetNamedGlobal(e->m, name);
     if (g)
         return g;
-    LLVMValueRef bytes[64];
-    for (int i = 0; i < 64; i++) {
-        unsigned v = i == 0 ? 1 : (i >= 16 && i < 32 && i % 2 == 0 && (i - 16) / 2 < 8) ? 64
-                   : (i >= 48 && i < 56) ? 16 : 0;
-        bytes[i] = LLVMConstInt(e->i8, v, 0);
+    unsigned char cfg[64] = {1};
+    for (int t = 0; t < 8; t++) {
+        cfg[16 + 2 * t] = (unsigned char)(t == 4 || t == 5 ? d : 64);
+        cfg[48 + t] = (unsigned char)(t >= 6 ? d / 4 : 16);
     }
-    LLVMTypeRef at = LLVMArrayType2(e->i8, 64);
-    g = LLVMAddGlobal(e->m, at, name);
+    LLVMValueRef bytes[64];
+    for (int i = 0; i < 64; i++)
+        bytes[i] = LLVMConstInt(e->i8, cfg[i], 0);
+    g = LLVMAddGlobal(e->m, LLVMArrayType2(e->i8, 64), name);
     LLVMSetInitializer(g, LLVMConstArray2(e->i8, bytes, 64));
     LLVMSetGlobalConstant(g, 1);
     LLVMSetLinkage(g, LLVMPrivateLinkage);
@@ -654,7 +660,7 @@ static int emit_amx(em *e, const kir_stmt *s)
     switch (s->intrin) {
     case KIR_IN_AMX_CONFIG:
         name = "llvm.x86.ldtilecfg";
-        args[n++] = amx_config_global(e);
+        args[n++] = amx_config_global(e, s->lanes);
         break;
     case KIR_IN_AMX_RELEASE:
         name = "llvm.x86.tilerelease";

@@ -336,18 +336,18 @@ START_TEST(test_dot_intrinsics_asm)
 }
 END_TEST
 
-/* One product on tiles, c (16 x 16) = a (16 rows of 64 bytes) times b (16
+/* One product on tiles, c (16 x 16) = a (16 rows of d bytes) times b (d/4
  * rows of 64 bytes: pairs of bf16 or quads of i8 of k per column):
- * amx_config, amx_zero, two loads, the product into tile 1 (c's rows 16
- * apart in a [16, 32] buffer, so the window's pitch is the buffer's),
+ * amx_config(d), amx_zero, two loads, the product into tile 1 (c's rows
+ * 16 apart in a [16, 32] buffer, so the window's pitch is the buffer's),
  * the store, amx_release. */
-static kir_kernel *amx_kernel(const char *name, bool bf16)
+static kir_kernel *amx_kernel(const char *name, bool bf16, int d)
 {
     kir_kernel *k = kir_kernel_create(name, NULL);
     int c = buf(k, "c", KIR_BUF_OUTPUT, bf16 ? IR_F32 : IR_I32, 2, (int64_t[]){16, 32});
-    int a = buf(k, "a", KIR_BUF_INPUT, bf16 ? IR_BF16 : IR_I8, 2, (int64_t[]){16, bf16 ? 32 : 64});
-    int b = buf(k, "b", KIR_BUF_INPUT, bf16 ? IR_BF16 : IR_I8, 2, (int64_t[]){16, bf16 ? 32 : 64});
-    kir_intrinsic(k, &k->body, KIR_IN_AMX_CONFIG, 0, NULL);
+    int a = buf(k, "a", KIR_BUF_INPUT, bf16 ? IR_BF16 : IR_I8, 2, (int64_t[]){16, bf16 ? d / 2 : d});
+    int b = buf(k, "b", KIR_BUF_INPUT, bf16 ? IR_BF16 : IR_I8, 2, (int64_t[]){d / 4, bf16 ? 32 : 64});
+    kir_intrinsic(k, &k->body, KIR_IN_AMX_CONFIG, d == 64 ? 0 : d, NULL);
     kir_intrinsic(k, &k->body, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{-1, 0, NULL, 1}});
     kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 4}, {a, 2, IDX(I(0), I(0)), 0}});
     kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 6}, {b, 2, IDX(I(0), I(0)), 0}});
@@ -358,65 +358,82 @@ static kir_kernel *amx_kernel(const char *name, bool bf16)
     return k;
 }
 
-/* AMX on this machine where it has it (the products checked against
- * plain C: bf16 products are exact in f32 and the sums of 32 of them
- * small integers here, so exact in any order), refused where it has not;
- * and the instructions in the assembly for sapphirerapids. */
+/* Runs amx_kernel's bf16 and int8 products of depth d and checks them
+ * against plain C: bf16 products are exact in f32 and the sums of up to 32
+ * of them small integers here, so exact in any order. */
+static void check_amx(int d)
+{
+    char nb[16], ni[16];
+    snprintf(nb, sizeof nb, "amxb%d", d);
+    snprintf(ni, sizeof ni, "amxi%d", d);
+    uint16_t ab[16 * 32], bb[16 * 32];
+    int8_t ai[16 * 64], bi[16 * 64];
+    float cf[16 * 32];
+    int32_t ci[16 * 32];
+    for (int i = 0; i < 16 * 32; i++) {
+        ab[i] = (uint16_t)(0x3f80 + (rnd() % 8) * 0x80);   /* 1, 2, 4, ... 128 */
+        bb[i] = (uint16_t)((rnd() & 1) << 15 | (0x3f80 + (rnd() % 4) * 0x80));
+    }
+    for (int i = 0; i < 16 * 64; i++) {
+        ai[i] = (int8_t)(rnd() % 256 - 128);
+        bi[i] = (int8_t)(rnd() % 256 - 128);
+    }
+    memset(cf, 0, sizeof cf);
+    memset(ci, 0, sizeof ci);
+    void *fb[] = {cf, ab, bb}, *ib[] = {ci, ai, bi};
+    get(nb)(fb, NULL, 0, 1);
+    get(ni)(ib, NULL, 0, 1);
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < 16; n++) {
+            double wf = 0;
+            int32_t wi = 0;
+            for (int p = 0; p < d / 4; p++)
+                for (int j = 0; j < 2; j++) {
+                    uint32_t x = (uint32_t)ab[m * d / 2 + 2 * p + j] << 16, y = (uint32_t)bb[p * 32 + 2 * n + j] << 16;
+                    float fx, fy;
+                    memcpy(&fx, &x, 4);
+                    memcpy(&fy, &y, 4);
+                    wf += (double)fx * fy;
+                }
+            for (int p = 0; p < d / 4; p++)
+                for (int j = 0; j < 4; j++)
+                    wi += ai[m * d + 4 * p + j] * bi[p * 64 + 4 * n + j];
+            ck_assert_msg(cf[m * 32 + 16 + n] == (float)wf, "bf16 d %d [%d,%d]: %g, want %g", d, m, n,
+                          cf[m * 32 + 16 + n], wf);
+            ck_assert_msg(ci[m * 32 + 16 + n] == wi, "int8 d %d [%d,%d]: %d, want %d", d, m, n, ci[m * 32 + 16 + n], wi);
+            ck_assert(cf[m * 32 + n] == 0 && ci[m * 32 + n] == 0);   /* left of the window: untouched */
+        }
+}
+
+/* AMX on this machine where it has it (tiles of the default depth and of
+ * 32 bytes), refused where it has not; and the instructions in the
+ * assembly for sapphirerapids. */
 START_TEST(test_amx)
 {
     if (!cpu_has("amx_tile") || !cpu_has("amx_bf16") || !cpu_has("amx_int8")) {
-        emit_fails(amx_kernel("amxb", true), "intrinsic amx_config needs the target feature amx-tile");
+        emit_fails(amx_kernel("amxb", true, 64), "intrinsic amx_config needs the target feature amx-tile");
     } else {
-        emit(amx_kernel("amxb", true));
-        emit(amx_kernel("amxi", false));
+        emit(amx_kernel("amxb64", true, 64));
+        emit(amx_kernel("amxi64", false, 64));
+        emit(amx_kernel("amxb32", true, 32));
+        emit(amx_kernel("amxi32", false, 32));
         build();
         /* Linux hands out the tile state only on request (the runtime's
          * icc_cpu_enable does this when a library needs AMX) */
         ck_assert_int_eq(syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */), 0);
-        uint16_t ab[16 * 32], bb[16 * 32];
-        int8_t ai[16 * 64], bi[16 * 64];
-        float cf[16 * 32];
-        int32_t ci[16 * 32];
-        for (int i = 0; i < 16 * 32; i++) {
-            ab[i] = (uint16_t)(0x3f80 + (rnd() % 8) * 0x80);   /* 1, 2, 4, ... 128 */
-            bb[i] = (uint16_t)((rnd() & 1) << 15 | (0x3f80 + (rnd() % 4) * 0x80));
-        }
-        for (int i = 0; i < 16 * 64; i++) {
-            ai[i] = (int8_t)(rnd() % 256 - 128);
-            bi[i] = (int8_t)(rnd() % 256 - 128);
-        }
-        memset(cf, 0, sizeof cf);
-        memset(ci, 0, sizeof ci);
-        void *fb[] = {cf, ab, bb}, *ib[] = {ci, ai, bi};
-        get("amxb")(fb, NULL, 0, 1);
-        get("amxi")(ib, NULL, 0, 1);
-        for (int m = 0; m < 16; m++)
-            for (int n = 0; n < 16; n++) {
-                double wf = 0;
-                int32_t wi = 0;
-                for (int p = 0; p < 16; p++)
-                    for (int j = 0; j < 2; j++) {
-                        uint32_t x = (uint32_t)ab[m * 32 + 2 * p + j] << 16, y = (uint32_t)bb[p * 32 + 2 * n + j] << 16;
-                        float fx, fy;
-                        memcpy(&fx, &x, 4);
-                        memcpy(&fy, &y, 4);
-                        wf += (double)fx * fy;
-                    }
-                for (int p = 0; p < 16; p++)
-                    for (int j = 0; j < 4; j++)
-                        wi += ai[m * 64 + 4 * p + j] * bi[p * 64 + 4 * n + j];
-                ck_assert_msg(cf[m * 32 + 16 + n] == (float)wf, "bf16 [%d,%d]: %g, want %g", m, n, cf[m * 32 + 16 + n], wf);
-                ck_assert_msg(ci[m * 32 + 16 + n] == wi, "int8 [%d,%d]: %d, want %d", m, n, ci[m * 32 + 16 + n], wi);
-                ck_assert(cf[m * 32 + n] == 0 && ci[m * 32 + n] == 0);   /* left of the window: untouched */
-            }
+        check_amx(64);
+        check_amx(32);
     }
+    kir_kernel *bad = amx_kernel("bad", true, 64);
+    bad->body.s[0]->lanes = 30;
+    emit_fails(bad, "amx_config(30): the operand tiles' depth must be");
     cg_target *t;
     ck_assert_msg(cg_target_create("x86_64-pc-linux-gnu", "sapphirerapids", NULL, 2, &t, &diag) == 0, "%s", diag.msg);
     LLVMModuleRef m = LLVMModuleCreateWithNameInContext("asm", cx);
     cg_target_setup_module(t, m);
     LLVMValueRef fn;
     for (int i = 0; i < 2; i++) {
-        kir_kernel *k = amx_kernel(i ? "i" : "b", !i);
+        kir_kernel *k = amx_kernel(i ? "i" : "b", !i, 64);
         ck_assert_msg(cg_llvm_emit_kernel(t, m, k, &fn, &diag) == 0, "%s", diag.msg);
         kir_kernel_destroy(k);
     }
