@@ -632,9 +632,12 @@ static int vintrin(vctx *c, const kir_stmt *s)
     if (s->nargs != intrins[s->intrin].nargs)
         return ir_errorf(c->d, "kernel '%s': intrinsic %s takes %d operands, not %d", kn, nm,
                          intrins[s->intrin].nargs, s->nargs);
-    if (s->intrin == KIR_IN_AMX_CONFIG && (s->lanes < 0 || s->lanes > 64 || s->lanes % 4))
-        return ir_errorf(c->d, "kernel '%s': amx_config(%d): the operand tiles' depth must be 0 (64) or 4..64 "
-                         "bytes, a multiple of 4", kn, s->lanes);
+    if (s->intrin == KIR_IN_AMX_CONFIG) {
+        int depth = s->lanes & 0xff, rows = s->lanes >> 8;
+        if (s->lanes < 0 || depth > 64 || depth % 4 || rows > 16)
+            return ir_errorf(c->d, "kernel '%s': amx_config(%d, %d): the operand tiles' depth must be 0 (64) or 4..64 "
+                             "bytes, a multiple of 4, and the rows 0 (16) to 16", kn, depth, rows);
+    }
     for (int i = 0; i < s->nargs; i++) {
         const intrin_arg *want = &intrins[s->intrin].args[i];
         const kir_iarg *a = &s->args[i];
@@ -993,7 +996,9 @@ static void pblock(out *o, const kir_block *b, int ind)
             break;
         case KIR_S_INTRINSIC:
             put(o, "%s", kir_intrin_name(s->intrin));
-            if (has_lanes(s->intrin, s->lanes))
+            if (s->intrin == KIR_IN_AMX_CONFIG && s->lanes >> 8)
+                put(o, "(%d, %d)", s->lanes & 0xff, s->lanes >> 8);
+            else if (has_lanes(s->intrin, s->lanes))
                 put(o, "(%d)", s->lanes);
             for (int j = 0; j < s->nargs; j++) {
                 put(o, j ? ", " : " ");

@@ -73,6 +73,7 @@ typedef struct cg_schedule {
     int conv_vtile;            /* vector-loop schedule: plane positions per tile */
     /* INT8 contractions (codegen/lower/qgemm.c) */
     bool int8_quads;           /* MatMulInteger steps 4 k by vpdpbusd (VNNI), else 2 by vpmaddwd */
+    bool amx_int8;             /* ... and with AMX-INT8, the quad kernels' blocks on tiles (tdpbusd) */
     /* bf16 contractions (codegen/lower/matmul.c, lower_pairs) */
     bool bf16_pairs;           /* MatMul/Gemm of two bf16 operands steps 2 k by vdpbf16ps */
     bool amx_bf16;             /* ... and with AMX-BF16, its blocks of 32 x 32 on four tiles (lower_amx) */

@@ -614,23 +614,23 @@ static int emit_transpose(em *e, const kir_stmt *s)
 
 /* ---- AMX tiles ------------------------------------------------------------- */
 
-/* The tile configuration amx_config(d) loads: palette 1, tiles 0..3 16
- * rows of 64 bytes, 4 and 5 16 rows of d bytes, 6 and 7 d/4 rows of 64
- * (d = 0: 64), the others unused (colsb: 16-bit, from byte 16; rows:
- * bytes 48..63). A private constant of the module per d, 64-byte
- * aligned. */
-static LLVMValueRef amx_config_global(em *e, int d)
+/* The tile configuration amx_config(d, r) loads (lanes = d | r << 8):
+ * palette 1, tiles 0..3 r rows of 64 bytes, 4 and 5 r rows of d bytes, 6
+ * and 7 d/4 rows of 64 (d = 0: 64, r = 0: 16), the others unused (colsb:
+ * 16-bit, from byte 16; rows: bytes 48..63). A private constant of the
+ * module per shape, 64-byte aligned. */
+static LLVMValueRef amx_config_global(em *e, int lanes)
 {
-    d = d ? d : 64;
-    char name[32];
-    snprintf(name, sizeof name, "icc.amx.config.%d", d);
+    int d = lanes & 0xff ? lanes & 0xff : 64, r = lanes >> 8 ? lanes >> 8 : 16;
+    char name[40];
+    snprintf(name, sizeof name, "icc.amx.config.%dx%d", d, r);
     LLVMValueRef g = LLVMGetNamedGlobal(e->m, name);
     if (g)
         return g;
     unsigned char cfg[64] = {1};
     for (int t = 0; t < 8; t++) {
         cfg[16 + 2 * t] = (unsigned char)(t == 4 || t == 5 ? d : 64);
-        cfg[48 + t] = (unsigned char)(t >= 6 ? d / 4 : 16);
+        cfg[48 + t] = (unsigned char)(t >= 6 ? d / 4 : r);
     }
     LLVMValueRef bytes[64];
     for (int i = 0; i < 64; i++)
@@ -671,7 +671,9 @@ static int emit_amx(em *e, const kir_stmt *s)
         break;
     case KIR_IN_AMX_DPBF16PS:
     case KIR_IN_AMX_DPBSSD:
-        name = s->intrin == KIR_IN_AMX_DPBF16PS ? "llvm.x86.tdpbf16ps" : "llvm.x86.tdpbssd";
+    case KIR_IN_AMX_DPBUSD:
+        name = s->intrin == KIR_IN_AMX_DPBF16PS ? "llvm.x86.tdpbf16ps"
+             : s->intrin == KIR_IN_AMX_DPBSSD   ? "llvm.x86.tdpbssd" : "llvm.x86.tdpbusd";
         for (int i = 0; i < 3; i++)
             args[n++] = LLVMConstInt(e->i8, (unsigned)s->args[i].tile, 0);
         break;
@@ -727,6 +729,7 @@ int em_intrinsic(em *e, const kir_stmt *s)
     case KIR_IN_AMX_STORE:
     case KIR_IN_AMX_DPBF16PS:
     case KIR_IN_AMX_DPBSSD:
+    case KIR_IN_AMX_DPBUSD:
     case KIR_IN_AMX_RELEASE:
         return emit_amx(e, s);
     default:

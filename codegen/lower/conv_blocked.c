@@ -429,91 +429,120 @@ static int bc_lower_dots(lctx *c, bconv *g, int V, int R)
 
 /* ---- bf16 on AMX tiles ---------------------------------------------------- */
 
-/* The pair kernel's convolution on AMX tiles: a tile row is one output
- * pixel's CL input lanes (CL * 2 bytes: amx_config's depth), a tile 16
- * pixels a constant distance apart in X, and a tap's W (CL/2 rows of ML =
- * 16 pairs, 64 bytes each) the other operand as it lies. Pixels run
- * either over the extended plane (stride 1: pixel e = oh * W + ow, input
- * pixel e + kh*d*W + kw*d for every tap, the columns ow >= OW computed and
- * not stored) or, for other strides, along one output row (OW >= 16,
- * input pixels s apart). A trip is 2 output blocks x 2 tiles of 16
- * pixels (the last tiles moved back to end at the last pixel, so no tile
- * reads past X: their pixels are recomputed) on four sum tiles over the
- * whole reduction; the sums go through thread scratch to the epilogue. */
+/* The dot-product kernels' convolutions on AMX tiles, bf16 pairs on
+ * AMX-BF16 and u8 x i8 quads on AMX-INT8 (tdpbusd): a tile row is one
+ * output pixel's input lanes for g taps along W (g * CL values: adjacent
+ * in X when the taps are, dilation 1; their bytes amx_config's depth, at
+ * most 64), a tile R <= 16 pixels a constant distance apart in X, and the
+ * g taps' W (rows of ML = 16 pairs or quads, 64 bytes each, adjacent) the
+ * other operand as it lies. Pixels run either over the extended plane
+ * (stride 1: pixel e = oh * W + ow, input pixel e + kh*d*W + kw*d for
+ * every tap, the columns ow >= OW computed and not stored) or, for other
+ * strides, along each output row (input pixels s apart; R = OW when a row
+ * is shorter than 16). A trip is 2 output blocks x 2 tiles of pixels (a
+ * row's or the plane's last tile moved back to end at its last pixel, so
+ * no tile reads past X: those pixels are recomputed) on four sum tiles
+ * over the whole reduction; the sums go through thread scratch to the
+ * epilogue. */
 typedef struct {
     bool ext;               /* the extended plane (stride 1), else rows */
     int64_t ps;             /* input pixels between a tile's rows: 1, or the stride along W */
-    int64_t np;             /* pixels: the extended plane's (OH-1)*W + OW, or OW */
-    int64_t groups;         /* output rows run separately: 1 (ext) or OH */
+    int64_t np;             /* pixels of a group: the extended plane's (OH-1)*W + OW, or OW */
+    int64_t groups;         /* pixel groups run separately: 1 (ext) or the OH output rows */
+    int64_t rows;           /* pixels of a tile: 16, or np when fewer */
+    int64_t taps;           /* taps along W per product (g) */
 } bc_amx;
 
 static bool bc_amx_plan(lctx *c, const bconv *g, bool pairs, bc_amx *a)
 {
-    if (!c->s->amx_bf16 || !pairs || g->integer || g->sym || g->ML != 16 || (g->CL != 16 && g->CL != 32) ||
-        g->p[0] || g->p[1] || g->p[2] || g->p[3] || c->k->bufs[c->buf[0]].kind == KIR_BUF_SCRATCH)
+    int64_t eb = g->integer ? 1 : 2;   /* bytes of an input lane */
+    if (!(g->integer ? c->s->amx_int8 : c->s->amx_bf16) || !pairs || g->sym || g->ML != 16 || g->CL % g->pk ||
+        g->CL * eb > 64 || g->p[0] || g->p[1] || g->p[2] || g->p[3] || c->k->bufs[c->buf[0]].kind == KIR_BUF_SCRATCH)
         return false;
     a->ext = g->s[0] == 1 && g->s[1] == 1;
     a->ps = a->ext ? 1 : g->s[1];
     a->np = a->ext ? (g->OH - 1) * g->W + g->OW : g->OW;
     a->groups = a->ext ? 1 : g->OH;
-    return a->np >= 16 && (g->N * g->CB * g->H * g->W) % a->ps == 0;
+    a->rows = a->np < 16 ? a->np : 16;
+    /* the most taps along W whose lanes fill one tile row, a divisor of KW */
+    a->taps = 1;
+    for (int64_t t = g->KW; t > 1 && g->d[1] == 1; t--)
+        if (g->KW % t == 0 && t * g->CL * eb <= 64) {
+            a->taps = t;
+            break;
+        }
+    /* a tile of fewer than 4 pixels (or of less than 8 bytes of k) wastes most of the unit; 7
+     * (ResNet-50's last rows) still beats vdpbf16ps several times over */
+    return a->rows >= 4 && a->taps * g->CL * eb >= 8 && g->N * g->CB * g->H * g->W >= a->ps;
 }
 
 static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
 {
     kir_kernel *k = c->k;
     const kir_buf *xb = &k->bufs[c->buf[0]], *wb = &k->bufs[g->wflat];
-    int64_t HW = g->H * g->W;
-    ir_type xt = {.dtype = IR_BF16, .rank = 2, .dims = {ir_dim_const(g->N * g->CB * HW / a->ps), ir_dim_const(a->ps * g->CL)}};
-    ir_type wt = {.dtype = IR_BF16, .rank = 2,
-                  .dims = {ir_dim_const(g->MB * g->CB * g->KH * g->KW * g->CL / 2), ir_dim_const(2 * g->ML)}};
+    int64_t HW = g->H * g->W, R = a->rows, depth = a->taps * g->CL * (int64_t)ir_dtype_size(xb->dtype);
+    /* X as rows of ps pixels (a tile's rows are those rows; a partial last
+     * one is left out of the view, as no tile starts there) */
+    ir_type xt = {.dtype = xb->dtype, .rank = 2, .dims = {ir_dim_const(g->N * g->CB * HW / a->ps), ir_dim_const(a->ps * g->CL)}};
+    ir_type wt = {.dtype = wb->dtype, .rank = 2,
+                  .dims = {ir_dim_const(g->MB * g->CB * g->KH * g->KW * g->CL / g->pk), ir_dim_const(g->pk * g->ML)}};
     int xv = kir_add_buf(k, xb->name, xb->kind, &xt, xb->index, xb->offset);
     int wv = xv < 0 ? -1 : kir_add_buf(k, wb->name, wb->kind, &wt, wb->index, wb->offset);
-    int acc = wv < 0 ? -1 : kir_add_scratch(k, "tacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){32, 32});
+    int acc = wv < 0 ? -1 : kir_add_scratch(k, "tacc", KIR_SPACE_THREAD, g->integer ? IR_I32 : IR_F32, 2,
+                                            (int64_t[]){32, 32});
     if (acc < 0)
         return -1;
-    int64_t npb = (a->np + 31) / 32, mbg = (g->MB + 1) / 2;
+    /* tiles: tpr per group; trips (batch, output block pair, pair of tiles), tiles fastest */
+    int64_t tpr = (a->np + 15) / 16, nt = a->groups * tpr, ntp = (nt + 1) / 2, mbg = (g->MB + 1) / 2;
     int pv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * mbg * a->groups * npb), KIR_PARALLEL, 0);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * mbg * ntp), KIR_PARALLEL, 0);
     if (!lp)
         return -1;
-    /* trips (batch, output block group, output row, pixel block), pixels fastest */
-    kir_expr *p = kir_var(k, pv), *pb = lw_iremc(k, p, npb), *q = lw_idivc(k, p, npb);
-    kir_expr *oh = a->groups > 1 ? lw_iremc(k, q, a->groups) : lw_i64c(k, 0);
-    q = lw_idivc(k, q, a->groups);
-    kir_expr *mg = lw_iremc(k, q, mbg), *ob[2], *t0[2];
+    kir_expr *p = kir_var(k, pv), *tp = lw_iremc(k, p, ntp), *q = lw_idivc(k, p, ntp);
+    kir_expr *mg = lw_iremc(k, q, mbg), *ob[2], *grp[2], *t0[2];
     g->nb = g->N > 1 ? lw_idivc(k, q, mbg) : lw_i64c(k, 0);
     kir_block *tb = &lp->body;
     for (int i = 0; i < 2; i++) {
         ob[i] = kir_let(k, tb, lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, 2), i), lw_i64c(k, g->MB - 1)));
-        t0[i] = kir_let(k, tb, lw_imin(k, lw_iaddc(k, lw_imulc(k, pb, 32), 16 * i), lw_i64c(k, a->np - 16)));
+        kir_expr *ti = lw_imin(k, lw_iaddc(k, lw_imulc(k, tp, 2), i), lw_i64c(k, nt - 1));
+        grp[i] = kir_let(k, tb, tpr > 1 ? lw_idivc(k, ti, tpr) : ti);
+        t0[i] = kir_let(k, tb, tpr > 1 ? lw_imin(k, lw_imulc(k, lw_iremc(k, ti, tpr), 16), lw_i64c(k, a->np - R))
+                                       : lw_i64c(k, 0));
     }
-    if (!kir_intrinsic(k, tb, KIR_IN_AMX_CONFIG, g->CL * 2 == 64 ? 0 : (int)g->CL * 2, NULL))
+    int cfg = (int)(depth == 64 ? 0 : depth) | (int)(R == 16 ? 0 : R << 8);
+    if (!kir_intrinsic(k, tb, KIR_IN_AMX_CONFIG, cfg, NULL))
         return -1;
     for (int t = 0; t < 4; t++)
         if (!kir_intrinsic(k, tb, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{.buf = -1, .tile = t}}))
             return -1;
-    kir_block *kb = tb;
-    g->lsteps = 1;
-    if (k_open(c, g, oh, &kb) < 0)
+    /* the reduction: input blocks, taps along H, groups of `taps` taps along W */
+    int vb = kir_new_var(k), vh = kir_new_var(k), vw = kir_new_var(k);
+    kir_stmt *l1 = kir_for(k, tb, vb, lw_i64c(k, 0), lw_i64c(k, g->CB), KIR_SERIAL, 0);
+    kir_stmt *l2 = l1 ? kir_for(k, &l1->body, vh, lw_i64c(k, 0), lw_i64c(k, g->KH), KIR_SERIAL, 0) : NULL;
+    kir_stmt *l3 = l2 ? kir_for(k, &l2->body, vw, lw_i64c(k, 0), lw_i64c(k, g->KW / a->taps), KIR_SERIAL, 0) : NULL;
+    if (!l3)
         return -1;
-    /* the tap's first input pixel in X's flat pixels, for pixel 0 */
-    kir_expr *base = lw_imulc(k, kir_iadd(k, lw_imulc(k, g->nb, g->CB), g->icb), HW);
-    kir_expr *in_row = a->ext ? lw_imulc(k, g->kh, g->d[0]) : kir_iadd(k, lw_imulc(k, oh, g->s[0]), lw_imulc(k, g->kh, g->d[0]));
-    base = kir_iadd(k, base, kir_iadd(k, lw_imulc(k, in_row, g->W), lw_imulc(k, g->kw, g->d[1])));
-    base = kir_let(k, kb, base);
+    kir_block *kb = &l3->body;
+    g->icb = kir_var(k, vb);
+    g->kh = kir_var(k, vh);
+    g->kw = lw_imulc(k, kir_var(k, vw), a->taps);
+    /* tile i's first input pixel in X's flat pixels, a multiple of ps past the plane's start */
+    kir_expr *plane = lw_imulc(k, kir_iadd(k, lw_imulc(k, g->nb, g->CB), g->icb), HW);
     for (int i = 0; i < 2; i++) {
-        kir_expr *px = kir_iadd(k, base, lw_imulc(k, t0[i], a->ps));   /* a multiple of ps past base */
+        kir_expr *in_row = a->ext ? lw_imulc(k, g->kh, g->d[0])
+                                  : kir_iadd(k, lw_imulc(k, grp[i], g->s[0]), lw_imulc(k, g->kh, g->d[0]));
+        kir_expr *px = kir_iadd(k, plane, kir_iadd(k, lw_imulc(k, in_row, g->W), lw_imulc(k, g->kw, g->d[1])));
+        px = kir_iadd(k, px, lw_imulc(k, t0[i], a->ps));
         kir_expr *wi[2] = {lw_idivc(k, px, a->ps), lw_imulc(k, lw_iremc(k, px, a->ps), g->CL)};
         if (!kir_intrinsic(k, kb, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{.buf = -1, .tile = 4 + i}, {.buf = xv, .nidx = 2, .idx = wi}}))
             return -1;
-        kir_expr *wr[2] = {lw_imulc(k, tap(c, g, ob[i]), g->CL / 2), lw_i64c(k, 0)};
+        kir_expr *wr[2] = {lw_imulc(k, tap(c, g, ob[i]), g->CL / g->pk), lw_i64c(k, 0)};
         if (!kir_intrinsic(k, kb, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{.buf = -1, .tile = 6 + i}, {.buf = wv, .nidx = 2, .idx = wr}}))
             return -1;
     }
     for (int t = 0; t < 4; t++) {   /* sum tile t: pixel tile t / 2, output block t % 2 */
         kir_iarg da[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
-        if (!kir_intrinsic(k, kb, KIR_IN_AMX_DPBF16PS, 0, da))
+        if (!kir_intrinsic(k, kb, g->integer ? KIR_IN_AMX_DPBUSD : KIR_IN_AMX_DPBF16PS, 0, da))
             return -1;
     }
     for (int t = 0; t < 4; t++) {
@@ -527,10 +556,10 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
     int L = c->s->lanes >= 1 ? c->s->lanes : 1;
     for (int i = 0; i < 2; i++) {
         int rv = kir_new_var(k);
-        kir_stmt *lr = kir_for(k, tb, rv, lw_i64c(k, 0), lw_i64c(k, 16), KIR_SERIAL, 0);
+        kir_stmt *lr = kir_for(k, tb, rv, lw_i64c(k, 0), lw_i64c(k, R), KIR_SERIAL, 0);
         if (!lr)
             return -1;
-        kir_expr *pix = kir_iadd(k, t0[i], kir_var(k, rv)), *poh = oh, *row = pix;
+        kir_expr *pix = kir_iadd(k, t0[i], kir_var(k, rv)), *poh = grp[i], *row = pix;
         kir_block *sb = &lr->body;
         if (a->ext && !g->flat) {   /* (oh, ow) of the extended plane; ow >= OW is not an output */
             poh = lw_idivc(k, pix, g->W);

@@ -19,9 +19,9 @@ and chains of Convs with a residual Add):
   - on a host whose /proc/cpuinfo has avx512_bf16 the Convs run on the pair
     kernel (dpbf16_pairs in --emit=kernels), an image's 3 or 1 channels
     re-blocked as one block of 4 or 2 lanes; elsewhere not, with the same
-    results; where it also has amx_bf16, the Convs of 16-lane blocks both ways
-    whose tiles of 16 pixels fit (stride 1, or output rows of 16 or more) run
-    on AMX tiles instead (amx_dpbf16ps), and no others;
+    results; where it also has amx_bf16, the Convs of even input and 16 output
+    lanes whose tiles of 8 to 16 pixels fit (stride 1, or output rows of 8 or
+    more) run on AMX tiles instead (amx_dpbf16ps), and no others;
   - compiled for -march=x86-64-v3 (no vdpbf16ps) the results match too, and
     the IR packed in pairs for -march=znver4 compiled for x86-64-v3 (the f32
     kernel reading packed_k = 2 weights) as well.
@@ -78,19 +78,20 @@ def model(path, rng, c, m, hw, k=3, stride=1, pad=None, dil=1, batch=1, chain=0)
 
 # (name, model arguments, whether the pair kernel is expected on a bf16 host)
 # (name, (model args, blocked in pairs, on AMX tiles where the host has AMX-BF16:
-#  16-lane channel blocks both ways, and 16 pixels a tile along the stride-1
-#  extended plane or, strided, along an output row of 16 or more))
+#  even input lanes, 16 output lanes, and tiles of 8 to 16 pixels along the
+#  stride-1 extended plane or a strided output row))
 CASES = [
     ("3x3_pad", (dict(c=32, m=32, hw=20), True, True)),
-    ("3x3_stride2", (dict(c=16, m=64, hw=23, stride=2), True, False)),    # rows of 12
+    ("3x3_stride2", (dict(c=16, m=64, hw=23, stride=2), True, True)),     # tiles of 12 rows, X's pixels odd
     ("3x3_stride2_wide", (dict(c=16, m=32, hw=40, stride=2), True, True)),
     ("3x3_dilated", (dict(c=32, m=16, hw=17, dil=2), True, True)),
     ("1x1_flat", (dict(c=64, m=48, hw=14, k=1), True, True)),
-    ("1x1_stride2", (dict(c=32, m=32, hw=15, k=1, stride=2), True, False)),
+    ("1x1_stride2", (dict(c=32, m=32, hw=13, k=1, stride=2), True, True)),  # tiles of 7 rows
     ("1x1_stride2_wide", (dict(c=32, m=32, hw=37, k=1, stride=2), True, True)),
     ("5x5_unpadded", (dict(c=16, m=16, hw=12, k=5, pad=0), True, True)),
-    ("image_3ch", (dict(c=3, m=32, hw=33, stride=2), True, False)),
-    ("image_1ch_7x7", (dict(c=1, m=16, hw=30, k=7, stride=2, pad=3), True, False)),
+    ("image_3ch", (dict(c=3, m=32, hw=33, stride=2), True, True)),
+    ("image_1ch_7x7", (dict(c=1, m=16, hw=30, k=7, stride=2, pad=3), True, True)),  # 7 taps a product
+    ("image_3ch_7x7", (dict(c=3, m=64, hw=64, k=7, stride=2, pad=3), True, True)),   # ResNet's stem
     ("wide_rows", (dict(c=16, m=16, hw=61), True, True)),
     ("padded", (dict(c=32, m=40, hw=11), True, True)),  # 40 output channels: padded to 48
     ("not_blocked", (dict(c=20, m=20, hw=11), False, False)),  # 20 channels: padding to 32 would cost 1.6x

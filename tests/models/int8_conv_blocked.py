@@ -20,7 +20,9 @@ channels, which stay NCHW):
     arithmetic);
   - on a host whose /proc/cpuinfo has avx512_vnni the optimized IR has the
     expected number of integer ConvNCHWc nodes (2 when shifted) and the kernels use
-    dpbusd_quads; for -march=x86-64-v3 none is blocked, and it is exact too.
+    dpbusd_quads, or, where it also has amx_int8, AMX tiles (amx_dpbusd: every
+    case here has 16 output lanes and tiles of 4+ pixels); for -march=x86-64-v3
+    none is blocked, and it is exact too.
 
     python3 tests/models/int8_conv_blocked.py build/icc
 Exits 1 if any check fails.
@@ -117,6 +119,7 @@ CASES = [
 def check(icc, tmp, name, kw, expect_blocked):
     """One case: the checks that failed."""
     vnni = cpu_has("avx512_vnni")
+    amx = vnni and cpu_has("amx_int8")
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
     x = model(path, RNG, **kw)
@@ -127,13 +130,14 @@ def check(icc, tmp, name, kw, expect_blocked):
         nb = len(re.findall(r"= ConvNCHWc\(.*: i32\[", ir))
         kern = run([icc, path, "--emit=kernels"] + flags)
         got = compile_and_run(icc, path, flags, "x", xp, "y", tmp, name + (march or "host"))
-        quads = "dpbusd_quads" in kern
+        tiles = "amx_dpbusd" in kern
+        quads = "dpbusd_quads" in kern or tiles
         same = got.shape == want.shape
         diff = int(np.abs(got.astype(np.int64) - want.astype(np.int64)).max(initial=0)) if same else -1
-        ok = diff == 0 and nb == blocked and (quads or not blocked)
-        print("%s %-20s %-9s %s: %d blocked (want %d), quad kernel %s; max |compiled - interpreter| %d" % (
+        ok = diff == 0 and nb == blocked and (quads or not blocked) and tiles == (amx and bool(blocked) and not march)
+        print("%s %-20s %-9s %s: %d blocked (want %d), quad kernel %s, AMX %s; max |compiled - interpreter| %d" % (
             "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in x.shape), nb, blocked,
-            "yes" if quads else "no", diff), flush=True)
+            "yes" if quads else "no", "yes" if tiles else "no", diff), flush=True)
         failed += not ok
     return failed
 

@@ -336,40 +336,42 @@ START_TEST(test_dot_intrinsics_asm)
 }
 END_TEST
 
-/* One product on tiles, c (16 x 16) = a (16 rows of d bytes) times b (d/4
+/* One product on tiles, c (r x 16) = a (r rows of d bytes) times b (d/4
  * rows of 64 bytes: pairs of bf16 or quads of i8 of k per column):
- * amx_config(d), amx_zero, two loads, the product into tile 1 (c's rows
+ * amx_config(d, r), amx_zero, two loads, the product into tile 1 (c's rows
  * 16 apart in a [16, 32] buffer, so the window's pitch is the buffer's),
  * the store, amx_release. */
-static kir_kernel *amx_kernel(const char *name, bool bf16, int d)
+static kir_kernel *amx_kernel(const char *name, kir_intrin op, int d, int r)
 {
+    bool bf16 = op == KIR_IN_AMX_DPBF16PS;
     kir_kernel *k = kir_kernel_create(name, NULL);
     int c = buf(k, "c", KIR_BUF_OUTPUT, bf16 ? IR_F32 : IR_I32, 2, (int64_t[]){16, 32});
-    int a = buf(k, "a", KIR_BUF_INPUT, bf16 ? IR_BF16 : IR_I8, 2, (int64_t[]){16, bf16 ? d / 2 : d});
+    int a = buf(k, "a", KIR_BUF_INPUT, bf16 ? IR_BF16 : op == KIR_IN_AMX_DPBUSD ? IR_U8 : IR_I8, 2,
+                (int64_t[]){16, bf16 ? d / 2 : d});
     int b = buf(k, "b", KIR_BUF_INPUT, bf16 ? IR_BF16 : IR_I8, 2, (int64_t[]){d / 4, bf16 ? 32 : 64});
-    kir_intrinsic(k, &k->body, KIR_IN_AMX_CONFIG, d == 64 ? 0 : d, NULL);
+    kir_intrinsic(k, &k->body, KIR_IN_AMX_CONFIG, (d == 64 ? 0 : d) | (r == 16 ? 0 : r << 8), NULL);
     kir_intrinsic(k, &k->body, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{-1, 0, NULL, 1}});
     kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 4}, {a, 2, IDX(I(0), I(0)), 0}});
     kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 6}, {b, 2, IDX(I(0), I(0)), 0}});
-    kir_intrinsic(k, &k->body, bf16 ? KIR_IN_AMX_DPBF16PS : KIR_IN_AMX_DPBSSD, 0,
-                  (kir_iarg[]){{-1, 0, NULL, 1}, {-1, 0, NULL, 4}, {-1, 0, NULL, 6}});
+    kir_intrinsic(k, &k->body, op, 0, (kir_iarg[]){{-1, 0, NULL, 1}, {-1, 0, NULL, 4}, {-1, 0, NULL, 6}});
     kir_intrinsic(k, &k->body, KIR_IN_AMX_STORE, 0, (kir_iarg[]){{c, 2, IDX(I(0), I(16)), 0}, {-1, 0, NULL, 1}});
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_RELEASE, 0, NULL));
     return k;
 }
 
-/* Runs amx_kernel's bf16 and int8 products of depth d and checks them
- * against plain C: bf16 products are exact in f32 and the sums of up to 32
- * of them small integers here, so exact in any order. */
-static void check_amx(int d)
+/* Runs amx_kernel's bf16, i8 x i8 and u8 x i8 products of depth d over r rows and
+ * checks them against plain C: bf16 products are exact in f32 and the sums
+ * of up to 32 of them small integers here, so exact in any order. */
+static void check_amx(int d, int r)
 {
-    char nb[16], ni[16];
-    snprintf(nb, sizeof nb, "amxb%d", d);
-    snprintf(ni, sizeof ni, "amxi%d", d);
+    char nb[16], ni[16], nu[16];
+    snprintf(nb, sizeof nb, "amxb%dx%d", d, r);
+    snprintf(ni, sizeof ni, "amxi%dx%d", d, r);
+    snprintf(nu, sizeof nu, "amxu%dx%d", d, r);
     uint16_t ab[16 * 32], bb[16 * 32];
     int8_t ai[16 * 64], bi[16 * 64];
     float cf[16 * 32];
-    int32_t ci[16 * 32];
+    int32_t ci[16 * 32], cu[16 * 32];
     for (int i = 0; i < 16 * 32; i++) {
         ab[i] = (uint16_t)(0x3f80 + (rnd() % 8) * 0x80);   /* 1, 2, 4, ... 128 */
         bb[i] = (uint16_t)((rnd() & 1) << 15 | (0x3f80 + (rnd() % 4) * 0x80));
@@ -380,13 +382,19 @@ static void check_amx(int d)
     }
     memset(cf, 0, sizeof cf);
     memset(ci, 0, sizeof ci);
-    void *fb[] = {cf, ab, bb}, *ib[] = {ci, ai, bi};
+    memset(cu, 0, sizeof cu);
+    void *fb[] = {cf, ab, bb}, *ib[] = {ci, ai, bi}, *ub[] = {cu, ai, bi};   /* a's bytes as u8 for amx_dpbusd */
     get(nb)(fb, NULL, 0, 1);
     get(ni)(ib, NULL, 0, 1);
+    get(nu)(ub, NULL, 0, 1);
     for (int m = 0; m < 16; m++)
         for (int n = 0; n < 16; n++) {
+            if (m >= r) {   /* below the tile's rows: untouched */
+                ck_assert(cf[m * 32 + 16 + n] == 0 && ci[m * 32 + 16 + n] == 0 && cu[m * 32 + 16 + n] == 0);
+                continue;
+            }
             double wf = 0;
-            int32_t wi = 0;
+            int32_t wi = 0, wu = 0;
             for (int p = 0; p < d / 4; p++)
                 for (int j = 0; j < 2; j++) {
                     uint32_t x = (uint32_t)ab[m * d / 2 + 2 * p + j] << 16, y = (uint32_t)bb[p * 32 + 2 * n + j] << 16;
@@ -396,11 +404,14 @@ static void check_amx(int d)
                     wf += (double)fx * fy;
                 }
             for (int p = 0; p < d / 4; p++)
-                for (int j = 0; j < 4; j++)
+                for (int j = 0; j < 4; j++) {
                     wi += ai[m * d + 4 * p + j] * bi[p * 64 + 4 * n + j];
+                    wu += (uint8_t)ai[m * d + 4 * p + j] * bi[p * 64 + 4 * n + j];
+                }
             ck_assert_msg(cf[m * 32 + 16 + n] == (float)wf, "bf16 d %d [%d,%d]: %g, want %g", d, m, n,
                           cf[m * 32 + 16 + n], wf);
             ck_assert_msg(ci[m * 32 + 16 + n] == wi, "int8 d %d [%d,%d]: %d, want %d", d, m, n, ci[m * 32 + 16 + n], wi);
+            ck_assert_msg(cu[m * 32 + 16 + n] == wu, "u8 x i8 d %d [%d,%d]: %d, want %d", d, m, n, cu[m * 32 + 16 + n], wu);
             ck_assert(cf[m * 32 + n] == 0 && ci[m * 32 + n] == 0);   /* left of the window: untouched */
         }
 }
@@ -411,37 +422,47 @@ static void check_amx(int d)
 START_TEST(test_amx)
 {
     if (!cpu_has("amx_tile") || !cpu_has("amx_bf16") || !cpu_has("amx_int8")) {
-        emit_fails(amx_kernel("amxb", true, 64), "intrinsic amx_config needs the target feature amx-tile");
+        emit_fails(amx_kernel("amxb", KIR_IN_AMX_DPBF16PS, 64, 16), "intrinsic amx_config needs the target feature amx-tile");
     } else {
-        emit(amx_kernel("amxb64", true, 64));
-        emit(amx_kernel("amxi64", false, 64));
-        emit(amx_kernel("amxb32", true, 32));
-        emit(amx_kernel("amxi32", false, 32));
+        static const int shapes[3][2] = {{64, 16}, {32, 16}, {8, 7}};
+        for (int i = 0; i < 3; i++) {
+            static const kir_intrin ops[3] = {KIR_IN_AMX_DPBF16PS, KIR_IN_AMX_DPBSSD, KIR_IN_AMX_DPBUSD};
+            for (int o = 0; o < 3; o++) {
+                char nm[16];
+                snprintf(nm, sizeof nm, "amx%c%dx%d", "biu"[o], shapes[i][0], shapes[i][1]);
+                emit(amx_kernel(nm, ops[o], shapes[i][0], shapes[i][1]));
+            }
+        }
         build();
         /* Linux hands out the tile state only on request (the runtime's
          * icc_cpu_enable does this when a library needs AMX) */
         ck_assert_int_eq(syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */), 0);
-        check_amx(64);
-        check_amx(32);
+        for (int i = 0; i < 3; i++)
+            check_amx(shapes[i][0], shapes[i][1]);
     }
-    kir_kernel *bad = amx_kernel("bad", true, 64);
+    kir_kernel *bad = amx_kernel("bad", KIR_IN_AMX_DPBF16PS, 64, 16);
     bad->body.s[0]->lanes = 30;
-    emit_fails(bad, "amx_config(30): the operand tiles' depth must be");
+    emit_fails(bad, "amx_config(30, 0): the operand tiles' depth must be");
+    bad = amx_kernel("bad", KIR_IN_AMX_DPBF16PS, 64, 16);
+    bad->body.s[0]->lanes = 17 << 8;
+    emit_fails(bad, "amx_config(0, 17): the operand tiles' depth must be");
     cg_target *t;
     ck_assert_msg(cg_target_create("x86_64-pc-linux-gnu", "sapphirerapids", NULL, 2, &t, &diag) == 0, "%s", diag.msg);
     LLVMModuleRef m = LLVMModuleCreateWithNameInContext("asm", cx);
     cg_target_setup_module(t, m);
     LLVMValueRef fn;
-    for (int i = 0; i < 2; i++) {
-        kir_kernel *k = amx_kernel(i ? "i" : "b", !i, 64);
+    for (int i = 0; i < 3; i++) {
+        static const kir_intrin ops[3] = {KIR_IN_AMX_DPBF16PS, KIR_IN_AMX_DPBSSD, KIR_IN_AMX_DPBUSD};
+        kir_kernel *k = amx_kernel(i == 2 ? "u" : i ? "i" : "b", ops[i], 64, 16);
         ck_assert_msg(cg_llvm_emit_kernel(t, m, k, &fn, &diag) == 0, "%s", diag.msg);
         kir_kernel_destroy(k);
     }
     char *as = cg_emit_asm(t, m, &diag);
     ck_assert_msg(as != NULL, "%s", diag.msg);
     static const char *const want[] = {"ldtilecfg", "tilezero\t%tmm1", "tileloadd", "tdpbf16ps\t%tmm6, %tmm4, %tmm1",
-                                       "tdpbssd\t%tmm6, %tmm4, %tmm1", "tilestored", "tilerelease"};
-    for (int i = 0; i < 7; i++)
+                                       "tdpbssd\t%tmm6, %tmm4, %tmm1", "tdpbusd\t%tmm6, %tmm4, %tmm1", "tilestored",
+                                       "tilerelease"};
+    for (int i = 0; i < 8; i++)
         ck_assert_msg(strstr(as, want[i]), "no %s in %.2000s", want[i], as);
     free(as);
     LLVMDisposeModule(m);
