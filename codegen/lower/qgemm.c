@@ -151,6 +151,9 @@ struct qg {
     int64_t wfix;              /* > 0: panels exactly this wide (B packed at compile time) */
     bool packed;               /* bbuf: a flat view of B packed in quads of k (packed_k = 4):
                                   panels of W columns, each [K/4, W, 4] */
+    bool amx;                  /* AMX-INT8 (packed B, 32 rows): bamx, B's full panels as
+                                  [panels x K/4, 4 W] rows of quads, the tiles' view */
+    int bamx;
     kir_intrin op;
     kir_expr *rows[QG_MAX_ROWS];
     kir_expr *colbase;         /* the output column of B's column 0 */
@@ -239,66 +242,12 @@ static int qg_pack(lctx *c, qg *q, kir_block *b)
     return 0;
 }
 
-/* The panel of B's columns [j0, j0 + W): accumulators, the pairs of k,
- * and the epilogue through lower_epi. */
-static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
+/* y = acc - zb * rowsum (quads: the shifts' sums too) for the panel of
+ * B's columns [j0, j0 + W), through the fused epilogue. */
+static int qg_epilogue(lctx *c, qg *q, kir_block *b, kir_expr *j0)
 {
     kir_kernel *k = c->k;
-    int R = q->R, V = q->V, L = q->L;
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < V; v++) {
-            int lv = kir_new_var(k);
-            kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), lw_i64c(k, L), KIR_VECTOR, L);
-            kir_expr *ix[] = {lw_i64c(k, r), lw_iaddc(k, kir_var(k, lv), (int64_t)v * L)};
-            if (!l || !kir_store(k, &l->body, q->acc, ix, kir_const_i(k, IR_I32, 0)))
-                return -1;
-        }
-    int pk = kir_new_var(k);
-    kir_stmt *lk = kir_for(k, b, pk, lw_i64c(k, 0), lw_i64c(k, cdiv(q->K, q->quads ? 4 : 2)), KIR_SERIAL, 0);
-    if (!lk)
-        return -1;
-    if (q->quads) {
-        kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 4);
-        kir_expr *kr = lw_imin(k, k0, lw_i64c(k, q->K - 4)); /* the tail quad's rows end at K */
-        for (int r = 0; r < R; r++) {
-            kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0}, *ib[] = {kr, j0};
-            kir_expr *pb[] = {q->bq, kr, lw_i64c(k, 0)}, *pq[] = {q->bq, kir_var(k, pk), lw_i64c(k, 0)};
-            kir_iarg args[3] = {
-                {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
-                q->bq ? (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb} : (kir_iarg){.buf = q->bbuf, .nidx = 2, .idx = ib},
-            };
-            if (q->op == KIR_IN_PMADDUBSW_QUADS || (q->op == KIR_IN_DPBUSD_QUADS && !q->packed))
-                /* the chunk's interleaved quad pk (the tail's rows end at K too) */
-                args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pq};
-            kir_expr *pf[1];
-            if (q->packed) { /* the weights' own quads: K is a multiple of 4 */
-                pf[0] = kir_iadd(k, lw_imulc(k, j0, q->K), lw_imulc(k, kir_var(k, pk), 4 * q->W));
-                args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 1, .idx = pf};
-            }
-            if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
-                return -1;
-        }
-        goto epilogue;
-    }
-    kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 2);
-    kir_expr *k1 = lw_imin(k, lw_iaddc(k, k0, 1), lw_i64c(k, q->K - 1));
-    for (int r = 0; r < R; r++) {
-        kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0};
-        kir_expr *ib0[] = {k0, j0}, *ib1[] = {k1, j0};
-        kir_expr *pb0[] = {q->bq, k0, lw_i64c(k, 0)}, *pb1[] = {q->bq, k1, lw_i64c(k, 0)};
-        kir_iarg args[4] = {
-            {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
-            {.buf = q->bbuf, .nidx = 2, .idx = ib0}, {.buf = q->bbuf, .nidx = 2, .idx = ib1},
-        };
-        if (q->bq) {
-            args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb0};
-            args[3] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb1};
-        }
-        if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
-            return -1;
-    }
-    /* y = acc - zb * rowsum, through the fused epilogue */
-epilogue:
+    int R = q->R, L = q->L;
     /* One vector loop over the panel's W columns a row. A loop per
      * vector (column j0 + v L + lane) let LLVM's instcombine turn j0 + v L
      * into an `or` (j0 a multiple of 64), which the loop vectorizer could
@@ -348,6 +297,123 @@ epilogue:
     return 0;
 }
 
+/* The panel of B's columns [j0, j0 + W) on AMX-INT8 tiles (q->bamx): per
+ * 32 of its columns, the 32 rows of a~ (a16: rows of kp bytes) times B's
+ * quads as they lie, 2 x 2 tiles of 16 x 16 i32 sums, per 64 k four loads
+ * and four tdpbusd (u8 a~ x i8 b~, vpdpbusd's product); the sums stored to
+ * acc, where the quads past the last 64 k (dpbusd_quads) add to them. */
+static int qg_panel_amx(lctx *c, qg *q, kir_block *b, kir_expr *j0)
+{
+    kir_kernel *k = c->k;
+    kir_expr *prow = lw_imulc(k, lw_idivc(k, j0, q->W), q->K / 4); /* the panel's first row of quads */
+    for (int64_t h = 0; h < q->W / 32; h++) {
+        for (int t = 0; t < 4; t++)
+            if (!kir_intrinsic(k, b, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{.buf = -1, .tile = t}}))
+                return -1;
+        int kv = kir_new_var(k);
+        kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, q->K / 64), KIR_SERIAL, 0);
+        if (!lk)
+            return -1;
+        kir_expr *ka = lw_imulc(k, kir_var(k, kv), 64), *kb = kir_iadd(k, prow, lw_imulc(k, kir_var(k, kv), 16));
+        kir_expr *win[4][2] = {{lw_i64c(k, 0), ka}, {lw_i64c(k, 16), ka}, {kb, lw_i64c(k, 128 * h)}, {kb, lw_i64c(k, 128 * h + 64)}};
+        for (int t = 0; t < 4; t++) {
+            kir_iarg a[2] = {{.buf = -1, .tile = 4 + t}, {.buf = t < 2 ? q->a16 : q->bamx, .nidx = 2, .idx = win[t]}};
+            if (!kir_intrinsic(k, &lk->body, KIR_IN_AMX_LOAD, 0, a))
+                return -1;
+        }
+        for (int t = 0; t < 4; t++) {
+            kir_iarg a[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
+            if (!kir_intrinsic(k, &lk->body, KIR_IN_AMX_DPBUSD, 0, a))
+                return -1;
+        }
+        for (int t = 0; t < 4; t++) {
+            kir_expr *ix[2] = {lw_i64c(k, t / 2 * 16), lw_i64c(k, 32 * h + t % 2 * 16)};
+            if (!kir_intrinsic(k, b, KIR_IN_AMX_STORE, 0, (kir_iarg[]){{.buf = q->acc, .nidx = 2, .idx = ix}, {.buf = -1, .tile = t}}))
+                return -1;
+        }
+    }
+    if (q->K % 64 == 0)
+        return 0;
+    int pk = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, pk, lw_i64c(k, q->K / 64 * 16), lw_i64c(k, q->K / 4), KIR_SERIAL, 0);
+    if (!lk)
+        return -1;
+    kir_expr *pf = kir_iadd(k, lw_imulc(k, j0, q->K), lw_imulc(k, kir_var(k, pk), 4 * q->W));
+    for (int r = 0; r < q->R; r++) {
+        kir_iarg args[3] = {
+            {.buf = q->acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, r), lw_i64c(k, 0)}},
+            {.buf = q->a16, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, r), lw_imulc(k, kir_var(k, pk), 4)}},
+            {.buf = q->bbuf, .nidx = 1, .idx = (kir_expr *[]){pf}},
+        };
+        if (!kir_intrinsic(k, &lk->body, KIR_IN_DPBUSD_QUADS, (int)q->W, args))
+            return -1;
+    }
+    return 0;
+}
+
+/* The panel of B's columns [j0, j0 + W): accumulators, the pairs of k,
+ * and the epilogue through lower_epi. */
+static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
+{
+    kir_kernel *k = c->k;
+    int R = q->R, V = q->V, L = q->L;
+    if (q->amx)
+        return qg_panel_amx(c, q, b, j0) < 0 ? -1 : qg_epilogue(c, q, b, j0);
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < V; v++) {
+            int lv = kir_new_var(k);
+            kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), lw_i64c(k, L), KIR_VECTOR, L);
+            kir_expr *ix[] = {lw_i64c(k, r), lw_iaddc(k, kir_var(k, lv), (int64_t)v * L)};
+            if (!l || !kir_store(k, &l->body, q->acc, ix, kir_const_i(k, IR_I32, 0)))
+                return -1;
+        }
+    int pk = kir_new_var(k);
+    kir_stmt *lk = kir_for(k, b, pk, lw_i64c(k, 0), lw_i64c(k, cdiv(q->K, q->quads ? 4 : 2)), KIR_SERIAL, 0);
+    if (!lk)
+        return -1;
+    if (q->quads) {
+        kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 4);
+        kir_expr *kr = lw_imin(k, k0, lw_i64c(k, q->K - 4)); /* the tail quad's rows end at K */
+        for (int r = 0; r < R; r++) {
+            kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0}, *ib[] = {kr, j0};
+            kir_expr *pb[] = {q->bq, kr, lw_i64c(k, 0)}, *pq[] = {q->bq, kir_var(k, pk), lw_i64c(k, 0)};
+            kir_iarg args[3] = {
+                {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
+                q->bq ? (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb} : (kir_iarg){.buf = q->bbuf, .nidx = 2, .idx = ib},
+            };
+            if (q->op == KIR_IN_PMADDUBSW_QUADS || (q->op == KIR_IN_DPBUSD_QUADS && !q->packed))
+                /* the chunk's interleaved quad pk (the tail's rows end at K too) */
+                args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pq};
+            kir_expr *pf[1];
+            if (q->packed) { /* the weights' own quads: K is a multiple of 4 */
+                pf[0] = kir_iadd(k, lw_imulc(k, j0, q->K), lw_imulc(k, kir_var(k, pk), 4 * q->W));
+                args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 1, .idx = pf};
+            }
+            if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
+                return -1;
+        }
+        return qg_epilogue(c, q, b, j0);
+    }
+    kir_expr *k0 = lw_imulc(k, kir_var(k, pk), 2);
+    kir_expr *k1 = lw_imin(k, lw_iaddc(k, k0, 1), lw_i64c(k, q->K - 1));
+    for (int r = 0; r < R; r++) {
+        kir_expr *ia[] = {lw_i64c(k, r), lw_i64c(k, 0)}, *ip[] = {lw_i64c(k, r), k0};
+        kir_expr *ib0[] = {k0, j0}, *ib1[] = {k1, j0};
+        kir_expr *pb0[] = {q->bq, k0, lw_i64c(k, 0)}, *pb1[] = {q->bq, k1, lw_i64c(k, 0)};
+        kir_iarg args[4] = {
+            {.buf = q->acc, .nidx = 2, .idx = ia}, {.buf = q->a16, .nidx = 2, .idx = ip},
+            {.buf = q->bbuf, .nidx = 2, .idx = ib0}, {.buf = q->bbuf, .nidx = 2, .idx = ib1},
+        };
+        if (q->bq) {
+            args[2] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb0};
+            args[3] = (kir_iarg){.buf = q->bbuf, .nidx = 3, .idx = pb1};
+        }
+        if (!kir_intrinsic(k, &lk->body, q->op, (int)q->W, args))
+            return -1;
+    }
+    return qg_epilogue(c, q, b, j0);
+}
+
 /* The tile for M rows and `cols` columns: R rows of V vectors within the
  * schedule's accumulator registers, and the scratch. */
 static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t wmax, bool zb)
@@ -355,6 +421,8 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
     kir_kernel *k = c->k;
     q->L = c->s->lanes;
     int regs = c->s->tile_rows * c->s->tile_vecs, rows = c->s->tile_rows; /* accumulator registers */
+    if (q->amx) /* blocks of 2 x 2 tiles: 32 rows, sums in scratch */
+        rows = 32, regs = 32 * (int)(q->wfix / q->L);
     if (q->op == KIR_IN_PMADDUBSW_ROWS_S8 || q->op == KIR_IN_PMADDUBSW_ROWS_U8 || q->op == KIR_IN_PMADDUBSW_QUADS) {
         /* vpmaddubsw's i16 products and the vector of ones take two
          * registers more than vpmaddwd's: 4 x 2 accumulators leave the
@@ -560,6 +628,12 @@ int lower_qgemm(lctx *c)
             return -1;
         q.packed = true;
         q.wfix = pw;
+        /* AMX-INT8: blocks of 32 rows (a~ of 32 rows within 160 KiB of
+         * thread scratch), panels of whole pairs of tiles, 64 k at least */
+        q.amx = c->s->amx_int8 && M >= 32 && K >= 64 && pw % 32 == 0 && 32 * cdiv(K, 4) * 4 <= (INT64_C(160) << 10);
+        ir_type at = {.dtype = IR_I8, .rank = 2, .dims = {ir_dim_const(K * N / (4 * pw)), ir_dim_const(4 * pw)}};
+        if (q.amx && (q.bamx = kir_add_buf(k, bb->name, bb->kind, &at, bb->index, bb->offset)) < 0)
+            return -1;
     }
     /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
     if (qg_init(c, &q, M, K, N / c->s->lanes * c->s->lanes, INT64_MAX, has_zb) < 0)
@@ -661,6 +735,8 @@ int lower_qgemm(lctx *c)
             return -1;
         q.bbuf = pb;
     }
+    if (q.amx && !kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
+        return -1;
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
@@ -676,7 +752,9 @@ int lower_qgemm(lctx *c)
         return -1;
     if (pack)
         q.bq = kir_op2(k, KIR_SUB, IR_I64, kir_var(k, qv), q0);
-    return qg_panel(c, &q, &lq->body, lw_imin(k, lw_imulc(k, kir_var(k, qv), q.W), lw_i64c(k, N - q.W)));
+    if (qg_panel(c, &q, &lq->body, lw_imin(k, lw_imulc(k, kir_var(k, qv), q.W), lw_i64c(k, N - q.W))) < 0)
+        return -1;
+    return !q.amx || kir_intrinsic(k, &lp->body, KIR_IN_AMX_RELEASE, 0, NULL) ? 0 : -1;
 }
 
 /* ---- ConvInteger ---------------------------------------------------------------
@@ -997,6 +1075,8 @@ int lower_qconv(lctx *c, const qconv_geom *g)
                                           : cv_im2col(c, &u, col, &lp->body, p0)) < 0)
         return -1;
     if (q.quads && cv_quads(c, &q, &u, col, &lp->body, ncp) < 0)
+        return -1;
+    if (q.amx && !kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
         return -1;
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)

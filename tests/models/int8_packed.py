@@ -12,6 +12,9 @@ batch dim, K and N of BERT's shapes):
   - on a host whose /proc/cpuinfo has avx512_vnni the kernels use dpbusd_quads
     (and the IR shows packed_k = 4); for -march=x86-64-v3 (no VNNI, runs on
     every host CI uses) they do not, and the output is exact too;
+  - on a host that also has amx_int8, products of 32 rows or more (batch dims
+    and M together) and 64 <= K <= 5120 run on AMX tiles (amx_dpbusd), and no
+    others;
   - the IR packed for -march=znver4, compiled for x86-64-v3 (the packed B read
     without VNNI), is exact too.
 
@@ -62,6 +65,10 @@ CASES = [
     ("batch_dim", dict(m=9, k=256, n=192, adt="u8", za=(), zb=(), batch=(3,))),
     # K > 8192: packed all the same, but past the quad kernel's scratch: the scalar loop reads the packing
     ("k_past_quad_kernel", dict(m=2, k=8196, n=64, adt="u8", za=(), zb=())),
+    # AMX-INT8's edges: K mod 64 (quads after the tiles'), rows past the last block of 32
+    # (clamped), A's rows over batch dims, zero points per row and per column
+    ("amx_k_tail_i8", dict(m=70, k=196, n=128, adt="i8", za=(70,), zb=(128,))),
+    ("amx_batch_rows", dict(m=12, k=256, n=64, adt="u8", za=(), zb=(), batch=(4,))),
 ]
 
 
@@ -73,17 +80,20 @@ def check(icc, tmp, name, kw):
     a = model(path, RNG, **kw)
     ap, want = interp_want(icc, tmp, name, path, "a", a, ORACLE)
     quad = kw["k"] <= 8192
+    rows = kw["m"] * int(np.prod(kw.get("batch") or (1,)))
+    tiles = vnni and cpu_has("amx_int8") and rows >= 32 and 64 <= kw["k"] <= 5120
     for march, expect in [(None, vnni), ("x86-64-v3", False)]:
         flags = ["-march=" + march] if march else []
         kern = run([icc, path, "--emit=kernels"] + flags)
         ir = run([icc, path, "--emit=ir", "-O2"] + flags)
         got = compile_and_run(icc, path, flags, "a", ap, "y", tmp, name + (march or "host"))
-        has = "dpbusd_quads" in kern
+        amx = "amx_dpbusd" in kern
+        has = "dpbusd_quads" in kern or amx
         ok = got.dtype == np.int32 and np.array_equal(got, want) and has == (expect and quad) and \
-            ("packed_k = 4" in ir) == expect
-        print("%s %-18s %-9s %s: packed quad kernel %s; %s" % (
+            ("packed_k = 4" in ir) == expect and amx == (tiles and not march)
+        print("%s %-18s %-9s %s: packed quad kernel %s, AMX %s; %s" % (
             "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in a.shape),
-            "yes" if has else "no", "exact" if np.array_equal(got, want) else
+            "yes" if has else "no", "yes" if amx else "no", "exact" if np.array_equal(got, want) else
             "max |diff| %d" % int(np.abs(got.astype(np.int64) - want).max())), flush=True)
         failed += not ok
     # B packed for a 512-bit VNNI target (-march=znver4, IR only), then compiled for
