@@ -1204,9 +1204,26 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
         return -1;
     if (s->loop >= KIR_GRID && em_check_gpu_loop(e, s) < 0)
         return -1;
+    /* A parallel body between amx_config and amx_release (a trip of AMX
+     * tiles): the pair runs once per call, around this call's share of
+     * the trips, instead of per trip (ldtilecfg and tilerelease each cost
+     * a stall; the configuration is the same for every trip). */
+    const kir_block *body_stmts = &s->body;
+    kir_block inner;
+    const kir_stmt *amx_cfg = NULL, *amx_rel = NULL;
     if (s->loop == KIR_PARALLEL && depth == 0) {
         lo = intr2(e, "llvm.smax", lo, e->begin);
         hi = intr2(e, "llvm.smin", hi, e->end);
+        const kir_block *bb = &s->body;
+        if (bb->n >= 2 && bb->s[0]->kind == KIR_S_INTRINSIC && bb->s[0]->intrin == KIR_IN_AMX_CONFIG &&
+            bb->s[bb->n - 1]->kind == KIR_S_INTRINSIC && bb->s[bb->n - 1]->intrin == KIR_IN_AMX_RELEASE) {
+            amx_cfg = bb->s[0];
+            amx_rel = bb->s[bb->n - 1];
+            inner = (kir_block){.s = bb->s + 1, .n = bb->n - 2, .cap = bb->n - 2};
+            body_stmts = &inner;
+            if (em_intrinsic(e, amx_cfg) < 0)
+                return -1;
+        }
     }
     if (s->loop == KIR_VECTOR && s->width > 1 && e->wvar < 0 && (has_loop(&s->body) || has_red_set(&s->body))) {
         int rc = emit_widened(e, s, depth, lo, hi);
@@ -1224,7 +1241,7 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
     LLVMValueRef saved = e->vars[s->var];
     e->vars[s->var] = iv;
     int calls = e->libm_calls, loops = ++e->loops;
-    int rc = emit_block(e, &s->body, depth + 1);
+    int rc = emit_block(e, body_stmts, depth + 1);
     e->vars[s->var] = saved;
     if (rc < 0)
         return -1;
@@ -1288,7 +1305,7 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
     if (nh)
         LLVMSetMetadata(back, e->kind_loop, LLVMMetadataAsValue(e->cx, md_self(e, hints, nh)));
     LLVMPositionBuilderAtEnd(e->b, exit);
-    return 0;
+    return amx_rel ? em_intrinsic(e, amx_rel) : 0;
 }
 
 static int emit_if(em *e, const kir_stmt *s, int depth)

@@ -359,6 +359,29 @@ static kir_kernel *amx_kernel(const char *name, kir_intrin op, int d, int r)
     return k;
 }
 
+/* amx_kernel's bf16 product over 16 x 64 bytes as a parallel loop of two
+ * trips, each its own config ... release around a product stored to c's
+ * columns 16 p: the emitter runs the pair once per call, around the
+ * call's trips. */
+static kir_kernel *amx_parallel_kernel(const char *name)
+{
+    kir_kernel *k = kir_kernel_create(name, NULL);
+    int c = buf(k, "c", KIR_BUF_OUTPUT, IR_F32, 2, (int64_t[]){16, 32});
+    int a = buf(k, "a", KIR_BUF_INPUT, IR_BF16, 2, (int64_t[]){16, 32});
+    int b = buf(k, "b", KIR_BUF_INPUT, IR_BF16, 2, (int64_t[]){16, 32});
+    int p = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, p, I(0), I(2), KIR_PARALLEL, 0);
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL);
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{-1, 0, NULL, 1}});
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 4}, {a, 2, IDX(I(0), I(0)), 0}});
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 6}, {b, 2, IDX(I(0), I(0)), 0}});
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_DPBF16PS, 0, (kir_iarg[]){{-1, 0, NULL, 1}, {-1, 0, NULL, 4}, {-1, 0, NULL, 6}});
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_STORE, 0,
+                  (kir_iarg[]){{c, 2, IDX(I(0), kir_imul(k, V(p), I(16))), 0}, {-1, 0, NULL, 1}});
+    ck_assert_ptr_nonnull(kir_intrinsic(k, &lp->body, KIR_IN_AMX_RELEASE, 0, NULL));
+    return k;
+}
+
 /* Runs amx_kernel's bf16, i8 x i8 and u8 x i8 products of depth d over r rows and
  * checks them against plain C: bf16 products are exact in f32 and the sums
  * of up to 32 of them small integers here, so exact in any order. */
@@ -433,12 +456,27 @@ START_TEST(test_amx)
                 emit(amx_kernel(nm, ops[o], shapes[i][0], shapes[i][1]));
             }
         }
+        emit(amx_parallel_kernel("amxpar"));
         build();
         /* Linux hands out the tile state only on request (the runtime's
          * icc_cpu_enable does this when a library needs AMX) */
         ck_assert_int_eq(syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */), 0);
         for (int i = 0; i < 3; i++)
             check_amx(shapes[i][0], shapes[i][1]);
+        /* both trips in one call: the same product in both halves of c
+         * (the hoisted configuration holds for the second trip too) */
+        uint16_t a2[16 * 32], b2[16 * 32];
+        float c2[16 * 32];
+        for (int i = 0; i < 16 * 32; i++) {
+            a2[i] = (uint16_t)(0x3f80 + (rnd() % 8) * 0x80);
+            b2[i] = (uint16_t)(0x3f80 + (rnd() % 4) * 0x80);
+        }
+        void *pb[] = {c2, a2, b2};
+        get("amxpar")(pb, NULL, 0, 2);
+        for (int m = 0; m < 16; m++)
+            for (int n = 0; n < 16; n++)
+                ck_assert_msg(c2[m * 32 + n] == c2[m * 32 + 16 + n] && c2[m * 32 + n] > 0, "[%d,%d]: %g, %g", m, n,
+                              c2[m * 32 + n], c2[m * 32 + 16 + n]);
     }
     kir_kernel *bad = amx_kernel("bad", KIR_IN_AMX_DPBF16PS, 64, 16);
     bad->body.s[0]->lanes = 30;
@@ -457,6 +495,19 @@ START_TEST(test_amx)
         ck_assert_msg(cg_llvm_emit_kernel(t, m, k, &fn, &diag) == 0, "%s", diag.msg);
         kir_kernel_destroy(k);
     }
+    /* the parallel kernel: ldtilecfg before its loop's first block, tilerelease after its exit */
+    LLVMModuleRef mp = LLVMModuleCreateWithNameInContext("par", cx);
+    cg_target_setup_module(t, mp);
+    kir_kernel *kp = amx_parallel_kernel("par");
+    ck_assert_msg(cg_llvm_emit_kernel(t, mp, kp, &fn, &diag) == 0, "%s", diag.msg);
+    kir_kernel_destroy(kp);
+    char *ir = LLVMPrintValueToString(fn);
+    const char *cfg = strstr(ir, "@llvm.x86.ldtilecfg"), *loop = strstr(ir, "\nloop"), *dp = strstr(ir, "@llvm.x86.tdpbf16ps");
+    const char *done = strstr(ir, "\ndone"), *rel = strstr(ir, "@llvm.x86.tilerelease");
+    ck_assert_msg(cfg && loop && dp && done && rel && cfg < loop && loop < dp && dp < done && done < rel &&
+                  !strstr(cfg + 1, "@llvm.x86.ldtilecfg") && !strstr(rel + 1, "@llvm.x86.tilerelease"), "%s", ir);
+    LLVMDisposeMessage(ir);
+    LLVMDisposeModule(mp);
     char *as = cg_emit_asm(t, m, &diag);
     ck_assert_msg(as != NULL, "%s", diag.msg);
     static const char *const want[] = {"ldtilecfg", "tilezero\t%tmm1", "tileloadd", "tdpbf16ps\t%tmm6, %tmm4, %tmm1",
