@@ -575,9 +575,11 @@ echo '{"cores": 2, "fma_gflops_per_core": 40, "fma_gflops_all_cores": 80,
  "read_gbs_all_cores": {"L1": 200, "L2": 100, "L3": 60, "DRAM": 16},
  "int8_gops_vnni": 300, "int8_gops_vnni_all_cores": 500, "bf16_gflops": 150, "bf16_gflops_all_cores": 250}' >"$T/kpeak.json"
 # profile_kinds PEAKFILE: the contraction's kind and roof in the JSON of each
-# build below (kind: i8, f32, or host: bf16 where the CPU has avx512_bf16,
-# else f32). With the fake peaks each kind's roof is its own, one core's or
-# all cores' (AMX, not measured, on the dot product's); with the measured
+# build below (kind: i8, f32, host: bf16 where the CPU has avx512_bf16, else
+# f32, or hosti8: amx-i8 where it has amx_int8 and avx512_vnni (the 32-row
+# product runs on tiles), else i8). With the fake peaks each kind's roof is
+# its own, one core's or all cores' (AMX, absent from the fake file, on the
+# dot product's); with the measured
 # ones, each kind's own measured peak where the machine has it; both: the
 # roof percentage is the kernel's rate over its roof.
 profile_kinds() {
@@ -593,6 +595,8 @@ r, want, fake = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3].endswith(
 flags = next((l.split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
 if want == "host":
     want = "bf16" if "avx512_bf16" in flags else "f32"
+if want == "hosti8":
+    want = "amx-i8" if "amx_int8" in flags and "avx512_vnni" in flags else "i8"
 for x in r["results"]:
     p = x["profile"]
     k = next(k for k in p["kernels"] if "MatMul" in k["ops"])
@@ -600,20 +604,21 @@ for x in r["results"]:
     assert k["peak_gflops"] == p["peaks_gflops"][want], (k, p["peaks_gflops"])
     if fake:
         t = x["threads"] - 1
-        own = {"f32": (40, 80), "i8": (300, 500), "bf16": (150, 250)}[want][t]
+        own = {"f32": (40, 80), "i8": (300, 500), "bf16": (150, 250), "amx-i8": (300, 500)}[want][t]
         assert k["peak_gflops"] == own and p["peak_gflops"] == (40, 80)[t], (k, own)
         assert p["peak_of"] == {"f32": "f32", "bf16": "bf16", "i8": "i8", "amx-bf16": "bf16", "amx-i8": "i8"}, p
     else:
         # the measured peaks (no timing bound: an instrumented build measures its own
         # peak loops slowly but runs the kernels at speed): a dot-product kernel takes its
         # kind's measured peak where this machine has one, not FP32's
-        have = json.load(open(sys.argv[3])).get({"i8": "int8_gops_vnni", "bf16": "bf16_gflops"}.get(want, ""))
+        have = json.load(open(sys.argv[3])).get({"i8": "int8_gops_vnni", "bf16": "bf16_gflops",
+                                                 "amx-i8": "int8_gops_amx"}.get(want, ""))
         assert want == "f32" or (p["peak_of"][want] == want) == bool(have), (p, have)
     roof = min(k["peak_gflops"], k["intensity"] * p["peak_gbs"])
     assert abs(k["roof_pct"] - 100 * k["gflops"] / roof) < 0.01 + 1e-3 * k["roof_pct"], (k, roof)
 PY
   done <<EOF
-i8 i8
+i8 hosti8
 i8 i8 -march=x86-64-v3
 i8 f32 -march=x86-64
 bf host --precision=bf16 --no-default-keep
