@@ -510,11 +510,8 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
                                        : lw_i64c(k, 0));
     }
     int cfg = (int)(depth == 64 ? 0 : depth) | (int)(R == 16 ? 0 : R << 8);
-    if (!kir_intrinsic(k, tb, KIR_IN_AMX_CONFIG, cfg, NULL))
+    if (!kir_intrinsic(k, tb, KIR_IN_AMX_CONFIG, cfg, NULL) || lower_amx_zero(c, tb) < 0)
         return -1;
-    for (int t = 0; t < 4; t++)
-        if (!kir_intrinsic(k, tb, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{.buf = -1, .tile = t}}))
-            return -1;
     /* the reduction: input blocks, taps along H, groups of `taps` taps along W */
     int vb = kir_new_var(k), vh = kir_new_var(k), vw = kir_new_var(k);
     kir_stmt *l1 = kir_for(k, tb, vb, lw_i64c(k, 0), lw_i64c(k, g->CB), KIR_SERIAL, 0);
@@ -528,29 +525,22 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
     g->kw = lw_imulc(k, kir_var(k, vw), a->taps);
     /* tile i's first input pixel in X's flat pixels, a multiple of ps past the plane's start */
     kir_expr *plane = lw_imulc(k, kir_iadd(k, lw_imulc(k, g->nb, g->CB), g->icb), HW);
+    kir_expr *win[4][2];
     for (int i = 0; i < 2; i++) {
         kir_expr *in_row = a->ext ? lw_imulc(k, g->kh, g->d[0])
                                   : kir_iadd(k, lw_imulc(k, grp[i], g->s[0]), lw_imulc(k, g->kh, g->d[0]));
         kir_expr *px = kir_iadd(k, plane, kir_iadd(k, lw_imulc(k, in_row, g->W), lw_imulc(k, g->kw, g->d[1])));
         px = kir_iadd(k, px, lw_imulc(k, t0[i], a->ps));
-        kir_expr *wi[2] = {lw_idivc(k, px, a->ps), lw_imulc(k, lw_iremc(k, px, a->ps), g->CL)};
-        if (!kir_intrinsic(k, kb, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{.buf = -1, .tile = 4 + i}, {.buf = xv, .nidx = 2, .idx = wi}}))
-            return -1;
-        kir_expr *wr[2] = {lw_imulc(k, tap(c, g, ob[i]), g->CL / g->pk), lw_i64c(k, 0)};
-        if (!kir_intrinsic(k, kb, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{.buf = -1, .tile = 6 + i}, {.buf = wv, .nidx = 2, .idx = wr}}))
-            return -1;
+        win[i][0] = lw_idivc(k, px, a->ps);
+        win[i][1] = lw_imulc(k, lw_iremc(k, px, a->ps), g->CL);
+        win[2 + i][0] = lw_imulc(k, tap(c, g, ob[i]), g->CL / g->pk);
+        win[2 + i][1] = lw_i64c(k, 0);
     }
-    for (int t = 0; t < 4; t++) {   /* sum tile t: pixel tile t / 2, output block t % 2 */
-        kir_iarg da[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
-        if (!kir_intrinsic(k, kb, g->integer ? KIR_IN_AMX_DPBUSD : KIR_IN_AMX_DPBF16PS, 0, da))
-            return -1;
-    }
-    for (int t = 0; t < 4; t++) {
-        kir_iarg sa[2] = {{.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, t / 2 * 16), lw_i64c(k, t % 2 * 16)}},
-                          {.buf = -1, .tile = t}};
-        if (!kir_intrinsic(k, tb, KIR_IN_AMX_STORE, 0, sa))
-            return -1;
-    }
+    /* sum tile t: pixel tile t / 2, output block t % 2 */
+    int bufs[4] = {xv, xv, wv, wv};
+    if (lower_amx_step(c, kb, bufs, win, g->integer ? KIR_IN_AMX_DPBUSD : KIR_IN_AMX_DPBF16PS) < 0 ||
+        lower_amx_store(c, tb, acc, lw_i64c(k, 0), lw_i64c(k, 0)) < 0)
+        return -1;
     if (!kir_intrinsic(k, tb, KIR_IN_AMX_RELEASE, 0, NULL))
         return -1;
     int L = c->s->lanes >= 1 ? c->s->lanes : 1;

@@ -152,6 +152,17 @@ static inline kir_stmt *lw_loop(lctx *c, kir_block *b, int var, kir_expr *hi, ki
 /* Row-major multi-index of flat position `flat` over type t's dims. */
 void lower_unflatten(lctx *c, const ir_type *t, kir_expr *flat, kir_expr **idx);
 
+/* The AMX kernels' 2 x 2 block of tiles (bf16 MatMul, MatMulInteger,
+ * ConvNCHWc): sum tiles 0..3, operand tiles 4, 5 (A's two row tiles) and
+ * 6, 7 (B's two column tiles). lower_amx_zero zeroes the sums;
+ * lower_amx_step loads the operands from windows w[0..3] (buf, 2 indices
+ * each) and adds tile 4 + t/2 times tile 6 + t%2 into sum t by op;
+ * lower_amx_store stores sum t to buf[r + 16 (t/2), col + 16 (t%2)]. All
+ * append to b and return 0, or -1 on out of memory. */
+int lower_amx_zero(lctx *c, kir_block *b);
+int lower_amx_step(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2], kir_intrin op);
+int lower_amx_store(lctx *c, kir_block *b, int buf, kir_expr *r, kir_expr *col);
+
 /* The elementwise family (elementwise.c): lw_can_elementwise says whether
  * lw_formula handles n's op and dtypes; lw_formula gives c->n's value at
  * the current index (c->at, else the loop variables) in c->cdt. */

@@ -421,3 +421,37 @@ oom:
     kir_kernel_destroy(k);
     return ir_node_errorf(d, n, "out of memory while lowering");
 }
+
+int lower_amx_zero(lctx *c, kir_block *b)
+{
+    for (int t = 0; t < 4; t++)
+        if (!kir_intrinsic(c->k, b, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{.buf = -1, .tile = t}}))
+            return -1;
+    return 0;
+}
+
+int lower_amx_step(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2], kir_intrin op)
+{
+    for (int t = 0; t < 4; t++) {
+        kir_iarg a[2] = {{.buf = -1, .tile = 4 + t}, {.buf = buf[t], .nidx = 2, .idx = (kir_expr **)w[t]}};
+        if (!kir_intrinsic(c->k, b, KIR_IN_AMX_LOAD, 0, a))
+            return -1;
+    }
+    for (int t = 0; t < 4; t++) {
+        kir_iarg a[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
+        if (!kir_intrinsic(c->k, b, op, 0, a))
+            return -1;
+    }
+    return 0;
+}
+
+int lower_amx_store(lctx *c, kir_block *b, int buf, kir_expr *r, kir_expr *col)
+{
+    kir_kernel *k = c->k;
+    for (int t = 0; t < 4; t++) {
+        kir_expr *ix[2] = {lw_iaddc(k, r, t / 2 * 16), lw_iaddc(k, col, t % 2 * 16)};
+        if (!kir_intrinsic(k, b, KIR_IN_AMX_STORE, 0, (kir_iarg[]){{.buf = buf, .nidx = 2, .idx = ix}, {.buf = -1, .tile = t}}))
+            return -1;
+    }
+    return 0;
+}

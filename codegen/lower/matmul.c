@@ -623,6 +623,34 @@ static void pairs_chunks(const cg_schedule *s, int64_t nb, int64_t nq, bool tail
     *ncf = *ncp ? (nq + *ncp - 1) / *ncp : 0;
 }
 
+/* The parallel loop over nrc x ncc chunks of the pair and AMX kernels (B
+ * [K, N] larger than A [rows, K]: consecutive chunks share B's columns),
+ * in the kernel's body: its row and column chunk (*cc) and the chunk's
+ * row blocks [*rb0, *rb1) of nb, mcb a chunk. NULL on out of memory. */
+static kir_stmt *pairs_loop(lctx *c, int64_t nrc, int64_t ncc, bool cols_outer, int64_t nb, int64_t mcb,
+                            kir_expr **cc, kir_expr **rb0, kir_expr **rb1)
+{
+    kir_kernel *k = c->k;
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    if (!lp)
+        return NULL;
+    kir_expr *rc;
+    lw_chunk_at(k, kir_var(k, pv), nrc, ncc, cols_outer, &rc, cc);
+    *rb0 = lw_imulc(k, rc, mcb);
+    *rb1 = lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, *rb0, mcb));
+    return lp;
+}
+
+/* Part 0 (the chunk's full panels: column chunks below ncf) or 1 (the
+ * tail panel: column chunk ncf) of a pair or AMX kernel's trip, as an if
+ * in the parallel loop lp. NULL on out of memory. */
+static kir_stmt *pairs_part(lctx *c, kir_stmt *lp, int part, kir_expr *cc, int64_t ncf)
+{
+    kir_kernel *k = c->k;
+    return kir_if(k, &lp->body, kir_op2(k, part ? KIR_EQ : KIR_LT, IR_BOOL, cc, lw_i64c(k, ncf)));
+}
+
 /* The pair kernel: the output's rows flattened (A's batch dims and M
  * against the one B), parallel over chunks of row blocks x column panels
  * of B's packing width W. Per panel and block of R rows, R x W f32 sums in
@@ -644,21 +672,16 @@ static int lower_pairs(lctx *c, const mm_geo *g)
     int acc = kir_add_scratch(k, "pacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){R, W});
     if (acc < 0)
         return -1;
-    int pv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
+    kir_expr *cc, *rb0, *rb1;
+    kir_stmt *lp = pairs_loop(c, nrc, ncc, N > rows, nb, mcb, &cc, &rb0, &rb1);
     if (!lp)
         return -1;
-    kir_expr *rc, *cc;
-    lw_chunk_at(k, kir_var(k, pv), nrc, ncc, N > rows, &rc, &cc);   /* B [K, N] larger than A [rows, K] */
-    kir_expr *rb0 = lw_imulc(k, rc, mcb);
-    kir_expr *rb1 = lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb));
     for (int part = 0; part < 2; part++) {
         /* part 0: the chunk's full panels; part 1: the tail panel */
         int64_t wp = part ? tail : W;
         if (!wp || (!part && !ncf))
             continue;
-        kir_stmt *br = kir_if(k, &lp->body, part ? kir_op2(k, KIR_EQ, IR_BOOL, cc, lw_i64c(k, ncf))
-                                                 : kir_op2(k, KIR_LT, IR_BOOL, cc, lw_i64c(k, ncf)));
+        kir_stmt *br = pairs_part(c, lp, part, cc, ncf);
         if (!br)
             return -1;
         int qv = kir_new_var(k), rbv = kir_new_var(k);
@@ -713,33 +736,17 @@ static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int
                      kir_expr *co)
 {
     kir_kernel *k = c->k;
-    for (int t = 0; t < 4; t++)
-        if (!kir_intrinsic(k, b, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{.buf = -1, .tile = t}}))
-            return -1;
     int kv = kir_new_var(k);
-    kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, g->kd.v / 32), KIR_SERIAL, 0);
+    kir_stmt *lk = lower_amx_zero(c, b) < 0 ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, g->kd.v / 32), KIR_SERIAL, 0);
     if (!lk)
         return -1;
     kir_expr *ka = lw_imulc(k, kir_var(k, kv), 32), *kb = kir_iadd(k, bq, lw_imulc(k, kir_var(k, kv), 16));
     kir_expr *cb = lw_imulc(k, co, 2);
     kir_expr *win[4][2] = {{r0, ka}, {lw_iaddc(k, r0, 16), ka}, {kb, cb}, {kb, lw_iaddc(k, cb, 32)}};
-    for (int t = 0; t < 4; t++) {
-        kir_iarg a[2] = {{.buf = -1, .tile = 4 + t}, {.buf = t < 2 ? av : bv, .nidx = 2, .idx = win[t]}};
-        if (!kir_intrinsic(k, &lk->body, KIR_IN_AMX_LOAD, 0, a))
-            return -1;
-    }
-    for (int t = 0; t < 4; t++) {
-        kir_iarg a[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
-        if (!kir_intrinsic(k, &lk->body, KIR_IN_AMX_DPBF16PS, 0, a))
-            return -1;
-    }
-    for (int t = 0; t < 4; t++) {
-        kir_iarg a[2] = {{.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, t / 2 * 16), lw_i64c(k, t % 2 * 16)}},
-                         {.buf = -1, .tile = t}};
-        if (!kir_intrinsic(k, b, KIR_IN_AMX_STORE, 0, a))
-            return -1;
-    }
-    return 0;
+    int bufs[4] = {av, av, bv, bv};
+    if (lower_amx_step(c, &lk->body, bufs, win, KIR_IN_AMX_DPBF16PS) < 0)
+        return -1;
+    return lower_amx_store(c, b, acc, lw_i64c(k, 0), lw_i64c(k, 0));
 }
 
 /* The AMX kernel: as the pair kernel, but blocks of 32 rows x 32 columns
@@ -763,23 +770,15 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
     int tacc = kir_add_scratch(k, "tacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){AMX_MB, AMX_NB});
     int Rq = pairs_rows(c, AMX_NB, 8), Rt = tail ? pairs_rows(c, tail, 8) : 1, Rp = Rq > Rt ? Rq : Rt;
     int pacc = kir_add_scratch(k, "pacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){Rp, W});
-    int pv = kir_new_var(k);
-    kir_stmt *lp = bv < 0 || tacc < 0 || pacc < 0 ? NULL
-                 : kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, nrc * ncc), KIR_PARALLEL, 0);
-    if (!lp)
-        return -1;
-    kir_expr *rc, *cc;
-    lw_chunk_at(k, kir_var(k, pv), nrc, ncc, N > rows, &rc, &cc);
-    kir_expr *rb0 = lw_imulc(k, rc, mcb);
-    kir_expr *rb1 = lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb));
-    if (!kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
+    kir_expr *cc, *rb0, *rb1;
+    kir_stmt *lp = bv < 0 || tacc < 0 || pacc < 0 ? NULL : pairs_loop(c, nrc, ncc, N > rows, nb, mcb, &cc, &rb0, &rb1);
+    if (!lp || !kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
         return -1;
     for (int part = 0; part < 2; part++) {
         /* part 0: the chunk's column blocks of full panels; part 1: the tail panel */
         if ((part && !tail) || (!part && !ncf))
             continue;
-        kir_stmt *br = kir_if(k, &lp->body, part ? kir_op2(k, KIR_EQ, IR_BOOL, cc, lw_i64c(k, ncf))
-                                                 : kir_op2(k, KIR_LT, IR_BOOL, cc, lw_i64c(k, ncf)));
+        kir_stmt *br = pairs_part(c, lp, part, cc, ncf);
         if (!br)
             return -1;
         int qv = kir_new_var(k), rbv = kir_new_var(k);

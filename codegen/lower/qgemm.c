@@ -307,30 +307,16 @@ static int qg_panel_amx(lctx *c, qg *q, kir_block *b, kir_expr *j0)
     kir_kernel *k = c->k;
     kir_expr *prow = lw_imulc(k, lw_idivc(k, j0, q->W), q->K / 4); /* the panel's first row of quads */
     for (int64_t h = 0; h < q->W / 32; h++) {
-        for (int t = 0; t < 4; t++)
-            if (!kir_intrinsic(k, b, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{.buf = -1, .tile = t}}))
-                return -1;
         int kv = kir_new_var(k);
-        kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, q->K / 64), KIR_SERIAL, 0);
+        kir_stmt *lk = lower_amx_zero(c, b) < 0 ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, q->K / 64), KIR_SERIAL, 0);
         if (!lk)
             return -1;
         kir_expr *ka = lw_imulc(k, kir_var(k, kv), 64), *kb = kir_iadd(k, prow, lw_imulc(k, kir_var(k, kv), 16));
         kir_expr *win[4][2] = {{lw_i64c(k, 0), ka}, {lw_i64c(k, 16), ka}, {kb, lw_i64c(k, 128 * h)}, {kb, lw_i64c(k, 128 * h + 64)}};
-        for (int t = 0; t < 4; t++) {
-            kir_iarg a[2] = {{.buf = -1, .tile = 4 + t}, {.buf = t < 2 ? q->a16 : q->bamx, .nidx = 2, .idx = win[t]}};
-            if (!kir_intrinsic(k, &lk->body, KIR_IN_AMX_LOAD, 0, a))
-                return -1;
-        }
-        for (int t = 0; t < 4; t++) {
-            kir_iarg a[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
-            if (!kir_intrinsic(k, &lk->body, KIR_IN_AMX_DPBUSD, 0, a))
-                return -1;
-        }
-        for (int t = 0; t < 4; t++) {
-            kir_expr *ix[2] = {lw_i64c(k, t / 2 * 16), lw_i64c(k, 32 * h + t % 2 * 16)};
-            if (!kir_intrinsic(k, b, KIR_IN_AMX_STORE, 0, (kir_iarg[]){{.buf = q->acc, .nidx = 2, .idx = ix}, {.buf = -1, .tile = t}}))
-                return -1;
-        }
+        int bufs[4] = {q->a16, q->a16, q->bamx, q->bamx};
+        if (lower_amx_step(c, &lk->body, bufs, win, KIR_IN_AMX_DPBUSD) < 0 ||
+            lower_amx_store(c, b, q->acc, lw_i64c(k, 0), lw_i64c(k, 32 * h)) < 0)
+            return -1;
     }
     if (q->K % 64 == 0)
         return 0;
