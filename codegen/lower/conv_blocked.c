@@ -427,7 +427,7 @@ static int bc_lower_dots(lctx *c, bconv *g, int V, int R)
     return 0;
 }
 
-/* ---- bf16 on AMX tiles ---------------------------------------------------- */
+/* ---- bf16 and u8 x i8 on AMX tiles ----------------------------------------- */
 
 /* The dot-product kernels' convolutions on AMX tiles, bf16 pairs on
  * AMX-BF16 and u8 x i8 quads on AMX-INT8 (tdpbusd): a tile row is one
