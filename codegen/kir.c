@@ -922,10 +922,8 @@ static void pexpr(out *o, const kir_expr *e)
 }
 
 /* Whether the intrinsic's operands are spans of `lanes` elements. */
-static bool has_lanes(kir_intrin id, int lanes)
+static bool has_lanes(kir_intrin id)
 {
-    if (id == KIR_IN_AMX_CONFIG)   /* its operand tiles' depth, when not the default */
-        return lanes != 0;
     for (int i = 0; (unsigned)id < KIR_INTRIN_COUNT && i < intrins[id].nargs; i++)
         if (intrins[id].args[i].kind == ARG_MEMW || intrins[id].args[i].kind == ARG_MEMR)
             return true;
@@ -996,10 +994,14 @@ static void pblock(out *o, const kir_block *b, int ind)
             break;
         case KIR_S_INTRINSIC:
             put(o, "%s", kir_intrin_name(s->intrin));
-            if (s->intrin == KIR_IN_AMX_CONFIG && s->lanes >> 8)
-                put(o, "(%d, %d)", s->lanes & 0xff, s->lanes >> 8);
-            else if (has_lanes(s->intrin, s->lanes))
+            if (s->intrin == KIR_IN_AMX_CONFIG) { /* its shape where not the default: (d) or (d, r) */
+                if (s->lanes >> 8)
+                    put(o, "(%d, %d)", s->lanes & 0xff, s->lanes >> 8);
+                else if (s->lanes)
+                    put(o, "(%d)", s->lanes);
+            } else if (has_lanes(s->intrin)) {
                 put(o, "(%d)", s->lanes);
+            }
             for (int j = 0; j < s->nargs; j++) {
                 put(o, j ? ", " : " ");
                 if (s->args[j].buf < 0)

@@ -108,6 +108,15 @@ int kir_intrin_nargs(kir_intrin id);
 /* The arithmetic it does where the target has its feature (the def's
  * KIND column). */
 icc_kernel_kind kir_intrin_kind(kir_intrin id);
+/* amx_config's lane count (kir_intrinsics.def): the operand tiles' depth d
+ * (bytes of k) and the tiles' rows r as d | r << 8, each 0 when it is the
+ * default (64, 16); and back, defaults filled in. */
+static inline int kir_amx_config_lanes(int depth, int rows)
+{
+    return (depth == 64 ? 0 : depth) | (rows == 16 ? 0 : rows << 8);
+}
+static inline int kir_amx_depth(int lanes) { return lanes & 0xff ? lanes & 0xff : 64; }
+static inline int kir_amx_rows(int lanes) { return lanes >> 8 ? lanes >> 8 : 16; }
 
 /* An intrinsic's operand: a buffer element (buf >= 0, one index per dim;
  * the operation reads or writes from there along the last dim, or a 2-D

@@ -621,7 +621,7 @@ static int emit_transpose(em *e, const kir_stmt *s)
  * module per shape, 64-byte aligned. */
 static LLVMValueRef amx_config_global(em *e, int lanes)
 {
-    int d = lanes & 0xff ? lanes & 0xff : 64, r = lanes >> 8 ? lanes >> 8 : 16;
+    int d = kir_amx_depth(lanes), r = kir_amx_rows(lanes);
     char name[40];
     snprintf(name, sizeof name, "icc.amx.config.%dx%d", d, r);
     LLVMValueRef g = LLVMGetNamedGlobal(e->m, name);

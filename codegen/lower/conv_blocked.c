@@ -509,8 +509,8 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
         t0[i] = kir_let(k, tb, tpr > 1 ? lw_imin(k, lw_imulc(k, lw_iremc(k, ti, tpr), 16), lw_i64c(k, a->np - R))
                                        : lw_i64c(k, 0));
     }
-    int cfg = (int)(depth == 64 ? 0 : depth) | (int)(R == 16 ? 0 : R << 8);
-    if (!kir_intrinsic(k, tb, KIR_IN_AMX_CONFIG, cfg, NULL) || lower_amx_zero(c, tb) < 0)
+    if (!kir_intrinsic(k, tb, KIR_IN_AMX_CONFIG, kir_amx_config_lanes((int)depth, (int)R), NULL) ||
+        lower_amx_zero(c, tb) < 0)
         return -1;
     /* the reduction: input blocks, taps along H, groups of `taps` taps along W */
     int vb = kir_new_var(k), vh = kir_new_var(k), vw = kir_new_var(k);

@@ -349,7 +349,7 @@ static kir_kernel *amx_kernel(const char *name, kir_intrin op, int d, int r)
     int a = buf(k, "a", KIR_BUF_INPUT, bf16 ? IR_BF16 : op == KIR_IN_AMX_DPBUSD ? IR_U8 : IR_I8, 2,
                 (int64_t[]){16, bf16 ? d / 2 : d});
     int b = buf(k, "b", KIR_BUF_INPUT, bf16 ? IR_BF16 : IR_I8, 2, (int64_t[]){d / 4, bf16 ? 32 : 64});
-    kir_intrinsic(k, &k->body, KIR_IN_AMX_CONFIG, (d == 64 ? 0 : d) | (r == 16 ? 0 : r << 8), NULL);
+    kir_intrinsic(k, &k->body, KIR_IN_AMX_CONFIG, kir_amx_config_lanes(d, r), NULL);
     kir_intrinsic(k, &k->body, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{-1, 0, NULL, 1}});
     kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 4}, {a, 2, IDX(I(0), I(0)), 0}});
     kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 6}, {b, 2, IDX(I(0), I(0)), 0}});
