@@ -916,17 +916,14 @@ static const unsigned char amx_cfg[64] __attribute__((aligned(64))) = {
 
 __attribute__((target("amx-tile,amx-bf16,amx-int8"))) static double amx_dots(int64_t iters, bool bf16)
 {
-    static const unsigned char ones[16 * 64] __attribute__((aligned(64))) = {0};
+    static const unsigned char operand[16 * 64] __attribute__((aligned(64))) = {0};
     _tile_loadconfig(amx_cfg);
-    for (int t = 0; t < 4; t++)
-        switch (t) { /* the tile numbers are immediates */
-        case 0: _tile_zero(0); break;
-        case 1: _tile_zero(1); break;
-        case 2: _tile_zero(2); break;
-        default: _tile_zero(3); break;
-        }
-    _tile_loadd(4, ones, 64);
-    _tile_loadd(5, ones, 64);
+    _tile_zero(0); /* the tile numbers are immediates */
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, operand, 64);
+    _tile_loadd(5, operand, 64);
     if (bf16)
         for (int64_t k = 0; k < iters; k++) {
             _tile_dpbf16ps(0, 4, 5);
@@ -1187,20 +1184,15 @@ static void peak_json(FILE *f, const icc_bench_peak *pk, const int64_t ws[ICC_BE
      * tiles are not on every x86; null where absent (or, AMX, where the OS
      * refuses its state) */
     fprintf(f, "}, \"vnni\": %s, \"amx\": %s", vnni ? "true" : "false", amx ? "true" : "false");
-    const char *dk[4] = {"int8_gops_vnni", "int8_gops_vnni_all_cores", "bf16_gflops", "bf16_gflops_all_cores"};
-    double dv[4] = {pk->int8_core, pk->int8_all, pk->bf16_core, pk->bf16_all};
-    for (int i = 0; i < 4; i++)
+    const char *dk[8] = {"int8_gops_vnni", "int8_gops_vnni_all_cores", "bf16_gflops", "bf16_gflops_all_cores",
+                         "int8_gops_amx", "int8_gops_amx_all_cores", "bf16_gflops_amx", "bf16_gflops_amx_all_cores"};
+    double dv[8] = {pk->int8_core, pk->int8_all, pk->bf16_core, pk->bf16_all,
+                    pk->amx_int8_core, pk->amx_int8_all, pk->amx_bf16_core, pk->amx_bf16_all};
+    for (int i = 0; i < 8; i++)
         if (dv[i] > 0)
             fprintf(f, ", \"%s\": %.2f", dk[i], dv[i]);
         else
             fprintf(f, ", \"%s\": null", dk[i]);
-    const char *ak[4] = {"int8_gops_amx", "int8_gops_amx_all_cores", "bf16_gflops_amx", "bf16_gflops_amx_all_cores"};
-    double av[4] = {pk->amx_int8_core, pk->amx_int8_all, pk->amx_bf16_core, pk->amx_bf16_all};
-    for (int i = 0; i < 4; i++)
-        if (av[i] > 0)
-            fprintf(f, ", \"%s\": %.2f", ak[i], av[i]);
-        else
-            fprintf(f, ", \"%s\": null", ak[i]);
     fputc('}', f);
 }
 
