@@ -704,27 +704,33 @@ static int lower_pairs(lctx *c, const mm_geo *g)
 
 enum { AMX_MB = 32, AMX_NB = 32 };   /* a block: 2 x 2 tiles of 16 x 16 f32 sums */
 
-/* A's buffer as the [rows, K] matrix the tiles read (itself when 2-D; a
- * view of an input, weight or arena buffer otherwise; -1 for a scratch
- * of more dims, which has no address of its own to view). */
+/* Whether A's buffer can be read as the [rows, K] matrix the tiles read:
+ * it is 2-D, or an input, weight or arena buffer to view so (a scratch of
+ * more dims has no address of its own to view). */
+static bool amx_a_viewable(const lctx *c)
+{
+    const kir_buf *b = &c->k->bufs[c->buf[0]];
+    return b->rank == 2 || b->kind != KIR_BUF_SCRATCH;
+}
+
+/* That matrix (amx_a_viewable): A's buffer itself, or a view of it; -1 on
+ * out of memory. */
 static int amx_a_view(lctx *c, const mm_geo *g, int64_t rows)
 {
     const kir_buf *b = &c->k->bufs[c->buf[0]];
     if (b->rank == 2)
         return c->buf[0];
-    if (b->kind == KIR_BUF_SCRATCH)
-        return -1;
     ir_type t = {.dtype = b->dtype, .rank = 2, .dims = {ir_dim_const(rows), g->kd}};
     return kir_add_buf(c->k, b->name, b->kind, &t, b->index, b->offset);
 }
 
 /* Whether the AMX kernel runs n: the pair kernel's operands on a target
- * with AMX-BF16, a full block of rows, K of a tile's 32 at least and B's
- * panels whole blocks of columns. */
+ * with AMX-BF16, a full block of rows, K of a tile's 32 at least, B's
+ * panels whole blocks of columns and A readable as a matrix. */
 static bool amx_ok(lctx *c, const mm_geo *g, int64_t rows)
 {
     return c->s->amx_bf16 && rows >= AMX_MB && g->kd.v >= 32 && g->pw % AMX_NB == 0 && g->n.v >= g->pw &&
-           (c->k->bufs[c->buf[0]].rank == 2 || c->k->bufs[c->buf[0]].kind != KIR_BUF_SCRATCH);
+           amx_a_viewable(c);
 }
 
 /* One 32 x 32 block of sums in tiles: rows r0 + [0, 32) of A (the view
