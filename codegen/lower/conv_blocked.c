@@ -456,7 +456,7 @@ typedef struct {
 static bool bc_amx_plan(lctx *c, const bconv *g, bool pairs, bc_amx *a)
 {
     int64_t eb = g->integer ? 1 : 2;   /* bytes of an input lane */
-    if (!(g->integer ? c->s->amx_int8 : c->s->amx_bf16) || !pairs || g->sym || g->ML != 16 || g->CL % g->pk ||
+    if (!(g->integer ? c->s->amx_int8 : c->s->amx_bf16) || !pairs || g->sym || (g->ML != 16 && g->ML != 32) || g->CL % g->pk ||
         g->CL * eb > 64 || g->p[0] || g->p[1] || g->p[2] || g->p[3] || c->k->bufs[c->buf[0]].kind == KIR_BUF_SCRATCH)
         return false;
     a->ext = g->s[0] == 1 && g->s[1] == 1;
@@ -493,7 +493,7 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
     if (acc < 0)
         return -1;
     /* tiles: tpr per group; trips (batch, output block pair, pair of tiles), tiles fastest */
-    int64_t tpr = (a->np + 15) / 16, nt = a->groups * tpr, ntp = (nt + 1) / 2, mbg = (g->MB + 1) / 2;
+    int64_t tpr = (a->np + 15) / 16, nt = a->groups * tpr, ntp = (nt + 1) / 2, mbg = g->ML == 16 ? (g->MB + 1) / 2 : g->MB;
     int pv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * mbg * ntp), KIR_PARALLEL, 0);
     if (!lp)
@@ -503,7 +503,8 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
     g->nb = g->N > 1 ? lw_idivc(k, q, mbg) : lw_i64c(k, 0);
     kir_block *tb = &lp->body;
     for (int i = 0; i < 2; i++) {
-        ob[i] = kir_let(k, tb, lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, 2), i), lw_i64c(k, g->MB - 1)));
+        ob[i] = g->ML == 16 ? kir_let(k, tb, lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, 2), i), lw_i64c(k, g->MB - 1)))
+                            : mg;
         kir_expr *ti = lw_imin(k, lw_iaddc(k, lw_imulc(k, tp, 2), i), lw_i64c(k, nt - 1));
         grp[i] = kir_let(k, tb, tpr > 1 ? lw_idivc(k, ti, tpr) : ti);
         t0[i] = kir_let(k, tb, tpr > 1 ? lw_imin(k, lw_imulc(k, lw_iremc(k, ti, tpr), 16), lw_i64c(k, a->np - R))
@@ -534,7 +535,7 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
         win[i][0] = lw_idivc(k, px, a->ps);
         win[i][1] = lw_imulc(k, lw_iremc(k, px, a->ps), g->CL);
         win[2 + i][0] = lw_imulc(k, tap(c, g, ob[i]), g->CL / g->pk);
-        win[2 + i][1] = lw_i64c(k, 0);
+        win[2 + i][1] = lw_i64c(k, g->ML == 16 ? 0 : 16 * g->pk * i);
     }
     /* sum tile t: pixel tile t / 2, output block t % 2 */
     int bufs[4] = {xv, xv, wv, wv};
@@ -561,12 +562,12 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
         }
         for (int v = 0; v < 2; v++) {
             int jv = kir_new_var(k);
-            kir_stmt *lj = kir_for(k, sb, jv, lw_i64c(k, 0), lw_i64c(k, g->ML), KIR_VECTOR, L);
+            kir_stmt *lj = kir_for(k, sb, jv, lw_i64c(k, 0), lw_i64c(k, 16), KIR_VECTOR, L);
             if (!lj)
                 return -1;
-            kir_expr *j = kir_var(k, jv);
-            kir_expr *val = kir_load(k, acc, (kir_expr *[]){lw_iaddc(k, kir_var(k, rv), 16 * i), lw_iaddc(k, j, 16 * v)});
-            if (!bc_store(c, g, &lj->body, ob[v], poh, row, j, val))
+            kir_expr *j = kir_var(k, jv), *jc = lw_iaddc(k, j, 16 * v);
+            kir_expr *val = kir_load(k, acc, (kir_expr *[]){lw_iaddc(k, kir_var(k, rv), 16 * i), jc});
+            if (!bc_store(c, g, &lj->body, ob[v], poh, row, g->ML == 16 ? j : jc, val))
                 return -1;
         }
     }
