@@ -242,6 +242,18 @@ ICC
     [ "$(od -An -tu2 -j18 -N2 "$T/cnn_arm.o" | tr -d ' ')" = 183 ]
 }
 check "-O3 layout blocks follow -march and --target-triple" target_blocks
+
+# --precision=bf16 on a target with AMX-BF16 blocks by 32 (a pixel fills a
+# 64-byte tile row) when every conv's channels come in 32s; by the vector
+# width without bf16, without AMX, or with a 16-channel conv.
+bf16_amx_blocks() {
+  "$ICC" "$T/cnn.icc" -O3 -march=sapphirerapids --precision=bf16 --emit=ir | grep -q "ConvNCHWc(.*: f32\[1,1,8,8,32\]" &&
+    "$ICC" "$T/cnn.icc" -O3 -march=sapphirerapids --emit=ir | grep -q "ConvNCHWc(.*: f32\[1,2,8,8,16\]" &&
+    "$ICC" "$T/cnn.icc" -O3 -march=znver4 --precision=bf16 --emit=ir | grep -q "ConvNCHWc(.*: f32\[1,2,8,8,16\]" &&
+    sed 's/\[1,32,8,8\]/[1,16,8,8]/g; s/\[32,32,3,3\]/[16,16,3,3]/' "$T/cnn.icc" >"$T/cnn16.icc" &&
+    "$ICC" "$T/cnn16.icc" -O3 -march=sapphirerapids --precision=bf16 --emit=ir | grep -q "ConvNCHWc(.*: f32\[1,1,8,8,16\]"
+}
+check "--precision=bf16 blocks by 32 for AMX-BF16 where the convs' channels allow" bf16_amx_blocks
 check "info names the target it optimizes for" sh -c "'$ICC' info '$M' -march=haswell | grep -qE '^target: x86_64-.* cpu=haswell vector=256x16 features=.*avx2'"
 dynamic_batch() {
   # the digits model with its batch dim N left symbolic runs any batch

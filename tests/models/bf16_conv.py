@@ -78,7 +78,8 @@ def model(path, rng, c, m, hw, k=3, stride=1, pad=None, dil=1, batch=1, chain=0)
 
 # (name, model arguments, whether the pair kernel is expected on a bf16 host)
 # (name, (model args, blocked in pairs, on AMX tiles where the host has AMX-BF16:
-#  even input lanes, 16 output lanes, and tiles of 8 to 16 pixels along the
+#  even input lanes, 16 or 32 output lanes (32: --precision=bf16 blocks by 32
+#  on AMX when every conv has channels in 32s), and tiles of 8 to 16 pixels along the
 #  stride-1 extended plane or a strided output row))
 CASES = [
     ("3x3_pad", (dict(c=32, m=32, hw=20), True, True)),
