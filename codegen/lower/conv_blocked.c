@@ -434,16 +434,17 @@ static int bc_lower_dots(lctx *c, bconv *g, int V, int R)
  * output pixel's input lanes for g taps along W (g * CL values: adjacent
  * in X when the taps are, dilation 1; their bytes amx_config's depth, at
  * most 64), a tile R <= 16 pixels a constant distance apart in X, and the
- * g taps' W (rows of ML = 16 pairs or quads, 64 bytes each, adjacent) the
- * other operand as it lies. Pixels run either over the extended plane
- * (stride 1: pixel e = oh * W + ow, input pixel e + kh*d*W + kw*d for
+ * g taps' W (per pair or quad of input lanes, 16 of the row's ML output
+ * lanes: 64 bytes) the other operand as it lies. Pixels run either over
+ * the extended plane (stride 1: pixel e = oh * W + ow, input pixel e + kh*d*W + kw*d for
  * every tap, the columns ow >= OW computed and not stored) or, for other
  * strides, along each output row (input pixels s apart; R = OW when a row
- * is shorter than 16). A trip is 2 output blocks x 2 tiles of pixels (a
- * row's or the plane's last tile moved back to end at its last pixel, so
- * no tile reads past X: those pixels are recomputed) on four sum tiles
- * over the whole reduction; the sums go through thread scratch to the
- * epilogue. */
+ * is shorter than 16). A trip is 2 output blocks of 16 lanes (or one of
+ * 32: its two halves, the W tiles 64 bytes apart in a 128-byte row) x 2
+ * tiles of pixels (a row's or the plane's last tile moved back to end at
+ * its last pixel, so no tile reads past X: those pixels are recomputed)
+ * on four sum tiles over the whole reduction; the sums go through thread
+ * scratch to the epilogue. */
 typedef struct {
     bool ext;               /* the extended plane (stride 1), else rows */
     int64_t ps;             /* input pixels between a tile's rows: 1, or the stride along W */
@@ -456,8 +457,8 @@ typedef struct {
 static bool bc_amx_plan(lctx *c, const bconv *g, bool pairs, bc_amx *a)
 {
     int64_t eb = g->integer ? 1 : 2;   /* bytes of an input lane */
-    if (!(g->integer ? c->s->amx_int8 : c->s->amx_bf16) || !pairs || g->sym || (g->ML != 16 && g->ML != 32) || g->CL % g->pk ||
-        g->CL * eb > 64 || g->p[0] || g->p[1] || g->p[2] || g->p[3] || c->k->bufs[c->buf[0]].kind == KIR_BUF_SCRATCH)
+    if (!(g->integer ? c->s->amx_int8 : c->s->amx_bf16) || !pairs || g->sym || (g->ML != 16 && g->ML != 32) ||
+        g->CL % g->pk || g->CL * eb > 64 || g->p[0] || g->p[1] || g->p[2] || g->p[3] || c->k->bufs[c->buf[0]].kind == KIR_BUF_SCRATCH)
         return false;
     a->ext = g->s[0] == 1 && g->s[1] == 1;
     a->ps = a->ext ? 1 : g->s[1];
@@ -493,7 +494,8 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
     if (acc < 0)
         return -1;
     /* tiles: tpr per group; trips (batch, output block pair, pair of tiles), tiles fastest */
-    int64_t tpr = (a->np + 15) / 16, nt = a->groups * tpr, ntp = (nt + 1) / 2, mbg = g->ML == 16 ? (g->MB + 1) / 2 : g->MB;
+    int64_t tpr = (a->np + 15) / 16, nt = a->groups * tpr, ntp = (nt + 1) / 2;
+    int64_t mbg = g->ML == 16 ? (g->MB + 1) / 2 : g->MB;   /* trips along M: 2 blocks of 16, or 1 of 32 */
     int pv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * mbg * ntp), KIR_PARALLEL, 0);
     if (!lp)
@@ -537,7 +539,7 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
         win[2 + i][0] = lw_imulc(k, tap(c, g, ob[i]), g->CL / g->pk);
         win[2 + i][1] = lw_i64c(k, g->ML == 16 ? 0 : 16 * g->pk * i);
     }
-    /* sum tile t: pixel tile t / 2, output block t % 2 */
+    /* sum tile t: pixel tile t / 2, output block (or 32-lane block's half) t % 2 */
     int bufs[4] = {xv, xv, wv, wv};
     if (lower_amx_step(c, kb, bufs, win, g->integer ? KIR_IN_AMX_DPBUSD : KIR_IN_AMX_DPBF16PS) < 0 ||
         lower_amx_store(c, tb, acc, lw_i64c(k, 0), lw_i64c(k, 0)) < 0)
