@@ -106,7 +106,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->int8_quads = icc_target_has(t, ICC_TF_AVXVNNI) ||
                     (icc_target_has(t, ICC_TF_AVX512VNNI) && (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL)));
     s->bf16_pairs = !cuda && cg_schedule_bf16_pairs(t);
-    s->amx_bf16 = s->bf16_pairs && icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_BF16);
+    s->amx_bf16 = s->bf16_pairs && cg_schedule_amx_bf16(t);
     s->amx_int8 = !cuda && s->int8_quads && icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_INT8);
     s->f32_transpose = (icc_target_has(t, ICC_TF_AVX2) || icc_target_has(t, ICC_TF_AVX512F)) && s->lanes >= 8 &&
                        (s->lanes & (s->lanes - 1)) == 0;

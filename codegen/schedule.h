@@ -137,6 +137,13 @@ static inline bool cg_schedule_bf16_pairs(const icc_target_desc *t)
     return t->arch == ICC_ARCH_X86_64 && icc_target_has(t, ICC_TF_AVX512BF16) &&
            (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL));
 }
+/* Whether t also runs those contractions' blocks on AMX-BF16 tiles:
+ * cg_schedule_init's amx_bf16, and whether the layout pass blocks a bf16
+ * model's convolutions by 32 for them (header only, as above). */
+static inline bool cg_schedule_amx_bf16(const icc_target_desc *t)
+{
+    return cg_schedule_bf16_pairs(t) && icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_BF16);
+}
 
 /* The register tile of an M-row contraction: *rows x *vecs accumulators.
  * Skinny shapes (1 <= M <= CG_SKINNY_M, memory-bound on B) get the tile

@@ -1192,8 +1192,7 @@ static int64_t layout_block(const pass_ctx *c)
 {
     int64_t cb = icc_target_layout_block(c->target);
     if (cb == 16 && c->precision && c->precision->mode == ICC_PREC_BF16 && c->target &&
-        cg_schedule_bf16_pairs(c->target) && icc_target_has(c->target, ICC_TF_AMX_TILE) &&
-        icc_target_has(c->target, ICC_TF_AMX_BF16) && convs_in_32s(c->g))
+        cg_schedule_amx_bf16(c->target) && convs_in_32s(c->g))
         cb = 32;
     return cb;
 }
