@@ -1062,8 +1062,6 @@ int lower_qconv(lctx *c, const qconv_geom *g)
         return -1;
     if (q.quads && cv_quads(c, &q, &u, col, &lp->body, ncp) < 0)
         return -1;
-    if (q.amx && !kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
-        return -1;
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
