@@ -787,14 +787,16 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
         kir_stmt *br = pairs_part(c, lp, part, cc, ncf);
         if (!br)
             return -1;
+        /* part 0: the chunk's column blocks, then its row blocks; part 1
+         * (one panel): its row blocks alone */
         int qv = kir_new_var(k), rbv = kir_new_var(k);
-        kir_expr *q0 = part ? lw_i64c(k, 0) : lw_imulc(k, cc, ncp);
-        kir_expr *q1 = part ? lw_i64c(k, 1) : lw_imin(k, lw_i64c(k, nq), lw_iaddc(k, q0, ncp));
-        kir_stmt *lq = kir_for(k, &br->body, qv, q0, q1, KIR_SERIAL, 0);
+        kir_expr *q0 = part ? NULL : lw_imulc(k, cc, ncp);
+        kir_stmt *lq = part ? br : kir_for(k, &br->body, qv, q0, lw_imin(k, lw_i64c(k, nq), lw_iaddc(k, q0, ncp)),
+                                           KIR_SERIAL, 0);
         kir_stmt *lr = lq ? kir_for(k, &lq->body, rbv, rb0, rb1, KIR_SERIAL, 0) : NULL;
         if (!lr)
             return -1;
-        kir_expr *q = kir_var(k, qv), *rb = kir_var(k, rbv), *r0 = lw_imulc(k, rb, AMX_MB), *row[8];
+        kir_expr *rb = kir_var(k, rbv), *r0 = lw_imulc(k, rb, AMX_MB), *row[8];
         if (part) { /* the tail panel: every block's rows, Rt at a time (past the last, the last again) */
             kir_expr *j0 = lw_i64c(k, nfull * W);
             for (int64_t r = 0; r < AMX_MB; r += Rt) {
@@ -805,7 +807,7 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
             }
             continue;
         }
-        kir_expr *j0p = lw_imulc(k, lw_idivc(k, q, per), W), *co = lw_imulc(k, lw_iremc(k, q, per), AMX_NB);
+        kir_expr *q = kir_var(k, qv), *j0p = lw_imulc(k, lw_idivc(k, q, per), W), *co = lw_imulc(k, lw_iremc(k, q, per), AMX_NB);
         kir_expr *jo = lw_imulc(k, q, AMX_NB);
         kir_stmt *full = kir_if(k, &lr->body, kir_op2(k, KIR_LT, IR_BOOL, rb, lw_i64c(k, nbf)));
         if (!full)
