@@ -1204,25 +1204,41 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
         return -1;
     if (s->loop >= KIR_GRID && em_check_gpu_loop(e, s) < 0)
         return -1;
-    /* A parallel body between amx_config and amx_release (a trip of AMX
-     * tiles): the pair runs once per call, around this call's share of
-     * the trips, instead of per trip (ldtilecfg and tilerelease each cost
-     * a stall; the configuration is the same for every trip). */
+    /* A parallel body with one amx_config and, after it, one amx_release
+     * among its statements (a trip of AMX tiles): the pair runs once per
+     * call, around this call's share of the trips, instead of per trip
+     * (ldtilecfg and tilerelease each cost a stall; the configuration is
+     * the same for every trip). The statements before the config use no
+     * tiles (they would fault), nor do those after the release, so the
+     * rest runs in its order between the two. */
     const kir_block *body_stmts = &s->body;
-    kir_block inner;
+    kir_block inner = {0};
     const kir_stmt *amx_cfg = NULL, *amx_rel = NULL;
     if (s->loop == KIR_PARALLEL && depth == 0) {
         lo = intr2(e, "llvm.smax", lo, e->begin);
         hi = intr2(e, "llvm.smin", hi, e->end);
         const kir_block *bb = &s->body;
-        if (bb->n >= 2 && bb->s[0]->kind == KIR_S_INTRINSIC && bb->s[0]->intrin == KIR_IN_AMX_CONFIG &&
-            bb->s[bb->n - 1]->kind == KIR_S_INTRINSIC && bb->s[bb->n - 1]->intrin == KIR_IN_AMX_RELEASE) {
-            amx_cfg = bb->s[0];
-            amx_rel = bb->s[bb->n - 1];
-            inner = (kir_block){.s = bb->s + 1, .n = bb->n - 2, .cap = bb->n - 2};
+        int ci = -1, ri = -1, nc = 0, nr = 0;
+        for (int i = 0; i < bb->n; i++)
+            if (bb->s[i]->kind == KIR_S_INTRINSIC && bb->s[i]->intrin == KIR_IN_AMX_CONFIG)
+                ci = i, nc++;
+            else if (bb->s[i]->kind == KIR_S_INTRINSIC && bb->s[i]->intrin == KIR_IN_AMX_RELEASE)
+                ri = i, nr++;
+        if (nc == 1 && nr == 1 && ci < ri) {
+            inner.s = malloc((size_t)bb->n * sizeof *inner.s);
+            if (!inner.s)
+                return ir_errorf(e->d, "out of memory");
+            for (int i = 0; i < bb->n; i++)
+                if (i != ci && i != ri)
+                    inner.s[inner.n++] = bb->s[i];
+            inner.cap = inner.n;
+            amx_cfg = bb->s[ci];
+            amx_rel = bb->s[ri];
             body_stmts = &inner;
-            if (em_intrinsic(e, amx_cfg) < 0)
+            if (em_intrinsic(e, amx_cfg) < 0) {
+                free(inner.s);
                 return -1;
+            }
         }
     }
     if (s->loop == KIR_VECTOR && s->width > 1 && e->wvar < 0 && (has_loop(&s->body) || has_red_set(&s->body))) {
@@ -1242,6 +1258,7 @@ static int emit_for(em *e, const kir_stmt *s, int depth)
     e->vars[s->var] = iv;
     int calls = e->libm_calls, loops = ++e->loops;
     int rc = emit_block(e, body_stmts, depth + 1);
+    free(inner.s);
     e->vars[s->var] = saved;
     if (rc < 0)
         return -1;
