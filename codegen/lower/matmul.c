@@ -520,7 +520,7 @@ static int pairs_zero(lctx *c, kir_block *b, int acc, int64_t ar, int nr, int64_
  * panel that starts at column j0p and is pw wide: one dpbf16_pairs per
  * row and pair, on A's pair read in place (adjacent in its row) and the
  * panel's wl pairs (contiguous). */
-static int pairs_dot(lctx *c, const mm_geo *g, kir_block *b, int acc, int64_t ar, kir_expr *const *row, int nr,
+static int pairs_dot(lctx *c, const mm_geo *g, kir_block *b, int acc, kir_expr *ar, kir_expr *const *row, int nr,
                      kir_expr *j0p, int64_t pw, kir_expr *co, int64_t wl, int64_t kp0, int64_t kp1)
 {
     kir_kernel *k = c->k;
@@ -538,7 +538,7 @@ static int pairs_dot(lctx *c, const mm_geo *g, kir_block *b, int acc, int64_t ar
         lower_unflatten(c, &bt, row[r], ai);
         ai[bt.rank] = k2;
         kir_iarg args[3] = {
-            {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_i64c(k, ar + r), lw_i64c(k, 0)}},
+            {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_iaddc(k, ar, r), lw_i64c(k, 0)}},
             {.buf = c->buf[0], .nidx = g->ta->rank, .idx = ai},
             {.buf = g->pbuf, .nidx = 1, .idx = (kir_expr *[]){boff}},
         };
@@ -586,7 +586,7 @@ static int pairs_out(lctx *c, const mm_geo *g, kir_block *b, int acc, kir_expr *
 static int pairs_tile(lctx *c, const mm_geo *g, kir_block *b, int acc, kir_expr *const *row, int nr, kir_expr *j0p,
                       int64_t pw, kir_expr *co, kir_expr *jo, int64_t wl)
 {
-    if (pairs_zero(c, b, acc, 0, nr, wl) < 0 || pairs_dot(c, g, b, acc, 0, row, nr, j0p, pw, co, wl, 0, g->kd.v / 2) < 0)
+    if (pairs_zero(c, b, acc, 0, nr, wl) < 0 || pairs_dot(c, g, b, acc, lw_i64c(c->k, 0), row, nr, j0p, pw, co, wl, 0, g->kd.v / 2) < 0)
         return -1;
     for (int r = 0; r < nr; r++)
         if (pairs_out(c, g, b, acc, lw_i64c(c->k, r), row[r], jo, wl) < 0)
@@ -733,34 +733,76 @@ static bool amx_ok(lctx *c, const mm_geo *g, int64_t rows)
            amx_a_viewable(c);
 }
 
+/* The block whose sums wait in acc for their epilogue: pending when
+ * `on` is not 0; its output's rows r0 + [0, 32) and columns jo + [0, 32)
+ * from acc's rows ar + [0, 32). */
+typedef struct {
+    int acc;
+    kir_expr *on, *ar, *r0, *jo;
+} amx_pend;
+
+/* The pending block's rows [s R, min(32, s R + R)) through the epilogue,
+ * R = ceil(32 / ks): step s of a k loop of ks steps, so the loop puts out
+ * all 32. */
+static int amx_pend_rows(lctx *c, const mm_geo *g, kir_block *b, const amx_pend *p, kir_expr *s, int64_t ks)
+{
+    kir_kernel *k = c->k;
+    int64_t R = (AMX_MB + ks - 1) / ks;
+    int rv = kir_new_var(k);
+    kir_expr *lo = lw_imulc(k, s, R);
+    kir_stmt *on = kir_if(k, b, kir_op2(k, KIR_NE, IR_BOOL, p->on, lw_i64c(k, 0)));
+    kir_stmt *lr = on ? kir_for(k, &on->body, rv, lo, lw_imin(k, lw_iaddc(k, lo, R), lw_i64c(k, AMX_MB)), KIR_SERIAL, 0)
+                      : NULL;
+    if (!lr)
+        return -1;
+    kir_expr *rr = kir_var(k, rv);
+    return pairs_out(c, g, &lr->body, p->acc, kir_iadd(k, p->ar, rr), kir_iadd(k, p->r0, rr), p->jo, AMX_NB);
+}
+
 /* One 32 x 32 block of sums in tiles: rows r0 + [0, 32) of A (the view
  * av) times the pair rows of B (the view bv, [panels x K/2, 2W]) from bq
  * on, columns co + [0, 32) of the panel; tiles 0..3 the sums (0, 1 the
  * top rows, left and right), 4, 5 A's rows and 6, 7 B's columns, per 32
- * k 4 loads and 4 tdpbf16ps; the sums stored to acc [32, 32]. */
-static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int acc, kir_expr *r0, kir_expr *bq,
-                     kir_expr *co)
+ * k 4 loads and 4 tdpbf16ps; the sums stored to acc's rows ar + [0, 32).
+ * The k loop also puts the pending block p out, a few rows a step: the
+ * vector unit's epilogue (a Gelu's erfc is ~40 operations a vector) then
+ * runs while the tile unit multiplies, instead of after it. */
+static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int acc, kir_expr *ar, kir_expr *r0,
+                     kir_expr *bq, kir_expr *co, const amx_pend *p)
 {
     kir_kernel *k = c->k;
     int kv = kir_new_var(k);
-    kir_stmt *lk = lower_amx_zero(c, b) < 0 ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, g->kd.v / 32), KIR_SERIAL, 0);
+    int64_t ks = g->kd.v / 32;
+    kir_stmt *lk = lower_amx_zero(c, b) < 0 ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, ks), KIR_SERIAL, 0);
     if (!lk)
         return -1;
     kir_expr *ka = lw_imulc(k, kir_var(k, kv), 32), *kb = kir_iadd(k, bq, lw_imulc(k, kir_var(k, kv), 16));
     kir_expr *cb = lw_imulc(k, co, 2);
     kir_expr *win[4][2] = {{r0, ka}, {lw_iaddc(k, r0, 16), ka}, {kb, cb}, {kb, lw_iaddc(k, cb, 32)}};
     int bufs[4] = {av, av, bv, bv};
-    if (lower_amx_step(c, &lk->body, bufs, win, KIR_IN_AMX_DPBF16PS) < 0)
+    if (lower_amx_step(c, &lk->body, bufs, win, KIR_IN_AMX_DPBF16PS) < 0 ||
+        amx_pend_rows(c, g, &lk->body, p, kir_var(k, kv), ks) < 0)
         return -1;
-    return lower_amx_store(c, b, acc, lw_i64c(k, 0), lw_i64c(k, 0));
+    return lower_amx_store(c, b, acc, ar, lw_i64c(k, 0));
 }
+
+/* The pending-block state (lower_amx's tpend, i64 [4]): element i read,
+ * element i set to v (-1 on out of memory), and 1 - slot. */
+static kir_expr *tst_get(lctx *c, int tst, int64_t i) { return kir_load(c->k, tst, (kir_expr *[]){lw_i64c(c->k, i)}); }
+static int tst_set(lctx *c, kir_block *b, int tst, int64_t i, kir_expr *v)
+{
+    return kir_store(c->k, b, tst, (kir_expr *[]){lw_i64c(c->k, i)}, v) ? 0 : -1;
+}
+static kir_expr *tst_flip(kir_kernel *k, kir_expr *slot) { return kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 1), slot); }
 
 /* The AMX kernel: as the pair kernel, but blocks of 32 rows x 32 columns
  * of a full panel run on tiles (amx_block), each thread's chunk between
  * amx_config and amx_release. K mod 32 (its pairs), the rows past the
  * last full block and the tail panel run on dpbf16_pairs. Chunks of 4
  * row blocks (A's rows, 64 K bytes each, stay in L2) x 8 column blocks
- * (B's, read by each row block in turn). */
+ * (B's, read by each row block in turn). A block's epilogue runs during
+ * the next block's products (amx_block), the chunk's last one after its
+ * loops; two slots of sums in tacc alternate. */
 static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
 {
     kir_kernel *k = c->k;
@@ -773,11 +815,14 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
     ir_type bt = {.dtype = IR_BF16, .rank = 2, .dims = {ir_dim_const(nfull * K / 2), ir_dim_const(2 * W)}};
     const kir_buf *pb = &k->bufs[g->pbuf];
     int bv = av < 0 ? -1 : kir_add_buf(k, pb->name, pb->kind, &bt, pb->index, pb->offset);
-    int tacc = kir_add_scratch(k, "tacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){AMX_MB, AMX_NB});
+    /* two blocks of sums (the one in the tiles, the pending one) and the
+     * pending one's state: on, r0, jo, and the slot the next block fills */
+    int tacc = kir_add_scratch(k, "tacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){2 * AMX_MB, AMX_NB});
+    int tst = kir_add_scratch(k, "tpend", KIR_SPACE_THREAD, IR_I64, 1, (int64_t[]){4});
     int Rq = pairs_rows(c, AMX_NB, 8), Rt = tail ? pairs_rows(c, tail, 8) : 1, Rp = Rq > Rt ? Rq : Rt;
     int pacc = kir_add_scratch(k, "pacc", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){Rp, W});
     kir_expr *cc, *rb0, *rb1;
-    kir_stmt *lp = bv < 0 || tacc < 0 || pacc < 0 ? NULL : pairs_loop(c, nrc, ncc, N > rows, nb, mcb, &cc, &rb0, &rb1);
+    kir_stmt *lp = bv < 0 || tacc < 0 || tst < 0 || pacc < 0 ? NULL : pairs_loop(c, nrc, ncc, N > rows, nb, mcb, &cc, &rb0, &rb1);
     if (!lp || !kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
         return -1;
     for (int part = 0; part < 2; part++) {
@@ -790,6 +835,8 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
         /* part 0: the chunk's column blocks, then its row blocks; part 1
          * (one panel): its row blocks alone */
         int qv = kir_new_var(k), rbv = kir_new_var(k);
+        if (!part && (tst_set(c, &br->body, tst, 0, lw_i64c(k, 0)) < 0 || tst_set(c, &br->body, tst, 3, lw_i64c(k, 0)) < 0))
+            return -1;
         kir_expr *q0 = part ? NULL : lw_imulc(k, cc, ncp);
         kir_stmt *lq = part ? br : kir_for(k, &br->body, qv, q0, lw_imin(k, lw_i64c(k, nq), lw_iaddc(k, q0, ncp)),
                                            KIR_SERIAL, 0);
@@ -812,17 +859,23 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
         kir_stmt *full = kir_if(k, &lr->body, kir_op2(k, KIR_LT, IR_BOOL, rb, lw_i64c(k, nbf)));
         if (!full)
             return -1;
-        if (amx_block(c, g, &full->body, av, bv, tacc, r0, lw_imulc(k, lw_idivc(k, q, per), K / 2), co) < 0)
+        /* the block fills slot sl while the pending one goes out from the
+         * other; then it is the pending one */
+        kir_block *fb = &full->body;
+        kir_expr *sl = kir_let(k, fb, tst_get(c, tst, 3));
+        amx_pend pend = {tacc, kir_let(k, fb, tst_get(c, tst, 0)), lw_imulc(k, tst_flip(k, sl), AMX_MB),
+                         kir_let(k, fb, tst_get(c, tst, 1)), kir_let(k, fb, tst_get(c, tst, 2))};
+        kir_expr *ar = lw_imulc(k, sl, AMX_MB);
+        if (amx_block(c, g, fb, av, bv, tacc, ar, r0, lw_imulc(k, lw_idivc(k, q, per), K / 2), co, &pend) < 0)
             return -1;
         int64_t kt = K / 32 * 16;   /* the pairs past the tiles' */
         kir_expr *all[AMX_MB];
         for (int i = 0; i < AMX_MB; i++)
             all[i] = lw_iaddc(k, r0, i);
-        if (kt < K / 2 && pairs_dot(c, g, &full->body, tacc, 0, all, AMX_MB, j0p, W, co, AMX_NB, kt, K / 2) < 0)
+        if (kt < K / 2 && pairs_dot(c, g, fb, tacc, ar, all, AMX_MB, j0p, W, co, AMX_NB, kt, K / 2) < 0)
             return -1;
-        int ov = kir_new_var(k);
-        kir_stmt *lo = kir_for(k, &full->body, ov, lw_i64c(k, 0), lw_i64c(k, AMX_MB), KIR_SERIAL, 0);
-        if (!lo || pairs_out(c, g, &lo->body, tacc, kir_var(k, ov), kir_iadd(k, r0, kir_var(k, ov)), jo, AMX_NB) < 0)
+        if (tst_set(c, fb, tst, 0, lw_i64c(k, 1)) < 0 || tst_set(c, fb, tst, 1, r0) < 0 || tst_set(c, fb, tst, 2, jo) < 0 ||
+            tst_set(c, fb, tst, 3, tst_flip(k, sl)) < 0)
             return -1;
         /* the rows past the last full block (rb = nbf), Rq at a time */
         for (int64_t r = 0; r < rem; r += Rq) {
@@ -832,6 +885,11 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
             if (pairs_tile(c, g, &full->orelse, pacc, row, nr, j0p, W, co, jo, AMX_NB) < 0)
                 return -1;
         }
+        /* the chunk's last block goes out after its loops */
+        amx_pend last = {tacc, tst_get(c, tst, 0), lw_imulc(k, tst_flip(k, tst_get(c, tst, 3)), AMX_MB),
+                         tst_get(c, tst, 1), tst_get(c, tst, 2)};
+        if (amx_pend_rows(c, g, &br->body, &last, lw_i64c(k, 0), 1) < 0)
+            return -1;
     }
     return kir_intrinsic(k, &lp->body, KIR_IN_AMX_RELEASE, 0, NULL) ? 0 : -1;
 }

@@ -89,6 +89,10 @@ CASES = [
     ("amx_rows_k_tail", dict(m=45, k=40, n=192)),
     ("amx_batch_tail", dict(m=20, k=64, n=136, batch=(3,))),
     ("amx_gemm", dict(m=70, k=96, n=128, gemm=dict(alpha=0.5, beta=2.0))),
+    # chunks of several AMX blocks, each block's epilogue run inside the next one's k loop
+    # (row_chunks_whole_panels: 8 steps, 4 rows a step; batch_dims_long_k: 96 steps, 1 row a
+    # step; here 1 step, all 32 rows in it) and the chunk's last one after its loops
+    ("amx_pipeline_one_step", dict(m=96, k=32, n=256)),
 ]
 
 
