@@ -444,7 +444,10 @@ static int bc_lower_dots(lctx *c, bconv *g, int V, int R)
  * tiles of pixels (a row's or the plane's last tile moved back to end at
  * its last pixel, so no tile reads past X: those pixels are recomputed)
  * on four sum tiles over the whole reduction; the sums go through thread
- * scratch to the epilogue. */
+ * scratch to the epilogue. Each thread runs chunks of consecutive trips,
+ * and a trip's epilogue runs inside the next trip's reduction, a few sum
+ * rows a step (two slots of sums alternate; the chunk's last trip goes
+ * out after its loop), so its loads and stores overlap the products. */
 typedef struct {
     bool ext;               /* the extended plane (stride 1), else rows */
     int64_t ps;             /* input pixels between a tile's rows: 1, or the stride along W */
@@ -452,6 +455,9 @@ typedef struct {
     int64_t groups;         /* pixel groups run separately: 1 (ext) or the OH output rows */
     int64_t rows;           /* pixels of a tile: 16, or np when fewer */
     int64_t taps;           /* taps along W per product (g) */
+    /* the trips (bc_lower_amx): tiles per group, tiles, pairs of tiles,
+     * and trips along M (2 blocks of 16, or 1 of 32) */
+    int64_t tpr, nt, ntp, mbg;
 } bc_amx;
 
 static bool bc_amx_plan(lctx *c, const bconv *g, bool pairs, bc_amx *a)
@@ -474,7 +480,76 @@ static bool bc_amx_plan(lctx *c, const bconv *g, bool pairs, bc_amx *a)
         }
     /* a tile of fewer than 4 pixels (or of less than 8 bytes of k) wastes most of the unit; 7
      * (ResNet-50's last rows) still beats vdpbf16ps several times over */
+    a->tpr = (a->np + 15) / 16;
+    a->nt = a->groups * a->tpr;
+    a->ntp = (a->nt + 1) / 2;
+    a->mbg = g->ML == 16 ? (g->MB + 1) / 2 : g->MB;
     return a->rows >= 4 && a->taps * g->CL * eb >= 8 && g->N * g->CB * g->H * g->W >= a->ps;
+}
+
+/* A trip of bc_lower_amx (batch, output block pair, pair of tiles; tiles
+ * fastest): its batch item, its output blocks (a 32-lane block twice) and
+ * per pixel tile its group and first pixel, as lets in b from trip p. */
+typedef struct {
+    kir_expr *nb, *ob[2], *grp[2], *t0[2];
+} bc_trip;
+
+static int bc_trip_at(lctx *c, const bconv *g, const bc_amx *a, kir_block *b, kir_expr *p, bc_trip *t)
+{
+    kir_kernel *k = c->k;
+    kir_expr *tp = lw_iremc(k, p, a->ntp), *q = lw_idivc(k, p, a->ntp), *mg = lw_iremc(k, q, a->mbg);
+    t->nb = g->N > 1 ? kir_let(k, b, lw_idivc(k, q, a->mbg)) : lw_i64c(k, 0);
+    bool ok = t->nb != NULL;
+    for (int i = 0; i < 2; i++) {
+        t->ob[i] = g->ML == 16 ? kir_let(k, b, lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, 2), i), lw_i64c(k, g->MB - 1)))
+                               : kir_let(k, b, mg);
+        kir_expr *ti = lw_imin(k, lw_iaddc(k, lw_imulc(k, tp, 2), i), lw_i64c(k, a->nt - 1));
+        t->grp[i] = kir_let(k, b, a->tpr > 1 ? lw_idivc(k, ti, a->tpr) : ti);
+        t->t0[i] = kir_let(k, b, a->tpr > 1 ? lw_imin(k, lw_imulc(k, lw_iremc(k, ti, a->tpr), 16), lw_i64c(k, a->np - a->rows))
+                                            : lw_i64c(k, 0));
+        ok = ok && t->ob[i] && t->grp[i] && t->t0[i];
+    }
+    return ok ? 0 : -1;
+}
+
+/* Sum rows [lo, hi) of trip t (pixel tile i's row r is row 16 i + r, r <
+ * a->rows) from acc's rows ar + that, through the epilogue into Y. */
+static int bc_amx_out(lctx *c, const bconv *g, const bc_amx *a, kir_block *b, int acc, kir_expr *ar, const bc_trip *t,
+                      kir_expr *lo, kir_expr *hi)
+{
+    kir_kernel *k = c->k;
+    bconv gt = *g;
+    gt.nb = t->nb;
+    int L = c->s->lanes >= 1 ? c->s->lanes : 1;
+    for (int i = 0; i < 2; i++) {
+        int rv = kir_new_var(k);
+        kir_expr *r0 = lw_imax(k, lw_iaddc(k, lo, -16 * i), lw_i64c(k, 0));
+        kir_expr *r1 = lw_imin(k, lw_iaddc(k, hi, -16 * i), lw_i64c(k, a->rows));
+        kir_stmt *lr = kir_for(k, b, rv, r0, r1, KIR_SERIAL, 0);
+        if (!lr)
+            return -1;
+        kir_expr *pix = kir_iadd(k, t->t0[i], kir_var(k, rv)), *poh = t->grp[i], *row = pix;
+        kir_block *sb = &lr->body;
+        if (a->ext && !g->flat) {   /* (oh, ow) of the extended plane; ow >= OW is not an output */
+            poh = lw_idivc(k, pix, g->W);
+            row = lw_iremc(k, pix, g->W);
+            kir_stmt *in = g->W > g->OW ? kir_if(k, sb, kir_op2(k, KIR_LT, IR_BOOL, row, lw_i64c(k, g->OW))) : NULL;
+            if (g->W > g->OW && !in)
+                return -1;
+            sb = in ? &in->body : sb;
+        }
+        for (int v = 0; v < 2; v++) {
+            int jv = kir_new_var(k);
+            kir_stmt *lj = kir_for(k, sb, jv, lw_i64c(k, 0), lw_i64c(k, 16), KIR_VECTOR, L);
+            if (!lj)
+                return -1;
+            kir_expr *j = kir_var(k, jv), *jc = lw_iaddc(k, j, 16 * v);
+            kir_expr *val = kir_load(k, acc, (kir_expr *[]){kir_iadd(k, lw_iaddc(k, ar, 16 * i), kir_var(k, rv)), jc});
+            if (!bc_store(c, &gt, &lj->body, t->ob[v], poh, row, g->ML == 16 ? j : jc, val))
+                return -1;
+        }
+    }
+    return 0;
 }
 
 static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
@@ -489,32 +564,38 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
                   .dims = {ir_dim_const(g->MB * g->CB * g->KH * g->KW * g->CL / g->pk), ir_dim_const(g->pk * g->ML)}};
     int xv = kir_add_buf(k, xb->name, xb->kind, &xt, xb->index, xb->offset);
     int wv = xv < 0 ? -1 : kir_add_buf(k, wb->name, wb->kind, &wt, wb->index, wb->offset);
+    /* two slots of 32 x 32 sums (the trip in the tiles, the pending one)
+     * and the pending trip's state: its index + 1 (0: none), the slot the
+     * next trip fills */
     int acc = wv < 0 ? -1 : kir_add_scratch(k, "tacc", KIR_SPACE_THREAD, g->integer ? IR_I32 : IR_F32, 2,
-                                            (int64_t[]){32, 32});
-    if (acc < 0)
+                                            (int64_t[]){64, 32});
+    int tst = acc < 0 ? -1 : kir_add_scratch(k, "tpend", KIR_SPACE_THREAD, IR_I64, 1, (int64_t[]){2});
+    if (tst < 0)
         return -1;
-    /* tiles: tpr per group; trips (batch, output block pair, pair of tiles), tiles fastest */
-    int64_t tpr = (a->np + 15) / 16, nt = a->groups * tpr, ntp = (nt + 1) / 2;
-    int64_t mbg = g->ML == 16 ? (g->MB + 1) / 2 : g->MB;   /* trips along M: 2 blocks of 16, or 1 of 32 */
-    int pv = kir_new_var(k);
-    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * mbg * ntp), KIR_PARALLEL, 0);
+    /* chunks of consecutive trips, each thread's trips in order */
+    int64_t trips = g->N * a->mbg * a->ntp, nch = 2 * (int64_t)(c->s->min_chunks > 0 ? c->s->min_chunks : 1);
+    if (nch > trips)
+        nch = trips;
+    int64_t per = (trips + nch - 1) / nch;
+    nch = (trips + per - 1) / per;
+    int cv = kir_new_var(k), pv = kir_new_var(k);
+    kir_stmt *lc = kir_for(k, &k->body, cv, lw_i64c(k, 0), lw_i64c(k, nch), KIR_PARALLEL, 0);
+    if (!lc || !kir_intrinsic(k, &lc->body, KIR_IN_AMX_CONFIG, kir_amx_config_lanes((int)depth, (int)R), NULL))
+        return -1;
+    kir_expr *ts0 = lw_i64c(k, 0), *ts1 = lw_i64c(k, 1);
+    kir_expr *p0 = lw_imulc(k, kir_var(k, cv), per);
+    if (!kir_store(k, &lc->body, tst, &ts0, lw_i64c(k, 0)) || !kir_store(k, &lc->body, tst, &ts1, lw_i64c(k, 0)))
+        return -1;
+    kir_stmt *lp = kir_for(k, &lc->body, pv, p0, lw_imin(k, lw_iaddc(k, p0, per), lw_i64c(k, trips)), KIR_SERIAL, 0);
     if (!lp)
         return -1;
-    kir_expr *p = kir_var(k, pv), *tp = lw_iremc(k, p, ntp), *q = lw_idivc(k, p, ntp);
-    kir_expr *mg = lw_iremc(k, q, mbg), *ob[2], *grp[2], *t0[2];
-    g->nb = g->N > 1 ? lw_idivc(k, q, mbg) : lw_i64c(k, 0);
     kir_block *tb = &lp->body;
-    for (int i = 0; i < 2; i++) {
-        ob[i] = g->ML == 16 ? kir_let(k, tb, lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, 2), i), lw_i64c(k, g->MB - 1)))
-                            : mg;
-        kir_expr *ti = lw_imin(k, lw_iaddc(k, lw_imulc(k, tp, 2), i), lw_i64c(k, nt - 1));
-        grp[i] = kir_let(k, tb, tpr > 1 ? lw_idivc(k, ti, tpr) : ti);
-        t0[i] = kir_let(k, tb, tpr > 1 ? lw_imin(k, lw_imulc(k, lw_iremc(k, ti, tpr), 16), lw_i64c(k, a->np - R))
-                                       : lw_i64c(k, 0));
-    }
-    if (!kir_intrinsic(k, tb, KIR_IN_AMX_CONFIG, kir_amx_config_lanes((int)depth, (int)R), NULL) ||
-        lower_amx_zero(c, tb) < 0)
+    bc_trip cur, pend;
+    kir_expr *on = kir_let(k, tb, kir_load(k, tst, &ts0)), *sl = kir_let(k, tb, kir_load(k, tst, &ts1));
+    if (!on || !sl || bc_trip_at(c, g, a, tb, kir_var(k, pv), &cur) < 0 ||
+        bc_trip_at(c, g, a, tb, lw_imax(k, lw_iaddc(k, on, -1), lw_i64c(k, 0)), &pend) < 0 || lower_amx_zero(c, tb) < 0)
         return -1;
+    g->nb = cur.nb;
     /* the reduction: input blocks, taps along H, groups of `taps` taps along W */
     int vb = kir_new_var(k), vh = kir_new_var(k), vw = kir_new_var(k);
     kir_stmt *l1 = kir_for(k, tb, vb, lw_i64c(k, 0), lw_i64c(k, g->CB), KIR_SERIAL, 0);
@@ -531,49 +612,42 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
     kir_expr *win[4][2];
     for (int i = 0; i < 2; i++) {
         kir_expr *in_row = a->ext ? lw_imulc(k, g->kh, g->d[0])
-                                  : kir_iadd(k, lw_imulc(k, grp[i], g->s[0]), lw_imulc(k, g->kh, g->d[0]));
+                                  : kir_iadd(k, lw_imulc(k, cur.grp[i], g->s[0]), lw_imulc(k, g->kh, g->d[0]));
         kir_expr *px = kir_iadd(k, plane, kir_iadd(k, lw_imulc(k, in_row, g->W), lw_imulc(k, g->kw, g->d[1])));
-        px = kir_iadd(k, px, lw_imulc(k, t0[i], a->ps));
+        px = kir_iadd(k, px, lw_imulc(k, cur.t0[i], a->ps));
         win[i][0] = lw_idivc(k, px, a->ps);
         win[i][1] = lw_imulc(k, lw_iremc(k, px, a->ps), g->CL);
-        win[2 + i][0] = lw_imulc(k, tap(c, g, ob[i]), g->CL / g->pk);
+        win[2 + i][0] = lw_imulc(k, tap(c, g, cur.ob[i]), g->CL / g->pk);
         win[2 + i][1] = lw_i64c(k, g->ML == 16 ? 0 : 16 * g->pk * i);
     }
     /* sum tile t: pixel tile t / 2, output block (or 32-lane block's half) t % 2 */
     int bufs[4] = {xv, xv, wv, wv};
-    if (lower_amx_step(c, kb, bufs, win, g->integer ? KIR_IN_AMX_DPBUSD : KIR_IN_AMX_DPBF16PS) < 0 ||
-        lower_amx_store(c, tb, acc, lw_i64c(k, 0), lw_i64c(k, 0)) < 0)
+    if (lower_amx_step(c, kb, bufs, win, g->integer ? KIR_IN_AMX_DPBUSD : KIR_IN_AMX_DPBF16PS) < 0)
         return -1;
-    if (!kir_intrinsic(k, tb, KIR_IN_AMX_RELEASE, 0, NULL))
+    /* the pending trip's epilogue, ceil(32 / steps) sum rows a step: the
+     * vector unit's loads of the residual, stores of Y and activation run
+     * while the tile unit multiplies */
+    int64_t S = g->CB * g->KH * (g->KW / a->taps), Q = (32 + S - 1) / S;
+    kir_expr *st = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, g->icb, g->KH), g->kh), g->KW / a->taps), kir_var(k, vw));
+    kir_expr *lo = lw_imulc(k, st, Q);
+    kir_stmt *pe = kir_if(k, kb, kir_op2(k, KIR_NE, IR_BOOL, on, lw_i64c(k, 0)));
+    kir_expr *flip = kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 1), sl);
+    if (!pe || bc_amx_out(c, g, a, &pe->body, acc, lw_imulc(k, flip, 32), &pend, lo, lw_iaddc(k, lo, Q)) < 0)
         return -1;
-    int L = c->s->lanes >= 1 ? c->s->lanes : 1;
-    for (int i = 0; i < 2; i++) {
-        int rv = kir_new_var(k);
-        kir_stmt *lr = kir_for(k, tb, rv, lw_i64c(k, 0), lw_i64c(k, R), KIR_SERIAL, 0);
-        if (!lr)
-            return -1;
-        kir_expr *pix = kir_iadd(k, t0[i], kir_var(k, rv)), *poh = grp[i], *row = pix;
-        kir_block *sb = &lr->body;
-        if (a->ext && !g->flat) {   /* (oh, ow) of the extended plane; ow >= OW is not an output */
-            poh = lw_idivc(k, pix, g->W);
-            row = lw_iremc(k, pix, g->W);
-            kir_stmt *in = g->W > g->OW ? kir_if(k, sb, kir_op2(k, KIR_LT, IR_BOOL, row, lw_i64c(k, g->OW))) : NULL;
-            if (g->W > g->OW && !in)
-                return -1;
-            sb = in ? &in->body : sb;
-        }
-        for (int v = 0; v < 2; v++) {
-            int jv = kir_new_var(k);
-            kir_stmt *lj = kir_for(k, sb, jv, lw_i64c(k, 0), lw_i64c(k, 16), KIR_VECTOR, L);
-            if (!lj)
-                return -1;
-            kir_expr *j = kir_var(k, jv), *jc = lw_iaddc(k, j, 16 * v);
-            kir_expr *val = kir_load(k, acc, (kir_expr *[]){lw_iaddc(k, kir_var(k, rv), 16 * i), jc});
-            if (!bc_store(c, g, &lj->body, ob[v], poh, row, g->ML == 16 ? j : jc, val))
-                return -1;
-        }
-    }
-    return 0;
+    if (lower_amx_store(c, tb, acc, lw_imulc(k, sl, 32), lw_i64c(k, 0)) < 0 ||
+        !kir_store(k, tb, tst, &ts0, lw_iaddc(k, kir_var(k, pv), 1)) || !kir_store(k, tb, tst, &ts1, flip))
+        return -1;
+    /* the chunk's last trip goes out after its loop */
+    kir_block *cb = &lc->body;
+    kir_expr *lon = kir_let(k, cb, kir_load(k, tst, &ts0)), *nsl = kir_let(k, cb, kir_load(k, tst, &ts1));
+    bc_trip last;
+    if (!lon || !nsl || bc_trip_at(c, g, a, cb, lw_imax(k, lw_iaddc(k, lon, -1), lw_i64c(k, 0)), &last) < 0)
+        return -1;
+    kir_stmt *le = kir_if(k, cb, kir_op2(k, KIR_NE, IR_BOOL, lon, lw_i64c(k, 0)));
+    if (!le || bc_amx_out(c, g, a, &le->body, acc, lw_imulc(k, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 1), nsl), 32), &last,
+                          lw_i64c(k, 0), lw_i64c(k, 32)) < 0)
+        return -1;
+    return kir_intrinsic(k, cb, KIR_IN_AMX_RELEASE, 0, NULL) ? 0 : -1;
 }
 
 int lower_conv_blocked(lctx *c)
