@@ -69,6 +69,9 @@ CASES = [
     # (clamped), A's rows over batch dims, zero points per row and per column
     ("amx_k_tail_i8", dict(m=70, k=196, n=128, adt="i8", za=(70,), zb=(128,))),
     ("amx_batch_rows", dict(m=12, k=256, n=64, adt="u8", za=(), zb=(), batch=(4,))),
+    # several AMX panels a chunk's row block (one a~ packing read by each), and with a K tail
+    ("amx_panels", dict(m=64, k=320, n=512, adt="u8", za=(), zb=(512,))),
+    ("amx_panels_k_tail", dict(m=96, k=200, n=512, adt="i8", za=(96,), zb=(512,))),
 ]
 
 
