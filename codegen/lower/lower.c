@@ -445,6 +445,33 @@ int lower_amx_step(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2
     return 0;
 }
 
+static int amx_load(lctx *c, kir_block *b, int tile, int buf, kir_expr *const *w)
+{
+    kir_iarg a[2] = {{.buf = -1, .tile = tile}, {.buf = buf, .nidx = 2, .idx = (kir_expr **)w}};
+    return kir_intrinsic(c->k, b, KIR_IN_AMX_LOAD, 0, a) ? 0 : -1;
+}
+
+static int amx_dp(lctx *c, kir_block *b, int t, kir_intrin op)
+{
+    kir_iarg a[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
+    return kir_intrinsic(c->k, b, op, 0, a) ? 0 : -1;
+}
+
+int lower_amx_prime(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2])
+{
+    return amx_load(c, b, 4, buf[0], w[0]) < 0 || amx_load(c, b, 6, buf[2], w[2]) < 0 ? -1 : 0;
+}
+
+int lower_amx_step_next(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2], kir_expr *const (*nx)[2],
+                        kir_intrin op)
+{
+    if (amx_load(c, b, 7, buf[3], w[3]) < 0 || amx_dp(c, b, 0, op) < 0 || amx_load(c, b, 5, buf[1], w[1]) < 0 ||
+        amx_dp(c, b, 1, op) < 0 || amx_dp(c, b, 2, op) < 0 || amx_load(c, b, 4, buf[0], nx[0]) < 0 ||
+        amx_dp(c, b, 3, op) < 0 || amx_load(c, b, 6, buf[2], nx[2]) < 0)
+        return -1;
+    return 0;
+}
+
 int lower_amx_store(lctx *c, kir_block *b, int buf, kir_expr *r, kir_expr *col)
 {
     kir_kernel *k = c->k;

@@ -31,6 +31,8 @@
  */
 #include "codegen/lower/qgemm.h"
 
+#include <string.h>
+
 enum { QG_MAX_ROWS = 32 };
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -308,13 +310,18 @@ static int qg_panel_amx(lctx *c, qg *q, kir_block *b, kir_expr *j0)
     kir_expr *prow = lw_imulc(k, lw_idivc(k, j0, q->W), q->K / 4); /* the panel's first row of quads */
     for (int64_t h = 0; h < q->W / 32; h++) {
         int kv = kir_new_var(k);
-        kir_stmt *lk = lower_amx_zero(c, b) < 0 ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, q->K / 64), KIR_SERIAL, 0);
-        if (!lk)
-            return -1;
-        kir_expr *ka = lw_imulc(k, kir_var(k, kv), 64), *kb = kir_iadd(k, prow, lw_imulc(k, kir_var(k, kv), 16));
-        kir_expr *win[4][2] = {{lw_i64c(k, 0), ka}, {lw_i64c(k, 16), ka}, {kb, lw_i64c(k, 128 * h)}, {kb, lw_i64c(k, 128 * h + 64)}};
+        int64_t ks = q->K / 64;
+        kir_expr *win[3][4][2];   /* step 0's windows, step kv's, step kv + 1's (the last: its own) */
+        for (int i = 0; i < 3; i++) {
+            kir_expr *s = i == 0 ? lw_i64c(k, 0) : i == 1 ? kir_var(k, kv) : lw_imin(k, lw_iaddc(k, kir_var(k, kv), 1), lw_i64c(k, ks - 1));
+            kir_expr *ka = lw_imulc(k, s, 64), *kb = kir_iadd(k, prow, lw_imulc(k, s, 16));
+            kir_expr *w[4][2] = {{lw_i64c(k, 0), ka}, {lw_i64c(k, 16), ka}, {kb, lw_i64c(k, 128 * h)}, {kb, lw_i64c(k, 128 * h + 64)}};
+            memcpy(win[i], w, sizeof w);
+        }
         int bufs[4] = {q->a16, q->a16, q->bamx, q->bamx};
-        if (lower_amx_step(c, &lk->body, bufs, win, KIR_IN_AMX_DPBUSD) < 0 ||
+        kir_stmt *lk = lower_amx_zero(c, b) < 0 || lower_amx_prime(c, b, bufs, win[0]) < 0
+                           ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, ks), KIR_SERIAL, 0);
+        if (!lk || lower_amx_step_next(c, &lk->body, bufs, win[1], win[2], KIR_IN_AMX_DPBUSD) < 0 ||
             lower_amx_store(c, b, q->acc, lw_i64c(k, 0), lw_i64c(k, 32 * h)) < 0)
             return -1;
     }
