@@ -512,6 +512,25 @@ static int bc_trip_at(lctx *c, const bconv *g, const bc_amx *a, kir_block *b, ki
     return ok ? 0 : -1;
 }
 
+/* The windows of trip t's four operand tiles (X's two pixel tiles, W's
+ * two column tiles) at the reduction position g->icb, kh, kw. */
+static void bc_amx_windows(lctx *c, const bconv *g, const bc_amx *a, const bc_trip *t, kir_expr *(*win)[2])
+{
+    kir_kernel *k = c->k;
+    /* tile i's first input pixel in X's flat pixels, a multiple of ps past the plane's start */
+    kir_expr *plane = lw_imulc(k, kir_iadd(k, lw_imulc(k, g->nb, g->CB), g->icb), g->H * g->W);
+    for (int i = 0; i < 2; i++) {
+        kir_expr *in_row = a->ext ? lw_imulc(k, g->kh, g->d[0])
+                                  : kir_iadd(k, lw_imulc(k, t->grp[i], g->s[0]), lw_imulc(k, g->kh, g->d[0]));
+        kir_expr *px = kir_iadd(k, plane, kir_iadd(k, lw_imulc(k, in_row, g->W), lw_imulc(k, g->kw, g->d[1])));
+        px = kir_iadd(k, px, lw_imulc(k, t->t0[i], a->ps));
+        win[i][0] = lw_idivc(k, px, a->ps);
+        win[i][1] = lw_imulc(k, lw_iremc(k, px, a->ps), g->CL);
+        win[2 + i][0] = lw_imulc(k, tap(c, g, t->ob[i]), g->CL / g->pk);
+        win[2 + i][1] = lw_i64c(k, g->ML == 16 ? 0 : 16 * g->pk * i);
+    }
+}
+
 /* Sum rows [lo, hi) of trip t (pixel tile i's row r is row 16 i + r, r <
  * a->rows) from acc's rows ar + that, through the epilogue into Y. */
 static int bc_amx_out(lctx *c, const bconv *g, const bc_amx *a, kir_block *b, int acc, kir_expr *ar, const bc_trip *t,
@@ -596,39 +615,43 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
         bc_trip_at(c, g, a, tb, lw_imax(k, lw_iaddc(k, on, -1), lw_i64c(k, 0)), &pend) < 0 || lower_amx_zero(c, tb) < 0)
         return -1;
     g->nb = cur.nb;
-    /* the reduction: input blocks, taps along H, groups of `taps` taps along W */
+    /* the reduction: input blocks, taps along H, groups of `taps` taps
+     * along W; step st = (icb KH + kh) KWt + kw / taps of S. The loads are
+     * pipelined (lower_amx_step_next): step 0's first tiles before the
+     * loops, each step's next ones from step min(st + 1, S - 1). */
+    int64_t KWt = g->KW / a->taps, S = g->CB * g->KH * KWt;
     int vb = kir_new_var(k), vh = kir_new_var(k), vw = kir_new_var(k);
+    kir_expr *win[3][4][2];
+    g->icb = g->kh = g->kw = lw_i64c(k, 0);
+    bc_amx_windows(c, g, a, &cur, win[0]);
+    int bufs[4] = {xv, xv, wv, wv};
+    if (lower_amx_prime(c, tb, bufs, win[0]) < 0)
+        return -1;
     kir_stmt *l1 = kir_for(k, tb, vb, lw_i64c(k, 0), lw_i64c(k, g->CB), KIR_SERIAL, 0);
     kir_stmt *l2 = l1 ? kir_for(k, &l1->body, vh, lw_i64c(k, 0), lw_i64c(k, g->KH), KIR_SERIAL, 0) : NULL;
-    kir_stmt *l3 = l2 ? kir_for(k, &l2->body, vw, lw_i64c(k, 0), lw_i64c(k, g->KW / a->taps), KIR_SERIAL, 0) : NULL;
+    kir_stmt *l3 = l2 ? kir_for(k, &l2->body, vw, lw_i64c(k, 0), lw_i64c(k, KWt), KIR_SERIAL, 0) : NULL;
     if (!l3)
         return -1;
     kir_block *kb = &l3->body;
+    kir_expr *st = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, kir_var(k, vb), g->KH), kir_var(k, vh)), KWt), kir_var(k, vw));
+    kir_expr *sn = kir_let(k, kb, lw_imin(k, lw_iaddc(k, st, 1), lw_i64c(k, S - 1)));
+    if (!sn)
+        return -1;
+    g->icb = lw_idivc(k, sn, g->KH * KWt);
+    g->kh = lw_iremc(k, lw_idivc(k, sn, KWt), g->KH);
+    g->kw = lw_imulc(k, lw_iremc(k, sn, KWt), a->taps);
+    bc_amx_windows(c, g, a, &cur, win[2]);
     g->icb = kir_var(k, vb);
     g->kh = kir_var(k, vh);
     g->kw = lw_imulc(k, kir_var(k, vw), a->taps);
-    /* tile i's first input pixel in X's flat pixels, a multiple of ps past the plane's start */
-    kir_expr *plane = lw_imulc(k, kir_iadd(k, lw_imulc(k, g->nb, g->CB), g->icb), HW);
-    kir_expr *win[4][2];
-    for (int i = 0; i < 2; i++) {
-        kir_expr *in_row = a->ext ? lw_imulc(k, g->kh, g->d[0])
-                                  : kir_iadd(k, lw_imulc(k, cur.grp[i], g->s[0]), lw_imulc(k, g->kh, g->d[0]));
-        kir_expr *px = kir_iadd(k, plane, kir_iadd(k, lw_imulc(k, in_row, g->W), lw_imulc(k, g->kw, g->d[1])));
-        px = kir_iadd(k, px, lw_imulc(k, cur.t0[i], a->ps));
-        win[i][0] = lw_idivc(k, px, a->ps);
-        win[i][1] = lw_imulc(k, lw_iremc(k, px, a->ps), g->CL);
-        win[2 + i][0] = lw_imulc(k, tap(c, g, cur.ob[i]), g->CL / g->pk);
-        win[2 + i][1] = lw_i64c(k, g->ML == 16 ? 0 : 16 * g->pk * i);
-    }
+    bc_amx_windows(c, g, a, &cur, win[1]);
     /* sum tile t: pixel tile t / 2, output block (or 32-lane block's half) t % 2 */
-    int bufs[4] = {xv, xv, wv, wv};
-    if (lower_amx_step(c, kb, bufs, win, g->integer ? KIR_IN_AMX_DPBUSD : KIR_IN_AMX_DPBF16PS) < 0)
+    if (lower_amx_step_next(c, kb, bufs, win[1], win[2], g->integer ? KIR_IN_AMX_DPBUSD : KIR_IN_AMX_DPBF16PS) < 0)
         return -1;
     /* the pending trip's epilogue, ceil(32 / steps) sum rows a step: the
      * vector unit's loads of the residual, stores of Y and activation run
      * while the tile unit multiplies */
-    int64_t S = g->CB * g->KH * (g->KW / a->taps), Q = (32 + S - 1) / S;
-    kir_expr *st = kir_iadd(k, lw_imulc(k, kir_iadd(k, lw_imulc(k, g->icb, g->KH), g->kh), g->KW / a->taps), kir_var(k, vw));
+    int64_t Q = (32 + S - 1) / S;
     kir_expr *lo = lw_imulc(k, st, Q);
     kir_stmt *pe = kir_if(k, kb, kir_op2(k, KIR_NE, IR_BOOL, on, lw_i64c(k, 0)));
     kir_expr *flip = kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 1), sl);
