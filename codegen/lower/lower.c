@@ -430,21 +430,6 @@ int lower_amx_zero(lctx *c, kir_block *b)
     return 0;
 }
 
-int lower_amx_step(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2], kir_intrin op)
-{
-    for (int t = 0; t < 4; t++) {
-        kir_iarg a[2] = {{.buf = -1, .tile = 4 + t}, {.buf = buf[t], .nidx = 2, .idx = (kir_expr **)w[t]}};
-        if (!kir_intrinsic(c->k, b, KIR_IN_AMX_LOAD, 0, a))
-            return -1;
-    }
-    for (int t = 0; t < 4; t++) {
-        kir_iarg a[3] = {{.buf = -1, .tile = t}, {.buf = -1, .tile = 4 + t / 2}, {.buf = -1, .tile = 6 + t % 2}};
-        if (!kir_intrinsic(c->k, b, op, 0, a))
-            return -1;
-    }
-    return 0;
-}
-
 static int amx_load(lctx *c, kir_block *b, int tile, int buf, kir_expr *const *w)
 {
     kir_iarg a[2] = {{.buf = -1, .tile = tile}, {.buf = buf, .nidx = 2, .idx = (kir_expr **)w}};
