@@ -42,7 +42,6 @@
 
 #include <string.h>
 
-
 bool cg_can_lower_matmul(const ir_node *n)
 {
     const ir_type *x = &n->in[0]->type;
@@ -767,7 +766,7 @@ static int amx_pend_rows(lctx *c, const mm_geo *g, kir_block *b, const amx_pend 
  * top rows, left and right), 4, 5 A's rows and 6, 7 B's columns, per 32
  * k 4 loads and 4 tdpbf16ps; the sums stored to acc's rows ar + [0, 32).
  * The k loop also puts the pending block p out, a few rows a step: the
- * vector unit's epilogue (a Gelu's erfc is ~40 operations a vector) then
+ * vector unit's epilogue (a Gelu's erfc is ~55 instructions a vector) then
  * runs while the tile unit multiplies, instead of after it. */
 static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int acc, kir_expr *ar, kir_expr *r0,
                      kir_expr *bq, kir_expr *co, const amx_pend *p)
