@@ -415,14 +415,6 @@ static int reblock_images(pass_ctx *c, const icc_precision_opts *o)
     return 0;
 }
 
-/* bf16/fp16: the f32 constant weight W of each contraction not kept in
- * fp32 becomes a constant W.bf16 (rounded to nearest even) read through
- * Cast(to=f32). One narrow constant per weight, one Cast per contraction
- * that reads it (so each Cast is read by one kernel, which converts in
- * its loads: fuse.c puts the Cast in the contraction's group). When
- * nothing reads W any more it is erased and the first Cast's result takes
- * its name, so the values of both graphs compare by name. For fp16, a
- * weight with values beyond f16's range stays fp32. */
 /* Whether the elementwise readers of rounded activations read the
  * rounded values too (the pass's `shared=`, default 1 for bf16). */
 static bool shares_rounded(pass_ctx *c, const icc_precision_opts *o)
@@ -485,6 +477,14 @@ static int share_rounded(pass_ctx *c, const icc_precision_opts *o, ir_value **ha
     return 0;
 }
 
+/* bf16/fp16: the f32 constant weight W of each contraction not kept in
+ * fp32 becomes a constant W.bf16 (rounded to nearest even) read through
+ * Cast(to=f32). One narrow constant per weight, one Cast per contraction
+ * that reads it (so each Cast is read by one kernel, which converts in
+ * its loads: fuse.c puts the Cast in the contraction's group). When
+ * nothing reads W any more it is erased and the first Cast's result takes
+ * its name, so the values of both graphs compare by name. For fp16, a
+ * weight with values beyond f16's range stays fp32. */
 static int lower_half(pass_ctx *c, const icc_precision_opts *o)
 {
     ir_graph *g = c->g;
