@@ -440,40 +440,40 @@ static int share_rounded(pass_ctx *c, const icc_precision_opts *o, ir_value **ha
     ir_graph *g = c->g;
     if (!shares_rounded(c, o))
         return 0;
+    /* per value: its readers but its bf16 Cast, or -1 when it cannot share
+     * (no such Cast, a graph output, or a reader that may not) */
+    int *readers = malloc(((size_t)nv + 1) * sizeof *readers);
+    if (!readers)
+        return ir_errorf(c->diag, "out of memory");
     for (int v = 0; v < nv; v++) {
-        ir_value *x = g->values[v], *h = half[v];
-        if (!h || h->kind != IR_VAL_NODE || h->def->op != IR_OP_CAST || h->def->in[0] != x)
-            continue;
-        bool ok = true;
-        for (int i = 0; ok && i < g->noutputs; i++)
-            ok = g->outputs[i] != x;
-        int readers = 0;
-        for (int k = 0; ok && k < nn; k++) {
-            const ir_node *n = g->nodes[k];
-            bool reads = false;
-            for (int i = 0; i < n->nin; i++)
-                reads |= n->in[i] == x;
-            if (n->dead || !reads || n == h->def)
-                continue;
-            ok = (ir_ops[n->op].flags & IR_F_ELEMWISE) && !icc_precision_keeps(o, g, n);
-            readers++;
-        }
-        if (!ok || !readers)
-            continue;
+        const ir_value *h = half[v];
+        readers[v] = h && h->kind == IR_VAL_NODE && h->def->op == IR_OP_CAST && h->def->in[0] == g->values[v] ? 0 : -1;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i]->id < nv)
+            readers[g->outputs[i]->id] = -1;
+    for (int pass = 0; pass < 2; pass++)   /* count the readers, then rewire them */
         for (int k = 0; k < nn; k++) {
             ir_node *n = g->nodes[k];
-            if (n->dead || n == h->def)
-                continue;
-            for (int i = 0; i < n->nin; i++)
-                if (n->in[i] == x) {
-                    ir_value *up = cast_to(c, h, IR_F32, x->name, ".f32");
-                    if (!up)
-                        return -1;
-                    n->in[i] = up;
-                    pass_stat(c, "readers sharing a rounded activation", 1);
+            for (int i = 0; !n->dead && i < n->nin; i++) {
+                ir_value *x = n->in[i];
+                if (!x || x->id >= nv || readers[x->id] < 0 || n == half[x->id]->def)
+                    continue;
+                if (pass == 0) {
+                    bool may = (ir_ops[n->op].flags & IR_F_ELEMWISE) && !icc_precision_keeps(o, g, n);
+                    readers[x->id] = may ? readers[x->id] + 1 : -1;
+                    continue;
                 }
+                ir_value *up = cast_to(c, half[x->id], IR_F32, x->name, ".f32");
+                if (!up) {
+                    free(readers);
+                    return -1;
+                }
+                n->in[i] = up;
+                pass_stat(c, "readers sharing a rounded activation", 1);
+            }
         }
-    }
+    free(readers);
     return 0;
 }
 
