@@ -601,16 +601,16 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
     kir_stmt *lc = kir_for(k, &k->body, cv, lw_i64c(k, 0), lw_i64c(k, nch), KIR_PARALLEL, 0);
     if (!lc || !kir_intrinsic(k, &lc->body, KIR_IN_AMX_CONFIG, kir_amx_config_lanes((int)depth, (int)R), NULL))
         return -1;
-    kir_expr *ts0 = lw_i64c(k, 0), *ts1 = lw_i64c(k, 1);
     kir_expr *p0 = lw_imulc(k, kir_var(k, cv), per);
-    if (!kir_store(k, &lc->body, tst, &ts0, lw_i64c(k, 0)) || !kir_store(k, &lc->body, tst, &ts1, lw_i64c(k, 0)))
+    if (lower_amx_st_set(k, &lc->body, tst, 0, lw_i64c(k, 0)) < 0 ||
+        lower_amx_st_set(k, &lc->body, tst, 1, lw_i64c(k, 0)) < 0)
         return -1;
     kir_stmt *lp = kir_for(k, &lc->body, pv, p0, lw_imin(k, lw_iaddc(k, p0, per), lw_i64c(k, trips)), KIR_SERIAL, 0);
     if (!lp)
         return -1;
     kir_block *tb = &lp->body;
     bc_trip cur, pend;
-    kir_expr *on = kir_let(k, tb, kir_load(k, tst, &ts0)), *sl = kir_let(k, tb, kir_load(k, tst, &ts1));
+    kir_expr *on = kir_let(k, tb, lower_amx_st(k, tst, 0)), *sl = kir_let(k, tb, lower_amx_st(k, tst, 1));
     if (!on || !sl || bc_trip_at(c, g, a, tb, kir_var(k, pv), &cur) < 0 ||
         bc_trip_at(c, g, a, tb, lw_imax(k, lw_iaddc(k, on, -1), lw_i64c(k, 0)), &pend) < 0 || lower_amx_zero(c, tb) < 0)
         return -1;
@@ -654,21 +654,22 @@ static int bc_lower_amx(lctx *c, bconv *g, const bc_amx *a)
     int64_t Q = (32 + S - 1) / S;
     kir_expr *lo = lw_imulc(k, st, Q);
     kir_stmt *pe = kir_if(k, kb, kir_op2(k, KIR_NE, IR_BOOL, on, lw_i64c(k, 0)));
-    kir_expr *flip = kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 1), sl);
+    kir_expr *flip = lower_amx_flip(k, sl);
     if (!pe || bc_amx_out(c, g, a, &pe->body, acc, lw_imulc(k, flip, 32), &pend, lo, lw_iaddc(k, lo, Q)) < 0)
         return -1;
     if (lower_amx_store(c, tb, acc, lw_imulc(k, sl, 32), lw_i64c(k, 0)) < 0 ||
-        !kir_store(k, tb, tst, &ts0, lw_iaddc(k, kir_var(k, pv), 1)) || !kir_store(k, tb, tst, &ts1, flip))
+        lower_amx_st_set(k, tb, tst, 0, lw_iaddc(k, kir_var(k, pv), 1)) < 0 ||
+        lower_amx_st_set(k, tb, tst, 1, flip) < 0)
         return -1;
     /* the chunk's last trip goes out after its loop */
     kir_block *cb = &lc->body;
-    kir_expr *lon = kir_let(k, cb, kir_load(k, tst, &ts0)), *nsl = kir_let(k, cb, kir_load(k, tst, &ts1));
+    kir_expr *lon = kir_let(k, cb, lower_amx_st(k, tst, 0)), *nsl = kir_let(k, cb, lower_amx_st(k, tst, 1));
     bc_trip last;
     if (!lon || !nsl || bc_trip_at(c, g, a, cb, lw_imax(k, lw_iaddc(k, lon, -1), lw_i64c(k, 0)), &last) < 0)
         return -1;
     kir_stmt *le = kir_if(k, cb, kir_op2(k, KIR_NE, IR_BOOL, lon, lw_i64c(k, 0)));
-    if (!le || bc_amx_out(c, g, a, &le->body, acc, lw_imulc(k, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 1), nsl), 32), &last,
-                          lw_i64c(k, 0), lw_i64c(k, 32)) < 0)
+    if (!le || bc_amx_out(c, g, a, &le->body, acc, lw_imulc(k, lower_amx_flip(k, nsl), 32), &last, lw_i64c(k, 0),
+                          lw_i64c(k, 32)) < 0)
         return -1;
     return kir_intrinsic(k, cb, KIR_IN_AMX_RELEASE, 0, NULL) ? 0 : -1;
 }

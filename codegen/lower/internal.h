@@ -174,6 +174,30 @@ int lower_amx_store(lctx *c, kir_block *b, int buf, kir_expr *r, kir_expr *col);
 int lower_amx_prime(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2]);
 int lower_amx_step_next(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2], kir_expr *const (*nx)[2],
                         kir_intrin op);
+/* The steps a pipelined k loop over kv in [0, ks) loads for: s[0] = 0
+ * (lower_amx_prime's), s[1] = kv and s[2] = min(kv + 1, ks - 1) (nx's). */
+static inline void lower_amx_steps(kir_kernel *k, int kv, int64_t ks, kir_expr **s)
+{
+    s[0] = lw_i64c(k, 0);
+    s[1] = kir_var(k, kv);
+    s[2] = lw_imin(k, lw_iaddc(k, kir_var(k, kv), 1), lw_i64c(k, ks - 1));
+}
+/* The AMX kernels' pending-epilogue state (lower_amx, bc_lower_amx): an
+ * i64 thread scratch st. lower_amx_st reads element i, lower_amx_st_set
+ * appends st[i] = v to b (-1 on out of memory), lower_amx_flip is the
+ * other of two slots of sums, 1 - slot. */
+static inline kir_expr *lower_amx_st(kir_kernel *k, int st, int64_t i)
+{
+    return kir_load(k, st, (kir_expr *[]){lw_i64c(k, i)});
+}
+static inline int lower_amx_st_set(kir_kernel *k, kir_block *b, int st, int64_t i, kir_expr *v)
+{
+    return kir_store(k, b, st, (kir_expr *[]){lw_i64c(k, i)}, v) ? 0 : -1;
+}
+static inline kir_expr *lower_amx_flip(kir_kernel *k, kir_expr *slot)
+{
+    return kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 1), slot);
+}
 
 /* The elementwise family (elementwise.c): lw_can_elementwise says whether
  * lw_formula handles n's op and dtypes; lw_formula gives c->n's value at

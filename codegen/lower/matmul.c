@@ -775,10 +775,10 @@ static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int
     int kv = kir_new_var(k);
     int64_t ks = g->kd.v / 32;
     kir_expr *cb = lw_imulc(k, co, 2);
-    kir_expr *win[3][4][2];   /* step 0's windows, step kv's, step kv + 1's (the last: its own) */
+    kir_expr *win[3][4][2], *st[3];   /* the windows at lower_amx_steps' steps */
+    lower_amx_steps(k, kv, ks, st);
     for (int i = 0; i < 3; i++) {
-        kir_expr *s = i == 0 ? lw_i64c(k, 0) : i == 1 ? kir_var(k, kv) : lw_imin(k, lw_iaddc(k, kir_var(k, kv), 1), lw_i64c(k, ks - 1));
-        kir_expr *ka = lw_imulc(k, s, 32), *kb = kir_iadd(k, bq, lw_imulc(k, s, 16));
+        kir_expr *ka = lw_imulc(k, st[i], 32), *kb = kir_iadd(k, bq, lw_imulc(k, st[i], 16));
         kir_expr *w[4][2] = {{r0, ka}, {lw_iaddc(k, r0, 16), ka}, {kb, cb}, {kb, lw_iaddc(k, cb, 32)}};
         memcpy(win[i], w, sizeof w);
     }
@@ -790,15 +790,6 @@ static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int
         return -1;
     return lower_amx_store(c, b, acc, ar, lw_i64c(k, 0));
 }
-
-/* The pending-block state (lower_amx's tpend, i64 [4]): element i read,
- * element i set to v (-1 on out of memory), and 1 - slot. */
-static kir_expr *tst_get(lctx *c, int tst, int64_t i) { return kir_load(c->k, tst, (kir_expr *[]){lw_i64c(c->k, i)}); }
-static int tst_set(lctx *c, kir_block *b, int tst, int64_t i, kir_expr *v)
-{
-    return kir_store(c->k, b, tst, (kir_expr *[]){lw_i64c(c->k, i)}, v) ? 0 : -1;
-}
-static kir_expr *tst_flip(kir_kernel *k, kir_expr *slot) { return kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, 1), slot); }
 
 /* The AMX kernel: as the pair kernel, but blocks of 32 rows x 32 columns
  * of a full panel run on tiles (amx_block), each thread's chunk between
@@ -840,7 +831,8 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
         /* part 0: the chunk's column blocks, then its row blocks; part 1
          * (one panel): its row blocks alone */
         int qv = kir_new_var(k), rbv = kir_new_var(k);
-        if (!part && (tst_set(c, &br->body, tst, 0, lw_i64c(k, 0)) < 0 || tst_set(c, &br->body, tst, 3, lw_i64c(k, 0)) < 0))
+        if (!part && (lower_amx_st_set(k, &br->body, tst, 0, lw_i64c(k, 0)) < 0 ||
+                      lower_amx_st_set(k, &br->body, tst, 3, lw_i64c(k, 0)) < 0))
             return -1;
         kir_expr *q0 = part ? NULL : lw_imulc(k, cc, ncp);
         kir_stmt *lq = part ? br : kir_for(k, &br->body, qv, q0, lw_imin(k, lw_i64c(k, nq), lw_iaddc(k, q0, ncp)),
@@ -867,9 +859,9 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
         /* the block fills slot sl while the pending one goes out from the
          * other; then it is the pending one */
         kir_block *fb = &full->body;
-        kir_expr *sl = kir_let(k, fb, tst_get(c, tst, 3));
-        amx_pend pend = {tacc, kir_let(k, fb, tst_get(c, tst, 0)), lw_imulc(k, tst_flip(k, sl), AMX_MB),
-                         kir_let(k, fb, tst_get(c, tst, 1)), kir_let(k, fb, tst_get(c, tst, 2))};
+        kir_expr *sl = kir_let(k, fb, lower_amx_st(k, tst, 3));
+        amx_pend pend = {tacc, kir_let(k, fb, lower_amx_st(k, tst, 0)), lw_imulc(k, lower_amx_flip(k, sl), AMX_MB),
+                         kir_let(k, fb, lower_amx_st(k, tst, 1)), kir_let(k, fb, lower_amx_st(k, tst, 2))};
         kir_expr *ar = lw_imulc(k, sl, AMX_MB);
         if (amx_block(c, g, fb, av, bv, tacc, ar, r0, lw_imulc(k, lw_idivc(k, q, per), K / 2), co, &pend) < 0)
             return -1;
@@ -879,8 +871,8 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
             all[i] = lw_iaddc(k, r0, i);
         if (kt < K / 2 && pairs_dot(c, g, fb, tacc, ar, all, AMX_MB, j0p, W, co, AMX_NB, kt, K / 2) < 0)
             return -1;
-        if (tst_set(c, fb, tst, 0, lw_i64c(k, 1)) < 0 || tst_set(c, fb, tst, 1, r0) < 0 || tst_set(c, fb, tst, 2, jo) < 0 ||
-            tst_set(c, fb, tst, 3, tst_flip(k, sl)) < 0)
+        if (lower_amx_st_set(k, fb, tst, 0, lw_i64c(k, 1)) < 0 || lower_amx_st_set(k, fb, tst, 1, r0) < 0 ||
+            lower_amx_st_set(k, fb, tst, 2, jo) < 0 || lower_amx_st_set(k, fb, tst, 3, lower_amx_flip(k, sl)) < 0)
             return -1;
         /* the rows past the last full block (rb = nbf), Rq at a time */
         for (int64_t r = 0; r < rem; r += Rq) {
@@ -891,8 +883,8 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
                 return -1;
         }
         /* the chunk's last block goes out after its loops */
-        amx_pend last = {tacc, tst_get(c, tst, 0), lw_imulc(k, tst_flip(k, tst_get(c, tst, 3)), AMX_MB),
-                         tst_get(c, tst, 1), tst_get(c, tst, 2)};
+        amx_pend last = {tacc, lower_amx_st(k, tst, 0), lw_imulc(k, lower_amx_flip(k, lower_amx_st(k, tst, 3)), AMX_MB),
+                         lower_amx_st(k, tst, 1), lower_amx_st(k, tst, 2)};
         if (amx_pend_rows(c, g, &br->body, &last, lw_i64c(k, 0), 1) < 0)
             return -1;
     }

@@ -311,10 +311,10 @@ static int qg_panel_amx(lctx *c, qg *q, kir_block *b, kir_expr *j0)
     for (int64_t h = 0; h < q->W / 32; h++) {
         int kv = kir_new_var(k);
         int64_t ks = q->K / 64;
-        kir_expr *win[3][4][2];   /* step 0's windows, step kv's, step kv + 1's (the last: its own) */
+        kir_expr *win[3][4][2], *st[3];   /* the windows at lower_amx_steps' steps */
+        lower_amx_steps(k, kv, ks, st);
         for (int i = 0; i < 3; i++) {
-            kir_expr *s = i == 0 ? lw_i64c(k, 0) : i == 1 ? kir_var(k, kv) : lw_imin(k, lw_iaddc(k, kir_var(k, kv), 1), lw_i64c(k, ks - 1));
-            kir_expr *ka = lw_imulc(k, s, 64), *kb = kir_iadd(k, prow, lw_imulc(k, s, 16));
+            kir_expr *ka = lw_imulc(k, st[i], 64), *kb = kir_iadd(k, prow, lw_imulc(k, st[i], 16));
             kir_expr *w[4][2] = {{lw_i64c(k, 0), ka}, {lw_i64c(k, 16), ka}, {kb, lw_i64c(k, 128 * h)}, {kb, lw_i64c(k, 128 * h + 64)}};
             memcpy(win[i], w, sizeof w);
         }
