@@ -612,6 +612,37 @@ static int emit_transpose(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* dst[2i+j] = b[j][i]: the two rows loaded as vectors of up to 32 i16,
+ * interleaved by one shuffle each half (vpunpcklwd/hwd and a permute on
+ * AVX-512), stored as one run of 2n. */
+static int emit_pair_pack(em *e, const kir_stmt *s)
+{
+    LLVMValueRef ptr[2];
+    for (int j = 0; j < 2; j++)
+        if (!(ptr[j] = em_elem_ptr(e, s->args[j].buf, s->args[j].nidx, s->args[j].idx)))
+            return -1;
+    const kir_buf *bb = &e->k->bufs[s->args[1].buf];
+    if (bb->dtype != IR_BF16)
+        return ir_errorf(e->d, "kernel '%.100s': pair_pack reads rows of bf16, not %s", e->k->name,
+                         ir_dtype_name(bb->dtype));
+    int64_t n = s->lanes;
+    LLVMValueRef rs = e->stride[s->args[1].buf][bb->rank - 2];
+    for (int64_t done = 0; done < n;) {
+        int64_t w = n - done >= 32 ? 32 : n - done >= 16 ? 16 : n - done >= 8 ? 8 : 1;
+        LLVMTypeRef vt = LLVMVectorType(e->i16, (unsigned)w);
+        LLVMValueRef r0 = load_as(e, vt, at(e, e->i16, ptr[1], em_ci64(e, done)), s->args[1].buf, 2);
+        LLVMValueRef r1 = load_as(e, vt, at(e, e->i16, ptr[1], LLVMBuildNSWAdd(e->b, rs, em_ci64(e, done), "")),
+                                  s->args[1].buf, 2);
+        LLVMValueRef mask[64];
+        for (int64_t i = 0; i < 2 * w; i++)
+            mask[i] = LLVMConstInt(e->i32, (unsigned)(i / 2 + (i % 2) * w), 0);
+        LLVMValueRef v = LLVMBuildShuffleVector(e->b, r0, r1, LLVMConstVector(mask, (unsigned)(2 * w)), "");
+        store_to(e, v, at(e, e->i16, ptr[0], em_ci64(e, 2 * done)), s->args[0].buf, 2);
+        done += w;
+    }
+    return 0;
+}
+
 /* ---- AMX tiles ------------------------------------------------------------- */
 
 /* The tile configuration amx_config(d, r) loads (lanes = d | r << 8):
@@ -713,6 +744,8 @@ int em_intrinsic(em *e, const kir_stmt *s)
         return emit_quad_pack(e, s);
     case KIR_IN_TRANSPOSE_F32:
         return emit_transpose(e, s);
+    case KIR_IN_PAIR_PACK:
+        return emit_pair_pack(e, s);
     case KIR_IN_DPBUSD:
     case KIR_IN_DPBF16:
         return emit_dot(e, s);
