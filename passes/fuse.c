@@ -148,6 +148,10 @@ static bool feeds_on_contraction(const ir_graph *g, const ir_node *n, const int 
     return false;
 }
 
+/* The inputs a contraction may read narrow: an Attention's Q, K and V;
+ * a MatMul's A and B. */
+enum { HALF_INS = 3 };
+
 /* The producer index of the Cast through which contraction n reads its
  * input i narrow (icc_precision_half_weight: a bf16/f16 weight, or a bf16
  * activation), when n alone reads it; else -1. The Cast then joins n's
@@ -216,7 +220,7 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
     int *users = NULL, *seen = malloc(sizeof(int) * ((size_t)nn + 1));
     bool *is_out = calloc((size_t)nv + 1, 1);
     bool *narrow = calloc((size_t)nn + 1, 1); /* a Cast that joins its contraction's kernel (half_cast) */
-    int *half = malloc(sizeof(int) * (2 * (size_t)nn + 1));   /* 2 k + i -> half_cast(node k, i) */
+    int *half = malloc(sizeof(int) * (HALF_INS * (size_t)nn + 1));   /* HALF_INS k + i -> half_cast(node k, i) */
     heap h = {malloc(sizeof(int) * ((size_t)nn + 1)), 0};
     ir_node **order = malloc(sizeof(ir_node *) * ((size_t)nn + 1));
     int *root = malloc(sizeof(int) * (2 * (size_t)nn + 1));
@@ -259,8 +263,8 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
         }
     free(fill);
     for (int k = 0; k < nn; k++)
-        for (int i = 0; i < 2; i++) {
-            int p = half[2 * k + i] = half_cast(g->nodes[k], i, at, ustart, is_out);
+        for (int i = 0; i < HALF_INS; i++) {
+            int p = half[HALF_INS * k + i] = half_cast(g->nodes[k], i, at, ustart, is_out);
             if (p >= 0)
                 narrow[p] = true;
         }
@@ -271,7 +275,7 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
         ir_node *rn = g->nodes[r];
         /* a contraction that reads a narrow weight and anchors no group
          * has one of its own, for the weight's Cast to join (below) */
-        if (!rn->group && (half[2 * r] >= 0 || half[2 * r + 1] >= 0)) {
+        if (!rn->group && (half[HALF_INS * r] >= 0 || half[HALF_INS * r + 1] >= 0 || half[HALF_INS * r + 2] >= 0)) {
             rn->group = ++ngroups;
             fused++;
             continue;
@@ -349,8 +353,8 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
     /* A narrow weight's Cast joins its contraction's kernel (the group
      * the loop above gave it, or one of its own). */
     for (int k = 0; k < nn; k++)
-        for (int i = 0; i < 2; i++) {
-            int p = half[2 * k + i];
+        for (int i = 0; i < HALF_INS; i++) {
+            int p = half[HALF_INS * k + i];
             if (p >= 0 && g->nodes[k]->group) {
                 g->nodes[p]->group = g->nodes[k]->group;
                 fused++;

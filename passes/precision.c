@@ -155,8 +155,21 @@ static bool weight_contraction(const ir_node *n)
            n->nin > 1 && n->nout == 1 && n->out[0]->type.dtype == IR_F32;
 }
 
+/* An Attention whose Q, K and V (inputs 0..2) the bf16 rewrite rounds:
+ * one output, no cache, f32 (rounded_attention). */
+static bool attention_narrowable(const ir_node *n)
+{
+    return n->op == IR_OP_ATTENTION && n->nout == 1 && n->out[0]->type.dtype == IR_F32 &&
+           !(n->nin > 4 && n->in[4]) && !(n->nin > 5 && n->in[5]);
+}
+
 bool icc_precision_half_weight(const ir_node *n, int i)
 {
+    if (attention_narrowable(n)) {
+        const ir_node *p = i < 3 && n->in[i] && n->in[i]->kind == IR_VAL_NODE ? n->in[i]->def : NULL;
+        return p && p->op == IR_OP_CAST && p->nin == 1 && p->in[0]->type.dtype == IR_BF16 &&
+               p->out[0]->type.dtype == IR_F32;
+    }
     bool act = i == 0 && (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM || n->op == IR_OP_CONV_NCHWC);
     if (!weight_contraction(n) || (i != 1 && !act) || i >= n->nin || !n->in[i] || n->in[i]->kind != IR_VAL_NODE)
         return false;
@@ -171,17 +184,22 @@ bool icc_precision_half_weight(const ir_node *n, int i)
  * does not depend on the layout), rounded to bf16 as well (their
  * contractions then multiply two bf16 operands, as vdpbf16ps and AMX do),
  * unless the pass's `activations=f32` keeps them. */
-static bool rounds_activation(pass_ctx *c, const icc_precision_opts *o, const ir_node *n)
+static bool rounds_activations(pass_ctx *c, const icc_precision_opts *o)
 {
-    const ir_value *x = n->in[0];
-    bool conv = n->op == IR_OP_CONV_NCHWC || (n->op == IR_OP_CONV && ir_attr_int(n, "group", 1) == 1);
-    if (o->mode != ICC_PREC_BF16 || (n->op != IR_OP_MATMUL && n->op != IR_OP_GEMM && !conv) || !x ||
-        x->kind == IR_VAL_CONST || x->type.dtype != IR_F32)
+    if (o->mode != ICC_PREC_BF16)
         return false;
     for (int i = 0; i < c->nopts; i++)
         if (!strcmp(c->opts[i].key, "activations"))
             return strcmp(c->opts[i].val, "f32") != 0;
     return true;
+}
+
+static bool rounds_activation(pass_ctx *c, const icc_precision_opts *o, const ir_node *n)
+{
+    const ir_value *x = n->in[0];
+    bool conv = n->op == IR_OP_CONV_NCHWC || (n->op == IR_OP_CONV && ir_attr_int(n, "group", 1) == 1);
+    return (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM || conv) && x && x->kind != IR_VAL_CONST &&
+           x->type.dtype == IR_F32 && rounds_activations(c, o);
 }
 
 /* The node making x when it is a constant-mode Pad by zeros (no value
@@ -477,6 +495,49 @@ static int share_rounded(pass_ctx *c, const icc_precision_opts *o, ir_value **ha
     return 0;
 }
 
+/* bf16: an Attention not kept fp32 (attention_narrowable: one output, no
+ * cache) reads its computed Q, K and V rounded to bf16, each through a
+ * Cast back to f32 that joins its kernel (the fuse pass), as MatMul's A
+ * does: the kernel reads the bf16 values, which the linears before it
+ * write themselves, and multiplies them on AMX tiles where the target has
+ * them (codegen/lower/attention.c; the softmax stays f32). half[v] is the
+ * rounded v, shared with the contractions' roundings. -1 on error. */
+static int rounded_attention(pass_ctx *c, const icc_precision_opts *o, ir_value **half, int nv, int nn)
+{
+    ir_graph *g = c->g;
+    if (!rounds_activations(c, o))
+        return 0;
+    for (int k = 0; k < nn; k++) {
+        ir_node *n = g->nodes[k];
+        if (n->dead || !attention_narrowable(n))
+            continue;
+        if (icc_precision_keeps(o, g, n)) {
+            pass_stat(c, "attentions kept fp32", 1);
+            continue;
+        }
+        bool ok = true;
+        for (int i = 0; i < 3; i++)
+            ok &= n->in[i] && n->in[i]->kind != IR_VAL_CONST && n->in[i]->type.dtype == IR_F32 && n->in[i]->id < nv;
+        if (!ok)
+            continue;
+        for (int i = 0; i < 3; i++) {
+            ir_value *x = n->in[i];
+            if (!half[x->id]) {
+                if (!(half[x->id] = cast_to(c, x, IR_BF16, x->name, ".bf16")))
+                    return -1;
+                pass_stat(c, "activations rounded to bf16", 1);
+            }
+            /* a Cast per input, even for one value read twice: each
+             * joins the kernel only when it alone reads it */
+            if (!(n->in[i] = cast_to(c, half[x->id], IR_F32, x->name, ".f32")))
+                return -1;
+        }
+        pass_stat(c, "attentions reading bf16", 1);
+        c->changed = true;
+    }
+    return 0;
+}
+
 /* bf16/fp16: the f32 constant weight W of each contraction not kept in
  * fp32 becomes a constant W.bf16 (rounded to nearest even) read through
  * Cast(to=f32). One narrow constant per weight, one Cast per contraction
@@ -584,7 +645,7 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
             n->in[0] = up;
         }
     }
-    if (share_rounded(c, o, half, nv, nn) < 0)
+    if (rounded_attention(c, o, half, nv, nn) < 0 || share_rounded(c, o, half, nv, nn) < 0)
         goto done;
     /* f32 Pads whose readers all read the rounded one now */
     for (int k = 0; dead_pads && k < nn; k++) {

@@ -237,17 +237,20 @@ static ir_family family(const ir_node *n)
     return lw_family_accepts(f, n) ? f : IR_FAM_NONE;
 }
 
-/* Input i of contraction n is a narrow weight (i = 1) or a MatMul's,
- * Gemm's or ConvNCHWc's bf16 activation (i = 0) computed in n's group: a
+/* Input i of contraction n is a narrow weight (i = 1), a MatMul's,
+ * Gemm's or ConvNCHWc's bf16 activation (i = 0) or an Attention's bf16
+ * Q, K or V (i < 3) computed in n's group: a
  * Cast to f32 of an f16/bf16 value (the bf16/fp16 precision rewrite,
  * passes/precision.c). n reads the narrow buffer itself and converts in
  * its loads (lw_load_in), so the Cast never becomes a kernel or a buffer. */
 static const ir_value *half_weight(const ir_node *n, int i)
 {
     const ir_family f = ir_ops[n->op].family;
-    if ((i != 1 && (i != 0 || (f != IR_FAM_CONTRACTION && f != IR_FAM_BLOCKED))) || i >= n->nin ||
-        !lw_interior(n, n->in[i]) ||
-        (f != IR_FAM_CONTRACTION && f != IR_FAM_CONV && f != IR_FAM_BLOCKED))
+    bool att = f == IR_FAM_ATTENTION && i < 3;   /* its Q, K and V */
+    if (!att && ((i != 1 && (i != 0 || (f != IR_FAM_CONTRACTION && f != IR_FAM_BLOCKED))) ||
+                 (f != IR_FAM_CONTRACTION && f != IR_FAM_CONV && f != IR_FAM_BLOCKED)))
+        return NULL;
+    if (i >= n->nin || !lw_interior(n, n->in[i]))
         return NULL;
     const ir_node *p = n->in[i]->def;
     const ir_value *h = p->op == IR_OP_CAST && p->nin == 1 && p->group == n->group ? p->in[0] : NULL;
@@ -263,7 +266,8 @@ static const ir_value *half_weight(const ir_node *n, int i)
 static bool anchor_ok(const ir_node *root, const ir_node *anchor, int count, int budget)
 {
     unsigned fl = ir_ops[anchor->op].flags;
-    if (count != 1 || budget < 0 || anchor->nout != 1 || !(fl & IR_F_ANCHOR))
+    /* (a root that takes no epilogue: the group is its narrow inputs' Casts) */
+    if (count != 1 || budget < 0 || anchor->nout != 1 || (!(fl & IR_F_ANCHOR) && anchor != root))
         return false;
     for (int i = 0; i < anchor->nin; i++)
         if (lw_interior(anchor, anchor->in[i]) && (i > 0 || !(fl & IR_F_PROLOGUE)) && !half_weight(anchor, i))
