@@ -180,6 +180,8 @@ python3 tests/models/gemm_shapes.py build/icc
 echo "== icc verify's accuracy report vs numpy (build)"; python3 tests/models/verify_precision.py build/icc
 echo "== bf16 x bf16 MatMul/Gemm (the vdpbf16ps pair kernel on hosts with AVX512-BF16, and for x86-64-v3) vs the interpreter (build)"
 python3 tests/models/bf16_pairs.py build/icc
+echo "== bf16 attention (Q, K, V rounded; AMX tiles on hosts with AMX-BF16, f32 kernels for other shapes and x86-64-v3) vs the interpreter (build)"
+python3 tests/models/bf16_attention.py build/icc
 echo "== bf16 x bf16 convolutions (the blocked vdpbf16ps pair kernel on hosts with AVX512-BF16, and for x86-64-v3) vs the interpreter (build)"
 python3 tests/models/bf16_conv.py build/icc
 echo "== MatMulInteger on i8 weights packed in quads of k (the VNNI quad kernel on hosts with AVX512-VNNI; x86-64-v3; the packing read without VNNI) vs the interpreter (build)"

@@ -1,6 +1,7 @@
 /* attention.c - Attention (ir/ref/attention.c for its semantics) as
- * one kernel that never stores the [Sq, T] scores in memory. Two
- * schedules: the tiled one (lower_attention_tiled, below: register-tiled
+ * one kernel that never stores the [Sq, T] scores in memory. Three
+ * schedules: on AMX tiles where the bf16 rewrite gave it bf16 Q, K and V
+ * (lower_attention_amx, below); the tiled one (lower_attention_tiled: register-tiled
  * Q·Kᵀ and P·V around a softmax of score rows in thread scratch) when
  * there is one output, no past cache, and the head's keys fit in scratch;
  * otherwise the general one, by the online softmax:
@@ -37,6 +38,7 @@
 #include "ir/ops.h"
 
 #include <math.h>
+#include <string.h>
 
 enum {
     ROWS = 8,     /* query rows of a block */
@@ -513,12 +515,258 @@ static int lower_attention_tiled(lctx *c, att_geo *g)
     return 0;
 }
 
+/* ---- bf16 on AMX tiles --------------------------------------------------------- */
+
+enum {
+    AMX_ROWS = 32,   /* query rows of a block: two tiles of 16 */
+    SM_ROWS = 4,     /* rows the softmax takes at a time */
+};
+
+/* A 2-D view [rows, cols] of kernel buffer buf (an input's or the
+ * output's), elements of dtype dt (K's bf16 pairs read as f32 by the
+ * transposes); -1 on out of memory. */
+static int amx_view(lctx *c, int buf, ir_dtype dt, int64_t rows, int64_t cols)
+{
+    const kir_buf *b = &c->k->bufs[buf];
+    ir_type t = {.dtype = dt, .rank = 2, .dims = {ir_dim_const(rows), ir_dim_const(cols)}};
+    return kir_add_buf(c->k, b->name, b->kind, &t, b->index, b->offset);
+}
+
+/* The thread scratch the AMX schedule takes: the head's keys as pairs
+ * (f32 [D/2, T]), its values in pairs of keys (bf16 [T/2, 2 Dv]), a
+ * block's scores (f32 [32, T]) and probabilities (bf16 [32, T]). */
+static int64_t amx_scratch(const att_geo *g)
+{
+    return g->d * g->total * 2 + g->total * g->dv * 2 + AMX_ROWS * g->total * 6;
+}
+
+/* Whether the AMX schedule takes n: a target with AMX-BF16; Q, K and V
+ * read as bf16 buffers (the bf16 rewrite's Casts in the kernel,
+ * passes/precision.c) and an f32 output, none of them kernel scratch (they
+ * are viewed as matrices); one output, no cache; head widths and the key
+ * count whole tiles of 32, at least 32 query rows, and the scratch within
+ * bounds. */
+static bool amx_fits(const lctx *c, const att_geo *g)
+{
+    const ir_node *n = c->n;
+    if (!c->s->amx_bf16 || !c->s->f32_transpose || n->nout != 1 || g->past || (n->nin > 4 && n->in[4]) ||
+        (n->nin > 5 && n->in[5]) || c->k->bufs[c->out].dtype != IR_F32 || c->k->bufs[c->out].kind == KIR_BUF_SCRATCH)
+        return false;
+    for (int i = 0; i < 3; i++) {
+        const kir_buf *b = c->buf[i] >= 0 ? &c->k->bufs[c->buf[i]] : NULL;
+        if (!b || b->dtype != IR_BF16 || b->kind == KIR_BUF_SCRATCH)
+            return false;
+    }
+    return g->d % 32 == 0 && g->dv % 32 == 0 && g->total % 32 == 0 && g->sq >= AMX_ROWS &&
+           amx_scratch(g) <= SCRATCH_MAX;
+}
+
+/* Row r of matrix view m of the current head, 3-D [B, S, H*W] or 4-D
+ * [B, H, S, W]: rows S per batch (3-D) or per batch and head (4-D). */
+static kir_expr *amx_row(kir_kernel *k, const att_geo *g, kir_expr *head, int64_t heads, int64_t S, kir_expr *r)
+{
+    kir_expr *base = g->three ? lw_imulc(k, g->bi, S) : lw_imulc(k, kir_iadd(k, lw_imulc(k, g->bi, heads), head), S);
+    return kir_iadd(k, base, r);
+}
+
+/* The column where the current head's W elements start in such a view. */
+static kir_expr *amx_col(kir_kernel *k, const att_geo *g, kir_expr *head, int64_t w)
+{
+    return g->three ? lw_imulc(k, head, w) : lw_i64c(k, 0);
+}
+
+/* One 32 x 32 block of sums on the tiles: 2 row tiles of a (windows ar,
+ * ac + 32 s) times 2 column tiles of b (rows 16 s, columns bc and bc +
+ * 32 bytes' worth), over s in [0, steps), stored to out at (or, oc). */
+static int amx_product(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr *ac, int bv, kir_expr *bc, int64_t bw,
+                       int64_t steps, int out, kir_expr *or, kir_expr *oc)
+{
+    kir_kernel *k = c->k;
+    int kv = kir_new_var(k);
+    kir_expr *win[3][4][2], *st[3];
+    lower_amx_steps(k, kv, steps, st);
+    for (int i = 0; i < 3; i++) {
+        kir_expr *a = kir_iadd(k, ac, lw_imulc(k, st[i], 32)), *br = lw_imulc(k, st[i], 16);
+        kir_expr *w[4][2] = {{ar, a}, {lw_iaddc(k, ar, 16), a}, {br, bc}, {br, lw_iaddc(k, bc, bw)}};
+        memcpy(win[i], w, sizeof w);
+    }
+    int bufs[4] = {av, av, bv, bv};
+    kir_stmt *lk = lower_amx_zero(c, b) < 0 || lower_amx_prime(c, b, bufs, win[0]) < 0
+                       ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, steps), KIR_SERIAL, 0);
+    if (!lk || lower_amx_step_next(c, &lk->body, bufs, win[1], win[2], KIR_IN_AMX_DPBF16PS) < 0)
+        return -1;
+    return lower_amx_store(c, b, out, or, oc);
+}
+
+/* Attention on AMX tiles (bf16 Q, K, V; f32 sums, softmax and output):
+ *
+ *   parallel p in [0, B * Hq * chunks)           (batch, head, chunk of row blocks)
+ *     kp[d/2, j] = K[key j, d .. d+1]            a pair per f32: 16 x 16 transpose_f32 blocks
+ *     vp[j/2, 2e + t] = V[key j + t, e]          pair_pack of two keys' rows
+ *     for rb in the chunk's blocks of 32 rows    r0 = min(32 rb, Sq - 32)
+ *       for jb: sc[.., 32 jb ..] = Q[rows] kp    2 x 2 tiles over D / 32 steps
+ *       per row: sc = bias(softcap(scale sc)); m = max; sc = e^(sc - m);
+ *                pr[r, j] = bf16(sc[r, j] / l)  l = sum_j sc[r, j]
+ *       for eb: Y[rows, 32 eb ..] = pr vp        2 x 2 tiles over T / 32 steps, stored to Y
+ *
+ * K's rows read as f32 are its pairs of d, so their transpose is the B
+ * operand of Q·Kᵀ as the tiles take it (rows of 16 keys' pairs of d);
+ * V's rows interleaved in pairs of keys are P·V's. The probabilities are
+ * rounded to bf16 once normalized, as the unfused bf16 graph rounds the
+ * Softmax's output for its MatMul. A last block past Sq recomputes rows
+ * of the one before (the same values). A row with every key masked gets
+ * l = 0 and NaN, like the reference. */
+static int lower_attention_amx(lctx *c, att_geo *g)
+{
+    kir_kernel *k = c->k;
+    int64_t T = g->total, D = g->d, Dv = g->dv, heads = g->b * g->hq, nrb = (g->sq + AMX_ROWS - 1) / AMX_ROWS, nch = 1;
+    while (heads * nch < c->s->min_chunks && nch < nrb)
+        nch++;
+    int64_t per = (nrb + nch - 1) / nch;
+    nch = (nrb + per - 1) / per;
+    int64_t qrows = g->three ? g->b * g->sq : heads * g->sq, krows = g->three ? g->b * g->skv : g->b * g->hkv * g->skv;
+    int qv = amx_view(c, c->buf[0], IR_BF16, qrows, g->three ? g->hq * D : D);
+    int kf = qv < 0 ? -1 : amx_view(c, c->buf[1], IR_F32, krows, (g->three ? g->hkv * D : D) / 2);
+    int vv = kf < 0 ? -1 : amx_view(c, c->buf[2], IR_BF16, krows, g->three ? g->hkv * Dv : Dv);
+    int yv = vv < 0 ? -1 : amx_view(c, c->out, IR_F32, qrows, g->three ? g->hq * Dv : Dv);
+    int kp = yv < 0 ? -1 : kir_add_scratch(k, "att_kp", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){D / 2, T});
+    int vp = kp < 0 ? -1 : kir_add_scratch(k, "att_vp", KIR_SPACE_THREAD, IR_BF16, 2, (int64_t[]){T / 2, 2 * Dv});
+    int sc = vp < 0 ? -1 : kir_add_scratch(k, "att_scores", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){AMX_ROWS, T});
+    int pr = sc < 0 ? -1 : kir_add_scratch(k, "att_probs", KIR_SPACE_THREAD, IR_BF16, 2, (int64_t[]){AMX_ROWS, T});
+    int pv = kir_new_var(k);
+    kir_stmt *lp = pr < 0 ? NULL : kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, heads * nch), KIR_PARALLEL, 0);
+    if (!lp || !kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
+        return -1;
+    kir_block *body = &lp->body;
+    kir_expr *p = kir_var(k, pv), *hp = lw_idivc(k, p, nch);
+    g->bi = g->b > 1 ? lw_idivc(k, hp, g->hq) : lw_i64c(k, 0);
+    g->hi = irem(k, hp, g->hq);
+    g->khi = g->reps > 1 ? lw_idivc(k, g->hi, g->reps) : g->hi;
+    kir_expr *ch = lw_iremc(k, p, nch);
+
+    /* kp, vp */
+    int jv = kir_new_var(k), dv = kir_new_var(k), tv = kir_new_var(k), ev = kir_new_var(k);
+    kir_stmt *lj = kir_for(k, body, jv, lw_i64c(k, 0), lw_i64c(k, T / 16), KIR_SERIAL, 0);
+    kir_stmt *ld = lj ? kir_for(k, &lj->body, dv, lw_i64c(k, 0), lw_i64c(k, D / 32), KIR_SERIAL, 0) : NULL;
+    if (!ld)
+        return -1;
+    kir_expr *j0 = lw_imulc(k, kir_var(k, jv), 16), *d0 = lw_imulc(k, kir_var(k, dv), 16);
+    kir_iarg targs[2] = {{.buf = kp, .nidx = 2, .idx = (kir_expr *[]){d0, j0}},
+                         {.buf = kf, .nidx = 2, .idx = (kir_expr *[]){amx_row(k, g, g->khi, g->hkv, g->skv, j0),
+                                                                      kir_iadd(k, amx_col(k, g, g->khi, D / 2), d0)}}};
+    if (!kir_intrinsic(k, &ld->body, KIR_IN_TRANSPOSE_F32, 16, targs))
+        return -1;
+    kir_stmt *lt = kir_for(k, body, tv, lw_i64c(k, 0), lw_i64c(k, T / 2), KIR_SERIAL, 0);
+    kir_stmt *le = lt ? kir_for(k, &lt->body, ev, lw_i64c(k, 0), lw_i64c(k, Dv / 32), KIR_SERIAL, 0) : NULL;
+    if (!le)
+        return -1;
+    kir_expr *e0 = lw_imulc(k, kir_var(k, ev), 32);
+    kir_iarg pargs[2] = {{.buf = vp, .nidx = 2, .idx = (kir_expr *[]){kir_var(k, tv), lw_imulc(k, e0, 2)}},
+                         {.buf = vv, .nidx = 2, .idx = (kir_expr *[]){amx_row(k, g, g->khi, g->hkv, g->skv,
+                                                                              lw_imulc(k, kir_var(k, tv), 2)),
+                                                                      kir_iadd(k, amx_col(k, g, g->khi, Dv), e0)}}};
+    if (!kir_intrinsic(k, &le->body, KIR_IN_PAIR_PACK, 32, pargs))
+        return -1;
+
+    int rbv = kir_new_var(k);
+    kir_expr *rlo = lw_imulc(k, ch, per);
+    kir_stmt *lrb = kir_for(k, body, rbv, rlo, iminc(k, lw_iaddc(k, rlo, per), nrb), KIR_SERIAL, 0);
+    if (!lrb)
+        return -1;
+    kir_block *rb = &lrb->body;
+    kir_expr *r0 = kir_let(k, rb, iminc(k, lw_imulc(k, kir_var(k, rbv), AMX_ROWS), g->sq - AMX_ROWS));
+    kir_expr *qr = amx_row(k, g, g->hi, g->hq, g->sq, r0);
+
+    /* scores: sc = Q[rows] kp */
+    int jbv = kir_new_var(k);
+    kir_stmt *ljb = r0 ? kir_for(k, rb, jbv, lw_i64c(k, 0), lw_i64c(k, T / 32), KIR_SERIAL, 0) : NULL;
+    if (!ljb)
+        return -1;
+    kir_expr *jc = lw_imulc(k, kir_var(k, jbv), 32);
+    if (amx_product(c, &ljb->body, qv, qr, amx_col(k, g, g->hi, D), kp, jc, 16, D / 32, sc, lw_i64c(k, 0), jc) < 0)
+        return -1;
+
+    /* the softmax, SM_ROWS rows at a time (their max and sum chains
+     * independent: a NaN-propagating max is 5 dependent instructions a
+     * step): probabilities rounded to bf16 */
+    int lanes = c->s->lanes, rv = kir_new_var(k);
+    kir_stmt *lr = kir_for(k, rb, rv, lw_i64c(k, 0), lw_i64c(k, AMX_ROWS / SM_ROWS), KIR_SERIAL, 0);
+    if (!lr)
+        return -1;
+    kir_block *rw = &lr->body;
+    int m[SM_ROWS], bs[SM_ROWS], l[SM_ROWS], il[SM_ROWS];
+    kir_expr *rr[SM_ROWS];
+    for (int u = 0; u < SM_ROWS; u++) {
+        rr[u] = lw_iaddc(k, lw_imulc(k, kir_var(k, rv), SM_ROWS), u);
+        if ((m[u] = kir_new_acc(k, IR_F32)) < 0 || (bs[u] = kir_new_acc(k, IR_F32)) < 0 ||
+            (l[u] = kir_new_acc(k, IR_F32)) < 0 || (il[u] = kir_new_acc(k, IR_F32)) < 0 ||
+            !kir_acc_set(k, rw, m[u], fc(c, -INFINITY)) || !kir_acc_set(k, rw, l[u], fc(c, 0)))
+            return -1;
+    }
+    int v1 = kir_new_var(k), v2 = kir_new_var(k), v3 = kir_new_var(k);
+    kir_stmt *l1 = kir_for(k, rw, v1, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, lanes);
+    if (!l1)
+        return -1;
+    for (int u = 0; u < SM_ROWS; u++) {
+        kir_expr *x1[2] = {rr[u], kir_var(k, v1)};
+        kir_expr *x = op2(c, KIR_MUL, kir_load(k, sc, x1), fc(c, g->scale));
+        if (g->cap > 0)
+            x = op2(c, KIR_MUL, fc(c, g->cap), kir_op1(k, KIR_TANH, IR_F32, op2(c, KIR_DIV, x, fc(c, g->cap))));
+        kir_expr *xv = kir_let(k, &l1->body, bias(c, g, x, kir_iadd(k, r0, rr[u]), kir_var(k, v1), NULL));
+        if (!xv || !kir_store(k, &l1->body, sc, x1, xv) ||
+            !kir_acc_set(k, &l1->body, m[u], op2(c, KIR_MAX, kir_acc(k, m[u]), xv)))
+            return -1;
+    }
+    for (int u = 0; u < SM_ROWS; u++) {
+        kir_expr *mu = kir_acc(k, m[u]);
+        kir_expr *base = kir_op3(k, KIR_SELECT, IR_F32, kir_op2(k, KIR_EQ, IR_BOOL, mu, fc(c, -INFINITY)), fc(c, 0), mu);
+        if (!kir_acc_set(k, rw, bs[u], base))
+            return -1;
+    }
+    kir_stmt *l2 = kir_for(k, rw, v2, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, lanes);
+    if (!l2)
+        return -1;
+    for (int u = 0; u < SM_ROWS; u++) {
+        kir_expr *x2[2] = {rr[u], kir_var(k, v2)};
+        kir_expr *ex = kir_let(k, &l2->body, kir_op1(k, KIR_EXP, IR_F32, op2(c, KIR_SUB, kir_load(k, sc, x2),
+                                                                          kir_acc(k, bs[u]))));
+        if (!ex || !kir_store(k, &l2->body, sc, x2, ex) ||
+            !kir_acc_set(k, &l2->body, l[u], op2(c, KIR_ADD, kir_acc(k, l[u]), ex)))
+            return -1;
+    }
+    for (int u = 0; u < SM_ROWS; u++)
+        if (!kir_acc_set(k, rw, il[u], op2(c, KIR_DIV, fc(c, 1), kir_acc(k, l[u]))))
+            return -1;
+    kir_stmt *l3 = kir_for(k, rw, v3, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, lanes);
+    if (!l3)
+        return -1;
+    for (int u = 0; u < SM_ROWS; u++) {
+        kir_expr *x3[2] = {rr[u], kir_var(k, v3)};
+        if (!kir_store(k, &l3->body, pr, x3,
+                       kir_op1(k, KIR_CAST, IR_BF16, op2(c, KIR_MUL, kir_load(k, sc, x3), kir_acc(k, il[u])))))
+            return -1;
+    }
+
+    /* Y[rows] = pr vp */
+    int ebv = kir_new_var(k);
+    kir_stmt *leb = kir_for(k, rb, ebv, lw_i64c(k, 0), lw_i64c(k, Dv / 32), KIR_SERIAL, 0);
+    if (!leb)
+        return -1;
+    kir_expr *ec = lw_imulc(k, kir_var(k, ebv), 32);
+    if (amx_product(c, &leb->body, pr, lw_i64c(k, 0), lw_i64c(k, 0), vp, lw_imulc(k, ec, 2), 32, T / 32, yv, qr,
+                    kir_iadd(k, amx_col(k, g, g->hi, Dv), ec)) < 0)
+        return -1;
+    return kir_intrinsic(k, body, KIR_IN_AMX_RELEASE, 0, NULL) ? 0 : -1;
+}
+
 int lower_attention(lctx *c)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     att_geo g;
     geo_init(n, &g);
+    if (amx_fits(c, &g))
+        return lower_attention_amx(c, &g);
     if (tiled_fits(c, &g))
         return lower_attention_tiled(c, &g);
     ir_dtype ct = c->cdt;
