@@ -259,6 +259,38 @@ static kir_block *rows_loop(lctx *c, kir_block *b, int64_t n, int width, kir_exp
     return lt ? &lt->body : NULL;
 }
 
+/* The parallel loop of the tiled and AMX schedules over (batch, head,
+ * chunk of the nrb row blocks): heads split into chunks of *per blocks
+ * until there are `want` iterations; g's batch and head indices set for
+ * its body, *ch the chunk. NULL on out of memory. */
+static kir_stmt *head_chunks(lctx *c, att_geo *g, int64_t nrb, int64_t want, int64_t *per, kir_expr **ch)
+{
+    kir_kernel *k = c->k;
+    int64_t heads = g->b * g->hq, nch = 1;
+    while (heads * nch < want && nch < nrb)
+        nch++;
+    *per = (nrb + nch - 1) / nch;
+    nch = (nrb + *per - 1) / *per;
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, heads * nch), KIR_PARALLEL, 0);
+    if (!lp)
+        return NULL;
+    kir_expr *p = kir_var(k, pv), *hp = lw_idivc(k, p, nch);
+    g->bi = g->b > 1 ? lw_idivc(k, hp, g->hq) : lw_i64c(k, 0);
+    g->hi = irem(k, hp, g->hq);
+    g->khi = g->reps > 1 ? lw_idivc(k, g->hi, g->reps) : g->hi;
+    *ch = lw_iremc(k, p, nch);
+    return lp;
+}
+
+/* The loop over chunk ch's row blocks (head_chunks), appended to b. */
+static kir_stmt *chunk_blocks(lctx *c, kir_block *b, int rbv, kir_expr *ch, int64_t per, int64_t nrb)
+{
+    kir_kernel *k = c->k;
+    kir_expr *rlo = lw_imulc(k, ch, per);
+    return kir_for(k, b, rbv, rlo, iminc(k, lw_iaddc(k, rlo, per), nrb), KIR_SERIAL, 0);
+}
+
 /* ---- the tiled schedule ------------------------------------------------------ */
 
 enum {
@@ -378,36 +410,23 @@ static int lower_attention_tiled(lctx *c, att_geo *g)
         lanes = 1;
     int W, wpv;
     tile_shape(c, g, &R, &W, &wpv);
-    int64_t nrb = (g->sq + R - 1) / R, heads = g->b * g->hq, nch = 1;
-    /* parallel iterations wanted, twice the schedule's chunks (16 on a
-     * CPU; on a GPU every block of rows): heads are split into row chunks */
-    while (heads * nch < 2 * c->s->min_chunks && nch < nrb)
-        nch++;
-    int64_t per = (nrb + nch - 1) / nch;
-    nch = (nrb + per - 1) / per;
-
+    int64_t nrb = (g->sq + R - 1) / R, per;
     int kt = kir_add_scratch(k, "att_kt", KIR_SPACE_THREAD, ct, 2, (int64_t[]){g->d, T});
     int sc = kir_add_scratch(k, "att_scores", KIR_SPACE_THREAD, ct, 2, (int64_t[]){R, T});
-    int pv = kir_new_var(k);
-    kir_stmt *lp = kt < 0 || sc < 0 ? NULL :
-                   kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, heads * nch), KIR_PARALLEL, 0);
+    /* parallel iterations wanted, twice the schedule's chunks (16 on a
+     * CPU; on a GPU every block of rows) */
+    kir_expr *ch;
+    kir_stmt *lp = kt < 0 || sc < 0 ? NULL : head_chunks(c, g, nrb, 2 * c->s->min_chunks, &per, &ch);
     if (!lp)
         return -1;
     kir_block *body = &lp->body;
-    kir_expr *p = kir_var(k, pv);
-    kir_expr *hp = lw_idivc(k, p, nch);
-    g->bi = g->b > 1 ? lw_idivc(k, hp, g->hq) : lw_i64c(k, 0);
-    g->hi = irem(k, hp, g->hq);
-    g->khi = g->reps > 1 ? lw_idivc(k, g->hi, g->reps) : g->hi;
-    kir_expr *ch = lw_iremc(k, p, nch);
 
     /* kt[d, j] = K[j, d] */
     if (keys_transposed(c, g, kt, body) < 0)
         return -1;
 
     int rbv = kir_new_var(k);
-    kir_expr *rlo = lw_imulc(k, ch, per);
-    kir_stmt *lrb = kir_for(k, body, rbv, rlo, iminc(k, lw_iaddc(k, rlo, per), nrb), KIR_SERIAL, 0);
+    kir_stmt *lrb = chunk_blocks(c, body, rbv, ch, per, nrb);
     if (!lrb)
         return -1;
     kir_block *rb = &lrb->body;
@@ -619,11 +638,7 @@ static int amx_product(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr *ac
 static int lower_attention_amx(lctx *c, att_geo *g)
 {
     kir_kernel *k = c->k;
-    int64_t T = g->total, D = g->d, Dv = g->dv, heads = g->b * g->hq, nrb = (g->sq + AMX_ROWS - 1) / AMX_ROWS, nch = 1;
-    while (heads * nch < c->s->min_chunks && nch < nrb)
-        nch++;
-    int64_t per = (nrb + nch - 1) / nch;
-    nch = (nrb + per - 1) / per;
+    int64_t T = g->total, D = g->d, Dv = g->dv, heads = g->b * g->hq, nrb = (g->sq + AMX_ROWS - 1) / AMX_ROWS, per;
     int64_t qrows = g->three ? g->b * g->sq : heads * g->sq, krows = g->three ? g->b * g->skv : g->b * g->hkv * g->skv;
     int qv = amx_view(c, c->buf[0], IR_BF16, qrows, g->three ? g->hq * D : D);
     int kf = qv < 0 ? -1 : amx_view(c, c->buf[1], IR_F32, krows, (g->three ? g->hkv * D : D) / 2);
@@ -633,16 +648,13 @@ static int lower_attention_amx(lctx *c, att_geo *g)
     int vp = kp < 0 ? -1 : kir_add_scratch(k, "att_vp", KIR_SPACE_THREAD, IR_BF16, 2, (int64_t[]){T / 2, 2 * Dv});
     int sc = vp < 0 ? -1 : kir_add_scratch(k, "att_scores", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){AMX_ROWS, T});
     int pr = sc < 0 ? -1 : kir_add_scratch(k, "att_probs", KIR_SPACE_THREAD, IR_BF16, 2, (int64_t[]){AMX_ROWS, T});
-    int pv = kir_new_var(k);
-    kir_stmt *lp = pr < 0 ? NULL : kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, heads * nch), KIR_PARALLEL, 0);
+    /* a head's K and V are packed once per trip: whole heads a trip
+     * unless there are fewer than the schedule's chunks */
+    kir_expr *ch;
+    kir_stmt *lp = pr < 0 ? NULL : head_chunks(c, g, nrb, c->s->min_chunks, &per, &ch);
     if (!lp || !kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
         return -1;
     kir_block *body = &lp->body;
-    kir_expr *p = kir_var(k, pv), *hp = lw_idivc(k, p, nch);
-    g->bi = g->b > 1 ? lw_idivc(k, hp, g->hq) : lw_i64c(k, 0);
-    g->hi = irem(k, hp, g->hq);
-    g->khi = g->reps > 1 ? lw_idivc(k, g->hi, g->reps) : g->hi;
-    kir_expr *ch = lw_iremc(k, p, nch);
 
     /* kp, vp */
     int jv = kir_new_var(k), dv = kir_new_var(k), tv = kir_new_var(k), ev = kir_new_var(k);
@@ -669,8 +681,7 @@ static int lower_attention_amx(lctx *c, att_geo *g)
         return -1;
 
     int rbv = kir_new_var(k);
-    kir_expr *rlo = lw_imulc(k, ch, per);
-    kir_stmt *lrb = kir_for(k, body, rbv, rlo, iminc(k, lw_iaddc(k, rlo, per), nrb), KIR_SERIAL, 0);
+    kir_stmt *lrb = chunk_blocks(c, body, rbv, ch, per, nrb);
     if (!lrb)
         return -1;
     kir_block *rb = &lrb->body;
