@@ -179,11 +179,8 @@ bool icc_precision_half_weight(const ir_node *n, int i)
            p->out[0]->type.dtype == IR_F32;
 }
 
-/* bf16 activations: MatMul's and Gemm's A, and the input of a Conv with
- * one group or of layout's ConvNCHWc (the same Conv, blocked: the rounding
- * does not depend on the layout), rounded to bf16 as well (their
- * contractions then multiply two bf16 operands, as vdpbf16ps and AMX do),
- * unless the pass's `activations=f32` keeps them. */
+/* Whether this run rounds activations: bf16 mode, unless the pass's
+ * `activations=f32` keeps them. */
 static bool rounds_activations(pass_ctx *c, const icc_precision_opts *o)
 {
     if (o->mode != ICC_PREC_BF16)
@@ -194,6 +191,11 @@ static bool rounds_activations(pass_ctx *c, const icc_precision_opts *o)
     return true;
 }
 
+/* bf16 activations: MatMul's and Gemm's A, and the input of a Conv with
+ * one group or of layout's ConvNCHWc (the same Conv, blocked: the rounding
+ * does not depend on the layout), rounded to bf16 as well (their
+ * contractions then multiply two bf16 operands, as vdpbf16ps and AMX do);
+ * an Attention's Q, K and V: rounded_attention. */
 static bool rounds_activation(pass_ctx *c, const icc_precision_opts *o, const ir_node *n)
 {
     const ir_value *x = n->in[0];
@@ -529,8 +531,10 @@ static int rounded_attention(pass_ctx *c, const icc_precision_opts *o, ir_value 
             }
             /* a Cast per input, even for one value read twice: each
              * joins the kernel only when it alone reads it */
-            if (!(n->in[i] = cast_to(c, half[x->id], IR_F32, x->name, ".f32")))
+            ir_value *up = cast_to(c, half[x->id], IR_F32, x->name, ".f32");
+            if (!up)
                 return -1;
+            n->in[i] = up;
         }
         pass_stat(c, "attentions reading bf16", 1);
         c->changed = true;

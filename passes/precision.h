@@ -42,9 +42,10 @@ bool icc_precision_keeps(const icc_precision_opts *o, const ir_graph *g, const i
 
 /* Input i of n is read narrow (what the bf16/fp16 rewrite makes): a
  * weight (n a MatMul, Gemm, Conv or ConvNCHWc, i = 1, the input the
- * result of Cast(to=f32) of a bf16 or f16 constant) or an activation (n a
+ * result of Cast(to=f32) of a bf16 or f16 constant), an activation (n a
  * MatMul or Gemm, i = 0, the input a Cast(to=f32) of any bf16 or f16
- * value). The fuse pass puts such a Cast in n's kernel, which converts as
+ * value) or an Attention's Q, K or V (i < 3, a Cast(to=f32) of a bf16
+ * value; one output, no cache). The fuse pass puts such a Cast in n's kernel, which converts as
  * it loads. */
 bool icc_precision_half_weight(const ir_node *n, int i);
 /* Whether a fused group whose root has dtype root may be anchored by
