@@ -580,8 +580,9 @@ static bool amx_fits(const lctx *c, const att_geo *g)
            amx_scratch(g) <= SCRATCH_MAX;
 }
 
-/* Row r of matrix view m of the current head, 3-D [B, S, H*W] or 4-D
- * [B, H, S, W]: rows S per batch (3-D) or per batch and head (4-D). */
+/* The row of head `head`'s row r (of S) in the matrix view of a 3-D [B,
+ * S, H*W] or 4-D [B, H, S, W] buffer (amx_view): S rows per batch (3-D)
+ * or per batch and head (4-D), for the current batch g->bi. */
 static kir_expr *amx_row(kir_kernel *k, const att_geo *g, kir_expr *head, int64_t heads, int64_t S, kir_expr *r)
 {
     kir_expr *base = g->three ? lw_imulc(k, g->bi, S) : lw_imulc(k, kir_iadd(k, lw_imulc(k, g->bi, heads), head), S);
@@ -594,9 +595,10 @@ static kir_expr *amx_col(kir_kernel *k, const att_geo *g, kir_expr *head, int64_
     return g->three ? lw_imulc(k, head, w) : lw_i64c(k, 0);
 }
 
-/* One 32 x 32 block of sums on the tiles: 2 row tiles of a (windows ar,
- * ac + 32 s) times 2 column tiles of b (rows 16 s, columns bc and bc +
- * 32 bytes' worth), over s in [0, steps), stored to out at (or, oc). */
+/* One 32 x 32 block of sums on the tiles: 2 row tiles of a (windows at
+ * rows ar and ar + 16, column ac + 32 s) times 2 column tiles of b (rows
+ * 16 s, columns bc and bc + bw: bw elements are a tile row's 64 bytes),
+ * over s in [0, steps), stored to out at (or, oc). */
 static int amx_product(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr *ac, int bv, kir_expr *bc, int64_t bw,
                        int64_t steps, int out, kir_expr *or, kir_expr *oc)
 {
