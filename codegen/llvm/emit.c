@@ -690,39 +690,40 @@ static LLVMValueRef emit_op(em *e, const kir_expr *x)
 }
 
 /* Expressions form a DAG: within one statement a shared node is emitted
- * once (everything it reads is unchanged until the statement's effect). */
-static LLVMValueRef *memo_find(em *e, const kir_expr *x)
+ * once (everything it reads is unchanged until the statement's effect).
+ * x's slot in t (its value NULL when new); NULL on out of memory. */
+static LLVMValueRef *memo_find(memo_table *t, const kir_expr *x)
 {
-    if (e->memo_n * 2 >= e->memo_cap) {
-        int cap = e->memo_cap ? e->memo_cap * 2 : 64;
-        memo_slot *old = e->memo, *nm = calloc((size_t)cap, sizeof *nm);
+    if (t->n * 2 >= t->cap) {
+        int cap = t->cap ? t->cap * 2 : 64;
+        memo_slot *old = t->slot, *nm = calloc((size_t)cap, sizeof *nm);
         if (!nm)
             return NULL;
-        e->memo = nm;
-        int oc = e->memo_cap;
-        e->memo_cap = cap;
-        e->memo_n = 0;
+        t->slot = nm;
+        int oc = t->cap;
+        t->cap = cap;
+        t->n = 0;
         for (int i = 0; i < oc; i++)
             if (old[i].key)
-                *memo_find(e, old[i].key) = old[i].val;
+                *memo_find(t, old[i].key) = old[i].val;
         free(old);
     }
     size_t h = ((uintptr_t)x >> 4) * 0x9e3779b97f4a7c15u;
-    for (size_t i = h & (size_t)(e->memo_cap - 1);; i = (i + 1) & (size_t)(e->memo_cap - 1))
-        if (!e->memo[i].key || e->memo[i].key == x) {
-            if (!e->memo[i].key) {
-                e->memo[i].key = x;
-                e->memo_n++;
+    for (size_t i = h & (size_t)(t->cap - 1);; i = (i + 1) & (size_t)(t->cap - 1))
+        if (!t->slot[i].key || t->slot[i].key == x) {
+            if (!t->slot[i].key) {
+                t->slot[i].key = x;
+                t->n++;
             }
-            return &e->memo[i].val;
+            return &t->slot[i].val;
         }
 }
 
-static void memo_clear(em *e)
+static void memo_clear(memo_table *t)
 {
-    if (e->memo_n)
-        memset(e->memo, 0, sizeof *e->memo * (size_t)e->memo_cap);
-    e->memo_n = 0;
+    if (t->n)
+        memset(t->slot, 0, sizeof *t->slot * (size_t)t->cap);
+    t->n = 0;
 }
 
 /* select(cond, varying load, 0) in a widened loop: a load masked by cond,
@@ -765,7 +766,7 @@ LLVMValueRef em_eval(em *e, const kir_expr *x)
     }
     if (e->no_memo)
         return eval_node(e, x);
-    LLVMValueRef *slot = memo_find(e, x);
+    LLVMValueRef *slot = memo_find(&e->memo, x);
     if (!slot) {
         ir_errorf(e->d, "out of memory");
         return NULL;
@@ -775,7 +776,7 @@ LLVMValueRef em_eval(em *e, const kir_expr *x)
     LLVMValueRef r = eval_node(e, x);
     /* memo_find may have rehashed while operands were emitted */
     if (r)
-        *memo_find(e, x) = r;
+        *memo_find(&e->memo, x) = r;
     return r;
 }
 
@@ -813,13 +814,10 @@ static int emit_block(em *e, const kir_block *bl, int depth);
  * everything else stays scalar and is splatted on use. When some construct
  * has no vector form (wcheck), the loop is emitted serially. */
 
-static bool wdep(em *e, const kir_expr *x)
+static bool wdep_walk(em *e, const kir_expr *x)
 {
     switch (x->op) {
-    case KIR_VAR: return x->var == e->wvar;
-    case KIR_ACC: return e->vaccs[x->var] != NULL;
     case KIR_LETV: return wdep(e, e->k->let_value[x->var]);
-    case KIR_CONST: case KIR_SYM: return false;
     case KIR_LOAD:
         for (int i = 0; i < x->nidx; i++)
             if (wdep(e, x->idx[i]))
@@ -831,6 +829,28 @@ static bool wdep(em *e, const kir_expr *x)
                 return true;
         return false;
     }
+}
+
+/* Whether x varies with the widened loop's variable (or reads an
+ * accumulator set inside it). Answers are kept per node for the loop
+ * (e->wmemo): expressions are DAGs, and walking a deep math expansion's
+ * shared nodes as a tree, once per node that wcheck asks about, took a
+ * fuzzed Mish epilogue 21 s. */
+static bool wdep(em *e, const kir_expr *x)
+{
+    switch (x->op) {
+    case KIR_VAR: return x->var == e->wvar;
+    case KIR_ACC: return e->vaccs[x->var] != NULL;
+    case KIR_CONST: case KIR_SYM: return false;
+    default: break;
+    }
+    LLVMValueRef *m = e->wvar >= 0 ? memo_find(&e->wmemo, x) : NULL;
+    if (m && *m)
+        return LLVMConstIntGetZExtValue(*m) != 0;
+    bool r = wdep_walk(e, x);
+    if (m && (m = memo_find(&e->wmemo, x)))   /* (the walk may have grown the table) */
+        *m = LLVMConstInt(e->i1, r, 0);
+    return r;
 }
 
 /* x is the vector variable plus a uniform offset (unit stride). */
@@ -846,10 +866,10 @@ static bool wunit(em *e, const kir_expr *x)
 /* Dtypes whose vectors need no conversion: loads, stores and ops. */
 static bool wdtype(ir_dtype dt) { return dt == IR_F32 || dt == IR_F64 || (dt != IR_BOOL && ir_dtype_is_int(dt)); }
 
-static bool wcheck_expr(em *e, const kir_expr *x)
+static bool wcheck_expr(em *e, const kir_expr *x);
+
+static bool wcheck_walk(em *e, const kir_expr *x)
 {
-    if (!wdep(e, x))
-        return true;
     switch (x->op) {
     case KIR_VAR: return true;
     case KIR_ACC: return e->wdef[x->var] != 0; /* set in this iteration before */
@@ -912,6 +932,23 @@ static bool wcheck_expr(em *e, const kir_expr *x)
         if (!wcheck_expr(e, x->a[i]))
             return false;
     return true;
+}
+
+/* Whether x has a vector form in the widened loop (wcheck). Answers are
+ * kept per node within one statement (e->wcmemo, cleared by wcheck_block
+ * at each: an accumulator's "set before" changes between statements), so
+ * a DAG is walked once, not as a tree. */
+static bool wcheck_expr(em *e, const kir_expr *x)
+{
+    if (!wdep(e, x))
+        return true;
+    LLVMValueRef *m = memo_find(&e->wcmemo, x);
+    if (m && *m)
+        return LLVMConstIntGetZExtValue(*m) != 0;
+    bool r = wcheck_walk(e, x);
+    if (m && (m = memo_find(&e->wcmemo, x)))   /* (the walk may have grown the table) */
+        *m = LLVMConstInt(e->i1, r, 0);
+    return r;
 }
 
 /* Gives every accumulator set in bl a vector alloca; false on one of a
@@ -991,6 +1028,7 @@ static bool wcheck_block(em *e, const kir_block *bl)
 {
     for (int i = 0; i < bl->n; i++) {
         const kir_stmt *s = bl->s[i];
+        memo_clear(&e->wcmemo);
         switch (s->kind) {
         case KIR_S_FOR:
             if (wdep(e, s->lo) || wdep(e, s->hi) || !wcheck_nested(e, &s->body))
@@ -1113,6 +1151,7 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
     const kir_kernel *k = e->k;
     e->wvar = s->var;
     e->wlanes = (unsigned)s->width;
+    memo_clear(&e->wmemo);
     /* an accumulator carried across iterations (a reduction over this
      * loop) has no per-lane form: wcheck wants each set before its reads */
     e->wdef = calloc((size_t)k->naccs + 1, 1);
@@ -1168,7 +1207,7 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
             LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->cx, e->fn, "vdone");
             LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, full, hi, ""), then, join);
             LLVMPositionBuilderAtEnd(b, then);
-            memo_clear(e);
+            memo_clear(&e->memo);
             if (emit_chunk(e, s, depth, full, hi, true) < 0) {
                 rc = -1;
             } else {
@@ -1189,6 +1228,7 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
         e->vars[s->var] = saved;
     }
     e->wvar = -1;
+    memo_clear(&e->wmemo);
     e->wmask = NULL;
     e->wbase = NULL;
     free(e->wred);
@@ -1350,7 +1390,7 @@ static int emit_block(em *e, const kir_block *bl, int depth)
 {
     for (int i = 0; i < bl->n; i++) {
         const kir_stmt *s = bl->s[i];
-        memo_clear(e);
+        memo_clear(&e->memo);
         int rc = 0;
         switch (s->kind) {
         case KIR_S_FOR: rc = emit_for(e, s, depth); break;
@@ -1548,6 +1588,8 @@ int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, kir_kernel *k, LLVM
     free(e.vaccs);
     free(e.lets);
     free(e.syms);
-    free(e.memo);
+    free(e.memo.slot);
+    free(e.wmemo.slot);
+    free(e.wcmemo.slot);
     return rc;
 }

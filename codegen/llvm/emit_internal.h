@@ -16,6 +16,12 @@ typedef struct {
     LLVMValueRef val;
 } memo_slot;
 
+/* Expression nodes to values, open addressing (emit.c's memo_find). */
+typedef struct {
+    memo_slot *slot;
+    int cap, n;
+} memo_table;
+
 typedef struct em {
     const cg_target *t;
     const kir_kernel *k;
@@ -35,8 +41,9 @@ typedef struct em {
     int nsyms;
     LLVMValueRef *scope_md, *noalias_md; /* per buffer: alias.scope / noalias lists */
     unsigned kind_scope, kind_noalias, kind_loop;
-    memo_slot *memo;           /* expression values within one statement */
-    int memo_cap, memo_n;
+    memo_table memo;           /* expression values within one statement */
+    memo_table wmemo;          /* inside a widened loop: wdep's answers, as i1 constants */
+    memo_table wcmemo;         /* ... and wcheck_expr's, within one statement */
     int libm_calls;            /* calls to libm emitted so far */
     int loops;                 /* loops emitted so far */
     /* A VECTOR loop widened by the emitter itself (see emit_widened):
