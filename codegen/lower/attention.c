@@ -38,7 +38,6 @@
 #include "ir/ops.h"
 
 #include <math.h>
-#include <string.h>
 
 enum {
     ROWS = 8,     /* query rows of a block */
@@ -595,30 +594,6 @@ static kir_expr *amx_col(kir_kernel *k, const att_geo *g, kir_expr *head, int64_
     return g->three ? lw_imulc(k, head, w) : lw_i64c(k, 0);
 }
 
-/* One 32 x 32 block of sums on the tiles: 2 row tiles of a (windows at
- * rows ar and ar + 16, column ac + 32 s) times 2 column tiles of b (rows
- * 16 s, columns bc and bc + bw: bw elements are a tile row's 64 bytes),
- * over s in [0, steps), stored to out at (or, oc). */
-static int amx_product(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr *ac, int bv, kir_expr *bc, int64_t bw,
-                       int64_t steps, int out, kir_expr *or, kir_expr *oc)
-{
-    kir_kernel *k = c->k;
-    int kv = kir_new_var(k);
-    kir_expr *win[3][4][2], *st[3];
-    lower_amx_steps(k, kv, steps, st);
-    for (int i = 0; i < 3; i++) {
-        kir_expr *a = kir_iadd(k, ac, lw_imulc(k, st[i], 32)), *br = lw_imulc(k, st[i], 16);
-        kir_expr *w[4][2] = {{ar, a}, {lw_iaddc(k, ar, 16), a}, {br, bc}, {br, lw_iaddc(k, bc, bw)}};
-        memcpy(win[i], w, sizeof w);
-    }
-    int bufs[4] = {av, av, bv, bv};
-    kir_stmt *lk = lower_amx_zero(c, b) < 0 || lower_amx_prime(c, b, bufs, win[0]) < 0
-                       ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, steps), KIR_SERIAL, 0);
-    if (!lk || lower_amx_step_next(c, &lk->body, bufs, win[1], win[2], KIR_IN_AMX_DPBF16PS) < 0)
-        return -1;
-    return lower_amx_store(c, b, out, or, oc);
-}
-
 /* Attention on AMX tiles (bf16 Q, K, V; f32 sums, softmax and output):
  *
  *   parallel p in [0, B * Hq * chunks)           (batch, head, chunk of row blocks)
@@ -696,7 +671,9 @@ static int lower_attention_amx(lctx *c, att_geo *g)
     if (!ljb)
         return -1;
     kir_expr *jc = lw_imulc(k, kir_var(k, jbv), 32);
-    if (amx_product(c, &ljb->body, qv, qr, amx_col(k, g, g->hi, D), kp, jc, 16, D / 32, sc, lw_i64c(k, 0), jc) < 0)
+    if (!lower_amx_kloop(c, &ljb->body, qv, qr, amx_col(k, g, g->hi, D), 32, kp, NULL, jc, 16, D / 32,
+                         KIR_IN_AMX_DPBF16PS) ||
+        lower_amx_store(c, &ljb->body, sc, lw_i64c(k, 0), jc) < 0)
         return -1;
 
     /* the softmax, SM_ROWS rows at a time (their max and sum chains
@@ -766,8 +743,9 @@ static int lower_attention_amx(lctx *c, att_geo *g)
     if (!leb)
         return -1;
     kir_expr *ec = lw_imulc(k, kir_var(k, ebv), 32);
-    if (amx_product(c, &leb->body, pr, lw_i64c(k, 0), lw_i64c(k, 0), vp, lw_imulc(k, ec, 2), 32, T / 32, yv, qr,
-                    kir_iadd(k, amx_col(k, g, g->hi, Dv), ec)) < 0)
+    if (!lower_amx_kloop(c, &leb->body, pr, lw_i64c(k, 0), NULL, 32, vp, NULL, lw_imulc(k, ec, 2), 32,
+                         T / 32, KIR_IN_AMX_DPBF16PS) ||
+        lower_amx_store(c, &leb->body, yv, qr, kir_iadd(k, amx_col(k, g, g->hi, Dv), ec)) < 0)
         return -1;
     return kir_intrinsic(k, body, KIR_IN_AMX_RELEASE, 0, NULL) ? 0 : -1;
 }

@@ -174,14 +174,15 @@ int lower_amx_store(lctx *c, kir_block *b, int buf, kir_expr *r, kir_expr *col);
 int lower_amx_prime(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2]);
 int lower_amx_step_next(lctx *c, kir_block *b, const int *buf, kir_expr *const (*w)[2], kir_expr *const (*nx)[2],
                         kir_intrin op);
-/* The steps a pipelined k loop over kv in [0, ks) loads for: s[0] = 0
- * (lower_amx_prime's), s[1] = kv and s[2] = min(kv + 1, ks - 1) (nx's). */
-static inline void lower_amx_steps(kir_kernel *k, int kv, int64_t ks, kir_expr **s)
-{
-    s[0] = lw_i64c(k, 0);
-    s[1] = kir_var(k, kv);
-    s[2] = lw_imin(k, lw_iaddc(k, kir_var(k, kv), 1), lw_i64c(k, ks - 1));
-}
+/* A pipelined k loop of ks steps over matrix windows, appended to b
+ * after the sums are zeroed and the first step's tiles primed: step s
+ * multiplies A's row tiles (buffer av, rows ar and ar + 16, column ac +
+ * ad s) by B's column tiles (buffer bv, row br + 16 s, columns bc and bc
+ * + bw) by op; ac and br NULL for 0. The loop is returned (its variable the step), so a caller
+ * may put more in its body; the sums stay in the tiles. NULL on out of
+ * memory. The bf16 MatMul, MatMulInteger and Attention kernels' blocks. */
+kir_stmt *lower_amx_kloop(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr *ac, int64_t ad, int bv, kir_expr *br,
+                          kir_expr *bc, int64_t bw, int64_t ks, kir_intrin op);
 /* The AMX kernels' pending-epilogue state (lower_amx, bc_lower_amx): an
  * i64 thread scratch st. lower_amx_st reads element i, lower_amx_st_set
  * appends st[i] = v to b (-1 on out of memory), lower_amx_flip is the

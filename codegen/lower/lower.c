@@ -461,6 +461,34 @@ int lower_amx_step_next(lctx *c, kir_block *b, const int *buf, kir_expr *const (
     return 0;
 }
 
+/* a + c, folded where a is a constant */
+static kir_expr *addc(kir_kernel *k, kir_expr *a, int64_t c)
+{
+    return a->op == KIR_CONST ? lw_i64c(k, a->c.i + c) : lw_iaddc(k, a, c);
+}
+
+kir_stmt *lower_amx_kloop(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr *ac, int64_t ad, int bv, kir_expr *br,
+                          kir_expr *bc, int64_t bw, int64_t ks, kir_intrin op)
+{
+    kir_kernel *k = c->k;
+    int kv = kir_new_var(k);
+    /* the windows of step 0 (primed), of step kv and of step kv + 1 (the
+     * last step: its own again) */
+    kir_expr *st[3] = {lw_i64c(k, 0), kir_var(k, kv), lw_imin(k, lw_iaddc(k, kir_var(k, kv), 1), lw_i64c(k, ks - 1))};
+    kir_expr *win[3][4][2];
+    for (int i = 0; i < 3; i++) {
+        kir_expr *a = lw_imulc(k, st[i], ad), *r = lw_imulc(k, st[i], 16);
+        a = ac ? kir_iadd(k, ac, a) : a;
+        r = br ? kir_iadd(k, br, r) : r;
+        kir_expr *w[4][2] = {{ar, a}, {addc(k, ar, 16), a}, {r, bc}, {r, addc(k, bc, bw)}};
+        memcpy(win[i], w, sizeof w);
+    }
+    int bufs[4] = {av, av, bv, bv};
+    kir_stmt *lk = lower_amx_zero(c, b) < 0 || lower_amx_prime(c, b, bufs, win[0]) < 0
+                       ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, ks), KIR_SERIAL, 0);
+    return lk && lower_amx_step_next(c, &lk->body, bufs, win[1], win[2], op) == 0 ? lk : NULL;
+}
+
 int lower_amx_store(lctx *c, kir_block *b, int buf, kir_expr *r, kir_expr *col)
 {
     kir_kernel *k = c->k;

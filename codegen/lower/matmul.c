@@ -772,21 +772,10 @@ static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int
                      kir_expr *bq, kir_expr *co, const amx_pend *p)
 {
     kir_kernel *k = c->k;
-    int kv = kir_new_var(k);
     int64_t ks = g->kd.v / 32;
-    kir_expr *cb = lw_imulc(k, co, 2);
-    kir_expr *win[3][4][2], *st[3];   /* the windows at lower_amx_steps' steps */
-    lower_amx_steps(k, kv, ks, st);
-    for (int i = 0; i < 3; i++) {
-        kir_expr *ka = lw_imulc(k, st[i], 32), *kb = kir_iadd(k, bq, lw_imulc(k, st[i], 16));
-        kir_expr *w[4][2] = {{r0, ka}, {lw_iaddc(k, r0, 16), ka}, {kb, cb}, {kb, lw_iaddc(k, cb, 32)}};
-        memcpy(win[i], w, sizeof w);
-    }
-    int bufs[4] = {av, av, bv, bv};
-    kir_stmt *lk = lower_amx_zero(c, b) < 0 || lower_amx_prime(c, b, bufs, win[0]) < 0
-                       ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, ks), KIR_SERIAL, 0);
-    if (!lk || lower_amx_step_next(c, &lk->body, bufs, win[1], win[2], KIR_IN_AMX_DPBF16PS) < 0 ||
-        amx_pend_rows(c, g, &lk->body, p, kir_var(k, kv), ks) < 0)
+    kir_stmt *lk = lower_amx_kloop(c, b, av, r0, NULL, 32, bv, bq, lw_imulc(k, co, 2), 32, ks,
+                                   KIR_IN_AMX_DPBF16PS);
+    if (!lk || amx_pend_rows(c, g, &lk->body, p, kir_var(k, lk->var), ks) < 0)
         return -1;
     return lower_amx_store(c, b, acc, ar, lw_i64c(k, 0));
 }

@@ -308,23 +308,11 @@ static int qg_panel_amx(lctx *c, qg *q, kir_block *b, kir_expr *j0)
 {
     kir_kernel *k = c->k;
     kir_expr *prow = lw_imulc(k, lw_idivc(k, j0, q->W), q->K / 4); /* the panel's first row of quads */
-    for (int64_t h = 0; h < q->W / 32; h++) {
-        int kv = kir_new_var(k);
-        int64_t ks = q->K / 64;
-        kir_expr *win[3][4][2], *st[3];   /* the windows at lower_amx_steps' steps */
-        lower_amx_steps(k, kv, ks, st);
-        for (int i = 0; i < 3; i++) {
-            kir_expr *ka = lw_imulc(k, st[i], 64), *kb = kir_iadd(k, prow, lw_imulc(k, st[i], 16));
-            kir_expr *w[4][2] = {{lw_i64c(k, 0), ka}, {lw_i64c(k, 16), ka}, {kb, lw_i64c(k, 128 * h)}, {kb, lw_i64c(k, 128 * h + 64)}};
-            memcpy(win[i], w, sizeof w);
-        }
-        int bufs[4] = {q->a16, q->a16, q->bamx, q->bamx};
-        kir_stmt *lk = lower_amx_zero(c, b) < 0 || lower_amx_prime(c, b, bufs, win[0]) < 0
-                           ? NULL : kir_for(k, b, kv, lw_i64c(k, 0), lw_i64c(k, ks), KIR_SERIAL, 0);
-        if (!lk || lower_amx_step_next(c, &lk->body, bufs, win[1], win[2], KIR_IN_AMX_DPBUSD) < 0 ||
+    for (int64_t h = 0; h < q->W / 32; h++)
+        if (!lower_amx_kloop(c, b, q->a16, lw_i64c(k, 0), NULL, 64, q->bamx, prow, lw_i64c(k, 128 * h), 64,
+                             q->K / 64, KIR_IN_AMX_DPBUSD) ||
             lower_amx_store(c, b, q->acc, lw_i64c(k, 0), lw_i64c(k, 32 * h)) < 0)
             return -1;
-    }
     if (q->K % 64 == 0)
         return 0;
     int pk = kir_new_var(k);
