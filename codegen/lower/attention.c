@@ -131,6 +131,27 @@ static kir_expr *imaxc(kir_kernel *k, kir_expr *a, int64_t b) { return kir_op2(k
 static kir_expr *fc(lctx *c, double v) { return kir_const_f(c->k, c->cdt, v); }
 static kir_expr *op2(lctx *c, kir_op op, kir_expr *a, kir_expr *b) { return kir_op2(c->k, op, c->cdt, a, b); }
 
+/* x softcapped: cap tanh(x / cap) where the node has a softcap. */
+static kir_expr *softcap(lctx *c, const att_geo *g, kir_expr *x)
+{
+    return g->cap > 0 ? op2(c, KIR_MUL, fc(c, g->cap), kir_op1(c->k, KIR_TANH, c->cdt, op2(c, KIR_DIV, x, fc(c, g->cap))))
+                      : x;
+}
+
+/* The exponents' base for a row whose max is m: 0 while every key is
+ * masked (m = -inf), so that nothing computes -inf - -inf. */
+static kir_expr *exp_base(lctx *c, kir_expr *m)
+{
+    return kir_op3(c->k, KIR_SELECT, c->cdt, kir_op2(c->k, KIR_EQ, IR_BOOL, m, fc(c, -INFINITY)), fc(c, 0), m);
+}
+
+/* Whether n has one output and no KV cache (the tiled and AMX schedules'
+ * shape). */
+static bool uncached(const ir_node *n, const att_geo *g)
+{
+    return n->nout == 1 && !g->past && !(n->nin > 4 && n->in[4]) && !(n->nin > 5 && n->in[5]);
+}
+
 static void y_idx(lctx *c, const att_geo *g, kir_expr *i, kir_expr *e, kir_expr **ix)
 {
     kir_kernel *k = c->k;
@@ -336,7 +357,7 @@ static void tile_shape(const lctx *c, const att_geo *g, int64_t *rows, int *wqk,
 static bool tiled_fits(const lctx *c, const att_geo *g)
 {
     const ir_node *n = c->n;
-    if (n->nout != 1 || g->past || (n->nin > 4 && n->in[4]) || (n->nin > 5 && n->in[5]))
+    if (!uncached(n, g))
         return false;
     int64_t es = (int64_t)ir_dtype_size(c->cdt), R;
     int wqk, wpv;
@@ -466,10 +487,7 @@ static int lower_attention_tiled(lctx *c, att_geo *g)
             return -1;
     }
     for (int r = 0; r < R; r++) {
-        kir_expr *x = op2(c, KIR_MUL, kir_acc(k, a[r]), fc(c, g->scale));
-        if (g->cap > 0)
-            x = op2(c, KIR_MUL, fc(c, g->cap), kir_op1(k, KIR_TANH, ct, op2(c, KIR_DIV, x, fc(c, g->cap))));
-        x = bias(c, g, x, row[r], j, NULL);
+        kir_expr *x = bias(c, g, softcap(c, g, op2(c, KIR_MUL, kir_acc(k, a[r]), fc(c, g->scale))), row[r], j, NULL);
         if (!kir_store(k, &lsj->body, sc, (kir_expr *[]){lw_i64c(k, r), j}, x))
             return -1;
     }
@@ -487,9 +505,7 @@ static int lower_attention_tiled(lctx *c, att_geo *g)
         if (!l1 || !kir_acc_set(k, &l1->body, m, op2(c, KIR_MAX, kir_acc(k, m),
                                                       kir_load(k, sc, (kir_expr *[]){rr, kir_var(k, v1)}))))
             return -1;
-        kir_expr *base = kir_op3(k, KIR_SELECT, ct, kir_op2(k, KIR_EQ, IR_BOOL, kir_acc(k, m), fc(c, -INFINITY)),
-                                 fc(c, 0), kir_acc(k, m));
-        if (!kir_acc_set(k, rb, bs, base))
+        if (!kir_acc_set(k, rb, bs, exp_base(c, kir_acc(k, m))))
             return -1;
         kir_stmt *l2 = kir_for(k, rb, v2, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, lanes);
         kir_expr *x2[2] = {rr, l2 ? kir_var(k, v2) : NULL};
@@ -567,8 +583,8 @@ static int64_t amx_scratch(const att_geo *g)
 static bool amx_fits(const lctx *c, const att_geo *g)
 {
     const ir_node *n = c->n;
-    if (!c->s->amx_bf16 || !c->s->f32_transpose || n->nout != 1 || g->past || (n->nin > 4 && n->in[4]) ||
-        (n->nin > 5 && n->in[5]) || c->k->bufs[c->out].dtype != IR_F32 || c->k->bufs[c->out].kind == KIR_BUF_SCRATCH)
+    if (!c->s->amx_bf16 || !c->s->f32_transpose || !uncached(n, g) || c->k->bufs[c->out].dtype != IR_F32 ||
+        c->k->bufs[c->out].kind == KIR_BUF_SCRATCH)
         return false;
     for (int i = 0; i < 3; i++) {
         const kir_buf *b = c->buf[i] >= 0 ? &c->k->bufs[c->buf[i]] : NULL;
@@ -699,20 +715,15 @@ static int lower_attention_amx(lctx *c, att_geo *g)
         return -1;
     for (int u = 0; u < SM_ROWS; u++) {
         kir_expr *x1[2] = {rr[u], kir_var(k, v1)};
-        kir_expr *x = op2(c, KIR_MUL, kir_load(k, sc, x1), fc(c, g->scale));
-        if (g->cap > 0)
-            x = op2(c, KIR_MUL, fc(c, g->cap), kir_op1(k, KIR_TANH, IR_F32, op2(c, KIR_DIV, x, fc(c, g->cap))));
+        kir_expr *x = softcap(c, g, op2(c, KIR_MUL, kir_load(k, sc, x1), fc(c, g->scale)));
         kir_expr *xv = kir_let(k, &l1->body, bias(c, g, x, kir_iadd(k, r0, rr[u]), kir_var(k, v1), NULL));
         if (!xv || !kir_store(k, &l1->body, sc, x1, xv) ||
             !kir_acc_set(k, &l1->body, m[u], op2(c, KIR_MAX, kir_acc(k, m[u]), xv)))
             return -1;
     }
-    for (int u = 0; u < SM_ROWS; u++) {
-        kir_expr *mu = kir_acc(k, m[u]);
-        kir_expr *base = kir_op3(k, KIR_SELECT, IR_F32, kir_op2(k, KIR_EQ, IR_BOOL, mu, fc(c, -INFINITY)), fc(c, 0), mu);
-        if (!kir_acc_set(k, rw, bs[u], base))
+    for (int u = 0; u < SM_ROWS; u++)
+        if (!kir_acc_set(k, rw, bs[u], exp_base(c, kir_acc(k, m[u]))))
             return -1;
-    }
     kir_stmt *l2 = kir_for(k, rw, v2, lw_i64c(k, 0), lw_i64c(k, T), KIR_VECTOR, lanes);
     if (!l2)
         return -1;
@@ -853,9 +864,7 @@ int lower_attention(lctx *c)
     for (int r = 0; r < R; r++) {
         kir_expr *mx = kir_acc(k, m[r]);
         for (int q = 0; q < J; q++) {
-            kir_expr *raw = op2(c, KIR_MUL, kir_acc(k, s[r][q]), fc(c, g.scale)), *x = raw;
-            if (g.cap > 0)
-                x = op2(c, KIR_MUL, fc(c, g.cap), kir_op1(k, KIR_TANH, ct, op2(c, KIR_DIV, x, fc(c, g.cap))));
+            kir_expr *raw = op2(c, KIR_MUL, kir_acc(k, s[r][q]), fc(c, g.scale)), *x = softcap(c, &g, raw);
             kir_expr *capped = x;
             x = bias(c, &g, x, row[r], key[q], jraw[q]);
             /* stored before the accumulator changes: raw and capped read it */
@@ -874,10 +883,8 @@ int lower_attention(lctx *c)
         if (nm < 0 || cr < 0 || !kir_acc_set(k, kb, nm, mx))
             return -1;
         /* the exponents' base: 0 while every key so far is masked */
-        kir_expr *base = kir_op3(k, KIR_SELECT, ct, kir_op2(k, KIR_EQ, IR_BOOL, kir_acc(k, nm), fc(c, -INFINITY)),
-                                 fc(c, 0), kir_acc(k, nm));
         int bs = kir_new_acc(k, ct);
-        if (bs < 0 || !kir_acc_set(k, kb, bs, base) ||
+        if (bs < 0 || !kir_acc_set(k, kb, bs, exp_base(c, kir_acc(k, nm))) ||
             !kir_acc_set(k, kb, cr, kir_op1(k, KIR_EXP, ct, op2(c, KIR_SUB, kir_acc(k, m[r]), kir_acc(k, bs)))))
             return -1;
         kir_expr *sum = NULL;
@@ -922,10 +929,7 @@ int lower_attention(lctx *c)
         /* the stored biased scores become probabilities */
         for (int r = 0; r < R; r++) {
             int jv = kir_new_var(k), bs = kir_new_acc(k, ct);
-            kir_expr *mx = kir_acc(k, m[r]);
-            if (bs < 0 || !kir_acc_set(k, body, bs, kir_op3(k, KIR_SELECT, ct,
-                                                            kir_op2(k, KIR_EQ, IR_BOOL, mx, fc(c, -INFINITY)),
-                                                            fc(c, 0), mx)))
+            if (bs < 0 || !kir_acc_set(k, body, bs, exp_base(c, kir_acc(k, m[r]))))
                 return -1;
             kir_stmt *lj = kir_for(k, body, jv, lw_i64c(k, 0), lw_i64c(k, g.total), KIR_SERIAL, 0);
             if (!lj)
