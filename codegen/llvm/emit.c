@@ -814,6 +814,19 @@ static int emit_block(em *e, const kir_block *bl, int depth);
  * everything else stays scalar and is splatted on use. When some construct
  * has no vector form (wcheck), the loop is emitted serially. */
 
+/* walk(e, x), its answer kept in t (NULL: not kept) as an i1 constant,
+ * so that a DAG's shared nodes are walked once. */
+static bool memo_bool(em *e, memo_table *t, const kir_expr *x, bool (*walk)(em *, const kir_expr *))
+{
+    LLVMValueRef *m = t ? memo_find(t, x) : NULL;
+    if (m && *m)
+        return LLVMConstIntGetZExtValue(*m) != 0;
+    bool r = walk(e, x);
+    if (m && (m = memo_find(t, x)))   /* (the walk may have grown the table) */
+        *m = LLVMConstInt(e->i1, r, 0);
+    return r;
+}
+
 static bool wdep_walk(em *e, const kir_expr *x)
 {
     switch (x->op) {
@@ -844,13 +857,7 @@ static bool wdep(em *e, const kir_expr *x)
     case KIR_CONST: case KIR_SYM: return false;
     default: break;
     }
-    LLVMValueRef *m = e->wvar >= 0 ? memo_find(&e->wmemo, x) : NULL;
-    if (m && *m)
-        return LLVMConstIntGetZExtValue(*m) != 0;
-    bool r = wdep_walk(e, x);
-    if (m && (m = memo_find(&e->wmemo, x)))   /* (the walk may have grown the table) */
-        *m = LLVMConstInt(e->i1, r, 0);
-    return r;
+    return memo_bool(e, e->wvar >= 0 ? &e->wmemo : NULL, x, wdep_walk);
 }
 
 /* x is the vector variable plus a uniform offset (unit stride). */
@@ -942,13 +949,7 @@ static bool wcheck_expr(em *e, const kir_expr *x)
 {
     if (!wdep(e, x))
         return true;
-    LLVMValueRef *m = memo_find(&e->wcmemo, x);
-    if (m && *m)
-        return LLVMConstIntGetZExtValue(*m) != 0;
-    bool r = wcheck_walk(e, x);
-    if (m && (m = memo_find(&e->wcmemo, x)))   /* (the walk may have grown the table) */
-        *m = LLVMConstInt(e->i1, r, 0);
-    return r;
+    return memo_bool(e, &e->wcmemo, x, wcheck_walk);
 }
 
 /* Gives every accumulator set in bl a vector alloca; false on one of a
