@@ -228,6 +228,15 @@ static ir_value *cast_to(pass_ctx *c, ir_value *x, ir_dtype dt, const char *name
     return k->out[0];
 }
 
+/* The activation x rounded to bf16, half[x->id]: its Cast(to=bf16),
+ * made on first use, one per value; NULL on error. */
+static ir_value *rounded(pass_ctx *c, ir_value **half, ir_value *x)
+{
+    if (!half[x->id] && (half[x->id] = cast_to(c, x, IR_BF16, x->name, ".bf16")))
+        pass_stat(c, "activations rounded to bf16", 1);
+    return half[x->id];
+}
+
 /* Pad p again, of the value h (p's input rounded), its result named after
  * p's with suffix; NULL on error. */
 static ir_value *pad_again(pass_ctx *c, const ir_node *p, ir_value *h, const char *suffix)
@@ -523,15 +532,10 @@ static int rounded_attention(pass_ctx *c, const icc_precision_opts *o, ir_value 
         if (!ok)
             continue;
         for (int i = 0; i < 3; i++) {
-            ir_value *x = n->in[i];
-            if (!half[x->id]) {
-                if (!(half[x->id] = cast_to(c, x, IR_BF16, x->name, ".bf16")))
-                    return -1;
-                pass_stat(c, "activations rounded to bf16", 1);
-            }
+            ir_value *x = n->in[i], *h = rounded(c, half, x);
             /* a Cast per input, even for one value read twice: each
              * joins the kernel only when it alone reads it */
-            ir_value *up = cast_to(c, half[x->id], IR_F32, x->name, ".f32");
+            ir_value *up = h ? cast_to(c, h, IR_F32, x->name, ".f32") : NULL;
             if (!up)
                 return -1;
             n->in[i] = up;
@@ -617,12 +621,9 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
              * rounded values instead, copying half the bytes */
             ir_node *pad = zero_pad(x);
             ir_value *src = pad ? pad->in[0] : x;
-            if (!half[src->id]) {
-                if (!(half[src->id] = cast_to(c, src, IR_BF16, src->name, ".bf16")))
-                    goto done;
-                pass_stat(c, "activations rounded to bf16", 1);
-            }
-            ir_value *h = half[src->id];
+            ir_value *h = rounded(c, half, src);
+            if (!h)
+                goto done;
             dead_pads |= pad != NULL;
             if (n->op == IR_OP_CONV_NCHWC && x->type.rank == 5 && x->type.dims[4].v % 2) {
                 /* an odd count of lanes per block (an image's channels:
