@@ -63,6 +63,16 @@ static const double erfc_h[] = {1.021582708923821, -0.6871606941802774, 0.279471
                                 0.0030620019553862705, -0.0008345282558093642, -0.0005926989562234935,
                                 4.964383933215441e-05, 7.093429534106003e-05};
 
+/* For results rounded to bf16 (kir_math_gelu_bf16), fitted the same way:
+ * e^r on |r| <= ln2/2 as one polynomial (relative 2e-7 in f32 Horner), and
+ * Phi(-a) e^{a^2/2} in powers of t = (a - 2 sqrt 2) / (a + 2 sqrt 2), a in
+ * [0, 14.85] (relative 4.2e-7; Phi the normal distribution). */
+static const double exp_n[] = {1.0000000741292652, 0.9999996811999221, 0.4999886938069557,
+                               0.1666759586940701, 0.041918242888842286, 0.008297239646078853};
+static const double phi_g[] = {0.12769784353036975, -0.2135934970752822, 0.12082963202577392,
+                               -0.03947868449742664, 0.0018575516761955367, 0.003444923185737213,
+                               -0.00039383995306184623, -0.0003817624335800845};
+
 #define NCOEF(a) (int)(sizeof(a) / sizeof(a[0]))
 #define F IR_F32
 #define I IR_I32
@@ -123,6 +133,34 @@ static kir_expr *exp2part(kir_kernel *k, kir_expr *x, kir_expr *lo)
 
 kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x) { return exp2part(k, x, NULL); }
 
+/* e^(x + lo) for x in [-131, 0] (or NaN), as exp2part but without its
+ * clamps and with a cheaper 2^n: n + 191 is in [1, 254] there, so 2^(n +
+ * 64) is a normal number whose product with the polynomial is exact, and
+ * the one rounding is the multiply by 2^-64 (into the subnormals where the
+ * result is that small). Bit for bit what exp2part gives; coarse (lo
+ * NULL): relative 5e-7, with ln2 in one part and one polynomial. */
+static kir_expr *exp_nonpos(kir_kernel *k, kir_expr *x, kir_expr *lo, bool coarse)
+{
+    kir_expr *magic = fk(k, 12582912.0);
+    kir_expr *t = muladd(k, x, fk(k, 1.4426950408889634), magic);
+    kir_expr *n = f2(k, KIR_SUB, t, magic);
+    kir_expr *p;
+    if (coarse) {
+        p = horner(k, muladd(k, n, fk(k, -0.6931471805599453), x), exp_n, NCOEF(exp_n));
+    } else {
+        kir_expr *r = muladd(k, n, fk(k, -0.693359375), x);
+        if (lo)
+            r = f2(k, KIR_ADD, r, lo);
+        r = muladd(k, n, fk(k, 2.12194440e-4), r);
+        p = muladd(k, f2(k, KIR_MUL, r, r), horner(k, r, exp_p, NCOEF(exp_p)), r);
+        p = f2(k, KIR_ADD, p, fk(k, 1));
+    }
+    /* t's bits are those of magic plus n */
+    kir_expr *e = i2(k, KIR_ADD, kir_op1(k, KIR_BITCAST, I, t), ik(k, 127 + 64 - 0x4b400000));
+    kir_expr *s = kir_op1(k, KIR_BITCAST, F, i2(k, KIR_SHL, e, ik(k, 23)));
+    return f2(k, KIR_MUL, f2(k, KIR_MUL, p, s), fk(k, 0x1p-64));
+}
+
 kir_expr *kir_math_log_f32(kir_kernel *k, kir_expr *x)
 {
     kir_expr *sub = lt(k, x, fk(k, 1.17549435e-38));
@@ -177,10 +215,26 @@ kir_expr *kir_math_erfc_f32(kir_kernel *k, kir_expr *x)
     kir_expr *e = muladd(k, b, b, kir_op1(k, KIR_NEG, F, p));
     kir_expr *r = f2(k, KIR_DIV, fk(k, 1), f2(k, KIR_ADD, b, fk(k, 2)));
     kir_expr *t = f2(k, KIR_MUL, f2(k, KIR_SUB, b, fk(k, 2)), r);
-    kir_expr *ex = exp2part(k, kir_op1(k, KIR_NEG, F, p), kir_op1(k, KIR_NEG, F, e));
+    kir_expr *ex = exp_nonpos(k, kir_op1(k, KIR_NEG, F, p), kir_op1(k, KIR_NEG, F, e), false);
     kir_expr *tail = f2(k, KIR_MUL, f2(k, KIR_MUL, ex, horner(k, t, erfc_h, NCOEF(erfc_h))), r);
     /* erfc(-a) = 2 - erfc(a) */
     return sel(k, lt(k, x, fk(k, 0)), f2(k, KIR_SUB, fk(k, 2), tail), tail);
+}
+
+kir_expr *kir_math_gelu_bf16(kir_kernel *k, kir_expr *x)
+{
+    /* Phi(-a) = e^{-a^2/2} G(t), t = 1 - 4 sqrt 2 / (a + 2 sqrt 2), a = |x|
+     * clamped to 14.85 (erfc's 10.5 at a / sqrt 2); a^2 rounded once
+     * (relative 6e-6 in the result at the clamp, 1e-6 at a = 6) */
+    const double c = 2 * M_SQRT2;
+    kir_expr *a = kir_op1(k, KIR_ABS, F, x);
+    a = sel(k, lt(k, fk(k, 14.85), a), fk(k, 14.85), a);
+    kir_expr *ex = exp_nonpos(k, f2(k, KIR_MUL, f2(k, KIR_MUL, a, a), fk(k, -0.5)), NULL, true);
+    kir_expr *r = f2(k, KIR_DIV, fk(k, 1), f2(k, KIR_ADD, a, fk(k, c)));
+    kir_expr *tail = f2(k, KIR_MUL, ex, horner(k, muladd(k, r, fk(k, -2 * c), fk(k, 1)), phi_g, NCOEF(phi_g)));
+    /* Phi(x) = 1 - Phi(-x) */
+    kir_expr *phi = sel(k, lt(k, x, fk(k, 0)), tail, f2(k, KIR_SUB, fk(k, 1), tail));
+    return f2(k, KIR_MUL, x, phi);
 }
 
 /* ---- the rewrite ------------------------------------------------------------ */

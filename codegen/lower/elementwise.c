@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "codegen/kir_math.h"
 #include "codegen/lower/internal.h"
 #include "ir/ops.h"
 
@@ -297,6 +298,8 @@ kir_expr *lw_formula(lctx *c)
             kir_expr *num = kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LT, IR_BOOL, z, cf(c, 0)), e, cf(c, 1));
             return kir_op2(k, KIR_MUL, t, x, kir_op2(k, KIR_DIV, t, num, kir_op2(k, KIR_ADD, t, cf(c, 1), e)));
         }
+        if (c->to_bf16 && t == IR_F32)
+            return kir_math_gelu_bf16(k, x);
         /* 0.5 (1 + erf(x / sqrt 2)) = 0.5 erfc(-x / sqrt 2) */
         kir_expr *phi = kir_op1(k, KIR_ERFC, t, kir_op2(k, KIR_MUL, t, x, cf(c, -M_SQRT1_2)));
         return kir_op2(k, KIR_MUL, t, kir_op2(k, KIR_MUL, t, cf(c, 0.5), x), phi);

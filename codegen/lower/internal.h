@@ -32,6 +32,8 @@ typedef struct {
     ir_dtype cdt;              /* compute dtype of floats (f16/bf16 -> f32) */
     const cg_schedule *s;      /* how (schedule.h): tile sizes, blocking */
     kir_expr *const *at;       /* fused groups: the index being computed (NULL: var[]) */
+    bool to_bf16;              /* fused groups: the value being computed is read by a
+                                  Cast to bf16 (its formula may be as coarse as that) */
     /* A fused group with an anchor (docs/fusion.md): the anchor is c->n,
      * its output buffer c->out is the root's, and its final values go
      * through lower_epi, which computes the root's value from them. */

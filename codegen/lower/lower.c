@@ -62,6 +62,7 @@ kir_expr *lw_fused_value(lctx *c, const ir_value *v, kir_expr *const *idx)
         return lw_widen(c->k, e, t);
     }
     lctx save = *c;
+    c->to_bf16 = save.n->op == IR_OP_CAST && save.n->out[0]->type.dtype == IR_BF16;
     c->n = p;
     c->orank = v->type.rank;
     c->at = idx;

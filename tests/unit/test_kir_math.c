@@ -110,6 +110,51 @@ START_TEST(expansions_within_two_ulp)
 }
 END_TEST
 
+/* Gelu in double: x Phi(x), Phi from erfc so that the x < 0 tail keeps
+ * its relative accuracy. */
+static double gelu_ref(double x) { return x * 0.5 * erfc(-x / sqrt(2.0)); }
+
+/* kir_math_gelu_bf16 is for results rounded to bf16 next: a relative error
+ * a few hundred times under bf16's 2^-8 wherever the result is a normal
+ * f32, the subnormal tail within one f32 ulp of it (2^-149 absolute), and
+ * libm's answers at the edges. A dense sweep of [-16, 16] plus every binade
+ * down to 2^-60. */
+START_TEST(gelu_bf16_within_1e5)
+{
+    emit(unary("k_gelu", IR_F32, IR_F32, kir_math_gelu_bf16));
+    build();
+    static float x[N], y[N];
+    static const float edge[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 14.85f, -14.85f,
+                                 -13.2f, -13.6f, 2.8284271f, -2.8284271f, 6.0f, -6.0f, 1e-30f, -1e-30f};
+    int ne = (int)(sizeof edge / sizeof edge[0]);
+    double worst = 0;
+    int at = 0;
+    uint64_t s = 777;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < N; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            double mag = ldexp(1.0 + (double)(s >> 40) / (1 << 24), (int)((s >> 20) % 64) - 60);
+            x[i] = pass == 0 ? (i < ne ? edge[i] : (float)((s & 1) ? -mag : mag)) : -16.0f + 32.0f * (float)i / N;
+        }
+        run("k_gelu", x, y);
+        for (int i = 0; i < N; i++) {
+            double want = gelu_ref((double)x[i]);
+            if (isnan(want) || isinf(want)) {
+                ck_assert_msg(isnan(want) ? isnan(y[i]) : (double)y[i] == want, "gelu(%a) = %a, want %a",
+                              (double)x[i], (double)y[i], want);
+                continue;
+            }
+            double err = fabs((double)y[i] - want);
+            double rel = fabs(want) >= 1.17549435e-38 ? err / fabs(want) : err / 1.17549435e-38 * 0x1p-23;
+            if (rel > worst)
+                worst = rel, at = i;
+        }
+        ck_assert_msg(worst <= 1e-5, "gelu(%a) = %a, want %a: relative %.3g", (double)x[at], (double)y[at],
+                      gelu_ref((double)x[at]), worst);
+    }
+}
+END_TEST
+
 START_TEST(building_block_ops)
 {
     emit(unary("k_ashr", IR_F32, IR_I32, op_ashr));
@@ -204,6 +249,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, emit_setup, emit_teardown);
     tcase_add_test(tc, expansions_within_two_ulp);
+    tcase_add_test(tc, gelu_bf16_within_1e5);
     tcase_add_test(tc, building_block_ops);
     tcase_add_test(tc, rewrite_scope);
     tcase_add_test(tc, verifier_rejects_misuse);
