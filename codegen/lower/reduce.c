@@ -131,15 +131,17 @@ int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_exp
         kir_block *p = red_pass(c, b, t, red, ix, KIR_SERIAL, at);
         return p && kir_acc_set(k, p, acc, kir_op2(k, op, at, kir_acc(k, acc), term(c, ix, ud))) ? 0 : -1;
     }
-    if (op == KIR_MAX || op == KIR_MIN) {
-        /* a float max or min is exact in any order: one accumulator over a
-         * VECTOR loop along the last dim, which the emitter widens into a
-         * vector of partial results (as w scalar partials, LLVM vectorized
-         * the loop across steps instead, gathering every w-th element),
-         * 4 registers wide when the dim has them: each register's chain
-         * of NaN-propagating max (a compare and a blend each step) is
-         * then a quarter as long (one register: ReduceMax of BERT's FFN
-         * activation, 393K floats, ran at 4 GFLOP/s) */
+    if (op == KIR_MAX || op == KIR_MIN || op == KIR_ADD) {
+        /* one accumulator over a VECTOR loop along the last dim, which the
+         * emitter widens into a vector of partial results (a float max or
+         * min is exact in any order; a VECTOR loop's sum may be
+         * reassociated), 4 registers wide when the dim has them: each
+         * register's chain (a NaN-propagating max: a compare and a blend
+         * each step) is then a quarter as long. As w scalar partials,
+         * LLVM vectorized the loop across steps instead, gathering every
+         * w-th element (ReduceMax of BERT's FFN activation, 393K floats,
+         * ran at 4 GFLOP/s), or paired partials in 2-lane vectors (the
+         * variance pass of BERT's LayerNorms, ~100 us each) */
         int vw = t->dims[inner].v >= 8 * w && w * 4 <= 64 ? 4 * w : w;
         kir_block *p = pass_width(c, b, t, red, ix, KIR_VECTOR, vw);
         return p && kir_acc_set(k, p, acc, kir_op2(k, op, at, kir_acc(k, acc), term(c, ix, ud))) ? 0 : -1;
