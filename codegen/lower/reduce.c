@@ -127,11 +127,10 @@ int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_exp
     bool split = ir_dtype_is_float(at) && inner >= 0 && inner == t->rank - 1 &&
                  ir_dim_is_const(t->dims[inner]) && t->dims[inner].v >= 2 * w && w > 1 && w <= 64 &&
                  (w & (w - 1)) == 0;
+    kir_block *p;
     if (!split) {
-        kir_block *p = red_pass(c, b, t, red, ix, KIR_SERIAL, at);
-        return p && kir_acc_set(k, p, acc, kir_op2(k, op, at, kir_acc(k, acc), term(c, ix, ud))) ? 0 : -1;
-    }
-    if (op == KIR_MAX || op == KIR_MIN || op == KIR_ADD) {
+        p = red_pass(c, b, t, red, ix, KIR_SERIAL, at);
+    } else {
         /* one accumulator over a VECTOR loop along the last dim, which the
          * emitter widens into a vector of partial results (a float max or
          * min is exact in any order; a VECTOR loop's sum may be
@@ -143,44 +142,9 @@ int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_exp
          * ran at 4 GFLOP/s), or paired partials in 2-lane vectors (the
          * variance pass of BERT's LayerNorms, ~100 us each) */
         int vw = t->dims[inner].v >= 8 * w && w * 4 <= 64 ? 4 * w : w;
-        kir_block *p = pass_width(c, b, t, red, ix, KIR_VECTOR, vw);
-        return p && kir_acc_set(k, p, acc, kir_op2(k, op, at, kir_acc(k, acc), term(c, ix, ud))) ? 0 : -1;
+        p = pass_width(c, b, t, red, ix, KIR_VECTOR, vw);
     }
-    double init = 0;
-    int part[64];
-    for (int i = 0; i < w; i++)
-        if ((part[i] = kir_new_acc(k, at)) < 0 || !kir_acc_set(k, b, part[i], kir_const_f(k, at, init)))
-            return -1;
-    bool outer[IR_MAX_RANK];
-    memcpy(outer, red, sizeof outer);
-    outer[inner] = false;
-    kir_block *p = red_pass(c, b, t, outer, ix, KIR_SERIAL, at);
-    int64_t len = t->dims[inner].v, nb = len / w;
-    int j = kir_new_var(k);
-    kir_stmt *l = p ? kir_for(k, p, j, lw_i64c(k, 0), lw_i64c(k, nb), KIR_SERIAL, 0) : NULL;
-    if (!l)
-        return -1;
-    for (int i = 0; i < w; i++) {
-        ix[inner] = kir_iadd(k, kir_imul(k, kir_var(k, j), lw_i64c(k, w)), lw_i64c(k, i));
-        if (!kir_acc_set(k, &l->body, part[i], kir_op2(k, op, at, kir_acc(k, part[i]), term(c, ix, ud))))
-            return -1;
-    }
-    if (nb * w < len) {
-        int tv = kir_new_var(k);
-        kir_stmt *tl = kir_for(k, p, tv, lw_i64c(k, nb * w), lw_i64c(k, len), KIR_SERIAL, 0);
-        if (!tl)
-            return -1;
-        ix[inner] = kir_var(k, tv);
-        if (!kir_acc_set(k, &tl->body, part[0], kir_op2(k, op, at, kir_acc(k, part[0]), term(c, ix, ud))))
-            return -1;
-    }
-    kir_expr *e[64];
-    for (int i = 0; i < w; i++)
-        e[i] = kir_acc(k, part[i]);
-    for (int n = w; n > 1; n /= 2)
-        for (int i = 0; i < n / 2; i++)
-            e[i] = kir_op2(k, op, at, e[2 * i], e[2 * i + 1]);
-    return kir_acc_set(k, b, acc, kir_op2(k, op, at, kir_acc(k, acc), e[0])) ? 0 : -1;
+    return p && kir_acc_set(k, p, acc, kir_op2(k, op, at, kir_acc(k, acc), term(c, ix, ud))) ? 0 : -1;
 }
 
 kir_expr *red_count(lctx *c, const ir_type *t, const bool *red)

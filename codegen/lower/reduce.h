@@ -30,9 +30,10 @@ typedef kir_expr *(*red_term_fn)(lctx *c, kir_expr **ix, void *ud);
 
 /* acc = op(acc, term(ix)) over the dims of t that red[] marks, appended
  * to b (acc already set); op is ADD, MAX or MIN. A float reduction whose
- * innermost dim is t's last (unit stride) with a constant extent keeps
- * red_width partial results, combined at the end: without licence to
- * reassociate, LLVM vectorizes only independent chains like these. */
+ * innermost dim is t's last (unit stride) with a constant extent runs it
+ * as a VECTOR loop (up to 4 x red_width lanes), which licenses the
+ * emitter to keep a vector of partial results and combine them at the
+ * end. */
 int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **ix, int acc,
                kir_op op, red_term_fn term, void *ud);
 
