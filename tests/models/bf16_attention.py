@@ -18,7 +18,11 @@ into heads, and runs the attention pattern the `attention` pass fuses. Checks:
   - the kernels are the AMX ones (amx_dpbf16ps, pair_pack in --emit=kernels)
     exactly where expected: on a host with amx_bf16, for the shapes above;
   - compiled for -march=x86-64-v3 (no AMX: runs on every host CI uses) they
-    are not, and the results match too.
+    are not, and the results match too;
+  - at --precision=int8-dynamic the same holds for the Attention after
+    quantized linears (passes/precision.c rounds its inputs to bf16 where the
+    target has AMX-BF16; for x86-64-v3 it stays f32, within the same bound of
+    the host's interpreter graph).
 
     python3 tests/models/bf16_attention.py build/icc
 Exits 1 if any check fails.
@@ -99,6 +103,9 @@ CASES = [
     ("four_d_output", dict(b=1, s=32, heads=2, d=64, merge=False)),
     # no AMX: heads of 40 (not whole tiles), 40 keys, 20 rows: the f32 kernels on bf16 inputs
     ("f32_kernel_odd_shapes", dict(b=1, s=40, heads=2, d=40)),
+    # int8-dynamic: the linears quantized, the Attention's inputs rounded to
+    # bf16 where the target has AMX-BF16 (its tiles), else left f32
+    ("int8_dynamic_heads", dict(b=1, s=64, heads=2, d=64, mask="row", mode="int8-dynamic")),
 ]
 
 
@@ -108,11 +115,16 @@ def amx_expected(kw):
 
 
 def check(icc, tmp, name, kw):
+    return check_mode(icc, tmp, name, dict(kw))
+
+
+def check_mode(icc, tmp, name, kw):
     """One case (icc_run.run_cases): the checks that failed."""
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
+    mode = kw.pop("mode", "bf16")
     x = model(path, RNG, **kw)
-    common = ["--precision=bf16", "--no-default-keep"]
+    common = ["--precision=" + mode, "--no-default-keep"]
     xp, want = interp_want(icc, tmp, name, path, "x", x, ORACLE, common)
     want = want.astype(np.float64)
     for march, expect in [(None, amx_expected(kw)), ("x86-64-v3", False)]:
