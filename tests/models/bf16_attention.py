@@ -115,13 +115,10 @@ def amx_expected(kw):
 
 
 def check(icc, tmp, name, kw):
-    return check_mode(icc, tmp, name, dict(kw))
-
-
-def check_mode(icc, tmp, name, kw):
     """One case (icc_run.run_cases): the checks that failed."""
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
+    kw = dict(kw)
     mode = kw.pop("mode", "bf16")
     x = model(path, RNG, **kw)
     common = ["--precision=" + mode, "--no-default-keep"]
