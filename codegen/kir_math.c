@@ -161,6 +161,12 @@ static kir_expr *exp_nonpos(kir_kernel *k, kir_expr *x, kir_expr *lo, bool coars
     return f2(k, KIR_MUL, f2(k, KIR_MUL, p, s), fk(k, 0x1p-64));
 }
 
+kir_expr *kir_math_exp_nonpos_f32(kir_kernel *k, kir_expr *x)
+{
+    /* below -131 the result is 0 either way (exp2part's clamp is -104) */
+    return exp_nonpos(k, sel(k, lt(k, x, fk(k, -131)), fk(k, -131), x), NULL, false);
+}
+
 kir_expr *kir_math_log_f32(kir_kernel *k, kir_expr *x)
 {
     kir_expr *sub = lt(k, x, fk(k, 1.17549435e-38));

@@ -34,6 +34,7 @@
  * Needs constant shapes and f32/f64 data: the output rows are the
  * accumulator, which f16 would round at every key block.
  */
+#include "codegen/kir_math.h"
 #include "codegen/lower/internal.h"
 #include "ir/ops.h"
 
@@ -729,8 +730,10 @@ static int lower_attention_amx(lctx *c, att_geo *g)
         return -1;
     for (int u = 0; u < SM_ROWS; u++) {
         kir_expr *x2[2] = {rr[u], kir_var(k, v2)};
-        kir_expr *ex = kir_let(k, &l2->body, kir_op1(k, KIR_EXP, IR_F32, op2(c, KIR_SUB, kir_load(k, sc, x2),
-                                                                          kir_acc(k, bs[u]))));
+        /* x - its row's max (0 for a fully masked row: -inf - 0): never
+         * positive, on AMX a CPU kernel, so the shorter exp directly */
+        kir_expr *ex = kir_let(k, &l2->body, kir_math_exp_nonpos_f32(k, op2(c, KIR_SUB, kir_load(k, sc, x2),
+                                                                              kir_acc(k, bs[u]))));
         if (!ex || !kir_store(k, &l2->body, sc, x2, ex) ||
             !kir_acc_set(k, &l2->body, l[u], op2(c, KIR_ADD, kir_acc(k, l[u]), ex)))
             return -1;

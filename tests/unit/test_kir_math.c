@@ -155,6 +155,32 @@ START_TEST(gelu_bf16_within_1e5)
 }
 END_TEST
 
+/* kir_math_exp_nonpos_f32 is the EXP expansion bit for bit where x <= 0
+ * (or NaN): every binade from 2^-60 to 2^7 negated, the subnormal results
+ * near -87..-104, and -inf. */
+START_TEST(exp_nonpos_same_bits)
+{
+    emit(unary("k_exp", IR_F32, IR_F32, op_exp));
+    emit(unary("k_expn", IR_F32, IR_F32, kir_math_exp_nonpos_f32));
+    build();
+    static float x[N], y[N], yn[N];
+    static const float edge[] = {0.0f, -0.0f, -INFINITY, NAN, -87.3f, -88.0f, -100.0f, -103.9f, -103.98f,
+                                 -104.0f, -104.5f, -120.0f, -131.0f, -200.0f, -1e-40f};
+    int ne = (int)(sizeof edge / sizeof edge[0]);
+    uint64_t s = 99;
+    for (int i = 0; i < N; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double mag = ldexp(1.0 + (double)(s >> 40) / (1 << 24), (int)((s >> 20) % 68) - 60);
+        x[i] = i < ne ? edge[i] : i < N / 2 ? (float)-mag : -110.0f * (float)i / N;
+    }
+    run("k_exp", x, y);
+    run("k_expn", x, yn);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(memcmp(&y[i], &yn[i], 4) == 0, "exp(%a): %a, nonpos %a", (double)x[i], (double)y[i],
+                      (double)yn[i]);
+}
+END_TEST
+
 START_TEST(building_block_ops)
 {
     emit(unary("k_ashr", IR_F32, IR_I32, op_ashr));
@@ -250,6 +276,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, emit_setup, emit_teardown);
     tcase_add_test(tc, expansions_within_two_ulp);
     tcase_add_test(tc, gelu_bf16_within_1e5);
+    tcase_add_test(tc, exp_nonpos_same_bits);
     tcase_add_test(tc, building_block_ops);
     tcase_add_test(tc, rewrite_scope);
     tcase_add_test(tc, verifier_rejects_misuse);
