@@ -159,6 +159,11 @@ int icc_pipeline_parse(const char *text, icc_pipeline *p, icc_diag *d)
                     ir_errorf(d, "pass '%s' has no option '%s'", pass_table[pass].name, key);
                     goto fail;
                 }
+                for (int j = 0; j < st->nopts; j++)
+                    if (!strcmp(st->opts[j].key, key)) {
+                        ir_errorf(d, "pass '%s': option '%s' given twice", pass_table[pass].name, key);
+                        goto fail;
+                    }
                 s += kl + 1;
                 size_t vl = strcspn(s, ",} ");
                 if (vl == 0 || vl >= sizeof st->opts[0].val || st->nopts == PASS_MAX_OPTS) {

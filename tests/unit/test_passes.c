@@ -124,6 +124,7 @@ START_TEST(pipeline_errors)
     parse_fails("fold{max-bytes=10", "unterminated options (missing '}')");
     parse_fails("fold{max-bytes=10 dce", "unterminated options");
     parse_fails("fold{max-bytes}", "expected key=value");
+    parse_fails("precision{stage=int8,stage=half}", "pass 'precision': option 'stage' given twice");
     parse_fails("fold{max-bytes=}", "bad value for option 'max-bytes'");
     parse_fails("dce}", "unexpected '}'");
 }
