@@ -72,12 +72,18 @@ static const char *opt_doc_default(int pass, const char *key, char *buf, size_t 
     return NULL;
 }
 
-int64_t pass_opt_int(const pass_ctx *c, const char *key, int64_t def)
+const char *pass_opt_str(const pass_ctx *c, const char *key, const char *def)
 {
     for (int i = 0; i < c->nopts; i++)
         if (!strcmp(c->opts[i].key, key))
-            return strtoll(c->opts[i].val, NULL, 0);
+            return c->opts[i].val;
     return def;
+}
+
+int64_t pass_opt_int(const pass_ctx *c, const char *key, int64_t def)
+{
+    const char *v = pass_opt_str(c, key, NULL);
+    return v ? strtoll(v, NULL, 0) : def;
 }
 
 int pass_commit_rewrites(pass_ctx *c)

@@ -70,6 +70,8 @@ extern const pass_info pass_table[PASS_COUNT];
 
 /* An option's value (the pass's documented default when absent). */
 int64_t pass_opt_int(const pass_ctx *c, const char *key, int64_t def);
+/* The same as a string, borrowed from c. */
+const char *pass_opt_str(const pass_ctx *c, const char *key, const char *def);
 /* Adds delta to the named counter (name must be a static string). */
 void pass_stat(pass_ctx *c, const char *name, int64_t delta);
 /* The end of a rewrite that erased nodes (ir_node_erase) or appended them

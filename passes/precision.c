@@ -183,12 +183,7 @@ bool icc_precision_half_weight(const ir_node *n, int i)
  * `activations=f32` keeps them. */
 static bool rounds_activations(pass_ctx *c, const icc_precision_opts *o)
 {
-    if (o->mode != ICC_PREC_BF16)
-        return false;
-    for (int i = 0; i < c->nopts; i++)
-        if (!strcmp(c->opts[i].key, "activations"))
-            return strcmp(c->opts[i].val, "f32") != 0;
-    return true;
+    return o->mode == ICC_PREC_BF16 && strcmp(pass_opt_str(c, "activations", "bf16"), "f32") != 0;
 }
 
 /* bf16 activations: MatMul's and Gemm's A, and the input of a Conv with
@@ -448,10 +443,7 @@ static int reblock_images(pass_ctx *c, const icc_precision_opts *o)
  * rounded values too (the pass's `shared=`, default 1 for bf16). */
 static bool shares_rounded(pass_ctx *c, const icc_precision_opts *o)
 {
-    for (int i = 0; i < c->nopts; i++)
-        if (!strcmp(c->opts[i].key, "shared"))
-            return strtoll(c->opts[i].val, NULL, 0) != 0;
-    return o->mode == ICC_PREC_BF16;
+    return pass_opt_int(c, "shared", o->mode == ICC_PREC_BF16) != 0;
 }
 
 /* An activation rounded for its contractions (half[v]) whose other
@@ -684,11 +676,8 @@ done:
  * Attention fp32) leaves it. */
 static int int8_attention_bf16(pass_ctx *c, const icc_precision_opts *o)
 {
-    if (!c->target || !cg_schedule_amx_bf16(c->target))
+    if (!c->target || !cg_schedule_amx_bf16(c->target) || !strcmp(pass_opt_str(c, "attention", "bf16"), "f32"))
         return 0;
-    for (int i = 0; i < c->nopts; i++)
-        if (!strcmp(c->opts[i].key, "attention") && !strcmp(c->opts[i].val, "f32"))
-            return 0;
     int nv = c->g->nvalues, nn = c->g->nnodes;
     ir_value **half = calloc((size_t)nv + 1, sizeof *half);
     if (!half)
@@ -704,10 +693,7 @@ int pass_precision(pass_ctx *c)
     char keep[PASS_MAX_OPTS * 64];
     if (resolve_opts(c, &o, keep, sizeof keep) < 0)
         return -1;
-    const char *stage = "all";
-    for (int i = 0; i < c->nopts; i++)
-        if (!strcmp(c->opts[i].key, "stage"))
-            stage = c->opts[i].val;
+    const char *stage = pass_opt_str(c, "stage", "all");
     bool int8 = o.mode == ICC_PREC_INT8 || o.mode == ICC_PREC_INT8_DYNAMIC;
     if (strcmp(stage, "all") && strcmp(stage, "int8") && strcmp(stage, "half"))
         return ir_errorf(c->diag, "precision{stage=%s}: expected all, int8 or half", stage);
