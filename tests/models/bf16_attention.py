@@ -22,7 +22,8 @@ into heads, and runs the attention pattern the `attention` pass fuses. Checks:
   - at --precision=int8-dynamic the same holds for the Attention after
     quantized linears (passes/precision.c rounds its inputs to bf16 where the
     target has AMX-BF16; for x86-64-v3 it stays f32, within the same bound of
-    the host's interpreter graph).
+    the host's interpreter graph), and the pass option attention=f32 leaves
+    it f32 on the host too.
 
     python3 tests/models/bf16_attention.py build/icc
 Exits 1 if any check fails.
@@ -138,6 +139,14 @@ def check(icc, tmp, name, kw):
         print("%s %-22s %-9s: AMX %s, NaN rows %s, vs the interpreter's bf16 graph %.2g" % (
             "ok  " if ok else "FAIL", name, march or "host", "yes" if amx else "no",
             int(np.isnan(want).any(axis=-1).sum()), rel), flush=True)
+        failed += not ok
+    if mode != "bf16" and cpu_has("amx_bf16"):
+        # the pass's attention=f32 leaves the Attention f32: no Cast to bf16 (to = 16), which nothing
+        # else makes in an int8 mode
+        ir = {o: run([icc, path, "--passes=shape-infer,simplify,attention,precision{mode=%s,default-keep=0%s}" % (mode, o),
+                      "--emit=ir"]) for o in ("", ",attention=f32")}
+        ok = "{to = 16}" in ir[""] and "{to = 16}" not in ir[",attention=f32"]
+        print("%s %-22s precision{attention=f32} keeps the Attention f32" % ("ok  " if ok else "FAIL", name), flush=True)
         failed += not ok
     return failed
 
