@@ -498,19 +498,18 @@ static int share_rounded(pass_ctx *c, const icc_precision_opts *o, ir_value **ha
     return 0;
 }
 
-/* bf16: an Attention not kept fp32 (attention_narrowable: one output, no
- * cache) reads its computed Q, K and V rounded to bf16, each through a
- * Cast back to f32 that joins its kernel (the fuse pass), as MatMul's A
- * does: the kernel reads the bf16 values, which the linears before it
- * write themselves, and multiplies them on AMX tiles where the target has
- * them (codegen/lower/attention.c; the softmax stays f32). half[v] is the
- * rounded v, shared with the contractions' roundings. -1 on error. */
+/* (bf16 mode rounding activations; the int8 modes on AMX-BF16:
+ * int8_attention_bf16) An Attention not kept fp32 (attention_narrowable:
+ * one output, no cache) reads its computed Q, K and V rounded to bf16,
+ * each through a Cast back to f32 that joins its kernel (the fuse pass),
+ * as MatMul's A does: the kernel reads the bf16 values, which the linears
+ * before it write themselves, and multiplies them on AMX tiles where the
+ * target has them (codegen/lower/attention.c; the softmax stays f32).
+ * half[v] is the rounded v, shared with the contractions' roundings. -1
+ * on error. */
 static int rounded_attention(pass_ctx *c, const icc_precision_opts *o, ir_value **half, int nv, int nn)
 {
     ir_graph *g = c->g;
-    bool int8 = o->mode == ICC_PREC_INT8 || o->mode == ICC_PREC_INT8_DYNAMIC;
-    if (!int8 && !rounds_activations(c, o))
-        return 0;
     for (int k = 0; k < nn; k++) {
         ir_node *n = g->nodes[k];
         if (n->dead || !attention_narrowable(n))
@@ -643,7 +642,8 @@ static int lower_half(pass_ctx *c, const icc_precision_opts *o)
             n->in[0] = up;
         }
     }
-    if (rounded_attention(c, o, half, nv, nn) < 0 || share_rounded(c, o, half, nv, nn) < 0)
+    if ((rounds_activations(c, o) && rounded_attention(c, o, half, nv, nn) < 0) ||
+        share_rounded(c, o, half, nv, nn) < 0)
         goto done;
     /* f32 Pads whose readers all read the rounded one now */
     for (int k = 0; dead_pads && k < nn; k++) {
