@@ -104,23 +104,31 @@ static kir_expr *clamp(kir_kernel *k, kir_expr *x, double lo, double hi)
     return sel(k, lt(k, h, x), h, x);
 }
 
-/* e^(x + lo): lo (or NULL) is a small correction to x that the
- * reduction adds after x - n ln2_hi, which is exact, so it is not lost
- * to x's rounding. */
-static kir_expr *exp2part(kir_kernel *k, kir_expr *x, kir_expr *lo)
+/* e^r for x = n ln2 + r, |r| <= ln2/2, into *t: x log2(e) + 1.5 * 2^23,
+ * whose bits are those of 1.5 * 2^23 plus n (adding it rounds to an
+ * integer held in the low mantissa bits). lo (or NULL) is a small
+ * correction to x that the reduction adds after x - n ln2_hi, which is
+ * exact, so it is not lost to x's rounding. Coarse (for results rounded
+ * to bf16): ln2 in one part and one polynomial, relative 5e-7. */
+static kir_expr *exp_poly(kir_kernel *k, kir_expr *x, kir_expr *lo, bool coarse, kir_expr **t)
 {
-    x = clamp(k, x, -104, 89);
-    /* adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits */
     kir_expr *magic = fk(k, 12582912.0);
-    kir_expr *t = muladd(k, x, fk(k, 1.4426950408889634), magic);
-    kir_expr *n = f2(k, KIR_SUB, t, magic);
+    *t = muladd(k, x, fk(k, 1.4426950408889634), magic);
+    kir_expr *n = f2(k, KIR_SUB, *t, magic);
+    if (coarse)
+        return horner(k, muladd(k, n, fk(k, -0.6931471805599453), x), exp_n, NCOEF(exp_n));
     kir_expr *r = muladd(k, n, fk(k, -0.693359375), x);
     if (lo)
         r = f2(k, KIR_ADD, r, lo);
     r = muladd(k, n, fk(k, 2.12194440e-4), r);
-    kir_expr *p = horner(k, r, exp_p, NCOEF(exp_p));
-    p = muladd(k, f2(k, KIR_MUL, r, r), p, r);
-    p = f2(k, KIR_ADD, p, fk(k, 1));
+    kir_expr *p = muladd(k, f2(k, KIR_MUL, r, r), horner(k, r, exp_p, NCOEF(exp_p)), r);
+    return f2(k, KIR_ADD, p, fk(k, 1));
+}
+
+/* e^(x + lo) (exp_poly's lo), x clamped to [-104, 89] first. */
+static kir_expr *exp2part(kir_kernel *k, kir_expr *x, kir_expr *lo)
+{
+    kir_expr *t, *p = exp_poly(k, clamp(k, x, -104, 89), lo, false, &t);
     /* 2^n as 2^n1 * 2^n2, each a normal number for n in [-150, 129] */
     kir_expr *ni = i2(k, KIR_SUB, kir_op1(k, KIR_BITCAST, I, t), ik(k, 0x4b400000)); /* the bits of magic */
     kir_expr *n1 = i2(k, KIR_ASHR, ni, ik(k, 1));
@@ -137,25 +145,10 @@ kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x) { return exp2part(k, x, N
  * clamps and with a cheaper 2^n: n + 191 is in [1, 254] there, so 2^(n +
  * 64) is a normal number whose product with the polynomial is exact, and
  * the one rounding is the multiply by 2^-64 (into the subnormals where the
- * result is that small). Bit for bit what exp2part gives; coarse (lo
- * NULL): relative 5e-7, with ln2 in one part and one polynomial. */
+ * result is that small). Not coarse: bit for bit what exp2part gives. */
 static kir_expr *exp_nonpos(kir_kernel *k, kir_expr *x, kir_expr *lo, bool coarse)
 {
-    kir_expr *magic = fk(k, 12582912.0);
-    kir_expr *t = muladd(k, x, fk(k, 1.4426950408889634), magic);
-    kir_expr *n = f2(k, KIR_SUB, t, magic);
-    kir_expr *p;
-    if (coarse) {
-        p = horner(k, muladd(k, n, fk(k, -0.6931471805599453), x), exp_n, NCOEF(exp_n));
-    } else {
-        kir_expr *r = muladd(k, n, fk(k, -0.693359375), x);
-        if (lo)
-            r = f2(k, KIR_ADD, r, lo);
-        r = muladd(k, n, fk(k, 2.12194440e-4), r);
-        p = muladd(k, f2(k, KIR_MUL, r, r), horner(k, r, exp_p, NCOEF(exp_p)), r);
-        p = f2(k, KIR_ADD, p, fk(k, 1));
-    }
-    /* t's bits are those of magic plus n */
+    kir_expr *t, *p = exp_poly(k, x, lo, coarse, &t);
     kir_expr *e = i2(k, KIR_ADD, kir_op1(k, KIR_BITCAST, I, t), ik(k, 127 + 64 - 0x4b400000));
     kir_expr *s = kir_op1(k, KIR_BITCAST, F, i2(k, KIR_SHL, e, ik(k, 23)));
     return f2(k, KIR_MUL, f2(k, KIR_MUL, p, s), fk(k, 0x1p-64));
