@@ -71,6 +71,18 @@ static double ulps(float got, double want)
     return fabs((double)got - want) / ulp;
 }
 
+/* x[0, n): edge[0, ne) first, then a value from every binade from 2^-60 to
+ * 2^7 (a fixed pseudo-random sequence from seed), of either sign or, with
+ * neg, negative only. */
+static void binades(float *x, int n, const float *edge, int ne, uint64_t seed, bool neg)
+{
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        double mag = ldexp(1.0 + (double)(seed >> 40) / (1 << 24), (int)((seed >> 20) % 68) - 60);
+        x[i] = i < ne ? edge[i] : (float)((neg || (seed & 1)) ? -mag : mag);
+    }
+}
+
 START_TEST(expansions_within_two_ulp)
 {
     emit(unary("k_exp", IR_F32, IR_F32, op_exp));
@@ -84,13 +96,7 @@ START_TEST(expansions_within_two_ulp)
                                  -103.9f, -110.0f, 0.625f, -0.625f, 1.0f, 4.0f, -4.5f, 1.17549435e-38f,
                                  0.5f, -0.5f, 0.49999997f, 9.19f, 10.05f, 10.5f, 10.6f, -10.6f};
     int ne = (int)(sizeof edge / sizeof edge[0]);
-    uint64_t s = 12345;
-    for (int i = 0; i < N; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        /* every binade from 2^-60 to 2^7, both signs */
-        double mag = ldexp(1.0 + (double)(s >> 40) / (1 << 24), (int)((s >> 20) % 68) - 60);
-        x[i] = i < ne ? edge[i] : (float)((s & 1) ? -mag : mag);
-    }
+    binades(x, N, edge, ne, 12345, false);
     double (*ref[5])(double) = {exp, log, tanh, erf, erfc};
     const char *names[5] = {"k_exp", "k_log", "k_tanh", "k_erf", "k_erfc"};
     /* erfc: a + 2's rounding enters its tail twice (kir_math.c); a dense
@@ -129,13 +135,12 @@ START_TEST(gelu_bf16_within_1e5)
     int ne = (int)(sizeof edge / sizeof edge[0]);
     double worst = 0;
     int at = 0;
-    uint64_t s = 777;
     for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < N; i++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            double mag = ldexp(1.0 + (double)(s >> 40) / (1 << 24), (int)((s >> 20) % 64) - 60);
-            x[i] = pass == 0 ? (i < ne ? edge[i] : (float)((s & 1) ? -mag : mag)) : -16.0f + 32.0f * (float)i / N;
-        }
+        if (pass == 0)
+            binades(x, N, edge, ne, 777, false);
+        else
+            for (int i = 0; i < N; i++)
+                x[i] = -16.0f + 32.0f * (float)i / N;
         run("k_gelu", x, y);
         for (int i = 0; i < N; i++) {
             double want = gelu_ref((double)x[i]);
@@ -167,12 +172,9 @@ START_TEST(exp_nonpos_same_bits)
     static const float edge[] = {0.0f, -0.0f, -INFINITY, NAN, -87.3f, -88.0f, -100.0f, -103.9f, -103.98f,
                                  -104.0f, -104.5f, -120.0f, -131.0f, -200.0f, -1e-40f};
     int ne = (int)(sizeof edge / sizeof edge[0]);
-    uint64_t s = 99;
-    for (int i = 0; i < N; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        double mag = ldexp(1.0 + (double)(s >> 40) / (1 << 24), (int)((s >> 20) % 68) - 60);
-        x[i] = i < ne ? edge[i] : i < N / 2 ? (float)-mag : -110.0f * (float)i / N;
-    }
+    binades(x, N / 2, edge, ne, 99, true);
+    for (int i = N / 2; i < N; i++)
+        x[i] = -110.0f * (float)i / N;
     run("k_exp", x, y);
     run("k_expn", x, yn);
     for (int i = 0; i < N; i++)
