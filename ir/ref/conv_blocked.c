@@ -180,7 +180,7 @@ int ref_conv_nchwc(ir_ref_ctx *c)
         return conv_nchwc_plain(c);
     if (c->in[1]->rank != 6)
         return ir_node_errorf(c->diag, c->node, "packed_k needs W of rank 6");
-    return nn_run_unpacked(c, c->in[1]->dims[5], p, conv_nchwc_plain);
+    return nn_run_unpacked(c, c->in[1]->dims[5], p, 0, conv_nchwc_plain);
 }
 
 static int conv_nchwc_plain(ir_ref_ctx *c)

@@ -611,10 +611,10 @@ int shape_softmax(ir_shape_ctx *c)
 /* ---- packed B (the pack-b pass) ----------------------------------------- */
 
 /* packed_b = w > 0: each [K, N] matrix of B holds its columns in panels
- * of w, one after another, each panel [K/p, width, p] for packed_k = p
- * (the last one N mod w wide): what the compiled kernels read. The
- * reference runs on a row-major copy. */
-int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int (*run)(ir_ref_ctx *))
+ * of w, one after another, in the order of nn_packed_index (packed_k = p,
+ * packed_t = t; the last panel N mod w wide): what the compiled kernels
+ * read. The reference runs on a row-major copy. */
+int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int64_t t, int (*run)(ir_ref_ctx *))
 {
     const ir_tensor *b = c->in[1];
     if (w < 0 || b->rank < 2 || ir_dtype_size(b->dtype) == 0 || c->nin > 4)
@@ -624,6 +624,10 @@ int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int (*run)(ir_ref_ctx *
     if (p < 1 || p > 64 || K % p)
         return ir_node_errorf(c->diag, c->node, "packed_k %lld needs 1..64 dividing K = %lld", (long long)p,
                               (long long)K);
+    if (t < 0 || (t > 0 && ((K / p) % t || w % 16 || N % 16)))
+        return ir_node_errorf(c->diag, c->node,
+                              "packed_t %lld needs K / packed_k (%lld) a multiple of it and panels of whole 16 columns "
+                              "(packed_b %lld, N = %lld)", (long long)t, (long long)(K / p), (long long)w, (long long)N);
     size_t es = ir_dtype_size(b->dtype);
     ir_tensor u = *b;
     if (!(u.data = malloc(b->nbytes + 1)))
@@ -633,11 +637,11 @@ int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int (*run)(ir_ref_ctx *
     for (int64_t m = 0; m < mats; m++)
         for (int64_t j0 = 0; j0 < N; j0 += w) {
             int64_t wp = N - j0 < w ? N - j0 : w;
+            int64_t run_len = p > 1 || t > 0 ? 1 : wp; /* p = 1, t = 0: the row's wp at once */
             for (int64_t k = 0; k < K; k++)
-                for (int64_t j = 0; j < wp; j += p > 1 ? 1 : wp) /* p = 1: the row's wp at once */
+                for (int64_t j = 0; j < wp; j += run_len)
                     memcpy(dst + ((m * K + k) * N + j0 + j) * es,
-                           src + (m * K * N + j0 * K + k / p * p * wp + j * p + k % p) * es,
-                           (size_t)((p > 1 ? 1 : wp) * es));
+                           src + (m * K * N + nn_packed_index(K, j0, wp, p, t, k, j)) * es, (size_t)(run_len * es));
         }
     const ir_tensor *in[4] = {0};
     for (int i = 0; i < c->nin && i < 4; i++)
@@ -653,7 +657,7 @@ int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int (*run)(ir_ref_ctx *
 static int with_unpacked_b(ir_ref_ctx *c, int (*run)(ir_ref_ctx *))
 {
     int64_t w = ir_attr_int(c->node, "packed_b", 0), p = ir_attr_int(c->node, "packed_k", 1);
-    return w == 0 ? run(c) : nn_run_unpacked(c, w, p, run);
+    return w == 0 ? run(c) : nn_run_unpacked(c, w, p, ir_attr_int(c->node, "packed_t", 0), run);
 }
 
 int ref_matmul(ir_ref_ctx *c) { return with_unpacked_b(c, matmul_rowmajor); }

@@ -69,11 +69,26 @@ typedef struct nn_sgemm_args {
 } nn_sgemm_args;
 int nn_sgemm(const nn_sgemm_args *g);
 
-/* Runs run on c with input 1 (B, W) unpacked from panels of w columns,
- * each [K/p, width, p] (K, N: its last two dims; MatMul's packed_b and
- * packed_k, ConvNCHWc's packed_k with one panel of its ML lanes) into a
- * row-major copy. */
-int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int (*run)(ir_ref_ctx *));
+/* The offset in a packed [K, N] matrix (MatMul's packed_b, packed_k,
+ * packed_t; ir/ops.def) of element (k, j), j in the panel that starts at
+ * column j0 and is wp wide: the panel [K/p, wp, p] row-major, or for
+ * t > 0 in groups of t of its rows, each group as its 16-column pieces
+ * [t, 16, p] one after another (wp a multiple of 16, K/p of t). The
+ * pack-b pass writes this order and the reference reads it back; the
+ * kernels compute it (codegen/lower/internal.h, lw_packed_at). */
+static inline int64_t nn_packed_index(int64_t K, int64_t j0, int64_t wp, int64_t p, int64_t t, int64_t k, int64_t j)
+{
+    int64_t kr = k / p, base = j0 * K + k % p;
+    if (t <= 0)
+        return base + kr * p * wp + j * p;
+    return base + kr / t * t * wp * p + j / 16 * t * 16 * p + kr % t * 16 * p + j % 16 * p;
+}
+
+/* Runs run on c with input 1 (B, W) unpacked from panels of w columns
+ * (nn_packed_index with p and t; K, N: its last two dims; MatMul's
+ * packed_b, packed_k and packed_t, ConvNCHWc's packed_k with one panel of
+ * its ML lanes and t = 0) into a row-major copy. */
+int nn_run_unpacked(ir_ref_ctx *c, int64_t w, int64_t p, int64_t t, int (*run)(ir_ref_ctx *));
 
 /* f32 views of a kernel's first nin inputs and (if out) of output 0, for
  * the f32 fast paths: f32 data is used in place; f16 and bf16, which
