@@ -144,6 +144,9 @@ static inline bool cg_schedule_amx_bf16(const icc_target_desc *t)
 {
     return cg_schedule_bf16_pairs(t) && icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_BF16);
 }
+/* The AMX kernels' block of a bf16 product: 32 rows x 32 columns, four
+ * tiles of 16 x 16 f32 sums, k 32 a step (codegen/lower/matmul.c). */
+enum { CG_AMX_NB = 32 };
 
 /* The register tile of an M-row contraction: *rows x *vecs accumulators.
  * Skinny shapes (1 <= M <= CG_SKINNY_M, memory-bound on B) get the tile

@@ -688,7 +688,7 @@ static int lower_attention_amx(lctx *c, att_geo *g)
     if (!ljb)
         return -1;
     kir_expr *jc = lw_imulc(k, kir_var(k, jbv), 32);
-    if (!lower_amx_kloop(c, &ljb->body, qv, qr, amx_col(k, g, g->hi, D), 32, kp, NULL, jc, 16, D / 32,
+    if (!lower_amx_kloop(c, &ljb->body, qv, qr, amx_col(k, g, g->hi, D), 32, kp, NULL, jc, 16, 16, 0, D / 32,
                          KIR_IN_AMX_DPBF16PS) ||
         lower_amx_store(c, &ljb->body, sc, lw_i64c(k, 0), jc) < 0)
         return -1;
@@ -757,7 +757,7 @@ static int lower_attention_amx(lctx *c, att_geo *g)
     if (!leb)
         return -1;
     kir_expr *ec = lw_imulc(k, kir_var(k, ebv), 32);
-    if (!lower_amx_kloop(c, &leb->body, pr, lw_i64c(k, 0), NULL, 32, vp, NULL, lw_imulc(k, ec, 2), 32,
+    if (!lower_amx_kloop(c, &leb->body, pr, lw_i64c(k, 0), NULL, 32, vp, NULL, lw_imulc(k, ec, 2), 32, 16, 0,
                          T / 32, KIR_IN_AMX_DPBF16PS) ||
         lower_amx_store(c, &leb->body, yv, qr, kir_iadd(k, amx_col(k, g, g->hi, Dv), ec)) < 0)
         return -1;

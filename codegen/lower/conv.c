@@ -1360,7 +1360,7 @@ static int lower_matmul_integer(lctx *c)
         int64_t K = tb->dims[0].v, N = tb->dims[1].v;
         kir_expr *j = ov[r - 1], *j0, *wp;
         lw_packed_panel(k, N, pw, j, &j0, &wp);
-        kir_expr *f = lw_packed_at(k, K, pk, kir_var(k, kv), j0, wp, kir_op2(k, KIR_SUB, IR_I64, j, j0));
+        kir_expr *f = lw_packed_at(k, K, pk, 0, kir_var(k, kv), j0, wp, kir_op2(k, KIR_SUB, IR_I64, j, j0));
         bi[0] = lw_idivc(k, f, N);
         bi[1] = lw_iremc(k, f, N);
     }

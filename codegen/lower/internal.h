@@ -86,8 +86,10 @@ static inline void lw_chunk_at(kir_kernel *k, kir_expr *p, int64_t nrc, int64_t 
 }
 
 /* A B [K, N] packed by the pack-b pass (ir/ops.def, MatMul's packed_b,
- * packed_k): panels of pw columns one after another, each [K/pk, wp, pk]
- * (wp = pw, the last N mod pw). lw_packed_panel gives column j's panel:
+ * packed_k, packed_t; ir/ref/nn.h, nn_packed_index): panels of pw
+ * columns one after another, each [K/pk, wp, pk] (wp = pw, the last N mod
+ * pw), for pt > 0 its rows in groups of pt, each group's 16-column pieces
+ * [pt, 16, pk] one after another. lw_packed_panel gives column j's panel:
  * its first column *j0 and its width *wp; lw_packed_at the offset in the
  * flat matrix of row k, column jj of the panel at j0 that is wp wide:
  * j0 K + (k / pk) pk wp + jj pk + k % pk (j0 K + k wp + jj for pk = 1,
@@ -97,9 +99,16 @@ static inline void lw_packed_panel(kir_kernel *k, int64_t N, int64_t pw, kir_exp
     *j0 = lw_imulc(k, lw_idivc(k, j, pw), pw);
     *wp = lw_imin(k, lw_i64c(k, pw), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, N), *j0));
 }
-static inline kir_expr *lw_packed_at(kir_kernel *k, int64_t K, int64_t pk, kir_expr *kx, kir_expr *j0,
+static inline kir_expr *lw_packed_at(kir_kernel *k, int64_t K, int64_t pk, int64_t pt, kir_expr *kx, kir_expr *j0,
                                      kir_expr *wp, kir_expr *jj)
 {
+    if (pt > 0) {
+        kir_expr *kr = lw_idivc(k, kx, pk), *base = lw_imulc(k, j0, K);
+        kir_expr *grp = kir_imul(k, lw_idivc(k, kr, pt), lw_imulc(k, wp, pt * pk));
+        kir_expr *in = kir_iadd(k, lw_imulc(k, lw_idivc(k, jj, 16), pt * 16 * pk), lw_imulc(k, lw_iremc(k, kr, pt), 16 * pk));
+        kir_expr *lane = kir_iadd(k, lw_imulc(k, lw_iremc(k, jj, 16), pk), lw_iremc(k, kx, pk));
+        return kir_iadd(k, kir_iadd(k, base, grp), kir_iadd(k, in, lane));
+    }
     if (pk == 1)
         return kir_iadd(k, kir_iadd(k, lw_imulc(k, j0, K), kir_imul(k, kx, wp)), jj);
     kir_expr *kq = lw_imulc(k, lw_idivc(k, kx, pk), pk);
@@ -179,12 +188,15 @@ int lower_amx_step_next(lctx *c, kir_block *b, const int *buf, kir_expr *const (
 /* A pipelined k loop of ks steps over matrix windows, appended to b
  * after the sums are zeroed and the first step's tiles primed: step s
  * multiplies A's row tiles (buffer av, rows ar and ar + 16, column ac +
- * ad s) by B's column tiles (buffer bv, row br + 16 s, columns bc and bc
- * + bw) by op; ac and br NULL for 0. The loop is returned (its variable the step), so a caller
- * may put more in its body; the sums stay in the tiles. NULL on out of
- * memory. The bf16 MatMul, MatMulInteger and Attention kernels' blocks. */
+ * ad s) by B's column tiles (buffer bv, rows br + bs s and br + bs s +
+ * bdr, columns bc and bc + bw: side by side in a row of pairs, bs = 16,
+ * bdr = 0; one above the other in the tile order of packed_t, bw = 0) by
+ * op; ac and br NULL for 0. The loop is returned (its variable the step),
+ * so a caller may put more in its body; the sums stay in the tiles. NULL
+ * on out of memory. The bf16 MatMul, MatMulInteger and Attention kernels'
+ * blocks. */
 kir_stmt *lower_amx_kloop(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr *ac, int64_t ad, int bv, kir_expr *br,
-                          kir_expr *bc, int64_t bw, int64_t ks, kir_intrin op);
+                          kir_expr *bc, int64_t bw, int64_t bs, int64_t bdr, int64_t ks, kir_intrin op);
 /* The AMX kernels' pending-epilogue state (lower_amx, bc_lower_amx): an
  * i64 thread scratch st. lower_amx_st reads element i, lower_amx_st_set
  * appends st[i] = v to b (-1 on out of memory), lower_amx_flip is the

@@ -469,7 +469,7 @@ static kir_expr *addc(kir_kernel *k, kir_expr *a, int64_t c)
 }
 
 kir_stmt *lower_amx_kloop(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr *ac, int64_t ad, int bv, kir_expr *br,
-                          kir_expr *bc, int64_t bw, int64_t ks, kir_intrin op)
+                          kir_expr *bc, int64_t bw, int64_t bs, int64_t bdr, int64_t ks, kir_intrin op)
 {
     kir_kernel *k = c->k;
     int kv = kir_new_var(k);
@@ -478,10 +478,10 @@ kir_stmt *lower_amx_kloop(lctx *c, kir_block *b, int av, kir_expr *ar, kir_expr 
     kir_expr *st[3] = {lw_i64c(k, 0), kir_var(k, kv), lw_imin(k, lw_iaddc(k, kir_var(k, kv), 1), lw_i64c(k, ks - 1))};
     kir_expr *win[3][4][2];
     for (int i = 0; i < 3; i++) {
-        kir_expr *a = lw_imulc(k, st[i], ad), *r = lw_imulc(k, st[i], 16);
+        kir_expr *a = lw_imulc(k, st[i], ad), *r = lw_imulc(k, st[i], bs);
         a = ac ? kir_iadd(k, ac, a) : a;
         r = br ? kir_iadd(k, br, r) : r;
-        kir_expr *w[4][2] = {{ar, a}, {addc(k, ar, 16), a}, {r, bc}, {r, addc(k, bc, bw)}};
+        kir_expr *w[4][2] = {{ar, a}, {addc(k, ar, 16), a}, {r, bc}, {addc(k, r, bdr), addc(k, bc, bw)}};
         memcpy(win[i], w, sizeof w);
     }
     int bufs[4] = {av, av, bv, bv};

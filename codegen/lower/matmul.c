@@ -70,6 +70,7 @@ typedef struct {
     ir_dim m, n, kd;
     int64_t pw;              /* B stored in column panels of pw columns (packed_b), or 0 */
     int64_t pk;              /* ... each [K/pk, width, pk] (packed_k: 2 for bf16 pairs), else 1 */
+    int64_t pt;              /* ... in groups of pt rows as 16-column pieces (packed_t: the AMX tiles'), else 0 */
     int pbuf;                /* packed B: a flat view of its buffer, or -1 (read through its dims) */
 } mm_geo;
 
@@ -94,6 +95,7 @@ static void geo_init(lctx *c, mm_geo *g)
     /* packed_b with one panel or more columns is B's own order */
     g->pw = ir_attr_int(n, "packed_b", 0);
     g->pk = g->pw > 0 ? ir_attr_int(n, "packed_k", 1) : 1;
+    g->pt = g->pw > 0 ? ir_attr_int(n, "packed_t", 0) : 0;
     if (g->pw > 0 && g->pk == 1 && (!g->has_n || !ir_type_is_static(g->tb) || g->n.v <= g->pw))
         g->pw = 0;
     g->pbuf = -1;
@@ -132,7 +134,7 @@ static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir
         kir_expr *bd = t->dims[d].v == 1 ? lw_i64c(kk, 0) : bat[od];
         mat = kir_iadd(kk, lw_imulc(kk, mat, t->dims[d].v), bd);
     }
-    kir_expr *f = lw_packed_at(kk, K, g->pk, k, j0, wp, jj);
+    kir_expr *f = lw_packed_at(kk, K, g->pk, g->pt, k, j0, wp, jj);
     if (g->pbuf >= 0) {
         kir_expr *e = kir_load(kk, g->pbuf, (kir_expr *[]){kir_iadd(kk, lw_imulc(kk, mat, K * N), f)});
         ir_dtype bt = kk->bufs[g->pbuf].dtype;
@@ -520,7 +522,8 @@ static int pairs_zero(lctx *c, kir_block *b, int acc, int64_t ar, int nr, int64_
  * of A's flat rows row[r] times packed B's columns [co, co + wl) of the
  * panel that starts at column j0p and is pw wide: one dpbf16_pairs per
  * row and pair, on A's pair read in place (adjacent in its row) and the
- * panel's wl pairs (contiguous). */
+ * panel's wl pairs (contiguous; in the tile order, packed_t, each 16 of
+ * them, co a multiple of 16). */
 static int pairs_dot(lctx *c, const mm_geo *g, kir_block *b, int acc, kir_expr *ar, kir_expr *const *row, int nr,
                      kir_expr *j0p, int64_t pw, kir_expr *co, int64_t wl, int64_t kp0, int64_t kp1)
 {
@@ -529,22 +532,26 @@ static int pairs_dot(lctx *c, const mm_geo *g, kir_block *b, int acc, kir_expr *
     kir_stmt *lk = kir_for(k, b, kv, lw_i64c(k, kp0), lw_i64c(k, kp1), KIR_SERIAL, 0);
     if (!lk)
         return -1;
-    kir_expr *k2 = lw_imulc(k, kir_var(k, kv), 2);
-    kir_expr *boff = kir_iadd(k, kir_iadd(k, lw_imulc(k, j0p, g->kd.v), lw_imulc(k, kir_var(k, kv), 2 * pw)),
-                              lw_imulc(k, co, 2));
+    kir_expr *kp = kir_var(k, kv), *k2 = lw_imulc(k, kp, 2);
+    int64_t piece = g->pt ? 16 : wl;
     ir_type bt = *g->ta;
     bt.rank--; /* A's dims but K: the flat row's index */
     for (int r = 0; r < nr; r++) {
         kir_expr *ai[IR_MAX_RANK];
         lower_unflatten(c, &bt, row[r], ai);
         ai[bt.rank] = k2;
-        kir_iarg args[3] = {
-            {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_iaddc(k, ar, r), lw_i64c(k, 0)}},
-            {.buf = c->buf[0], .nidx = g->ta->rank, .idx = ai},
-            {.buf = g->pbuf, .nidx = 1, .idx = (kir_expr *[]){boff}},
-        };
-        if (!kir_intrinsic(k, &lk->body, KIR_IN_DPBF16_PAIRS, (int)wl, args))
-            return -1;
+        for (int64_t h = 0; h < wl; h += piece) {
+            kir_expr *boff = g->pt ? lw_packed_at(k, g->kd.v, 2, g->pt, k2, j0p, lw_i64c(k, pw), lw_iaddc(k, co, h))
+                                   : kir_iadd(k, kir_iadd(k, lw_imulc(k, j0p, g->kd.v), lw_imulc(k, kp, 2 * pw)),
+                                              lw_imulc(k, co, 2));
+            kir_iarg args[3] = {
+                {.buf = acc, .nidx = 2, .idx = (kir_expr *[]){lw_iaddc(k, ar, r), lw_i64c(k, h)}},
+                {.buf = c->buf[0], .nidx = g->ta->rank, .idx = ai},
+                {.buf = g->pbuf, .nidx = 1, .idx = (kir_expr *[]){boff}},
+            };
+            if (!kir_intrinsic(k, &lk->body, KIR_IN_DPBF16_PAIRS, (int)(wl - h < piece ? wl - h : piece), args))
+                return -1;
+        }
     }
     return 0;
 }
@@ -703,7 +710,7 @@ static int lower_pairs(lctx *c, const mm_geo *g)
 
 /* ---- bf16 x bf16 on AMX tiles ------------------------------------------ */
 
-enum { AMX_MB = 32, AMX_NB = 32 };   /* a block: 2 x 2 tiles of 16 x 16 f32 sums */
+enum { AMX_MB = CG_AMX_NB, AMX_NB = CG_AMX_NB };   /* a block: 2 x 2 tiles of 16 x 16 f32 sums */
 
 /* Whether A's buffer can be read as the [rows, K] matrix the tiles read:
  * it is 2-D, or an input, weight or arena buffer to view so (a scratch of
@@ -773,8 +780,13 @@ static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int
 {
     kir_kernel *k = c->k;
     int64_t ks = g->kd.v / 32;
-    kir_stmt *lk = lower_amx_kloop(c, b, av, r0, NULL, 32, bv, bq, lw_imulc(k, co, 2), 32, ks,
-                                   KIR_IN_AMX_DPBF16PS);
+    /* B's tiles: in the tile order (packed_t) rows of 16 pairs, the
+     * block's two tiles one above the other, a step W rows on; else side
+     * by side in the panel's rows of W pairs, a step 16 rows on */
+    kir_stmt *lk = g->pt ? lower_amx_kloop(c, b, av, r0, NULL, 32, bv, kir_iadd(k, bq, co), lw_i64c(k, 0), 0, g->pw,
+                                           16, ks, KIR_IN_AMX_DPBF16PS)
+                         : lower_amx_kloop(c, b, av, r0, NULL, 32, bv, bq, lw_imulc(k, co, 2), 32, 16, 0, ks,
+                                           KIR_IN_AMX_DPBF16PS);
     if (!lk || amx_pend_rows(c, g, &lk->body, p, kir_var(k, lk->var), ks) < 0)
         return -1;
     return lower_amx_store(c, b, acc, ar, lw_i64c(k, 0));
@@ -797,7 +809,10 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
     pairs_chunks(c->s, nb, nq, tail > 0, 4, 8, &nrc, &ncf, &mcb, &ncp);
     int64_t ncc = ncf + (tail > 0);
     int av = amx_a_view(c, g, rows);
+    /* B as rows of W pairs, or in the tile order (packed_t) of 16 */
     ir_type bt = {.dtype = IR_BF16, .rank = 2, .dims = {ir_dim_const(nfull * K / 2), ir_dim_const(2 * W)}};
+    if (g->pt)
+        bt.dims[0] = ir_dim_const(nfull * K * W / 32), bt.dims[1] = ir_dim_const(32);
     const kir_buf *pb = &k->bufs[g->pbuf];
     int bv = av < 0 ? -1 : kir_add_buf(k, pb->name, pb->kind, &bt, pb->index, pb->offset);
     /* two blocks of sums (the one in the tiles, the pending one) and the
@@ -852,7 +867,9 @@ static int lower_amx(lctx *c, const mm_geo *g, int64_t rows)
         amx_pend pend = {tacc, kir_let(k, fb, lower_amx_st(k, tst, 0)), lw_imulc(k, lower_amx_flip(k, sl), AMX_MB),
                          kir_let(k, fb, lower_amx_st(k, tst, 1)), kir_let(k, fb, lower_amx_st(k, tst, 2))};
         kir_expr *ar = lw_imulc(k, sl, AMX_MB);
-        if (amx_block(c, g, fb, av, bv, tacc, ar, r0, lw_imulc(k, lw_idivc(k, q, per), K / 2), co, &pend) < 0)
+        /* the panel's first row of B's view */
+        kir_expr *bq = lw_imulc(k, lw_idivc(k, q, per), g->pt ? K * W / 32 : K / 2);
+        if (amx_block(c, g, fb, av, bv, tacc, ar, r0, bq, co, &pend) < 0)
             return -1;
         int64_t kt = K / 32 * 16;   /* the pairs past the tiles' */
         kir_expr *all[AMX_MB];

@@ -309,7 +309,7 @@ static int qg_panel_amx(lctx *c, qg *q, kir_block *b, kir_expr *j0)
     kir_kernel *k = c->k;
     kir_expr *prow = lw_imulc(k, lw_idivc(k, j0, q->W), q->K / 4); /* the panel's first row of quads */
     for (int64_t h = 0; h < q->W / 32; h++)
-        if (!lower_amx_kloop(c, b, q->a16, lw_i64c(k, 0), NULL, 64, q->bamx, prow, lw_i64c(k, 128 * h), 64,
+        if (!lower_amx_kloop(c, b, q->a16, lw_i64c(k, 0), NULL, 64, q->bamx, prow, lw_i64c(k, 128 * h), 64, 16, 0,
                              q->K / 64, KIR_IN_AMX_DPBUSD) ||
             lower_amx_store(c, b, q->acc, lw_i64c(k, 0), lw_i64c(k, 32 * h)) < 0)
             return -1;

@@ -13,14 +13,20 @@ tail panel, a tail row block, batch dims, Gemm's transB, alpha/beta and C):
     pair kernel (dpbf16_pairs in --emit=kernels); elsewhere they are not (the
     f32 kernels widen both operands) and the results still match;
   - on a host that also has amx_bf16, products of 32 rows or more (batch dims
-    and M together), K >= 32 and a whole panel of 64 columns run their blocks
-    of 32 x 32 on AMX tiles (amx_dpbf16ps in --emit=kernels; the pair kernel
-    still takes K mod 32, the rows past the last block and the tail panel, so
-    where there are none it is absent), and no other product does;
+    and M together), K >= 32 and a whole panel of 64 columns (or K and N
+    multiples of 32: the weight then packed in the tiles' order, packed_t)
+    run their blocks of 32 x 32 on AMX tiles (amx_dpbf16ps in --emit=kernels;
+    the pair kernel still takes K mod 32, the rows past the last block and the
+    tail panel, so where there are none it is absent), and no other product
+    does;
   - compiled for -march=x86-64-v3 (AVX2, no vdpbf16ps: runs on every host CI
     uses) the kernels are never the pair kernel, and the results match too;
   - the IR packed in pairs for -march=znver4, compiled for x86-64-v3 (the f32
-    kernels reading packed_k = 2), matches too.
+    kernels reading packed_k = 2), matches too;
+  - the IR packed for -march=sapphirerapids (AMX: packed_t = 16 exactly where
+    rows >= 32 and K and N are multiples of 32), compiled for x86-64-v3 (the
+    f32 kernels reading the tile order), and that IR run by the interpreter
+    (which unpacks it), match too.
 
     python3 tests/models/bf16_pairs.py build/icc
 Exits 1 if any check fails.
@@ -93,6 +99,9 @@ CASES = [
     # (row_chunks_whole_panels: 8 steps, 4 rows a step; batch_dims_long_k: 96 steps, 1 row a
     # step; here 1 step, all 32 rows in it) and the chunk's last one after its loops
     ("amx_pipeline_one_step", dict(m=96, k=32, n=256)),
+    # the tile order with one panel of 32 columns, and with rows past the last block
+    ("amx_tiled_one_panel", dict(m=64, k=64, n=32)),
+    ("amx_tiled_rows_tail", dict(m=77, k=128, n=96, then=48)),
 ]
 
 
@@ -100,7 +109,8 @@ def check(icc, tmp, name, kw):
     """One case (icc_run.run_cases): the checks that failed."""
     pairs = cpu_has("avx512_bf16")
     rows = kw["m"] * int(np.prod(kw.get("batch") or (1,)))
-    tiles = pairs and cpu_has("amx_bf16") and rows >= 32 and kw["k"] >= 32 and kw["n"] >= 64
+    tiled = rows >= 32 and kw["k"] % 32 == 0 and kw["n"] % 32 == 0   # packed_t for an AMX target
+    tiles = pairs and cpu_has("amx_bf16") and rows >= 32 and kw["k"] >= 32 and (kw["n"] >= 64 or tiled)
     failed = 0
     path = os.path.join(tmp, name + ".onnx")
     x = model(path, RNG, **kw)
@@ -120,18 +130,26 @@ def check(icc, tmp, name, kw):
             "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in x.shape),
             "yes" if has else "no", "yes" if amx else "no", rel), flush=True)
         failed += not ok
-    # the weights packed in pairs for -march=znver4 (IR only), then compiled for
-    # x86-64-v3: the f32 kernels read the pair packing without vdpbf16ps
-    packed = os.path.join(tmp, name + "_packed.icc")
-    run([icc, path, "--emit=ir", "-O2", "-march=znver4", "-o", packed] + common)
-    got = compile_and_run(icc, packed, ["-march=x86-64-v3"], "x", xp, "y", tmp, name + "_packed")
-    got = got.astype(np.float64)
-    rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
-    with open(packed) as f:
-        ok = "packed_k = 2" in f.read() and rel <= REL
-    print("%s %-22s packed for znver4, compiled for x86-64-v3: %.2g" % ("ok  " if ok else "FAIL", name, rel),
-          flush=True)
-    failed += not ok
+    # the weights packed in pairs for -march=znver4 (IR only; for sapphirerapids in
+    # the tiles' order where tileable), then compiled for x86-64-v3: the f32 kernels
+    # read the packing without vdpbf16ps; the interpreter runs the packed IR too
+    for cpu, tag, want_tag in [("znver4", "packed_k = 2", True), ("sapphirerapids", "packed_t = 16", tiled)]:
+        packed = os.path.join(tmp, "%s_%s.icc" % (name, cpu))
+        run([icc, path, "--emit=ir", "-O2", "-march=" + cpu, "-o", packed] + common)
+        got = compile_and_run(icc, packed, ["-march=x86-64-v3"], "x", xp, "y", tmp, name + "_" + cpu)
+        rel = float(np.abs(got.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
+        with open(packed) as f:
+            ok = (tag in f.read()) == want_tag and rel <= REL
+        print("%s %-22s packed for %s (%s: %s), compiled for x86-64-v3: %.2g" % (
+            "ok  " if ok else "FAIL", name, cpu, tag, "yes" if want_tag else "no", rel), flush=True)
+        failed += not ok
+        if cpu == "sapphirerapids":
+            _, interp = interp_want(icc, tmp, name + "_" + cpu, packed, "x", x, "dce")
+            rel = float(np.abs(interp.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
+            ok = rel <= REL
+            print("%s %-22s packed for %s, the interpreter: %.2g" % ("ok  " if ok else "FAIL", name, cpu, rel),
+                  flush=True)
+            failed += not ok
     return failed
 
 
