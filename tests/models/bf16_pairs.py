@@ -102,6 +102,9 @@ CASES = [
     # the tile order with one panel of 32 columns, and with rows past the last block
     ("amx_tiled_one_panel", dict(m=64, k=64, n=32)),
     ("amx_tiled_rows_tail", dict(m=77, k=128, n=96, then=48)),
+    # more than 4 row blocks: chunks of column blocks, their row blocks outer (B resident)
+    ("amx_b_resident", dict(m=200, k=64, n=160)),
+    ("amx_b_resident_pairs", dict(m=168, k=80, n=192)),
 ]
 
 
