@@ -156,6 +156,12 @@ struct qg {
     bool amx;                  /* AMX-INT8 (packed B, 32 rows): bamx, B's full panels as
                                   [panels x K/4, 4 W] rows of quads, the tiles' view */
     int bamx;
+    int pst;                   /* AMX with K a multiple of 64: the pending panel (qg_pend_rows)
+                                  in i64 thread scratch [on, j0, slot]; acc then has two slots
+                                  of R rows. Else -1: each panel's epilogue right after it */
+    kir_expr *row0;            /* ... and the output row of the block's row 0 (rows[0] unclamped) */
+    int64_t mrows;             /* ... the rows past which rows[] clamp (M - 1 of batch bofs) */
+    kir_expr *bofs;            /* ... the batch's first output row, or NULL */
     kir_intrin op;
     kir_expr *rows[QG_MAX_ROWS];
     kir_expr *colbase;         /* the output column of B's column 0 */
@@ -244,12 +250,13 @@ static int qg_pack(lctx *c, qg *q, kir_block *b)
     return 0;
 }
 
-/* y = acc - zb * rowsum (quads: the shifts' sums too) for the panel of
- * B's columns [j0, j0 + W), through the fused epilogue. */
-static int qg_epilogue(lctx *c, qg *q, kir_block *b, kir_expr *j0)
+/* y = acc - zb * rowsum (quads: the shifts' sums too) for row r of the
+ * panel of B's columns [j0, j0 + W), through the fused epilogue: its sums
+ * in acc's row ar, its row sum at rs[rr], the output row q->rows[r]. */
+static int qg_epi_row(lctx *c, qg *q, kir_block *b, kir_expr *j0, kir_expr *ar, kir_expr *rr, int r)
 {
     kir_kernel *k = c->k;
-    int R = q->R, L = q->L;
+    int L = q->L;
     /* One vector loop over the panel's W columns a row. A loop per
      * vector (column j0 + v L + lane) let LLVM's instcombine turn j0 + v L
      * into an `or` (j0 a multiple of 64), which the loop vectorizer could
@@ -257,46 +264,81 @@ static int qg_epilogue(lctx *c, qg *q, kir_block *b, kir_expr *j0)
      * ran the loops scalar, a quarter of a 128x768x768 MatMulInteger's
      * time. Panels of a MatMulInteger end inside the row (cols_in), so
      * their bound is the constant W. */
-    for (int r = 0; r < R; r++) {
-        int lv = kir_new_var(k);
-        kir_expr *c0 = kir_iadd(k, q->colbase, j0);
-        kir_expr *hi = q->cols_in ? lw_i64c(k, q->W)
-                                  : lw_imin(k, lw_i64c(k, q->W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, q->ncols), c0));
-        kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), hi, KIR_VECTOR, L);
-        if (!l)
-            return -1;
-        kir_expr *bcol = kir_var(k, lv);
-        kir_expr *y = kir_load(k, q->acc, (kir_expr *[]){lw_i64c(k, r), bcol});
-        kir_expr *col = kir_iadd(k, c0, kir_var(k, lv));
-        kir_expr *zb = q->rs >= 0 ? q->zb(c, q, col) : NULL;
-        if (q->quads) {
-            /* y = sum a~ b~ - za~ cs - zb~ rowsum + K za~ zb~ */
-            kir_expr *zat = q->za(c, q, r), *zbt = zb;
-            if (q->aoff)
-                zat = kir_op2(k, KIR_ADD, IR_I32, zat ? zat : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->aoff));
-            if (q->boff)
-                zbt = kir_op2(k, KIR_SUB, IR_I32, zbt ? zbt : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->boff));
-            if (zat) {
-                kir_expr *ci = kir_op2(k, KIR_SUB, IR_I64, col, q->cbase);
-                y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zat, kir_load(k, q->cs, &ci)));
-            }
-            if (zbt) {
-                kir_expr *rsum = kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)});
-                y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zbt, rsum));
-            }
-            if (zat && zbt)
-                y = kir_op2(k, KIR_ADD, IR_I32, y,
-                            kir_op2(k, KIR_MUL, IR_I32, kir_const_i(k, IR_I32, q->K), kir_op2(k, KIR_MUL, IR_I32, zat, zbt)));
-        } else if (zb) {
-            y = kir_op2(k, KIR_SUB, IR_I32, y,
-                        kir_op2(k, KIR_MUL, IR_I32, zb, kir_load(k, q->rs, (kir_expr *[]){lw_i64c(k, r)})));
+    int lv = kir_new_var(k);
+    kir_expr *c0 = kir_iadd(k, q->colbase, j0);
+    kir_expr *hi = q->cols_in ? lw_i64c(k, q->W)
+                              : lw_imin(k, lw_i64c(k, q->W), kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, q->ncols), c0));
+    kir_stmt *l = kir_for(k, b, lv, lw_i64c(k, 0), hi, KIR_VECTOR, L);
+    if (!l)
+        return -1;
+    kir_expr *bcol = kir_var(k, lv);
+    kir_expr *y = kir_load(k, q->acc, (kir_expr *[]){ar, bcol});
+    kir_expr *col = kir_iadd(k, c0, kir_var(k, lv));
+    kir_expr *zb = q->rs >= 0 ? q->zb(c, q, col) : NULL;
+    if (q->quads) {
+        /* y = sum a~ b~ - za~ cs - zb~ rowsum + K za~ zb~ */
+        kir_expr *zat = q->za(c, q, r), *zbt = zb;
+        if (q->aoff)
+            zat = kir_op2(k, KIR_ADD, IR_I32, zat ? zat : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->aoff));
+        if (q->boff)
+            zbt = kir_op2(k, KIR_SUB, IR_I32, zbt ? zbt : kir_const_i(k, IR_I32, 0), kir_const_i(k, IR_I32, q->boff));
+        if (zat) {
+            kir_expr *ci = kir_op2(k, KIR_SUB, IR_I64, col, q->cbase);
+            y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zat, kir_load(k, q->cs, &ci)));
         }
-        kir_expr *oi[IR_MAX_RANK];
-        q->out(c, q, r, col, oi);
-        if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, lower_epi(c, y, oi))))
-            return -1;
+        if (zbt) {
+            kir_expr *rsum = kir_load(k, q->rs, (kir_expr *[]){rr});
+            y = kir_op2(k, KIR_SUB, IR_I32, y, kir_op2(k, KIR_MUL, IR_I32, zbt, rsum));
+        }
+        if (zat && zbt)
+            y = kir_op2(k, KIR_ADD, IR_I32, y,
+                        kir_op2(k, KIR_MUL, IR_I32, kir_const_i(k, IR_I32, q->K), kir_op2(k, KIR_MUL, IR_I32, zat, zbt)));
+    } else if (zb) {
+        y = kir_op2(k, KIR_SUB, IR_I32, y,
+                    kir_op2(k, KIR_MUL, IR_I32, zb, kir_load(k, q->rs, (kir_expr *[]){rr})));
     }
+    kir_expr *oi[IR_MAX_RANK];
+    q->out(c, q, r, col, oi);
+    if (!kir_store(k, &l->body, c->out, oi, lw_to_out(c, lower_epi(c, y, oi))))
+        return -1;
     return 0;
+}
+
+
+/* y = acc - zb * rowsum for the panel of B's columns [j0, j0 + W): every
+ * row of the block (qg_epi_row). */
+static int qg_epilogue(lctx *c, qg *q, kir_block *b, kir_expr *j0)
+{
+    for (int r = 0; r < q->R; r++)
+        if (qg_epi_row(c, q, b, j0, lw_i64c(c->k, r), lw_i64c(c->k, r), r) < 0)
+            return -1;
+    return 0;
+}
+
+/* The pending panel's rows [s P, min(R, s P + P)), P = ceil(R / ks), when
+ * there is one (q->pst's on): step s of a k loop of ks steps, so the loop
+ * puts all R rows out while the tile unit multiplies the next panel (a
+ * Gelu's ~55 instructions a vector then cost no tile time). The rows are
+ * a run-time variable here: q->rows[0] stands for the row while its code
+ * is emitted. */
+static int qg_pend_rows(lctx *c, qg *q, kir_block *b, kir_expr *s, int64_t ks)
+{
+    kir_kernel *k = c->k;
+    int64_t P = (q->R + ks - 1) / ks;
+    int rv = kir_new_var(k);
+    kir_expr *lo = lw_imulc(k, s, P);
+    kir_stmt *on = kir_if(k, b, kir_op2(k, KIR_NE, IR_BOOL, lower_amx_st(k, q->pst, 0), lw_i64c(k, 0)));
+    kir_stmt *lr = on ? kir_for(k, &on->body, rv, lo, lw_imin(k, lw_iaddc(k, lo, P), lw_i64c(k, q->R)), KIR_SERIAL, 0)
+                      : NULL;
+    if (!lr)
+        return -1;
+    kir_expr *rr = kir_var(k, rv), *save = q->rows[0];
+    kir_expr *row = lw_imin(k, kir_iadd(k, q->row0, rr), lw_i64c(k, q->mrows));
+    q->rows[0] = q->bofs ? kir_iadd(k, q->bofs, row) : row;
+    kir_expr *ar = kir_iadd(k, lw_imulc(k, lower_amx_st(k, q->pst, 2), q->R), rr);
+    int rc = qg_epi_row(c, q, &lr->body, lower_amx_st(k, q->pst, 1), ar, rr, 0);
+    q->rows[0] = save;
+    return rc;
 }
 
 /* The panel of B's columns [j0, j0 + W) on AMX-INT8 tiles (q->bamx): per
@@ -308,11 +350,22 @@ static int qg_panel_amx(lctx *c, qg *q, kir_block *b, kir_expr *j0)
 {
     kir_kernel *k = c->k;
     kir_expr *prow = lw_imulc(k, lw_idivc(k, j0, q->W), q->K / 4); /* the panel's first row of quads */
-    for (int64_t h = 0; h < q->W / 32; h++)
-        if (!lower_amx_kloop(c, b, q->a16, lw_i64c(k, 0), NULL, 64, q->bamx, prow, lw_i64c(k, 128 * h), 64, 16, 0,
-                             q->K / 64, KIR_IN_AMX_DPBUSD) ||
-            lower_amx_store(c, b, q->acc, lw_i64c(k, 0), lw_i64c(k, 32 * h)) < 0)
+    /* with a pending panel (q->pst), this one's sums go to the other slot
+     * of acc, and the first k loop puts the pending one out */
+    kir_expr *sl = q->pst >= 0 ? kir_let(k, b, lower_amx_flip(k, lower_amx_st(k, q->pst, 2))) : NULL;
+    kir_expr *ar = sl ? lw_imulc(k, sl, q->R) : lw_i64c(k, 0);
+    for (int64_t h = 0; h < q->W / 32; h++) {
+        kir_stmt *lk = lower_amx_kloop(c, b, q->a16, lw_i64c(k, 0), NULL, 64, q->bamx, prow, lw_i64c(k, 128 * h), 64,
+                                       16, 0, q->K / 64, KIR_IN_AMX_DPBUSD);
+        if (!lk || (sl && h == 0 && qg_pend_rows(c, q, &lk->body, kir_var(k, lk->var), q->K / 64) < 0) ||
+            lower_amx_store(c, b, q->acc, ar, lw_i64c(k, 32 * h)) < 0)
             return -1;
+    }
+    if (sl) /* this panel is the pending one now */
+        return lower_amx_st_set(k, b, q->pst, 0, lw_i64c(k, 1)) < 0 || lower_amx_st_set(k, b, q->pst, 1, j0) < 0 ||
+                       lower_amx_st_set(k, b, q->pst, 2, sl) < 0
+                   ? -1
+                   : 0;
     if (q->K % 64 == 0)
         return 0;
     int pk = kir_new_var(k);
@@ -339,7 +392,7 @@ static int qg_panel(lctx *c, qg *q, kir_block *b, kir_expr *j0)
     kir_kernel *k = c->k;
     int R = q->R, V = q->V, L = q->L;
     if (q->amx)
-        return qg_panel_amx(c, q, b, j0) < 0 ? -1 : qg_epilogue(c, q, b, j0);
+        return qg_panel_amx(c, q, b, j0) < 0 ? -1 : q->pst >= 0 ? 0 : qg_epilogue(c, q, b, j0);
     for (int r = 0; r < R; r++)
         for (int v = 0; v < V; v++) {
             int lv = kir_new_var(k);
@@ -439,7 +492,7 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
         q->kp = grp * q->W; /* the group operand is checked as spanning grp W elements */
     q->a16 = kir_add_scratch(k, q->quads ? "qa8" : "qa16", KIR_SPACE_THREAD, q->quads ? IR_U8 : IR_I16, 2,
                              (int64_t[]){q->R, q->kp});
-    q->acc = kir_add_scratch(k, "qacc", KIR_SPACE_THREAD, IR_I32, 2, (int64_t[]){q->R, q->W});
+    q->acc = kir_add_scratch(k, "qacc", KIR_SPACE_THREAD, IR_I32, 2, (int64_t[]){q->pst >= 0 ? 2 * q->R : q->R, q->W});
     q->rs = zb ? kir_add_scratch(k, "qrowsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){q->R}) : -1;
     return q->a16 < 0 || q->acc < 0 || (zb && q->rs < 0) ? -1 : 0;
 }
@@ -580,7 +633,7 @@ int lower_qgemm(lctx *c)
     int64_t M = bat ? u.mrow : numel(ta) / ta->dims[u.ra - 1].v, K = tb->dims[tb->rank - 2].v,
             N = tb->dims[tb->rank - 1].v;
     qg q = {.u = &u, .a = mm_a, .za = mm_za, .zb = mm_zb, .out = mm_out, .bbuf = c->buf[1], .ncols = N,
-            .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
+            .op = tb->dtype == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8, .pst = -1};
     bool has_za = zp(c, 2, lw_i64c(k, 0)) != NULL, has_zb = zp(c, 3, lw_i64c(k, 0)) != NULL;
     int boff = tb->dtype == IR_U8 ? 128 : 0; /* b - 128 is an i8 */
     /* vpmaddubsw where exact (qg_ub_exact), with 16+ rows: the quads'
@@ -614,6 +667,11 @@ int lower_qgemm(lctx *c)
         q.amx = c->s->amx_int8 && M >= 32 && K >= 64 && pw % 32 == 0 && 32 * cdiv(K, 4) * 4 <= (INT64_C(160) << 10);
         ir_type at = {.dtype = IR_I8, .rank = 2, .dims = {ir_dim_const(K * N / (4 * pw)), ir_dim_const(4 * pw)}};
         if (q.amx && (q.bamx = kir_add_buf(k, bb->name, bb->kind, &at, bb->index, bb->offset)) < 0)
+            return -1;
+        /* K a multiple of 64 (no quads after the tiles' to add to the
+         * sums): each panel's epilogue runs in the next one's k loop */
+        if (q.amx && K % 64 == 0 &&
+            (q.pst = kir_add_scratch(k, "qpend", KIR_SPACE_THREAD, IR_I64, 1, (int64_t[]){3})) < 0)
             return -1;
     }
     /* whole vectors inside B's rows (qgemm_ok: N >= lanes) */
@@ -718,6 +776,9 @@ int lower_qgemm(lctx *c)
     }
     if (q.amx && !kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL))
         return -1;
+    if (q.pst >= 0 && (lower_amx_st_set(k, &lp->body, q.pst, 0, lw_i64c(k, 0)) < 0 ||
+                       lower_amx_st_set(k, &lp->body, q.pst, 2, lw_i64c(k, 0)) < 0))
+        return -1;
     kir_stmt *lrb = kir_for(k, &lp->body, rbv, rb0, lw_imin(k, lw_i64c(k, nb), lw_iaddc(k, rb0, mcb)), KIR_SERIAL, 0);
     if (!lrb)
         return -1;
@@ -726,6 +787,9 @@ int lower_qgemm(lctx *c)
         if (nbat > 1)
             q.rows[r] = kir_iadd(k, lw_imulc(k, ob, M), q.rows[r]);
     }
+    q.row0 = lw_imulc(k, kir_var(k, rbv), q.R);
+    q.mrows = M - 1;
+    q.bofs = nbat > 1 ? lw_imulc(k, ob, M) : NULL;
     if (qg_pack(c, &q, &lrb->body) < 0)
         return -1;
     kir_stmt *lq = kir_for(k, &lrb->body, qv, q0, lw_imin(k, lw_i64c(k, np), lw_iaddc(k, q0, ncp)), KIR_SERIAL, 0);
@@ -734,6 +798,11 @@ int lower_qgemm(lctx *c)
     if (pack)
         q.bq = kir_op2(k, KIR_SUB, IR_I64, kir_var(k, qv), q0);
     if (qg_panel(c, &q, &lq->body, lw_imin(k, lw_imulc(k, kir_var(k, qv), q.W), lw_i64c(k, N - q.W))) < 0)
+        return -1;
+    /* the row block's last panel goes out before the next block's rows
+     * replace a16 and the row sums: its k-loop's P rows a step, all of them */
+    if (q.pst >= 0 && (qg_pend_rows(c, &q, &lrb->body, lw_i64c(k, 0), 1) < 0 ||
+                       lower_amx_st_set(k, &lrb->body, q.pst, 0, lw_i64c(k, 0)) < 0))
         return -1;
     return !q.amx || kir_intrinsic(k, &lp->body, KIR_IN_AMX_RELEASE, 0, NULL) ? 0 : -1;
 }
@@ -1014,7 +1083,7 @@ int lower_qconv(lctx *c, const qconv_geom *g)
     int64_t K = g->cin * u.taps;
     bool zx = n->nin > 2 && n->in[2] && c->buf[2] >= 0;
     ir_dtype xt = n->in[0]->type.dtype;
-    qg q = {.u = &u, .a = cv_a, .za = cv_za, .zb = cv_zb, .out = cv_out, .ncols = u.plane,
+    qg q = {.u = &u, .a = cv_a, .za = cv_za, .zb = cv_zb, .out = cv_out, .ncols = u.plane, .pst = -1,
             .op = xt == IR_U8 ? KIR_IN_PMADDWD_U8 : KIR_IN_PMADDWD_S8};
     /* (quads: a panel of x~ and its interleaved copy, at least one vector
      * of columns each, within the thread scratch: K up to ~6000) */
