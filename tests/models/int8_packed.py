@@ -14,7 +14,10 @@ batch dim, K and N of BERT's shapes):
     every host CI uses) they do not, and the output is exact too;
   - on a host that also has amx_int8, products of 32 rows or more (batch dims
     and M together) and 64 <= K <= 5120 run on AMX tiles (amx_dpbusd), and no
-    others;
+    others; with K a multiple of 64 each panel's epilogue runs inside the
+    next panel's k loop (u8_scalar_zps: a tail block of clamped rows;
+    amx_panels: several panels a row block; amx_batch_rows: rows over a
+    batch dim);
   - the IR packed for -march=znver4, compiled for x86-64-v3 (the packed B read
     without VNNI), is exact too.
 
