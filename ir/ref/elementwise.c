@@ -306,11 +306,20 @@ static int64_t s_pow(int64_t x, int64_t e)
     return (int64_t)u_pow((uint64_t)x, (uint64_t)e);
 }
 
-/* Max/Min propagate NaN (numpy's maximum/minimum, the ONNX reference). */
-static double f_max(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a > b ? a : b; }
+/* Max/Min propagate NaN (numpy's maximum/minimum, the ONNX reference), and
+ * order -0 below +0 as IEEE 754-2019's maximum and minimum do, like the
+ * compiled kernels (llvm.maximum/minimum), so neither depends on the
+ * order of its operands. */
+static double f_max(double a, double b)
+{
+    return isnan(a) ? a : isnan(b) ? b : a > b ? a : a < b ? b : signbit(a) ? b : a;
+}
 static int64_t s_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static uint64_t u_max(uint64_t a, uint64_t b) { return a > b ? a : b; }
-static double f_min(double a, double b) { return isnan(a) ? a : isnan(b) ? b : a < b ? a : b; }
+static double f_min(double a, double b)
+{
+    return isnan(a) ? a : isnan(b) ? b : a < b ? a : a > b ? b : signbit(a) ? a : b;
+}
 static int64_t s_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static uint64_t u_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 

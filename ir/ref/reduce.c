@@ -241,8 +241,10 @@ static void reduce_double(red_kind k, const ir_tensor *x, ir_tensor *y, const in
         switch (k) {
         case RK_SUM: case RK_MEAN: case RK_LOGSUM: *a += v; break;
         case RK_PROD: *a *= v; break;
-        case RK_MAX: if (v > *a || isnan(v)) *a = v; break;
-        case RK_MIN: if (v < *a || isnan(v)) *a = v; break;
+        /* IEEE 754-2019 maximum and minimum: NaN wins, -0 < +0 (what the
+         * compiled kernels compute, llvm.maximum/minimum or vrange) */
+        case RK_MAX: if (v > *a || isnan(v) || (v == *a && signbit(*a) && !signbit(v))) *a = v; break;
+        case RK_MIN: if (v < *a || isnan(v) || (v == *a && !signbit(*a) && signbit(v))) *a = v; break;
         case RK_L1: *a += fabs(v); break;
         case RK_L2: case RK_SUMSQ: *a += v * v; break;
         case RK_LOGSUMEXP: *a += exp(v - shift[o]); break;
