@@ -186,6 +186,8 @@ echo "== Gelu rounded to bf16 (its bf16 form within 1 bf16 ulp of the interprete
 python3 tests/models/bf16_gelu.py build/icc
 echo "== bf16 x bf16 convolutions (the blocked vdpbf16ps pair kernel on hosts with AVX512-BF16, and for x86-64-v3) vs the interpreter (build)"
 python3 tests/models/bf16_conv.py build/icc
+echo "== float max/min reductions on NaN, signed zeros and infinities (vrange on hosts with AVX512DQ; x86-64-v3) vs the interpreter, bit for bit (build)"
+python3 tests/models/minmax_special.py build/icc
 echo "== MatMulInteger on i8 weights packed in quads of k (the VNNI quad kernel on hosts with AVX512-VNNI; x86-64-v3; the packing read without VNNI) vs the interpreter (build)"
 python3 tests/models/int8_packed.py build/icc
 echo "== ConvInteger on the VNNI quad kernel (hosts with AVX512-VNNI; x86-64-v3 on the pair kernel) vs the interpreter, exact (build)"

@@ -18,6 +18,7 @@
 #include "codegen/llvm/emit_math.h"
 #include "icc/runtime.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1001,6 +1002,61 @@ static int red_form(const kir_expr *v, int acc, const kir_expr **rest)
 /* wred's code for a carried reduction: 1 a sum, 2 a max, 3 a min. */
 static char red_kind(const kir_expr *v) { return v->op == KIR_MAX ? 2 : v->op == KIR_MIN ? 3 : 1; }
 
+/* Whether a carried max or min of accumulator a runs on vrangeps /
+ * vrangepd (AVX512DQ, 512-bit vectors of whole registers): llvm.maximum
+ * and llvm.minimum expand to about six instructions a vector on x86, a
+ * dependency chain of four of them, so the reduction ran at a vector per
+ * 3-4 cycles (ReduceMin/ReduceMax, the int8-dynamic quantizer's range).
+ * vrange's max/min with the sign from the comparison orders -0 below +0
+ * as they do, one instruction, but returns the other operand for a quiet
+ * NaN; the NaNs are counted beside it (vnans), off the chain, and the
+ * result is NaN where any lane saw one: the same value, NaN for NaN. */
+static bool em_range_red(const em *e, int a)
+{
+    ir_dtype dt = e->k->acc_dtype[a];
+    unsigned per = dt == IR_F32 ? 16 : dt == IR_F64 ? 8 : 0;
+    unsigned np = per ? e->wlanes / per : 0;
+    return e->wred && e->wred[a] >= 2 && per && e->wlanes % per == 0 && e->wlanes <= 64 && (np & (np - 1)) == 0 &&
+           cg_target_vector_bits(e->t) >= 512 && em_has_feature(e, "avx512dq");
+}
+
+/* vrange(a, b) lane by lane, a max (or min) with -0 < +0 and a quiet NaN
+ * operand ignored, over a vector of whole 512-bit registers. */
+static LLVMValueRef range_vec(em *e, LLVMValueRef a, LLVMValueRef b, bool max)
+{
+    LLVMBuilderRef bd = e->b;
+    LLVMTypeRef vt = LLVMTypeOf(a), st = LLVMGetElementType(vt);
+    bool f32 = LLVMGetTypeKind(st) == LLVMFloatTypeKind;
+    unsigned per = f32 ? 16 : 8, n = LLVMGetVectorSize(vt), np = n / per;
+    LLVMTypeRef pt = LLVMVectorType(st, per);
+    const char *name = f32 ? "llvm.x86.avx512.mask.range.ps.512" : "llvm.x86.avx512.mask.range.pd.512";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, NULL, 0);
+    LLVMValueRef parts[64], idx[64];
+    for (unsigned p = 0; p < np; p++) {
+        for (unsigned l = 0; l < per; l++)
+            idx[l] = LLVMConstInt(e->i32, p * per + l, 0);
+        LLVMValueRef sel = LLVMConstVector(idx, per);
+        LLVMValueRef x = np == 1 ? a : LLVMBuildShuffleVector(bd, a, LLVMGetPoison(vt), sel, "");
+        LLVMValueRef y = np == 1 ? b : LLVMBuildShuffleVector(bd, b, LLVMGetPoison(vt), sel, "");
+        /* imm 5: max, 4: min, the sign from the comparison; all lanes; the
+         * current rounding (4) */
+        LLVMValueRef args[] = {x, y, LLVMConstInt(e->i32, max ? 5 : 4, 0), LLVMGetPoison(pt),
+                               LLVMConstInt(f32 ? LLVMInt16TypeInContext(e->cx) : LLVMInt8TypeInContext(e->cx), f32 ? 0xffff : 0xff, 0),
+                               LLVMConstInt(e->i32, 4, 0)};
+        parts[p] = LLVMBuildCall2(bd, fty, f, args, 6, "");
+    }
+    /* concatenated pairwise back to n lanes (np a power of two) */
+    for (unsigned w = per; np > 1; w *= 2, np /= 2)
+        for (unsigned p = 0; p < np / 2; p++) {
+            for (unsigned l = 0; l < 2 * w; l++)
+                idx[l] = LLVMConstInt(e->i32, l, 0);
+            parts[p] = LLVMBuildShuffleVector(bd, parts[2 * p], parts[2 * p + 1], LLVMConstVector(idx, 2 * w), "");
+        }
+    return parts[0];
+}
+
 static bool has_red_set(const kir_block *bl)
 {
     const kir_expr *rest[2];
@@ -1175,6 +1231,11 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
                     v0 = LLVMBuildShuffleVector(b, v0, LLVMGetPoison(LLVMTypeOf(v0)),
                                                 LLVMConstNull(LLVMVectorType(e->i32, e->wlanes)), "");
                 LLVMBuildStore(b, v0, e->vaccs[a]);
+                if (em_range_red(e, a)) { /* whether the start is NaN */
+                    LLVMTypeRef mt = LLVMVectorType(LLVMInt1TypeInContext(e->cx), e->wlanes);
+                    e->vnans[a] = LLVMBuildAlloca(e->eb, mt, "vnan");
+                    LLVMBuildStore(b, LLVMBuildFCmp(b, LLVMRealUNO, v0, v0, ""), e->vnans[a]);
+                }
             }
         LLVMValueRef saved = e->vars[s->var], w = em_ci64(e, s->width);
         LLVMValueRef n = intr2(e, "llvm.smax", LLVMBuildNSWSub(b, hi, lo, ""), em_ci64(e, 0));
@@ -1222,6 +1283,12 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
                                        : em_intr(e, e->wred[a] == 2 ? "llvm.vector.reduce.fmaximum"
                                                                     : "llvm.vector.reduce.fminimum",
                                                  (LLVMTypeRef[]){LLVMTypeOf(vv)}, 1, &vv, 1);
+                        if (e->vnans[a]) { /* NaN where any lane saw one */
+                            LLVMTypeRef mt = LLVMVectorType(LLVMInt1TypeInContext(e->cx), e->wlanes);
+                            LLVMValueRef nv = LLVMBuildLoad2(b, mt, e->vnans[a], "");
+                            LLVMValueRef any = em_intr(e, "llvm.vector.reduce.or", &mt, 1, &nv, 1);
+                            r = LLVMBuildSelect(b, any, LLVMConstReal(LLVMTypeOf(r), NAN), r, "");
+                        }
                         LLVMBuildStore(b, r, e->accs[a]);
                     }
             }
@@ -1235,6 +1302,7 @@ static int emit_widened(em *e, const kir_stmt *s, int depth, LLVMValueRef lo, LL
     free(e->wred);
     e->wred = NULL;
     memset(e->vaccs, 0, sizeof *e->vaccs * (size_t)k->naccs);
+    memset(e->vnans, 0, sizeof *e->vnans * (size_t)k->naccs);
     return ok ? rc : 0;
 }
 
@@ -1414,6 +1482,25 @@ static int emit_block(em *e, const kir_block *bl, int depth)
             break;
         }
         case KIR_S_ACC_SET: {
+            const kir_expr *rest[2];
+            if (e->vnans && e->vnans[s->acc] && red_form(s->value, s->acc, rest) == 1) {
+                /* a max or min on vrange (em_range_red), the NaNs beside it */
+                LLVMValueRef x = splat(e, em_eval(e, rest[0]));
+                if (!x)
+                    return -1;
+                LLVMTypeRef vt = LLVMTypeOf(x), mt = LLVMVectorType(LLVMInt1TypeInContext(e->cx), e->wlanes);
+                LLVMValueRef old = LLVMBuildLoad2(e->b, vt, e->vaccs[s->acc], "");
+                LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
+                LLVMValueRef r = range_vec(e, old, x, s->value->op == KIR_MAX);
+                if (e->wmask) { /* masked lanes keep theirs */
+                    r = LLVMBuildSelect(e->b, e->wmask, r, old, "");
+                    nan = LLVMBuildAnd(e->b, nan, e->wmask, "");
+                }
+                LLVMBuildStore(e->b, r, e->vaccs[s->acc]);
+                LLVMBuildStore(e->b, LLVMBuildOr(e->b, LLVMBuildLoad2(e->b, mt, e->vnans[s->acc], ""), nan, ""),
+                               e->vnans[s->acc]);
+                break;
+            }
             LLVMValueRef v = em_eval(e, s->value);
             if (!v)
                 return -1;
@@ -1565,12 +1652,13 @@ int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, kir_kernel *k, LLVM
     e.vars = calloc((size_t)k->nvars + 1, sizeof *e.vars);
     e.accs = calloc((size_t)k->naccs + 1, sizeof *e.accs);
     e.vaccs = calloc((size_t)k->naccs + 1, sizeof *e.vaccs);
+    e.vnans = calloc((size_t)k->naccs + 1, sizeof *e.vnans);
     e.lets = calloc((size_t)k->nlets + 1, sizeof *e.lets);
     e.wvar = -1;
     e.b = LLVMCreateBuilderInContext(e.cx);
     e.eb = LLVMCreateBuilderInContext(e.cx);
     int rc;
-    if (!e.base || !e.stride || !e.scope_md || !e.noalias_md || !e.vars || !e.accs || !e.vaccs || !e.lets)
+    if (!e.base || !e.stride || !e.scope_md || !e.noalias_md || !e.vars || !e.accs || !e.vaccs || !e.vnans || !e.lets)
         rc = ir_errorf(d, "out of memory");
     else
         rc = emit_function(&e);
@@ -1587,6 +1675,7 @@ int cg_llvm_emit_kernel(const cg_target *t, LLVMModuleRef m, kir_kernel *k, LLVM
     free(e.vars);
     free(e.accs);
     free(e.vaccs);
+    free(e.vnans);
     free(e.lets);
     free(e.syms);
     free(e.memo.slot);

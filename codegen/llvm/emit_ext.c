@@ -71,7 +71,7 @@ int em_check_gpu_loop(em *e, const kir_stmt *s)
 /* ---- intrinsics ------------------------------------------------------------ */
 
 /* Whether the target's code may use feature f (LLVM's name). */
-static bool has_feature(const em *e, const char *f)
+bool em_has_feature(const em *e, const char *f)
 {
     const char *list = cg_target_required_features(e->t);
     size_t n = strlen(f);
@@ -211,11 +211,11 @@ static int emit_dot(em *e, const kir_stmt *s)
     bool bf = s->intrin == KIR_IN_DPBF16, wide = cg_target_vector_bits(e->t) >= 512;
     bool v512, v256;
     if (bf) {
-        v512 = has_feature(e, "avx512bf16") && wide;
-        v256 = has_feature(e, "avx512bf16") && has_feature(e, "avx512vl");
+        v512 = em_has_feature(e, "avx512bf16") && wide;
+        v256 = em_has_feature(e, "avx512bf16") && em_has_feature(e, "avx512vl");
     } else {
-        v512 = has_feature(e, "avx512vnni") && wide;
-        v256 = has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl"));
+        v512 = em_has_feature(e, "avx512vnni") && wide;
+        v256 = em_has_feature(e, "avxvnni") || (em_has_feature(e, "avx512vnni") && em_has_feature(e, "avx512vl"));
     }
     int64_t done = 0, n = s->lanes;
     chunk c;
@@ -293,10 +293,10 @@ static int emit_madd(em *e, const kir_stmt *s)
         return ir_errorf(e->d, "kernel '%.100s': pmaddwd over %lld lanes (at most 256)", e->k->name, (long long)n);
     /* the pair as one i32 (little-endian: a[0] in the low half) */
     LLVMValueRef apair = load_as(e, e->i32, ptr[1], s->args[1].buf, 2);
-    if (has_feature(e, "avx512bw") && cg_target_vector_bits(e->t) >= 512)
+    if (em_has_feature(e, "avx512bw") && cg_target_vector_bits(e->t) >= 512)
         for (; n - done >= 16; done += 16)
             madd_chunk(e, s, ptr, apair, done, 16, "llvm.x86.avx512.pmaddw.d.512");
-    if (has_feature(e, "avx2"))
+    if (em_has_feature(e, "avx2"))
         for (; n - done >= 8; done += 8)
             madd_chunk(e, s, ptr, apair, done, 8, "llvm.x86.avx2.pmadd.wd");
     if (done < n) {
@@ -428,14 +428,14 @@ static int emit_rows(em *e, const kir_stmt *s)
     LLVMValueRef aquad = load_as(e, e->i32, ptr[1], s->args[1].buf, 1);
     bool wide = cg_target_vector_bits(e->t) >= 512;
     if (rows_ub(s)) {
-        if (has_feature(e, "avx2"))
+        if (em_has_feature(e, "avx2"))
             for (; n - done >= 8; done += 8)
                 rows_chunk(e, s, ptr, rs, aquad, done, 8, NULL);
     } else {
-        if (has_feature(e, "avx512vnni") && wide)
+        if (em_has_feature(e, "avx512vnni") && wide)
             for (; n - done >= 16; done += 16)
                 rows_chunk(e, s, ptr, rs, aquad, done, 16, "llvm.x86.avx512.vpdpbusd.512");
-        if (has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl")))
+        if (em_has_feature(e, "avxvnni") || (em_has_feature(e, "avx512vnni") && em_has_feature(e, "avx512vl")))
             for (; n - done >= 8; done += 8)
                 rows_chunk(e, s, ptr, rs, aquad, done, 8, "llvm.x86.avx512.vpdpbusd.256");
     }
@@ -480,10 +480,10 @@ static int emit_bcast_dot(em *e, const kir_stmt *s)
                          kir_intrin_name(s->intrin), (long long)n);
     bool bf = s->intrin == KIR_IN_DPBF16_PAIRS, ub = s->intrin == KIR_IN_PMADDUBSW_QUADS;
     bool wide = cg_target_vector_bits(e->t) >= 512;
-    bool z = bf ? has_feature(e, "avx512bf16") && wide : !ub && has_feature(e, "avx512vnni") && wide;
-    bool y = bf ? has_feature(e, "avx512bf16") && has_feature(e, "avx512vl")
-           : ub ? has_feature(e, "avx2")
-                : has_feature(e, "avxvnni") || (has_feature(e, "avx512vnni") && has_feature(e, "avx512vl"));
+    bool z = bf ? em_has_feature(e, "avx512bf16") && wide : !ub && em_has_feature(e, "avx512vnni") && wide;
+    bool y = bf ? em_has_feature(e, "avx512bf16") && em_has_feature(e, "avx512vl")
+           : ub ? em_has_feature(e, "avx2")
+                : em_has_feature(e, "avxvnni") || (em_has_feature(e, "avx512vnni") && em_has_feature(e, "avx512vl"));
     LLVMTypeRef acc_t = bf ? e->f32 : e->i32;
     LLVMValueRef agrp = load_as(e, e->i32, ptr[1], s->args[1].buf, bf ? 2 : 1);
     for (unsigned w = 16; w >= 8; w /= 2) {
@@ -682,7 +682,7 @@ static LLVMValueRef amx_config_global(em *e, int lanes)
 static int emit_amx(em *e, const kir_stmt *s)
 {
     const char *feat = kir_intrin_feature(s->intrin);
-    if (!has_feature(e, feat) || !has_feature(e, "amx-tile"))
+    if (!em_has_feature(e, feat) || !em_has_feature(e, "amx-tile"))
         return ir_errorf(e->d, "kernel '%.100s': intrinsic %s needs the target feature %s, which this target "
                          "lacks (AMX has no scalar form)", e->k->name, kir_intrin_name(s->intrin), feat);
     LLVMValueRef args[3];

@@ -53,6 +53,7 @@ typedef struct em {
     LLVMValueRef wbase;        /* the scalar first lane of the current chunk */
     LLVMValueRef wmask;        /* <wlanes x i1> of the tail chunk, or NULL */
     LLVMValueRef *vaccs;       /* per accumulator: its vector alloca inside one */
+    LLVMValueRef *vnans;       /* ... and for a max or min on vrangeps (em_range_red) its lanes' "a NaN was seen" */
     bool no_memo;              /* evaluating with the vector variable scalar */
     unsigned char *wdef;       /* wcheck: per accumulator, set before this point */
     unsigned char *wred;       /* per accumulator: a sum carried across the lanes */
@@ -63,6 +64,8 @@ typedef struct em {
 LLVMTypeRef em_reg_type(em *e, ir_dtype dt);   /* f16/bf16 compute in f32, bool is i1 */
 LLVMTypeRef em_mem_type(em *e, ir_dtype dt);   /* f16/bf16 as i16, bool as i8 */
 LLVMValueRef em_ci64(em *e, int64_t v);
+/* Whether the target's required features list f ("avx512dq"). */
+bool em_has_feature(const em *e, const char *f);
 /* Calls an overloaded intrinsic by name, the overload types given. */
 LLVMValueRef em_intr(em *e, const char *name, LLVMTypeRef *ovl, size_t novl, LLVMValueRef *args,
                      unsigned nargs);
