@@ -494,8 +494,12 @@ static int qg_init(lctx *c, qg *q, int64_t M, int64_t K, int64_t cols, int64_t w
     q->kp = cdiv(K, grp) * grp;
     if (q->kp < grp * q->W)
         q->kp = grp * q->W; /* the group operand is checked as spanning grp W elements */
+    /* a~'s rows for AMX a line longer when they are a multiple of 1 KiB:
+     * rows 1 KiB apart fall in the same few L1 sets, so the tile loads of
+     * a~'s 32 rows missed where they should hit (MatMulInteger 1024^3, one
+     * core: 952-962 -> 974-997 G int-ops/s, four alternated rounds) */
     q->a16 = kir_add_scratch(k, q->quads ? "qa8" : "qa16", KIR_SPACE_THREAD, q->quads ? IR_U8 : IR_I16, 2,
-                             (int64_t[]){q->R, q->kp});
+                             (int64_t[]){q->R, q->amx && q->kp % 1024 == 0 ? q->kp + 64 : q->kp});
     q->acc = kir_add_scratch(k, "qacc", KIR_SPACE_THREAD, IR_I32, 2, (int64_t[]){q->pst >= 0 ? 2 * q->R : q->R, q->W});
     q->rs = zb ? kir_add_scratch(k, "qrowsum", KIR_SPACE_THREAD, IR_I32, 1, (int64_t[]){q->R}) : -1;
     return q->a16 < 0 || q->acc < 0 || (zb && q->rs < 0) ? -1 : 0;

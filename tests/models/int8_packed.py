@@ -75,6 +75,8 @@ CASES = [
     # several AMX panels a chunk's row block (one a~ packing read by each), and with a K tail
     ("amx_panels", dict(m=64, k=320, n=512, adt="u8", za=(), zb=(512,))),
     ("amx_panels_k_tail", dict(m=96, k=200, n=512, adt="i8", za=(96,), zb=(512,))),
+    # K a multiple of 1024: a~'s rows a line longer than K (off the L1 sets of 1 KiB apart)
+    ("amx_k_1024", dict(m=40, k=1024, n=128, adt="i8", za=(40,), zb=())),
 ]
 
 
