@@ -21,8 +21,14 @@ def compile_and_run(icc, model, flags, inp, npy, out, tmp, tag):
     """Compiles model (.onnx or .icc) with flags into tmp/tag.so, runs it with
     input inp = the file npy, and returns output out as an array."""
     so = os.path.join(tmp, tag + ".so")
-    got = os.path.join(tmp, tag + "_got")
     run([icc, model, "-o", so] + flags)
+    return run_lib(icc, so, inp, npy, out, tmp, tag)
+
+
+def run_lib(icc, so, inp, npy, out, tmp, tag):
+    """Runs the compiled library so with input inp = the file npy (its
+    outputs in tmp/tag_got) and returns output out as an array."""
+    got = os.path.join(tmp, tag + "_got")
     run([icc, "run", so, "--input", inp + "=" + npy, "-o", got])
     return np.load(os.path.join(got, out + ".npy"))
 
