@@ -783,10 +783,10 @@ static int amx_block(lctx *c, const mm_geo *g, kir_block *b, int av, int bv, int
     /* B's tiles: in the tile order (packed_t) rows of 16 pairs, the
      * block's two tiles one above the other, a step W rows on; else side
      * by side in the panel's rows of W pairs, a step 16 rows on */
-    kir_stmt *lk = g->pt ? lower_amx_kloop(c, b, av, r0, NULL, 32, bv, kir_iadd(k, bq, co), lw_i64c(k, 0), 0, g->pw,
-                                           16, ks, KIR_IN_AMX_DPBF16PS)
-                         : lower_amx_kloop(c, b, av, r0, NULL, 32, bv, bq, lw_imulc(k, co, 2), 32, 16, 0, ks,
-                                           KIR_IN_AMX_DPBF16PS);
+    bool t = g->pt != 0;
+    kir_stmt *lk = lower_amx_kloop(c, b, av, r0, NULL, 32, bv, t ? kir_iadd(k, bq, co) : bq,
+                                   t ? lw_i64c(k, 0) : lw_imulc(k, co, 2), t ? 0 : 32, t ? g->pw : 16, t ? 16 : 0, ks,
+                                   KIR_IN_AMX_DPBF16PS);
     if (!lk || amx_pend_rows(c, g, &lk->body, p, kir_var(k, lk->var), ks) < 0)
         return -1;
     return lower_amx_store(c, b, acc, ar, lw_i64c(k, 0));

@@ -354,12 +354,12 @@ static int qg_panel_amx(lctx *c, qg *q, kir_block *b, kir_expr *j0)
      * of acc, and the k loops put the pending one out */
     kir_expr *sl = q->pst >= 0 ? kir_let(k, b, lower_amx_flip(k, lower_amx_st(k, q->pst, 2))) : NULL;
     kir_expr *ar = sl ? lw_imulc(k, sl, q->R) : lw_i64c(k, 0);
+    int64_t ks = q->K / 64;
     for (int64_t h = 0; h < q->W / 32; h++) {
         kir_stmt *lk = lower_amx_kloop(c, b, q->a16, lw_i64c(k, 0), NULL, 64, q->bamx, prow, lw_i64c(k, 128 * h), 64,
-                                       16, 0, q->K / 64, KIR_IN_AMX_DPBUSD);
+                                       16, 0, ks, KIR_IN_AMX_DPBUSD);
         /* the pending rows spread over the panel's k loops: step s of
          * loop h is step h ks + s of W / 32 x ks */
-        int64_t ks = q->K / 64;
         if (!lk ||
             (sl && qg_pend_rows(c, q, &lk->body, lw_iaddc(k, kir_var(k, lk->var), h * ks), q->W / 32 * ks) < 0) ||
             lower_amx_store(c, b, q->acc, ar, lw_i64c(k, 32 * h)) < 0)
