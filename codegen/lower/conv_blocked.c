@@ -691,10 +691,18 @@ int lower_conv_blocked(lctx *c)
     g.flat = g.KH == 1 && g.KW == 1 && g.s[0] == 1 && g.s[1] == 1 && !g.p[0] && !g.p[1] && !g.p[2] && !g.p[3] &&
              (g.sym || g.OH * g.OW < (INT64_C(1) << 31));
     /* accumulators: the registers less the weights' and a broadcast's
-     * (28 of 32 with AVX-512, 12 of 16 with AVX2). With 16 registers the
-     * tile spans two output blocks (2 x 6), with 32 one (1 x 28, at most
-     * 14 over the flat plane, since LLVM then keeps 28 rows' addresses in
-     * spilled registers, measured on ResNet-50's 1x1 shapes). */
+     * (28 of 32 with AVX-512, 12 of 16 with AVX2). The tile spans two
+     * output blocks, 2 x 6 with 16 registers and 2 x 14 with 32 (at most
+     * 14 rows, since LLVM keeps each row's address in a register: 28
+     * spilled them, measured on ResNet-50's 1x1 shapes), so each broadcast
+     * of X feeds two FMAs. One block of 28 rows (1 x 28, each FMA with its
+     * broadcast as a memory operand) issues a load per FMA, which a core
+     * with two 512-bit FMA units cannot feed: Sapphire Rapids, 1 thread,
+     * runs interleaved (docs/performance.md): a 128 -> 64 channel 3x3
+     * conv at 40 x 40 1.90 -> 1.75 ms (min), ResNet-50 69.7 -> 57.8,
+     * the YOLO-style detector 10.2 -> 9.2. An odd number of output blocks
+     * keeps 1 x 28 with AVX-512: a pair there would recompute the last
+     * block. */
     int lanes = c->s->lanes >= 4 ? c->s->lanes : 4;
     int regs_per_vec = (int)((g.ML + lanes - 1) / lanes);
     bool wide = c->s->target && c->s->target->vector_regs >= 32;
@@ -711,7 +719,7 @@ int lower_conv_blocked(lctx *c)
     if (g.integer && (g.wflat < 0 || c->buf[0] < 0))
         return -1;
     pairs = pairs || g.integer;
-    int V = g.MB > 1 && (pairs || (!wide && regs_per_vec == 1)) ? 2 : 1;
+    int V = g.MB > 1 && (pairs || (regs_per_vec == 1 && (!wide || g.MB % 2 == 0))) ? 2 : 1;
     int most = (wide ? 28 : 12) / (V * regs_per_vec);
     if (wide && g.flat && most > 14)
         most = 14;
