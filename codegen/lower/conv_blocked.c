@@ -700,9 +700,11 @@ int lower_conv_blocked(lctx *c)
      * with two 512-bit FMA units cannot feed: Sapphire Rapids, 1 thread,
      * runs interleaved (docs/performance.md): a 128 -> 64 channel 3x3
      * conv at 40 x 40 1.90 -> 1.75 ms (min), ResNet-50 69.7 -> 57.8,
-     * the YOLO-style detector 10.2 -> 9.2. An odd number of output blocks
-     * keeps 1 x 28 with AVX-512: a pair there would recompute the last
-     * block. */
+     * the YOLO-style detector 10.2 -> 9.2. With an odd number of output
+     * blocks the last pair recomputes the last block: 3 blocks keep 1 x 28
+     * (48 channels at 56 x 56: 1.12x slower as pairs), from 5 the pairs
+     * still win (median ratio of interleaved runs: 80 channels 3x3 at 28 x
+     * 28 0.86, 112 channels 1x1 at 14 x 14 0.95, 480 -> 80 1x1 0.95). */
     int lanes = c->s->lanes >= 4 ? c->s->lanes : 4;
     int regs_per_vec = (int)((g.ML + lanes - 1) / lanes);
     bool wide = c->s->target && c->s->target->vector_regs >= 32;
@@ -719,7 +721,7 @@ int lower_conv_blocked(lctx *c)
     if (g.integer && (g.wflat < 0 || c->buf[0] < 0))
         return -1;
     pairs = pairs || g.integer;
-    int V = g.MB > 1 && (pairs || (regs_per_vec == 1 && (!wide || g.MB % 2 == 0))) ? 2 : 1;
+    int V = g.MB > 1 && (pairs || (regs_per_vec == 1 && (!wide || g.MB % 2 == 0 || g.MB >= 5))) ? 2 : 1;
     int most = (wide ? 28 : 12) / (V * regs_per_vec);
     if (wide && g.flat && most > 14)
         most = 14;
