@@ -5,6 +5,7 @@
  *             [--time=S] [--warmup=S] [--scenario=single-stream|offline|server]
  *             [--rate=QPS] [--p99-bound=MS] [--queries=N] [--json] [--plot=FILE.png]
  *             [--profile]
+ *   icc bench A B [C ...] [--threads=T] [--runs=N] [--time=S] [--json]
  *   icc bench DECODER.so|.onnx --generate=N [--prompt-len=P] [--prefill=MODEL] [--gen-io=SPEC]
  *   icc bench --peak [--quick] [--json]
  *
@@ -54,7 +55,7 @@
 
 extern char **environ;
 
-enum { MAX_LIST = 32, MAX_IO = 256, MAX_PASS = 64, MAX_DIMS = 16 };
+enum { MAX_LIST = 32, MAX_IO = 256, MAX_PASS = 64, MAX_DIMS = 16, MAX_CMP = 8 };
 
 static const char *const level_names[ICC_BENCH_LEVELS] = {"L1", "L2", "L3", "DRAM"};
 
@@ -96,6 +97,29 @@ void icc_bench_stats_of(double *ms, int64_t n, icc_bench_stats *s)
     s->max = ms[n - 1];
 }
 
+int icc_bench_paired(const double *a, const double *b, int64_t n, icc_bench_ratio *out)
+{
+    *out = (icc_bench_ratio){0};
+    if (n <= 0)
+        return 0;
+    double *q = malloc(sizeof *q * (size_t)n), faster = 0;
+    if (!q)
+        return -1;
+    for (int64_t r = 0; r < n; r++) {
+        if (!(a[r] > 0) || !(b[r] > 0)) {
+            free(q);
+            return -1;
+        }
+        q[r] = b[r] / a[r];
+        faster += b[r] < a[r] ? 1 : b[r] == a[r] ? 0.5 : 0;
+    }
+    qsort(q, (size_t)n, sizeof *q, cmp_double);
+    *out = (icc_bench_ratio){icc_bench_percentile(q, n, 50), icc_bench_percentile(q, n, 25),
+                             icc_bench_percentile(q, n, 75), faster / (double)n};
+    free(q);
+    return 0;
+}
+
 void icc_bench_poisson(double *t, int64_t n, double rate, uint64_t seed)
 {
     uint64_t x = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
@@ -131,6 +155,8 @@ typedef enum { SC_SINGLE, SC_OFFLINE, SC_SERVER } scenario;
 
 typedef struct bopts {
     const char *model, *name, *plot, *batch_dim;
+    const char *models[MAX_CMP];    /* model is models[0]; more than one: compared in turns */
+    int nmodels;
     int64_t threads[MAX_LIST], batch[MAX_LIST];
     int nthreads, nbatch;
     const char *dims[MAX_DIMS];
@@ -245,12 +271,18 @@ static int parse(int argc, char **argv, bopts *o)
             if (o->npass == MAX_PASS)
                 return icc_fail("too many options for the compiler (max %d)", MAX_PASS);
             o->pass[o->npass++] = s;
-        } else if (!o->model) {
-            o->model = s;
+        } else if (o->nmodels < MAX_CMP) {
+            o->models[o->nmodels++] = s;
+            o->model = o->models[0];
         } else {
-            return icc_fail("bench: more than one model ('%s' and '%s')", o->model, s);
+            return icc_fail("bench: more than %d models to compare ('%s')", MAX_CMP, s);
         }
     }
+    if (o->nmodels > 1 && (o->peak || o->profile || o->generate || o->nbatch || o->plot || o->sc != SC_SINGLE ||
+                           o->nthreads > 1))
+        return icc_fail("bench: comparing %d models runs them in turns at one thread count and batch: not with "
+                        "--peak, --profile, --generate, --batch, --plot, --scenario or a --threads list",
+                        o->nmodels);
     if (o->peak && o->model)
         return icc_fail("bench --peak measures the machine: it takes no model");
     if (!o->peak && !o->model)
@@ -269,9 +301,10 @@ static int parse(int argc, char **argv, bopts *o)
         return icc_fail("--rate and --p99-bound belong to --scenario=server");
     if (o->sc == SC_SERVER && (o->nbatch > 1 || o->nthreads > 1))
         return icc_fail("--scenario=server runs one thread count and one batch");
-    if (o->model && strlen(o->model) > 3 && !strcmp(o->model + strlen(o->model) - 3, ".so") && o->npass)
-        return icc_fail("%s: unknown option for a compiled model (options for the compiler need an .onnx)",
-                     o->pass[0]);
+    for (int i = 0; i < o->nmodels && o->npass; i++)
+        if (strlen(o->models[i]) > 3 && !strcmp(o->models[i] + strlen(o->models[i]) - 3, ".so"))
+            return icc_fail("%s: unknown option for a compiled model (options for the compiler need an .onnx)",
+                            o->pass[0]);
     return 0;
 }
 
@@ -1532,6 +1565,120 @@ out:
     return rc;
 }
 
+/* `icc bench A B ...`: the models in turns, one run of each per round (the
+ * order rotating, so that none always runs first), after a shared warm-up;
+ * at least --runs rounds and --time seconds. Each model's statistics, and
+ * its paired ratio to the first (icc_bench_paired): on a shared machine a
+ * stretch at half speed moves both runs of a round, so the median ratio
+ * holds where separate runs' p50s swing by tens of percent. */
+static int bench_compare(const bopts *o, char (*so)[4200])
+{
+    int n = o->nmodels, rc = 1;
+    icc_model *m[MAX_CMP] = {0};
+    icc_context *ctx[MAX_CMP] = {0};
+    io *b = calloc((size_t)n, sizeof *b);
+    double *t[MAX_CMP] = {0};
+    int64_t cap = 1024, rounds = 0;
+    if (!b)
+        return icc_fail("out of memory");
+    for (int i = 0; i < n; i++) {
+        bopts one = *o;
+        one.model = o->models[i];
+        if (icc_model_open(so[i], o->name, &m[i]) != ICC_OK) {
+            icc_fail("%s", icc_last_error());
+            goto out;
+        }
+        if (icc_context_create(m[i], NULL, &ctx[i]) != ICC_OK ||
+            (o->nthreads && icc_context_set_threads(ctx[i], (int)o->threads[0]) != ICC_OK)) {
+            icc_fail("%s: %s", o->models[i], ctx[i] ? icc_context_error(ctx[i]) : icc_last_error());
+            goto out;
+        }
+        if (io_make(&one, m[i], NULL, 1, &b[i]) != 0 || !(t[i] = malloc(sizeof *t[i] * (size_t)cap))) {
+            if (!t[i])
+                icc_fail("out of memory");
+            goto out;
+        }
+    }
+    double sec, end = now_s() + o->warmup_s;
+    progress("warming up %d models for %.1f s", n, o->warmup_s);
+    do
+        for (int i = 0; i < n; i++)
+            if (run_once(ctx[i], &b[i], &sec) < 0)
+                goto out;
+    while (now_s() < end);
+    double t_end = now_s() + o->time_s;
+    while (rounds < o->runs || (now_s() < t_end && rounds < 10000000)) {
+        if (rounds == cap) {
+            cap *= 2;
+            for (int i = 0; i < n; i++) {
+                double *g = realloc(t[i], sizeof *g * (size_t)cap);
+                if (!g) {
+                    icc_fail("out of memory");
+                    goto out;
+                }
+                t[i] = g;
+            }
+        }
+        for (int j = 0; j < n; j++) {
+            int i = (int)((rounds + j) % n);
+            if (run_once(ctx[i], &b[i], &sec) < 0)
+                goto out;
+            t[i][rounds] = sec * 1e3;
+        }
+        rounds++;
+    }
+    int threads = icc_context_threads(ctx[0]);
+    if (o->json)
+        printf("{\"compare\": {\"threads\": %d, \"rounds\": %lld, \"models\": [", threads, (long long)rounds);
+    else
+        printf("%lld rounds in turns, threads %d; ratio: a round's time over %s's in the same round\n"
+               "%-32s %10s %10s %10s %10s   %s\n", (long long)rounds, threads, o->models[0], "model", "p50 ms",
+               "p90 ms", "min ms", "mean ms", "ratio to the first: median [middle half], rounds faster");
+    for (int i = 0; i < n; i++) {
+        icc_bench_ratio q;
+        if (icc_bench_paired(t[0], t[i], rounds, &q) != 0) {
+            icc_fail("a run timed at zero or out of memory");
+            goto out;
+        }
+        /* the statistics sort a copy; the paired ratios need run order */
+        double *c = malloc(sizeof *c * (size_t)rounds);
+        if (!c) {
+            icc_fail("out of memory");
+            goto out;
+        }
+        memcpy(c, t[i], sizeof *c * (size_t)rounds);
+        icc_bench_stats st;
+        icc_bench_stats_of(c, rounds, &st);
+        free(c);
+        if (o->json) {
+            printf(i ? ", {\"model\": " : "{\"model\": ");
+            json_str(stdout, o->models[i]);
+            printf(", \"p50_ms\": %.6f, \"p90_ms\": %.6f, \"p99_ms\": %.6f, \"mean_ms\": %.6f, \"min_ms\": %.6f, "
+                   "\"max_ms\": %.6f, \"ratio_median\": %.6f, \"ratio_p25\": %.6f, \"ratio_p75\": %.6f, "
+                   "\"faster_share\": %.6f}", st.p50, st.p90, st.p99, st.mean, st.min, st.max, q.median, q.p25, q.p75,
+                   q.faster);
+        } else {
+            printf("%-32s %10.3f %10.3f %10.3f %10.3f   ", o->models[i], st.p50, st.p90, st.min, st.mean);
+            if (i)
+                printf("%.3f [%.3f-%.3f], %.0f%%\n", q.median, q.p25, q.p75, q.faster * 100);
+            else
+                printf("1 (the reference)\n");
+        }
+    }
+    if (o->json)
+        printf("]}}\n");
+    rc = 0;
+out:
+    for (int i = 0; i < n; i++) {
+        io_free(&b[i]);
+        free(t[i]);
+        icc_context_destroy(ctx[i]);
+        icc_model_close(m[i]);
+    }
+    free(b);
+    return rc;
+}
+
 static bool ends_with_so(const char *s)
 {
     size_t n = strlen(s);
@@ -1590,6 +1737,23 @@ int icc_bench_main(int argc, char **argv, const char *self)
     char so[4200];
     size_t len = strlen(o.model);
     int rc;
+    if (o.nmodels > 1) {
+        char(*sos)[4200] = calloc(MAX_CMP, sizeof *sos);
+        rc = sos ? 0 : icc_fail("out of memory");
+        for (int i = 0; rc == 0 && i < o.nmodels; i++) {
+            if (ends_with_so(o.models[i])) {
+                snprintf(sos[i], sizeof sos[i], "%s", o.models[i]);
+            } else {
+                snprintf(sos[i], sizeof sos[i], "%s/model%d.so", tmp, i);
+                rc = compile_first(&o, self, o.models[i], sos[i]);
+            }
+        }
+        if (rc == 0)
+            rc = bench_compare(&o, sos);
+        free(sos);
+        rm_tree(tmp);
+        return rc;
+    }
     if (len > 3 && !strcmp(o.model + len - 3, ".so")) {
         snprintf(so, sizeof so, "%s", o.model);
         rc = o.generate ? 0 : bench_model(&o, so, tmp);

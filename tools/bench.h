@@ -29,6 +29,17 @@ double icc_bench_percentile(const double *sorted, int64_t n, double p);
  * given rate (queries per second), from a fixed seed. */
 void icc_bench_poisson(double *t, int64_t n, double rate, uint64_t seed);
 
+/* Two models run in turns (`icc bench A B ...`): per round one run of
+ * each, so a stretch in which the shared machine is slow hits both alike.
+ * From the n paired times a[r] and b[r] (milliseconds): the median and
+ * quartiles (nearest rank) of the per-round ratios b[r] / a[r], and the
+ * share of rounds in which b ran faster than a (ties count half). All
+ * zero when n == 0; -1 when a time is not positive (or out of memory). */
+typedef struct icc_bench_ratio {
+    double median, p25, p75, faster;
+} icc_bench_ratio;
+int icc_bench_paired(const double *a, const double *b, int64_t n, icc_bench_ratio *out);
+
 /* A comma-separated list of positive integers ("1,2,4") into v (at most
  * max); returns the count, or -1 on a malformed list. */
 int icc_bench_parse_list(const char *s, int64_t *v, int max);

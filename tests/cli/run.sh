@@ -478,6 +478,33 @@ bench_server_offline() {
     grep -qE "^offline: [0-9.]+ items/s" "$T/off.txt"
 }
 check "bench: the server and offline scenarios" bench_server_offline
+# bench A B: the models in turns, each one's statistics and its paired
+# ratio to the first (the same library against itself reads about 1)
+bench_compare() {
+  "$ICC" bench "$T/bench.so" "$T/bench.so" "$M" --runs=40 --time=0 --warmup=0 --threads=1 --json \
+    >"$T/cmp.json" 2>"$T/cmp_err" && [ ! -s "$T/cmp_err" ] || { cat "$T/cmp_err"; return 1; }
+  python3 - "$T/cmp.json" "$M" <<'PY' || return 1
+import json, sys
+r = json.load(open(sys.argv[1]))["compare"]
+assert r["threads"] == 1 and r["rounds"] >= 40, r
+ms = r["models"]
+assert [x["model"] for x in ms][2] == sys.argv[2] and len(ms) == 3, ms
+assert ms[0]["ratio_median"] == 1 and ms[0]["faster_share"] == 0.5, ms[0]
+for x in ms:
+    assert 0 < x["min_ms"] <= x["p50_ms"] <= x["p90_ms"] <= x["p99_ms"] <= x["max_ms"], x
+    assert 0 < x["ratio_p25"] <= x["ratio_median"] <= x["ratio_p75"], x
+    assert 0 <= x["faster_share"] <= 1, x
+assert 0.5 < ms[1]["ratio_median"] < 2, ms[1]
+PY
+  "$ICC" bench "$T/bench.so" "$T/bench.so" --runs=5 --time=0 --warmup=0 >"$T/cmp.txt" 2>/dev/null &&
+    grep -q "^5 rounds in turns" "$T/cmp.txt" && grep -q "1 (the reference)" "$T/cmp.txt" &&
+    grep -qE "^[^ ]*bench.so +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ \[[0-9.]+-[0-9.]+\], [0-9]+%$" "$T/cmp.txt" ||
+    { cat "$T/cmp.txt"; return 1; }
+}
+check "bench A B: models compared in turns, with paired ratios (JSON and table)" bench_compare
+fails_cleanly "bench A B: with --profile" "comparing 2 models runs them in turns" "$ICC" bench "$T/bench.so" "$T/bench.so" --profile
+fails_cleanly "bench A B: a --threads list" "or a --threads list" "$ICC" bench "$T/bench.so" "$M" --threads=1,2
+fails_cleanly "bench: nine models" "more than 8 models to compare" "$ICC" bench "$M" "$M" "$M" "$M" "$M" "$M" "$M" "$M" "$M"
 fails_cleanly "bench: a malformed --threads list" "--threads=1,,2: expected positive integers" "$ICC" bench "$M" --threads=1,,2
 fails_cleanly "bench: --rate outside the server scenario" "belong to --scenario=server" "$ICC" bench "$M" --rate=10
 fails_cleanly "bench: a compiler option for a .so" "-O3: unknown option for a compiled model" "$ICC" bench "$T/bench.so" -O3

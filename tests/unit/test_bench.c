@@ -72,6 +72,31 @@ START_TEST(lists)
 }
 END_TEST
 
+START_TEST(paired_ratios)
+{
+    /* rounds where the machine ran at full speed and at half: b is 0.8x
+     * a in four rounds, 1.25x in one; the ratios' median is 0.8 whatever
+     * the speed of the round */
+    double a[5] = {10, 20, 10, 20, 10}, b[5] = {8, 16, 12.5, 16, 8};
+    icc_bench_ratio q;
+    ck_assert_int_eq(icc_bench_paired(a, b, 5, &q), 0);
+    ck_assert(fabs(q.median - 0.8) < 1e-12 && fabs(q.p25 - 0.8) < 1e-12 && fabs(q.p75 - 0.8) < 1e-12);
+    ck_assert(fabs(q.faster - 0.8) < 1e-12);
+    /* against itself: every ratio 1, ties count half */
+    ck_assert_int_eq(icc_bench_paired(a, a, 5, &q), 0);
+    ck_assert(q.median == 1 && q.p25 == 1 && q.p75 == 1 && q.faster == 0.5);
+    /* quartiles by nearest rank over the sorted ratios 0.5 .. 2 */
+    double c[4] = {1, 1, 1, 1}, d[4] = {2, 0.5, 1.5, 1};
+    ck_assert_int_eq(icc_bench_paired(c, d, 4, &q), 0);
+    ck_assert(q.p25 == 0.5 && q.median == 1 && q.p75 == 1.5 && q.faster == 0.375);
+    ck_assert(icc_bench_paired(a, b, 5, &q) == 0 && a[2] == 10 && b[2] == 12.5);   /* inputs untouched */
+    ck_assert_int_eq(icc_bench_paired(a, b, 0, &q), 0);
+    ck_assert(q.median == 0 && q.faster == 0);
+    double z[2] = {1, 0};
+    ck_assert_int_eq(icc_bench_paired(c, z, 2, &q), -1);
+}
+END_TEST
+
 static const char peak_text[] =
     "{\"isa\": \"avx2\", \"cores\": 2, \"fma_gflops_per_core\": 40.00, \"fma_gflops_all_cores\": 70.00, "
     "\"read_gbs\": {\"L1\": 1, \"L2\": 2, \"L3\": 3, \"DRAM\": 4}, "
@@ -317,6 +342,7 @@ int main(void)
     tcase_add_test(tc, percentiles_by_nearest_rank);
     tcase_add_test(tc, poisson_arrivals);
     tcase_add_test(tc, lists);
+    tcase_add_test(tc, paired_ratios);
     tcase_add_test(tc, peak_file);
     tcase_add_test(tc, profile_rows);
     tcase_add_test(tc, generate_roles);
