@@ -5,9 +5,11 @@
                                   [--rounds 3] [--time 0.25] [--keep DIR]
 
 Engines:
-  icc          the compiled .so (icc -O3), timed by `icc bench --json` (the C runtime API, no
-               Python in the loop); its outputs come from `icc run MODEL.so` on the same .npy
-               inputs the others get.
+  icc          the compiled .so (icc -O3), called in this process through its runtime API
+               (ctypes: icc_model_open, icc_run), less the per-call overhead measured on a
+               one-Identity model (printed); its outputs come from `icc run MODEL.so` on the
+               same .npy inputs the others get. The Add chains (microseconds and less, where
+               a Python call's noise is larger than the run) are timed by `icc bench --json`.
   ONNX Runtime CPUExecutionProvider, ORT_ENABLE_ALL, intra_op_num_threads = the thread count,
                inter_op 1; timed around session.run in Python, less the per-call overhead
                measured on a one-Identity model (printed).
@@ -16,8 +18,13 @@ Engines:
                set once, timed around req.infer() (its trivial-model time is printed, not
                subtracted: it is mostly the plugin's own per-inference work).
 
-Every workload runs at each thread count, the engines alternating (their order rotates) over
---rounds rounds of --time seconds each; a latency is the median of the rounds' p50s. Outputs
+Every workload runs at each thread count with the engines taking turns (per turn each runs for
+0.2 s, at least 3 calls, the order rotating) for --rounds rounds of 3 x --time seconds: a
+machine shared with noisy neighbours runs 1.5-2x slow for seconds at a time, which moves
+separately timed p50s by tens of percent, while turns a few milliseconds apart see the same
+machine. A latency is the p50 of all its calls; icc/ORT and icc/OV are the medians of the
+per-turn ratios of the turns' medians (the Add chains: ratios of p50s, each engine timed alone
+for --time seconds per round). Outputs
 are checked against each other (ONNX Runtime is the reference; a mismatch is printed in the
 table, not hidden). A model icc cannot compile yet prints "refused: <icc's message>".
 
@@ -36,6 +43,8 @@ the FP32 FMA peak `icc bench --peak --json` measures (one core's at 1 thread, al
 that). --quick: one round, shorter runs, fewer workloads, the quick peak.
 """
 import argparse
+import ctypes
+import functools
 import json
 import math
 import os
@@ -165,6 +174,83 @@ def p50_loop(fn, seconds, min_runs=5):
         fn()
         ts.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(ts)
+
+
+class IccLib:
+    """A compiled model called in this process through the runtime it links (ctypes)."""
+
+    class Desc(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
+                    ("dims", ctypes.POINTER(ctypes.c_int64)), ("dim_names", ctypes.c_void_p)]
+
+    def __init__(self, so, threads, feeds):
+        lib = self.lib = ctypes.CDLL(os.path.abspath(so))
+        lib.icc_model_input.restype = lib.icc_model_output.restype = ctypes.POINTER(IccLib.Desc)
+        lib.icc_last_error.restype = lib.icc_context_error.restype = ctypes.c_char_p
+        self.m, self.ctx = ctypes.c_void_p(), ctypes.c_void_p()
+        if lib.icc_model_open(os.path.abspath(so).encode(), None, ctypes.byref(self.m)):
+            raise RuntimeError(lib.icc_last_error().decode())
+        if lib.icc_context_create(self.m, None, ctypes.byref(self.ctx)) or \
+                lib.icc_context_set_threads(self.ctx, threads):
+            raise RuntimeError(lib.icc_last_error().decode())
+        self.keep, ins, dims, outs = [], [], [], []
+        i = 0
+        while lib.icc_model_input(self.m, i):
+            d = lib.icc_model_input(self.m, i).contents
+            a = np.ascontiguousarray(feeds[d.name.decode()])
+            self.keep.append(a)
+            dv = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            self.keep.append(dv)
+            ins.append(a.ctypes.data_as(ctypes.c_void_p))
+            dims.append(ctypes.cast(dv, ctypes.POINTER(ctypes.c_int64)))
+            i += 1
+        self.ins = (ctypes.c_void_p * max(i, 1))(*ins)
+        self.dims = (ctypes.POINTER(ctypes.c_int64) * max(i, 1))(*dims)
+        j = 0
+        while lib.icc_model_output(self.m, j):
+            d = lib.icc_model_output(self.m, j).contents
+            od = (ctypes.c_int64 * 64)()
+            if lib.icc_output_dims(self.m, self.dims, j, od):
+                raise RuntimeError(lib.icc_last_error().decode())
+            n = int(np.prod([od[k] for k in range(d.rank)])) if d.rank else 1
+            buf = np.empty(n * 8 + 64, np.uint8)   # 8 bytes covers every dtype's element
+            self.keep.append(buf)
+            outs.append(buf.ctypes.data_as(ctypes.c_void_p))
+            j += 1
+        self.outs = (ctypes.c_void_p * max(j, 1))(*outs)
+        self.run = functools.partial(lib.icc_run, self.ctx, self.ins, self.dims, self.outs)
+        if self.run():
+            raise RuntimeError(lib.icc_context_error(self.ctx).decode())
+
+    def close(self):
+        self.lib.icc_context_destroy(self.ctx)
+        self.lib.icc_model_close(self.m)
+
+
+def turns(calls, seconds, slice_s=0.2, min_calls=3, min_turns=3):
+    """({engine: [ms per call]}, {engine: [each turn's median ms]}): the engines take turns, each
+    running for slice_s (at least min_calls calls) per turn, the order rotating, for at least
+    `seconds` and min_turns turns. Slices rather than single calls, so that each engine runs
+    back to back as an app's loop does, its thread pool awake and its data in cache: in turns
+    of 50 ms OpenVINO's 2-thread SqueezeNet read 6.6-9.2 ms against 4.8-5.0 alone, in turns
+    of 200 ms 4.5-5.4 against 4.5-5.4."""
+    names = list(calls)
+    every, med = {e: [] for e in names}, {e: [] for e in names}
+    for f in calls.values():
+        f()
+    end, r = time.perf_counter() + seconds, 0
+    while r < min_turns or time.perf_counter() < end:
+        for j in range(len(names)):
+            e = names[(r + j) % len(names)]
+            ts, stop = [], time.perf_counter() + slice_s
+            while len(ts) < min_calls or time.perf_counter() < stop:
+                t0 = time.perf_counter()
+                calls[e]()
+                ts.append((time.perf_counter() - t0) * 1e3)
+            every[e] += ts
+            med[e].append(statistics.median(ts))
+        r += 1
+    return every, med
 
 
 def trivial_model(tmp):
@@ -354,14 +440,19 @@ def main():
     core = ov.Core() if ov else None
     triv = trivial_model(tmp)
     over = {}
-    for t in threads:   # the Python per-call overhead, subtracted from ORT's and OpenVINO's times
+    triv_so = os.path.join(tmp, "trivial.so")
+    icc_compile(a.icc, triv, [], triv_so)
+    for t in threads:   # the Python per-call overhead, subtracted from icc's and ORT's times
         x = {"x": np.zeros(1, np.float32)}
         s = ort_session(triv, t)
         over[("ort", t)] = p50_loop(lambda: s.run(None, x), 0.3, 50)
+        lib = IccLib(triv_so, t, x)
+        over[("icc", t)] = p50_loop(lib.run, 0.3, 50)
+        lib.close()
         if core is not None:
             req = ov_request(core, triv, t, x)
             over[("ov", t)] = p50_loop(req.infer, 0.3, 50)
-    log("per-call time of a one-Identity model (ms; ORT's is subtracted): " +
+    log("per-call time of a one-Identity model (ms; icc's and ORT's are subtracted): " +
         ", ".join("%s %d thr %.4f" % (e, t, v) for (e, t), v in over.items()))
 
     rows, notes = [], []
@@ -399,21 +490,51 @@ def main():
         check = [c for c in check if c]
         notes += ["%s: %s" % (name, c) for c in check]
         times = {(e, t): [] for e in ("icc", "ort", "ov") for t in threads}
-        for rnd in range(a.rounds):
+        ratio = {}
+        if kind == "chain":
+            for rnd in range(a.rounds):
+                for t in threads:
+                    engines = ["icc", "ort", "ov"]
+                    engines = engines[rnd % 3:] + engines[:rnd % 3]   # rotate who goes first
+                    for e in engines:
+                        if e == "icc" and not refused:
+                            times[(e, t)].append(icc_p50(a.icc, so, t, a.time))
+                        elif e == "ort":
+                            s = sessions[t]
+                            times[(e, t)].append(max(p50_loop(lambda: s.run(None, feeds), a.time) - over[("ort", t)],
+                                                     1e-4))
+                        elif e == "ov" and t in ovreq:
+                            r = ovreq[t]
+                            times[(e, t)].append(p50_loop(r.infer, a.time))
+        else:
             for t in threads:
-                engines = ["icc", "ort", "ov"]
-                engines = engines[rnd % 3:] + engines[:rnd % 3]   # rotate who goes first
-                for e in engines:
-                    if e == "icc" and not refused:
-                        times[(e, t)].append(icc_p50(a.icc, so, t, a.time))
-                    elif e == "ort":
-                        s = sessions[t]
-                        times[(e, t)].append(max(p50_loop(lambda: s.run(None, feeds), a.time) - over[("ort", t)], 1e-4))
-                    elif e == "ov" and t in ovreq:
-                        r = ovreq[t]
-                        times[(e, t)].append(p50_loop(r.infer, a.time))
+                calls = {"ort": lambda s=sessions[t]: s.run(None, feeds)}
+                libs = [] if refused else [IccLib(so, t, feeds)]
+                if libs:
+                    calls["icc"] = libs[0].run
+                if t in ovreq:
+                    calls["ov"] = ovreq[t].infer
+                per, turn = {e: [] for e in calls}, {e: [] for e in calls}
+                for rnd in range(a.rounds):
+                    every, med = turns(calls, 3 * a.time)
+                    for e in calls:
+                        per[e] += every[e]
+                        turn[e] += med[e]
+
+                def less(e, v):   # less the Python call's own time (not OpenVINO's: see above)
+                    return [max(x - over.get((e, t), 0) if e != "ov" else x, 1e-4) for x in v]
+                for e, v in per.items():
+                    times[(e, t)] = less(e, v)
+                for p in ("ort", "ov"):
+                    if "icc" in per and p in per:
+                        ratio[(p, t)] = statistics.median(i / o for i, o in zip(less("icc", turn["icc"]),
+                                                                                 less(p, turn[p])))
+                for lib in libs:
+                    lib.close()
         for t in threads:
             med = {e: statistics.median(times[(e, t)]) if times[(e, t)] else None for e in ("icc", "ort", "ov")}
+            for p in ("ort", "ov"):
+                med["r_" + p] = ratio.get((p, t), med["icc"] / med[p] if med["icc"] and med[p] else None)
             pk = peak["fma_gflops_per_core"] if t == 1 else min(peak["fma_gflops_all_cores"],
                                                                t * peak["fma_gflops_per_core"])
             gfl = flops / (med["icc"] * 1e-3) / 1e9 if med["icc"] and flops else None
@@ -433,11 +554,13 @@ def main():
     print("machine: %s cores, FP32 FMA peak %.1f GFLOP/s per core, %.1f on all (icc bench --peak); "
           "DRAM read %.1f GB/s per core\n" % (peak["cores"], peak["fma_gflops_per_core"],
                                                peak["fma_gflops_all_cores"], peak["read_gbs_per_core"]["DRAM"]))
-    print("p50 ms (median of %d round%s of %.2f s per engine); icc/ORT and icc/OV are time ratios (< 1: icc "
-          "faster); a one-Identity model's per-call time, ORT's subtracted from its rows, OpenVINO's (inputs set "
-          "once, req.infer()) not: %s\n" % (
-              a.rounds, "" if a.rounds == 1 else "s", a.time,
-              ", ".join("%s %d thr %.1f us" % ("ORT" if e == "ort" else "OV", t, v * 1e3) for (e, t), v in over.items())))
+    print("p50 ms of all calls, the engines taking turns of 0.2 s (%d round%s of %.2f s); icc/ORT and icc/OV "
+          "are the medians of the per-turn time ratios (< 1: icc faster; Add chains: each engine alone for %.2f s "
+          "a round, ratios of the p50s); a one-Identity model's per-call time, icc's and ORT's subtracted from "
+          "their rows, OpenVINO's (inputs set once, req.infer()) not: %s\n" % (
+              a.rounds, "" if a.rounds == 1 else "s", 3 * a.time, a.time,
+              ", ".join("%s %d thr %.1f us" % ({"ort": "ORT", "ov": "OV", "icc": "icc"}[e], t, v * 1e3)
+                        for (e, t), v in over.items())))
     print("| workload | threads | icc | ONNX Runtime | OpenVINO | icc/ORT | icc/OV | icc GFLOP/s | % of peak | check |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
@@ -447,7 +570,7 @@ def main():
             continue
         print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["name"], r["threads"], fmt(r["icc"]), fmt(r["ort"]), fmt(r["ov"]),
-            fmt(r["icc"] / r["ort"] if r["ort"] else None, "%.2f"), fmt(r["icc"] / r["ov"] if r["ov"] else None, "%.2f"),
+            fmt(r["r_ort"], "%.2f"), fmt(r["r_ov"], "%.2f"),
             fmt(r["gflops"], "%.1f"), fmt(r["peak_pct"], "%.0f%%"), r["check"] or "ok"))
     for t, g in gpt.items():
         if "refused" in g:
@@ -462,8 +585,8 @@ def main():
     print()
     for t in threads:
         sel = [r for r in rows if r["threads"] == t and not r["refused"]]
-        go = geomean([r["icc"] / r["ort"] for r in sel if r["ort"]])
-        gv = geomean([r["icc"] / r["ov"] for r in sel if r["ov"]])
+        go = geomean([r["r_ort"] for r in sel if r["r_ort"]])
+        gv = geomean([r["r_ov"] for r in sel if r["r_ov"]])
         print("geometric mean, %d thread%s: icc/ORT %s, icc/OV %s (%d workloads)" % (
             t, "" if t == 1 else "s", fmt(go, "%.2f"), fmt(gv, "%.2f"), len(sel)))
     for n in notes:
