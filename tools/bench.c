@@ -1623,7 +1623,7 @@ static int bench_compare(const bopts *o, char (*so)[4200])
             int i = (int)((rounds + j) % n);
             if (run_once(ctx[i], &b[i], &sec) < 0)
                 goto out;
-            t[i][rounds] = sec * 1e3;
+            t[i][rounds] = sec > 1e-9 ? sec * 1e3 : 1e-6;   /* a ratio needs a positive time */
         }
         rounds++;
     }
@@ -1637,7 +1637,7 @@ static int bench_compare(const bopts *o, char (*so)[4200])
     for (int i = 0; i < n; i++) {
         icc_bench_ratio q;
         if (icc_bench_paired(t[0], t[i], rounds, &q) != 0) {
-            icc_fail("a run timed at zero or out of memory");
+            icc_fail("out of memory");
             goto out;
         }
         /* the statistics sort a copy; the paired ratios need run order */
