@@ -7,6 +7,10 @@ p50 (docs/performance.md uses the minimums where neighbours make the host 2-3x
 slow for stretches).
 
     python3 bench/ab.py [--icc build/icc] [--threads 1] [--rounds 6] [--runs 200] A.so B.so ...
+
+`icc bench A.so B.so` takes turns run by run instead and reports each library's median ratio
+to the first in the same round, which holds where a slow stretch of the host lasts less than
+one of these rounds (docs/performance.md, "Two builds side by side").
 """
 import argparse
 import json
