@@ -201,6 +201,12 @@ static bool num_opt(const char *s, const char *key, double *out)
     return true;
 }
 
+static bool ends_with_so(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 3 && !strcmp(s + n - 3, ".so");
+}
+
 static int parse(int argc, char **argv, bopts *o)
 {
     *o = (bopts){.runs = 20, .queries = 200, .time_s = 1.0, .warmup_s = 2.0, .prompt_len = 16};
@@ -302,7 +308,7 @@ static int parse(int argc, char **argv, bopts *o)
     if (o->sc == SC_SERVER && (o->nbatch > 1 || o->nthreads > 1))
         return icc_fail("--scenario=server runs one thread count and one batch");
     for (int i = 0; i < o->nmodels && o->npass; i++)
-        if (strlen(o->models[i]) > 3 && !strcmp(o->models[i] + strlen(o->models[i]) - 3, ".so"))
+        if (ends_with_so(o->models[i]))
             return icc_fail("%s: unknown option for a compiled model (options for the compiler need an .onnx)",
                             o->pass[0]);
     return 0;
@@ -1679,12 +1685,6 @@ out:
     return rc;
 }
 
-static bool ends_with_so(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 3 && !strcmp(s + n - 3, ".so");
-}
-
 /* --generate: the decode model so (and the prefill model pre, or NULL),
  * once per thread count. */
 static int bench_generate(const bopts *o, const char *so, const char *pre)
@@ -1735,7 +1735,6 @@ int icc_bench_main(int argc, char **argv, const char *self)
     if (!mkdtemp(tmp))
         return icc_fail("cannot make a temporary folder: %s", strerror(errno));
     char so[4200];
-    size_t len = strlen(o.model);
     int rc;
     if (o.nmodels > 1) {
         char(*sos)[4200] = calloc(MAX_CMP, sizeof *sos);
@@ -1754,7 +1753,7 @@ int icc_bench_main(int argc, char **argv, const char *self)
         rm_tree(tmp);
         return rc;
     }
-    if (len > 3 && !strcmp(o.model + len - 3, ".so")) {
+    if (ends_with_so(o.model)) {
         snprintf(so, sizeof so, "%s", o.model);
         rc = o.generate ? 0 : bench_model(&o, so, tmp);
     } else {
