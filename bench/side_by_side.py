@@ -5,8 +5,8 @@
                                   [--rounds 3] [--time 0.25] [--keep DIR]
 
 Engines:
-  icc          the compiled .so (icc -O3), called in this process through its runtime API
-               (ctypes: icc_model_open, icc_run), less the per-call overhead measured on a
+  icc          the compiled .so (icc -O3), called in this process through the project's Python
+               package (python/icc: m.run(feeds, out=...)), less the per-call overhead measured on a
                one-Identity model (printed); its outputs come from `icc run MODEL.so` on the
                same .npy inputs the others get. The Add chains (microseconds and less, where
                a Python call's noise is larger than the run) are timed by `icc bench --json`.
@@ -43,8 +43,6 @@ the FP32 FMA peak `icc bench --peak --json` measures (one core's at 1 thread, al
 that). --quick: one round, shorter runs, fewer workloads, the quick peak.
 """
 import argparse
-import ctypes
-import functools
 import json
 import math
 import os
@@ -63,12 +61,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "models"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
 import matmul as mm_bench  # noqa: E402
 import zoo  # noqa: E402
 import gpt2_static_kv  # noqa: E402
 from models import LIGHT, static_shapes  # noqa: E402
 
 import onnxruntime as ort  # noqa: E402
+import icc  # noqa: E402  (python/icc: the runtime API through ctypes)
 
 ort.set_default_logger_severity(3)
 try:
@@ -176,55 +176,12 @@ def p50_loop(fn, seconds, min_runs=5):
     return statistics.median(ts)
 
 
-class IccLib:
-    """A compiled model called in this process through the runtime it links (ctypes)."""
-
-    class Desc(ctypes.Structure):
-        _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
-                    ("dims", ctypes.POINTER(ctypes.c_int64)), ("dim_names", ctypes.c_void_p)]
-
-    def __init__(self, so, threads, feeds):
-        lib = self.lib = ctypes.CDLL(os.path.abspath(so))
-        lib.icc_model_input.restype = lib.icc_model_output.restype = ctypes.POINTER(IccLib.Desc)
-        lib.icc_last_error.restype = lib.icc_context_error.restype = ctypes.c_char_p
-        self.m, self.ctx = ctypes.c_void_p(), ctypes.c_void_p()
-        if lib.icc_model_open(os.path.abspath(so).encode(), None, ctypes.byref(self.m)):
-            raise RuntimeError(lib.icc_last_error().decode())
-        if lib.icc_context_create(self.m, None, ctypes.byref(self.ctx)) or \
-                lib.icc_context_set_threads(self.ctx, threads):
-            raise RuntimeError(lib.icc_last_error().decode())
-        self.keep, ins, dims, outs = [], [], [], []
-        i = 0
-        while lib.icc_model_input(self.m, i):
-            d = lib.icc_model_input(self.m, i).contents
-            a = np.ascontiguousarray(feeds[d.name.decode()])
-            self.keep.append(a)
-            dv = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
-            self.keep.append(dv)
-            ins.append(a.ctypes.data_as(ctypes.c_void_p))
-            dims.append(ctypes.cast(dv, ctypes.POINTER(ctypes.c_int64)))
-            i += 1
-        self.ins = (ctypes.c_void_p * max(i, 1))(*ins)
-        self.dims = (ctypes.POINTER(ctypes.c_int64) * max(i, 1))(*dims)
-        j = 0
-        while lib.icc_model_output(self.m, j):
-            d = lib.icc_model_output(self.m, j).contents
-            od = (ctypes.c_int64 * 64)()
-            if lib.icc_output_dims(self.m, self.dims, j, od):
-                raise RuntimeError(lib.icc_last_error().decode())
-            n = int(np.prod([od[k] for k in range(d.rank)])) if d.rank else 1
-            buf = np.empty(n * 8 + 64, np.uint8)   # 8 bytes covers every dtype's element
-            self.keep.append(buf)
-            outs.append(buf.ctypes.data_as(ctypes.c_void_p))
-            j += 1
-        self.outs = (ctypes.c_void_p * max(j, 1))(*outs)
-        self.run = functools.partial(lib.icc_run, self.ctx, self.ins, self.dims, self.outs)
-        if self.run():
-            raise RuntimeError(lib.icc_context_error(self.ctx).decode())
-
-    def close(self):
-        self.lib.icc_context_destroy(self.ctx)
-        self.lib.icc_model_close(self.m)
+def icc_call(so, threads, feeds):
+    """A call of the compiled model in this process (the project's Python package, python/icc):
+    its outputs written into arrays made once, as an app's loop would."""
+    m = icc.load(so, threads=threads)
+    out = m.run(feeds)
+    return lambda: m.run(feeds, out=out)
 
 
 def turns(calls, seconds, slice_s=0.2, min_calls=3, min_turns=3):
@@ -446,9 +403,7 @@ def main():
         x = {"x": np.zeros(1, np.float32)}
         s = ort_session(triv, t)
         over[("ort", t)] = p50_loop(lambda: s.run(None, x), 0.3, 50)
-        lib = IccLib(triv_so, t, x)
-        over[("icc", t)] = p50_loop(lib.run, 0.3, 50)
-        lib.close()
+        over[("icc", t)] = p50_loop(icc_call(triv_so, t, x), 0.3, 50)
         if core is not None:
             req = ov_request(core, triv, t, x)
             over[("ov", t)] = p50_loop(req.infer, 0.3, 50)
@@ -509,9 +464,8 @@ def main():
         else:
             for t in threads:
                 calls = {"ort": lambda s=sessions[t]: s.run(None, feeds)}
-                libs = [] if refused else [IccLib(so, t, feeds)]
-                if libs:
-                    calls["icc"] = libs[0].run
+                if not refused:
+                    calls["icc"] = icc_call(so, t, feeds)
                 if t in ovreq:
                     calls["ov"] = ovreq[t].infer
                 per, turn = {e: [] for e in calls}, {e: [] for e in calls}
@@ -529,8 +483,6 @@ def main():
                     if "icc" in per and p in per:
                         ratio[(p, t)] = statistics.median(i / o for i, o in zip(less("icc", turn["icc"]),
                                                                                  less(p, turn[p])))
-                for lib in libs:
-                    lib.close()
         for t in threads:
             med = {e: statistics.median(times[(e, t)]) if times[(e, t)] else None for e in ("icc", "ort", "ov")}
             for p in ("ort", "ov"):
