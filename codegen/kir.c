@@ -18,7 +18,7 @@ static const struct {
 };
 
 /* Operand kinds of the intrinsic table. */
-enum { ARG_NONE, ARG_MEMW, ARG_MEMR, ARG_TILE, ARG_ROWSR, ARG_ROWSW };
+enum { ARG_NONE, ARG_MEMW, ARG_MEMR, ARG_TILE, ARG_ROWSR, ARG_ROWSW, ARG_HINT };
 typedef struct {
     int kind;
     ir_dtype dt;
@@ -30,6 +30,7 @@ typedef struct {
 #define TILE {ARG_TILE, IR_F32, 0}
 #define ROWSR {ARG_ROWSR, IR_F32, 0}
 #define ROWSW {ARG_ROWSW, IR_F32, 0}
+#define HINT {ARG_HINT, IR_F32, 0}
 static const struct {
     const char *name, *feature;
     icc_kernel_kind kind;
@@ -46,6 +47,7 @@ static const struct {
 #undef TILE
 #undef ROWSR
 #undef ROWSW
+#undef HINT
 
 const char *kir_intrin_name(kir_intrin id) { return (unsigned)id < KIR_INTRIN_COUNT ? intrins[id].name : "?"; }
 const char *kir_intrin_feature(kir_intrin id)
@@ -654,6 +656,8 @@ static int vintrin(vctx *c, const kir_stmt *s)
         bool writes = want->kind == ARG_MEMW || want->kind == ARG_ROWSW;
         if (writes && (bf->kind == KIR_BUF_INPUT || bf->kind == KIR_BUF_WEIGHT))
             return ir_errorf(c->d, "kernel '%s': intrinsic %s writes read-only buffer '%.100s'", kn, nm, bf->name);
+        if (want->kind == ARG_HINT)
+            continue;
         if (want->kind == ARG_ROWSR || want->kind == ARG_ROWSW) {
             if (bf->rank < 2)
                 return ir_errorf(c->d, "kernel '%s': intrinsic %s: operand %d needs rows (rank >= 2)", kn, nm, i);

@@ -560,6 +560,8 @@ static void stmt(out *o, const kir_stmt *s, int depth, bool top_parallel)
         fail(o, "kernel %s: the CUDA backend does not emit %s yet", "barriers");
         return;
     case KIR_S_INTRINSIC:
+        if (s->intrin == KIR_IN_PREFETCH_L2)
+            return; /* a hint: dropped */
         pintrinsic(o, s, depth);
         return;
     }

@@ -366,6 +366,22 @@ static int emit_wstore(em *e, const kir_stmt *s)
     return 0;
 }
 
+/* prefetch_l2: llvm.prefetch (read, locality 2: prefetcht1 on x86) of the
+ * element's line, in a widened loop the first lane's. */
+static int emit_prefetch(em *e, const kir_stmt *s)
+{
+    const kir_iarg *a = &s->args[0];
+    LLVMValueRef p = e->wvar >= 0 ? first_lane_ptr(e, a->buf, a->nidx, a->idx) : em_elem_ptr(e, a->buf, a->nidx, a->idx);
+    if (!p)
+        return -1;
+    LLVMTypeRef pt = LLVMTypeOf(p);
+    unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->m, id, &pt, 1);
+    LLVMValueRef args[] = {p, LLVMConstInt(e->i32, 0, 0), LLVMConstInt(e->i32, 2, 0), LLVMConstInt(e->i32, 1, 0)};
+    LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->cx, id, &pt, 1), fn, args, 4, "");
+    return 0;
+}
+
 static int emit_store(em *e, const kir_stmt *s)
 {
     if (e->wvar >= 0)
@@ -1129,8 +1145,10 @@ static bool wcheck_block(em *e, const kir_block *bl)
         case KIR_S_BARRIER:
         case KIR_S_FAIL: /* a store of a constant: the same in every lane */
             break;
-        case KIR_S_INTRINSIC: /* operates on memory spans of its own */
-            return false;
+        case KIR_S_INTRINSIC: /* operates on memory spans of its own; a hint at the first lane's */
+            if (s->intrin != KIR_IN_PREFETCH_L2)
+                return false;
+            break;
         }
     }
     return true;
@@ -1471,7 +1489,7 @@ static int emit_block(em *e, const kir_block *bl, int depth)
             break;
         case KIR_S_BARRIER: /* a CPU block is one thread: nothing to wait for */
             break;
-        case KIR_S_INTRINSIC: rc = em_intrinsic(e, s); break;
+        case KIR_S_INTRINSIC: rc = s->intrin == KIR_IN_PREFETCH_L2 ? emit_prefetch(e, s) : em_intrinsic(e, s); break;
         case KIR_S_FAIL: {
             /* atomic: chunks on other threads may fail at the same time */
             int32_t code = ICC_ERR_INVALID | ((e->k->fail_base + s->msg) << 8);

@@ -188,14 +188,18 @@ START_TEST(print_new_constructs)
     kir_iarg ld[2] = {{-1, 0, NULL, 2}, {r, 2, z2, 0}};
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, ld));
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_RELEASE, 0, NULL));
+    kir_iarg pf[1] = {{bb, 1, z1, 0}};   /* a hint: any dtype, the weight not written */
+    ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_PREFETCH_L2, 1, pf));
     ck_assert_msg(kir_verify(k, &d) == 0, "%s", d.msg);
     ck_assert(k->bufs[c].written);
+    ck_assert(!k->bufs[bb].written);
     text = kir_print(k);
     ck_assert_str_eq(text,
                      "kernel @dot(b0 %a: u8[64] in, b1 %b: i8[64] weight+0, b2 %c: i32[16] out, b3 %r: i8[16,64] arena+64)\n"
                      "  dpbusd(16) b2[0], b0[0], b1[0]\n"
                      "  amx_load t2, b3[0, 0]\n"
-                     "  amx_release\n");
+                     "  amx_release\n"
+                     "  prefetch_l2 b1[0]\n");
     free(text);
     ck_assert_str_eq(kir_intrin_feature(KIR_IN_DPBF16), "avx512bf16");
     ck_assert_int_eq(kir_intrin_nargs(KIR_IN_MMA_SYNC), 4);
@@ -313,6 +317,7 @@ START_TEST(verifier_new_rules)
         "intrinsic amx_load: operand 1 needs rows",       /* 15 */
         "let l0 is f32, read as i32",                     /* 16 */
         "invalid barrier scope",                          /* 17 */
+        "intrinsic prefetch_l2: operand 0 must be a buffer element", /* 18 */
     };
     icc_diag d = {{0}};
     for (int c = 0; c < (int)(sizeof msgs / sizeof msgs[0]); c++) {
@@ -421,6 +426,11 @@ START_TEST(verifier_new_rules)
         case 17:
             kir_barrier(k, body, (kir_scope)7);
             break;
+        case 18: {
+            kir_iarg a[1] = {{-1, 0, NULL, 0}};
+            kir_intrinsic(k, body, KIR_IN_PREFETCH_L2, 1, a);
+            break;
+        }
         }
         ck_assert_int_eq(kir_verify(k, &d), -1);
         ck_assert_msg(strstr(d.msg, msgs[c]) && strstr(d.msg, "kernel 'bad'"), "case %d: %s", c, d.msg);
