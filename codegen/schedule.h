@@ -81,6 +81,11 @@ typedef struct cg_schedule {
      * lanes x lanes, in the attention kernel's keys and Transposes that
      * swap their last two merged dims (movement.c) */
     bool f32_transpose;
+    /* contractions on the register tile fetch the next B panel into L2
+     * (kir_intrinsics.def prefetch_l2) while the current one's row blocks
+     * run from cache: a weight streamed from L3 or DRAM is then read
+     * while the FMAs run instead of only by each panel's first row block */
+    bool prefetch_b;
     int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
                                   than a weight panel of kc x block in L2, measured) */
 } cg_schedule;

@@ -329,6 +329,30 @@ static int mm_panel(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g
     return 0;
 }
 
+/* Packed B with a buffer of its own (packed_b, one k per row): line
+ * `line` of the current k's row in the panel after the one at j0. The
+ * panels lie one after another, K x pw apart; past the last full panel
+ * the hint stays on it (then already in cache), so the address is in
+ * bounds without a clamp per k step. */
+static int mm_prefetch(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr *j0, kir_expr *line)
+{
+    (void)g;
+    mm_tile *u = t->u;
+    const mm_geo *mg = u->g;
+    kir_kernel *k = c->k;
+    int64_t K = mg->kd.v, N = mg->n.v, W = mg->pw, epl = 64 / (int64_t)ir_dtype_size(k->bufs[mg->pbuf].dtype);
+    kir_expr *jn = lw_imin(k, lw_iaddc(k, j0, W), lw_i64c(k, (N / W - 1) * W));
+    kir_expr *f = lw_packed_at(k, K, 1, 0, u->kv, jn, lw_i64c(k, W), lw_imulc(k, line, epl));
+    const ir_type *tb = mg->tb;
+    kir_expr *mat = lw_i64c(k, 0);
+    for (int d = 0; d < tb->rank - 2; d++) {
+        int od = mg->nbatch - (tb->rank - 2) + d;
+        mat = kir_iadd(k, lw_imulc(k, mat, tb->dims[d].v), tb->dims[d].v == 1 ? lw_i64c(k, 0) : u->bat[od]);
+    }
+    kir_iarg a = {.buf = mg->pbuf, .nidx = 1, .idx = (kir_expr *[]){kir_iadd(k, lw_imulc(k, mat, K * N), f)}};
+    return kir_intrinsic(k, b, KIR_IN_PREFETCH_L2, 1, &a) ? 0 : -1;
+}
+
 static kir_expr *mm_kstep(lctx *c, cg_tile *t)
 {
     mm_tile *u = t->u;
@@ -412,6 +436,10 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
         .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !gemv && !mdyn, .kc = u.kc, .kstep = mm_kstep,
         .setup = mm_setup, .k_open = mm_k_open, .pack = g->pw ? mm_panel : pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
+    if (g->pw && g->pbuf >= 0 && g->pk == 1 && !g->pt && !gemv && g->n.v >= 2 * g->pw) {
+        t.prefetch = mm_prefetch;
+        t.pf_lines = (int)((width * (int64_t)ir_dtype_size(c->k->bufs[g->pbuf].dtype) + 63) / 64);
+    }
     return cg_tile_lower(c, &t);
 }
 

@@ -57,6 +57,26 @@ static int tile_pack_a(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, kir
     return 0;
 }
 
+/* The prefetch of the next B panel at the current k, in row block rb of
+ * the chunk's [rb0, ..): its first row block streams the current panel,
+ * the ones after it each fetch p of the next panel's L lines (all L in a
+ * chunk of one row block). */
+static int tile_prefetch(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, kir_expr *rb, kir_expr *rb0,
+                         kir_expr *g, kir_expr *j0)
+{
+    kir_kernel *k = c->k;
+    int64_t L = t->pf_lines, mcb = q->nb_dyn ? 1 : q->mcb;
+    int64_t p = mcb <= 1 ? L : cdiv(L, mcb - 1);
+    kir_expr *first = mcb <= 1 ? lw_i64c(k, 0)
+                    : lw_imulc(k, lw_imax(k, lw_iaddc(k, kir_iadd(k, rb, lw_imulc(k, rb0, -1)), -1), lw_i64c(k, 0)), p);
+    for (int64_t i = 0; i < p; i++) {
+        kir_expr *line = L == 1 ? lw_i64c(k, 0) : lw_imin(k, lw_iaddc(k, first, i), lw_i64c(k, L - 1));
+        if (t->prefetch(c, t, b, g, j0, line) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The reduction blocks [kb0, kb1) of the chunk, in *b. All but the last
  * block leave partial sums in the output as they are; `final` blocks
  * (only the last) store through the epilogues, which then run once per
@@ -130,6 +150,8 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
         if (!kir_acc_set(k, kbody, acc[r], f))
             return -1;
     }
+    if (t->prefetch && t->pf_lines > 0 && c->s->prefetch_b && tile_prefetch(c, t, q, kbody, kir_var(k, rbv), rb0, g, j0) < 0)
+        return -1;
     for (int r = 0; r < R; r++) {
         t->out(c, t, rows[r], g, j, oi);
         kir_expr *v = kir_acc(k, acc[r]);
