@@ -163,24 +163,40 @@ int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, in
 }
 
 void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int64_t nq, int64_t mc_blocks,
-                             bool pack_a, int64_t *nrc, int64_t *ncc)
+                             bool pack_a, int rows, int width, int64_t *nrc, int64_t *ncc)
 {
-    int64_t r = (nb + mc_blocks - 1) / mc_blocks;
+    int64_t r0 = (nb + mc_blocks - 1) / mc_blocks;
     /* with A packed, a chunk's panels share its copy of A (each panel is
      * read from L1 by the chunk's row blocks and then left, so more of
      * them cost nothing): as few column chunks as the threads need */
-    int64_t cc = pack_a ? 1 : (nq + s->tile_nc_panels - 1) / s->tile_nc_panels;
-    while (nbat * r * cc < s->min_chunks) {
-        bool can_r = r < nb, can_c = cc < nq;
-        if (!can_r && !can_c)
-            break;
-        if (can_c && (!can_r || nq * r >= nb * cc))
-            cc++;
-        else
-            r++;
+    int64_t c0 = pack_a ? 1 : (nq + s->tile_nc_panels - 1) / s->tile_nc_panels;
+    /* Of the splits that the tile keeps as they are (nb blocks in r
+     * chunks of ceil(nb / r): r itself), the best reaches min_chunks,
+     * in a count that 4 threads share evenly (or many), reading the
+     * least: r times B's panels and c times A's rows; else the most
+     * chunks there are. */
+    int64_t br = r0, bc = c0, btot = 0;
+    double bcost = 0;
+    int bclass = -1;
+    for (int64_t r = r0; r <= nb && r <= r0 + 64; r++) {
+        if ((nb + (nb + r - 1) / r - 1) / ((nb + r - 1) / r) != r)
+            continue;
+        for (int64_t c = c0; c <= nq && c <= c0 + 64; c++) {
+            if ((nq + (nq + c - 1) / c - 1) / ((nq + c - 1) / c) != c)
+                continue;
+            int64_t tot = nbat * r * c;
+            int cls = tot < s->min_chunks ? 0 : tot % 4 == 0 || tot >= 4 * s->min_chunks ? 2 : 1;
+            double cost = (double)r * (double)nq * width + (double)c * (double)nb * rows;
+            bool better = cls != bclass ? cls > bclass
+                        : cls == 0      ? tot > btot
+                        : cost != bcost ? cost < bcost : tot < btot;
+            if (better) {
+                br = r, bc = c, btot = tot, bcost = cost, bclass = cls;
+            }
+        }
     }
-    *nrc = r;
-    *ncc = cc;
+    *nrc = br;
+    *ncc = bc;
 }
 
 int cg_schedule_fewest_rows(const cg_schedule *s, int64_t m)

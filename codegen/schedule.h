@@ -192,9 +192,13 @@ int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, in
  * most mc_blocks blocks by *ncc column chunks (one when A is packed,
  * pack_a), split further until there are min_chunks in all. Each row
  * chunk reads all of B's panels, so a B the kernel packs itself is
- * copied *nrc times (the pack-b pass packs a large one once instead). */
+ * copied *nrc times (the pack-b pass packs a large one once instead),
+ * and each column chunk all of A's rows: a split goes to the side whose
+ * chunks are longer, rows x row blocks against width x panels, so the
+ * operand read again is the smaller (16 x 768 x 768, B packed: 2 x 4
+ * chunks read B twice from L3, 1 x 8 once). */
 void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int64_t nq, int64_t mc_blocks,
-                             bool pack_a, int64_t *nrc, int64_t *ncc);
+                             bool pack_a, int rows, int width, int64_t *nrc, int64_t *ncc);
 
 /* Picks the schedule for target t (borrowed by *s: it must outlive s).
  * Returns 0, or -1 with a message for a target with no schedule yet. */

@@ -208,7 +208,7 @@ static bool run_packable(const cg_schedule *s, const ir_node *n, int64_t w)
         nbat *= y->type.dims[d].v;
     int64_t nrc, ncc;
     cg_schedule_tile_chunks(s, nbat, (m.v + s->tile_rows - 1) / s->tile_rows, N / w, s->gemm_apack_mc_blocks, true,
-                            &nrc, &ncc);
+                            s->tile_rows, (int)w, &nrc, &ncc);
     return nrc >= 3;
 }
 

@@ -188,7 +188,7 @@ int cg_tile_lower(lctx *c, cg_tile *t)
         nrc = cdiv(q.nb, mcb);
         ncc = 1;
     } else
-        cg_schedule_tile_chunks(c->s, t->nbat, q.nb, q.nq, mcb, t->pack_a, &nrc, &ncc);
+        cg_schedule_tile_chunks(c->s, t->nbat, q.nb, q.nq, mcb, t->pack_a, R, t->width, &nrc, &ncc);
     if (t->n_dyn) {
         /* panels known at run time: a constant number of column chunks,
          * enough for the threads, each taking its share */

@@ -109,10 +109,11 @@ def cases():
     ]
     # B a graph input that several row chunks would each copy: packed once
     # at run time by a Transpose before the product (pack-b), rank 2,
-    # batched, and broadcast over A's batch; each must come out packed
+    # batched, and broadcast over A's batch; each must come out packed (2 x 100
+    # rows batched took 2 x 2 chunks, which copy B twice, and is not packed)
     out += [
         ("rp_300x200x256", "MatMul", [300, 200], [200, 256], None, {}, False),
-        ("rp_batched", "MatMul", [2, 100, 64], [2, 64, 128], None, {}, False),
+        ("rp_batched", "MatMul", [2, 300, 64], [2, 64, 128], None, {}, False),
         ("rp_bcast", "MatMul", [2, 300, 70], [70, 192], None, {}, False),
     ]
     return out
