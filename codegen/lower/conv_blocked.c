@@ -314,6 +314,35 @@ static kir_stmt *bc_store(lctx *c, const bconv *g, kir_block *b, kir_expr *ob, k
     return kir_store(k, b, c->out, oi, lw_to_out(c, lower_epi(c, val, oi)));
 }
 
+/* The next output block group's weights at the current reduction
+ * position, hinted into L2 (the schedule's prefetch_b) in *b from trip p
+ * of bc_trips' parallel loop (static sizes, W unpacked in a buffer of its
+ * own): a group's trips (its T pixel blocks, consecutive) share its
+ * weight panel, the first streaming it from L3 or DRAM, so each one after
+ * it fetches pp of the next group's V vectors, pp = V / (T - 1) rounded
+ * up (all V when a group is one trip). The next group's blocks are
+ * clamped to the last one, so the hint needs no test per step. */
+static int bc_prefetch(lctx *c, const bconv *g, kir_block *b, int V, int R, kir_expr *p, kir_expr *const *ob)
+{
+    kir_kernel *k = c->k;
+    if (!c->s->prefetch_b || g->sym || g->pk != 1 || c->buf[1] < 0 || g->MB <= V)
+        return 0;
+    int64_t m = g->flat ? g->OH * g->OW : g->OW, T = (g->flat ? 1 : g->OH) * ((m + R - 1) / R);
+    int64_t pp = T <= 1 ? V : (V + T - 2) / (T - 1);
+    kir_expr *first = T <= 1 ? lw_i64c(k, 0)
+                             : lw_imulc(k, lw_imax(k, lw_iaddc(k, lw_iremc(k, p, T), -1), lw_i64c(k, 0)), pp);
+    for (int64_t i = 0; i < pp; i++) {
+        kir_expr *v = V == 1 ? lw_i64c(k, 0) : lw_imin(k, lw_iaddc(k, first, i), lw_i64c(k, V - 1));
+        /* ob[v] + V for the v chosen at run time: ob[0] + v + V, the blocks being consecutive */
+        kir_expr *blk = lw_imin(k, kir_iadd(k, lw_iaddc(k, ob[0], V), v), lw_i64c(k, g->MB - 1));
+        kir_iarg a = {.buf = c->buf[1], .nidx = 6,
+                      .idx = (kir_expr *[]){blk, g->icb, g->kh, g->kw, g->ic, lw_i64c(k, 0)}};
+        if (!kir_intrinsic(k, b, KIR_IN_PREFETCH_L2, 1, &a))
+            return -1;
+    }
+    return 0;
+}
+
 /* The schedule. One parallel trip is one register tile: V output blocks
  * (vectors of ML lanes) x R output pixels, over the whole reduction, so
  * no partial sum goes through Y. Trips run (batch, output block group,
@@ -357,6 +386,8 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
             if (!kir_acc_set(k, kb, acc[v][r], kir_op3(k, KIR_FMA, IR_F32, a, wv[v], kir_acc(k, acc[v][r]))))
                 return -1;
     }
+    if (bc_prefetch(c, g, kb, V, R, kir_var(k, lp->var), ob) < 0)
+        return -1;
     for (int v = 0; v < V; v++)
         for (int r = 0; r < R; r++)
             if (!bc_store(c, g, tb, ob[v], oh, rows[r], j, kir_acc(k, acc[v][r])))
