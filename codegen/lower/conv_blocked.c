@@ -395,6 +395,79 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
     return 0;
 }
 
+/* One output block per tile (V = 1) along a row, unit stride and
+ * dilation along W, KW > 1, no padding along W, static sizes: pixel r of
+ * the tile reads input column start + r + kw at tap kw, so per (input
+ * block, kh, lane) step each of the R + KW - 1 columns is broadcast once
+ * and feeds every (r, kw) with r + kw equal to it: R x KW FMAs on R + KW
+ * - 1 broadcasts and KW weight vectors. bc_lower's 1 x R tile issues a
+ * broadcast per FMA, which holds two 512-bit FMA units to about half (a
+ * 16-channel 3x3 conv at 80 x 80: DBNet's head). The last tile of a row
+ * starts R before the row's end (its first pixels computed twice, the
+ * same values) instead of clamping its rows. */
+static bool bc_taps_fit(const bconv *g, int V, int R)
+{
+    return V == 1 && !g->sym && !g->flat && g->pk == 1 && g->KW > 1 && g->s[1] == 1 && g->d[1] == 1 && !g->p[1] &&
+           !g->p[3] && R > 1 && g->OW >= R && R + g->KW - 1 <= BC_MAX_ROWS + 8;
+}
+
+static int bc_lower_taps(lctx *c, bconv *g, int R)
+{
+    kir_kernel *k = c->k;
+    kir_expr *oh, *ob[1], *rows[BC_MAX_ROWS];
+    kir_stmt *lp = bc_trips(c, g, 1, R, &oh, ob, rows);
+    int jv = kir_new_var(k);
+    if (!lp)
+        return -1;
+    int64_t NRB = (g->OW + R - 1) / R;
+    kir_expr *start = lw_imin(k, lw_imulc(k, lw_iremc(k, kir_var(k, lp->var), NRB), R), lw_i64c(k, g->OW - R));
+    kir_stmt *lj = kir_for(k, &lp->body, jv, lw_i64c(k, 0), lw_i64c(k, g->ML), KIR_VECTOR, (int)g->ML);
+    if (!lj)
+        return -1;
+    kir_expr *j = kir_var(k, jv);
+    kir_block *tb = &lj->body;
+    int acc[BC_MAX_ROWS];
+    for (int r = 0; r < R; r++)
+        if ((acc[r] = kir_new_acc(k, IR_F32)) < 0 || !kir_acc_set(k, tb, acc[r], kir_const_f(k, IR_F32, 0)))
+            return -1;
+    /* the reduction loops without kw (a trip-1 loop stands for it) */
+    bconv gk = *g;
+    gk.KW = 1;
+    kir_block *kb = tb;
+    if (k_open(c, &gk, oh, &kb) < 0)
+        return -1;
+    g->icb = gk.icb, g->kh = gk.kh, g->ic = gk.ic;
+    kir_expr *wv[16];
+    int64_t KW = g->KW < 16 ? g->KW : 16;
+    for (int64_t t = 0; t < KW; t++) {
+        kir_expr *wi[6] = {ob[0], g->icb, g->kh, lw_i64c(k, t), g->ic, j};
+        if (!(wv[t] = kir_let(k, kb, lw_load_in(c, 1, wi))))
+            return -1;
+    }
+    for (int64_t col = 0; col < R + KW - 1; col++) {
+        kir_expr *xi[5] = {g->nb, g->icb, kir_iadd(k, row_start(k, g, oh), lw_imulc(k, g->kh, g->d[0])),
+                           lw_iaddc(k, start, col), g->ic};
+        kir_expr *a = kir_let(k, kb, lw_load_in(c, 0, xi));
+        if (!a)
+            return -1;
+        for (int64_t t = 0; t < KW; t++) {
+            int64_t r = col - t;
+            if (r >= 0 && r < R &&
+                !kir_acc_set(k, kb, acc[r], kir_op3(k, KIR_FMA, IR_F32, a, wv[t], kir_acc(k, acc[r]))))
+                return -1;
+        }
+    }
+    for (int64_t t = 0; t < KW; t++) {
+        g->kw = lw_i64c(k, t);
+        if (bc_prefetch(c, g, kb, 1, R, kir_var(k, lp->var), ob) < 0)
+            return -1;
+    }
+    for (int r = 0; r < R; r++)
+        if (!bc_store(c, g, tb, ob[0], oh, lw_iaddc(k, start, r), j, kir_acc(k, acc[r])))
+            return -1;
+    return 0;
+}
+
 /* The dot-product kernels, bf16 pairs (packed_k = 2, the pack-b pass; X
  * read in bf16) and u8 x i8 quads (packed_k = 4, the integer form):
  * bc_lower's trips, tile and clamping, with the sums in thread scratch at
@@ -769,5 +842,12 @@ int lower_conv_blocked(lctx *c)
         return bc_lower_amx(c, &g, &amx);
     if (pairs)
         return bc_lower_dots(c, &g, V, tile_rows(m, most));
+    /* one output block along a row: the taps share broadcasts (bc_lower_taps), R accumulators
+     * beside KW weights and two or three broadcasts */
+    int taps_most = ((wide ? 32 : 16) - 3 - (int)g.KW * regs_per_vec) / regs_per_vec;
+    if (taps_most > most)
+        taps_most = most;
+    if (taps_most > 1 && bc_taps_fit(&g, V, tile_rows(m, taps_most)))
+        return bc_lower_taps(c, &g, tile_rows(m, taps_most));
     return bc_lower(c, &g, V, tile_rows(m, most));
 }
