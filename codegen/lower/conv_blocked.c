@@ -40,6 +40,8 @@ typedef struct {
     int64_t s[2], d[2], p[4];         /* strides, dilations, pads [top, left, bottom, right] */
     bool flat;                        /* 1x1, stride 1, no pads: rows run over the whole plane */
     bool integer;                     /* u8 X, i8 W (quads), i32 B and Y: the quad kernel */
+    bool groups_inner;                /* trips run (batch, row, pixel block, group): the groups
+                                         fastest (bc_trips) */
     int64_t pk;                       /* packed_k: W's taps [CL/pk, ML, pk] (1: [CL, ML]) */
     int64_t lsteps;                   /* steps of the lane loop: CL, or CL / pk for the pair kernel */
     int wflat;                        /* pk > 1: a flat view of W's buffer */
@@ -286,12 +288,22 @@ static kir_stmt *bc_trips(lctx *c, bconv *g, int V, int R, kir_expr **oh, kir_ex
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, g->N * MBG * G * NRB), KIR_PARALLEL, 0);
     if (!lp)
         return NULL;
-    kir_expr *p = kir_var(k, pv);
-    kir_expr *rb = lw_iremc(k, p, NRB), *q = lw_idivc(k, p, NRB);
-    *oh = G > 1 ? lw_iremc(k, q, G) : lw_i64c(k, 0);
-    q = lw_idivc(k, q, G);
-    kir_expr *mg = lw_iremc(k, q, MBG);
-    g->nb = g->N > 1 ? lw_idivc(k, q, MBG) : lw_i64c(k, 0);
+    kir_expr *p = kir_var(k, pv), *rb, *q, *mg;
+    if (g->groups_inner) {   /* (batch, row, pixel block, group) */
+        mg = lw_iremc(k, p, MBG);
+        q = lw_idivc(k, p, MBG);
+        rb = lw_iremc(k, q, NRB);
+        q = lw_idivc(k, q, NRB);
+        *oh = G > 1 ? lw_iremc(k, q, G) : lw_i64c(k, 0);
+        g->nb = g->N > 1 ? lw_idivc(k, q, G) : lw_i64c(k, 0);
+    } else {                 /* (batch, group, row, pixel block) */
+        rb = lw_iremc(k, p, NRB);
+        q = lw_idivc(k, p, NRB);
+        *oh = G > 1 ? lw_iremc(k, q, G) : lw_i64c(k, 0);
+        q = lw_idivc(k, q, G);
+        mg = lw_iremc(k, q, MBG);
+        g->nb = g->N > 1 ? lw_idivc(k, q, MBG) : lw_i64c(k, 0);
+    }
     for (int v = 0; v < V; v++)
         ob[v] = lw_imin(k, lw_iaddc(k, lw_imulc(k, mg, V), v), lw_i64c(k, g->MB - 1));
     for (int r = 0; r < R; r++)
@@ -325,7 +337,7 @@ static kir_stmt *bc_store(lctx *c, const bconv *g, kir_block *b, kir_expr *ob, k
 static int bc_prefetch(lctx *c, const bconv *g, kir_block *b, int V, int R, kir_expr *p, kir_expr *const *ob)
 {
     kir_kernel *k = c->k;
-    if (!c->s->prefetch_b || g->sym || g->pk != 1 || c->buf[1] < 0 || g->MB <= V)
+    if (!c->s->prefetch_b || g->sym || g->groups_inner || g->pk != 1 || c->buf[1] < 0 || g->MB <= V)
         return 0;
     int64_t m = g->flat ? g->OH * g->OW : g->OW, T = (g->flat ? 1 : g->OH) * ((m + R - 1) / R);
     int64_t pp = T <= 1 ? V : (V + T - 2) / (T - 1);
@@ -419,8 +431,7 @@ static int bc_lower_taps(lctx *c, bconv *g, int R)
     int jv = kir_new_var(k);
     if (!lp)
         return -1;
-    int64_t NRB = (g->OW + R - 1) / R;
-    kir_expr *start = lw_imin(k, lw_imulc(k, lw_iremc(k, kir_var(k, lp->var), NRB), R), lw_i64c(k, g->OW - R));
+    kir_expr *start = lw_imin(k, rows[0], lw_i64c(k, g->OW - R));   /* rows[0] = the block's first pixel */
     kir_stmt *lj = kir_for(k, &lp->body, jv, lw_i64c(k, 0), lw_i64c(k, g->ML), KIR_VECTOR, (int)g->ML);
     if (!lj)
         return -1;
@@ -837,6 +848,18 @@ int lower_conv_blocked(lctx *c)
     int64_t m = g.flat ? g.OH * g.OW : g.OW;
     if (g.sym)
         m = g.flat ? INT64_C(1) << 20 : most < 14 ? most : 14;
+    /* Pixels fastest keep a group's weight panel in L2 while the input
+     * streams, once per group. When all the weights fit in a quarter of
+     * L2 and the input not in half, the groups go fastest instead:
+     * consecutive trips share their pixels' input and take the weights
+     * from L2, so the input is read once (ResNet-50's 1x1 convs from 256
+     * channels at 56 x 56 read their 3.2 MB input 2 to 16 times from L3) */
+    int64_t l2 = c->s->target ? c->s->target->l2_bytes : 0;
+    if (!g.sym && l2 > 0 && (g.MB + V - 1) / V > 1 && c->buf[0] >= 0 && c->buf[1] >= 0) {
+        int64_t xb = (int64_t)ir_dtype_size(c->k->bufs[c->buf[0]].dtype), wb = (int64_t)ir_dtype_size(c->k->bufs[c->buf[1]].dtype);
+        int64_t wbytes = g.MB * g.CB * g.KH * g.KW * g.CL * g.ML * wb, xbytes = g.CB * g.H * g.W * g.CL * xb;
+        g.groups_inner = wbytes <= l2 / 4 && xbytes > l2 / 2;
+    }
     bc_amx amx;
     if (bc_amx_plan(c, &g, pairs, &amx))
         return bc_lower_amx(c, &g, &amx);
