@@ -60,12 +60,13 @@ static int tile_pack_a(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, kir
 /* The prefetch of the next B panel at the current k, in row block rb of
  * the chunk's [rb0, ..): its first row block streams the current panel,
  * the ones after it each fetch p of the next panel's L lines (all L in a
- * chunk of one row block). */
+ * chunk of one row block; one each when the row blocks are known at run
+ * time only, as if there were enough). */
 static int tile_prefetch(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, kir_expr *rb, kir_expr *rb0,
                          kir_expr *g, kir_expr *j0)
 {
     kir_kernel *k = c->k;
-    int64_t L = t->pf_lines, mcb = q->nb_dyn ? 1 : q->mcb;
+    int64_t L = t->pf_lines, mcb = q->nb_dyn ? L + 1 : q->mcb;
     int64_t p = mcb <= 1 ? L : cdiv(L, mcb - 1);
     kir_expr *first = mcb <= 1 ? lw_i64c(k, 0)
                     : lw_imulc(k, lw_imax(k, lw_iaddc(k, kir_iadd(k, rb, lw_imulc(k, rb0, -1)), -1), lw_i64c(k, 0)), p);
