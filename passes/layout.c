@@ -299,6 +299,25 @@ static int finish(lay *L, ir_node *n, ir_value *b)
 
 /* ---- Conv ----------------------------------------------------------------- */
 
+/* v is a splat: ConstantOfShape of a constant shape (the light test
+ * models' weights), which packs to a splat of the packed shape. */
+static bool is_splat(const ir_value *v)
+{
+    const ir_node *def = v->kind == IR_VAL_NODE ? v->def : NULL;
+    return def && def->op == IR_OP_CONSTANT_OF_SHAPE && def->in[0]->kind == IR_VAL_CONST;
+}
+
+/* The splat of v's value (is_splat) in shape dims[n]; NULL on error. */
+static ir_value *resplat(lay *L, const ir_value *v, const int64_t *dims, int n)
+{
+    ir_value *s = i64_const(L, v->name, "_nchwc_shape", dims, n);
+    ir_node *d = s ? add_node(L, IR_OP_CONSTANT_OF_SHAPE, v->name, "_nchwc", 1, &s, NULL) : NULL;
+    for (int i = 0; d && i < v->def->nattr; i++)
+        if (ir_node_add_attr(L->g, d, &v->def->attrs[i]) < 0)
+            return ir_errorf(L->c->diag, "out of memory"), NULL;
+    return d && infer(L, d) == 0 ? d->out[0] : NULL;
+}
+
 /* Packs W [M, C, kh, kw] as [MP/cb, CP/ib, kh, kw, ib, cb] (ib: the
  * input's block, cb or 1; MP and CP: M and, with ib = cb, C padded to
  * whole blocks, the pad lanes' weights 0; only a constant is padded). */
@@ -326,16 +345,8 @@ static ir_value *pack_weights(lay *L, ir_value *w, int64_t ib)
                         src[(m * C + c) * kh * kw + k];
         return p;
     }
-    ir_node *def = w->kind == IR_VAL_NODE ? w->def : NULL;
-    if (def && def->op == IR_OP_CONSTANT_OF_SHAPE && def->in[0]->kind == IR_VAL_CONST) {
-        /* a splat stays a splat */
-        ir_value *s = i64_const(L, w->name, "_nchwc_shape", packed, 6);
-        ir_node *n = s ? add_node(L, IR_OP_CONSTANT_OF_SHAPE, w->name, "_nchwc", 1, &s, NULL) : NULL;
-        for (int i = 0; n && i < def->nattr; i++)
-            if (ir_node_add_attr(L->g, n, &def->attrs[i]) < 0)
-                return ir_errorf(L->c->diag, "out of memory"), NULL;
-        return n && infer(L, n) == 0 ? n->out[0] : NULL;
-    }
+    if (is_splat(w)) /* a splat stays a splat (its pad lanes too: finite, past M they are sliced off) */
+        return resplat(L, w, packed, 6);
     int64_t split[6] = {M / cb, cb, C / ib, ib, kh, kw};
     static const int64_t perm[6] = {0, 2, 4, 5, 3, 1};
     ir_value *r = reshape(L, w, split, 6, NULL);
@@ -356,6 +367,8 @@ static ir_value *pack_bias(lay *L, ir_value *b)
             memcpy(p->cval.data, b->cval.data, sizeof(float) * (size_t)M);
         return p;
     }
+    if (is_splat(b))
+        return resplat(L, b, s, 2);
     return reshape(L, b, s, 2, NULL);
 }
 
@@ -447,9 +460,13 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
     int64_t CP = *ib == L->cb ? cpad(L, C) : C;
     if (cpad(L, M) * CP * 2 > M * C * 3)
         return false;
-    /* padded blocks need constant weights (and bias) to pad with zeros */
-    if ((M % L->cb || (*ib == L->cb && C % L->cb)) &&
-        (w->kind != IR_VAL_CONST || (b && b->kind != IR_VAL_CONST)))
+    /* padded input channels need constant weights, zero on the pad lanes
+     * (theirs may hold any finite value); padded output channels a
+     * constant or a splat weight and bias (the pad lanes' sums are finite
+     * and sliced off where the value leaves the blocks) */
+    if (*ib == L->cb && C % L->cb && (w->kind != IR_VAL_CONST || (b && b->kind != IR_VAL_CONST)))
+        return false;
+    if (M % L->cb && ((w->kind != IR_VAL_CONST && !is_splat(w)) || (b && b->kind != IR_VAL_CONST && !is_splat(b))))
         return false;
     return window_ok(n, pads, s, dl);
 }
