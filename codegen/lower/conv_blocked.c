@@ -237,7 +237,7 @@ static int tile_rows(int64_t m, int most)
     return (int)((m + tiles - 1) / tiles);
 }
 
-enum { BC_MAX_VECS = 4, BC_MAX_ROWS = 28 };
+enum { BC_MAX_VECS = 4, BC_MAX_ROWS = 28, BC_MAX_TAPS = 16 };
 
 /* bc_trips over symbolic sizes: the same trips, their count and the
  * pixel blocks' the run's (m, the pixels of a row or the plane, and the
@@ -419,8 +419,8 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
  * same values) instead of clamping its rows. */
 static bool bc_taps_fit(const bconv *g, int V, int R)
 {
-    return V == 1 && !g->sym && !g->flat && g->pk == 1 && g->KW > 1 && g->s[1] == 1 && g->d[1] == 1 && !g->p[1] &&
-           !g->p[3] && R > 1 && g->OW >= R && R + g->KW - 1 <= BC_MAX_ROWS + 8;
+    return V == 1 && !g->sym && !g->flat && g->pk == 1 && g->KW > 1 && g->KW <= BC_MAX_TAPS && g->s[1] == 1 &&
+           g->d[1] == 1 && !g->p[1] && !g->p[3] && R > 1 && g->OW >= R;
 }
 
 static int bc_lower_taps(lctx *c, bconv *g, int R)
@@ -448,8 +448,8 @@ static int bc_lower_taps(lctx *c, bconv *g, int R)
     if (k_open(c, &gk, oh, &kb) < 0)
         return -1;
     g->icb = gk.icb, g->kh = gk.kh, g->ic = gk.ic;
-    kir_expr *wv[16];
-    int64_t KW = g->KW < 16 ? g->KW : 16;
+    kir_expr *wv[BC_MAX_TAPS];
+    int64_t KW = g->KW;
     for (int64_t t = 0; t < KW; t++) {
         kir_expr *wi[6] = {ob[0], g->icb, g->kh, lw_i64c(k, t), g->ic, j};
         if (!(wv[t] = kir_let(k, kb, lw_load_in(c, 1, wi))))

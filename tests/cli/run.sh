@@ -240,6 +240,21 @@ G
 }
 check "a packed MatMul prefetches its next B panel (prefetcht1) and matches the interpreter" matmul_prefetch
 
+# One output block along a row shares each input column between the taps
+# along W (conv_blocked.c's bc_lower_taps) for at most 16 taps: a 1x17
+# kernel of 16 channels (a first version kept 16 of its taps) and a 3x3
+# one must match the interpreter compiled.
+conv_taps_verify() {
+  cat >"$T/tp.icc" <<'G'
+graph @tp(%x: f32[1,16,6,40], %w: f32[16,16,1,17], %v: f32[16,16,3,3]) -> (%y, %z) {
+  %y = Conv(%x, %w) {kernel_shape = [1, 17], pads = [0, 8, 0, 8]} : f32[1,16,6,40]
+  %z = Conv(%x, %v) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1,16,6,40]
+}
+G
+  "$ICC" verify "$T/tp.icc" -O3 >"$T/tp.v" && [ "$(grep -cE "^  [yz]: 3840 elements, .*: ok$" "$T/tp.v")" = 2 ]
+}
+check "ConvNCHWc with taps sharing broadcasts (3 and 17 along W) matches the interpreter" conv_taps_verify
+
 # The layout pass blocks channels by the target's vector width, not the
 # host's: 8 for AVX2 (haswell), 16 for AVX-512, 4 for NEON, and an
 # aarch64 object from the same -O3 pipeline.
