@@ -188,15 +188,15 @@ int cg_schedule_fewest_rows(const cg_schedule *s, int64_t m);
 int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, int64_t b_bytes);
 
 /* The parallel chunks of a register tile (codegen/lower/tile.c) over nb
- * row blocks and nq column panels of nbat matrices: *nrc row chunks of at
- * most mc_blocks blocks by *ncc column chunks (one when A is packed,
- * pack_a), split further until there are min_chunks in all. Each row
- * chunk reads all of B's panels, so a B the kernel packs itself is
- * copied *nrc times (the pack-b pass packs a large one once instead),
- * and each column chunk all of A's rows: a split goes to the side whose
- * chunks are longer, rows x row blocks against width x panels, so the
- * operand read again is the smaller (16 x 768 x 768, B packed: 2 x 4
- * chunks read B twice from L3, 1 x 8 once). */
+ * row blocks (of `rows` rows) and nq column panels (of `width` columns)
+ * of nbat matrices: *nrc row chunks (at least enough for chunks of at
+ * most mc_blocks blocks) by *ncc column chunks (from one when A is
+ * packed, pack_a). Each row chunk reads all of B's panels, so a B the
+ * kernel packs itself is copied *nrc times (the pack-b pass packs a large
+ * one once instead), and each column chunk all of A's rows. Of the
+ * splits that reach min_chunks in a count 4 threads share evenly, the
+ * one reading least, nrc x B's columns + ncc x A's rows (16 x 768 x 768
+ * with B packed: 2 x 4 chunks read B twice from L3, 1 x 12 once). */
 void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int64_t nq, int64_t mc_blocks,
                              bool pack_a, int rows, int width, int64_t *nrc, int64_t *ncc);
 
