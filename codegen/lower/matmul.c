@@ -122,21 +122,28 @@ static int packed_view(lctx *c, mm_geo *g)
  * is wp wide (lw_packed_at). jj is the vector variable plus a uniform
  * offset, as an ADD (j + -j0): the emitter sees unit stride only through
  * ADDs. */
-static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir_expr *k, kir_expr *j0,
-                             kir_expr *wp, kir_expr *jj)
+/* The index in packed B's flat view (g->pbuf) of offset f in the matrix
+ * that the output batch indices bat[] read (B's size-1 dims broadcast). */
+static kir_expr *packed_flat(kir_kernel *kk, const mm_geo *g, kir_expr *const *bat, kir_expr *f)
 {
-    kir_kernel *kk = c->k;
     const ir_type *t = g->tb;
-    int64_t K = g->kd.v, N = g->n.v;
     kir_expr *mat = lw_i64c(kk, 0);
     for (int d = 0; d < t->rank - 2; d++) {
         int od = g->nbatch - (t->rank - 2) + d;
         kir_expr *bd = t->dims[d].v == 1 ? lw_i64c(kk, 0) : bat[od];
         mat = kir_iadd(kk, lw_imulc(kk, mat, t->dims[d].v), bd);
     }
+    return kir_iadd(kk, lw_imulc(kk, mat, g->kd.v * g->n.v), f);
+}
+
+static kir_expr *packed_b_at(lctx *c, const mm_geo *g, kir_expr *const *bat, kir_expr *k, kir_expr *j0,
+                             kir_expr *wp, kir_expr *jj)
+{
+    kir_kernel *kk = c->k;
+    int64_t K = g->kd.v, N = g->n.v;
     kir_expr *f = lw_packed_at(kk, K, g->pk, g->pt, k, j0, wp, jj);
     if (g->pbuf >= 0) {
-        kir_expr *e = kir_load(kk, g->pbuf, (kir_expr *[]){kir_iadd(kk, lw_imulc(kk, mat, K * N), f)});
+        kir_expr *e = kir_load(kk, g->pbuf, (kir_expr *[]){packed_flat(kk, g, bat, f)});
         ir_dtype bt = kk->bufs[g->pbuf].dtype;
         return lw_compute_dtype(bt) != bt ? kir_op1(kk, KIR_CAST, lw_compute_dtype(bt), e) : e;
     }
@@ -343,13 +350,7 @@ static int mm_prefetch(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr 
     int64_t K = mg->kd.v, N = mg->n.v, W = mg->pw, epl = 64 / (int64_t)ir_dtype_size(k->bufs[mg->pbuf].dtype);
     kir_expr *jn = lw_imin(k, lw_iaddc(k, j0, W), lw_i64c(k, (N / W - 1) * W));
     kir_expr *f = lw_packed_at(k, K, 1, 0, u->kv, jn, lw_i64c(k, W), lw_imulc(k, line, epl));
-    const ir_type *tb = mg->tb;
-    kir_expr *mat = lw_i64c(k, 0);
-    for (int d = 0; d < tb->rank - 2; d++) {
-        int od = mg->nbatch - (tb->rank - 2) + d;
-        mat = kir_iadd(k, lw_imulc(k, mat, tb->dims[d].v), tb->dims[d].v == 1 ? lw_i64c(k, 0) : u->bat[od]);
-    }
-    kir_iarg a = {.buf = mg->pbuf, .nidx = 1, .idx = (kir_expr *[]){kir_iadd(k, lw_imulc(k, mat, K * N), f)}};
+    kir_iarg a = {.buf = mg->pbuf, .nidx = 1, .idx = (kir_expr *[]){packed_flat(k, mg, u->bat, f)}};
     return kir_intrinsic(k, b, KIR_IN_PREFETCH_L2, 1, &a) ? 0 : -1;
 }
 
