@@ -340,11 +340,9 @@ static int bc_prefetch(lctx *c, const bconv *g, kir_block *b, int V, int R, kir_
     if (!c->s->prefetch_b || g->sym || g->groups_inner || g->pk != 1 || c->buf[1] < 0 || g->MB <= V)
         return 0;
     int64_t m = g->flat ? g->OH * g->OW : g->OW, T = (g->flat ? 1 : g->OH) * ((m + R - 1) / R);
-    int64_t pp = T <= 1 ? V : (V + T - 2) / (T - 1);
-    kir_expr *first = T <= 1 ? lw_i64c(k, 0)
-                             : lw_imulc(k, lw_imax(k, lw_iaddc(k, lw_iremc(k, p, T), -1), lw_i64c(k, 0)), pp);
-    for (int64_t i = 0; i < pp; i++) {
-        kir_expr *v = V == 1 ? lw_i64c(k, 0) : lw_imin(k, lw_iaddc(k, first, i), lw_i64c(k, V - 1));
+    kir_expr *rel = T > 1 ? lw_iremc(k, p, T) : lw_i64c(k, 0);
+    for (int64_t i = 0; i < lw_spread_count(T, V); i++) {
+        kir_expr *v = lw_spread_item(k, rel, T, V, i);
         /* ob[v] + V for the v chosen at run time: ob[0] + v + V, the blocks being consecutive */
         kir_expr *blk = lw_imin(k, kir_iadd(k, lw_iaddc(k, ob[0], V), v), lw_i64c(k, g->MB - 1));
         kir_iarg a = {.buf = c->buf[1], .nidx = 6,

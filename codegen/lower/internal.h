@@ -64,6 +64,11 @@ static inline kir_expr *lw_imin(kir_kernel *k, kir_expr *a, kir_expr *b) { retur
 static inline kir_expr *lw_imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
 static inline kir_expr *lw_iaddc(kir_kernel *k, kir_expr *a, int64_t b) { return b ? kir_iadd(k, a, lw_i64c(k, b)) : a; }
 static inline kir_expr *lw_imulc(kir_kernel *k, kir_expr *a, int64_t b) { return b != 1 ? kir_imul(k, a, lw_i64c(k, b)) : a; }
+/* Spreading a prefetch over blocks (tile.c's row blocks, conv_blocked.c's
+ * pixel trips): n consecutive blocks share a panel, the first streaming
+ * it, and each block after it hints lw_spread_count(n, L) of the next
+ * panel's L items (all L when n <= 1). */
+static inline int64_t lw_spread_count(int64_t n, int64_t L) { return n <= 1 ? L : (L + n - 2) / (n - 1); }
 static inline kir_expr *lw_idivc(kir_kernel *k, kir_expr *a, int64_t b)
 {
     return b != 1 ? kir_op2(k, KIR_DIV, IR_I64, a, lw_i64c(k, b)) : a;
@@ -71,6 +76,16 @@ static inline kir_expr *lw_idivc(kir_kernel *k, kir_expr *a, int64_t b)
 static inline kir_expr *lw_iremc(kir_kernel *k, kir_expr *a, int64_t b)
 {
     return b != 1 ? kir_op2(k, KIR_REM, IR_I64, a, lw_i64c(k, b)) : lw_i64c(k, 0);
+}
+/* Item i of block rel's share (rel the block's place among the n, from
+ * 0), clamped to the last item. */
+static inline kir_expr *lw_spread_item(kir_kernel *k, kir_expr *rel, int64_t n, int64_t L, int64_t i)
+{
+    if (L == 1)
+        return lw_i64c(k, 0);
+    kir_expr *first = n <= 1 ? lw_i64c(k, 0)
+                             : lw_imulc(k, lw_imax(k, lw_iaddc(k, rel, -1), lw_i64c(k, 0)), lw_spread_count(n, L));
+    return lw_imin(k, lw_iaddc(k, first, i), lw_i64c(k, L - 1));
 }
 
 /* Parallel chunk p of nrc row chunks x ncc column chunks as (*rc, *cc).

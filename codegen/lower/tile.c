@@ -67,14 +67,10 @@ static int tile_prefetch(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, k
 {
     kir_kernel *k = c->k;
     int64_t L = t->pf_lines, mcb = q->nb_dyn ? L + 1 : q->mcb;
-    int64_t p = mcb <= 1 ? L : cdiv(L, mcb - 1);
-    kir_expr *first = mcb <= 1 ? lw_i64c(k, 0)
-                    : lw_imulc(k, lw_imax(k, lw_iaddc(k, kir_iadd(k, rb, lw_imulc(k, rb0, -1)), -1), lw_i64c(k, 0)), p);
-    for (int64_t i = 0; i < p; i++) {
-        kir_expr *line = L == 1 ? lw_i64c(k, 0) : lw_imin(k, lw_iaddc(k, first, i), lw_i64c(k, L - 1));
-        if (t->prefetch(c, t, b, g, j0, line) < 0)
+    kir_expr *rel = kir_iadd(k, rb, lw_imulc(k, rb0, -1));
+    for (int64_t i = 0; i < lw_spread_count(mcb, L); i++)
+        if (t->prefetch(c, t, b, g, j0, lw_spread_item(k, rel, mcb, L, i)) < 0)
             return -1;
-    }
     return 0;
 }
 
