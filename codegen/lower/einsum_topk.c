@@ -5,7 +5,8 @@
  * below k at their rank. Einsum parses its equation at lowering time into
  * labels, loops over the output labels and then the summed ones with an
  * accumulator (f64 for floats, wrapping i64 for integers, as the
- * reference). Unique (unique.c) fills its declared static shapes.
+ * reference). Unique (unique.c) fills its declared static shapes; RoiAlign
+ * and NonMaxSuppression are in detect.c.
  */
 #include "codegen/lower/sample.h"
 #include "ir/ops.h"
@@ -353,6 +354,8 @@ bool cg_can_lower_misc(const ir_node *n)
     case IR_OP_RESIZE: return can_resize(n);
     case IR_OP_GRID_SAMPLE: return can_grid_sample(n);
     case IR_OP_UNIQUE: return cg_can_lower_unique(n);
+    case IR_OP_ROI_ALIGN: return can_roi_align(n);
+    case IR_OP_NON_MAX_SUPPRESSION: return can_nms(n);
     default: return false;
     }
 }
@@ -365,6 +368,8 @@ int lower_misc(lctx *c)
     case IR_OP_RESIZE: return lower_resize(c);
     case IR_OP_GRID_SAMPLE: return lower_grid_sample(c);
     case IR_OP_UNIQUE: return lower_unique(c);
+    case IR_OP_ROI_ALIGN: return lower_roi_align(c);
+    case IR_OP_NON_MAX_SUPPRESSION: return lower_nms(c);
     default: return -1;
     }
 }

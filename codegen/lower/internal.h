@@ -6,8 +6,9 @@
  * tile.c), reductions (reduce.c), normalizations and softmax (norm.c),
  * data movement (movement.c, gather_scatter.c), convolution and pooling
  * (conv.c, conv_blocked.c), Resize and GridSample (resample.c), Einsum
- * and TopK (einsum_topk.c), Unique (unique.c), Attention
- * (attention.c) and the recurrent ops (rnn.c). Which family lowers an op is its registry row's
+ * and TopK (einsum_topk.c), Unique (unique.c), RoiAlign and
+ * NonMaxSuppression (detect.c), Attention (attention.c) and the
+ * recurrent ops (rnn.c). Which family lowers an op is its registry row's
  * family column (IR_FAM_*, ir/ops.def). Each family has a `can`
  * predicate (the dtypes and attributes it handles) and a builder that
  * fills c->k's body.

@@ -1,6 +1,6 @@
-/* sample.h - what einsum_topk.c, resample.c and unique.c
- * share: the resampling ops' and Unique's entry points and small
- * expression helpers.
+/* sample.h - what einsum_topk.c, resample.c, unique.c and detect.c
+ * share: the resampling ops', Unique's and the detection ops' entry
+ * points and small expression helpers.
  */
 #ifndef ICC_CG_LOWER_MISC_H
 #define ICC_CG_LOWER_MISC_H
@@ -13,6 +13,10 @@ bool can_grid_sample(const ir_node *n);
 int lower_grid_sample(lctx *c);
 bool cg_can_lower_unique(const ir_node *n);
 int lower_unique(lctx *c);
+bool can_roi_align(const ir_node *n);
+int lower_roi_align(lctx *c);
+bool can_nms(const ir_node *n);
+int lower_nms(lctx *c);
 
 static inline kir_expr *lw_f64c(kir_kernel *k, double v) { return kir_const_f(k, IR_F64, v); }
 

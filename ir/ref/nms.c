@@ -1,14 +1,14 @@
 /* nms.c - NonMaxSuppression: per batch and class, the boxes whose score
  * passes score_threshold, taken greedily by score (ties: the lower box
- * index first) while fewer than max_output_boxes_per_class are chosen,
- * each kept only if its IoU with every box already chosen is at most
- * iou_threshold. Boxes are corners in either order (center_point_box=0)
+ * index first; NaN scores after every number) while fewer than
+ * max_output_boxes_per_class are chosen, each kept only if its IoU with
+ * every box already chosen is at most iou_threshold. Boxes are corners in either order (center_point_box=0)
  * or [x_center, y_center, width, height]; a box of no area overlaps
  * nothing. The result is i64 [count, 3] rows of (batch, class, box) in
  * that order, so its length depends on the values: the shape function
  * runs the selection when it knows every input (as the interpreter
- * always does) and leaves the length unknown otherwise. Nothing compiles
- * it yet (no lowering family). */
+ * always does) and leaves the length unknown otherwise. Compiled code
+ * (codegen/lower/detect.c) fills a declared static length. */
 #include "ir/ref/ref.h"
 
 #include <stdlib.h>
@@ -68,7 +68,10 @@ typedef struct {
 static int by_score(const void *pa, const void *pb)
 {
     const cand *a = pa, *b = pb;
-    if (a->s != b->s)
+    bool na = a->s != a->s, nb = b->s != b->s;
+    if (na != nb)
+        return na ? 1 : -1;
+    if (!na && a->s != b->s)
         return a->s > b->s ? -1 : 1;
     return a->i < b->i ? -1 : a->i > b->i;
 }

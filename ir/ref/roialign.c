@@ -8,7 +8,7 @@
  * output_half_pixel (the opset-10 behaviour) instead makes a region at
  * least one pixel on each side. A sample more than one pixel outside the
  * map contributes zero; one past the last row or column reads the edge.
- * Nothing compiles it yet (no lowering family). */
+ * codegen/lower/detect.c compiles the same arithmetic. */
 #include "ir/ref/ref.h"
 
 #include <math.h>
