@@ -587,8 +587,10 @@ static int check_carried(pbuild *c, const ir_node *n, const ir_graph *b, const c
 /* A Loop compiles when its trip count and condition (each optional) are
  * one int64 and one bool, and every carried value has one static type
  * before, inside and after the body. Its scan outputs have as many rows
- * as it runs iterations: they compile when that is known, a constant trip
- * count and a body that passes its condition on unchanged. */
+ * as it runs iterations: they compile when that is known (a constant trip
+ * count and a body that passes its condition on unchanged), or when the
+ * model declares their length (a graph output's shape), which the run
+ * then checks (add_rows_check). */
 static int check_loop(pbuild *c, const ir_node *n)
 {
     const ir_graph *b = ir_attr_graph(n, "body");
@@ -603,12 +605,16 @@ static int check_loop(pbuild *c, const ir_node *n)
         return ir_node_errorf(c->d, n, "the body's condition '%.100s' must be one bool to be compiled",
                               b->outputs[0]->name);
     /* a scan output has as many rows as the loop runs iterations: known
-     * only for a constant trip count and a loop that cannot stop early */
-    if (n->nout > N && ir_loop_static_trips(n, NULL, NULL) < 0)
-        return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is not compiled yet: it has as many rows as the "
-                              "loop runs iterations, which only the run knows (%s)", 0, n->out[N]->name,
-                              n->in[0] && n->in[0]->kind == IR_VAL_CONST ? "the loop may stop early on its condition"
-                                                                          : "the trip count is not a constant");
+     * only for a constant trip count and a loop that cannot stop early,
+     * else the model must declare it */
+    for (int j = N; j < n->nout && ir_loop_static_trips(n, NULL, NULL) < 0; j++)
+        if (!type_static(&n->out[j]->type))
+            return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is not compiled yet: it has as many rows as "
+                                  "the loop runs iterations, which only the run knows (%s), and the model does not "
+                                  "declare its length", j - N, n->out[j]->name,
+                                  n->in[0] && n->in[0]->kind == IR_VAL_CONST ? "the loop may stop early on its "
+                                                                              "condition"
+                                                                            : "the trip count is not a constant");
     for (int j = 0; j < n->nout - N; j++)
         if (check_scan_output(c, n, j, b->outputs[1 + N + j], n->out[N + j]) < 0)
             return -1;
@@ -1437,6 +1443,21 @@ static int add_step(pbuild *c, cg_step st)
     return p->nsteps++;
 }
 
+/* Kernel k (owned from here on) of node n into the program, and its
+ * KERNEL step (bsym, item_bytes: lower_one's per-item batch). */
+static int add_kernel(pbuild *c, kir_kernel *k, const ir_node *n, int32_t bsym, int64_t *item_bytes)
+{
+    cg_program *p = c->p;
+    int64_t ops = cg_cost_trip_ops_est(k, c->s->lanes, c->sym_est, c->sym_est ? c->g->nsyms : 0);
+    p->kernels[p->nkernels] = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
+                                          .trips = parallel_trips(k), .trip_ops = ops,
+                                          .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
+    p->nkernels++;
+    if (k->nfails && add_fail_messages(p, k, c->d) < 0)
+        return -1;
+    return add_step(c, (cg_step){.kind = CG_STEP_KERNEL, .kernel = p->nkernels - 1}) < 0 ? -1 : 0;
+}
+
 /* Node kx of g (fused group root) as one kernel, named kname, and its
  * KERNEL step; per item, for a batch dim the op's lowering takes as
  * static. */
@@ -1444,7 +1465,6 @@ static int lower_one(pbuild *c, const ir_graph *g, const cg_binding *bind, int k
 {
     cg_program *p = c->p;
     const ir_node *n = g->nodes[kx];
-    cg_kernel *ck = &p->kernels[p->nkernels];
     int32_t bsym = p->dynamic && !symbolic_ok(n) ? batch_symbol(n) : 0;
     ir_type saved[128];
     if (bsym)
@@ -1472,14 +1492,7 @@ static int lower_one(pbuild *c, const ir_graph *g, const cg_binding *bind, int k
         kir_kernel_destroy(k);
         return -1;
     }
-    int64_t ops = cg_cost_trip_ops_est(k, c->s->lanes, c->sym_est, c->sym_est ? c->g->nsyms : 0);
-    *ck = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
-                      .trips = parallel_trips(k), .trip_ops = ops,
-                      .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
-    p->nkernels++;
-    if (k->nfails && add_fail_messages(p, k, c->d) < 0)
-        return -1;
-    return add_step(c, (cg_step){.kind = CG_STEP_KERNEL, .kernel = p->nkernels - 1}) < 0 ? -1 : 0;
+    return add_kernel(c, k, n, bsym, item_bytes);
 }
 
 static int emit_scope(pbuild *c, int si, const char *prefix);
@@ -1625,9 +1638,50 @@ static int emit_scan(pbuild *c, int si, const ir_node *n, const char *kname)
     return 0;
 }
 
+/* A Loop whose trip count only the run knows stacks its scan outputs
+ * into the rows the model declares (check_loop): a kernel reads the
+ * counter iter inside the loop, before the rows are stored (a row past
+ * the declared ones fails the run), or after it (fewer rows than
+ * declared fail it), like the interpreter, whose result has another
+ * length then. Named <kname>_rows_in and <kname>_rows_out. */
+static int add_rows_check(pbuild *c, const ir_graph *g, const ir_node *n, cg_binding iter, int N, bool inside,
+                          const char *kname)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_rows_%s", kname, inside ? "in" : "out");
+    kir_kernel *k = kir_kernel_create(name, g);
+    if (!k)
+        return ir_errorf(c->d, "out of memory");
+    ir_type t;
+    memset(&t, 0, sizeof t);
+    t.dtype = IR_I64;
+    t.rank = 1;
+    t.dims[0] = ir_dim_const(1);
+    int b = kir_add_buf(k, "iter", iter.kind, &t, iter.index, iter.offset);
+    kir_expr *z = kir_const_i(k, IR_I64, 0);
+    kir_expr *it = b < 0 ? NULL : kir_let(k, &k->body, kir_load(k, b, &z));
+    bool ok = it != NULL;
+    for (int j = N; ok && j < n->nout; j++) {
+        kir_expr *len = kir_const_i(k, IR_I64, n->out[j]->type.dims[0].v);
+        kir_stmt *s = kir_if(k, &k->body, inside ? kir_op2(k, KIR_LE, IR_BOOL, len, it)
+                                                 : kir_op2(k, KIR_NE, IR_BOOL, it, len));
+        char msg[512];
+        snprintf(msg, sizeof msg, "node '%.200s' (Loop): the loop ran %s iterations than the %lld rows the model "
+                 "declares for scan output %d ('%.100s')", n->name, inside ? "more" : "fewer",
+                 (long long)n->out[j]->type.dims[0].v, j - N, n->out[j]->name);
+        ok = s && kir_fail(k, &s->body, msg);
+    }
+    if (!ok) {
+        kir_kernel_destroy(k);
+        return ir_errorf(c->d, "out of memory");
+    }
+    return add_kernel(c, k, n, 0, NULL);
+}
+
 /* A Loop (program.h, cg_step): the counter and the inputs set, the head's
  * test, the body, the copies back, the counter stepped, the jump back;
- * after it the carried values copied out. Kernels: <kname>_body_k<node>. */
+ * after it the carried values copied out. Kernels: <kname>_body_k<node>,
+ * and the rows checks of add_rows_check. */
 static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
 {
     int bi = child_scope(c, si, n, "body");
@@ -1652,6 +1706,9 @@ static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
     snprintf(name, sizeof name, "%.200s_body", kname);
     if (head < 0 || emit_scope(c, bi, name) < 0 || add_copy(c, cond, bind[b->outputs[0]->id], b->outputs[0]) < 0)
         return -1;
+    bool run_rows = n->nout > N && ir_loop_static_trips(n, NULL, NULL) < 0;
+    if (run_rows && add_rows_check(c, b, n, iter, N, true, kname) < 0)
+        return -1;
     for (int j = 0; j < n->nout - N; j++)
         if (add_slice(c, outer[n->out[N + j]->id], bind[b->outputs[1 + N + j]->id], iter, n->out[N + j], 0, false,
                       true) < 0)
@@ -1666,7 +1723,7 @@ static int emit_loop(pbuild *c, int si, const ir_node *n, const char *kname)
     for (int i = 0; i < N; i++)
         if (add_copy(c, outer[n->out[i]->id], bind[b->inputs[2 + i]->id], n->out[i]) < 0)
             return -1;
-    return 0;
+    return run_rows ? add_rows_check(c, b, n, iter, N, false, kname) : 0;
 }
 
 /* Node n is a reshape whose result the plan put in its input's buffer
@@ -1744,9 +1801,10 @@ static int bind_load_time(pbuild *c)
  * ninit_steps): the init function), then the run's. */
 static int lower_kernels(pbuild *c, const char *prefix)
 {
-    int nodes = 0;
+    int nodes = 0;   /* a kernel per node at most, and a Loop's two rows checks */
     for (int si = 0; si < c->nscopes; si++)
-        nodes += c->scopes[si].g->nnodes;
+        for (int kx = 0; kx < c->scopes[si].g->nnodes; kx++)
+            nodes += c->scopes[si].g->nodes[kx]->op == IR_OP_LOOP ? 2 : 1;
     c->p->kernels = calloc((size_t)nodes + 1, sizeof *c->p->kernels);
     if (!c->p->kernels)
         return ir_errorf(c->d, "out of memory");

@@ -236,10 +236,39 @@ int ir_infer_node(ir_node *n, icc_diag *d)
     return 0;
 }
 
+/* Backward through the elementwise ops of one data input (Cast, Relu,
+ * ...; out's shape is in's): a node result whose dim is unknown takes the
+ * constant its consumer's output has, the shape a model declares for a
+ * graph output (a Loop's scan output cast to f16, say). The run still
+ * decides the length; code that stores into a declared length checks it
+ * (NonMaxSuppression, a Loop's scan outputs). True when a dim changed. */
+static bool infer_backward(ir_graph *g)
+{
+    bool changed = false;
+    for (int k = g->nnodes - 1; k >= 0; k--) {
+        const ir_node *n = g->nodes[k];
+        if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nin != 1 || n->nout != 1 || !n->in[0] ||
+            n->in[0]->kind != IR_VAL_NODE)
+            continue;
+        ir_type *ti = &n->in[0]->type;
+        const ir_type *to = &n->out[0]->type;
+        for (int i = 0; ti->rank >= 0 && ti->rank == to->rank && i < ti->rank; i++)
+            if (ti->dims[i].sym == IR_DIM_UNKNOWN && to->dims[i].sym == 0) {
+                ti->dims[i] = to->dims[i];
+                changed = true;
+            }
+    }
+    return changed;
+}
+
 int ir_infer_shapes(ir_graph *g, icc_diag *d)
 {
-    for (int k = 0; k < g->nnodes; k++)
-        if (ir_infer_node(g->nodes[k], d) < 0)
-            return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < g->nnodes; k++)
+            if (ir_infer_node(g->nodes[k], d) < 0)
+                return -1;
+        if (!infer_backward(g))
+            break;
+    }
     return 0;
 }

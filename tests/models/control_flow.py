@@ -31,8 +31,10 @@ A Loop model runs a small RNN cell over a sequence (the trip count an
 input, the input slice taken with Gather of the iteration number) with a
 running sum as second carried value and the hidden states as a scan
 output, through the interpreter; compiled, its scan output must be
-refused, and without it the compiled Loop must match ONNX Runtime for 5,
-1, 0 and -1 steps. A while loop (no trip count, the body computes the
+refused while the model does not declare its length; declared (5 rows),
+the compiled Loop must match ONNX Runtime for 5 steps and fail in one line
+for 3 and 8 (the interpreter gives 3 and 8 rows); without the scan output
+the compiled Loop must match ONNX Runtime for 5, 1, 0 and -1 steps. A while loop (no trip count, the body computes the
 condition) is compiled and checked for conditions that stop it at once,
 after a few iterations and never at the start.
 
@@ -40,6 +42,7 @@ Everything at rtol 1e-4, atol 1e-5.
 
     python3 tests/models/control_flow.py build/icc
 """
+import glob
 import json
 import os
 import subprocess
@@ -111,9 +114,10 @@ def vad(path):
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
 
 
-def rnn_loop(path, scan=True):
+def rnn_loop(path, scan=True, hs_shape=None):
     """With scan=False the hidden states are not stacked (carried values
-    only), and the Unsqueeze axes are the body's own constant."""
+    only), and the Unsqueeze axes are the body's own constant; hs_shape:
+    the stacked states' declared shape."""
     r = np.random.default_rng(1)
     w = lambda name, *shape: nh.from_array((r.standard_normal(shape) * 0.4).astype(np.float32), name)
     inits = [w("Wx", 4, 8), w("Wh", 8, 8), w("b", 8), nh.from_array(np.array([0], np.int64), "ax0")]
@@ -142,7 +146,7 @@ def rnn_loop(path, scan=True):
     g = h.make_graph(nodes, "rnn",
                      [vi("T", P.INT64, []), vi("xs", P.FLOAT, ["S", 4]), vi("h0", P.FLOAT, [1, 8]),
                       vi("acc0", P.FLOAT, [])],
-                     [vi("hT", P.FLOAT, [1, 8]), vi("acc", P.FLOAT, [])] + ([vi("hs", P.FLOAT, None)] if scan else []),
+                     [vi("hT", P.FLOAT, [1, 8]), vi("acc", P.FLOAT, [])] + ([vi("hs", P.FLOAT, hs_shape)] if scan else []),
                      inits if scan else inits[:3])
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
 
@@ -378,8 +382,39 @@ def main():
     r = subprocess.run([icc, t + "/rnn.onnx", "--shape=xs:5x4", "-o", t + "/rnn.so"], capture_output=True, text=True)
     msg = r.stderr.strip()
     ok = r.returncode == 1 and "node 'rnn' (Loop): scan output 0" in msg and len(msg.splitlines()) == 1
-    print("%s a Loop with scan outputs is refused, naming it: %s" % ("ok  " if ok else "FAIL", msg))
+    print("%s a Loop with scan outputs of a length not declared is refused, naming it: %s" %
+          ("ok  " if ok else "FAIL", msg))
     failed += not ok
+    # Declared [5, 1, 8], the scan output compiles into those rows; a run of
+    # another trip count fails in one line (the interpreter gives its rows).
+    rnn_loop(t + "/rnn5.onnx", hs_shape=[5, 1, 8])
+    s = ort.InferenceSession(t + "/rnn5.onnx", providers=["CPUExecutionProvider"])
+    xs = rng.standard_normal((8, 4)).astype(np.float32)
+    for opt in ("-O0", "-O2"):
+        so = "%s/rnn5%s.so" % (t, opt)
+        subprocess.run([icc, t + "/rnn5.onnx", opt, "--shape=xs:8x4", "-o", so], check=True)
+        feed = {"T": np.array(5, np.int64), "xs": xs, "h0": rng.standard_normal((1, 8)).astype(np.float32),
+                "acc0": np.array(0.5, np.float32)}
+        failed += compare("RNN Loop compiled %s, scan output of 5 declared rows, 5 steps" % opt,
+                          run(icc, so, feed, t, ["hT", "acc", "hs"]), s.run(None, feed))
+        for steps, what in ((3, "fewer"), (8, "more")):
+            feed["T"] = np.array(steps, np.int64)
+            for f in glob.glob(t + "/out/*.npy"):
+                os.remove(f)
+            args = [icc, "run", so, "-o", t + "/out"]
+            for k, v in feed.items():
+                np.save("%s/%s.npy" % (t, k), v)
+                args += ["--input", "%s=%s/%s.npy" % (k, t, k)]
+            r = subprocess.run(args, capture_output=True, text=True)
+            msg = r.stderr.strip()
+            ok = (r.returncode == 1 and len(msg.splitlines()) == 1 and "node 'rnn' (Loop)" in msg and
+                  "ran %s iterations than the 5 rows" % what in msg and not glob.glob(t + "/out/*.npy"))
+            print("%s %s, %d steps against 5 declared rows: %s" % ("ok  " if ok else "FAIL", opt, steps, msg))
+            failed += not ok
+            got = run(icc, t + "/rnn5.onnx", feed, t, ["hs"])[0]
+            ok = got.shape == (steps, 1, 8)
+            print("%s interpreted, %d steps: hs %s" % ("ok  " if ok else "FAIL", steps, got.shape))
+            failed += not ok
     # The RNN with carried values only, compiled: the trip count is read at
     # run time (5, 1, 0 and a negative one: no iteration).
     rnn_loop(t + "/rnn2.onnx", scan=False)
