@@ -236,34 +236,57 @@ int ir_infer_node(ir_node *n, icc_diag *d)
     return 0;
 }
 
-/* Backward through the elementwise ops of one data input (Cast, Relu,
- * ...; out's shape is in's): a node result whose dim is unknown takes the
- * constant its consumer's output has, the shape a model declares for a
- * graph output (a Loop's scan output cast to f16, say). The run still
- * decides the length; code that stores into a declared length checks it
- * (NonMaxSuppression, a Loop's scan outputs). True when a dim changed. */
+/* Whether input i of elementwise node n has dim d of its output's shape
+ * (same rank): every other input that broadcasts with it has that dim 1
+ * or lacks it (CastLike's second input gives only a dtype). */
+static bool ew_dim_is_out(const ir_node *n, int i, int d)
+{
+    const ir_type *to = &n->out[0]->type;
+    for (int j = 0; j < n->nin && n->op != IR_OP_CAST_LIKE; j++) {
+        if (j == i)
+            continue;
+        if (!n->in[j] || n->in[j]->type.rank < 0)
+            return false;
+        const ir_type *tj = &n->in[j]->type;
+        int dj = tj->rank - (to->rank - d);
+        if (dj >= 0 && !(tj->dims[dj].sym == 0 && tj->dims[dj].v == 1))
+            return false;
+    }
+    return true;
+}
+
+/* Backward through the elementwise ops (Cast, Relu, a Mul by a scalar,
+ * ...): a node result whose dim is unknown takes the constant its
+ * consumer's output has where the other inputs do not decide it
+ * (ew_dim_is_out), e.g. the shape a model declares for a graph output (a
+ * Loop's scan output cast to f16). The run still decides the length; code
+ * that stores into a declared length checks it (NonMaxSuppression, a
+ * Loop's scan outputs, Range). True when a dim changed. */
 static bool infer_backward(ir_graph *g)
 {
     bool changed = false;
     for (int k = g->nnodes - 1; k >= 0; k--) {
         const ir_node *n = g->nodes[k];
-        if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nin != 1 || n->nout != 1 || !n->in[0] ||
-            n->in[0]->kind != IR_VAL_NODE)
+        if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1)
             continue;
-        ir_type *ti = &n->in[0]->type;
         const ir_type *to = &n->out[0]->type;
-        for (int i = 0; ti->rank >= 0 && ti->rank == to->rank && i < ti->rank; i++)
-            if (ti->dims[i].sym == IR_DIM_UNKNOWN && to->dims[i].sym == 0) {
-                ti->dims[i] = to->dims[i];
-                changed = true;
-            }
+        for (int i = 0; i < (n->op == IR_OP_CAST_LIKE ? 1 : n->nin); i++) {
+            if (!n->in[i] || n->in[i]->kind != IR_VAL_NODE || n->in[i]->type.rank != to->rank)
+                continue;
+            ir_type *ti = &n->in[i]->type;
+            for (int d = 0; d < ti->rank; d++)
+                if (ti->dims[d].sym == IR_DIM_UNKNOWN && to->dims[d].sym == 0 && ew_dim_is_out(n, i, d)) {
+                    ti->dims[d] = to->dims[d];
+                    changed = true;
+                }
+        }
     }
     return changed;
 }
 
 int ir_infer_shapes(ir_graph *g, icc_diag *d)
 {
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 4; pass++) {
         for (int k = 0; k < g->nnodes; k++)
             if (ir_infer_node(g->nodes[k], d) < 0)
                 return -1;
