@@ -171,6 +171,8 @@ echo "== the direct conv schedules (depthwise, ConvTranspose) over random shapes
 python3 tests/models/conv_direct.py build/icc
 echo "== symbolic batch, sequence length and shape arithmetic (Shape/Gather/Concat/Reshape), compiled once, vs ONNX Runtime (build)"
 python3 tests/models/symbolic_dims.py build/icc
+echo "== lengths the values decide (Range), compiled into the declared length, vs ONNX Runtime (build)"
+python3 tests/models/declared_lengths.py build/icc
 echo "== symbolic H/W through Conv/pools/Resize/Concat as derived symbols: interpreted at three sizes, compile refusal, pinned compile, vs ONNX Runtime (build)"
 python3 tests/models/symbolic_hw.py build/icc
 echo "== Transposes as blocks of register transposes (blocked reorders, tails, batches; host and x86-64-v3), exact vs ONNX Runtime (build)"

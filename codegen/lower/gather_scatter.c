@@ -2,7 +2,8 @@
  * GatherElements, GatherND, ScatterElements (and the deprecated
  * Scatter), ScatterND, TensorScatter, OneHot, ReverseSequence, and the
  * value-dependent Compress and NonZero (into their static output shape,
- * with a running count as the output position); also Slice and Pad
+ * with a running count as the output position; a run whose count is not
+ * the declared one fails); also Slice and Pad
  * whose starts/pads arrive at run time (per-element index expressions).
  * Indices are data: each is loaded, converted to i64, wrapped when
  * negative and clamped into its dim, so a hostile index never reads or
@@ -284,8 +285,20 @@ static int lower_reverse_sequence(lctx *c)
 
 /* ---- Compress, NonZero ------------------------------------------------------------------ */
 
-/* out = 0 everywhere first: a condition selecting fewer slices than the
- * static output holds leaves the rest defined. */
+/* In b: the run fails unless the count the values give is the declared
+ * one (the interpreter's result would have another length). */
+static int count_check(lctx *c, kir_block *b, kir_expr *count, int64_t declared, const char *what)
+{
+    kir_kernel *k = c->k;
+    kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_NE, IR_BOOL, count, lw_i64c(k, declared)));
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): the count of %s is not the %lld the output holds", c->n->name,
+             ir_ops[c->n->op].name, what, (long long)declared);
+    return s && kir_fail(k, &s->body, msg) ? 0 : -1;
+}
+
+/* out = 0 everywhere first: a run that fails its count check leaves
+ * defined values. */
 static int zero_out(lctx *c)
 {
     kir_expr *idx[IR_MAX_RANK];
@@ -353,21 +366,22 @@ static int lower_compress(lctx *c)
     }
     if (cv && cv->dtype != IR_BOOL)
         cv = kir_op1(k, KIR_CAST, IR_BOOL, cv);
-    kir_expr *room = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), lw_i64c(k, cnt));
-    kir_stmt *s = clen > 0 ? kir_if(k, walk, kir_op2(k, KIR_AND, IR_BOOL, cv, room)) : NULL;
-    if (!s)
-        return clen > 0 ? -1 : 0;
+    kir_stmt *s = clen > 0 ? kir_if(k, walk, cv) : NULL;
+    kir_stmt *room = s ? kir_if(k, &s->body, kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), lw_i64c(k, cnt))) : NULL;
+    if (!room)
+        return clen > 0 ? -1 : count_check(c, b, lw_i64c(k, 0), cnt, "selected slices");
     oi[aa ? axis : 0] = kir_acc(k, acc);
-    kir_block *cb = &s->body;
+    kir_block *cb = &room->body;
     if (aa) {
         if (!(cb = mv_nest(c, cb, &inner, false, true, xi + axis + 1)))
             return -1;
         for (int d = axis + 1; d < tx->rank; d++)
             oi[d] = xi[d];
     }
-    if (!kir_store(k, cb, c->out, oi, kir_load(k, c->buf[0], xi)))
+    if (!kir_store(k, cb, c->out, oi, kir_load(k, c->buf[0], xi)) ||
+        !kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), lw_i64c(k, 1))))
         return -1;
-    return kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), lw_i64c(k, 1))) ? 0 : -1;
+    return count_check(c, b, kir_acc(k, acc), cnt, "selected slices");
 }
 
 /* NonZero: the coordinates of each non-zero element, in row-major order,
@@ -387,16 +401,18 @@ static int lower_nonzero(lctx *c)
     if (!b)
         return -1;
     kir_expr *nz = kir_op1(k, KIR_CAST, IR_BOOL, kir_load(k, c->buf[0], xi));
-    kir_expr *room = kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), lw_i64c(k, cnt));
-    kir_stmt *s = kir_if(k, b, kir_op2(k, KIR_AND, IR_BOOL, nz, room));
-    if (!s)
+    kir_stmt *s = kir_if(k, b, nz);
+    kir_stmt *room = s ? kir_if(k, &s->body, kir_op2(k, KIR_LT, IR_BOOL, kir_acc(k, acc), lw_i64c(k, cnt))) : NULL;
+    if (!room)
         return -1;
     for (int d = 0; d < (tx->rank ? tx->rank : 1); d++) {
         kir_expr *oi[2] = {lw_i64c(k, d), kir_acc(k, acc)};
-        if (!kir_store(k, &s->body, c->out, oi, tx->rank ? xi[d] : lw_i64c(k, 0)))
+        if (!kir_store(k, &room->body, c->out, oi, tx->rank ? xi[d] : lw_i64c(k, 0)))
             return -1;
     }
-    return kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), lw_i64c(k, 1))) ? 0 : -1;
+    if (!kir_acc_set(k, &s->body, acc, kir_iadd(k, kir_acc(k, acc), lw_i64c(k, 1))))
+        return -1;
+    return count_check(c, &k->body, kir_acc(k, acc), cnt, "non-zero elements");
 }
 
 /* ---- Slice and Pad with operands known only at run time ------------------------------------ */

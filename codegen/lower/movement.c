@@ -1032,6 +1032,58 @@ static int lower_constant_of_shape(lctx *c)
 
 /* Range: out[i] = start + i * delta, floats in f32 (f64 for f64) like
  * the reference, integers wrapping. */
+/* The run fails unless the range's count, max(ceil((limit - start) /
+ * delta), 0) computed as the reference does (range_count, in the compute
+ * dtype; integers in i64), is the output's length: a length the run's
+ * values decide may come from a declared output (ir/verify.c,
+ * infer_backward). A delta of 0 fails too. */
+static int range_check(lctx *c, kir_expr *const *z)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    ir_dtype dt = n->in[0]->type.dtype, ct = lw_compute_dtype(dt);
+    kir_expr *s = lw_load_in(c, 0, z), *l = lw_load_in(c, 1, z), *e = lw_load_in(c, 2, z);
+    if (!ir_dtype_is_float(dt)) {
+        s = kir_op1(k, KIR_CAST, IR_I64, s);
+        l = kir_op1(k, KIR_CAST, IR_I64, l);
+        e = kir_op1(k, KIR_CAST, IR_I64, e);
+        ct = IR_I64;
+    }
+    e = kir_let(k, &k->body, e);
+    kir_expr *zero = ct == IR_I64 ? lw_i64c(k, 0) : kir_const_f(k, ct, 0);
+    kir_expr *bad0 = kir_op2(k, KIR_EQ, IR_BOOL, e, zero);
+    kir_expr *count;
+    if (ct == IR_I64) {
+        kir_expr *diff = kir_let(k, &k->body, kir_op2(k, KIR_SUB, IR_I64, l, s));
+        kir_expr *es = kir_let(k, &k->body, kir_op3(k, KIR_SELECT, IR_I64, bad0, lw_i64c(k, 1), e));
+        kir_expr *q = kir_op2(k, KIR_DIV, IR_I64, diff, es);
+        kir_expr *up = kir_op2(k, KIR_AND, IR_BOOL,
+                               kir_op2(k, KIR_NE, IR_BOOL, kir_op2(k, KIR_REM, IR_I64, diff, es), zero),
+                               kir_op2(k, KIR_EQ, IR_BOOL, kir_op2(k, KIR_LT, IR_BOOL, zero, diff),
+                                       kir_op2(k, KIR_LT, IR_BOOL, zero, es)));
+        count = kir_op2(k, KIR_ADD, IR_I64, q, kir_op3(k, KIR_SELECT, IR_I64, up, lw_i64c(k, 1), zero));
+    } else {
+        /* NaN or too large: the comparison below fails, as the reference does */
+        kir_expr *q = kir_op1(k, KIR_CEIL, ct, kir_op2(k, KIR_DIV, ct, kir_op2(k, KIR_SUB, ct, l, s), e));
+        q = kir_let(k, &k->body, kir_op1(k, KIR_CAST, IR_F64, q));
+        kir_expr *len = kir_op1(k, KIR_CAST, IR_F64, lw_dim_of(k, n->out[0]->type.dims[0]));
+        kir_expr *cnt = kir_op3(k, KIR_SELECT, IR_F64, kir_op2(k, KIR_LT, IR_BOOL, kir_const_f(k, IR_F64, 0), q), q,
+                                kir_const_f(k, IR_F64, 0));
+        bad0 = kir_op2(k, KIR_OR, IR_BOOL, bad0, kir_op1(k, KIR_NOT, IR_BOOL, kir_op2(k, KIR_EQ, IR_BOOL, cnt, len)));
+        count = NULL;
+    }
+    kir_expr *bad = bad0;
+    if (count)
+        bad = kir_op2(k, KIR_OR, IR_BOOL, bad0,
+                      kir_op2(k, KIR_NE, IR_BOOL, kir_op2(k, KIR_MAX, IR_I64, count, zero),
+                              lw_dim_of(k, n->out[0]->type.dims[0])));
+    kir_stmt *chk = kir_if(k, &k->body, bad);
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (Range): delta is 0, or the range's length is not the output's",
+             n->name);
+    return chk && kir_fail(k, &chk->body, msg) ? 0 : -1;
+}
+
 static int lower_range(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -1039,11 +1091,13 @@ static int lower_range(lctx *c)
     const ir_type *to = &n->out[0]->type;
     ir_dtype ct = lw_compute_dtype(to->dtype);
     kir_expr *oi[1], *z[IR_MAX_RANK];
+    for (int d = 0; d < IR_MAX_RANK; d++)
+        z[d] = lw_i64c(k, 0);
+    if (range_check(c, z) < 0)
+        return -1;
     kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
     if (!b)
         return -1;
-    for (int d = 0; d < IR_MAX_RANK; d++)
-        z[d] = lw_i64c(k, 0);
     kir_expr *start = lw_load_in(c, 0, z), *delta = lw_load_in(c, 2, z);
     kir_expr *i = kir_op1(k, KIR_CAST, ct, oi[0]);
     kir_expr *v = kir_op2(k, KIR_ADD, ct, start, kir_op2(k, KIR_MUL, ct, i, delta));

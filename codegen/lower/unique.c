@@ -1,7 +1,8 @@
 /* unique.c - Unique, whose result sizes depend on the input values,
  * compiled into the static shapes the model declares (like NonZero and
  * Compress in gather_scatter.c): slots past the declared length are not
- * written, declared slots past the real count stay zero. The items are
+ * written, and a run whose count of distinct items is not the declared
+ * length fails (the interpreter's result has that count). The items are
  * the elements of the flattened input, or the slices along `axis`, ordered
  * like the reference: lexicographically over a slice's elements in
  * row-major order, NaN after every number and equal to itself, -0 equal to
@@ -163,14 +164,34 @@ static int uq_slot(uq *u, kir_block *b, kir_expr *p, kir_expr *r, kir_expr *lo)
     return nout > 3 ? uq_store_slot(u, b, 3, p, kir_acc(k, cnt)) : 0;
 }
 
+/* After the slots: the run fails unless the count of distinct items is
+ * every declared slot count (Y's along the axis, indices', counts'). */
+static int uq_count_check(uq *u, kir_expr *count)
+{
+    kir_kernel *k = u->c->k;
+    const ir_node *n = u->c->n;
+    kir_expr *bad = NULL;
+    for (int i = 0; i < n->nout; i++)
+        if (i != 2) {
+            kir_expr *ne = kir_op2(k, KIR_NE, IR_BOOL, count, lw_i64c(k, u->cap[i]));
+            bad = bad ? kir_op2(k, KIR_OR, IR_BOOL, bad, ne) : ne;
+        }
+    kir_stmt *s = kir_if(k, &k->body, bad);
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (Unique): the count of distinct items is not the %lld the outputs hold",
+             n->name, (long long)u->cap[0]);
+    return s && kir_fail(k, &s->body, msg) ? 0 : -1;
+}
+
 /* sorted=1: slot p takes the smallest item above slot p-1's; the scan
  * stops once no item is left above. */
 static int uq_sorted(uq *u)
 {
     kir_kernel *k = u->c->k;
     int prev = kir_new_acc(k, IR_I64), more = kir_new_acc(k, IR_BOOL), best = kir_new_acc(k, IR_I64);
-    int pv = kir_new_var(k), jv = kir_new_var(k);
-    if (prev < 0 || more < 0 || best < 0 || !kir_acc_set(k, &k->body, prev, lw_i64c(k, 0)) ||
+    int slots = kir_new_acc(k, IR_I64), pv = kir_new_var(k), jv = kir_new_var(k);
+    if (prev < 0 || more < 0 || best < 0 || slots < 0 || !kir_acc_set(k, &k->body, prev, lw_i64c(k, 0)) ||
+        !kir_acc_set(k, &k->body, slots, lw_i64c(k, 0)) ||
         !kir_acc_set(k, &k->body, more, kir_const_i(k, IR_BOOL, 1)))
         return -1;
     kir_stmt *pl = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, u->n), KIR_SERIAL, 0);
@@ -199,7 +220,10 @@ static int uq_sorted(uq *u)
     kir_stmt *s = kir_if(k, &live->body, kir_acc(k, more));
     if (!s || uq_slot(u, &s->body, p, kir_acc(k, best), lw_i64c(k, 0)) < 0)
         return -1;
-    return kir_acc_set(k, &s->body, prev, kir_acc(k, best)) ? 0 : -1;
+    if (!kir_acc_set(k, &s->body, prev, kir_acc(k, best)) ||
+        !kir_acc_set(k, &s->body, slots, kir_iadd(k, kir_acc(k, slots), lw_i64c(k, 1))))
+        return -1;
+    return uq_count_check(u, kir_acc(k, slots));
 }
 
 /* sorted=0: item i opens the next slot when no earlier item equals it. */
@@ -222,7 +246,9 @@ static int uq_first_order(uq *u)
     kir_stmt *s = kir_if(k, &il->body, kir_op1(k, KIR_NOT, IR_BOOL, kir_acc(k, dup)));
     if (!s || uq_slot(u, &s->body, kir_acc(k, p), i, i) < 0)
         return -1;
-    return kir_acc_set(k, &s->body, p, kir_iadd(k, kir_acc(k, p), lw_i64c(k, 1))) ? 0 : -1;
+    if (!kir_acc_set(k, &s->body, p, kir_iadd(k, kir_acc(k, p), lw_i64c(k, 1))))
+        return -1;
+    return uq_count_check(u, kir_acc(k, p));
 }
 
 int lower_unique(lctx *c)

@@ -3,8 +3,8 @@
  * reference interpreter: sorted and first-occurrence order, flattened and
  * along an axis, NaNs (one group, last), -0 equal to +0, unsigned and bool
  * items, every output count, and declared lengths that disagree with the
- * data (slots past the real count read zero; those past the declared
- * length are never written). One module holds every case. */
+ * data (the kernel fails the run through its status word, and writes
+ * nothing past a declared length). One module holds every case. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +51,7 @@ static const char *const cases[] = {
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
 static ir_graph *graphs[NCASES];
+static int status_buf[NCASES];     /* the kernel's status word's buffer, or -1 */
 static ir_tensor want[NCASES][NOUT];
 static void *lib;
 
@@ -84,6 +85,11 @@ static void setup(void)
                       "case %d: %s", c, d.msg);
         LLVMValueRef fn;
         ck_assert_msg(cg_llvm_emit_kernel(t, m, k, &fn, &d) == 0, "case %d: %s", c, d.msg);
+        status_buf[c] = -1;
+        for (int i = 0; i < k->nbufs; i++)
+            if (k->bufs[i].kind == KIR_BUF_STATUS)
+                status_buf[c] = i;
+        ck_assert_msg(status_buf[c] > n->nout && status_buf[c] < 2 + NOUT, "case %d: no status buffer", c);
         kir_kernel_destroy(k);
         free(b);
         const ir_tensor *in[1] = {&n->in[0]->cval};
@@ -130,7 +136,9 @@ START_TEST(compiled_matches_interpreter)
     harness_kernel_fn fn = (harness_kernel_fn)dlsym(lib, name);
     ck_assert_ptr_nonnull(fn);
     ir_tensor got[NOUT];
-    void *bufs[1 + NOUT] = {n->in[0]->cval.data};
+    int32_t status = 0;
+    void *bufs[2 + NOUT] = {n->in[0]->cval.data};
+    bufs[status_buf[c]] = &status;
     icc_diag d = {{0}};
     for (int o = 0; o < n->nout; o++) {
         const ir_type *ty = &n->out[o]->type;
@@ -145,6 +153,17 @@ START_TEST(compiled_matches_interpreter)
     }
     int64_t syms[2] = {0, 0};
     fn(bufs, syms, 0, INT64_MAX);
+    /* a declared length (Y's slots, the indices', the counts') that is not
+     * the interpreter's count fails the run */
+    bool fits = true;
+    for (int o = 0; o < n->nout; o++) {
+        int64_t outer, len, inner, wouter, wlen, winner;
+        slots(n, o, &got[o], &outer, &len, &inner);
+        slots(n, o, &want[c][o], &wouter, &wlen, &winner);
+        fits &= len == wlen;
+    }
+    ck_assert_msg((status != 0) == !fits, "%s: status %d, the declared lengths %s the data's", cases[c], status,
+                  fits ? "are" : "are not");
     for (int o = 0; o < n->nout; o++) {
         /* slot p of the declared output: the reference's slot p, or zero
          * past the reference's count */

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Lengths the run's values decide, compiled into the length the model
+declares, against ONNX Runtime.
+
+- Range with start, limit and delta as inputs (f32, i64, and i32 through a
+  Cast to a declared f32 output, whose length shape inference copies back):
+  runs selecting the declared length match ONNX Runtime; another length, or
+  a delta of 0, fails the compiled run in one line naming the node, with no
+  output file, where the interpreter gives the range it computes (or, for a
+  delta of 0, fails too).
+- The same Range whose output length is not declared is refused in one
+  line, naming the inputs that decide it.
+- NonZero, Compress (with and without an axis) and Unique with declared
+  lengths: inputs giving those lengths match ONNX Runtime; others fail the
+  compiled run in one line naming the node, where the interpreter gives
+  the other length.
+
+    python3 tests/models/declared_lengths.py build/icc
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as P, helper as h
+
+ICC = os.path.abspath(sys.argv[1])
+TMP = tempfile.mkdtemp(prefix="icc-declared-")
+failures = 0
+
+
+def report(ok, what):
+    global failures
+    failures += not ok
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+
+
+def run(path, feeds, tag):
+    """(output y, None) or (None, the one-line error); a failed run must
+    exit 1 with one line and leave no output file."""
+    args = [ICC, "run", path, "-o", f"{TMP}/{tag}"]
+    for k, v in feeds.items():
+        np.save(f"{TMP}/{tag}_{k}.npy", v)
+        args.append(f"--input={k}={TMP}/{tag}_{k}.npy")
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode == 0:
+        return np.load(f"{TMP}/{tag}/y.npy"), None
+    lines = r.stderr.strip().splitlines()
+    clean = r.returncode == 1 and len(lines) == 1 and not os.path.exists(f"{TMP}/{tag}/y.npy")
+    return None, (lines[0] if clean else f"BAD ERROR (rc {r.returncode}): {r.stderr.strip()}")
+
+
+def range_model(path, dt, out_dt, length):
+    nodes = [h.make_node("Range", ["s", "l", "d"], ["r" if out_dt != dt else "y"], name="range")]
+    if out_dt != dt:
+        nodes.append(h.make_node("Cast", ["r"], ["y"], name="cast", to=out_dt))
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, dt, []) for n in "sld"],
+                     [h.make_tensor_value_info("y", out_dt, None if length is None else [length])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+CASES = [(P.FLOAT, P.FLOAT, np.float32, (0.5, 3.0, 0.5)), (P.INT64, P.INT64, np.int64, (10, -2, -3)),
+         (P.INT32, P.FLOAT, np.int32, (1, 9, 2))]
+for dt, out_dt, npt, (s, l, d) in CASES:
+    name = onnx.TensorProto.DataType.Name(dt).lower()
+    feeds = {"s": np.array(s, npt), "l": np.array(l, npt), "d": np.array(d, npt)}
+    ref = f"{TMP}/{name}_ref.onnx"
+    range_model(ref, dt, out_dt, None)
+    want = ort.InferenceSession(ref, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    path = f"{TMP}/{name}.onnx"
+    range_model(path, dt, out_dt, len(want))
+    so = f"{TMP}/{name}.so"
+    r = subprocess.run([ICC, path, "-o", so], capture_output=True, text=True)
+    if r.returncode:
+        report(False, f"Range {name}: compiling failed: {r.stderr.strip()}")
+        continue
+    got, err = run(so, feeds, f"{name}_c")
+    ok = err is None and got.shape == want.shape and np.allclose(got, want, rtol=1e-6)
+    report(ok, f"Range {name} {s, l, d}, {len(want)} declared, compiled: {err or 'same as ORT'}")
+    longer = dict(feeds, l=np.array(l + 2 * d, npt))
+    want2 = ort.InferenceSession(ref, providers=["CPUExecutionProvider"]).run(None, longer)[0]
+    got, err = run(so, longer, f"{name}_c2")
+    report(got is None and "node 'range' (Range)" in err,
+           f"Range {name}, {len(want2)} elements against {len(want)} declared, compiled: {err}")
+    got, err = run(path, longer, f"{name}_i2")
+    report(err is None and np.allclose(got, want2), f"interpreted: {err or got.shape}")
+    zero = dict(feeds, d=np.array(0, npt))
+    for p, how in ((so, "compiled"), (path, "interpreted")):
+        got, err = run(p, zero, f"{name}_z{how[0]}")
+        report(got is None and not err.startswith("BAD") and "'range'" in err,
+               f"Range {name}, delta 0, {how}: {err if err else got}")
+
+ref = f"{TMP}/float_ref.onnx"
+r = subprocess.run([ICC, ref, "-o", f"{TMP}/refused.so"], capture_output=True, text=True)
+lines = r.stderr.strip().splitlines()
+report(r.returncode == 1 and len(lines) == 1 and "'s', 'l', 'd'" in lines[0] and
+       not os.path.exists(f"{TMP}/refused.so"), f"Range, length not declared: refused: {r.stderr.strip()}")
+
+
+def one_node(tag, node, x, cond=None):
+    """The model of node over x (and a condition input), its output y
+    declared with the shape ORT gives for (x, cond); returns the path, the
+    reference model's path and the ORT session."""
+    ins = [h.make_tensor_value_info("x", P.FLOAT, list(x.shape))]
+    if cond is not None:
+        ins.append(h.make_tensor_value_info("c", P.BOOL, list(cond.shape)))
+    feeds = {"x": x} if cond is None else {"x": x, "c": cond}
+    paths = []
+    for shape in (None, "declared"):
+        if shape:
+            want = ort.InferenceSession(paths[0], providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+            shape = list(want.shape)
+        g = h.make_graph([node], "g", ins, [h.make_tensor_value_info("y", P.INT64 if node.op_type == "NonZero"
+                                                                      else P.FLOAT, shape)])
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+        m.ir_version = 8
+        paths.append(f"{TMP}/{tag}{'_d' if shape else ''}.onnx")
+        onnx.save(m, paths[-1])
+    return paths[1], ort.InferenceSession(paths[0], providers=["CPUExecutionProvider"])
+
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((3, 4)).astype(np.float32)
+x[x < 0.3] = 0
+x2 = x.copy()
+x2[0, :] = [11.0, 12.0, 13.0, 14.0]
+cond, cond2 = np.array([True, False, True]), np.array([True, True, True])
+OPS = [("nonzero", h.make_node("NonZero", ["x"], ["y"], name="nz"), None, None, "'nz' (NonZero)"),
+       ("compress_axis", h.make_node("Compress", ["x", "c"], ["y"], name="cmp", axis=0), cond, cond2,
+        "'cmp' (Compress)"),
+       ("compress_flat", h.make_node("Compress", ["x", "c"], ["y"], name="cmp"), cond, cond2, "'cmp' (Compress)"),
+       ("unique", h.make_node("Unique", ["x"], ["y"], name="uq", sorted=1), None, None, "'uq' (Unique)")]
+for tag, node, c, c2, who in OPS:
+    path, sess = one_node(tag, node, x, c)
+    so = f"{TMP}/{tag}.so"
+    r = subprocess.run([ICC, path, "-o", so], capture_output=True, text=True)
+    if r.returncode:
+        report(False, f"{tag}: compiling failed: {r.stderr.strip()}")
+        continue
+    feeds = {"x": x} if c is None else {"x": x, "c": c}
+    other = {"x": x2} if c is None else {"x": x, "c": c2}
+    got, err = run(so, feeds, f"{tag}_c")
+    want = sess.run(None, feeds)[0]
+    report(err is None and got.shape == want.shape and np.array_equal(got, want),
+           f"{tag}, the declared length, compiled: {err or 'same as ORT'}")
+    got, err = run(so, other, f"{tag}_c2")
+    report(got is None and not err.startswith("BAD") and who in err, f"{tag}, another length, compiled: {err}")
+    got, err = run(path, other, f"{tag}_i2")
+    want = sess.run(None, other)[0]
+    report(err is None and np.array_equal(got, want), f"{tag}, another length, interpreted: {err or got.shape}")
+
+print(f"{failures} failed")
+sys.exit(1 if failures else 0)
