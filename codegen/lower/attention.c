@@ -109,7 +109,7 @@ bool cg_can_lower_attention(const ir_node *n)
     if (n->op != IR_OP_ATTENTION || n->nin < 3)
         return false;
     ir_dtype dt = n->in[0]->type.dtype;
-    if (dt != IR_F32 && dt != IR_F64)
+    if (dt != IR_F32 && dt != IR_F64 && dt != IR_F16 && dt != IR_BF16)
         return false;
     for (int i = 0; i < n->nin; i++)
         if (n->in[i] && !const_type(&n->in[i]->type))
@@ -119,6 +119,10 @@ bool cg_can_lower_attention(const ir_node *n)
             return false;
     att_geo g;
     geo_init(n, &g);
+    /* f16/bf16 compute in f32; the probabilities output (mode 3) would be
+     * read back from its narrow stores */
+    if ((dt == IR_F16 || dt == IR_BF16) && n->nout > 3 && g.mode == 3)
+        return false;
     /* the shape function checked the rest; empty problems stay with the
      * interpreter's definition (NaN over no keys) */
     return g.b > 0 && g.hq > 0 && g.hkv > 0 && g.sq > 0 && g.total > 0 && g.d > 0 && g.dv > 0 &&
@@ -166,6 +170,18 @@ static void y_idx(lctx *c, const att_geo *g, kir_expr *i, kir_expr *e, kir_expr 
         ix[2] = i;
         ix[3] = e;
     }
+}
+
+/* Where row r's running sum lives: Y itself (ix as y_idx), or row r of
+ * the compute-dtype scratch a narrow Y sums in. */
+static void y_acc_idx(lctx *c, const att_geo *g, bool narrow, int r, kir_expr *row, kir_expr *e, kir_expr **ix)
+{
+    if (!narrow) {
+        y_idx(c, g, row, e, ix);
+        return;
+    }
+    ix[0] = lw_i64c(c->k, r);
+    ix[1] = e;
 }
 
 /* Key (val: value) j of the current kv head, element e, in the compute
@@ -812,15 +828,20 @@ int lower_attention(lctx *c)
             if ((s[r][q] = kir_new_acc(k, ct)) < 0 || (pr[r][q] = kir_new_acc(k, ct)) < 0)
                 return -1;
     }
-    /* Y[rows] = 0 */
+    /* Y[rows] = 0; a narrower Y (f16, bf16) sums in a scratch of the
+     * compute dtype, Y[rows] written once at the end */
+    bool narrow = k->bufs[c->out].dtype != ct;
+    int ya = narrow ? kir_add_scratch(k, "att_y", KIR_SPACE_THREAD, ct, 2, (int64_t[]){R, g.dv}) : c->out;
+    if (ya < 0)
+        return -1;
     kir_expr *e;
     kir_block *lz = rows_loop(c, body, g.dv, lanes, &e);
     if (!lz)
         return -1;
     for (int r = 0; r < R; r++) {
         kir_expr *ix[4];
-        y_idx(c, &g, row[r], e, ix);
-        if (!kir_store(k, lz, c->out, ix, fc(c, 0)))
+        y_acc_idx(c, &g, narrow, r, row[r], e, ix);
+        if (!kir_store(k, lz, ya, ix, fc(c, 0)))
             return -1;
     }
     /* the key blocks */
@@ -911,11 +932,11 @@ int lower_attention(lctx *c)
         vv[q] = kv_at(c, &g, true, key[q], e);
     for (int r = 0; r < R; r++) {
         kir_expr *ix[4];
-        y_idx(c, &g, row[r], e, ix);
-        kir_expr *acc = op2(c, KIR_MUL, kir_load(k, c->out, ix), corr[r]);
+        y_acc_idx(c, &g, narrow, r, row[r], e, ix);
+        kir_expr *acc = op2(c, KIR_MUL, kir_load(k, ya, ix), corr[r]);
         for (int q = 0; q < J; q++)
             acc = kir_op3(k, KIR_FMA, ct, kir_acc(k, pr[r][q]), vv[q], acc);
-        if (!kir_store(k, lu, c->out, ix, acc))
+        if (!kir_store(k, lu, ya, ix, acc))
             return -1;
     }
     /* Y[rows] /= l */
@@ -923,9 +944,10 @@ int lower_attention(lctx *c)
     if (!lf)
         return -1;
     for (int r = 0; r < R; r++) {
-        kir_expr *ix[4];
+        kir_expr *ix[4], *ax[4];
         y_idx(c, &g, row[r], e, ix);
-        if (!kir_store(k, lf, c->out, ix, op2(c, KIR_DIV, kir_load(k, c->out, ix), kir_acc(k, l[r]))))
+        y_acc_idx(c, &g, narrow, r, row[r], e, ax);
+        if (!kir_store(k, lf, c->out, ix, lw_to_out(c, op2(c, KIR_DIV, kir_load(k, ya, ax), kir_acc(k, l[r])))))
             return -1;
     }
     if (qk && g.mode == 3) {

@@ -17,6 +17,10 @@ a symbolic sequence length (compiled once without --shape, run at several length
 checks with --stats that -O3 did fuse the pattern (and absorbed the head splits where the
 model has them), so a match that silently stops happening fails here.
 
+The ONNX Attention op itself in f16 (computed in f32, Y summed in an f32 scratch): GQA,
+a past key/value cache with its present outputs, causal, one query row, compiled at -O2,
+against ONNX Runtime within 2 f16 ulps of the outputs' magnitude (atol 2e-3).
+
     python3 tests/models/attention_vs_ort.py build/icc
 """
 import os
@@ -145,6 +149,25 @@ CASES = [
 ]
 
 
+# (b, hq, hkv, s, past, d, causal): the ONNX Attention op in f16
+F16_CASES = [(1, 4, 4, 7, 0, 16, 0), (2, 8, 2, 5, 3, 32, 1), (1, 2, 2, 1, 9, 64, 0), (1, 4, 1, 19, 0, 8, 1)]
+
+
+def f16_model(path, b, hq, hkv, s, past, d, causal):
+    f16 = P.FLOAT16
+    ins = [h.make_tensor_value_info(n, f16, [b, hh, s, d]) for n, hh in (("q", hq), ("k", hkv), ("v", hkv))]
+    names, outs = ["q", "k", "v"], ["y"]
+    if past:
+        ins += [h.make_tensor_value_info(n, f16, [b, hkv, past, d]) for n in ("pk", "pv")]
+        names += ["", "pk", "pv"]
+        outs += ["prk", "prv"]
+    g = h.make_graph([h.make_node("Attention", names, outs, is_causal=causal)], "g", ins,
+                     [h.make_tensor_value_info(n, f16, None) for n in outs])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 23)])
+    m.ir_version = 10
+    onnx.save(m, path)
+
+
 def main():
     icc = os.path.abspath(sys.argv[1])
     t = tempfile.mkdtemp()
@@ -174,6 +197,38 @@ def main():
     so = run.compile(path, "-O3")
     for b, s in ((1, 1), (2, 7), (1, 64), (3, 13)) if so else ():
         run.check(path, so, feeds(b, s, s, 4, 16, "row", True, s), "symbolic B %d S %d, -O3" % (b, s))
+
+    # the Attention op in f16
+    rng = np.random.default_rng(7)
+    for i, (b, hq, hkv, sq, past, d, causal) in enumerate(F16_CASES):
+        path = os.path.join(t, "f16_%d.onnx" % i)
+        f16_model(path, b, hq, hkv, sq, past, d, causal)
+        f = {n: rng.standard_normal(shape).astype(np.float16)
+             for n, shape in (("q", (b, hq, sq, d)), ("k", (b, hkv, sq, d)), ("v", (b, hkv, sq, d)))}
+        if past:
+            f["pk"] = rng.standard_normal((b, hkv, past, d)).astype(np.float16)
+            f["pv"] = rng.standard_normal((b, hkv, past, d)).astype(np.float16)
+        so = run.compile(path, "-O2")
+        if not so:
+            continue
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, f)
+        args = [icc, "run", so, "-o", os.path.join(t, "out16")]
+        for k, v in f.items():
+            np.save(os.path.join(t, k + ".npy"), v)
+            args += ["--input", "%s=%s" % (k, os.path.join(t, k + ".npy"))]
+        r = subprocess.run(args, capture_output=True, text=True)
+        names = ["y"] + (["prk", "prv"] if past else [])
+        ok, err = r.returncode == 0, float("nan")
+        if ok:
+            got = [np.load(os.path.join(t, "out16", n + ".npy")) for n in names]
+            ok = all(g.dtype == np.float16 and g.shape == w.shape and
+                     np.allclose(g.astype(np.float32), w.astype(np.float32), rtol=0, atol=2e-3)
+                     for g, w in zip(got, want))
+            err = max(float(np.abs(g.astype(np.float32) - w.astype(np.float32)).max()) for g, w in zip(got, want))
+        print("%s Attention f16 B %d Hq %d Hkv %d S %d past %d D %d causal %d: max abs error %.3g%s" %
+              ("ok  " if ok else "FAIL", b, hq, hkv, sq, past, d, causal, err,
+               "" if r.returncode == 0 else " (" + r.stderr.strip() + ")"))
+        run.failed += not ok
 
     print("attention vs ORT: %s" % ("all passed" if not run.failed else "%d failed" % run.failed))
     return 1 if run.failed else 0
