@@ -454,11 +454,49 @@ static bool is_1d_int(const ir_node *n, int i)
     return i < n->nin && n->in[i] && ir_dtype_is_int(n->in[i]->type.dtype) && n->in[i]->type.rank == 1;
 }
 
+/* bad, or'd with whether dim d's length from the run's starts, ends and
+ * steps (the reference's: wrapped, clamped, ceil((end - start) / step),
+ * the later of entries naming the same dim) is not the static output's,
+ * or a step naming it is 0. NULL on out of memory. */
+static kir_expr *slice_len_bad(lctx *c, int d, int r, int64_t m, bool has_steps, kir_expr *bad)
+{
+    kir_kernel *k = c->k;
+    int64_t D = c->n->in[0]->type.dims[d].v;
+    kir_expr *len = lw_i64c(k, D), *z = lw_i64c(k, 0), *one = lw_i64c(k, 1);
+    for (int64_t i = 0; i < m; i++) {
+        bool never;
+        kir_expr *sel = names_dim(c, 3, i, d, r, &never);
+        if (never)
+            continue;
+        kir_expr *st = has_steps ? operand(c, 4, i) : one;
+        kir_expr *up = kir_op2(k, KIR_LT, IR_BOOL, z, st);
+        kir_expr *s = operand(c, 1, i), *e = operand(c, 2, i);
+        s = kir_op3(k, KIR_SELECT, IR_I64, kir_op2(k, KIR_LT, IR_BOOL, s, z), kir_iadd(k, s, lw_i64c(k, D)), s);
+        e = kir_op3(k, KIR_SELECT, IR_I64, kir_op2(k, KIR_LT, IR_BOOL, e, z), kir_iadd(k, e, lw_i64c(k, D)), e);
+        s = clampi(k, s, z, kir_op3(k, KIR_SELECT, IR_I64, up, lw_i64c(k, D), lw_i64c(k, D - 1)));
+        e = clampi(k, e, kir_op3(k, KIR_SELECT, IR_I64, up, z, lw_i64c(k, -1)),
+                   kir_op3(k, KIR_SELECT, IR_I64, up, lw_i64c(k, D), lw_i64c(k, D - 1)));
+        /* the distance along the step's direction, and the step's size */
+        kir_expr *dist = kir_op3(k, KIR_SELECT, IR_I64, up, kir_op2(k, KIR_SUB, IR_I64, e, s),
+                                 kir_op2(k, KIR_SUB, IR_I64, s, e));
+        kir_expr *zero_step = kir_op2(k, KIR_EQ, IR_BOOL, st, z);
+        kir_expr *size = kir_op3(k, KIR_SELECT, IR_I64, up, st, kir_op2(k, KIR_SUB, IR_I64, z, st));
+        size = kir_op3(k, KIR_SELECT, IR_I64, zero_step, one, size);
+        kir_expr *n = kir_op2(k, KIR_DIV, IR_I64, kir_iadd(k, dist, kir_op2(k, KIR_SUB, IR_I64, size, one)), size);
+        n = kir_op2(k, KIR_MAX, IR_I64, n, z);
+        len = kir_op3(k, KIR_SELECT, IR_I64, sel, n, len);
+        bad = kir_op2(k, KIR_OR, IR_BOOL, bad, kir_op2(k, KIR_AND, IR_BOOL, sel, zero_step));
+    }
+    return kir_op2(k, KIR_OR, IR_BOOL, bad,
+                   kir_op2(k, KIR_NE, IR_BOOL, len, lw_i64c(k, c->n->out[0]->type.dims[d].v)));
+}
+
 /* Slice: per dim, the first position and step chosen among the entries
  * that name it (later entries win, as duplicates are invalid anyway),
  * the start wrapped and clamped as the reference does; each source
  * position is clamped into the dim, so values that disagree with the
- * static output shape still read inside the input. */
+ * static output shape still read inside the input, and then fail the
+ * run (slice_len_bad). */
 static int lower_slice_dyn(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -467,7 +505,7 @@ static int lower_slice_dyn(lctx *c)
     int r = tx->rank;
     int64_t m = n->in[1]->type.dims[0].v;
     bool has_steps = n->nin > 4 && n->in[4];
-    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK];
+    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK], *bad = kir_const_i(k, IR_BOOL, 0);
     kir_block *b = mv_nest(c, &k->body, to, true, false, oi);
     if (!b)
         return -1;
@@ -491,15 +529,24 @@ static int lower_slice_dyn(lctx *c)
         }
         kir_expr *pos = kir_iadd(k, first, kir_imul(k, step, oi[d]));
         xi[d] = clampi(k, pos, lw_i64c(k, 0), lw_i64c(k, D > 0 ? D - 1 : 0));
+        if (!(bad = slice_len_bad(c, d, r, m, has_steps, bad)))
+            return -1;
     }
-    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
+    if (!kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)))
+        return -1;
+    kir_stmt *chk = kir_if(k, &k->body, bad);
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (Slice): a step is 0, or the slice's length is not the output's",
+             n->name);
+    return chk && kir_fail(k, &chk->body, msg) ? 0 : -1;
 }
 
 /* Pad with run-time pads (or axes): per dim the begin pad b is chosen
  * among the entries naming the dim, the end pad follows from the static
  * output (e = out - in - b), and each output position maps through the
  * mode as in lower_pad, every step an expression; the source position
- * is clamped into the dim whatever the values. */
+ * is clamped into the dim whatever the values, and pads that do not give
+ * the static output fail the run. */
 static int lower_pad_dyn(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -528,7 +575,7 @@ static int lower_pad_dyn(lctx *c)
         if (cn > 0)
             fill = kir_load(k, c->buf[2], z);
     }
-    kir_expr *inside = kir_const_i(k, IR_BOOL, 1);
+    kir_expr *inside = kir_const_i(k, IR_BOOL, 1), *bad = kir_const_i(k, IR_BOOL, 0);
     for (int d = 0; d < r; d++) {
         int64_t D = tx->dims[d].v;
         kir_expr *bp = lw_i64c(k, 0);
@@ -540,6 +587,15 @@ static int lower_pad_dyn(lctx *c)
         }
         kir_expr *z = lw_i64c(k, 0);
         kir_expr *ep = kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, to->dims[d].v - D), bp);
+        /* the end pad the run gives must be the one the static output implies */
+        kir_expr *eg = lw_i64c(k, 0);
+        for (int64_t i = 0; i < na; i++) {
+            bool never;
+            kir_expr *sel = names_dim(c, 3, i, d, r, &never);
+            if (!never)
+                eg = kir_op3(k, KIR_SELECT, IR_I64, sel, operand(c, 1, na + i), eg);
+        }
+        bad = kir_op2(k, KIR_OR, IR_BOOL, bad, kir_op2(k, KIR_NE, IR_BOOL, eg, ep));
         kir_expr *crop = kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, bp), z);
         kir_expr *lo = kir_op2(k, KIR_MAX, IR_I64, bp, z);
         kir_expr *len = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, D), crop),
@@ -573,7 +629,12 @@ static int lower_pad_dyn(lctx *c)
     kir_expr *v = kir_load(k, c->buf[0], xi);
     if (mode == 0)
         v = kir_op3(k, KIR_SELECT, to->dtype, inside, v, fill);
-    return kir_store(k, blk, c->out, oi, v) ? 0 : -1;
+    if (!kir_store(k, blk, c->out, oi, v))
+        return -1;
+    kir_stmt *chk = kir_if(k, &k->body, bad);
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (Pad): the pads do not give the output's shape", n->name);
+    return chk && kir_fail(k, &chk->body, msg) ? 0 : -1;
 }
 
 /* ---- dispatch ------------------------------------------------------------------------- */

@@ -10,6 +10,10 @@ declares, against ONNX Runtime.
   delta of 0, fails too).
 - The same Range whose output length is not declared is refused in one
   line, naming the inputs that decide it.
+- Slice with starts, ends and steps as inputs, Pad with pads as an input,
+  their output shapes declared: values giving those shapes match ONNX
+  Runtime (a negative step, a negative start), others fail the compiled run
+  in one line naming the node (a step of 0 too).
 - NonZero, Compress (with and without an axis) and Unique with declared
   lengths: inputs giving those lengths match ONNX Runtime; others fail the
   compiled run in one line naming the node, where the interpreter gives
@@ -153,6 +157,47 @@ for tag, node, c, c2, who in OPS:
     got, err = run(path, other, f"{tag}_i2")
     want = sess.run(None, other)[0]
     report(err is None and np.array_equal(got, want), f"{tag}, another length, interpreted: {err or got.shape}")
+
+
+def io_model(path, node, ins, out_shape):
+    g = h.make_graph([node], "g", [h.make_tensor_value_info(n, t, shp) for n, t, shp in ins],
+                     [h.make_tensor_value_info("y", P.FLOAT, out_shape)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+x = np.arange(60, dtype=np.float32).reshape(6, 10)
+I64 = P.INT64
+RT = [("slice", h.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="sl"),
+       [("x", P.FLOAT, [6, 10]), ("s", I64, [2]), ("e", I64, [2]), ("a", I64, [2]), ("st", I64, [2])],
+       {"s": [1, -2], "e": [4, 0], "a": [0, 1], "st": [1, -3]},   # rows 1..3, columns 8, 5, 2
+       [{"s": [1, -2], "e": [5, 0], "a": [0, 1], "st": [1, -3]}, {"s": [1, -2], "e": [4, 0], "a": [0, 1], "st": [0, -3]}]),
+      ("pad", h.make_node("Pad", ["x", "p"], ["y"], name="pd", mode="reflect"),
+       [("x", P.FLOAT, [6, 10]), ("p", I64, [4])],
+       {"p": [1, 2, 2, 0]},
+       [{"p": [1, 2, 1, 1]}])]
+for tag, node, ins, good, bads in RT:
+    feeds = {"x": x, **{k: np.array(v, np.int64) for k, v in good.items()}}
+    ref = f"{TMP}/{tag}_ref.onnx"
+    io_model(ref, node, ins, None)
+    sess = ort.InferenceSession(ref, providers=["CPUExecutionProvider"])
+    want = sess.run(None, feeds)[0]
+    path = f"{TMP}/{tag}.onnx"
+    io_model(path, node, ins, list(want.shape))
+    so = f"{TMP}/{tag}.so"
+    r = subprocess.run([ICC, path, "-o", so], capture_output=True, text=True)
+    if r.returncode:
+        report(False, f"{tag}: compiling failed: {r.stderr.strip()}")
+        continue
+    got, err = run(so, feeds, f"{tag}_c")
+    report(err is None and got.shape == want.shape and np.array_equal(got, want),
+           f"{tag} with run-time operands, {list(want.shape)} declared, compiled: {err or 'same as ORT'}")
+    for j, bad in enumerate(bads):
+        f = {"x": x, **{k: np.array(v, np.int64) for k, v in bad.items()}}
+        got, err = run(so, f, f"{tag}_b{j}")
+        report(got is None and not err.startswith("BAD") and f"'{node.name}'" in err,
+               f"{tag} {bad}, compiled: {err}")
 
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)
