@@ -644,11 +644,69 @@ static int lower_slice(lctx *c)
 
 /* Expand: numpy broadcasting of the input to the output (constant or
  * symbolic dims; a symbolic input dim is the output's, cg_can_lower). */
+enum { SHAPE_EXPAND, SHAPE_TILE, SHAPE_OF };
+
+/* A shape operand (input j: Expand's shape, Tile's repeats,
+ * ConstantOfShape's shape) given at run time: the kernel first fails the
+ * run unless its values give the output's dims, static or the run's
+ * symbols (Expand: also when they do not broadcast with x). The output
+ * shape came from elsewhere (a declared output, shape inference copying
+ * one back), so values that disagree would be ignored silently. */
+static int shape_operand_check(lctx *c, int j, int kind)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    if (j >= n->nin || !n->in[j] || n->in[j]->kind == IR_VAL_CONST || c->buf[j] < 0)
+        return 0;
+    const ir_type *ts = &n->in[j]->type, *to = &n->out[0]->type, *tx = &n->in[0]->type;
+    if (ts->rank != 1 || !ir_dim_is_const(ts->dims[0]))
+        return -1;
+    int64_t L = ts->dims[0].v;
+    int R = to->rank;
+    kir_expr *bad = kir_const_i(k, IR_BOOL, 0), *one = lw_i64c(k, 1);
+    for (int d = 0; d < R; d++) {
+        int64_t si = kind == SHAPE_EXPAND ? d - (R - L) : d;
+        kir_expr *sv = NULL;
+        if (si >= 0 && si < L) {
+            kir_expr *at = lw_i64c(k, si);
+            sv = kir_load(k, c->buf[j], &at);
+            sv = sv && sv->dtype != IR_I64 ? kir_op1(k, KIR_CAST, IR_I64, sv) : sv;
+        }
+        kir_expr *res;
+        if (kind == SHAPE_OF) {
+            res = sv;
+        } else {
+            int xd = kind == SHAPE_EXPAND ? d - (R - tx->rank) : d;
+            kir_expr *xv = xd >= 0 ? lw_dim_of(k, tx->dims[xd]) : one;
+            if (kind == SHAPE_TILE) {
+                res = sv ? kir_imul(k, xv, sv) : xv;
+            } else if (!sv) {
+                res = xv;
+            } else {
+                /* broadcast: 1 takes the other; unequal dims neither 1 are an error */
+                kir_expr *s1 = kir_op2(k, KIR_EQ, IR_BOOL, sv, one), *x1 = kir_op2(k, KIR_EQ, IR_BOOL, xv, one);
+                res = kir_op3(k, KIR_SELECT, IR_I64, s1, xv, sv);
+                kir_expr *clash = kir_op2(k, KIR_AND, IR_BOOL, kir_op1(k, KIR_NOT, IR_BOOL, kir_op2(k, KIR_OR, IR_BOOL, s1, x1)),
+                                          kir_op2(k, KIR_NE, IR_BOOL, sv, xv));
+                bad = kir_op2(k, KIR_OR, IR_BOOL, bad, clash);
+            }
+        }
+        bad = kir_op2(k, KIR_OR, IR_BOOL, bad, kir_op2(k, KIR_NE, IR_BOOL, res, lw_dim_of(k, to->dims[d])));
+    }
+    kir_stmt *chk = kir_if(k, &k->body, bad);
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): the %s input does not give the output's shape", n->name,
+             ir_ops[n->op].name, kind == SHAPE_TILE ? "repeats" : "shape");
+    return chk && kir_fail(k, &chk->body, msg) ? 0 : -1;
+}
+
 static int lower_expand(lctx *c)
 {
     kir_kernel *k = c->k;
     const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
+    if (shape_operand_check(c, 1, SHAPE_EXPAND) < 0)
+        return -1;
     kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
     if (!b)
         return -1;
@@ -667,6 +725,8 @@ static int lower_tile_op(lctx *c)
     const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
     int r = ti->rank;
     kir_block *b = &k->body;
+    if (shape_operand_check(c, 1, SHAPE_TILE) < 0)
+        return -1;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
     if (2 * r <= IR_MAX_RANK) {
         /* mv_nest spreads small leading repeat counts over the threads */
@@ -1017,6 +1077,8 @@ static int lower_constant_of_shape(lctx *c)
     const ir_type *to = &c->n->out[0]->type;
     const ir_attr *a = ir_node_attr(c->n, "value");
     kir_expr *v;
+    if (shape_operand_check(c, 0, SHAPE_OF) < 0)
+        return -1;
     if (a && a->kind == IR_ATTR_TENSOR && a->tensor && a->tensor->numel == 1) {
         if (a->tensor->dtype != to->dtype)
             return -1;

@@ -10,7 +10,8 @@ declares, against ONNX Runtime.
   delta of 0, fails too).
 - The same Range whose output length is not declared is refused in one
   line, naming the inputs that decide it.
-- Slice with starts, ends and steps as inputs, Pad with pads as an input,
+- Expand, Tile and ConstantOfShape with their shape (repeats) as an input,
+  Slice with starts, ends and steps as inputs, Pad with pads as an input,
   their output shapes declared: values giving those shapes match ONNX
   Runtime (a negative step, a negative start), others fail the compiled run
   in one line naming the node (a step of 0 too).
@@ -173,12 +174,27 @@ RT = [("slice", h.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="sl
        [("x", P.FLOAT, [6, 10]), ("s", I64, [2]), ("e", I64, [2]), ("a", I64, [2]), ("st", I64, [2])],
        {"s": [1, -2], "e": [4, 0], "a": [0, 1], "st": [1, -3]},   # rows 1..3, columns 8, 5, 2
        [{"s": [1, -2], "e": [5, 0], "a": [0, 1], "st": [1, -3]}, {"s": [1, -2], "e": [4, 0], "a": [0, 1], "st": [0, -3]}]),
+      ("expand", h.make_node("Expand", ["x1", "sh"], ["y"], name="ex"),
+       [("x1", P.FLOAT, [6, 1]), ("sh", I64, [3])],
+       {"sh": [2, 1, 5]},
+       [{"sh": [2, 1, 4]}, {"sh": [2, 3, 5]}]),
+      ("tile", h.make_node("Tile", ["x", "rep"], ["y"], name="tl"),
+       [("x", P.FLOAT, [6, 10]), ("rep", I64, [2])],
+       {"rep": [2, 3]},
+       [{"rep": [3, 2]}]),
+      ("cos", h.make_node("ConstantOfShape", ["sh"], ["y"], name="cs",
+                          value=onnx.numpy_helper.from_array(np.array([2.5], np.float32))),
+       [("sh", I64, [2])],
+       {"sh": [3, 7]},
+       [{"sh": [7, 3]}]),
       ("pad", h.make_node("Pad", ["x", "p"], ["y"], name="pd", mode="reflect"),
        [("x", P.FLOAT, [6, 10]), ("p", I64, [4])],
        {"p": [1, 2, 2, 0]},
        [{"p": [1, 2, 1, 1]}])]
+x1 = np.arange(6, dtype=np.float32).reshape(6, 1)
 for tag, node, ins, good, bads in RT:
-    feeds = {"x": x, **{k: np.array(v, np.int64) for k, v in good.items()}}
+    base = {n: {"x": x, "x1": x1}[n] for n, _, _ in ins if n in ("x", "x1")}
+    feeds = {**base, **{k: np.array(v, np.int64) for k, v in good.items()}}
     ref = f"{TMP}/{tag}_ref.onnx"
     io_model(ref, node, ins, None)
     sess = ort.InferenceSession(ref, providers=["CPUExecutionProvider"])
@@ -194,7 +210,7 @@ for tag, node, ins, good, bads in RT:
     report(err is None and got.shape == want.shape and np.array_equal(got, want),
            f"{tag} with run-time operands, {list(want.shape)} declared, compiled: {err or 'same as ORT'}")
     for j, bad in enumerate(bads):
-        f = {"x": x, **{k: np.array(v, np.int64) for k, v in bad.items()}}
+        f = {**base, **{k: np.array(v, np.int64) for k, v in bad.items()}}
         got, err = run(so, f, f"{tag}_b{j}")
         report(got is None and not err.startswith("BAD") and f"'{node.name}'" in err,
                f"{tag} {bad}, compiled: {err}")
