@@ -244,7 +244,26 @@ static int lower_onehot(lctx *c)
     kir_expr *z[1] = {lw_i64c(k, 0)}, *one[1] = {lw_i64c(k, 1)};
     kir_expr *on = kir_op2(k, KIR_EQ, IR_BOOL, iv, oi[axis]);
     kir_expr *v = kir_op3(k, KIR_SELECT, to->dtype, on, kir_load(k, c->buf[2], one), kir_load(k, c->buf[2], z));
-    return kir_store(k, b, c->out, oi, v) ? 0 : -1;
+    if (!kir_store(k, b, c->out, oi, v))
+        return -1;
+    /* depth given at run time must be the output's (the finished kernel
+     * fails the run otherwise), read as the reference does: a number in
+     * [1, 2^40], truncated */
+    if (n->in[1]->kind == IR_VAL_CONST || c->buf[1] < 0)
+        return 0;
+    kir_expr *zs[IR_MAX_RANK];
+    for (int d = 0; d < n->in[1]->type.rank; d++)
+        zs[d] = lw_i64c(k, 0);
+    kir_expr *dv = kir_load(k, c->buf[1], zs);
+    dv = dv && dv->dtype != IR_F64 ? kir_op1(k, KIR_CAST, IR_F64, dv) : dv;
+    kir_expr *ok = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, kir_const_f(k, IR_F64, 1), dv),
+                           kir_op2(k, KIR_LE, IR_BOOL, dv, kir_const_f(k, IR_F64, 0x1p40)));
+    ok = kir_op2(k, KIR_AND, IR_BOOL, ok, kir_op2(k, KIR_EQ, IR_BOOL, kir_op1(k, KIR_FLOOR, IR_F64, dv),
+                                                  kir_const_f(k, IR_F64, (double)depth)));
+    kir_stmt *chk = kir_if(k, lw_check_block(k), kir_op1(k, KIR_NOT, IR_BOOL, ok));
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (OneHot): depth is not the output's %lld", n->name, (long long)depth);
+    return chk && kir_fail(k, &chk->body, msg) ? 0 : -1;
 }
 
 /* out[t, b, ...] = x[t < len ? len-1-t : t, b, ...] with len =
@@ -534,7 +553,7 @@ static int lower_slice_dyn(lctx *c)
     }
     if (!kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)))
         return -1;
-    kir_stmt *chk = kir_if(k, &k->body, bad);
+    kir_stmt *chk = kir_if(k, lw_check_block(k), bad);
     char msg[400];
     snprintf(msg, sizeof msg, "node '%.200s' (Slice): a step is 0, or the slice's length is not the output's",
              n->name);
@@ -631,7 +650,7 @@ static int lower_pad_dyn(lctx *c)
         v = kir_op3(k, KIR_SELECT, to->dtype, inside, v, fill);
     if (!kir_store(k, blk, c->out, oi, v))
         return -1;
-    kir_stmt *chk = kir_if(k, &k->body, bad);
+    kir_stmt *chk = kir_if(k, lw_check_block(k), bad);
     char msg[400];
     snprintf(msg, sizeof msg, "node '%.200s' (Pad): the pads do not give the output's shape", n->name);
     return chk && kir_fail(k, &chk->body, msg) ? 0 : -1;

@@ -170,6 +170,16 @@ kir_expr *lower_epi(lctx *c, kir_expr *v, kir_expr *const *idx);
  * the fused group produces it (a normalization's prologue), computed. */
 kir_expr *lower_in(lctx *c, int i, kir_expr *const *idx);
 
+/* Where a run-time check of a finished kernel goes (appended last): in
+ * its one outermost loop when the kernel is that loop, since a statement
+ * beside it would make the kernel serial (program.c, parallel_trips);
+ * else its body. A check there runs once per outer trip, none when the
+ * loop has none (an empty output). */
+static inline kir_block *lw_check_block(kir_kernel *k)
+{
+    return k->body.n == 1 && k->body.s[0]->kind == KIR_S_FOR ? &k->body.s[0]->body : &k->body;
+}
+
 /* Appends `for var in [0, hi)` of the given kind to b. */
 static inline kir_stmt *lw_loop(lctx *c, kir_block *b, int var, kir_expr *hi, kir_loop kind)
 {

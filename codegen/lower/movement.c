@@ -647,8 +647,8 @@ static int lower_slice(lctx *c)
 enum { SHAPE_EXPAND, SHAPE_TILE, SHAPE_OF };
 
 /* A shape operand (input j: Expand's shape, Tile's repeats,
- * ConstantOfShape's shape) given at run time: the kernel first fails the
- * run unless its values give the output's dims, static or the run's
+ * ConstantOfShape's shape) given at run time: the finished kernel fails
+ * the run unless its values give the output's dims, static or the run's
  * symbols (Expand: also when they do not broadcast with x). The output
  * shape came from elsewhere (a declared output, shape inference copying
  * one back), so values that disagree would be ignored silently. */
@@ -693,7 +693,7 @@ static int shape_operand_check(lctx *c, int j, int kind)
         }
         bad = kir_op2(k, KIR_OR, IR_BOOL, bad, kir_op2(k, KIR_NE, IR_BOOL, res, lw_dim_of(k, to->dims[d])));
     }
-    kir_stmt *chk = kir_if(k, &k->body, bad);
+    kir_stmt *chk = kir_if(k, lw_check_block(k), bad);
     char msg[400];
     snprintf(msg, sizeof msg, "node '%.200s' (%s): the %s input does not give the output's shape", n->name,
              ir_ops[n->op].name, kind == SHAPE_TILE ? "repeats" : "shape");
@@ -705,8 +705,6 @@ static int lower_expand(lctx *c)
     kir_kernel *k = c->k;
     const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
-    if (shape_operand_check(c, 1, SHAPE_EXPAND) < 0)
-        return -1;
     kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
     if (!b)
         return -1;
@@ -714,7 +712,7 @@ static int lower_expand(lctx *c)
         int od = to->rank - ti->rank + d;
         ii[d] = ir_dim_is_const(ti->dims[d]) && ti->dims[d].v == 1 ? lw_i64c(k, 0) : oi[od];
     }
-    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? shape_operand_check(c, 1, SHAPE_EXPAND) : -1;
 }
 
 /* Tile: loops over [r0, d0, r1, d1, ...] (repeat, then the input's dim),
@@ -725,8 +723,6 @@ static int lower_tile_op(lctx *c)
     const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
     int r = ti->rank;
     kir_block *b = &k->body;
-    if (shape_operand_check(c, 1, SHAPE_TILE) < 0)
-        return -1;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
     if (2 * r <= IR_MAX_RANK) {
         /* mv_nest spreads small leading repeat counts over the threads */
@@ -744,7 +740,7 @@ static int lower_tile_op(lctx *c)
             ii[d] = vi[2 * d + 1];
             oi[d] = kir_iadd(k, kir_imul(k, vi[2 * d], lw_i64c(k, ti->dims[d].v)), ii[d]);
         }
-        return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+        return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? shape_operand_check(c, 1, SHAPE_TILE) : -1;
     }
     for (int d = 0; d < r; d++) {
         int64_t dim = ti->dims[d].v, rep = dim ? to->dims[d].v / dim : 0;
@@ -761,7 +757,7 @@ static int lower_tile_op(lctx *c)
         ii[d] = kir_var(k, jv);
         oi[d] = kir_iadd(k, kir_imul(k, kir_var(k, rv), lw_i64c(k, dim)), ii[d]);
     }
-    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
+    return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? shape_operand_check(c, 1, SHAPE_TILE) : -1;
 }
 
 /* ---- Pad, CenterCropPad --------------------------------------------------------------- */
@@ -1077,8 +1073,6 @@ static int lower_constant_of_shape(lctx *c)
     const ir_type *to = &c->n->out[0]->type;
     const ir_attr *a = ir_node_attr(c->n, "value");
     kir_expr *v;
-    if (shape_operand_check(c, 0, SHAPE_OF) < 0)
-        return -1;
     if (a && a->kind == IR_ATTR_TENSOR && a->tensor && a->tensor->numel == 1) {
         if (a->tensor->dtype != to->dtype)
             return -1;
@@ -1089,21 +1083,20 @@ static int lower_constant_of_shape(lctx *c)
     }
     kir_expr *oi[IR_MAX_RANK];
     kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
-    return b && kir_store(k, b, c->out, oi, v) ? 0 : -1;
+    return b && kir_store(k, b, c->out, oi, v) ? shape_operand_check(c, 0, SHAPE_OF) : -1;
 }
 
-/* Range: out[i] = start + i * delta, floats in f32 (f64 for f64) like
- * the reference, integers wrapping. */
-/* The run fails unless the range's count, max(ceil((limit - start) /
- * delta), 0) computed as the reference does (range_count, in the compute
- * dtype; integers in i64), is the output's length: a length the run's
- * values decide may come from a declared output (ir/verify.c,
- * infer_backward). A delta of 0 fails too. */
+/* The finished kernel fails the run unless the range's count,
+ * max(ceil((limit - start) / delta), 0) computed as the reference does
+ * (range_count, in the compute dtype; integers in i64), is the output's
+ * length: a length the run's values decide may come from a declared
+ * output (ir/verify.c, infer_backward). A delta of 0 fails too. */
 static int range_check(lctx *c, kir_expr *const *z)
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
     ir_dtype dt = n->in[0]->type.dtype, ct = lw_compute_dtype(dt);
+    kir_block *cb = lw_check_block(k);
     kir_expr *s = lw_load_in(c, 0, z), *l = lw_load_in(c, 1, z), *e = lw_load_in(c, 2, z);
     if (!ir_dtype_is_float(dt)) {
         s = kir_op1(k, KIR_CAST, IR_I64, s);
@@ -1111,13 +1104,13 @@ static int range_check(lctx *c, kir_expr *const *z)
         e = kir_op1(k, KIR_CAST, IR_I64, e);
         ct = IR_I64;
     }
-    e = kir_let(k, &k->body, e);
+    e = kir_let(k, cb, e);
     kir_expr *zero = ct == IR_I64 ? lw_i64c(k, 0) : kir_const_f(k, ct, 0);
     kir_expr *bad0 = kir_op2(k, KIR_EQ, IR_BOOL, e, zero);
     kir_expr *count;
     if (ct == IR_I64) {
-        kir_expr *diff = kir_let(k, &k->body, kir_op2(k, KIR_SUB, IR_I64, l, s));
-        kir_expr *es = kir_let(k, &k->body, kir_op3(k, KIR_SELECT, IR_I64, bad0, lw_i64c(k, 1), e));
+        kir_expr *diff = kir_let(k, cb, kir_op2(k, KIR_SUB, IR_I64, l, s));
+        kir_expr *es = kir_let(k, cb, kir_op3(k, KIR_SELECT, IR_I64, bad0, lw_i64c(k, 1), e));
         kir_expr *q = kir_op2(k, KIR_DIV, IR_I64, diff, es);
         kir_expr *up = kir_op2(k, KIR_AND, IR_BOOL,
                                kir_op2(k, KIR_NE, IR_BOOL, kir_op2(k, KIR_REM, IR_I64, diff, es), zero),
@@ -1127,7 +1120,7 @@ static int range_check(lctx *c, kir_expr *const *z)
     } else {
         /* NaN or too large: the comparison below fails, as the reference does */
         kir_expr *q = kir_op1(k, KIR_CEIL, ct, kir_op2(k, KIR_DIV, ct, kir_op2(k, KIR_SUB, ct, l, s), e));
-        q = kir_let(k, &k->body, kir_op1(k, KIR_CAST, IR_F64, q));
+        q = kir_let(k, cb, kir_op1(k, KIR_CAST, IR_F64, q));
         kir_expr *len = kir_op1(k, KIR_CAST, IR_F64, lw_dim_of(k, n->out[0]->type.dims[0]));
         kir_expr *cnt = kir_op3(k, KIR_SELECT, IR_F64, kir_op2(k, KIR_LT, IR_BOOL, kir_const_f(k, IR_F64, 0), q), q,
                                 kir_const_f(k, IR_F64, 0));
@@ -1139,13 +1132,15 @@ static int range_check(lctx *c, kir_expr *const *z)
         bad = kir_op2(k, KIR_OR, IR_BOOL, bad0,
                       kir_op2(k, KIR_NE, IR_BOOL, kir_op2(k, KIR_MAX, IR_I64, count, zero),
                               lw_dim_of(k, n->out[0]->type.dims[0])));
-    kir_stmt *chk = kir_if(k, &k->body, bad);
+    kir_stmt *chk = kir_if(k, cb, bad);
     char msg[400];
     snprintf(msg, sizeof msg, "node '%.200s' (Range): delta is 0, or the range's length is not the output's",
              n->name);
     return chk && kir_fail(k, &chk->body, msg) ? 0 : -1;
 }
 
+/* Range: out[i] = start + i * delta, floats in f32 (f64 for f64) like
+ * the reference, integers wrapping. */
 static int lower_range(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -1155,15 +1150,13 @@ static int lower_range(lctx *c)
     kir_expr *oi[1], *z[IR_MAX_RANK];
     for (int d = 0; d < IR_MAX_RANK; d++)
         z[d] = lw_i64c(k, 0);
-    if (range_check(c, z) < 0)
-        return -1;
     kir_block *b = mv_nest(c, &k->body, to, true, true, oi);
     if (!b)
         return -1;
     kir_expr *start = lw_load_in(c, 0, z), *delta = lw_load_in(c, 2, z);
     kir_expr *i = kir_op1(k, KIR_CAST, ct, oi[0]);
     kir_expr *v = kir_op2(k, KIR_ADD, ct, start, kir_op2(k, KIR_MUL, ct, i, delta));
-    return kir_store(k, b, c->out, oi, lw_to_out(c, v)) ? 0 : -1;
+    return kir_store(k, b, c->out, oi, lw_to_out(c, v)) ? range_check(c, z) : -1;
 }
 
 /* The window ops: w[n] = a0 - a1 cos(t) + a2 cos(2t), t = 2 pi n / N, in

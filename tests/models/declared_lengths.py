@@ -10,7 +10,8 @@ declares, against ONNX Runtime.
   delta of 0, fails too).
 - The same Range whose output length is not declared is refused in one
   line, naming the inputs that decide it.
-- Expand, Tile and ConstantOfShape with their shape (repeats) as an input,
+- TopK with k as an input, OneHot with depth as an input (a float),
+  Expand, Tile and ConstantOfShape with their shape (repeats) as an input,
   Slice with starts, ends and steps as inputs, Pad with pads as an input,
   their output shapes declared: values giving those shapes match ONNX
   Runtime (a negative step, a negative start), others fail the compiled run
@@ -161,8 +162,10 @@ for tag, node, c, c2, who in OPS:
 
 
 def io_model(path, node, ins, out_shape):
-    g = h.make_graph([node], "g", [h.make_tensor_value_info(n, t, shp) for n, t, shp in ins],
-                     [h.make_tensor_value_info("y", P.FLOAT, out_shape)])
+    outs = [h.make_tensor_value_info("y", P.FLOAT, out_shape)]
+    if node.op_type == "TopK":
+        outs.append(h.make_tensor_value_info("yi", P.INT64, out_shape))
+    g = h.make_graph([node], "g", [h.make_tensor_value_info(n, t, shp) for n, t, shp in ins], outs)
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
     m.ir_version = 8
     onnx.save(m, path)
@@ -170,7 +173,15 @@ def io_model(path, node, ins, out_shape):
 
 x = np.arange(60, dtype=np.float32).reshape(6, 10)
 I64 = P.INT64
-RT = [("slice", h.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="sl"),
+RT = [("topk", h.make_node("TopK", ["x", "kk"], ["y", "yi"], name="tk"),
+       [("x", P.FLOAT, [6, 10]), ("kk", I64, [1])],
+       {"kk": [4]},
+       [{"kk": [3]}]),
+      ("onehot", h.make_node("OneHot", ["ind", "dep", "vals"], ["y"], name="oh"),
+       [("ind", I64, [5]), ("dep", P.FLOAT, []), ("vals", P.FLOAT, [2])],
+       {},
+       [{}]),
+      ("slice", h.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="sl"),
        [("x", P.FLOAT, [6, 10]), ("s", I64, [2]), ("e", I64, [2]), ("a", I64, [2]), ("st", I64, [2])],
        {"s": [1, -2], "e": [4, 0], "a": [0, 1], "st": [1, -3]},   # rows 1..3, columns 8, 5, 2
        [{"s": [1, -2], "e": [5, 0], "a": [0, 1], "st": [1, -3]}, {"s": [1, -2], "e": [4, 0], "a": [0, 1], "st": [0, -3]}]),
@@ -192,8 +203,13 @@ RT = [("slice", h.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="sl
        {"p": [1, 2, 2, 0]},
        [{"p": [1, 2, 1, 1]}])]
 x1 = np.arange(6, dtype=np.float32).reshape(6, 1)
+xs = rng.standard_normal((6, 10)).astype(np.float32)
+FIXED = {"x": x, "x1": x1, "ind": np.array([0, 3, -1, 5, 2], np.int64), "dep": np.array(7.5, np.float32),
+         "vals": np.array([0.5, 2.0], np.float32)}
 for tag, node, ins, good, bads in RT:
-    base = {n: {"x": x, "x1": x1}[n] for n, _, _ in ins if n in ("x", "x1")}
+    base = {n: FIXED[n] for n, _, _ in ins if n in FIXED}
+    if tag == "topk":
+        base["x"] = xs
     feeds = {**base, **{k: np.array(v, np.int64) for k, v in good.items()}}
     ref = f"{TMP}/{tag}_ref.onnx"
     io_model(ref, node, ins, None)
@@ -211,6 +227,8 @@ for tag, node, ins, good, bads in RT:
            f"{tag} with run-time operands, {list(want.shape)} declared, compiled: {err or 'same as ORT'}")
     for j, bad in enumerate(bads):
         f = {**base, **{k: np.array(v, np.int64) for k, v in bad.items()}}
+        if tag == "onehot":
+            f["dep"] = np.array(6.0, np.float32)
         got, err = run(so, f, f"{tag}_b{j}")
         report(got is None and not err.startswith("BAD") and f"'{node.name}'" in err,
                f"{tag} {bad}, compiled: {err}")
