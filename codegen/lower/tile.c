@@ -93,8 +93,14 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
         return -1;
     kir_expr *ncp = q->ncp_dyn ? q->ncp_dyn : lw_i64c(k, q->ncp);
     kir_expr *q0 = kir_imul(k, q->cc, ncp);
-    kir_stmt *lq = kir_for(k, &lkb->body, qv, q0, lw_imin(k, q->nq_dyn ? q->nq_dyn : lw_i64c(k, q->nq),
-                                                          kir_iadd(k, q0, ncp)), KIR_SERIAL, 0);
+    /* rows_outer: the row blocks outside the panels (tile_rows_outer) */
+    bool ro = t->rows_outer && q->apk < 0 && !t->pack;
+    kir_stmt *lrb = ro ? kir_for(k, &lkb->body, rbv, rb0, rb1, KIR_SERIAL, 0) : NULL;
+    if (ro && !lrb)
+        return -1;
+    kir_stmt *lq = kir_for(k, ro ? &lrb->body : &lkb->body, qv, q0,
+                           lw_imin(k, q->nq_dyn ? q->nq_dyn : lw_i64c(k, q->nq), kir_iadd(k, q0, ncp)), KIR_SERIAL,
+                           0);
     if (!lq)
         return -1;
     kir_expr *qx = kir_var(k, qv), *g, *j0, *j1;
@@ -114,10 +120,9 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
     if (!lj)
         return -1;
     kir_expr *j = kir_var(k, jv);
-    kir_stmt *lrb = kir_for(k, &lj->body, rbv, rb0, rb1, KIR_SERIAL, 0);
-    if (!lrb)
+    if (!ro && !(lrb = kir_for(k, &lj->body, rbv, rb0, rb1, KIR_SERIAL, 0)))
         return -1;
-    kir_block *tb = &lrb->body;
+    kir_block *tb = ro ? &lj->body : &lrb->body;
     kir_expr *rows[TILE_MAX_ROWS];
     int acc[TILE_MAX_ROWS];
     kir_expr *first = kir_op2(k, KIR_EQ, IR_BOOL, kb, lw_i64c(k, 0));
@@ -147,7 +152,8 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
         if (!kir_acc_set(k, kbody, acc[r], f))
             return -1;
     }
-    if (t->prefetch && t->pf_lines > 0 && c->s->prefetch_b && tile_prefetch(c, t, q, kbody, kir_var(k, rbv), rb0, g, j0) < 0)
+    if (!ro && t->prefetch && t->pf_lines > 0 && c->s->prefetch_b &&
+        tile_prefetch(c, t, q, kbody, kir_var(k, rbv), rb0, g, j0) < 0)
         return -1;
     for (int r = 0; r < R; r++) {
         t->out(c, t, rows[r], g, j, oi);

@@ -42,6 +42,12 @@ struct cg_tile {
     int64_t stream_chunks;     /* stream: column chunks per batch item (0 or 1: one chunk of
                                   all columns); each reads its piece of every B row, so more
                                   cut the rows shorter (1x3072x3072: 2.8x slower at 2) */
+    bool rows_outer;           /* a chunk's row blocks outside its column panels (not with
+                                  pack_a or pack): each row block's outputs are stored panel
+                                  after panel, one run per row, instead of every row of the
+                                  chunk per panel, at the cost of reading the chunk's B
+                                  panels once per row block (conv.c: a pointwise NCHW conv
+                                  whose output outgrows L2) */
     bool pack_a;               /* copy the chunk's A block (its row blocks x the reduction
                                   block) into thread scratch once per reduction block, row
                                   block by row block as [k][rows], so a k step's broadcasts
