@@ -35,6 +35,10 @@
  * pairs of input lanes (packed_k = 2), for the pair kernel of
  * codegen/lower/conv_blocked.c.
  *
+ * A GEMV on a B computed at run time (splitk_parts): split along K into
+ * a batched product of contiguous stretches of B's rows and a ReduceSum,
+ * so its parallel chunks each stream their own rows.
+ *
  * B computed at run time (run_packable): an f32 MatMul whose kernel would
  * copy B's panels once per row chunk, three times or more, reads B packed
  * once by a Transpose the pass puts before it ([.., K, N/w, w] to
@@ -212,6 +216,59 @@ static bool run_packable(const cg_schedule *s, const ir_node *n, int64_t w)
     return nrc >= 3;
 }
 
+/* A GEMV whose B is computed at run time, f32 [1, K] x [K, N] with B of
+ * 1 MB or more: its kernel streams B's rows in one parallel chunk (the
+ * skinny schedule; cutting the columns between chunks cuts every row's
+ * piece short, 1.4-1.6x slower on one thread), so it runs on one thread.
+ * Split into P stretches of K/P contiguous rows (P the most, up to 8,
+ * dividing K with K/P >= 128): a batched product [P, 1, K/P] x [P, K/P, N]
+ * of views of A and B, whose batch items are parallel chunks, then the
+ * node itself becomes the ReduceSum of its P partial rows. 0: no split. */
+static int64_t splitk_parts(const ir_node *n)
+{
+    if (n->op != IR_OP_MATMUL || n->nin != 2 || !n->in[0] || !n->in[1] || n->nout != 1 || n->nattr)
+        return 0;
+    const ir_value *a = n->in[0], *b = n->in[1];
+    const ir_type *ta = &a->type, *tb = &b->type, *ty = &n->out[0]->type;
+    if (b->kind == IR_VAL_CONST || ta->dtype != IR_F32 || tb->dtype != IR_F32 || ty->dtype != IR_F32 ||
+        ta->rank != 2 || tb->rank != 2 || ty->rank != 2 || !ir_type_is_static(ta) || !ir_type_is_static(tb) ||
+        ta->dims[0].v != 1)
+        return 0;
+    /* a narrow weight (Cast of a bf16/fp16 constant) is no activation */
+    if (b->def && b->def->op == IR_OP_CAST && b->def->in[0] && b->def->in[0]->kind == IR_VAL_CONST)
+        return 0;
+    int64_t K = tb->dims[0].v, N = tb->dims[1].v;
+    if (ta->dims[1].v != K || K * N < (INT64_C(1) << 18))
+        return 0;
+    for (int64_t p = 8; p >= 2; p--)
+        if (K % p == 0 && K / p >= 128)
+            return p;
+    return 0;
+}
+
+/* n becomes ReduceSum(MatMul(A as [P, 1, K/P], B as [P, K/P, N]), axes
+ * [0], keepdims 0): its output value stays, so its readers do. */
+static int split_k(pass_ctx *c, ir_node *n, int64_t P)
+{
+    ir_graph *g = c->g;
+    ir_value *a = n->in[0], *b = n->in[1];
+    int64_t K = b->type.dims[0].v, N = b->type.dims[1].v;
+    ir_value *a3 = pb_reshape(g, c->diag, a, (int64_t[]){P, 1, K / P}, 3, NULL);
+    ir_value *b3 = a3 ? pb_reshape(g, c->diag, b, (int64_t[]){P, K / P, N}, 3, NULL) : NULL;
+    ir_node *mm = b3 ? pb_node(g, c->diag, IR_OP_MATMUL, n->out[0]->name, "_splitk", 2, (ir_value *[]){a3, b3},
+                               NULL)
+                     : NULL;
+    if (!mm || ir_infer_node(mm, c->diag) < 0)
+        return -1;
+    ir_value *axes = pb_i64_const(g, c->diag, n->out[0]->name, "_splitk_axes", (int64_t[]){0}, 1);
+    if (!axes)
+        return -1;
+    n->op = IR_OP_REDUCE_SUM;
+    n->in[0] = mm->out[0];
+    n->in[1] = axes;
+    return ir_node_set_int(g, n, "keepdims", 0) < 0 || ir_infer_node(n, c->diag) < 0 ? -1 : 0;
+}
+
 /* B of n in panels of w columns by a Transpose: [.., K, N] as
  * [.., K, N/w, w], to [.., N/w, K, w], read back as [.., K, N] (the
  * Reshapes are views of the buffers); returns the last, or NULL. */
@@ -337,6 +394,14 @@ int pass_pack_b(pass_ctx *c)
     int nv = g->nvalues, nn = g->nnodes;
     for (int k = 0; k < nn; k++) {
         ir_node *n = g->nodes[k];
+        int64_t parts = n->dead ? 0 : splitk_parts(n);
+        if (parts) {
+            if (split_k(c, n, parts) < 0)
+                goto fail;
+            pass_stat(c, "GEMVs on a run-time B split along K", 1);
+            c->changed = true;
+            continue;
+        }
         if (!n->dead && run_packable(&sch, n, w)) {
             /* one Transpose for all the products that read B */
             ir_value *b = n->in[1], *p = done[b->id] ? done[b->id] : pack_at_run(c, b, w);

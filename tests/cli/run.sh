@@ -271,6 +271,24 @@ G
 }
 check "a pointwise NCHW Conv with a large output runs rows outside its panels, and matches the interpreter" conv_rows_outer
 
+# A GEMV whose B is an input ([1, 1024] x [1024, 512], 2 MB of B) is split
+# along K by pack-b (8 stretches of 128 rows: a batched product whose
+# items are parallel chunks, then a ReduceSum) and matches the interpreter;
+# a smaller B (256 x 256, 256 KB) is left alone.
+gemv_split_k() {
+  cat >"$T/sk.icc" <<'G'
+graph @sk(%a: f32[1,1024], %b: f32[1024,512], %c: f32[1,256], %d: f32[256,256]) -> (%y, %z) {
+  %y = MatMul(%a, %b) : f32[1,512]
+  %z = MatMul(%c, %d) : f32[1,256]
+}
+G
+  "$ICC" info "$T/sk.icc" --stats 2>"$T/sk.s" >/dev/null && grep -q "pack-b: 1 GEMVs on a run-time B split along K" "$T/sk.s" &&
+    "$ICC" "$T/sk.icc" --emit=kernels >"$T/sk.k" && grep -q "f32\[8,1,128\]" "$T/sk.k" &&
+    "$ICC" verify "$T/sk.icc" >"$T/sk.v" && grep -qE "^  y: 512 elements, .*: ok$" "$T/sk.v" &&
+    grep -qE "^  z: 256 elements, .*: ok$" "$T/sk.v"
+}
+check "a GEMV on an input B is split along K into parallel stretches of rows, and matches the interpreter" gemv_split_k
+
 # One output block along a row shares each input column between the taps
 # along W (conv_blocked.c's bc_lower_taps) for at most 16 taps: a 1x17
 # kernel of 16 channels (a first version kept 16 of its taps) and a 3x3
