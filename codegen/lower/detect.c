@@ -342,10 +342,9 @@ int lower_nms(lctx *c)
     int64_t cap = n->out[0]->type.dims[0].v;
     nms_k q = {.c = c, .center = ir_attr_int(n, "center_point_box", 0) == 1, .N = N};
     kir_expr *z = lw_i64c(k, 0);
-    kir_expr *max_out = nms_given(n, 2) ? lw_let(c, &k->body, kir_op1(k, KIR_CAST, IR_I64, kir_load(k, c->buf[2], &z)))
-                                        : z;
-    kir_expr *iou = nms_given(n, 3) ? lw_let(c, &k->body, lw_to_f64(k, kir_load(k, c->buf[3], &z))) : lw_f64c(k, 0);
-    kir_expr *thr = nms_given(n, 4) ? lw_let(c, &k->body, lw_to_f64(k, kir_load(k, c->buf[4], &z))) : NULL;
+    kir_expr *max_out = nms_given(n, 2) ? lw_let(c, &k->body, lw_scalar_in(c, 2, IR_I64)) : z;
+    kir_expr *iou = nms_given(n, 3) ? lw_let(c, &k->body, lw_scalar_in(c, 3, IR_F64)) : lw_f64c(k, 0);
+    kir_expr *thr = nms_given(n, 4) ? lw_let(c, &k->body, lw_scalar_in(c, 4, IR_F64)) : NULL;
     int total = kir_new_acc(k, IR_I64), nk = kir_new_acc(k, IR_I64), keep = kir_new_acc(k, IR_BOOL);
     q.hn = kir_new_acc(k, IR_I64);
     int kept = N > 0 ? kir_add_scratch(k, "nms_kept", KIR_SPACE_KERNEL, IR_I64, 1, (int64_t[]){N}) : -1;

@@ -119,11 +119,7 @@ static int lower_topk(lctx *c)
      * kernel fails the run otherwise: the length came from elsewhere) */
     if (n->in[1]->kind == IR_VAL_CONST || c->buf[1] < 0)
         return 0;
-    kir_expr *z[IR_MAX_RANK];
-    for (int d = 0; d < n->in[1]->type.rank; d++)
-        z[d] = lw_i64c(k, 0);
-    kir_expr *kv = kir_load(k, c->buf[1], z);
-    kv = kv && kv->dtype != IR_I64 ? kir_op1(k, KIR_CAST, IR_I64, kv) : kv;
+    kir_expr *kv = lw_scalar_in(c, 1, IR_I64);
     kir_stmt *chk = kir_if(k, lw_check_block(k), kir_op2(k, KIR_NE, IR_BOOL, kv, lw_dim_of(k, tv->dims[axis])));
     char msg[400];
     snprintf(msg, sizeof msg, "node '%.200s' (TopK): k is not the output's length along the axis", n->name);

@@ -251,11 +251,7 @@ static int lower_onehot(lctx *c)
      * [1, 2^40], truncated */
     if (n->in[1]->kind == IR_VAL_CONST || c->buf[1] < 0)
         return 0;
-    kir_expr *zs[IR_MAX_RANK];
-    for (int d = 0; d < n->in[1]->type.rank; d++)
-        zs[d] = lw_i64c(k, 0);
-    kir_expr *dv = kir_load(k, c->buf[1], zs);
-    dv = dv && dv->dtype != IR_F64 ? kir_op1(k, KIR_CAST, IR_F64, dv) : dv;
+    kir_expr *dv = lw_scalar_in(c, 1, IR_F64);
     kir_expr *ok = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, kir_const_f(k, IR_F64, 1), dv),
                            kir_op2(k, KIR_LE, IR_BOOL, dv, kir_const_f(k, IR_F64, 0x1p40)));
     ok = kir_op2(k, KIR_AND, IR_BOOL, ok, kir_op2(k, KIR_EQ, IR_BOOL, kir_op1(k, KIR_FLOOR, IR_F64, dv),

@@ -147,6 +147,17 @@ static inline kir_expr *lw_load_in(lctx *c, int i, kir_expr *const *idx)
     return lw_widen(c->k, kir_load(c->k, c->buf[i], idx), t);
 }
 
+/* Input i's first element (a scalar or a one-element tensor of any
+ * rank) converted to dt, e.g. an operand given at run time. */
+static inline kir_expr *lw_scalar_in(lctx *c, int i, ir_dtype dt)
+{
+    kir_expr *z[IR_MAX_RANK];
+    for (int d = 0; d < IR_MAX_RANK; d++)
+        z[d] = kir_const_i(c->k, IR_I64, 0);
+    kir_expr *v = kir_load(c->k, c->buf[i], z);
+    return v && v->dtype != dt ? kir_op1(c->k, KIR_CAST, dt, v) : v;
+}
+
 /* v converted to output i's dtype: its buffer's (a group's root may be
  * narrower than its anchor: a bf16 Cast over a pair-packed MatMul). */
 static inline kir_expr *lw_to_out_i(lctx *c, int i, kir_expr *v)

@@ -33,15 +33,11 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto as P, helper as h
 
+from icc_run import Report
+
 ICC = os.path.abspath(sys.argv[1])
 TMP = tempfile.mkdtemp(prefix="icc-declared-")
-failures = 0
-
-
-def report(ok, what):
-    global failures
-    failures += not ok
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
+report = Report()
 
 
 def run(path, feeds, tag):
@@ -57,6 +53,16 @@ def run(path, feeds, tag):
     lines = r.stderr.strip().splitlines()
     clean = r.returncode == 1 and len(lines) == 1 and not os.path.exists(f"{TMP}/{tag}/y.npy")
     return None, (lines[0] if clean else f"BAD ERROR (rc {r.returncode}): {r.stderr.strip()}")
+
+
+def compile_so(path, tag):
+    """path compiled to TMP/tag.so, or None (reported)."""
+    so = f"{TMP}/{tag}.so"
+    r = subprocess.run([ICC, path, "-o", so], capture_output=True, text=True)
+    if r.returncode:
+        report(False, f"{tag}: compiling failed: {r.stderr.strip()}")
+        return None
+    return so
 
 
 def range_model(path, dt, out_dt, length):
@@ -80,10 +86,8 @@ for dt, out_dt, npt, (s, l, d) in CASES:
     want = ort.InferenceSession(ref, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     path = f"{TMP}/{name}.onnx"
     range_model(path, dt, out_dt, len(want))
-    so = f"{TMP}/{name}.so"
-    r = subprocess.run([ICC, path, "-o", so], capture_output=True, text=True)
-    if r.returncode:
-        report(False, f"Range {name}: compiling failed: {r.stderr.strip()}")
+    so = compile_so(path, name)
+    if not so:
         continue
     got, err = run(so, feeds, f"{name}_c")
     ok = err is None and got.shape == want.shape and np.allclose(got, want, rtol=1e-6)
@@ -143,10 +147,8 @@ OPS = [("nonzero", h.make_node("NonZero", ["x"], ["y"], name="nz"), None, None, 
        ("unique", h.make_node("Unique", ["x"], ["y"], name="uq", sorted=1), None, None, "'uq' (Unique)")]
 for tag, node, c, c2, who in OPS:
     path, sess = one_node(tag, node, x, c)
-    so = f"{TMP}/{tag}.so"
-    r = subprocess.run([ICC, path, "-o", so], capture_output=True, text=True)
-    if r.returncode:
-        report(False, f"{tag}: compiling failed: {r.stderr.strip()}")
+    so = compile_so(path, tag)
+    if not so:
         continue
     feeds = {"x": x} if c is None else {"x": x, "c": c}
     other = {"x": x2} if c is None else {"x": x, "c": c2}
@@ -217,10 +219,8 @@ for tag, node, ins, good, bads in RT:
     want = sess.run(None, feeds)[0]
     path = f"{TMP}/{tag}.onnx"
     io_model(path, node, ins, list(want.shape))
-    so = f"{TMP}/{tag}.so"
-    r = subprocess.run([ICC, path, "-o", so], capture_output=True, text=True)
-    if r.returncode:
-        report(False, f"{tag}: compiling failed: {r.stderr.strip()}")
+    so = compile_so(path, tag)
+    if not so:
         continue
     got, err = run(so, feeds, f"{tag}_c")
     report(err is None and got.shape == want.shape and np.array_equal(got, want),
@@ -233,5 +233,5 @@ for tag, node, ins, good, bads in RT:
         report(got is None and not err.startswith("BAD") and f"'{node.name}'" in err,
                f"{tag} {bad}, compiled: {err}")
 
-print(f"{failures} failed")
-sys.exit(1 if failures else 0)
+print(f"{report.failures} failed")
+sys.exit(1 if report.failures else 0)

@@ -5,7 +5,8 @@ random data, beyond the ONNX node tests.
 - NonMaxSuppression (its result length depends on the values): both box
   formats, corners in either order, a duplicated box and tied scores for
   the tie rules, thresholds given or absent, several batches and classes,
-  one class of 300 boxes. The selected indices must be equal. Compiled, the
+  one class of 300 boxes, the three scalars as rank-0 tensors. The selected
+  indices must be equal. Compiled, the
   model declares the length ORT selects; a run that selects another length
   fails in one line with no output (the interpreter too), and a model whose
   length is not declared is refused in one line with no partial output.
@@ -27,17 +28,13 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto as P, helper as h
 
+from icc_run import Report
+
 ort.set_default_logger_severity(3)  # RoiAlign's warning that its max mode differs from earlier releases
 
 ICC = os.path.abspath(sys.argv[1])
 TMP = tempfile.mkdtemp(prefix="icc-detect-")
-failures = 0
-
-
-def report(ok, what):
-    global failures
-    failures += not ok
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
+report = Report()
 
 
 def single_op(tag, node, inputs, out, out_type, opset, ir_version, out_shape=None):
@@ -88,7 +85,7 @@ def refused(path, op):
 
 
 # ---- NonMaxSuppression -----------------------------------------------------------
-def nms_case(i, B, C, N, center, max_out, iou, score):
+def nms_case(i, B, C, N, center, max_out, iou, score, scalars=False):
     rng = np.random.default_rng(i)
     xy = rng.random((B, N, 2)).astype(np.float32) * 10
     wh = rng.random((B, N, 2)).astype(np.float32) * 4
@@ -105,7 +102,7 @@ def nms_case(i, B, C, N, center, max_out, iou, score):
             names.append("")
             continue
         names.append(nm)
-        inputs[nm] = (np.array([v], dt), t)
+        inputs[nm] = (np.array(v, dt) if scalars else np.array([v], dt), t)
     while names[-1] == "":
         names.pop()
     node = h.make_node("NonMaxSuppression", names, ["sel"], name="nms", center_point_box=center)
@@ -129,7 +126,7 @@ def nms_case(i, B, C, N, center, max_out, iou, score):
 NMS_CASES = [(1, 1, 8, 0, 3, 0.5, None), (2, 3, 20, 0, 5, 0.3, 0.2), (1, 2, 30, 1, 10, 0.4, 0.5),
              (3, 1, 16, 1, 100, 0.0, None), (1, 1, 12, 0, None, None, None), (2, 2, 25, 0, 4, 0.7, 0.95),
              (1, 4, 40, 1, 6, 0.2, 0.1), (2, 1, 1, 0, 1, 0.5, 0.0),
-             (1, 1, 300, 0, 50, 0.3, 0.05)]
+             (1, 1, 300, 0, 50, 0.3, 0.05), (2, 2, 20, 1, 4, 0.5, 0.2, True)]
 runs = [nms_case(i, *c) for i, c in enumerate(NMS_CASES)]
 # the length not declared: refused in one line, no partial output
 refused(runs[0][0], "NonMaxSuppression")
@@ -199,5 +196,5 @@ for i, attrs in enumerate(ROI_CASES):
             ok = isinstance(got, str) and not got.startswith("BAD") and "batch_indices" in got
             report(ok, f"RoiAlign, a batch index out of range, {how}: {got if isinstance(got, str) else got.shape}")
 
-print(f"{failures} failed")
-sys.exit(1 if failures else 0)
+print(f"{report.failures} failed")
+sys.exit(1 if report.failures else 0)

@@ -1,12 +1,26 @@
 """What the tests of packed kernels share (tests/models/bf16_pairs.py,
 int8_packed.py): running icc, compiling a model and running it on one input
-through the compiled library, and the loop over the cases (run_cases)."""
+through the compiled library, and the loop over the cases (run_cases); and
+the ok/FAIL line counter of the scripts that print one line per check
+(Report)."""
 import os
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+
+class Report:
+    """report(ok, what) prints "ok   what" or "FAIL what" and counts the
+    failures (report.failures)."""
+
+    def __init__(self):
+        self.failures = 0
+
+    def __call__(self, ok, what):
+        self.failures += not ok
+        print(("ok   " if ok else "FAIL ") + what, flush=True)
 
 
 def run(cmd):
