@@ -16,7 +16,8 @@
  * score_threshold) go into a binary heap in the reference's order (score
  * down, then box index up, NaN scores last), a scratch array of N box
  * indices; each step pops the first and checks it against the boxes
- * kept for the class (a second scratch list). A class costs O(N) to
+ * kept for the class (a second scratch list of their x and y extents,
+ * stored when kept; the pick's are computed once). A class costs O(N) to
  * build its heap, O(log N) per candidate examined, and one IoU per
  * examined candidate and kept box.
  */
@@ -260,33 +261,40 @@ static void nms_extent(nms_k *q, kir_block *blk, kir_expr *i, int axis, kir_expr
     *hi = lw_let(c, blk, lw_sel(k, lt, v, u));
 }
 
+/* A box's extents along x and y, and its area ((hi - lo) along x times
+ * along y, the reference's product). */
+typedef struct {
+    kir_expr *lo[2], *hi[2], *area;
+} nms_box;
+
+static void nms_box_of(nms_k *q, kir_block *blk, kir_expr *i, nms_box *b)
+{
+    for (int axis = 0; axis < 2; axis++)
+        nms_extent(q, blk, i, axis, &b->lo[axis], &b->hi[axis]);
+    kir_kernel *k = q->c->k;
+    b->area = lw_let(q->c, blk, lw_fmul(k, lw_fsub(k, b->hi[0], b->lo[0]), lw_fsub(k, b->hi[1], b->lo[1])));
+}
+
 /* Whether kept box j suppresses box i (the reference's `suppresses`:
  * IoU above the threshold, boxes of no area overlap nothing). */
-static kir_expr *nms_suppresses(nms_k *q, kir_block *blk, kir_expr *i, kir_expr *j, kir_expr *iou)
+static kir_expr *nms_suppresses(nms_k *q, kir_block *blk, const nms_box *i, const nms_box *j, kir_expr *iou)
 {
     kir_kernel *k = q->c->k;
-    kir_expr *inter = NULL, *ai = NULL, *aj = NULL, *ok = NULL;
+    kir_expr *inter = NULL, *ok = NULL;
     for (int axis = 0; axis < 2; axis++) {
-        kir_expr *li, *hi, *lj, *hj;
-        nms_extent(q, blk, i, axis, &li, &hi);
-        nms_extent(q, blk, j, axis, &lj, &hj);
-        kir_expr *lo = lw_sel(k, lw_lt(k, lj, li), li, lj), *up = lw_sel(k, lw_lt(k, hi, hj), hi, hj);
-        lo = lw_let(q->c, blk, lo);
-        up = lw_let(q->c, blk, up);
+        kir_expr *li = i->lo[axis], *hi = i->hi[axis], *lj = j->lo[axis], *hj = j->hi[axis];
+        kir_expr *lo = lw_let(q->c, blk, lw_sel(k, lw_lt(k, lj, li), li, lj));
+        kir_expr *up = lw_let(q->c, blk, lw_sel(k, lw_lt(k, hi, hj), hi, hj));
         kir_expr *sep = lw_not(k, lw_le(k, up, lo));
         ok = ok ? lw_and(k, ok, sep) : sep;
-        kir_expr *d = lw_fsub(k, up, lo), *si = lw_fsub(k, hi, li), *sj = lw_fsub(k, hj, lj);
+        kir_expr *d = lw_fsub(k, up, lo);
         inter = inter ? lw_fmul(k, inter, d) : d;
-        ai = ai ? lw_fmul(k, ai, si) : si;
-        aj = aj ? lw_fmul(k, aj, sj) : sj;
     }
     inter = lw_let(q->c, blk, inter);
-    ai = lw_let(q->c, blk, ai);
-    aj = lw_let(q->c, blk, aj);
-    kir_expr *uni = lw_let(q->c, blk, lw_fsub(k, lw_fadd(k, ai, aj), inter));
+    kir_expr *uni = lw_let(q->c, blk, lw_fsub(k, lw_fadd(k, i->area, j->area), inter));
     kir_expr *fz = lw_f64c(k, 0);
-    kir_expr *pos = lw_not(k, lw_or(k, lw_or(k, lw_le(k, inter, fz), lw_le(k, ai, fz)),
-                                     lw_or(k, lw_le(k, aj, fz), lw_le(k, uni, fz))));
+    kir_expr *pos = lw_not(k, lw_or(k, lw_or(k, lw_le(k, inter, fz), lw_le(k, i->area, fz)),
+                                     lw_or(k, lw_le(k, j->area, fz), lw_le(k, uni, fz))));
     return lw_and(k, lw_and(k, ok, pos), lw_lt(k, iou, lw_fdiv(k, inter, uni)));
 }
 
@@ -347,7 +355,7 @@ int lower_nms(lctx *c)
     kir_expr *thr = nms_given(n, 4) ? lw_let(c, &k->body, lw_scalar_in(c, 4, IR_F64)) : NULL;
     int total = kir_new_acc(k, IR_I64), nk = kir_new_acc(k, IR_I64), keep = kir_new_acc(k, IR_BOOL);
     q.hn = kir_new_acc(k, IR_I64);
-    int kept = N > 0 ? kir_add_scratch(k, "nms_kept", KIR_SPACE_KERNEL, IR_I64, 1, (int64_t[]){N}) : -1;
+    int kept = N > 0 ? kir_add_scratch(k, "nms_kept", KIR_SPACE_KERNEL, IR_F64, 2, (int64_t[]){N, 4}) : -1;
     q.heap = N > 0 ? kir_add_scratch(k, "nms_heap", KIR_SPACE_KERNEL, IR_I64, 1, (int64_t[]){N}) : -1;
     if (total < 0 || nk < 0 || keep < 0 || q.hn < 0 || (N > 0 && (kept < 0 || q.heap < 0)) ||
         !kir_acc_set(k, &k->body, total, z))
@@ -398,12 +406,20 @@ int lower_nms(lctx *c)
         if (!kir_store(k, g, q.heap, &z, kir_load(k, q.heap, &end)) || !kir_acc_set(k, g, q.hn, end) ||
             nms_sift(&q, g, z, levels) < 0 || !kir_acc_set(k, g, keep, kir_const_i(k, IR_BOOL, 1)))
             return -1;
+        nms_box pb, kb;
+        nms_box_of(&q, g, pick, &pb);
         kir_stmt *lp = kir_for(k, g, pv, z, kir_acc(k, nk), KIR_SERIAL, 0);
         if (!lp)
             return -1;
         kir_expr *pp = kir_var(k, pv);
-        kir_expr *kj = lw_let(c, &lp->body, kir_load(k, kept, &pp));
-        kir_expr *sup = nms_suppresses(&q, &lp->body, pick, kj, iou);
+        /* a kept box's extents, stored when it was kept */
+        for (int f = 0; f < 4; f++) {
+            kir_expr *ki[2] = {pp, lw_i64c(k, f)};
+            kir_expr *v = lw_let(c, &lp->body, kir_load(k, kept, ki));
+            *(f & 1 ? &kb.hi[f >> 1] : &kb.lo[f >> 1]) = v;
+        }
+        kb.area = lw_let(c, &lp->body, lw_fmul(k, lw_fsub(k, kb.hi[0], kb.lo[0]), lw_fsub(k, kb.hi[1], kb.lo[1])));
+        kir_expr *sup = nms_suppresses(&q, &lp->body, &pb, &kb, iou);
         if (!kir_acc_set(k, &lp->body, keep, lw_and(k, kir_acc(k, keep), lw_not(k, sup))))
             return -1;
         kir_stmt *take = kir_if(k, g, kir_acc(k, keep));
@@ -411,8 +427,11 @@ int lower_nms(lctx *c)
             return -1;
         kir_block *t = &take->body;
         kir_expr *nkv = kir_acc(k, nk), *row = kir_acc(k, total);
-        if (!kir_store(k, t, kept, &nkv, pick))
-            return -1;
+        for (int f = 0; f < 4; f++) {
+            kir_expr *ki[2] = {nkv, lw_i64c(k, f)};
+            if (!kir_store(k, t, kept, ki, f & 1 ? pb.hi[f >> 1] : pb.lo[f >> 1]))
+                return -1;
+        }
         kir_stmt *fits = kir_if(k, t, lw_lt(k, row, lw_i64c(k, cap)));
         if (!fits)
             return -1;
