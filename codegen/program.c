@@ -1741,6 +1741,56 @@ static bool is_view(const cg_binding *bind, const ir_node *n)
 
 /* The steps of scope si: one kernel per fused group, at its root, in
  * node order (named <prefix>_k<node>), and each If's and Loop's. */
+/* A Reshape whose shape is a run-time tensor keeps the dims shape
+ * inference gave its output (a declared output, symbols from shape
+ * values), so a kernel named <kname>_shape fails the run when the shape's
+ * values give others (0 copies the input's dim unless allowzero; -1 takes
+ * what the element count leaves), where the interpreter would reshape to
+ * them. The element count itself is checked with the shapes. */
+static bool reshape_needs_check(const ir_node *n)
+{
+    const ir_value *s = n->op == IR_OP_RESHAPE && n->nin >= 2 ? n->in[1] : NULL;
+    return s && s->kind != IR_VAL_CONST && s->type.rank == 1 && ir_dim_is_const(s->type.dims[0]) &&
+           s->type.dims[0].v == n->out[0]->type.rank && n->in[0]->type.rank >= 0;
+}
+
+static kir_expr *dim_expr(kir_kernel *k, ir_dim d) { return d.sym > 0 ? kir_sym(k, d.sym) : kir_const_i(k, IR_I64, d.v); }
+
+static int add_reshape_check(pbuild *c, const ir_graph *g, const ir_node *n, const cg_binding *bind, const char *kname)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%.200s_shape", kname);
+    kir_kernel *k = kir_kernel_create(name, g);
+    if (!k)
+        return ir_errorf(c->d, "out of memory");
+    const ir_value *sv = n->in[1];
+    const cg_binding *b = &bind[sv->id];
+    int sb = kir_add_buf(k, sv->name, b->kind, &sv->type, b->index, b->offset);
+    const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
+    bool allowzero = ir_attr_int(n, "allowzero", 0) != 0;
+    kir_expr *bad = kir_const_i(k, IR_BOOL, 0);
+    for (int d = 0; sb >= 0 && d < to->rank; d++) {
+        kir_expr *at = kir_const_i(k, IR_I64, d), *v = kir_load(k, sb, &at);
+        v = v && v->dtype != IR_I64 ? kir_op1(k, KIR_CAST, IR_I64, v) : v;
+        v = kir_let(k, &k->body, v);
+        kir_expr *want = v;
+        if (!allowzero && d < ti->rank)
+            want = kir_op3(k, KIR_SELECT, IR_I64, kir_op2(k, KIR_EQ, IR_BOOL, v, kir_const_i(k, IR_I64, 0)),
+                           dim_expr(k, ti->dims[d]), v);
+        kir_expr *off = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_NE, IR_BOOL, v, kir_const_i(k, IR_I64, -1)),
+                                kir_op2(k, KIR_NE, IR_BOOL, want, dim_expr(k, to->dims[d])));
+        bad = kir_op2(k, KIR_OR, IR_BOOL, bad, off);
+    }
+    kir_stmt *s = sb >= 0 ? kir_if(k, &k->body, bad) : NULL;
+    char msg[400];
+    snprintf(msg, sizeof msg, "node '%.200s' (Reshape): the shape input does not give the output's shape", n->name);
+    if (!s || !kir_fail(k, &s->body, msg)) {
+        kir_kernel_destroy(k);
+        return ir_errorf(c->d, "out of memory");
+    }
+    return add_kernel(c, k, n, 0, NULL);
+}
+
 static int emit_scope(pbuild *c, int si, const char *prefix)
 {
     const pscope *sc = &c->scopes[si];
@@ -1748,10 +1798,12 @@ static int emit_scope(pbuild *c, int si, const char *prefix)
     for (int kx = 0; kx < g->nnodes; kx++) {
         if (sc->root[kx] != kx || (si == 0 && c->at_load[kx]))
             continue;   /* a member, or run at load (lower_kernels) */
-        if (is_view(sc->bind, g->nodes[kx]) || (si == 0 && c->p->dynamic && c->view[kx]))
-            continue;   /* a reshape in place (plan.c, arena_view): no kernel */
         char kname[256];
         snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
+        if (reshape_needs_check(g->nodes[kx]) && add_reshape_check(c, g, g->nodes[kx], sc->bind, kname) < 0)
+            return -1;
+        if (is_view(sc->bind, g->nodes[kx]) || (si == 0 && c->p->dynamic && c->view[kx]))
+            continue;   /* a reshape in place (plan.c, arena_view): no kernel */
         int op = g->nodes[kx]->op;
         int rc = op == IR_OP_IF     ? emit_if(c, si, g->nodes[kx], kname)
                  : op == IR_OP_LOOP ? emit_loop(c, si, g->nodes[kx], kname)
@@ -1801,10 +1853,10 @@ static int bind_load_time(pbuild *c)
  * ninit_steps): the init function), then the run's. */
 static int lower_kernels(pbuild *c, const char *prefix)
 {
-    int nodes = 0;   /* a kernel per node at most, and a Loop's two rows checks */
+    int nodes = 0;   /* a kernel per node at most, a Loop's two rows checks, a Reshape's shape check */
     for (int si = 0; si < c->nscopes; si++)
         for (int kx = 0; kx < c->scopes[si].g->nnodes; kx++)
-            nodes += c->scopes[si].g->nodes[kx]->op == IR_OP_LOOP ? 2 : 1;
+            nodes += c->scopes[si].g->nodes[kx]->op == IR_OP_LOOP ? 2 : reshape_needs_check(c->scopes[si].g->nodes[kx]) ? 2 : 1;
     c->p->kernels = calloc((size_t)nodes + 1, sizeof *c->p->kernels);
     if (!c->p->kernels)
         return ir_errorf(c->d, "out of memory");

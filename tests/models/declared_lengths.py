@@ -10,7 +10,9 @@ declares, against ONNX Runtime.
   delta of 0, fails too).
 - The same Range whose output length is not declared is refused in one
   line, naming the inputs that decide it.
-- TopK with k as an input, OneHot with depth as an input (a float),
+- Reshape with its shape as an input (the same element count in other
+  dims fails; -1 is read as the rest), TopK with k as an input, OneHot
+  with depth as an input (a float),
   Expand, Tile and ConstantOfShape with their shape (repeats) as an input,
   Slice with starts, ends and steps as inputs, Pad with pads as an input,
   their output shapes declared: values giving those shapes match ONNX
@@ -175,7 +177,11 @@ def io_model(path, node, ins, out_shape):
 
 x = np.arange(60, dtype=np.float32).reshape(6, 10)
 I64 = P.INT64
-RT = [("topk", h.make_node("TopK", ["x", "kk"], ["y", "yi"], name="tk"),
+RT = [("reshape", h.make_node("Reshape", ["x", "sh"], ["y"], name="rsh"),
+       [("x", P.FLOAT, [6, 10]), ("sh", I64, [3])],
+       {"sh": [3, -1, 5]},
+       [{"sh": [5, 4, 3]}, {"sh": [3, 5, -1]}]),
+      ("topk", h.make_node("TopK", ["x", "kk"], ["y", "yi"], name="tk"),
        [("x", P.FLOAT, [6, 10]), ("kk", I64, [1])],
        {"kk": [4]},
        [{"kk": [3]}]),
