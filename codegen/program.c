@@ -1758,6 +1758,13 @@ static kir_expr *dim_expr(kir_kernel *k, ir_dim d) { return d.sym > 0 ? kir_sym(
 
 static int add_reshape_check(pbuild *c, const ir_graph *g, const ir_node *n, const cg_binding *bind, const char *kname)
 {
+    /* an output declared with another element count than the input's
+     * fits no shape value: refused here (the interpreter fails each run) */
+    int64_t ni, no;
+    if (ir_type_is_static(&n->in[0]->type) && ir_type_is_static(&n->out[0]->type) &&
+        ir_type_numel(&n->in[0]->type, &ni) && ir_type_numel(&n->out[0]->type, &no) && ni != no)
+        return ir_node_errorf(c->d, n, "cannot reshape %lld elements into the %lld of its declared output",
+                              (long long)ni, (long long)no);
     char name[300];
     snprintf(name, sizeof name, "%.200s_shape", kname);
     kir_kernel *k = kir_kernel_create(name, g);

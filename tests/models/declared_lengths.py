@@ -11,7 +11,8 @@ declares, against ONNX Runtime.
 - The same Range whose output length is not declared is refused in one
   line, naming the inputs that decide it.
 - Reshape with its shape as an input (the same element count in other
-  dims fails; -1 is read as the rest), TopK with k as an input, OneHot
+  dims fails; -1 is read as the rest; a declared output of another element
+  count is refused at compile time in one line, no partial output), TopK with k as an input, OneHot
   with depth as an input (a float),
   Expand, Tile and ConstantOfShape with their shape (repeats) as an input,
   Slice with starts, ends and steps as inputs, Pad with pads as an input,
@@ -238,6 +239,15 @@ for tag, node, ins, good, bads in RT:
         got, err = run(so, f, f"{tag}_b{j}")
         report(got is None and not err.startswith("BAD") and f"'{node.name}'" in err,
                f"{tag} {bad}, compiled: {err}")
+
+# a Reshape whose declared output has another element count than its input
+bad = f"{TMP}/reshape_count.onnx"
+io_model(bad, h.make_node("Reshape", ["x", "sh"], ["y"], name="rsh"), [("x", P.FLOAT, [6, 10]), ("sh", I64, [2])],
+         [7, 7])
+r = subprocess.run([ICC, bad, "-o", f"{TMP}/reshape_count.so"], capture_output=True, text=True)
+lines = r.stderr.strip().splitlines()
+report(r.returncode == 1 and len(lines) == 1 and "'rsh' (Reshape)" in lines[0] and
+       not os.path.exists(f"{TMP}/reshape_count.so"), f"reshape of 60 elements declared [7, 7]: refused: {r.stderr.strip()}")
 
 print(f"{report.failures} failed")
 sys.exit(1 if report.failures else 0)
