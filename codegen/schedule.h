@@ -36,6 +36,10 @@ typedef struct cg_schedule {
     int tile_kc;               /* MatMul/Gemm reduction block: a packed kc x width B panel
                                   fills half of L1, or with 32 vector registers a quarter of
                                   L2 (from the target's caches; 128 to 512, 384 when wide) */
+    int tile_kc_few;           /* ... with at most CG_FEW_ROW_BLOCKS row blocks (a packed B of
+                                  M <= 16 or so): half of L1, so the row blocks after the first
+                                  read the panel block from L1, not L2 (each 4-row block's k
+                                  step reads 256 B of B for 16 FMAs) */
     int skinny_kc;             /* reduction block of skinny contractions (M <= 16), which read
                                   B's rows whole: kc rows of B are one contiguous stretch */
     int skinny_fma_kc;         /* ... of those with CG_GEMV_M rows or more (bound by the FMAs) */
@@ -91,6 +95,8 @@ typedef struct cg_schedule {
 } cg_schedule;
 
 enum { CG_SKINNY_M = 16 };
+/* Row blocks of the tile few enough for tile_kc_few. */
+enum { CG_FEW_ROW_BLOCKS = 4 };
 /* The rows of the register tile (cg_schedule_init's tile_rows). */
 enum { CG_TILE_ROWS = 6 };
 

@@ -420,7 +420,9 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
     bool gemv = skinny && g->pw && g->m.v < CG_GEMV_M;
     skinny = skinny && !g->pw;   /* packed from 8 rows: the general tile */
     int skc = g->m.v < CG_GEMV_M ? c->s->skinny_kc : c->s->skinny_fma_kc;
-    mm_tile u = {.g = g, .kc = gemv ? (int)g->kd.v : skinny ? skc : c->s->tile_kc, .pk = -1};
+    /* few row blocks over a packed B: their panel block from L1 */
+    bool few = g->pw && !gemv && !skinny && !mdyn && (g->m.v + rows - 1) / rows <= CG_FEW_ROW_BLOCKS;
+    mm_tile u = {.g = g, .kc = gemv ? (int)g->kd.v : skinny ? skc : few ? c->s->tile_kc_few : c->s->tile_kc, .pk = -1};
     if (ir_dim_is_const(g->kd) && g->kd.v > 0 && u.kc > g->kd.v)
         u.kc = (int)g->kd.v;   /* one block: the panel and packed A need no more rows than K */
     /* pack B's panel when several row blocks share it (with one block
