@@ -93,7 +93,7 @@ static int tile_blocks(lctx *c, cg_tile *t, const tile_geo *q, kir_block *b, int
         return -1;
     kir_expr *ncp = q->ncp_dyn ? q->ncp_dyn : lw_i64c(k, q->ncp);
     kir_expr *q0 = kir_imul(k, q->cc, ncp);
-    /* rows_outer: the row blocks outside the panels (tile_rows_outer) */
+    /* rows_outer (tile.h): the row blocks outside the panels */
     bool ro = t->rows_outer && q->apk < 0 && !t->pack;
     kir_stmt *lrb = ro ? kir_for(k, &lkb->body, rbv, rb0, rb1, KIR_SERIAL, 0) : NULL;
     if (ro && !lrb)
