@@ -203,6 +203,33 @@ void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int
     *ncc = bc;
 }
 
+void cg_schedule_gemm_apack(const cg_schedule *s, int64_t nb, int rows, int width, bool bpanel, int *kc,
+                            int64_t *mcb)
+{
+    /* the packed A at most half of L2, A and the panel under 224 KB
+     * (thread scratch stops at 256 KB), as gemm_apack_mc_blocks */
+    int64_t l2 = s->target->l2_bytes > 0 ? s->target->l2_bytes : 256 << 10;
+    int64_t scr = 224 << 10, pb = bpanel ? (int64_t)width * 4 : 0, ab = (int64_t)rows * 4;
+    *kc = s->tile_kc;
+    if (bpanel) {
+        *mcb = s->gemm_apack_mc_blocks;
+    } else {
+        int64_t a = l2 / 2 < scr ? l2 / 2 : scr;
+        *mcb = a / (s->tile_kc * ab);
+        *mcb = *mcb < 4 ? 4 : *mcb;
+    }
+    if (nb <= *mcb || nb < 1 || rows < 1)
+        return;
+    /* the longest block (a multiple of 32) at which all nb blocks and
+     * the panel fit */
+    int64_t k1 = scr / (nb * ab + pb), k2 = l2 / 2 / (nb * ab);
+    k1 = (k1 < k2 ? k1 : k2) / 32 * 32;
+    if (k1 >= 256 && k1 < s->tile_kc) {
+        *kc = (int)k1;
+        *mcb = nb;
+    }
+}
+
 int cg_schedule_fewest_rows(const cg_schedule *s, int64_t m)
 {
     int best = s->tile_rows;

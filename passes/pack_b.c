@@ -210,9 +210,10 @@ static bool run_packable(const cg_schedule *s, const ir_node *n, int64_t w)
         return false;
     for (int d = 0; d < y->type.rank - 2; d++)
         nbat *= y->type.dims[d].v;
-    int64_t nrc, ncc;
-    cg_schedule_tile_chunks(s, nbat, (m.v + s->tile_rows - 1) / s->tile_rows, N / w, s->gemm_apack_mc_blocks, true,
-                            s->tile_rows, (int)w, &nrc, &ncc);
+    int64_t nrc, ncc, nb = (m.v + s->tile_rows - 1) / s->tile_rows, mcb;
+    int kc;
+    cg_schedule_gemm_apack(s, nb, s->tile_rows, (int)w, true, &kc, &mcb);
+    cg_schedule_tile_chunks(s, nbat, nb, N / w, mcb, true, s->tile_rows, (int)w, &nrc, &ncc);
     return nrc >= 3;
 }
 

@@ -336,20 +336,31 @@ static int mm_panel(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g
     return 0;
 }
 
-/* Packed B with a buffer of its own (packed_b, one k per row): line
- * `line` of the current k's row in the panel after the one at j0. The
- * panels lie one after another, K x pw apart; past the last full panel
- * the hint stays on it (then already in cache), so the address is in
- * bounds without a clamp per k step. */
-static int mm_prefetch(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr *j0, kir_expr *line)
+/* The tile's hint (tile.h) for the panel after the one at j0: line
+ * `line` of row kr, the current k plus dk clamped to the last k. Packed
+ * B with a buffer of its own (packed_b, one k per row): the panels lie
+ * one after another, K x pw apart; past the last full panel the hint
+ * stays on it (then already in cache). B copied per panel (mm_pack): the
+ * next panel's columns of row kr where B lies. */
+static int mm_prefetch(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr *j0, kir_expr *dk, kir_expr *line)
 {
     (void)g;
     mm_tile *u = t->u;
     const mm_geo *mg = u->g;
     kir_kernel *k = c->k;
+    if (!mg->pw) {
+        int64_t N = mg->n.v, epl = 64 / (int64_t)ir_dtype_size(k->bufs[c->buf[1]].dtype);
+        kir_expr *col = lw_imin(k, kir_iadd(k, lw_iaddc(k, j0, t->width), lw_imulc(k, line, epl)), lw_i64c(k, N - 1));
+        kir_expr *ix[IR_MAX_RANK];
+        kir_expr *kr = dk ? lw_imin(k, kir_iadd(k, u->kv, dk), lw_i64c(k, mg->kd.v - 1)) : u->kv;
+        operand_idx(c, mg, 1, u->bat, kr, col, ix);
+        kir_iarg a = {.buf = c->buf[1], .nidx = mg->tb->rank, .idx = ix};
+        return kir_intrinsic(k, b, KIR_IN_PREFETCH_L2, 1, &a) ? 0 : -1;
+    }
     int64_t K = mg->kd.v, N = mg->n.v, W = mg->pw, epl = 64 / (int64_t)ir_dtype_size(k->bufs[mg->pbuf].dtype);
     kir_expr *jn = lw_imin(k, lw_iaddc(k, j0, W), lw_i64c(k, (N / W - 1) * W));
-    kir_expr *f = lw_packed_at(k, K, 1, 0, u->kv, jn, lw_i64c(k, W), lw_imulc(k, line, epl));
+    kir_expr *kr = dk ? lw_imin(k, kir_iadd(k, u->kv, dk), lw_i64c(k, K - 1)) : u->kv;
+    kir_expr *f = lw_packed_at(k, K, 1, 0, kr, jn, lw_i64c(k, W), lw_imulc(k, line, epl));
     kir_iarg a = {.buf = mg->pbuf, .nidx = 1, .idx = (kir_expr *[]){packed_flat(k, mg, u->bat, f)}};
     return kir_intrinsic(k, b, KIR_IN_PREFETCH_L2, 1, &a) ? 0 : -1;
 }
@@ -423,6 +434,9 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
     /* few row blocks over a packed B: their panel block from L1 */
     bool few = g->pw && !gemv && !skinny && !mdyn && (g->m.v + rows - 1) / rows <= CG_FEW_ROW_BLOCKS;
     mm_tile u = {.g = g, .kc = gemv ? (int)g->kd.v : skinny ? skc : few ? c->s->tile_kc_few : c->s->tile_kc, .pk = -1};
+    int64_t mcb = !skinny && !mdyn ? c->s->gemm_apack_mc_blocks : c->s->gemm_mc_blocks;
+    if (!skinny && !gemv && !mdyn && !few)
+        cg_schedule_gemm_apack(c->s, (g->m.v + rows - 1) / rows, rows, width, !g->pw, &u.kc, &mcb);
     if (ir_dim_is_const(g->kd) && g->kd.v > 0 && u.kc > g->kd.v)
         u.kc = (int)g->kd.v;   /* one block: the panel and packed A need no more rows than K */
     /* pack B's panel when several row blocks share it (with one block
@@ -433,7 +447,7 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
         return -1;
     cg_tile t = {
         .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
-        .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = !skinny && !mdyn ? c->s->gemm_apack_mc_blocks : c->s->gemm_mc_blocks,
+        .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = mcb,
         .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, g->m.v, g->n.v,
                                                             g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
         .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !gemv && !mdyn, .kc = u.kc, .kstep = mm_kstep,
@@ -442,6 +456,9 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
     if (g->pw && g->pbuf >= 0 && g->pk == 1 && !g->pt && !gemv && g->n.v >= 2 * g->pw) {
         t.prefetch = mm_prefetch;
         t.pf_lines = (int)((width * (int64_t)ir_dtype_size(c->k->bufs[g->pbuf].dtype) + 63) / 64);
+    } else if (pack && c->buf[1] >= 0 && g->n.v >= 2 * width) {
+        t.prefetch = mm_prefetch;
+        t.pf_lines = (int)((width * (int64_t)ir_dtype_size(c->k->bufs[c->buf[1]].dtype) + 63) / 64);
     }
     return cg_tile_lower(c, &t);
 }

@@ -68,10 +68,11 @@ struct cg_tile {
     int (*pack)(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g, kir_expr *j0, kir_expr *j1);
     /* (optional, with the schedule's prefetch_b) Appends to *b, inside the
      * reduction loops, a prefetch_l2 of cache line `line` (0 ..
-     * pf_lines - 1) of B's row at the current k in the panel after the
-     * one whose columns start at j0 of group g: the tile spreads the
-     * panel's lines over its row blocks after the first. */
-    int (*prefetch)(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr *j0, kir_expr *line);
+     * pf_lines - 1) of B's row at the current k plus dk (NULL: 0; the
+     * callback clamps it to the last k) in the panel after the one whose
+     * columns start at j0 of group g: the tile spreads the panel's lines
+     * over its row blocks and reduction steps (tile.c). */
+    int (*prefetch)(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr *j0, kir_expr *dk, kir_expr *line);
     int pf_lines;              /* prefetch: cache lines of one k's row of a B panel */
     /* (optional, needed by pack_a) The current k's step within its
      * block, 0 .. kc-1, inside the loops k_open made. */
