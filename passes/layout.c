@@ -442,6 +442,13 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
      * after an isolated conv, cost more than the NCHW conv: ShuffleNet's
      * 136-channel depthwise convs between channel shuffles) */
     *ib = C % L->cb == 0 || twin_of(L, x) ? L->cb : C < L->cb ? 1 : 0;
+    /* ... except for a strided conv, whose NCHW kernel reads every other
+     * input pixel of a row (DBNet's 24 -> 48 3x3 stride-2 conv at 80x80
+     * ran at 32% of the FMA peak): its input is padded to whole blocks
+     * and reordered once, a twin its other readers share (DBNet 0.90 at 1
+     * thread, with Resize on blocks) */
+    if (!*ib && ir_type_is_static(&x->type) && pad_ok(L, C) && window_ok(n, pads, s, dl) && (s[0] > 1 || s[1] > 1))
+        *ib = L->cb;
     /* with symbolic dims, no new reorder into blocks: their Transpose is
      * a scalar loop nest, and a depthwise conv, which stays NCHW there,
      * would need one before each pointwise conv (MobileNetV2 14 -> 17 ms) */
@@ -492,6 +499,12 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
         if (!ir_type_is_static(&x->type))   /* the 0s copy the symbolic dims */
             s5[0] = s5[2] = s5[3] = 0;
         x = reshape(L, x, s5, 5, NULL);
+    } else if (!twin_of(L, x) && x->type.dims[1].v % L->cb) {
+        /* an NCHW input of a strided conv (conv_ok): padded, then blocked */
+        ir_value *xp = pad_channels(L, x, cpad(L, x->type.dims[1].v)), *b = xp ? to_blocked(L, xp) : NULL;
+        if (!b || set_twin(L, x, b) < 0)
+            return -1;
+        x = b;
     } else {
         x = to_blocked(L, x);
     }
@@ -1120,6 +1133,68 @@ static int move_pool(lay *L, ir_node *n)
     return finish(L, n, m->out[0]);
 }
 
+/* Resize of a blocked value over H and W only (constant scales [1, 1,
+ * sh, sw] or sizes [N, C, h, w]), nearest or linear, as the same Resize
+ * of [N, C/cb, H, W, cb] with the lanes' scale 1: a scale of 1 maps each
+ * index to itself in every coordinate mode but tf_crop_and_resize (which
+ * reads roi), and nearest copies or linear blends of finite pad lanes are
+ * finite. The FPN of a detector (DBNet's upsampled sums) then stays in
+ * blocks between its convs instead of a reorder out and back per level;
+ * the kernel's last dim, the lanes, is a vector loop. */
+static int move_resize(lay *L, ir_node *n)
+{
+    ir_value *x = n->nin >= 1 ? n->in[0] : NULL, *b = twin_of(L, x);
+    if (!b || n->nout != 1 || n->nin < 3 || n->nin > 4 || !ir_type_is_static(&x->type) ||
+        !ir_type_is_static(&n->out[0]->type) || x->type.rank != 4)
+        return 0;
+    const char *mode = ir_attr_string(n, "mode", "nearest");
+    const int64_t *ax;
+    if ((strcmp(mode, "nearest") && strcmp(mode, "linear")) || ir_attr_int(n, "antialias", 0) ||
+        !strcmp(ir_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "tf_crop_and_resize") ||
+        ir_attr_ints(n, "axes", &ax) >= 0)
+        return 0;
+    ir_value *sc = n->in[2], *sz = n->nin > 3 ? n->in[3] : NULL, *v = sz ? sz : sc;
+    if ((sz && sc && sc->type.rank == 1 && sc->type.dims[0].v != 0) || !v || v->kind != IR_VAL_CONST ||
+        v->type.rank != 1 || v->type.dims[0].v != 4 || v->type.dtype != (sz ? IR_I64 : IR_F32))
+        return 0;
+    if (sz && strcmp(ir_attr_string(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
+        return 0;
+    const ir_dim *xd = x->type.dims, *bd = b->type.dims;
+    double f[4];
+    int64_t q[4];
+    for (int i = 0; i < 4; i++) {
+        f[i] = sz ? 0 : ir_tensor_getf(&v->cval, i);
+        q[i] = sz ? ir_tensor_geti(&v->cval, i) : 0;
+    }
+    if (sz ? q[0] != xd[0].v || q[1] != xd[1].v : f[0] != 1 || f[1] != 1)
+        return 0;
+    ir_type t = {.dtype = sz ? IR_I64 : IR_F32, .rank = 1, .dims = {ir_dim_const(5)}};
+    char buf[256];
+    ir_value *nv = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, v->name, "_nchwc", buf, sizeof buf), &t, NULL,
+                                      L->c->diag);
+    if (!nv)
+        return -1;
+    if (sz) {
+        int64_t d[5] = {bd[0].v, bd[1].v, q[2], q[3], bd[4].v};
+        memcpy(nv->cval.data, d, sizeof d);
+    } else {
+        float d[5] = {1, 1, (float)f[2], (float)f[3], 1};
+        memcpy(nv->cval.data, d, sizeof d);
+    }
+    ir_value *in[4] = {b, n->in[1], sz ? NULL : nv, sz ? nv : NULL};
+    ir_node *m = add_node(L, IR_OP_RESIZE, n->out[0]->name, "_nchwc", sz ? 4 : 3, in, NULL);
+    if (!m)
+        return -1;
+    m->name = n->name;
+    for (int i = 0; i < n->nattr; i++)
+        if (ir_node_add_attr(L->g, m, &n->attrs[i]) < 0)
+            return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, m) < 0)
+        return -1;
+    L->moved++;
+    return finish(L, n, m->out[0]);
+}
+
 /* Concat along the channels of values that all have blocked twins, each
  * a whole number of blocks wide, as Concat along the blocked C/cb axis:
  * channel c of part k lands in block (offset_k + c) / cb, lane c % cb,
@@ -1249,6 +1324,8 @@ int pass_layout(pass_ctx *c)
             rc = move_batchnorm(&L, n);
         else if (n->op == IR_OP_CONCAT)
             rc = move_concat(&L, n);
+        else if (n->op == IR_OP_RESIZE)
+            rc = move_resize(&L, n);
         else
             rc = move_pool(&L, n);
     }

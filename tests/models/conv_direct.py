@@ -25,14 +25,16 @@ expand 1x1 Conv, depthwise Conv, an optional squeeze-excite, project 1x1 Conv, a
 optional residual Add, Concat or MaxPool, and outputs taken inside the block,
 one through an Exp (which must not run on the pad lanes); the number of blocked
 convs is checked against what the rule predicts for this machine's block (input
-channels are padded only for an input that is already blocked). Last, Transposes
+channels are padded only for an input that is already blocked, or of a strided
+conv). Then a Resize between two convs, which -O3 runs on the blocked data when
+the first conv is blocked and the mode nearest or linear (counted too). Last, Transposes
 that move a short last dim before the output's last, as from-blocked reorders do,
 and Slices that keep the dims after their cut whole (bit for bit).
 Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
     python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
-        [--concat 8] [--padded 16] [--transpose 12]
+        [--concat 8] [--padded 16] [--resize-blocked 10] [--transpose 12]
 """
 import argparse
 import os
@@ -257,8 +259,10 @@ def padded(rng, path, cb):
                                  group=group))
 
     # the layout pass's rule: a conv's output channels may be padded, its
-    # input channels only when the input is already blocked (a twin)
-    def dense_ok(cinp, cout, twin):
+    # input channels only when the input is already blocked (a twin) or
+    # the conv is strided (its NCHW input is then padded and reordered)
+    def dense_ok(cinp, cout, twin, stride=1):
+        twin = twin or (stride > 1 and cpad_ok(cinp, cb))
         ib = cinp < cb and cinp % cb and not twin
         cp = cinp if ib else (cinp + cb - 1) // cb * cb
         return (cpad_ok(cout, cb) and (cinp % cb == 0 or twin or cinp < cb) and
@@ -291,7 +295,7 @@ def padded(rng, path, cb):
         y = "res"
     if tail == "concat":
         conv("x", "side", 16, cin, 1, stride=st)
-        blocked += dense_ok(cin, 16, False)
+        blocked += dense_ok(cin, 16, False, st)
         nodes.append(h.make_node("Concat", ["side", y], ["cat"], axis=1))
         y = "cat"
     elif tail == "pool":
@@ -358,6 +362,44 @@ def resize(rng, path):
     return "resize %s %s %s in=%s scales/sizes=%s" % (mode, ctm, nmode, shape, sc)
 
 
+def resize_blocked(rng, path, cb):
+    """A Resize between two convs, which -O3 runs on the blocked data when the conv
+    before it is blocked and the mode is nearest or linear (scales [1, 1, sh, sw] or
+    sizes [N, C, h, w]). Returns its description and how many Resizes -O3 should
+    move to blocks."""
+    n, cin = int(rng.integers(1, 3)), int(rng.choice([16, 32, 24, 48]))
+    c = int(rng.choice([16, 32, 24]))
+    hh, ww = int(rng.integers(1, 9)), int(rng.integers(1, 13))
+    mode = str(rng.choice(["nearest", "nearest", "linear", "cubic"]))
+    ctm = str(rng.choice(["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"]))
+    nmode = str(rng.choice(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]))
+    inits = [nh.from_array((rng.standard_normal((c, cin, 1, 1)) / np.sqrt(cin)).astype(np.float32), "w1"),
+             nh.from_array(rng.standard_normal(c).astype(np.float32), "b1"),
+             nh.from_array((rng.standard_normal((8, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32), "w2")]
+    if rng.integers(0, 3) == 0:
+        sc = [n, c, int(rng.integers(1, 2 * hh + 3)), int(rng.integers(1, 2 * ww + 3))]
+        inits.append(nh.from_array(np.array(sc, np.int64), "sizes"))
+        rin = ["r", "", "", "sizes"]
+    else:
+        sc = [1.0, 1.0] + [float(rng.choice([2, 2, 3, 0.5, 1.5])) for _ in range(2)]
+        inits.append(nh.from_array(np.array(sc, np.float32), "scales"))
+        rin = ["r", "", "scales"]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[1, 1]),
+             h.make_node("Relu", ["c1"], ["r"]),
+             h.make_node("Resize", rin, ["z"], mode=mode, coordinate_transformation_mode=ctm, nearest_mode=nmode),
+             h.make_node("Conv", ["z", "w2"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [n, cin, hh, ww])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("z", T.FLOAT, None)],
+                     inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 19)])
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    onnx.save(m, path)
+    first = cin % cb == 0 and cpad_ok(c, cb)   # the first conv blocked (its input is NCHW, stride 1)
+    return ("resize blocked %s %s %s x=%s c=%d scales/sizes=%s" % (mode, ctm, nmode, [n, cin, hh, ww], c, sc),
+            int(first and mode != "cubic"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("icc")
@@ -368,6 +410,8 @@ def main():
     ap.add_argument("--dense", type=int, default=24, help="dense (blocked at -O3) Conv cases, after those")
     ap.add_argument("--concat", type=int, default=8, help="fire modules (a blocked Concat at -O3), after those")
     ap.add_argument("--padded", type=int, default=16, help="MobileNetV3-style blocks with padded channels, after those")
+    ap.add_argument("--resize-blocked", type=int, default=10,
+                    help="Resizes between convs (on blocked data at -O3), after the padded blocks")
     ap.add_argument("--transpose", type=int, default=12,
                     help="Transposes of a short last dim and Slices of whole trailing dims (reorders), last")
     a = ap.parse_args()
@@ -381,15 +425,18 @@ def main():
     frng = np.random.default_rng(37)   # and the fire modules theirs
     mrng = np.random.default_rng(41)   # and the padded blocks theirs
     trng = np.random.default_rng(43)   # and the transposes theirs
+    zrng = np.random.default_rng(47)   # and the blocked Resizes theirs
     # the layout block -O3 uses here: the f32 vector width (16 lanes with AVX-512)
     cb = 16 if " avx512f " in " " + open("/proc/cpuinfo").read().replace("\n", " ") + " " else 8
-    total = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.transpose
+    total = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked + a.transpose
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
-        want = None
+        want = wres = None
         try:
-            if i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded:
+            if i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked:
                 what = transpose(trng, path) if i % 2 == 0 else slice_runs(trng, path)
+            elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded:
+                what, wres = resize_blocked(zrng, path, cb)
             elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat:
                 what, want = padded(mrng, path, cb)
             elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense:
@@ -411,6 +458,8 @@ def main():
             # nearest copies elements: the compiled output must be bit-identical
             exact = what.startswith(("resize nearest", "transpose", "slice"))   # copies: bit for bit
             tol = ["--rtol=0", "--atol=0"] if exact else ["--rtol=1e-4", "--atol=1e-4"]
+            if what.startswith("resize blocked"):   # convs sum around it
+                tol = ["--rtol=1e-4", "--atol=1e-4"]
             r = subprocess.run([a.icc, "verify", path, level] + tol, capture_output=True, text=True)
             if r.returncode:
                 bad += 1
@@ -422,6 +471,13 @@ def main():
                 bad += 1
                 print("FAIL %s: %d blocked convs at -O3, the rule gives %d (block %d)\n%s" %
                       (what, got, want, cb, r.stderr[-600:]))
+        if wres is not None:
+            r = subprocess.run([a.icc, "--emit=ir", "-O3", path], capture_output=True, text=True)
+            got = r.stdout.count("_nchwc = Resize(")
+            if r.returncode or got != wres:
+                bad += 1
+                print("FAIL %s: %d Resizes on blocked data at -O3, the rule gives %d (block %d)\n%s" %
+                      (what, got, wres, cb, r.stderr[-600:]))
     print("%d cases, %d failures" % (total, bad))
     sys.exit(1 if bad else 0)
 
