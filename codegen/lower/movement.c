@@ -895,6 +895,47 @@ static kir_expr *pad_map(kir_kernel *k, int mode, kir_expr *i, int64_t n)
  * padding before, the kept input (a vector copy) and the padding after;
  * the outer dims map through the mode, or in constant mode select a row
  * of fill when they fall in the padding. */
+/* Constant-mode Pad whose last dims are neither padded nor cropped (a
+ * blocked conv's explicit padding: [N, C/cb, H, W, cb] padded in H and W):
+ * the last padded dim and those after it as one row, in views of the
+ * input and output buffers, so each row's kept part is one vector copy
+ * (DBNet's [1, 4, 80, 80, 16] -> [1, 4, 82, 82, 16]: a test per 16 lanes
+ * before). *merged gets the output's merged type (rank 0: nothing
+ * merged), sp, *xb and *ob the merged row's pads and the views. */
+static int pad_merge_rows(lctx *c, pad_spec *sp, ir_type *merged, int *xb, int *ob)
+{
+    const ir_node *n = c->n;
+    const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
+    int r = to->rank, m = 0;
+    merged->rank = 0;
+    if (sp->mode != PAD_CONSTANT || !ir_type_is_static(ti) || !ir_type_is_static(to) || *xb < 0 || *ob < 0 ||
+        c->k->bufs[*xb].dtype != ti->dtype || c->k->bufs[*ob].dtype != to->dtype)
+        return 0;
+    while (m < r - 1 && !sp->lo[r - 1 - m] && !sp->hi[r - 1 - m] && !sp->crop[r - 1 - m])
+        m++;
+    if (!m)
+        return 0;
+    int64_t P = 1;
+    for (int d = r - m; d < r; d++)
+        P *= to->dims[d].v;
+    int q = r - m - 1;   /* the merged row's dim */
+    ir_type xt = *ti, ot = *to;
+    xt.rank = ot.rank = q + 1;
+    xt.dims[q] = ir_dim_const(ti->dims[q].v * P);
+    ot.dims[q] = ir_dim_const(to->dims[q].v * P);
+    int vx = kir_add_buf(c->k, c->k->bufs[*xb].name, c->k->bufs[*xb].kind, &xt, c->k->bufs[*xb].index,
+                         c->k->bufs[*xb].offset);
+    /* (kir_add_buf may move bufs: the output's fields read after it) */
+    int vo = vx < 0 ? -1 : kir_add_buf(c->k, c->k->bufs[*ob].name, c->k->bufs[*ob].kind, &ot, c->k->bufs[*ob].index,
+                                       c->k->bufs[*ob].offset);
+    if (vo < 0)
+        return -1;
+    sp->lo[q] *= P, sp->hi[q] *= P, sp->crop[q] *= P, sp->len[q] *= P;
+    sp->lend[q] = ir_dim_const(sp->len[q]);
+    *xb = vx, *ob = vo, *merged = ot;
+    return 0;
+}
+
 static int lower_pad(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -904,9 +945,16 @@ static int lower_pad(lctx *c)
     pad_spec sp;
     if (!pad_params(n, &sp))
         return -1;
-    int r = to->rank;
+    int r = to->rank, xb = c->buf[0], ob = c->out;
     if (r == 0)
-        return kir_store(k, &k->body, c->out, NULL, kir_load(k, c->buf[0], NULL)) ? 0 : -1;
+        return kir_store(k, &k->body, ob, NULL, kir_load(k, xb, NULL)) ? 0 : -1;
+    ir_type merged;
+    if (pad_merge_rows(c, &sp, &merged, &xb, &ob) < 0)
+        return -1;
+    if (merged.rank) {
+        to = &merged;
+        r = merged.rank;
+    }
     kir_expr *fill;
     if (n->op == IR_OP_PAD && has_in(n, 2) && n->in[2]->type.rank >= 0) {
         kir_expr *z[IR_MAX_RANK];
@@ -954,7 +1002,7 @@ static int lower_pad(lctx *c)
         int v = kir_new_var(k);
         kir_stmt *l = kir_for(k, &s->orelse, v, lw_i64c(k, 0), L, KIR_VECTOR, w);
         oi[r - 1] = kir_var(k, v);
-        if (!l || !kir_store(k, &l->body, c->out, oi, fill))
+        if (!l || !kir_store(k, &l->body, ob, oi, fill))
             return -1;
     }
     /* before, kept, after (a symbolic row: its end the run's) */
@@ -965,8 +1013,9 @@ static int lower_pad(lctx *c)
         if (empty[part])
             continue;
         int v = kir_new_var(k);
-        kir_stmt *l = kir_for(k, rows, v, bounds[part], bounds[part + 1],
-                              part == 1 ? KIR_VECTOR : KIR_SERIAL, part == 1 ? w : 0);
+        /* the fill runs of constant mode are vector stores too */
+        bool vec = part == 1 || sp.mode == PAD_CONSTANT;
+        kir_stmt *l = kir_for(k, rows, v, bounds[part], bounds[part + 1], vec ? KIR_VECTOR : KIR_SERIAL, vec ? w : 0);
         if (!l)
             return -1;
         oi[r - 1] = kir_var(k, v);
@@ -978,9 +1027,9 @@ static int lower_pad(lctx *c)
             if (part != 1)
                 i = pad_map(k, sp.mode, i, len);
             ii[r - 1] = kir_iadd(k, i, lw_i64c(k, sp.crop[r - 1]));
-            val = kir_load(k, c->buf[0], ii);
+            val = kir_load(k, xb, ii);
         }
-        if (!kir_store(k, &l->body, c->out, oi, val))
+        if (!kir_store(k, &l->body, ob, oi, val))
             return -1;
     }
     return 0;
