@@ -1,9 +1,21 @@
 /* pool.c - the thread pool behind icc_kernel_env.parallel_for.
  *
  * Each context owns one pool: nthreads - 1 persistent workers plus the
- * calling thread. A job hands out [0, n) in chunks from an atomic counter,
- * so a slow thread does not hold the others up, and the caller works too
- * instead of waiting idle. Workers start at the first job with parallel
+ * calling thread. A job's indices [0, n) are split into one home range
+ * per participant (the caller first, then the workers in order): each
+ * claims its own range's indices from the front, then takes what is left
+ * of the others' from their backs (a word per range holding its unclaimed
+ * [next, end), changed by compare-and-swap), so a slow or late thread
+ * does not hold the others up, and the caller works too instead of
+ * waiting idle. Home ranges put the same share of consecutive kernels on
+ * the same core, so a kernel mostly reads what its own core wrote: with
+ * indices handed out from one counter in turn, a model of many small
+ * kernels moved half its activations between the cores' caches each
+ * kernel (2 threads on Xeon 6 VMs, whose cross-core traffic goes through
+ * a 13 GB/s L3: ShuffleNet 3.05 -> 2.80 ms, MiniLM 11.1 -> 10.5,
+ * MobileNetV2 3.39 -> 3.30, SqueezeNet 2.83 -> 2.79; YOLO 4.56 -> 4.62,
+ * ResNet-50, DBNet, CRNN, MobileNetV3 the same). Jobs of 2^31 indices
+ * or more take chunks from one counter. Workers start at the first job with parallel
  * work (a context that never needs them never creates them); if the OS
  * refuses a thread the pool runs with fewer, down to the caller alone,
  * which is slower but still correct.
@@ -134,8 +146,41 @@ static int64_t now_ns(void)
         }                                                                                                    \
     } while (0)
 
-static void run_chunks(rt_pool *p)
+/* A participant's home range: [next, end) not yet claimed, next in the
+ * low 32 bits; one cache line each. */
+struct rt_pool_slot {
+    _Atomic uint64_t range;
+    char pad[64 - sizeof(uint64_t)];
+};
+struct rt_pool_id {
+    rt_pool *p;
+    int id;
+};
+
+/* Participant self's part of the job: its home range from the front,
+ * then the others' from the back (or chunks from one counter). */
+static void run_chunks(rt_pool *p, int self)
 {
+    if (p->nslots > 0) {
+        int T = p->nslots;
+        for (int o = 0; o < T; o++) {
+            struct rt_pool_slot *s = &p->slots[(self + o) % T];
+            uint64_t w = atomic_load_explicit(&s->range, memory_order_relaxed);
+            for (;;) {
+                uint32_t lo = (uint32_t)w, hi = (uint32_t)(w >> 32);
+                if (lo >= hi)
+                    break;
+                /* the owner from the front, a thief from the back */
+                uint64_t nw = o == 0 ? (uint64_t)hi << 32 | (lo + 1) : (uint64_t)(hi - 1) << 32 | lo;
+                if (atomic_compare_exchange_weak_explicit(&s->range, &w, nw, memory_order_relaxed,
+                                                          memory_order_relaxed)) {
+                    p->fn(p->arg, o == 0 ? lo : hi - 1);
+                    w = atomic_load_explicit(&s->range, memory_order_relaxed);
+                }
+            }
+        }
+        return;
+    }
     for (;;) {
         int64_t i = atomic_fetch_add_explicit(&p->next, p->chunk, memory_order_relaxed);
         if (i >= p->n)
@@ -166,7 +211,8 @@ static uint64_t next_job(rt_pool *p, uint32_t seen)
 
 static void *worker(void *arg)
 {
-    rt_pool *p = arg;
+    rt_pool *p = ((struct rt_pool_id *)arg)->p;
+    int self = ((struct rt_pool_id *)arg)->id;
     uint32_t seen = GEN(atomic_load(&p->entry));
     for (;;) {
         uint64_t e = next_job(p, seen);
@@ -180,7 +226,7 @@ static void *worker(void *arg)
             ;
         if (!(e & OPEN) || GEN(e) != seen)
             continue;
-        run_chunks(p);
+        run_chunks(p, self);
         uint64_t left = atomic_fetch_sub(&p->entry, 1) - 1;
         if (ACTIVE(left) == 0 && !(left & OPEN) && atomic_load(&p->waiting)) {
             pthread_mutex_lock(&p->mu);
@@ -196,10 +242,18 @@ static void start_workers(rt_pool *p)
     p->tried = 1;
     int want = p->nthreads - 1;
     p->threads = rt_alloc(&p->alloc, sizeof *p->threads * (size_t)want, _Alignof(pthread_t));
-    if (!p->threads)
+    p->ids = rt_alloc(&p->alloc, sizeof *p->ids * (size_t)want, _Alignof(struct rt_pool_id));
+    p->slots = rt_alloc(&p->alloc, sizeof *p->slots * (size_t)(want + 1), 64);
+    if (!p->threads || !p->ids || !p->slots) {
+        rt_free(&p->alloc, p->threads);
+        rt_free(&p->alloc, p->ids);
+        rt_free(&p->alloc, p->slots);
+        p->threads = NULL, p->ids = NULL, p->slots = NULL;
         return;
+    }
     for (int i = 0; i < want; i++) {
-        if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
+        p->ids[i] = (struct rt_pool_id){p, i + 1};
+        if (pthread_create(&p->threads[i], NULL, worker, &p->ids[i]) != 0)
             break;
         p->nworkers++;
     }
@@ -227,6 +281,11 @@ void rt_parallel_for(void *pool, int64_t n, void (*fn)(void *, int64_t), void *a
     p->n = n;
     p->chunk = n / parts > 0 ? n / parts : 1;
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    int T = p->nworkers + 1;
+    p->nslots = n < ((int64_t)1 << 31) ? T : 0;
+    for (int t = 0; t < p->nslots; t++)
+        atomic_store_explicit(&p->slots[t].range, (uint64_t)(n * (t + 1) / T) << 32 | (uint64_t)(n * t / T),
+                              memory_order_relaxed);
     /* publish: no worker is inside (the last join saw none), so the count is 0 */
     uint32_t gen = GEN(atomic_load_explicit(&p->entry, memory_order_relaxed)) + 1;
     atomic_store(&p->entry, (uint64_t)gen << 32 | OPEN);
@@ -235,7 +294,7 @@ void rt_parallel_for(void *pool, int64_t n, void (*fn)(void *, int64_t), void *a
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
-    run_chunks(p);
+    run_chunks(p, 0);
     /* close, then wait for the workers inside to finish their chunks */
     uint64_t e = atomic_fetch_and(&p->entry, ~OPEN) & ~OPEN;
     if (ACTIVE(e) > 0) {
@@ -262,6 +321,9 @@ void rt_pool_fini(rt_pool *p)
     for (int i = 0; i < p->nworkers; i++)
         pthread_join(p->threads[i], NULL);
     rt_free(&p->alloc, p->threads);
+    rt_free(&p->alloc, p->ids);
+    rt_free(&p->alloc, p->slots);
+    p->ids = NULL, p->slots = NULL;
     pthread_cond_destroy(&p->done);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);

@@ -44,6 +44,13 @@ typedef struct rt_pool {
     void *arg;
     int64_t n, chunk;
     _Atomic int64_t next;
+    /* Home ranges: participant t (0 the caller, 1.. the workers) claims
+     * [t n / T, (t + 1) n / T) of the job's indices first, then the
+     * others' from their backs (slots, one cache line each: pool.c);
+     * ids: each worker's participant number. */
+    struct rt_pool_slot *slots;
+    struct rt_pool_id *ids;
+    int nslots;             /* participants of the running job (0: chunks from next) */
     icc_allocator alloc;
 } rt_pool;
 
