@@ -1443,15 +1443,31 @@ static int add_step(pbuild *c, cg_step st)
     return p->nsteps++;
 }
 
+/* Whether kernel k reads an intermediate of at least `bytes` (symbolic
+ * sizes count as large): one that a kernel before it wrote. */
+static bool reads_shared(const kir_kernel *k, int64_t bytes)
+{
+    for (int i = 0; i < k->nbufs; i++) {
+        const kir_buf *b = &k->bufs[i];
+        int64_t n;
+        if (b->kind == KIR_BUF_ARENA && !b->written && (kir_buf_bytes(b, &n) < 0 || n >= bytes))
+            return true;
+    }
+    return false;
+}
+
 /* Kernel k (owned from here on) of node n into the program, and its
- * KERNEL step (bsym, item_bytes: lower_one's per-item batch). */
+ * KERNEL step (bsym, item_bytes: lower_one's per-item batch). Its chunks
+ * hold at least par_chunk_ops of work, or par_shared_ops when it reads a
+ * large intermediate (schedule.h). */
 static int add_kernel(pbuild *c, kir_kernel *k, const ir_node *n, int32_t bsym, int64_t *item_bytes)
 {
     cg_program *p = c->p;
     int64_t ops = cg_cost_trip_ops_est(k, c->s->lanes, c->sym_est, c->sym_est ? c->g->nsyms : 0);
+    int64_t least = reads_shared(k, c->s->par_shared_bytes) ? c->s->par_shared_ops : c->s->par_chunk_ops;
     p->kernels[p->nkernels] = (cg_kernel){.k = k, .node = n, .batch_sym = bsym, .item_bytes = item_bytes,
                                           .trips = parallel_trips(k), .trip_ops = ops,
-                                          .min_chunk_trips = (c->s->par_chunk_ops + ops - 1) / ops};
+                                          .min_chunk_trips = (least + ops - 1) / ops};
     p->nkernels++;
     if (k->nfails && add_fail_messages(p, k, c->d) < 0)
         return -1;

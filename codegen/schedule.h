@@ -68,6 +68,12 @@ typedef struct cg_schedule {
      * kernel runs on more threads only when each gets this much, so a
      * small kernel does not pay the pool's fork/join for nothing. */
     int64_t par_chunk_ops;
+    /* ... or this much for a kernel that reads an intermediate of at
+     * least par_shared_bytes: the kernel before it wrote that value on
+     * all the threads, so run on one thread it reads the other cores'
+     * shares from their caches, which costs more than the fork/join
+     * (program.c, add_kernel) */
+    int64_t par_shared_ops, par_shared_bytes;
     /* transposed-B contractions: dot-product tiles along k */
     int dot_tiles;             /* dot x dot accumulators */
     int dot_chunk;             /* tiles of rows (and of columns) in a parallel chunk */
