@@ -64,14 +64,23 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
     int64_t rowlen = sym ? CT_SYM_CHUNK : OW / sw + 2;
     kir_expr *iwx = lw_dim_of(k, g->ind[1]), *owx = lw_dim_of(k, g->outd[1]);
     int tmp = kir_add_scratch(k, "convt_row", KIR_SPACE_THREAD, IR_F32, 1, (int64_t[]){rowlen});
+    /* parallel over (batch, output channel) and, when those are fewer
+     * than min_chunks, pieces of the output rows too (DBNet's last
+     * upsampling to 1 channel ran on one thread) */
+    int64_t bc = g->batch * g->cout, nrc = bc >= c->s->min_chunks || bc < 1 ? 1 : (c->s->min_chunks + bc - 1) / bc;
+    if (ir_dim_is_const(g->outd[0]) && nrc > g->outd[0].v)
+        nrc = g->outd[0].v > 0 ? g->outd[0].v : 1;
     int vp = kir_new_var(k);
-    kir_stmt *lp = lw_loop(c, &k->body, vp, lw_i64c(k, g->batch * g->cout), KIR_PARALLEL);
+    kir_stmt *lp = lw_loop(c, &k->body, vp, lw_i64c(k, bc * nrc), KIR_PARALLEL);
     if (tmp < 0 || !lp)
         return -1;
-    kir_expr *nb = lw_idivc(k, kir_var(k, vp), g->cout), *m = lw_iremc(k, kir_var(k, vp), g->cout);
+    kir_expr *pm = lw_idivc(k, kir_var(k, vp), nrc), *rc = lw_iremc(k, kir_var(k, vp), nrc);
+    kir_expr *nb = lw_idivc(k, pm, g->cout), *m = lw_iremc(k, pm, g->cout);
     kir_expr *c0 = lw_imulc(k, lw_idivc(k, m, g->mg), g->cg), *mw = lw_iremc(k, m, g->mg);
+    kir_expr *ohn = lw_dim_of(k, g->outd[0]), *ohc = lw_idivc(k, lw_iaddc(k, ohn, nrc - 1), nrc);
+    kir_expr *oh0 = kir_imul(k, rc, ohc);
     int vh = kir_new_var(k);
-    kir_stmt *lh = lw_loop(c, &lp->body, vh, lw_dim_of(k, g->outd[0]), KIR_SERIAL);
+    kir_stmt *lh = kir_for(k, &lp->body, vh, oh0, lw_imin(k, ohn, kir_iadd(k, oh0, ohc)), KIR_SERIAL, 0);
     if (!lh)
         return -1;
     kir_block *row = &lh->body;

@@ -900,7 +900,8 @@ static kir_expr *pad_map(kir_kernel *k, int mode, kir_expr *i, int64_t n)
  * the last padded dim and those after it as one row, in views of the
  * input and output buffers, so each row's kept part is one vector copy
  * (DBNet's [1, 4, 80, 80, 16] -> [1, 4, 82, 82, 16]: a test per 16 lanes
- * before). *merged gets the output's merged type (rank 0: nothing
+ * before); when that leaves too few rows for the threads, the dims after
+ * the padded one alone. *merged gets the output's merged type (rank 0: nothing
  * merged), sp, *xb and *ob the merged row's pads and the views. */
 static int pad_merge_rows(lctx *c, pad_spec *sp, ir_type *merged, int *xb, int *ob)
 {
@@ -913,12 +914,23 @@ static int pad_merge_rows(lctx *c, pad_spec *sp, ir_type *merged, int *xb, int *
         return 0;
     while (m < r - 1 && !sp->lo[r - 1 - m] && !sp->hi[r - 1 - m] && !sp->crop[r - 1 - m])
         m++;
+    int q = r - m - 1;   /* the merged row's dim */
+    /* the rows before it are the parallel loop's positions: with fewer
+     * than par_min of them (a channel Pad of [1, C, H, W]) the padded dim
+     * stays a dim of rows and only the dims after it merge */
+    int64_t outer = 1;
+    for (int d = 0; d < q; d++)
+        outer *= to->dims[d].v;
+    if (m && outer < c->s->par_min) {
+        if (m < 2)
+            return 0;
+        q++, m--;
+    }
     if (!m)
         return 0;
     int64_t P = 1;
     for (int d = r - m; d < r; d++)
         P *= to->dims[d].v;
-    int q = r - m - 1;   /* the merged row's dim */
     ir_type xt = *ti, ot = *to;
     xt.rank = ot.rank = q + 1;
     xt.dims[q] = ir_dim_const(ti->dims[q].v * P);
