@@ -611,7 +611,7 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
     kir_expr *ext = NULL, *div = NULL;
     /* Leading copied dims (batch, channels) share one parallel loop, so
      * a batch of 1 still splits across threads. */
-    int lead = 0;
+    int lead = 0, merged = 0;
     while (lead < r && p->ident[lead])
         lead++;
     if (lead >= 2) {
@@ -624,6 +624,12 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
             else
                 total = total ? kir_imul(k, total, kir_sym(k, p->outd[d].sym)) : kir_sym(k, p->outd[d].sym);
         }
+        /* fewer than par_min of them (a blocked Resize of one channel
+         * block, [1, 1, H, W, cb]): the first resized dim joins the
+         * parallel loop, if constant and not the last */
+        merged = !total && ct < c->s->par_min && lead < r - 1 && !p->outd[lead].sym;
+        if (merged)
+            ct *= p->out[lead];
         total = total ? lw_imulc(k, total, ct) : lw_i64c(k, ct);
         int v = kir_new_var(k);
         kir_stmt *l = lw_loop(c, body, v, total, KIR_PARALLEL);
@@ -631,30 +637,32 @@ static int lower_resize_plan(lctx *c, const rz_plan *p)
             return -1;
         body = &l->body;
         kir_expr *stride = lw_i64c(k, 1);
-        for (int d = lead - 1; d >= 0; d--) {
+        for (int d = lead + merged - 1; d >= 0; d--) {
             kir_expr *q = kir_op2(k, KIR_DIV, IR_I64, kir_var(k, v), stride);
             ov[d] = idx[d] = kir_op2(k, KIR_REM, IR_I64, q, lw_dim_of(k, p->outd[d]));
             stride = kir_imul(k, stride, lw_dim_of(k, p->outd[d]));
         }
-        if (!(body = rz_guard(c, p, body, lead)))
+        if (!(body = rz_guard(c, p, body, lead + merged)))
             return -1;
     } else {
         lead = 0;
     }
     for (int d = lead; d < r; d++) {
-        int v = kir_new_var(k);
         int64_t q = rz_repeat(p, d);
-        /* nearest's last dim, copied or repeated, is a vector loop of
-         * loads (a gather of o / q) and stores: no f64 per element */
-        bool vec = !interp && d == r - 1 && d > 0 && (p->ident[d] || q > 0);
-        kir_stmt *l = kir_for(k, body, v, lw_i64c(k, 0), lw_dim_of(k, p->outd[d]),
-                              d == 0 ? KIR_PARALLEL : vec ? KIR_VECTOR : KIR_SERIAL, vec ? c->s->lanes : 0);
-        if (!l)
-            return -1;
-        body = &l->body;
-        if (d == 0 && !(body = rz_guard(c, p, body, 1)))
-            return -1;
-        ov[d] = idx[d] = kir_var(k, v);
+        if (!(merged && d == lead)) {
+            int v = kir_new_var(k);
+            /* nearest's last dim, copied or repeated, is a vector loop of
+             * loads (a gather of o / q) and stores: no f64 per element */
+            bool vec = !interp && d == r - 1 && d > 0 && (p->ident[d] || q > 0);
+            kir_stmt *l = kir_for(k, body, v, lw_i64c(k, 0), lw_dim_of(k, p->outd[d]),
+                                  d == 0 ? KIR_PARALLEL : vec ? KIR_VECTOR : KIR_SERIAL, vec ? c->s->lanes : 0);
+            if (!l)
+                return -1;
+            body = &l->body;
+            if (d == 0 && !(body = rz_guard(c, p, body, 1)))
+                return -1;
+            ov[d] = idx[d] = kir_var(k, v);
+        }
         if (p->ident[d])
             continue;
         if (q > 0 && p->outd[d].sym) {
