@@ -961,6 +961,23 @@ static bool pad_safe(int op)
     }
 }
 
+/* n's op on blocked operands in[] (n's attributes copied) in its place:
+ * the moved op, whose result's NCHW view replaces n's. */
+static int move_as(lay *L, ir_node *n, int op, int nin, ir_value *const *in)
+{
+    ir_node *m = add_node(L, op, n->out[0]->name, "_nchwc", nin, in, NULL);
+    if (!m)
+        return -1;
+    m->name = n->name;
+    for (int i = 0; i < n->nattr; i++)
+        if (ir_node_add_attr(L->g, m, &n->attrs[i]) < 0)
+            return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, m) < 0)
+        return -1;
+    L->moved++;
+    return finish(L, n, m->out[0]);
+}
+
 static int move_elementwise(lay *L, ir_node *n)
 {
     if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1 || n->nin < 1 || n->nin > 8)
@@ -978,17 +995,7 @@ static int move_elementwise(lay *L, ir_node *n)
         in[i] = n->in[i] ? blocked_operand(L, n->in[i], t, &fail) : NULL;
     if (fail)
         return 0;
-    ir_node *m = add_node(L, n->op, n->out[0]->name, "_nchwc", n->nin, in, NULL);
-    if (!m)
-        return -1;
-    m->name = n->name;
-    for (int i = 0; i < n->nattr; i++)
-        if (ir_node_add_attr(L->g, m, &n->attrs[i]) < 0)
-            return ir_errorf(L->c->diag, "out of memory");
-    if (infer(L, m) < 0)
-        return -1;
-    L->moved++;
-    return finish(L, n, m->out[0]);
+    return move_as(L, n, n->op, n->nin, in);
 }
 
 /* Inference BatchNormalization with constant parameters as x*s + t on
@@ -1182,17 +1189,7 @@ static int move_resize(lay *L, ir_node *n)
         memcpy(nv->cval.data, d, sizeof d);
     }
     ir_value *in[4] = {b, n->in[1], sz ? NULL : nv, sz ? nv : NULL};
-    ir_node *m = add_node(L, IR_OP_RESIZE, n->out[0]->name, "_nchwc", sz ? 4 : 3, in, NULL);
-    if (!m)
-        return -1;
-    m->name = n->name;
-    for (int i = 0; i < n->nattr; i++)
-        if (ir_node_add_attr(L->g, m, &n->attrs[i]) < 0)
-            return ir_errorf(L->c->diag, "out of memory");
-    if (infer(L, m) < 0)
-        return -1;
-    L->moved++;
-    return finish(L, n, m->out[0]);
+    return move_as(L, n, IR_OP_RESIZE, sz ? 4 : 3, in);
 }
 
 /* Concat along the channels of values that all have blocked twins, each
