@@ -211,21 +211,20 @@ void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int
     *ncc = bc;
 }
 
-void cg_schedule_gemm_apack(const cg_schedule *s, int64_t nb, int rows, int width, bool bpanel, int *kc,
+void cg_schedule_gemm_apack(const cg_schedule *s, int64_t nb, int rows, int width, int esize, bool bpanel, int *kc,
                             int64_t *mcb)
 {
     /* the packed A at most half of L2, A and the panel under 224 KB
-     * (thread scratch stops at 256 KB), as gemm_apack_mc_blocks */
+     * (thread scratch stops at 256 KB), as gemm_apack_mc_blocks (f32:
+     * the same count); esize bytes an element (f64 and i64 twice f32's:
+     * their apanel and bpanel at f32's counts took 300 KB and more) */
     int64_t l2 = s->target->l2_bytes > 0 ? s->target->l2_bytes : 256 << 10;
-    int64_t scr = 224 << 10, pb = bpanel ? (int64_t)width * 4 : 0, ab = (int64_t)rows * 4;
+    int64_t scr = 224 << 10, pb = bpanel ? (int64_t)width * esize : 0, ab = (int64_t)rows * esize;
+    int64_t a = scr - pb * s->tile_kc;
+    a = l2 / 2 < a ? l2 / 2 : a;
     *kc = s->tile_kc;
-    if (bpanel) {
-        *mcb = s->gemm_apack_mc_blocks;
-    } else {
-        int64_t a = l2 / 2 < scr ? l2 / 2 : scr;
-        *mcb = a / (s->tile_kc * ab);
-        *mcb = *mcb < 4 ? 4 : *mcb;
-    }
+    *mcb = a / (s->tile_kc * ab);
+    *mcb = *mcb < 1 ? 1 : *mcb;
     if (nb <= *mcb || nb < 1 || rows < 1)
         return;
     /* the longest block (a multiple of 32) at which all nb blocks and

@@ -213,15 +213,16 @@ void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int
                              bool pack_a, int rows, int width, int64_t *nrc, int64_t *ncc);
 
 /* The reduction block *kc and the row blocks per parallel chunk *mcb of
- * a GEMM of nb row blocks (of `rows` rows) whose A block the tile packs
- * (tile.h pack_a), beside a kc x width B panel it copies per panel when
- * `bpanel` (B computed at run time): tile_kc and gemm_apack_mc_blocks
- * (bpanel) or the same budget without the panel, unless all nb blocks
+ * a GEMM of nb row blocks (of `rows` rows, esize bytes an element) whose
+ * A block the tile packs (tile.h pack_a), beside a kc x width B panel it
+ * copies per panel when `bpanel` (B computed at run time): tile_kc and
+ * the blocks that fit gemm_apack_mc_blocks' budget (f32 with a bpanel:
+ * that count), unless all nb blocks
  * fit in one row chunk at a shorter block of at least 256 steps: then
  * that block and nb, so each of B's panels is read once, not once per
  * row chunk (128 x 3072 x 3072 with B an input, 22 blocks of 6 rows:
  * 2 row chunks at 384 read its 36 MB twice; 1 at 288). */
-void cg_schedule_gemm_apack(const cg_schedule *s, int64_t nb, int rows, int width, bool bpanel, int *kc,
+void cg_schedule_gemm_apack(const cg_schedule *s, int64_t nb, int rows, int width, int esize, bool bpanel, int *kc,
                             int64_t *mcb);
 
 /* Picks the schedule for target t (borrowed by *s: it must outlive s).

@@ -436,7 +436,8 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
     mm_tile u = {.g = g, .kc = gemv ? (int)g->kd.v : skinny ? skc : few ? c->s->tile_kc_few : c->s->tile_kc, .pk = -1};
     int64_t mcb = !skinny && !mdyn ? c->s->gemm_apack_mc_blocks : c->s->gemm_mc_blocks;
     if (!skinny && !gemv && !mdyn && !few)
-        cg_schedule_gemm_apack(c->s, (g->m.v + rows - 1) / rows, rows, width, !g->pw, &u.kc, &mcb);
+        cg_schedule_gemm_apack(c->s, (g->m.v + rows - 1) / rows, rows, width, (int)ir_dtype_size(c->cdt), !g->pw,
+                               &u.kc, &mcb);
     if (ir_dim_is_const(g->kd) && g->kd.v > 0 && u.kc > g->kd.v)
         u.kc = (int)g->kd.v;   /* one block: the panel and packed A need no more rows than K */
     /* pack B's panel when several row blocks share it (with one block

@@ -289,6 +289,22 @@ G
 }
 check "a GEMV on an input B is split along K into parallel stretches of rows, and matches the interpreter" gemv_split_k
 
+# Wide element types on the packed-A tile: f64 and i64 MatMuls of 128
+# rows (22 row blocks) size their packed A and B panel for 8-byte elements
+# (at f32's block counts their thread scratch passed 256 KB and the
+# compile failed), and match the interpreter.
+matmul_wide_types() {
+  cat >"$T/wt.icc" <<'G'
+graph @wt(%a: f64[128,768], %b: f64[768,768], %c: i64[128,400], %d: i64[400,300]) -> (%y, %z) {
+  %y = MatMul(%a, %b) : f64[128,768]
+  %z = MatMul(%c, %d) : i64[128,300]
+}
+G
+  "$ICC" verify "$T/wt.icc" >"$T/wt.v" && grep -qE "^  y: 98304 elements, .*: ok$" "$T/wt.v" &&
+    grep -qE "^  z: 38400 elements, .*: ok$" "$T/wt.v"
+}
+check "f64 and i64 MatMuls of 128 rows compile (their packed A sized for 8-byte elements) and match the interpreter" matmul_wide_types
+
 # One output block along a row shares each input column between the taps
 # along W (conv_blocked.c's bc_lower_taps) for at most 16 taps: a 1x17
 # kernel of 16 channels (a first version kept 16 of its taps) and a 3x3
