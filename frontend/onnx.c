@@ -858,7 +858,8 @@ static int join_captures(fe_ctx *c, fe_lower *l, fe_sub *subs, int nsubs)
         ir_value **in = ir_arena_alloc(g->arena, sizeof *in * (size_t)(formal + nu + 1));
         if (!in)
             return oom(c);
-        memcpy(in, g->inputs, sizeof *in * (size_t)formal);
+        if (formal > 0)   /* a subgraph of no formal inputs may have none (NULL) */
+            memcpy(in, g->inputs, sizeof *in * (size_t)formal);
         for (int k = 0; k < nu; k++) {
             ir_value *v = NULL;
             for (int j = 0; j < subs[s].ncap && !v; j++)
