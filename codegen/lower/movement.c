@@ -891,10 +891,6 @@ static kir_expr *pad_map(kir_kernel *k, int mode, kir_expr *i, int64_t n)
     }
 }
 
-/* Pad (and CenterCropPad): rows of the last dim in three runs, the
- * padding before, the kept input (a vector copy) and the padding after;
- * the outer dims map through the mode, or in constant mode select a row
- * of fill when they fall in the padding. */
 /* Constant-mode Pad whose last dims are neither padded nor cropped (a
  * blocked conv's explicit padding: [N, C/cb, H, W, cb] padded in H and W):
  * the last padded dim and those after it as one row, in views of the
@@ -948,6 +944,10 @@ static int pad_merge_rows(lctx *c, pad_spec *sp, ir_type *merged, int *xb, int *
     return 0;
 }
 
+/* Pad (and CenterCropPad): rows of the last dim in three runs, the
+ * padding before, the kept input (a vector copy) and the padding after;
+ * the outer dims map through the mode, or in constant mode select a row
+ * of fill when they fall in the padding. */
 static int lower_pad(lctx *c)
 {
     kir_kernel *k = c->k;
