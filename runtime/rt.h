@@ -63,7 +63,7 @@ void rt_parallel_for(void *pool, int64_t n, void (*fn)(void *, int64_t), void *a
 /* ICC_NUM_THREADS, else the CPUs this process may use; -1 with a message
  * in err when the variable is set but not a positive integer. */
 int rt_default_threads(char *err, size_t errlen);
-/* ICC_SPIN_US (an integer in [0, 1000000]), else the default of 5: how
+/* ICC_SPIN_US (an integer in [0, 1000000]), else the default of 50: how
  * long an idle worker polls for the next job; -1 with a message in err
  * when the variable is set but malformed. */
 int rt_spin_us(char *err, size_t errlen);
