@@ -136,7 +136,7 @@ int kir_add_buf(kir_kernel *k, const char *name, kir_buf_kind kind, const ir_typ
     b->offset = offset;
     for (int i = 0; i < type->rank; i++) {
         ir_dim d = type->dims[i];
-        b->dims[i] = d.sym > 0 ? kir_sym(k, d.sym) : d.sym == 0 ? kir_const_i(k, IR_I64, d.v) : NULL;
+        b->dims[i] = d.sym >= 0 ? kir_dim(k, d) : NULL;
         if (!b->dims[i])
             return -1;
     }
@@ -215,6 +215,8 @@ static kir_expr *ref(kir_kernel *k, kir_op op, ir_dtype dt, int id)
 
 kir_expr *kir_var(kir_kernel *k, int var) { return ref(k, KIR_VAR, IR_I64, var); }
 kir_expr *kir_sym(kir_kernel *k, int sym) { return ref(k, KIR_SYM, IR_I64, sym); }
+
+kir_expr *kir_dim(kir_kernel *k, ir_dim d) { return d.sym > 0 ? kir_sym(k, d.sym) : kir_const_i(k, IR_I64, d.v); }
 
 kir_expr *kir_acc(kir_kernel *k, int acc)
 {

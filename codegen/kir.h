@@ -246,6 +246,9 @@ kir_expr *kir_const_f(kir_kernel *k, ir_dtype dt, double v);
 kir_expr *kir_const_i(kir_kernel *k, ir_dtype dt, int64_t v);
 kir_expr *kir_var(kir_kernel *k, int var);
 kir_expr *kir_sym(kir_kernel *k, int sym);
+/* A static dim as an i64 index expression: its constant, or the run's
+ * symbol (d.sym > 0). */
+kir_expr *kir_dim(kir_kernel *k, ir_dim d);
 kir_expr *kir_acc(kir_kernel *k, int acc);
 kir_expr *kir_load(kir_kernel *k, int buf, kir_expr *const *idx);
 /* Unary/binary/ternary ops; dtype is the result's (comparisons: IR_BOOL). */

@@ -1770,8 +1770,6 @@ static bool reshape_needs_check(const ir_node *n)
            s->type.dims[0].v == n->out[0]->type.rank && n->in[0]->type.rank >= 0;
 }
 
-static kir_expr *dim_expr(kir_kernel *k, ir_dim d) { return d.sym > 0 ? kir_sym(k, d.sym) : kir_const_i(k, IR_I64, d.v); }
-
 static int add_reshape_check(pbuild *c, const ir_graph *g, const ir_node *n, const cg_binding *bind, const char *kname)
 {
     /* an output declared with another element count than the input's
@@ -1799,9 +1797,9 @@ static int add_reshape_check(pbuild *c, const ir_graph *g, const ir_node *n, con
         kir_expr *want = v;
         if (!allowzero && d < ti->rank)
             want = kir_op3(k, KIR_SELECT, IR_I64, kir_op2(k, KIR_EQ, IR_BOOL, v, kir_const_i(k, IR_I64, 0)),
-                           dim_expr(k, ti->dims[d]), v);
+                           kir_dim(k, ti->dims[d]), v);
         kir_expr *off = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_NE, IR_BOOL, v, kir_const_i(k, IR_I64, -1)),
-                                kir_op2(k, KIR_NE, IR_BOOL, want, dim_expr(k, to->dims[d])));
+                                kir_op2(k, KIR_NE, IR_BOOL, want, kir_dim(k, to->dims[d])));
         bad = kir_op2(k, KIR_OR, IR_BOOL, bad, off);
     }
     kir_stmt *s = sb >= 0 ? kir_if(k, &k->body, bad) : NULL;

@@ -53,10 +53,7 @@ static inline ir_dtype lw_compute_dtype(ir_dtype t)
 }
 
 /* A dim as an i64 index expression (a constant or the run's symbol). */
-static inline kir_expr *lw_dim_of(kir_kernel *k, ir_dim d)
-{
-    return d.sym > 0 ? kir_sym(k, d.sym) : kir_const_i(k, IR_I64, d.v);
-}
+static inline kir_expr *lw_dim_of(kir_kernel *k, ir_dim d) { return kir_dim(k, d); }
 
 static inline kir_expr *lw_i64c(kir_kernel *k, int64_t v) { return kir_const_i(k, IR_I64, v); }
 
