@@ -1755,8 +1755,6 @@ static bool is_view(const cg_binding *bind, const ir_node *n)
            n->out[0]->planned;
 }
 
-/* The steps of scope si: one kernel per fused group, at its root, in
- * node order (named <prefix>_k<node>), and each If's and Loop's. */
 /* A Reshape whose shape is a run-time tensor keeps the dims shape
  * inference gave its output (a declared output, symbols from shape
  * values), so a kernel named <kname>_shape fails the run when the shape's
@@ -1812,6 +1810,8 @@ static int add_reshape_check(pbuild *c, const ir_graph *g, const ir_node *n, con
     return add_kernel(c, k, n, 0, NULL);
 }
 
+/* The steps of scope si: one kernel per fused group, at its root, in
+ * node order (named <prefix>_k<node>), and each If's and Loop's. */
 static int emit_scope(pbuild *c, int si, const char *prefix)
 {
     const pscope *sc = &c->scopes[si];
@@ -1877,7 +1877,7 @@ static int lower_kernels(pbuild *c, const char *prefix)
     int nodes = 0;   /* a kernel per node at most, a Loop's two rows checks, a Reshape's shape check */
     for (int si = 0; si < c->nscopes; si++)
         for (int kx = 0; kx < c->scopes[si].g->nnodes; kx++)
-            nodes += c->scopes[si].g->nodes[kx]->op == IR_OP_LOOP ? 2 : reshape_needs_check(c->scopes[si].g->nodes[kx]) ? 2 : 1;
+            nodes += c->scopes[si].g->nodes[kx]->op == IR_OP_LOOP || reshape_needs_check(c->scopes[si].g->nodes[kx]) ? 2 : 1;
     c->p->kernels = calloc((size_t)nodes + 1, sizeof *c->p->kernels);
     if (!c->p->kernels)
         return ir_errorf(c->d, "out of memory");
