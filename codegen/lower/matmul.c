@@ -348,18 +348,19 @@ static int mm_prefetch(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr 
     mm_tile *u = t->u;
     const mm_geo *mg = u->g;
     kir_kernel *k = c->k;
+    int64_t K = mg->kd.v, N = mg->n.v;
+    int pb = mg->pw ? mg->pbuf : c->buf[1];
+    int64_t epl = 64 / (int64_t)ir_dtype_size(k->bufs[pb].dtype);
+    kir_expr *kr = dk ? lw_imin(k, kir_iadd(k, u->kv, dk), lw_i64c(k, K - 1)) : u->kv;
     if (!mg->pw) {
-        int64_t N = mg->n.v, epl = 64 / (int64_t)ir_dtype_size(k->bufs[c->buf[1]].dtype);
         kir_expr *col = lw_imin(k, kir_iadd(k, lw_iaddc(k, j0, t->width), lw_imulc(k, line, epl)), lw_i64c(k, N - 1));
         kir_expr *ix[IR_MAX_RANK];
-        kir_expr *kr = dk ? lw_imin(k, kir_iadd(k, u->kv, dk), lw_i64c(k, mg->kd.v - 1)) : u->kv;
         operand_idx(c, mg, 1, u->bat, kr, col, ix);
-        kir_iarg a = {.buf = c->buf[1], .nidx = mg->tb->rank, .idx = ix};
+        kir_iarg a = {.buf = pb, .nidx = mg->tb->rank, .idx = ix};
         return kir_intrinsic(k, b, KIR_IN_PREFETCH_L2, 1, &a) ? 0 : -1;
     }
-    int64_t K = mg->kd.v, N = mg->n.v, W = mg->pw, epl = 64 / (int64_t)ir_dtype_size(k->bufs[mg->pbuf].dtype);
+    int64_t W = mg->pw;
     kir_expr *jn = lw_imin(k, lw_iaddc(k, j0, W), lw_i64c(k, (N / W - 1) * W));
-    kir_expr *kr = dk ? lw_imin(k, kir_iadd(k, u->kv, dk), lw_i64c(k, K - 1)) : u->kv;
     kir_expr *f = lw_packed_at(k, K, 1, 0, kr, jn, lw_i64c(k, W), lw_imulc(k, line, epl));
     kir_iarg a = {.buf = mg->pbuf, .nidx = 1, .idx = (kir_expr *[]){packed_flat(k, mg, u->bat, f)}};
     return kir_intrinsic(k, b, KIR_IN_PREFETCH_L2, 1, &a) ? 0 : -1;
@@ -454,12 +455,12 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
         .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !gemv && !mdyn, .kc = u.kc, .kstep = mm_kstep,
         .setup = mm_setup, .k_open = mm_k_open, .pack = g->pw ? mm_panel : pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
-    if (g->pw && g->pbuf >= 0 && g->pk == 1 && !g->pt && !gemv && g->n.v >= 2 * g->pw) {
+    /* the next panel's hints: B packed in panels (not in pairs or tiles,
+     * not GEMV-like) or copied per panel (pack), from B's own buffer */
+    int pb = g->pw ? g->pbuf : c->buf[1];
+    if (g->pw ? pb >= 0 && g->pk == 1 && !g->pt && !gemv && g->n.v >= 2 * g->pw : pack && pb >= 0 && g->n.v >= 2 * width) {
         t.prefetch = mm_prefetch;
-        t.pf_lines = (int)((width * (int64_t)ir_dtype_size(c->k->bufs[g->pbuf].dtype) + 63) / 64);
-    } else if (pack && c->buf[1] >= 0 && g->n.v >= 2 * width) {
-        t.prefetch = mm_prefetch;
-        t.pf_lines = (int)((width * (int64_t)ir_dtype_size(c->k->bufs[c->buf[1]].dtype) + 63) / 64);
+        t.pf_lines = (int)((width * (int64_t)ir_dtype_size(c->k->bufs[pb].dtype) + 63) / 64);
     }
     return cg_tile_lower(c, &t);
 }
