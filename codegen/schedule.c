@@ -51,10 +51,11 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->gemm_mc_blocks = mcb < 16 ? 16 : mcb > 64 ? 64 : (int)mcb;
     /* packed A: half of L2, and under 224 KB less the bpanel that may sit
      * beside it (B computed at run time: kc x the tile's width), since
-     * thread scratch stops at 256 KB: Zen 3, kc 256: 32 blocks; Zen 4,
-     * kc 384: 14 */
-    int64_t bpanel = s->tile_kc * width, abudget = (224 << 10) - bpanel;
-    int64_t apb = (l2 / 2 < abudget ? l2 / 2 : abudget) / ((int64_t)s->tile_kc * 4 * 6);
+     * thread scratch stops at 256 KB (cg_schedule_gemm_apack's budget, f32):
+     * Zen 3, kc 256: 32 blocks; Zen 4, kc 384: 14 */
+    int kc_ap;
+    int64_t apb;
+    cg_schedule_gemm_apack(s, 0, s->tile_rows, s->lanes * s->tile_vecs, 4, true, &kc_ap, &apb);
     s->gemm_apack_mc_blocks = apb < 4 ? 4 : (int)apb;
     /* 1x3072x3072 on Zen 3, 1 thread: 6.5 GFLOP/s at 8 (B's 8 rows are
      * 96 KB read front to back), 3.5 at 16-32, 3.0 at 128 */
@@ -215,9 +216,10 @@ void cg_schedule_gemm_apack(const cg_schedule *s, int64_t nb, int rows, int widt
                             int64_t *mcb)
 {
     /* the packed A at most half of L2, A and the panel under 224 KB
-     * (thread scratch stops at 256 KB), as gemm_apack_mc_blocks (f32:
-     * the same count); esize bytes an element (f64 and i64 twice f32's:
-     * their apanel and bpanel at f32's counts took 300 KB and more) */
+     * (thread scratch stops at 256 KB; cg_schedule_init takes
+     * gemm_apack_mc_blocks from here, f32 with a bpanel); esize bytes an
+     * element (f64 and i64 twice f32's: their apanel and bpanel at f32's
+     * counts took 300 KB and more) */
     int64_t l2 = s->target->l2_bytes > 0 ? s->target->l2_bytes : 256 << 10;
     int64_t scr = 224 << 10, pb = bpanel ? (int64_t)width * esize : 0, ab = (int64_t)rows * esize;
     int64_t a = scr - pb * s->tile_kc;
