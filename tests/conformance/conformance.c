@@ -34,11 +34,18 @@
  * --write-skips FILE writes the run's skips in that format
  * (scripts/update-skips.sh rewrites the committed files).
  *
+ * --cuda-pack DIR compiles for CUDA as --cuda-so does but runs nothing:
+ * each test's library goes to DIR/<test>/model.so (DIR/<test>/<set>/model.so
+ * when binding made one per data set), and each data set's inputs (the
+ * unbound ones) and expected outputs to DIR/<test>/<set>/in_N.npy and
+ * out_N.npy, for tests/gpu/conformance.c to run on a GPU.
+ *
  * Built with AddressSanitizer, each child runs LeakSanitizer's check on
  * what its test left before it reports (its _exit skips the atexit check).
  * Closing line: "N passed, N failed, N skipped".
  */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,6 +56,7 @@
 #include <unistd.h>
 
 #include "frontend/onnx.h"
+#include "runtime/npy.h"
 #include "ir/ref/interp.h"
 #include "ir/text.h"
 #include "passes/pass.h"
@@ -302,8 +310,11 @@ typedef struct {
     cuda_emu *emu;
 } compiled_model;
 
-/* --cuda-emu, --cuda-so (compile_model has no options to read). */
-static bool g_cuda_emu, g_cuda_so, g_cuda_real;
+/* --cuda-emu, --cuda-so (compile_model has no options to read); with
+ * --cuda-pack, g_pack is its DIR and g_pack_so where the next library goes. */
+static bool g_cuda_emu, g_cuda_so;
+static const char *g_pack;
+static char g_pack_so[4096];
 
 /* Compiles g to a temporary .so and loads it. R_SKIP when some node is not
  * compiled yet (why names them), R_FAIL on any other error. */
@@ -317,7 +328,7 @@ static int compile_model(const ir_graph *g, compiled_model *cm, char *why, size_
         return r == 0 ? R_PASS : r > 0 ? R_SKIP : R_FAIL;
     }
     if (g_cuda_so) {
-        int r = cuda_so_build(g, g_cuda_real, &cm->m, &cm->ctx, why, whylen);
+        int r = cuda_so_build(g, g_pack ? g_pack_so : NULL, &cm->m, &cm->ctx, why, whylen);
         return r == 0 ? R_PASS : r > 0 ? R_SKIP : R_FAIL;
     }
     if (cg_target_create(NULL, NULL, NULL, 2, &t, &d) < 0) {
@@ -427,7 +438,7 @@ static int run_compiled(const ir_graph *g, const compiled_model *cm, const ir_te
     }
     /* --cuda-so over the stand-in driver, whose device memory is host
      * memory: icc_run_device on the same buffers gives the same bytes */
-    if (g_cuda_so && !g_cuda_real && device_run_differs(g, cm, in, out, d))
+    if (g_cuda_so && device_run_differs(g, cm, in, out, d))
         goto done;
     rc = 0;
 done:
@@ -461,6 +472,47 @@ static int load_inputs(const char *setdir, int n, ir_tensor *in, char *why, size
     return 0;
 }
 
+/* --cuda-pack: the directory DIR/<test>/<set> for a data set's directory
+ * (made, with its parent). */
+static void pack_dir(const char *setdir, char *out, size_t outlen)
+{
+    const char *set = strrchr(setdir, '/');
+    const char *test = set;
+    while (test > setdir && test[-1] != '/')
+        test--;
+    snprintf(out, outlen, "%s/%.*s", g_pack, (int)(set - test), test);
+    mkdir(out, 0755);
+    snprintf(out + strlen(out), outlen - strlen(out), "%s", set);
+    mkdir(out, 0755);
+}
+
+/* --cuda-pack: writes a data set's inputs (the graph's, in) and its
+ * expected outputs as .npy files; R_PASS or R_FAIL with why filled. */
+static int pack_set(const ir_graph *g, const ir_tensor *in, const char *setdir, char *why, size_t whylen)
+{
+    char dir[4096], path[4200], src[4096];
+    icc_diag d = {{0}};
+    pack_dir(setdir, dir, sizeof dir);
+    for (int i = 0; i < g->ninputs; i++) {
+        snprintf(path, sizeof path, "%s/in_%d.npy", dir, i);
+        if (icc_npy_write(path, &in[i], &d) < 0)
+            goto fail;
+    }
+    for (int o = 0; o < g->noutputs; o++) {
+        ir_tensor want = {0};
+        snprintf(src, sizeof src, "%s/output_%d.pb", setdir, o);
+        snprintf(path, sizeof path, "%s/out_%d.npy", dir, o);
+        int r = icc_onnx_load_tensor_file(src, &want, NULL, &d) < 0 || icc_npy_write(path, &want, &d) < 0;
+        free(want.data);
+        if (r)
+            goto fail;
+    }
+    return R_PASS;
+fail:
+    snprintf(why, whylen, "cuda-pack: %s", d.msg);
+    return R_FAIL;
+}
+
 /* Runs one data set (through cm when non-NULL, else the interpreter);
  * returns R_PASS or R_FAIL with why filled. `bound` marks the original
  * inputs (norig of them) that g has as constants: their files are read
@@ -489,6 +541,10 @@ static int run_set(const ir_graph *g, const compiled_model *cm, const char *setd
             in[nin++] = all[i];
     if (nin != g->ninputs) {
         snprintf(why, whylen, "data set has %d inputs, the graph %d", nin, g->ninputs);
+        goto done;
+    }
+    if (cm && g_pack) {
+        rc = pack_set(g, in, setdir, why, whylen);
         goto done;
     }
     if ((cm ? run_compiled(g, cm, in, out, &d) : ir_interp_run(g, in, out, &d)) < 0) {
@@ -629,6 +685,12 @@ static int run_test(const char *dir, const options *o, char *why, size_t whylen)
     }
     compiled_model cm = {0};
     bool have_cm = false, bind = false;
+    if (g_pack) {
+        const char *test = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        snprintf(g_pack_so, sizeof g_pack_so, "%s/%s", g_pack, test);
+        mkdir(g_pack_so, 0755);
+        snprintf(g_pack_so + strlen(g_pack_so), sizeof g_pack_so - strlen(g_pack_so), "/model.so");
+    }
     if (rc == R_PASS && o->compiled) {
         rc = compile_model(g, &cm, why, whylen);
         have_cm = rc == R_PASS;
@@ -638,6 +700,10 @@ static int run_test(const char *dir, const options *o, char *why, size_t whylen)
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     for (int i = 0; i < nsets && (rc == R_PASS || (bind && i == 0)); i++) {
         snprintf(path, sizeof path, "%s/%s", dir, sets[i]);
+        if (g_pack && bind) {
+            pack_dir(path, g_pack_so, sizeof g_pack_so);
+            snprintf(g_pack_so + strlen(g_pack_so), sizeof g_pack_so - strlen(g_pack_so), "/model.so");
+        }
         rc = bind ? run_set_bound(model, g, path, o, why, whylen)
                   : run_set(g, have_cm ? &cm : NULL, path, o, g->ninputs, NULL, why, whylen);
     }
@@ -810,7 +876,9 @@ static void usage(FILE *f)
             "  --cuda-so           compiled for --target=cuda into a model library, run\n"
             "                      through the runtime's CUDA path over the stand-in driver\n"
             "                      (tests/cuda/fake_driver.c), which runs the CUDA C on the CPU\n"
-            "  --cuda-so=real      the same on a GPU, through the real driver (libcuda.so.1)\n"
+            "  --cuda-pack DIR     compiled for --target=cuda as --cuda-so, run nowhere: each\n"
+            "                      library, data set inputs and expected outputs go to DIR\n"
+            "                      for tests/gpu/conformance.c on a GPU machine\n"
             "  --no-bind           compiled: never bind shape-deciding inputs to the data\n"
             "                      set's values; a model that does not compile as is skips\n"
             "  --verbose           print passing tests too\n");
@@ -838,9 +906,12 @@ int main(int argc, char **argv)
             o.compiled = true;
         } else if (!strcmp(a, "--cuda-emu")) {
             o.compiled = o.cuda_emu = g_cuda_emu = true;
-        } else if (!strcmp(a, "--cuda-so") || !strcmp(a, "--cuda-so=real")) {
+        } else if (!strcmp(a, "--cuda-so")) {
             o.compiled = o.cuda_emu = g_cuda_so = true;
-            g_cuda_real = a[9] == '=';
+        } else if (v && !strcmp(a, "--cuda-pack")) {
+            o.compiled = o.cuda_emu = g_cuda_so = true;
+            g_pack = v;
+            i++;
         } else if (!strcmp(a, "--no-bind")) {
             o.no_bind = true;
         } else if (!strncmp(a, "--passes=", 9)) {
@@ -884,6 +955,11 @@ int main(int argc, char **argv)
     }
     if (o.no_bind && !o.compiled) {
         fprintf(stderr, "icc-conformance: --no-bind applies to --compiled runs only\n");
+        return 2;
+    }
+    if (g_pack && (o.models_dir || (mkdir(g_pack, 0755) < 0 && errno != EEXIST))) {
+        fprintf(stderr, "icc-conformance: --cuda-pack: %s\n",
+                o.models_dir ? "takes --data, not --models" : strerror(errno));
         return 2;
     }
     if (o.compiled && !o.passes)

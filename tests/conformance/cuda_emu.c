@@ -318,7 +318,7 @@ int cuda_emu_run(cuda_emu *m, const ir_tensor *in, ir_tensor *out, icc_diag *d)
     return rc;
 }
 
-int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx, char *why, size_t whylen)
+int cuda_so_build(const ir_graph *g, const char *keep, icc_model **m, icc_context **ctx, char *why, size_t whylen)
 {
     *m = NULL;
     *ctx = NULL;
@@ -353,13 +353,15 @@ int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx
     }
     snprintf(so, sizeof so, "%s/m.so", dir);
     snprintf(emu, sizeof emu, "%s/emu.so", dir);
-    if (be->write(a, so, ICC_RUNTIME_LIB, &d) < 0) {
+    if (be->write(a, keep ? keep : so, ICC_RUNTIME_LIB, &d) < 0) {
         snprintf(why, whylen, "cuda-so: %s", d.msg);
         rc = strstr(d.msg, "cannot compile") && strstr(d.msg, "yet") ? 1 : -1;
         goto done;
     }
-    if (real)
-        goto load;
+    if (keep) {
+        rc = 0;
+        goto done;
+    }
     if (!(text = be->emit_text(a, "cuda", &d))) {
         snprintf(why, whylen, "cuda-so: %s", d.msg);
         goto done;
@@ -370,7 +372,6 @@ int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx
      * reads the emulated module's path at each module load */
     setenv("ICC_CUDA_DRIVER", ICC_FAKE_CUDA_DRIVER, 1);
     setenv("ICC_FAKE_CUDA_EMU", emu, 1);
-load:
     if (icc_model_open(so, NULL, m) != ICC_OK || icc_context_create(*m, NULL, ctx) != ICC_OK) {
         snprintf(why, whylen, "compiled: %s", icc_last_error());
         icc_model_close(*m);

@@ -35,8 +35,9 @@ void cuda_emu_free(cuda_emu *m);
  * through ICC_CUDA_DRIVER), and the library loaded through the runtime:
  * *m and *ctx for icc_run, the caller closes them. 0; 1 (skip, with why:
  * an op not compiled yet, what the plan cannot say yet, a build without
- * NVRTC); -1 on failure. real: on a GPU machine, the runtime opens the
- * real driver (libcuda.so.1) instead (--cuda-so=real, tests/gpu/run.sh). */
-int cuda_so_build(const ir_graph *g, bool real, icc_model **m, icc_context **ctx, char *why, size_t whylen);
+ * NVRTC); -1 on failure. keep (--cuda-pack, for tests/gpu/run.sh): the
+ * library is written to that path and neither emulated nor loaded (*m and
+ * *ctx stay NULL). */
+int cuda_so_build(const ir_graph *g, const char *keep, icc_model **m, icc_context **ctx, char *why, size_t whylen);
 
 #endif

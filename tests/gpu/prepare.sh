@@ -12,6 +12,12 @@
 #                                   (for the MatMul, 64 MB, none: run.sh
 #                                   multiplies the inputs in numpy there)
 #   <model>/args                    icc_runner's arguments for that model
+#   conformance/, icc-gpu-conformance  the ONNX node tests compiled for CUDA
+#                                   (icc-conformance --cuda-pack: each test's
+#                                   library, its data sets' inputs and expected
+#                                   outputs as .npy) and tests/gpu/conformance.c,
+#                                   which runs them there (model name
+#                                   "conformance"; about 5 minutes here)
 # Models: the bundled digits MLP (batch 8), the ONNX package's light
 # ResNet-50, a BERT-base encoder layer (seq 128) in fp32 and with
 # --precision=fp16 (issue 11's 1 ms target; its reference is the CPU
@@ -20,8 +26,9 @@
 # ICC_GPU_SELFTEST=1 also builds each model's CUDA C for the CPU (emu.so),
 # so that run.sh can be checked here over tests/cuda/fake_driver.c.
 # Usage: tests/gpu/prepare.sh PACK [MODEL...]   (default: all; then carry
-# PACK to the GPU machine and run tests/gpu/run.sh PACK there). Under a
-# minute here; PACK ~50 MB (under the device tool's 64 MiB).
+# PACK to the GPU machine and run tests/gpu/run.sh PACK there). About 6
+# minutes here; PACK ~190 MB, ~48 MB as a tar.xz (the device tool carries
+# 64 MiB: carry the archive and unpack it there).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PACK=${1:?usage: tests/gpu/prepare.sh PACK [MODEL...]}
@@ -32,6 +39,15 @@ PACK=$(realpath "$PACK")
 [ -x build/icc ] || { cmake -S . -B build >/dev/null && cmake --build build -j"$(nproc)" >/dev/null; }
 ICC=$PWD/build/icc
 cc -O2 -Iinclude examples/runner/icc_runner.c build/libiccrt.a -lpthread -ldl -lm -o "$PACK/icc_runner"
+if [ "$ONLY" = "  " ] || [[ "$ONLY" == *" conformance "* ]]; then
+  echo "== conformance" >&2
+  cmake --build build --target icc-conformance icc-gpu-conformance >/dev/null
+  cp build/tests/icc-gpu-conformance "$PACK/"
+  NODE=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
+  rm -rf "$PACK/conformance"
+  build/tests/icc-conformance --data "$NODE" --cuda-pack "$PACK/conformance" -O2 >"$PACK/conformance.pack.log" 2>&1 || true
+  tail -1 "$PACK/conformance.pack.log" >&2
+fi
 SRC=$(mktemp -d)
 trap 'rm -rf "$SRC"' EXIT
 LIGHT=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/light'))")

@@ -9,6 +9,11 @@
 # or differs from the CPU by more than rtol 1e-3 + atol 1e-4 (fp16: 2e-2).
 # With ICC_CUDA_DRIVER=build/tests/libfakecuda.so and a PACK prepared with
 # ICC_GPU_SELFTEST=1 it runs without a GPU, to check the script itself.
+# Then, when PACK has conformance/ (prepare.sh's "conformance"), the ONNX
+# node tests compiled for CUDA run through icc-gpu-conformance against their
+# expected outputs (icc-conformance's tolerance); it prints the pass count
+# and the failures, and a run that fails or crashes leaves the next test
+# to a fresh process. Their failures do not change the status.
 # Usage: tests/gpu/run.sh PACK   (about a minute on an H200)
 set -uo pipefail
 PACK=$(realpath "${1:?usage: tests/gpu/run.sh PACK}")
@@ -56,4 +61,20 @@ sys.exit(0 if ok else 1)
 PY
   then fail=1; fi
 done
+if [ -d "$PACK/conformance" ]; then
+  log=$PACK/conformance.log state=$PACK/conformance.state from=0
+  : >"$log"
+  while :; do
+    "$PACK/icc-gpu-conformance" "$PACK/conformance" --from "$from" --state "$state" >>"$log" 2>&1
+    rc=$?
+    [ $rc = 0 ] && break
+    read -r at name <"$state" || break
+    [ "${at:-0}" -ge "$from" ] || break
+    [ $rc = 3 ] || echo "FAIL $name: the process ended with status $rc" >>"$log"
+    from=$((at + 1))
+  done
+  echo "ONNX node tests through CUDA: $(grep -c '^ok ' "$log") passed, $(grep -c '^FAIL ' "$log") failed" \
+    "($(grep -c . "$PACK/conformance.pack.log" 2>/dev/null || echo ?) lines of packing log)"
+  grep '^FAIL ' "$log" | cut -c1-200 | head -60
+fi
 exit $fail
