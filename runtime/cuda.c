@@ -231,7 +231,8 @@ icc_status rt_cuda_check(const icc_model_desc *d, const char *who)
             !memchr(plan_str(p, kk->name), 0, (size_t)(p->total_bytes - kk->name)))
             return BAD("a kernel without a name");
         if (kk->first_arg < 0 || kk->nargs < 0 || kk->nargs > 1024 || kk->first_arg > p->nrefs - kk->nargs ||
-            kk->threads < 1 || kk->threads > ((int64_t)1 << 30))
+            kk->threads < 1 || kk->threads > ((int64_t)1 << 30) || kk->block < 0 || kk->block > 1024 ||
+            (kk->block && kk->threads % kk->block))
             return BAD("a kernel with bad arguments");
     }
     for (int i = 0; i < p->nsteps; i++) {
@@ -350,7 +351,7 @@ static int launch(rt_cuda *c, int k)
     params[kk->nargs] = &vals[kk->nargs];
     params[kk->nargs + 1] = &begin;
     params[kk->nargs + 2] = &end;
-    unsigned block = kk->threads < 128 ? (unsigned)kk->threads : 128;
+    unsigned block = kk->block ? (unsigned)kk->block : kk->threads < 128 ? (unsigned)kk->threads : 128;
     unsigned grid = (unsigned)((kk->threads + block - 1) / block);
     CUresult r = cu.LaunchKernel(c->fns[k], grid, 1, 1, block, 1, 1, 0, c->stream, params, NULL);
     if (r) {

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define ICC_CUDA_PLAN_MAGIC 0x3141445543434349ull   /* "ICCCUDA1" in memory */
-#define ICC_CUDA_PLAN_VERSION 2   /* 2: refs carry the bytes a kernel may touch */
+#define ICC_CUDA_PLAN_VERSION 3   /* 2: refs carry the bytes a kernel may touch; 3: kernels their block size */
 
 /* Where a kernel argument or a step's operand lives. */
 typedef enum icc_cuda_where {
@@ -41,11 +41,15 @@ typedef struct icc_cuda_ref {
 /* One kernel: its entry in the module, its arguments (one pointer per
  * ref, then the symbol table, begin and end: codegen/cuda/emit.c), and
  * its launch: threads GPU threads over the grid-stride loop of its
- * parallel range (1: a kernel without one, run by thread 0). */
+ * parallel range (1: a kernel without one, run by thread 0), in blocks of
+ * `block` threads (a GPU schedule's: threads is a multiple of it), or of
+ * 128 (fewer when threads is) where block is 0. */
 typedef struct icc_cuda_kernel {
     int64_t name;              /* string offset */
     int32_t first_arg, nargs;  /* into the ref table */
     int64_t threads;
+    int32_t block;
+    int32_t pad;
 } icc_cuda_kernel;
 
 /* The step kinds are cg_step_kind's, in its order. */

@@ -501,12 +501,26 @@ static void stmt(out *o, const kir_stmt *s, int depth, bool top_parallel)
         return;
     switch (s->kind) {
     case KIR_S_FOR:
-        if (s->loop >= KIR_GRID) {
-            fail(o, "kernel %s: the CUDA backend does not emit %s loops yet", "GPU");
+        if (s->loop == KIR_BLOCK || s->loop == KIR_WARP) {
+            fail(o, "kernel %s: the CUDA backend does not emit %s loops yet", s->loop == KIR_BLOCK ? "block" : "warp");
             return;
         }
+        if (s->loop == KIR_UNROLL) {
+            indent(o, depth);
+            put(o, "#pragma unroll\n");
+        }
         indent(o, depth);
-        if (top_parallel) {
+        if (s->loop == KIR_GRID || s->loop == KIR_THREAD) {
+            /* grid: the blocks stride over it; thread: the block's threads
+             * (a schedule with a barrier inside gives it one trip per
+             * thread: the launch's block size, codegen/cuda/plan.c) */
+            const char *first = s->loop == KIR_GRID ? "ICC_BID" : "ICC_LTID";
+            put(o, "for (icc_i64 v%d = ", s->var);
+            ex(o, s->lo);
+            put(o, " + %s; v%d < ", first, s->var);
+            ex(o, s->hi);
+            put(o, "; v%d += %s) {\n", s->var, s->loop == KIR_GRID ? "ICC_NBLOCKS" : "ICC_BDIM");
+        } else if (top_parallel) {
             put(o, "for (icc_i64 v%d = icc_imax(", s->var);
             ex(o, s->lo);
             put(o, ", begin) + ICC_TID; v%d < icc_imin(", s->var);
@@ -557,7 +571,12 @@ static void stmt(out *o, const kir_stmt *s, int depth, bool top_parallel)
         put(o, "b%d[0] = %d;\n", o->k->status_buf, (int)(ICC_ERR_INVALID | ((o->k->fail_base + s->msg) << 8)));
         return;
     case KIR_S_BARRIER:
-        fail(o, "kernel %s: the CUDA backend does not emit %s yet", "barriers");
+        if (s->scope != KIR_SCOPE_BLOCK) {
+            fail(o, "kernel %s: the CUDA backend does not emit %s yet", "warp barriers");
+            return;
+        }
+        indent(o, depth);
+        put(o, "ICC_SYNC();\n");
         return;
     case KIR_S_INTRINSIC:
         if (s->intrin == KIR_IN_PREFETCH_L2)
@@ -574,6 +593,22 @@ static void block(out *o, const kir_block *b, int depth)
 }
 
 static bool is_parallel(const kir_stmt *s) { return s->kind == KIR_S_FOR && s->loop == KIR_PARALLEL; }
+static bool is_grid(const kir_stmt *s) { return s->kind == KIR_S_FOR && s->loop == KIR_GRID; }
+
+int64_t cg_cuda_block_threads(const kir_kernel *k)
+{
+    int64_t most = 0;
+    for (int i = 0; i < k->body.n; i++) {
+        const kir_stmt *g = k->body.s[i];
+        for (int j = 0; is_grid(g) && j < g->body.n; j++) {
+            const kir_stmt *t = g->body.s[j];
+            if (t->kind == KIR_S_FOR && t->loop == KIR_THREAD && t->lo->op == KIR_CONST && t->hi->op == KIR_CONST &&
+                t->hi->c.i - t->lo->c.i > most)
+                most = t->hi->c.i - t->lo->c.i;
+        }
+    }
+    return most;
+}
 
 int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *d)
 {
@@ -583,9 +618,15 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
      * statements, which the lowering therefore makes safe to repeat and
      * to race with themselves; every GPU thread runs them the same way.
      * Without one the kernel is called once: thread 0 runs it. */
-    int npar = 0;
-    for (int i = 0; i < k->body.n; i++)
+    int npar = 0, ngrid = 0;
+    for (int i = 0; i < k->body.n; i++) {
         npar += is_parallel(k->body.s[i]);
+        ngrid += is_grid(k->body.s[i]);
+    }
+    /* a GPU schedule: the block's threads are its thread loops' trips */
+    int64_t bdim = ngrid ? cg_cuda_block_threads(k) : 0;
+    if (ngrid && (bdim < 1 || bdim > 1024))
+        return ir_errorf(d, "kernel %s: its thread loops need a constant trip count from 1 to 1024", k->name);
     put(&o, "\nICC_KERNEL %s(", k->name);
     bool first = true;
     for (int i = 0; i < k->nbufs; i++) {
@@ -612,7 +653,7 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
     for (int i = 0; i < k->naccs; i++)
         put(&o, "    %s a%d = 0;\n", reg_type(k->acc_dtype[i]), i);
     int depth = 1;
-    if (!npar) {
+    if (!npar && !ngrid) {
         put(&o, "    if (ICC_TID != 0)\n        return;\n");
     }
     for (int i = 0; i < k->body.n; i++)
@@ -621,7 +662,14 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
     /* for the CPU emulation (ICC_CUDA_EMU, tests/cuda/emu.h): the kernel
      * behind the CPU backend's calling convention, bufs[i] for buffer i */
     put(&o, "#ifdef ICC_CUDA_EMU\nextern \"C\" void %s_emu(void *const *bufs, const icc_i64 *syms, icc_i64 begin, "
-            "icc_i64 end)\n{\n    %s(", k->name, k->name);
+            "icc_i64 end)\n{\n", k->name);
+    /* a GPU schedule: the first of the launcher's calls runs the whole
+     * grid, a thread per pthread so that barriers wait (emu.h) */
+    if (ngrid)
+        put(&o, "    if (ICC_TID != 0)\n        return;\n    icc_emu_grid(%lld, [&]() { ", (long long)bdim);
+    else
+        put(&o, "    ");
+    put(&o, "%s(", k->name);
     first = true;
     for (int i = 0; i < k->nbufs; i++) {
         const kir_buf *b = &k->bufs[i];
@@ -630,10 +678,15 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
         put(&o, "%s(%s *)bufs[%d]", first ? "" : ", ", b->kind == KIR_BUF_STATUS ? "icc_i32" : mem_type(b->dtype), i);
         first = false;
     }
-    put(&o, "%ssyms, begin, end);\n}\n", first ? "" : ", ");
+    put(&o, "%ssyms, begin, end);%s\n}\n", first ? "" : ", ", ngrid ? " });" : "");
     /* ... and behind cuLaunchKernel's: params[i] points at argument i
      * (tests/cuda/fake_driver.c launches it) */
-    put(&o, "extern \"C\" void %s_launch(void **params)\n{\n    %s(", k->name, k->name);
+    put(&o, "extern \"C\" void %s_launch(void **params)\n{\n", k->name);
+    if (ngrid)
+        put(&o, "    if (ICC_TID != 0)\n        return;\n    icc_emu_grid(%lld, [&]() { ", (long long)bdim);
+    else
+        put(&o, "    ");
+    put(&o, "%s(", k->name);
     int np = 0;
     for (int i = 0; i < k->nbufs; i++) {
         const kir_buf *b = &k->bufs[i];
@@ -643,8 +696,8 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
         put(&o, "%s*(%s **)params[%d]", np ? ", " : "", t, np);
         np++;
     }
-    put(&o, "%s*(const icc_i64 **)params[%d], *(icc_i64 *)params[%d], *(icc_i64 *)params[%d]);\n}\n#endif\n",
-        np ? ", " : "", np, np + 1, np + 2);
+    put(&o, "%s*(const icc_i64 **)params[%d], *(icc_i64 *)params[%d], *(icc_i64 *)params[%d]);%s\n}\n#endif\n",
+        np ? ", " : "", np, np + 1, np + 2, ngrid ? " });" : "");
     if (o.oom) {
         free(o.s);
         *src = NULL;

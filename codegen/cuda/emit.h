@@ -13,12 +13,16 @@
  * runs whole iterations of it, which the CPU schedules already make
  * independent, and the kernel's other top-level statements, as each CPU
  * chunk does. A kernel without one runs on thread 0 of the launch.
- * Thread scratch is a local array; f16/bf16 are stored as their bits
- * (icc_u16), bool as one byte.
+ * A GPU schedule's grid loop strides over the launch's blocks, its thread
+ * loops over the block's threads (the launch's block is their trip count,
+ * cg_cuda_block_threads), block scratch is __shared__ and barrier(block)
+ * __syncthreads. Thread scratch is a local array (registers when unrolled
+ * loops make its indices constants: UNROLL loops get #pragma unroll);
+ * f16/bf16 are stored as their bits (icc_u16), bool as one byte.
  *
- * Not emitted yet, refused in one line naming the kernel: GPU loops
- * (grid/thread/block/warp), barriers, and the intrinsics other than
- * pmaddwd (scalar loops). */
+ * Not emitted yet, refused in one line naming the kernel: block and warp
+ * loops, warp barriers, and the intrinsics other than pmaddwd (scalar
+ * loops). */
 #ifndef ICC_CG_CUDA_EMIT_H
 #define ICC_CG_CUDA_EMIT_H
 
@@ -30,5 +34,10 @@ extern const char cg_cuda_prelude[];
 /* Appends kernel k's CUDA C to the malloc'd string *src of length *len
  * (both updated; *src may start NULL). 0, or -1 with d set. */
 int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *d);
+
+/* A GPU-scheduled kernel's (a top-level grid loop's) threads per block:
+ * the largest constant trip count of a thread loop directly inside a grid
+ * loop; 0 for other kernels. */
+int64_t cg_cuda_block_threads(const kir_kernel *k);
 
 #endif

@@ -6,6 +6,7 @@
  * dims (a dynamic arena, per-item batch loops, run-time shape checks),
  * --profile and external weights. */
 #include "codegen/cuda/plan.h"
+#include "codegen/cuda/emit.h"
 #include "runtime/cuda_plan.h"
 
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 
 /* The most GPU threads one launch asks for: the grid-stride loop covers
  * any trip count with fewer. */
-enum { MAX_THREADS = 1 << 22, UNKNOWN_TRIPS_THREADS = 256 };
+enum { MAX_THREADS = 1 << 22, UNKNOWN_TRIPS_THREADS = 256, MAX_BLOCKS = 1 << 16 };
 
 typedef struct {
     unsigned char *s;
@@ -72,9 +73,21 @@ static icc_cuda_ref ref_of(cg_binding b)
 
 /* How many GPU threads a kernel's launch asks for (codegen/cuda/emit.c:
  * every thread runs the grid-stride loop of the top-level PARALLEL loop;
- * without one, thread 0 runs the kernel). */
-static int64_t launch_threads(const cg_kernel *ck)
+ * without one, thread 0 runs the kernel; a GPU schedule: *block threads
+ * per block, a block per trip of its grid loop, at most MAX_BLOCKS). */
+static int64_t launch_threads(const cg_kernel *ck, int32_t *block)
 {
+    *block = (int32_t)cg_cuda_block_threads(ck->k);
+    if (*block) {
+        int64_t blocks = 1;
+        for (int i = 0; i < ck->k->body.n; i++) {
+            const kir_stmt *s = ck->k->body.s[i];
+            if (s->kind == KIR_S_FOR && s->loop == KIR_GRID)
+                blocks = s->lo->op == KIR_CONST && s->hi->op == KIR_CONST ? s->hi->c.i - s->lo->c.i : MAX_BLOCKS;
+        }
+        blocks = blocks < 1 ? 1 : blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS;
+        return blocks * *block;
+    }
     bool par = false;
     for (int i = 0; i < ck->k->body.n; i++)
         par |= ck->k->body.s[i]->kind == KIR_S_FOR && ck->k->body.s[i]->loop == KIR_PARALLEL;
@@ -129,7 +142,7 @@ int cg_cuda_plan_build(const cg_program *p, int sm, const void *cubin, size_t cu
         const kir_kernel *k = p->kernels[i].k;
         ks[i].name = put(&b, k->name, strlen(k->name) + 1);
         ks[i].first_arg = nr;
-        ks[i].threads = launch_threads(&p->kernels[i]);
+        ks[i].threads = launch_threads(&p->kernels[i], &ks[i].block);
         for (int j = 0; j < k->nbufs; j++) {
             const kir_buf *kb = &k->bufs[j];
             if (kb->kind == KIR_BUF_SCRATCH && kb->space != KIR_SPACE_KERNEL)

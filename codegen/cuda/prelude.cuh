@@ -28,6 +28,12 @@ typedef unsigned long long icc_u64;
 #define ICC_TID ((icc_i64)blockIdx.x * blockDim.x + threadIdx.x)
 #define ICC_NTHREADS ((icc_i64)gridDim.x * blockDim.x)
 #define ICC_KERNEL extern "C" __global__ void
+/* a GPU schedule's loops (grid, thread) and its block barrier */
+#define ICC_BID ((icc_i64)blockIdx.x)
+#define ICC_NBLOCKS ((icc_i64)gridDim.x)
+#define ICC_LTID ((icc_i64)threadIdx.x)
+#define ICC_BDIM ((icc_i64)blockDim.x)
+#define ICC_SYNC() __syncthreads()
 ICC_D icc_u32 icc_f2u(float x) { return __float_as_uint(x); }
 ICC_D float icc_u2f(icc_u32 u) { return __uint_as_float(u); }
 ICC_D icc_u64 icc_d2u(double x) { return (icc_u64)__double_as_longlong(x); }
