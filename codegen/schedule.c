@@ -122,6 +122,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->amx_bf16 = s->bf16_pairs && cg_schedule_amx_bf16(t);
     s->amx_int8 = !cuda && s->int8_quads && icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_INT8);
     s->prefetch_b = !cuda;
+    s->gpu_gemm = cuda;
     s->f32_transpose = (icc_target_has(t, ICC_TF_AVX2) || icc_target_has(t, ICC_TF_AVX512F)) && s->lanes >= 8 &&
                        (s->lanes & (s->lanes - 1)) == 0;
     return 0;

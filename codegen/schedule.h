@@ -96,6 +96,9 @@ typedef struct cg_schedule {
      * run from cache: a weight streamed from L3 or DRAM is then read
      * while the FMAs run instead of only by each panel's first row block */
     bool prefetch_b;
+    /* CUDA: float MatMul/Gemm as shared-memory tiles, one thread block per
+     * output tile (matmul.c, lower_gpu) */
+    bool gpu_gemm;
     int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
                                   than a weight panel of kc x block in L2, measured) */
 } cg_schedule;

@@ -1054,7 +1054,7 @@ if "$ICC" "$M" --target=cuda --emit=cuda >/dev/null 2>"$T/cuda.err" || ! grep -q
 import struct, sys
 b = bytearray(open(sys.argv[1], "rb").read())
 i = b.find(b"ICCCUDA1")
-while i >= 0 and struct.unpack_from("<II", b, i + 8)[0] != 2:
+while i >= 0 and struct.unpack_from("<II", b, i + 8)[0] != 3:
     i = b.find(b"ICCCUDA1", i + 1)
 kernels = struct.unpack_from("<q", b, i + 64)[0]   # the kernel table's offset
 b[i + kernels + 12] ^= 1                            # kernel 0's argument count
@@ -1092,6 +1092,32 @@ PY
     check "cuda: a GPU the cubin is not for gets the PTX" cuda_ptx_fallback
     check "cuda: icc verify compares the CUDA library with the CPU's" sh -c \
       "ICC_CUDA_DRIVER='$FAKE' ICC_FAKE_CUDA_EMU='$T/emu.so' '$ICC' verify '$M' --shape=image:8x1x8x8 --target=cuda | grep -q 'probs: 80 elements, .*: ok'"
+    # MatMul/Gemm on the GPU tiles (codegen/lower/matmul.c, lower_gpu): a
+    # grid of thread blocks, shared memory, barriers (emu.h runs a block's
+    # threads as pthreads, so a missing barrier shows)
+    cuda_gpu_tiles() {
+      python3 - "$T/gemm.onnx" <<'PY' || return 1
+import sys
+import numpy as np
+from onnx import TensorProto, helper, save
+r = np.random.default_rng(1)
+g = helper.make_graph(
+    [helper.make_node("Gemm", ["a", "b", "c"], ["t"], transA=1, transB=1, alpha=0.5, beta=2.0),
+     helper.make_node("Relu", ["t"], ["y"])], "gemm",
+    [helper.make_tensor_value_info("a", TensorProto.FLOAT, [48, 80])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [80, 100])],
+    [helper.make_tensor("b", TensorProto.FLOAT, [100, 48], r.standard_normal(4800).astype(np.float32)),
+     helper.make_tensor("c", TensorProto.FLOAT, [100], r.standard_normal(100).astype(np.float32))])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+      "$ICC" "$T/gemm.onnx" --target=cuda --emit=kernels >"$T/gemm.k" && grep -q '^  grid for' "$T/gemm.k" &&
+        "$ICC" "$T/gemm.onnx" --target=cuda --emit=ptx >"$T/gemm.ptx" && grep -q 'bar.sync' "$T/gemm.ptx" &&
+        "$ICC" "$T/gemm.onnx" --target=cuda --emit=cuda >"$T/gemm.cu" &&
+        c++ -x c++ -std=c++17 -O0 -w -shared -fPIC -include tests/cuda/emu.h -o "$T/gemm_emu.so" "$T/gemm.cu" &&
+        ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/gemm_emu.so" "$ICC" verify "$T/gemm.onnx" --target=cuda |
+        grep -q 'y: 8000 elements, .*: ok'
+    }
+    check "cuda: a Gemm (transposes, bias, Relu) runs as shared-memory tiles with barriers, as the CPU computes it" cuda_gpu_tiles
     fails_cleanly "cuda: icc verify without a driver" "no CUDA driver" \
       env ICC_CUDA_DRIVER=/nonexistent/libcuda.so.1 "$ICC" verify "$M" --shape=image:8x1x8x8 --target=cuda
     fails_cleanly "cuda: icc verify takes no --per-node" "--target=cuda compares the CUDA library with the CPU one" \
