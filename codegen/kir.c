@@ -642,6 +642,12 @@ static int vintrin(vctx *c, const kir_stmt *s)
             return ir_errorf(c->d, "kernel '%s': amx_config(%d, %d): the operand tiles' depth must be 0 (64) or 4..64 "
                              "bytes, a multiple of 4, and the rows 0 (16) to 16", kn, depth, rows);
     }
+    if (s->intrin == KIR_IN_MMA_SYNC) {
+        ir_dtype ta = s->args[1].buf >= 0 && s->args[1].buf < c->k->nbufs ? c->k->bufs[s->args[1].buf].dtype : IR_UNDEF;
+        ir_dtype tb = s->args[2].buf >= 0 && s->args[2].buf < c->k->nbufs ? c->k->bufs[s->args[2].buf].dtype : IR_UNDEF;
+        if (s->lanes != 1 || ta != tb || (ta != IR_F16 && ta != IR_BF16))
+            return ir_errorf(c->d, "kernel '%s': mma_sync takes one lane and two f16 or two bf16 operands", kn);
+    }
     for (int i = 0; i < s->nargs; i++) {
         const intrin_arg *want = &intrins[s->intrin].args[i];
         const kir_iarg *a = &s->args[i];

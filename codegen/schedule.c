@@ -123,6 +123,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->amx_int8 = !cuda && s->int8_quads && icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_INT8);
     s->prefetch_b = !cuda;
     s->gpu_gemm = cuda;
+    s->gpu_mma = cuda && t->tensor_core_gen >= 2;
     s->f32_transpose = (icc_target_has(t, ICC_TF_AVX2) || icc_target_has(t, ICC_TF_AVX512F)) && s->lanes >= 8 &&
                        (s->lanes & (s->lanes - 1)) == 0;
     return 0;

@@ -99,6 +99,7 @@ typedef struct cg_schedule {
     /* CUDA: float MatMul/Gemm as shared-memory tiles, one thread block per
      * output tile (matmul.c, lower_gpu) */
     bool gpu_gemm;
+    bool gpu_mma;              /* ... with tensor cores (mma.sync, sm_80 on) for f16/bf16 operands */
     int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
                                   than a weight panel of kc x block in L2, measured) */
 } cg_schedule;

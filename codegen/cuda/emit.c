@@ -447,6 +447,24 @@ static void paddr(out *o, const kir_iarg *a)
  * semantics); those without a scalar form here are refused. */
 static void pintrinsic(out *o, const kir_stmt *s, int depth)
 {
+    if (s->intrin == KIR_IN_MMA_SYNC) {
+        /* the prelude's icc_mma: mma.sync on the GPU, scalar sums emulated */
+        const kir_buf *ba = &o->k->bufs[s->args[1].buf], *bb = &o->k->bufs[s->args[2].buf];
+        const kir_expr *pa = ba->dims[ba->rank - 1], *pb = bb->dims[bb->rank - 1];
+        if (pa->op != KIR_CONST || pb->op != KIR_CONST) {
+            fail(o, "kernel %s: %s needs rows of a constant pitch", "mma_sync");
+            return;
+        }
+        indent(o, depth);
+        put(o, "icc_mma(");
+        paddr(o, &s->args[0]);
+        put(o, ", ");
+        paddr(o, &s->args[1]);
+        put(o, ", %lldll, ", (long long)pa->c.i);
+        paddr(o, &s->args[2]);
+        put(o, ", %lldll, %s);\n", (long long)pb->c.i, ba->dtype == IR_BF16 ? "true" : "false");
+        return;
+    }
     if (s->intrin != KIR_IN_PMADDWD_S8 && s->intrin != KIR_IN_PMADDWD_U8) {
         fail(o, "kernel %s: the CUDA backend does not emit the intrinsic '%s'", kir_intrin_name(s->intrin));
         return;

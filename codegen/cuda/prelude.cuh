@@ -94,6 +94,44 @@ ICC_D icc_u16 icc_f2h(float x)
 }
 
 ICC_D float icc_bf2f(icc_u16 h) { return icc_u2f((icc_u32)h << 16); }
+
+/* mma_sync (codegen/kir_intrinsics.def): a warp's 16 x 8 x 16 product with
+ * f32 sums. a: 16 rows of 16 halves, pa apart; b: 8 rows (B's columns) of
+ * 16, pb apart; lane l adds rows l/4 and l/4 + 8, columns 2(l%4) and
+ * 2(l%4) + 1 into its c[0..3]. On a GPU mma.sync (sm_80 and later: the
+ * schedule uses it there only); in the CPU emulation, scalar sums. */
+#ifdef ICC_CUDA_EMU
+ICC_D void icc_mma(float *c, const icc_u16 *a, icc_i64 pa, const icc_u16 *b, icc_i64 pb, bool bf16)
+{
+    icc_i64 l = ICC_LTID & 31, g = l >> 2, q = l & 3;
+    for (int i = 0; i < 4; i++) {
+        icc_i64 r = g + (i >= 2 ? 8 : 0), n = 2 * q + (i & 1);
+        float s = c[i];
+        for (int k = 0; k < 16; k++)
+            s += bf16 ? icc_bf2f(a[r * pa + k]) * icc_bf2f(b[n * pb + k]) : icc_h2f(a[r * pa + k]) * icc_h2f(b[n * pb + k]);
+        c[i] = s;
+    }
+}
+#else
+ICC_D void icc_mma(float *c, const icc_u16 *a, icc_i64 pa, const icc_u16 *b, icc_i64 pb, bool bf16)
+{
+#if __CUDA_ARCH__ >= 800
+    unsigned l = threadIdx.x & 31, g = l >> 2, q = l & 3;
+    const unsigned *a0 = (const unsigned *)(a + g * pa + 2 * q), *a1 = (const unsigned *)(a + (g + 8) * pa + 2 * q);
+    const unsigned *b0 = (const unsigned *)(b + g * pb + 2 * q);
+    if (bf16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a0[0]), "r"(a1[0]), "r"(a0[4]), "r"(a1[4]), "r"(b0[0]), "r"(b0[4]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a0[0]), "r"(a1[0]), "r"(a0[4]), "r"(a1[4]), "r"(b0[0]), "r"(b0[4]));
+#endif
+}
+#endif
 ICC_D icc_u16 icc_f2bf(float x) { return (icc_u16)(icc_f2u(icc_rbf(x)) >> 16); }
 
 /* f64 -> f32 rounding to odd: a second rounding (to f16/bf16) then gives

@@ -1118,6 +1118,26 @@ PY
         grep -q 'y: 8000 elements, .*: ok'
     }
     check "cuda: a Gemm (transposes, bias, Relu) runs as shared-memory tiles with barriers, as the CPU computes it" cuda_gpu_tiles
+    # f16 operands: the tensor cores (mma_sync, sm_80 on), emulated here lane by lane
+    cuda_mma() {
+      python3 - "$T/hmm.onnx" <<'PY' || return 1
+import sys
+from onnx import TensorProto, helper, save
+H = TensorProto.FLOAT16
+g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "hmm",
+                      [helper.make_tensor_value_info("a", H, [70, 50]), helper.make_tensor_value_info("b", H, [50, 90])],
+                      [helper.make_tensor_value_info("y", H, [70, 90])])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+      "$ICC" "$T/hmm.onnx" --target=cuda --emit=kernels >"$T/hmm.k" && grep -q 'mma_sync(1)' "$T/hmm.k" &&
+        "$ICC" "$T/hmm.onnx" --target=cuda --emit=ptx >"$T/hmm.ptx" && grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' "$T/hmm.ptx" &&
+        "$ICC" "$T/hmm.onnx" --target=cuda --cuda-arch=sm_75 --emit=kernels >"$T/hmm75.k" && ! grep -q 'mma_sync' "$T/hmm75.k" &&
+        "$ICC" "$T/hmm.onnx" --target=cuda --emit=cuda >"$T/hmm.cu" &&
+        c++ -x c++ -std=c++17 -O0 -w -shared -fPIC -include tests/cuda/emu.h -o "$T/hmm_emu.so" "$T/hmm.cu" &&
+        ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/hmm_emu.so" "$ICC" verify "$T/hmm.onnx" --target=cuda |
+        grep -q 'y: 6300 elements, .*: ok'
+    }
+    check "cuda: an f16 MatMul takes the tensor cores (mma.sync from sm_80), as the CPU computes it" cuda_mma
     fails_cleanly "cuda: icc verify without a driver" "no CUDA driver" \
       env ICC_CUDA_DRIVER=/nonexistent/libcuda.so.1 "$ICC" verify "$M" --shape=image:8x1x8x8 --target=cuda
     fails_cleanly "cuda: icc verify takes no --per-node" "--target=cuda compares the CUDA library with the CPU one" \

@@ -202,7 +202,7 @@ START_TEST(print_new_constructs)
                      "  prefetch_l2 b1[0]\n");
     free(text);
     ck_assert_str_eq(kir_intrin_feature(KIR_IN_DPBF16), "avx512bf16");
-    ck_assert_int_eq(kir_intrin_nargs(KIR_IN_MMA_SYNC), 4);
+    ck_assert_int_eq(kir_intrin_nargs(KIR_IN_MMA_SYNC), 3);
     kir_kernel_destroy(k);
 
     /* warps of a block, lanes of a warp, a warp barrier, tile operations */
@@ -318,6 +318,9 @@ START_TEST(verifier_new_rules)
         "let l0 is f32, read as i32",                     /* 16 */
         "invalid barrier scope",                          /* 17 */
         "intrinsic prefetch_l2: operand 0 must be a buffer element", /* 18 */
+        "mma_sync takes one lane and two f16 or two bf16 operands", /* 19: f16 x bf16 */
+        "mma_sync takes one lane and two f16 or two bf16 operands", /* 20: two lanes */
+        "intrinsic mma_sync: operand 1 needs rows",       /* 21 */
     };
     icc_diag d = {{0}};
     for (int c = 0; c < (int)(sizeof msgs / sizeof msgs[0]); c++) {
@@ -429,6 +432,18 @@ START_TEST(verifier_new_rules)
         case 18: {
             kir_iarg a[1] = {{-1, 0, NULL, 0}};
             kir_intrinsic(k, body, KIR_IN_PREFETCH_L2, 1, a);
+            break;
+        }
+        case 19:
+        case 20:
+        case 21: {
+            ir_type th = {IR_F16, 2, {{16, 0}, {16, 0}}}, tb = {c == 19 ? IR_BF16 : IR_F16, 2, {{8, 0}, {16, 0}}};
+            ir_type t1 = {IR_F16, 1, {{256, 0}}};
+            int ha = kir_add_buf(k, "ha", KIR_BUF_INPUT, c == 21 ? &t1 : &th, 0, 0);
+            int hb = kir_add_buf(k, "hb", KIR_BUF_INPUT, &tb, 0, 0);
+            kir_expr *z2[2] = {zero, zero};
+            kir_iarg a[3] = {{y, 1, z, 0}, {ha, c == 21 ? 1 : 2, z2, 0}, {hb, 2, z2, 0}};
+            kir_intrinsic(k, body, KIR_IN_MMA_SYNC, c == 20 ? 2 : 1, a);
             break;
         }
         }

@@ -538,10 +538,10 @@ START_TEST(test_refused)
     emit_fails(k, "a grid loop with a barrier inside needs a GPU backend");
 
     k = kir_kernel_create("mma", NULL);
-    int d = buf(k, "d", KIR_BUF_OUTPUT, IR_F32, 1, (int64_t[]){8});
-    int a = buf(k, "a", KIR_BUF_INPUT, IR_F16, 1, (int64_t[]){8});
-    kir_iarg ma[4] = {{d, 1, IDX(I(0)), 0}, {a, 1, IDX(I(0)), 0}, {a, 1, IDX(I(0)), 0}, {d, 1, IDX(I(0)), 0}};
-    kir_intrinsic(k, &k->body, KIR_IN_MMA_SYNC, 8, ma);
+    int d = buf(k, "d", KIR_BUF_OUTPUT, IR_F32, 1, (int64_t[]){4});
+    int a = buf(k, "a", KIR_BUF_INPUT, IR_F16, 2, (int64_t[]){16, 16});
+    kir_iarg ma[3] = {{d, 1, IDX(I(0)), 0}, {a, 2, IDX(I(0), I(0)), 0}, {a, 2, IDX(I(0), I(0)), 0}};
+    kir_intrinsic(k, &k->body, KIR_IN_MMA_SYNC, 1, ma);
     emit_fails(k, "intrinsic mma_sync is a CUDA warp operation");
 
     k = kir_kernel_create("big", NULL);
