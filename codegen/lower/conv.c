@@ -9,12 +9,13 @@
  * that fall inside the input are a range [lo, hi) computed with index
  * arithmetic, so no kernel branches on padding. f32 Conv runs as an
  * implicit GEMM on the contraction schedule's register tile (tile.h,
- * lower_conv_tiled); depthwise-like grouped f32 Conv keeps a vector loop
+ * lower_conv_tiled), for CUDA on the GPU tile (gpu_tile.h, lower_conv_gpu); depthwise-like grouped f32 Conv keeps a vector loop
  * over output positions (lower_conv_fast); MatMulInteger and group-1
  * ConvInteger run the INT8 kernels of qgemm.c; everything else is one
  * accumulator per output element, the parallel loop over (batch, channel)
  * planes.
  */
+#include "codegen/lower/gpu_tile.h"
 #include "codegen/lower/tile.h"
 #include "codegen/lower/conv_direct.h"
 #include "codegen/lower/pool_blocked.h"
@@ -1290,6 +1291,106 @@ static cg_conv2d conv2d_of(const geom *g)
     return d;
 }
 
+/* ---- CUDA: Conv as an implicit GEMM on the GPU tiles (gpu_tile.h) -------- */
+
+/* Per batch item (image, group): rows are the group's output channels,
+ * columns the output positions (row-major over the spatial dims), the
+ * reduction the group's input channels times the taps; A is the weight
+ * [M, C/group, k...] read in place (a row is contiguous), B the input at
+ * each tap of each position (consecutive positions: consecutive input
+ * elements at stride 1), zero where the tap falls in the padding. */
+static int64_t gc_taps(const geom *g)
+{
+    int64_t t = 1;
+    for (int j = 0; j < g->n; j++)
+        t *= g->k[j];
+    return t;
+}
+
+/* tap t (row-major over the kernel's dims) into per-dim tap indices */
+static void gc_tap_idx(kir_kernel *k, const geom *g, kir_expr *t, kir_expr **tj)
+{
+    for (int j = g->n - 1; j >= 0; j--) {
+        tj[j] = j ? lw_iremc(k, t, g->k[j]) : t;
+        t = lw_idivc(k, t, g->k[j]);
+    }
+}
+
+static kir_expr *gc_a(lctx *c, const cg_gpu_tile *t, kir_expr *bat, kir_expr *row, kir_expr *kx)
+{
+    const geom *g = t->u;
+    kir_kernel *k = c->k;
+    int64_t taps = gc_taps(g);
+    kir_expr *wi[IR_MAX_RANK + 2];
+    wi[0] = kir_iadd(k, lw_imulc(k, lw_iremc(k, bat, g->group), g->mg), row);
+    wi[1] = lw_idivc(k, kx, taps);
+    gc_tap_idx(k, g, lw_iremc(k, kx, taps), wi + 2);
+    return lw_load_in(c, 1, wi);
+}
+
+static kir_expr *gc_b(lctx *c, const cg_gpu_tile *t, kir_expr *bat, kir_expr *kx, kir_expr *col)
+{
+    const geom *g = t->u;
+    kir_kernel *k = c->k;
+    int64_t taps = gc_taps(g);
+    kir_expr *xi[IR_MAX_RANK + 2], *tj[IR_MAX_RANK], *inb = NULL, *p = col;
+    xi[0] = lw_idivc(k, bat, g->group);
+    xi[1] = kir_iadd(k, lw_imulc(k, lw_iremc(k, bat, g->group), g->cg), lw_idivc(k, kx, taps));
+    gc_tap_idx(k, g, lw_iremc(k, kx, taps), tj);
+    for (int j = g->n - 1; j >= 0; j--) {
+        kir_expr *o = j ? lw_iremc(k, p, g->out[j]) : p;
+        p = lw_idivc(k, p, g->out[j]);
+        kir_expr *i = kir_iadd(k, lw_iaddc(k, lw_imulc(k, o, g->s[j]), -g->pb[j]), lw_imulc(k, tj[j], g->d[j]));
+        kir_expr *ok = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), i),
+                               kir_op2(k, KIR_LT, IR_BOOL, i, lw_i64c(k, g->in[j])));
+        inb = inb ? kir_op2(k, KIR_AND, IR_BOOL, inb, ok) : ok;
+        xi[2 + j] = lw_imin(k, lw_imax(k, i, lw_i64c(k, 0)), lw_i64c(k, g->in[j] - 1));
+    }
+    kir_expr *v = lw_load_in(c, 0, xi);
+    if (v && v->dtype != c->cdt)
+        v = kir_op1(k, KIR_CAST, c->cdt, v);
+    return kir_op3(k, KIR_SELECT, c->cdt, inb, v, kir_const_f(k, c->cdt, 0));
+}
+
+static int gc_store(lctx *c, const cg_gpu_tile *t, kir_block *blk, kir_expr *bat, kir_expr *row, kir_expr *col,
+                    kir_expr *v)
+{
+    const geom *g = t->u;
+    kir_kernel *k = c->k;
+    kir_expr *yi[IR_MAX_RANK + 2], *p = col;
+    yi[0] = lw_idivc(k, bat, g->group);
+    yi[1] = kir_iadd(k, lw_imulc(k, lw_iremc(k, bat, g->group), g->mg), row);
+    for (int j = g->n - 1; j >= 0; j--) {
+        yi[2 + j] = j ? lw_iremc(k, p, g->out[j]) : p;
+        p = lw_idivc(k, p, g->out[j]);
+    }
+    if (c->n->nin > 2 && c->n->in[2])
+        v = kir_op2(k, KIR_ADD, c->cdt, v, lw_load_in(c, 2, (kir_expr *[]){yi[1]}));
+    return kir_store(k, blk, c->out, yi, lw_to_out(c, lower_epi(c, v, yi))) ? 0 : -1;
+}
+
+/* CUDA: a float Conv of static shapes whose groups have at least 8 output
+ * channels and whose outputs have at least 16 positions. */
+static bool conv_gpu_ok(const lctx *c, const geom *g)
+{
+    int64_t pos = 1;
+    for (int j = 0; j < g->n; j++)
+        pos *= g->out[j];
+    return c->s->gpu_gemm && c->n->op == IR_OP_CONV && !g->sym && !c->k->body.n && ir_dtype_is_float(c->cdt) &&
+           g->mg >= 8 && pos >= 16 && g->cg >= 1;
+}
+
+static int lower_conv_gpu(lctx *c, const geom *g)
+{
+    int64_t pos = 1;
+    for (int j = 0; j < g->n; j++)
+        pos *= g->out[j];
+    cg_gpu_tile t = {.nbat = g->batch * g->group, .m = g->mg, .n = pos, .k = g->cg * gc_taps(g), .u = (void *)g,
+                     .half = cg_gpu_tile_half(c->s, lw_in_dtype(c, 1), lw_in_dtype(c, 0)),
+                     .a = gc_a, .b = gc_b, .store = gc_store};
+    return cg_gpu_tile_lower(c, &t, cg_gpu_tile_size(t.nbat, t.m, t.n));
+}
+
 static int lower_conv_op(lctx *c)
 {
     geom g;
@@ -1304,6 +1405,8 @@ static int lower_conv_op(lctx *c)
      * schedules below would size scratch by zero. */
     if (g.cg == 0 || (!g.sym && numel_of(&c->n->out[0]->type) == 0))
         return lower_conv_naive(c, &g);
+    if (conv_gpu_ok(c, &g))
+        return lower_conv_gpu(c, &g);
     if (tiled_ok(c->n, &g))
         return lower_conv_tiled(c, &g);
     if (!g.sym && c->n->op == IR_OP_CONV_INTEGER && g.group == 1) {

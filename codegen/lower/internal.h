@@ -135,13 +135,20 @@ static inline kir_expr *lw_widen(kir_kernel *k, kir_expr *e, ir_dtype t)
     return e && lw_compute_dtype(t) != t ? kir_op1(k, KIR_CAST, lw_compute_dtype(t), e) : e;
 }
 
+/* The dtype input i is stored in: its buffer's (a narrow weight, lower.c
+ * half_weight, is an f32 input read from its f16/bf16 buffer), else the
+ * input's. */
+static inline ir_dtype lw_in_dtype(const lctx *c, int i)
+{
+    return c->buf[i] >= 0 ? c->k->bufs[c->buf[i]].dtype : c->n->in[i]->type.dtype;
+}
+
 /* Input i at idx, widened to its compute dtype. The buffer's dtype, not
  * the input's, decides: a narrow weight (lower.c, half_weight) is an f32
  * input read from its f16/bf16 buffer. */
 static inline kir_expr *lw_load_in(lctx *c, int i, kir_expr *const *idx)
 {
-    ir_dtype t = c->buf[i] >= 0 ? c->k->bufs[c->buf[i]].dtype : c->n->in[i]->type.dtype;
-    return lw_widen(c->k, kir_load(c->k, c->buf[i], idx), t);
+    return lw_widen(c->k, kir_load(c->k, c->buf[i], idx), lw_in_dtype(c, i));
 }
 
 /* Input i's first element (a scalar or a one-element tensor of any

@@ -35,8 +35,10 @@
  * chunks of row blocks x panels; up to 16 rows the tile rows that compute
  * the fewest past M, cg_schedule_packed_rows). A bf16 A times a bf16 B packed in
  * pairs of k (packed_k = 2, on targets with vdpbf16ps) runs on the pair
- * kernel (lower_pairs).
+ * kernel (lower_pairs). For CUDA, float products of static shapes with M
+ * and N of at least 16 run on the GPU tile (gpu_tile.h, lower_gpu).
  */
+#include "codegen/lower/gpu_tile.h"
 #include "codegen/lower/tile.h"
 #include "ir/ops.h"
 
@@ -265,130 +267,64 @@ static int lower_plain(lctx *c, const mm_geo *g)
 }
 
 
-/* ---- CUDA: shared-memory tiles ------------------------------------------- */
+/* ---- CUDA: the GPU tiles (gpu_tile.h) ------------------------------------ */
 
-/* A GPU schedule (docs/kernel-ir.md, "GPU loops"): one thread block per
- * BM x BN output tile (a grid loop over batch x tiles), GPU_SIDE^2 threads
- * each holding tm x tm accumulators in thread scratch (registers once the
- * unrolled loops make their indices constants): rows ty + 16 i and columns
- * tx + 16 j of the tile (tx = t % 16, ty = t / 16), so that a warp's reads
- * of the B tile and its stores of C are consecutive. Per GPU_BK values of
- * k the block copies A's BM x GPU_BK and B's GPU_BK x BN pieces into shared
- * memory (block scratch, k-major; tm elements of each per thread, B's
- * consecutive along N for coalesced loads), waits (barrier), runs the tm x
- * tm x GPU_BK products from shared memory, and waits again before the next
- * copy. Rows and columns past the edges are clamped (computed, not
- * stored), k past K reads zero. BM = BN = 16 tm. */
-enum { GPU_SIDE = 16, GPU_BK = 16 };
-
-static int lower_gpu(lctx *c, const mm_geo *g, int tm)
+/* The output batch indices of the flat batch item b. */
+static void gpu_bat(lctx *c, const mm_geo *g, kir_expr *b, kir_expr **bat)
 {
-    kir_kernel *k = c->k;
-    const int64_t M = g->m.v, N = g->n.v, K = g->kd.v, BM = GPU_SIDE * tm, nthr = GPU_SIDE * GPU_SIDE;
-    const int64_t tmn = (M + BM - 1) / BM, tnn = (N + BM - 1) / BM;
-    int64_t nb = 1;
-    for (int d = 0; d < g->nbatch; d++)
-        nb *= g->to->dims[d].v;
-    ir_dtype cdt = c->cdt;
-    /* A's rows one longer: its copy writes down the columns (k fastest),
-     * BM + 1 apart, so a warp's stores fall in different banks */
-    int64_t ad[2] = {GPU_BK, BM + 1}, bd[2] = {GPU_BK, BM}, accd[1] = {(int64_t)tm * tm};
-    int as = kir_add_scratch(k, "a_tile", KIR_SPACE_BLOCK, cdt, 2, ad);
-    int bs = kir_add_scratch(k, "b_tile", KIR_SPACE_BLOCK, cdt, 2, bd);
-    int acc = kir_add_scratch(k, "acc", KIR_SPACE_THREAD, cdt, 1, accd);
-    int vg = kir_new_var(k), vt = kir_new_var(k), vz = kir_new_var(k), vk = kir_new_var(k), vkk = kir_new_var(k);
-    if (as < 0 || bs < 0 || acc < 0)
-        return -1;
-    kir_stmt *lg = lw_loop(c, &k->body, vg, lw_i64c(k, nb * tmn * tnn), KIR_GRID);
-    if (!lg)
-        return -1;
-    kir_expr *G = kir_var(k, vg), *tile = lw_iremc(k, G, tmn * tnn);
-    kir_expr *m0 = lw_imulc(k, lw_idivc(k, tile, tnn), BM), *n0 = lw_imulc(k, lw_iremc(k, tile, tnn), BM);
-    kir_expr *bat[IR_MAX_RANK], *rest = lw_idivc(k, G, tmn * tnn);
     for (int d = g->nbatch - 1; d >= 0; d--) {
-        bat[d] = d ? lw_iremc(k, rest, g->to->dims[d].v) : rest;
-        rest = lw_idivc(k, rest, g->to->dims[d].v);
+        bat[d] = d ? lw_iremc(c->k, b, g->to->dims[d].v) : b;
+        b = lw_idivc(c->k, b, g->to->dims[d].v);
     }
-    kir_stmt *lt = lw_loop(c, &lg->body, vt, lw_i64c(k, nthr), KIR_THREAD);
-    if (!lt)
-        return -1;
-    kir_expr *T = kir_var(k, vt), *tx = lw_iremc(k, T, GPU_SIDE), *ty = lw_idivc(k, T, GPU_SIDE);
-    kir_stmt *lz = kir_for(k, &lt->body, vz, lw_i64c(k, 0), lw_i64c(k, (int64_t)tm * tm), KIR_UNROLL, tm * tm);
-    kir_stmt *lk = lw_loop(c, &lt->body, vk, lw_i64c(k, (K + GPU_BK - 1) / GPU_BK), KIR_SERIAL);
-    if (!lz || !lk || !kir_store(k, &lz->body, acc, (kir_expr *[]){kir_var(k, vz)}, zero(c)))
-        return -1;
-    kir_expr *k0 = lw_imulc(k, kir_var(k, vk), GPU_BK);
-    for (int side = 0; side < 2; side++) {
-        /* tm elements per thread: element e * nthr + t of the piece */
-        int ve = kir_new_var(k);
-        kir_stmt *le = kir_for(k, &lk->body, ve, lw_i64c(k, 0), lw_i64c(k, tm), KIR_UNROLL, tm);
-        if (!le)
-            return -1;
-        kir_expr *e = kir_iadd(k, lw_imulc(k, kir_var(k, ve), nthr), T);
-        kir_expr *kk = side ? lw_idivc(k, e, BM) : lw_iremc(k, e, GPU_BK);
-        kir_expr *r = side ? lw_iremc(k, e, BM) : lw_idivc(k, e, GPU_BK);
-        kir_expr *gk = kir_iadd(k, k0, kk), *gkc = lw_imin(k, gk, lw_i64c(k, K - 1));
-        kir_expr *gr = lw_imin(k, kir_iadd(k, side ? n0 : m0, r), lw_i64c(k, (side ? N : M) - 1));
-        kir_expr *ix[IR_MAX_RANK], *v;
-        if (side && g->pw) {
-            v = packed_b_kj(c, g, bat, gkc, gr);
-        } else {
-            operand_idx(c, g, side, bat, side ? gkc : gr, side ? gr : gkc, ix);
-            v = lw_load_in(c, side, ix);
-        }
-        if (v && v->dtype != cdt)
-            v = kir_op1(k, KIR_CAST, cdt, v);
-        v = kir_op3(k, KIR_SELECT, cdt, kir_op2(k, KIR_LT, IR_BOOL, gk, lw_i64c(k, K)), v, zero(c));
-        if (!kir_store(k, &le->body, side ? bs : as, (kir_expr *[]){kk, r}, v))
-            return -1;
-    }
-    kir_stmt *lkk = kir_barrier(k, &lk->body, KIR_SCOPE_BLOCK) ? kir_for(k, &lk->body, vkk, lw_i64c(k, 0),
-                                                                          lw_i64c(k, GPU_BK), KIR_UNROLL, GPU_BK)
-                                                                 : NULL;
-    if (!lkk || !kir_barrier(k, &lk->body, KIR_SCOPE_BLOCK))
-        return -1;
-    kir_expr *av[8], *bv[8], *kv = kir_var(k, vkk);
-    for (int i = 0; i < tm; i++) {
-        av[i] = kir_let(k, &lkk->body, kir_load(k, as, (kir_expr *[]){kv, lw_iaddc(k, ty, GPU_SIDE * i)}));
-        bv[i] = kir_let(k, &lkk->body, kir_load(k, bs, (kir_expr *[]){kv, lw_iaddc(k, tx, GPU_SIDE * i)}));
-    }
-    for (int i = 0; i < tm; i++)
-        for (int j = 0; j < tm; j++) {
-            kir_expr *q = lw_i64c(k, (int64_t)i * tm + j);
-            if (!kir_store(k, &lkk->body, acc, (kir_expr *[]){q},
-                           kir_op3(k, KIR_FMA, cdt, av[i], bv[j], kir_load(k, acc, (kir_expr *[]){q}))))
-                return -1;
-        }
-    for (int i = 0; i < tm; i++)
-        for (int j = 0; j < tm; j++) {
-            kir_expr *row = kir_iadd(k, m0, lw_iaddc(k, ty, GPU_SIDE * i));
-            kir_expr *col = kir_iadd(k, n0, lw_iaddc(k, tx, GPU_SIDE * j));
-            kir_stmt *in = kir_if(k, &lt->body, kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LT, IR_BOOL, row, lw_i64c(k, M)),
-                                                       kir_op2(k, KIR_LT, IR_BOOL, col, lw_i64c(k, N))));
-            if (!in)
-                return -1;
-            kir_expr *oi[IR_MAX_RANK];
-            out_idx(g, bat, row, col, oi);
-            kir_expr *v = kir_load(k, acc, (kir_expr *[]){lw_i64c(k, (int64_t)i * tm + j)});
-            if (!kir_store(k, &in->body, c->out, oi, lw_to_out(c, lower_epi(c, epilogue(c, g, v, row, col), oi))))
-                return -1;
-        }
-    return 0;
 }
 
-/* Whether the CUDA tiles take this contraction, and their size (tm): float,
- * all dims constant, M and N at least 16 (a GEMV keeps the plain form,
- * a thread per output reading its column of B); 64 x 64 tiles when they
- * give at least 128 blocks (a block per SM of an H100), else 32 x 32. */
-static int gpu_tiles(const lctx *c, const mm_geo *g)
+static kir_expr *gpu_a(lctx *c, const cg_gpu_tile *t, kir_expr *b, kir_expr *row, kir_expr *k)
 {
-    if (!c->s->gpu_gemm || c->k->body.n || !ir_dtype_is_float(c->cdt) || !g->has_m || !g->has_n ||
-        !ir_type_is_static(g->to) || !ir_dim_is_const(g->kd) || g->m.v < 16 || g->n.v < 16 || g->kd.v < 1)
-        return 0;
-    int64_t nb = 1;
+    const mm_geo *g = t->u;
+    kir_expr *bat[IR_MAX_RANK], *ix[IR_MAX_RANK];
+    gpu_bat(c, g, b, bat);
+    operand_idx(c, g, 0, bat, row, k, ix);
+    return lw_load_in(c, 0, ix);
+}
+
+static kir_expr *gpu_b(lctx *c, const cg_gpu_tile *t, kir_expr *b, kir_expr *k, kir_expr *col)
+{
+    const mm_geo *g = t->u;
+    kir_expr *bat[IR_MAX_RANK], *ix[IR_MAX_RANK];
+    gpu_bat(c, g, b, bat);
+    if (g->pw)
+        return packed_b_kj(c, g, bat, k, col);
+    operand_idx(c, g, 1, bat, k, col, ix);
+    return lw_load_in(c, 1, ix);
+}
+
+static int gpu_store(lctx *c, const cg_gpu_tile *t, kir_block *blk, kir_expr *b, kir_expr *row, kir_expr *col,
+                     kir_expr *v)
+{
+    const mm_geo *g = t->u;
+    kir_expr *bat[IR_MAX_RANK], *oi[IR_MAX_RANK];
+    gpu_bat(c, g, b, bat);
+    out_idx(g, bat, row, col, oi);
+    return kir_store(c->k, blk, c->out, oi, lw_to_out(c, lower_epi(c, epilogue(c, g, v, row, col), oi))) ? 0 : -1;
+}
+
+/* Whether the GPU tiles take this contraction (CUDA): float, every dim
+ * constant, M and N at least 16 (a GEMV keeps the plain form, a thread per
+ * output reading its column of B). */
+static bool gpu_ok(const lctx *c, const mm_geo *g)
+{
+    return c->s->gpu_gemm && !c->k->body.n && ir_dtype_is_float(c->cdt) && g->has_m && g->has_n &&
+           ir_type_is_static(g->to) && ir_dim_is_const(g->kd) && g->m.v >= 16 && g->n.v >= 16 && g->kd.v >= 1;
+}
+
+static int lower_gpu(lctx *c, const mm_geo *g)
+{
+    cg_gpu_tile t = {.m = g->m.v, .n = g->n.v, .k = g->kd.v, .nbat = 1, .u = (void *)g,
+                     .half = cg_gpu_tile_half(c->s, lw_in_dtype(c, 0), lw_in_dtype(c, 1)),
+                     .a = gpu_a, .b = gpu_b, .store = gpu_store};
     for (int d = 0; d < g->nbatch; d++)
-        nb *= g->to->dims[d].v;
-    return nb * ((g->m.v + 63) / 64) * ((g->n.v + 63) / 64) >= 128 ? 4 : 2;
+        t.nbat *= g->to->dims[d].v;
+    return cg_gpu_tile_lower(c, &t, cg_gpu_tile_size(t.nbat, t.m, t.n));
 }
 
 /* ---- MatMul / Gemm on the tile ------------------------------------------ */
@@ -1105,9 +1041,8 @@ int lower_matmul(lctx *c)
     if (packed_view(c, &g) < 0)
         return -1;
     ir_dtype dt = g.ta->dtype;
-    int tm = gpu_tiles(c, &g);
-    if (tm)
-        return lower_gpu(c, &g, tm);
+    if (gpu_ok(c, &g))
+        return lower_gpu(c, &g);
     if (pairs_ok(c, &g)) {
         int64_t rows = 1;
         for (int d = 0; d < g.ta->rank - 1; d++)
