@@ -21,8 +21,8 @@
 # Models: the bundled digits MLP (batch 8), the ONNX package's light
 # ResNet-50, a BERT-base encoder layer (seq 128) in fp32 and with
 # --precision=fp16 (issue 11's 1 ms target; its reference is the CPU
-# library at fp16 too) and a 4096^3 MatMul with --precision=fp16 (f32 I/O,
-# f16 operands, f32 accumulation), all static.
+# library at fp16 too) and a 4096^3 MatMul of f16 tensors (f32
+# accumulation: the tensor cores on sm_80 and later), all static.
 # ICC_GPU_SELFTEST=1 also builds each model's CUDA C for the CPU (emu.so),
 # so that run.sh can be checked here over tests/cuda/fake_driver.c.
 # Usage: tests/gpu/prepare.sh PACK [MODEL...]   (default: all; then carry
@@ -57,9 +57,9 @@ import sys
 from onnx import TensorProto, helper, save
 n = 4096
 g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "matmul4096",
-                      [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n]),
-                       helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, n])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])])
+                      [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [n, n]),
+                       helper.make_tensor_value_info("b", TensorProto.FLOAT16, [n, n])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [n, n])])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
 PY
 # name | model | compile options | icc_runner options
@@ -68,7 +68,7 @@ MODELS=(
   "resnet50|$LIGHT/light_resnet50.onnx||--runs=20"
   "bert_layer|$SRC/bert_layer.onnx||--runs=20"
   "bert_layer_fp16|$SRC/bert_layer.onnx|--precision=fp16|--runs=20"
-  "matmul4096_fp16|$SRC/matmul4096.onnx|--precision=fp16|--runs=5 --save-inputs"
+  "matmul4096_fp16|$SRC/matmul4096.onnx||--runs=20 --save-inputs"
 )
 for spec in "${MODELS[@]}"; do
   IFS='|' read -r name model copts ropts <<<"$spec"
