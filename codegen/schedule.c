@@ -18,7 +18,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
      * backend spreads over the GPU's threads, made as wide as the kernels
      * allow (min_chunks, par_min below; docs/backends.md) */
     bool cuda = t->arch == ICC_ARCH_CUDA;
-    s->kind = CG_SCHED_CPU;
+    s->kind = cuda ? CG_SCHED_CUDA : CG_SCHED_CPU;
     s->lanes = cuda ? 4 : icc_target_f32_lanes(t);
     bool wide = t->vector_regs >= 32;
     s->tile_rows = CG_TILE_ROWS;

@@ -24,6 +24,8 @@
 
 typedef enum cg_schedule_kind {
     CG_SCHED_CPU,              /* PARALLEL outer loops over threads, VECTOR inner loops, register tiles */
+    CG_SCHED_CUDA,             /* the CPU's made wide (par_min, min_chunks), GPU tiles for the
+                                  contractions (gpu_gemm), no CPU cache tricks */
 } cg_schedule_kind;
 
 typedef struct cg_schedule {

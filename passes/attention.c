@@ -28,6 +28,8 @@
  * q_num_heads and kv_num_heads, producing the merge's Reshape output (its
  * name kept). The kernel then reads and writes the layout the linears
  * produce and consume, and the head-split copies are left to dce.
+ *
+ * Nothing for a CUDA target (the fused kernel has no GPU schedule yet).
  */
 #include "passes/pass.h"
 #include "ir/ops.h"
@@ -307,6 +309,11 @@ static int rewrite4(att *a, ir_node *pv, ir_value *q, ir_value *kt, ir_value *v,
 
 int pass_attention(pass_ctx *c)
 {
+    /* CUDA: the fused kernel is a CPU schedule (a thread per head and block
+     * of rows: 264 GPU threads for a BERT layer), where the unfused ops
+     * run their products on the GPU tiles (codegen/lower/gpu_tile.c) */
+    if (c->target && c->target->arch == ICC_ARCH_CUDA)
+        return 0;
     ir_graph *g = c->g;
     att a = {.c = c};
     if (!(a.uses = malloc(sizeof(int) * ((size_t)g->nvalues + 1))))
