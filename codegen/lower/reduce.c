@@ -24,6 +24,7 @@
 #include "ir/ops.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* ---- shared helpers --------------------------------------------------------- */
@@ -79,6 +80,102 @@ kir_block *red_outer(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
     return b;
 }
 
+kir_block *red_outer_gpu(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
+{
+    kir_kernel *k = c->k;
+    if (c->s->kind != CG_SCHED_CUDA || c->root || k->body.n || !ir_type_is_static(t))
+        return NULL;
+    int64_t rows = 1, kept = 1;
+    for (int d = 0; d < t->rank; d++)
+        *(red[d] ? &rows : &kept) *= t->dims[d].v;
+    if (rows < 64 || kept < 1)
+        return NULL;
+    int vg = kir_new_var(k), vt = kir_new_var(k);
+    kir_stmt *lg = lw_loop(c, &k->body, vg, lw_i64c(k, kept), KIR_GRID);
+    kir_stmt *lt = lg ? lw_loop(c, &lg->body, vt, lw_i64c(k, RED_GPU_THREADS), KIR_THREAD) : NULL;
+    if (!lt)
+        return NULL;
+    int first = 0;
+    while (first < t->rank && red[first])
+        first++;
+    kir_expr *f = kir_var(k, vg);
+    for (int d = t->rank - 1; d >= first; d--) {
+        if (red[d])
+            continue;
+        idx[d] = d > first ? lw_iremc(k, f, t->dims[d].v) : f;
+        f = lw_idivc(k, f, t->dims[d].v);
+    }
+    c->gpu_row = kir_var(k, vt);
+    return &lt->body;
+}
+
+/* CUDA rows: the thread's share of the row, appended to b: for j, r =
+ * j * RED_GPU_THREADS + t, if r < count; idx[] of the marked dims from r.
+ * Returns the if's body. */
+static kir_block *gpu_pass(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **idx)
+{
+    kir_kernel *k = c->k;
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        if (red[d])
+            n *= t->dims[d].v;
+    int v = kir_new_var(k);
+    kir_stmt *l = lw_loop(c, b, v, lw_i64c(k, (n + RED_GPU_THREADS - 1) / RED_GPU_THREADS), KIR_SERIAL);
+    if (!l)
+        return NULL;
+    kir_expr *r = kir_iadd(k, lw_imulc(k, kir_var(k, v), RED_GPU_THREADS), c->gpu_row);
+    kir_stmt *in = kir_if(k, &l->body, kir_op2(k, KIR_LT, IR_BOOL, r, lw_i64c(k, n)));
+    if (!in)
+        return NULL;
+    int first = 0;
+    while (first < t->rank && !red[first])
+        first++;
+    for (int d = t->rank - 1; d >= first; d--) {
+        if (!red[d])
+            continue;
+        idx[d] = d > first ? lw_iremc(k, r, t->dims[d].v) : r;
+        r = lw_idivc(k, r, t->dims[d].v);
+    }
+    return &in->body;
+}
+
+/* CUDA rows: acc = op(acc, the row's terms) with each thread's partial
+ * (from op's identity) combined in shared memory, a halving tree. */
+static int gpu_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **ix, int acc, kir_op op,
+                      red_term_fn term, void *ud)
+{
+    kir_kernel *k = c->k;
+    ir_dtype at = k->acc_dtype[acc];
+    bool fl = ir_dtype_is_float(at);
+    kir_expr *id = op == KIR_ADD ? red_const(c, at, 0)
+                   : fl          ? red_const(c, at, op == KIR_MAX ? -INFINITY : INFINITY)
+                                 : kir_const_i(k, at, op == KIR_MAX ? INT64_MIN : INT64_MAX);
+    int p = kir_new_acc(k, at);
+    int64_t shd[1] = {RED_GPU_THREADS};
+    int sh = kir_add_scratch(k, "row_partials", KIR_SPACE_BLOCK, at, 1, shd);
+    kir_block *in;
+    if (p < 0 || sh < 0 || !kir_acc_set(k, b, p, id) || !(in = gpu_pass(c, b, t, red, ix)) ||
+        !kir_acc_set(k, in, p, kir_op2(k, op, at, kir_acc(k, p), term(c, ix, ud))))
+        return -1;
+    kir_expr *T = c->gpu_row;
+    if (!kir_store(k, b, sh, (kir_expr *[]){T}, kir_acc(k, p)) || !kir_barrier(k, b, KIR_SCOPE_BLOCK))
+        return -1;
+    for (int64_t s = RED_GPU_THREADS / 2; s >= 1; s /= 2) {
+        kir_stmt *lo = kir_if(k, b, kir_op2(k, KIR_LT, IR_BOOL, T, lw_i64c(k, s)));
+        kir_expr *other = kir_load(k, sh, (kir_expr *[]){lw_iaddc(k, T, s)});
+        if (!lo || !kir_store(k, &lo->body, sh, (kir_expr *[]){T},
+                              kir_op2(k, op, at, kir_load(k, sh, (kir_expr *[]){T}), other)) ||
+            !kir_barrier(k, b, KIR_SCOPE_BLOCK))
+            return -1;
+    }
+    /* and a barrier after everyone has read the total: the block's next
+     * row (the grid loop's next trip) writes the buffer again */
+    return kir_acc_set(k, b, acc, kir_op2(k, op, at, kir_acc(k, acc), kir_load(k, sh, (kir_expr *[]){lw_i64c(k, 0)}))) &&
+                   kir_barrier(k, b, KIR_SCOPE_BLOCK)
+               ? 0
+               : -1;
+}
+
 int red_width(lctx *c, ir_dtype dt)
 {
     int w = c->s->lanes * 4 / (int)ir_dtype_size(dt);
@@ -112,12 +209,16 @@ static kir_block *pass_width(lctx *c, kir_block *b, const ir_type *t, const bool
 kir_block *red_pass(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **idx,
                     kir_loop last, ir_dtype vdt)
 {
+    if (c->gpu_row)
+        return gpu_pass(c, b, t, red, idx);
     return pass_width(c, b, t, red, idx, last, red_width(c, vdt));
 }
 
 int red_reduce(lctx *c, kir_block *b, const ir_type *t, const bool *red, kir_expr **ix, int acc,
                kir_op op, red_term_fn term, void *ud)
 {
+    if (c->gpu_row)
+        return gpu_reduce(c, b, t, red, ix, acc, op, term, ud);
     kir_kernel *k = c->k;
     ir_dtype at = k->acc_dtype[acc];
     int inner = -1, w = red_width(c, at);

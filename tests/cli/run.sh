@@ -1138,6 +1138,32 @@ PY
         grep -q 'y: 6300 elements, .*: ok'
     }
     check "cuda: an f16 MatMul takes the tensor cores (mma.sync from sm_80), as the CPU computes it" cuda_mma
+    # rows of Softmax / LayerNormalization / RMSNormalization: a thread block per row, the
+    # partials combined in shared memory (codegen/lower/reduce.c, red_outer_gpu); 10 rows on
+    # the emulation's 2 blocks, so a block's next row reuses the buffer
+    cuda_rows() {
+      python3 - "$T/rows.onnx" <<'PY' || return 1
+import sys
+import numpy as np
+from onnx import TensorProto, helper, save
+F = TensorProto.FLOAT
+r = np.random.default_rng(2)
+g = helper.make_graph(
+    [helper.make_node("RMSNormalization", ["x", "g"], ["n"], axis=-1),
+     helper.make_node("LayerNormalization", ["n", "g", "b"], ["l"], axis=-1),
+     helper.make_node("Softmax", ["l"], ["y"], axis=-1)], "rows",
+    [helper.make_tensor_value_info("x", F, [10, 96])], [helper.make_tensor_value_info("y", F, [10, 96])],
+    [helper.make_tensor("g", F, [96], r.random(96).astype(np.float32)),
+     helper.make_tensor("b", F, [96], r.random(96).astype(np.float32))])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]), sys.argv[1])
+PY
+      "$ICC" "$T/rows.onnx" --target=cuda --emit=kernels >"$T/rows.k" && [ "$(grep -c '^  grid for' "$T/rows.k")" = 3 ] &&
+        "$ICC" "$T/rows.onnx" --target=cuda --emit=cuda >"$T/rows.cu" &&
+        c++ -x c++ -std=c++17 -O0 -w -shared -fPIC -include tests/cuda/emu.h -o "$T/rows_emu.so" "$T/rows.cu" &&
+        ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/rows_emu.so" "$ICC" verify "$T/rows.onnx" --target=cuda |
+        grep -q 'y: 960 elements, .*: ok'
+    }
+    check "cuda: RMSNorm, LayerNorm and Softmax rows reduce over a thread block, as the CPU computes them" cuda_rows
     fails_cleanly "cuda: icc verify without a driver" "no CUDA driver" \
       env ICC_CUDA_DRIVER=/nonexistent/libcuda.so.1 "$ICC" verify "$M" --shape=image:8x1x8x8 --target=cuda
     fails_cleanly "cuda: icc verify takes no --per-node" "--target=cuda compares the CUDA library with the CPU one" \
