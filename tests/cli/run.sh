@@ -1092,6 +1092,14 @@ PY
     check "cuda: a GPU the cubin is not for gets the PTX" cuda_ptx_fallback
     check "cuda: icc verify compares the CUDA library with the CPU's" sh -c \
       "ICC_CUDA_DRIVER='$FAKE' ICC_FAKE_CUDA_EMU='$T/emu.so' '$ICC' verify '$M' --shape=image:8x1x8x8 --target=cuda | grep -q 'probs: 80 elements, .*: ok'"
+    # NAME.onnx's CUDA C built for the stand-in driver, then icc verify through it; its
+    # report must match the pattern
+    cuda_emu_verify() {
+      "$ICC" "$T/$1.onnx" --target=cuda --emit=cuda >"$T/$1.cu" &&
+        c++ -x c++ -std=c++17 -O0 -w -shared -fPIC -include tests/cuda/emu.h -o "$T/$1_emu.so" "$T/$1.cu" &&
+        ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/$1_emu.so" "$ICC" verify "$T/$1.onnx" --target=cuda >"$T/$1.v" &&
+        grep -q "$2" "$T/$1.v"
+    }
     # MatMul/Gemm on the GPU tiles (codegen/lower/matmul.c, lower_gpu): a
     # grid of thread blocks, shared memory, barriers (emu.h runs a block's
     # threads as pthreads, so a missing barrier shows)
@@ -1112,10 +1120,7 @@ save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv
 PY
       "$ICC" "$T/gemm.onnx" --target=cuda --emit=kernels >"$T/gemm.k" && grep -q '^  grid for' "$T/gemm.k" &&
         "$ICC" "$T/gemm.onnx" --target=cuda --emit=ptx >"$T/gemm.ptx" && grep -q 'bar.sync' "$T/gemm.ptx" &&
-        "$ICC" "$T/gemm.onnx" --target=cuda --emit=cuda >"$T/gemm.cu" &&
-        c++ -x c++ -std=c++17 -O0 -w -shared -fPIC -include tests/cuda/emu.h -o "$T/gemm_emu.so" "$T/gemm.cu" &&
-        ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/gemm_emu.so" "$ICC" verify "$T/gemm.onnx" --target=cuda |
-        grep -q 'y: 8000 elements, .*: ok'
+        cuda_emu_verify gemm 'y: 8000 elements, .*: ok'
     }
     check "cuda: a Gemm (transposes, bias, Relu) runs as shared-memory tiles with barriers, as the CPU computes it" cuda_gpu_tiles
     # f16 operands: the tensor cores (mma_sync, sm_80 on), emulated here lane by lane
@@ -1132,10 +1137,7 @@ PY
       "$ICC" "$T/hmm.onnx" --target=cuda --emit=kernels >"$T/hmm.k" && grep -q 'mma_sync(1)' "$T/hmm.k" &&
         "$ICC" "$T/hmm.onnx" --target=cuda --emit=ptx >"$T/hmm.ptx" && grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' "$T/hmm.ptx" &&
         "$ICC" "$T/hmm.onnx" --target=cuda --cuda-arch=sm_75 --emit=kernels >"$T/hmm75.k" && ! grep -q 'mma_sync' "$T/hmm75.k" &&
-        "$ICC" "$T/hmm.onnx" --target=cuda --emit=cuda >"$T/hmm.cu" &&
-        c++ -x c++ -std=c++17 -O0 -w -shared -fPIC -include tests/cuda/emu.h -o "$T/hmm_emu.so" "$T/hmm.cu" &&
-        ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/hmm_emu.so" "$ICC" verify "$T/hmm.onnx" --target=cuda |
-        grep -q 'y: 6300 elements, .*: ok'
+        cuda_emu_verify hmm 'y: 6300 elements, .*: ok'
     }
     check "cuda: an f16 MatMul takes the tensor cores (mma.sync from sm_80), as the CPU computes it" cuda_mma
     # rows of Softmax / LayerNormalization / RMSNormalization: a thread block per row, the
@@ -1158,10 +1160,7 @@ g = helper.make_graph(
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]), sys.argv[1])
 PY
       "$ICC" "$T/rows.onnx" --target=cuda --emit=kernels >"$T/rows.k" && [ "$(grep -c '^  grid for' "$T/rows.k")" = 3 ] &&
-        "$ICC" "$T/rows.onnx" --target=cuda --emit=cuda >"$T/rows.cu" &&
-        c++ -x c++ -std=c++17 -O0 -w -shared -fPIC -include tests/cuda/emu.h -o "$T/rows_emu.so" "$T/rows.cu" &&
-        ICC_CUDA_DRIVER="$FAKE" ICC_FAKE_CUDA_EMU="$T/rows_emu.so" "$ICC" verify "$T/rows.onnx" --target=cuda |
-        grep -q 'y: 960 elements, .*: ok'
+        cuda_emu_verify rows 'y: 960 elements, .*: ok'
     }
     check "cuda: RMSNorm, LayerNorm and Softmax rows reduce over a thread block, as the CPU computes them" cuda_rows
     fails_cleanly "cuda: icc verify without a driver" "no CUDA driver" \
