@@ -665,7 +665,7 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
         int64_t bytes;
         if (kir_buf_bytes(b, &bytes) < 0)
             return ir_errorf(d, "kernel %s: scratch b%d has a symbolic size", k->name, i);
-        put(&o, "    %s%s b%d[%lld];\n", b->space == KIR_SPACE_BLOCK ? "__shared__ " : "", mem_type(b->dtype), i,
+        put(&o, "    %s%s b%d[%lld];\n", b->space == KIR_SPACE_BLOCK ? "alignas(16) __shared__ " : "", mem_type(b->dtype), i,
             (long long)(bytes / (int64_t)ir_dtype_size(b->dtype)));
     }
     for (int i = 0; i < k->naccs; i++)
