@@ -82,11 +82,17 @@ START_TEST(aarch64_and_cuda)
     ck_assert_int_eq(t.warp_size, 32);
     ck_assert_int_eq(t.tensor_core_gen, 3);
     ck_assert_int_gt(t.smem_per_block, 48 << 10);
-    /* CUDA takes the CPU schedule, with 4-lane "vectors", until it has its own */
+    /* CUDA: the CPU schedule made wide, with 4-lane "vectors", GPU tiles for
+     * the contractions, tensor cores from sm_80 */
     cg_schedule s;
     ck_assert_int_eq(cg_schedule_init(&s, &t, &d), 0);
-    ck_assert_int_eq(s.kind, CG_SCHED_CPU);
+    ck_assert_int_eq(s.kind, CG_SCHED_CUDA);
     ck_assert_int_eq(s.lanes, 4);
+    ck_assert(s.gpu_gemm && s.gpu_mma && !s.prefetch_b);
+    icc_target_desc t75;
+    ck_assert_int_eq(icc_target_desc_init_cuda(&t75, 75, &d), 0);
+    ck_assert_int_eq(cg_schedule_init(&s, &t75, &d), 0);
+    ck_assert(s.gpu_gemm && !s.gpu_mma);
     ck_assert_int_eq(icc_target_desc_init_cuda(&t, 20, &d), -1);
     ck_assert_int_eq(icc_target_desc_init(&t, "riscv64-linux-gnu", NULL, NULL, &d), -1);
     ck_assert_ptr_nonnull(strstr(d.msg, "riscv64"));
