@@ -142,11 +142,14 @@ echo "== CUDA model libraries through the runtime's CUDA path, over a stand-in d
 build/tests/icc-conformance --data "$NODE_DATA" --cuda-so -O2 --known "$KNOWN" --min-pass 72 \
     --filter "$(grep -v '^#' tests/conformance/cuda_emu_tests.txt | paste -sd, -)"
 # The GPU check (tests/gpu/: prepared here, run on a GPU machine) kept working:
-# its run over the stand-in driver, on the digits model
+# its run over the stand-in driver, on the digits model and four node tests (packed by
+# icc-conformance --cuda-pack, run by icc-gpu-conformance)
 echo "== tests/gpu/prepare.sh and run.sh over the stand-in driver (build)"
 GPU_PACK=$(mktemp -d)
-ICC_GPU_SELFTEST=1 tests/gpu/prepare.sh "$GPU_PACK" digits
-ICC_CUDA_DRIVER=$ROOT/build/tests/libfakecuda.so tests/gpu/run.sh "$GPU_PACK"
+ICC_GPU_SELFTEST=1 ICC_GPU_CONFORMANCE_FILTER=test_add_bcast,test_matmul_2d,test_softmax_axis_0,test_reduce_sum_keepdims_example \
+  tests/gpu/prepare.sh "$GPU_PACK" digits conformance
+ICC_GPU_SELFTEST=1 ICC_CUDA_DRIVER=$ROOT/build/tests/libfakecuda.so tests/gpu/run.sh "$GPU_PACK" | tee "$GPU_PACK/run.log"
+grep -q "^ONNX node tests through CUDA: [1-9][0-9]* passed, 0 failed" "$GPU_PACK/run.log"
 rm -rf "$GPU_PACK"
 echo "== the quantization ops bit for bit vs the ONNX reference; quantized models (onnxruntime.quantization), compiled, vs ONNX Runtime (build)"
 python3 tests/models/quant_ops_exact.py build/icc

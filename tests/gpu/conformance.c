@@ -12,6 +12,11 @@
  *     cc -O2 -I. -Iinclude tests/gpu/conformance.c build/libicc_npy.a \
  *        build/libicc_ir.a build/libiccrt.a -lpthread -ldl -lm
  *
+ * With ICC_GPU_SELFTEST set (and ICC_CUDA_DRIVER the stand-in driver,
+ * tests/cuda/fake_driver.c), each library runs over the emulation that
+ * `ICC_GPU_SELFTEST=1 icc-conformance --cuda-pack` put beside it: how
+ * scripts/test.sh keeps this program working where there is no GPU.
+ *
  * Usage: icc-gpu-conformance DIR [--from N] [--state FILE] [--rtol X] [--atol X]
  * Prints "ok TEST (ms)" or "FAIL TEST: reason" per test, in name order,
  * from the N-th (0-based). A failed run leaves the CUDA context in doubt
@@ -110,6 +115,14 @@ static int run_set(const char *so, const char *setdir, double rtol, double atol,
     char path[4096];
     icc_diag d = {{0}};
     *run_failed = false;
+    const char *st = getenv("ICC_GPU_SELFTEST");
+    if (st && *st) {
+        /* over the stand-in driver (tests/cuda/fake_driver.c): the
+         * library's CUDA C built for the CPU, packed beside it */
+        const char *slash = strrchr(so, '/');
+        snprintf(path, sizeof path, "%.*semu.so", slash ? (int)(slash - so + 1) : 0, so);
+        setenv("ICC_FAKE_CUDA_EMU", path, 1);
+    }
     if (icc_model_open(so, NULL, &m) != ICC_OK || icc_context_create(m, NULL, &ctx) != ICC_OK) {
         snprintf(why, whylen, "%s", icc_last_error());
         *run_failed = true;

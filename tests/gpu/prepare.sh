@@ -23,8 +23,10 @@
 # --precision=fp16 (issue 11's 1 ms target; its reference is the CPU
 # library at fp16 too) and a 4096^3 MatMul of f16 tensors (f32
 # accumulation: the tensor cores on sm_80 and later), all static.
-# ICC_GPU_SELFTEST=1 also builds each model's CUDA C for the CPU (emu.so),
-# so that run.sh can be checked here over tests/cuda/fake_driver.c.
+# ICC_GPU_SELFTEST=1 also builds each model's (and each node test's) CUDA C
+# for the CPU (emu.so), so that run.sh can be checked here over
+# tests/cuda/fake_driver.c; ICC_GPU_CONFORMANCE_FILTER=S[,S...] packs only
+# the node tests whose names contain one of them.
 # Usage: tests/gpu/prepare.sh PACK [MODEL...]   (default: all; then carry
 # PACK to the GPU machine and run tests/gpu/run.sh PACK there). About 6
 # minutes here; PACK ~190 MB, ~48 MB as a tar.xz (the device tool carries
@@ -45,7 +47,9 @@ if [ "$ONLY" = "  " ] || [[ "$ONLY" == *" conformance "* ]]; then
   cp build/tests/icc-gpu-conformance "$PACK/"
   NODE=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
   rm -rf "$PACK/conformance"
-  build/tests/icc-conformance --data "$NODE" --cuda-pack "$PACK/conformance" -O2 >"$PACK/conformance.pack.log" 2>&1 || true
+  # ICC_GPU_CONFORMANCE_FILTER: only those tests (icc-conformance --filter)
+  build/tests/icc-conformance --data "$NODE" --cuda-pack "$PACK/conformance" -O2 \
+    ${ICC_GPU_CONFORMANCE_FILTER:+--filter "$ICC_GPU_CONFORMANCE_FILTER"} >"$PACK/conformance.pack.log" 2>&1 || true
   tail -1 "$PACK/conformance.pack.log" >&2
 fi
 SRC=$(mktemp -d)
