@@ -7,10 +7,8 @@
  * and shape exactly.
  *
  * It needs no compiler, only the runtime and libc (the GPU machine has
- * neither LLVM nor protobuf-c), so tests/gpu/prepare.sh builds it here:
- *
- *     cc -O2 -I. -Iinclude tests/gpu/conformance.c build/libicc_npy.a \
- *        build/libicc_ir.a build/libiccrt.a -lpthread -ldl -lm
+ * neither LLVM nor protobuf-c): the build's icc-gpu-conformance, which
+ * tests/gpu/prepare.sh copies into the pack.
  *
  * With ICC_GPU_SELFTEST set (and ICC_CUDA_DRIVER the stand-in driver,
  * tests/cuda/fake_driver.c), each library runs over the emulation that
@@ -22,8 +20,9 @@
  * from the N-th (0-based). A failed run leaves the CUDA context in doubt
  * (an illegal address poisons it for the process), so after one the
  * program stops with status 3; --state FILE holds the index of the test
- * under way and its name, so that a caller (tests/gpu/run.sh) goes on from the next
- * after a stop, a crash or a test that hangs (30 s, SIGALRM). Status 0 when every test was visited.
+ * under way and its name, so that a caller (tests/gpu/run.sh) goes on
+ * from the next after a stop, a crash or a test that hangs (30 s,
+ * SIGALRM). Status 0 when every test was visited.
  */
 #include <dirent.h>
 #include <dlfcn.h>
