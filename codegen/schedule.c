@@ -13,10 +13,12 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     memset(s, 0, sizeof *s);
     s->target = t;
     (void)d;
-    /* CUDA has no schedule of its own yet: it takes the CPU one (with
-     * 128-bit "vectors"), whose independent PARALLEL iterations the CUDA
-     * backend spreads over the GPU's threads, made as wide as the kernels
-     * allow (min_chunks, par_min below; docs/backends.md) */
+    /* CUDA: GPU tiles for the contractions and thread blocks for rows
+     * (gpu_gemm, gpu_mma, gpu_rows below); the other kernels take the CPU
+     * schedule (with 128-bit "vectors"), whose independent PARALLEL
+     * iterations the CUDA backend spreads over the GPU's threads, made as
+     * wide as the kernels allow (min_chunks, par_min below;
+     * docs/backends.md) */
     bool cuda = t->arch == ICC_ARCH_CUDA;
     s->kind = cuda ? CG_SCHED_CUDA : CG_SCHED_CPU;
     s->lanes = cuda ? 4 : icc_target_f32_lanes(t);
@@ -124,6 +126,8 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->prefetch_b = !cuda;
     s->gpu_gemm = cuda;
     s->gpu_mma = cuda && t->tensor_core_gen >= 2;
+    s->gpu_rows = cuda;
+    s->transpose_lane_inner = !cuda;
     s->f32_transpose = (icc_target_has(t, ICC_TF_AVX2) || icc_target_has(t, ICC_TF_AVX512F)) && s->lanes >= 8 &&
                        (s->lanes & (s->lanes - 1)) == 0;
     return 0;

@@ -24,8 +24,8 @@
 
 typedef enum cg_schedule_kind {
     CG_SCHED_CPU,              /* PARALLEL outer loops over threads, VECTOR inner loops, register tiles */
-    CG_SCHED_CUDA,             /* the CPU's made wide (par_min, min_chunks), GPU tiles for the
-                                  contractions (gpu_gemm), no CPU cache tricks */
+    CG_SCHED_CUDA,             /* the CPU's made wide (par_min, min_chunks), GPU tiles and rows
+                                  (gpu_gemm, gpu_rows), no CPU cache tricks */
 } cg_schedule_kind;
 
 typedef struct cg_schedule {
@@ -98,10 +98,15 @@ typedef struct cg_schedule {
      * run from cache: a weight streamed from L3 or DRAM is then read
      * while the FMAs run instead of only by each panel's first row block */
     bool prefetch_b;
-    /* CUDA: float MatMul/Gemm as shared-memory tiles, one thread block per
-     * output tile (matmul.c, lower_gpu) */
+    /* CUDA: float MatMul, Gemm and Conv as shared-memory tiles, one thread
+     * block per output tile (codegen/lower/gpu_tile.c) */
     bool gpu_gemm;
     bool gpu_mma;              /* ... with tensor cores (mma.sync, sm_80 on) for f16/bf16 operands */
+    bool gpu_rows;             /* CUDA: Softmax and the layer norms a thread block per row
+                                  (reduce.c, red_outer_gpu) */
+    bool transpose_lane_inner; /* a Transpose moving the input's short last dim outward keeps
+                                  it the innermost loop, so strided reads share cache lines
+                                  (movement.c; not for CUDA: a thread per output element) */
     int blocked_conv_kc;       /* ConvNCHWc reduction block (long: partial sums through Y cost more
                                   than a weight panel of kc x block in L2, measured) */
 } cg_schedule;
@@ -166,6 +171,22 @@ static inline bool cg_schedule_bf16_pairs(const icc_target_desc *t)
 static inline bool cg_schedule_amx_bf16(const icc_target_desc *t)
 {
     return cg_schedule_bf16_pairs(t) && icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_BF16);
+}
+/* Whether the passes lay data out for t's CPU kernels: the layout pass's
+ * NCHWc blocks (unless its `block` option asks) and the pack-b pass's B
+ * panels. Not for CUDA, whose GPU tiles (codegen/lower/gpu_tile.c) read
+ * NCHW convolutions and B in place (header only, as above). */
+static inline bool cg_schedule_cpu_layouts(const icc_target_desc *t)
+{
+    return t->arch != ICC_ARCH_CUDA;
+}
+/* Whether the attention pass fuses attention into one Attention kernel
+ * for t: its kernel is a CPU schedule (a thread per head and block of
+ * rows: 264 GPU threads for a BERT layer), so CUDA keeps the ops, whose
+ * products run on its GPU tiles (header only, as above). */
+static inline bool cg_schedule_fuse_attention(const icc_target_desc *t)
+{
+    return t->arch != ICC_ARCH_CUDA;
 }
 /* The AMX kernels' block of a bf16 product: 32 rows x 32 columns, four
  * tiles of 16 x 16 f32 sums, k 32 a step (codegen/lower/matmul.c). */

@@ -29,9 +29,12 @@
  * name kept). The kernel then reads and writes the layout the linears
  * produce and consume, and the head-split copies are left to dce.
  *
- * Nothing for a CUDA target (the fused kernel has no GPU schedule yet).
+ * Nothing where the target's schedule does not fuse attention
+ * (cg_schedule_fuse_attention: CUDA, whose fused kernel would be a CPU
+ * schedule).
  */
 #include "passes/pass.h"
+#include "codegen/schedule.h"
 #include "ir/ops.h"
 
 #include <math.h>
@@ -309,10 +312,7 @@ static int rewrite4(att *a, ir_node *pv, ir_value *q, ir_value *kt, ir_value *v,
 
 int pass_attention(pass_ctx *c)
 {
-    /* CUDA: the fused kernel is a CPU schedule (a thread per head and block
-     * of rows: 264 GPU threads for a BERT layer), where the unfused ops
-     * run their products on the GPU tiles (codegen/lower/gpu_tile.c) */
-    if (c->target && c->target->arch == ICC_ARCH_CUDA)
+    if (!cg_schedule_fuse_attention(c->target))
         return 0;
     ir_graph *g = c->g;
     att a = {.c = c};

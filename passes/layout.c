@@ -1,7 +1,8 @@
 /* layout.c - blocked channel layouts (NCHWc) for 2-D convolutions.
  *
- * Not on a CUDA target unless `block` is given: its convolutions run as
- * implicit GEMMs over NCHW (codegen/lower/conv.c, lower_conv_gpu).
+ * Not for a target without the CPU kernels' layouts unless `block` is
+ * given (cg_schedule_cpu_layouts: CUDA, whose convolutions run as implicit
+ * GEMMs over NCHW, codegen/lower/conv.c lower_conv_gpu).
  *
  * A blocked tensor is an ordinary rank-5 tensor [N, C/cb, H, W, cb]:
  * channel c lives in block c / cb, lane c % cb, so the cb channels of
@@ -1293,9 +1294,7 @@ int pass_layout(pass_ctx *c)
 {
     lay L = {.c = c, .g = c->g};
     L.cb = pass_opt_int(c, "block", 0);
-    /* CUDA: its convolutions are implicit GEMMs over NCHW (conv.c,
-     * lower_conv_gpu); blocks only when asked for */
-    if (L.cb <= 0 && c->target && c->target->arch == ICC_ARCH_CUDA)
+    if (L.cb <= 0 && !cg_schedule_cpu_layouts(c->target))
         return 0;
     if (L.cb <= 0)
         L.cb = layout_block(c);

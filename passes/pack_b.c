@@ -58,7 +58,8 @@
  * register tiles along the gate rows, with no sum split across a
  * vector's lanes, each tile reading one contiguous panel.
  *
- * Nothing for a CUDA target: these are the CPU kernels' layouts.
+ * Nothing for a target without the CPU kernels' layouts
+ * (cg_schedule_cpu_layouts: CUDA, whose GPU tiles read B in place).
  */
 #include "passes/pass.h"
 #include "passes/build.h"
@@ -373,9 +374,7 @@ static ir_value *pack(pass_ctx *c, const ir_node *n, const ir_value *b, int64_t 
 
 int pass_pack_b(pass_ctx *c)
 {
-    /* CUDA: the GPU tiles (matmul.c, lower_gpu) read B in place, and the
-     * other layouts here are the CPU kernels' */
-    if (c->target && c->target->arch == ICC_ARCH_CUDA)
+    if (!cg_schedule_cpu_layouts(c->target))
         return 0;
     ir_graph *g = c->g;
     int64_t w = cg_schedule_panel_cols(c->target);

@@ -302,15 +302,16 @@ static int lower_transpose(lctx *c)
      * cache lines as the one before (from-blocked reorders [N, C/cb, H,
      * W, cb] -> [N, C/cb, cb, H, W] re-read every pixel's line from L2
      * once per lane). From rank 3, so that a dim is left for the
-     * parallel loop besides the vector one. Not for CUDA: its threads
-     * take the output's elements in order (a BERT layer's key transpose
-     * ran on 12 threads that way). */
+     * parallel loop besides the vector one. Where the schedule says
+     * (transpose_lane_inner: not CUDA, whose threads take the output's
+     * elements in order; a BERT layer's key transpose ran on 12 threads
+     * this way). */
     int q = -1;
     for (int d = 0; d + 1 < r; d++)
         if (perm[d] == r - 1)
             q = d;
     const ir_type *ti = &n->in[0]->type;
-    if (q >= 0 && r >= 3 && c->s->kind != CG_SCHED_CUDA && ir_dim_is_const(ti->dims[r - 1]) && ti->dims[r - 1].v <= 64 &&
+    if (q >= 0 && r >= 3 && c->s->transpose_lane_inner && ir_dim_is_const(ti->dims[r - 1]) && ti->dims[r - 1].v <= 64 &&
         ir_dim_is_const(to->dims[r - 1]) && to->dims[r - 1].v >= 8) {
         ir_type t2 = *to;
         for (int d = q; d + 1 < r; d++)

@@ -83,7 +83,7 @@ kir_block *red_outer(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
 kir_block *red_outer_gpu(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
 {
     kir_kernel *k = c->k;
-    if (c->s->kind != CG_SCHED_CUDA || c->root || k->body.n || !ir_type_is_static(t))
+    if (!c->s->gpu_rows || c->root || k->body.n || !ir_type_is_static(t))
         return NULL;
     int64_t rows = 1, kept = 1;
     for (int d = 0; d < t->rank; d++)
