@@ -1307,13 +1307,13 @@ static int64_t gc_taps(const geom *g)
     return t;
 }
 
-/* tap t (row-major over the kernel's dims) into per-dim tap indices */
-static void gc_tap_idx(kir_kernel *k, const geom *g, kir_expr *t, kir_expr **tj)
+/* The output positions of a batch item. */
+static int64_t gc_positions(const geom *g)
 {
-    for (int j = g->n - 1; j >= 0; j--) {
-        tj[j] = j ? lw_iremc(k, t, g->k[j]) : t;
-        t = lw_idivc(k, t, g->k[j]);
-    }
+    int64_t p = 1;
+    for (int j = 0; j < g->n; j++)
+        p *= g->out[j];
+    return p;
 }
 
 static kir_expr *gc_a(lctx *c, const cg_gpu_tile *t, kir_expr *bat, kir_expr *row, kir_expr *kx)
@@ -1324,7 +1324,7 @@ static kir_expr *gc_a(lctx *c, const cg_gpu_tile *t, kir_expr *bat, kir_expr *ro
     kir_expr *wi[IR_MAX_RANK + 2];
     wi[0] = kir_iadd(k, lw_imulc(k, lw_iremc(k, bat, g->group), g->mg), row);
     wi[1] = lw_idivc(k, kx, taps);
-    gc_tap_idx(k, g, lw_iremc(k, kx, taps), wi + 2);
+    lw_unflatten_c(k, lw_iremc(k, kx, taps), g->n, g->k, wi + 2);
     return lw_load_in(c, 1, wi);
 }
 
@@ -1333,14 +1333,13 @@ static kir_expr *gc_b(lctx *c, const cg_gpu_tile *t, kir_expr *bat, kir_expr *kx
     const geom *g = t->u;
     kir_kernel *k = c->k;
     int64_t taps = gc_taps(g);
-    kir_expr *xi[IR_MAX_RANK + 2], *tj[IR_MAX_RANK], *inb = NULL, *p = col;
+    kir_expr *xi[IR_MAX_RANK + 2], *tj[IR_MAX_RANK], *o[IR_MAX_RANK], *inb = NULL;
     xi[0] = lw_idivc(k, bat, g->group);
     xi[1] = kir_iadd(k, lw_imulc(k, lw_iremc(k, bat, g->group), g->cg), lw_idivc(k, kx, taps));
-    gc_tap_idx(k, g, lw_iremc(k, kx, taps), tj);
+    lw_unflatten_c(k, lw_iremc(k, kx, taps), g->n, g->k, tj);
+    lw_unflatten_c(k, col, g->n, g->out, o);
     for (int j = g->n - 1; j >= 0; j--) {
-        kir_expr *o = j ? lw_iremc(k, p, g->out[j]) : p;
-        p = lw_idivc(k, p, g->out[j]);
-        kir_expr *i = kir_iadd(k, lw_iaddc(k, lw_imulc(k, o, g->s[j]), -g->pb[j]), lw_imulc(k, tj[j], g->d[j]));
+        kir_expr *i = kir_iadd(k, lw_iaddc(k, lw_imulc(k, o[j], g->s[j]), -g->pb[j]), lw_imulc(k, tj[j], g->d[j]));
         kir_expr *ok = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), i),
                                kir_op2(k, KIR_LT, IR_BOOL, i, lw_i64c(k, g->in[j])));
         inb = inb ? kir_op2(k, KIR_AND, IR_BOOL, inb, ok) : ok;
@@ -1357,13 +1356,10 @@ static int gc_store(lctx *c, const cg_gpu_tile *t, kir_block *blk, kir_expr *bat
 {
     const geom *g = t->u;
     kir_kernel *k = c->k;
-    kir_expr *yi[IR_MAX_RANK + 2], *p = col;
+    kir_expr *yi[IR_MAX_RANK + 2];
     yi[0] = lw_idivc(k, bat, g->group);
     yi[1] = kir_iadd(k, lw_imulc(k, lw_iremc(k, bat, g->group), g->mg), row);
-    for (int j = g->n - 1; j >= 0; j--) {
-        yi[2 + j] = j ? lw_iremc(k, p, g->out[j]) : p;
-        p = lw_idivc(k, p, g->out[j]);
-    }
+    lw_unflatten_c(k, col, g->n, g->out, yi + 2);
     if (c->n->nin > 2 && c->n->in[2])
         v = kir_op2(k, KIR_ADD, c->cdt, v, lw_load_in(c, 2, (kir_expr *[]){yi[1]}));
     return kir_store(k, blk, c->out, yi, lw_to_out(c, lower_epi(c, v, yi))) ? 0 : -1;
@@ -1373,19 +1369,13 @@ static int gc_store(lctx *c, const cg_gpu_tile *t, kir_block *blk, kir_expr *bat
  * channels and whose outputs have at least 16 positions. */
 static bool conv_gpu_ok(const lctx *c, const geom *g)
 {
-    int64_t pos = 1;
-    for (int j = 0; j < g->n; j++)
-        pos *= g->out[j];
     return c->s->gpu_gemm && c->n->op == IR_OP_CONV && !g->sym && !c->k->body.n && ir_dtype_is_float(c->cdt) &&
-           g->mg >= 8 && pos >= 16 && g->cg >= 1;
+           g->mg >= 8 && gc_positions(g) >= 16 && g->cg >= 1;
 }
 
 static int lower_conv_gpu(lctx *c, const geom *g)
 {
-    int64_t pos = 1;
-    for (int j = 0; j < g->n; j++)
-        pos *= g->out[j];
-    cg_gpu_tile t = {.nbat = g->batch * g->group, .m = g->mg, .n = pos, .k = g->cg * gc_taps(g), .u = (void *)g,
+    cg_gpu_tile t = {.nbat = g->batch * g->group, .m = g->mg, .n = gc_positions(g), .k = g->cg * gc_taps(g), .u = (void *)g,
                      .half = cg_gpu_tile_half(c->s, lw_in_dtype(c, 1), lw_in_dtype(c, 0)),
                      .a = gc_a, .b = gc_b, .store = gc_store};
     return cg_gpu_tile_lower(c, &t, cg_gpu_tile_size(t.nbat, t.m, t.n));

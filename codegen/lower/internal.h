@@ -204,6 +204,17 @@ static inline kir_stmt *lw_loop(lctx *c, kir_block *b, int var, kir_expr *hi, ki
     return kir_for(c->k, b, var, lw_i64c(c->k, 0), hi, kind, 0);
 }
 
+/* Row-major indices idx[0..n) of flat position f over n constant
+ * extents, f inside their product (so the first needs no remainder): the
+ * GPU schedules' grid and row positions. */
+static inline void lw_unflatten_c(kir_kernel *k, kir_expr *f, int n, const int64_t *ext, kir_expr **idx)
+{
+    for (int d = n - 1; d >= 0; d--) {
+        idx[d] = d ? lw_iremc(k, f, ext[d]) : f;
+        f = lw_idivc(k, f, ext[d]);
+    }
+}
+
 /* Row-major multi-index of flat position `flat` over type t's dims. */
 void lower_unflatten(lctx *c, const ir_type *t, kir_expr *flat, kir_expr **idx);
 

@@ -272,10 +272,10 @@ static int lower_plain(lctx *c, const mm_geo *g)
 /* The output batch indices of the flat batch item b. */
 static void gpu_bat(lctx *c, const mm_geo *g, kir_expr *b, kir_expr **bat)
 {
-    for (int d = g->nbatch - 1; d >= 0; d--) {
-        bat[d] = d ? lw_iremc(c->k, b, g->to->dims[d].v) : b;
-        b = lw_idivc(c->k, b, g->to->dims[d].v);
-    }
+    int64_t ext[IR_MAX_RANK];
+    for (int d = 0; d < g->nbatch; d++)
+        ext[d] = g->to->dims[d].v;
+    lw_unflatten_c(c->k, b, g->nbatch, ext, bat);
 }
 
 static kir_expr *gpu_a(lctx *c, const cg_gpu_tile *t, kir_expr *b, kir_expr *row, kir_expr *k)

@@ -80,6 +80,23 @@ kir_block *red_outer(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
     return b;
 }
 
+/* idx[d] of the dims of t whose red[d] is `which`, from their row-major
+ * flat position f (constant dims). */
+static void gpu_unflatten(kir_kernel *k, kir_expr *f, const ir_type *t, const bool *red, bool which, kir_expr **idx)
+{
+    int64_t ext[IR_MAX_RANK];
+    int pos[IR_MAX_RANK], n = 0;
+    for (int d = 0; d < t->rank; d++)
+        if (red[d] == which) {
+            ext[n] = t->dims[d].v;
+            pos[n++] = d;
+        }
+    kir_expr *sub[IR_MAX_RANK];
+    lw_unflatten_c(k, f, n, ext, sub);
+    for (int i = 0; i < n; i++)
+        idx[pos[i]] = sub[i];
+}
+
 kir_block *red_outer_gpu(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
 {
     kir_kernel *k = c->k;
@@ -95,16 +112,7 @@ kir_block *red_outer_gpu(lctx *c, const ir_type *t, const bool *red, kir_expr **
     kir_stmt *lt = lg ? lw_loop(c, &lg->body, vt, lw_i64c(k, RED_GPU_THREADS), KIR_THREAD) : NULL;
     if (!lt)
         return NULL;
-    int first = 0;
-    while (first < t->rank && red[first])
-        first++;
-    kir_expr *f = kir_var(k, vg);
-    for (int d = t->rank - 1; d >= first; d--) {
-        if (red[d])
-            continue;
-        idx[d] = d > first ? lw_iremc(k, f, t->dims[d].v) : f;
-        f = lw_idivc(k, f, t->dims[d].v);
-    }
+    gpu_unflatten(k, kir_var(k, vg), t, red, false, idx);
     c->gpu_row = kir_var(k, vt);
     return &lt->body;
 }
@@ -127,15 +135,7 @@ static kir_block *gpu_pass(lctx *c, kir_block *b, const ir_type *t, const bool *
     kir_stmt *in = kir_if(k, &l->body, kir_op2(k, KIR_LT, IR_BOOL, r, lw_i64c(k, n)));
     if (!in)
         return NULL;
-    int first = 0;
-    while (first < t->rank && !red[first])
-        first++;
-    for (int d = t->rank - 1; d >= first; d--) {
-        if (!red[d])
-            continue;
-        idx[d] = d > first ? lw_iremc(k, r, t->dims[d].v) : r;
-        r = lw_idivc(k, r, t->dims[d].v);
-    }
+    gpu_unflatten(k, r, t, red, true, idx);
     return &in->body;
 }
 
