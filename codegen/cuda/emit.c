@@ -613,11 +613,15 @@ static void block(out *o, const kir_block *b, int depth)
 static bool is_parallel(const kir_stmt *s) { return s->kind == KIR_S_FOR && s->loop == KIR_PARALLEL; }
 static bool is_grid(const kir_stmt *s) { return s->kind == KIR_S_FOR && s->loop == KIR_GRID; }
 
-int64_t cg_cuda_block_threads(const kir_kernel *k)
+int64_t cg_cuda_block_threads(const kir_kernel *k, int64_t *trips)
 {
     int64_t most = 0;
+    if (trips)
+        *trips = 0;
     for (int i = 0; i < k->body.n; i++) {
         const kir_stmt *g = k->body.s[i];
+        if (trips && is_grid(g))
+            *trips = g->lo->op == KIR_CONST && g->hi->op == KIR_CONST ? g->hi->c.i - g->lo->c.i : -1;
         for (int j = 0; is_grid(g) && j < g->body.n; j++) {
             const kir_stmt *t = g->body.s[j];
             if (t->kind == KIR_S_FOR && t->loop == KIR_THREAD && t->lo->op == KIR_CONST && t->hi->op == KIR_CONST &&
@@ -642,7 +646,7 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
         ngrid += is_grid(k->body.s[i]);
     }
     /* a GPU schedule: the block's threads are its thread loops' trips */
-    int64_t bdim = ngrid ? cg_cuda_block_threads(k) : 0;
+    int64_t bdim = ngrid ? cg_cuda_block_threads(k, NULL) : 0;
     if (ngrid && (bdim < 1 || bdim > 1024))
         return ir_errorf(d, "kernel %s: its thread loops need a constant trip count from 1 to 1024", k->name);
     put(&o, "\nICC_KERNEL %s(", k->name);

@@ -37,7 +37,8 @@ int cg_cuda_emit_kernel(const kir_kernel *k, char **src, size_t *len, icc_diag *
 
 /* A GPU-scheduled kernel's (a top-level grid loop's) threads per block:
  * the largest constant trip count of a thread loop directly inside a grid
- * loop; 0 for other kernels. */
-int64_t cg_cuda_block_threads(const kir_kernel *k);
+ * loop; 0 for other kernels. trips (may be NULL): the grid loop's trip
+ * count, -1 when it is not constant, 0 without one. */
+int64_t cg_cuda_block_threads(const kir_kernel *k, int64_t *trips);
 
 #endif

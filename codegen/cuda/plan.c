@@ -77,15 +77,10 @@ static icc_cuda_ref ref_of(cg_binding b)
  * per block, a block per trip of its grid loop, at most MAX_BLOCKS). */
 static int64_t launch_threads(const cg_kernel *ck, int32_t *block)
 {
-    *block = (int32_t)cg_cuda_block_threads(ck->k);
+    int64_t blocks;
+    *block = (int32_t)cg_cuda_block_threads(ck->k, &blocks);
     if (*block) {
-        int64_t blocks = 1;
-        for (int i = 0; i < ck->k->body.n; i++) {
-            const kir_stmt *s = ck->k->body.s[i];
-            if (s->kind == KIR_S_FOR && s->loop == KIR_GRID)
-                blocks = s->lo->op == KIR_CONST && s->hi->op == KIR_CONST ? s->hi->c.i - s->lo->c.i : MAX_BLOCKS;
-        }
-        blocks = blocks < 1 ? 1 : blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS;
+        blocks = blocks < 0 ? MAX_BLOCKS : blocks < 1 ? 1 : blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS;
         return blocks * *block;
     }
     bool par = false;
