@@ -311,10 +311,11 @@ typedef struct {
 } compiled_model;
 
 /* --cuda-emu, --cuda-so (compile_model has no options to read); with
- * --cuda-pack, g_pack is its DIR and g_pack_so where the next library goes. */
+ * --cuda-pack, g_pack is its DIR, g_pack_test DIR/<the test under way>
+ * and g_pack_so where the next library goes. */
 static bool g_cuda_emu, g_cuda_so;
 static const char *g_pack;
-static char g_pack_so[4096];
+static char g_pack_test[4096], g_pack_so[4200];
 
 /* Compiles g to a temporary .so and loads it. R_SKIP when some node is not
  * compiled yet (why names them), R_FAIL on any other error. */
@@ -472,17 +473,11 @@ static int load_inputs(const char *setdir, int n, ir_tensor *in, char *why, size
     return 0;
 }
 
-/* --cuda-pack: the directory DIR/<test>/<set> for a data set's directory
- * (made, with its parent). */
+/* --cuda-pack: DIR/<test>/<set> for a data set's directory (made). */
 static void pack_dir(const char *setdir, char *out, size_t outlen)
 {
     const char *set = strrchr(setdir, '/');
-    const char *test = set;
-    while (test > setdir && test[-1] != '/')
-        test--;
-    snprintf(out, outlen, "%s/%.*s", g_pack, (int)(set - test), test);
-    mkdir(out, 0755);
-    snprintf(out + strlen(out), outlen - strlen(out), "%s", set);
+    snprintf(out, outlen, "%s/%s", g_pack_test, set ? set + 1 : setdir);
     mkdir(out, 0755);
 }
 
@@ -687,9 +682,9 @@ static int run_test(const char *dir, const options *o, char *why, size_t whylen)
     bool have_cm = false, bind = false;
     if (g_pack) {
         const char *test = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-        snprintf(g_pack_so, sizeof g_pack_so, "%s/%s", g_pack, test);
-        mkdir(g_pack_so, 0755);
-        snprintf(g_pack_so + strlen(g_pack_so), sizeof g_pack_so - strlen(g_pack_so), "/model.so");
+        snprintf(g_pack_test, sizeof g_pack_test, "%s/%s", g_pack, test);
+        mkdir(g_pack_test, 0755);
+        snprintf(g_pack_so, sizeof g_pack_so, "%s/model.so", g_pack_test);
     }
     if (rc == R_PASS && o->compiled) {
         rc = compile_model(g, &cm, why, whylen);

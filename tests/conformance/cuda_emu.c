@@ -62,7 +62,7 @@ static bool not_compiled_yet(const char *msg)
  * source and the log are removed; the caller removes DIR/emu.so. */
 static int emu_compile(const char *text, const char *dir, char *why, size_t whylen)
 {
-    char src[96], so[96], log[96], cmd[512];
+    char src[4200], so[4200], log[4200], cmd[13000];
     snprintf(src, sizeof src, "%s/emu.cpp", dir);
     snprintf(so, sizeof so, "%s/emu.so", dir);
     snprintf(log, sizeof log, "%s/emu.log", dir);
@@ -318,24 +318,6 @@ int cuda_emu_run(cuda_emu *m, const ir_tensor *in, ir_tensor *out, icc_diag *d)
     return rc;
 }
 
-/* src's bytes into dst (made or truncated): 0, or -1. */
-static int copy_file(const char *src, const char *dst)
-{
-    FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
-    char buf[1 << 16];
-    size_t n;
-    int rc = in && out ? 0 : -1;
-    while (rc == 0 && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        rc = fwrite(buf, 1, n, out) == n ? 0 : -1;
-    if (in && ferror(in))
-        rc = -1;
-    if (in)
-        fclose(in);
-    if (out && fclose(out) != 0)
-        rc = -1;
-    return rc;
-}
-
 int cuda_so_build(const ir_graph *g, const char *keep, icc_model **m, icc_context **ctx, char *why, size_t whylen)
 {
     *m = NULL;
@@ -376,35 +358,26 @@ int cuda_so_build(const ir_graph *g, const char *keep, icc_model **m, icc_contex
         rc = strstr(d.msg, "cannot compile") && strstr(d.msg, "yet") ? 1 : -1;
         goto done;
     }
-    if (keep) {
-        /* ICC_GPU_SELFTEST: beside the library its CUDA C built for the
-         * stand-in driver (emu.so), so that tests/gpu/run.sh can run the
-         * pack here (tests/gpu/conformance.c points the driver at it) */
-        const char *st = getenv("ICC_GPU_SELFTEST");
-        if (st && *st) {
-            char dst[4096];
-            const char *slash = strrchr(keep, '/');
-            snprintf(dst, sizeof dst, "%.*semu.so", slash ? (int)(slash - keep + 1) : 0, keep);
-            if (!(text = be->emit_text(a, "cuda", &d))) {
-                snprintf(why, whylen, "cuda-so: %s", d.msg);
-                goto done;
-            }
-            if (emu_compile(text, dir, why, whylen) < 0)
-                goto done;
-            if (copy_file(emu, dst) < 0) {
-                snprintf(why, whylen, "cuda-pack: cannot move the emulation to %s", dst);
-                goto done;
-            }
+    /* the emulation (emu.so) in the temporary directory; with keep, only
+     * under ICC_GPU_SELFTEST and beside the library, so that
+     * tests/gpu/run.sh can run the pack here (tests/gpu/conformance.c
+     * points the stand-in driver at it) */
+    const char *st = getenv("ICC_GPU_SELFTEST");
+    char kdir[4096];
+    const char *slash = keep ? strrchr(keep, '/') : NULL;
+    snprintf(kdir, sizeof kdir, "%.*s", slash ? (int)(slash - keep) : 1, slash ? keep : ".");
+    if (!keep || (st && *st)) {
+        if (!(text = be->emit_text(a, "cuda", &d))) {
+            snprintf(why, whylen, "cuda-so: %s", d.msg);
+            goto done;
         }
+        if (emu_compile(text, keep ? kdir : dir, why, whylen) < 0)
+            goto done;
+    }
+    if (keep) {
         rc = 0;
         goto done;
     }
-    if (!(text = be->emit_text(a, "cuda", &d))) {
-        snprintf(why, whylen, "cuda-so: %s", d.msg);
-        goto done;
-    }
-    if (emu_compile(text, dir, why, whylen) < 0)
-        goto done;
     /* the runtime opens the stand-in driver once per process; the driver
      * reads the emulated module's path at each module load */
     setenv("ICC_CUDA_DRIVER", ICC_FAKE_CUDA_DRIVER, 1);
