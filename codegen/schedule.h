@@ -103,7 +103,7 @@ typedef struct cg_schedule {
     bool gpu_gemm;
     bool gpu_mma;              /* ... with tensor cores (mma.sync, sm_80 on) for f16/bf16 operands */
     bool gpu_rows;             /* CUDA: Softmax and the layer norms a thread block per row
-                                  (reduce.c, red_outer_gpu) */
+                                  (reduce.c, red_outer_rows) */
     bool transpose_lane_inner; /* a Transpose moving the input's short last dim outward keeps
                                   it the innermost loop, so strided reads share cache lines
                                   (movement.c; not for CUDA: a thread per output element) */

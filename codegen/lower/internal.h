@@ -44,7 +44,7 @@ typedef struct {
     bool epi_used;             /* lower_epi was called */
     kir_block *root;           /* where red_outer starts the loop nest (NULL: the kernel's
                                   body); a branch of a run-time choice (reduce.c) */
-    kir_expr *gpu_row;         /* CUDA rows (red_outer_gpu): the thread's index in its block,
+    kir_expr *gpu_row;         /* CUDA rows (red_outer_rows): the thread's index in its block,
                                   whose strided share of the row red_reduce and red_pass
                                   run; NULL otherwise */
 } lctx;

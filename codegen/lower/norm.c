@@ -149,8 +149,8 @@ static int lower_softmax(lctx *c, int axis)
     bool red[IR_MAX_RANK] = {0};
     red[axis] = true;
     kir_expr *ix[IR_MAX_RANK];
-    kir_block *body = red_outer_gpu(c, t, red, ix);
-    if (!body && !(body = red_outer(c, t, red, ix)))
+    kir_block *body = red_outer_rows(c, t, red, ix);
+    if (!body)
         return -1;
     int mx = kir_new_acc(k, ct), sum = kir_new_acc(k, ct);
     stat_term plain = {0};
@@ -301,9 +301,7 @@ static int lower_layernorm(lctx *c, int axis)
     for (int d = axis; d < t->rank; d++)
         red[d] = true;
     kir_expr *ix[IR_MAX_RANK], *mean, *var;
-    kir_block *body = red_outer_gpu(c, t, red, ix);
-    if (!body)
-        body = red_outer(c, t, red, ix);
+    kir_block *body = red_outer_rows(c, t, red, ix);
     if (!body || moments(c, body, t, red, ix, rms, 0, &mean, &var) < 0)
         return -1;
     int inv = kir_new_acc(k, c->cdt);

@@ -97,16 +97,16 @@ static void gpu_unflatten(kir_kernel *k, kir_expr *f, const ir_type *t, const bo
         idx[pos[i]] = sub[i];
 }
 
-kir_block *red_outer_gpu(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
+kir_block *red_outer_rows(lctx *c, const ir_type *t, const bool *red, kir_expr **idx)
 {
     kir_kernel *k = c->k;
     if (!c->s->gpu_rows || c->root || k->body.n || !ir_type_is_static(t))
-        return NULL;
+        return red_outer(c, t, red, idx);
     int64_t rows = 1, kept = 1;
     for (int d = 0; d < t->rank; d++)
         *(red[d] ? &rows : &kept) *= t->dims[d].v;
     if (rows < 64 || kept < 1)
-        return NULL;
+        return red_outer(c, t, red, idx);
     int vg = kir_new_var(k), vt = kir_new_var(k);
     kir_stmt *lg = lw_loop(c, &k->body, vg, lw_i64c(k, kept), KIR_GRID);
     kir_stmt *lt = lg ? lw_loop(c, &lg->body, vt, lw_i64c(k, RED_GPU_THREADS), KIR_THREAD) : NULL;

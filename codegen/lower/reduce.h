@@ -19,18 +19,19 @@ kir_block *red_nest(lctx *c, kir_block *b, int n, const ir_dim *dims, kir_expr *
  * those dims. */
 kir_block *red_outer(lctx *c, const ir_type *t, const bool *red, kir_expr **idx);
 
-/* red_outer for CUDA, when the kernel is empty, t static and the rows
- * (the dims red[] marks) hold at least 64 elements: a thread block of
- * RED_GPU_THREADS per kept position (a grid loop over them, a thread loop
- * inside), c->gpu_row set to the thread's index; then red_pass and
- * red_reduce give each thread the row positions t, t + RED_GPU_THREADS,
- * ... (the same in every pass, so what a thread stores it reads back
- * itself) and red_reduce combines the threads' partials through shared
- * memory (a tree of barriers), every thread getting the total. NULL
- * (nothing appended) when it does not apply or on out of memory: then
- * red_outer. */
+/* red_outer, or where the schedule has GPU rows (gpu_rows: CUDA), the
+ * kernel is empty, t static and the rows (the dims red[] marks) hold at
+ * least 64 elements, a thread block of RED_GPU_THREADS per kept position
+ * (a grid loop over them, a thread loop inside) with c->gpu_row set to
+ * the thread's index; then red_pass and red_reduce give each thread the
+ * row positions t, t + RED_GPU_THREADS, ... (the same in every pass, so
+ * what a thread stores it reads back itself) and red_reduce combines the
+ * threads' partials through shared memory (a tree of barriers), every
+ * thread getting the total. For the callers whose passes are only
+ * red_pass and red_reduce at the body's top level (Softmax, the layer
+ * norms). NULL on out of memory. */
 enum { RED_GPU_THREADS = 128 };
-kir_block *red_outer_gpu(lctx *c, const ir_type *t, const bool *red, kir_expr **idx);
+kir_block *red_outer_rows(lctx *c, const ir_type *t, const bool *red, kir_expr **idx);
 
 /* One pass over the dims of t that red[] marks, appended to b with fresh
  * variables; sets idx[d] of those dims. The innermost loop is of kind

@@ -1141,7 +1141,7 @@ PY
     }
     check "cuda: an f16 MatMul takes the tensor cores (mma.sync from sm_80), as the CPU computes it" cuda_mma
     # rows of Softmax / LayerNormalization / RMSNormalization: a thread block per row, the
-    # partials combined in shared memory (codegen/lower/reduce.c, red_outer_gpu); 10 rows on
+    # partials combined in shared memory (codegen/lower/reduce.c, red_outer_rows); 10 rows on
     # the emulation's 2 blocks, so a block's next row reuses the buffer
     cuda_rows() {
       python3 - "$T/rows.onnx" <<'PY' || return 1
