@@ -98,6 +98,68 @@ bool ir_type_rehome(const ir_graph *from, ir_graph *to, const ir_type *t, ir_typ
     return true;
 }
 
+/* Renumbers the symbols of dims d[0..n) by map (ids of sub's table). */
+static void renumber_dims(ir_dim *d, int n, const int32_t *map, int32_t nmap)
+{
+    for (int i = 0; i < n; i++)
+        if (d[i].sym > 0 && d[i].sym < nmap)
+            d[i].sym = map[d[i].sym];
+}
+
+/* Interns the symbols of subgraph sub (and of its subgraphs) in top's
+ * table and renumbers their values' dims to top's ids. */
+static int join_syms(ir_graph *top, ir_graph *sub)
+{
+    int32_t *map = calloc((size_t)sub->nsyms + 1, sizeof *map);
+    if (!map)
+        return -1;
+    for (int32_t id = 1; id < sub->nsyms; id++)
+        if (!(map[id] = rehome_sym(sub, top, id, 0))) {
+            free(map);
+            return -1;
+        }
+    for (int i = 0; i < sub->nvalues; i++) {
+        ir_value *v = sub->values[i];
+        if (v->type.rank > 0)
+            renumber_dims(v->type.dims, v->type.rank, map, sub->nsyms);
+        if (v->sv.known)
+            renumber_dims(v->sv.e, v->sv.n, map, sub->nsyms);
+    }
+    free(map);
+    for (int i = 0; i < sub->nsubs; i++)
+        if (join_syms(top, sub->subs[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* Makes sub's table (and its subgraphs') a copy of top's: the same names
+ * and definitions under the same ids (a definition names earlier ids). */
+static int copy_syms(const ir_graph *top, ir_graph *sub)
+{
+    sub->nsyms = sub->nsymdefs = 0;
+    for (int32_t id = 1; id < top->nsyms; id++) {
+        const char *nm = top->syms[id];
+        const ir_sym_def *df = ir_graph_sym_def(top, id);
+        if ((df ? ir_graph_sym_define(sub, nm, strlen(nm), df) : ir_graph_sym(sub, nm, strlen(nm))) != id)
+            return -1;
+    }
+    for (int i = 0; i < sub->nsubs; i++)
+        if (copy_syms(top, sub->subs[i]) < 0)
+            return -1;
+    return 0;
+}
+
+int ir_graph_share_syms(ir_graph *g)
+{
+    for (int i = 0; i < g->nsubs; i++)
+        if (join_syms(g, g->subs[i]) < 0)
+            return -1;
+    for (int i = 0; i < g->nsubs; i++)
+        if (copy_syms(g, g->subs[i]) < 0)
+            return -1;
+    return 0;
+}
+
 int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len)
 {
     for (int i = 1; i < g->nsyms; i++)

@@ -281,6 +281,13 @@ int ir_graph_depth(const ir_graph *g);
  * (types crossing between a graph and its subgraphs). false on out of
  * memory. */
 bool ir_type_rehome(const ir_graph *from, ir_graph *to, const ir_type *t, ir_type *out);
+/* Gives every subgraph of top-level graph g, at any depth, g's symbol
+ * ids: the symbols subgraphs use join g's table (by name, derived ones
+ * with their definitions, as ir_type_rehome does), their values' dims
+ * and shape values are renumbered, and each subgraph's table becomes a
+ * copy of g's. No type changes meaning; a program then indexes one table
+ * for every scope (codegen/program.c). -1 on out of memory. */
+int ir_graph_share_syms(ir_graph *g);
 
 /* Interns a symbol name, returning its id (> 0); 0 on out of memory. */
 int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len);

@@ -31,6 +31,9 @@
  * 64-byte-aligned offset that no already placed, lifetime-overlapping
  * buffer occupies: O(n^2) in the number of buffers, which is fine for
  * graphs of thousands of intermediates.
+ *
+ * Subgraphs get the top level's symbol ids first (ir_graph_share_syms):
+ * code generation reads every scope's symbolic dims from one table.
  */
 #include "passes/pass.h"
 #include "ir/ops.h"
@@ -273,6 +276,8 @@ done:
 int pass_plan(pass_ctx *c)
 {
     int64_t st[5] = {0}, end = 0;
+    if (c->g->nsubs && ir_graph_share_syms(c->g) < 0)
+        return ir_errorf(c->diag, "out of memory");
     if (plan_graph(c, c->g, 0, 0, &end, st) < 0)
         return -1;
     c->changed = st[0] > 0;
