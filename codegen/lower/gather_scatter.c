@@ -81,7 +81,7 @@ static int lower_gather(lctx *c)
     kir_block *b = mv_nest(c, &k->body, to, true, axis < tx->rank - 1, oi);
     if (!b)
         return -1;
-    kir_expr *w = mv_index_checked(c, b, kir_load(k, c->buf[1], oi + axis), tx->dims[axis].v);
+    kir_expr *w = mv_index_checked_dim(c, b, kir_load(k, c->buf[1], oi + axis), tx->dims[axis]);
     for (int d = 0; d < tx->rank; d++)
         xi[d] = d < axis ? oi[d] : d == axis ? w : oi[d - 1 + q];
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
@@ -670,14 +670,15 @@ static bool known_io(const ir_node *n)
 
 bool cg_can_lower_movement2(const ir_node *n)
 {
-    /* Gather reads every dim through the run's symbols but the gathered
-     * axis, whose length wraps and checks the indices: an embedding table
-     * [vocab, d] indexed by token ids [B, S]. */
+    /* Gather reads every dim through the run's symbols, the gathered
+     * axis's length too (it wraps and checks the indices): an embedding
+     * table [vocab, d] indexed by token ids [B, S], a step of a sequence
+     * [S, B, d] in a Loop's body. */
     if (n->op == IR_OP_GATHER && known_io(n)) {
         int axis;
         const ir_type *x = &n->in[0]->type;
         return index_dtype(n->in[1]->type.dtype) && mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis) &&
-               ir_dim_is_const(x->dims[axis]) && n->out[0]->type.rank == x->rank - 1 + n->in[1]->type.rank;
+               n->out[0]->type.rank == x->rank - 1 + n->in[1]->type.rank;
     }
     if (!static_io(n))
         return false;

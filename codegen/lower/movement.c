@@ -74,33 +74,50 @@ kir_expr *mv_const(lctx *c, ir_dtype dt, double v)
     return ir_dtype_is_float(dt) ? kir_const_f(c->k, dt, v) : kir_const_i(c->k, dt, (int64_t)v);
 }
 
-kir_expr *mv_index(lctx *c, kir_expr *v, int64_t n)
+kir_expr *mv_index_dim(lctx *c, kir_expr *v, ir_dim n)
 {
     kir_kernel *k = c->k;
     if (v && v->dtype != IR_I64)
         v = kir_op1(k, KIR_CAST, IR_I64, v);
     kir_expr *neg = kir_op2(k, KIR_LT, IR_BOOL, v, lw_i64c(k, 0));
-    v = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, v, lw_i64c(k, n)), v);
+    v = kir_op3(k, KIR_SELECT, IR_I64, neg, kir_iadd(k, v, kir_dim(k, n)), v);
     v = kir_op2(k, KIR_MAX, IR_I64, v, lw_i64c(k, 0));
-    return kir_op2(k, KIR_MIN, IR_I64, v, lw_i64c(k, n > 0 ? n - 1 : 0));
+    kir_expr *top = n.sym > 0 ? kir_op2(k, KIR_MAX, IR_I64, kir_iadd(k, kir_dim(k, n), lw_i64c(k, -1)), lw_i64c(k, 0))
+                              : lw_i64c(k, n.v > 0 ? n.v - 1 : 0);
+    return kir_op2(k, KIR_MIN, IR_I64, v, top);
 }
 
-kir_expr *mv_index_checked(lctx *c, kir_block *b, kir_expr *v, int64_t n)
+kir_expr *mv_index(lctx *c, kir_expr *v, int64_t n)
+{
+    return mv_index_dim(c, v, ir_dim_const(n));
+}
+
+kir_expr *mv_index_checked_dim(lctx *c, kir_block *b, kir_expr *v, ir_dim n)
 {
     kir_kernel *k = c->k;
     if (v && v->dtype != IR_I64)
         v = kir_op1(k, KIR_CAST, IR_I64, v);
     if (!(v = kir_let(k, b, v)))
         return NULL;
-    kir_expr *bad = kir_op2(k, KIR_OR, IR_BOOL, kir_op2(k, KIR_LT, IR_BOOL, v, lw_i64c(k, -n)),
-                            kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, n), v));
+    kir_expr *bad = kir_op2(k, KIR_OR, IR_BOOL,
+                            kir_op2(k, KIR_LT, IR_BOOL, v, kir_op1(k, KIR_NEG, IR_I64, kir_dim(k, n))),
+                            kir_op2(k, KIR_LE, IR_BOOL, kir_dim(k, n), v));
     kir_stmt *chk = kir_if(k, b, bad);
-    char msg[400];
-    snprintf(msg, sizeof msg, "node '%.200s' (%s): an index is out of range for a dim of %lld", c->n->name,
-             ir_ops[c->n->op].name, (long long)n);
+    char msg[400], dim[64];
+    if (n.sym > 0)
+        snprintf(dim, sizeof dim, "%.60s", ir_graph_sym_name(c->g, n.sym));
+    else
+        snprintf(dim, sizeof dim, "%lld", (long long)n.v);
+    snprintf(msg, sizeof msg, "node '%.200s' (%s): an index is out of range for a dim of %s", c->n->name,
+             ir_ops[c->n->op].name, dim);
     if (!chk || !kir_fail(k, &chk->body, msg))
         return NULL;
-    return mv_index(c, v, n);
+    return mv_index_dim(c, v, n);
+}
+
+kir_expr *mv_index_checked(lctx *c, kir_block *b, kir_expr *v, int64_t n)
+{
+    return mv_index_checked_dim(c, b, v, ir_dim_const(n));
 }
 
 bool mv_axis(int64_t axis, int rank, int *out)

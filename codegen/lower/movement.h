@@ -28,6 +28,9 @@ kir_expr *mv_index(lctx *c, kir_expr *v, int64_t n);
  * interpreter's reason; the kernel still reads the clamped position. The
  * check goes into b, before what b does with the result. */
 kir_expr *mv_index_checked(lctx *c, kir_block *b, kir_expr *v, int64_t n);
+/* The same for a dim that may be a symbol (the run's value). */
+kir_expr *mv_index_dim(lctx *c, kir_expr *v, ir_dim n);
+kir_expr *mv_index_checked_dim(lctx *c, kir_block *b, kir_expr *v, ir_dim n);
 
 /* A constant zero / one of dtype dt. */
 kir_expr *mv_const(lctx *c, ir_dtype dt, double v);
