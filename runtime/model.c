@@ -160,11 +160,11 @@ static int nderived(const icc_model_desc *d)
 static bool derived_ok(const icc_model_desc *d, int i)
 {
     const icc_sym_def *df = &d->derived[i];
-    int self = d->nsymbols - nderived(d) + i;
-    if (df->op < ICC_SYM_ADD || df->op > ICC_SYM_CEILDIV || df->a_sym < -1 || df->a_sym >= self ||
+    int self = d->nsymbols - nderived(d) + i, op = df->op & ~ICC_SYM_IN_SUBGRAPH;
+    if (op < ICC_SYM_ADD || op > ICC_SYM_CEILDIV || df->a_sym < -1 || df->a_sym >= self ||
         df->b_sym < -1 || df->b_sym >= self || df->message < 0 || df->message > d->nmessages)
         return false;
-    return df->op < ICC_SYM_FLOORDIV || (df->b_sym == -1 && df->b > 0);
+    return op < ICC_SYM_FLOORDIV || (df->b_sym == -1 && df->b > 0);
 }
 
 /* Everything the runtime later relies on without checking again. */
@@ -575,18 +575,21 @@ icc_status rt_bind(const icc_model *m, const int64_t *const *in_dims, const icc_
         }
     /* derived symbols, in order (each names earlier ones only): a negative
      * one is a window larger than its padded input, as the interpreter's
-     * shape functions report it */
+     * shape functions report it; one of a subgraph's counts as 0 (the
+     * subgraph checks it if it runs) */
     for (int i = 0; i < nd; i++) {
         const icc_sym_def *df = &d->derived[i];
         int64_t a = df->a_sym >= 0 ? syms[df->a_sym] : df->a, b = df->b_sym >= 0 ? syms[df->b_sym] : df->b, r = 0;
         bool ovf = false;
-        switch (df->op) {
+        switch (df->op & ~ICC_SYM_IN_SUBGRAPH) {
         case ICC_SYM_ADD: ovf = __builtin_add_overflow(a, b, &r); break;
         case ICC_SYM_MUL: ovf = __builtin_mul_overflow(a, b, &r); break;
         case ICC_SYM_FLOORDIV: r = a / b - (a % b != 0 && a < 0); break;
         default: r = a / b + (a % b != 0 && a > 0); break;
         }
         const char *name = d->symbols[nfree + i];
+        if (!ovf && r < 0 && (df->op & ICC_SYM_IN_SUBGRAPH))
+            r = 0;
         if (ovf || r < 0) {
             char ins[160] = "";
             for (int s = 0; s < nfree; s++)

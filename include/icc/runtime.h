@@ -126,8 +126,14 @@ typedef enum icc_sym_op {
     ICC_SYM_CEILDIV = 4,           /* ceil(a / b), b a constant > 0 */
 } icc_sym_op;
 
+/* Or-ed into icc_sym_def.op: the symbol sizes only values inside a
+ * subgraph (an If's branch, a Loop's body), which may not run at all. A
+ * negative value is then no error before the run: it counts as 0, and
+ * the subgraph checks it, in the kernels before the node that makes it. */
+#define ICC_SYM_IN_SUBGRAPH 0x100
+
 typedef struct icc_sym_def {
-    int32_t op;                    /* an icc_sym_op */
+    int32_t op;                    /* an icc_sym_op, maybe with ICC_SYM_IN_SUBGRAPH */
     int32_t a_sym, b_sym;
     int32_t message;
     int64_t a, b;

@@ -258,7 +258,7 @@ END_TEST
 
 /* Derived symbols (icc_model_desc.derived): the runtime computes them from
  * the input-bound ones, refuses a negative one naming it and the node of
- * its message, and refuses a
+ * its message (one marked ICC_SYM_IN_SUBGRAPH counts as 0), and refuses a
  * table whose definitions name later symbols or divide by 0. The toy's
  * descriptor gets two derived symbols after N, its output's dim 0 named by
  * the second (icc_output_dims only: the toy's kernels do not read them). */
@@ -300,6 +300,18 @@ START_TEST(derived_symbols)
     expect(icc_output_dims(m, dims, 0, yd), ICC_ERR_SHAPE, icc_last_error(), "node 'p' (MaxPool): the input dims",
            "'N+2' negative");
     icc_model_close(m);
+    /* a symbol only a subgraph uses counts as 0 when negative: the branch
+     * may not run (its kernels check it where it does) */
+    defs[0].op |= ICC_SYM_IN_SUBGRAPH;
+    defs[1].op |= ICC_SYM_IN_SUBGRAPH;
+    ck_assert_int_eq(icc_model_from_desc(&edited, &m), ICC_OK);
+    ck_assert_int_eq(icc_output_dims(m, dims, 0, yd), ICC_OK);
+    ck_assert(yd[0] == 0 && yd[1] == 4);    /* floor(0 / 3): N-10 counted as 0 */
+    icc_model_close(m);
+    defs[0].op = ICC_SYM_MUL | 0x200;       /* an unknown flag */
+    expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "bad definition", NULL);
+    defs[0].op = ICC_SYM_ADD;
+    defs[1].op = ICC_SYM_FLOORDIV;
     defs[0].message = 3;                    /* past the message table */
     expect(icc_model_from_desc(&edited, &m), ICC_ERR_ABI, icc_last_error(), "bad definition", NULL);
     defs[0].message = 0;
