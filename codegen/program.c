@@ -47,6 +47,9 @@ typedef struct {
     int64_t *sym_est;          /* symbol id -> its typical value for the cost model (sym_estimates) */
     int nscopes;
     int capsteps;
+    kir_kernel *chk;           /* add_check's sink inside a subgraph (check kernels), else NULL */
+    kir_block *chk_at;         /* where chk's next check goes: the orelse of the one before
+                                  (the first failing check is the one reported) */
 } pbuild;
 
 /* FNV-1a, 64-bit: the checksum the runtime verifies for mapped weights.
@@ -224,6 +227,17 @@ static int collect_scopes(pbuild *c)
                 }
         }
     }
+    /* kernels of every scope read symbols from one table (the plan pass
+     * gave subgraphs the top level's ids, ir_graph_share_syms) */
+    for (int si = 1; si < c->nscopes; si++) {
+        const ir_graph *sg = c->scopes[si].g;
+        bool same = sg->nsyms == c->g->nsyms || (sg->nsyms <= 1 && c->g->nsyms <= 1);
+        for (int32_t i = 1; same && i < sg->nsyms; i++)
+            same = !strcmp(sg->syms[i], c->g->syms[i]);
+        if (!same)
+            return ir_node_errorf(c->d, c->scopes[si].node, "subgraph '%.100s' has symbols of its own: run the plan "
+                                  "pass before compiling", sg->name);
+    }
     return 0;
 }
 
@@ -259,6 +273,19 @@ static void mark_sym(const ir_graph *g, char *used, int32_t sym)
     }
 }
 
+/* Marks the symbols the values of g use, and those of its control
+ * nodes' subgraphs, which share top's ids (ir_graph_share_syms). */
+static void mark_values(const ir_graph *top, const ir_graph *g, char *used)
+{
+    for (int i = 0; i < g->nvalues; i++)
+        for (int k = 0; k < g->values[i]->type.rank; k++)
+            mark_sym(top, used, g->values[i]->type.dims[k].sym);
+    for (int k = 0; k < g->nnodes; k++)
+        for (int a = 0; a < g->nodes[k]->nattr; a++)
+            if (g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH && g->nodes[k]->attrs[a].graph)
+                mark_values(top, g->nodes[k]->attrs[a].graph, used);
+}
+
 /* Appends "node 'NAME' (OP): what" (what NULL: without ": what") to the
  * program's messages; returns its 1-based index, or -1. */
 static int add_message(pbuild *c, const ir_node *n, const char *what)
@@ -287,6 +314,26 @@ static bool sym_uses(const ir_graph *g, int32_t d, int32_t s)
     return df && d > s && (sym_uses(g, df->a.sym, s) || sym_uses(g, df->b.sym, s));
 }
 
+/* The first node of g (or of a subgraph inside, before the node holding
+ * it) whose results' dims use symbol s, or NULL. */
+static const ir_node *first_user(const ir_graph *top, const ir_graph *g, int32_t s)
+{
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int a = 0; a < n->nattr; a++)
+            if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph) {
+                const ir_node *f = first_user(top, n->attrs[a].graph, s);
+                if (f)
+                    return f;
+            }
+        for (int o = 0; o < n->nout; o++)
+            for (int d = 0; n->out[o] && d < n->out[o]->type.rank; d++)
+                if (sym_uses(top, n->out[o]->type.dims[d].sym, s))
+                    return n;
+    }
+    return NULL;
+}
+
 /* Names, for each derived symbol of the descriptor, the first node whose
  * results' dims use it (the runtime's message when the input dims make it
  * negative: icc_sym_def.message). */
@@ -302,35 +349,33 @@ static int name_derived(pbuild *c)
         int i = p->sym_desc[s] - (p->nsymbols - p->nderived);
         if (p->sym_desc[s] < 0 || i < 0)
             continue;
-        const ir_node *first = NULL;
-        for (int k = 0; k < g->nnodes && !first; k++) {
-            const ir_node *n = g->nodes[k];
-            for (int o = 0; o < n->nout && !first; o++)
-                for (int d = 0; n->out[o] && d < n->out[o]->type.rank && !first; d++)
-                    if (sym_uses(g, n->out[o]->type.dims[d].sym, s))
-                        first = n;
-        }
+        const ir_node *first = first_user(g, g, s);
         if (first && (p->derived_message[i] = add_message(c, first, NULL)) < 0)
             return -1;
     }
     return 0;
 }
 
-/* The derived symbols some value of the graph uses (directly or through
- * another's definition) whose free symbols the inputs bind join the
- * descriptor after the bound ones, in id order (a definition names only
+/* The derived symbols some value of the graph or of its subgraphs uses
+ * (directly or through another's definition) whose free symbols the
+ * inputs bind join the descriptor after the bound ones, in id order (a definition names only
  * earlier ids), so the runtime computes them from the input dims. One
  * over a symbol no input binds stays out: check_values refuses it. */
 static int find_derived(pbuild *c)
 {
     const ir_graph *g = c->g;
     cg_program *p = c->p;
-    char *used = calloc((size_t)g->nsyms + 1, 1);
-    if (!used)
+    char *used = calloc((size_t)g->nsyms + 1, 1), *top = calloc((size_t)g->nsyms + 1, 1);
+    p->derived_in_sub = calloc((size_t)g->nsyms + 1, sizeof *p->derived_in_sub);
+    if (!used || !top || !p->derived_in_sub) {
+        free(used);
+        free(top);
         return ir_errorf(c->d, "out of memory");
+    }
+    mark_values(g, g, used);
     for (int i = 0; i < g->nvalues; i++)
         for (int k = 0; k < g->values[i]->type.rank; k++)
-            mark_sym(g, used, g->values[i]->type.dims[k].sym);
+            mark_sym(g, top, g->values[i]->type.dims[k].sym);
     for (int32_t s = 1; s < g->nsyms; s++) {
         const ir_sym_def *df = ir_graph_sym_def(g, s);
         if (!used[s] || !df || (df->a.sym > 0 && p->sym_desc[df->a.sym] < 0) ||
@@ -339,14 +384,17 @@ static int find_derived(pbuild *c)
         ir_sym_def *nd = realloc(p->derived, sizeof *nd * ((size_t)p->nderived + 1));
         if (!nd) {
             free(used);
+            free(top);
             return ir_errorf(c->d, "out of memory");
         }
         p->derived = nd;
+        p->derived_in_sub[p->nderived] = !top[s];
         p->derived[p->nderived++] = *df;
         p->symbol_names[p->nsymbols] = ir_graph_sym_name(g, s);
         p->sym_desc[s] = p->nsymbols++;
     }
     free(used);
+    free(top);
     return 0;
 }
 
@@ -484,7 +532,17 @@ static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, si
 }
 
 /* A type as text for messages: "f32[2,3]", '?' for a dim not fixed. */
-static void type_text(const ir_type *t, char *buf, size_t n)
+static void dim_text(const ir_graph *g, ir_dim dm, char *buf, size_t n)
+{
+    if (dm.sym > 0)
+        snprintf(buf, n, "%s", ir_graph_sym_name(g, dm.sym));
+    else
+        snprintf(buf, n, "%lld", (long long)dm.v);
+}
+
+/* t as text, a symbol by its name (every scope shares the top level's
+ * ids), an unknown dim as ?. */
+static void type_text(const ir_graph *g, const ir_type *t, char *buf, size_t n)
 {
     if (t->rank < 0) {
         snprintf(buf, n, "%s of unknown rank", ir_dtype_name(t->dtype));
@@ -492,10 +550,10 @@ static void type_text(const ir_type *t, char *buf, size_t n)
     }
     size_t at = (size_t)snprintf(buf, n, "%s[", ir_dtype_name(t->dtype));
     for (int k = 0; k < t->rank && at < n; k++) {
-        if (t->dims[k].sym)
-            at += (size_t)snprintf(buf + at, n - at, "%s?", k ? "," : "");
-        else
-            at += (size_t)snprintf(buf + at, n - at, "%s%lld", k ? "," : "", (long long)t->dims[k].v);
+        char d[128] = "?";
+        if (t->dims[k].sym >= 0)
+            dim_text(g, t->dims[k], d, sizeof d);
+        at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? "," : "", d);
     }
     if (at < n)
         snprintf(buf + at, n - at, "]");
@@ -511,9 +569,30 @@ static bool type_static(const ir_type *t)
     return true;
 }
 
+/* A known rank and every dim a constant or a symbol (check_values then
+ * asks the inputs to bind the symbols). */
+static bool type_known(const ir_type *t)
+{
+    if (t->rank < 0)
+        return false;
+    for (int k = 0; k < t->rank; k++)
+        if (t->dims[k].sym < 0)
+            return false;
+    return true;
+}
+
+/* Attribute list entry j, or def when the list is absent or shorter. */
+static int64_t list_at(const ir_node *n, const char *name, int j, int64_t def)
+{
+    const int64_t *v;
+    int cnt = ir_attr_ints(n, name, &v);
+    return j < cnt ? v[j] : def;
+}
+
 /* An If compiles when its condition is one bool and each output has one
- * static type that both branches give: a program's buffers have fixed
- * sizes, so the branch taken at run time must fit the If's. */
+ * type that both branches give (dims constant or symbols the inputs
+ * bind): the If's output is sized before either branch runs, so the
+ * branch taken at run time must fit it. */
 static int check_if(pbuild *c, const ir_node *n)
 {
     const ir_type *ct = &n->in[0]->type;
@@ -527,14 +606,14 @@ static int check_if(pbuild *c, const ir_node *n)
             return ir_node_errorf(c->d, n, "has no %s of %d outputs", br[b], n->nout);
         for (int i = 0; i < n->nout; i++) {
             const ir_type *bt = &sub->outputs[i]->type, *ot = &n->out[i]->type;
-            if (type_static(bt) && ir_type_same(bt, ot))
+            if (type_known(bt) && ir_type_same(bt, ot))
                 continue;
             const ir_graph *other = ir_attr_graph(n, br[!b]);
             char x[160], y[160];
-            type_text(bt, x, sizeof x);
-            type_text(other && other->noutputs == n->nout ? &other->outputs[i]->type : ot, y, sizeof y);
+            type_text(c->g, bt, x, sizeof x);
+            type_text(c->g, other && other->noutputs == n->nout ? &other->outputs[i]->type : ot, y, sizeof y);
             return ir_node_errorf(c->d, n, "output %d ('%.100s') is %s in the %s and %s in the %s: an If whose "
-                                  "branches do not give one static shape is not compiled yet", i, n->out[i]->name, x,
+                                  "branches do not give one shape is not compiled yet", i, n->out[i]->name, x,
                                   br[b], y, br[!b]);
         }
     }
@@ -549,33 +628,35 @@ static bool is_scalar(const ir_value *v, ir_dtype dt)
 }
 
 /* Scan output j (of a Loop or a Scan) compiles when the body gives it
- * one static type per iteration and the stacked output is static. */
+ * one type per iteration and the stacked output's is known (symbols
+ * allowed). */
 static int check_scan_output(pbuild *c, const ir_node *n, int j, const ir_value *e, const ir_value *o)
 {
-    if (type_static(&e->type) && type_static(&o->type) && o->type.rank == e->type.rank + 1)
+    if (type_known(&e->type) && type_known(&o->type) && o->type.rank == e->type.rank + 1)
         return 0;
     char x[160], y[160];
-    type_text(&e->type, x, sizeof x);
-    type_text(&o->type, y, sizeof y);
+    type_text(c->g, &e->type, x, sizeof x);
+    type_text(c->g, &o->type, y, sizeof y);
     return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is %s per iteration and %s stacked: a scan output "
-                          "without one static shape is not compiled yet", j, o->name, x, y);
+                          "without one shape is not compiled yet", j, o->name, x, y);
 }
 
 /* Loop's carried value or Scan's state i (node input in, body input in
- * too, body output out) keeps one static type through the body, and the
- * body does not pass another such input on as it: the copy back after an
- * iteration goes input by input, so it would read one already copied. */
+ * too, body output out) keeps one type through the body (symbols
+ * allowed), and the body does not pass another such input on as it: the
+ * copy back after an iteration goes input by input, so it would read one
+ * already copied. */
 static int check_carried(pbuild *c, const ir_node *n, const ir_graph *b, const char *what, int i, int in, int out,
                          int formal)
 {
     const ir_type *t0 = &n->in[in]->type, *ti = &b->inputs[in]->type;
     const ir_type *to = &b->outputs[out]->type, *tl = &n->out[i]->type;
-    if (!type_static(t0) || !ir_type_same(t0, ti) || !ir_type_same(t0, to) || !ir_type_same(t0, tl)) {
+    if (!type_known(t0) || !ir_type_same(t0, ti) || !ir_type_same(t0, to) || !ir_type_same(t0, tl)) {
         char x[160], y[160];
-        type_text(t0, x, sizeof x);
-        type_text(to, y, sizeof y);
+        type_text(c->g, t0, x, sizeof x);
+        type_text(c->g, to, y, sizeof y);
         return ir_node_errorf(c->d, n, "%s %d ('%.100s') is %s before the body and %s after it: a %s whose %ss do "
-                              "not keep one static shape is not compiled yet", what, i, n->out[i]->name, x, y,
+                              "not keep one shape is not compiled yet", what, i, n->out[i]->name, x, y,
                               n->op == IR_OP_LOOP ? "Loop" : "Scan", what);
     }
     for (int j = 0; j < formal; j++)
@@ -608,7 +689,7 @@ static int check_loop(pbuild *c, const ir_node *n)
      * only for a constant trip count and a loop that cannot stop early,
      * else the model must declare it */
     for (int j = N; j < n->nout && ir_loop_static_trips(n, NULL, NULL) < 0; j++)
-        if (!type_static(&n->out[j]->type))
+        if (!type_known(&n->out[j]->type) || n->out[j]->type.rank < 1 || n->out[j]->type.dims[0].sym)
             return ir_node_errorf(c->d, n, "scan output %d ('%.100s') is not compiled yet: it has as many rows as "
                                   "the loop runs iterations, which only the run knows (%s), and the model does not "
                                   "declare its length", j - N, n->out[j]->name,
@@ -624,9 +705,9 @@ static int check_loop(pbuild *c, const ir_node *n)
     return 0;
 }
 
-/* A Scan compiles when its states keep one static type and its scan
- * inputs and outputs are static: then its length is a constant, the
- * scan inputs' dim along their axes. */
+/* A Scan compiles when its states keep one type and its scan inputs and
+ * outputs have known types (symbols allowed) whose scanned dims are one
+ * dim: its length, a constant or a symbol. */
 static int check_scan(pbuild *c, const ir_node *n)
 {
     const ir_graph *b = ir_attr_graph(n, "body");
@@ -636,10 +717,17 @@ static int check_scan(pbuild *c, const ir_node *n)
     for (int i = 0; i < N; i++)
         if (check_carried(c, n, b, "state", i, i, i, formal) < 0)
             return -1;
+    ir_dim len = {0, -1};
     for (int j = 0; j < M; j++) {
         const ir_value *x = n->in[N + j];
-        if (!x || !type_static(&x->type) || x->type.rank < 1)
-            return ir_node_errorf(c->d, n, "scan input %d must have a static shape to be compiled", j);
+        int64_t ax = list_at(n, "scan_input_axes", j, 0);
+        if (!x || !type_known(&x->type) || x->type.rank < 1 || ax < -x->type.rank || ax >= x->type.rank)
+            return ir_node_errorf(c->d, n, "scan input %d must have a known shape to be compiled", j);
+        ir_dim l = x->type.dims[ax < 0 ? ax + x->type.rank : ax];
+        if (j > 0 && !ir_dim_eq(l, len))
+            return ir_node_errorf(c->d, n, "scan input %d is scanned along a dim other than scan input 0's, which "
+                                  "is not compiled yet", j);
+        len = l;
     }
     for (int j = 0; j < n->nout - N; j++)
         if (check_scan_output(c, n, j, b->outputs[N + j], n->out[N + j]) < 0)
@@ -648,11 +736,10 @@ static int check_scan(pbuild *c, const ir_node *n)
 }
 
 /* A derived symbol (ir.h, ir_sym_def: a dim computed from symbolic dims,
- * such as a Conv's output height) compiles at the top level when the
- * inputs bind its free symbols (find_derived); one inside a subgraph, or
- * over a symbol no input binds, is refused, naming the node that makes it
- * and the dim. The input dims decide it, so the way out is pinning them,
- * not binding values. */
+ * such as a Conv's output height) compiles when the inputs bind its free
+ * symbols (find_derived); one over a symbol no input binds is refused,
+ * naming the node that makes it and the dim. The input dims decide it, so
+ * the way out is pinning them, not binding values. */
 static int refuse_derived(pbuild *c, const ir_graph *g, const ir_value *v, int k)
 {
     const char *sym = ir_graph_sym_name(g, v->type.dims[k].sym);
@@ -663,18 +750,19 @@ static int refuse_derived(pbuild *c, const ir_graph *g, const ir_value *v, int k
                      "yet: pin the inputs' dims with --shape=NAME:DIMS", v->name, sym);
 }
 
-/* Every dim of g's values static, or (at the top) a symbol some input
- * decides; a dim left unknown is traced back to where it came from. */
-static int check_values(pbuild *c, const ir_graph *g, bool top)
+/* Every dim of g's values static, or a symbol some input decides (every
+ * scope shares the top level's ids); a dim left unknown is traced back to
+ * where it came from. */
+static int check_values(pbuild *c, const ir_graph *g)
 {
     const cg_program *p = c->p;
     for (int i = 0; i < g->nvalues; i++) {
         const ir_value *v = g->values[i];
         for (int k = 0; k < v->type.rank; k++) {
             int32_t sym = v->type.dims[k].sym;
-            if (sym > 0 && ir_graph_sym_def(g, sym) && (!top || p->sym_desc[sym] < 0))
+            if (sym > 0 && sym < p->nsyms && ir_graph_sym_def(g, sym) && p->sym_desc[sym] < 0)
                 return refuse_derived(c, g, v, k);
-            if (sym > 0 && (!top || sym >= g->nsyms || p->sym_desc[sym] < 0))
+            if (sym > 0 && (sym >= p->nsyms || p->sym_desc[sym] < 0))
                 return ir_errorf(c->d, "value '%.200s' has the symbolic dim '%s', which no input "
                                  "decides: pin it with --shape", v->name, ir_graph_sym_name(g, sym));
         }
@@ -712,17 +800,13 @@ static int check_graph(pbuild *c)
         const ir_graph *g = c->scopes[si].g;
         for (int k = 0; k < g->nnodes; k++) {
             const ir_node *n = g->nodes[k];
-            bool control = n->op == IR_OP_IF || n->op == IR_OP_LOOP || n->op == IR_OP_SCAN;
-            if (control && p->dynamic)
-                return ir_node_errorf(c->d, n, "control flow in a model with symbolic dims is not compiled yet: "
-                                      "pin the dims with --shape=NAME:DIMS");
             if ((n->op == IR_OP_IF && check_if(c, n) < 0) || (n->op == IR_OP_LOOP && check_loop(c, n) < 0) ||
                 (n->op == IR_OP_SCAN && check_scan(c, n) < 0))
                 return -1;
         }
     }
     for (int si = 0; si < c->nscopes; si++)
-        if (check_values(c, c->scopes[si].g, si == 0) < 0)
+        if (check_values(c, c->scopes[si].g) < 0)
             return -1;
     char list[768] = "";
     int bad = 0;
@@ -937,16 +1021,179 @@ static bool arena_view(pbuild *c, int k, int *last)
     return true;
 }
 
+/* A new arena slot of `bytes` for value id `value` of its scope's graph
+ * (-1: none, a counter), live with the slots open[0..nopen) and with
+ * those among [from, nslots) whose values' lifetimes (def, last: node
+ * indices in the same graph) overlap its own [d, l]. Its index, or -1. */
+static int add_slot(pbuild *c, int value, cg_size bytes, const int *open, int nopen, int from, const int *def,
+                    const int *last, int d, int l)
+{
+    cg_program *p = c->p;
+    int slot = p->nslots, nconf = 0;
+    int *conf = malloc(sizeof *conf * ((size_t)nopen + (size_t)(slot - from) + 1));
+    if (!conf)
+        return ir_errorf(c->d, "out of memory");
+    for (int i = 0; i < nopen; i++)
+        conf[nconf++] = open[i];
+    for (int u = from; u < slot; u++) {
+        int uid = p->slots[u].value;
+        if (uid < 0 || (def[uid] <= l && d <= last[uid]))
+            conf[nconf++] = u;
+    }
+    conf[nconf] = -1;
+    p->slots[slot] = (cg_slot){.value = value, .bytes = bytes, .live_with = conf};
+    p->nslots++;
+    return slot;
+}
+
+/* Each value's defining node and last use in g (node indices; a use
+ * inside a fused group counts at its root), -1 for neither. */
+static void lifetimes(const ir_graph *g, const int *root, int *def, int *last)
+{
+    for (int i = 0; i < g->nvalues; i++)
+        def[i] = last[i] = -1;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i])
+                last[n->in[i]->id] = root[k];
+        for (int i = 0; i < n->nout; i++)
+            def[n->out[i]->id] = last[n->out[i]->id] = k;
+    }
+}
+
+static int layout_children(pbuild *c, int si, const int *open, int nopen, int from, const int *def,
+                           const int *last);
+
+/* The output of scope sc's control node that its subgraph's output i is
+ * computed in (an If's computed outputs, a Loop's carried values, a
+ * Scan's states), or -1: passed on (a copy), or in space of its own (a
+ * Loop's condition, scan outputs' rows). */
+static int output_outside(const pscope *sc, int i)
+{
+    const ir_node *n = sc->node;
+    if (!branch_computes(sc->g, i))
+        return -1;
+    if (n->op == IR_OP_IF)
+        return i < n->nout ? i : -1;
+    int formal = ir_control_formal_inputs(n), first = n->op == IR_OP_LOOP ? 1 : 0;
+    int N = n->op == IR_OP_LOOP ? formal - 2 : formal - (int)ir_attr_int(n, "num_scan_inputs", 0);
+    return i >= first && i - first < N ? i - first : -1;
+}
+
+/* The slots of subgraph scope si in a dynamic program, live with open
+ * (every slot live while its node runs, in the scopes around it): first
+ * those live through the whole subgraph (a Loop's or Scan's body inputs
+ * and counter, the body outputs kept in space of their own: what
+ * bind_scopes reserves with static sizes), then its intermediates, as at
+ * the top level, then its own subgraphs'. An If's two branches never run
+ * together, so they may share bytes; so may one body's iterations. */
+static int layout_scope(pbuild *c, int si, const int *open, int nopen)
+{
+    pscope *sc = &c->scopes[si];
+    const ir_graph *g = sc->g;
+    const ir_node *n = sc->node;
+    cg_program *p = c->p;
+    int nv = g->nvalues, rc = 0;
+    int *def = malloc(sizeof *def * ((size_t)nv + 1)), *last = malloc(sizeof *last * ((size_t)nv + 1));
+    int *whole = malloc(sizeof *whole * ((size_t)nopen + (size_t)g->ninputs + (size_t)g->noutputs + 2));
+    if (!def || !last || !whole) {
+        free(def);
+        free(last);
+        free(whole);
+        return ir_errorf(c->d, "out of memory");
+    }
+    lifetimes(g, sc->root, def, last);
+    if (nopen)
+        memcpy(whole, open, sizeof *whole * (size_t)nopen);
+    int nwhole = nopen, from = p->nslots;
+    if (n->op == IR_OP_LOOP || n->op == IR_OP_SCAN) {
+        int formal = ir_control_formal_inputs(n);
+        for (int i = 0; i < formal && i < g->ninputs && rc >= 0; i++) {
+            const ir_value *v = g->inputs[i];
+            if ((rc = add_slot(c, -1, value_size(v), whole, nwhole, p->nslots, def, last, 0, 0)) >= 0) {
+                sc->bind[v->id] = (cg_binding){KIR_BUF_ARENA, 0, rc};
+                whole[nwhole++] = rc;
+            }
+        }
+        if (n->op == IR_OP_SCAN && rc >= 0 &&
+            (rc = add_slot(c, -1, (cg_size){.scale = 8}, whole, nwhole, p->nslots, def, last, 0, 0)) >= 0) {
+            sc->counter = (cg_binding){KIR_BUF_ARENA, 0, rc};
+            whole[nwhole++] = rc;
+        }
+        for (int i = 0; i < g->noutputs && rc >= 0; i++) {
+            const ir_value *v = g->outputs[i];
+            if (!branch_computes(g, i) || output_outside(sc, i) >= 0)
+                continue;
+            if ((rc = add_slot(c, -1, value_size(v), whole, nwhole, p->nslots, def, last, 0, 0)) >= 0) {
+                sc->bind[v->id] = (cg_binding){KIR_BUF_ARENA, 0, rc};
+                whole[nwhole++] = rc;
+            }
+        }
+    }
+    from = p->nslots;
+    for (int k = 0; k < g->nnodes && rc >= 0; k++)
+        for (int i = 0; i < g->nodes[k]->nout && rc >= 0; i++) {
+            const ir_value *v = g->nodes[k]->out[i];
+            bool listed = false;
+            for (int j = 0; j < g->noutputs; j++)
+                listed |= g->outputs[j] == v;
+            if (sc->root[k] != k || listed)
+                continue;   /* inside a fused group, or bound above */
+            if ((rc = add_slot(c, v->id, value_size(v), whole, nwhole, from, def, last, def[v->id], last[v->id])) >= 0)
+                sc->bind[v->id] = (cg_binding){KIR_BUF_ARENA, 0, rc};
+        }
+    if (rc >= 0)
+        rc = layout_children(c, si, whole, nwhole, from, def, last);
+    free(def);
+    free(last);
+    free(whole);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The subgraphs of scope si's control nodes, each live with open and
+ * with the scope's slots [from, nslots) live at its node. */
+static int layout_children(pbuild *c, int si, const int *open, int nopen, int from, const int *def,
+                           const int *last)
+{
+    cg_program *p = c->p;
+    const ir_graph *g = c->scopes[si].g;
+    int *at = malloc(sizeof *at * ((size_t)nopen + (size_t)(p->nslots - from) + 1));
+    if (!at)
+        return ir_errorf(c->d, "out of memory");
+    int rc = 0, end = p->nslots;
+    for (int k = 0; k < g->nnodes && rc == 0; k++) {
+        const ir_node *n = g->nodes[k];
+        if (n->op != IR_OP_IF && n->op != IR_OP_LOOP && n->op != IR_OP_SCAN)
+            continue;
+        if (nopen)
+            memcpy(at, open, sizeof *at * (size_t)nopen);
+        int nat = nopen;
+        for (int u = from; u < end; u++) {
+            int uid = p->slots[u].value;
+            if (uid >= 0 && def[uid] <= k && k <= last[uid])
+                at[nat++] = u;
+        }
+        for (int ci = si + 1; ci < c->nscopes && rc == 0; ci++)
+            if (c->scopes[ci].parent == si && c->scopes[ci].node == n)
+                rc = layout_scope(c, ci, at, nat);
+    }
+    free(at);
+    return rc;
+}
+
 /* The arena: where intermediates live and how big it is. Static shapes
  * keep the plan pass's offsets (bind_values bound them) and its size.
  * With symbols the layout is a program run per call: intermediates in
  * definition order become slots, each with the earlier ones live at the
  * same time; at run time each goes at the lowest 64-aligned offset above
  * all of those (valid for any symbol values: values never live together
- * may share bytes), and the slots become the bindings' offsets. The
- * descriptor's arena_bytes is that layout with every symbol 1, computed
- * the way the run computes it. Runs before lowering: kernels bind the
- * slots. Anything else that needs arena space is sized here too. */
+ * may share bytes), and the slots become the bindings' offsets. The top
+ * level's slots come first, then each subgraph's (layout_scope), live
+ * with what is live while its node runs. The descriptor's arena_bytes is
+ * that layout with every symbol 1, computed the way the run computes it.
+ * Runs before lowering: kernels bind the slots. Anything else that needs
+ * arena space is sized here too. */
 static int layout_arena(pbuild *c)
 {
     const ir_graph *g = c->g;
@@ -960,27 +1207,20 @@ static int layout_arena(pbuild *c)
         }
         return 0;
     }
-    int nv = g->nvalues;
+    int nv = g->nvalues, nall = nv;
+    for (int si = 1; si < c->nscopes; si++)
+        nall += c->scopes[si].g->nvalues + 1;   /* at most: every value, a counter */
     int *def = malloc(sizeof *def * ((size_t)nv + 1)), *last = malloc(sizeof *last * ((size_t)nv + 1));
-    p->slots = calloc((size_t)nv + 1, sizeof *p->slots);
+    p->slots = calloc((size_t)nall + 1, sizeof *p->slots);
     if (!def || !last || !p->slots) {
         free(def);
         free(last);
         return ir_errorf(c->d, "out of memory");
     }
-    for (int i = 0; i < nv; i++)
-        def[i] = last[i] = -1;
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = g->nodes[k];
-        for (int i = 0; i < n->nin; i++)
-            if (n->in[i])
-                last[n->in[i]->id] = c->root[k];
-        for (int i = 0; i < n->nout; i++)
-            def[n->out[i]->id] = last[n->out[i]->id] = k;
-    }
+    lifetimes(g, c->root, def, last);
     int rc = 0;
-    for (int k = 0; k < g->nnodes && rc == 0; k++)
-        for (int i = 0; i < g->nodes[k]->nout && rc == 0; i++) {
+    for (int k = 0; k < g->nnodes && rc >= 0; k++)
+        for (int i = 0; i < g->nodes[k]->nout && rc >= 0; i++) {
             const ir_value *v = g->nodes[k]->out[i];
             if (c->bind[v->id].kind == KIR_BUF_OUTPUT || c->root[k] != k || c->at_load[k] || c->view[k])
                 continue;
@@ -988,26 +1228,15 @@ static int layout_arena(pbuild *c)
                 c->view[k] = true;   /* no kernel: emit_scope */
                 continue;
             }
-            int slot = p->nslots, nconf = 0;
-            int *conf = malloc(sizeof *conf * ((size_t)slot + 1));
-            if (!conf) {
-                rc = ir_errorf(c->d, "out of memory");
-                break;
-            }
-            p->nslots++;
-            p->slots[slot] = (cg_slot){.value = v->id, .bytes = value_size(v), .live_with = conf};
-            c->bind[v->id] = (cg_binding){KIR_BUF_ARENA, 0, slot};
-            for (int u = 0; u < slot; u++) {
-                int uid = p->slots[u].value;
-                if (def[uid] <= last[v->id] && def[v->id] <= last[uid])
-                    conf[nconf++] = u;
-            }
-            conf[nconf] = -1;
+            if ((rc = add_slot(c, v->id, value_size(v), NULL, 0, 0, def, last, def[v->id], last[v->id])) >= 0)
+                c->bind[v->id] = (cg_binding){KIR_BUF_ARENA, 0, rc};
         }
+    if (rc >= 0)
+        rc = layout_children(c, 0, NULL, 0, 0, def, last);
     free(def);
     free(last);
     if (rc < 0)
-        return rc;
+        return -1;
     int64_t *end = calloc((size_t)p->nslots + 1, sizeof *end), total = 0;
     if (!end)
         return ir_errorf(c->d, "out of memory");
@@ -1026,16 +1255,42 @@ static int layout_arena(pbuild *c)
 
 /* ---- run-time shape checks ------------------------------------------------ */
 
-static void dim_text(const ir_graph *g, ir_dim dm, char *buf, size_t n)
+
+/* The run's value of a check's size: scale times the dims. */
+static kir_expr *size_expr(kir_kernel *k, const cg_size *z)
 {
-    if (dm.sym > 0)
-        snprintf(buf, n, "%s", ir_graph_sym_name(g, dm.sym));
+    kir_expr *e = kir_const_i(k, IR_I64, z->scale);
+    for (int i = 0; i < z->n && e; i++)
+        e = kir_imul(k, e, kir_dim(k, z->dims[i]));
+    return e;
+}
+
+/* Check ck as a statement of the check kernel c->chk: a FAIL with the
+ * message when it does not hold. */
+static int check_stmt(pbuild *c, const cg_check *ck, const ir_node *n, const char *what)
+{
+    kir_kernel *k = c->chk;
+    kir_expr *bad;
+    if (ck->kind == CG_CHECK_DIM)
+        bad = kir_op2(k, KIR_NE, IR_BOOL, kir_dim(k, ck->a), kir_dim(k, ck->b));
+    else if (ck->kind == CG_CHECK_LE)
+        bad = kir_op2(k, KIR_LT, IR_BOOL, kir_dim(k, ck->b), kir_dim(k, ck->a));
     else
-        snprintf(buf, n, "%lld", (long long)dm.v);
+        bad = kir_op2(k, KIR_NE, IR_BOOL, size_expr(k, &ck->ca), size_expr(k, &ck->cb));
+    kir_stmt *st = bad ? kir_if(k, c->chk_at, bad) : NULL;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "node '%.300s' (%s): %.600s", n->name, ir_ops[n->op].name, what);
+    if (!st || !kir_fail(k, &st->body, msg))
+        return ir_errorf(c->d, "out of memory");
+    c->chk_at = &st->orelse;
+    return 0;
 }
 
 /* Adds check ck (its message naming the node) unless it holds for any
- * symbol values: both sides static and equal. */
+ * symbol values: both sides static and equal. Inside a subgraph, whose
+ * nodes may not run at all (an If's other branch), it becomes a
+ * statement of the node's check kernel (c->chk) instead of a check of
+ * the run's start. */
 static int add_check(pbuild *c, cg_check ck, const ir_node *n, const char *what)
 {
     cg_program *p = c->p;
@@ -1050,6 +1305,8 @@ static int add_check(pbuild *c, cg_check ck, const ir_node *n, const char *what)
     }
     if (fa && fb && (ck.kind == CG_CHECK_LE ? a <= b : a == b))
         return 0;
+    if (c->chk)
+        return check_stmt(c, &ck, n, what);
     cg_check *cks = realloc(p->checks, sizeof *cks * ((size_t)p->nchecks + 1));
     if (!cks)
         return ir_errorf(c->d, "out of memory");
@@ -1178,112 +1435,119 @@ static int check_dim_equal(pbuild *c, const ir_node *n, const ir_value *v, int d
  * against a fixed dim, a reshape's element count, a contraction's inner
  * dim); the compiled kernels rely on it, so the run checks it first and
  * refuses inputs that break it, naming the node. */
-static int find_shape_checks(pbuild *c)
+static int node_checks(pbuild *c, const ir_node *n)
 {
     const ir_graph *g = c->g;
     char what[512], x[128], y[128];
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = g->nodes[k];
-        const ir_type *to = &n->out[0]->type;
-        bool sym = false;
-        for (int i = 0; i < n->nin + n->nout; i++) {
-            const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
-            for (int d = 0; v && d < v->type.rank; d++)
-                sym |= v->type.dims[d].sym > 0;
-        }
-        if (!sym)
-            continue;
-        bool ew = ir_ops[n->op].flags & IR_F_ELEMWISE;
-        int first = 0, last = n->nin;
-        if (n->op == IR_OP_GEMM)
-            first = 2, last = n->nin > 2 ? 3 : 2;   /* C broadcasts to the output */
-        if (ew || n->op == IR_OP_GEMM) {
-            for (int i = first; i < last; i++) {
-                const ir_value *v = n->in[i];
-                if (!v)
-                    continue;
-                for (int d = 0; d < v->type.rank && d < to->rank; d++) {
-                    ir_dim in = v->type.dims[d], out = to->dims[to->rank - v->type.rank + d];
-                    if (in.sym <= 0 && in.v == 1)
-                        continue;   /* broadcast */
-                    if (check_dim_equal(c, n, v, d, in, out) < 0)
-                        return -1;
-                }
-            }
-        }
-        if (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM) {
-            const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
-            bool tA = n->op == IR_OP_GEMM && ir_attr_int(n, "transA", 0);
-            bool tB = n->op == IR_OP_GEMM && ir_attr_int(n, "transB", 0);
-            if (ta->rank >= 1 && tb->rank >= 1) {
-                ir_dim ka = ta->dims[tA ? ta->rank - 2 : ta->rank - 1];
-                ir_dim kb = tb->rank == 1 ? tb->dims[0] : tb->dims[tB ? tb->rank - 1 : tb->rank - 2];
-                dim_text(g, ka, x, sizeof x);
-                dim_text(g, kb, y, sizeof y);
-                snprintf(what, sizeof what, "the inner dims differ (%s vs %s)", x, y);
-                if ((ka.sym > 0 || kb.sym > 0) &&
-                    add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = ka, .b = kb}, n, what) < 0)
+    const ir_type *to = &n->out[0]->type;
+    bool sym = false;
+    for (int i = 0; i < n->nin + n->nout; i++) {
+        const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+        for (int d = 0; v && d < v->type.rank; d++)
+            sym |= v->type.dims[d].sym > 0;
+    }
+    if (!sym)
+        return 0;
+    bool ew = ir_ops[n->op].flags & IR_F_ELEMWISE;
+    int first = 0, last = n->nin;
+    if (n->op == IR_OP_GEMM)
+        first = 2, last = n->nin > 2 ? 3 : 2;   /* C broadcasts to the output */
+    if (ew || n->op == IR_OP_GEMM) {
+        for (int i = first; i < last; i++) {
+            const ir_value *v = n->in[i];
+            if (!v)
+                continue;
+            for (int d = 0; d < v->type.rank && d < to->rank; d++) {
+                ir_dim in = v->type.dims[d], out = to->dims[to->rank - v->type.rank + d];
+                if (in.sym <= 0 && in.v == 1)
+                    continue;   /* broadcast */
+                if (check_dim_equal(c, n, v, d, in, out) < 0)
                     return -1;
             }
-        }
-        switch (n->op) {
-        case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: {
-            const ir_type *ti = &n->in[0]->type;
-            cg_check ck = {.kind = CG_CHECK_COUNT, .ca = {.scale = 1, .n = ti->rank},
-                           .cb = {.scale = 1, .n = to->rank}};
-            for (int d = 0; d < ti->rank; d++)
-                ck.ca.dims[d] = ti->dims[d];
-            for (int d = 0; d < to->rank; d++)
-                ck.cb.dims[d] = to->dims[d];
-            snprintf(what, sizeof what, "'%.100s' cannot be reshaped to '%.100s': the element counts differ",
-                     n->in[0]->name, n->out[0]->name);
-            if (add_check(c, ck, n, what) < 0)
-                return -1;
-            break;
-        }
-        case IR_OP_CONV: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL:
-        case IR_OP_LP_POOL:
-            if (window_checks(c, n) < 0)
-                return -1;
-            break;
-        case IR_OP_CONV_NCHWC: case IR_OP_CONV_DW_NCHWC:
-            if (blocked_window_checks(c, n) < 0)
-                return -1;
-            break;
-        case IR_OP_SPLIT:
-            if (split_checks(c, n) < 0)
-                return -1;
-            break;
-        case IR_OP_CONCAT: {
-            /* every input's dims but the axis are the output's (shape
-             * inference took the first input's where symbols differ) */
-            int axis = (int)ir_attr_int(n, "axis", 0);
-            axis = axis < 0 ? axis + to->rank : axis;
-            for (int i = 0; i < n->nin; i++)
-                for (int d = 0; n->in[i] && d < to->rank && d < n->in[i]->type.rank; d++)
-                    if (d != axis && check_dim_equal(c, n, n->in[i], d, n->in[i]->type.dims[d], to->dims[d]) < 0)
-                        return -1;
-            break;
-        }
-        case IR_OP_SLICE: {
-            /* an axis sliced to a symbolic end S keeps S elements only
-             * while S is within the data's fixed dim (ir/ref/movement_view.c) */
-            const ir_type *ti = &n->in[0]->type;
-            for (int d = 0; d < ti->rank && d < to->rank; d++) {
-                if (to->dims[d].sym <= 0 || !ir_dim_is_const(ti->dims[d]))
-                    continue;
-                dim_text(g, to->dims[d], x, sizeof x);
-                snprintf(what, sizeof what, "%s exceeds dim %d of '%.100s' (%lld), which the slice cannot extend", x, d,
-                         n->in[0]->name, (long long)ti->dims[d].v);
-                if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = to->dims[d], .b = ti->dims[d]}, n, what) < 0)
-                    return -1;
-            }
-            break;
-        }
-        default:
-            break;
         }
     }
+    if (n->op == IR_OP_MATMUL || n->op == IR_OP_GEMM) {
+        const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
+        bool tA = n->op == IR_OP_GEMM && ir_attr_int(n, "transA", 0);
+        bool tB = n->op == IR_OP_GEMM && ir_attr_int(n, "transB", 0);
+        if (ta->rank >= 1 && tb->rank >= 1) {
+            ir_dim ka = ta->dims[tA ? ta->rank - 2 : ta->rank - 1];
+            ir_dim kb = tb->rank == 1 ? tb->dims[0] : tb->dims[tB ? tb->rank - 1 : tb->rank - 2];
+            dim_text(g, ka, x, sizeof x);
+            dim_text(g, kb, y, sizeof y);
+            snprintf(what, sizeof what, "the inner dims differ (%s vs %s)", x, y);
+            if ((ka.sym > 0 || kb.sym > 0) &&
+                add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = ka, .b = kb}, n, what) < 0)
+                return -1;
+        }
+    }
+    switch (n->op) {
+    case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: {
+        const ir_type *ti = &n->in[0]->type;
+        cg_check ck = {.kind = CG_CHECK_COUNT, .ca = {.scale = 1, .n = ti->rank},
+                       .cb = {.scale = 1, .n = to->rank}};
+        for (int d = 0; d < ti->rank; d++)
+            ck.ca.dims[d] = ti->dims[d];
+        for (int d = 0; d < to->rank; d++)
+            ck.cb.dims[d] = to->dims[d];
+        snprintf(what, sizeof what, "'%.100s' cannot be reshaped to '%.100s': the element counts differ",
+                 n->in[0]->name, n->out[0]->name);
+        if (add_check(c, ck, n, what) < 0)
+            return -1;
+        break;
+    }
+    case IR_OP_CONV: case IR_OP_CONV_INTEGER: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL:
+    case IR_OP_LP_POOL:
+        if (window_checks(c, n) < 0)
+            return -1;
+        break;
+    case IR_OP_CONV_NCHWC: case IR_OP_CONV_DW_NCHWC:
+        if (blocked_window_checks(c, n) < 0)
+            return -1;
+        break;
+    case IR_OP_SPLIT:
+        if (split_checks(c, n) < 0)
+            return -1;
+        break;
+    case IR_OP_CONCAT: {
+        /* every input's dims but the axis are the output's (shape
+         * inference took the first input's where symbols differ) */
+        int axis = (int)ir_attr_int(n, "axis", 0);
+        axis = axis < 0 ? axis + to->rank : axis;
+        for (int i = 0; i < n->nin; i++)
+            for (int d = 0; n->in[i] && d < to->rank && d < n->in[i]->type.rank; d++)
+                if (d != axis && check_dim_equal(c, n, n->in[i], d, n->in[i]->type.dims[d], to->dims[d]) < 0)
+                    return -1;
+        break;
+    }
+    case IR_OP_SLICE: {
+        /* an axis sliced to a symbolic end S keeps S elements only
+         * while S is within the data's fixed dim (ir/ref/movement_view.c) */
+        const ir_type *ti = &n->in[0]->type;
+        for (int d = 0; d < ti->rank && d < to->rank; d++) {
+            if (to->dims[d].sym <= 0 || !ir_dim_is_const(ti->dims[d]))
+                continue;
+            dim_text(g, to->dims[d], x, sizeof x);
+            snprintf(what, sizeof what, "%s exceeds dim %d of '%.100s' (%lld), which the slice cannot extend", x, d,
+                     n->in[0]->name, (long long)ti->dims[d].v);
+            if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = to->dims[d], .b = ti->dims[d]}, n, what) < 0)
+                return -1;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* The checks of every top-level node, run before the kernels. (A
+ * subgraph's nodes check inside their scope: emit_scope.) */
+static int find_shape_checks(pbuild *c)
+{
+    for (int k = 0; k < c->g->nnodes; k++)
+        if (node_checks(c, c->g->nodes[k]) < 0)
+            return -1;
     return 0;
 }
 
@@ -1355,7 +1619,8 @@ static int64_t static_bytes(const ir_value *v)
  * branch_copies). A Loop's body has its counter, condition and carried
  * inputs in reserved space of their own, computes its carried outputs in
  * the Loop's outputs (copied back into the inputs after each iteration)
- * and its condition into reserved space. */
+ * and its condition into reserved space. In a dynamic program the
+ * reserved space is slots layout_scope made (bound there). */
 static int bind_scopes(pbuild *c)
 {
     for (int si = 1; si < c->nscopes; si++) {
@@ -1366,27 +1631,18 @@ static int bind_scopes(pbuild *c)
         int formal = ir_control_formal_inputs(n);
         for (int j = 0; j < n->ncap && formal >= 0 && formal + j < sg->ninputs; j++)
             sc->bind[sg->inputs[formal + j]->id] = outer[n->in[n->nin - n->ncap + j]->id];
-        if (n->op == IR_OP_IF)
-            for (int i = 0; i < sg->noutputs && i < n->nout; i++)
-                if (branch_computes(sg, i))
-                    sc->bind[sg->outputs[i]->id] = outer[n->out[i]->id];
-        if (n->op != IR_OP_LOOP && n->op != IR_OP_SCAN)
-            continue;
-        for (int i = 0; i < formal && i < sg->ninputs; i++)
+        /* outputs computed in the node's (output_outside); a Loop's
+         * condition and scan outputs' rows in space of their own */
+        bool slots = c->p->dynamic, loop = n->op == IR_OP_LOOP || n->op == IR_OP_SCAN;
+        for (int i = 0; i < formal && loop && !slots && i < sg->ninputs; i++)
             sc->bind[sg->inputs[i]->id] = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, static_bytes(sg->inputs[i]))};
-        if (n->op == IR_OP_SCAN)
+        if (n->op == IR_OP_SCAN && !slots)
             sc->counter = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, 8)};
-        /* body outputs first: a Loop's condition, then carried values or
-         * states (computed in the node's outputs), then scan outputs' rows
-         * (in space of their own, sliced into the stacked outputs) */
-        int first = n->op == IR_OP_LOOP ? 1 : 0, N = n->op == IR_OP_LOOP ? formal - 2 : formal -
-                    (int)ir_attr_int(n, "num_scan_inputs", 0);
         for (int i = 0; i < sg->noutputs; i++) {
-            if (!branch_computes(sg, i))
-                continue;
-            if (i >= first && i - first < N)
-                sc->bind[sg->outputs[i]->id] = outer[n->out[i - first]->id];
-            else
+            int o = output_outside(sc, i);
+            if (o >= 0)
+                sc->bind[sg->outputs[i]->id] = outer[n->out[o]->id];
+            else if (branch_computes(sg, i) && loop && !slots)
                 sc->bind[sg->outputs[i]->id] = (cg_binding){KIR_BUF_ARENA, 0, reserve(c, static_bytes(sg->outputs[i]))};
         }
     }
@@ -1575,13 +1831,16 @@ static int add_slice(pbuild *c, cg_binding dst, cg_binding src, cg_binding count
                      bool reverse, bool stack)
 {
     const ir_type *ty = &t->type;
-    int64_t rows = 1, inner = (int64_t)ir_dtype_size(ty->dtype);
+    cg_size zl = {.scale = 1, .n = 1, .dims = {ty->dims[ax]}}, zr = {.scale = 1};
+    cg_size zi = {.scale = (int64_t)ir_dtype_size(ty->dtype)};
     for (int k = 0; k < ax; k++)
-        rows *= ty->dims[k].v;
+        zr.dims[zr.n++] = ty->dims[k];
     for (int k = ax + 1; k < ty->rank; k++)
-        inner *= ty->dims[k].v;
-    int64_t len = ty->dims[ax].v;
-    cg_slice sl = {.counter = counter, .len = len, .reverse = reverse, .rows = rows, .row_bytes = inner};
+        zi.dims[zi.n++] = ty->dims[k];
+    bool fl, fr, fi;
+    int64_t len = size_at_one(&zl, &fl), rows = size_at_one(&zr, &fr), inner = size_at_one(&zi, &fi);
+    cg_slice sl = {.counter = counter, .len = len, .reverse = reverse, .rows = rows, .row_bytes = inner,
+                   .sym = !(fl && fr && fi), .stack = stack, .zlen = zl, .zrows = zr, .zrow_bytes = zi};
     if (stack)
         sl.dst_stride = len * inner, sl.dst_step = inner, sl.src_stride = inner;
     else
@@ -1589,13 +1848,6 @@ static int add_slice(pbuild *c, cg_binding dst, cg_binding src, cg_binding count
     return add_step(c, (cg_step){.kind = CG_STEP_SLICE, .dst = dst, .src = src, .slice = sl});
 }
 
-/* Attribute list entry j, or def when the list is absent or shorter. */
-static int64_t list_at(const ir_node *n, const char *name, int j, int64_t def)
-{
-    const int64_t *v;
-    int cnt = ir_attr_ints(n, name, &v);
-    return j < cnt ? v[j] : def;
-}
 
 /* A Scan: like a Loop of a constant trip count (its scan inputs' length)
  * with no condition, whose counter is its own; before the body each scan
@@ -1613,14 +1865,14 @@ static int emit_scan(pbuild *c, int si, const ir_node *n, const char *kname)
     cg_binding iter = c->scopes[bi].counter;
     const ir_type *x0 = &n->in[N]->type;
     int64_t ax0 = list_at(n, "scan_input_axes", 0, 0);
-    int64_t len = x0->dims[ax0 < 0 ? ax0 + x0->rank : ax0].v;
+    ir_dim len = x0->dims[ax0 < 0 ? ax0 + x0->rank : ax0];
     if (add_step(c, (cg_step){.kind = CG_STEP_SET, .dst = iter, .value = 0, .width = 8}) < 0)
         return -1;
     for (int i = 0; i < N; i++)
         if (add_copy(c, bind[b->inputs[i]->id], outer[n->in[i]->id], n->in[i]) < 0)
             return -1;
     int head = add_step(c, (cg_step){.kind = CG_STEP_LOOP_TEST, .dst = iter, .has_trips = true, .const_trips = true,
-                                     .value = len});
+                                     .value = len.sym > 0 ? 1 : len.v, .trips_sym = len.sym > 0 ? len.sym : 0});
     if (head < 0)
         return -1;
     for (int j = 0; j < M; j++) {
@@ -1812,6 +2064,74 @@ static int add_reshape_check(pbuild *c, const ir_graph *g, const ir_node *n, con
 
 /* The steps of scope si: one kernel per fused group, at its root, in
  * node order (named <prefix>_k<node>), and each If's and Loop's. */
+/* Whether graph symbol s is a derived symbol only subgraphs use (the run
+ * counts a negative value as 0: ICC_SYM_IN_SUBGRAPH). */
+static bool sym_in_sub(const cg_program *p, int32_t s)
+{
+    int i = s > 0 && s < p->nsyms && p->sym_desc[s] >= 0 ? p->sym_desc[s] - (p->nsymbols - p->nderived) : -1;
+    return i >= 0 && p->derived_in_sub[i];
+}
+
+/* The value of symbol s in check kernel k: the run's, or for one only
+ * subgraphs use, its definition computed again from its operands, each
+ * such step failing when negative (as the runtime does for the others:
+ * operands checked first, so integer division floors). memo[s] keeps
+ * what is computed; NULL on out of memory. */
+static kir_expr *checked_sym(pbuild *c, kir_kernel *k, const ir_node *n, int32_t s, kir_expr **memo)
+{
+    if (!sym_in_sub(c->p, s))
+        return kir_sym(k, s);
+    if (memo[s])
+        return kir_letv(k, memo[s]->var);
+    const ir_sym_def *df = ir_graph_sym_def(c->g, s);
+    kir_expr *a = df->a.sym > 0 ? checked_sym(c, k, n, df->a.sym, memo) : kir_const_i(k, IR_I64, df->a.v);
+    kir_expr *b = df->b.sym > 0 ? checked_sym(c, k, n, df->b.sym, memo) : kir_const_i(k, IR_I64, df->b.v);
+    kir_expr *v = df->op == IR_SYM_ADD ? kir_iadd(k, a, b) : df->op == IR_SYM_MUL ? kir_imul(k, a, b)
+                  : df->op == IR_SYM_FLOORDIV ? kir_op2(k, KIR_DIV, IR_I64, a, b)
+                  : kir_op2(k, KIR_DIV, IR_I64, kir_iadd(k, a, kir_const_i(k, IR_I64, df->b.v - 1)), b);
+    kir_expr *x = v ? kir_let(k, c->chk_at, v) : NULL;
+    kir_stmt *st = x ? kir_if(k, c->chk_at, kir_op2(k, KIR_LT, IR_BOOL, x, kir_const_i(k, IR_I64, 0))) : NULL;
+    char msg[600];
+    snprintf(msg, sizeof msg, "node '%.300s' (%s): the input dims make the dim '%.200s' negative: a window is larger "
+             "than its padded input", n->name, ir_ops[n->op].name, ir_graph_sym_name(c->g, s));
+    if (!st || !kir_fail(k, &st->body, msg))
+        return NULL;
+    c->chk_at = &st->orelse;
+    return memo[s] = x;
+}
+
+/* A subgraph node's shape checks (node_checks) as a kernel before it,
+ * <kname>_check: it runs only where the node runs. With them, the derived
+ * symbols only subgraphs use that its results' dims name (checked_sym).
+ * None when every check holds for any symbol values. */
+static int add_node_checks(pbuild *c, const ir_graph *g, const ir_node *n, const char *kname)
+{
+    if (n->op == IR_OP_IF || n->op == IR_OP_LOOP || n->op == IR_OP_SCAN || n->nout < 1)
+        return 0;
+    char name[300];
+    snprintf(name, sizeof name, "%.250s_check", kname);
+    kir_expr **memo = calloc((size_t)c->p->nsyms + 1, sizeof *memo);
+    if (!memo || !(c->chk = kir_kernel_create(name, g))) {
+        free(memo);
+        return ir_errorf(c->d, "out of memory");
+    }
+    c->chk_at = &c->chk->body;
+    int rc = node_checks(c, n);
+    kir_kernel *k = c->chk;
+    c->chk = NULL;
+    for (int o = 0; o < n->nout && rc == 0; o++)
+        for (int d = 0; n->out[o] && d < n->out[o]->type.rank && rc == 0; d++)
+            if (sym_in_sub(c->p, n->out[o]->type.dims[d].sym) &&
+                !checked_sym(c, k, n, n->out[o]->type.dims[d].sym, memo))
+                rc = ir_errorf(c->d, "out of memory");
+    free(memo);
+    if (rc < 0 || k->body.n == 0) {
+        kir_kernel_destroy(k);
+        return rc;
+    }
+    return add_kernel(c, k, n, 0, NULL);
+}
+
 static int emit_scope(pbuild *c, int si, const char *prefix)
 {
     const pscope *sc = &c->scopes[si];
@@ -1822,6 +2142,8 @@ static int emit_scope(pbuild *c, int si, const char *prefix)
         char kname[256];
         snprintf(kname, sizeof kname, "%.200s_k%d", prefix, kx);
         if (reshape_needs_check(g->nodes[kx]) && add_reshape_check(c, g, g->nodes[kx], sc->bind, kname) < 0)
+            return -1;
+        if (si > 0 && c->p->dynamic && add_node_checks(c, g, g->nodes[kx], kname) < 0)
             return -1;
         if (is_view(sc->bind, g->nodes[kx]) || (si == 0 && c->p->dynamic && c->view[kx]))
             continue;   /* a reshape in place (plan.c, arena_view): no kernel */
@@ -1874,10 +2196,13 @@ static int bind_load_time(pbuild *c)
  * ninit_steps): the init function), then the run's. */
 static int lower_kernels(pbuild *c, const char *prefix)
 {
-    int nodes = 0;   /* a kernel per node at most, a Loop's two rows checks, a Reshape's shape check */
+    int nodes = 0;   /* a kernel per node at most, a Loop's two rows checks, a Reshape's shape check,
+                        a subgraph node's checks */
     for (int si = 0; si < c->nscopes; si++)
-        for (int kx = 0; kx < c->scopes[si].g->nnodes; kx++)
-            nodes += c->scopes[si].g->nodes[kx]->op == IR_OP_LOOP || reshape_needs_check(c->scopes[si].g->nodes[kx]) ? 2 : 1;
+        for (int kx = 0; kx < c->scopes[si].g->nnodes; kx++) {
+            const ir_node *n = c->scopes[si].g->nodes[kx];
+            nodes += 1 + (n->op == IR_OP_LOOP || reshape_needs_check(n)) + (si > 0);
+        }
     c->p->kernels = calloc((size_t)nodes + 1, sizeof *c->p->kernels);
     if (!c->p->kernels)
         return ir_errorf(c->d, "out of memory");
@@ -1982,6 +2307,7 @@ void cg_program_destroy(cg_program *p)
     free(p->symbol_names);
     free(p->derived);
     free(p->derived_message);
+    free(p->derived_in_sub);
     for (int i = 0; i < p->nslots; i++)
         free(p->slots[i].live_with);
     free(p->slots);

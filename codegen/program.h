@@ -68,7 +68,8 @@ typedef struct cg_kernel {
  * lowest 64-aligned offset above the ends of the earlier slots it is live
  * with (so any symbol values are safe), bytes long. */
 typedef struct cg_slot {
-    int value;                 /* the graph value's id */
+    int value;                 /* the value's id in its scope's graph; -1 for space a Loop or
+                                  Scan keeps through its body (inputs, counter, rows) */
     cg_size bytes;
     int *live_with;            /* earlier slot indices, -1 ended; owned */
 } cg_slot;
@@ -131,13 +132,19 @@ typedef enum cg_step_kind {
  * dst_step + r * dst_stride. A slice along axis a of a tensor of dims d
  * has rows = d[0] x ... x d[a-1] and row_bytes = the bytes of one index
  * of axis a; the scanned or stacked side strides d[a] x row_bytes and
- * steps row_bytes per iteration, the other side is contiguous. */
+ * steps row_bytes per iteration, the other side is contiguous. The
+ * int64 fields hold those counts for static dims (what a backend without
+ * symbols reads: symbolic when sym is set); zlen, zrows and zrow_bytes
+ * hold them as the run computes them (symbols allowed), and stack says
+ * which side is the whole tensor (dst: stacking, src: scanning). */
 typedef struct cg_slice {
     cg_binding counter;        /* int64 */
     int64_t len;
     bool reverse;
     int64_t rows, row_bytes;
     int64_t src_stride, dst_stride, src_step, dst_step;
+    bool sym, stack;
+    cg_size zlen, zrows, zrow_bytes;
 } cg_slice;
 typedef struct cg_step {
     cg_step_kind kind;
@@ -153,6 +160,8 @@ typedef struct cg_step {
     int64_t value;             /* SET; LOOP_TEST with const_trips: the trip count */
     int width;
     bool const_trips;          /* LOOP_TEST: the trip count is value, not src */
+    int32_t trips_sym;         /* LOOP_TEST with const_trips: > 0, the symbol whose value is the
+                                  trip count (value is then its value at 1) */
     cg_slice slice;            /* SLICE (dst, src are the tensors' bases) */
 } cg_step;
 
@@ -191,6 +200,8 @@ typedef struct cg_program {
     ir_sym_def *derived;       /* owned */
     int *derived_message;      /* nderived: the 1-based message naming the first node whose
                                   results use the symbol ("node 'p' (MaxPool)"), 0 none; owned */
+    bool *derived_in_sub;      /* nderived: only subgraphs' values use it (ICC_SYM_IN_SUBGRAPH:
+                                  the subgraph's kernels check it); owned */
     /* The arena: static offsets (dynamic false) or nslots slots laid out
      * per run; arena_bytes is the static size, or with every symbol 1
      * (what the descriptor records; the runtime asks the layout for

@@ -96,6 +96,8 @@ suite() {
   tests/cli/run.sh "$dir/icc"
   echo "== compiled code refuses what the interpreter refuses ($dir)"
   python3 tests/models/refusals.py "$dir/icc"
+  echo "== control flow in models with symbolic dims (If, Loop, Scan), compiled once, vs ONNX Runtime ($dir)"
+  python3 tests/models/control_flow_symbolic.py "$dir/icc"
   echo "== contrib ops: the attention expansions and the refused forms ($dir)"
   python3 tests/models/ms_ops_vs_ort.py "$dir/icc" attention mha refusals
   if [ -x tests/bad/run.sh ]; then

@@ -185,6 +185,7 @@ int cg_cuda_plan_build(const cg_program *p, int sm, const void *cubin, size_t cu
                                 .src_step = sl->src_step, .dst_step = sl->dst_step};
         if (s->kind == CG_STEP_COPY && (st[i].bytes = static_size(&s->bytes)) < 0)
             symbolic = true;
+        symbolic |= (s->kind == CG_STEP_SLICE && sl->sym) || (s->kind == CG_STEP_LOOP_TEST && s->trips_sym > 0);
     }
     for (int i = 0; i < p->ncopies; i++) {
         cp[i] = (icc_cuda_copy){.output = p->copies[i].output, .src = ref_of(p->copies[i].src),

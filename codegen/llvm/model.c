@@ -237,13 +237,16 @@ static LLVMValueRef emit_arena_size(mctx *c)
     return fn;
 }
 
-/* Where a binding of a static program points in the run function: an
- * input's or output's buffer, or a byte offset into the weights or the
- * arena. */
+/* Where a step's binding points in the run function: an input's or
+ * output's buffer, or a byte offset into the weights or the arena (in a
+ * dynamic program, offs: the run's slot offsets, an arena offset being
+ * the slot's index). */
 static LLVMValueRef binding_ptr(mctx *c, LLVMBuilderRef b, const cg_binding *bd, LLVMValueRef inputs,
-                                LLVMValueRef outputs, LLVMValueRef weights, LLVMValueRef arena)
+                                LLVMValueRef outputs, LLVMValueRef weights, LLVMValueRef arena, LLVMValueRef offs)
 {
     LLVMValueRef off = ci64(c, bd->offset);
+    if (bd->kind == KIR_BUF_ARENA && offs)
+        off = LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, offs, &off, 1, ""), "");
     if (bd->kind == KIR_BUF_INPUT || bd->kind == KIR_BUF_OUTPUT) {
         LLVMValueRef idx = ci64(c, bd->index);
         LLVMValueRef base = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, bd->kind == KIR_BUF_INPUT ? inputs
@@ -433,36 +436,41 @@ static LLVMValueRef kind_table(mctx *c)
 /* A SLICE step (program.h, cg_slice): the iteration's base on each side,
  * then one memcpy, or a loop of them over the rows. Leaves b at the end. */
 static void emit_slice(mctx *c, LLVMBuilderRef b, LLVMValueRef run, const cg_step *st, LLVMValueRef dst,
-                       LLVMValueRef src, LLVMValueRef counter)
+                       LLVMValueRef src, LLVMValueRef counter, LLVMValueRef symtab)
 {
     const cg_slice *sl = &st->slice;
     LLVMValueRef t = LLVMBuildLoad2(b, c->i64, counter, "t");
+    LLVMValueRef len = size_value(c, b, &sl->zlen, symtab), rows = size_value(c, b, &sl->zrows, symtab);
+    LLVMValueRef inner = size_value(c, b, &sl->zrow_bytes, symtab), whole = LLVMBuildMul(b, len, inner, "");
     if (sl->reverse)
-        t = LLVMBuildSub(b, ci64(c, sl->len - 1), t, "");
-    LLVMValueRef so = LLVMBuildMul(b, t, ci64(c, sl->src_step), ""), dof = LLVMBuildMul(b, t, ci64(c, sl->dst_step), "");
-    src = LLVMBuildGEP2(b, c->i8, src, &so, 1, "");
-    dst = LLVMBuildGEP2(b, c->i8, dst, &dof, 1, "");
-    if (sl->rows <= 1 || sl->row_bytes == 0) {
+        t = LLVMBuildSub(b, LLVMBuildSub(b, len, ci64(c, 1), ""), t, "");
+    /* the whole tensor's side strides len x row_bytes and steps row_bytes
+     * per iteration, the other side is contiguous */
+    LLVMValueRef step = LLVMBuildMul(b, t, inner, "");
+    LLVMValueRef src_stride = sl->stack ? inner : whole, dst_stride = sl->stack ? whole : inner;
+    if (sl->stack)
+        dst = LLVMBuildGEP2(b, c->i8, dst, &step, 1, "");
+    else
+        src = LLVMBuildGEP2(b, c->i8, src, &step, 1, "");
+    if (!sl->sym && (sl->rows <= 1 || sl->row_bytes == 0)) {
         LLVMBuildMemCpy(b, dst, 1, src, 1, ci64(c, sl->rows == 1 ? sl->row_bytes : 0));
         return;
     }
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->cx, run, "slice");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->cx, run, "slice_done");
-    LLVMBuildBr(b, body);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, rows, ci64(c, 0), ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef r = LLVMBuildPhi(b, c->i64, "row");
-    LLVMValueRef sr = LLVMBuildMul(b, r, ci64(c, sl->src_stride), ""), dr = LLVMBuildMul(b, r, ci64(c, sl->dst_stride), "");
-    LLVMBuildMemCpy(b, LLVMBuildGEP2(b, c->i8, dst, &dr, 1, ""), 1, LLVMBuildGEP2(b, c->i8, src, &sr, 1, ""), 1,
-                    ci64(c, sl->row_bytes));
+    LLVMValueRef sr = LLVMBuildMul(b, r, src_stride, ""), dr = LLVMBuildMul(b, r, dst_stride, "");
+    LLVMBuildMemCpy(b, LLVMBuildGEP2(b, c->i8, dst, &dr, 1, ""), 1, LLVMBuildGEP2(b, c->i8, src, &sr, 1, ""), 1, inner);
     LLVMValueRef next = LLVMBuildAdd(b, r, ci64(c, 1), "");
     LLVMValueRef zero = ci64(c, 0);
     LLVMAddIncoming(r, &zero, &pre, 1);
     LLVMAddIncoming(r, &next, &body, 1);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, ci64(c, sl->rows), ""), body, done);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, rows, ""), body, done);
     LLVMPositionBuilderAtEnd(b, done);
 }
-
 /* An array of n ty in the run's entry block, so that a kernel's buffer
  * table is one stack slot however often its step runs. */
 static LLVMValueRef entry_alloca(mctx *c, LLVMBasicBlockRef entry, LLVMTypeRef ty, int n, const char *name)
@@ -540,7 +548,7 @@ static int emit_steps(mctx *c, LLVMValueRef run, int lo, int hi, bool init, LLVM
         const cg_step *st = &p->steps[sx];
         if (st->kind == CG_STEP_BRANCH) {
             /* the condition is one bool byte: nonzero runs on, zero jumps */
-            LLVMValueRef cp = binding_ptr(c, b, &st->cond, inputs, outputs, weights, arena);
+            LLVMValueRef cp = binding_ptr(c, b, &st->cond, inputs, outputs, weights, arena, offs);
             LLVMValueRef cv = LLVMBuildLoad2(b, c->i8, cp, "cond");
             LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(c->cx, run, "taken");
             LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, cv, LLVMConstInt(c->i8, 0, 0), ""), on, at[st->target]);
@@ -555,29 +563,32 @@ static int emit_steps(mctx *c, LLVMValueRef run, int lo, int hi, bool init, LLVM
         if (st->kind == CG_STEP_SET) {
             LLVMTypeRef ty = st->width == 8 ? c->i64 : c->i8;
             LLVMBuildStore(b, LLVMConstInt(ty, (unsigned long long)st->value, 1),
-                           binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena));
+                           binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena, offs));
             continue;
         }
         if (st->kind == CG_STEP_INC) {
-            LLVMValueRef ip = binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena);
+            LLVMValueRef ip = binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena, offs);
             LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, ip, ""), ci64(c, 1), ""), ip);
             continue;
         }
         if (st->kind == CG_STEP_LOOP_TEST) {
             /* leave when counter >= trip count, or the condition is false */
-            LLVMValueRef iv = LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena),
-                                             "iter");
+            LLVMValueRef iv = LLVMBuildLoad2(
+                b, c->i64, binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena, offs), "iter");
             LLVMValueRef stop = LLVMConstInt(LLVMInt1TypeInContext(c->cx), 0, 0);
             if (st->has_trips) {
-                LLVMValueRef m = st->const_trips ? ci64(c, st->value)
+                LLVMValueRef ti = ci64(c, st->trips_sym);
+                LLVMValueRef m = st->const_trips && st->trips_sym > 0
+                                     ? LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &ti, 1, ""), "trips")
+                                 : st->const_trips ? ci64(c, st->value)
                                                  : LLVMBuildLoad2(b, c->i64, binding_ptr(c, b, &st->src, inputs,
-                                                                                         outputs, weights, arena),
+                                                                                         outputs, weights, arena, offs),
                                                                   "trips");
                 stop = LLVMBuildOr(b, stop, LLVMBuildICmp(b, LLVMIntSGE, iv, m, ""), "");
             }
             if (st->has_cond) {
                 LLVMValueRef cv = LLVMBuildLoad2(b, c->i8, binding_ptr(c, b, &st->cond, inputs, outputs, weights,
-                                                                       arena), "cond");
+                                                                       arena, offs), "cond");
                 stop = LLVMBuildOr(b, stop, LLVMBuildICmp(b, LLVMIntEQ, cv, LLVMConstInt(c->i8, 0, 0), ""), "");
             }
             LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(c->cx, run, "iteration");
@@ -586,14 +597,14 @@ static int emit_steps(mctx *c, LLVMValueRef run, int lo, int hi, bool init, LLVM
             continue;
         }
         if (st->kind == CG_STEP_SLICE) {
-            emit_slice(c, b, run, st, binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena),
-                       binding_ptr(c, b, &st->src, inputs, outputs, weights, arena),
-                       binding_ptr(c, b, &st->slice.counter, inputs, outputs, weights, arena));
+            emit_slice(c, b, run, st, binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena, offs),
+                       binding_ptr(c, b, &st->src, inputs, outputs, weights, arena, offs),
+                       binding_ptr(c, b, &st->slice.counter, inputs, outputs, weights, arena, offs), symtab);
             continue;
         }
         if (st->kind == CG_STEP_COPY) {
-            LLVMValueRef dst = binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena);
-            LLVMValueRef src = binding_ptr(c, b, &st->src, inputs, outputs, weights, arena);
+            LLVMValueRef dst = binding_ptr(c, b, &st->dst, inputs, outputs, weights, arena, offs);
+            LLVMValueRef src = binding_ptr(c, b, &st->src, inputs, outputs, weights, arena, offs);
             LLVMBuildMemCpy(b, dst, 1, src, 1, size_value(c, b, &st->bytes, symtab));
             continue;
         }
@@ -752,7 +763,8 @@ static LLVMValueRef derived_table(mctx *c)
                               [IR_SYM_FLOORDIV] = ICC_SYM_FLOORDIV, [IR_SYM_CEILDIV] = ICC_SYM_CEILDIV};
     for (int i = 0; i < p->nderived; i++) {
         const ir_sym_def *df = &p->derived[i];
-        LLVMValueRef f[6] = {ci32(c, ops[df->op]), ci32(c, df->a.sym > 0 ? p->sym_desc[df->a.sym] : -1),
+        int op = ops[df->op] | (p->derived_in_sub && p->derived_in_sub[i] ? ICC_SYM_IN_SUBGRAPH : 0);
+        LLVMValueRef f[6] = {ci32(c, op), ci32(c, df->a.sym > 0 ? p->sym_desc[df->a.sym] : -1),
                              ci32(c, df->b.sym > 0 ? p->sym_desc[df->b.sym] : -1),
                              ci32(c, p->derived_message ? p->derived_message[i] : 0),
                              ci64(c, df->a.sym > 0 ? 0 : df->a.v), ci64(c, df->b.sym > 0 ? 0 : df->b.v)};
