@@ -24,7 +24,10 @@ const pass_info pass_table[PASS_COUNT] = {
  *       known (constant, or computed from constants: a --bind'ed input)
  *       replaced by its branch. fold-if evaluates a condition's small
  *       constant cone itself, so it runs before fold, which then folds
- *       what the spliced branch computes from constants.
+ *       what the spliced branch computes from constants; it runs again
+ *       after fold, whose folded values may make shapes static that a
+ *       condition reads (PyTorch's `if x.shape[-1] == 1` after a Pad
+ *       whose pads fold), with a fold after it.
  *  -O2: and QDQ contractions run on the quantized data (qdq, before
  *       lower-quant and fold), simplified, BatchNorm folded into
  *       weights, decomposed norms/softmax/GELU recognised as one op
@@ -43,10 +46,11 @@ const pass_info pass_table[PASS_COUNT] = {
  * weights). */
 static const char *const levels[4] = {
     "shape-infer,lower-quant,precision",
-    "shape-infer,lower-quant,fold-if,fold,dce,precision",
-    "shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-bn,recognize,attention,simplify,cse,dce,precision,pack-b,fuse,plan",
-    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-bn,recognize,attention,precision{stage=int8},layout,simplify,cse,dce,"
-     "precision{stage=half},pack-b,fuse,plan"),
+    "shape-infer,lower-quant,fold-if,fold,fold-if,fold,dce,precision",
+    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,recognize,attention,simplify,cse,dce,precision,"
+     "pack-b,fuse,plan"),
+    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,recognize,attention,precision{stage=int8},layout,"
+     "simplify,cse,dce,precision{stage=half},pack-b,fuse,plan"),
 };
 
 const char *icc_pipeline_for_level(int level)
