@@ -14,6 +14,14 @@
  * huge shape stays an Expand). A kernel error on constant inputs is an
  * error of the model and is reported, not skipped. Constants left unused
  * are dce's job.
+ *
+ * Subgraphs (If's branches, Loop's and Scan's bodies) fold after the graph
+ * holding them, with their own constants and the small captured ones
+ * shape inference made theirs: a branch's Pad whose pads are computed from
+ * constants gets static pads, so its shapes follow. A branch may be one
+ * that never runs for any input the model accepts, so a kernel error there
+ * only stops folding that subgraph. Shapes are inferred again after a
+ * subgraph changed, so the control node's results see it.
  */
 #include "passes/pass.h"
 #include "ir/ref/ref.h"
@@ -191,7 +199,8 @@ static int fold_shape_value(pass_ctx *c, ir_node *n, ir_value **repl, bool *fold
     return 0;
 }
 
-int pass_fold(pass_ctx *c)
+/* Folds c->g; the count of folded nodes in *count. */
+static int fold_graph(pass_ctx *c, int64_t *count)
 {
     ir_graph *g = c->g;
     int64_t max_bytes = pass_opt_int(c, "max-bytes", 1048576);
@@ -203,9 +212,6 @@ int pass_fold(pass_ctx *c)
         return ir_errorf(c->diag, "out of memory");
     int64_t folded_nodes = 0;
     int rc = 0;
-    /* listed even when nothing folds, in this order */
-    pass_stat(c, "constants folded", 0);
-    pass_stat(c, "bytes created", 0);
     for (int k = 0; k < nn; k++) {
         ir_node *n = g->nodes[k];
         if (n->dead)
@@ -216,18 +222,23 @@ int pass_fold(pass_ctx *c)
                 n->in[i] = repl[n->in[i]->id];
                 replaced = true;
             }
+        /* after an error only the uses of what folded are redirected:
+         * a subgraph's folding stops there, and the nodes it erased must
+         * not stay in use */
+        if (rc < 0)
+            continue;
         /* an operand that became constant may decide the output's shape
          * (Pad's pads, Reduce's axes), and so may the shapes that follow
          * from it; later Shape ops then fold */
         if ((replaced || folded_nodes) && ir_infer_node(n, c->diag) < 0) {
             rc = -1;
-            break;
+            continue;
         }
         bool folded;
         if (fold_node(c, n, max_bytes, repl, &folded) < 0 ||
             (!folded && fold_shape_value(c, n, repl, &folded) < 0)) {
             rc = -1;
-            break;
+            continue;
         }
         folded_nodes += folded;
     }
@@ -241,6 +252,45 @@ int pass_fold(pass_ctx *c)
         ir_graph_compact(g);
         c->changed = true;
     }
-    pass_stat(c, "constants folded", folded_nodes);
+    *count += folded_nodes;
     return rc;
+}
+
+/* Folds subgraph g, quietly (an error only stops folding it: see the
+ * top), then its own subgraphs. */
+static void fold_sub(pass_ctx *c, ir_graph *g, int depth, int64_t *count)
+{
+    ir_graph *top = c->g;
+    icc_diag *diag = c->diag, quiet;
+    c->g = g;
+    c->diag = &quiet;
+    (void)fold_graph(c, count);
+    c->g = top;
+    c->diag = diag;
+    for (int k = 0; k < g->nnodes && depth < IR_MAX_SUBGRAPH_DEPTH; k++)
+        for (int a = 0; a < g->nodes[k]->nattr; a++)
+            if (g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH && g->nodes[k]->attrs[a].graph)
+                fold_sub(c, g->nodes[k]->attrs[a].graph, depth + 1, count);
+}
+
+int pass_fold(pass_ctx *c)
+{
+    /* listed even when nothing folds, in this order */
+    pass_stat(c, "constants folded", 0);
+    pass_stat(c, "bytes created", 0);
+    int64_t count = 0, top = 0;
+    if (fold_graph(c, &top) < 0)
+        return -1;
+    count = top;
+    ir_graph *g = c->g;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int a = 0; a < g->nodes[k]->nattr; a++)
+            if (g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH && g->nodes[k]->attrs[a].graph)
+                fold_sub(c, g->nodes[k]->attrs[a].graph, 1, &count);
+    pass_stat(c, "constants folded", count);
+    /* the control nodes' results, and what follows them, see what their
+     * subgraphs now give */
+    if (count > top && ir_infer_shapes(g, c->diag) < 0)
+        return -1;
+    return 0;
 }

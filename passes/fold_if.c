@@ -179,12 +179,11 @@ static int rewire(ir_graph *g, ir_node *n, const ir_graph *b, ir_value **map, in
     return 0;
 }
 
-int pass_fold_if(pass_ctx *c)
+/* Folds the Ifs of g known now, round after round (spliced branches may
+ * hold more). */
+static int fold_ifs(pass_ctx *c, ir_graph *g, int64_t *folded, int64_t *nodes)
 {
-    ir_graph *g = c->g;
-    int64_t folded = 0, nodes = 0;
     bool again = true;
-    /* Each round folds the Ifs known now; spliced branches may hold more. */
     while (again) {
         again = false;
         int nn = g->nnodes;
@@ -213,14 +212,14 @@ int pass_fold_if(pass_ctx *c)
             if (!map)
                 return ir_errorf(c->diag, "out of memory");
             int first_new = g->nvalues;
-            int rc = splice(g, n, b, map, &nodes, c->diag);
+            int rc = splice(g, n, b, map, nodes, c->diag);
             if (rc == 0)
                 rc = rewire(g, n, b, map, first_new, c->diag);
             free(map);
             if (rc < 0)
                 return -1;
             ir_node_erase(n);
-            folded++;
+            (*folded)++;
             again = true;
         }
         if (again) {
@@ -230,7 +229,34 @@ int pass_fold_if(pass_ctx *c)
             c->changed = true;
         }
     }
-    if (folded && ir_infer_shapes(g, c->diag) < 0)
+    return 0;
+}
+
+/* The Ifs inside g's subgraphs (a branch's own `if x.shape[-1] == 1`
+ * once fold made its shapes static), quietly: a branch that never runs
+ * may hold a condition that does not evaluate. */
+static void fold_ifs_below(pass_ctx *c, ir_graph *g, int depth, int64_t *folded, int64_t *nodes)
+{
+    for (int k = 0; k < g->nnodes && depth < IR_MAX_SUBGRAPH_DEPTH; k++)
+        for (int a = 0; a < g->nodes[k]->nattr; a++) {
+            ir_graph *sub = g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH ? g->nodes[k]->attrs[a].graph : NULL;
+            if (!sub)
+                continue;
+            icc_diag *diag = c->diag, quiet;
+            c->diag = &quiet;
+            (void)fold_ifs(c, sub, folded, nodes);
+            c->diag = diag;
+            fold_ifs_below(c, sub, depth + 1, folded, nodes);
+        }
+}
+
+int pass_fold_if(pass_ctx *c)
+{
+    int64_t folded = 0, nodes = 0;
+    if (fold_ifs(c, c->g, &folded, &nodes) < 0)
+        return -1;
+    fold_ifs_below(c, c->g, 0, &folded, &nodes);
+    if (folded && ir_infer_shapes(c->g, c->diag) < 0)
         return -1;
     pass_stat(c, "ifs folded", folded);
     pass_stat(c, "nodes spliced", nodes);
