@@ -219,7 +219,7 @@ static int collect_scopes(pbuild *c)
             const ir_node *n = g->nodes[k];
             bool control = n->op == IR_OP_IF || n->op == IR_OP_LOOP || n->op == IR_OP_SCAN;
             for (int a = 0; control && a < n->nattr; a++)
-                if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph) {
+                if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph && !n->attrs[a].graph->infer_error) {
                     if (c->nscopes >= 4096)
                         return ir_node_errorf(c->d, n, "more than 4096 subgraphs");
                     if (add_scope(c, n->attrs[a].graph, n, si) < 0)
@@ -500,15 +500,14 @@ static const ir_node *unknown_origin(const ir_value *v)
     return NULL;
 }
 
-/* Which graph inputs' values (not only their shapes: Shape and Size cut
- * the chain) flow into v, as names joined into buf; the empty string when
- * none do. dep caches a bit per input (the first 64) for each value. */
-static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, size_t n)
+/* For each value of g, a bit per graph input (the first 64) whose values
+ * (not only its shape: Shape and Size cut the chain) flow into it; NULL
+ * on out of memory. */
+static uint64_t *value_deps(const ir_graph *g)
 {
     uint64_t *dep = calloc((size_t)g->nvalues + 1, sizeof *dep);
-    buf[0] = 0;
     if (!dep)
-        return;
+        return NULL;
     for (int i = 0; i < g->ninputs && i < 64; i++)
         dep[g->inputs[i]->id] = 1ull << i;
     for (int k = 0; k < g->nnodes; k++) {
@@ -520,15 +519,55 @@ static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, si
         for (int i = 0; i < nd->nout; i++)
             dep[nd->out[i]->id] = m;
     }
+    return dep;
+}
+
+/* The names of the inputs of bits m, joined into buf. */
+static void dep_names(const ir_graph *g, uint64_t m, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int i = 0; i < g->ninputs && i < 64; i++)
+        if (m >> i & 1)
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s'%.60s'", buf[0] ? ", " : "", g->inputs[i]->name);
+}
+
+/* Which graph inputs' values flow into the shape operands of origin, as
+ * names joined into buf; the empty string when none do. */
+static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, size_t n)
+{
+    uint64_t *dep = value_deps(g);
+    buf[0] = 0;
+    if (!dep)
+        return;
     /* the data input (0) of a node with others carries no shape: Reshape's
      * shape, Expand's, Slice's ends decide; a single input (NonZero) does */
     uint64_t m = 0;
     for (int i = origin->nin > 1 && origin->op != IR_OP_RANGE ? 1 : 0; i < origin->nin; i++)
         m |= origin->in[i] ? dep[origin->in[i]->id] : 0;
-    for (int i = 0; i < g->ninputs && i < 64; i++)
-        if (m >> i & 1)
-            snprintf(buf + strlen(buf), n - strlen(buf), "%s'%.60s'", buf[0] ? ", " : "", g->inputs[i]->name);
+    dep_names(g, m, buf, n);
     free(dep);
+}
+
+/* What would decide top-level If n's condition at compile time, for the
+ * refusal of an If whose branches differ: binding the inputs whose
+ * values it reads, or, when it reads only dims (PyTorch's `if
+ * x.shape[-1] == 1`), pinning those. Empty for a nested If. */
+static void if_hint(const pbuild *c, const ir_node *n, char *buf, size_t len)
+{
+    buf[0] = 0;
+    const ir_value *cond = n->in[0];
+    if (n->graph != c->g || cond->kind != IR_VAL_NODE)
+        return;
+    uint64_t *dep = value_deps(c->g);
+    char names[400];
+    if (!dep)
+        return;
+    dep_names(c->g, dep[cond->id], names, sizeof names);
+    free(dep);
+    if (names[0])
+        snprintf(buf, len, " (its condition reads the values of %s: --bind=NAME=FILE.npy folds it)", names);
+    else
+        snprintf(buf, len, " (its condition reads only dims: pin them with --shape=NAME:DIMS to fold it)");
 }
 
 /* A type as text for messages: "f32[2,3]", '?' for a dim not fixed. */
@@ -604,17 +643,18 @@ static int check_if(pbuild *c, const ir_node *n)
         const ir_graph *sub = ir_attr_graph(n, br[b]);
         if (!sub || sub->noutputs != n->nout)
             return ir_node_errorf(c->d, n, "has no %s of %d outputs", br[b], n->nout);
-        for (int i = 0; i < n->nout; i++) {
+        for (int i = 0; i < n->nout && !sub->infer_error; i++) {
             const ir_type *bt = &sub->outputs[i]->type, *ot = &n->out[i]->type;
             if (type_known(bt) && ir_type_same(bt, ot))
                 continue;
             const ir_graph *other = ir_attr_graph(n, br[!b]);
-            char x[160], y[160];
+            char x[160], y[160], hint[500];
             type_text(c->g, bt, x, sizeof x);
             type_text(c->g, other && other->noutputs == n->nout ? &other->outputs[i]->type : ot, y, sizeof y);
+            if_hint(c, n, hint, sizeof hint);
             return ir_node_errorf(c->d, n, "output %d ('%.100s') is %s in the %s and %s in the %s: an If whose "
-                                  "branches do not give one shape is not compiled yet", i, n->out[i]->name, x,
-                                  br[b], y, br[!b]);
+                                  "branches do not give one shape is not compiled yet%s", i, n->out[i]->name, x,
+                                  br[b], y, br[!b], hint);
         }
     }
     return 0;
@@ -1787,30 +1827,47 @@ static int branch_copies(pbuild *c, const ir_node *n, int si)
     return 0;
 }
 
+/* A branch that cannot run on the compiled shapes (ir_graph.infer_error:
+ * its shapes do not infer) as one kernel, <kname>, that fails the run
+ * with the reason, as the interpreter does when it takes the branch. */
+static int add_branch_fail(pbuild *c, const ir_node *n, const char *branch, const char *kname)
+{
+    const ir_graph *b = ir_attr_graph(n, branch);
+    kir_kernel *k = kir_kernel_create(kname, b);
+    if (!k || !kir_fail(k, &k->body, b->infer_error)) {   /* "node 'If_0' (If): else_branch: ..." */
+        kir_kernel_destroy(k);
+        return ir_errorf(c->d, "out of memory");
+    }
+    return add_kernel(c, k, n, 0, NULL);
+}
+
+/* One branch of If n: its steps and copies, or the failing kernel. */
+static int emit_branch(pbuild *c, int si, const ir_node *n, int b, const char *kname)
+{
+    static const char *const br[2] = {"then", "else"};
+    char an[16], name[256];
+    snprintf(an, sizeof an, "%s_branch", br[b]);
+    snprintf(name, sizeof name, "%.200s_%s", kname, br[b]);
+    const ir_graph *g = ir_attr_graph(n, an);
+    if (g && g->infer_error)
+        return add_branch_fail(c, n, an, name);
+    int sub = child_scope(c, si, n, an);
+    return sub < 0 || emit_scope(c, sub, name) < 0 || branch_copies(c, n, sub) < 0 ? -1 : 0;
+}
+
 /* An If: BRANCH (to the else branch when the condition is false), the
  * then branch's steps and copies, JUMP past the else branch's steps and
  * copies. Kernels are named after the If's: <kname>_then_k<node>. */
 static int emit_if(pbuild *c, int si, const ir_node *n, const char *kname)
 {
-    static const char *const br[2] = {"then", "else"};
-    int sub[2];
-    for (int b = 0; b < 2; b++) {
-        char an[16];
-        snprintf(an, sizeof an, "%s_branch", br[b]);
-        if ((sub[b] = child_scope(c, si, n, an)) < 0)
-            return -1;
-    }
     int jb = add_step(c, (cg_step){.kind = CG_STEP_BRANCH, .cond = c->scopes[si].bind[n->in[0]->id]});
-    char name[256];
-    snprintf(name, sizeof name, "%.200s_then", kname);
-    if (jb < 0 || emit_scope(c, sub[0], name) < 0 || branch_copies(c, n, sub[0]) < 0)
+    if (jb < 0 || emit_branch(c, si, n, 0, kname) < 0)
         return -1;
     int jj = add_step(c, (cg_step){.kind = CG_STEP_JUMP});
     if (jj < 0)
         return -1;
     c->p->steps[jb].target = c->p->nsteps;
-    snprintf(name, sizeof name, "%.200s_else", kname);
-    if (emit_scope(c, sub[1], name) < 0 || branch_copies(c, n, sub[1]) < 0)
+    if (emit_branch(c, si, n, 1, kname) < 0)
         return -1;
     c->p->steps[jj].target = c->p->nsteps;
     return 0;

@@ -259,6 +259,10 @@ typedef struct ir_graph {
                                 * NULL for a free one (an input's named dim) */
     int next_node_id;
     struct ir_graph *parent;   /* the graph owning this subgraph, or NULL */
+    const char *infer_error;   /* an If's branch whose shapes do not infer while the other's
+                                * do (shape_if): the reason, in the arena; the branch cannot
+                                * run on these input shapes, so taking it fails the run.
+                                * NULL otherwise */
     int nsubs, cap_subs;
     struct ir_graph **subs;    /* subgraphs this graph owns (destroyed with it) */
 } ir_graph;

@@ -200,9 +200,11 @@ static void merge_branch(ir_type *a, const ir_type *b)
 }
 
 /* Only the branch taken runs, and the other may well not fit the inputs
- * (a 2-D branch beside a 3-D one): a branch whose inference fails only
- * leaves the outputs less known, unless the condition is known, when the
- * branch taken alone decides (and its failure is the node's). */
+ * (a 2-D branch beside a 3-D one): a branch whose inference fails gives
+ * the If the other branch's types (it records why in infer_error), or
+ * with both failing leaves the outputs unknown, unless the condition is
+ * known, when the branch taken alone decides (and its failure is the
+ * node's). */
 int shape_if(ir_shape_ctx *c)
 {
     ir_graph *t = sub_of(c, "then_branch"), *e = sub_of(c, "else_branch");
@@ -219,10 +221,21 @@ int shape_if(ir_shape_ctx *c)
                 return -1;
         return 0;
     }
-    icc_diag quiet;
+    icc_diag quiet_t, quiet_e;
     ir_shape_ctx qc = *c;
-    qc.diag = &quiet;
-    bool ok_t = infer_sub(&qc, t, "then_branch") == 0, ok_e = infer_sub(&qc, e, "else_branch") == 0;
+    qc.diag = &quiet_t;
+    bool ok_t = infer_sub(&qc, t, "then_branch") == 0;
+    qc.diag = &quiet_e;
+    bool ok_e = infer_sub(&qc, e, "else_branch") == 0;
+    /* One branch that cannot run on these shapes (a VAD's 8 kHz branch
+     * given a 16 kHz chunk) leaves the If the other's types: taking it
+     * fails the run, so whenever the If gives results they are those. */
+    t->infer_error = e->infer_error = NULL;
+    if (ok_t != ok_e) {
+        ir_graph *bad = ok_t ? e : t;
+        if (!(bad->infer_error = ir_arena_strdup(bad->arena, (ok_t ? &quiet_e : &quiet_t)->msg)))
+            return ir_node_errorf(c->diag, c->node, "out of memory");
+    }
     for (int i = 0; i < c->nout; i++) {
         ir_type a, b;
         if (out_type(c, t, i, &a) < 0 || out_type(c, e, i, &b) < 0)
@@ -231,8 +244,12 @@ int shape_if(ir_shape_ctx *c)
             ir_type_unknown(&a, a.dtype != IR_UNDEF ? a.dtype : b.dtype, IR_RANK_UNKNOWN);
         if (!ok_e)
             ir_type_unknown(&b, b.dtype != IR_UNDEF ? b.dtype : a.dtype, IR_RANK_UNKNOWN);
-        merge_branch(&a, &b);
-        c->out[i] = a;
+        if (ok_t != ok_e)
+            c->out[i] = ok_t ? a : b;
+        else {
+            merge_branch(&a, &b);
+            c->out[i] = a;
+        }
     }
     return 0;
 }
