@@ -819,8 +819,9 @@ static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad
         sp->hi[d] = e[d] > 0 ? e[d] : 0;
         sp->lend[d] = ir_dim_const(0);
         if (x->dims[d].sym || o->dims[d].sym) {
-            /* symbolic: zeros around the whole dim */
-            if (sp->mode != PAD_CONSTANT || b[d] < 0 || e[d] < 0 || !n->graph ||
+            /* symbolic: zeros around the whole dim (any mode when it is
+             * not padded: a batch beside a reflect-padded time axis) */
+            if ((sp->mode != PAD_CONSTANT && (b[d] || e[d])) || b[d] < 0 || e[d] < 0 || !n->graph ||
                 !(b[d] + e[d] == 0 ? ir_dim_eq(x->dims[d], o->dims[d])
                                    : dim_plus(n->graph, x->dims[d], o->dims[d], b[d] + e[d])))
                 return false;
@@ -1016,8 +1017,8 @@ static int lower_pad(lctx *c)
                                        kir_op2(k, KIR_LT, IR_BOOL, i, len));
                 inside = inside ? kir_op2(k, KIR_AND, IR_BOOL, inside, in) : in;
             }
-        } else {
-            i = pad_map(k, sp.mode, i, sp.len[d]);
+        } else if (sp.lo[d] > 0 || sp.hi[d] > 0) {
+            i = pad_map(k, sp.mode, i, sp.len[d]);   /* (a symbolic dim is never padded here) */
         }
         ii[d] = kir_iadd(k, i, lw_i64c(k, sp.crop[d]));
     }
