@@ -36,6 +36,7 @@
 
 #include "icc/runtime.h"
 #include "runtime/cpu.h"
+#include "runtime/npy.h"
 
 #include <errno.h>
 #include <math.h>
@@ -161,6 +162,8 @@ typedef struct bopts {
     int nthreads, nbatch;
     const char *dims[MAX_DIMS];
     int ndims;
+    const char *inputs[MAX_IO];     /* --input=NAME=FILE.npy: values instead of the pattern */
+    int ninputs;
     int64_t runs, queries;
     double time_s, warmup_s, rate, p99_bound;
     scenario sc;
@@ -225,6 +228,10 @@ static int parse(int argc, char **argv, bopts *o)
             if (o->ndims == MAX_DIMS || !strchr(s + 6, '='))
                 return icc_fail("%s: expected --dim=SYMBOL=VALUE (at most %d)", s, MAX_DIMS);
             o->dims[o->ndims++] = s + 6;
+        } else if (!strncmp(s, "--input=", 8)) {
+            if (o->ninputs == MAX_IO || !strchr(s + 8, '='))
+                return icc_fail("%s: expected --input=NAME=FILE.npy (at most %d)", s, MAX_IO);
+            o->inputs[o->ninputs++] = s + 8;
         } else if (!strncmp(s, "--name=", 7)) {
             o->name = s + 7;
         } else if (!strncmp(s, "--plot=", 7)) {
@@ -410,6 +417,36 @@ static const char *batch_symbol(const bopts *o, const icc_model_desc *d)
     return d->nsymbols > 0 ? d->symbols[0] : NULL;
 }
 
+/* Input t's values from --input=NAME=FILE.npy (into buf of n elements):
+ * the file's elements, as many as the input's dims give, or one repeated
+ * (a VAD's sample rate, whatever the batch); 1 if no file names t, 0 when
+ * filled, -1 on an error (printed). */
+static int input_file(const bopts *o, const icc_tensor_desc *t, void *buf, int64_t n)
+{
+    for (int j = 0; j < o->ninputs; j++) {
+        const char *eq = strchr(o->inputs[j], '=');
+        if (strlen(t->name) != (size_t)(eq - o->inputs[j]) || strncmp(t->name, o->inputs[j], strlen(t->name)))
+            continue;
+        ir_tensor v = {0};
+        icc_diag d = {{0}};
+        if (icc_npy_read(eq + 1, &v, &d) < 0)
+            return icc_fail("%s", d.msg), -1;
+        size_t w = icc_dtype_size(t->dtype);
+        int rc = 0;
+        if (ir_dtype_to_onnx(v.dtype) != t->dtype)
+            rc = -1, icc_fail("--input=%s: input '%s' wants another dtype than the file's %s", o->inputs[j], t->name,
+                              ir_dtype_name(v.dtype));
+        else if (v.numel != n && v.numel != 1)
+            rc = -1, icc_fail("--input=%s: %lld elements, input '%s' has %lld here (or give one, repeated)",
+                              o->inputs[j], (long long)v.numel, t->name, (long long)n);
+        for (int64_t i = 0; rc == 0 && i < n; i++)
+            memcpy((char *)buf + (size_t)i * w, (const char *)v.data + (v.numel == 1 ? 0 : (size_t)i * w), w);
+        free(v.data);
+        return rc < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
 /* Inputs for batch (the batch symbol at that value, others from --dim or 1)
  * and outputs of the dims they give. */
 static int io_make(const bopts *o, icc_model *m, const char *bsym, int64_t batch, io *b)
@@ -443,7 +480,11 @@ static int io_make(const bopts *o, icc_model *m, const char *bsym, int64_t batch
         b->nin = i + 1;
         if (!(b->in[i] = malloc((size_t)n * icc_dtype_size(t->dtype) + 64)))
             return icc_fail("out of memory for input '%s'", t->name);
-        fill(b->in[i], t->dtype, n, (uint64_t)i + 1);
+        int f = input_file(o, t, b->in[i], n);
+        if (f < 0)
+            return -1;
+        if (f > 0)
+            fill(b->in[i], t->dtype, n, (uint64_t)i + 1);
     }
     for (int i = 0; i < d->noutputs; i++) {
         const icc_tensor_desc *t = icc_model_output(m, i);

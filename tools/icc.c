@@ -10,6 +10,7 @@
  * "icc: error: ..." and exit 1; output files are written to a temporary
  * name and renamed, so a failure never leaves a partial file.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -110,13 +111,15 @@ static void usage(FILE *f)
         "  icc opt IN.icc [-o OUT.icc]        parse, verify and print text IR\n"
         "  icc bench MODEL.so|MODEL.onnx [--threads=1,2] [--batch=1,2,4,...] [--runs=N] [--time=S]\n"
         "            [--warmup=S] [--scenario=single-stream|offline|server] [--rate=QPS]\n"
-        "            [--p99-bound=MS] [--queries=N] [--dim=SYM=V] [--json] [--plot=FILE.png]\n"
+        "            [--p99-bound=MS] [--queries=N] [--dim=SYM=V] [--input=NAME=F.npy] [--json]\n"
+        "            [--plot=FILE.png]\n"
         "                                     latency p50/p90/p99/mean/min/max and throughput after\n"
         "                                     a 2 s warm-up, over thread counts and batch sizes; an\n"
         "                                     .onnx is compiled first (other options go to the\n"
         "                                     compiler, e.g. -O3); --plot draws the batch trade-off;\n"
         "                                     --profile: per-kernel time, FLOPs, bytes, roofline bound\n"
-        "                                     against the peak of its kind (f32, bf16, i8 dot products)\n"
+        "                                     against the peak of its kind (f32, bf16, i8 dot products);\n"
+        "                                     --input: an input's values (all, or one repeated)\n"
         "  icc bench A B [C...] [--threads=T] [--runs=N] [--json]\n"
         "                                     up to 8 models in turns, one run of each per round:\n"
         "                                     each one's latency and its median ratio to A's time\n"
@@ -150,7 +153,8 @@ static void usage(FILE *f)
         "  -o PATH              output file (or directory for run)\n"
         "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
         "  --name=PREFIX        the model's symbol prefix (PREFIX_model; default model)\n"
-        "  --shape=NAME:DxDx..  pin input NAME's dims (symbolic dims must be pinned to compile)\n"
+        "  --shape=NAME:DxDx..  pin input NAME's dims; a dim given as a name stays symbolic under\n"
+        "                       it (input:Bx576); ',' joins dims instead of 'x' (ids:batch,max_len)\n"
         "  --weights=external   write the weights to model.weights beside model.so (mapped at\n"
         "                       load, checksum verified) instead of the .so's .rodata;\n"
         "                       =embedded: always in the .so; =auto (default): external past\n"
@@ -629,7 +633,10 @@ static int cmd_info(const args *a)
     return 0;
 }
 
-/* --shape=NAME:DxDx...: fixes input NAME's dims (symbols included);
+/* --shape=NAME:DxDx...: fixes input NAME's dims (symbols included); a
+ * dim given as a name keeps it symbolic under that name (the same name in
+ * two inputs is one dim: input:Bx576 state:2xBx128). The dims are joined
+ * by 'x', or by ',' (then names may hold an 'x': ids:batch,max_len).
  * --bind=NAME=F.npy: makes input NAME a constant; then re-infers every
  * shape from there. */
 static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
@@ -644,23 +651,38 @@ static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
                 v = g->inputs[k];
         if (!v)
             return ir_errorf(d, "--shape: the model has no input named '%.*s'", (int)(colon - s), s);
-        int64_t dims[IR_MAX_RANK];
+        ir_dim dims[IR_MAX_RANK];
         int r = 0;
+        char sep = strchr(colon + 1, ',') ? ',' : 'x';
         for (const char *p = colon + 1; *p;) {
             char *end;
             long long x = strtoll(p, &end, 10);
-            if (end == p || x < 0 || r == IR_MAX_RANK || (*end && *end != 'x'))
-                return ir_errorf(d, "--shape=%s: dims must be non-negative numbers joined by 'x'", s);
-            dims[r++] = x;
+            if (end == p && (isalpha((unsigned char)*p) || *p == '_')) {   /* a name: a symbolic dim */
+                size_t len = strcspn(p, sep == ',' ? "," : "x");
+                bool ok = true;
+                for (size_t j = 0; j < len; j++)
+                    ok &= isalnum((unsigned char)p[j]) || p[j] == '_';
+                int32_t id = ok && r < IR_MAX_RANK ? ir_graph_sym(g, p, len) : 0;
+                if (!id)
+                    return ir_errorf(d, "--shape=%s: dims must be non-negative numbers or names joined by '%c'", s,
+                                     sep);
+                dims[r++] = (ir_dim){0, id};
+                end = (char *)p + len;
+            } else {
+                if (end == p || x < 0 || r == IR_MAX_RANK || (*end && *end != sep))
+                    return ir_errorf(d, "--shape=%s: dims must be non-negative numbers or names joined by '%c'", s,
+                                     sep);
+                dims[r++] = ir_dim_const(x);
+            }
             p = *end ? end + 1 : end;
         }
         if (v->type.rank >= 0 && r != v->type.rank)
             return ir_errorf(d, "--shape=%s: input '%s' has rank %d", s, v->name, v->type.rank);
         for (int k = 0; k < r; k++) {
-            if (v->type.rank >= 0 && ir_dim_is_const(v->type.dims[k]) && v->type.dims[k].v != dims[k])
+            if (v->type.rank >= 0 && ir_dim_is_const(v->type.dims[k]) && !ir_dim_eq(v->type.dims[k], dims[k]))
                 return ir_errorf(d, "--shape=%s: dim %d of '%s' is fixed at %lld", s, k, v->name,
                                  (long long)v->type.dims[k].v);
-            v->type.dims[k] = ir_dim_const(dims[k]);
+            v->type.dims[k] = dims[k];
         }
         v->type.rank = r;
     }

@@ -598,6 +598,36 @@ PY
     { cat "$T/cmp.txt"; return 1; }
 }
 check "bench A B: models compared in turns, with paired ratios (JSON and table)" bench_compare
+# bench --input: an input's values from a file (all of them, or one
+# repeated); without it the pattern's indices 0..3 leave a 2-row table.
+bench_input_values() {
+  python3 -c "
+import numpy as np, onnx
+from onnx import TensorProto as P, helper as h
+g = h.make_graph([h.make_node('Gather', ['x', 'i'], ['y'], axis=0)], 'g',
+                 [h.make_tensor_value_info('x', P.FLOAT, [2, 3]), h.make_tensor_value_info('i', P.INT64, ['N'])],
+                 [h.make_tensor_value_info('y', P.FLOAT, ['N', 3])])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '$T/gather.onnx')
+np.save('$T/one.npy', np.array([1], np.int64))
+np.save('$T/two.npy', np.array([1, 0], np.int64))" && "$ICC" "$T/gather.onnx" -o "$T/gather.so" || return 1
+  ! "$ICC" bench "$T/gather.so" --batch=4 --runs=3 --time=0 --warmup=0 >/dev/null 2>"$T/gerr" &&
+    grep -q "out of range" "$T/gerr" &&
+    "$ICC" bench "$T/gather.so" --batch=1,4 --runs=3 --time=0 --warmup=0 --input=i="$T/one.npy" >/dev/null &&
+    "$ICC" bench "$T/gather.so" --batch=2 --runs=3 --time=0 --warmup=0 --input=i="$T/two.npy" >/dev/null
+}
+check "bench --input: an input's values from a .npy file, or one value repeated" bench_input_values
+fails_cleanly "bench --input: a file of another element count" "2 elements, input 'i' has 4 here" "$ICC" bench \
+  "$T/gather.so" --batch=4 --runs=3 --time=0 --warmup=0 --input=i="$T/two.npy"
+# --shape with a name: that dim stays symbolic under the name (one name in
+# two places is one dim), the others are pinned; ',' joins names with an x.
+shape_names() {
+  "$ICC" info "$M" --shape=image:Bx1x8x8 >"$T/infoB" && grep -q "image: f32\[B,1,8,8\]" "$T/infoB" &&
+    "$ICC" "$M" --shape=image:max_x,1,8,8 -o "$T/named.so" &&
+    grep -q "Symbolic dims (-1 in the dims arrays, given at run time): max_x$" "$T/named.h"
+}
+check "--shape: a dim given as a name stays symbolic under it" shape_names
+fails_cleanly "--shape: a malformed dim" "dims must be non-negative numbers or names joined by 'x'" "$ICC" "$M" \
+  --shape=image:2x-1x8x8 -o "$T/bad.so"
 fails_cleanly "bench A B: with --profile" "comparing 2 models runs them in turns" "$ICC" bench "$T/bench.so" "$T/bench.so" --profile
 fails_cleanly "bench A B: a --threads list" "or a --threads list" "$ICC" bench "$T/bench.so" "$M" --threads=1,2
 fails_cleanly "bench: nine models" "more than 8 models to compare" "$ICC" bench "$M" "$M" "$M" "$M" "$M" "$M" "$M" "$M" "$M"
