@@ -17,6 +17,18 @@ and run at many shapes, against ONNX Runtime.
   length S with reversed input and output directions and the output stacked
   along axis 1.
 - An If whose branches give [B, 16] and [C, 16] is refused in one line.
+- A VAD shaped like PyTorch exports it (Silero's): each rate's branch pads
+  the samples (mode reflect, the pads computed from constants inside the
+  branch: ConstantOfShape, Concat, Cast), frames them with a strided Conv
+  and squeezes the frame axis under `if x.shape[-1] == 1` (Equal(Gather(
+  Shape(x), -1), 1)), whose branches differ in rank. Compiled with the
+  samples pinned and the batch a name (--shape=input:Bx256), the passes
+  fold inside the branches and fold the nested Ifs; the 8 kHz branch cannot
+  run on 256 samples (its frames do not squeeze: the MatMul after it does
+  not fit), so it compiles into a failing step: sr = 16000 matches ONNX
+  Runtime for B = 1 and 3, sr = 8000 fails in one line as the interpreter
+  does. Unpinned, the refusal says what folds it: binding sr, then pinning
+  the dims.
 
 Each model is compiled once per level (-O0, -O2, -O3) and run at every
 shape. Everything at rtol 1e-4, atol 1e-5.
@@ -153,6 +165,51 @@ def ragged_if(path):
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
 
 
+def vad_torch(path):
+    w = weights(5)
+
+    def branch(tag, pad, k, stride):
+        p = "b" + tag + "_"
+        sq_t = h.make_graph([h.make_node("Squeeze", ["r" + tag, "last"], [p + "sq"])], p + "squeeze", [],
+                            [vi(p + "sq", P.FLOAT, None)])
+        sq_e = h.make_graph([h.make_node("Identity", ["r" + tag], [p + "id"])], p + "keep", [],
+                            [vi(p + "id", P.FLOAT, None)])
+        nodes = [h.make_node("Constant", [], [p + "two"], value=nh.from_array(np.array([2], np.int64))),
+                 h.make_node("ConstantOfShape", [p + "two"], [p + "zeros"],
+                             value=nh.from_array(np.array([0], np.int64))),
+                 h.make_node("Constant", [], [p + "tail"], value=nh.from_array(np.array([0, pad], np.int64))),
+                 h.make_node("Concat", [p + "zeros", p + "tail"], [p + "cat"], axis=0),
+                 h.make_node("Cast", [p + "cat"], [p + "pads"], to=P.INT64),
+                 h.make_node("Pad", ["input", p + "pads"], [p + "xp"], mode="reflect"),
+                 h.make_node("Unsqueeze", [p + "xp", "one"], [p + "u"]),
+                 h.make_node("Conv", [p + "u", "cw" + tag], [p + "c"], strides=[stride]),
+                 h.make_node("Relu", [p + "c"], ["r" + tag]),
+                 h.make_node("Shape", ["r" + tag], [p + "shape"]),
+                 h.make_node("Gather", [p + "shape", "minus1"], [p + "len"], axis=0),
+                 h.make_node("Equal", [p + "len", "one"], [p + "is1"]),
+                 h.make_node("If", [p + "is1"], [p + "f"], name=p + "squeeze", then_branch=sq_t, else_branch=sq_e),
+                 h.make_node("MatMul", [p + "f", "W" + tag], [p + "m"]),
+                 h.make_node("Gather", ["state", "zero"], [p + "h"], axis=0),
+                 h.make_node("Add", [p + "m", p + "h"], [p + "s"]),
+                 h.make_node("Tanh", [p + "s"], [p + "t"]),
+                 h.make_node("MatMul", [p + "t", "Wo"], [p + "z"]),
+                 h.make_node("Sigmoid", [p + "z"], [p + "prob"]),
+                 h.make_node("Unsqueeze", [p + "t", "zero1"], [p + "t1"]),
+                 h.make_node("Concat", [p + "t1", p + "t1"], [p + "state"], axis=0)]
+        return h.make_graph(nodes, "sr" + tag, [], [vi(p + "prob", P.FLOAT, None), vi(p + "state", P.FLOAT, None)])
+    inits = [w("cw16", 8, 1, 320), w("W16", 8, 16), w("cw8", 8, 1, 160), w("W8", 8, 16), w("Wo", 16, 1),
+             nh.from_array(np.array([1], np.int64), "one"), nh.from_array(np.array([-1], np.int64), "last"),
+             nh.from_array(np.array(-1, np.int64), "minus1"), nh.from_array(np.array(0, np.int64), "zero"),
+             nh.from_array(np.array([0], np.int64), "zero1"), nh.from_array(np.array(16000, np.int64), "k16")]
+    nodes = [h.make_node("Equal", ["sr", "k16"], ["is16"]),
+             h.make_node("If", ["is16"], ["prob", "stateN"], name="rate", then_branch=branch("16", 64, 320, 320),
+                         else_branch=branch("8", 32, 160, 80))]
+    g = h.make_graph(nodes, "vad_torch", [vi("input", P.FLOAT, ["batch", "samples"]),
+                                          vi("state", P.FLOAT, [2, "batch", 16]), vi("sr", P.INT64, [])],
+                     [vi("prob", P.FLOAT, None), vi("stateN", P.FLOAT, None)], inits)
+    onnx.save(h.make_model(g, opset_imports=OPSET), path)
+
+
 def run(icc, lib, feed, t):
     """icc run lib on feed: (returncode, one-line stderr, outputs by name)."""
     for f in glob.glob(t + "/out/*.npy"):
@@ -243,6 +300,33 @@ def main():
         not os.path.exists(t + "/ragged.so")
     print("%s an If whose branches give [B,16] and [C,16] is refused: %s" % ("ok  " if ok else "FAIL", msg))
     failed += not ok
+
+    vad_torch(t + "/vad_torch.onnx")
+    lib = t + "/vad_torch.so"
+    subprocess.run([icc, t + "/vad_torch.onnx", "--shape=input:Bx256", "--shape=state:2xBx16", "-o", lib], check=True,
+                   timeout=300)
+    for B in (1, 3):
+        feed = {"input": rand(B, 256), "state": rand(2, B, 16), "sr": np.array(16000, np.int64)}
+        failed += check(icc, t + "/vad_torch.onnx", lib, feed, t,
+                        "PyTorch-style VAD, --shape=input:Bx256, B=%d, sr=16000" % B)
+    feed["sr"] = np.array(8000, np.int64)
+    rc, msg, got = run(icc, lib, feed, t)
+    irc, imsg, _ = run(icc, t + "/vad_torch.onnx", feed, t)
+    ok = rc == 1 and irc == 1 and len(msg.splitlines()) == 1 and "node 'rate' (If): else_branch" in msg and \
+        "'b8_m'" in msg and "'b8_m'" in imsg and not got
+    print("%s the 8 kHz branch cannot run on 256 samples: it fails in one line, as interpreted: %s" %
+          ("ok  " if ok else "FAIL", msg))
+    failed += not ok
+    for extra, want in (([], "its condition reads the values of 'sr'"),
+                        (["--bind=sr=" + t + "/sr16.npy"], "its condition reads only dims: pin them")):
+        np.save(t + "/sr16.npy", np.array(16000, np.int64))
+        r = subprocess.run([icc, t + "/vad_torch.onnx", "-o", t + "/refused.so"] + extra, capture_output=True,
+                           text=True, timeout=300)
+        msg = r.stderr.strip()
+        ok = r.returncode == 1 and len(msg.splitlines()) == 1 and want in msg
+        print("%s unpinned%s, the refusal says what folds the If: %s" % ("ok  " if ok else "FAIL",
+                                                                          " with --bind=sr" if extra else "", msg))
+        failed += not ok
 
     print("control flow with symbolic dims: %s" % ("%d FAILED" % failed if failed else "all passed"))
     return 1 if failed else 0
