@@ -7,6 +7,11 @@
  * gets its bias as a following Add. The producer's result must have no
  * other user, since it no longer exists afterwards.
  *
+ * A BatchNormalization left over (after an Add, or a Conv whose result
+ * has other users) over symbolic spatial dims becomes Mul and Add by
+ * per-channel constants [C, 1, ...]: the elementwise family compiles any
+ * dims, where the normalization's own kernel takes only a symbolic batch.
+ *
  * Arithmetic is done in double and stored in the weights' dtype. New
  * constants are added rather than the old ones changed, because other
  * nodes may share them; dce drops the old ones.
@@ -21,7 +26,7 @@
 
 typedef struct fb {
     pass_ctx *c;
-    int64_t bns, scales;
+    int64_t bns, scales, affine;
 } fb;
 
 static bool is_const(const ir_value *v)
@@ -253,6 +258,61 @@ static bool fold_batchnorm(fb *f, ir_node *bn)
     return ok;
 }
 
+/* An inference BatchNormalization [N, C, ...] with symbolic dims past the
+ * batch, as x * s + t with s, t constants [C, 1, ...] of x's dtype. */
+static bool bn_to_affine(fb *f, ir_node *bn)
+{
+    ir_graph *g = f->c->g;
+    const ir_type *xt = &bn->in[0]->type;
+    bool sym = false;
+    for (int d = 1; d < xt->rank; d++)
+        sym |= xt->dims[d].sym != 0;
+    if (!sym || xt->rank < 3 || !ir_dim_is_const(xt->dims[1]) || !ir_dtype_is_float(xt->dtype) ||
+        ir_attr_int(bn, "training_mode", 0) != 0 || !ir_type_same(xt, &bn->out[0]->type))
+        return false;
+    for (int i = 1; i < bn->nout; i++)
+        if (ir_value_count_uses(g, bn->out[i]))
+            return false;
+    int64_t C = xt->dims[1].v;
+    for (int i = 1; i < 5; i++)
+        if (!is_const(bn->in[i]) || bn->in[i]->cval.numel != C)
+            return false;
+    ir_type ct = {.dtype = xt->dtype, .rank = xt->rank - 1};
+    ct.dims[0] = ir_dim_const(C);
+    for (int d = 1; d < ct.rank; d++)
+        ct.dims[d] = ir_dim_const(1);
+    ir_value *sv = new_const(f, bn->name, "_scale", &ct), *tv = sv ? new_const(f, bn->name, "_shift", &ct) : NULL;
+    if (!tv)
+        return false;
+    double eps = ir_attr_float(bn, "epsilon", 1e-5f);
+    for (int64_t i = 0; i < C; i++) {
+        double var = ir_tensor_getf(&bn->in[4]->cval, i) + eps, sc = ir_tensor_getf(&bn->in[1]->cval, i) / sqrt(var);
+        if (!(var > 0) || !isfinite(var))
+            return false;
+        ir_tensor_setf(&sv->cval, i, sc);
+        ir_tensor_setf(&tv->cval, i, ir_tensor_getf(&bn->in[2]->cval, i) - ir_tensor_getf(&bn->in[3]->cval, i) * sc);
+    }
+    char buf[256];
+    const char *mname = ir_graph_fresh_name(g, bn->out[0]->name, "_scaled", buf, sizeof buf);
+    ir_value *mi[2] = {bn->in[0], sv};
+    ir_node *mul = ir_graph_add_node(g, IR_OP_MUL, bn->name, 2, mi, 1, &mname, f->c->diag);
+    if (!mul)
+        return false;
+    mul->out[0]->type = *xt;
+    ir_value *ai[2] = {mul->out[0], tv};
+    const char *aname = bn->out[0]->name;
+    bn->out[0]->name = "";   /* the Add's result takes the name */
+    ir_node *add = ir_graph_add_node(g, IR_OP_ADD, bn->name, 2, ai, 1, &aname, f->c->diag);
+    if (!add)
+        return false;
+    add->out[0]->type = *xt;
+    ir_replace_all_uses(g, bn->out[0], add->out[0]);
+    ir_node_erase(bn);
+    f->c->changed = true;
+    f->affine++;
+    return true;
+}
+
 /* Mul by (or Add of) a constant that varies at most along a Conv's
  * channel dim and does not broadcast the result beyond the Conv's. */
 static bool fold_scale_shift(fb *f, ir_node *n)
@@ -305,7 +365,7 @@ int pass_fold_bn(pass_ctx *c)
             c->diag->msg[0] = 0;
             bool done = false;
             if (n->op == IR_OP_BATCH_NORMALIZATION)
-                done = fold_batchnorm(&f, n);
+                done = fold_batchnorm(&f, n) || bn_to_affine(&f, n);
             else if (n->op == IR_OP_MUL || n->op == IR_OP_ADD)
                 done = fold_scale_shift(&f, n);
             if (!done && c->diag->msg[0])
@@ -317,5 +377,7 @@ int pass_fold_bn(pass_ctx *c)
         return -1;
     pass_stat(c, "batchnorms folded", f.bns);
     pass_stat(c, "scales folded", f.scales);
+    if (f.affine)
+        pass_stat(c, "batchnorms as scale and shift", f.affine);
     return 0;
 }
