@@ -88,31 +88,35 @@ static bool symbolic_ok(const ir_node *n)
     return !sym || cg_can_lower_symbolic(n);
 }
 
-/* A node whose every operand and result is symbolic in dim 0 only, with
- * one symbol S, and whose op treats dim 0 as independent items (a batch:
- * convolutions and pools, per-item normalizations, ops along another
- * axis), is compiled for one item and called S times by `run`, each call
- * on the next item of every batched buffer. Returns S, or 0. */
+static bool sym_uses(const ir_graph *g, int32_t d, int32_t s);
+
+/* A node whose results have one symbol S as dim 0, whose operands have S
+ * at dim 0 or not at all, and none of whose other dims is S or made from
+ * it (they may be other symbols: an image's H and W), and whose op treats
+ * dim 0 as independent items (a batch: convolutions and pools, per-item
+ * normalizations, ops along another axis), can be compiled for one item
+ * and called S times by `run`, each call on the next item of every
+ * batched buffer. Returns S, or 0. */
 static int32_t batch_symbol(const ir_node *n)
 {
-    int32_t s = 0;
+    int32_t s = n->nout > 0 && n->out[0]->type.rank > 0 ? n->out[0]->type.dims[0].sym : 0;
+    if (s <= 0)
+        return 0;
     for (int io = 0; io < 2; io++)
         for (int i = 0; i < (io ? n->nout : n->nin); i++) {
             const ir_value *v = io ? n->out[i] : n->in[i];
             if (!v)
                 continue;
+            if (v->type.rank < 0)
+                return 0;
             for (int k = 0; k < v->type.rank; k++) {
                 int32_t sym = v->type.dims[k].sym;
-                if (sym < 0 || (sym > 0 && (k > 0 || (s && sym != s))))
+                if (sym < 0 || (k == 0 && sym > 0 && sym != s) || (k > 0 && sym_uses(n->graph, sym, s)))
                     return 0;
-                if (sym > 0)
-                    s = sym;
             }
             if (io && (v->type.rank < 1 || v->type.dims[0].sym != s))
                 return 0;
         }
-    if (!s)
-        return 0;
     int rank = n->in[0] ? n->in[0]->type.rank : 0;
     int64_t axis = ir_attr_int(n, "axis", n->op == IR_OP_LAYER_NORMALIZATION ? -1 : 1);
     axis = axis < 0 ? axis + rank : axis;
@@ -157,9 +161,27 @@ static bool can_lower_batched(const ir_node *n)
         return false;
     ir_type saved[128];
     pin_batch(n, s, saved, false);
-    bool ok = cg_can_lower(n);
+    bool ok = cg_can_lower(n) && symbolic_ok(n);   /* (other symbols left: H, W) */
     pin_batch(n, s, saved, true);
     return ok;
+}
+
+/* The batch symbol node n is lowered per item of (0: as it is, its
+ * batch dim read from the symbol table like any other). Per item when
+ * its lowering cannot take the symbolic batch, and for the convolutions
+ * and pools even when it can: their direct schedules (depthwise, tiled,
+ * ConvTranspose's phases) take the batch as a constant, and with a
+ * symbolic batch beside a symbolic H and W the generic scalar loops ran
+ * a detector's upsampling 36 times slower. */
+static int32_t item_symbol(const cg_program *p, const ir_node *n)
+{
+    if (!p->dynamic)
+        return 0;
+    bool conv = n->op == IR_OP_CONV || n->op == IR_OP_CONV_TRANSPOSE || n->op == IR_OP_MAX_POOL ||
+                n->op == IR_OP_AVERAGE_POOL || n->op == IR_OP_LP_POOL;
+    if (symbolic_ok(n) && !(conv && can_lower_batched(n)))
+        return 0;
+    return batch_symbol(n);
 }
 
 /* ---- sizes ------------------------------------------------------------------------ */
@@ -1756,7 +1778,7 @@ static bool reads_shared(const kir_kernel *k, int64_t bytes)
  * KERNEL step (bsym, item_bytes: lower_one's per-item batch). Its chunks
  * hold at least par_chunk_ops of work, or par_shared_ops when it reads a
  * large intermediate (schedule.h). */
-static int add_kernel(pbuild *c, kir_kernel *k, const ir_node *n, int32_t bsym, int64_t *item_bytes)
+static int add_kernel(pbuild *c, kir_kernel *k, const ir_node *n, int32_t bsym, cg_size *item_bytes)
 {
     cg_program *p = c->p;
     int64_t ops = cg_cost_trip_ops_est(k, c->s->lanes, c->sym_est, c->sym_est ? c->g->nsyms : 0);
@@ -1777,13 +1799,13 @@ static int lower_one(pbuild *c, const ir_graph *g, const cg_binding *bind, int k
 {
     cg_program *p = c->p;
     const ir_node *n = g->nodes[kx];
-    int32_t bsym = p->dynamic && !symbolic_ok(n) ? batch_symbol(n) : 0;
+    int32_t bsym = item_symbol(p, n);
     ir_type saved[128];
     if (bsym)
         pin_batch(n, bsym, saved, false);
     kir_kernel *k = NULL;
     int rc = cg_lower_node(g, n, bind, c->s, kname, &k, c->d);
-    int64_t *item_bytes = NULL;
+    cg_size *item_bytes = NULL;
     if (rc < 0)
         k = NULL;
     else if (bsym && !(item_bytes = calloc((size_t)(k->nbufs + n->nin + n->nout) + 1, sizeof *item_bytes)))
@@ -1793,8 +1815,7 @@ static int lower_one(pbuild *c, const ir_graph *g, const cg_binding *bind, int k
         if (!v)
             continue;
         if (saved[i].rank > 0 && saved[i].dims[0].sym == bsym) {
-            cg_size z = value_size(v);   /* dims pinned: one item */
-            item_bytes[kb] = size_at_one(&z, NULL);
+            item_bytes[kb] = value_size(v);   /* dims pinned: one item (H, W may be symbols) */
         }
         kb++;
     }

@@ -47,10 +47,11 @@ typedef struct cg_kernel {
     const ir_node *node;       /* the fused group's root, borrowed from the graph (for messages) */
     /* A kernel lowered for one item of a batch its op takes as static:
      * the run calls it once per item i in [0, value of batch_sym), with
-     * buffer b moved by i * item_bytes[b] bytes (0: the same buffer for
-     * every item). batch_sym 0: called once; item_bytes is NULL. */
+     * buffer b moved by i * item_bytes[b] bytes (scale 0: the same buffer
+     * for every item; other symbols than the batch may be in it: an
+     * image's H and W). batch_sym 0: called once; item_bytes is NULL. */
     int32_t batch_sym;
-    int64_t *item_bytes;       /* k->nbufs entries when batch_sym; owned */
+    cg_size *item_bytes;       /* k->nbufs entries when batch_sym; owned */
     /* The trip count of the kernel's outermost loop when it is PARALLEL
      * from 0: a constant (v >= 2) or a symbol's value (sym > 0), split
      * over the runtime's threads through begin/end; {0, 0}: the kernel

@@ -613,7 +613,7 @@ static int emit_steps(mctx *c, LLVMValueRef run, int lo, int hi, bool init, LLVM
         kir_kernel *k = ck->k;
         const ir_node *n = ck->node;
         int32_t bsym = ck->batch_sym;
-        const int64_t *item_bytes = ck->item_bytes;
+        const cg_size *item_bytes = ck->item_bytes;
         LLVMValueRef kfn;
         if (cg_llvm_emit_kernel(c->t, c->m, k, &kfn, c->d) < 0) {
             ir_diag_prefix(c->d, "node '%.200s' (%s)", n->name, ir_ops[n->op].name);
@@ -672,8 +672,8 @@ static int emit_steps(mctx *c, LLVMValueRef run, int lo, int hi, bool init, LLVM
             for (int i = 0; i < k->nbufs; i++) {
                 LLVMValueRef slot_idx = ci64(c, i);
                 LLVMValueRef bp = LLVMBuildLoad2(b, c->ptr, LLVMBuildGEP2(b, c->ptr, base, &slot_idx, 1, ""), "");
-                if (item_bytes[i]) {
-                    LLVMValueRef off = LLVMBuildMul(b, item, ci64(c, item_bytes[i]), "");
+                if (item_bytes[i].scale) {
+                    LLVMValueRef off = LLVMBuildMul(b, item, size_value(c, b, &item_bytes[i], symtab), "");
                     bp = LLVMBuildGEP2(b, c->i8, bp, &off, 1, "");
                 }
                 LLVMBuildStore(b, bp, LLVMBuildGEP2(b, c->ptr, bufs, &slot_idx, 1, ""));

@@ -25,6 +25,9 @@ branches disagree (an upsampled H/2*2 added to an odd H) fail both in ONNX
 Runtime and in the library, which names the node. Split of a symbolic dim
 (opset 18): two chunks at any size, three where 3 divides it (other sizes
 refused in one line naming the Split), constant sizes where they add up.
+A symbolic batch beside the symbolic H and W: the NCHW convolutions and
+pools per item of the batch, a BatchNormalization after a pool, at batches
+1 to 3.
 
     python3 tests/models/symbolic_hw.py build/icc
 """
@@ -399,6 +402,36 @@ for tag, c, batch, nodes, inits, sizes in blocked_cases:
         got, err = interpreted(so, x, f"{tag}_{n}x{hh}x{ww}")
         ok = got is not None and got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
         report(ok, f"{tag}: compiled vs ORT at N={n} H={hh} W={ww} {want.shape} {err}")
+# A symbolic batch beside a symbolic H and W through the NCHW schedules
+# (depthwise conv, ConvTranspose's stride phases, pools, a 5-channel
+# conv): each runs per item of the batch (codegen/program.c,
+# item_symbol), its buffers one image; a BatchNormalization after a pool
+# (nothing to fold it into) runs as a per-channel Mul and Add (fold-bn).
+# All must match ONNX Runtime at batches 1 to 3, -O2 and -O3.
+r = np.random.default_rng(6)
+path = save("nchw_batch", [
+    h.make_node("Conv", ["x", "wd"], ["d"], group=5, pads=[1, 1, 1, 1]),
+    h.make_node("Relu", ["d"], ["dr"]),
+    h.make_node("ConvTranspose", ["dr", "wt", "bt"], ["t"], strides=[2, 2]),
+    h.make_node("MaxPool", ["t"], ["m"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    h.make_node("AveragePool", ["m"], ["a"], kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1]),
+    h.make_node("BatchNormalization", ["a", "g", "be", "mu", "var"], ["an"]),
+    h.make_node("Conv", ["an", "wc", "bc"], ["y"], pads=[1, 1, 1, 1])],
+    [weights(r, "wd", 5, 1, 3, 3), weights(r, "wt", 5, 5, 2, 2), weights(r, "bt", 5), weights(r, "wc", 4, 5, 3, 3),
+     weights(r, "bc", 4), weights(r, "g", 5), weights(r, "be", 5), weights(r, "mu", 5),
+     nh.from_array(np.abs(r.standard_normal(5)).astype(np.float32) + 0.5, "var")], 5, "N")
+sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+for opt in ("-O2", "-O3"):
+    so = f"{TMP}/nchw_batch{opt}.so"
+    cp = subprocess.run([ICC, path, opt, "-o", so], capture_output=True, text=True)
+    report(cp.returncode == 0, f"nchw_batch: compiles at {opt} with N, H and W symbolic {cp.stderr.strip()}")
+    for n, hh, ww in ((1, 8, 9), (2, 17, 23), (3, 5, 40)):
+        x = r.standard_normal((n, 5, hh, ww)).astype(np.float32)
+        want = sess.run(None, {"x": x})[0]
+        got, err = interpreted(so, x, f"nchw_batch{opt}_{n}x{hh}x{ww}")
+        ok = got is not None and got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
+        report(ok, f"nchw_batch: compiled {opt} vs ORT at N={n} H={hh} W={ww} {want.shape} {err}")
+
 # a blocked 3x3 window without padding over H = 2: one line naming the conv
 path = save("blocked_valid", [h.make_node("Conv", ["x", "w0"], ["a"]), h.make_node("Conv", ["a", "w"], ["y"], "cv")],
                     [weights(r, "w0", 16, 3, 1, 1), weights(r, "w", 16, 16, 3, 3)], 3, 1)
