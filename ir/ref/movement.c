@@ -267,8 +267,11 @@ const ir_shape_value *ir_mv_sval(const ir_shape_ctx *c, int i, int max)
  * The shape may also be a shape value (ir/shapeval.c), its elements dims:
  * [N, -1] from Shape(x)[0] flattens [N,16,1,1] to [N,16]. A symbol there
  * could be 0 at run time, which copies the input's dim instead, so it is
- * taken as the output dim only where the input has the same symbol or
- * allowzero is set. */
+ * taken as the output dim only where the input has the same symbol, or
+ * has it as another dim (a 0 there leaves the input no elements, so the
+ * copied dim cannot match the count: the run fails, as compiled code's
+ * check of a run-time shape does: [B,D,120] -> [0,1,D,120] from a
+ * Shape()[3] in a PaddleOCR recognizer), or allowzero is set. */
 int shape_reshape(ir_shape_ctx *c)
 {
     const ir_type *x = c->in[0], *st = c->in[1];
@@ -331,8 +334,10 @@ int shape_reshape(ir_shape_ctx *c)
                                       x->rank);
             o->dims[i] = x->rank >= 0 ? x->dims[i] : ir_dim_unknown();
         } else if (s[i].sym > 0 && !allowzero) {
-            bool same = x->rank > i && x->dims[i].sym == s[i].sym;
-            o->dims[i] = same ? s[i] : ir_dim_unknown();
+            bool in_x = false;
+            for (int k = 0; k < x->rank; k++)
+                in_x |= x->dims[k].sym == s[i].sym;
+            o->dims[i] = in_x ? s[i] : ir_dim_unknown();
         } else {
             o->dims[i] = s[i];
         }

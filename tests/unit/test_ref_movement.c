@@ -1058,8 +1058,8 @@ START_TEST(shape_values_flatten)
 END_TEST
 
 /* Arithmetic folds constants and identities, and leaves the rest unknown;
- * a symbol where the input has another could be 0 at run time (copying the
- * input's dim), so Reshape does not take it. */
+ * a symbol the input lacks could be 0 at run time (copying the input's
+ * dim), so Reshape does not take it. */
 START_TEST(shape_values_arith)
 {
     ir_value *x = inp(IR_F32, "B,S,32");
@@ -1081,14 +1081,25 @@ START_TEST(shape_values_arith)
     ir_value *xa[] = {x, wh->out[0]};
     ir_node *rx = vnode(IR_OP_RESHAPE, 2, xa);
     chk_type(rx, IR_F32, "B,S,32");
-    /* [S, B, 32] from a [B, S, 32] input: S and B could be 0 */
+    /* [S, B, 32] from a [B, S, 32] input: S or B could be 0 (a copy of the
+     * input's dim then), but then the input has no elements and the copy
+     * cannot match the count: the run fails either way, so the symbols
+     * are taken; one the input lacks is not */
     ir_value *ga[] = {sh->out[0], cst(3, I64(1, 0, 2))};
     ir_node *gn = vnode_int(IR_OP_GATHER, 2, ga, "axis", 0);
     ir_value *pa[] = {x, gn->out[0]};
     ir_node *perm = vnode(IR_OP_RESHAPE, 2, pa);
-    chk_type(perm, IR_F32, "?,?,32");
+    chk_type(perm, IR_F32, "S,B,32");
     ir_node_set_int(g, perm, "allowzero", 1);
     chk_type(perm, IR_F32, "S,B,32");
+    /* [T, 0, 32] with T another input's dim: a T of 0 would copy B */
+    ir_value *y = inp(IR_F32, "T");
+    ir_node *ys = vnode(IR_OP_SHAPE, 1, &y);
+    ir_value *ca[] = {ys->out[0], cst(1, I64(0)), cst(1, I64(32))};
+    ir_node *cat = vnode_int(IR_OP_CONCAT, 3, ca, "axis", 0);
+    ir_value *ta[] = {x, cat->out[0]};
+    ir_node *other = vnode(IR_OP_RESHAPE, 2, ta);
+    chk_type(other, IR_F32, "?,S,32");
 }
 END_TEST
 
