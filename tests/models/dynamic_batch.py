@@ -9,6 +9,9 @@ Runtime (rtol 1e-4, atol 1e-5). So must an MLP whose rows are the batch
 must refuse a batch of 2 with a message naming the node. The batch split along
 dim 0 (opset 18): in two at any batch, in four where 4 divides it (a batch of 6
 refused naming the Split; ONNX Runtime there gives a smaller last chunk).
+Batched MatMuls over a symbolic batch B and length T ([B, T, 24] x [24, 50],
+then [B, T, 50] x [B, 50, T]: per item of B, on the GEMM tile) at batches
+1 to 3 and lengths 1 to 40.
 
     python3 tests/models/dynamic_batch.py build/icc
 """
@@ -85,6 +88,17 @@ def mlp(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def seq_matmul(path):
+    r = np.random.default_rng(2)
+    nodes = [h.make_node("MatMul", ["x", "w"], ["a"]),
+             h.make_node("Transpose", ["a"], ["at"], perm=[0, 2, 1]),
+             h.make_node("MatMul", ["a", "at"], ["y"])]
+    g = h.make_graph(nodes, "seq", [h.make_tensor_value_info("x", P.FLOAT, ["B", "T", 24])],
+                     [h.make_tensor_value_info("y", P.FLOAT, ["B", "T", "T"])],
+                     [nh.from_array((r.standard_normal((24, 50)) * 0.2).astype(np.float32), "w")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
 def main():
     icc = os.path.abspath(sys.argv[1])
     t = tempfile.mkdtemp()
@@ -133,6 +147,19 @@ def main():
                 ok = r.returncode == 0 and all(np.allclose(np.load("%s/out/%s.npy" % (t, nm)), w)
                                                for nm, w in zip(names, want))
                 print("%s split in %d, batch %d %s" % ("ok  " if ok else "FAIL", parts, n, r.stderr.strip()))
+            failed += not ok
+    seq_matmul(t + "/seq.onnx")
+    s = ort.InferenceSession(t + "/seq.onnx", providers=["CPUExecutionProvider"])
+    for level in ("-O2", "-O3"):
+        subprocess.run([icc, t + "/seq.onnx", level, "-o", t + "/seq.so"], check=True)
+        for n, tt in ((1, 40), (3, 7), (2, 1)):
+            x = np.random.default_rng(n + tt).standard_normal((n, tt, 24)).astype(np.float32)
+            np.save(t + "/x.npy", x)
+            subprocess.run([icc, "run", t + "/seq.so", "--input", "x=" + t + "/x.npy", "-o", t + "/out"], check=True)
+            got, want = np.load(t + "/out/y.npy"), s.run(None, {"x": x})[0]
+            ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+            print("%s batched MatMuls %s, B=%d T=%d: max abs error %.3g" % ("ok  " if ok else "FAIL", level, n, tt,
+                                                                           np.abs(got - want).max()))
             failed += not ok
     fixed(t + "/fixed.onnx")
     subprocess.run([icc, t + "/fixed.onnx", "-o", t + "/fixed.so"], check=True)
