@@ -221,7 +221,10 @@ static int type_from_proto(fe_ctx *c, const Onnx__TypeProto *tp, const char *nam
                     t.dims[i] = ir_dim_const(dm->dim_value);
                 }
             } else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                       dm->dim_param && *dm->dim_param) {
+                       dm->dim_param && *dm->dim_param && strcmp(dm->dim_param, "?")) {
+                /* ("?" is how some exporters write an unknown dim, not a
+                 * name shared by every such dim: paddle2onnx's [N,3,?,?]
+                 * takes any height and width; an unnamed dim below) */
                 int32_t s = ir_graph_sym(c->g, dm->dim_param, strlen(dm->dim_param));
                 if (!s)
                     return oom(c);

@@ -442,22 +442,22 @@ unnamed_dims() {
 import sys, numpy as np, onnx
 from onnx import helper, TensorProto
 t = sys.argv[1]
-x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 1])
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 1, "?", "?"])
 x.type.tensor_type.shape.dim[0].dim_value = -1
 x.type.tensor_type.shape.dim[2].Clear()
 g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), t + "/neg1.onnx")
-np.save(t + "/neg1_x.npy", np.linspace(-3, 3, 24, dtype=np.float32).reshape(3, 4, 2))
+np.save(t + "/neg1_x.npy", np.linspace(-3, 3, 72, dtype=np.float32).reshape(3, 4, 2, 1, 3))
 PY
-  "$ICC" info "$T/neg1.onnx" | grep -q "x: f32\[x_dim0,4,x_dim2\]" || { "$ICC" info "$T/neg1.onnx"; return 1; }
+  "$ICC" info "$T/neg1.onnx" | grep -q "x: f32\[x_dim0,4,x_dim2,x_dim3,x_dim4\]" || { "$ICC" info "$T/neg1.onnx"; return 1; }
   "$ICC" "$T/neg1.onnx" -o "$T/neg1.so" && "$ICC" run "$T/neg1.so" --input x="$T/neg1_x.npy" -o "$T/neg1_out" || return 1
   python3 -c "
 import numpy as np
 x = np.load('$T/neg1_x.npy')
 np.testing.assert_array_equal(np.load('$T/neg1_out/y.npy'), np.maximum(x, 0))"
 }
-check "an input dim of -1 or without value and name is an unnamed symbolic dim" unnamed_dims
+check "an input dim of -1, '?' or without value and name is an unnamed symbolic dim" unnamed_dims
 info_pins_shapes() {
   "$ICC" info "$M" --shape=image:3x1x8x8 >"$T/info3" || return 1
   grep -q "image: f32\[3,1,8,8\]" "$T/info3" && grep -q "probs: f32\[3,10\]" "$T/info3" &&
