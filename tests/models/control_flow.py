@@ -42,7 +42,6 @@ Everything at rtol 1e-4, atol 1e-5.
 
     python3 tests/models/control_flow.py build/icc
 """
-import glob
 import json
 import os
 import subprocess
@@ -53,6 +52,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto as P, helper as h, numpy_helper as nh
+
+from icc_run import run_feed
 
 ort.set_default_logger_severity(3)
 OPSET = [h.make_opsetid("", 17)]
@@ -399,16 +400,9 @@ def main():
                           run(icc, so, feed, t, ["hT", "acc", "hs"]), s.run(None, feed))
         for steps, what in ((3, "fewer"), (8, "more")):
             feed["T"] = np.array(steps, np.int64)
-            for f in glob.glob(t + "/out/*.npy"):
-                os.remove(f)
-            args = [icc, "run", so, "-o", t + "/out"]
-            for k, v in feed.items():
-                np.save("%s/%s.npy" % (t, k), v)
-                args += ["--input", "%s=%s/%s.npy" % (k, t, k)]
-            r = subprocess.run(args, capture_output=True, text=True)
-            msg = r.stderr.strip()
-            ok = (r.returncode == 1 and len(msg.splitlines()) == 1 and "node 'rnn' (Loop)" in msg and
-                  "ran %s iterations than the 5 rows" % what in msg and not glob.glob(t + "/out/*.npy"))
+            rc, msg, outs = run_feed(icc, so, feed, t)
+            ok = (rc == 1 and len(msg.splitlines()) == 1 and "node 'rnn' (Loop)" in msg and
+                  "ran %s iterations than the 5 rows" % what in msg and not outs)
             print("%s %s, %d steps against 5 declared rows: %s" % ("ok  " if ok else "FAIL", opt, steps, msg))
             failed += not ok
             got = run(icc, t + "/rnn5.onnx", feed, t, ["hs"])[0]

@@ -35,7 +35,6 @@ shape. Everything at rtol 1e-4, atol 1e-5.
 
     python3 tests/models/control_flow_symbolic.py build/icc
 """
-import glob
 import os
 import subprocess
 import sys
@@ -45,6 +44,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto as P, helper as h, numpy_helper as nh
+
+from icc_run import run_feed as run
 
 ort.set_default_logger_severity(3)
 OPSET = [h.make_opsetid("", 17)]
@@ -208,19 +209,6 @@ def vad_torch(path):
                                           vi("state", P.FLOAT, [2, "batch", 16]), vi("sr", P.INT64, [])],
                      [vi("prob", P.FLOAT, None), vi("stateN", P.FLOAT, None)], inits)
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
-
-
-def run(icc, lib, feed, t):
-    """icc run lib on feed: (returncode, one-line stderr, outputs by name)."""
-    for f in glob.glob(t + "/out/*.npy"):
-        os.remove(f)
-    args = [icc, "run", lib, "-o", t + "/out"]
-    for k, v in feed.items():
-        np.save("%s/%s.npy" % (t, k), v)
-        args += ["--input", "%s=%s/%s.npy" % (k, t, k)]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    outs = {os.path.basename(f)[:-4]: np.load(f) for f in glob.glob(t + "/out/*.npy")}
-    return r.returncode, r.stderr.strip(), outs
 
 
 def check(icc, model, lib, feed, t, label):

@@ -2,7 +2,8 @@
 int8_packed.py): running icc, compiling a model and running it on one input
 through the compiled library, and the loop over the cases (run_cases); and
 the ok/FAIL line counter of the scripts that print one line per check
-(Report)."""
+(Report). The control-flow tests run a library on several named inputs
+(run_feed)."""
 import os
 import subprocess
 import sys
@@ -45,6 +46,22 @@ def run_lib(icc, so, inp, npy, out, tmp, tag):
     got = os.path.join(tmp, tag + "_got")
     run([icc, "run", so, "--input", inp + "=" + npy, "-o", got])
     return np.load(os.path.join(got, out + ".npy"))
+
+
+def run_feed(icc, lib, feed, t):
+    """icc run lib (a library or a model) on feed, a dict of arrays saved
+    as t/NAME.npy, outputs into t/out (emptied first): (returncode, stderr
+    stripped, outputs by name)."""
+    import glob
+    for f in glob.glob(t + "/out/*.npy"):
+        os.remove(f)
+    args = [icc, "run", lib, "-o", t + "/out"]
+    for k, v in feed.items():
+        np.save("%s/%s.npy" % (t, k), v)
+        args += ["--input", "%s=%s/%s.npy" % (k, t, k)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    outs = {os.path.basename(f)[:-4]: np.load(f) for f in glob.glob(t + "/out/*.npy")}
+    return r.returncode, r.stderr.strip(), outs
 
 
 def cpu_has(flag):
