@@ -328,8 +328,10 @@ static int lower_transpose(lctx *c)
         if (perm[d] == r - 1)
             q = d;
     const ir_type *ti = &n->in[0]->type;
+    /* (a symbolic last dim too: a detector's W, the reorders over
+     * symbolic H and W ran scalar, 3 ms for 1.2 M floats) */
     if (q >= 0 && r >= 3 && c->s->transpose_lane_inner && ir_dim_is_const(ti->dims[r - 1]) && ti->dims[r - 1].v <= 64 &&
-        ir_dim_is_const(to->dims[r - 1]) && to->dims[r - 1].v >= 8) {
+        (ir_dim_is_const(to->dims[r - 1]) ? to->dims[r - 1].v >= 8 : to->dims[r - 1].sym > 0)) {
         ir_type t2 = *to;
         for (int d = q; d + 1 < r; d++)
             t2.dims[d] = to->dims[d + 1];
