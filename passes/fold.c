@@ -33,11 +33,7 @@
 
 #define FOLD_MAX_IO 64
 
-/* A stand-in tensor for the input of Shape or Size whose type is static
- * where the op looks (the whole type for Size, the sliced dims for Shape).
- * It has no data: those kernels read only dims and numel. False when the
- * type is not static enough. */
-static bool shape_only_input(const ir_node *n, const ir_value *v, ir_tensor *t)
+bool pass_shape_only_input(const ir_node *n, const ir_value *v, ir_tensor *t)
 {
     const ir_type *ty = &v->type;
     if (ty->rank < 0 || ty->dtype == IR_UNDEF)
@@ -105,7 +101,7 @@ static int fold_node(pass_ctx *c, ir_node *n, int64_t max_bytes, ir_value **repl
     }
     if (!all_const) {
         if ((n->op != IR_OP_SHAPE && n->op != IR_OP_SIZE) || n->nin != 1 || !n->in[0] ||
-            !shape_only_input(n, n->in[0], &stand_in))
+            !pass_shape_only_input(n, n->in[0], &stand_in))
             return 0;
         in[0] = &stand_in;
         in_bytes = 0;
@@ -256,21 +252,24 @@ static int fold_graph(pass_ctx *c, int64_t *count)
     return rc;
 }
 
-/* Folds subgraph g, quietly (an error only stops folding it: see the
- * top), then its own subgraphs. */
-static void fold_sub(pass_ctx *c, ir_graph *g, int depth, int64_t *count)
+/* Folds the subgraphs of g's nodes, quietly (an error only stops folding
+ * that subgraph: see the top), each before its own subgraphs. */
+static void fold_subs(pass_ctx *c, const ir_graph *g, int depth, int64_t *count)
 {
-    ir_graph *top = c->g;
-    icc_diag *diag = c->diag, quiet;
-    c->g = g;
-    c->diag = &quiet;
-    (void)fold_graph(c, count);
-    c->g = top;
-    c->diag = diag;
     for (int k = 0; k < g->nnodes && depth < IR_MAX_SUBGRAPH_DEPTH; k++)
-        for (int a = 0; a < g->nodes[k]->nattr; a++)
-            if (g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH && g->nodes[k]->attrs[a].graph)
-                fold_sub(c, g->nodes[k]->attrs[a].graph, depth + 1, count);
+        for (int a = 0; a < g->nodes[k]->nattr; a++) {
+            ir_graph *sub = g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH ? g->nodes[k]->attrs[a].graph : NULL;
+            if (!sub)
+                continue;
+            ir_graph *top = c->g;
+            icc_diag *diag = c->diag, quiet;
+            c->g = sub;
+            c->diag = &quiet;
+            (void)fold_graph(c, count);
+            c->g = top;
+            c->diag = diag;
+            fold_subs(c, sub, depth + 1, count);
+        }
 }
 
 int pass_fold(pass_ctx *c)
@@ -282,15 +281,11 @@ int pass_fold(pass_ctx *c)
     if (fold_graph(c, &top) < 0)
         return -1;
     count = top;
-    ir_graph *g = c->g;
-    for (int k = 0; k < g->nnodes; k++)
-        for (int a = 0; a < g->nodes[k]->nattr; a++)
-            if (g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH && g->nodes[k]->attrs[a].graph)
-                fold_sub(c, g->nodes[k]->attrs[a].graph, 1, &count);
+    fold_subs(c, c->g, 0, &count);
     pass_stat(c, "constants folded", count);
     /* the control nodes' results, and what follows them, see what their
      * subgraphs now give */
-    if (count > top && ir_infer_shapes(g, c->diag) < 0)
+    if (count > top && ir_infer_shapes(c->g, c->diag) < 0)
         return -1;
     return 0;
 }

@@ -23,25 +23,6 @@
 #define MAX_CONE_DEPTH 16
 #define MAX_CONE_ELEMS 4096
 
-/* A value of static type as a tensor without data (dims and dtype only:
- * what Shape and Size read); false for a symbolic or unknown dim. */
-static bool shape_known(const ir_value *v, ir_tensor *t)
-{
-    int64_t dims[IR_MAX_RANK];
-    if (v->type.rank < 0)
-        return false;
-    for (int k = 0; k < v->type.rank; k++) {
-        if (v->type.dims[k].sym)
-            return false;
-        dims[k] = v->type.dims[k].v;
-    }
-    icc_diag quiet;
-    if (ir_tensor_init(t, v->type.dtype, v->type.rank, dims, &quiet) < 0)
-        return false;
-    t->data = NULL;
-    return true;
-}
-
 /* *out = v's value when v is a constant or computed from constants alone
  * (within the bounds); 1 if known (out->data malloc'd unless *borrowed),
  * 0 if not, -1 on an evaluation error. */
@@ -70,7 +51,8 @@ static int known_value(const ir_value *v, int depth, ir_tensor *out, bool *borro
             continue;
         bool b;
         int r = known_value(n->in[i], depth + 1, &vals[i], &b, d);
-        if (r == 0 && (ir_ops[n->op].flags & IR_F_SHAPE_ONLY) && shape_known(n->in[i], &vals[i]))
+        if (r == 0 && (n->op == IR_OP_SHAPE || n->op == IR_OP_SIZE) && n->nin == 1 &&
+            pass_shape_only_input(n, n->in[i], &vals[i]))
             r = 1, b = true;   /* Shape, Size of a static type: its dims are all they read */
         if (r <= 0) {
             rc = r;

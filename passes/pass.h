@@ -78,6 +78,11 @@ void pass_stat(pass_ctx *c, const char *name, int64_t delta);
  * out of place: when the pass changed the graph, drops the erased entries
  * and restores topological order. 0, or -1 on a cycle (c->diag says). */
 int pass_commit_rewrites(pass_ctx *c);
+/* A stand-in tensor for v, the input of Shape or Size n, whose type is
+ * static where the op looks (the whole type for Size, the sliced dims for
+ * Shape). It has no data: those kernels read only dims and numel. False
+ * when the type is not static enough (passes/fold.c; fold-if uses it). */
+bool pass_shape_only_input(const ir_node *n, const ir_value *v, ir_tensor *t);
 
 /* ---- pipelines ----------------------------------------------------------- */
 
