@@ -1924,10 +1924,6 @@ static int add_slice(pbuild *c, cg_binding dst, cg_binding src, cg_binding count
     int64_t len = size_at_one(&zl, &fl), rows = size_at_one(&zr, &fr), inner = size_at_one(&zi, &fi);
     cg_slice sl = {.counter = counter, .len = len, .reverse = reverse, .rows = rows, .row_bytes = inner,
                    .sym = !(fl && fr && fi), .stack = stack, .zlen = zl, .zrows = zr, .zrow_bytes = zi};
-    if (stack)
-        sl.dst_stride = len * inner, sl.dst_step = inner, sl.src_stride = inner;
-    else
-        sl.src_stride = len * inner, sl.src_step = inner, sl.dst_stride = inner;
     return add_step(c, (cg_step){.kind = CG_STEP_SLICE, .dst = dst, .src = src, .slice = sl});
 }
 

@@ -132,21 +132,30 @@ typedef enum cg_step_kind {
  * block r from src + t' * src_step + r * src_stride to dst + t' *
  * dst_step + r * dst_stride. A slice along axis a of a tensor of dims d
  * has rows = d[0] x ... x d[a-1] and row_bytes = the bytes of one index
- * of axis a; the scanned or stacked side strides d[a] x row_bytes and
- * steps row_bytes per iteration, the other side is contiguous. The
+ * of axis a; the scanned or stacked side (the whole tensor: dst when
+ * stack, src when scanning) strides d[a] x row_bytes and steps row_bytes
+ * per iteration, the other side is contiguous (cg_slice_strides). The
  * int64 fields hold those counts for static dims (what a backend without
  * symbols reads: symbolic when sym is set); zlen, zrows and zrow_bytes
- * hold them as the run computes them (symbols allowed), and stack says
- * which side is the whole tensor (dst: stacking, src: scanning). */
+ * hold them as the run computes them (symbols allowed). */
 typedef struct cg_slice {
     cg_binding counter;        /* int64 */
     int64_t len;
     bool reverse;
     int64_t rows, row_bytes;
-    int64_t src_stride, dst_stride, src_step, dst_step;
     bool sym, stack;
     cg_size zlen, zrows, zrow_bytes;
 } cg_slice;
+
+/* A static slice's strides and steps in bytes ({src, dst} each). */
+static inline void cg_slice_strides(const cg_slice *sl, int64_t stride[2], int64_t step[2])
+{
+    int64_t whole = sl->len * sl->row_bytes;
+    stride[0] = sl->stack ? sl->row_bytes : whole;
+    stride[1] = sl->stack ? whole : sl->row_bytes;
+    step[0] = sl->stack ? 0 : sl->row_bytes;
+    step[1] = sl->stack ? sl->row_bytes : 0;
+}
 typedef struct cg_step {
     cg_step_kind kind;
     int kernel;                /* KERNEL: index into kernels */

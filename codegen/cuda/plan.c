@@ -176,13 +176,15 @@ int cg_cuda_plan_build(const cg_program *p, int sm, const void *cubin, size_t cu
     for (int i = 0; i < p->nsteps; i++) {
         const cg_step *s = &p->steps[i];
         const cg_slice *sl = &s->slice;
+        int64_t stride[2], step[2];
+        cg_slice_strides(sl, stride, step);
         st[i] = (icc_cuda_step){.kind = (int32_t)s->kind, .kernel = s->kernel, .target = s->target,
                                 .width = s->width, .has_cond = s->has_cond, .has_trips = s->has_trips,
                                 .const_trips = s->const_trips, .reverse = sl->reverse, .cond = ref_of(s->cond),
                                 .dst = ref_of(s->dst), .src = ref_of(s->src), .counter = ref_of(sl->counter),
                                 .value = s->value, .len = sl->len, .rows = sl->rows, .row_bytes = sl->row_bytes,
-                                .src_stride = sl->src_stride, .dst_stride = sl->dst_stride,
-                                .src_step = sl->src_step, .dst_step = sl->dst_step};
+                                .src_stride = stride[0], .dst_stride = stride[1],
+                                .src_step = step[0], .dst_step = step[1]};
         if (s->kind == CG_STEP_COPY && (st[i].bytes = static_size(&s->bytes)) < 0)
             symbolic = true;
         symbolic |= (s->kind == CG_STEP_SLICE && sl->sym) || (s->kind == CG_STEP_LOOP_TEST && s->trips_sym > 0);

@@ -295,9 +295,10 @@ static int run_steps(cuda_emu *m, int lo, int hi, const ir_tensor *in, ir_tensor
             memcpy(&t, at(m, sl->counter, in, out), 8);
             if (sl->reverse)
                 t = sl->len - 1 - t;
+            int64_t stride[2], step[2];
+            cg_slice_strides(sl, stride, step);
             for (int64_t r = 0; r < sl->rows; r++)
-                memmove(dst + t * sl->dst_step + r * sl->dst_stride, src + t * sl->src_step + r * sl->src_stride,
-                        (size_t)sl->row_bytes);
+                memmove(dst + t * step[1] + r * stride[1], src + t * step[0] + r * stride[0], (size_t)sl->row_bytes);
             break;
         }
         }
