@@ -455,6 +455,15 @@ static int io_make(const bopts *o, icc_model *m, const char *bsym, int64_t batch
     memset(b, 0, sizeof *b);
     if (d->ninputs > MAX_IO || d->noutputs > MAX_IO)
         return icc_fail("%s: more than %d inputs or outputs", o->model, MAX_IO);
+    for (int j = 0; j < o->ninputs; j++) {
+        size_t len = (size_t)(strchr(o->inputs[j], '=') - o->inputs[j]);
+        bool named = false;
+        for (int i = 0; i < d->ninputs && !named; i++)
+            named = strlen(d->inputs[i].name) == len && !strncmp(d->inputs[i].name, o->inputs[j], len);
+        if (!named)
+            return icc_fail("--input=%s: %s has no input named '%.*s'", o->inputs[j], o->model, (int)len,
+                            o->inputs[j]);
+    }
     for (int i = 0; i < d->ninputs; i++) {
         const icc_tensor_desc *t = icc_model_input(m, i);
         if (t->rank > MAX_DIMS)

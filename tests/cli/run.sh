@@ -616,6 +616,8 @@ np.save('$T/two.npy', np.array([1, 0], np.int64))" && "$ICC" "$T/gather.onnx" -o
     "$ICC" bench "$T/gather.so" --batch=2 --runs=3 --time=0 --warmup=0 --input=i="$T/two.npy" >/dev/null
 }
 check "bench --input: an input's values from a .npy file, or one value repeated" bench_input_values
+fails_cleanly "bench --input: a name the model does not have" "has no input named 'j'" "$ICC" bench \
+  "$T/gather.so" --batch=4 --runs=3 --time=0 --warmup=0 --input=j="$T/one.npy"
 fails_cleanly "bench --input: a file of another element count" "2 elements, input 'i' has 4 here" "$ICC" bench \
   "$T/gather.so" --batch=4 --runs=3 --time=0 --warmup=0 --input=i="$T/two.npy"
 # --shape with a name: that dim stays symbolic under the name (one name in
