@@ -159,11 +159,20 @@ static inline bool cg_schedule_int8_packed_quads(const icc_target_desc *t)
 }
 /* Whether t multiplies bf16 pairs into f32 (AVX512-BF16 vdpbf16ps):
  * cg_schedule_init's bf16_pairs, and whether the pack-b pass packs a
- * bf16 contraction's weight in pairs of k (header only, as above). */
+ * bf16 contraction's weight in pairs of k (header only, as above).
+ * Not where the host measured the instruction at under
+ * CG_BF16_DOT_MIN_RATE of the FMA's multiply-adds a second (Intel cores
+ * issue one every two cycles, half of two FMAs; AMD Zen 4 twice as many
+ * as its FMA): there the f32 kernels widening the bf16 operands at their
+ * loads run faster (docs/precision.md), unless AMX-BF16 tiles take the
+ * blocks, the pair kernel only their edges. */
+#define CG_BF16_DOT_MIN_RATE 0.75
 static inline bool cg_schedule_bf16_pairs(const icc_target_desc *t)
 {
     return t->arch == ICC_ARCH_X86_64 && icc_target_has(t, ICC_TF_AVX512BF16) &&
-           (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL));
+           (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL)) &&
+           (t->bf16_dot_rate == 0 || t->bf16_dot_rate >= CG_BF16_DOT_MIN_RATE ||
+            (icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_BF16)));
 }
 /* Whether t also runs those contractions' blocks on AMX-BF16 tiles:
  * cg_schedule_init's amx_bf16, and whether the layout pass blocks a bf16

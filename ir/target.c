@@ -168,4 +168,6 @@ void icc_target_desc_str(const icc_target_desc *t, char *buf, size_t n)
             len += snprintf(buf + len, n - (size_t)len, "%s%s", first ? "" : ",", feature_names[f]);
             first = false;
         }
+    if (t->bf16_dot_rate > 0 && (size_t)len < n)
+        snprintf(buf + len, n - (size_t)len, " bf16-dot=%.2fx-fma", t->bf16_dot_rate);
 }

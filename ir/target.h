@@ -52,6 +52,10 @@ typedef struct icc_target_desc {
     int vector_regs;           /* architectural vector registers: 32 (AVX-512, NEON), 16 (AVX2, SSE) */
     int64_t l1d_bytes, l2_bytes, l3_bytes;   /* per core (l3: shared); 0 when unknown */
     int cores;                 /* 0: unknown; the runtime decides the thread count */
+    /* vdpbf16ps's f32 multiply-adds a second over the AVX-512 FMA's,
+     * measured on the host for a native target with AVX512-BF16
+     * (ir/target_probe.h); 0: not measured (a named CPU) */
+    double bf16_dot_rate;
     /* CUDA facts (ICC_ARCH_CUDA) */
     int sm;                    /* compute capability x 10: 90 for sm_90 */
     int warp_size;

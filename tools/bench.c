@@ -35,6 +35,7 @@
 #include "tools/fail.h"
 
 #include "icc/runtime.h"
+#include "ir/target_probe.h"
 #include "runtime/cpu.h"
 #include "runtime/npy.h"
 
@@ -939,24 +940,9 @@ __attribute__((target("avx2,fma"))) static double fma_avx2(int64_t iters)
     return (double)out[0];
 }
 
-__attribute__((target("avx512f"))) static double fma_avx512(int64_t iters)
-{
-    __m512 a[16], b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < 16; i++)
-        a[i] = _mm512_set1_ps(1.0f + (float)i);
-    for (int64_t k = 0; k < iters; k++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; i++)
-            a[i] = _mm512_fmadd_ps(a[i], b, c);
-    }
-    __m512 s = a[0];
-    for (int i = 1; i < 16; i++)
-        s = _mm512_add_ps(s, a[i]);
-    return (double)_mm512_reduce_add_ps(s);
-}
-
-/* vpdpbusd chains (16 lanes x 4 byte pairs per instruction) and vdpbf16ps
- * ones (16 lanes x 2 bf16 pairs), as independent as the FMA ones. */
+/* vpdpbusd chains (16 lanes x 4 byte pairs per instruction), as
+ * independent as the FMA ones (AVX-512's FMA and vdpbf16ps chains are
+ * ir/target_probe.c's, which the compiler also runs briefly). */
 __attribute__((target("avx512f,avx512vnni"))) static double vnni_avx512(int64_t iters)
 {
     /* each lane adds 1*1 + 1*(-1) + 1*1 + 1*(-1) = 0: the sums stay put
@@ -973,23 +959,6 @@ __attribute__((target("avx512f,avx512vnni"))) static double vnni_avx512(int64_t 
     for (int i = 1; i < 16; i++)
         s = _mm512_add_epi32(s, a[i]);
     return (double)_mm512_reduce_add_epi32(s);
-}
-
-__attribute__((target("avx512f,avx512bf16"))) static double bf16_avx512(int64_t iters)
-{
-    __m512 a[16];
-    __m512bh b = (__m512bh)_mm512_set1_epi32(0x3f7f3f7f), c = (__m512bh)_mm512_set1_epi32(0x33d633d6);
-    for (int i = 0; i < 16; i++)
-        a[i] = _mm512_set1_ps(1.0f + (float)i);
-    for (int64_t k = 0; k < iters; k++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; i++)
-            a[i] = _mm512_dpbf16_ps(a[i], b, c);
-    }
-    __m512 s = a[0];
-    for (int i = 1; i < 16; i++)
-        s = _mm512_add_ps(s, a[i]);
-    return (double)_mm512_reduce_add_ps(s);
 }
 
 /* AMX: four independent accumulator tiles (the product's latency is
@@ -1073,10 +1042,10 @@ static void *peak_thread(void *arg)
     peak_job *j = arg;
 #if defined(__x86_64__)
     j->sink = j->kind >= 5   ? amx_dots(j->iters, j->kind == 5)
-              : j->kind == 4 ? bf16_avx512(j->iters)
+              : j->kind == 4 ? icc_probe_bf16_avx512(j->iters)
               : j->kind == 3 ? vnni_avx512(j->iters)
               : j->kind == 2 ? read_avx2(j->p, j->n, j->reps)
-              : j->kind      ? fma_avx512(j->iters)
+              : j->kind      ? icc_probe_fma_avx512(j->iters)
                              : fma_avx2(j->iters);
 #endif
     return NULL;

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "codegen/llvm/target.h"
+#include "ir/target_probe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -249,6 +250,10 @@ static int derive_features(cg_target *t, icc_diag *d)
             t->desc.l2_bytes = v;
         if ((v = sysconf(_SC_LEVEL3_CACHE_SIZE)) > 0)
             t->desc.l3_bytes = v;
+        /* how fast the bf16 dot product is, where it exists: its flag
+         * does not say whether it beats two FMAs (cg_schedule_bf16_pairs) */
+        if (icc_target_has(&t->desc, ICC_TF_AVX512BF16))
+            t->desc.bf16_dot_rate = icc_target_probe_bf16_dot_rate();
     }
     return 0;
 }

@@ -718,7 +718,27 @@ for f in sys.argv[1:]:   # printed, and left where --profile reads it
             assert (r[k] is not None and r[k] > 0) if want else r[k] is None, (k, r[k])
 PY
 }
+# the compiler's own short measurement of vdpbf16ps against the FMA (the
+# target line's bf16-dot=Rx-fma, which decides the pair kernel) agrees with
+# --peak's long one within a factor of 1.5, and is there exactly where the
+# CPU has avx512_bf16
+bf16_dot_rate() {
+  local line
+  line=$("$ICC" info "$T/mm.onnx" | grep '^target:') || return 1
+  python3 - "$T/peak_out.json" "$line" <<'PY'
+import json, sys
+r, line = json.load(open(sys.argv[1])), sys.argv[2]
+flags = next((l.split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+rate = next((float(w[9:].split("x")[0]) for w in line.split() if w.startswith("bf16-dot=")), None)
+if "avx512_bf16" not in flags or "avx512f" not in flags:
+    assert rate is None, line
+else:
+    peak = r["bf16_gflops"] / r["fma_gflops_per_core"]
+    assert rate is not None and 1 / 1.5 <= rate / peak <= 1.5, (rate, peak, line)
+PY
+}
 check "bench --peak --json: per-level and all-core bandwidths, int8 flags, the VNNI and BF16 dot peaks; the cache" bench_peak_json
+check "the target's measured vdpbf16ps rate (icc info) agrees with bench --peak's" bf16_dot_rate
 # bench --profile: each kernel stands against the peak of what its code
 # runs on (icc_kernel_kind): a MatMulInteger with constant i8 weights on
 # the int8 dot product (vpdpbusd with VNNI, vpmaddwd/vpmaddubsw on AVX2; f32
@@ -742,8 +762,10 @@ echo '{"cores": 2, "fma_gflops_per_core": 40, "fma_gflops_all_cores": 80,
  "read_gbs_all_cores": {"L1": 200, "L2": 100, "L3": 60, "DRAM": 16},
  "int8_gops_vnni": 300, "int8_gops_vnni_all_cores": 500, "bf16_gflops": 150, "bf16_gflops_all_cores": 250}' >"$T/kpeak.json"
 # profile_kinds PEAKFILE: the contraction's kind and roof in the JSON of each
-# build below (kind: i8, f32, host: bf16 where the CPU has avx512_bf16, else
-# f32, or hosti8: amx-i8 where it has amx_int8 and avx512_vnni (the 32-row
+# build below (kind: i8, f32, host: bf16 where icc compiles the pair kernel
+# for this CPU (icc_run.bf16_pairs_host), else f32, hostbf16: bf16 (the pair
+# kernel for -march=cooperlake, built only where the CPU has avx512_bf16),
+# or hosti8: amx-i8 where it has amx_int8 and avx512_vnni (the 32-row
 # product runs on tiles), else i8). With the fake peaks each kind's roof is
 # its own, one core's or all cores' (AMX, absent from the fake file, on the
 # dot product's); with the measured
@@ -756,11 +778,15 @@ profile_kinds() {
     "$ICC" "$T/$model.onnx" --profile $flags -o "$T/kind$n.so" 2>/dev/null &&
       ICC_PEAK_CACHE="$1" "$ICC" bench "$T/kind$n.so" --profile --threads=1,2 --runs=20 --time=0.1 --warmup=0.05 --json \
         >"$T/kind$n.json" 2>/dev/null || { echo "$model $flags: no profile"; return 1; }
-    python3 - "$T/kind$n.json" "$want" "$1" <<'PY' || { echo "$model $flags"; return 1; }
-import json, sys
+    python3 - "$T/kind$n.json" "$want" "$1" "$ICC" "$T/$model.onnx" <<'PY' || { echo "$model $flags"; return 1; }
+import json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "tests/models"))
+from icc_run import bf16_pairs_host
 r, want, fake = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3].endswith("kpeak.json")
 flags = next((l.split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
-if want == "host":
+if want == "host":   # vdpbf16ps where the host takes the pair kernel (not where it measured it slow)
+    want = "bf16" if bf16_pairs_host(sys.argv[4], sys.argv[5]) else "f32"
+if want == "hostbf16":   # -march=cooperlake: nothing measured, the pair kernel wherever it runs
     want = "bf16" if "avx512_bf16" in flags else "f32"
 if want == "hosti8":
     want = "amx-i8" if "amx_int8" in flags and "avx512_vnni" in flags else "i8"
@@ -789,6 +815,7 @@ i8 hosti8
 i8 i8 -march=x86-64-v3
 i8 f32 -march=x86-64
 bf host --precision=bf16 --no-default-keep
+$(grep -qw avx512_bf16 /proc/cpuinfo && echo "bf hostbf16 --precision=bf16 --no-default-keep -march=cooperlake")
 bf f32 --precision=bf16 --no-default-keep -march=x86-64-v3
 bf f32
 EOF

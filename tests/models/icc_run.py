@@ -73,6 +73,22 @@ def cpu_has(flag):
         return False
 
 
+def bf16_pairs_host(icc, model):
+    """Whether icc compiles bf16 contractions for this host on vdpbf16ps (the
+    pair kernel; cg_schedule_bf16_pairs): the host has avx512_bf16, and AMX-BF16
+    or a measured vdpbf16ps rate ("bf16-dot=Rx-fma" on the target line of
+    `icc info model`) of at least 0.75 of the FMA's. Where it has avx512_bf16
+    and not the rate (Intel cores without AMX: 0.5), -march=cooperlake (a
+    named CPU: nothing measured) compiles the pair kernel for it."""
+    if not cpu_has("avx512_bf16"):
+        return False
+    if cpu_has("amx_bf16"):
+        return True
+    line = next((l for l in run([icc, "info", model]).splitlines() if l.startswith("target:")), "")
+    rate = next((w for w in line.split() if w.startswith("bf16-dot=")), None)
+    return rate is None or float(rate[len("bf16-dot="):].split("x")[0]) >= 0.75
+
+
 def run_cases(doc, cases, check, flag, kernel):
     """The main of a packed-kernel test: sys.argv is [script, icc] (else the
     usage line of doc, exit 2); prints whether the host has the cpuinfo flag
