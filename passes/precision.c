@@ -179,11 +179,20 @@ bool icc_precision_half_weight(const ir_node *n, int i)
            p->out[0]->type.dtype == IR_F32;
 }
 
-/* Whether this run rounds activations: bf16 mode, unless the pass's
- * `activations=f32` keeps them. */
+/* Whether this run rounds activations: bf16 mode where the target's
+ * contractions multiply bf16 pairs (vdpbf16ps at speed, AMX, CUDA's
+ * tensor cores: cg_schedule_bf16_pairs) or no target is named; elsewhere
+ * the products are f32 FMAs on widened operands either way, and rounding
+ * the activation would only cost a Cast, a widening of every broadcast
+ * and accuracy (docs/precision.md). The pass's `activations=bf16|f32`
+ * decides instead. */
 static bool rounds_activations(pass_ctx *c, const icc_precision_opts *o)
 {
-    return o->mode == ICC_PREC_BF16 && strcmp(pass_opt_str(c, "activations", "bf16"), "f32") != 0;
+    const char *a = pass_opt_str(c, "activations", "target");
+    if (o->mode != ICC_PREC_BF16 || !strcmp(a, "f32"))
+        return false;
+    return !strcmp(a, "bf16") || !c->target || c->target->arch == ICC_ARCH_CUDA ||
+           cg_schedule_bf16_pairs(c->target);
 }
 
 /* bf16 activations: MatMul's and Gemm's A, and the input of a Conv with
@@ -697,6 +706,9 @@ int pass_precision(pass_ctx *c)
     bool int8 = o.mode == ICC_PREC_INT8 || o.mode == ICC_PREC_INT8_DYNAMIC;
     if (strcmp(stage, "all") && strcmp(stage, "int8") && strcmp(stage, "half"))
         return ir_errorf(c->diag, "precision{stage=%s}: expected all, int8 or half", stage);
+    const char *act = pass_opt_str(c, "activations", "target");
+    if (strcmp(act, "target") && strcmp(act, "bf16") && strcmp(act, "f32"))
+        return ir_errorf(c->diag, "precision{activations=%s}: expected target, bf16 or f32", act);
     if ((!strcmp(stage, "int8") && !int8) || (!strcmp(stage, "half") && int8))
         return 0;
     switch (o.mode) {

@@ -1026,11 +1026,15 @@ fails_cleanly "--precision: an unknown mode" "--precision=fp8: expected fp32, bf
   "$ICC" info "$M" --precision=fp8
 fails_cleanly "--precision: a pipeline without the precision pass" "--precision=bf16: the pipeline has no 'precision' pass" \
   "$ICC" "$M" --passes=shape-infer --precision=bf16 --emit=ir
+# (the two activations are bf16 values too where the target multiplies bf16
+# pairs, cooperlake; not where it widens to FMAs, x86-64-v3)
 info_bf16() {
-  "$ICC" info "$M" --precision=bf16 --no-default-keep >"$T/info16" || return 1
-  grep -qE "^  bf16 +2 +2 +4.74 KB$" "$T/info16" && grep -q "weight bytes: 9.64 KB at fp32, 4.90 KB at bf16 (0.51x)" "$T/info16"
+  "$ICC" info "$M" --precision=bf16 --no-default-keep -march=cooperlake >"$T/info16" &&
+    "$ICC" info "$M" --precision=bf16 --no-default-keep -march=x86-64-v3 >"$T/info16v3" || return 1
+  grep -qE "^  bf16 +2 +2 +4.74 KB$" "$T/info16" && grep -q "weight bytes: 9.64 KB at fp32, 4.90 KB at bf16 (0.51x)" "$T/info16" &&
+    grep -qE "^  bf16 +0 +2 +4.74 KB$" "$T/info16v3" && grep -q "weight bytes: 9.64 KB at fp32, 4.90 KB at bf16 (0.51x)" "$T/info16v3"
 }
-check "info --precision=bf16: weights per dtype, bytes before and after" info_bf16
+check "info --precision=bf16: weights per dtype, bytes before and after; bf16 activations where the target multiplies pairs" info_bf16
 compiled_half_matches_interpreter() {
   for p in bf16 fp16; do
     "$ICC" "$M" --shape=image:8x1x8x8 --precision=$p --no-default-keep -o "$T/d_$p.so" &&

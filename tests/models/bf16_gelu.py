@@ -18,8 +18,9 @@ expansion's few ulp, for fewer operations a vector. Checks:
     the Gelu's output is rounded for it) matches the interpreter running the
     same bf16 graph within 1e-2 of its largest output (the bound of
     tests/models/precision_half.py; a Gelu that was wrong would be off by
-    O(1)), with the bf16 form in the first MatMul's kernel where the pair
-    kernel runs it (icc_run.bf16_pairs_host), else in the Gelu's kernel.
+    O(1)), with the bf16 form in the first MatMul's kernel where the target
+    multiplies bf16 pairs (icc_run.bf16_pairs_host; -march=cooperlake), and
+    nowhere where the activations stay f32.
 
     python3 tests/models/bf16_gelu.py build/icc
 Exits 1 if any check fails.
@@ -99,14 +100,16 @@ def main():
                    helper.make_node("Gelu", ["pre"], ["act"]), helper.make_node("MatMul", ["act", "W2"], ["y"])],
              [m, d], [m, d], inits)
         flags = ["--precision=bf16", "--no-default-keep"]
-        ks = kernels(icc, ffn, flags).split("\nkernel ")
-        if bf16_pairs_host(icc, ffn):
-            check(any("14.85" in k for k in ks if "W1" in k.split("\n")[0]),
-                  "FFN: the first MatMul's kernel (the pair kernel) uses the bf16 form")
-        else:
-            # the f32 tile's partial sums go through its output, so the group
-            # rounding to bf16 is the epilogue's own kernel
-            check(any("14.85" in k for k in ks), "FFN: the kernel of the Gelu uses the bf16 form")
+        # the Gelu's output is rounded (for the second MatMul's activation) where the
+        # target multiplies bf16 pairs: the host if it takes the pair kernel, and
+        # cooperlake (--emit only: it need not run here); else it stays f32
+        host = bf16_pairs_host(icc, ffn)
+        for march, rounds in [(None, host), ("cooperlake", True)]:
+            ks = kernels(icc, ffn, flags + (["-march=" + march] if march else [])).split("\nkernel ")
+            uses = any("14.85" in k for k in ks if "W1" in k.split("\n")[0])
+            check(uses == rounds and (rounds or not any("14.85" in k for k in ks)),
+                  "FFN for %s: the first MatMul's kernel %s the bf16 form" % (march or "the host",
+                                                                           "uses" if rounds else "does not use"))
         x = rng.standard_normal((m, d)).astype(np.float32)
         xp, want = interp_want(icc, tmp, "ffn", ffn, "x", x, ORACLE, flags)
         got = compile_and_run(icc, ffn, flags, "x", xp, "y", tmp, "ffn")
