@@ -25,6 +25,7 @@
  * recomputes them, so running it twice gives the same result.
  */
 #include "passes/pass.h"
+#include "codegen/schedule.h"
 #include "ir/ops.h"
 
 #include <stdlib.h>
@@ -156,10 +157,22 @@ enum { HALF_INS = 3 };
  * input i narrow (icc_precision_half_weight: a bf16/f16 weight, or a bf16
  * activation), when n alone reads it; else -1. The Cast then joins n's
  * kernel, which converts as it loads, so the f32 copy is never stored. */
-static int half_cast(const ir_node *n, int i, const int *at, const int *ustart, const bool *is_out)
+static int half_cast(const pass_ctx *c, const ir_node *n, int i, const int *at, const int *ustart,
+                     const bool *is_out)
 {
     int p = n->nin > i && n->in[i] ? at[n->in[i]->id] : -1, vid = p >= 0 ? n->in[i]->id : 0;
-    return p >= 0 && icc_precision_half_weight(n, i) && !is_out[vid] && ustart[vid + 1] - ustart[vid] == 1 ? p : -1;
+    if (p < 0 || !icc_precision_half_weight(n, i) || is_out[vid] || ustart[vid + 1] - ustart[vid] != 1)
+        return -1;
+    /* a blocked conv's weight the target would widen at every load: widened once a
+     * run instead, by the Cast's own kernel (cg_schedule_widen_conv_weight) */
+    const ir_type *w = &n->in[i]->type, *y = &n->out[0]->type;
+    int64_t ne;
+    if (c->target && n->op == IR_OP_CONV_NCHWC && i == 1 && ir_type_numel(w, &ne) && ir_type_is_static(y) &&
+        y->rank == 5 &&
+        cg_schedule_widen_conv_weight(c->target, n->in[i]->def->in[0]->type.dtype == IR_BF16, ne * 4,
+                                      y->dims[0].v * y->dims[2].v * y->dims[3].v))
+        return -1;
+    return p;
 }
 
 typedef struct {
@@ -264,7 +277,7 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
     free(fill);
     for (int k = 0; k < nn; k++)
         for (int i = 0; i < HALF_INS; i++) {
-            int p = half[HALF_INS * k + i] = half_cast(g->nodes[k], i, at, ustart, is_out);
+            int p = half[HALF_INS * k + i] = half_cast(c, g->nodes[k], i, at, ustart, is_out);
             if (p >= 0)
                 narrow[p] = true;
         }
