@@ -788,7 +788,7 @@ enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
 
 /* Per dim: lo = begin pad (>= 0), hi = end pad (>= 0), crop = elements
  * cropped at the start, len = input elements kept; the output dim is lo +
- * len + hi. A symbolic dim (constant mode, pads >= 0 only) keeps all its
+ * len + hi. A symbolic dim (pads >= 0 only, any mode) keeps all its
  * elements: lend is the input's dim (len unused). */
 typedef struct {
     int mode;
@@ -821,9 +821,9 @@ static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad
         sp->hi[d] = e[d] > 0 ? e[d] : 0;
         sp->lend[d] = ir_dim_const(0);
         if (x->dims[d].sym || o->dims[d].sym) {
-            /* symbolic: zeros around the whole dim (any mode when it is
-             * not padded: a batch beside a reflect-padded time axis) */
-            if ((sp->mode != PAD_CONSTANT && (b[d] || e[d])) || b[d] < 0 || e[d] < 0 || !n->graph ||
+            /* symbolic: the whole dim kept, padded around (a reflect-padded
+             * time axis of an audio model: the mode maps at run time) */
+            if (b[d] < 0 || e[d] < 0 || !n->graph ||
                 !(b[d] + e[d] == 0 ? ir_dim_eq(x->dims[d], o->dims[d])
                                    : dim_plus(n->graph, x->dims[d], o->dims[d], b[d] + e[d])))
                 return false;
@@ -910,6 +910,30 @@ static kir_expr *pad_map(kir_kernel *k, int mode, kir_expr *i, int64_t n)
         kir_expr *m = irem(k, kir_iadd(k, irem(k, i, p), lw_i64c(k, p)), p);
         kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, m, lw_i64c(k, n));
         return kir_op3(k, KIR_SELECT, IR_I64, lt, m, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, p), m));
+    }
+    }
+}
+
+/* pad_map for a symbolic dim of run-time length n (lower_pad fails an
+ * empty one and copies nothing then; taken as at least 1 here all the
+ * same, so no index math divides by 0 whatever the loops compute). */
+static kir_expr *pad_map_sym(kir_kernel *k, int mode, kir_expr *i, kir_expr *n)
+{
+    kir_expr *one = lw_i64c(k, 1);
+    n = lw_imax(k, n, one);
+    switch (mode) {
+    case PAD_EDGE:
+        return lw_imin(k, lw_imax(k, i, lw_i64c(k, 0)), kir_op2(k, KIR_SUB, IR_I64, n, one));
+    case PAD_WRAP: {
+        kir_expr *m = kir_op2(k, KIR_REM, IR_I64, i, n);
+        return kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, m, n), n);
+    }
+    default: {
+        /* the period 2 (n - 1), 1 for n = 1 (every position is 0 then) */
+        kir_expr *p = lw_imax(k, kir_imul(k, lw_i64c(k, 2), kir_op2(k, KIR_SUB, IR_I64, n, one)), one);
+        kir_expr *m = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, p), p), p);
+        kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, m, n);
+        return kir_op3(k, KIR_SELECT, IR_I64, lt, m, kir_op2(k, KIR_SUB, IR_I64, p, m));
     }
     }
 }
@@ -1003,6 +1027,20 @@ static int lower_pad(lctx *c)
     } else {
         fill = mv_const(c, dt, 0);
     }
+    /* a non-constant mode repeats data: a padded symbolic dim must not be
+     * empty at run time (the interpreter's error); the rows are then not
+     * copied at all (nothing to read) */
+    kir_expr *full = NULL;
+    for (int d = 0; d < r && sp.mode != PAD_CONSTANT; d++)
+        if (sp.lend[d].sym && (sp.lo[d] > 0 || sp.hi[d] > 0)) {
+            kir_expr *ne = kir_op2(k, KIR_LT, IR_BOOL, lw_i64c(k, 0), lw_dim_of(k, sp.lend[d]));
+            full = full ? kir_op2(k, KIR_AND, IR_BOOL, full, ne) : ne;
+            kir_stmt *chk = kir_if(k, &k->body, kir_op2(k, KIR_EQ, IR_BOOL, lw_dim_of(k, sp.lend[d]), lw_i64c(k, 0)));
+            char msg[300];
+            snprintf(msg, sizeof msg, "node '%.200s' (Pad): cannot pad an empty dim %d in this mode", n->name, d);
+            if (!chk || !kir_fail(k, &chk->body, msg))
+                return -1;
+        }
     ir_type outer = *to;
     outer.rank = r - 1;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
@@ -1020,7 +1058,7 @@ static int lower_pad(lctx *c)
                 inside = inside ? kir_op2(k, KIR_AND, IR_BOOL, inside, in) : in;
             }
         } else if (sp.lo[d] > 0 || sp.hi[d] > 0) {
-            i = pad_map(k, sp.mode, i, sp.len[d]);   /* (a symbolic dim is never padded here) */
+            i = sp.lend[d].sym ? pad_map_sym(k, sp.mode, i, lw_dim_of(k, sp.lend[d])) : pad_map(k, sp.mode, i, sp.len[d]);
         }
         ii[d] = kir_iadd(k, i, lw_i64c(k, sp.crop[d]));
     }
@@ -1050,7 +1088,8 @@ static int lower_pad(lctx *c)
         int v = kir_new_var(k);
         /* the fill runs of constant mode are vector stores too */
         bool vec = part == 1 || sp.mode == PAD_CONSTANT;
-        kir_stmt *l = kir_for(k, rows, v, bounds[part], bounds[part + 1], vec ? KIR_VECTOR : KIR_SERIAL, vec ? w : 0);
+        kir_expr *hi = full ? kir_op3(k, KIR_SELECT, IR_I64, full, bounds[part + 1], bounds[part]) : bounds[part + 1];
+        kir_stmt *l = kir_for(k, rows, v, bounds[part], hi, vec ? KIR_VECTOR : KIR_SERIAL, vec ? w : 0);
         if (!l)
             return -1;
         oi[r - 1] = kir_var(k, v);
@@ -1060,7 +1099,7 @@ static int lower_pad(lctx *c)
             val = fill;
         } else {
             if (part != 1)
-                i = pad_map(k, sp.mode, i, len);
+                i = symrow ? pad_map_sym(k, sp.mode, i, lw_dim_of(k, sp.lend[r - 1])) : pad_map(k, sp.mode, i, len);
             ii[r - 1] = kir_iadd(k, i, lw_i64c(k, sp.crop[r - 1]));
             val = kir_load(k, xb, ii);
         }

@@ -529,10 +529,12 @@ int shape_pad(ir_shape_ctx *c)
         if (lo[i] == 0 && hi[i] == 0)
             continue;
         if (!ir_dim_is_const(d)) {
-            /* a symbolic dim grown by constant padding is d + lo + hi (the
-             * layout pass's zero-padded conv inputs); crops and the other
-             * modes depend on d's value */
-            bool grow = mode == PAD_CONSTANT && lo[i] >= 0 && hi[i] >= 0;
+            /* a symbolic dim grown by padding is d + lo + hi in any mode
+             * (the layout pass's zero-padded conv inputs; an audio model's
+             * reflect padding of its samples); the other modes' need of a
+             * non-empty dim is checked where it runs. Crops depend on d's
+             * value (d must hold them) */
+            bool grow = lo[i] >= 0 && hi[i] >= 0;
             o->dims[i] = grow ? ir_dim_add_const(c->node->graph, d, lo[i] + hi[i]) : ir_dim_unknown();
             continue;
         }

@@ -13,7 +13,10 @@ atol 1e-5):
   position table sliced to S and one gathered by Range(0, S), heads split and merged by Reshapes whose shapes
   are gathered from Shape, MatMul, Softmax, LayerNormalization) at S = 1, 7
   and 64; S = 129 must be refused (the position table has 128 rows);
-- ConstantOfShape and Expand by shapes taken from Shape(x) [B, S, 4].
+- ConstantOfShape and Expand by shapes taken from Shape(x) [B, S, 4];
+- Pad in each mode (reflect, edge, wrap, constant) of two symbolic dims,
+  and an empty one in the modes that repeat data: the compiled run fails
+  with the interpreter's one-line error.
 
 It also checks the compile errors: a Reshape by an input's values (directly or
 through a Cast) says to bind that input and names it; a dim that only dims
@@ -163,6 +166,17 @@ def filled(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def padded(path, mode):
+    """Pad in mode (reflect, edge, wrap, constant) of x [B, 'C', 'T']: C by 1
+    before and 2 after, T by 2 and 3, both symbolic (an audio model's
+    reflect padding of its samples), then Relu."""
+    pads = nh.from_array(np.array([0, 1, 2, 0, 2, 3], np.int64), "pads")
+    g = h.make_graph([h.make_node("Pad", ["x", "pads"], ["p"], mode=mode), h.make_node("Relu", ["p"], ["y"])],
+                     "padded", [h.make_tensor_value_info("x", P.FLOAT, ["B", "C", "T"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)], [pads])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 19)]), path)
+
+
 def by_input_values(path):
     """A Reshape whose shape is an input: only its values decide the dims."""
     g = h.make_graph([h.make_node("Reshape", ["x", "shape"], ["y"], name="r")], "byvalue",
@@ -275,6 +289,26 @@ def main():
     for b, s in ((1, 1), (2, 7), (3, 64)) if so else ():
         x = np.random.default_rng(s).standard_normal((b, s, 4)).astype(np.float32)
         run.check("filled", so, {"x": x}, "ConstantOfShape and Expand by Shape, B %d S %d" % (b, s))
+
+    for mode in ("reflect", "edge", "wrap", "constant"):
+        name = "pad_" + mode
+        padded(os.path.join(t, name + ".onnx"), mode)
+        so = run.compile(name)
+        # (reflect needs pads below the dim in ONNX Runtime: C, T >= 4)
+        for b, c, n in ((1, 4, 4), (2, 5, 9), (1, 6, 64)) if so else ():
+            x = np.random.default_rng(c * n).standard_normal((b, c, n)).astype(np.float32)
+            run.check(name, so, {"x": x}, "Pad (%s) of symbolic C and T, B %d C %d T %d" % (mode, b, c, n))
+        if so and mode != "constant":
+            # an empty T has nothing to repeat: the compiled run fails as the
+            # interpreter does, in one line, instead of reading out of bounds
+            np.save(os.path.join(t, "x.npy"), np.zeros((1, 4, 0), np.float32))
+            msgs = [subprocess.run([icc, "run", lib, "--input", "x=" + os.path.join(t, "x.npy")],
+                                   capture_output=True, text=True) for lib in (so, os.path.join(t, name + ".onnx"))]
+            ok = all(r.returncode == 1 for r in msgs) and "cannot pad an empty dim 2 in this mode" in msgs[0].stderr \
+                and msgs[0].stderr.count("\n") == 1 and "cannot pad an empty dim 2" in msgs[1].stderr
+            print("%s Pad (%s) of an empty symbolic T fails as the interpreter does: %s" % (
+                "ok  " if ok else "FAIL", mode, " / ".join(r.stderr.strip() for r in msgs)))
+            run.failed += not ok
 
     by_input_values(os.path.join(t, "byvalue.onnx"))
     run.expect_error("byvalue", ["--bind", "'shape'"], [], "a Reshape by an input's values names it for --bind")
