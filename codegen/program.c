@@ -245,11 +245,12 @@ static int collect_scopes(pbuild *c)
         for (int k = 0; k < g->nnodes; k++) {
             const ir_node *n = g->nodes[k];
             bool control = n->op == IR_OP_IF || n->op == IR_OP_LOOP || n->op == IR_OP_SCAN;
-            for (int a = 0; control && a < n->nattr; a++)
-                if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph && !n->attrs[a].graph->infer_error) {
+            ir_graph *sub;
+            for (int a = 0; control && (sub = ir_node_subgraph(n, &a));)
+                if (!sub->infer_error) {
                     if (c->nscopes >= 4096)
                         return ir_node_errorf(c->d, n, "more than 4096 subgraphs");
-                    if (add_scope(c, n->attrs[a].graph, n, si) < 0)
+                    if (add_scope(c, sub, n, si) < 0)
                         return -1;
                 }
         }
@@ -307,10 +308,10 @@ static void mark_values(const ir_graph *top, const ir_graph *g, char *used)
     for (int i = 0; i < g->nvalues; i++)
         for (int k = 0; k < g->values[i]->type.rank; k++)
             mark_sym(top, used, g->values[i]->type.dims[k].sym);
+    const ir_graph *sub;
     for (int k = 0; k < g->nnodes; k++)
-        for (int a = 0; a < g->nodes[k]->nattr; a++)
-            if (g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH && g->nodes[k]->attrs[a].graph)
-                mark_values(top, g->nodes[k]->attrs[a].graph, used);
+        for (int a = 0; (sub = ir_node_subgraph(g->nodes[k], &a));)
+            mark_values(top, sub, used);
 }
 
 /* Appends "node 'NAME' (OP): what" (what NULL: without ": what") to the
@@ -347,12 +348,12 @@ static const ir_node *first_user(const ir_graph *top, const ir_graph *g, int32_t
 {
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
-        for (int a = 0; a < n->nattr; a++)
-            if (n->attrs[a].kind == IR_ATTR_GRAPH && n->attrs[a].graph) {
-                const ir_node *f = first_user(top, n->attrs[a].graph, s);
-                if (f)
-                    return f;
-            }
+        const ir_graph *sub;
+        for (int a = 0; (sub = ir_node_subgraph(n, &a));) {
+            const ir_node *f = first_user(top, sub, s);
+            if (f)
+                return f;
+        }
         for (int o = 0; o < n->nout; o++)
             for (int d = 0; n->out[o] && d < n->out[o]->type.rank; d++)
                 if (sym_uses(top, n->out[o]->type.dims[d].sym, s))

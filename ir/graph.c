@@ -479,6 +479,14 @@ ir_graph *ir_attr_graph(const ir_node *n, const char *name)
     return a && a->kind == IR_ATTR_GRAPH ? a->graph : NULL;
 }
 
+ir_graph *ir_node_subgraph(const ir_node *n, int *i)
+{
+    for (; *i < n->nattr; (*i)++)
+        if (n->attrs[*i].kind == IR_ATTR_GRAPH && n->attrs[*i].graph)
+            return n->attrs[(*i)++].graph;
+    return NULL;
+}
+
 bool ir_node_has_subgraph(const ir_node *n)
 {
     for (int i = 0; i < n->nattr; i++)

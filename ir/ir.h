@@ -389,6 +389,12 @@ int ir_attr_floats(const ir_node *n, const char *name, const float **v);
 struct ir_graph *ir_attr_graph(const ir_node *n, const char *name);
 /* Whether any attribute of n is a subgraph. */
 bool ir_node_has_subgraph(const ir_node *n);
+/* n's subgraphs (If's branches, Loop's and Scan's body) in attribute
+ * order: the first at or after attribute *i, *i then past it; NULL when
+ * there are no more.
+ *     int i = 0;
+ *     for (ir_graph *s; (s = ir_node_subgraph(n, &i));) ... */
+struct ir_graph *ir_node_subgraph(const ir_node *n, int *i);
 
 /* Fills d with "node 'NAME' (Op): <fmt>" and returns -1. */
 int ir_node_errorf(icc_diag *d, const ir_node *n, const char *fmt, ...)

@@ -256,11 +256,9 @@ static int fold_graph(pass_ctx *c, int64_t *count)
  * that subgraph: see the top), each before its own subgraphs. */
 static void fold_subs(pass_ctx *c, const ir_graph *g, int depth, int64_t *count)
 {
+    ir_graph *sub;
     for (int k = 0; k < g->nnodes && depth < IR_MAX_SUBGRAPH_DEPTH; k++)
-        for (int a = 0; a < g->nodes[k]->nattr; a++) {
-            ir_graph *sub = g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH ? g->nodes[k]->attrs[a].graph : NULL;
-            if (!sub)
-                continue;
+        for (int a = 0; (sub = ir_node_subgraph(g->nodes[k], &a));) {
             ir_graph *top = c->g;
             icc_diag *diag = c->diag, quiet;
             c->g = sub;

@@ -219,11 +219,9 @@ static int fold_ifs(pass_ctx *c, ir_graph *g, int64_t *folded, int64_t *nodes)
  * may hold a condition that does not evaluate. */
 static void fold_ifs_below(pass_ctx *c, ir_graph *g, int depth, int64_t *folded, int64_t *nodes)
 {
+    ir_graph *sub;
     for (int k = 0; k < g->nnodes && depth < IR_MAX_SUBGRAPH_DEPTH; k++)
-        for (int a = 0; a < g->nodes[k]->nattr; a++) {
-            ir_graph *sub = g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH ? g->nodes[k]->attrs[a].graph : NULL;
-            if (!sub)
-                continue;
+        for (int a = 0; (sub = ir_node_subgraph(g->nodes[k], &a));) {
             icc_diag *diag = c->diag, quiet;
             c->diag = &quiet;
             (void)fold_ifs(c, sub, folded, nodes);

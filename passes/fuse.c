@@ -441,11 +441,9 @@ static int fuse_tree(pass_ctx *c, ir_graph *g, int depth)
 {
     if (fuse_graph(c, g) < 0)
         return -1;
+    ir_graph *sub;
     for (int k = 0; k < g->nnodes; k++)
-        for (int a = 0; a < g->nodes[k]->nattr; a++) {
-            ir_graph *sub = g->nodes[k]->attrs[a].kind == IR_ATTR_GRAPH ? g->nodes[k]->attrs[a].graph : NULL;
-            if (!sub)
-                continue;
+        for (int a = 0; (sub = ir_node_subgraph(g->nodes[k], &a));) {
             if (depth >= IR_MAX_SUBGRAPH_DEPTH)
                 return ir_node_errorf(c->diag, g->nodes[k], "subgraphs nest deeper than %d", IR_MAX_SUBGRAPH_DEPTH);
             if (fuse_tree(c, sub, depth + 1) < 0)

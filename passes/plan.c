@@ -244,11 +244,9 @@ static int plan_graph(pass_ctx *c, ir_graph *g, int64_t base, int depth, int64_t
     int64_t own = base + ((arena + 63) & ~(int64_t)63), top = own;
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
-        for (int a = 0; a < n->nattr; a++) {
-            ir_graph *sub = n->attrs[a].kind == IR_ATTR_GRAPH ? n->attrs[a].graph : NULL;
+        ir_graph *sub;
+        for (int a = 0; (sub = ir_node_subgraph(n, &a));) {
             int64_t e = own;
-            if (!sub)
-                continue;
             if (depth >= IR_MAX_SUBGRAPH_DEPTH) {
                 ir_node_errorf(c->diag, n, "subgraphs nest deeper than %d", IR_MAX_SUBGRAPH_DEPTH);
                 goto done;
