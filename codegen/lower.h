@@ -31,6 +31,13 @@ bool cg_can_lower(const ir_node *n);
  * Concat over them). Other symbolic nodes compile only per batch item. */
 bool cg_can_lower_symbolic(const ir_node *n);
 
+/* True if n's fast schedules take the batch as a constant, so that with
+ * a symbolic batch it runs faster per item than with the batch read at
+ * run time, even where cg_can_lower_symbolic takes it: the convolutions,
+ * pools and MatMul (the depthwise, tiled and ConvTranspose phase
+ * schedules, the GEMM tile; the program builder, codegen/program.c). */
+bool cg_lower_prefers_items(const ir_node *n);
+
 /* Lowers node n of g to a new kernel named `name` (the caller destroys
  * it). bind[v->id] says where each of n's inputs and outputs lives; s is
  * the target's schedule (cg_schedule_init), borrowed. Returns 0, or -1

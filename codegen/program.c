@@ -182,9 +182,7 @@ static int32_t item_symbol(const cg_program *p, const ir_node *n)
 {
     if (!p->dynamic)
         return 0;
-    bool conv = n->op == IR_OP_CONV || n->op == IR_OP_CONV_TRANSPOSE || n->op == IR_OP_MAX_POOL ||
-                n->op == IR_OP_AVERAGE_POOL || n->op == IR_OP_LP_POOL || n->op == IR_OP_MATMUL;
-    if (symbolic_ok(n) && !(conv && can_lower_batched(n)))
+    if (symbolic_ok(n) && !(cg_lower_prefers_items(n) && can_lower_batched(n)))
         return 0;
     return batch_symbol(n);
 }

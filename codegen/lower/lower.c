@@ -335,6 +335,12 @@ bool cg_can_lower_symbolic(const ir_node *n)
     }
 }
 
+bool cg_lower_prefers_items(const ir_node *n)
+{
+    return n->op == IR_OP_CONV || n->op == IR_OP_CONV_TRANSPOSE || n->op == IR_OP_MAX_POOL ||
+           n->op == IR_OP_AVERAGE_POOL || n->op == IR_OP_LP_POOL || n->op == IR_OP_MATMUL;
+}
+
 int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, const cg_schedule *s,
                   const char *name, kir_kernel **out, icc_diag *d)
 {
