@@ -164,6 +164,7 @@ typedef struct bopts {
     const char *dims[MAX_DIMS];
     int ndims;
     const char *inputs[MAX_IO];     /* --input=NAME=FILE.npy: values instead of the pattern */
+    ir_tensor input_vals[MAX_IO];   /* ... each file's tensor, read once (read_inputs) */
     int ninputs;
     int64_t runs, queries;
     double time_s, warmup_s, rate, p99_bound;
@@ -428,10 +429,7 @@ static int input_file(const bopts *o, const icc_tensor_desc *t, void *buf, int64
         const char *eq = strchr(o->inputs[j], '=');
         if (strlen(t->name) != (size_t)(eq - o->inputs[j]) || strncmp(t->name, o->inputs[j], strlen(t->name)))
             continue;
-        ir_tensor v = {0};
-        icc_diag d = {{0}};
-        if (icc_npy_read(eq + 1, &v, &d) < 0)
-            return icc_fail("%s", d.msg), -1;
+        const ir_tensor v = o->input_vals[j];
         size_t w = icc_dtype_size(t->dtype);
         int rc = 0;
         if (ir_dtype_to_onnx(v.dtype) != t->dtype)
@@ -442,7 +440,6 @@ static int input_file(const bopts *o, const icc_tensor_desc *t, void *buf, int64
                               o->inputs[j], (long long)v.numel, t->name, (long long)n);
         for (int64_t i = 0; rc == 0 && i < n; i++)
             memcpy((char *)buf + (size_t)i * w, (const char *)v.data + (v.numel == 1 ? 0 : (size_t)i * w), w);
-        free(v.data);
         return rc < 0 ? -1 : 0;
     }
     return 1;
@@ -1741,57 +1738,81 @@ static void rm_tree(const char *dir)
     rmdir(dir);
 }
 
-int icc_bench_main(int argc, char **argv, const char *self)
+/* Reads each --input file once, before anything is compiled or timed
+ * (input_file copies from it per configuration). 0, or 1 with the
+ * error printed. */
+static int read_inputs(bopts *o)
 {
-    bopts o;
-    if (parse(argc, argv, &o) != 0)
-        return 1;
-    if (o.peak)
-        return cmd_peak(&o);
-    if (o.plot && !o.nbatch)
+    for (int j = 0; j < o->ninputs; j++) {
+        icc_diag d = {{0}};
+        if (icc_npy_read(strchr(o->inputs[j], '=') + 1, &o->input_vals[j], &d) < 0)
+            return icc_fail("%s", d.msg);
+    }
+    return 0;
+}
+
+static int bench_main(const bopts *o, const char *self)
+{
+    if (o->peak)
+        return cmd_peak(o);
+    if (o->plot && !o->nbatch)
         return icc_fail("--plot draws the --batch sweep: give --batch=1,2,4,...");
     char tmp[] = "/tmp/icc-bench-XXXXXX";
     if (!mkdtemp(tmp))
         return icc_fail("cannot make a temporary folder: %s", strerror(errno));
     char so[4200];
     int rc;
-    if (o.nmodels > 1) {
+    if (o->nmodels > 1) {
         char(*sos)[4200] = calloc(MAX_CMP, sizeof *sos);
         rc = sos ? 0 : icc_fail("out of memory");
-        for (int i = 0; rc == 0 && i < o.nmodels; i++) {
-            if (ends_with_so(o.models[i])) {
-                snprintf(sos[i], sizeof sos[i], "%s", o.models[i]);
+        for (int i = 0; rc == 0 && i < o->nmodels; i++) {
+            if (ends_with_so(o->models[i])) {
+                snprintf(sos[i], sizeof sos[i], "%s", o->models[i]);
             } else {
                 snprintf(sos[i], sizeof sos[i], "%s/model%d.so", tmp, i);
-                rc = compile_first(&o, self, o.models[i], sos[i]);
+                rc = compile_first(o, self, o->models[i], sos[i]);
             }
         }
         if (rc == 0)
-            rc = bench_compare(&o, sos);
+            rc = bench_compare(o, sos);
         free(sos);
         rm_tree(tmp);
         return rc;
     }
-    if (ends_with_so(o.model)) {
-        snprintf(so, sizeof so, "%s", o.model);
-        rc = o.generate ? 0 : bench_model(&o, so, tmp);
+    if (ends_with_so(o->model)) {
+        snprintf(so, sizeof so, "%s", o->model);
+        rc = o->generate ? 0 : bench_model(o, so, tmp);
     } else {
         snprintf(so, sizeof so, "%s/model.so", tmp);
-        rc = compile_first(&o, self, o.model, so);
-        if (rc == 0 && !o.generate)
-            rc = bench_model(&o, so, tmp);
+        rc = compile_first(o, self, o->model, so);
+        if (rc == 0 && !o->generate)
+            rc = bench_model(o, so, tmp);
     }
-    if (rc == 0 && o.generate) {
+    if (rc == 0 && o->generate) {
         char pre[4200] = "";
-        if (o.prefill && ends_with_so(o.prefill)) {
-            snprintf(pre, sizeof pre, "%s", o.prefill);
-        } else if (o.prefill) {
+        if (o->prefill && ends_with_so(o->prefill)) {
+            snprintf(pre, sizeof pre, "%s", o->prefill);
+        } else if (o->prefill) {
             snprintf(pre, sizeof pre, "%s/prefill.so", tmp);
-            rc = compile_first(&o, self, o.prefill, pre);
+            rc = compile_first(o, self, o->prefill, pre);
         }
         if (rc == 0)
-            rc = bench_generate(&o, so, pre[0] ? pre : NULL);
+            rc = bench_generate(o, so, pre[0] ? pre : NULL);
     }
     rm_tree(tmp);
+    return rc;
+}
+
+int icc_bench_main(int argc, char **argv, const char *self)
+{
+    bopts o;
+    if (parse(argc, argv, &o) != 0)
+        return 1;
+    memset(o.input_vals, 0, sizeof o.input_vals);
+    int rc = read_inputs(&o);
+    if (rc == 0)
+        rc = bench_main(&o, self);
+    for (int j = 0; j < o.ninputs; j++)
+        free(o.input_vals[j].data);
     return rc;
 }
