@@ -167,7 +167,7 @@ static int half_cast(const pass_ctx *c, const ir_node *n, int i, const int *at, 
      * run instead, by the Cast's own kernel (cg_schedule_widen_conv_weight) */
     const ir_type *w = &n->in[i]->type, *y = &n->out[0]->type;
     int64_t ne;
-    if (c->target && n->op == IR_OP_CONV_NCHWC && i == 1 && ir_type_numel(w, &ne) && ir_type_is_static(y) &&
+    if (n->op == IR_OP_CONV_NCHWC && i == 1 && ir_type_numel(w, &ne) && ir_type_is_static(y) &&
         y->rank == 5 &&
         cg_schedule_widen_conv_weight(c->target, n->in[i]->def->in[0]->type.dtype == IR_BF16, ne * 4,
                                       y->dims[0].v * y->dims[2].v * y->dims[3].v))
