@@ -40,7 +40,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from icc_run import bf16_pairs_host, compile_and_run, cpu_has, interp_want, run, run_cases
+from icc_run import bf16_pairs_host, compile_and_run, cpu_has, interp_per_march, run, run_cases
 
 RNG = np.random.default_rng(11)   # one stream over the cases, in order
 
@@ -115,16 +115,7 @@ def check(icc, tmp, name, kw):
     path = os.path.join(tmp, name + ".onnx")
     x = model(path, RNG, **args)
     common = ["--precision=bf16", "--no-default-keep"]
-    wants = {}
-
-    def want_for(march):
-        """The interpreter's bf16 graph for march (None: the host): the
-        activations are rounded only where that target multiplies bf16 pairs."""
-        if march not in wants:
-            flags = common + (["-march=" + march] if march else [])
-            xp, w = interp_want(icc, tmp, name + (march or ""), path, "x", x, ORACLE, flags)
-            wants[march] = xp, w.astype(np.float64)
-        return wants[march]
+    want_for = interp_per_march(icc, tmp, name, path, "x", x, ORACLE, common)
 
     def compare(got, what, label, has, expect, march):
         want = want_for(march)[1]

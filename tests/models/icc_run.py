@@ -73,6 +73,22 @@ def cpu_has(flag):
         return False
 
 
+def interp_per_march(icc, tmp, name, path, inp, x, passes, flags):
+    """want_for(march): interp_want's input file and output (as float64) for
+    -march=march (None: the host), each computed once. bf16 graphs differ by
+    target: the activations are rounded only where it multiplies bf16 pairs
+    (bf16_pairs_host)."""
+    wants = {}
+
+    def want_for(march):
+        if march not in wants:
+            f = list(flags) + (["-march=" + march] if march else [])
+            xp, w = interp_want(icc, tmp, name + (march or ""), path, inp, x, passes, f)
+            wants[march] = xp, w.astype(np.float64)
+        return wants[march]
+    return want_for
+
+
 def bf16_pairs_host(icc, model):
     """Whether icc compiles bf16 contractions for this host on vdpbf16ps (the
     pair kernel; cg_schedule_bf16_pairs): the host has avx512_bf16, and AMX-BF16
