@@ -162,6 +162,91 @@ static kir_op unary_kop(ir_op op)
     }
 }
 
+/* The only node of n's graph reading value v (not a graph output), or
+ * NULL. */
+static const ir_node *sole_reader(const ir_node *n, const ir_value *v)
+{
+    const ir_graph *g = n->graph;
+    const ir_node *r = NULL;
+    if (!g)
+        return NULL;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return NULL;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k]->nin; i++)
+            if (g->nodes[k]->in[i] == v) {
+                if (r)
+                    return NULL;
+                r = g->nodes[k];
+            }
+    return r;
+}
+
+/* A constant scalar f32 operand's value, or NAN. */
+static double const_scalar(const ir_value *v)
+{
+    return v && v->kind == IR_VAL_CONST && v->type.dtype == IR_F32 && v->cval.numel == 1 ? ir_tensor_getf(&v->cval, 0)
+                                                                                           : NAN;
+}
+
+/* Whether Div n is a quantization's x / scale (the lower-quant pass's
+ * QuantizeLinear: Div -> Round -> [Add a zero point] -> a Clip to an
+ * integer range within 2^31, or the saturating Cast to an integer of 32
+ * bits or fewer that simplify leaves of it), its divisor a constant in
+ * [2^-40, 2^20] in magnitude (*b). Its quotient is then only rounded to
+ * an integer and saturated, which rounded_quotient computes without a
+ * division. */
+static bool quant_quotient(const ir_node *n, double *b)
+{
+    *b = const_scalar(n->in[1]);
+    double m = fabs(*b);
+    if (!(m >= 0x1p-40 && m <= 0x1p20) || n->out[0]->type.dtype != IR_F32 || n->in[0]->type.dtype != IR_F32)
+        return false;
+    const ir_node *r = sole_reader(n, n->out[0]);
+    if (!r || r->op != IR_OP_ROUND)
+        return false;
+    const ir_node *u = sole_reader(r, r->out[0]);
+    if (u && u->op == IR_OP_ADD) {
+        double z = const_scalar(u->in[u->in[0] == r->out[0] ? 1 : 0]);
+        if (!(fabs(z) <= 0x1p31))
+            return false;
+        u = sole_reader(u, u->out[0]);
+    }
+    if (u && u->op == IR_OP_CAST) {
+        ir_dtype to = u->out[0]->type.dtype;
+        return ir_dtype_is_int(to) && to != IR_BOOL && ir_dtype_size(to) <= 4;
+    }
+    if (!u || u->op != IR_OP_CLIP || u->nin < 3)
+        return false;
+    double lo = const_scalar(u->in[1]), hi = const_scalar(u->in[2]);
+    return fabs(lo) <= 0x1p31 && fabs(hi) <= 0x1p31;
+}
+
+/* a / b for quant_quotient's Div, without vdivps (10-16 cycles a vector
+ * where this is a few FMAs): q0 = a r with r = 1/b rounded, then one
+ * correction, q1 = q0 + (a - q0 b) r (the remainder exact by an FMA),
+ * which is a / b correctly rounded wherever |a| and the quotient lie
+ * within 2^-100..2^100 (Markstein; compared over all 2^32 f32 patterns
+ * of a for 24 divisors, docs/kernel-ir.md), so for |a| in 2^-42..2^60.
+ * Elsewhere q0 itself: below, |a / b| < 1/4 and both round to a zero of
+ * the same sign; above, both are beyond 2^40 with the same sign (or
+ * inf, NaN), which the Clip after them takes to the same bound. */
+static kir_expr *rounded_quotient(lctx *c, kir_expr *a, double b)
+{
+    kir_kernel *k = c->k;
+    ir_dtype t = c->cdt;
+    float bf = (float)b, rf = 1.0f / bf;
+    kir_expr *r = cf(c, rf), *bv = cf(c, bf);
+    kir_expr *q0 = kir_op2(k, KIR_MUL, t, a, r);
+    kir_expr *rem = kir_op3(k, KIR_FMA, t, kir_op1(k, KIR_NEG, t, q0), bv, a);
+    kir_expr *q1 = kir_op3(k, KIR_FMA, t, rem, r, q0);
+    kir_expr *m = kir_op1(k, KIR_ABS, t, a);
+    kir_expr *in = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, cf(c, 0x1p-42), m),
+                           kir_op2(k, KIR_LE, IR_BOOL, m, cf(c, 0x1p60)));
+    return kir_op3(k, KIR_SELECT, t, in, q1, q0);
+}
+
 /* The scalar expression of the node at the current index, in cdt (or
  * bool for comparisons, or whatever the final cast to the output's dtype
  * starts from); NULL when unsupported or out of memory. */
@@ -180,7 +265,12 @@ kir_expr *lw_formula(lctx *c)
     case IR_OP_ADD: return kir_op2(k, KIR_ADD, t, x, y);
     case IR_OP_SUB: return kir_op2(k, KIR_SUB, t, x, y);
     case IR_OP_MUL: return kir_op2(k, KIR_MUL, t, x, y);
-    case IR_OP_DIV: return kir_op2(k, KIR_DIV, t, x, y);
+    case IR_OP_DIV: {
+        double b;
+        if (t == IR_F32 && x && quant_quotient(n, &b))
+            return rounded_quotient(c, x, b);
+        return kir_op2(k, KIR_DIV, t, x, y);
+    }
     case IR_OP_POW:
         if (y && y->dtype == t && ir_dtype_is_float(t)) {
             /* a constant exponent of 2 or 1 (x^2 in a decomposed norm): x * x

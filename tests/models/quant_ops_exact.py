@@ -8,7 +8,9 @@ output type's range. icc runs it through its interpreter (`icc run M.onnx`, no
 passes, and -O3, where lower-quant has rewritten the node into core ops) and
 compiled (`icc M.onnx -O0/-O2 -o X.so`, `icc run X.so`); every output must equal
 onnx.reference.ReferenceEvaluator's exactly (floats compared bit for bit).
-Prints one line per case and mode; exits 1 on any difference.
+Quotients past 2^31 (and inf, NaN), where the reference's cast is undefined,
+are judged by icc's own interpreter instead. Prints one line per case and
+mode; exits 1 on any difference.
 
     python3 tests/models/quant_ops_exact.py build/icc [FILTER ...]
 """
@@ -59,6 +61,28 @@ def cases():
         z = np.array(3 if zt in (np.uint8, np.uint16) else -5, zt)
         out.append(("quantize_tensor_%s" % zt.__name__, model("QuantizeLinear", {"x": x}, {"s": np.array(s), "z": z},
                                                               [("y", NP[zt])], 21), {"x": x}))
+    # every magnitude (compiled: x / scale by a reciprocal and a correction
+    # where |x| is within 2^-42..2^60, elementwise.c rounded_quotient; the
+    # product alone outside): random bit patterns from subnormals up, the
+    # range's edges and the f32 neighbours of exact ties. The reference casts
+    # to int32 before it clips (garbage past 2^31) and its NaN cast is the
+    # platform's, so it judges quotients below 2^31 and icc's interpreter
+    # (which clips, then casts) the rest, inf and NaN too
+    bits = R.integers(0, 2 ** 32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    for zt, s in ((np.uint8, np.float32(0.037)), (np.int8, np.float32(1 / 255)), (np.int16, np.float32(3e-5))):
+        ties = ((R.integers(-40000, 40000, 512) + 0.5) * np.float64(s)).astype(np.float32)
+        near = np.concatenate([np.nextafter(ties, np.float32(np.inf)), np.nextafter(ties, np.float32(-np.inf)), ties])
+        edges = np.array([0.0, -0.0, 2.0 ** -42, -(2.0 ** -42), np.nextafter(np.float32(2.0 ** -42), 0), 1e-45],
+                         np.float32)
+        small = bits[np.abs(bits.astype(np.float64)) < 2.0 ** 30 * float(s)]
+        x = np.concatenate([small, edges, near]).astype(np.float32)
+        z = np.array(3 if zt == np.uint8 else -5, zt)
+        q = model("QuantizeLinear", {"x": x}, {"s": np.array(s), "z": z}, [("y", NP[zt])], 21)
+        out.append(("quantize_magnitudes_%s" % zt.__name__, q, {"x": x}))
+        big = np.concatenate([bits, np.array([2.0 ** 60, -(2.0 ** 60), np.nextafter(np.float32(2.0 ** 60), np.inf),
+                                              np.inf, -np.inf, np.nan, 3e38], np.float32)])
+        q = model("QuantizeLinear", {"x": big}, {"s": np.array(s), "z": z}, [("y", NP[zt])], 21)
+        out.append(("quantize_all_magnitudes_%s" % zt.__name__, q, {"x": big}, "interp"))
     # per tensor with a [1] scale and a scalar zero point, as ORT's quantizer writes a bias
     qb = R.integers(-100, 100, 64).astype(np.int8)
     out.append(("dequantize_scale_1_zp_scalar", model("DequantizeLinear", {"q": qb},
@@ -179,18 +203,25 @@ def main():
     filters = sys.argv[2:]
     tmp = tempfile.mkdtemp()
     failed = 0
-    for name, m, feeds in cases():
+    for name, m, feeds, *oracle in cases():
         if filters and not any(f in name for f in filters):
             continue
         path = os.path.join(tmp, name + ".onnx")
         onnx.save(m, path)
-        want = ReferenceEvaluator(m).run(None, feeds)
         args = []
         for k, v in feeds.items():
             f = os.path.join(tmp, "%s_%s.npy" % (name, k))
             np.save(f, v)
             args += ["--input", "%s=%s" % (k, f)]
-        for mode in ("interp", "interp-O3", "compiled-O0", "compiled-O2"):
+        modes = ("interp", "interp-O3", "compiled-O0", "compiled-O2")
+        if oracle == ["interp"]:   # icc's interpreter (no passes) judges the others
+            ref = os.path.join(tmp, name + "_ref")
+            subprocess.run([icc, "run", path, *args, "-o", ref], check=True, capture_output=True)
+            want = [np.load(os.path.join(ref, o.name + ".npy")) for o in m.graph.output]
+            modes = modes[1:]
+        else:
+            want = ReferenceEvaluator(m).run(None, feeds)
+        for mode in modes:
             outdir = os.path.join(tmp, "%s_%s" % (name, mode))
             if mode.startswith("interp"):
                 r = subprocess.run([icc, "run", path, *args, *(["-O3"] if mode.endswith("O3") else []), "-o", outdir],
