@@ -228,7 +228,7 @@ static bool quant_quotient(const ir_node *n, double *b)
  * correction, q1 = q0 + (a - q0 b) r (the remainder exact by an FMA),
  * which is a / b correctly rounded wherever |a| and the quotient lie
  * within 2^-100..2^100 (Markstein; compared over all 2^32 f32 patterns
- * of a for 24 divisors, docs/kernel-ir.md), so for |a| in 2^-42..2^60.
+ * of a for 24 divisors, docs/precision.md), so for |a| in 2^-42..2^60.
  * Elsewhere q0 itself: below, |a / b| < 1/4 and both round to a zero of
  * the same sign; above, both are beyond 2^40 with the same sign (or
  * inf, NaN), which the Clip after them takes to the same bound. */
