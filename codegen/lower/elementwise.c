@@ -163,7 +163,8 @@ static kir_op unary_kop(ir_op op)
 }
 
 /* The only node of n's graph reading value v (not a graph output), or
- * NULL. */
+ * NULL; NULL too where a node of the graph has subgraphs, which may read
+ * v as a captured value. */
 static const ir_node *sole_reader(const ir_node *n, const ir_value *v)
 {
     const ir_graph *g = n->graph;
@@ -173,13 +174,16 @@ static const ir_node *sole_reader(const ir_node *n, const ir_value *v)
     for (int i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == v)
             return NULL;
-    for (int k = 0; k < g->nnodes; k++)
+    for (int k = 0; k < g->nnodes; k++) {
+        if (ir_node_has_subgraph(g->nodes[k]))
+            return NULL;
         for (int i = 0; i < g->nodes[k]->nin; i++)
             if (g->nodes[k]->in[i] == v) {
                 if (r)
                     return NULL;
                 r = g->nodes[k];
             }
+    }
     return r;
 }
 
