@@ -41,7 +41,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
      * 0.70-0.71 -> 0.68, 128x768x3072 5.68-6.21 -> 5.45-5.53 / 2.95 ->
      * 2.73-2.85, 128x3072x768 5.62-5.80 -> 5.48-5.62; 512 was the same
      * on 1 thread and slower on 2 (1024^3 10.8). */
-    int64_t l1 = t->l1d_bytes > 0 ? t->l1d_bytes : 32 << 10, l2 = t->l2_bytes > 0 ? t->l2_bytes : 256 << 10;
+    int64_t l1 = t->l1d_bytes > 0 ? t->l1d_bytes : 32 << 10, l2 = cg_schedule_l2_bytes(t);
     int64_t width = (int64_t)s->lanes * s->tile_vecs * 4;   /* a panel row's bytes */
     int64_t kc = (wide ? l2 / 4 : l1 / 2) / width / 64 * 64, kc_max = wide ? 384 : 512;
     s->tile_kc = kc < 128 ? 128 : kc > kc_max ? (int)kc_max : (int)kc;
@@ -226,7 +226,7 @@ void cg_schedule_gemm_apack(const cg_schedule *s, int64_t nb, int rows, int widt
      * gemm_apack_mc_blocks from here, f32 with a bpanel); esize bytes an
      * element (f64 and i64 twice f32's: their apanel and bpanel at f32's
      * counts took 300 KB and more) */
-    int64_t l2 = s->target->l2_bytes > 0 ? s->target->l2_bytes : 256 << 10;
+    int64_t l2 = cg_schedule_l2_bytes(s->target);
     int64_t scr = 224 << 10, pb = bpanel ? (int64_t)width * esize : 0, ab = (int64_t)rows * esize;
     int64_t a = scr - pb * s->tile_kc;
     a = l2 / 2 < a ? l2 / 2 : a;

@@ -148,6 +148,13 @@ static inline int cg_schedule_gemv_cols(const icc_target_desc *t, int64_t m)
 {
     return icc_target_f32_lanes(t) * cg_schedule_gemv_vecs(t, m);
 }
+/* t's L2 per core, or 256 KiB where the description does not know it
+ * (the cache blocking of cg_schedule_init and cg_schedule_gemm_apack, the
+ * conv weights fuse widens once a run; header only, as above). */
+static inline int64_t cg_schedule_l2_bytes(const icc_target_desc *t)
+{
+    return t->l2_bytes > 0 ? t->l2_bytes : 256 << 10;
+}
 /* Whether the pack-b pass stores a MatMulInteger's constant i8 B in
  * quads of k (packed_k = 4) for t: VNNI on 512-bit vectors with 32
  * registers, where qgemm.c's quad panels are the 64 columns that
@@ -212,9 +219,8 @@ static inline bool cg_schedule_fuse_attention(const icc_target_desc *t)
 static inline bool cg_schedule_widen_conv_weight(const icc_target_desc *t, bool bf16, int64_t f32_bytes,
                                                  int64_t positions)
 {
-    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 256 << 10;
-    return t->arch != ICC_ARCH_CUDA && !(bf16 && cg_schedule_bf16_pairs(t)) && f32_bytes <= l2 / 4 &&
-           positions >= 64;
+    return t->arch != ICC_ARCH_CUDA && !(bf16 && cg_schedule_bf16_pairs(t)) &&
+           f32_bytes <= cg_schedule_l2_bytes(t) / 4 && positions >= 64;
 }
 /* The AMX kernels' block of a bf16 product: 32 rows x 32 columns, four
  * tiles of 16 x 16 f32 sums, k 32 a step (codegen/lower/matmul.c). */
