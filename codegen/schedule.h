@@ -164,6 +164,11 @@ static inline bool cg_schedule_int8_packed_quads(const icc_target_desc *t)
     return t->arch == ICC_ARCH_X86_64 && icc_target_has(t, ICC_TF_AVX512VNNI) && t->vector_bits >= 512 &&
            t->vector_regs >= 32 && icc_target_f32_lanes(t) == 16;
 }
+/* Whether t has the AMX-BF16 tiles (header only, as above). */
+static inline bool cg_target_amx_bf16(const icc_target_desc *t)
+{
+    return icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_BF16);
+}
 /* Whether t multiplies bf16 pairs into f32 (AVX512-BF16 vdpbf16ps):
  * cg_schedule_init's bf16_pairs, and whether the pack-b pass packs a
  * bf16 contraction's weight in pairs of k (header only, as above).
@@ -178,15 +183,25 @@ static inline bool cg_schedule_bf16_pairs(const icc_target_desc *t)
 {
     return t->arch == ICC_ARCH_X86_64 && icc_target_has(t, ICC_TF_AVX512BF16) &&
            (t->vector_bits >= 512 || icc_target_has(t, ICC_TF_AVX512VL)) &&
-           (t->bf16_dot_rate == 0 || t->bf16_dot_rate >= CG_BF16_DOT_MIN_RATE ||
-            (icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_BF16)));
+           (t->bf16_dot_rate == 0 || t->bf16_dot_rate >= CG_BF16_DOT_MIN_RATE || cg_target_amx_bf16(t));
 }
 /* Whether t also runs those contractions' blocks on AMX-BF16 tiles:
  * cg_schedule_init's amx_bf16, and whether the layout pass blocks a bf16
  * model's convolutions by 32 for them (header only, as above). */
 static inline bool cg_schedule_amx_bf16(const icc_target_desc *t)
 {
-    return cg_schedule_bf16_pairs(t) && icc_target_has(t, ICC_TF_AMX_TILE) && icc_target_has(t, ICC_TF_AMX_BF16);
+    return cg_schedule_bf16_pairs(t) && cg_target_amx_bf16(t);
+}
+/* Whether t's contractions multiply bf16 operands as bf16, so that bf16
+ * mode rounds their activations too (passes/precision.c): the pair
+ * kernel or AMX (cg_schedule_bf16_pairs), and CUDA, one graph for every
+ * GPU, whose tensor cores read bf16 from sm_80 on. Elsewhere both
+ * operands are widened to f32 FMAs, where a rounded activation costs a
+ * Cast, a widening at every conv broadcast and accuracy (header only, as
+ * above). */
+static inline bool cg_schedule_bf16_products(const icc_target_desc *t)
+{
+    return t->arch == ICC_ARCH_CUDA || cg_schedule_bf16_pairs(t);
 }
 /* Whether the passes lay data out for t's CPU kernels: the layout pass's
  * NCHWc blocks (unless its `block` option asks) and the pack-b pass's B

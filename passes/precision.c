@@ -180,18 +180,14 @@ bool icc_precision_half_weight(const ir_node *n, int i)
 }
 
 /* Whether this run rounds activations: bf16 mode where the target's
- * contractions multiply bf16 pairs (vdpbf16ps at speed, AMX, CUDA's
- * tensor cores: cg_schedule_bf16_pairs); elsewhere
- * the products are f32 FMAs on widened operands either way, and rounding
- * the activation would only cost a Cast, a widening of every broadcast
- * and accuracy (docs/precision.md). The pass's `activations=bf16|f32`
- * decides instead. */
+ * contractions multiply bf16 operands (cg_schedule_bf16_products; the
+ * pass's `activations=bf16|f32` decides instead; docs/precision.md). */
 static bool rounds_activations(pass_ctx *c, const icc_precision_opts *o)
 {
     const char *a = pass_opt_str(c, "activations", "target");
     if (o->mode != ICC_PREC_BF16 || !strcmp(a, "f32"))
         return false;
-    return !strcmp(a, "bf16") || c->target->arch == ICC_ARCH_CUDA || cg_schedule_bf16_pairs(c->target);
+    return !strcmp(a, "bf16") || cg_schedule_bf16_products(c->target);
 }
 
 /* bf16 activations: MatMul's and Gemm's A, and the input of a Conv with
