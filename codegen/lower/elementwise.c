@@ -168,21 +168,16 @@ static kir_op unary_kop(ir_op op)
 static const ir_node *sole_reader(const ir_node *n, const ir_value *v)
 {
     const ir_graph *g = n->graph;
-    const ir_node *r = NULL;
-    if (!g)
+    if (!g || ir_value_count_uses(g, v) != 1)   /* (a graph output counts as a use) */
         return NULL;
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == v)
-            return NULL;
+    const ir_node *r = NULL;
     for (int k = 0; k < g->nnodes; k++) {
-        if (ir_node_has_subgraph(g->nodes[k]))
+        const ir_node *m = g->nodes[k];
+        if (ir_node_has_subgraph(m))
             return NULL;
-        for (int i = 0; i < g->nodes[k]->nin; i++)
-            if (g->nodes[k]->in[i] == v) {
-                if (r)
-                    return NULL;
-                r = g->nodes[k];
-            }
+        for (int i = 0; !m->dead && i < m->nin; i++)
+            if (m->in[i] == v)
+                r = m;
     }
     return r;
 }
