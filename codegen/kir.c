@@ -660,6 +660,13 @@ static int vintrin(vctx *c, const kir_stmt *s)
             return ir_errorf(c->d, "kernel '%s': intrinsic %s: operand %d must be a buffer element", kn, nm, i);
         if (vindices(c, a->buf, a->nidx, a->idx, nm) < 0)
             return -1;
+        if (a->rows && s->intrin != KIR_IN_TRANSPOSE_F32)
+            return ir_errorf(c->d, "kernel '%s': intrinsic %s: operand %d: only transpose_f32's windows take a row "
+                             "stride", kn, nm, i);
+        if (a->rows && (vexpr(c, a->rows) < 0 || a->rows->dtype != IR_I64))
+            return a->rows->dtype != IR_I64 ? ir_errorf(c->d, "kernel '%s': intrinsic %s: operand %d's row stride is "
+                                                        "not i64", kn, nm, i)
+                                            : -1;
         const kir_buf *bf = &c->k->bufs[a->buf];
         bool writes = want->kind == ARG_MEMW || want->kind == ARG_ROWSW;
         if (writes && (bf->kind == KIR_BUF_INPUT || bf->kind == KIR_BUF_WEIGHT))
@@ -1020,6 +1027,10 @@ static void pblock(out *o, const kir_block *b, int ind)
                     put(o, "t%d", s->args[j].tile);
                 else
                     pref(o, s->args[j].buf, s->args[j].nidx, s->args[j].idx);
+                if (s->args[j].rows) {
+                    put(o, " rows ");
+                    pexpr(o, s->args[j].rows);
+                }
             }
             put(o, "\n");
             break;

@@ -120,12 +120,16 @@ static inline int kir_amx_rows(int lanes) { return lanes >> 8 ? lanes >> 8 : 16;
 
 /* An intrinsic's operand: a buffer element (buf >= 0, one index per dim;
  * the operation reads or writes from there along the last dim, or a 2-D
- * window of rows) or an AMX tile register (buf = -1, tile 0..7). */
+ * window of rows) or an AMX tile register (buf = -1, tile 0..7). A
+ * window's rows are `rows` elements apart (an i64 index expression: a
+ * plane of symbolic size between a blocked layout's lanes), or NULL: the
+ * buffer's second-to-last dim's stride. */
 typedef struct kir_iarg {
     int buf;
     int nidx;
     struct kir_expr **idx;
     int tile;
+    struct kir_expr *rows;
 } kir_iarg;
 
 typedef enum kir_stmt_kind {

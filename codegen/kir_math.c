@@ -321,9 +321,12 @@ static void rw_block(rw *w, kir_block *b)
             rw_expr(w, s->value);
             break;
         case KIR_S_INTRINSIC:
-            for (int j = 0; j < s->nargs; j++)
+            for (int j = 0; j < s->nargs; j++) {
                 for (int x = 0; x < s->args[j].nidx; x++)
                     rw_expr(w, s->args[j].idx[x]);
+                if (s->args[j].rows)
+                    rw_expr(w, s->args[j].rows);
+            }
             break;
         case KIR_S_BARRIER:
         case KIR_S_FAIL:

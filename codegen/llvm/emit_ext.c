@@ -589,7 +589,10 @@ static int emit_transpose(em *e, const kir_stmt *s)
         return ir_errorf(e->d, "kernel '%.100s': transpose_f32 of %d lanes (a power of two up to 64)", e->k->name, n);
     LLVMTypeRef ft = e->f32, vt = LLVMVectorType(ft, (unsigned)n);
     const kir_buf *db = &e->k->bufs[s->args[0].buf], *sb = &e->k->bufs[s->args[1].buf];
-    LLVMValueRef ds = e->stride[s->args[0].buf][db->rank - 2], ss = e->stride[s->args[1].buf][sb->rank - 2];
+    LLVMValueRef ds = s->args[0].rows ? em_eval(e, s->args[0].rows) : e->stride[s->args[0].buf][db->rank - 2];
+    LLVMValueRef ss = s->args[1].rows ? em_eval(e, s->args[1].rows) : e->stride[s->args[1].buf][sb->rank - 2];
+    if (!ds || !ss)
+        return -1;
     LLVMValueRef row[64], mask[128];
     for (int j = 0; j < n; j++)
         row[j] = load_as(e, vt, at(e, ft, ptr[1], LLVMBuildNSWMul(e->b, ss, em_ci64(e, j), "")), s->args[1].buf, 4);

@@ -295,9 +295,11 @@ static void subst_block(kir_kernel *k, kir_block *b, int v, const kir_expr *r)
         subst(k, s->value, v, r);
         for (int d = 0; d < s->nidx; d++)
             subst(k, s->idx[d], v, r);
-        for (int a = 0; a < s->nargs; a++)
+        for (int a = 0; a < s->nargs; a++) {
             for (int d = 0; d < s->args[a].nidx; d++)
                 subst(k, s->args[a].idx[d], v, r);
+            subst(k, s->args[a].rows, v, r);
+        }
         if (s->kind == KIR_S_LET)
             continue;
         subst_block(k, &s->body, v, r);

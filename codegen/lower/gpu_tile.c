@@ -122,9 +122,9 @@ static int lower_mma(lctx *c, const cg_gpu_tile *t)
     for (int ks = 0; ks < MMA_BK; ks += 16)
         for (int j = 0; j < 4; j++) {
             kir_iarg args[3] = {
-                {acc, 1, (kir_expr *[]){lw_i64c(k, 4 * j)}, 0},
-                {as, 2, (kir_expr *[]){wr, lw_i64c(k, ks)}, 0},
-                {bs, 2, (kir_expr *[]){lw_iaddc(k, wc, 8 * j), lw_i64c(k, ks)}, 0},
+                {acc, 1, (kir_expr *[]){lw_i64c(k, 4 * j)}, 0, NULL},
+                {as, 2, (kir_expr *[]){wr, lw_i64c(k, ks)}, 0, NULL},
+                {bs, 2, (kir_expr *[]){lw_iaddc(k, wc, 8 * j), lw_i64c(k, ks)}, 0, NULL},
             };
             if (!kir_intrinsic(k, g.kb, KIR_IN_MMA_SYNC, 1, args))
                 return -1;

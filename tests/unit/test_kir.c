@@ -183,12 +183,12 @@ START_TEST(print_new_constructs)
     int r = kir_add_buf(k, "r", KIR_BUF_ARENA, &tr, 0, 64);
     zero = kir_const_i(k, IR_I64, 0);
     kir_expr *z1[1] = {zero}, *z2[2] = {zero, zero};
-    kir_iarg args[3] = {{c, 1, z1, 0}, {a, 1, z1, 0}, {bb, 1, z1, 0}};
+    kir_iarg args[3] = {{c, 1, z1, 0, NULL}, {a, 1, z1, 0, NULL}, {bb, 1, z1, 0, NULL}};
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_DPBUSD, 16, args));
-    kir_iarg ld[2] = {{-1, 0, NULL, 2}, {r, 2, z2, 0}};
+    kir_iarg ld[2] = {{-1, 0, NULL, 2, NULL}, {r, 2, z2, 0, NULL}};
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, ld));
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_RELEASE, 0, NULL));
-    kir_iarg pf[1] = {{bb, 1, z1, 0}};   /* a hint: any dtype, the weight not written */
+    kir_iarg pf[1] = {{bb, 1, z1, 0, NULL}};   /* a hint: any dtype, the weight not written */
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_PREFETCH_L2, 1, pf));
     ck_assert_msg(kir_verify(k, &d) == 0, "%s", d.msg);
     ck_assert(k->bufs[c].written);
@@ -215,10 +215,10 @@ START_TEST(print_new_constructs)
     kir_stmt *w0 = kir_for(k, &g0->body, wv, zero, kir_const_i(k, IR_I64, 4), KIR_BLOCK, 0);
     kir_stmt *l0 = kir_for(k, &w0->body, lv, zero, kir_const_i(k, IR_I64, 32), KIR_WARP, 0);
     ck_assert_ptr_nonnull(kir_barrier(k, &l0->body, KIR_SCOPE_WARP));
-    kir_iarg dp[3] = {{-1, 0, NULL, 0}, {-1, 0, NULL, 1}, {-1, 0, NULL, 2}};
+    kir_iarg dp[3] = {{-1, 0, NULL, 0, NULL}, {-1, 0, NULL, 1, NULL}, {-1, 0, NULL, 2, NULL}};
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_DPBSSD, 0, dp));
     kir_expr *z2o[2] = {zero, zero};
-    kir_iarg stv[2] = {{o, 2, z2o, 0}, {-1, 0, NULL, 0}};
+    kir_iarg stv[2] = {{o, 2, z2o, 0, NULL}, {-1, 0, NULL, 0, NULL}};
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_STORE, 0, stv));
     ck_assert_msg(kir_verify(k, &d) == 0, "%s", d.msg);
     text = kir_print(k);
@@ -321,6 +321,7 @@ START_TEST(verifier_new_rules)
         "mma_sync takes one lane and two f16 or two bf16 operands", /* 19: f16 x bf16 */
         "mma_sync takes one lane and two f16 or two bf16 operands", /* 20: two lanes */
         "intrinsic mma_sync: operand 1 needs rows",       /* 21 */
+        "operand 2: only transpose_f32's windows take a row stride", /* 22 */
     };
     icc_diag d = {{0}};
     for (int c = 0; c < (int)(sizeof msgs / sizeof msgs[0]); c++) {
@@ -395,28 +396,28 @@ START_TEST(verifier_new_rules)
             k->bufs[sc].dims[0] = kir_sym(k, 1);
             break;
         case 11: {
-            kir_iarg a[3] = {{acc, 1, z, 0}, {x, 1, z, 0}, {u, 1, z, 0}};
+            kir_iarg a[3] = {{acc, 1, z, 0, NULL}, {x, 1, z, 0, NULL}, {u, 1, z, 0, NULL}};
             kir_intrinsic(k, body, KIR_IN_DPBUSD, 16, a);
             break;
         }
         case 12: {
             int ri = kir_add_buf(k, "ri", KIR_BUF_INPUT, &ti, 0, 0);
-            kir_iarg a[3] = {{ri, 1, z, 0}, {u, 1, z, 0}, {u, 1, z, 0}};
+            kir_iarg a[3] = {{ri, 1, z, 0, NULL}, {u, 1, z, 0, NULL}, {u, 1, z, 0, NULL}};
             kir_intrinsic(k, body, KIR_IN_DPBUSD, 4, a);
             break;
         }
         case 13: {
-            kir_iarg a[3] = {{acc, 1, z, 0}, {u, 1, z, 0}, {u, 1, z, 0}};
+            kir_iarg a[3] = {{acc, 1, z, 0, NULL}, {u, 1, z, 0, NULL}, {u, 1, z, 0, NULL}};
             kir_intrinsic(k, body, KIR_IN_DPBUSD, 32, a);
             break;
         }
         case 14: {
-            kir_iarg a[2] = {{-1, 0, NULL, 9}, {x, 1, z, 0}};
+            kir_iarg a[2] = {{-1, 0, NULL, 9, NULL}, {x, 1, z, 0, NULL}};
             kir_intrinsic(k, body, KIR_IN_AMX_LOAD, 0, a);
             break;
         }
         case 15: {
-            kir_iarg a[2] = {{-1, 0, NULL, 1}, {x, 1, z, 0}};
+            kir_iarg a[2] = {{-1, 0, NULL, 1, NULL}, {x, 1, z, 0, NULL}};
             kir_intrinsic(k, body, KIR_IN_AMX_LOAD, 0, a);
             break;
         }
@@ -430,7 +431,7 @@ START_TEST(verifier_new_rules)
             kir_barrier(k, body, (kir_scope)7);
             break;
         case 18: {
-            kir_iarg a[1] = {{-1, 0, NULL, 0}};
+            kir_iarg a[1] = {{-1, 0, NULL, 0, NULL}};
             kir_intrinsic(k, body, KIR_IN_PREFETCH_L2, 1, a);
             break;
         }
@@ -442,8 +443,16 @@ START_TEST(verifier_new_rules)
             int ha = kir_add_buf(k, "ha", KIR_BUF_INPUT, c == 21 ? &t1 : &th, 0, 0);
             int hb = kir_add_buf(k, "hb", KIR_BUF_INPUT, &tb, 0, 0);
             kir_expr *z2[2] = {zero, zero};
-            kir_iarg a[3] = {{y, 1, z, 0}, {ha, c == 21 ? 1 : 2, z2, 0}, {hb, 2, z2, 0}};
+            kir_iarg a[3] = {{y, 1, z, 0, NULL}, {ha, c == 21 ? 1 : 2, z2, 0, NULL}, {hb, 2, z2, 0, NULL}};
             kir_intrinsic(k, body, KIR_IN_MMA_SYNC, c == 20 ? 2 : 1, a);
+            break;
+        }
+        case 22: { /* a row stride on dpbusd_rows' window */
+            ir_type t2 = {IR_U8, 2, {{4, 0}, {16, 0}}};
+            int rw = kir_add_buf(k, "rw", KIR_BUF_INPUT, &t2, 0, 0);
+            kir_expr *z2[2] = {zero, zero};
+            kir_iarg a[3] = {{acc, 1, z, 0, NULL}, {u, 1, z, 0, NULL}, {rw, 2, z2, 0, four}};
+            kir_intrinsic(k, body, KIR_IN_DPBUSD_ROWS_S8, 16, a);
             break;
         }
         }

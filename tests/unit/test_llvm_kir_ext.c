@@ -196,7 +196,7 @@ static kir_kernel *dot_kernel(const char *name, kir_intrin id, int rows, int n)
     int b = buf(k, "b", KIR_BUF_INPUT, bf ? IR_BF16 : IR_I8, 2, (int64_t[]){rows, n * grp});
     int r = kir_new_var(k);
     kir_stmt *l = kir_for(k, &k->body, r, I(0), I(rows), KIR_PARALLEL, 0);
-    kir_iarg args[3] = {{c, 2, IDX(V(r), I(0)), 0}, {a, 2, IDX(V(r), I(0)), 0}, {b, 2, IDX(V(r), I(0)), 0}};
+    kir_iarg args[3] = {{c, 2, IDX(V(r), I(0)), 0, NULL}, {a, 2, IDX(V(r), I(0)), 0, NULL}, {b, 2, IDX(V(r), I(0)), 0, NULL}};
     ck_assert_ptr_nonnull(kir_intrinsic(k, &l->body, id, n, args));
     return k;
 }
@@ -350,11 +350,11 @@ static kir_kernel *amx_kernel(const char *name, kir_intrin op, int d, int r)
                 (int64_t[]){16, bf16 ? d / 2 : d});
     int b = buf(k, "b", KIR_BUF_INPUT, bf16 ? IR_BF16 : IR_I8, 2, (int64_t[]){d / 4, bf16 ? 32 : 64});
     kir_intrinsic(k, &k->body, KIR_IN_AMX_CONFIG, kir_amx_config_lanes(d, r), NULL);
-    kir_intrinsic(k, &k->body, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{-1, 0, NULL, 1}});
-    kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 4}, {a, 2, IDX(I(0), I(0)), 0}});
-    kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 6}, {b, 2, IDX(I(0), I(0)), 0}});
-    kir_intrinsic(k, &k->body, op, 0, (kir_iarg[]){{-1, 0, NULL, 1}, {-1, 0, NULL, 4}, {-1, 0, NULL, 6}});
-    kir_intrinsic(k, &k->body, KIR_IN_AMX_STORE, 0, (kir_iarg[]){{c, 2, IDX(I(0), I(16)), 0}, {-1, 0, NULL, 1}});
+    kir_intrinsic(k, &k->body, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{-1, 0, NULL, 1, NULL}});
+    kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 4, NULL}, {a, 2, IDX(I(0), I(0)), 0, NULL}});
+    kir_intrinsic(k, &k->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 6, NULL}, {b, 2, IDX(I(0), I(0)), 0, NULL}});
+    kir_intrinsic(k, &k->body, op, 0, (kir_iarg[]){{-1, 0, NULL, 1, NULL}, {-1, 0, NULL, 4, NULL}, {-1, 0, NULL, 6, NULL}});
+    kir_intrinsic(k, &k->body, KIR_IN_AMX_STORE, 0, (kir_iarg[]){{c, 2, IDX(I(0), I(16)), 0, NULL}, {-1, 0, NULL, 1, NULL}});
     ck_assert_ptr_nonnull(kir_intrinsic(k, &k->body, KIR_IN_AMX_RELEASE, 0, NULL));
     return k;
 }
@@ -375,12 +375,12 @@ static kir_kernel *amx_parallel_kernel(const char *name)
      * pair is still hoisted around the loop */
     kir_expr *col = kir_let(k, &lp->body, kir_imul(k, V(p), I(16)));
     kir_intrinsic(k, &lp->body, KIR_IN_AMX_CONFIG, 0, NULL);
-    kir_intrinsic(k, &lp->body, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{-1, 0, NULL, 1}});
-    kir_intrinsic(k, &lp->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 4}, {a, 2, IDX(I(0), I(0)), 0}});
-    kir_intrinsic(k, &lp->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 6}, {b, 2, IDX(I(0), I(0)), 0}});
-    kir_intrinsic(k, &lp->body, KIR_IN_AMX_DPBF16PS, 0, (kir_iarg[]){{-1, 0, NULL, 1}, {-1, 0, NULL, 4}, {-1, 0, NULL, 6}});
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_ZERO, 0, (kir_iarg[]){{-1, 0, NULL, 1, NULL}});
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 4, NULL}, {a, 2, IDX(I(0), I(0)), 0, NULL}});
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_LOAD, 0, (kir_iarg[]){{-1, 0, NULL, 6, NULL}, {b, 2, IDX(I(0), I(0)), 0, NULL}});
+    kir_intrinsic(k, &lp->body, KIR_IN_AMX_DPBF16PS, 0, (kir_iarg[]){{-1, 0, NULL, 1, NULL}, {-1, 0, NULL, 4, NULL}, {-1, 0, NULL, 6, NULL}});
     kir_intrinsic(k, &lp->body, KIR_IN_AMX_STORE, 0,
-                  (kir_iarg[]){{c, 2, IDX(I(0), col), 0}, {-1, 0, NULL, 1}});
+                  (kir_iarg[]){{c, 2, IDX(I(0), col), 0, NULL}, {-1, 0, NULL, 1, NULL}});
     ck_assert_ptr_nonnull(kir_intrinsic(k, &lp->body, KIR_IN_AMX_RELEASE, 0, NULL));
     return k;
 }
@@ -540,7 +540,7 @@ START_TEST(test_refused)
     k = kir_kernel_create("mma", NULL);
     int d = buf(k, "d", KIR_BUF_OUTPUT, IR_F32, 1, (int64_t[]){4});
     int a = buf(k, "a", KIR_BUF_INPUT, IR_F16, 2, (int64_t[]){16, 16});
-    kir_iarg ma[3] = {{d, 1, IDX(I(0)), 0}, {a, 2, IDX(I(0), I(0)), 0}, {a, 2, IDX(I(0), I(0)), 0}};
+    kir_iarg ma[3] = {{d, 1, IDX(I(0)), 0, NULL}, {a, 2, IDX(I(0), I(0)), 0, NULL}, {a, 2, IDX(I(0), I(0)), 0, NULL}};
     kir_intrinsic(k, &k->body, KIR_IN_MMA_SYNC, 1, ma);
     emit_fails(k, "intrinsic mma_sync is a CUDA warp operation");
 
