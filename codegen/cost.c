@@ -178,12 +178,21 @@ int64_t cg_cost_trip_ops_est(const kir_kernel *k, int lanes, const int64_t *sym_
     const kir_block *b = &k->body;
     if (b->n == 1 && b->s[0]->kind == KIR_S_FOR && b->s[0]->loop == KIR_PARALLEL) {
         const kir_stmt *s = b->s[0];
-        int64_t lo = 0;
-        if (s->var >= 0 && s->var < k->nvars) {
+        int64_t lo = 0, hi = 0;
+        bool known = s->var >= 0 && s->var < k->nvars;
+        if (known) {
             c.var_lo[s->var] = eval(&c, s->lo, &lo, 0) ? lo : 0;
             c.var_known[s->var] = true;
         }
         n = block_ops(&c, &s->body, 1);
+        /* ... or at the last trip, when more (lw_chunk_parallel's chunks:
+         * the first of T/P rows is empty when the estimated T < P, the
+         * last holds ceil(T/P)) */
+        if (known && eval(&c, s->hi, &hi, 0) && hi - 1 > lo) {
+            c.var_lo[s->var] = hi - 1;
+            int64_t m = block_ops(&c, &s->body, 1);
+            n = m > n ? m : n;
+        }
     } else {
         n = block_ops(&c, b, 1);
     }

@@ -348,22 +348,24 @@ int lw_parallelize(kir_kernel *k, int64_t least)
     kir_stmt *loops[IR_MAX_RANK + 1];
     int64_t n[IR_MAX_RANK + 1];
     int nl = 0;
+    bool sym = false;
     kir_block *b = &k->body;
     int64_t p = 1, lo;
-    /* the outermost single-statement serial loops from 0, constant sizes
-     * (a symbolic first one alone) */
+    /* the outermost single-statement serial loops from 0 over dims: a
+     * constant size, or a symbol (counted as 1 toward `least`, so the
+     * loops after a symbolic batch join it: at a batch of 1 they are
+     * what the threads share) */
     while (nl <= IR_MAX_RANK && b->n == 1 && b->s[0]->kind == KIR_S_FOR && b->s[0]->loop == KIR_SERIAL &&
            const_i(b->s[0]->lo, &lo) && !lo && (p < least || !nl)) {
         kir_stmt *s = b->s[0];
-        if (!const_i(s->hi, &n[nl])) {
-            if (nl)
-                break;
-            s->loop = KIR_PARALLEL;   /* a symbolic batch: that loop alone */
-            return 0;
-        }
-        if (n[nl] < 1 || p > (INT64_C(1) << 40) / n[nl])
+        if (s->hi && s->hi->op == KIR_SYM) {
+            n[nl] = 0;
+            sym = true;
+        } else if (!const_i(s->hi, &n[nl]) || n[nl] < 1 || p > (INT64_C(1) << 40) / n[nl]) {
             break;
-        p *= n[nl];
+        } else {
+            p *= n[nl];
+        }
         loops[nl++] = s;
         b = &s->body;
     }
@@ -375,24 +377,57 @@ int lw_parallelize(kir_kernel *k, int64_t least)
         return 0;
     }
     /* one PARALLEL loop over the product; loop j's variable is
-     * (flat / (n[j+1] * ... )) % n[j] */
+     * (flat / (n[j+1] * ... )) % n[j] (a symbolic product: the chunks
+     * lw_chunk_parallel makes share it) */
     int pv = kir_new_var(k);
-    kir_expr *flat = kir_var(k, pv);
-    int64_t stride = 1;
+    kir_expr *flat = kir_var(k, pv), *stride = NULL;
+    int64_t cstride = 1;
     for (int j = nl - 1; j >= 0; j--) {
-        kir_expr *q = stride == 1 ? flat : lw_idivc(k, flat, stride);
-        kir_expr *r = j == 0 ? q : n[j] == 1 ? lw_i64c(k, 0) : lw_iremc(k, q, n[j]);
-        if (!r)
+        kir_expr *q, *r;
+        if (!sym) {
+            q = cstride == 1 ? flat : lw_idivc(k, flat, cstride);
+            r = j == 0 ? q : n[j] == 1 ? lw_i64c(k, 0) : lw_iremc(k, q, n[j]);
+        } else {
+            q = stride ? kir_op2(k, KIR_DIV, IR_I64, flat, stride) : flat;
+            r = j == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, loops[j]->hi);
+            stride = stride ? kir_imul(k, stride, loops[j]->hi) : loops[j]->hi;
+        }
+        if (!r || (sym && !stride))
             return -1;
         subst_block(k, &loops[nl - 1]->body, loops[j]->var, r);
-        stride *= n[j];
+        cstride *= n[j] ? n[j] : 1;
     }
     first->var = pv;
-    first->hi = lw_i64c(k, p);
+    first->hi = sym ? stride : lw_i64c(k, p);
     first->loop = KIR_PARALLEL;
     if (!first->hi)
         return -1;
     first->body = loops[nl - 1]->body;
+    return 0;
+}
+
+int lw_chunk_parallel(kir_kernel *k, int64_t chunks)
+{
+    kir_stmt *s = k->body.n == 1 && k->body.s[0]->kind == KIR_S_FOR ? k->body.s[0] : NULL;
+    int64_t lo;
+    if (!s || s->loop != KIR_PARALLEL || !const_i(s->lo, &lo) || lo || !s->hi || s->hi->op == KIR_CONST ||
+        s->hi->op == KIR_SYM || chunks < 2)
+        return 0;
+    int pv = kir_new_var(k);
+    kir_expr *t = s->hi;
+    kir_expr *a = lw_idivc(k, kir_imul(k, kir_var(k, pv), t), chunks);
+    kir_expr *e = lw_idivc(k, kir_imul(k, lw_iaddc(k, kir_var(k, pv), 1), t), chunks);
+    if (!a || !e)
+        return -1;
+    kir_block inner = k->body;
+    k->body = (kir_block){0};
+    kir_stmt *par = kir_for(k, &k->body, pv, lw_i64c(k, 0), lw_i64c(k, chunks), KIR_PARALLEL, 0);
+    if (!par)
+        return -1;
+    par->body = inner;
+    s->loop = KIR_SERIAL;
+    s->lo = a;
+    s->hi = e;
     return 0;
 }
 

@@ -338,6 +338,12 @@ int lower_rnn(lctx *c);
  * (lw_parallelize). 0, or -1 on out of memory. */
 int lw_coalesce(kir_kernel *k);   /* or the number of loops merged */
 int lw_parallelize(kir_kernel *k, int64_t least);
+/* A kernel that is one PARALLEL loop whose trip count is an expression of
+ * symbols (a product: the runtime splits only a constant or one symbol)
+ * becomes `chunks` PARALLEL trips, trip p the serial loop over [p*T/chunks,
+ * (p+1)*T/chunks): a symbolic image's rows shared by the threads at a
+ * batch of 1. 0 (also when not that form), or -1 on out of memory. */
+int lw_chunk_parallel(kir_kernel *k, int64_t chunks);
 /* Removes the buffers no statement or let of k reads or writes (the
  * originals of coalesce's views), renumbering the rest in order. */
 int lw_drop_unused_bufs(kir_kernel *k);

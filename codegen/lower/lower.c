@@ -420,6 +420,9 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
         return ir_node_errorf(d, root, "fused group %d cannot be compiled as one kernel: the lowering of "
                               "'%s' (%s) takes no epilogue", root->group, anchor->name, ir_ops[anchor->op].name);
     }
+    /* a parallel loop over a product of symbols: chunks the runtime can split */
+    if (s->kind == CG_SCHED_CPU && lw_chunk_parallel(k, s->par_min) < 0)
+        goto oom;
     if (kir_verify(k, d) < 0) {
         char m[sizeof d->msg];
         memcpy(m, d->msg, sizeof m);

@@ -30,29 +30,41 @@ kir_block *mv_nest(lctx *c, kir_block *b, const ir_type *t, bool par, bool vec, 
     int r = t->rank, d = 0;
     if (par && r > 0) {
         /* Leading dims of 1 (a batch of one) would leave the threads idle:
-         * the parallel loop runs over the product of the leading constant
-         * dims up to the schedule's par_min positions, unflattened per
-         * iteration. */
+         * the parallel loop runs over the product of the leading dims up
+         * to the schedule's par_min positions, unflattened per iteration.
+         * A symbolic dim counts as 1 first (a batch), 16 after (a plane's
+         * rows): a symbolic image's batch of one is not the threads' only
+         * work (lw_chunk_parallel splits the product). */
         int64_t par_min = c->s->par_min;
-        int last = vec && r > 1 ? r - 1 : r, nf = 1;
-        int64_t p = ir_dim_is_const(t->dims[0]) ? t->dims[0].v : par_min;
-        while (nf < last && p < par_min && ir_dim_is_const(t->dims[nf]) && ir_dim_is_const(t->dims[0])) {
-            p *= t->dims[nf].v;
+        int last = vec && r > 1 ? r - 1 : r, nf = 0;
+        int64_t p = 1;
+        bool sym = false;
+        while (nf < last && (nf == 0 || p < par_min)) {
+            ir_dim dd = t->dims[nf];
+            int64_t w = ir_dim_is_const(dd) ? dd.v : dd.sym > 0 ? (nf ? 16 : 1) : -1;
+            if (w < 1 || p > (INT64_C(1) << 40) / w)
+                break;
+            sym = sym || !ir_dim_is_const(dd);
+            p *= w;
             nf++;
         }
+        if (nf == 0)
+            nf = 1;
+        kir_expr *hi = NULL;
+        for (int j = 0; j < nf; j++)
+            hi = hi ? kir_imul(k, hi, lw_dim_of(k, t->dims[j])) : lw_dim_of(k, t->dims[j]);
         int v = kir_new_var(k);
-        kir_stmt *l = kir_for(k, b, v, lw_i64c(k, 0), nf == 1 ? lw_dim_of(k, t->dims[0]) : lw_i64c(k, p), KIR_PARALLEL, 0);
+        kir_stmt *l = kir_for(k, b, v, lw_i64c(k, 0), nf == 1 || sym ? hi : lw_i64c(k, p), KIR_PARALLEL, 0);
         if (!l)
             return NULL;
         b = &l->body;
-        kir_expr *flat = kir_var(k, v);
-        int64_t stride = 1;
+        kir_expr *flat = kir_var(k, v), *stride = NULL;
         for (int j = nf - 1; j >= 0; j--) {
-            kir_expr *q = stride == 1 ? flat : kir_op2(k, KIR_DIV, IR_I64, flat, lw_i64c(k, stride));
-            idx[j] = nf > 1 && t->dims[j].v == 1 ? lw_i64c(k, 0)
-                     : j == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, lw_i64c(k, t->dims[j].v));
-            if (nf > 1)
-                stride *= t->dims[j].v;
+            kir_expr *q = stride ? kir_op2(k, KIR_DIV, IR_I64, flat, stride) : flat;
+            bool one = ir_dim_is_const(t->dims[j]) && t->dims[j].v == 1;
+            idx[j] = nf > 1 && one ? lw_i64c(k, 0) : j == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, lw_dim_of(k, t->dims[j]));
+            if (nf > 1 && !one)
+                stride = stride ? kir_imul(k, stride, lw_dim_of(k, t->dims[j])) : lw_dim_of(k, t->dims[j]);
         }
         d = nf;
     }

@@ -52,10 +52,11 @@ START_TEST(broadcast_add_kernel)
     char *text = kir_print(k);
     ck_assert_str_eq(text,
                      "kernel @add(b0 %x: f16[N,1,5] in, b1 %y: f16[4,1] in, b2 %z: f16[N,4,5] arena+0)\n"
-                     "  parallel for v0 in [0, N)\n"
-                     "    for v1 in [0, 4)\n"
+                     "  parallel for v4 in [0, 64)\n"
+                     "    for v3 in [div(mul(v4, mul(4, N)), 64), div(mul(add(v4, 1), mul(4, N)), 64))\n"
                      "      vector for(32) v2 in [0, 5)\n"
-                     "        b2[v0, v1, v2] = cast.f16(add.f32(cast.f32(b0[v0, 0, v2]), cast.f32(b1[v1, 0])))\n");
+                     "        b2[div(v3, 4), rem(v3, 4), v2] = cast.f16(add.f32(cast.f32(b0[div(v3, 4), 0, v2]), "
+                     "cast.f32(b1[rem(v3, 4), 0])))\n");
     free(text);
     kir_kernel_destroy(k);
     free(b);
