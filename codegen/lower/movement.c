@@ -245,6 +245,90 @@ static int lower_dropout(lctx *c)
     return b && kir_store(c->k, b, c->outs[1], idx, kir_const_i(c->k, IR_BOOL, 1)) ? 0 : -1;
 }
 
+/* The product of dims [lo, hi) of t as an index expression (1 when
+ * empty); *cv its value when every one is a constant, else -1. */
+static kir_expr *dims_product(kir_kernel *k, const ir_type *t, int lo, int hi, int64_t *cv)
+{
+    kir_expr *e = NULL;
+    int64_t c = 1;
+    bool sym = false;
+    for (int d = lo; d < hi; d++) {
+        if (ir_dim_is_const(t->dims[d]))
+            c *= t->dims[d].v;
+        else
+            sym = true, e = e ? kir_imul(k, e, lw_dim_of(k, t->dims[d])) : lw_dim_of(k, t->dims[d]);
+    }
+    *cv = sym ? -1 : c;
+    return e ? lw_imulc(k, e, c) : lw_i64c(k, c);
+}
+
+/* Indices of t addressing flat positions o, a, b of the runs [0, na),
+ * [na, nb), [nb, r) of its dims (each run's last dim takes the position,
+ * the others 0: the same linear element, as the backends linearize). */
+static void run_index(const ir_type *t, int na, int nb, kir_expr *zero, kir_expr *o, kir_expr *a, kir_expr *b,
+                      kir_expr **idx)
+{
+    for (int d = 0; d < t->rank; d++)
+        idx[d] = d == na - 1 ? o : d == nb - 1 ? a : d == t->rank - 1 ? b : zero;
+}
+
+/* transpose_blocks over symbolic dims: input [O, A, B] (runs of dims
+ * [0, oe), [a0, b0), [b0, r)) to [O, B, A], in n x n blocks wherever A
+ * and B are both at least n at run time (the window's rows A or B
+ * elements apart), else each (o, block) element by element; the trips
+ * (O times A's blocks) are a product the chunking shares. 1 when
+ * lowered, 0 when A or B is a constant under n, -1 on out of memory. */
+static int transpose_blocks_sym(lctx *c, int oe, int a0, int b0)
+{
+    kir_kernel *k = c->k;
+    const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
+    int r = ti->rank;
+    int64_t L = c->s->lanes, co, ca, cb;
+    kir_expr *O = dims_product(k, ti, 0, oe, &co), *A = dims_product(k, ti, a0, b0, &ca);
+    kir_expr *B = dims_product(k, ti, b0, r, &cb);
+    if ((ca >= 0 && ca < L) || (cb >= 0 && cb < L) || !O || !A || !B)
+        return (ca >= 0 && ca < L) || (cb >= 0 && cb < L) ? 0 : -1;
+    kir_expr *na = lw_idivc(k, lw_iaddc(k, A, L - 1), L);
+    int pv = kir_new_var(k);
+    kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), kir_imul(k, O, na), KIR_PARALLEL, 0);
+    if (!lp)
+        return -1;
+    kir_expr *p = kir_var(k, pv), *zero = lw_i64c(k, 0);
+    kir_expr *o = kir_op2(k, KIR_DIV, IR_I64, p, na), *ia = kir_op2(k, KIR_REM, IR_I64, p, na);
+    kir_expr *big = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, L), A),
+                            kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, L), B));
+    kir_stmt *st = kir_if(k, &lp->body, big);
+    if (!st)
+        return -1;
+    /* the output's runs: O, then B over [oe, oe + r - b0), then A */
+    int ob = oe + (r - b0);
+    {
+        int bv = kir_new_var(k);
+        kir_stmt *lb = kir_for(k, &st->body, bv, zero, lw_idivc(k, lw_iaddc(k, B, L - 1), L), KIR_SERIAL, 0);
+        if (!lb)
+            return -1;
+        kir_expr *i0 = lw_imin(k, lw_imulc(k, ia, L), lw_iaddc(k, A, -L));
+        kir_expr *j0 = lw_imin(k, lw_imulc(k, kir_var(k, bv), L), lw_iaddc(k, B, -L));
+        kir_expr *ii[IR_MAX_RANK], *oi[IR_MAX_RANK];
+        run_index(ti, oe, b0, zero, o, i0, j0, ii);
+        run_index(to, oe, ob, zero, o, j0, i0, oi);
+        kir_iarg args[2] = {{.buf = c->out, .nidx = r, .idx = oi, .rows = A},
+                            {.buf = c->buf[0], .nidx = r, .idx = ii, .rows = B}};
+        if (!kir_intrinsic(k, &lb->body, KIR_IN_TRANSPOSE_F32, (int)L, args))
+            return -1;
+    }
+    /* A or B under n: A's elements of this o (one block) one by one */
+    int iv = kir_new_var(k), jv = kir_new_var(k);
+    kir_stmt *li = kir_for(k, &st->orelse, iv, zero, A, KIR_SERIAL, 0);
+    kir_stmt *lj = li ? kir_for(k, &li->body, jv, zero, B, KIR_SERIAL, 0) : NULL;
+    if (!lj)
+        return -1;
+    kir_expr *ii[IR_MAX_RANK], *oi[IR_MAX_RANK];
+    run_index(ti, oe, b0, zero, o, kir_var(k, iv), kir_var(k, jv), ii);
+    run_index(to, oe, ob, zero, o, kir_var(k, jv), kir_var(k, iv), oi);
+    return kir_store(k, &lj->body, c->out, oi, kir_load(k, c->buf[0], ii)) ? 1 : -1;
+}
+
 /* A Transpose that, with the dims that stay adjacent merged, swaps the
  * last two of static f32 [O, A, B] (O the rest) into [O, B, A], both A
  * and B at least the f32 lanes n, where the schedule has f32_transpose:
@@ -262,7 +346,7 @@ static int transpose_blocks(lctx *c, const int *perm)
     const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
     int r = to->rank;
     int64_t L = c->s->lanes;
-    if (!c->s->f32_transpose || ti->dtype != IR_F32 || r < 2 || !ir_type_is_static(ti) || c->buf[0] < 0)
+    if (!c->s->f32_transpose || ti->dtype != IR_F32 || r < 2 || c->buf[0] < 0)
         return 0;
     /* runs of output dims whose input dims are consecutive */
     int start[IR_MAX_RANK], m = 0;
@@ -279,6 +363,8 @@ static int transpose_blocks(lctx *c, const int *perm)
     int a0 = perm[start[m - 1]], b0 = perm[start[m - 2]];
     if (a0 != start[m - 2] || b0 <= a0)
         return 0;
+    if (!ir_type_is_static(ti))
+        return transpose_blocks_sym(c, start[m - 2], a0, b0);
     int64_t O = 1, A = 1, B = 1;
     for (int d = 0; d < start[m - 2]; d++)
         O *= ti->dims[d].v;
