@@ -9,7 +9,7 @@
  * one pixel are contiguous (one vector register when cb is the target's
  * f32 width). Each eligible Conv (2-D, group 1, f32, constant channels,
  * the batch, height and width constants or symbols (then its pads fixed:
- * not SAME at a stride > 1; the depthwise and pool forms static), output
+ * not SAME at a stride > 1; the window pools static), output
  * channels a multiple of cb or padded to one, input channels too or
  * fewer than cb) becomes ConvNCHWc (ir/ref/conv_blocked.c) over blocked data
  * with weights packed as [M/cb, C/cb, kh, kw, cb, cb]. An input of fewer
@@ -453,9 +453,10 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
      * thread, with Resize on blocks) */
     if (!*ib && ir_type_is_static(&x->type) && pad_ok(L, C) && window_ok(n, pads, s, dl) && (s[0] > 1 || s[1] > 1))
         *ib = L->cb;
-    /* with symbolic dims, no new reorder into blocks: their Transpose is
-     * a scalar loop nest, and a depthwise conv, which stays NCHW there,
-     * would need one before each pointwise conv (MobileNetV2 14 -> 17 ms) */
+    /* with symbolic dims, no new reorder into blocks (measured: a
+     * symbolic PaddleOCR detector at 480x640 46.5 ms with them, 42.3
+     * without, its depthwise convs blocked either way; before those were,
+     * each pointwise conv needed one: MobileNetV2 14 -> 17 ms) */
     if (*ib == L->cb && !twin_of(L, x) && !ir_type_is_static(&x->type))
         return false;
     if (!*ib || !pad_ok(L, M) || w->type.dims[1].v != C || y->type.dims[1].v != M ||
@@ -842,7 +843,8 @@ static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int
     if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1)
         return false;
     ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
-    if (!is_static_f32(x, 4) || !is_static_f32(w, 4) || !is_static_f32(y, 4) || (b && !is_static_f32(b, 1)))
+    if (!is_image_f32(x) || !is_static_f32(w, 4) || !is_image_f32(y) || (b && !is_static_f32(b, 1)) ||
+        !ir_dim_eq(x->type.dims[0], y->type.dims[0]))
         return false;
     int64_t C = x->type.dims[1].v;
     if (ir_attr_int(n, "group", 1) != C || !pad_ok(L, C) || w->type.dims[0].v != C || w->type.dims[1].v != 1 ||
@@ -1106,9 +1108,14 @@ static int move_pool(lay *L, ir_node *n)
     if (!b || n->nout != 1)
         return 0;
     const ir_type *xt = &x->type, *yt = &n->out[0]->type;
-    if (yt->rank != 4 || !ir_type_is_static(yt) || !ir_type_is_static(xt))
+    if (yt->rank != 4 || !is_image(xt) || !is_image(yt))
         return 0;
-    if (yt->dims[2].v != 1 || yt->dims[3].v != 1)
+    bool global = n->op == IR_OP_GLOBAL_AVERAGE_POOL || n->op == IR_OP_GLOBAL_MAX_POOL;
+    /* over a symbolic plane: the global pools (a squeeze-excite's), which
+     * are ReduceMean/ReduceMax of any plane */
+    if (!global && (!ir_type_is_static(yt) || !ir_type_is_static(xt)))
+        return 0;
+    if (!global && (yt->dims[2].v != 1 || yt->dims[3].v != 1))
         return move_window_pool(L, n, b);
     int op;
     switch (n->op) {

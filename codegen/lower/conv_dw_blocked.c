@@ -18,7 +18,10 @@
  * time, each tap's load of a clamped position selected to 0 outside. So
  * padding costs no copy of the input (ConvNCHWc gets an explicitly
  * padded one). Bias starts the sums; the fused epilogue is applied once,
- * before the one store.
+ * before the one store. Over a symbolic batch and plane (the layout pass
+ * blocks a symbolic image's depthwise convs too) the same loops take the
+ * run's sizes: the interior's bounds are index expressions, whole tiles
+ * of R pixels, then the rest one at a time.
  */
 #include "codegen/lower/internal.h"
 #include "ir/ops.h"
@@ -27,6 +30,10 @@ enum { DWB_MAX_UNROLL = 16 };   /* kw taps written out; wider kernels loop */
 
 typedef struct {
     int64_t N, CB, H, W, CL, KH, KW, OH, OW;
+    /* N, H, W, OH, OW as dims: symbolic ones are the run's values (their
+     * int64_t fields then unused); sym: any of them is */
+    ir_dim nd, hd, wd, ohd, owd;
+    bool sym;
     int64_t s[2], d[2], p[4];
     kir_expr *nb, *cb, *oh, *ih0, *khlo, *khhi;
 } dwb;
@@ -37,19 +44,29 @@ static bool dwb_geom(const ir_node *n, dwb *g)
     if (n->op != IR_OP_CONV_DW_NCHWC || n->nin < 2 || n->nout != 1)
         return false;
     const ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
-    if (!lw_f32_static(x, 5) || !lw_f32_static(w, 4) || !lw_f32_static(y, 5) || (b && !lw_f32_static(b, 2)))
+    if (!lw_blocked_as(x, IR_F32) || !lw_f32_static(w, 4) || !lw_blocked_as(y, IR_F32) ||
+        (b && !lw_f32_static(b, 2)))
         return false;
     *g = (dwb){0};
     const ir_dim *xd = x->type.dims, *wd = w->type.dims, *yd = y->type.dims;
     g->N = xd[0].v, g->CB = xd[1].v, g->H = xd[2].v, g->W = xd[3].v, g->CL = xd[4].v;
     g->KH = wd[1].v, g->KW = wd[2].v, g->OH = yd[2].v, g->OW = yd[3].v;
+    g->nd = xd[0], g->hd = xd[2], g->wd = xd[3], g->ohd = yd[2], g->owd = yd[3];
+    g->sym = !ir_type_is_static(&x->type) || !ir_type_is_static(&y->type);
     if (!lw_blocked_ints(n, "strides", 2, 1, 1, g->s) || !lw_blocked_ints(n, "dilations", 2, 1, 1, g->d) ||
         !lw_blocked_ints(n, "pads", 4, 0, 0, g->p))
         return false;
-    if (wd[0].v != g->CB || wd[3].v != g->CL || yd[0].v != g->N || yd[1].v != g->CB || yd[4].v != g->CL ||
+    if (wd[0].v != g->CB || wd[3].v != g->CL || !ir_dim_eq(yd[0], xd[0]) || yd[1].v != g->CB || yd[4].v != g->CL ||
         (b && (b->type.dims[0].v != g->CB || b->type.dims[1].v != g->CL)))
         return false;
     for (int i = 0; i < 2; i++) {
+        /* a symbolic extent is the one shape inference derived from the
+         * input's (shape_conv_dw_nchwc): a symbol in, a symbol out */
+        if (xd[2 + i].sym || yd[2 + i].sym) {
+            if (!xd[2 + i].sym || !yd[2 + i].sym)
+                return false;
+            continue;
+        }
         int64_t in = i ? g->W : g->H, k = i ? g->KW : g->KH, o = i ? g->OW : g->OH;
         int64_t span = (k - 1) * g->d[i] + 1, padded = in + g->p[i] + g->p[2 + i];
         if (padded < span || (padded - span) / g->s[i] + 1 != o)
@@ -71,6 +88,14 @@ static int64_t ceil_div0(int64_t a, int64_t s)
     return a <= 0 ? 0 : (a + s - 1) / s;
 }
 
+static bool const_of(const kir_expr *e, int64_t *v)
+{
+    if (!e || e->op != KIR_CONST)
+        return false;
+    *v = e->c.i;
+    return true;
+}
+
 /* X at output pixel ow, tap (kh, kw), lane j; `masked`: ow may read
  * outside the row, so a clamped position is read and selected to 0. */
 static kir_expr *dwb_x(lctx *c, const dwb *g, kir_expr *ow, kir_expr *kh, kir_expr *kw, kir_expr *j, bool masked)
@@ -82,22 +107,29 @@ static kir_expr *dwb_x(lctx *c, const dwb *g, kir_expr *ow, kir_expr *kh, kir_ex
         kir_expr *xi[5] = {g->nb, g->cb, ih, iw, j};
         return lw_load_in(c, 0, xi);
     }
-    kir_expr *cw = lw_imin(k, lw_i64c(k, g->W - 1), lw_imax(k, lw_i64c(k, 0), iw));
+    kir_expr *cw = lw_imin(k, lw_iaddc(k, lw_dim_of(k, g->wd), -1), lw_imax(k, lw_i64c(k, 0), iw));
     kir_expr *xi[5] = {g->nb, g->cb, ih, cw, j};
     kir_expr *ok = kir_op2(k, KIR_EQ, IR_BOOL, cw, iw);
     return kir_op3(k, KIR_SELECT, IR_F32, ok, lw_load_in(c, 0, xi), kir_const_f(k, IR_F32, 0));
 }
 
-/* Output pixels [lo, hi) of the row in tiles of R (the last tile's extra
- * pixels clamped to hi - 1 and recomputed). */
-static int dwb_span(lctx *c, const dwb *g, kir_block *b, int64_t lo, int64_t hi, int R, bool masked)
+/* Output pixels [lo, hi) of the row (hi >= lo) in tiles of R: `clamp`,
+ * the last tile's extra pixels clamped to hi - 1 and recomputed; else
+ * only the whole tiles, from lo (the caller runs the rest). */
+static int dwb_span(lctx *c, const dwb *g, kir_block *b, kir_expr *lo, kir_expr *hi, int R, bool masked, bool clamp)
 {
     kir_kernel *k = c->k;
-    if (hi <= lo)
-        return 0;
-    int64_t ntile = (hi - lo + R - 1) / R;
+    int64_t clo, chi;
+    kir_expr *ntile;
+    if (const_of(lo, &clo) && const_of(hi, &chi)) {
+        if (chi <= clo)
+            return 0;
+        ntile = lw_i64c(k, clamp ? (chi - clo + R - 1) / R : (chi - clo) / R);
+    } else {
+        ntile = lw_idivc(k, lw_iaddc(k, isub(k, hi, lo), clamp ? R - 1 : 0), R);
+    }
     int vt = kir_new_var(k), vj = kir_new_var(k), vh = kir_new_var(k);
-    kir_stmt *lt = kir_for(k, b, vt, lw_i64c(k, 0), lw_i64c(k, ntile), KIR_SERIAL, 0);
+    kir_stmt *lt = kir_for(k, b, vt, lw_i64c(k, 0), ntile, KIR_SERIAL, 0);
     kir_stmt *lj = lt ? kir_for(k, &lt->body, vj, lw_i64c(k, 0), lw_i64c(k, g->CL), KIR_VECTOR, (int)g->CL) : NULL;
     if (!lj)
         return -1;
@@ -105,7 +137,9 @@ static int dwb_span(lctx *c, const dwb *g, kir_block *b, int64_t lo, int64_t hi,
     int acc[16];
     const ir_node *n = c->n;
     for (int r = 0; r < R; r++) {
-        ow[r] = lw_imin(k, lw_iaddc(k, lw_imulc(k, kir_var(k, vt), R), lo + r), lw_i64c(k, hi - 1));
+        ow[r] = kir_iadd(k, lw_iaddc(k, lw_imulc(k, kir_var(k, vt), R), r), lo);
+        if (clamp)
+            ow[r] = lw_imin(k, ow[r], lw_iaddc(k, hi, -1));
         if ((acc[r] = kir_new_acc(k, IR_F32)) < 0)
             return -1;
         kir_expr *init = n->nin > 2 && n->in[2] ? lw_load_in(c, 2, (kir_expr *[]){g->cb, j}) : kir_const_f(k, IR_F32, 0);
@@ -155,30 +189,57 @@ static int dwb_rows(int64_t m, int most)
     return (int)((m + tiles - 1) / tiles);
 }
 
+/* The row's interior [owl, owh) where every tap is inside, as index
+ * expressions (0 <= owl <= owh <= OW): ow*s - pad >= 0 and
+ * ow*s - pad + (kw-1)*d < W. */
+static void dwb_interior(kir_kernel *k, const dwb *g, kir_expr **owl, kir_expr **owh)
+{
+    int64_t lo = ceil_div0(g->p[1], g->s[1]), span = (g->KW - 1) * g->d[1];
+    if (!g->sym) {
+        int64_t OW = g->OW, last = g->W - 1 + g->p[1] - span;
+        int64_t hi = last < 0 ? 0 : last / g->s[1] + 1;
+        lo = lo < OW ? lo : OW;
+        hi = hi < lo ? lo : hi > OW ? OW : hi;
+        *owl = lw_i64c(k, lo), *owh = lw_i64c(k, hi);
+        return;
+    }
+    kir_expr *OW = lw_dim_of(k, g->owd);
+    *owl = lw_imin(k, lw_i64c(k, lo), OW);
+    /* max(0, (last + s) / s): last / s + 1 for last >= 0, else 0 (the
+     * division truncates toward 0) */
+    kir_expr *last = lw_iaddc(k, lw_dim_of(k, g->wd), g->p[1] - 1 - span);
+    kir_expr *hi = lw_imax(k, lw_i64c(k, 0), lw_idivc(k, lw_iaddc(k, last, g->s[1]), g->s[1]));
+    *owh = lw_imin(k, lw_imax(k, hi, *owl), OW);
+}
+
 static int lower_conv_dw_blocked(lctx *c)
 {
     dwb gg, *g = &gg;
     if (!dwb_geom(c->n, g))
         return -1;
     kir_kernel *k = c->k;
+    kir_expr *OH = lw_dim_of(k, g->ohd), *CBOH = g->sym ? lw_imulc(k, OH, g->CB) : lw_i64c(k, g->CB * g->OH);
+    kir_expr *trips = g->sym ? kir_imul(k, lw_dim_of(k, g->nd), CBOH) : lw_i64c(k, g->N * g->CB * g->OH);
     int vp = kir_new_var(k);
-    kir_stmt *lp = lw_loop(c, &k->body, vp, lw_i64c(k, g->N * g->CB * g->OH), KIR_PARALLEL);
+    kir_stmt *lp = lw_loop(c, &k->body, vp, trips, KIR_PARALLEL);
     if (!lp)
         return -1;
     kir_expr *p = kir_var(k, vp);
-    g->nb = lw_idivc(k, p, g->CB * g->OH);
-    g->cb = lw_iremc(k, lw_idivc(k, p, g->OH), g->CB);
-    g->oh = lw_iremc(k, p, g->OH);
+    if (g->sym) {
+        g->nb = kir_op2(k, KIR_DIV, IR_I64, p, CBOH);
+        g->cb = lw_iremc(k, kir_op2(k, KIR_DIV, IR_I64, p, OH), g->CB);
+        g->oh = kir_op2(k, KIR_REM, IR_I64, p, OH);
+    } else {
+        g->nb = lw_idivc(k, p, g->CB * g->OH);
+        g->cb = lw_iremc(k, lw_idivc(k, p, g->OH), g->CB);
+        g->oh = lw_iremc(k, p, g->OH);
+    }
     g->ih0 = lw_iaddc(k, lw_imulc(k, g->oh, g->s[0]), -g->p[0]);
     kir_expr *kc = lw_i64c(k, g->KH);
     g->khlo = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, 0), g->ih0), g->d[0]));
-    g->khhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, g->H), g->ih0), g->d[0]));
-    /* the interior: ow*s - pad >= 0 and ow*s - pad + (kw-1)*d < W */
-    int64_t OW = g->OW, owl = ceil_div0(g->p[1], g->s[1]);
-    int64_t last = g->W - 1 + g->p[1] - (g->KW - 1) * g->d[1];
-    int64_t owh = last < 0 ? 0 : last / g->s[1] + 1;
-    owl = owl < OW ? owl : OW;
-    owh = owh < owl ? owl : owh > OW ? OW : owh;
+    g->khhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_dim_of(k, g->hd), g->ih0), g->d[0]));
+    kir_expr *owl, *owh;
+    dwb_interior(k, g, &owl, &owh);
     /* accumulators: what the registers hold beside W's vector and the
      * loads' (12 of 16 with AVX2, 28 of 32 with AVX-512) */
     int lanes = c->s->lanes >= 4 ? c->s->lanes : 4;
@@ -186,10 +247,20 @@ static int lower_conv_dw_blocked(lctx *c)
     int most = (int)((lanes >= 16 ? 14 : 6) / regs);
     most = most < 1 ? 1 : most > 16 ? 16 : most;
     kir_block *b = &lp->body;
-    if (dwb_span(c, g, b, 0, owl, 1, true) < 0 || dwb_span(c, g, b, owl, owh, dwb_rows(owh - owl, most), false) < 0 ||
-        dwb_span(c, g, b, owh, OW, 1, true) < 0)
+    kir_expr *zero = lw_i64c(k, 0), *OW = lw_dim_of(k, g->owd);
+    if (dwb_span(c, g, b, zero, owl, 1, true, true) < 0)
         return -1;
-    return 0;
+    if (!g->sym) {
+        int64_t lo = owl->c.i, hi = owh->c.i;
+        if (dwb_span(c, g, b, owl, owh, dwb_rows(hi - lo, most), false, true) < 0)
+            return -1;
+    } else {
+        /* whole tiles of `most` pixels, then the rest one at a time */
+        kir_expr *mid = kir_iadd(k, owl, lw_imulc(k, lw_idivc(k, isub(k, owh, owl), most), most));
+        if (dwb_span(c, g, b, owl, owh, most, false, false) < 0 || dwb_span(c, g, b, mid, owh, 1, false, true) < 0)
+            return -1;
+    }
+    return dwb_span(c, g, b, owh, OW, 1, true, true);
 }
 
 bool cg_can_lower_blocked(const ir_node *n)

@@ -386,6 +386,24 @@ blocked_cases = [
      [weights(r, "w0", 16, 3, 3, 3), weights(r, "w1", 16, 16, 3, 3), weights(r, "b1", 16),
       weights(r, "w2", 16, 16, 1, 1)],
      [(1, 5, 7), (2, 9, 4), (3, 16, 16)]),
+    # depthwise convs blocked (ConvDwNCHWc over the run's plane: the row's
+    # interior and its masked ends from the run's W), a squeeze-excite
+    # whose global pool is a blocked ReduceMean, strides 1 and 2, a 5x5
+    # window wider than the smallest planes
+    ("blocked_depthwise", 3, "N", [
+        h.make_node("Conv", ["x", "w0"], ["x0"], pads=[1, 1, 1, 1]),
+        h.make_node("Conv", ["x0", "wd1", "bd1"], ["d1"], group=32, pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["d1"], ["d1r"]),
+        h.make_node("Conv", ["d1r", "wd2"], ["d2"], group=32, pads=[2, 1, 2, 2], strides=[2, 2], kernel_shape=[5, 5]),
+        h.make_node("GlobalAveragePool", ["d2"], ["sq"]),
+        h.make_node("Conv", ["sq", "ws", "bs"], ["ex"]),
+        h.make_node("HardSigmoid", ["ex"], ["exs"]),
+        h.make_node("Mul", ["d2", "exs"], ["sc"]),
+        h.make_node("Conv", ["sc", "w3"], ["y"])],
+     [weights(r, "w0", 32, 3, 3, 3), weights(r, "wd1", 32, 1, 3, 3), weights(r, "bd1", 32),
+      weights(r, "wd2", 32, 1, 5, 5), weights(r, "ws", 32, 32, 1, 1), weights(r, "bs", 32),
+      weights(r, "w3", 16, 32, 1, 1)],
+     [(1, 1, 2), (1, 2, 3), (2, 9, 4), (1, 5, 40), (3, 16, 17)]),
 ]
 for tag, c, batch, nodes, inits, sizes in blocked_cases:
     path = save(tag, nodes, inits, c, batch)
@@ -395,6 +413,9 @@ for tag, c, batch, nodes, inits, sizes in blocked_cases:
     report(cp.returncode == 0, f"{tag}: compiles at -O3 with symbolic dims {cp.stderr.strip()}")
     ir = subprocess.run([ICC, path, "-O3", "--emit=ir"], capture_output=True, text=True).stdout
     report("ConvNCHWc(" in ir, f"{tag}: runs blocked (ConvNCHWc)")
+    if tag == "blocked_depthwise":
+        report(ir.count("ConvDwNCHWc(") == 2 and "ReduceMean(" in ir and "GlobalAveragePool(" not in ir,
+               f"{tag}: depthwise convs blocked (ConvDwNCHWc), the global pool a blocked ReduceMean")
     for sz in sizes if cp.returncode == 0 else []:
         n, hh, ww = sz if len(sz) == 3 else (1,) + sz
         x = r.standard_normal((n, c, hh, ww)).astype(np.float32)
