@@ -66,13 +66,14 @@ typedef struct cg_kernel {
 } cg_kernel;
 
 /* An intermediate of a dynamic program: at run time it goes at the
- * lowest 64-aligned offset above the ends of the earlier slots it is live
- * with (so any symbol values are safe), bytes long. */
+ * lowest 64-aligned offset above the ends of the slots in live_with (so
+ * any symbol values are safe), bytes long; the slots are placed in
+ * cg_program.slot_order, live_with's before each. */
 typedef struct cg_slot {
     int value;                 /* the value's id in its scope's graph; -1 for space a Loop or
                                   Scan keeps through its body (inputs, counter, rows) */
     cg_size bytes;
-    int *live_with;            /* earlier slot indices, -1 ended; owned */
+    int *live_with;            /* the slots it goes above, -1 ended; owned */
 } cg_slot;
 
 /* A run-time shape check: the run returns ICC_ERR_SHAPE | (message << 8)
@@ -220,6 +221,8 @@ typedef struct cg_program {
     int64_t arena_bytes;
     int nslots;
     cg_slot *slots;            /* owned */
+    int *slot_order;           /* the order the run places them in (each slot's live_with
+                                  before it); owned */
     int nchecks;
     cg_check *checks;          /* owned */
     int nmessages;

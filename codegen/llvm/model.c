@@ -198,7 +198,8 @@ static LLVMValueRef emit_layout(mctx *c)
     LLVMValueRef symtab = emit_symtab(c, b, dims);
     LLVMValueRef *end = calloc((size_t)c->p->nslots + 1, sizeof *end), total = ci64(c, 0);
     LLVMValueRef ovf = LLVMConstInt(LLVMInt1TypeInContext(c->cx), 0, 0);
-    for (int sl = 0; end && sl < c->p->nslots; sl++) {
+    for (int i = 0; end && i < c->p->nslots; i++) {
+        int sl = c->p->slot_order ? c->p->slot_order[i] : i;
         LLVMValueRef off = ci64(c, 0);
         for (const int *u = c->p->slots[sl].live_with; *u >= 0; u++)
             off = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, end[*u], off, ""), end[*u], off, "");

@@ -103,6 +103,51 @@ START_TEST(program_of_a_symbolic_batch)
 }
 END_TEST
 
+/* A value live to the end (a) beside a chain of Softmaxes (one kernel
+ * each): every link is live with a and with the link before it only, so
+ * the chain reuses two slots' bytes above a; stacking each slot above
+ * every earlier one it is live with took one slot per link. */
+static const char *chain =
+    "graph @chain(%x: f32[N,64]) -> (%y) {\n"
+    "  %a = Relu(%x) : f32[N,64]\n"
+    "  %t1 = Softmax(%a) : f32[N,64]\n"
+    "  %t2 = Softmax(%t1) : f32[N,64]\n"
+    "  %t3 = Softmax(%t2) : f32[N,64]\n"
+    "  %t4 = Softmax(%t3) : f32[N,64]\n"
+    "  %t5 = Softmax(%t4) : f32[N,64]\n"
+    "  %t6 = Softmax(%t5) : f32[N,64]\n"
+    "  %y = Add(%t6, %a) : f32[N,64]\n"
+    "}\n";
+
+START_TEST(symbolic_slots_reuse_freed_bytes)
+{
+    icc_diag d = {{0}};
+    const cg_backend *be = cg_backend_find("llvm");
+    cg_schedule s;
+    void *t = host_target(be, &s);
+    ir_graph *g = prepare(chain);
+    cg_program *p;
+    ck_assert_msg(cg_program_build(g, &s, "chain", false, &p, &d) == 0, "%s", d.msg);
+    ck_assert(p->dynamic);
+    /* a, t1..t6 in the arena, 256 bytes each at N = 1 (stacked: 7 x 256) */
+    ck_assert_int_eq(p->nslots, 7);
+    ck_assert_int_eq(p->arena_bytes, 3 * 256);
+    /* each slot goes above the slots it is live with that come before it
+     * in the run's order */
+    bool *seen = calloc((size_t)p->nslots, sizeof *seen);
+    for (int i = 0; i < p->nslots; i++) {
+        int sl = p->slot_order[i];
+        for (const int *u = p->slots[sl].live_with; *u >= 0; u++)
+            ck_assert_msg(seen[*u], "slot %d placed before slot %d it goes above", sl, *u);
+        seen[sl] = true;
+    }
+    free(seen);
+    cg_program_destroy(p);
+    ir_graph_destroy(g);
+    be->target_destroy(t);
+}
+END_TEST
+
 START_TEST(llvm_through_the_table)
 {
     icc_diag d = {{0}};
@@ -152,6 +197,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, program_of_a_symbolic_batch);
     tcase_add_test(tc, llvm_through_the_table);
+    tcase_add_test(tc, symbolic_slots_reuse_freed_bytes);
     suite_add_tcase(s, tc);
     return s;
 }
