@@ -4,12 +4,17 @@
  * (icc_kernel_kind: f32 FMAs, bf16 or int8 dot products, AMX tiles), so
  * that a profiler can print a roofline line per kernel, against the peak
  * of its kind, from the per-kernel times the run records (the LLVM
- * backend's run does, codegen/llvm/model.c).
+ * backend's run does, codegen/llvm/model.c). With symbolic dims the
+ * FLOPs and bytes are also fitted as polynomials in the symbols the
+ * kernel's values name (fit_costs), which the model evaluates at a run's
+ * dims (icc_model_desc.kernel_costs).
  */
 #include "codegen/program.h"
 #include "ir/ops.h"
+#include "ir/stats.h"
 #include "ir/target.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +42,7 @@ typedef struct {
     int *root;
     ir_kernel_cost *kc;
     int nk;
+    int *stamp, nstamp, gen;   /* fit_costs' ir_group_cost marks */
 } graph_costs;
 
 /* The path of a node of subgraph g: "<control node>/<attribute>/" for
@@ -128,6 +134,152 @@ static icc_kernel_kind kernel_kind(const kir_kernel *k, const icc_target_desc *t
     return kind;
 }
 
+/* f's values on the grid {1, .., B}^nv (B = 2 or 3; digit i of the index
+ * in base B is variable i's value - 1) become the coefficients of the
+ * polynomial of degree < B in each variable through them, in place (digit
+ * i is variable i's power): the line or the quadratic through the points,
+ * one variable at a time. */
+static void interpolate(double *f, int nv, int npts, int B)
+{
+    for (int i = 0, s = 1; i < nv; i++, s *= B)
+        for (int b = 0; b < npts; b++) {
+            if ((b / s) % B)
+                continue;
+            double f1 = f[b], f2 = f[b + s];
+            if (B == 2) {
+                f[b] = 2 * f1 - f2, f[b + s] = f2 - f1;
+                continue;
+            }
+            double f3 = f[b + 2 * s];
+            double c2 = (f1 - 2 * f2 + f3) / 2, c1 = f2 - f1 - 3 * c2;
+            f[b] = f1 - c1 - c2, f[b + s] = c1, f[b + 2 * s] = c2;
+        }
+}
+
+static double poly_at(const double *c, int nv, int npts, int B, const int64_t *x)
+{
+    double sum = 0;
+    for (int b = 0; b < npts; b++) {
+        double t = c[b];
+        for (int i = 0, q = b; i < nv && t != 0; i++, q /= B)
+            for (int e = 0; e < q % B; e++)
+                t *= (double)x[i];
+        sum += t;
+    }
+    return sum;
+}
+
+/* The group rooted at node r of g as polynomials in the symbols its
+ * values' dims name (at most CG_COST_VARS, all in the program's symbol
+ * table): its cost (ir_group_cost, the symbols at the estimates' values,
+ * ir/stats.h) at every point of {1, 2, 3}^nv, or of {1, 2}^nv past 6
+ * variables (a Concat of several planes: linear in each), interpolated,
+ * then checked at another point (5, 7, 11, ...: a formula of higher
+ * degree fails it).
+ * ki->cost[*].nterms stays -1 when none fits; -1 on out of memory. */
+static int fit_costs(const ir_graph *g, const int *root, int r, const cg_program *p, int *stamp, int *gen,
+                     cg_kernel_info *ki)
+{
+    ki->cost[0].nterms = ki->cost[1].nterms = -1;
+    int32_t var[CG_COST_VARS];
+    int nv = 0, nm = 0;
+    for (int k = 0; k < g->nnodes; k++)
+        nm += root[k] == r;
+    int *mem = malloc(sizeof *mem * ((size_t)nm + 1));
+    if (!mem)
+        return -1;
+    nm = 0;
+    for (int k = 0; k < g->nnodes; k++)
+        if (root[k] == r)
+            mem[nm++] = k;
+    for (int m = 0; m < nm; m++) {
+        const ir_node *n = g->nodes[mem[m]];
+        for (int i = 0; i < n->nin + n->nout; i++) {
+            const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+            for (int d = 0; v && d < v->type.rank; d++) {
+                int32_t s = v->type.dims[d].sym;
+                if (s <= 0)
+                    continue;
+                if (s >= p->nsyms || p->sym_desc[s] < 0) {
+                    free(mem);
+                    return 0;   /* no value at run time */
+                }
+                int j = 0;
+                while (j < nv && var[j] != s)
+                    j++;
+                if (j == nv && nv == CG_COST_VARS) {
+                    free(mem);
+                    return 0;
+                }
+                if (j == nv)
+                    var[nv++] = s;
+            }
+        }
+    }
+    if (!nv) {
+        free(mem);
+        return 0;   /* static: the table's values are exact */
+    }
+    int npts = 1, B = nv <= 6 ? 3 : 2;
+    for (int i = 0; i < nv; i++)
+        npts *= B;
+    int64_t *vals = calloc((size_t)g->nsyms + 1, sizeof *vals), x[CG_COST_VARS];
+    double *f = malloc(sizeof *f * 2 * (size_t)npts);
+    int rc = 0;
+    if (!vals || !f) {
+        rc = -1;
+        goto done;
+    }
+    for (int s = 0; s < g->nsyms; s++)
+        vals[s] = 1;
+    ir_stats_set_syms(vals, g->nsyms);
+    ir_kernel_cost kc;
+    for (int b = 0; b < npts; b++) {
+        for (int i = 0, q = b; i < nv; i++, q /= B)
+            vals[var[i]] = 1 + q % B;
+        ir_group_cost(g, mem, nm, r, stamp, ++*gen, &kc);
+        f[b] = (double)kc.flops, f[npts + b] = (double)kc.bytes;
+    }
+    static const int64_t probe[CG_COST_VARS] = {5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43};
+    for (int i = 0; i < nv; i++)
+        vals[var[i]] = x[i] = probe[i];
+    ir_group_cost(g, mem, nm, r, stamp, ++*gen, &kc);
+    ir_stats_set_syms(NULL, 0);
+    double want[2] = {(double)kc.flops, (double)kc.bytes};
+    for (int w = 0; w < 2; w++) {
+        double *c = f + (size_t)w * (size_t)npts;
+        interpolate(c, nv, npts, B);
+        double got = poly_at(c, nv, npts, B, x);
+        if (fabs(got - want[w]) > 1e-9 * fabs(want[w]) + 0.5)
+            continue;   /* not a polynomial of degree <= 2 in each */
+        int nt = 0;
+        for (int b = 0; b < npts; b++)
+            nt += fabs(c[b]) > 1e-6;
+        cg_cost_term *t = calloc((size_t)nt + 1, sizeof *t);
+        if (!t) {
+            rc = -1;
+            goto done;
+        }
+        nt = 0;
+        for (int b = 0; b < npts; b++) {
+            if (fabs(c[b]) <= 1e-6)
+                continue;
+            cg_cost_term *tm = &t[nt++];
+            tm->coef = c[b];
+            for (int i = 0, q = b; i < nv; i++, q /= B)
+                if (q % B)
+                    tm->sym[tm->nf] = var[i], tm->pow[tm->nf++] = q % B;
+        }
+        ki->cost[w] = (cg_cost_poly){nt, t};
+    }
+done:
+    ir_stats_set_syms(NULL, 0);
+    free(mem);
+    free(vals);
+    free(f);
+    return rc;
+}
+
 /* Each kernel is one fused group of the graph its root node is in: a
  * subgraph's nodes are named with their path (If_0/then_branch/Conv_3). */
 int cg_program_profile(const ir_graph *g, cg_program *p, const icc_target_desc *t, icc_diag *d)
@@ -162,6 +314,22 @@ int cg_program_profile(const ir_graph *g, cg_program *p, const icc_target_desc *
                 ki->flops = c->kc[i].flops;
                 ki->bytes = c->kc[i].bytes;
             }
+        ki->cost[0].nterms = ki->cost[1].nterms = -1;
+        if (p->dynamic) {
+            if (c->nstamp < kg->nvalues + 1) {
+                int *ns = realloc(c->stamp, sizeof *ns * ((size_t)kg->nvalues + 1));
+                if (!ns) {
+                    rc = -1;
+                    break;
+                }
+                memset(ns, 0, sizeof *ns * ((size_t)kg->nvalues + 1));
+                c->stamp = ns, c->nstamp = kg->nvalues + 1, c->gen = 0;
+            }
+            if (fit_costs(kg, c->root, c->root[r], p, c->stamp, &c->gen, ki) < 0) {
+                rc = -1;
+                break;
+            }
+        }
         char path[512];
         node_path(kg, path, sizeof path);
         size_t nl = 0, ol = 0, pl = strlen(path);
@@ -180,6 +348,7 @@ int cg_program_profile(const ir_graph *g, cg_program *p, const icc_target_desc *
     for (int i = 0; i < ngc; i++) {
         free(gc[i].root);
         free(gc[i].kc);
+        free(gc[i].stamp);
     }
     free(gc);
     if (rc == -2)

@@ -2511,6 +2511,8 @@ void cg_program_destroy(cg_program *p)
     for (int i = 0; p->profile && i < p->nkernels; i++) {
         free(p->profile[i].name);
         free(p->profile[i].ops);
+        free(p->profile[i].cost[0].terms);
+        free(p->profile[i].cost[1].terms);
     }
     free(p->profile);
     free(p);

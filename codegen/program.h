@@ -178,9 +178,26 @@ typedef struct cg_step {
 
 /* What the descriptor says of one kernel of a profiled program
  * (icc_kernel_info). */
+/* A kernel's FLOPs or bytes as a polynomial in the symbols its values'
+ * dims name (codegen/profile.c fits it to the estimates, ir/stats.h):
+ * the sum of coef x the product of sym[i]^pow[i]. nterms -1: none (the
+ * static value, symbols as 1, is all there is). */
+enum { CG_COST_VARS = 12 };
+typedef struct cg_cost_term {
+    double coef;
+    int nf;
+    int32_t sym[CG_COST_VARS];
+    int pow[CG_COST_VARS];
+} cg_cost_term;
+typedef struct cg_cost_poly {
+    int nterms;
+    cg_cost_term *terms;       /* owned */
+} cg_cost_poly;
+
 typedef struct cg_kernel_info {
     char *name, *ops;          /* owned */
-    int64_t flops, bytes;
+    int64_t flops, bytes;      /* with every symbol 1 */
+    cg_cost_poly cost[2];      /* flops, bytes in the symbols (a dynamic program) */
     icc_kernel_kind kind;      /* what its arithmetic runs on (icc_model_desc.kernel_kinds) */
 } cg_kernel_info;
 /* One constant's bytes in the weights blob; the gaps are zero. */

@@ -124,13 +124,39 @@ done:
     return rc;
 }
 
-/* Bytes of a value with static type; 0 when unknown. */
+/* Bytes of a value (symbolic dims at the estimates' values, ir/stats.h);
+ * 0 when unknown. */
 static int64_t static_bytes(const ir_value *v)
 {
     int64_t n, b;
-    if (!ir_type_numel(&v->type, &n) || !ir_mul_ok(n, (int64_t)ir_dtype_size(v->type.dtype), &b))
+    if (!ir_type_numel_est(&v->type, &n) || !ir_mul_ok(n, (int64_t)ir_dtype_size(v->type.dtype), &b))
         return 0;
     return b;
+}
+
+/* Adds node n of kernel c (its root when `root`): its FLOPs, the bytes of
+ * its inputs from memory that c has not counted (stamp[v->id] == gen:
+ * counted), and a root's outputs. */
+static void add_node_cost(ir_kernel_cost *c, const ir_node *n, bool root, int *stamp, int gen)
+{
+    int64_t f;
+    c->nodes++;
+    if (ir_node_flops(n, &f))
+        c->flops += f;
+    else
+        c->exact = false;
+    for (int i = 0; i < n->nin; i++) {
+        const ir_value *v = n->in[i];
+        if (!v || stamp[v->id] == gen)
+            continue;
+        bool inside = v->kind == IR_VAL_NODE && v->def->group > 0 && v->def->group == n->group;
+        stamp[v->id] = gen;
+        if (!inside)
+            c->bytes += static_bytes(v);
+    }
+    if (root)
+        for (int i = 0; i < n->nout; i++)
+            c->bytes += static_bytes(n->out[i]);
 }
 
 int ir_graph_kernel_costs(const ir_graph *g, ir_kernel_cost **out, int *count)
@@ -141,11 +167,11 @@ int ir_graph_kernel_costs(const ir_graph *g, ir_kernel_cost **out, int *count)
     int *root = malloc(sizeof *root * (2 * (size_t)nn + 1));
     ir_kernel_cost *kc = malloc(sizeof *kc * ((size_t)nn + 1));
     int *slot = root ? root + nn : NULL;
-    const ir_value **seen = malloc(sizeof *seen * ((size_t)g->nvalues + 1));
-    if (!root || !kc || !seen || ir_graph_group_roots(g, root) < 0) {
+    int *stamp = calloc((size_t)g->nvalues + 1, sizeof *stamp);
+    if (!root || !kc || !stamp || ir_graph_group_roots(g, root) < 0) {
         free(root);
         free(kc);
-        free(seen);
+        free(stamp);
         return -1;
     }
     int nk = 0;
@@ -154,35 +180,19 @@ int ir_graph_kernel_costs(const ir_graph *g, ir_kernel_cost **out, int *count)
             slot[k] = nk;
             kc[nk++] = (ir_kernel_cost){k, 0, 0, 0, true};
         }
-    /* seen[v->id] == root node's first output: v already counted for that kernel */
-    for (int i = 0; i < g->nvalues; i++)
-        seen[i] = NULL;
-    for (int k = 0; k < nn; k++) {
-        const ir_node *n = g->nodes[k];
-        ir_kernel_cost *c = &kc[slot[root[k]]];
-        const ir_value *mark = g->nodes[root[k]]->nout ? g->nodes[root[k]]->out[0] : NULL;
-        int64_t f;
-        c->nodes++;
-        if (ir_node_flops(n, &f))
-            c->flops += f;
-        else
-            c->exact = false;
-        for (int i = 0; i < n->nin; i++) {
-            const ir_value *v = n->in[i];
-            if (!v || seen[v->id] == mark)
-                continue;
-            bool inside = v->kind == IR_VAL_NODE && v->def->group > 0 && v->def->group == n->group;
-            seen[v->id] = mark;
-            if (!inside)
-                c->bytes += static_bytes(v);
-        }
-        if (root[k] == k)
-            for (int i = 0; i < n->nout; i++)
-                c->bytes += static_bytes(n->out[i]);
-    }
+    /* stamp[v->id] == the root's index + 1: v already counted for that kernel */
+    for (int k = 0; k < nn; k++)
+        add_node_cost(&kc[slot[root[k]]], g->nodes[k], root[k] == k, stamp, root[k] + 1);
     free(root);
-    free(seen);
+    free(stamp);
     *out = kc;
     *count = nk;
     return 0;
+}
+
+void ir_group_cost(const ir_graph *g, const int *members, int n, int r, int *stamp, int gen, ir_kernel_cost *out)
+{
+    *out = (ir_kernel_cost){r, 0, 0, 0, true};
+    for (int i = 0; i < n; i++)
+        add_node_cost(out, g->nodes[members[i]], members[i] == r, stamp, gen);
 }

@@ -480,6 +480,13 @@ typedef struct ir_kernel_cost {
 /* One entry per kernel in node order of roots, in *out (malloc'd; the
  * caller frees). -1 on out of memory. */
 int ir_graph_kernel_costs(const ir_graph *g, ir_kernel_cost **out, int *count);
+/* The cost of one kernel, the group rooted at node r whose members are the
+ * n node indices `members` in node order (root from ir_graph_group_roots
+ * says which), into *out: stamp (g->nvalues entries) marks the values
+ * counted, with gen, which must differ from every earlier call's and from
+ * the stamp's initial values (a caller evaluating one group often keeps
+ * one stamp and counts gen up from 1). */
+void ir_group_cost(const ir_graph *g, const int *members, int n, int r, int *stamp, int gen, ir_kernel_cost *out);
 
 /* at_load[k] (g->nnodes entries, root from ir_graph_group_roots): node k
  * is a kernel whose results depend only on constants, which a compiled

@@ -8,28 +8,40 @@
 #include <ctype.h>
 #include <string.h>
 
-/* Element count with symbolic dims taken as 1 (an estimate per unit of
- * each symbol); false when the rank or a dim is unknown. */
-static bool numel(const ir_value *v, int64_t *n)
+static _Thread_local const int64_t *sym_vals;
+static _Thread_local int nsym_vals;
+
+void ir_stats_set_syms(const int64_t *vals, int n)
 {
-    if (!v || v->type.rank < 0)
-        return false;
-    int64_t dims[IR_MAX_RANK];
-    for (int i = 0; i < v->type.rank; i++) {
-        ir_dim d = v->type.dims[i];
-        if (d.sym == IR_DIM_UNKNOWN)
-            return false;
-        dims[i] = d.sym > 0 ? 1 : d.v;
-    }
-    return ir_numel_ok(dims, v->type.rank, n);
+    sym_vals = vals;
+    nsym_vals = vals ? n : 0;
 }
 
 static bool dim_value(ir_dim d, int64_t *v)
 {
     if (d.sym == IR_DIM_UNKNOWN)
         return false;
-    *v = d.sym > 0 ? 1 : d.v;
+    *v = d.sym <= 0 ? d.v : d.sym < nsym_vals ? sym_vals[d.sym] : 1;
     return true;
+}
+
+bool ir_type_numel_est(const ir_type *t, int64_t *n)
+{
+    if (t->rank < 0)
+        return false;
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0; i < t->rank; i++)
+        if (!dim_value(t->dims[i], &dims[i]))
+            return false;
+    return ir_numel_ok(dims, t->rank, n);
+}
+
+/* Element count with symbolic dims at the estimates' values (1 unless
+ * set: an estimate per unit of each symbol); false when the rank or a
+ * dim is unknown. */
+static bool numel(const ir_value *v, int64_t *n)
+{
+    return v && ir_type_numel_est(&v->type, n);
 }
 
 /* Saturating multiply: estimates must not overflow on huge graphs. */

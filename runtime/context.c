@@ -31,6 +31,7 @@ struct icc_context {
     icc_kernel_env env;
     uint64_t *profile;      /* rt_nkernels entries (--profile models), else NULL */
     uint64_t profile_runs;
+    bool ran;               /* syms hold the dims of a run that succeeded */
     rt_cuda *cuda;          /* a --target=cuda model's device state, else NULL */
     char err[512];
     atomic_flag busy;       /* set while a run is in progress (one caller at a time) */
@@ -261,6 +262,7 @@ static icc_status run_result(icc_context *ctx, int rc)
     const icc_model_desc *d = ctx->m->desc;
     if (rc == ICC_OK) {
         ctx->profile_runs += ctx->profile != NULL;
+        ctx->ran = true;
         return ICC_OK;
     }
     int why = rc >> 8;
@@ -284,6 +286,7 @@ static icc_status run_checked(icc_context *ctx, const void *const *inputs, const
     if (d->ninputs && !inputs)
         return ctx_fail(ctx, ICC_ERR_INVALID, "%s: inputs is NULL", model_name(ctx->m));
     char err[400];
+    ctx->ran = false;
     icc_status st = rt_bind(ctx->m, in_dims, NULL, ctx->syms, err, sizeof err);
     if (st != ICC_OK)
         return ctx_fail(ctx, st, "%s: %s", model_name(ctx->m), err);
@@ -301,6 +304,7 @@ static icc_status run_tensors_checked(icc_context *ctx, const icc_tensor *inputs
         return ctx_fail(ctx, ICC_ERR_INVALID, "%s: takes %d inputs, got %d", model_name(ctx->m),
                         d->ninputs, inputs ? ninputs : 0);
     char err[400];
+    ctx->ran = false;
     icc_status st = rt_bind(ctx->m, NULL, inputs, ctx->syms, err, sizeof err);
     if (st != ICC_OK)
         return ctx_fail(ctx, st, "%s: %s", model_name(ctx->m), err);
@@ -360,6 +364,18 @@ const uint64_t *icc_context_profile(const icc_context *ctx, uint64_t *runs)
     if (runs)
         *runs = ctx && ctx->profile ? ctx->profile_runs : 0;
     return ctx ? ctx->profile : NULL;
+}
+
+int icc_context_kernel_costs(const icc_context *ctx, uint64_t *flops, uint64_t *bytes)
+{
+    if (!ctx || !flops || !bytes)
+        return -1;
+    const icc_model_desc *d = ctx->m->desc;
+    bool has = d->desc_size >= offsetof(icc_model_desc, kernel_costs) + sizeof d->kernel_costs;
+    if (!has || !d->kernel_costs || !ctx->syms || !ctx->ran || rt_nkernels(d) == 0)
+        return 0;
+    d->kernel_costs(ctx->syms, flops, bytes);
+    return 1;
 }
 
 void icc_context_profile_reset(icc_context *ctx)

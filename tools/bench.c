@@ -1397,6 +1397,8 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
         goto out;
     int nt = o->nthreads ? o->nthreads : 1, nb = o->nbatch ? o->nbatch : 1;
     double warm = o->warmup_s;
+    bool costs_at_dims = d->desc_size >= offsetof(icc_model_desc, kernel_costs) + sizeof d->kernel_costs &&
+                         d->kernel_costs;
     if (o->profile && !o->json) {
         /* the dot-product and AMX peaks of the kinds the kernels have */
         char dots[256] = "";
@@ -1412,7 +1414,8 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
         }
         printf("roofs%s: FP32 FMA %.1f GFLOP/s per core%s, DRAM read %.1f GB/s on one core, %.1f on all%s\n",
                measured ? " (measured just now, quickly)" : "", pk.gflops_core, dots, pk.read_core[ICC_BENCH_DRAM],
-               pk.read_all[ICC_BENCH_DRAM], d->nsymbols ? "; FLOPs and bytes count symbolic dims as 1" : "");
+               pk.read_all[ICC_BENCH_DRAM],
+               d->nsymbols && !costs_at_dims ? "; FLOPs and bytes count symbolic dims as 1" : "");
     }
     if (!o->json)
         printf("model: %s%s%s\n", o->model, bsym && o->nbatch ? ", batch dim " : "", bsym && o->nbatch ? bsym : "");
@@ -1459,8 +1462,26 @@ static int bench_model(const bopts *o, const char *so, const char *tmp)
                 }
                 r->nprof = nk;
                 icc_bench_roofs(&pk, (int)r->threads, &r->roof);
+                /* the FLOPs and bytes at this run's dims, where the model
+                 * computes them (symbolic dims; the table counts them as 1) */
+                icc_kernel_info *at = malloc(sizeof *at * ((size_t)nk + 1));
+                uint64_t *cost = malloc(sizeof *cost * 2 * ((size_t)nk + 1));
+                if (!at || !cost) {
+                    free(at);
+                    free(cost);
+                    icc_fail("out of memory");
+                    io_free(&b);
+                    icc_context_destroy(ctx);
+                    goto out;
+                }
+                memcpy(at, kinfo, sizeof *at * (size_t)nk);
+                if (icc_context_kernel_costs(ctx, cost, cost + nk) == 1)
+                    for (int i = 0; i < nk; i++)
+                        at[i].flops = cost[i], at[i].bytes = cost[nk + i];
                 /* each kernel's median run (measure's kmed), as one run's time */
-                icc_bench_profile_rows(kinfo, kinds, r->kmed, nk, 1, &r->roof, r->prof);
+                icc_bench_profile_rows(at, kinds, r->kmed, nk, 1, &r->roof, r->prof);
+                free(at);
+                free(cost);
                 /* the call counts after the times (0 from an older model: not shown) */
                 uint64_t total_calls = 0;
                 for (int i = 0; i < nk; i++)

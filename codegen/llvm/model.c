@@ -238,6 +238,55 @@ static LLVMValueRef emit_arena_size(mctx *c)
     return fn;
 }
 
+/* void <prefix>_kernel_costs(const int64_t *dims, u64 *flops, u64 *bytes):
+ * icc_costs_fn, each run kernel's fitted polynomials (cg_kernel_info.cost,
+ * codegen/profile.c) at the dims in doubles, rounded; the table's value
+ * where none was fitted. */
+static LLVMValueRef emit_kernel_costs(mctx *c)
+{
+    const cg_program *p = c->p;
+    char name[256];
+    snprintf(name, sizeof name, "%s_kernel_costs", c->prefix);
+    LLVMTypeRef params[3] = {c->ptr, c->ptr, c->ptr};
+    LLVMValueRef fn = LLVMAddFunction(c->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c->cx), params, 3, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->cx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c->cx, fn, "entry"));
+    LLVMValueRef symtab = emit_symtab(c, b, LLVMGetParam(fn, 0));
+    LLVMTypeRef f64 = LLVMDoubleTypeInContext(c->cx);
+    for (int k = p->ninit_kernels; k < p->nkernels; k++) {
+        const cg_kernel_info *ki = &p->profile[k];
+        for (int w = 0; w < 2; w++) {
+            const cg_cost_poly *cp = &ki->cost[w];
+            LLVMValueRef v;
+            if (cp->nterms < 0) {
+                v = ci64(c, w ? ki->bytes : ki->flops);
+            } else {
+                LLVMValueRef sum = LLVMConstReal(f64, 0.5);
+                for (int t = 0; t < cp->nterms; t++) {
+                    LLVMValueRef term = LLVMConstReal(f64, cp->terms[t].coef);
+                    for (int i = 0; i < cp->terms[t].nf; i++) {
+                        LLVMValueRef si = ci64(c, cp->terms[t].sym[i]);
+                        LLVMValueRef x = LLVMBuildSIToFP(
+                            b, LLVMBuildLoad2(b, c->i64, LLVMBuildGEP2(b, c->i64, symtab, &si, 1, ""), ""), f64, "");
+                        for (int e = 0; e < cp->terms[t].pow[i]; e++)
+                            term = LLVMBuildFMul(b, term, x, "");
+                    }
+                    sum = LLVMBuildFAdd(b, sum, term, "");
+                }
+                /* negative (a fit's rounding) is 0 */
+                LLVMValueRef pos = LLVMBuildFCmp(b, LLVMRealOGT, sum, LLVMConstReal(f64, 0), "");
+                v = LLVMBuildSelect(b, pos, LLVMBuildFPToUI(b, sum, c->i64, ""), ci64(c, 0), "");
+            }
+            LLVMValueRef ix = ci64(c, k - p->ninit_kernels);
+            LLVMBuildStore(b, v, LLVMBuildGEP2(b, c->i64, LLVMGetParam(fn, 1 + w), &ix, 1, ""));
+        }
+    }
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
 /* Where a step's binding points in the run function: an input's or
  * output's buffer, or a byte offset into the weights or the arena (in a
  * dynamic program, offs: the run's slot offsets, an arena offset being
@@ -796,9 +845,12 @@ static int emit_model(mctx *c)
         par = emit_trampoline(c, args_ty);
     }
     LLVMValueRef arena_fn = LLVMConstPointerNull(c->ptr), symbols = LLVMConstPointerNull(c->ptr);
+    LLVMValueRef costs_fn = LLVMConstPointerNull(c->ptr);
     if (p->dynamic) {
         c->layout_fn = emit_layout(c);
         arena_fn = emit_arena_size(c);
+        if (p->profile && p->nkernels > p->ninit_kernels)
+            costs_fn = emit_kernel_costs(c);
         LLVMValueRef *names = calloc((size_t)p->nsymbols + 1, sizeof *names);
         if (!names)
             return ir_errorf(c->d, "out of memory");
@@ -848,11 +900,11 @@ static int emit_model(mctx *c)
         free(el);
     }
     LLVMTypeRef desc_ty = LLVMStructCreateNamed(c->cx, "icc_model_desc");
-    LLVMTypeRef dfields[31] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
+    LLVMTypeRef dfields[32] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr, c->i32,
                                c->ptr, c->i64, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i32, c->i32,
                                c->ptr, c->i32, c->i32, c->i64, c->ptr, c->ptr, c->i32, c->i32, c->ptr, c->ptr,
-                               c->i64};
-    LLVMStructSetBody(desc_ty, dfields, 31, 0);
+                               c->i64, c->ptr};
+    LLVMStructSetBody(desc_ty, dfields, 32, 0);
     LLVMValueRef plan = LLVMConstPointerNull(c->ptr);
     if (c->cuda_plan) {
         snprintf(name, sizeof name, "%s_cuda_plan", c->prefix);
@@ -875,7 +927,7 @@ static int emit_model(mctx *c)
         msgs = global_const(c, "messages", LLVMConstArray(c->ptr, el, (unsigned)p->nmessages), 8);
         free(el);
     }
-    LLVMValueRef dv[31] = {
+    LLVMValueRef dv[32] = {
         ci32(c, ICC_ABI_VERSION), ci32(c, (int64_t)sizeof(icc_model_desc)), cstr(c, ICC_VERSION),
         cstr(c, c->prefix), cstr(c, cg_target_required_features(c->t)), ci32(c, p->ninputs),
         ci32(c, p->noutputs), descs[0], descs[1], ci32(c, p->nsymbols), symbols,
@@ -883,11 +935,11 @@ static int emit_model(mctx *c)
         ci64(c, p->weights_bytes), wglob, run, msgs, ci32(c, p->nmessages), ci32(c, 0),
         kernels, ci32(c, p->profile ? p->nkernels - p->ninit_kernels : 0), ci32(c, 0),
         ci64(c, c->cuda_plan ? 0 : p->init_bytes), init_fn, derived, ci32(c, p->nderived), ci32(c, 0), kinds,
-        plan, ci64(c, (int64_t)c->cuda_plan_bytes),
+        plan, ci64(c, (int64_t)c->cuda_plan_bytes), costs_fn,
     };
     snprintf(name, sizeof name, "%s_model", c->prefix);
     LLVMValueRef desc = LLVMAddGlobal(c->m, desc_ty, name);
-    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 31));
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv, 32));
     LLVMSetGlobalConstant(desc, 1);
     LLVMSetAlignment(desc, 8);
     return 0;

@@ -111,6 +111,10 @@ typedef int (*icc_entry_fn)(const void *const *inputs, void *const *outputs, con
  * no symbols, then arena_bytes is exact). */
 typedef uint64_t (*icc_arena_fn)(const int64_t *dims);
 
+/* A profiled model's per-kernel FLOPs and bytes for the given symbol
+ * values (dims as for icc_arena_fn), one entry per kernel each. */
+typedef void (*icc_costs_fn)(const int64_t *dims, uint64_t *flops, uint64_t *bytes);
+
 /* A derived symbol (a dim the model computes from other symbols, such as
  * a Conv's output height floor((H-3)/2)+1): value = a OP b, where an
  * operand is the value of an earlier symbol (a_sym/b_sym >= 0, an index
@@ -232,6 +236,13 @@ typedef struct icc_model_desc {
      * the inputs in and the outputs out. NULL for a CPU model. */
     const void *cuda;
     uint64_t cuda_bytes;
+    /* (ABI 2, appended later: read only when desc_size covers it) A model
+     * compiled with --profile whose dims are symbolic: each kernel's FLOPs
+     * and bytes at the given symbol values (the kernel table's count every
+     * symbol as 1; icc_context_kernel_costs); NULL otherwise. A kernel
+     * whose cost the compiler could not express in the symbols gets the
+     * table's values. */
+    icc_costs_fn kernel_costs;
 } icc_model_desc;
 
 
@@ -347,6 +358,13 @@ int icc_model_kernel_kind(const icc_model *m, int k);
 const uint64_t *icc_context_profile(const icc_context *ctx, uint64_t *runs);
 /* Zeroes ctx's counters and run count (no-op without profiling). */
 void icc_context_profile_reset(icc_context *ctx);
+/* Each kernel's FLOPs and bytes (icc_model_kernels entries each, into
+ * flops and bytes) at the dims of ctx's last successful run: 1 when the
+ * model computes them for symbolic dims (icc_model_desc.kernel_costs), 0
+ * when the kernel table's values are all there is (a model without
+ * symbols, whose values are exact, or one compiled before; also before a
+ * first run), -1 on bad arguments. */
+int icc_context_kernel_costs(const icc_context *ctx, uint64_t *flops, uint64_t *bytes);
 
 /* The message of the last failure in ctx (never NULL). */
 const char *icc_context_error(const icc_context *ctx);

@@ -686,6 +686,48 @@ bench_profile_table() {
     grep -q "roofs 40.0 GFLOP/s and 10.0 GB/s, the ridge at 4.00 FLOP/B" "$T/prof.txt" || { cat "$T/prof.txt"; return 1; }
 }
 check "bench --profile: the table of a profiled .so, sorted, with a total" bench_profile_table
+# bench --profile on symbolic dims: each kernel's FLOPs and bytes at the
+# run's dims (the model's kernel_costs) equal those of the same model
+# compiled with the dims pinned, kernel by kernel (a batch, a quadratic
+# [N, S, S] score, a conv over H and W); the roofs line no longer says the
+# symbols count as 1.
+python3 - "$T/symprof.onnx" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+r = np.random.RandomState(1)
+w = nh.from_array(r.rand(16, 16).astype(np.float32), "w")
+k = nh.from_array(r.rand(8, 1, 3, 3).astype(np.float32), "k")
+g = h.make_graph([h.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+                  h.make_node("Transpose", ["y"], ["yt"], name="tr", perm=[0, 2, 1]),
+                  h.make_node("MatMul", ["y", "yt"], ["s"], name="scores"),
+                  h.make_node("Softmax", ["s"], ["z"], name="sm", axis=-1),
+                  h.make_node("Conv", ["img", "k"], ["c"], name="conv", pads=[1, 1, 1, 1], strides=[2, 2])], "symprof",
+                 [h.make_tensor_value_info("x", T.FLOAT, ["N", "S", 16]),
+                  h.make_tensor_value_info("img", T.FLOAT, ["N", 1, "H", "W"])],
+                 [h.make_tensor_value_info("z", T.FLOAT, None), h.make_tensor_value_info("c", T.FLOAT, None)], [w, k])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), sys.argv[1])
+PY
+bench_profile_symbolic() {
+  "$ICC" "$T/symprof.onnx" -O0 --profile -o "$T/symprof.so" &&
+    "$ICC" "$T/symprof.onnx" -O0 --profile --shape=x:3x10x16 --shape=img:3x1x17x23 -o "$T/symprof_pin.so" || return 1
+  ICC_PEAK_CACHE="$T/peak.json" "$ICC" bench "$T/symprof.so" --dim=N=3 --dim=S=10 --dim=H=17 --dim=W=23 --profile \
+    --threads=1 --runs=3 --time=0 --warmup=0 --json >"$T/symprof.json" 2>/dev/null &&
+    ICC_PEAK_CACHE="$T/peak.json" "$ICC" bench "$T/symprof_pin.so" --profile --threads=1 --runs=3 --time=0 \
+      --warmup=0 --json >"$T/symprof_pin.json" 2>/dev/null &&
+    ICC_PEAK_CACHE="$T/peak.json" "$ICC" bench "$T/symprof.so" --dim=N=3 --dim=S=10 --dim=H=17 --dim=W=23 --profile \
+      --threads=1 --runs=3 --time=0 --warmup=0 >"$T/symprof.txt" 2>/dev/null || return 1
+  ! grep -q "count symbolic dims as 1" "$T/symprof.txt" || return 1
+  python3 - "$T/symprof.json" "$T/symprof_pin.json" <<'PY'
+import json, sys
+got, want = ({k["name"]: k for k in json.load(open(f))["results"][0]["profile"]["kernels"]} for f in sys.argv[1:])
+assert sorted(got) == sorted(want) and {"mm", "scores", "sm", "conv"} <= set(got), (sorted(got), sorted(want))
+for n in got:
+    assert (got[n]["flops"], got[n]["bytes"]) == (want[n]["flops"], want[n]["bytes"]), (n, got[n], want[n])
+assert got["scores"]["flops"] == 2 * 3 * 10 * 10 * 16, got["scores"]
+assert got["conv"]["flops"] == 2 * 3 * 8 * 9 * 12 * 9, got["conv"]
+PY
+}
+check "bench --profile: FLOPs and bytes at a symbolic model's run dims (as pinned)" bench_profile_symbolic
 profile_off_by_default() {
   "$ICC" "$T/mm.onnx" -o "$T/plain.so" && "$ICC" "$T/mm.onnx" --emit=llvm -o "$T/plain.ll" &&
     "$ICC" "$T/mm.onnx" --profile --emit=llvm -o "$T/prof.ll" || return 1
