@@ -56,14 +56,19 @@ def report(ok, what):
     fails += not ok
 
 
-for name, shape, perm, ab in CASES:
-    out_shape = [shape[p] for p in perm]
+def save_transpose(name, dims, perm, out_dims):
+    """One Transpose x -> y as TMP/name.onnx; its path."""
     g = h.make_graph([h.make_node("Transpose", ["x"], ["y"], perm=perm)], name,
-                     [h.make_tensor_value_info("x", P.FLOAT, shape)], [h.make_tensor_value_info("y", P.FLOAT, out_shape)])
+                     [h.make_tensor_value_info("x", P.FLOAT, dims)], [h.make_tensor_value_info("y", P.FLOAT, out_dims)])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
     m.ir_version = 8
     path = f"{TMP}/{name}.onnx"
     onnx.save(m, path)
+    return path
+
+
+for name, shape, perm, ab in CASES:
+    path = save_transpose(name, shape, perm, [shape[p] for p in perm])
     x = np.random.default_rng(len(name)).standard_normal(shape).astype(np.float32)
     np.save(f"{TMP}/{name}_x.npy", x)
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
@@ -96,12 +101,7 @@ SYM_CASES = [
     ("sym_matrix", ["R", "C"], [1, 0], [dict(R=37, C=53), dict(R=5, C=40), dict(R=16, C=16), dict(R=1, C=1)]),
 ]
 for name, dims, perm, sizes in SYM_CASES:
-    g = h.make_graph([h.make_node("Transpose", ["x"], ["y"], perm=perm)], name,
-                     [h.make_tensor_value_info("x", P.FLOAT, dims)], [h.make_tensor_value_info("y", P.FLOAT, None)])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
-    m.ir_version = 8
-    path = f"{TMP}/{name}.onnx"
-    onnx.save(m, path)
+    path = save_transpose(name, dims, perm, None)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     for march in (None, "x86-64-v3"):
         tag = march or "host"
