@@ -15,6 +15,12 @@
  * applying a fused epilogue: a vector store must be contiguous, and the
  * interleave is one store per output against ~k*k*C/s^2 FMAs.
  *
+ * MB output channels of a group run together (CT_MB, or the largest
+ * power of two dividing the group's): each x load feeds MB FMAs, one per
+ * channel's scratch row (each channel alone re-read the whole input row
+ * per output channel: a detector's 24 -> 24 2x2 upsampling ran at 30
+ * GFLOP/s).
+ *
  * The generic lowering (conv.c) instead loops over all k x k taps per
  * input channel per output element with a divisibility test, scalar, its
  * channels innermost at a stride of a whole plane.
@@ -24,6 +30,7 @@
 
 enum { CT_MAX_ROW = 1 << 16,   /* scratch row length (floats) */
        CT_UNROLL = 8,             /* input channels per pass over the row */
+       CT_MB = 8,                 /* output channels per trip (4: 0.71 of one's time, 8: 0.62) */
        CT_SYM_CHUNK = 512 };      /* a symbolic row's phase in pieces of this many q */
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -63,11 +70,14 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
     bool sym = g->sym;
     int64_t rowlen = sym ? CT_SYM_CHUNK : OW / sw + 2;
     kir_expr *iwx = lw_dim_of(k, g->ind[1]), *owx = lw_dim_of(k, g->outd[1]);
-    int tmp = kir_add_scratch(k, "convt_row", KIR_SPACE_THREAD, IR_F32, 1, (int64_t[]){rowlen});
-    /* parallel over (batch, output channel) and, when those are fewer
-     * than min_chunks, pieces of the output rows too (DBNet's last
-     * upsampling to 1 channel ran on one thread) */
-    int64_t bc = g->batch * g->cout, nrc = bc >= c->s->min_chunks || bc < 1 ? 1 : (c->s->min_chunks + bc - 1) / bc;
+    int64_t MB = CT_MB;
+    while (g->mg % MB)
+        MB /= 2;
+    int tmp = kir_add_scratch(k, "convt_row", KIR_SPACE_THREAD, IR_F32, 2, (int64_t[]){MB, rowlen});
+    /* parallel over (batch, block of MB output channels) and, when those
+     * are fewer than min_chunks, pieces of the output rows too (DBNet's
+     * last upsampling to 1 channel ran on one thread) */
+    int64_t bc = g->batch * (g->cout / MB), nrc = bc >= c->s->min_chunks || bc < 1 ? 1 : (c->s->min_chunks + bc - 1) / bc;
     if (ir_dim_is_const(g->outd[0]) && nrc > g->outd[0].v)
         nrc = g->outd[0].v > 0 ? g->outd[0].v : 1;
     int vp = kir_new_var(k);
@@ -75,7 +85,7 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
     if (tmp < 0 || !lp)
         return -1;
     kir_expr *pm = lw_idivc(k, kir_var(k, vp), nrc), *rc = lw_iremc(k, kir_var(k, vp), nrc);
-    kir_expr *nb = lw_idivc(k, pm, g->cout), *m = lw_iremc(k, pm, g->cout);
+    kir_expr *nb = lw_idivc(k, pm, g->cout / MB), *m = lw_imulc(k, lw_iremc(k, pm, g->cout / MB), MB);
     kir_expr *c0 = lw_imulc(k, lw_idivc(k, m, g->mg), g->cg), *mw = lw_iremc(k, m, g->mg);
     kir_expr *ohn = lw_dim_of(k, g->outd[0]), *ohc = lw_idivc(k, lw_iaddc(k, ohn, nrc - 1), nrc);
     kir_expr *oh0 = kir_imul(k, rc, ohc);
@@ -96,7 +106,9 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
                          : lw_imax(k, lw_i64c(k, 0), lw_iaddc(k, qh, 1 - g->in[0]));
     kir_expr *thhi = kir_op3(k, KIR_SELECT, IR_I64, kir_op2(k, KIR_LT, IR_BOOL, op, lw_i64c(k, 0)), lw_i64c(k, 0),
                              lw_imin(k, nth, lw_iaddc(k, qh, 1)));
-    kir_expr *bias = n->nin > 2 && n->in[2] ? lw_load_in(c, 2, (kir_expr *[]){m}) : kir_const_f(k, IR_F32, 0);
+    kir_expr *bias[CT_MB];
+    for (int64_t j = 0; j < MB; j++)
+        bias[j] = n->nin > 2 && n->in[2] ? lw_load_in(c, 2, (kir_expr *[]){lw_iaddc(k, m, j)}) : kir_const_f(k, IR_F32, 0);
     for (int64_t r = 0; r < sw && (sym || r < OW + pw); r++) {
         /* this phase's outputs ow = q*s + r - pad in [0, OW) */
         int64_t qlo = floor_div(pw - r + sw - 1, sw), qhi = floor_div(OW - 1 + pw - r, sw) + 1;
@@ -124,8 +136,10 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
         if (!li)
             return -1;
         li->tail_mask = true;
-        if (!kir_store(k, &li->body, tmp, (kir_expr *[]){ct_at(k, sym, kir_var(k, vi), qa, qlo)}, bias))
-            return -1;
+        for (int64_t j = 0; j < MB; j++)
+            if (!kir_store(k, &li->body, tmp, (kir_expr *[]){lw_i64c(k, j), ct_at(k, sym, kir_var(k, vi), qa, qlo)},
+                           bias[j]))
+                return -1;
         int vt = kir_new_var(k);
         kir_stmt *lt = kir_for(k, blk, vt, thlo, thhi, KIR_SERIAL, 0);
         if (!lt)
@@ -160,16 +174,21 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
                     return -1;
                 lq->tail_mask = true;
                 kir_expr *q = kir_var(k, vq), *iw = lw_iaddc(k, q, -t);
-                kir_expr *ti[1] = {ct_at(k, sym, q, qa, qlo)};
-                kir_expr *sum = kir_load(k, tmp, ti);
+                kir_expr *at = ct_at(k, sym, q, qa, qlo), *sum[CT_MB];
+                for (int64_t j = 0; j < MB; j++)
+                    sum[j] = kir_load(k, tmp, (kir_expr *[]){lw_i64c(k, j), at});
                 for (int64_t uu = 0; uu < nu; uu++) {
                     kir_expr *ch = lw_iaddc(k, cfirst, uu);
-                    kir_expr *xv = lw_load_in(c, 0, (kir_expr *[]){nb, ch, ih, iw});
-                    kir_expr *wv = lw_load_in(c, 1, (kir_expr *[]){ch, mw, kh, lw_i64c(k, r + sw * t)});
-                    sum = kir_op3(k, KIR_FMA, IR_F32, xv, wv, sum);
+                    kir_expr *xv = kir_let(k, &lq->body, lw_load_in(c, 0, (kir_expr *[]){nb, ch, ih, iw}));
+                    for (int64_t j = 0; j < MB; j++) {
+                        kir_expr *wv = lw_load_in(c, 1, (kir_expr *[]){ch, lw_iaddc(k, mw, j), kh,
+                                                                          lw_i64c(k, r + sw * t)});
+                        sum[j] = kir_op3(k, KIR_FMA, IR_F32, xv, wv, sum[j]);
+                    }
                 }
-                if (!kir_store(k, &lq->body, tmp, ti, sum))
-                    return -1;
+                for (int64_t j = 0; j < MB; j++)
+                    if (!kir_store(k, &lq->body, tmp, (kir_expr *[]){lw_i64c(k, j), at}, sum[j]))
+                        return -1;
             }
         }
         /* interleave the phase into the row */
@@ -178,11 +197,13 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
         if (!ls)
             return -1;
         kir_expr *qs = kir_var(k, vs);
-        kir_expr *yi[4] = {nb, m, oh, lw_iaddc(k, lw_imulc(k, qs, sw), r - pw)};
-        kir_expr *si[1] = {ct_at(k, sym, qs, qa, qlo)};
-        kir_expr *v = lw_to_out(c, lower_epi(c, kir_load(k, tmp, si), yi));
-        if (!kir_store(k, &ls->body, c->out, yi, v))
-            return -1;
+        for (int64_t j = 0; j < MB; j++) {
+            kir_expr *yi[4] = {nb, lw_iaddc(k, m, j), oh, lw_iaddc(k, lw_imulc(k, qs, sw), r - pw)};
+            kir_expr *si[2] = {lw_i64c(k, j), ct_at(k, sym, qs, qa, qlo)};
+            kir_expr *v = lw_to_out(c, lower_epi(c, kir_load(k, tmp, si), yi));
+            if (!kir_store(k, &ls->body, c->out, yi, v))
+                return -1;
+        }
     }
     return 0;
 }
