@@ -21,7 +21,7 @@
  * before the one store. Over a symbolic batch and plane (the layout pass
  * blocks a symbolic image's depthwise convs too) the same loops take the
  * run's sizes: the interior's bounds are index expressions, whole tiles
- * of R pixels, then the rest one at a time.
+ * of R pixels, then the rest in tiles of 8, 4, 2 and 1.
  */
 #include "codegen/lower/internal.h"
 #include "ir/ops.h"
@@ -255,10 +255,17 @@ static int lower_conv_dw_blocked(lctx *c)
         if (dwb_span(c, g, b, owl, owh, dwb_rows(hi - lo, most), false, true) < 0)
             return -1;
     } else {
-        /* whole tiles of `most` pixels, then the rest one at a time */
-        kir_expr *mid = kir_iadd(k, owl, lw_imulc(k, lw_idivc(k, isub(k, owh, owl), most), most));
-        if (dwb_span(c, g, b, owl, owh, most, false, false) < 0 || dwb_span(c, g, b, mid, owh, 1, false, true) < 0)
-            return -1;
+        /* whole tiles of `most` pixels, then of 8, 4, 2 and 1 (at most one
+         * each): a 7-wide row's interior of 5 is a tile of 4 and one of 1,
+         * not 5 of 1 */
+        kir_expr *mid = owl;
+        for (int R = most; R >= 1; R = R == most && most > 8 ? 8 : R / 2) {
+            if (R < most && R > 8)
+                continue;
+            if (dwb_span(c, g, b, mid, owh, R, false, false) < 0)
+                return -1;
+            mid = kir_iadd(k, mid, lw_imulc(k, lw_idivc(k, isub(k, owh, mid), R), R));
+        }
     }
     return dwb_span(c, g, b, owh, OW, 1, true, true);
 }
