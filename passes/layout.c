@@ -1162,8 +1162,7 @@ static int move_pool(lay *L, ir_node *n)
 static int move_resize(lay *L, ir_node *n)
 {
     ir_value *x = n->nin >= 1 ? n->in[0] : NULL, *b = twin_of(L, x);
-    if (!b || n->nout != 1 || n->nin < 3 || n->nin > 4 || !ir_type_is_static(&x->type) ||
-        !ir_type_is_static(&n->out[0]->type) || x->type.rank != 4)
+    if (!b || n->nout != 1 || n->nin < 3 || n->nin > 4 || !is_image(&x->type) || !is_image(&n->out[0]->type))
         return 0;
     const char *mode = ir_attr_string(n, "mode", "nearest");
     const int64_t *ax;
@@ -1174,6 +1173,10 @@ static int move_resize(lay *L, ir_node *n)
     ir_value *sc = n->in[2], *sz = n->nin > 3 ? n->in[3] : NULL, *v = sz ? sz : sc;
     if ((sz && sc && sc->type.rank == 1 && sc->type.dims[0].v != 0) || !v || v->kind != IR_VAL_CONST ||
         v->type.rank != 1 || v->type.dims[0].v != 4 || v->type.dtype != (sz ? IR_I64 : IR_F32))
+        return 0;
+    /* sizes name the batch and channels as constants: static values only
+     * (scales, as upsampling detectors give them, over symbolic ones too) */
+    if (sz && (!ir_type_is_static(&x->type) || !ir_type_is_static(&n->out[0]->type)))
         return 0;
     if (sz && strcmp(ir_attr_string(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
         return 0;
@@ -1212,7 +1215,7 @@ static int move_resize(lay *L, ir_node *n)
 static int move_concat(lay *L, ir_node *n)
 {
     const ir_type *t = &n->out[0]->type;
-    if (n->nout != 1 || n->nin < 1 || n->nin > 64 || t->rank != 4 || !ir_type_is_static(t))
+    if (n->nout != 1 || n->nin < 1 || n->nin > 64 || !is_image(t))
         return 0;
     int64_t axis = ir_attr_int(n, "axis", 0);
     if (axis != 1 && axis != -3)
@@ -1221,7 +1224,7 @@ static int move_concat(lay *L, ir_node *n)
     for (int i = 0; i < n->nin; i++) {
         /* whole blocks, but for the last part's pad lanes, which stay last */
         ir_value *v = n->in[i];
-        if (!v || !(in[i] = twin_of(L, v)) || !is_static_f32(v, 4) || (i + 1 < n->nin && v->type.dims[1].v % L->cb))
+        if (!v || !(in[i] = twin_of(L, v)) || !is_image_f32(v) || (i + 1 < n->nin && v->type.dims[1].v % L->cb))
             return 0;
     }
     ir_node *m = add_node(L, IR_OP_CONCAT, n->out[0]->name, "_nchwc", n->nin, in, NULL);
