@@ -386,6 +386,14 @@ blocked_cases = [
      [weights(r, "w0", 16, 3, 3, 3), weights(r, "w1", 16, 16, 3, 3), weights(r, "b1", 16),
       weights(r, "w2", 16, 16, 1, 1)],
      [(1, 5, 7), (2, 9, 4), (3, 16, 16)]),
+    # a strided conv's NCHW input of 24 channels, padded to whole blocks and
+    # reordered (the one new reorder into blocks symbolic dims get)
+    ("blocked_strided_pad", 24, 1, [
+        h.make_node("Conv", ["x", "w1", "b1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        h.make_node("Relu", ["a"], ["ar"]),
+        h.make_node("Conv", ["ar", "w2"], ["y"], pads=[1, 1, 1, 1])],
+     [weights(r, "w1", 32, 24, 3, 3), weights(r, "b1", 32), weights(r, "w2", 16, 32, 3, 3)],
+     [(1, 1), (5, 7), (16, 23), (33, 10)]),
     # depthwise convs blocked (ConvDwNCHWc over the run's plane: the row's
     # interior and its masked ends from the run's W), a squeeze-excite
     # whose global pool is a blocked ReduceMean, strides 1 and 2, a 5x5
