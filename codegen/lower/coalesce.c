@@ -31,13 +31,6 @@
 
 static bool is_var(const kir_expr *x, int v) { return x && x->op == KIR_VAR && x->var == v; }
 
-static bool const_i(const kir_expr *x, int64_t *v)
-{
-    if (!x || x->op != KIR_CONST || ir_dtype_is_float(x->dtype))
-        return false;
-    *v = x->c.i;
-    return true;
-}
 
 /* Whether x reads loop variable v, through the values of the lets it
  * reads too. */
@@ -75,8 +68,8 @@ static int access_kind(const merge *m, int buf, int nidx, kir_expr *const *idx)
     const kir_buf *bb = &m->k->bufs[buf];
     int64_t da, db;
     bool whole = nidx >= 2 && is_var(idx[nidx - 1], m->b) && is_var(idx[nidx - 2], m->a) &&
-                 bb->kind != KIR_BUF_SCRATCH && bb->kind != KIR_BUF_STATUS && const_i(bb->dims[nidx - 1], &db) &&
-                 const_i(bb->dims[nidx - 2], &da) && da == m->A && db == m->B;
+                 bb->kind != KIR_BUF_SCRATCH && bb->kind != KIR_BUF_STATUS && lw_const_i(bb->dims[nidx - 1], &db) &&
+                 lw_const_i(bb->dims[nidx - 2], &da) && da == m->A && db == m->B;
     for (int i = 0; i < nidx - (whole ? 2 : 0); i++)
         if (uses(m->k, idx[i], m->a) || uses(m->k, idx[i], m->b))
             return -1;
@@ -163,8 +156,8 @@ static int try_merge(kir_kernel *k, kir_stmt *out, kir_stmt *in)
 {
     merge m = {k, out->var, in->var, 0, 0};
     int64_t lo;
-    if (!const_i(out->lo, &lo) || lo || !const_i(in->lo, &lo) || lo || !const_i(out->hi, &m.A) ||
-        !const_i(in->hi, &m.B) || m.A < 1 || m.B < 1 || m.A > (INT64_C(1) << 31) / m.B)
+    if (!lw_const_i(out->lo, &lo) || lo || !lw_const_i(in->lo, &lo) || lo || !lw_const_i(out->hi, &m.A) ||
+        !lw_const_i(in->hi, &m.B) || m.A < 1 || m.B < 1 || m.A > (INT64_C(1) << 31) / m.B)
         return 0;
     const kir_block *body = &in->body;
     for (int i = 0; i < body->n; i++) {
@@ -227,7 +220,7 @@ int lw_coalesce(kir_kernel *k)
     for (kir_block *pb = &k->body; pb->n == 1 && pb->s[0]->kind == KIR_S_FOR;) {
         kir_stmt *s = pb->s[0];
         int64_t lo, hi;
-        if (s->loop == KIR_SERIAL && const_i(s->lo, &lo) && const_i(s->hi, &hi) && lo == 0 && hi == 1 &&
+        if (s->loop == KIR_SERIAL && lw_const_i(s->lo, &lo) && lw_const_i(s->hi, &hi) && lo == 0 && hi == 1 &&
             s->body.n == 1) {
             kir_expr *zero = lw_i64c(k, 0);
             if (!zero)
@@ -315,7 +308,7 @@ static int split_vector(kir_kernel *k, int64_t least)
 {
     int64_t n, lo;
     kir_stmt *s = k->body.n == 1 && k->body.s[0]->kind == KIR_S_FOR ? k->body.s[0] : NULL;
-    if (!s || s->loop != KIR_VECTOR || !const_i(s->lo, &lo) || lo || !const_i(s->hi, &n) || n < 1)
+    if (!s || s->loop != KIR_VECTOR || !lw_const_i(s->lo, &lo) || lo || !lw_const_i(s->hi, &n) || n < 1)
         return 0;
     int64_t w = s->width > 0 ? s->width : 1, c = (n + least - 1) / least;
     c = (c + w - 1) / w * w;
@@ -356,12 +349,12 @@ int lw_parallelize(kir_kernel *k, int64_t least)
      * loops after a symbolic batch join it: at a batch of 1 they are
      * what the threads share) */
     while (nl <= IR_MAX_RANK && b->n == 1 && b->s[0]->kind == KIR_S_FOR && b->s[0]->loop == KIR_SERIAL &&
-           const_i(b->s[0]->lo, &lo) && !lo && (p < least || !nl)) {
+           lw_const_i(b->s[0]->lo, &lo) && !lo && (p < least || !nl)) {
         kir_stmt *s = b->s[0];
         if (s->hi && s->hi->op == KIR_SYM) {
             n[nl] = 0;
             sym = true;
-        } else if (!const_i(s->hi, &n[nl]) || n[nl] < 1 || p > (INT64_C(1) << 40) / n[nl]) {
+        } else if (!lw_const_i(s->hi, &n[nl]) || n[nl] < 1 || p > (INT64_C(1) << 40) / n[nl]) {
             break;
         } else {
             p *= n[nl];
@@ -387,6 +380,7 @@ int lw_parallelize(kir_kernel *k, int64_t least)
         if (!sym) {
             q = cstride == 1 ? flat : lw_idivc(k, flat, cstride);
             r = j == 0 ? q : n[j] == 1 ? lw_i64c(k, 0) : lw_iremc(k, q, n[j]);
+            cstride *= n[j];
         } else {
             q = stride ? kir_op2(k, KIR_DIV, IR_I64, flat, stride) : flat;
             r = j == 0 ? q : kir_op2(k, KIR_REM, IR_I64, q, loops[j]->hi);
@@ -395,7 +389,6 @@ int lw_parallelize(kir_kernel *k, int64_t least)
         if (!r || (sym && !stride))
             return -1;
         subst_block(k, &loops[nl - 1]->body, loops[j]->var, r);
-        cstride *= n[j] ? n[j] : 1;
     }
     first->var = pv;
     first->hi = sym ? stride : lw_i64c(k, p);
@@ -410,7 +403,7 @@ int lw_chunk_parallel(kir_kernel *k, int64_t chunks)
 {
     kir_stmt *s = k->body.n == 1 && k->body.s[0]->kind == KIR_S_FOR ? k->body.s[0] : NULL;
     int64_t lo;
-    if (!s || s->loop != KIR_PARALLEL || !const_i(s->lo, &lo) || lo || !s->hi || s->hi->op == KIR_CONST ||
+    if (!s || s->loop != KIR_PARALLEL || !lw_const_i(s->lo, &lo) || lo || !s->hi || s->hi->op == KIR_CONST ||
         s->hi->op == KIR_SYM || chunks < 2)
         return 0;
     int pv = kir_new_var(k);

@@ -88,14 +88,6 @@ static int64_t ceil_div0(int64_t a, int64_t s)
     return a <= 0 ? 0 : (a + s - 1) / s;
 }
 
-static bool const_of(const kir_expr *e, int64_t *v)
-{
-    if (!e || e->op != KIR_CONST)
-        return false;
-    *v = e->c.i;
-    return true;
-}
-
 /* X at output pixel ow, tap (kh, kw), lane j; `masked`: ow may read
  * outside the row, so a clamped position is read and selected to 0. */
 static kir_expr *dwb_x(lctx *c, const dwb *g, kir_expr *ow, kir_expr *kh, kir_expr *kw, kir_expr *j, bool masked)
@@ -121,7 +113,7 @@ static int dwb_span(lctx *c, const dwb *g, kir_block *b, kir_expr *lo, kir_expr 
     kir_kernel *k = c->k;
     int64_t clo, chi;
     kir_expr *ntile;
-    if (const_of(lo, &clo) && const_of(hi, &chi)) {
+    if (lw_const_i(lo, &clo) && lw_const_i(hi, &chi)) {
         if (chi <= clo)
             return 0;
         ntile = lw_i64c(k, clamp ? (chi - clo + R - 1) / R : (chi - clo) / R);
@@ -259,9 +251,7 @@ static int lower_conv_dw_blocked(lctx *c)
          * each): a 7-wide row's interior of 5 is a tile of 4 and one of 1,
          * not 5 of 1 */
         kir_expr *mid = owl;
-        for (int R = most; R >= 1; R = R == most && most > 8 ? 8 : R / 2) {
-            if (R < most && R > 8)
-                continue;
+        for (int R = most; R >= 1; R = R > 8 ? 8 : R / 2) {
             if (dwb_span(c, g, b, mid, owh, R, false, false) < 0)
                 return -1;
             mid = kir_iadd(k, mid, lw_imulc(k, lw_idivc(k, isub(k, owh, mid), R), R));

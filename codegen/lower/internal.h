@@ -59,6 +59,14 @@ static inline ir_dtype lw_compute_dtype(ir_dtype t)
 static inline kir_expr *lw_dim_of(kir_kernel *k, ir_dim d) { return kir_dim(k, d); }
 
 static inline kir_expr *lw_i64c(kir_kernel *k, int64_t v) { return kir_const_i(k, IR_I64, v); }
+/* Whether x is an integer constant, its value in *v. */
+static inline bool lw_const_i(const kir_expr *x, int64_t *v)
+{
+    if (!x || x->op != KIR_CONST || ir_dtype_is_float(x->dtype))
+        return false;
+    *v = x->c.i;
+    return true;
+}
 
 /* i64 index arithmetic; the *c forms take a constant and skip identities. */
 static inline kir_expr *lw_imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }

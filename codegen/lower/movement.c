@@ -251,14 +251,13 @@ static kir_expr *dims_product(kir_kernel *k, const ir_type *t, int lo, int hi, i
 {
     kir_expr *e = NULL;
     int64_t c = 1;
-    bool sym = false;
     for (int d = lo; d < hi; d++) {
         if (ir_dim_is_const(t->dims[d]))
             c *= t->dims[d].v;
         else
-            sym = true, e = e ? kir_imul(k, e, lw_dim_of(k, t->dims[d])) : lw_dim_of(k, t->dims[d]);
+            e = e ? kir_imul(k, e, lw_dim_of(k, t->dims[d])) : lw_dim_of(k, t->dims[d]);
     }
-    *cv = sym ? -1 : c;
+    *cv = e ? -1 : c;
     return e ? lw_imulc(k, e, c) : lw_i64c(k, c);
 }
 
@@ -286,8 +285,10 @@ static int transpose_blocks_sym(lctx *c, int oe, int a0, int b0)
     int64_t L = c->s->lanes, co, ca, cb;
     kir_expr *O = dims_product(k, ti, 0, oe, &co), *A = dims_product(k, ti, a0, b0, &ca);
     kir_expr *B = dims_product(k, ti, b0, r, &cb);
-    if ((ca >= 0 && ca < L) || (cb >= 0 && cb < L) || !O || !A || !B)
-        return (ca >= 0 && ca < L) || (cb >= 0 && cb < L) ? 0 : -1;
+    if ((ca >= 0 && ca < L) || (cb >= 0 && cb < L))
+        return 0;
+    if (!O || !A || !B)
+        return -1;
     kir_expr *na = lw_idivc(k, lw_iaddc(k, A, L - 1), L);
     int pv = kir_new_var(k);
     kir_stmt *lp = kir_for(k, &k->body, pv, lw_i64c(k, 0), kir_imul(k, O, na), KIR_PARALLEL, 0);
