@@ -42,7 +42,7 @@ typedef struct {
     int *root;
     ir_kernel_cost *kc;
     int nk;
-    int *stamp, nstamp, gen;   /* fit_costs' ir_group_cost marks */
+    int *stamp, gen;           /* fit_costs' ir_group_cost marks (g->nvalues + 1) */
 } graph_costs;
 
 /* The path of a node of subgraph g: "<control node>/<attribute>/" for
@@ -77,8 +77,9 @@ static graph_costs *costs_of(graph_costs **gc, int *ngc, const ir_graph *g)
         return NULL;
     *gc = ng;
     graph_costs *c = &ng[(*ngc)++];
-    *c = (graph_costs){.g = g, .root = malloc(sizeof *c->root * ((size_t)g->nnodes + 1))};
-    if (!c->root || ir_graph_group_roots(g, c->root) < 0 || ir_graph_kernel_costs(g, &c->kc, &c->nk) < 0)
+    *c = (graph_costs){.g = g, .root = malloc(sizeof *c->root * ((size_t)g->nnodes + 1)),
+                       .stamp = calloc((size_t)g->nvalues + 1, sizeof *c->stamp)};
+    if (!c->root || !c->stamp || ir_graph_group_roots(g, c->root) < 0 || ir_graph_kernel_costs(g, &c->kc, &c->nk) < 0)
         return NULL;
     return c;
 }
@@ -182,10 +183,12 @@ static int fit_costs(const ir_graph *g, const int *root, int r, const cg_program
 {
     ki->cost[0].nterms = ki->cost[1].nterms = -1;
     int32_t var[CG_COST_VARS];
-    int nv = 0, nm = 0;
+    int nv = 0, nm = 0, rc = 0;
     for (int k = 0; k < g->nnodes; k++)
         nm += root[k] == r;
     int *mem = malloc(sizeof *mem * ((size_t)nm + 1));
+    int64_t *vals = NULL, x[CG_COST_VARS];
+    double *f = NULL;
     if (!mem)
         return -1;
     nm = 0;
@@ -200,32 +203,25 @@ static int fit_costs(const ir_graph *g, const int *root, int r, const cg_program
                 int32_t s = v->type.dims[d].sym;
                 if (s <= 0)
                     continue;
-                if (s >= p->nsyms || p->sym_desc[s] < 0) {
-                    free(mem);
-                    return 0;   /* no value at run time */
-                }
+                if (s >= p->nsyms || p->sym_desc[s] < 0)
+                    goto done;   /* no value at run time */
                 int j = 0;
                 while (j < nv && var[j] != s)
                     j++;
-                if (j == nv && nv == CG_COST_VARS) {
-                    free(mem);
-                    return 0;
-                }
+                if (j == nv && nv == CG_COST_VARS)
+                    goto done;
                 if (j == nv)
                     var[nv++] = s;
             }
         }
     }
-    if (!nv) {
-        free(mem);
-        return 0;   /* static: the table's values are exact */
-    }
+    if (!nv)
+        goto done;   /* static: the table's values are exact */
     int npts = 1, B = nv <= 6 ? 3 : 2;
     for (int i = 0; i < nv; i++)
         npts *= B;
-    int64_t *vals = calloc((size_t)g->nsyms + 1, sizeof *vals), x[CG_COST_VARS];
-    double *f = malloc(sizeof *f * 2 * (size_t)npts);
-    int rc = 0;
+    vals = calloc((size_t)g->nsyms + 1, sizeof *vals);
+    f = malloc(sizeof *f * 2 * (size_t)npts);
     if (!vals || !f) {
         rc = -1;
         goto done;
@@ -314,21 +310,9 @@ int cg_program_profile(const ir_graph *g, cg_program *p, const icc_target_desc *
                 ki->flops = c->kc[i].flops;
                 ki->bytes = c->kc[i].bytes;
             }
-        ki->cost[0].nterms = ki->cost[1].nterms = -1;
-        if (p->dynamic) {
-            if (c->nstamp < kg->nvalues + 1) {
-                int *ns = realloc(c->stamp, sizeof *ns * ((size_t)kg->nvalues + 1));
-                if (!ns) {
-                    rc = -1;
-                    break;
-                }
-                memset(ns, 0, sizeof *ns * ((size_t)kg->nvalues + 1));
-                c->stamp = ns, c->nstamp = kg->nvalues + 1, c->gen = 0;
-            }
-            if (fit_costs(kg, c->root, c->root[r], p, c->stamp, &c->gen, ki) < 0) {
-                rc = -1;
-                break;
-            }
+        if (p->dynamic && fit_costs(kg, c->root, c->root[r], p, c->stamp, &c->gen, ki) < 0) {
+            rc = -1;
+            break;
         }
         char path[512];
         node_path(kg, path, sizeof path);
