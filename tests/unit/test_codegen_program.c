@@ -46,16 +46,36 @@ static void *host_target(const cg_backend *be, cg_schedule *s)
     return t;
 }
 
+/* A graph's text prepared at -O2 and built as program `name` for the
+ * host's LLVM target; the caller destroys p, g and t. */
+typedef struct {
+    const cg_backend *be;
+    cg_schedule s;
+    void *t;
+    ir_graph *g;
+    cg_program *p;
+} built;
+
+static void build(built *b, const char *text, const char *name)
+{
+    icc_diag d = {{0}};
+    b->be = cg_backend_find("llvm");
+    ck_assert_ptr_nonnull(b->be);
+    b->t = host_target(b->be, &b->s);
+    b->g = prepare(text);
+    ck_assert_msg(cg_program_build(b->g, &b->s, name, false, &b->p, &d) == 0, "%s", d.msg);
+}
+
 START_TEST(program_of_a_symbolic_batch)
 {
     icc_diag d = {{0}};
-    const cg_backend *be = cg_backend_find("llvm");
-    ck_assert_ptr_nonnull(be);
-    cg_schedule s;
-    void *t = host_target(be, &s);
-    ir_graph *g = prepare(net);
-    cg_program *p;
-    ck_assert_msg(cg_program_build(g, &s, "net", false, &p, &d) == 0, "%s", d.msg);
+    built b;
+    build(&b, net, "net");
+    const cg_backend *be = b.be;
+    cg_schedule s = b.s;
+    void *t = b.t;
+    ir_graph *g = b.g;
+    cg_program *p = b.p;
     ck_assert(p->dynamic);
     ck_assert_int_eq(p->nsymbols, 1);
     ck_assert_str_eq(p->symbol_names[0], "N");
@@ -121,13 +141,9 @@ static const char *chain =
 
 START_TEST(symbolic_slots_reuse_freed_bytes)
 {
-    icc_diag d = {{0}};
-    const cg_backend *be = cg_backend_find("llvm");
-    cg_schedule s;
-    void *t = host_target(be, &s);
-    ir_graph *g = prepare(chain);
-    cg_program *p;
-    ck_assert_msg(cg_program_build(g, &s, "chain", false, &p, &d) == 0, "%s", d.msg);
+    built b;
+    build(&b, chain, "chain");
+    cg_program *p = b.p;
     ck_assert(p->dynamic);
     /* a, t1..t6 in the arena, 256 bytes each at N = 1 (stacked: 7 x 256) */
     ck_assert_int_eq(p->nslots, 7);
@@ -143,8 +159,8 @@ START_TEST(symbolic_slots_reuse_freed_bytes)
     }
     free(seen);
     cg_program_destroy(p);
-    ir_graph_destroy(g);
-    be->target_destroy(t);
+    ir_graph_destroy(b.g);
+    b.be->target_destroy(b.t);
 }
 END_TEST
 
