@@ -77,6 +77,8 @@ static kir_expr *hard_sigmoid(lctx *c, kir_expr *x, double alpha, double beta)
     kir_kernel *k = c->k;
     ir_dtype t = c->cdt;
     kir_expr *y = kir_op3(k, KIR_FMA, t, cf(c, alpha), x, cf(c, beta));
+    if (t == IR_F32)   /* a compare and a blend per bound */
+        return lw_max_const(k, t, lw_min_const(k, t, y, 1), 0);
     return kir_op2(k, KIR_MAX, t, cf(c, 0), kir_op2(k, KIR_MIN, t, cf(c, 1), y));
 }
 
@@ -394,11 +396,13 @@ kir_expr *lw_formula(lctx *c)
         return kir_op2(k, KIR_MUL, t, kir_op2(k, KIR_MUL, t, cf(c, 0.5), x), phi);
     }
     case IR_OP_CLIP: {
+        /* constant bounds (ReLU6's 0 and 6) as a compare and a blend each */
         kir_expr *r = x;
+        double lo = const_scalar(n->in[1]), hi = n->nin > 2 ? const_scalar(n->in[2]) : NAN;
         if (y)
-            r = kir_op2(k, KIR_MAX, t, r, y);
+            r = t == IR_F32 && lo == lo ? lw_max_const(k, t, r, lo) : kir_op2(k, KIR_MAX, t, r, y);
         if (n->nin > 2 && n->in[2])
-            r = kir_op2(k, KIR_MIN, t, r, input(c, 2));
+            r = t == IR_F32 && hi == hi ? lw_min_const(k, t, r, hi) : kir_op2(k, KIR_MIN, t, r, input(c, 2));
         return r;
     }
     case IR_OP_WHERE: {

@@ -19,6 +19,8 @@
 #include "codegen/lower.h"
 #include "ir/ops.h"
 
+#include <math.h>
+
 #define LOWER_MAX_IO 64
 
 typedef struct {
@@ -138,6 +140,29 @@ static inline kir_expr *lw_packed_at(kir_kernel *k, int64_t K, int64_t pk, int64
     kir_expr *kq = lw_imulc(k, lw_idivc(k, kx, pk), pk);
     return kir_iadd(k, kir_iadd(k, lw_imulc(k, j0, K), kir_imul(k, kq, wp)),
                     kir_iadd(k, lw_imulc(k, jj, pk), kir_op2(k, KIR_SUB, IR_I64, kx, kq)));
+}
+
+/* max(x, v) and min(x, v) of a float x and a constant v of dtype t, as
+ * KIR_MAX and KIR_MIN compute them (NaN-propagating, -0 < +0): for v not
+ * NaN, select(x <= v, v, x) is the same function unless v is -0 (a NaN x
+ * fails the test and stays; x = -0 against v = +0 gives v), and
+ * select(x >= v, v, x) for min unless v is +0. That is a compare and a
+ * blend where the general max takes six instructions, which a Clip
+ * epilogue after a short reduction (a depthwise conv, a 1x1 conv over 16
+ * channels) spent as long on as on its FMAs. */
+static inline kir_expr *lw_max_const(kir_kernel *k, ir_dtype t, kir_expr *x, double v)
+{
+    kir_expr *c = kir_const_f(k, t, v);
+    if (v != v || (v == 0 && signbit(v)))
+        return kir_op2(k, KIR_MAX, t, x, c);
+    return kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LE, IR_BOOL, x, c), c, x);
+}
+static inline kir_expr *lw_min_const(kir_kernel *k, ir_dtype t, kir_expr *x, double v)
+{
+    kir_expr *c = kir_const_f(k, t, v);
+    if (v != v || (v == 0 && !signbit(v)))
+        return kir_op2(k, KIR_MIN, t, x, c);
+    return kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LE, IR_BOOL, c, x), c, x);
 }
 
 /* e, a value of dtype t, widened to t's compute dtype (NULL stays NULL). */

@@ -15,6 +15,14 @@ whole column of NaNs; infinities):
     (vrangeps/vrangepd in --emit=asm); compiled for -march=x86-64-v3 (no
     AVX-512) they are not, and the output is the same.
 
+Then elementwise bounds by constants, which compile to a compare and a blend
+(codegen/lower/internal.h, lw_max_const and lw_min_const) where that is the same
+function: Clip with constant bounds (0 and 6; -0 and +0, where the general max and
+min stay; 1.5 alone; an upper bound alone) and HardSigmoid (HardSwish multiplies it
+by x, with a rounding of its own), on the same kinds of input plus values at the
+bounds and zeros of both signs: the compiled output equals the interpreter's bit for
+bit, NaNs in place, on the host and x86-64-v3.
+
     python3 tests/models/minmax_special.py build/icc
 Exits 1 if any check fails.
 """
@@ -122,8 +130,59 @@ def check(icc, tmp, name, kw):
     return failed
 
 
+BOUNDS = [
+    ("clip_relu6", dict(op="Clip", lo=0.0, hi=6.0)),
+    ("clip_signed_zeros", dict(op="Clip", lo=-0.0, hi=0.0)),
+    ("clip_lo_only", dict(op="Clip", lo=1.5, hi=None)),
+    ("clip_hi_only", dict(op="Clip", lo=None, hi=-0.5)),
+    ("hard_sigmoid", dict(op="HardSigmoid", lo=None, hi=None)),
+]
+
+
+def bound_model(path, op, lo, hi):
+    """x [7, 300] -> op(x), Clip's bounds constants (absent: "")."""
+    inits, ins = [], ["x"]
+    for nm, v in (("lo", lo), ("hi", hi)):
+        if op == "Clip":
+            if v is not None:
+                inits.append(numpy_helper.from_array(np.array(v, np.float32), nm))
+            ins.append(nm if v is not None else "")
+    while ins and ins[-1] == "":
+        ins.pop()
+    node = helper.make_node(op, ins, ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7, 300])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def check_bounds(icc, tmp, name, kw):
+    failed = 0
+    path = os.path.join(tmp, name + ".onnx")
+    bound_model(path, **kw)
+    inputs = []
+    for kind in KINDS + ["at_bounds"]:
+        if kind == "at_bounds":
+            x = np.array([0.0, -0.0, 6.0, -6.0, 1.5, -0.5, 3.0, -3.0, 0.5, np.nan] * 210, np.float32).reshape(7, 300)
+        else:
+            x = special(kind, [7, 300], False)
+        xp, want = interp_want(icc, tmp, name + kind, path, "x", x, "shape-infer")
+        inputs.append((kind, xp, want))
+    for march in [None, "x86-64-v3"]:
+        flags = ["-march=" + march] if march else []
+        tag = name + "_" + (march or "host")
+        so = os.path.join(tmp, tag + ".so")
+        run([icc, path, "-o", so] + flags)
+        bad = [kind for kind, xp, want in inputs if not same(run_lib(icc, so, "x", xp, "y", tmp, tag), want)]
+        print("%s %-17s %-9s vs the interpreter on %d kinds of input: %s" % (
+            "ok  " if not bad else "FAIL", name, march or "host", len(inputs),
+            "all the same" if not bad else "differ on " + ", ".join(bad)), flush=True)
+        failed += bool(bad)
+    return failed
+
+
 def main():
-    return run_cases(__doc__, CASES, check, "avx512dq", "vrange")
+    rc = run_cases(__doc__, CASES, check, "avx512dq", "vrange")
+    return max(rc, run_cases(__doc__, BOUNDS, check_bounds, "avx512f", "the bounds' compare and blend"))
 
 
 if __name__ == "__main__":
