@@ -305,4 +305,44 @@ void cg_schedule_gemm_apack(const cg_schedule *s, int64_t nb, int rows, int widt
  * Returns 0, or -1 with a message for a target with no schedule yet. */
 int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d);
 
+/* The fused 1x1 + depthwise conv (ConvPwDwNCHWc: passes/pwdw.c,
+ * codegen/lower/conv_pwdw.c) keeps a strip of the 1x1 conv's rows, V
+ * channel blocks wide and zero-padded, in thread scratch of at most this
+ * many bytes (a kernel's thread scratch may take 256 KB): with the strip
+ * of the input it reads, well inside L2. */
+#define CG_PWDW_SCRATCH_BYTES ((int64_t)224 << 10)
+
+/* That kernel's plan for MB channel blocks of ML lanes over OH output
+ * rows of a depthwise window KH high at stride s, Wp padded columns:
+ * *V blocks per trip (their 1x1 tile shares each broadcast of the input
+ * between V vectors: with one, the broadcasts alone kept the FMAs at half
+ * rate) and *RS output rows per strip, a strip reading (RS - 1) s + KH
+ * rows, the last KH - s of them again in the next strip. The most blocks
+ * (4, 3, 2 dividing MB, else 1) whose strips recompute at most a quarter
+ * of their rows, the strips as even as the most that fit allow. False
+ * when not even one block's window rows fit. */
+static inline bool cg_pwdw_plan(int64_t MB, int64_t ML, int64_t OH, int64_t Wp, int64_t KH, int64_t s, int *V,
+                                int64_t *RS)
+{
+    static const int vs[4] = {4, 3, 2, 1};
+    if (OH < 1 || s < 1 || KH < 1 || Wp < 1 || ML < 1 || MB < 1)
+        return false;
+    for (int i = 0; i < 4; i++) {
+        int v = vs[i];
+        if (MB % v)
+            continue;
+        int64_t rows = CG_PWDW_SCRATCH_BYTES / (v * Wp * ML * 4);
+        if (rows < KH)
+            continue;
+        int64_t most = (rows - KH) / s + 1;
+        most = most < OH ? most : OH;
+        int64_t strips = (OH + most - 1) / most, rs = (OH + strips - 1) / strips;
+        if (v > 1 && rs < OH && 4 * (KH - s) > rs * s)
+            continue;
+        *V = v, *RS = rs;
+        return true;
+    }
+    return false;
+}
+
 #endif

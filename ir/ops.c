@@ -136,6 +136,7 @@ const char *ir_flop_name(ir_flop_kind k)
         [IR_FLOP_POOL] = "output x window taps", [IR_FLOP_ATTENTION] = "2 x keys x (Q + Y elements) + 4 x scores",
         [IR_FLOP_EINSUM] = "2 x product of the label extents",
         [IR_FLOP_RNN] = "2 x steps x directions x batch x gate rows x (inputs + hidden)",
+        [IR_FLOP_CONV_PWDW] = "the 1x1 conv's 2 x its output x C, plus the depthwise conv's 2 x output x taps",
     };
     return (unsigned)k < IR_FLOP_COUNT && names[k] ? names[k] : "?";
 }

@@ -86,6 +86,7 @@ typedef enum ir_flop_kind {
     IR_FLOP_ATTENTION,         /* Q K^T and P V per head, plus the softmax */
     IR_FLOP_EINSUM,            /* 2 * the product of every label's extent */
     IR_FLOP_RNN,               /* 2 * steps * directions * batch * gate rows * (I + H) */
+    IR_FLOP_CONV_PWDW,         /* the 1x1 conv's (2 * its output * C) plus the depthwise one's */
     IR_FLOP_COUNT
 } ir_flop_kind;
 

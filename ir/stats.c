@@ -210,6 +210,22 @@ bool ir_node_flops(const ir_node *n, int64_t *flops)
         *flops = smul(smul(out, rows / h), smul(2, in_sz + h));
         return true;
     }
+    case IR_FLOP_CONV_PWDW: {
+        /* X [N, CB, H, W, cb] -> (1x1) [N, MB, H, W, mb] -> (depthwise,
+         * W2 [MB, kh, kw, mb]) Y [N, MB, OH, OW, mb] */
+        const ir_type *x = &n->in[0]->type, *w1 = &n->in[1]->type, *w2 = &n->in[2]->type;
+        int64_t c, mid, taps, tw;
+        if (!numel(n->out[0], &out) || x->rank != 5 || w1->rank != 6 || w2->rank != 4 ||
+            !dim_value(x->dims[1], &c) || !dim_value(x->dims[4], &kk) || !numel(n->in[0], &in0) || !c || !kk ||
+            !dim_value(w1->dims[0], &wn) || !dim_value(w1->dims[5], &mid) || !dim_value(w2->dims[1], &taps) ||
+            !dim_value(w2->dims[2], &tw))
+            return false;
+        /* the 1x1 conv's output: X's pixels times M = MB * mb channels */
+        mid = smul(in0 / smul(c, kk), smul(wn, mid));
+        int64_t pw = smul(mid, smul(c, kk)), dw = smul(out, smul(taps, tw));
+        *flops = smul(2, pw > INT64_MAX - dw ? INT64_MAX : pw + dw);
+        return true;
+    }
     default:
         return false;
     }

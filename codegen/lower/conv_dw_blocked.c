@@ -1,6 +1,7 @@
 /* conv_dw_blocked.c - ConvDwNCHWc, the layout pass's blocked depthwise
  * 2-D convolution (ir/ref/conv_dw_blocked.c), and the blocked family's
- * dispatch between it and ConvNCHWc (conv_blocked.c).
+ * dispatch between it, ConvNCHWc (conv_blocked.c) and ConvPwDwNCHWc
+ * (conv_pwdw.c).
  *
  * With X [N, C/cb, H, W, cb], W [C/cb, kh, kw, cb] and Y [N, C/cb, OH,
  * OW, cb], the cb channels of one pixel are contiguous in X, W and Y and
@@ -265,10 +266,14 @@ bool cg_can_lower_blocked(const ir_node *n)
     dwb g;
     if (n->op == IR_OP_CONV_DW_NCHWC)
         return dwb_geom(n, &g);
+    if (n->op == IR_OP_CONV_PWDW_NCHWC)
+        return cg_can_lower_pwdw(n);
     return cg_can_lower_conv_blocked(n);
 }
 
 int lower_blocked(lctx *c)
 {
-    return c->n->op == IR_OP_CONV_DW_NCHWC ? lower_conv_dw_blocked(c) : lower_conv_blocked(c);
+    return c->n->op == IR_OP_CONV_DW_NCHWC     ? lower_conv_dw_blocked(c)
+           : c->n->op == IR_OP_CONV_PWDW_NCHWC ? lower_pwdw(c)
+                                               : lower_conv_blocked(c);
 }

@@ -358,6 +358,8 @@ bool cg_can_lower_attention(const ir_node *n);
 int lower_attention(lctx *c);
 bool cg_can_lower_conv_blocked(const ir_node *n);
 int lower_conv_blocked(lctx *c);
+bool cg_can_lower_pwdw(const ir_node *n);
+int lower_pwdw(lctx *c);
 /* The blocked family (conv_dw_blocked.c): ConvDwNCHWc there, ConvNCHWc in conv_blocked.c. */
 bool cg_can_lower_blocked(const ir_node *n);
 int lower_blocked(lctx *c);

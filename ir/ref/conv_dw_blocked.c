@@ -8,6 +8,13 @@
  * result [N, C/cb, OH, OW, cb]. Attributes: strides and dilations (2
  * values, default 1) and explicit pads [top, left, bottom, right]
  * (default 0). The kernel sums in double, one output element at a time.
+ *
+ * ConvPwDwNCHWc (the pwdw pass) is a 1x1 ConvNCHWc, a Clip and a
+ * ConvDwNCHWc in one node: X [N, C/cb, H, W, cb], W1 [M/mb, C/cb, 1, 1,
+ * cb, mb], W2 [M/mb, kh, kw, mb], then optional B1 and B2 [M/mb, mb], lo
+ * and hi (scalars); the depthwise conv's attributes. Its
+ * reference computes the 1x1 conv's clipped result in double, then the
+ * depthwise conv over it exactly as ConvDwNCHWc's does.
  */
 #include "ir/ref/nn.h"
 
@@ -96,10 +103,16 @@ int shape_conv_dw_nchwc(ir_shape_ctx *c)
     return 0;
 }
 
+static int dw_run(ir_ref_ctx *c, const ir_tensor *x, const ir_tensor *w, const ir_tensor *b, ir_tensor *y);
+
 int ref_conv_dw_nchwc(ir_ref_ctx *c)
 {
-    const ir_tensor *x = c->in[0], *w = c->in[1], *b = c->nin > 2 ? c->in[2] : NULL;
-    ir_tensor *y = c->out[0];
+    return dw_run(c, c->in[0], c->in[1], c->nin > 2 ? c->in[2] : NULL, c->out[0]);
+}
+
+/* The depthwise conv of x into y (the node's attributes). */
+static int dw_run(ir_ref_ctx *c, const ir_tensor *x, const ir_tensor *w, const ir_tensor *b, ir_tensor *y)
+{
     dwb_attrs a;
     if (dwb_attrs_read(c->node, c->diag, &a) < 0)
         return -1;
@@ -126,4 +139,85 @@ int ref_conv_dw_nchwc(ir_ref_ctx *c)
                         ir_tensor_setf(y, (((n * CB + cb) * OH + oh) * OW + ow) * CL + l, acc);
                     }
     return 0;
+}
+
+/* ---- ConvPwDwNCHWc ---------------------------------------------------------- */
+
+int shape_conv_pwdw_nchwc(ir_shape_ctx *c)
+{
+    const ir_type *x = c->in[0], *w1 = c->in[1], *w2 = c->in[2];
+    const ir_type *b1 = c->nin > 3 ? c->in[3] : NULL, *b2 = c->nin > 4 ? c->in[4] : NULL;
+    ir_dtype dt = x->dtype;
+    if ((x->rank >= 0 && x->rank != 5) || (w1->rank >= 0 && w1->rank != 6) || (b1 && b1->rank >= 0 && b1->rank != 2))
+        return ir_node_errorf(c->diag, c->node, "needs X of rank 5, W1 of rank 6 and B1 of rank 2");
+    if (w1->dtype != dt || (b1 && b1->dtype != dt))
+        return ir_node_errorf(c->diag, c->node, "operands must share input 0's dtype");
+    for (int i = 5; i < c->nin && i < 7; i++) {
+        const ir_type *t = c->in[i];
+        int64_t ne;
+        if (t && (t->dtype != dt || (ir_type_numel(t, &ne) && ne != 1)))
+            return ir_node_errorf(c->diag, c->node, "lo and hi must be scalars of input 0's dtype");
+    }
+    ir_type_unknown(&c->out[0], dt, 5);
+    if (x->rank < 0 || w1->rank < 0)
+        return 0;
+    /* W1 [MB, CB, 1, 1, cb, mb]: X's blocks and lanes, a 1x1 kernel */
+    static const int xi[2] = {1, 4}, wi[2] = {1, 4};
+    for (int i = 0; i < 2; i++)
+        if (ir_dim_is_const(x->dims[xi[i]]) && ir_dim_is_const(w1->dims[wi[i]]) &&
+            x->dims[xi[i]].v != w1->dims[wi[i]].v)
+            return ir_node_errorf(c->diag, c->node, "X's channel %s (%lld) differ from W1's (%lld)",
+                                  i ? "lanes" : "blocks", (long long)x->dims[xi[i]].v, (long long)w1->dims[wi[i]].v);
+    for (int i = 0; i < 6; i++)
+        if (ir_dim_is_const(w1->dims[i]) && (w1->dims[i].v < 1 || ((i == 2 || i == 3) && w1->dims[i].v != 1)))
+            return ir_node_errorf(c->diag, c->node, "W1's dim %d is %lld: needs [M/mb, C/cb, 1, 1, cb, mb]", i,
+                                  (long long)w1->dims[i].v);
+    if (b1 && b1->rank == 2)
+        for (int i = 0; i < 2; i++)
+            if (ir_dim_is_const(b1->dims[i]) && ir_dim_is_const(w1->dims[i ? 5 : 0]) &&
+                b1->dims[i].v != w1->dims[i ? 5 : 0].v)
+                return ir_node_errorf(c->diag, c->node, "B1's dim %d (%lld) differs from W1's", i,
+                                      (long long)b1->dims[i].v);
+    /* the depthwise conv's shape over mid [N, MB, H, W, mb] */
+    ir_type mid = *x;
+    mid.dims[1] = w1->dims[0], mid.dims[4] = w1->dims[5];
+    const ir_type *in[3] = {&mid, w2, b2};
+    ir_shape_ctx dc = *c;
+    dc.nin = b2 ? 3 : 2, dc.in = in, dc.val = NULL, dc.sval = NULL;
+    return shape_conv_dw_nchwc(&dc);
+}
+
+int ref_conv_pwdw_nchwc(ir_ref_ctx *c)
+{
+    const ir_tensor *x = c->in[0], *w1 = c->in[1], *b1 = c->nin > 3 ? c->in[3] : NULL;
+    const ir_tensor *lo = c->nin > 5 ? c->in[5] : NULL, *hi = c->nin > 6 ? c->in[6] : NULL;
+    const int64_t N = x->dims[0], CB = x->dims[1], P = x->dims[2] * x->dims[3], CL = x->dims[4];
+    const int64_t MB = w1->dims[0], ML = w1->dims[5];
+    ir_tensor mid;
+    int64_t md[5] = {N, MB, x->dims[2], x->dims[3], ML};
+    if (ir_tensor_init(&mid, x->dtype, 5, md, c->diag) < 0)
+        return -1;
+    if (!(mid.data = malloc(mid.nbytes ? mid.nbytes : 1)))
+        return ir_errorf(c->diag, "out of memory");
+    double vlo = lo ? ir_tensor_getf(lo, 0) : 0, vhi = hi ? ir_tensor_getf(hi, 0) : 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t mb = 0; mb < MB; mb++)
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t l = 0; l < ML; l++) {
+                    double acc = b1 ? ir_tensor_getf(b1, mb * ML + l) : 0.0;
+                    for (int64_t cb = 0; cb < CB; cb++)
+                        for (int64_t ci = 0; ci < CL; ci++)
+                            acc += ir_tensor_getf(x, ((n * CB + cb) * P + p) * CL + ci) *
+                                   ir_tensor_getf(w1, ((mb * CB + cb) * CL + ci) * ML + l);
+                    /* Clip's order: the lower bound, then the upper one */
+                    if (lo && acc < vlo)
+                        acc = vlo;
+                    if (hi && acc > vhi)
+                        acc = vhi;
+                    /* the intermediate has the node's dtype */
+                    ir_tensor_setf(&mid, ((n * MB + mb) * P + p) * ML + l, acc);
+                }
+    int rc = dw_run(c, &mid, c->in[2], c->nin > 4 ? c->in[4] : NULL, c->out[0]);
+    free(mid.data);
+    return rc;
 }
