@@ -38,7 +38,8 @@ const pass_info pass_table[PASS_COUNT] = {
  *       contraction or normalization before them, intermediates planned
  *       into one arena.
  *  -O3: and convolutions on blocked NCHWc data (layout), reorders at the
- *       edges.
+ *       edges, a 1x1 conv and the depthwise conv reading its wide result
+ *       as one kernel (pwdw).
  * Every level runs `precision` (--precision; nothing for fp32) after the
  * graph is simplified and before fuse groups its kernels; -O3 runs its
  * int8 modes before layout (so the convolutions they make integer are not
@@ -50,7 +51,7 @@ static const char *const levels[4] = {
     ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,recognize,attention,simplify,cse,dce,precision,"
      "pack-b,fuse,plan"),
     ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,recognize,attention,precision{stage=int8},layout,"
-     "simplify,cse,dce,precision{stage=half},pack-b,fuse,plan"),
+     "simplify,cse,dce,precision{stage=half},pwdw,pack-b,fuse,plan"),
 };
 
 const char *icc_pipeline_for_level(int level)

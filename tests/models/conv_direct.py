@@ -400,6 +400,60 @@ def resize_blocked(rng, path, cb):
             int(first and mode != "cubic"))
 
 
+def pwdw(rng, path, cb):
+    """The front of an inverted residual block: a 1x1 Conv, Relu, Clip or
+    nothing, a depthwise Conv (kernels 1-5 per axis, strides 1-2 per axis,
+    pads, sometimes dilated), an optional Relu or Clip after it. Compiled with
+    pwdw{min-bytes=1}, so the small intermediate is fused anyway. Returns its
+    description and how many ConvPwDwNCHWc that pipeline should make: one,
+    unless the intermediate is also a graph output or the depthwise conv
+    dilated."""
+    n = int(rng.integers(1, 3))
+    cin = cb * int(rng.integers(1, 3))
+    blocks = int(rng.integers(1, 6))   # 4, 3, 2 and 1 channel blocks a trip, and 5 (one)
+    e = cb * blocks
+    kh, kw = int(rng.choice([1, 3, 3, 5])), int(rng.choice([1, 3, 3, 5]))
+    sh, sw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    d = int(rng.choice([1, 1, 1, 1, 2]))
+    hh, ww = int(rng.integers((kh - 1) * d + 1, 30)), int(rng.integers((kw - 1) * d + 1, 40))
+    pads = [int(rng.integers(0, kh)), int(rng.integers(0, kw)), int(rng.integers(0, kh)), int(rng.integers(0, kw))]
+    mid = str(rng.choice(["none", "Relu", "Clip", "ClipLo"]))
+    tail = str(rng.choice(["none", "Relu", "Clip"]))
+    both = rng.integers(0, 6) == 0   # the intermediate is an output too
+    inits = [nh.from_array((rng.standard_normal((e, cin, 1, 1)) / np.sqrt(cin)).astype(np.float32), "w1"),
+             nh.from_array((rng.standard_normal((e, 1, kh, kw)) / 2).astype(np.float32), "w2"),
+             nh.from_array(np.array(0.0, np.float32), "lo"), nh.from_array(np.array(1.5, np.float32), "hi")]
+    b1, b2 = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
+    if b1:
+        inits.append(nh.from_array(rng.standard_normal(e).astype(np.float32) / 4, "b1"))
+    if b2:
+        inits.append(nh.from_array(rng.standard_normal(e).astype(np.float32) / 4, "b2"))
+    nodes = [h.make_node("Conv", ["x", "w1"] + (["b1"] if b1 else []), ["ex"])]
+    m = "ex"
+    if mid == "Relu":
+        nodes.append(h.make_node("Relu", ["ex"], ["exa"]))
+        m = "exa"
+    elif mid.startswith("Clip"):
+        nodes.append(h.make_node("Clip", ["ex", "lo"] + (["hi"] if mid == "Clip" else []), ["exa"]))
+        m = "exa"
+    nodes.append(h.make_node("Conv", [m, "w2"] + (["b2"] if b2 else []), ["dw"], group=e, kernel_shape=[kh, kw],
+                             strides=[sh, sw], pads=pads, dilations=[d, d]))
+    y = "dw"
+    if tail != "none":
+        nodes.append(h.make_node(tail, ["dw"] + (["lo", "hi"] if tail == "Clip" else []), ["dwa"]))
+        y = "dwa"
+    outs = [h.make_tensor_value_info(y, T.FLOAT, None)]
+    if both:
+        outs.append(h.make_tensor_value_info(m, T.FLOAT, None))
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [n, cin, hh, ww])], outs, inits)
+    mo = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    mo.ir_version = 8
+    onnx.save(onnx.shape_inference.infer_shapes(mo, strict_mode=True), path)
+    what = "pwdw n=%d %d->%d k=%dx%d s=%dx%d d=%d in=%dx%d pads=%s mid=%s tail=%s%s" % (
+        n, cin, e, kh, kw, sh, sw, d, hh, ww, pads, mid, tail, " mid-output" if both else "")
+    return what, 0 if both or d > 1 else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("icc")
@@ -413,7 +467,9 @@ def main():
     ap.add_argument("--resize-blocked", type=int, default=10,
                     help="Resizes between convs (on blocked data at -O3), after the padded blocks")
     ap.add_argument("--transpose", type=int, default=12,
-                    help="Transposes of a short last dim and Slices of whole trailing dims (reorders), last")
+                    help="Transposes of a short last dim and Slices of whole trailing dims (reorders), after those")
+    ap.add_argument("--pwdw", type=int, default=16,
+                    help="1x1 + depthwise conv pairs (one ConvPwDwNCHWc with pwdw{min-bytes=1}), last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
@@ -426,14 +482,25 @@ def main():
     mrng = np.random.default_rng(41)   # and the padded blocks theirs
     trng = np.random.default_rng(43)   # and the transposes theirs
     zrng = np.random.default_rng(47)   # and the blocked Resizes theirs
+    wrng = np.random.default_rng(53)   # and the 1x1 + depthwise pairs theirs
+    # -O3 with the pwdw pass fusing any size
+    o3 = subprocess.run([a.icc, "--list-passes"], capture_output=True, text=True).stdout
+    o3 = [l.split(None, 1)[1] for l in o3.splitlines() if l.strip().startswith("-O3 ")][0].strip()
+    pw_passes = "--passes=" + o3.replace("pwdw", "pwdw{min-bytes=1}")
     # the layout block -O3 uses here: the f32 vector width (16 lanes with AVX-512)
     cb = 16 if " avx512f " in " " + open("/proc/cpuinfo").read().replace("\n", " ") + " " else 8
-    total = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked + a.transpose
+    before_pw = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked + a.transpose
+    total = before_pw + a.pwdw
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
         want = None   # (what -O3 should make, its patterns, how many)
+        levels = ("-O2", "-O3")
         try:
-            if i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked:
+            if i >= before_pw:
+                what, n = pwdw(wrng, path, cb)
+                want = ("fused 1x1 + depthwise convs", ("= ConvPwDwNCHWc(",), n)
+                levels = (pw_passes,)
+            elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked:
                 what = transpose(trng, path) if i % 2 == 0 else slice_runs(trng, path)
             elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded:
                 what, n = resize_blocked(zrng, path, cb)
@@ -456,7 +523,7 @@ def main():
         except Exception as e:   # a drawn shape with no valid output: draw again next time
             print("skip %d: %s" % (i, str(e).splitlines()[0][:100]))
             continue
-        for level in ("-O2", "-O3"):
+        for level in levels:
             # nearest copies elements: the compiled output must be bit-identical
             exact = what.startswith(("resize nearest", "transpose", "slice"))   # copies: bit for bit
             tol = ["--rtol=0", "--atol=0"] if exact else ["--rtol=1e-4", "--atol=1e-4"]
@@ -466,12 +533,12 @@ def main():
                 print("FAIL %s %s\n%s%s" % (what, level, r.stdout[-600:], r.stderr[-600:]))
         if want is not None:
             label, pats, n = want
-            r = subprocess.run([a.icc, "--emit=ir", "-O3", path], capture_output=True, text=True)
+            r = subprocess.run([a.icc, "--emit=ir", levels[-1], path], capture_output=True, text=True)
             got = sum(r.stdout.count(p) for p in pats)
             if r.returncode or got != n:
                 bad += 1
-                print("FAIL %s: %d %s at -O3, the rule gives %d (block %d)\n%s" %
-                      (what, got, label, n, cb, r.stderr[-600:]))
+                print("FAIL %s: %d %s at %s, the rule gives %d (block %d)\n%s" %
+                      (what, got, label, levels[-1][:40], n, cb, r.stderr[-600:]))
     print("%d cases, %d failures" % (total, bad))
     sys.exit(1 if bad else 0)
 
