@@ -312,9 +312,19 @@ kir_expr *lw_formula(lctx *c)
     case IR_OP_SUM:
     case IR_OP_MEAN: {
         kir_op op = n->op == IR_OP_MAX ? KIR_MAX : n->op == IR_OP_MIN ? KIR_MIN : KIR_ADD;
+        bool mm = op != KIR_ADD && t == IR_F32;
         kir_expr *acc = x;
-        for (int i = 1; i < n->nin; i++)
-            acc = kir_op2(k, op, t, acc, input(c, i));
+        for (int i = 1; i < n->nin; i++) {
+            /* a constant operand (Max(x, 0), Min(x, 6): a ReLU6 written out)
+             * as a compare and a blend; a constant first operand of two too */
+            int ci = mm && n->nin == 2 && const_scalar(n->in[0]) == const_scalar(n->in[0]) ? 0 : i;
+            double v = mm ? const_scalar(n->in[ci]) : NAN;
+            kir_expr *o = ci == i ? acc : input(c, i);
+            if (v == v)
+                acc = op == KIR_MAX ? lw_max_const(k, t, o, v) : lw_min_const(k, t, o, v);
+            else
+                acc = kir_op2(k, op, t, acc, input(c, i));
+        }
         return n->op == IR_OP_MEAN ? kir_op2(k, KIR_DIV, t, acc, cf(c, n->nin)) : acc;
     }
     case IR_OP_CAST:

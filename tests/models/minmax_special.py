@@ -18,7 +18,8 @@ whole column of NaNs; infinities):
 Then elementwise bounds by constants, which compile to a compare and a blend
 (codegen/lower/internal.h, lw_max_const and lw_min_const) where that is the same
 function: Clip with constant bounds (0 and 6; -0 and +0, where the general max and
-min stay; 1.5 alone; an upper bound alone) and HardSigmoid (HardSwish multiplies it
+min stay; 1.5 alone; an upper bound alone), Max and Min with a constant operand, second
+or first (a ReLU6 written out; -0 and 1.5), and HardSigmoid (HardSwish multiplies it
 by x, with a rounding of its own), on the same kinds of input plus values at the
 bounds and zeros of both signs: the compiled output equals the interpreter's bit for
 bit, NaNs in place, on the host and x86-64-v3.
@@ -136,11 +137,23 @@ BOUNDS = [
     ("clip_lo_only", dict(op="Clip", lo=1.5, hi=None)),
     ("clip_hi_only", dict(op="Clip", lo=None, hi=-0.5)),
     ("hard_sigmoid", dict(op="HardSigmoid", lo=None, hi=None)),
+    ("max_min_consts", dict(op="MaxMin", lo=0.0, hi=6.0)),
+    ("const_first", dict(op="MaxMin", lo=-0.0, hi=1.5, first=True)),
 ]
 
 
-def bound_model(path, op, lo, hi):
-    """x [7, 300] -> op(x), Clip's bounds constants (absent: "")."""
+def bound_model(path, op, lo, hi, first=False):
+    """x [7, 300] -> op(x), Clip's bounds constants (absent: ""); MaxMin:
+    Min(Max(x, lo), hi) with the constants second (first: first)."""
+    if op == "MaxMin":
+        inits = [numpy_helper.from_array(np.array(lo, np.float32), "lo"),
+                 numpy_helper.from_array(np.array(hi, np.float32), "hi")]
+        pair = (lambda a, b: [b, a]) if first else (lambda a, b: [a, b])
+        nodes = [helper.make_node("Max", pair("x", "lo"), ["m"]), helper.make_node("Min", pair("m", "hi"), ["y"])]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7, 300])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        return
     inits, ins = [], ["x"]
     for nm, v in (("lo", lo), ("hi", hi)):
         if op == "Clip":
