@@ -28,7 +28,9 @@
 #include "codegen/schedule.h"
 #include "ir/ops.h"
 
-enum { PD_MOST = 28, PD_DW_MOST = 14 };   /* accumulators of the two tiles (32 registers) */
+/* accumulators of the two tiles with 32 vector registers (AVX-512), and
+ * with 16 (AVX2: 12 and 6, the rest holding W's vectors and the loads) */
+enum { PD_MOST = 28, PD_DW_MOST = 14, PD_MOST16 = 12, PD_DW_MOST16 = 6 };
 
 typedef struct {
     int64_t N, CB, H, W, CL, MB, ML, KH, KW, OH, OW, Wp;
@@ -112,7 +114,7 @@ static int pd_pointwise(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *n
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    int V = g->V, R = pd_rows(g->W, PD_MOST / V);
+    int V = g->V, R = pd_rows(g->W, (c->s->target->vector_regs >= 32 ? PD_MOST : PD_MOST16) / V);
     int64_t NT = (g->W + R - 1) / R;
     int vr = kir_new_var(k), vt = kir_new_var(k), vj = kir_new_var(k);
     kir_stmt *lr = kir_for(k, b, vr, lo, hi, KIR_SERIAL, 0);
@@ -171,7 +173,7 @@ static int pd_depthwise(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *n
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    int R = pd_rows(g->OW, PD_DW_MOST);
+    int R = pd_rows(g->OW, c->s->target->vector_regs >= 32 ? PD_DW_MOST : PD_DW_MOST16);
     int64_t NT = (g->OW + R - 1) / R;
     int vv = kir_new_var(k), vr = kir_new_var(k), vt = kir_new_var(k), vj = kir_new_var(k), vh = kir_new_var(k);
     kir_stmt *lv = kir_for(k, b, vv, lw_i64c(k, 0), lw_i64c(k, g->V), KIR_SERIAL, 0);
