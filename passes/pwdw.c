@@ -1,7 +1,8 @@
-/* pwdw.c - a 1x1 ConvNCHWc whose result, through an optional Clip or
- * Relu, is read only by a ConvDwNCHWc becomes one ConvPwDwNCHWc node
- * (ir/ops.def): the expand and depthwise convolutions of an inverted
- * residual block (MobileNetV2/V3, EfficientNet). Its kernel
+/* pwdw.c - a 1x1 ConvNCHWc whose result, through an optional Clip,
+ * Relu, HardSwish or SiLU (Mul by its Sigmoid), is read only by a
+ * ConvDwNCHWc becomes one ConvPwDwNCHWc node (ir/ops.def): the expand
+ * and depthwise convolutions of an inverted residual block
+ * (MobileNetV2/V3, EfficientNet). Its kernel
  * (codegen/lower/conv_pwdw.c) computes the 1x1 conv's result a strip of
  * rows and a channel block at a time into a buffer on the thread's stack
  * and runs the depthwise conv on it while it is in L1/L2, so the
@@ -89,15 +90,26 @@ static int try_fuse(pw *f, ir_node *dw)
         !ir_type_is_static(&dw->out[0]->type))
         return 0;
     ir_value *mid = dw->in[0];
-    ir_node *act = NULL, *p = mid->kind == IR_VAL_NODE ? mid->def : NULL;
+    ir_node *act = NULL, *sig = NULL, *p = mid->kind == IR_VAL_NODE ? mid->def : NULL;
     if (f->uses[mid->id] != 1)
         return 0;
-    if (p && (p->op == IR_OP_CLIP || p->op == IR_OP_RELU) && p->nout == 1 && p->in[0] &&
+    if (p && (p->op == IR_OP_CLIP || p->op == IR_OP_RELU || p->op == IR_OP_HARD_SWISH) && p->nout == 1 && p->in[0] &&
         p->in[0]->kind == IR_VAL_NODE && f->uses[p->in[0]->id] == 1) {
         if (p->op == IR_OP_CLIP && !(bound_ok(p->nin > 1 ? p->in[1] : NULL) && bound_ok(p->nin > 2 ? p->in[2] : NULL)))
             return 0;
         act = p;
         p = p->in[0]->def;
+    } else if (p && p->op == IR_OP_MUL && p->nin == 2 && p->in[0] && p->in[1]) {
+        /* SiLU: Mul(e, Sigmoid(e)), either order, e read by those two only */
+        for (int i = 0; i < 2 && !sig; i++) {
+            ir_value *e = p->in[i], *s = p->in[1 - i];
+            if (e->kind == IR_VAL_NODE && s->kind == IR_VAL_NODE && s->def->op == IR_OP_SIGMOID &&
+                s->def->in[0] == e && f->uses[s->id] == 1 && f->uses[e->id] == 2) {
+                sig = s->def;
+                act = p;
+                p = e->def;
+            }
+        }
     }
     if (!pointwise(p))
         return 0;
@@ -115,10 +127,11 @@ static int try_fuse(pw *f, ir_node *dw)
         !cg_pwdw_plan(w1->dims[0].v, w1->dims[5].v, yt->dims[2].v, wp, w2->dims[1].v, ns == 2 ? st[0] : 1, &v, &rs))
         return 0;
     ir_value *lo = NULL, *hi = NULL;
+    const char *kind = sig ? "silu" : act && act->op == IR_OP_HARD_SWISH ? "hardswish" : NULL;
     if (act && act->op == IR_OP_RELU) {
         if (!(lo = zero_const(f)))
             return -1;
-    } else if (act) {
+    } else if (act && !kind) {
         lo = act->nin > 1 ? act->in[1] : NULL;
         hi = act->nin > 2 ? act->in[2] : NULL;
     }
@@ -130,6 +143,8 @@ static int try_fuse(pw *f, ir_node *dw)
     if (!n)
         return -1;
     n->name = dw->name;
+    if (kind && ir_node_set_string(g, n, "activation", kind) < 0)
+        return ir_errorf(f->c->diag, "out of memory");
     static const char *const attrs[3] = {"strides", "pads", "dilations"};
     for (int i = 0; i < 3; i++) {
         const int64_t *v;
@@ -143,6 +158,8 @@ static int try_fuse(pw *f, ir_node *dw)
     ir_node_erase(dw);
     if (act)
         ir_node_erase(act);
+    if (sig)
+        ir_node_erase(sig);
     ir_node_erase(p);
     f->c->changed = true;
     f->fused++;

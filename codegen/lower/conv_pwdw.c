@@ -28,6 +28,8 @@
 #include "codegen/schedule.h"
 #include "ir/ops.h"
 
+#include <string.h>
+
 /* accumulators of the two tiles with 32 vector registers (AVX-512), and
  * with 16 (AVX2: 12 and 6, the rest holding W's vectors and the loads) */
 enum { PD_MOST = 28, PD_DW_MOST = 14, PD_MOST16 = 12, PD_DW_MOST16 = 6 };
@@ -51,6 +53,9 @@ static bool pd_geom(const ir_node *n, pwdw *g)
     for (int i = 5; i < n->nin; i++)
         if (n->in[i] && (n->in[i]->type.dtype != IR_F32 || !ir_type_is_static(&n->in[i]->type)))
             return false;
+    const char *act = ir_attr_string(n, "activation", "clip");
+    if (strcmp(act, "clip") && strcmp(act, "silu") && strcmp(act, "hardswish"))
+        return false;
     *g = (pwdw){0};
     const ir_dim *xd = x->type.dims, *wd = w1->type.dims, *vd = w2->type.dims, *yd = y->type.dims;
     g->N = xd[0].v, g->CB = xd[1].v, g->H = xd[2].v, g->W = xd[3].v, g->CL = xd[4].v;
@@ -148,14 +153,23 @@ static int pd_pointwise(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *n
             if (!kir_acc_set(k, &li->body, acc[v][r], kir_op3(k, KIR_FMA, IR_F32, xv, wv[v], kir_acc(k, acc[v][r]))))
                 return -1;
     }
-    /* the Clip (lower bound first, as the op), on constant bounds a
-     * compare and a blend each (lw_max_const) */
+    /* the activation: SiLU as Sigmoid and Mul compute it (elementwise.c);
+     * HardSwish x * HardSigmoid(x); a Clip (lower bound first, as the
+     * op), on constant bounds a compare and a blend each (lw_max_const) */
+    char act = ir_attr_string(n, "activation", "clip")[0];
     const ir_value *bl = n->nin > 5 ? n->in[5] : NULL, *bh = n->nin > 6 ? n->in[6] : NULL;
     kir_expr *lov = bl && bl->kind != IR_VAL_CONST ? lw_scalar_in(c, 5, IR_F32) : NULL;
     kir_expr *hiv = bh && bh->kind != IR_VAL_CONST ? lw_scalar_in(c, 6, IR_F32) : NULL;
     for (int v = 0; v < V; v++)
         for (int r = 0; r < R; r++) {
             kir_expr *x = kir_acc(k, acc[v][r]);
+            if (act == 's')
+                x = kir_op2(k, KIR_MUL, IR_F32, x, lw_sigmoid(k, IR_F32, x));
+            else if (act == 'h')
+                x = kir_op2(k, KIR_MUL, IR_F32, x,
+                            lw_max_const(k, IR_F32,
+                                         lw_min_const(k, IR_F32, kir_op3(k, KIR_FMA, IR_F32, kir_const_f(k, IR_F32, 1.0 / 6),
+                                                                          x, kir_const_f(k, IR_F32, 0.5)), 1), 0));
             if (bl)
                 x = lov ? kir_op2(k, KIR_MAX, IR_F32, x, lov) : lw_max_const(k, IR_F32, x, ir_tensor_getf(&bl->cval, 0));
             if (bh)

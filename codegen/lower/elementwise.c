@@ -356,9 +356,7 @@ kir_expr *lw_formula(lctx *c)
         return r;
     }
     case IR_OP_RECIPROCAL: return kir_op2(k, KIR_DIV, t, cf(c, 1), x);
-    case IR_OP_SIGMOID:
-        return kir_op2(k, KIR_DIV, t, cf(c, 1),
-                       kir_op2(k, KIR_ADD, t, cf(c, 1), kir_op1(k, KIR_EXP, t, kir_op1(k, KIR_NEG, t, x))));
+    case IR_OP_SIGMOID: return lw_sigmoid(k, t, x);
     case IR_OP_LEAKY_RELU: return if_neg(c, x, kir_op2(k, KIR_MUL, t, cf(c, alpha), x), x);
     case IR_OP_PRELU: return if_neg(c, x, kir_op2(k, KIR_MUL, t, x, y), x);
     case IR_OP_THRESHOLDED_RELU:

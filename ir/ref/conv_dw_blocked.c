@@ -9,16 +9,20 @@
  * values, default 1) and explicit pads [top, left, bottom, right]
  * (default 0). The kernel sums in double, one output element at a time.
  *
- * ConvPwDwNCHWc (the pwdw pass) is a 1x1 ConvNCHWc, a Clip and a
+ * ConvPwDwNCHWc (the pwdw pass) is a 1x1 ConvNCHWc, an activation and a
  * ConvDwNCHWc in one node: X [N, C/cb, H, W, cb], W1 [M/mb, C/cb, 1, 1,
  * cb, mb], W2 [M/mb, kh, kw, mb], then optional B1 and B2 [M/mb, mb], lo
- * and hi (scalars); the depthwise conv's attributes. Its
- * reference computes the 1x1 conv's clipped result in double, then the
+ * and hi (scalars); the depthwise conv's attributes, and `activation`
+ * between the two: clip (by lo and hi), silu or hardswish. Its reference
+ * computes the 1x1 conv's result in double and its activation rounded
+ * where the ops it replaces round (Sigmoid, then Mul), then the
  * depthwise conv over it exactly as ConvDwNCHWc's does.
  */
 #include "ir/ref/nn.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct dwb_attrs {
     int64_t s[2], d[2], p[4];
@@ -158,6 +162,11 @@ int shape_conv_pwdw_nchwc(ir_shape_ctx *c)
         if (t && (t->dtype != dt || (ir_type_numel(t, &ne) && ne != 1)))
             return ir_node_errorf(c->diag, c->node, "lo and hi must be scalars of input 0's dtype");
     }
+    const char *act = ir_attr_string(c->node, "activation", "clip");
+    if (strcmp(act, "clip") && strcmp(act, "silu") && strcmp(act, "hardswish"))
+        return ir_node_errorf(c->diag, c->node, "activation '%.40s' is not clip, silu or hardswish", act);
+    if (strcmp(act, "clip") && ((c->nin > 5 && c->in[5]) || (c->nin > 6 && c->in[6])))
+        return ir_node_errorf(c->diag, c->node, "lo and hi go with activation clip only");
     ir_type_unknown(&c->out[0], dt, 5);
     if (x->rank < 0 || w1->rank < 0)
         return 0;
@@ -199,6 +208,7 @@ int ref_conv_pwdw_nchwc(ir_ref_ctx *c)
         return -1;
     if (!(mid.data = malloc(mid.nbytes ? mid.nbytes : 1)))
         return ir_errorf(c->diag, "out of memory");
+    char act = ir_attr_string(c->node, "activation", "clip")[0];
     double vlo = lo ? ir_tensor_getf(lo, 0) : 0, vhi = hi ? ir_tensor_getf(hi, 0) : 0;
     for (int64_t n = 0; n < N; n++)
         for (int64_t mb = 0; mb < MB; mb++)
@@ -209,11 +219,20 @@ int ref_conv_pwdw_nchwc(ir_ref_ctx *c)
                         for (int64_t ci = 0; ci < CL; ci++)
                             acc += ir_tensor_getf(x, ((n * CB + cb) * P + p) * CL + ci) *
                                    ir_tensor_getf(w1, ((mb * CB + cb) * CL + ci) * ML + l);
-                    /* Clip's order: the lower bound, then the upper one */
-                    if (lo && acc < vlo)
-                        acc = vlo;
-                    if (hi && acc > vhi)
-                        acc = vhi;
+                    if (act == 's') {
+                        /* Sigmoid, then Mul, each rounded to f32 */
+                        acc = (float)acc;
+                        acc = (float)(acc * (float)(1.0 / (1.0 + exp(-acc))));
+                    } else if (act == 'h') {
+                        double v = (float)acc * (1.0 / 6) + 0.5;
+                        acc = (float)acc * (v < 0 ? 0 : v > 1 ? 1 : v);
+                    } else {
+                        /* Clip's order: the lower bound, then the upper one */
+                        if (lo && acc < vlo)
+                            acc = vlo;
+                        if (hi && acc > vhi)
+                            acc = vhi;
+                    }
                     /* the intermediate has the node's dtype */
                     ir_tensor_setf(&mid, ((n * MB + mb) * P + p) * ML + l, acc);
                 }

@@ -401,8 +401,8 @@ def resize_blocked(rng, path, cb):
 
 
 def pwdw(rng, path, cb):
-    """The front of an inverted residual block: a 1x1 Conv, Relu, Clip or
-    nothing, a depthwise Conv (kernels 1-5 per axis, strides 1-2 per axis,
+    """The front of an inverted residual block: a 1x1 Conv, Relu, Clip,
+    HardSwish, SiLU (Mul by its Sigmoid, either order) or nothing, a depthwise Conv (kernels 1-5 per axis, strides 1-2 per axis,
     pads, sometimes dilated), an optional Relu or Clip after it. Compiled with
     pwdw{min-bytes=1}, so the small intermediate is fused anyway. Returns its
     description and how many ConvPwDwNCHWc that pipeline should make: one,
@@ -417,7 +417,7 @@ def pwdw(rng, path, cb):
     d = int(rng.choice([1, 1, 1, 1, 2]))
     hh, ww = int(rng.integers((kh - 1) * d + 1, 30)), int(rng.integers((kw - 1) * d + 1, 40))
     pads = [int(rng.integers(0, kh)), int(rng.integers(0, kw)), int(rng.integers(0, kh)), int(rng.integers(0, kw))]
-    mid = str(rng.choice(["none", "Relu", "Clip", "ClipLo"]))
+    mid = str(rng.choice(["none", "Relu", "Clip", "ClipLo", "SiLU", "HardSwish"]))
     tail = str(rng.choice(["none", "Relu", "Clip"]))
     both = rng.integers(0, 6) == 0   # the intermediate is an output too
     inits = [nh.from_array((rng.standard_normal((e, cin, 1, 1)) / np.sqrt(cin)).astype(np.float32), "w1"),
@@ -430,8 +430,12 @@ def pwdw(rng, path, cb):
         inits.append(nh.from_array(rng.standard_normal(e).astype(np.float32) / 4, "b2"))
     nodes = [h.make_node("Conv", ["x", "w1"] + (["b1"] if b1 else []), ["ex"])]
     m = "ex"
-    if mid == "Relu":
-        nodes.append(h.make_node("Relu", ["ex"], ["exa"]))
+    if mid in ("Relu", "HardSwish"):
+        nodes.append(h.make_node(mid, ["ex"], ["exa"]))
+        m = "exa"
+    elif mid == "SiLU":
+        nodes.append(h.make_node("Sigmoid", ["ex"], ["exs"]))
+        nodes.append(h.make_node("Mul", (["exs", "ex"] if rng.integers(0, 2) else ["ex", "exs"]), ["exa"]))
         m = "exa"
     elif mid.startswith("Clip"):
         nodes.append(h.make_node("Clip", ["ex", "lo"] + (["hi"] if mid == "Clip" else []), ["exa"]))
