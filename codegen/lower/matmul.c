@@ -332,6 +332,8 @@ static int lower_gpu(lctx *c, const mm_geo *g)
 typedef struct {
     const mm_geo *g;
     kir_expr *bat[IR_MAX_RANK];
+    bool flat;               /* the tile's rows are the output's batch dims and M flattened
+                                (B 2-D, shared by every batch item; lower_tiled) */
     kir_expr *kv;
     int kc;                  /* reduction block */
     int pk;                  /* the packed B panel (thread scratch [kc, width]), or -1 */
@@ -434,11 +436,29 @@ static kir_expr *mm_kstep(lctx *c, cg_tile *t)
     return kir_iadd(c->k, u->kv, lw_imulc(c->k, u->k0, -1));
 }
 
+/* A flat row's batch indices (*bat) and row of M (*m); unflattened only
+ * with u->flat. */
+static void mm_row(lctx *c, const mm_tile *u, kir_expr *row, kir_expr **bat, kir_expr **m)
+{
+    if (!u->flat) {
+        for (int d = 0; d < u->g->nbatch; d++)
+            bat[d] = u->bat[d];
+        *m = row;
+        return;
+    }
+    int64_t M = u->g->m.v;
+    ir_type bt = *u->g->to;
+    bt.rank = u->g->nbatch;
+    lower_unflatten(c, &bt, lw_idivc(c->k, row, M), bat);
+    *m = lw_iremc(c->k, row, M);
+}
+
 static kir_expr *mm_a(lctx *c, cg_tile *t, kir_expr *row)
 {
     mm_tile *u = t->u;
-    kir_expr *ix[IR_MAX_RANK];
-    operand_idx(c, u->g, 0, u->bat, row, u->kv, ix);
+    kir_expr *ix[IR_MAX_RANK], *bat[IR_MAX_RANK], *m;
+    mm_row(c, u, row, bat, &m);
+    operand_idx(c, u->g, 0, bat, m, u->kv, ix);
     return lw_load_in(c, 0, ix);
 }
 
@@ -462,17 +482,20 @@ static kir_expr *mm_b(lctx *c, cg_tile *t, kir_expr *g, kir_expr *j)
 
 static void mm_out(lctx *c, cg_tile *t, kir_expr *row, kir_expr *g, kir_expr *j, kir_expr **ix)
 {
-    (void)c;
     (void)g;
     mm_tile *u = t->u;
-    out_idx(u->g, u->bat, row, j, ix);
+    kir_expr *bat[IR_MAX_RANK], *m;
+    mm_row(c, u, row, bat, &m);
+    out_idx(u->g, bat, m, j, ix);
 }
 
 static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_expr *g, kir_expr *j)
 {
     (void)g;
     mm_tile *u = t->u;
-    return epilogue(c, u->g, v, row, j);
+    kir_expr *bat[IR_MAX_RANK], *m;
+    mm_row(c, u, row, bat, &m);
+    return epilogue(c, u->g, v, m, j);
 }
 
 /* The register-blocked form (see the file comment). Needs constant N, K
@@ -483,36 +506,57 @@ static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
  * with enough rows to be bound by the FMAs split the columns between a
  * few chunks for threads (cg_schedule_skinny_chunks). With B packed they
  * are GEMV-like (below) or take the general tile. */
+/* The tile's rows for g (static sizes, else M) and its batch count: with
+ * B 2-D, shared by every batch item, and A holding every item's rows (not
+ * broadcast), the items' rows are one matrix of nbat x M rows, A's batch
+ * dims and M flattened (*flat; a [32, 1, 256] x [256, 37] classifier ran
+ * as 32 one-row products, each its own K blocks through the output). */
+static int64_t tile_m(const mm_geo *g, int64_t *nbat, bool *flat)
+{
+    *nbat = 1;
+    for (int d = 0; d < g->nbatch; d++)
+        *nbat *= g->to->dims[d].v;
+    *flat = *nbat > 1 && ir_dim_is_const(g->m) && g->has_m && !g->tA && g->tb->rank == 2 &&
+            g->ta->rank == g->to->rank && ir_type_is_static(g->ta) && ir_type_is_static(g->to);
+    for (int d = 0; *flat && d < g->nbatch; d++)
+        *flat = ir_dim_eq(g->ta->dims[d], g->to->dims[d]);
+    if (!*flat)
+        return g->m.v;
+    int64_t m = *nbat * g->m.v;
+    *nbat = 1;
+    return m;
+}
+
 static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
 {
-    int64_t nbat = 1;
-    for (int d = 0; d < g->nbatch; d++)
-        nbat *= g->to->dims[d].v;
-    bool mdyn = !ir_dim_is_const(g->m), skinny = !mdyn && g->m.v <= CG_SKINNY_M;
+    int64_t nbat;
+    bool mdyn = !ir_dim_is_const(g->m), flat;
+    int64_t M = tile_m(g, &nbat, &flat);
+    bool skinny = !mdyn && M <= CG_SKINNY_M;
     /* GEMV-like with B packed (schedule.h, CG_GEMV_M): one row block, the
      * whole reduction per panel, chunks of whole panels */
-    bool gemv = skinny && g->pw && g->m.v < CG_GEMV_M;
+    bool gemv = skinny && g->pw && M < CG_GEMV_M;
     skinny = skinny && !g->pw;   /* packed from 8 rows: the general tile */
-    int skc = g->m.v < CG_GEMV_M ? c->s->skinny_kc : c->s->skinny_fma_kc;
+    int skc = M < CG_GEMV_M ? c->s->skinny_kc : c->s->skinny_fma_kc;
     /* few row blocks over a packed B: their panel block from L1 */
-    bool few = g->pw && !gemv && !skinny && !mdyn && (g->m.v + rows - 1) / rows <= CG_FEW_ROW_BLOCKS;
-    mm_tile u = {.g = g, .kc = gemv ? (int)g->kd.v : skinny ? skc : few ? c->s->tile_kc_few : c->s->tile_kc, .pk = -1};
+    bool few = g->pw && !gemv && !skinny && !mdyn && (M + rows - 1) / rows <= CG_FEW_ROW_BLOCKS;
+    mm_tile u = {.g = g, .flat = flat, .kc = gemv ? (int)g->kd.v : skinny ? skc : few ? c->s->tile_kc_few : c->s->tile_kc, .pk = -1};
     int64_t mcb = !skinny && !mdyn ? c->s->gemm_apack_mc_blocks : c->s->gemm_mc_blocks;
     if (!skinny && !gemv && !mdyn && !few)
-        cg_schedule_gemm_apack(c->s, (g->m.v + rows - 1) / rows, rows, width, (int)ir_dtype_size(c->cdt), !g->pw,
+        cg_schedule_gemm_apack(c->s, (M + rows - 1) / rows, rows, width, (int)ir_dtype_size(c->cdt), !g->pw,
                                &u.kc, &mcb);
     if (ir_dim_is_const(g->kd) && g->kd.v > 0 && u.kc > g->kd.v)
         u.kc = (int)g->kd.v;   /* one block: the panel and packed A need no more rows than K */
     /* pack B's panel when several row blocks share it (with one block
      * the copy would be read once) */
-    bool pack = !g->pw && (mdyn || g->m.v > rows);
+    bool pack = !g->pw && (mdyn || M > rows);
     if (pack && (u.pk = kir_add_scratch(c->k, "bpanel", KIR_SPACE_THREAD, c->cdt, 2,
                                         (int64_t[]){u.kc, width})) < 0)
         return -1;
     cg_tile t = {
-        .nbat = nbat, .m = mdyn ? 0 : g->m.v, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
+        .nbat = nbat, .m = mdyn ? 0 : M, .m_dyn = mdyn ? lw_dim_of(c->k, g->m) : NULL, .ng = 1, .n = g->n.v,
         .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = mcb,
-        .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, g->m.v, g->n.v,
+        .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, M, g->n.v,
                                                             g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
         .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !gemv && !mdyn, .kc = u.kc, .kstep = mm_kstep,
         .setup = mm_setup, .k_open = mm_k_open, .pack = g->pw ? mm_panel : pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
@@ -1059,7 +1103,10 @@ int lower_matmul(lctx *c)
      * matters because B's rows are a page apart for large N. */
     int vl = c->s->lanes * 4 / (int)ir_dtype_size(dt);
     int rows, vecs;
-    cg_schedule_gemm_tile(c->s, ir_dim_is_const(g.m) ? g.m.v : 0, vl > 0 && consts ? (g.n.v + vl - 1) / vl : 0,
+    int64_t tbat;
+    bool tflat;
+    int64_t tm = consts ? tile_m(&g, &tbat, &tflat) : 0;   /* the tile's rows (lower_tiled's M) */
+    cg_schedule_gemm_tile(c->s, ir_dim_is_const(g.m) ? tm : 0, vl > 0 && consts ? (g.n.v + vl - 1) / vl : 0,
                           consts ? g.kd.v * g.n.v * (int64_t)ir_dtype_size(dt) : 0, &rows, &vecs);
     int64_t width = (int64_t)vl * vecs;
     /* narrower when N is: a power of two of vectors (the partial chunk of
@@ -1078,10 +1125,10 @@ int lower_matmul(lctx *c)
         width = g.pw;
     /* packed: GEMV-like, all rows in one register tile over B's wide
      * panels; else the general tile's rows (any M: the tile's panels) */
-    if (g.pw && ir_dim_is_const(g.m) && g.m.v < CG_GEMV_M)
-        rows = (int)g.m.v;
+    if (g.pw && ir_dim_is_const(g.m) && tm < CG_GEMV_M)
+        rows = (int)tm;
     else if (g.pw && g.pk == 1)
-        rows = cg_schedule_packed_rows(c->s, ir_dim_is_const(g.m) ? g.m.v : 0);
+        rows = cg_schedule_packed_rows(c->s, ir_dim_is_const(g.m) ? tm : 0);
     /* (a narrower output buffer than the anchor's, a bf16 group root:
      * no partial sums through it, so the plain loop) */
     bool wide = dt == c->cdt && g.to->dtype == dt && c->k->bufs[c->out].dtype == dt && (dt == IR_F32 || dt == IR_F64 || ir_dtype_is_int(dt)) &&

@@ -5,7 +5,8 @@ The contraction schedules branch on the shape: skinny M (1 to 16 rows get
 their own register tile and stream B), the 6-row tile with its clamped last
 block (M = 17, 100), N narrower than a vector or not a multiple of one, odd
 K, several reduction blocks (K > 128), transposed operands, alpha/beta, C
-broadcast from [N], [M, 1] and [1, 1], batch broadcasting, rank-1 operands,
+broadcast from [N], [M, 1] and [1, 1], batch broadcasting (a 2-D B under a
+batched A: the items' rows flattened into one matrix), rank-1 operands,
 and B both a graph input and a constant weight; skinny M split between
 column chunks for threads; GEMV-like products (M < 8) over a constant B
 packed in wide panels, 8 to 16 rows over packed panels, and B an input
@@ -58,6 +59,11 @@ def cases():
     out += [
         ("mm_batch", "MatMul", [2, 3, 5, 33], [2, 3, 33, 20], None, {}, False),
         ("mm_bcast_b", "MatMul", [4, 7, 70], [70, 45], None, {}, True),
+        # a 2-D B shared by the batch: the items' rows are one matrix (a
+        # time-major classifier's 32 one-row items; rank 4)
+        ("mm_flat_rows", "MatMul", [32, 1, 256], [256, 37], None, {}, False),
+        ("mm_flat_rows_w", "MatMul", [32, 1, 256], [256, 37], None, {}, True),
+        ("mm_flat_rank4", "MatMul", [2, 3, 5, 64], [64, 100], None, {}, True),
         ("mm_bcast_b1", "MatMul", [4, 16, 70], [1, 70, 45], None, {}, False),
         ("mm_bcast_a", "MatMul", [1, 3, 130], [5, 130, 24], None, {}, False),
         ("mm_vec_a", "MatMul", [300], [300, 40], None, {}, True),
