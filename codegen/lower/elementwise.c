@@ -406,7 +406,7 @@ kir_expr *lw_formula(lctx *c)
     case IR_OP_CLIP: {
         /* constant bounds (ReLU6's 0 and 6) as a compare and a blend each */
         kir_expr *r = x;
-        double lo = const_scalar(n->in[1]), hi = n->nin > 2 ? const_scalar(n->in[2]) : NAN;
+        double lo = n->nin > 1 ? const_scalar(n->in[1]) : NAN, hi = n->nin > 2 ? const_scalar(n->in[2]) : NAN;
         if (y)
             r = t == IR_F32 && lo == lo ? lw_max_const(k, t, r, lo) : kir_op2(k, KIR_MAX, t, r, y);
         if (n->nin > 2 && n->in[2])
