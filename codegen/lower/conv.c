@@ -323,7 +323,6 @@ static bool convt_geom(const ir_node *n, geom *g)
 
 /* ---- index arithmetic ---------------------------------------------------- */
 
-static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_I64, a, b); }
 
 /* max(0, ceil(a / s)) for s > 0: a negative numerator truncates to <= 0,
  * which the max clamps, so truncating division is enough. */
@@ -338,8 +337,8 @@ static void tap_range(kir_kernel *k, kir_expr *start, int64_t d, int64_t kn, kir
                       kir_expr **lo, kir_expr **hi)
 {
     kir_expr *kc = lw_i64c(k, kn);
-    *lo = lw_imin(k, kc, cdiv0(k, isub(k, a, start), d));
-    *hi = lw_imin(k, kc, cdiv0(k, isub(k, b, start), d));
+    *lo = lw_imin(k, kc, cdiv0(k, lw_isub(k, a, start), d));
+    *hi = lw_imin(k, kc, cdiv0(k, lw_isub(k, b, start), d));
 }
 
 /* A VECTOR width for a loop of `extent` iterations: of lanes, lanes/2,
@@ -506,12 +505,12 @@ static int lower_pool(lctx *c)
         for (int j = 0; j < g.n; j++) {
             kir_expr *a = lo[j], *e = hi[j];
             if (incl && g.same[j])
-                tap_range(k, start[j], g.d[j], g.k[j], isub(k, lw_i64c(k, 0), g_pb(k, &g, j)),
+                tap_range(k, start[j], g.d[j], g.k[j], lw_isub(k, lw_i64c(k, 0), g_pb(k, &g, j)),
                           kir_iadd(k, g_in(k, &g, j), g_pe(k, &g, j)), &a, &e);
             else if (incl)
                 tap_range(k, start[j], g.d[j], g.k[j], lw_i64c(k, -g.pb[j]), lw_iaddc(k, g_in(k, &g, j), g.pe[j]),
                           &a, &e);
-            cnt = kir_imul(k, cnt, lw_imax(k, lw_i64c(k, 0), isub(k, e, a)));
+            cnt = kir_imul(k, cnt, lw_imax(k, lw_i64c(k, 0), lw_isub(k, e, a)));
         }
         v = kir_op2(k, KIR_DIV, t, v, kir_op1(k, KIR_CAST, t, cnt));
     } else if (n->op == IR_OP_LP_POOL) {
@@ -700,7 +699,7 @@ static int lower_conv_transpose(lctx *c)
     for (int j = 0; j < g.n; j++) {
         /* t = o + pb - kk*d must lie in [0, (in-1)*s] */
         kir_expr *op = lw_iaddc(k, o[j], g.pb[j]);
-        kir_expr *last = g.ind[j].sym ? lw_iaddc(k, isub(k, op, lw_imulc(k, g_in(k, &g, j), g.s[j])), g.s[j])
+        kir_expr *last = g.ind[j].sym ? lw_iaddc(k, lw_isub(k, op, lw_imulc(k, g_in(k, &g, j), g.s[j])), g.s[j])
                                       : lw_iaddc(k, op, -(g.in[j] - 1) * g.s[j]);
         kir_expr *lo = lw_imin(k, lw_i64c(k, g.k[j]), cdiv0(k, last, g.d[j]));
         kir_expr *hi = lw_imin(k, lw_i64c(k, g.k[j]), cdiv0(k, lw_iaddc(k, op, 1), g.d[j]));
@@ -710,7 +709,7 @@ static int lower_conv_transpose(lctx *c)
             return -1;
         in = &l->body;
         wi[2 + j] = kir_var(k, v);
-        kir_expr *tt = isub(k, op, lw_imulc(k, kir_var(k, v), g.d[j]));
+        kir_expr *tt = lw_isub(k, op, lw_imulc(k, kir_var(k, v), g.d[j]));
         xi[2 + j] = lw_idivc(k, tt, g.s[j]);
         if (g.s[j] > 1) {
             kir_expr *ok = kir_op2(k, KIR_EQ, IR_BOOL, lw_iremc(k, tt, g.s[j]), lw_i64c(k, 0));
@@ -819,10 +818,10 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
             off = kir_iadd(k, off, lw_imulc(k, lw_iaddc(k, lw_imulc(k, kk[j], g->d[j]), -g->pb[j]), f->plane[j]));
         /* rows r with 0 <= r + kk0*d - pb < in0 */
         kir_expr *sh = lw_iaddc(k, lw_imulc(k, kk[0], g->d[0]), -g->pb[0]);
-        kir_expr *rlo = lw_imax(k, lw_i64c(k, 0), isub(k, lw_i64c(k, 0), sh));
-        kir_expr *rhi = lw_imin(k, g_out(k, g, 0), isub(k, g_in(k, g, 0), sh));
-        lo = lw_imax(k, lw_imulc(k, rlo, f->plane[0]), isub(k, lw_i64c(k, 0), off));
-        hi = lw_imin(k, lw_imulc(k, rhi, f->plane[0]), isub(k, lw_i64c(k, g->in[0] * f->plane[0]), off));
+        kir_expr *rlo = lw_imax(k, lw_i64c(k, 0), lw_isub(k, lw_i64c(k, 0), sh));
+        kir_expr *rhi = lw_imin(k, g_out(k, g, 0), lw_isub(k, g_in(k, g, 0), sh));
+        lo = lw_imax(k, lw_imulc(k, rlo, f->plane[0]), lw_isub(k, lw_i64c(k, 0), off));
+        hi = lw_imin(k, lw_imulc(k, rhi, f->plane[0]), lw_isub(k, lw_i64c(k, g->in[0] * f->plane[0]), off));
         ip[L] = kir_iadd(k, v, off);
         for (int j = 0; j < L; j++)
             ip[j] = lw_i64c(k, 0);
@@ -845,8 +844,8 @@ static int fconv_taps(lctx *c, const fconv *f, kir_block *b, kir_expr *ci0, int6
         /* ox is inside when 0 <= ox*s + kx*d - pb < in */
         kir_expr *off = g_tap(k, g, L, kk[L]);
         kir_expr *ow = g_out(k, g, L);
-        lo = lw_imin(k, ow, cdiv0(k, isub(k, lw_i64c(k, 0), off), g->s[L]));
-        hi = lw_imin(k, ow, cdiv0(k, isub(k, g_in(k, g, L), off), g->s[L]));
+        lo = lw_imin(k, ow, cdiv0(k, lw_isub(k, lw_i64c(k, 0), off), g->s[L]));
+        hi = lw_imin(k, ow, cdiv0(k, lw_isub(k, g_in(k, g, L), off), g->s[L]));
         for (int j = 0; j < L; j++)
             ip[j] = kir_iadd(k, f->start[j], lw_imulc(k, kk[j], g->d[j]));
         ip[L] = kir_iadd(k, lw_imulc(k, v, g->s[L]), off);
@@ -1142,14 +1141,14 @@ static kir_expr *ct_b(lctx *c, cg_tile *t, kir_expr *gr, kir_expr *jv)
      * anyway), compared in i32 (half the registers of i64) */
     kir_expr *j32 = kir_op1(k, KIR_CAST, IR_I32, jv);
     if (g->pb[L] > 0) {
-        kir_expr *lo = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, lw_i64c(k, 0), off), g->s[L]));
+        kir_expr *lo = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, lw_isub(k, lw_i64c(k, 0), off), g->s[L]));
         ok = kir_op2(k, KIR_LE, IR_BOOL, lo, j32);
     }
     /* the last window passes the input's end (with symbolic sizes: only
      * where there is end padding, since the output is the floor; with
      * SAME the last window ends at in - 1 + pe) */
     if (g->sym ? g->pe[L] > 0 : (g->out[L] - 1) * g->s[L] + (g->k[L] - 1) * g->d[L] - g->pb[L] >= g->in[L]) {
-        kir_expr *hi = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, isub(k, g_in(k, g, L), off), g->s[L]));
+        kir_expr *hi = kir_op1(k, KIR_CAST, IR_I32, cdiv0(k, lw_isub(k, g_in(k, g, L), off), g->s[L]));
         kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, j32, hi);
         ok = ok ? kir_op2(k, KIR_AND, IR_BOOL, ok, lt) : lt;
     }

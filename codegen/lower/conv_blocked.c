@@ -228,15 +228,6 @@ static kir_expr *w_at(lctx *c, const bconv *g, kir_expr *ob, kir_expr *j)
     return lw_compute_dtype(bt) != bt ? kir_op1(k, KIR_CAST, lw_compute_dtype(bt), e) : e;
 }
 
-/* Rows of the register tile for m rows of output pixels: as even a split
- * into tiles of at most `most` rows as there is (the last tile's extra
- * rows are clamped to the last pixel and recomputed). */
-static int tile_rows(int64_t m, int most)
-{
-    int64_t tiles = (m + most - 1) / most;
-    return (int)((m + tiles - 1) / tiles);
-}
-
 enum { BC_MAX_VECS = 4, BC_MAX_ROWS = 28, BC_MAX_TAPS = 16 };
 
 /* bc_trips over symbolic sizes: the same trips, their count and the
@@ -907,13 +898,13 @@ int lower_conv_blocked(lctx *c)
     if (bc_amx_plan(c, &g, pairs, &amx))
         return bc_lower_amx(c, &g, &amx);
     if (pairs)
-        return bc_lower_dots(c, &g, V, tile_rows(m, most));
+        return bc_lower_dots(c, &g, V, lw_even_tile(m, most));
     /* one output block along a row: the taps share broadcasts (bc_lower_taps), R accumulators
      * beside KW weights and two or three broadcasts */
     int taps_most = ((wide ? 32 : 16) - 3 - (int)g.KW * regs_per_vec) / regs_per_vec;
     if (taps_most > most)
         taps_most = most;
-    if (taps_most > 1 && bc_taps_fit(&g, V, tile_rows(m, taps_most)))
-        return bc_lower_taps(c, &g, tile_rows(m, taps_most));
-    return bc_lower(c, &g, V, tile_rows(m, most));
+    if (taps_most > 1 && bc_taps_fit(&g, V, lw_even_tile(m, taps_most)))
+        return bc_lower_taps(c, &g, lw_even_tile(m, taps_most));
+    return bc_lower(c, &g, V, lw_even_tile(m, most));
 }

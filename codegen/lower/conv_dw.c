@@ -20,7 +20,6 @@
 
 enum { DW_MAX_UNROLL = 16 };   /* kw taps written out; wider kernels loop */
 
-static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_I64, a, b); }
 
 /* max(0, ceil(a / s)) for s > 0 (a truncating division clamped). */
 static kir_expr *cdiv0(kir_kernel *k, kir_expr *a, int64_t s)
@@ -133,8 +132,8 @@ static int dw_span(lctx *c, const dwrow *r, kir_block *b, kir_expr *lo, kir_expr
     if (!vector) {
         /* the kw with 0 <= ow*s + kw*d - pad < W */
         kir_expr *st = dw_start(k, g, 1, ow), *kc = lw_i64c(k, g->k[1]);
-        kwlo = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, 0), st), g->d[1]));
-        kwhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_dim_of(k, g->ind[1]), st), g->d[1]));
+        kwlo = lw_imin(k, kc, cdiv0(k, lw_isub(k, lw_i64c(k, 0), st), g->d[1]));
+        kwhi = lw_imin(k, kc, cdiv0(k, lw_isub(k, lw_dim_of(k, g->ind[1]), st), g->d[1]));
     }
     if (dw_taps(c, r, &l->body, ow, kwlo, kwhi) < 0)
         return -1;
@@ -160,8 +159,8 @@ int lower_conv_dw(lctx *c, const cg_conv2d *g)
     r.oh = kir_var(k, vh);
     r.ih0 = dw_start(k, g, 0, r.oh);
     kir_expr *kc = lw_i64c(k, g->k[0]);
-    r.khlo = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, 0), r.ih0), g->d[0]));
-    r.khhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_dim_of(k, g->ind[0]), r.ih0), g->d[0]));
+    r.khlo = lw_imin(k, kc, cdiv0(k, lw_isub(k, lw_i64c(k, 0), r.ih0), g->d[0]));
+    r.khhi = lw_imin(k, kc, cdiv0(k, lw_isub(k, lw_dim_of(k, g->ind[0]), r.ih0), g->d[0]));
     /* the interior: ow*s - pad >= 0 and ow*s - pad + (kw-1)*d < W */
     int64_t OW = g->out[1];
     int64_t owl = ceil_div0(g->pb[1], g->s[1]);

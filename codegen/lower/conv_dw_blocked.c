@@ -76,7 +76,6 @@ static bool dwb_geom(const ir_node *n, dwb *g)
     return true;
 }
 
-static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_I64, a, b); }
 
 /* max(0, ceil(a / s)) for s > 0. */
 static kir_expr *cdiv0(kir_kernel *k, kir_expr *a, int64_t s)
@@ -119,7 +118,7 @@ static int dwb_span(lctx *c, const dwb *g, kir_block *b, kir_expr *lo, kir_expr 
             return 0;
         ntile = lw_i64c(k, clamp ? (chi - clo + R - 1) / R : (chi - clo) / R);
     } else {
-        ntile = lw_idivc(k, lw_iaddc(k, isub(k, hi, lo), clamp ? R - 1 : 0), R);
+        ntile = lw_idivc(k, lw_iaddc(k, lw_isub(k, hi, lo), clamp ? R - 1 : 0), R);
     }
     int vt = kir_new_var(k), vj = kir_new_var(k), vh = kir_new_var(k);
     kir_stmt *lt = kir_for(k, b, vt, lw_i64c(k, 0), ntile, KIR_SERIAL, 0);
@@ -173,15 +172,6 @@ static int dwb_span(lctx *c, const dwb *g, kir_block *b, kir_expr *lo, kir_expr 
     return 0;
 }
 
-/* Tile rows for m pixels: as even a split into tiles of at most `most`. */
-static int dwb_rows(int64_t m, int most)
-{
-    if (m < 1)
-        return 1;
-    int64_t tiles = (m + most - 1) / most;
-    return (int)((m + tiles - 1) / tiles);
-}
-
 /* The row's interior [owl, owh) where every tap is inside, as index
  * expressions (0 <= owl <= owh <= OW): ow*s - pad >= 0 and
  * ow*s - pad + (kw-1)*d < W. */
@@ -229,8 +219,8 @@ static int lower_conv_dw_blocked(lctx *c)
     }
     g->ih0 = lw_iaddc(k, lw_imulc(k, g->oh, g->s[0]), -g->p[0]);
     kir_expr *kc = lw_i64c(k, g->KH);
-    g->khlo = lw_imin(k, kc, cdiv0(k, isub(k, lw_i64c(k, 0), g->ih0), g->d[0]));
-    g->khhi = lw_imin(k, kc, cdiv0(k, isub(k, lw_dim_of(k, g->hd), g->ih0), g->d[0]));
+    g->khlo = lw_imin(k, kc, cdiv0(k, lw_isub(k, lw_i64c(k, 0), g->ih0), g->d[0]));
+    g->khhi = lw_imin(k, kc, cdiv0(k, lw_isub(k, lw_dim_of(k, g->hd), g->ih0), g->d[0]));
     kir_expr *owl, *owh;
     dwb_interior(k, g, &owl, &owh);
     /* accumulators: what the registers hold beside W's vector and the
@@ -245,7 +235,7 @@ static int lower_conv_dw_blocked(lctx *c)
         return -1;
     if (!g->sym) {
         int64_t lo = owl->c.i, hi = owh->c.i;
-        if (dwb_span(c, g, b, owl, owh, dwb_rows(hi - lo, most), false, true) < 0)
+        if (dwb_span(c, g, b, owl, owh, lw_even_tile(hi - lo, most), false, true) < 0)
             return -1;
     } else {
         /* whole tiles of `most` pixels, then of 8, 4, 2 and 1 (at most one
@@ -255,7 +245,7 @@ static int lower_conv_dw_blocked(lctx *c)
         for (int R = most; R >= 1; R = R > 8 ? 8 : R / 2) {
             if (dwb_span(c, g, b, mid, owh, R, false, false) < 0)
                 return -1;
-            mid = kir_iadd(k, mid, lw_imulc(k, lw_idivc(k, isub(k, owh, mid), R), R));
+            mid = kir_iadd(k, mid, lw_imulc(k, lw_idivc(k, lw_isub(k, owh, mid), R), R));
         }
     }
     return dwb_span(c, g, b, owh, OW, 1, true, true);

@@ -85,16 +85,6 @@ bool cg_can_lower_pwdw(const ir_node *n)
     return pd_geom(n, &g);
 }
 
-static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_I64, a, b); }
-
-/* Pixels per tile for m pixels: as even a split into tiles of at most
- * `most` as there is (the last tile's extras clamped and recomputed). */
-static int pd_rows(int64_t m, int most)
-{
-    int64_t tiles = (m + most - 1) / most;
-    return (int)((m + tiles - 1) / tiles);
-}
-
 /* Zeros T's rows [lo, hi), columns [c0, c1) (constants or expressions). */
 static int pd_zero(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *lo, kir_expr *hi, int64_t c0, int64_t c1)
 {
@@ -119,7 +109,7 @@ static int pd_pointwise(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *n
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    int V = g->V, R = pd_rows(g->W, (c->s->target->vector_regs >= 32 ? PD_MOST : PD_MOST16) / V);
+    int V = g->V, R = lw_even_tile(g->W, (c->s->target->vector_regs >= 32 ? PD_MOST : PD_MOST16) / V);
     int64_t NT = (g->W + R - 1) / R;
     int vr = kir_new_var(k), vt = kir_new_var(k), vj = kir_new_var(k);
     kir_stmt *lr = kir_for(k, b, vr, lo, hi, KIR_SERIAL, 0);
@@ -166,10 +156,7 @@ static int pd_pointwise(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *n
             if (act == 's')
                 x = kir_op2(k, KIR_MUL, IR_F32, x, lw_sigmoid(k, IR_F32, x));
             else if (act == 'h')
-                x = kir_op2(k, KIR_MUL, IR_F32, x,
-                            lw_max_const(k, IR_F32,
-                                         lw_min_const(k, IR_F32, kir_op3(k, KIR_FMA, IR_F32, kir_const_f(k, IR_F32, 1.0 / 6),
-                                                                          x, kir_const_f(k, IR_F32, 0.5)), 1), 0));
+                x = kir_op2(k, KIR_MUL, IR_F32, x, lw_hard_sigmoid(k, IR_F32, x, 1.0 / 6, 0.5));
             if (bl)
                 x = lov ? kir_op2(k, KIR_MAX, IR_F32, x, lov) : lw_max_const(k, IR_F32, x, ir_tensor_getf(&bl->cval, 0));
             if (bh)
@@ -187,7 +174,7 @@ static int pd_depthwise(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *n
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    int R = pd_rows(g->OW, c->s->target->vector_regs >= 32 ? PD_DW_MOST : PD_DW_MOST16);
+    int R = lw_even_tile(g->OW, c->s->target->vector_regs >= 32 ? PD_DW_MOST : PD_DW_MOST16);
     int64_t NT = (g->OW + R - 1) / R;
     int vv = kir_new_var(k), vr = kir_new_var(k), vt = kir_new_var(k), vj = kir_new_var(k), vh = kir_new_var(k);
     kir_stmt *lv = kir_for(k, b, vv, lw_i64c(k, 0), lw_i64c(k, g->V), KIR_SERIAL, 0);
@@ -248,11 +235,11 @@ int lower_pwdw(lctx *c)
     /* the strip: output rows [oh0, oh0 + rs), T's row r input row ih0 + r,
      * `need` of them read; input rows inside [tlo, thi) */
     kir_expr *oh0 = kir_let(k, b, lw_imulc(k, st, g->RS));
-    kir_expr *rs = kir_let(k, b, lw_imin(k, lw_i64c(k, g->RS), isub(k, lw_i64c(k, g->OH), oh0)));
+    kir_expr *rs = kir_let(k, b, lw_imin(k, lw_i64c(k, g->RS), lw_isub(k, lw_i64c(k, g->OH), oh0)));
     kir_expr *ih0 = kir_let(k, b, lw_iaddc(k, lw_imulc(k, oh0, g->s[0]), -g->p[0]));
     kir_expr *need = kir_let(k, b, lw_iaddc(k, lw_imulc(k, lw_iaddc(k, rs, -1), g->s[0]), g->KH));
-    kir_expr *tlo = kir_let(k, b, lw_imin(k, need, lw_imax(k, lw_i64c(k, 0), isub(k, lw_i64c(k, 0), ih0))));
-    kir_expr *thi = kir_let(k, b, lw_imin(k, need, lw_imax(k, tlo, isub(k, lw_i64c(k, g->H), ih0))));
+    kir_expr *tlo = kir_let(k, b, lw_imin(k, need, lw_imax(k, lw_i64c(k, 0), lw_isub(k, lw_i64c(k, 0), ih0))));
+    kir_expr *thi = kir_let(k, b, lw_imin(k, need, lw_imax(k, tlo, lw_isub(k, lw_i64c(k, g->H), ih0))));
     if (!thi || pd_zero(c, g, b, t, lw_i64c(k, 0), tlo, 0, g->Wp) < 0 || pd_zero(c, g, b, t, thi, need, 0, g->Wp) < 0 ||
         pd_zero(c, g, b, t, tlo, thi, 0, g->p[1]) < 0 || pd_zero(c, g, b, t, tlo, thi, g->p[1] + g->W, g->Wp) < 0 ||
         pd_pointwise(c, g, b, t, nb, mb, ih0, tlo, thi) < 0)

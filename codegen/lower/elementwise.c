@@ -71,17 +71,6 @@ kir_expr *lw_expm1(lctx *c, kir_expr *x)
     return kir_op3(k, KIR_SELECT, t, near, small, big);
 }
 
-/* max(0, min(1, alpha*x + beta)) */
-static kir_expr *hard_sigmoid(lctx *c, kir_expr *x, double alpha, double beta)
-{
-    kir_kernel *k = c->k;
-    ir_dtype t = c->cdt;
-    kir_expr *y = kir_op3(k, KIR_FMA, t, cf(c, alpha), x, cf(c, beta));
-    if (t == IR_F32)   /* a compare and a blend per bound */
-        return lw_max_const(k, t, lw_min_const(k, t, y, 1), 0);
-    return kir_op2(k, KIR_MAX, t, cf(c, 0), kir_op2(k, KIR_MIN, t, cf(c, 1), y));
-}
-
 /* v converted to t (no-op when it already is t). */
 static kir_expr *cvt(lctx *c, kir_expr *v, ir_dtype t)
 {
@@ -376,8 +365,8 @@ kir_expr *lw_formula(lctx *c)
         kir_expr *em = kir_op2(k, KIR_MUL, t, cf(c, alpha), lw_expm1(c, x));
         return kir_op2(k, KIR_MUL, t, cf(c, gamma), kir_op3(k, KIR_SELECT, t, le, em, x));
     }
-    case IR_OP_HARD_SIGMOID: return hard_sigmoid(c, x, alpha, beta);
-    case IR_OP_HARD_SWISH: return kir_op2(k, KIR_MUL, t, x, hard_sigmoid(c, x, 1.0 / 6, 0.5));
+    case IR_OP_HARD_SIGMOID: return lw_hard_sigmoid(k, c->cdt, x, alpha, beta);
+    case IR_OP_HARD_SWISH: return kir_op2(k, KIR_MUL, t, x, lw_hard_sigmoid(k, c->cdt, x, 1.0 / 6, 0.5));
     case IR_OP_SOFTPLUS: return softplus(c, x);
     case IR_OP_SOFTSIGN:
         return kir_op2(k, KIR_DIV, t, x, kir_op2(k, KIR_ADD, t, cf(c, 1), kir_op1(k, KIR_ABS, t, x)));

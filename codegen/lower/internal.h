@@ -72,9 +72,20 @@ static inline bool lw_const_i(const kir_expr *x, int64_t *v)
 
 /* i64 index arithmetic; the *c forms take a constant and skip identities. */
 static inline kir_expr *lw_imin(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MIN, IR_I64, a, b); }
+static inline kir_expr *lw_isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_I64, a, b); }
 static inline kir_expr *lw_imax(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_MAX, IR_I64, a, b); }
 static inline kir_expr *lw_iaddc(kir_kernel *k, kir_expr *a, int64_t b) { return b ? kir_iadd(k, a, lw_i64c(k, b)) : a; }
 static inline kir_expr *lw_imulc(kir_kernel *k, kir_expr *a, int64_t b) { return b != 1 ? kir_imul(k, a, lw_i64c(k, b)) : a; }
+/* Items per tile for m items (pixels of a row) in tiles of at most
+ * `most`: as even a split as there is (a last tile's extras are clamped
+ * to the last item and recomputed); 1 for no items. */
+static inline int lw_even_tile(int64_t m, int most)
+{
+    if (m < 1)
+        return 1;
+    int64_t tiles = (m + most - 1) / most;
+    return (int)((m + tiles - 1) / tiles);
+}
 /* Spreading a prefetch over blocks (tile.c's row blocks, conv_blocked.c's
  * pixel trips): n consecutive blocks share a panel, the first streaming
  * it, and each block after it hints lw_spread_count(n, L) of the next
@@ -163,6 +174,17 @@ static inline kir_expr *lw_min_const(kir_kernel *k, ir_dtype t, kir_expr *x, dou
     if (v != v || (v == 0 && !signbit(v)))
         return kir_op2(k, KIR_MIN, t, x, c);
     return kir_op3(k, KIR_SELECT, t, kir_op2(k, KIR_LE, IR_BOOL, c, x), c, x);
+}
+
+/* HardSigmoid(x) = max(0, min(1, alpha x + beta)) of x of float dtype t
+ * (HardSigmoid's and HardSwish's lowering, and HardSwish's inside a fused
+ * kernel): on f32 each bound a compare and a blend (lw_max_const). */
+static inline kir_expr *lw_hard_sigmoid(kir_kernel *k, ir_dtype t, kir_expr *x, double alpha, double beta)
+{
+    kir_expr *y = kir_op3(k, KIR_FMA, t, kir_const_f(k, t, alpha), x, kir_const_f(k, t, beta));
+    if (t == IR_F32)
+        return lw_max_const(k, t, lw_min_const(k, t, y, 1), 0);
+    return kir_op2(k, KIR_MAX, t, kir_const_f(k, t, 0), kir_op2(k, KIR_MIN, t, kir_const_f(k, t, 1), y));
 }
 
 /* Sigmoid(x) = 1 / (1 + e^-x) for x of float dtype t (Sigmoid's

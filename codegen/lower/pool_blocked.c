@@ -26,15 +26,14 @@ bool cg_pool_blocked_ok(const lctx *c)
     return n->in[0]->type.dtype == IR_F32 && n->out[0]->type.dtype == IR_F32 && n->in[0]->type.rank == 5;
 }
 
-static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_op2(k, KIR_SUB, IR_I64, a, b); }
 
 /* The taps t in [0, kn) with a <= start + t*d < b: [lo, hi). */
 static void taps(kir_kernel *k, kir_expr *start, int64_t d, int64_t kn, int64_t a, int64_t b, kir_expr **lo,
                  kir_expr **hi)
 {
     kir_expr *kc = lw_i64c(k, kn);
-    kir_expr *l = lw_idivc(k, lw_iaddc(k, isub(k, lw_i64c(k, a), start), d - 1), d);
-    kir_expr *h = lw_idivc(k, lw_iaddc(k, isub(k, lw_i64c(k, b), start), d - 1), d);
+    kir_expr *l = lw_idivc(k, lw_iaddc(k, lw_isub(k, lw_i64c(k, a), start), d - 1), d);
+    kir_expr *h = lw_idivc(k, lw_iaddc(k, lw_isub(k, lw_i64c(k, b), start), d - 1), d);
     *lo = lw_imin(k, kc, lw_imax(k, lw_i64c(k, 0), l));
     *hi = lw_imin(k, kc, lw_imax(k, lw_i64c(k, 0), h));
 }
@@ -97,7 +96,7 @@ int lower_pool_blocked(lctx *c, const cg_pool2d *g)
             kir_expr *a = lo[i], *e = hi[i];
             if (incl)
                 taps(k, st[i], g->d[i], g->k[i], -g->pb[i], g->in[i] + g->pe[i], &a, &e);
-            cnt = kir_imul(k, cnt, lw_imax(k, lw_i64c(k, 0), isub(k, e, a)));
+            cnt = kir_imul(k, cnt, lw_imax(k, lw_i64c(k, 0), lw_isub(k, e, a)));
         }
         /* a uniform reciprocal: the widened loop has no varying division */
         kir_expr *r = kir_op2(k, KIR_DIV, IR_F32, kir_const_f(k, IR_F32, 1), kir_op1(k, KIR_CAST, IR_F32, cnt));
