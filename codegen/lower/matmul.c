@@ -498,14 +498,6 @@ static kir_expr *mm_epi(lctx *c, cg_tile *t, kir_expr *v, kir_expr *row, kir_exp
     return epilogue(c, u->g, v, m, j);
 }
 
-/* The register-blocked form (see the file comment). Needs constant N, K
- * and batch dims (the parallel loop's bounds must be constant); M may be
- * symbolic (a batch of rows), then the chunks split the columns. Skinny
- * shapes (constant M <= CG_SKINNY_M) of a B not packed stream: short
- * reduction blocks over all columns, so B is read row after row; those
- * with enough rows to be bound by the FMAs split the columns between a
- * few chunks for threads (cg_schedule_skinny_chunks). With B packed they
- * are GEMV-like (below) or take the general tile. */
 /* The tile's rows for g (static sizes, else M) and its batch count: with
  * B 2-D, shared by every batch item, and A holding every item's rows (not
  * broadcast), the items' rows are one matrix of nbat x M rows, A's batch
@@ -527,6 +519,14 @@ static int64_t tile_m(const mm_geo *g, int64_t *nbat, bool *flat)
     return m;
 }
 
+/* The register-blocked form (see the file comment). Needs constant N, K
+ * and batch dims (the parallel loop's bounds must be constant); M may be
+ * symbolic (a batch of rows), then the chunks split the columns. Skinny
+ * shapes (constant M <= CG_SKINNY_M) of a B not packed stream: short
+ * reduction blocks over all columns, so B is read row after row; those
+ * with enough rows to be bound by the FMAs split the columns between a
+ * few chunks for threads (cg_schedule_skinny_chunks). With B packed they
+ * are GEMV-like (below) or take the general tile. */
 static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
 {
     int64_t nbat;
