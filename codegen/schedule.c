@@ -112,6 +112,10 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->par_shared_ops = 500;
     s->par_shared_bytes = 32 << 10;
     s->dot_tiles = wide ? 4 : 2;
+    /* 28 and 14 of 32 registers, 12 and 6 of 16 (the rest: W's vectors
+     * and the loads) */
+    s->pwdw_acc = wide ? 28 : 12;
+    s->pwdw_dw_acc = wide ? 14 : 6;
     s->dot_chunk = 16;
     s->conv_kc = 128;
     s->conv_unroll = 8;

@@ -78,6 +78,9 @@ typedef struct cg_schedule {
     int64_t par_shared_ops, par_shared_bytes;
     /* transposed-B contractions: dot-product tiles along k */
     int dot_tiles;             /* dot x dot accumulators */
+    /* the fused 1x1 + depthwise conv (conv_pwdw.c): accumulators of its
+     * 1x1 tile (pixels x channel blocks) and of its depthwise tile */
+    int pwdw_acc, pwdw_dw_acc;
     int dot_chunk;             /* tiles of rows (and of columns) in a parallel chunk */
     /* convolutions (conv.c, conv_blocked.c) */
     int conv_kc;               /* implicit-GEMM reduction block */

@@ -30,9 +30,9 @@
 
 #include <string.h>
 
-/* accumulators of the two tiles with 32 vector registers (AVX-512), and
- * with 16 (AVX2: 12 and 6, the rest holding W's vectors and the loads) */
-enum { PD_MOST = 28, PD_DW_MOST = 14, PD_MOST16 = 12, PD_DW_MOST16 = 6 };
+/* the most accumulators either tile takes (the schedule's pwdw_acc and
+ * pwdw_dw_acc are at most these) */
+enum { PD_MOST = 28, PD_DW_MOST = 14 };
 
 typedef struct {
     int64_t N, CB, H, W, CL, MB, ML, KH, KW, OH, OW, Wp;
@@ -109,7 +109,8 @@ static int pd_pointwise(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *n
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    int V = g->V, R = lw_even_tile(g->W, (c->s->target->vector_regs >= 32 ? PD_MOST : PD_MOST16) / V);
+    int most = c->s->pwdw_acc < PD_MOST ? c->s->pwdw_acc : PD_MOST;
+    int V = g->V, R = lw_even_tile(g->W, most / V > 0 ? most / V : 1);
     int64_t NT = (g->W + R - 1) / R;
     int vr = kir_new_var(k), vt = kir_new_var(k), vj = kir_new_var(k);
     kir_stmt *lr = kir_for(k, b, vr, lo, hi, KIR_SERIAL, 0);
@@ -174,7 +175,7 @@ static int pd_depthwise(lctx *c, const pwdw *g, kir_block *b, int t, kir_expr *n
 {
     kir_kernel *k = c->k;
     const ir_node *n = c->n;
-    int R = lw_even_tile(g->OW, c->s->target->vector_regs >= 32 ? PD_DW_MOST : PD_DW_MOST16);
+    int R = lw_even_tile(g->OW, c->s->pwdw_dw_acc < PD_DW_MOST && c->s->pwdw_dw_acc > 0 ? c->s->pwdw_dw_acc : PD_DW_MOST);
     int64_t NT = (g->OW + R - 1) / R;
     int vv = kir_new_var(k), vr = kir_new_var(k), vt = kir_new_var(k), vj = kir_new_var(k), vh = kir_new_var(k);
     kir_stmt *lv = kir_for(k, b, vv, lw_i64c(k, 0), lw_i64c(k, g->V), KIR_SERIAL, 0);
