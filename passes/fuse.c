@@ -175,6 +175,60 @@ static int half_cast(const pass_ctx *c, const ir_node *n, int i, const int *at, 
     return p;
 }
 
+/* p is a constant Pad by zeros (no value input) of a static f32 blocked
+ * tensor [N, C/cb, H, W, cb] along H and W only, by amounts >= 0: the
+ * layout pass's explicit padding of a conv's input (pad_plane). */
+static bool pad_out_candidate(const ir_node *p)
+{
+    if (p->op != IR_OP_PAD || p->nout != 1 || p->nin < 2 || p->nin > 2 || !p->in[0] || !p->in[1] ||
+        p->in[1]->kind != IR_VAL_CONST || strcmp(ir_attr_string(p, "mode", "constant"), "constant"))
+        return false;
+    const ir_type *x = &p->in[0]->type, *o = &p->out[0]->type;
+    const ir_tensor *t = &p->in[1]->cval;
+    if (x->dtype != IR_F32 || x->rank != 5 || !ir_type_is_static(x) || !ir_type_is_static(o) || t->numel != 10)
+        return false;
+    for (int i = 0; i < 10; i++) {
+        int64_t v = ir_tensor_geti(t, i);
+        if (v < 0 || v > (INT64_C(1) << 20) || (v && i % 5 != 2 && i % 5 != 3))
+            return false;
+    }
+    return true;
+}
+
+/* a may store its result into a padded buffer's interior (codegen/lower:
+ * lw_store_out): an f32 blocked conv on f32 operands read as they are (no
+ * narrow Cast in its kernel, no packed pairs), static; or a static f32
+ * Concat (its pieces copied straight into the padded buffer). */
+static bool pad_out_anchor(const ir_node *a)
+{
+    if (a->nout != 1 || !ir_type_is_static(&a->out[0]->type) || a->out[0]->type.dtype != IR_F32)
+        return false;
+    if (a->op == IR_OP_CONCAT && !a->group) {
+        for (int i = 0; i < a->nin; i++)
+            if (!a->in[i] || a->in[i]->type.dtype != IR_F32 || !ir_type_is_static(&a->in[i]->type))
+                return false;
+        return a->nin > 0;
+    }
+    if (a->op != IR_OP_CONV_NCHWC || a->nin < 2 || ir_attr_int(a, "packed_k", 1) != 1)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const ir_value *v = a->in[i];
+        if (!v || v->type.dtype != IR_F32 || (v->kind == IR_VAL_NODE && v->def->op == IR_OP_CAST))
+            return false;
+    }
+    return true;
+}
+
+/* The blocked conv anchoring group gid, whose members come before node
+ * `before`, or NULL. */
+static const ir_node *group_conv(const ir_graph *g, int gid, int before)
+{
+    for (int k = 0; k < before; k++)
+        if (g->nodes[k]->group == gid && (ir_ops[g->nodes[k]->op].flags & IR_F_ANCHOR))
+            return g->nodes[k]->op == IR_OP_CONV_NCHWC ? g->nodes[k] : NULL;
+    return NULL;
+}
+
 typedef struct {
     int *v, n;
 } heap;
@@ -363,6 +417,29 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
         ngroups++;
         fused += size;
     }
+    /* A zero Pad of a blocked conv's result, which nothing else reads (the
+     * layout pass's explicit padding of the next conv's input), joins the
+     * conv's group as its root: the conv stores into the padded buffer's
+     * interior and zeroes its border, so the Pad's copy goes
+     * (codegen/lower/lower.c, docs/fusion.md). So does a Pad of a Concat,
+     * whose pieces are then copied into the padded buffer. */
+    for (int k = 0; anchors && pass_opt_int(c, "pad-out", 1) && k < nn; k++) {
+        ir_node *pn = g->nodes[k];
+        const ir_value *x = pn->in && pn->nin ? pn->in[0] : NULL;
+        if (pn->group || !pad_out_candidate(pn) || x->kind != IR_VAL_NODE || is_out[x->id] ||
+            ustart[x->id + 1] - ustart[x->id] != 1 || at[x->id] < 0)
+            continue;
+        ir_node *xn = g->nodes[at[x->id]];
+        const ir_node *a = xn->group ? group_conv(g, xn->group, at[x->id] + 1) : xn;
+        if (!a || !pad_out_anchor(a))
+            continue;
+        if (!xn->group) {
+            xn->group = ++ngroups;
+            fused++;
+        }
+        pn->group = xn->group;
+        fused++;
+    }
     /* A narrow weight's Cast joins its contraction's kernel (the group
      * the loop above gave it, or one of its own). */
     for (int k = 0; k < nn; k++)
@@ -373,12 +450,26 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
                 fused++;
             }
         }
-    /* Number groups in node order of their roots (1, 2, ... from the
-     * top), so the printed text reads naturally. Roots were found bottom
-     * up: group gid becomes ngroups + 1 - gid. */
+    /* Number groups in node order of their roots, each group's last
+     * member (1, 2, ... from the top), so the printed text reads
+     * naturally. */
+    int *lastpos = calloc((size_t)ngroups + 1, sizeof(int)), *newid = calloc((size_t)ngroups + 1, sizeof(int));
+    if (!lastpos || !newid) {
+        free(lastpos);
+        free(newid);
+        goto oom;
+    }
     for (int k = 0; k < nn; k++)
-        if (g->nodes[k]->group)
-            g->nodes[k]->group = ngroups + 1 - g->nodes[k]->group;
+        lastpos[g->nodes[k]->group] = k;
+    for (int k = 0, next = 0; k < nn; k++) {
+        int gid = g->nodes[k]->group;
+        if (gid && lastpos[gid] == k)
+            newid[gid] = ++next;
+    }
+    for (int k = 0; k < nn; k++)
+        g->nodes[k]->group = newid[g->nodes[k]->group];
+    free(lastpos);
+    free(newid);
     bool moved = false, regrouped = false;
     for (int k = 0; k < nn; k++)
         regrouped |= g->nodes[k]->group != old[k];

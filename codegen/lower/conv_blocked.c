@@ -314,7 +314,14 @@ static kir_stmt *bc_store(lctx *c, const bconv *g, kir_block *b, kir_expr *ob, k
         kir_expr *bi[2] = {ob, j};
         val = kir_op2(k, KIR_ADD, g->integer ? IR_I32 : IR_F32, val, lw_load_in(c, 2, bi));
     }
-    return kir_store(k, b, c->out, oi, lw_to_out(c, lower_epi(c, val, oi)));
+    val = lw_to_out(c, lower_epi(c, val, oi));
+    if (c->pad_out && g->flat) {
+        /* a padded buffer's rows are longer than the plane's: pixel `row`
+         * of the flat plane at its own row and column */
+        kir_expr *si[5] = {g->nb, ob, lw_idivc(k, row, g->OW), lw_iremc(k, row, g->OW), j};
+        return lw_store_out(c, b, si, val);
+    }
+    return lw_store_out(c, b, oi, val);
 }
 
 /* The next output block group's weights at the current reduction

@@ -44,6 +44,13 @@ typedef struct {
     const ir_node *anchor;     /* the group's anchor, when epi_root is set */
     kir_expr *epi_val;         /* the anchor's value while lower_epi runs */
     bool epi_used;             /* lower_epi was called */
+    /* A group whose root is a zero Pad of its anchor's result (fuse.c's
+     * pad-out): c->out is the Pad's buffer, the anchor stores its values
+     * shifted into the interior (lw_store_out) and cg_lower_node zeroes the
+     * border. */
+    bool pad_out;
+    bool pad_used;             /* lw_store_out was called */
+    int64_t out_lo[IR_MAX_RANK];   /* the Pad's begin pads: the stores' shift */
     kir_block *root;           /* where red_outer starts the loop nest (NULL: the kernel's
                                   body); a branch of a run-time choice (reduce.c) */
     kir_expr *gpu_row;         /* CUDA rows (red_outer_rows): the thread's index in its block,
@@ -248,6 +255,10 @@ static inline kir_expr *lw_to_out(lctx *c, kir_expr *v) { return lw_to_out_i(c, 
  * FINAL values only: partial results stored to the output and read back
  * must bypass it. */
 kir_expr *lower_epi(lctx *c, kir_expr *v, kir_expr *const *idx);
+/* Stores v at the output index oi (one per dim of the anchor's result)
+ * into b: c->out at oi, or, with c->pad_out, at oi shifted into the
+ * padded buffer's interior. NULL on out of memory. */
+kir_stmt *lw_store_out(lctx *c, kir_block *b, kir_expr *const *oi, kir_expr *v);
 
 /* Input i of c->n at idx, in its dtype: loaded, or, when a member of
  * the fused group produces it (a normalization's prologue), computed. */

@@ -135,6 +135,101 @@ kir_expr *lower_epi(lctx *c, kir_expr *v, kir_expr *const *idx)
     return e;
 }
 
+kir_stmt *lw_store_out(lctx *c, kir_block *b, kir_expr *const *oi, kir_expr *v)
+{
+    if (!c->pad_out)
+        return kir_store(c->k, b, c->out, oi, v);
+    kir_expr *si[IR_MAX_RANK];
+    for (int d = 0; d < c->orank; d++)
+        si[d] = lw_iaddc(c->k, oi[d], c->out_lo[d]);
+    c->pad_used = true;
+    return kir_store(c->k, b, c->out, si, v);
+}
+
+/* ---- a zero Pad as a group's root (fuse.c's pad-out) -----------------------
+ * The anchor stores into the interior of the Pad's buffer (lw_store_out);
+ * the border is zeroed here, by the first trip of the kernel's parallel
+ * loop (each call of the kernel function runs the statements outside that
+ * loop, so zeroing there would repeat it on every thread). */
+
+/* p's begin pads into lo, the end pads into hi: the constants fuse.c's
+ * pad_out_candidate checked (a static rank-5 f32 Pad by zeros). */
+static bool pad_out_spec(const ir_node *p, int64_t *lo, int64_t *hi)
+{
+    const ir_type *x = &p->in[0]->type, *o = &p->out[0]->type;
+    if (p->nin != 2 || !p->in[1] || p->in[1]->kind != IR_VAL_CONST || p->in[1]->cval.numel != 2 * x->rank ||
+        o->rank != x->rank || !ir_type_is_static(x) || !ir_type_is_static(o))
+        return false;
+    for (int d = 0; d < x->rank; d++) {
+        lo[d] = ir_tensor_geti(&p->in[1]->cval, d);
+        hi[d] = ir_tensor_geti(&p->in[1]->cval, x->rank + d);
+        if (lo[d] < 0 || hi[d] < 0 || lo[d] + x->dims[d].v + hi[d] != o->dims[d].v)
+            return false;
+    }
+    return true;
+}
+
+/* Zeros into the border of c->out, the region outside [lo, lo + len) in
+ * some dim: per padded dim d, the slabs before and after the interior,
+ * spanning the interior in the dims before d and everything in those
+ * after it, so each border element is stored once. */
+static int zero_border(lctx *c, kir_block *b, const ir_type *ot, const int64_t *lo, const int64_t *len)
+{
+    kir_kernel *k = c->k;
+    int r = ot->rank;
+    for (int d = 0; d < r; d++)
+        for (int side = 0; side < 2; side++) {
+            int64_t from = side ? lo[d] + len[d] : 0, to = side ? ot->dims[d].v : lo[d];
+            if (from >= to)
+                continue;
+            kir_block *at = b;
+            kir_expr *idx[IR_MAX_RANK];
+            for (int e = 0; e < r; e++) {
+                int64_t a = e < d ? lo[e] : e == d ? from : 0, z = e < d ? lo[e] + len[e] : e == d ? to : ot->dims[e].v;
+                if (z - a == 1) {
+                    idx[e] = lw_i64c(k, a);
+                    continue;
+                }
+                int v = kir_new_var(k);
+                bool inner = e == r - 1;
+                kir_stmt *l = kir_for(k, at, v, lw_i64c(k, a), lw_i64c(k, z), inner ? KIR_VECTOR : KIR_SERIAL,
+                                      inner ? (c->s->lanes > 1 ? c->s->lanes : 1) : 0);
+                if (!l)
+                    return -1;
+                idx[e] = kir_var(k, v);
+                at = &l->body;
+            }
+            if (!kir_store(k, at, c->out, idx, kir_const_f(k, ot->dtype, 0)))
+                return -1;
+        }
+    return 0;
+}
+
+/* The border of pad root p's buffer zeroed by the first trip of the
+ * kernel's parallel loop (the last top-level statement that is one), or
+ * by the kernel's body when it has none. */
+static int pad_out_finish(lctx *c, const ir_node *p)
+{
+    kir_kernel *k = c->k;
+    int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], len[IR_MAX_RANK];
+    if (!pad_out_spec(p, lo, hi))
+        return -1;
+    for (int d = 0; d < p->in[0]->type.rank; d++)
+        len[d] = p->in[0]->type.dims[d].v;
+    kir_block *b = &k->body;
+    for (int i = k->body.n - 1; i >= 0; i--) {
+        kir_stmt *s = k->body.s[i];
+        if (s->kind == KIR_S_FOR && s->loop == KIR_PARALLEL) {
+            kir_stmt *first = kir_if(k, &s->body, kir_op2(k, KIR_EQ, IR_BOOL, kir_var(k, s->var), s->lo));
+            if (!first)
+                return -1;
+            b = &first->body;
+            break;
+        }
+    }
+    return zero_border(c, b, &p->out[0]->type, lo, len);
+}
+
 /* Every operand's and result's shape must be known to build index maps. */
 bool lw_shapes_known(const ir_node *n)
 {
@@ -347,6 +442,13 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
     *out = NULL;
     if (!cg_can_lower(n))
         return ir_node_errorf(d, n, "cannot be compiled yet (op or dtype not lowered)");
+    /* A zero Pad rooting a group (fuse.c's pad-out): the group below it,
+     * stored into the Pad's buffer. */
+    const ir_node *pad = NULL;
+    if (n->op == IR_OP_PAD && n->group > 0 && n->nin >= 1 && lw_interior(n, n->in[0])) {
+        pad = n;
+        n = n->in[0]->def;
+    }
     /* A group whose members are elementwise but one, its anchor, is the
      * anchor's kernel with the others as its epilogue. */
     const ir_node *root = n, *anchor = NULL;
@@ -364,7 +466,11 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
         if (anchor)
             n = anchor;
     }
-    lctx c = {.g = g, .n = n, .epi_root = anchor && anchor != root ? root : NULL, .anchor = anchor};
+    lctx c = {.g = g, .n = n, .epi_root = anchor && anchor != root ? root : NULL, .anchor = anchor, .pad_out = pad};
+    int64_t pad_hi[IR_MAX_RANK];
+    if (pad && (!anchor || n->nout != 1 || !pad_out_spec(pad, c.out_lo, pad_hi)))
+        return ir_node_errorf(d, pad, "fused group %d cannot be compiled as one kernel: its root Pad "
+                              "needs a zero constant Pad of a contraction's result", pad->group);
     if (!(c.k = kir_kernel_create(name, g)))
         return ir_errorf(d, "out of memory");
     kir_kernel *k = c.k;
@@ -379,8 +485,8 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
             goto oom;
     }
     for (int i = 0; i < n->nout; i++) {
-        /* an anchor's result is the root's output */
-        const ir_value *v = anchor ? root->out[i] : n->out[i];
+        /* an anchor's result is the root's output (the Pad's, below one) */
+        const ir_value *v = pad ? pad->out[i] : anchor ? root->out[i] : n->out[i];
         const cg_binding *b = &bind[v->id];
         if ((c.outs[i] = kir_add_buf(k, v->name, b->kind, &v->type, b->index, b->offset)) < 0)
             goto oom;
@@ -420,6 +526,14 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
         return ir_node_errorf(d, root, "fused group %d cannot be compiled as one kernel: the lowering of "
                               "'%s' (%s) takes no epilogue", root->group, anchor->name, ir_ops[anchor->op].name);
     }
+    if (pad && !c.pad_used) {
+        kir_kernel_destroy(k);
+        return ir_node_errorf(d, pad, "fused group %d cannot be compiled as one kernel: the lowering of "
+                              "'%s' (%s) cannot store into a padded buffer", pad->group, anchor->name,
+                              ir_ops[anchor->op].name);
+    }
+    if (pad && pad_out_finish(&c, pad) < 0)
+        goto oom;
     /* a parallel loop over a product of symbols: chunks the runtime can split */
     if (s->kind == CG_SCHED_CPU && lw_chunk_parallel(k, s->par_min) < 0)
         goto oom;

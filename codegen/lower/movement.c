@@ -525,7 +525,7 @@ static int lower_concat_split(lctx *c)
             return -1;
         for (int d = from; d < r; d++)
             wi[d] = d == axis ? kir_iadd(k, pi[d], pos) : pi[d];
-        kir_stmt *s = concat ? kir_store(k, ib, c->out, wi, kir_load(k, c->buf[i], pi))
+        kir_stmt *s = concat ? lw_store_out(c, ib, wi, kir_load(k, c->buf[i], pi))
                              : kir_store(k, ib, c->outs[i], pi, kir_load(k, c->buf[0], wi));
         if (!s)
             return -1;

@@ -227,6 +227,53 @@ def fire(rng, path):
     return "fire c=%d parts=%s axis=%d in=%dx%d pool=%d" % (c, widths, axis, hh, ww, pool)
 
 
+def padout(rng, path, cb):
+    """A blocked conv (1x1 or 3x3, strides 1-2, with a Relu, an Add of a per-channel bias or
+    nothing after it) or a Concat of two, read only by a padded conv (k 3 or 5, pads 0 to k - 1
+    on each side, not all 0, strides 1-2): the layout pass's explicit Pad joins the producer's
+    kernel (fuse's pad-out), which stores into the padded buffer and zeroes its border.
+    Returns its description and the number of such groups -O3 should form (1)."""
+    n = int(rng.integers(1, 3))
+    cin, m1, m2 = cb * int(rng.integers(1, 3)), cb * int(rng.integers(1, 4)), cb * int(rng.integers(1, 3))
+    k1, s1 = int(rng.choice([1, 3])), int(rng.integers(1, 3))
+    k2, s2 = int(rng.choice([3, 5])), int(rng.integers(1, 3))
+    pads = [int(rng.integers(0, k2)) for _ in range(4)]
+    if not any(pads):
+        pads[int(rng.integers(0, 4))] = 1
+    hh, ww = int(rng.integers(k2, 20)), int(rng.integers(k2, 36))
+    mid = str(rng.choice(["Relu", "Add", "none", "Concat"]))
+    inits, nodes = [], []
+
+    def conv(x, y, cout, cinp, kk, stride, pp):
+        inits.append(nh.from_array((rng.standard_normal((cout, cinp, kk, kk)) / np.sqrt(cinp * kk * kk))
+                                   .astype(np.float32), "w_" + y))
+        inits.append(nh.from_array(rng.standard_normal(cout).astype(np.float32), "b_" + y))
+        nodes.append(h.make_node("Conv", [x, "w_" + y, "b_" + y], [y], kernel_shape=[kk, kk], pads=pp,
+                                 strides=[stride] * 2))
+
+    conv("x", "c1", m1, cin, k1, s1, [k1 // 2] * 4)
+    top = "c1"
+    if mid == "Relu":
+        nodes.append(h.make_node("Relu", ["c1"], ["r1"]))
+        top = "r1"
+    elif mid == "Add":
+        inits.append(nh.from_array(rng.standard_normal((m1, 1, 1)).astype(np.float32), "bias"))
+        nodes.append(h.make_node("Add", ["c1", "bias"], ["r1"]))
+        top = "r1"
+    elif mid == "Concat":
+        conv("x", "c2", m1, cin, k1, s1, [k1 // 2] * 4)
+        nodes.append(h.make_node("Concat", ["c1", "c2"], ["r1"], axis=1))
+        top, m1 = "r1", 2 * m1
+    conv(top, "y", m2, m1, k2, s2, pads)
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [n, cin, hh, ww])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    mo = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    mo.ir_version = 8
+    onnx.save(onnx.shape_inference.infer_shapes(mo, strict_mode=True), path)
+    return "padout n=%d %d->%d k=%d s=%d %s -> %d k=%d s=%d pads=%s in=%dx%d" % (
+        n, cin, m1, k1, s1, mid, m2, k2, s2, pads, hh, ww), 1
+
+
 def cpad_ok(c, cb):
     """passes/layout.c's pad_ok: whole blocks, or padded by at most half again."""
     cp = (c + cb - 1) // cb * cb
@@ -472,6 +519,9 @@ def main():
                     help="Resizes between convs (on blocked data at -O3), after the padded blocks")
     ap.add_argument("--transpose", type=int, default=12,
                     help="Transposes of a short last dim and Slices of whole trailing dims (reorders), after those")
+    ap.add_argument("--padout", type=int, default=12,
+                    help="a blocked conv or Concat read only by a padded conv (its Pad in the producer's kernel), "
+                         "after those")
     ap.add_argument("--pwdw", type=int, default=16,
                     help="1x1 + depthwise conv pairs (one ConvPwDwNCHWc with pwdw{min-bytes=1}), last")
     a = ap.parse_args()
@@ -487,13 +537,15 @@ def main():
     trng = np.random.default_rng(43)   # and the transposes theirs
     zrng = np.random.default_rng(47)   # and the blocked Resizes theirs
     wrng = np.random.default_rng(53)   # and the 1x1 + depthwise pairs theirs
+    orng = np.random.default_rng(59)   # and the padded buffers' producers theirs
     # -O3 with the pwdw pass fusing any size
     o3 = subprocess.run([a.icc, "--list-passes"], capture_output=True, text=True).stdout
     o3 = [l.split(None, 1)[1] for l in o3.splitlines() if l.strip().startswith("-O3 ")][0].strip()
     pw_passes = "--passes=" + o3.replace("pwdw", "pwdw{min-bytes=1}")
     # the layout block -O3 uses here: the f32 vector width (16 lanes with AVX-512)
     cb = 16 if " avx512f " in " " + open("/proc/cpuinfo").read().replace("\n", " ") + " " else 8
-    before_pw = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked + a.transpose
+    before_po = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked + a.transpose
+    before_pw = before_po + a.padout
     total = before_pw + a.pwdw
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
@@ -507,6 +559,10 @@ def main():
                 # and for AVX2 (16 registers: smaller tiles, 8-lane blocks)
                 levels = ([pw_passes], [pw_passes, "-march=x86-64-v3"])
                 emit = pw_passes
+            elif i >= before_po:
+                what, n = padout(orng, path, cb)
+                want = ("Pads stored by their producer", ("_pad]",), n)
+                levels = (["-O3"], ["-O3", "-march=x86-64-v3"])
             elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked:
                 what = transpose(trng, path) if i % 2 == 0 else slice_runs(trng, path)
             elif i >= a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded:
