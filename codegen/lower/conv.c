@@ -728,7 +728,7 @@ static int lower_conv_transpose(lctx *c)
     kir_expr *yi[IR_MAX_RANK + 2] = {nb, m};
     for (int j = 0; j < g.n; j++)
         yi[2 + j] = o[j];
-    return kir_store(k, b, c->out, yi, lw_to_out(c, kir_acc(k, acc))) ? 0 : -1;
+    return kir_store(k, b, c->out, yi, lw_to_out(c, lower_epi(c, kir_acc(k, acc), yi))) ? 0 : -1;
 }
 
 /* ---- f32 Conv: a VECTOR loop over output positions ---------------------- */
