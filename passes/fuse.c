@@ -196,20 +196,23 @@ static bool pad_out_candidate(const ir_node *p)
 }
 
 /* a may store its result into a padded buffer's interior (codegen/lower:
- * lw_store_out): an f32 blocked conv on f32 operands read as they are (no
- * narrow Cast in its kernel, no packed pairs), static; or a static f32
- * Concat (its pieces copied straight into the padded buffer). */
+ * lw_store_out, which every lowering of these ops stores through): an f32
+ * blocked conv or depthwise conv on f32 operands read as they are (no
+ * narrow Cast in its kernel, no packed pairs), static; or, alone, a static
+ * f32 Concat (its pieces copied straight into the padded buffer) or a
+ * blocked MaxPool (its one output) or AveragePool. */
 static bool pad_out_anchor(const ir_node *a)
 {
     if (a->nout != 1 || !ir_type_is_static(&a->out[0]->type) || a->out[0]->type.dtype != IR_F32)
         return false;
-    if (a->op == IR_OP_CONCAT && !a->group) {
+    if (!a->group && (a->op == IR_OP_CONCAT || a->op == IR_OP_MAX_POOL || a->op == IR_OP_AVERAGE_POOL)) {
         for (int i = 0; i < a->nin; i++)
             if (!a->in[i] || a->in[i]->type.dtype != IR_F32 || !ir_type_is_static(&a->in[i]->type))
                 return false;
-        return a->nin > 0;
+        return a->nin > 0 && (a->op == IR_OP_CONCAT || a->in[0]->type.rank == 5);
     }
-    if (a->op != IR_OP_CONV_NCHWC || a->nin < 2 || ir_attr_int(a, "packed_k", 1) != 1)
+    if ((a->op != IR_OP_CONV_NCHWC && a->op != IR_OP_CONV_DW_NCHWC) || a->nin < 2 ||
+        ir_attr_int(a, "packed_k", 1) != 1)
         return false;
     for (int i = 0; i < 2; i++) {
         const ir_value *v = a->in[i];
@@ -219,13 +222,13 @@ static bool pad_out_anchor(const ir_node *a)
     return true;
 }
 
-/* The blocked conv anchoring group gid, whose members come before node
- * `before`, or NULL. */
-static const ir_node *group_conv(const ir_graph *g, int gid, int before)
+/* The anchor of group gid, whose members come before node `before`, or
+ * NULL. */
+static const ir_node *group_anchor(const ir_graph *g, int gid, int before)
 {
     for (int k = 0; k < before; k++)
         if (g->nodes[k]->group == gid && (ir_ops[g->nodes[k]->op].flags & IR_F_ANCHOR))
-            return g->nodes[k]->op == IR_OP_CONV_NCHWC ? g->nodes[k] : NULL;
+            return g->nodes[k];
     return NULL;
 }
 
@@ -421,8 +424,8 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
      * layout pass's explicit padding of the next conv's input), joins the
      * conv's group as its root: the conv stores into the padded buffer's
      * interior and zeroes its border, so the Pad's copy goes
-     * (codegen/lower/lower.c, docs/fusion.md). So does a Pad of a Concat,
-     * whose pieces are then copied into the padded buffer. */
+     * (codegen/lower/lower.c, docs/fusion.md). So does a Pad of a depthwise
+     * conv's, a blocked pool's or a Concat's result. */
     for (int k = 0; anchors && pass_opt_int(c, "pad-out", 1) && k < nn; k++) {
         ir_node *pn = g->nodes[k];
         const ir_value *x = pn->in && pn->nin ? pn->in[0] : NULL;
@@ -430,7 +433,7 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
             ustart[x->id + 1] - ustart[x->id] != 1 || at[x->id] < 0)
             continue;
         ir_node *xn = g->nodes[at[x->id]];
-        const ir_node *a = xn->group ? group_conv(g, xn->group, at[x->id] + 1) : xn;
+        const ir_node *a = xn->group ? group_anchor(g, xn->group, at[x->id] + 1) : xn;
         if (!a || !pad_out_anchor(a))
             continue;
         if (!xn->group) {

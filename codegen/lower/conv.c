@@ -520,7 +520,7 @@ static int lower_pool(lctx *c)
         else if (p > 2)
             v = kir_op2(k, KIR_POW, t, v, kir_const_f(k, t, 1.0 / (double)p));
     }
-    if (!kir_store(k, b, c->out, yi, lw_to_out(c, v)))
+    if (!lw_store_out(c, b, yi, lw_to_out(c, v)))
         return -1;
     if (maxp && n->nout > 1 && !kir_store(k, b, c->outs[1], yi, kir_acc(k, bidx)))
         return -1;

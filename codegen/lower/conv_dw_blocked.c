@@ -166,7 +166,7 @@ static int dwb_span(lctx *c, const dwb *g, kir_block *b, kir_expr *lo, kir_expr 
     }
     for (int r = 0; r < R; r++) {
         kir_expr *yi[5] = {g->nb, g->cb, g->oh, ow[r], j};
-        if (!kir_store(k, &lj->body, c->out, yi, lw_to_out(c, lower_epi(c, kir_acc(k, acc[r]), yi))))
+        if (!lw_store_out(c, &lj->body, yi, lw_to_out(c, lower_epi(c, kir_acc(k, acc[r]), yi))))
             return -1;
     }
     return 0;

@@ -103,5 +103,5 @@ int lower_pool_blocked(lctx *c, const cg_pool2d *g)
         v = kir_op2(k, KIR_MUL, IR_F32, v, r);
     }
     kir_expr *yi[5] = {nb, cb, oh, ow, j};
-    return kir_store(k, &lj->body, c->out, yi, lw_to_out(c, v)) ? 0 : -1;
+    return lw_store_out(c, &lj->body, yi, lw_to_out(c, v)) ? 0 : -1;
 }

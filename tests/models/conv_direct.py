@@ -237,7 +237,8 @@ def fire(rng, path):
 
 def padout(rng, path, cb):
     """A blocked conv (1x1 or 3x3, strides 1-2, with a Relu, an Add of a per-channel bias or
-    nothing after it) or a Concat of two, read only by a padded conv (k 3 or 5, pads 0 to k - 1
+    nothing after it), a Concat of two, or a blocked MaxPool, AveragePool or depthwise conv
+    after one, read only by a padded conv (k 3 or 5, pads 0 to k - 1
     on each side, not all 0, strides 1-2): the layout pass's explicit Pad joins the producer's
     kernel (fuse's pad-out), which stores into the padded buffer and zeroes its border.
     Returns its description and the number of such groups -O3 should form (1)."""
@@ -249,7 +250,7 @@ def padout(rng, path, cb):
     if not any(pads):
         pads[int(rng.integers(0, 4))] = 1
     hh, ww = int(rng.integers(k2, 20)), int(rng.integers(k2, 36))
-    mid = str(rng.choice(["Relu", "Add", "none", "Concat"]))
+    mid = str(rng.choice(["Relu", "Add", "none", "Concat", "MaxPool", "AveragePool", "Depthwise"]))
     inits, nodes = [], []
 
     def conv(x, y, cout, cinp, kk, stride, pp):
@@ -272,12 +273,25 @@ def padout(rng, path, cb):
         conv("x", "c2", m1, cin, k1, s1, [k1 // 2] * 4)
         nodes.append(h.make_node("Concat", ["c1", "c2"], ["r1"], axis=1))
         top, m1 = "r1", 2 * m1
+    elif mid in ("MaxPool", "AveragePool"):
+        kp = int(rng.choice([2, 3]))
+        nodes.append(h.make_node(mid, ["c1"], ["r1"], kernel_shape=[kp, kp], strides=[kp - 1] * 2,
+                                 pads=[kp // 2 - (kp == 2)] * 4))
+        top = "r1"
+    elif mid == "Depthwise":
+        inits.append(nh.from_array(rng.standard_normal((m1, 1, 3, 3)).astype(np.float32), "w_dw"))
+        nodes.append(h.make_node("Conv", ["c1", "w_dw"], ["r1"], kernel_shape=[3, 3], pads=[1] * 4, group=m1))
+        top = "r1"
     conv(top, "y", m2, m1, k2, s2, pads)
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [n, cin, hh, ww])],
                      [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
     mo = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
     mo.ir_version = 8
-    onnx.save(onnx.shape_inference.infer_shapes(mo, strict_mode=True), path)
+    mo = onnx.shape_inference.infer_shapes(mo, strict_mode=True)
+    plane = [d.dim_value for d in [v for v in mo.graph.value_info if v.name == top][0].type.tensor_type.shape.dim][2:]
+    if any(plane[i] + pads[i] + pads[i + 2] < k2 for i in range(2)):
+        raise ValueError("the padded plane %s is smaller than the window" % plane)
+    onnx.save(mo, path)
     return "padout n=%d %d->%d k=%d s=%d %s -> %d k=%d s=%d pads=%s in=%dx%d" % (
         n, cin, m1, k1, s1, mid, m2, k2, s2, pads, hh, ww), 1
 
@@ -527,7 +541,7 @@ def main():
                     help="Resizes between convs (on blocked data at -O3), after the padded blocks")
     ap.add_argument("--transpose", type=int, default=12,
                     help="Transposes of a short last dim and Slices of whole trailing dims (reorders), after those")
-    ap.add_argument("--padout", type=int, default=12,
+    ap.add_argument("--padout", type=int, default=16,
                     help="a blocked conv or Concat read only by a padded conv (its Pad in the producer's kernel), "
                          "after those")
     ap.add_argument("--pwdw", type=int, default=16,
