@@ -258,6 +258,17 @@ const ir_shape_value *ir_mv_sval(const ir_shape_ctx *c, int i, int max)
     return c->sval[i]->n <= max ? c->sval[i] : NULL;
 }
 
+/* Symbol sym is d or, through derived products, a factor of it (so sym
+ * = 0 makes d 0). depth bounds the walk. */
+static bool sym_factor(const ir_graph *g, ir_dim d, int32_t sym, int depth)
+{
+    if (d.sym == sym)
+        return true;
+    const ir_sym_def *df = d.sym > 0 && g && depth > 0 ? ir_graph_sym_def(g, d.sym) : NULL;
+    return df && df->op == IR_SYM_MUL &&
+           (sym_factor(g, df->a, sym, depth - 1) || sym_factor(g, df->b, sym, depth - 1));
+}
+
 /* Reshape: output dim i is shape[i], or input dim i when shape[i] == 0
  * and !allowzero; at most one -1, inferred from the element count. With
  * symbolic input dims the -1 is still inferred when every input symbol
@@ -268,10 +279,12 @@ const ir_shape_value *ir_mv_sval(const ir_shape_ctx *c, int i, int max)
  * [N, -1] from Shape(x)[0] flattens [N,16,1,1] to [N,16]. A symbol there
  * could be 0 at run time, which copies the input's dim instead, so it is
  * taken as the output dim only where the input has the same symbol, or
- * has it as another dim (a 0 there leaves the input no elements, so the
- * copied dim cannot match the count: the run fails, as compiled code's
- * check of a run-time shape does: [B,D,120] -> [0,1,D,120] from a
- * Shape()[3] in a PaddleOCR recognizer), or allowzero is set. */
+ * has it as another dim or a factor of one (a 0 there leaves the input
+ * no elements, so the copied dim cannot match the count: the run fails,
+ * as compiled code's check of a run-time shape does: [B,D,120] ->
+ * [0,1,D,120] from a Shape()[3] in a PaddleOCR recognizer, or [B,H*W,120]
+ * -> [0,1,W,120] in its v4, whose H is 1 at the usual 48-pixel height),
+ * or allowzero is set. */
 int shape_reshape(ir_shape_ctx *c)
 {
     const ir_type *x = c->in[0], *st = c->in[1];
@@ -336,7 +349,7 @@ int shape_reshape(ir_shape_ctx *c)
         } else if (s[i].sym > 0 && !allowzero) {
             bool in_x = false;
             for (int k = 0; k < x->rank; k++)
-                in_x |= x->dims[k].sym == s[i].sym;
+                in_x |= sym_factor(c->node ? c->node->graph : NULL, x->dims[k], s[i].sym, 8);
             o->dims[i] = in_x ? s[i] : ir_dim_unknown();
         } else {
             o->dims[i] = s[i];

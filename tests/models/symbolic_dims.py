@@ -16,7 +16,10 @@ atol 1e-5):
 - ConstantOfShape and Expand by shapes taken from Shape(x) [B, S, 4];
 - Pad in each mode (reflect, edge, wrap, constant) of two symbolic dims,
   and an empty one in the modes that repeat data: the compiled run fails
-  with the interpreter's one-line error.
+  with the interpreter's one-line error;
+- PaddleOCR v4's recognizer neck: [B, H*W, 8] reshaped to [0, 1, W, 8] with
+  W from Shape(x) through int32 Casts (compiled with H and W symbolic, run
+  at H 1; H 2 fails on the element count, compiled as interpreted).
 
 It also checks the compile errors: a Reshape by an input's values (directly or
 through a Cast) says to bind that input and names it; a dim that only dims
@@ -213,6 +216,36 @@ def merged_rows(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def one_row(path):
+    """PaddleOCR v4's recognizer neck: x [B, 8, H, W] flattened to [B, H*W, 8]
+    (Reshape [0, 8, -1], Transpose), a LayerNormalization, then reshaped to
+    [0, 1, W, 8] with W taken from Shape(x)[3] through Casts to int32 and back
+    (valid where H is 1, the 48-pixel crop's height there): W is a factor of
+    the derived H*W, so the output's dim is W, and a run with H > 1 fails on
+    the element count, compiled as interpreted."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    i32 = lambda name, v: nh.from_array(np.array(v, np.int32), name)
+    nodes = [h.make_node("Reshape", ["x", "flat"], ["f"]),
+             h.make_node("Transpose", ["f"], ["t"], perm=[0, 2, 1]),
+             h.make_node("LayerNormalization", ["t", "g", "b"], ["ln"], axis=-1),
+             h.make_node("Shape", ["x"], ["sh"]),
+             h.make_node("Cast", ["sh"], ["sh32"], to=P.INT32),
+             h.make_node("Slice", ["sh32", "s3", "s4", "ax0"], ["w32"]),
+             h.make_node("Cast", ["w32"], ["w64"], to=P.INT64),
+             h.make_node("Cast", ["c0"], ["c0l"], to=P.INT64),
+             h.make_node("Cast", ["c1"], ["c1l"], to=P.INT64),
+             h.make_node("Cast", ["c8"], ["c8l"], to=P.INT64),
+             h.make_node("Concat", ["c0l", "c1l", "w64", "c8l"], ["shape"], axis=0),
+             h.make_node("Reshape", ["ln", "shape"], ["y"], name="rows")]
+    g = h.make_graph(nodes, "one_row", [h.make_tensor_value_info("x", P.FLOAT, ["B", 8, "H", "W"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)],
+                     [i64("flat", [0, 8, -1]), i64("s3", [3]), i64("s4", [4]), i64("ax0", [0]), i32("c0", [0]),
+                      i32("c1", [1]), i32("c8", [8]),
+                      nh.from_array(np.linspace(0.5, 1.5, 8).astype(np.float32), "g"),
+                      nh.from_array(np.linspace(-0.2, 0.2, 8).astype(np.float32), "b")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
 class Runner:
     def __init__(self, icc, t):
         self.icc, self.t, self.failed = icc, t, 0
@@ -309,6 +342,20 @@ def main():
             print("%s Pad (%s) of an empty symbolic T fails as the interpreter does: %s" % (
                 "ok  " if ok else "FAIL", mode, " / ".join(r.stderr.strip() for r in msgs)))
             run.failed += not ok
+
+    one_row(os.path.join(t, "one_row.onnx"))
+    so = run.compile("one_row")
+    for b, w in ((1, 40), (2, 7), (3, 1)) if so else ():
+        x = np.random.default_rng(w).standard_normal((b, 8, 1, w)).astype(np.float32)
+        run.check("one_row", so, {"x": x}, "[B, H*W, 8] reshaped to [0, 1, Shape(x)[3], 8], B %d H 1 W %d" % (b, w))
+    if so:
+        np.save(os.path.join(t, "x.npy"), np.zeros((1, 8, 2, 5), np.float32))
+        msgs = [subprocess.run([icc, "run", lib, "--input", "x=" + os.path.join(t, "x.npy")],
+                               capture_output=True, text=True) for lib in (so, os.path.join(t, "one_row.onnx"))]
+        ok = all(r.returncode == 1 and r.stderr.count("\n") == 1 and "'rows'" in r.stderr for r in msgs)
+        print("%s the same at H 2 fails on the element count, compiled as interpreted: %s" % (
+            "ok  " if ok else "FAIL", " / ".join(r.stderr.strip() for r in msgs)))
+        run.failed += not ok
 
     by_input_values(os.path.join(t, "byvalue.onnx"))
     run.expect_error("byvalue", ["--bind", "'shape'"], [], "a Reshape by an input's values names it for --bind")
