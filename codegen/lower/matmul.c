@@ -236,12 +236,25 @@ static int lower_plain(lctx *c, const mm_geo *g)
     int r = to->rank;
     kir_block *body = &k->body;
     bool alone = k->body.n == 0;   /* the nest is the kernel: lw_parallelize can merge it */
+    /* On a CPU, with B's rows contiguous along the output's columns (not
+     * transposed, not packed), the column loop is a VECTOR loop (its tail
+     * masked): per k an A broadcast against B's row, one accumulator per
+     * lane. Symbolic sizes land here (lower_tiled wants constant N and K):
+     * an attention's Q K^T and P V over a symbolic sequence ran scalar, the
+     * whole nest flattened into one loop with a division and a remainder
+     * per index, 1.7 GFLOP/s (PaddleOCR v4's recognizer). */
+    int lanes = c->s->kind == CG_SCHED_CPU && ir_dtype_size(c->cdt) > 0 ? c->s->lanes * 4 / (int)ir_dtype_size(c->cdt) : 0;
+    bool vec_n = g->has_n && !g->tB && !g->pw && r > 0 && lanes >= 2;
     kir_expr *ov[IR_MAX_RANK] = {0};
     for (int d = 0; d < r; d++) {
         int v = kir_new_var(k);
-        kir_stmt *l = lw_loop(c, body, v, lw_dim_of(k, to->dims[d]), d == 0 && !alone ? KIR_PARALLEL : KIR_SERIAL);
+        bool vec = vec_n && d == r - 1;
+        kir_stmt *l = vec ? kir_for(k, body, v, lw_i64c(k, 0), lw_dim_of(k, to->dims[d]), KIR_VECTOR, lanes)
+                          : lw_loop(c, body, v, lw_dim_of(k, to->dims[d]), d == 0 && !alone ? KIR_PARALLEL : KIR_SERIAL);
         if (!l)
             return -1;
+        if (vec)
+            l->tail_mask = true;
         ov[d] = kir_var(k, v);
         body = &l->body;
     }
