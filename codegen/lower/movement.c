@@ -462,8 +462,10 @@ static int lower_transpose(lctx *c)
  * one nest per piece over the axis and the dims after it, the piece's
  * axis position offset by the pieces before it. When the dims before the
  * axis hold few positions (concatenating along dim 0, or a batch of
- * one), the parallel loop runs over (outer, axis) rows instead and a
- * chain of ifs picks the piece a row belongs to. */
+ * one; a symbolic batch counts as one, as it usually is: a symbolic
+ * detector's channel Concat ran on one thread), the parallel loop runs
+ * over (outer, axis) rows instead and a chain of ifs picks the piece a
+ * row belongs to. */
 static int lower_concat_split(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -475,7 +477,7 @@ static int lower_concat_split(lctx *c)
         return -1;
     int64_t outer_n = 1;
     for (int d = 0; d < axis; d++)
-        outer_n = ir_dim_is_const(whole->dims[d]) ? outer_n * whole->dims[d].v : 1 << 20;
+        outer_n = ir_dim_is_const(whole->dims[d]) && outer_n < (1 << 20) ? outer_n * whole->dims[d].v : outer_n;
     bool rows = outer_n < 64 && axis < r - 1;
     ir_type outer = *whole;
     outer.rank = rows ? axis + 1 : axis;
