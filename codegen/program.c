@@ -678,6 +678,11 @@ static int check_if(pbuild *c, const ir_node *n)
             type_text(c->g, bt, x, sizeof x);
             type_text(c->g, other && other->noutputs == n->nout ? &other->outputs[i]->type : ot, y, sizeof y);
             if_hint(c, n, hint, sizeof hint);
+            /* both printed alike: a dim shape inference could not give ('?') */
+            if (!type_known(bt) && !strcmp(x, y))
+                return ir_node_errorf(c->d, n, "output %d ('%.100s') is %s in both branches, a dim unknown until "
+                                      "a branch runs: an If whose output shape is not known is not compiled "
+                                      "yet%s", i, n->out[i]->name, x, hint);
             return ir_node_errorf(c->d, n, "output %d ('%.100s') is %s in the %s and %s in the %s: an If whose "
                                   "branches do not give one shape is not compiled yet%s", i, n->out[i]->name, x,
                                   br[b], y, br[!b], hint);

@@ -196,6 +196,19 @@ def ragged_if(path):
     onnx.save(h.make_model(g, opset_imports=OPSET), path)
 
 
+def unknown_if(path):
+    """An If whose branches both give [?, 1]: each Reshapes x by the values of
+    the shape input (unknown until a run), as a VAD's If on its sample rate
+    gives a dim shape inference cannot know; icc must refuse it, saying the
+    dim is unknown rather than printing two equal types as different."""
+    t = h.make_graph([h.make_node("Reshape", ["x", "s"], ["t"])], "one", [], [vi("t", P.FLOAT, None)])
+    e = h.make_graph([h.make_node("Neg", ["x"], ["xn"]), h.make_node("Reshape", ["xn", "s"], ["u"])], "two", [],
+                     [vi("u", P.FLOAT, None)])
+    g = h.make_graph([h.make_node("If", ["c"], ["y"], name="unknown", then_branch=t, else_branch=e)], "unknown",
+                     [vi("c", P.BOOL, []), vi("x", P.FLOAT, [6]), vi("s", P.INT64, [2])], [vi("y", P.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=OPSET), path)
+
+
 def captured_if(path):
     """An If whose branches read outer initializers as attributes: Reshape's
     shape and Slice's starts, ends and axes in one, ReduceMax's and
@@ -369,6 +382,12 @@ def main():
     ragged_if(t + "/ragged.onnx")
     ok, msg = refused(icc, t + "/ragged.onnx", t, "node 'ragged' (If): output 0")
     print("%s an If whose branches give different shapes is refused: %s" % ("ok  " if ok else "FAIL", msg))
+    failed += not ok
+    unknown_if(t + "/unknown.onnx")
+    ok, msg = refused(icc, t + "/unknown.onnx", t, "node 'unknown' (If): output 0 ('y') is")
+    ok = ok and "in both branches, a dim unknown until a branch runs" in msg
+    print("%s an If whose output dims are unknown in both branches is refused as such: %s" % (
+        "ok  " if ok else "FAIL", msg))
     failed += not ok
 
     rnn_loop(t + "/rnn.onnx")
