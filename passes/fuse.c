@@ -425,8 +425,10 @@ static int fuse_graph(pass_ctx *c, ir_graph *g)
      * conv's group as its root: the conv stores into the padded buffer's
      * interior and zeroes its border, so the Pad's copy goes
      * (codegen/lower/lower.c, docs/fusion.md). So does a Pad of a depthwise
-     * conv's, a blocked pool's or a Concat's result. */
-    for (int k = 0; anchors && pass_opt_int(c, "pad-out", 1) && k < nn; k++) {
+     * conv's, a blocked pool's or a Concat's result. CPU targets only (the
+     * border is zeroed by a trip of the parallel loop). */
+    bool pad_out = anchors && pass_opt_int(c, "pad-out", 1) && cg_schedule_cpu_layouts(c->target);
+    for (int k = 0; pad_out && k < nn; k++) {
         ir_node *pn = g->nodes[k];
         const ir_value *x = pn->in && pn->nin ? pn->in[0] : NULL;
         if (pn->group || !pad_out_candidate(pn) || x->kind != IR_VAL_NODE || is_out[x->id] ||

@@ -470,7 +470,7 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
     int64_t pad_hi[IR_MAX_RANK];
     if (pad && (!anchor || n->nout != 1 || !pad_out_spec(pad, c.out_lo, pad_hi)))
         return ir_node_errorf(d, pad, "fused group %d cannot be compiled as one kernel: its root Pad "
-                              "needs a zero constant Pad of a contraction's result", pad->group);
+                              "needs a zero constant Pad of a conv's, pool's or Concat's result", pad->group);
     if (!(c.k = kir_kernel_create(name, g)))
         return ir_errorf(d, "out of memory");
     kir_kernel *k = c.k;
