@@ -11,6 +11,11 @@
  *                       and Log(Softmax(x))
  *   Gelu                0.5 * x * (1 + Erf(x / sqrt(2)))
  *   Gelu (tanh)         0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+ *   HardSwish           x * Clip(x + 3, 0, 6) / 6, and x * HardSigmoid(x) with
+ *                       alpha 1/6 and beta 1/2 (PaddlePaddle and TensorFlow
+ *                       exports; the Clip form is the same function up to
+ *                       rounding, and as one op its epilogue multiplies where
+ *                       the decomposed one divided by 6 per element)
  *
  * Matching follows the data flow, so operand order of commutative ops,
  * the association of products, and the spellings exporters use for the
@@ -52,7 +57,7 @@ typedef struct rec {
     ir_node **user;            /* a live user of each value (the only one when uses == 1) */
     ir_node *pat[MAX_PAT];     /* nodes of the pattern being matched */
     int npat;
-    int64_t ln, rms, sm, lsm, gelu;
+    int64_t ln, rms, sm, lsm, gelu, hswish;
 } rec;
 
 /* ---- small matchers --------------------------------------------------------------- */
@@ -709,6 +714,57 @@ static int try_gelu(rec *r, ir_node *n)
     return 0;
 }
 
+/* ---- HardSwish ------------------------------------------------------------------------- */
+
+/* Clip n's constant bounds (inputs, or opset 6's attributes) into lo, hi. */
+static bool clip_bounds(const ir_node *n, double *lo, double *hi)
+{
+    *lo = ir_attr_float(n, "min", -INFINITY);
+    *hi = ir_attr_float(n, "max", INFINITY);
+    if (n->nin > 1 && n->in[1] && !scalar(n->in[1], lo))
+        return false;
+    return !(n->nin > 2 && n->in[2] && !scalar(n->in[2], hi));
+}
+
+/* x * Clip(x + 3, 0, 6) / 6 (the product in any order, Div by 6 or Mul by
+ * 1/6), or x * HardSigmoid(x) with alpha 1/6 and beta 1/2: HardSwish(x). */
+static int try_hardswish(rec *r, ir_node *n)
+{
+    prod p;
+    r->npat = 0;
+    if (!flatten(r, n->out[0], true, &p) || p.n != 2)
+        return 0;
+    int mark = r->npat;
+    for (int k = 0; k < 2; k++) {
+        r->npat = mark;
+        ir_value *x = p.atoms[k], *h = p.atoms[1 - k];
+        if (!same_float(x, n->out[0]))
+            continue;
+        ir_node *hs = take_def(r, h, IR_OP_HARD_SIGMOID), *cl = hs ? NULL : take_def(r, h, IR_OP_CLIP);
+        double lo, hi;
+        if (hs) {
+            if (hs->in[0] != x || !near(p.coef, 1) || !near(ir_attr_float(hs, "alpha", 0.2), 1.0 / 6) ||
+                !near(ir_attr_float(hs, "beta", 0.5), 0.5))
+                continue;
+        } else {
+            ir_node *add = cl ? add_of(cl->in[0]) : NULL;
+            if (!add || !near(p.coef, 1.0 / 6) || !clip_bounds(cl, &lo, &hi) || lo != 0 || !near(hi, 6) ||
+                !take(r, add))
+                continue;
+            int three = is_scalar(add->in[0], 3) ? 0 : is_scalar(add->in[1], 3) ? 1 : -1;
+            if (three < 0 || add->in[1 - three] != x)
+                continue;
+        }
+        if (!internal(r, n))
+            continue;
+        if (!replace(r, n, IR_OP_HARD_SWISH, 1, &x))
+            return ir_errorf(r->c->diag, "out of memory");
+        r->hswish++;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- the pass ---------------------------------------------------------------------------- */
 
 static int try_node(rec *r, ir_node *n)
@@ -725,6 +781,8 @@ static int try_node(rec *r, ir_node *n)
             done = try_softmax(r, n);
         if (!done && n->op == IR_OP_DIV)
             done = try_gelu(r, n);
+        if (!done)
+            done = try_hardswish(r, n);
         return done;
     case IR_OP_SUB:
         return try_logsoftmax(r, n);
@@ -780,5 +838,6 @@ int pass_recognize(pass_ctx *c)
     pass_stat(c, "softmaxes recognised", r.sm);
     pass_stat(c, "logsoftmaxes recognised", r.lsm);
     pass_stat(c, "gelus recognised", r.gelu);
+    pass_stat(c, "hardswishes recognised", r.hswish);
     return 0;
 }
