@@ -80,11 +80,10 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
      * stores a full group at stride s that LLVM turns into shuffles and
      * whole-vector stores (a scalar loop per phase took 2/3 of DBNet's
      * 16-channel upsampling) */
-    bool uni = !sym && MB * sw * rowlen <= CT_UNI_FLOATS;
-    for (int64_t r = 0; r < sw && uni; r++)
-        uni = floor_div(pw - r + sw - 1, sw) == floor_div(pw + sw - 1, sw) &&
-              floor_div(OW - 1 + pw - r, sw) == floor_div(OW - 1 + pw, sw) &&
-              floor_div(OW - 1 + pw, sw) + 1 > floor_div(pw + sw - 1, sw);
+    int64_t uqlo = floor_div(pw + sw - 1, sw), uqhi = floor_div(OW - 1 + pw, sw) + 1;   /* phase 0's q */
+    bool uni = !sym && MB * sw * rowlen <= CT_UNI_FLOATS && uqhi > uqlo;
+    for (int64_t r = 1; r < sw && uni; r++)
+        uni = floor_div(pw - r + sw - 1, sw) == uqlo && floor_div(OW - 1 + pw - r, sw) + 1 == uqhi;
     int64_t nph = uni ? sw : 1;
     int tmp = kir_add_scratch(k, "convt_row", KIR_SPACE_THREAD, IR_F32, 3, (int64_t[]){MB, nph, rowlen});
     /* parallel over (batch, block of MB output channels) and, when those
@@ -224,16 +223,15 @@ int lower_convtranspose_direct(lctx *c, const cg_conv2d *g)
     if (!uni)
         return 0;
     /* every phase at once: output q*s + r - pad for r < s, one group of stores */
-    int64_t qlo = floor_div(pw + sw - 1, sw), qhi = floor_div(OW - 1 + pw, sw) + 1;
     int vs = kir_new_var(k);
-    kir_stmt *ls = kir_for(k, row, vs, lw_i64c(k, qlo), lw_i64c(k, qhi), KIR_VECTOR, c->s->lanes);
+    kir_stmt *ls = kir_for(k, row, vs, lw_i64c(k, uqlo), lw_i64c(k, uqhi), KIR_VECTOR, c->s->lanes);
     if (!ls)
         return -1;
     kir_expr *qs = kir_var(k, vs);
     for (int64_t j = 0; j < MB; j++)
         for (int64_t r = 0; r < sw; r++) {
             kir_expr *yi[4] = {nb, lw_iaddc(k, m, j), oh, lw_iaddc(k, lw_imulc(k, qs, sw), r - pw)};
-            kir_expr *si[3] = {lw_i64c(k, j), lw_i64c(k, r), lw_iaddc(k, qs, -qlo)};
+            kir_expr *si[3] = {lw_i64c(k, j), lw_i64c(k, r), lw_iaddc(k, qs, -uqlo)};
             kir_expr *v = lw_to_out(c, lower_epi(c, kir_load(k, tmp, si), yi));
             if (!kir_store(k, &ls->body, c->out, yi, v))
                 return -1;

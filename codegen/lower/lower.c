@@ -152,9 +152,10 @@ kir_stmt *lw_store_out(lctx *c, kir_block *b, kir_expr *const *oi, kir_expr *v)
  * loop (each call of the kernel function runs the statements outside that
  * loop, so zeroing there would repeat it on every thread). */
 
-/* p's begin pads into lo, the end pads into hi: the constants fuse.c's
- * pad_out_candidate checked (a static rank-5 f32 Pad by zeros). */
-static bool pad_out_spec(const ir_node *p, int64_t *lo, int64_t *hi)
+/* p's begin pads into lo, checked against its shapes: the constants
+ * fuse.c's pad_out_candidate checked (a static rank-5 f32 Pad by zeros,
+ * every pad >= 0). */
+static bool pad_out_spec(const ir_node *p, int64_t *lo)
 {
     const ir_type *x = &p->in[0]->type, *o = &p->out[0]->type;
     if (p->nin != 2 || !p->in[1] || p->in[1]->kind != IR_VAL_CONST || p->in[1]->cval.numel != 2 * x->rank ||
@@ -162,8 +163,8 @@ static bool pad_out_spec(const ir_node *p, int64_t *lo, int64_t *hi)
         return false;
     for (int d = 0; d < x->rank; d++) {
         lo[d] = ir_tensor_geti(&p->in[1]->cval, d);
-        hi[d] = ir_tensor_geti(&p->in[1]->cval, x->rank + d);
-        if (lo[d] < 0 || hi[d] < 0 || lo[d] + x->dims[d].v + hi[d] != o->dims[d].v)
+        int64_t hi = ir_tensor_geti(&p->in[1]->cval, x->rank + d);
+        if (lo[d] < 0 || hi < 0 || lo[d] + x->dims[d].v + hi != o->dims[d].v)
             return false;
     }
     return true;
@@ -205,15 +206,13 @@ static int zero_border(lctx *c, kir_block *b, const ir_type *ot, const int64_t *
     return 0;
 }
 
-/* The border of pad root p's buffer zeroed by the first trip of the
- * kernel's parallel loop (the last top-level statement that is one), or
- * by the kernel's body when it has none. */
+/* The border of pad root p's buffer (c->out_lo its begin pads) zeroed by
+ * the first trip of the kernel's parallel loop (the last top-level
+ * statement that is one), or by the kernel's body when it has none. */
 static int pad_out_finish(lctx *c, const ir_node *p)
 {
     kir_kernel *k = c->k;
-    int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], len[IR_MAX_RANK];
-    if (!pad_out_spec(p, lo, hi))
-        return -1;
+    int64_t len[IR_MAX_RANK];
     for (int d = 0; d < p->in[0]->type.rank; d++)
         len[d] = p->in[0]->type.dims[d].v;
     kir_block *b = &k->body;
@@ -227,7 +226,7 @@ static int pad_out_finish(lctx *c, const ir_node *p)
             break;
         }
     }
-    return zero_border(c, b, &p->out[0]->type, lo, len);
+    return zero_border(c, b, &p->out[0]->type, c->out_lo, len);
 }
 
 /* Every operand's and result's shape must be known to build index maps. */
@@ -467,8 +466,7 @@ int cg_lower_node(const ir_graph *g, const ir_node *n, const cg_binding *bind, c
             n = anchor;
     }
     lctx c = {.g = g, .n = n, .epi_root = anchor && anchor != root ? root : NULL, .anchor = anchor, .pad_out = pad};
-    int64_t pad_hi[IR_MAX_RANK];
-    if (pad && (!anchor || n->nout != 1 || !pad_out_spec(pad, c.out_lo, pad_hi)))
+    if (pad && (!anchor || n->nout != 1 || !pad_out_spec(pad, c.out_lo)))
         return ir_node_errorf(d, pad, "fused group %d cannot be compiled as one kernel: its root Pad "
                               "needs a zero constant Pad of a conv's, pool's or Concat's result", pad->group);
     if (!(c.k = kir_kernel_create(name, g)))
