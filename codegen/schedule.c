@@ -132,6 +132,7 @@ int cg_schedule_init(cg_schedule *s, const icc_target_desc *t, icc_diag *d)
     s->gpu_mma = cuda && t->tensor_core_gen >= 2;
     s->gpu_rows = cuda;
     s->transpose_lane_inner = !cuda;
+    s->plain_vector_cols = !cuda;
     s->f32_transpose = (icc_target_has(t, ICC_TF_AVX2) || icc_target_has(t, ICC_TF_AVX512F)) && s->lanes >= 8 &&
                        (s->lanes & (s->lanes - 1)) == 0;
     return 0;

@@ -96,6 +96,11 @@ typedef struct cg_schedule {
      * lanes x lanes, in the attention kernel's keys and Transposes that
      * swap their last two merged dims (movement.c) */
     bool f32_transpose;
+    /* MatMul's plain loop (the shapes the tile does not take: symbolic N
+     * or K) runs its output columns as a VECTOR loop where B's rows are
+     * contiguous (codegen/lower/matmul.c, lower_plain); a GPU schedule
+     * keeps one element per thread */
+    bool plain_vector_cols;
     /* contractions on the register tile fetch the next B panel into L2
      * (kir_intrinsics.def prefetch_l2) while the current one's row blocks
      * run from cache: a weight streamed from L3 or DRAM is then read

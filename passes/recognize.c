@@ -12,8 +12,8 @@
  *   Gelu                0.5 * x * (1 + Erf(x / sqrt(2)))
  *   Gelu (tanh)         0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
  *   HardSwish           x * Clip(x + 3, 0, 6) / 6, and x * HardSigmoid(x) with
- *                       alpha 1/6 and beta 1/2 (PaddlePaddle and TensorFlow
- *                       exports; the Clip form is the same function up to
+ *                       alpha 1/6 and beta 1/2 (as PaddlePaddle exports
+ *                       it: Paddle2ONNX's models; the Clip form is the same function up to
  *                       rounding, and as one op its epilogue multiplies where
  *                       the decomposed one divided by 6 per element)
  *

@@ -236,14 +236,15 @@ static int lower_plain(lctx *c, const mm_geo *g)
     int r = to->rank;
     kir_block *body = &k->body;
     bool alone = k->body.n == 0;   /* the nest is the kernel: lw_parallelize can merge it */
-    /* On a CPU, with B's rows contiguous along the output's columns (not
-     * transposed, not packed), the column loop is a VECTOR loop (its tail
-     * masked): per k an A broadcast against B's row, one accumulator per
-     * lane. Symbolic sizes land here (lower_tiled wants constant N and K):
-     * an attention's Q K^T and P V over a symbolic sequence ran scalar, the
-     * whole nest flattened into one loop with a division and a remainder
-     * per index, 1.7 GFLOP/s (PaddleOCR v4's recognizer). */
-    int lanes = c->s->kind == CG_SCHED_CPU && ir_dtype_size(c->cdt) > 0 ? c->s->lanes * 4 / (int)ir_dtype_size(c->cdt) : 0;
+    /* With the schedule's plain_vector_cols (CPUs) and B's rows contiguous
+     * along the output's columns (not transposed, not packed), the column
+     * loop is a VECTOR loop (its tail masked): per k an A broadcast against
+     * B's row, one accumulator per lane. Symbolic sizes land here
+     * (lower_tiled wants constant N and K): an attention's Q K^T and P V
+     * over a symbolic sequence ran scalar, the whole nest flattened into one
+     * loop with a division and a remainder per index, 1.7 GFLOP/s
+     * (PaddleOCR v4's recognizer). */
+    int lanes = c->s->plain_vector_cols && ir_dtype_size(c->cdt) > 0 ? c->s->lanes * 4 / (int)ir_dtype_size(c->cdt) : 0;
     bool vec_n = g->has_n && !g->tB && !g->pw && r > 0 && lanes >= 2;
     kir_expr *ov[IR_MAX_RANK] = {0};
     for (int d = 0; d < r; d++) {
