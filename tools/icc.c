@@ -154,7 +154,8 @@ static void usage(FILE *f)
         "  --input NAME=FILE    an input for run (.npy); repeat for each input\n"
         "  --name=PREFIX        the model's symbol prefix (PREFIX_model; default model)\n"
         "  --shape=NAME:DxDx..  pin input NAME's dims; a dim given as a name stays symbolic under\n"
-        "                       it (input:Bx576); ',' joins dims instead of 'x' (ids:batch,max_len)\n"
+        "                       it (input:Bx576); ',' joins dims instead of 'x' (ids:batch,max_len);\n"
+        "                       a symbol the model declares in other inputs too is pinned there\n"
         "  --weights=external   write the weights to model.weights beside model.so (mapped at\n"
         "                       load, checksum verified) instead of the .so's .rodata;\n"
         "                       =embedded: always in the .so; =auto (default): external past\n"
@@ -639,16 +640,31 @@ static int cmd_info(const args *a)
  * by 'x', or by ',' (then names may hold an 'x': ids:batch,max_len).
  * --bind=NAME=F.npy: makes input NAME a constant; then re-infers every
  * shape from there. */
+/* Every input dim that is symbol sym becomes dim; bysym marks them
+ * (bit k of input i), for the message when a later --shape disagrees. */
+static void pin_symbol(ir_graph *g, int32_t sym, ir_dim dim, uint32_t *bysym)
+{
+    for (int i = 0; i < g->ninputs; i++)
+        for (int k = 0; k < g->inputs[i]->type.rank; k++)
+            if (g->inputs[i]->type.dims[k].sym == sym) {
+                g->inputs[i]->type.dims[k] = dim;
+                if (i < MAX_INPUTS)
+                    bysym[i] |= 1u << k;
+            }
+}
+
 static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
 {
+    uint32_t bysym[MAX_INPUTS] = {0};   /* --shape takes at most MAX_INPUTS inputs */
     for (int i = 0; i < a->nshapes; i++) {
         const char *s = a->shapes[i], *colon = strrchr(s, ':');
         if (!colon)
             return ir_errorf(d, "--shape=%s: expected NAME:DxDx...", s);
         ir_value *v = NULL;
+        int vi = -1;
         for (int k = 0; k < g->ninputs; k++)
             if (strlen(g->inputs[k]->name) == (size_t)(colon - s) && !strncmp(g->inputs[k]->name, s, (size_t)(colon - s)))
-                v = g->inputs[k];
+                v = g->inputs[k], vi = k;
         if (!v)
             return ir_errorf(d, "--shape: the model has no input named '%.*s'", (int)(colon - s), s);
         ir_dim dims[IR_MAX_RANK];
@@ -680,8 +696,15 @@ static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
             return ir_errorf(d, "--shape=%s: input '%s' has rank %d", s, v->name, v->type.rank);
         for (int k = 0; k < r; k++) {
             if (v->type.rank >= 0 && ir_dim_is_const(v->type.dims[k]) && !ir_dim_eq(v->type.dims[k], dims[k]))
-                return ir_errorf(d, "--shape=%s: dim %d of '%s' is fixed at %lld", s, k, v->name,
-                                 (long long)v->type.dims[k].v);
+                return ir_errorf(d, "--shape=%s: dim %d of '%s' is fixed at %lld%s", s, k, v->name,
+                                 (long long)v->type.dims[k].v,
+                                 vi < MAX_INPUTS && (bysym[vi] >> k & 1)
+                                     ? " (an earlier --shape pinned the symbol it shares with another input)" : "");
+            /* a declared symbol is one dim wherever it appears: pinning
+             * it in one input pins it in the others (input:1x512 fixes
+             * state's [2, batch, 128] too) */
+            if (v->type.rank >= 0 && v->type.dims[k].sym > 0 && !ir_dim_eq(v->type.dims[k], dims[k]))
+                pin_symbol(g, v->type.dims[k].sym, dims[k], bysym);
             v->type.dims[k] = dims[k];
         }
         v->type.rank = r;

@@ -369,7 +369,7 @@ graph @g<N>(%x: i64[N], %w: i64[N]) -> (%y) {
   %y = Add(%a, %b) : i64[2]
 }
 ICC
-fails_cleanly "compile: ops not compiled yet are all named" "2 nodes cannot be compiled yet: Unique .'s1'., Unique .'c1'." "$ICC" "$T/notyet.icc" -o "$T/no.so"
+fails_cleanly "compile: ops not compiled yet are all named" "2 nodes cannot be compiled yet: Unique .'s1', dims not static., Unique .'c1', dims not static.; pinning" "$ICC" "$T/notyet.icc" -o "$T/no.so"
 fails_cleanly "compile: bad --name" "must be a C identifier" "$ICC" "$M" --name=a-b -o "$T/no.so"
 
 run_summary() {
@@ -628,6 +628,20 @@ shape_names() {
     grep -q "Symbolic dims (-1 in the dims arrays, given at run time): max_x$" "$T/named.h"
 }
 check "--shape: a dim given as a name stays symbolic under it" shape_names
+# a symbol declared in two inputs is one dim: pinning it in one pins the other
+cat >"$T/twoin.icc" <<'ICC'
+graph @g<B>(%x: f32[B,4], %s: f32[2,B,4]) -> (%y) {
+  %y = Add(%x, %s) : f32[2,B,4]
+}
+ICC
+shape_shared_symbol() {
+  "$ICC" info "$T/twoin.icc" --shape=x:3x4 >"$T/info2in" && grep -q "s: f32\[2,3,4\]" "$T/info2in" &&
+    "$ICC" info "$T/twoin.icc" --shape=x:Cx4 >"$T/info2inC" && grep -q "s: f32\[2,C,4\]" "$T/info2inC"
+}
+check "--shape: pinning a symbol in one input pins it in the others" shape_shared_symbol
+fails_cleanly "--shape: two inputs' pins disagree on their shared symbol" \
+  "dim 1 of .s. is fixed at 3 .an earlier --shape pinned the symbol it shares with another input." \
+  "$ICC" info "$T/twoin.icc" --shape=x:3x4 --shape=s:2x5x4
 fails_cleanly "--shape: a malformed dim" "dims must be non-negative numbers or names joined by 'x'" "$ICC" "$M" \
   --shape=image:2x-1x8x8 -o "$T/bad.so"
 fails_cleanly "bench A B: with --profile" "comparing 2 models runs them in turns" "$ICC" bench "$T/bench.so" "$T/bench.so" --profile
