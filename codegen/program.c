@@ -880,7 +880,7 @@ static int check_graph(pbuild *c)
         if (check_values(c, c->scopes[si].g) < 0)
             return -1;
     char list[768] = "";
-    int bad = 0;
+    int bad = 0, symbolic = 0;
     for (int si = 0; si < c->nscopes; si++) {
         const ir_graph *g = c->scopes[si].g;
         const int *root = c->scopes[si].root;
@@ -892,15 +892,25 @@ static int check_graph(pbuild *c)
                 continue;
             if (p->dynamic && root[k] == k && can_lower_batched(n))
                 continue;
+            /* an op that compiles with static dims, but dims not static
+             * here: say so, the user can pin them */
+            bool sym = false;
+            for (int i = 0; i < n->nin + n->nout; i++) {
+                const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+                sym |= v && !ir_type_is_static(&v->type);
+            }
+            sym = sym && ir_ops[n->op].family != IR_FAM_NONE;
             if (bad < 8)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s')", bad ? ", " : "",
-                         ir_ops[n->op].name, n->name);
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s ('%.60s'%s)", bad ? ", " : "",
+                         ir_ops[n->op].name, n->name, sym ? ", dims not static" : "");
             bad++;
+            symbolic += sym;
         }
     }
     if (bad)
-        return ir_errorf(c->d, "%d node%s cannot be compiled yet: %s%s", bad, bad == 1 ? "" : "s", list,
-                         bad > 8 ? ", ..." : "");
+        return ir_errorf(c->d, "%d node%s cannot be compiled yet: %s%s%s", bad, bad == 1 ? "" : "s", list,
+                         bad > 8 ? ", ..." : "",
+                         symbolic ? "; pinning the inputs' dims with --shape=NAME:DIMS may make them static" : "");
     for (int si = 0; si < c->nscopes; si++) {
         const ir_graph *g = c->scopes[si].g;
         const int *root = c->scopes[si].root;
