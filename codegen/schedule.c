@@ -187,7 +187,7 @@ int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, in
 }
 
 void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int64_t nq, int64_t mc_blocks,
-                             bool pack_a, int rows, int width, int64_t *nrc, int64_t *ncc)
+                             bool pack_a, bool b_copied, int rows, int width, int64_t *nrc, int64_t *ncc)
 {
     int64_t r0 = (nb + mc_blocks - 1) / mc_blocks;
     /* with A packed, a chunk's panels share its copy of A (each panel is
@@ -217,6 +217,24 @@ void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int
             if (better) {
                 br = r, bc = c, btot = tot, bcost = cost, bclass = cls;
             }
+        }
+    }
+    /* B copied by every row chunk (no weight packed ahead): one row chunk
+     * copies it once, worth fewer chunks (at least half of min_chunks, a
+     * multiple of 4 first, each of two panels or more so that A's packed
+     * rows serve several). 128 x 768 x 768 with B an input, 2 x 4 -> 1 x 4
+     * chunks: 0.935 at 1 thread, 0.99 at 2 in turns, and run after run
+     * (bench/ab.py, best p50) 1.169 -> 1.079 ms at 1 thread and 0.621 ->
+     * 0.537 at 2, where each thread's half of B stays in its own L2; 96 x
+     * 768 x 768 0.89 / 0.95 in turns. */
+    if (b_copied && br > 1 && nbat == 1 && r0 == 1) {
+        int64_t c1 = 0;
+        for (int64_t c = s->min_chunks / 2; c < s->min_chunks && c * 2 <= nq; c++)
+            if ((nq + (nq + c - 1) / c - 1) / ((nq + c - 1) / c) == c && (c1 == 0 || (c % 4 == 0 && c1 % 4 != 0)))
+                c1 = c;
+        if (c1) {
+            br = 1;
+            bc = c1;
         }
     }
     *nrc = br;

@@ -288,13 +288,15 @@ int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, in
  * of nbat matrices: *nrc row chunks (at least enough for chunks of at
  * most mc_blocks blocks) by *ncc column chunks (from one when A is
  * packed, pack_a). Each row chunk reads all of B's panels, so a B the
- * kernel packs itself is copied *nrc times (the pack-b pass packs a large
- * one once instead), and each column chunk all of A's rows. Of the
- * splits that reach min_chunks in a count 4 threads share evenly, the
- * one reading least, nrc x B's columns + ncc x A's rows (16 x 768 x 768
- * with B packed: 2 x 4 chunks read B twice from L3, 1 x 12 once). */
+ * kernel packs itself (b_copied) is copied *nrc times (the pack-b pass
+ * packs a large one once instead), and each column chunk all of A's
+ * rows. Of the splits that reach min_chunks in a count 4 threads share
+ * evenly, the one reading least, nrc x B's columns + ncc x A's rows (16
+ * x 768 x 768 with B packed: 2 x 4 chunks read B twice from L3, 1 x 12
+ * once); with b_copied, one row chunk where half of min_chunks or more
+ * column chunks of two panels or more remain. */
 void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int64_t nq, int64_t mc_blocks,
-                             bool pack_a, int rows, int width, int64_t *nrc, int64_t *ncc);
+                             bool pack_a, bool b_copied, int rows, int width, int64_t *nrc, int64_t *ncc);
 
 /* The reduction block *kc and the row blocks per parallel chunk *mcb of
  * a GEMM of nb row blocks (of `rows` rows, esize bytes an element) whose

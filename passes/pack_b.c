@@ -216,7 +216,7 @@ static bool run_packable(const cg_schedule *s, const ir_node *n, int64_t w)
     int64_t nrc, ncc, nb = (m.v + s->tile_rows - 1) / s->tile_rows, mcb;
     int kc;
     cg_schedule_gemm_apack(s, nb, s->tile_rows, (int)w, 4, true, &kc, &mcb);
-    cg_schedule_tile_chunks(s, nbat, nb, N / w, mcb, true, s->tile_rows, (int)w, &nrc, &ncc);
+    cg_schedule_tile_chunks(s, nbat, nb, N / w, mcb, true, true, s->tile_rows, (int)w, &nrc, &ncc);
     return nrc >= 3;
 }
 

@@ -419,7 +419,8 @@ static int mm_panel(lctx *c, cg_tile *t, kir_block *b, kir_expr *kb, kir_expr *g
  * B with a buffer of its own (packed_b, one k per row): the panels lie
  * one after another, K x pw apart; past the last full panel the hint
  * stays on it (then already in cache). B copied per panel (mm_pack): the
- * next panel's columns of row kr where B lies. */
+ * next panel's columns of row kr where B lies, or, with one panel a chunk
+ * (pf_same_panel), this panel's columns kc rows further on. */
 static int mm_prefetch(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr *j0, kir_expr *dk, kir_expr *line)
 {
     (void)g;
@@ -431,7 +432,13 @@ static int mm_prefetch(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr 
     int64_t epl = 64 / (int64_t)ir_dtype_size(k->bufs[pb].dtype);
     kir_expr *kr = dk ? lw_imin(k, kir_iadd(k, u->kv, dk), lw_i64c(k, K - 1)) : u->kv;
     if (!mg->pw) {
-        kir_expr *col = lw_imin(k, kir_iadd(k, lw_iaddc(k, j0, t->width), lw_imulc(k, line, epl)), lw_i64c(k, N - 1));
+        /* one panel a chunk: the next copy is this panel's next block of
+         * K (32 x 768 x 768, B an input: 0.87 at 1 thread, 0.90 at 2) */
+        bool same = t->pf_same_panel;
+        if (same)
+            kr = lw_imin(k, lw_iaddc(k, kr, u->kc), lw_i64c(k, K - 1));
+        kir_expr *j = same ? j0 : lw_iaddc(k, j0, t->width);
+        kir_expr *col = lw_imin(k, kir_iadd(k, j, lw_imulc(k, line, epl)), lw_i64c(k, N - 1));
         kir_expr *ix[IR_MAX_RANK];
         operand_idx(c, mg, 1, u->bat, kr, col, ix);
         kir_iarg a = {.buf = pb, .nidx = mg->tb->rank, .idx = ix};
@@ -572,7 +579,8 @@ static int lower_tiled(lctx *c, const mm_geo *g, int width, int rows)
         .nkb = (g->kd.v + u.kc - 1) / u.kc, .stream = skinny, .mc_blocks = mcb,
         .stream_chunks = skinny ? cg_schedule_skinny_chunks(c->s, M, g->n.v,
                                                             g->kd.v * g->n.v * (int64_t)ir_dtype_size(c->cdt)) : 1,
-        .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !gemv && !mdyn, .kc = u.kc, .kstep = mm_kstep,
+        .rows = rows, .width = width, .u = &u, .pack_a = !skinny && !gemv && !mdyn, .b_copied = pack,
+        .kc = u.kc, .kstep = mm_kstep,
         .setup = mm_setup, .k_open = mm_k_open, .pack = g->pw ? mm_panel : pack ? mm_pack : NULL, .a = mm_a, .b = mm_b, .out = mm_out, .epi = mm_epi,
     };
     /* the next panel's hints: B packed in panels (not in pairs or tiles,

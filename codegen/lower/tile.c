@@ -219,7 +219,7 @@ int cg_tile_lower(lctx *c, cg_tile *t)
         nrc = cdiv(q.nb, mcb);
         ncc = 1;
     } else
-        cg_schedule_tile_chunks(c->s, t->nbat, q.nb, q.nq, mcb, t->pack_a, R, t->width, &nrc, &ncc);
+        cg_schedule_tile_chunks(c->s, t->nbat, q.nb, q.nq, mcb, t->pack_a, t->b_copied, R, t->width, &nrc, &ncc);
     if (t->n_dyn) {
         /* panels known at run time: a constant number of column chunks,
          * enough for the threads, each taking its share */
@@ -238,6 +238,7 @@ int cg_tile_lower(lctx *c, cg_tile *t)
         ncc = cdiv(q.nq, q.ncp);
     }
     int64_t nch = nrc * ncc;
+    t->pf_same_panel = !t->n_dyn && q.ncp == 1 && t->nkb > 1;
     /* A packed only where each copied element is read by two panels or more */
     if (t->pack_a && t->kstep && t->kc > 0 && !t->m_dyn && !t->stream && q.ncp >= 2 &&
         (q.apk = kir_add_scratch(k, "apanel", KIR_SPACE_THREAD, c->cdt, 3, (int64_t[]){q.mcb, t->kc, R})) < 0)

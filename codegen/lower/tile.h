@@ -74,6 +74,10 @@ struct cg_tile {
      * over its row blocks and reduction steps (tile.c). */
     int (*prefetch)(lctx *c, cg_tile *t, kir_block *b, kir_expr *g, kir_expr *j0, kir_expr *dk, kir_expr *line);
     int pf_lines;              /* prefetch: cache lines of one k's row of a B panel */
+    bool b_copied;             /* pack copies B's panels per call, per chunk (B is no
+                                * weight packed ahead): each row chunk copies them again */
+    bool pf_same_panel;        /* set by cg_tile_lower: a chunk has one panel, so the panel
+                                * copied next is its own at the next reduction block */
     /* (optional, needed by pack_a) The current k's step within its
      * block, 0 .. kc-1, inside the loops k_open made. */
     kir_expr *(*kstep)(lctx *c, cg_tile *t);

@@ -51,6 +51,11 @@ def cases():
         # fewer than 8 rows split only when B is larger than the last-level
         # cache (32 MB at most): 34.8 MB, 3000 columns in 2 chunks with tails
         ("mm_dram_3x2900x3000", "MatMul", [3, 2900], [2900, 3000], None, {}, False),
+        # B an input that the tile copies: one row chunk of 4 column chunks
+        # of 3 panels (B copied once), 3 reduction blocks; chunks of one
+        # panel whose hints run ahead to the next reduction block
+        ("mm_bcopy_128x700x768", "MatMul", [128, 700], [700, 768], None, {}, False),
+        ("mm_onepanel_40x700x768", "MatMul", [40, 700], [700, 768], None, {}, False),
     ]
     for m in (1, 3, 16, 17):
         out.append(("mm_n3_%d" % m, "MatMul", [m, 41], [41, 3], None, {}, True))

@@ -153,20 +153,26 @@ START_TEST(schedule_contraction_tiles)
      * and of those the split that reads the least (r x B's panels + c x
      * A's rows) */
     int64_t nrc, ncc;
-    cg_schedule_tile_chunks(&s, 1, 171, 16, 64, true, 6, 64, &nrc, &ncc);
+    cg_schedule_tile_chunks(&s, 1, 171, 16, 64, true, false, 6, 64, &nrc, &ncc);
     ck_assert_int_eq(nrc * ncc, s.min_chunks);   /* 1024 x 1024 x 1024 */
     ck_assert_int_eq(nrc, 4);   /* 4 x 1024 + 2 x 1026 columns' worth, under 8 x 1024 + 1026 */
     ck_assert_int_eq(ncc, 2);
-    cg_schedule_tile_chunks(&s, 1, 22, 48, 64, true, 6, 64, &nrc, &ncc);
+    cg_schedule_tile_chunks(&s, 1, 22, 48, 64, true, false, 6, 64, &nrc, &ncc);
     ck_assert_int_eq(nrc, 1);   /* 128 x 768 x 3072: B's 3072 columns read once */
     ck_assert_int_eq(ncc, 8);
-    cg_schedule_tile_chunks(&s, 1, 4, 12, 64, true, 4, 64, &nrc, &ncc);
+    cg_schedule_tile_chunks(&s, 1, 22, 12, 22, true, false, 6, 64, &nrc, &ncc);
+    ck_assert_int_eq(nrc, 2);   /* 128 x 768 x 768, B a weight packed ahead: 8 chunks */
+    ck_assert_int_eq(ncc, 4);
+    cg_schedule_tile_chunks(&s, 1, 22, 12, 22, true, true, 6, 64, &nrc, &ncc);
+    ck_assert_int_eq(nrc, 1);   /* B copied by each row chunk: copied once, in 4 chunks of 3 panels */
+    ck_assert_int_eq(ncc, 4);
+    cg_schedule_tile_chunks(&s, 1, 4, 12, 64, true, false, 4, 64, &nrc, &ncc);
     ck_assert_int_eq(nrc, 1);   /* 16 x 768 x 768: 12 (8 would leave 6 of 2 panels) */
     ck_assert_int_eq(ncc, 12);
-    cg_schedule_tile_chunks(&s, 12, 22, 2, 64, true, 6, 64, &nrc, &ncc);
+    cg_schedule_tile_chunks(&s, 12, 22, 2, 64, true, false, 6, 64, &nrc, &ncc);
     ck_assert_int_eq(nrc, 1);   /* the batch alone gives the threads work */
     ck_assert_int_eq(ncc, 1);
-    cg_schedule_tile_chunks(&s, 1, 1, 1, 64, false, 6, 64, &nrc, &ncc);
+    cg_schedule_tile_chunks(&s, 1, 1, 1, 64, false, false, 6, 64, &nrc, &ncc);
     ck_assert_int_eq(nrc * ncc, 1);   /* nothing to split */
 }
 END_TEST
