@@ -64,8 +64,12 @@ static int sv_count(const ir_type *t)
     return -1;
 }
 
-/* a OP b on two elements; unknown when the result is not decided. */
-static ir_dim elem_binary(int op, ir_dim a, ir_dim b)
+/* a OP b on two elements; unknown when the result is not decided. With
+ * g, the sum, product or quotient (by a constant > 0) of elements that
+ * are all >= 0 (symbols, and constants >= 0) is a dim of g, derived when
+ * a symbol takes part (YOLOv8's anchor count h * w from Shape(x)[2] *
+ * Shape(x)[3]); a difference, which may go negative, is not. */
+static ir_dim elem_binary(ir_graph *g, int op, ir_dim a, ir_dim b)
 {
     int64_t x = 0, y = 0, r;
     bool ca = elem_const(a, &x), cb = elem_const(b, &y);
@@ -85,17 +89,28 @@ static ir_dim elem_binary(int op, ir_dim a, ir_dim b)
         }
     }
     /* one side (at least) is a symbol, whose run-time value is >= 0 */
+    bool nonneg = (!ca || x >= 0) && (!cb || y >= 0);
     switch (op) {
     case IR_OP_ADD:
-        return cb && y == 0 ? a : ca && x == 0 ? b : ir_dim_unknown();
+        if (cb && y == 0)
+            return a;
+        if (ca && x == 0)
+            return b;
+        return g && nonneg ? ir_dim_add(g, a, b) : ir_dim_unknown();
     case IR_OP_SUB:
         return cb && y == 0 ? a : ir_dim_unknown();
     case IR_OP_MUL:
         if ((cb && y == 0) || (ca && x == 0))
             return ir_dim_const(0);
-        return cb && y == 1 ? a : ca && x == 1 ? b : ir_dim_unknown();
+        if (cb && y == 1)
+            return a;
+        if (ca && x == 1)
+            return b;
+        return g && nonneg ? ir_dim_mul(g, a, b) : ir_dim_unknown();
     case IR_OP_DIV:
-        return cb && y == 1 ? a : ir_dim_unknown();
+        if (cb && y == 1)
+            return a;
+        return g && cb && y > 0 && !ca ? ir_dim_div_const(g, a, y, false) : ir_dim_unknown();
     case IR_OP_MAX:
         if ((cb && y <= 0) || (ca && x <= 0))
             return cb ? a : b;
@@ -255,7 +270,7 @@ static bool infer_sv(const ir_node *n, ir_shape_value *o)
         o->known = true;
         o->n = a.n > b.n ? a.n : b.n;
         for (int i = 0; i < o->n; i++)
-            o->e[i] = elem_binary(n->op, bcast(&a, i), bcast(&b, i));
+            o->e[i] = elem_binary(n->graph, n->op, bcast(&a, i), bcast(&b, i));
         return true;
     }
     case IR_OP_WHERE: {

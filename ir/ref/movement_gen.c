@@ -227,11 +227,22 @@ int shape_range(ir_shape_ctx *c)
         return ir_mv_check_size(c, o);
     }
     /* Range(0, S, 1) with the limit a dim (a shape value, ir/shapeval.c):
-     * the position ids of a [B, S] model have S elements */
+     * the position ids of a [B, S] model have S elements. A float range
+     * whose limit is a Cast of such a dim (YOLOv8's anchor grid,
+     * arange(w, dtype=float)) too: shape values hold integers only, so the
+     * Cast's input is read here; exact while the dim is below 2^24 (f32)
+     * or 2^53 (f64), past which the float limit itself rounds */
     const ir_shape_value *lim = c->sval && c->sval[1] && c->sval[1]->n == 1 ? c->sval[1] : NULL;
-    if (lim && lim->e[0].sym > 0 && ir_dtype_is_int(s->dtype) && c->val[0] && c->val[2] &&
-        c->val[0]->numel == 1 && c->val[2]->numel == 1 && ir_tensor_geti(c->val[0], 0) == 0 &&
-        ir_tensor_geti(c->val[2], 0) == 1)
+    ir_shape_value cast_lim;
+    const ir_value *lv = c->node && c->node->nin > 1 ? c->node->in[1] : NULL;
+    if (!lim && ir_dtype_is_float(s->dtype) && (s->dtype == IR_F32 || s->dtype == IR_F64) && lv && lv->def &&
+        lv->def->op == IR_OP_CAST && lv->def->nin == 1 && lv->def->in[0] &&
+        ir_dtype_is_int(lv->def->in[0]->type.dtype) && ir_value_shape_value(lv->def->in[0], &cast_lim) &&
+        cast_lim.n == 1)
+        lim = &cast_lim;
+    if (lim && lim->e[0].sym > 0 && (ir_dtype_is_int(s->dtype) || lim == &cast_lim) && c->val[0] && c->val[2] &&
+        c->val[0]->numel == 1 && c->val[2]->numel == 1 && ir_tensor_getf(c->val[0], 0) == 0 &&
+        ir_tensor_getf(c->val[2], 0) == 1)
         o->dims[0] = lim->e[0];
     return 0;
 }

@@ -1057,9 +1057,10 @@ START_TEST(shape_values_flatten)
 }
 END_TEST
 
-/* Arithmetic folds constants and identities, and leaves the rest unknown;
- * a symbol the input lacks could be 0 at run time (copying the input's
- * dim), so Reshape does not take it. */
+/* Arithmetic folds constants and identities; sums, products and
+ * quotients by a positive constant of elements >= 0 become derived
+ * symbols, differences unknown. A symbol the input lacks could be 0 at
+ * run time (copying the input's dim), so Reshape does not take it. */
 START_TEST(shape_values_arith)
 {
     ir_value *x = inp(IR_F32, "B,S,32");
@@ -1070,9 +1071,16 @@ START_TEST(shape_values_arith)
     ir_node *dv = vnode(IR_OP_DIV, 2, da);
     ir_value *ra[] = {x, dv->out[0]};
     ir_node *rn = vnode(IR_OP_RESHAPE, 2, ra);
-    /* [B, S, 64] / 4 = [B/4, S/4, 16]: only the constant is known */
+    /* [B, S, 64] / 4 = [floor(B/4), floor(S/4), 16]: Reshape knows only the constant */
     chk_type(rn, IR_F32, "?,?,16");
-    ck_assert(dv->out[0]->sv.known && dv->out[0]->sv.e[0].sym == IR_DIM_UNKNOWN);
+    ck_assert(dv->out[0]->sv.known && dv->out[0]->sv.e[0].sym > 0);
+    const ir_sym_def *q = ir_graph_sym_def(g, dv->out[0]->sv.e[0].sym);
+    ck_assert(q && q->op == IR_SYM_FLOORDIV && q->a.sym == x->type.dims[0].sym && q->b.sym == 0 && q->b.v == 4);
+    /* B - 1 may be negative: unknown */
+    ir_value *sa[] = {sh->out[0], cst(1, I64(1))};
+    ir_node *sub = vnode(IR_OP_SUB, 2, sa);
+    chk_type(rn, IR_F32, "?,?,16");
+    ck_assert(sub->out[0]->sv.known && sub->out[0]->sv.e[0].sym == IR_DIM_UNKNOWN);
     /* Where(Equal(shape, -1), 1, shape): a dim never equals -1 */
     ir_value *ea[] = {sh->out[0], cst(1, I64(-1))};
     ir_node *eq = vnode(IR_OP_EQUAL, 2, ea);
