@@ -1163,7 +1163,8 @@ static int ms_dq_lstm(fe_lower *l)
     float clip = get_f(l, "clip", 0);
     ir_value *x = l->in[X];
     if (!dim_known(x, 0) || !dim_known(x, 2))
-        return err(l, "needs a static sequence length and input size (dims 0 and 2 of X)");
+        return err(l, "needs a static sequence length and input size (dims 0 and 2 of X): pin the inputs' dims "
+                      "with --shape=NAME:DIMS");
     int64_t S = dim_of(x, 0), I = dim_of(x, 2);
     if (S < 1)
         return err(l, "needs at least one time step (dim 0 of X is %lld)", (long long)S);

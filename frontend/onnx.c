@@ -43,6 +43,8 @@ struct fe_ctx {
     const Onnx__GraphProto *gp;
     const char *base_dir;
     icc_diag *d;
+    icc_onnx_pin_fn pin;                  /* the main graph's: called once its inputs exist */
+    void *pin_ctx;
     fe_nodes nodes;
     fe_map names;
     int fresh;
@@ -560,25 +562,40 @@ static void infer_now(ir_node *n)
 {
     const ir_type *tin[64];
     const ir_tensor *val[64];
+    const ir_shape_value *svp[64];
+    ir_shape_value sv[64];
     ir_type tout[64];
     if (n->nin > 64 || n->nout > 64)
         return;
     for (int i = 0; i < n->nin; i++) {
         tin[i] = n->in[i] ? &n->in[i]->type : NULL;
         val[i] = n->in[i] && n->in[i]->kind == IR_VAL_CONST ? &n->in[i]->cval : NULL;
+        svp[i] = !val[i] && n->in[i] && ir_value_shape_value(n->in[i], &sv[i]) ? &sv[i] : NULL;
         if (tin[i] && tin[i]->dtype == IR_UNDEF)
             return;
     }
     memset(tout, 0, sizeof(ir_type) * (size_t)n->nout);
     icc_diag quiet;
-    ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, &quiet, NULL};
+    ir_shape_ctx sc = {n, n->nin, n->nout, tin, val, tout, &quiet, svp};
     if (ir_ops[n->op].shape(&sc) < 0)
         return;
     for (int i = 0; i < n->nout; i++) {
         ir_type *t = &n->out[i]->type;
-        if (t->dtype == IR_UNDEF && t->rank < 0)
+        if (t->dtype == IR_UNDEF && t->rank < 0) {
             *t = tout[i];
+            continue;
+        }
+        /* a declared type (value_info) keeps its symbols, but a dim it
+         * leaves symbolic or unknown that the inputs fix is taken (a
+         * pinned --shape reaching a DynamicQuantizeLSTM's steps) */
+        if (t->dtype != tout[i].dtype || t->rank != tout[i].rank)
+            continue;
+        for (int k = 0; k < t->rank; k++)
+            if ((!ir_dim_is_const(t->dims[k]) && ir_dim_is_const(tout[i].dims[k])) ||
+                (t->dims[k].sym == IR_DIM_UNKNOWN && tout[i].dims[k].sym > 0))
+                t->dims[k] = tout[i].dims[k];
     }
+    ir_infer_shape_value(n);
 }
 
 static const char *ir_kind_name(ir_attr_kind k)
@@ -1301,6 +1318,8 @@ static int import_graph(fe_ctx *c, const char *display)
         return 1; /* already prefixed */
     if (register_names(c) < 0 || topo_order(c, &order) < 0 || add_inputs(c) < 0)
         goto fail;
+    if (!c->parent && c->pin && c->pin(c->pin_ctx, c->g, c->d) < 0)
+        goto fail;
     for (int k = 0; k < c->nodes.n; k++)
         if (lower_node(c, &c->nodes.v[order[k]]) < 0)
             goto fail;
@@ -1311,8 +1330,17 @@ fail:
     return -1;
 }
 
+static ir_graph *import_buffer(const void *buf, size_t len, const char *base_dir, const char *display,
+                               bool infer, icc_onnx_pin_fn pin, void *pin_ctx, icc_diag *d);
+
 ir_graph *fe_import_buffer(const void *buf, size_t len, const char *base_dir, const char *display,
                            bool infer, icc_diag *d)
+{
+    return import_buffer(buf, len, base_dir, display, infer, NULL, NULL, d);
+}
+
+static ir_graph *import_buffer(const void *buf, size_t len, const char *base_dir, const char *display,
+                               bool infer, icc_onnx_pin_fn pin, void *pin_ctx, icc_diag *d)
 {
     icc_diag local;
     if (!d)
@@ -1320,7 +1348,7 @@ ir_graph *fe_import_buffer(const void *buf, size_t len, const char *base_dir, co
     if (!display)
         display = "model";
     Onnx__ModelProto *m = NULL;
-    fe_ctx c = {.base_dir = base_dir, .d = d, .path = ""};
+    fe_ctx c = {.base_dir = base_dir, .d = d, .path = "", .pin = pin, .pin_ctx = pin_ctx};
     int rc = -1;
 
     if (!buf && len) {
@@ -1367,7 +1395,14 @@ ir_graph *fe_import_buffer(const void *buf, size_t len, const char *base_dir, co
         goto done;
     }
     rc = import_graph(&c, display);
-    if (rc == 0 && infer && (ir_infer_shapes(c.g, d) < 0 || ir_verify(c.g, d) < 0))
+    /* the model's declared shapes that disagree with the computed ones:
+     * the computed ones, counted (ir_graph.decl_lenient), as ONNX Runtime
+     * runs such a model with a warning */
+    c.g->decl_lenient = true;
+    if (rc == 0 && infer && ir_infer_shapes(c.g, d) < 0)
+        rc = -1;
+    c.g->decl_lenient = false;
+    if (rc == 0 && infer && ir_verify(c.g, d) < 0)
         rc = -1;
 done:
     if (rc < 0)
@@ -1392,6 +1427,11 @@ ir_graph *icc_onnx_load_buffer(const void *buf, size_t len, const char *base_dir
 
 ir_graph *icc_onnx_load_file(const char *path, icc_diag *d)
 {
+    return icc_onnx_load_file_pinned(path, NULL, NULL, d);
+}
+
+ir_graph *icc_onnx_load_file_pinned(const char *path, icc_onnx_pin_fn pin, void *ctx, icc_diag *d)
+{
     uint8_t *buf;
     size_t len;
     if (fe_read_file(path, FE_MAX_PROTO_BYTES, &buf, &len, d) < 0) {
@@ -1403,7 +1443,7 @@ ir_graph *icc_onnx_load_file(const char *path, icc_diag *d)
     if (!dir)
         ir_errorf(d, "%s: out of memory", path);
     else
-        g = fe_import_buffer(buf, len, dir, path, true, d);
+        g = import_buffer(buf, len, dir, path, true, pin, ctx, d);
     free(dir);
     free(buf);
     return g;

@@ -16,6 +16,13 @@
  * (ir_graph_destroy), shapes inferred and verified, or NULL with d set. */
 ir_graph *icc_onnx_load_file(const char *path, icc_diag *d);
 
+/* As icc_onnx_load_file, calling pin(ctx, g, d) once the main graph's
+ * inputs exist, before any node is imported (-1 fails the load): input
+ * dims pinned there (--shape) are static for the frontend's own
+ * expansions too, such as DynamicQuantizeLSTM's unrolled steps. */
+typedef int (*icc_onnx_pin_fn)(void *ctx, ir_graph *g, icc_diag *d);
+ir_graph *icc_onnx_load_file_pinned(const char *path, icc_onnx_pin_fn pin, void *ctx, icc_diag *d);
+
 /* Same from a buffer. base_dir is where external data is resolved (NULL:
  * external data is rejected); display is the name used in messages. */
 ir_graph *icc_onnx_load_buffer(const void *buf, size_t len, const char *base_dir,

@@ -265,6 +265,14 @@ typedef struct ir_graph {
                                 * NULL otherwise */
     int nsubs, cap_subs;
     struct ir_graph **subs;    /* subgraphs this graph owns (destroyed with it) */
+    /* Top-level graphs: while decl_lenient is set (the ONNX frontend's
+     * first inference), a value's declared shape (value_info, a graph
+     * output) that disagrees with the computed one in rank or a constant
+     * dim is replaced by it, as ONNX Runtime does, and counted here with
+     * the first one described (in the arena); otherwise it is an error. */
+    bool decl_lenient;
+    int ndecl_conflicts;
+    const char *decl_note;
 } ir_graph;
 
 /* Subgraphs nest at most this deep (frontend, parser and verifier check). */

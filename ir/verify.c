@@ -1,6 +1,8 @@
 /* verify.c - structural checks of a graph, and static shape inference. */
 #include "ir/ops.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,8 +167,36 @@ done:
     return rc;
 }
 
+/* A declared shape that disagrees with the computed one: under the
+ * top-level graph's decl_lenient, counted and the computed one kept (0);
+ * else an error (-1). */
+static int decl_conflict(const ir_node *n, icc_diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int decl_conflict(const ir_node *n, icc_diag *d, const char *fmt, ...)
+{
+    ir_graph *top = n->graph;
+    while (top && top->parent)
+        top = top->parent;
+    va_list ap;
+    va_start(ap, fmt);
+    if (!top || !top->decl_lenient) {
+        ir_located_verrorf(d, n->name, ir_ops[n->op].name, fmt, ap);
+        va_end(ap);
+        return -1;
+    }
+    if (top->ndecl_conflicts++ == 0) {
+        char msg[512];
+        int k = snprintf(msg, sizeof msg, "node '%.100s' (%s): ", n->name, ir_ops[n->op].name);
+        vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+        top->decl_note = ir_arena_strdup(top->arena, msg);
+    }
+    va_end(ap);
+    return 0;
+}
+
 /* Keeps the more precise of an inferred and a declared type; constant
- * dims that disagree are an error. */
+ * dims that disagree are an error (decl_conflict: the inferred type,
+ * while the frontend reads the model). */
 static int merge_type(const ir_node *n, int idx, ir_type *inf, const ir_type *decl, icc_diag *d)
 {
     if (decl->dtype != IR_UNDEF && inf->dtype != IR_UNDEF && decl->dtype != inf->dtype)
@@ -183,13 +213,16 @@ static int merge_type(const ir_node *n, int idx, ir_type *inf, const ir_type *de
         return 0;
     }
     if (inf->rank != decl->rank)
-        return ir_node_errorf(d, n, "output %d is declared with rank %d but has rank %d", idx,
-                              decl->rank, inf->rank);
+        return decl_conflict(n, d, "output %d is declared with rank %d but has rank %d", idx, decl->rank,
+                             inf->rank);
     for (int i = 0; i < inf->rank; i++) {
         ir_dim a = inf->dims[i], b = decl->dims[i];
         if (a.sym == 0 && b.sym == 0 && a.v != b.v)
-            return ir_node_errorf(d, n, "output %d dim %d is declared %lld but is %lld", idx, i,
-                                  (long long)b.v, (long long)a.v);
+            return decl_conflict(n, d, "output %d dim %d is declared %lld but is %lld", idx, i, (long long)b.v,
+                                 (long long)a.v);
+    }
+    for (int i = 0; i < inf->rank; i++) {
+        ir_dim a = inf->dims[i], b = decl->dims[i];
         if (a.sym == IR_DIM_UNKNOWN || (a.sym > 0 && b.sym == 0))
             inf->dims[i] = b;
     }

@@ -240,8 +240,12 @@ static char *read_file(const char *path, size_t *len, icc_diag *d)
     return buf;
 }
 
-/* Loads ONNX or text IR by extension. */
-static ir_graph *load_model(const char *path, icc_diag *d)
+static int pin_dims_hook(void *ctx, ir_graph *g, icc_diag *d);
+
+/* Loads ONNX or text IR by extension; a's --shape (a may be NULL) pins an
+ * ONNX model's input dims before its nodes are imported (pin_shapes
+ * applies them again, with --bind, to either kind). */
+static ir_graph *load_model(const args *a, const char *path, icc_diag *d)
 {
     if (ir_ends_with(path, ".icc")) {
         size_t len;
@@ -252,7 +256,13 @@ static ir_graph *load_model(const char *path, icc_diag *d)
         free(text);
         return g;
     }
-    return icc_onnx_load_file(path, d);
+    ir_graph *g = a && a->nshapes ? icc_onnx_load_file_pinned(path, pin_dims_hook, (void *)a, d)
+                                  : icc_onnx_load_file(path, d);
+    if (g && g->ndecl_conflicts)
+        fprintf(stderr, "icc: note: %s: %d value%s declared with a shape that disagree%s with the computed one, "
+                "which is used (as ONNX Runtime does): %s\n", path, g->ndecl_conflicts,
+                g->ndecl_conflicts == 1 ? "" : "s", g->ndecl_conflicts == 1 ? "s" : "", g->decl_note);
+    return g;
 }
 
 static void type_str(const ir_graph *g, const ir_type *t, char *buf, size_t n)
@@ -384,7 +394,7 @@ static int info_precision(const args *a, const ir_graph *g, int level, icc_diag 
     f.popts.print_after_all = false;
     f.popts.print_after = f.popts.print_before = NULL;
     f.popts.print_changed = f.popts.time_passes = f.popts.stats = false;
-    ir_graph *g32 = load_model(a->model, d);
+    ir_graph *g32 = load_model(a, a->model, d);
     if (!g32 || pin_shapes(a, g32, d) < 0 || run_passes(&f, g32, level, NULL, d) < 0) {
         ir_graph_destroy(g32);
         return -1;
@@ -475,7 +485,7 @@ static int cmd_info(const args *a)
     icc_diag d = {{0}};
     if (ir_ends_with(a->model, ".so"))
         return cmd_info_compiled(a);
-    ir_graph *g = load_model(a->model, &d);
+    ir_graph *g = load_model(a, a->model, &d);
     if (!g)
         return icc_fail("%s", d.msg);
     if (pin_shapes(a, g, &d) < 0) { /* --shape/--bind: as compiling would see it */
@@ -653,7 +663,8 @@ static void pin_symbol(ir_graph *g, int32_t sym, ir_dim dim, uint32_t *bysym)
             }
 }
 
-static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
+/* --shape's part of pin_shapes: the inputs' dims. */
+static int pin_dims(const args *a, ir_graph *g, icc_diag *d)
 {
     uint32_t bysym[MAX_INPUTS] = {0};   /* --shape takes at most MAX_INPUTS inputs */
     for (int i = 0; i < a->nshapes; i++) {
@@ -709,6 +720,20 @@ static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
         }
         v->type.rank = r;
     }
+    return 0;
+}
+
+/* icc_onnx_load_file_pinned's hook: --shape applied as the ONNX frontend
+ * creates the inputs, before it imports any node */
+static int pin_dims_hook(void *ctx, ir_graph *g, icc_diag *d)
+{
+    return pin_dims(ctx, g, d);
+}
+
+static int pin_shapes(const args *a, ir_graph *g, icc_diag *d)
+{
+    if (pin_dims(a, g, d) < 0)
+        return -1;
     for (int i = 0; i < a->nbinds; i++) {
         const char *s = a->binds[i], *eq = strchr(s, '=');
         if (!eq)
@@ -771,7 +796,7 @@ static int cmd_compile(const args *a)
                                                                             : "");
     if (a->name && !cg_header_prefix_ok(a->name))
         return icc_fail("--name=%s: the prefix must be a C identifier other than 'icc'", a->name);
-    ir_graph *g = load_model(a->model, &d);
+    ir_graph *g = load_model(a, a->model, &d);
     if (!g)
         return icc_fail("%s", d.msg);
     int rc = 1;
@@ -813,7 +838,7 @@ static int cmd_emit(const args *a)
     if (!a->emit || (strcmp(a->emit, "ir") && strcmp(a->emit, "dot")))
         return cmd_compile(a);
     bool dot = !strcmp(a->emit, "dot");
-    ir_graph *g = load_model(a->model, &d);
+    ir_graph *g = load_model(a, a->model, &d);
     if (!g)
         return icc_fail("%s", d.msg);
     if (pin_shapes(a, g, &d) < 0 || run_passes(a, g, a->dflt_level, NULL, &d) < 0) {
@@ -1115,7 +1140,7 @@ static int cmd_run(const args *a)
     icc_diag d = {{0}};
     if (ir_ends_with(a->model, ".so"))
         return cmd_run_compiled(a);
-    ir_graph *g = load_model(a->model, &d);
+    ir_graph *g = load_model(a, a->model, &d);
     if (!g)
         return icc_fail("%s", d.msg);
     if (run_passes(a, g, -1, NULL, &d) < 0) {
@@ -1225,7 +1250,7 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
      * (which must be the one users get) from a second graph with it. */
     bool traced = a->per_node || a->bisect;
     b.popts.skip = traced ? "pack-b" : NULL;
-    if (!(s->g = load_model(model, d)))
+    if (!(s->g = load_model(&b, model, d)))
         return -1;
     if (pin_shapes(&b, s->g, d) < 0 || compile_passes(&b, s->g, d) < 0)
         return ir_diag_prefix(d, "%s", model), -1;
@@ -1233,7 +1258,7 @@ static int side_build(const args *a, const char *model, const icc_precision_opts
         ir_graph *lib = s->g;
         b.popts.skip = NULL;
         if (traced) {
-            if (!(lib = load_model(model, d)))
+            if (!(lib = load_model(&b, model, d)))
                 return -1;
             if (pin_shapes(&b, lib, d) < 0 || compile_passes(&b, lib, d) < 0) {
                 ir_graph_destroy(lib);
@@ -1575,7 +1600,7 @@ static int cmd_verify(const args *a)
         goto done;
     }
     if (pair ? side_build(&cpu, a->reference ? a->reference : a->model, &fp32, dir, "ref", &r, &d) < 0
-             : !(r.g = load_model(a->model, &d)) || pin_shapes(a, r.g, &d) < 0) {
+             : !(r.g = load_model(a, a->model, &d)) || pin_shapes(a, r.g, &d) < 0) {
         icc_fail("%s%s%s", r.g && !pair ? a->model : "", r.g && !pair ? ": " : "", d.msg);
         goto done;
     }

@@ -145,6 +145,24 @@ PY
 }
 check "LLVM's remarks and warnings stay off stderr" no_llvm_remarks
 fails_cleanly "unknown pass is named" "unknown pass 'nosuch'" "$ICC" "$M" --emit=ir --passes=nosuch
+# A graph output declared with another rank than it computes (ddddocr's
+# captcha model: [1, seqlen] for a [T, 1, 8210] value): compiled with the
+# computed shape and one note, as ONNX Runtime runs it with a warning.
+declared_shape_mismatch() {
+  python3 - "$T" <<'PY' || return 1
+import sys, onnx
+from onnx import helper, TensorProto
+g = helper.make_graph([helper.make_node("Flatten", ["x"], ["y"], axis=0)], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 1])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1] + "/declmis.onnx")
+PY
+  "$ICC" "$T/declmis.onnx" -o "$T/declmis.so" 2>"$T/declmis_err" &&
+    [ "$(wc -l <"$T/declmis_err")" -eq 1 ] &&
+    grep -q "^icc: note: .*declmis.onnx: 1 value declared with a shape that disagrees with the computed one, which is used (as ONNX Runtime does): node .* output 0 is declared with rank 3 but has rank 2" "$T/declmis_err" &&
+    grep -q "outputs: y: f32\[1,6\]$" "$T/declmis.h" || { cat "$T/declmis_err"; return 1; }
+}
+check "a graph output declared with another shape: the computed one, with a note" declared_shape_mismatch
 
 reproducer_on_failure() {
   cat >"$T/bad_gather.icc" <<'ICC'

@@ -258,5 +258,30 @@ for what, cfg, msg in REFUSE:
     report(ok, f"refused: {what}: {lines[0] if lines else '(no message)'}")
     report(not os.path.exists(f"{TMP}/refused.so"), f"  no partial output for {what}")
 
+# ---- (d) a symbolic sequence length pinned with --shape -----------------------
+# --shape applies as the frontend creates the inputs, before it unrolls the
+# steps, so the pinned length is static there; the value_info of X's
+# readers keeps "S" and takes the pinned 3 (ddddocr's older captcha model)
+m, feeds = dq_model(S=3, B=1, I=4, H=4, seq_sym=True)
+m.graph.node.insert(0, h.make_node("Identity", ["X"], ["X_id"]))
+m.graph.node[1].input[0] = "X_id"
+m.graph.value_info.append(h.make_tensor_value_info("X_id", P.FLOAT, ["S", 1, 4]))
+path = f"{TMP}/pinned_steps.onnx"
+onnx.save(m, path)
+want = ort_run(m, feeds)
+args = []
+for k, v in feeds.items():
+    np.save(f"{TMP}/pin_{k}.npy", v)
+    args.append(f"--input={k}={TMP}/pin_{k}.npy")
+r = subprocess.run([ICC, path, "-O3", "--shape=X:3x1x4", "-o", f"{TMP}/pinned.so"], capture_output=True, text=True)
+if r.returncode:
+    report(False, f"symbolic steps pinned with --shape: {r.stderr.strip()}")
+else:
+    os.makedirs(f"{TMP}/pin_out", exist_ok=True)
+    r = subprocess.run([ICC, "run", f"{TMP}/pinned.so", *args, "-o", f"{TMP}/pin_out"], capture_output=True, text=True)
+    got = r.stderr.strip() if r.returncode else [np.load(f"{TMP}/pin_out/{o.name}.npy") for o in m.graph.output]
+    ok, msg = close(got, want)
+    report(ok, f"symbolic steps pinned with --shape=X:3x1x4, -O3: {msg}")
+
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)
