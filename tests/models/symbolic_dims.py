@@ -246,6 +246,35 @@ def one_row(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def anchors(path):
+    """YOLOv8's head over symbolic height and width (NudeNet's 320n):
+    feature x [B, 4, H, W]; the anchor centres Range(0, Cast(Shape(x)[3] to
+    float), 1) + 0.5 (arange(w, dtype=float)), and a ConstantOfShape of
+    [Shape(x)[2] * Shape(x)[3], 1] for the strides: the float Range takes W,
+    the product is the derived H*W, so the flattened x [B, 4, H*W] times
+    the strides is one more output."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    f32 = lambda name, v: nh.from_array(np.array(v, np.float32), name)
+    nodes = [h.make_node("Shape", ["x"], ["sh"]),
+             h.make_node("Gather", ["sh", "i2"], ["hh"], axis=0),
+             h.make_node("Gather", ["sh", "i3"], ["ww"], axis=0),
+             h.make_node("Cast", ["ww"], ["wf"], to=P.FLOAT),
+             h.make_node("Range", ["f0", "wf", "f1"], ["sx"]),
+             h.make_node("Add", ["sx", "half"], ["cx"]),
+             h.make_node("Mul", ["hh", "ww"], ["hw"]),
+             h.make_node("Unsqueeze", ["hw", "ax0"], ["hw1"]),
+             h.make_node("Concat", ["hw1", "one"], ["cshape"], axis=0),
+             h.make_node("ConstantOfShape", ["cshape"], ["stride"], value=nh.from_array(np.array([8.0], np.float32))),
+             h.make_node("Transpose", ["stride"], ["st"], perm=[1, 0]),
+             h.make_node("Reshape", ["x", "flat"], ["xf"]),
+             h.make_node("Mul", ["xf", "st"], ["y"])]
+    g = h.make_graph(nodes, "anchors", [h.make_tensor_value_info("x", P.FLOAT, ["B", 4, "H", "W"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None), h.make_tensor_value_info("cx", P.FLOAT, None)],
+                     [i64("i2", 2), i64("i3", 3), f32("f0", 0), f32("f1", 1), f32("half", 0.5), i64("ax0", [0]),
+                      i64("one", [1]), i64("flat", [0, 4, -1])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
 class Runner:
     def __init__(self, icc, t):
         self.icc, self.t, self.failed = icc, t, 0
@@ -356,6 +385,13 @@ def main():
         print("%s the same at H 2 fails on the element count, compiled as interpreted: %s" % (
             "ok  " if ok else "FAIL", " / ".join(r.stderr.strip() for r in msgs)))
         run.failed += not ok
+
+    anchors(os.path.join(t, "anchors.onnx"))
+    so = run.compile("anchors")
+    for b, hh, ww in ((1, 40, 40), (2, 5, 9), (1, 1, 3)) if so else ():
+        x = np.random.default_rng(hh * ww).standard_normal((b, 4, hh, ww)).astype(np.float32)
+        run.check("anchors", so, {"x": x}, "YOLOv8 anchors: float Range over W, ConstantOfShape [H*W, 1], "
+                  "B %d H %d W %d" % (b, hh, ww))
 
     by_input_values(os.path.join(t, "byvalue.onnx"))
     run.expect_error("byvalue", ["--bind", "'shape'"], [], "a Reshape by an input's values names it for --bind")
