@@ -1114,9 +1114,10 @@ static int move_pool(lay *L, ir_node *n)
         return 0;
     bool global = n->op == IR_OP_GLOBAL_AVERAGE_POOL || n->op == IR_OP_GLOBAL_MAX_POOL;
     /* over a symbolic plane: the global pools (a squeeze-excite's), which
-     * are ReduceMean/ReduceMax of any plane */
+     * are ReduceMean/ReduceMax of any plane, and window pools with explicit
+     * pads (pool_blocked.c runs over the run's plane: YOLOv8's SPPF) */
     if (!global && (!ir_type_is_static(yt) || !ir_type_is_static(xt)))
-        return 0;
+        return move_window_pool(L, n, b);
     if (!global && (yt->dims[2].v != 1 || yt->dims[3].v != 1))
         return move_window_pool(L, n, b);
     int op;
@@ -1241,6 +1242,60 @@ static int move_concat(lay *L, ir_node *n)
     return finish(L, n, m->out[0]);
 }
 
+/* Split along the channels of a value with a blocked twin into parts that
+ * are each a whole number of blocks wide, as Split of the twin along the
+ * blocked C/cb axis by the parts' block counts: part k's channel c is
+ * lane c % cb of block (offset_k + c) / cb of the input, so each part's
+ * blocks are the input's, in order (YOLOv8's C2f blocks split their cv1
+ * in two halves; without this the halves left the blocked layout, and
+ * with symbolic dims, where conv_ok allows no new reorder into blocks,
+ * every conv after the first Split ran NCHW: NudeNet's 320n 2x slower
+ * than pinned). */
+static int move_split(lay *L, ir_node *n)
+{
+    const ir_value *x = n->in[0];
+    ir_value *bx = x ? twin_of(L, x) : NULL;
+    if (!bx || n->nout < 1 || n->nout > 64 || !is_image_f32(x) || x->type.dims[1].v % L->cb ||
+        bx->type.dims[1].v * L->cb != x->type.dims[1].v)
+        return 0;
+    int64_t axis = ir_attr_int(n, "axis", 0);
+    if (axis != 1 && axis != -3)
+        return 0;
+    int64_t parts[64];
+    for (int i = 0; i < n->nout; i++) {
+        const ir_type *t = &n->out[i]->type;
+        if (!is_image(t) || !ir_dim_is_const(t->dims[1]) || t->dims[1].v % L->cb ||
+            t->dims[1].v == 0)
+            return 0;
+        parts[i] = t->dims[1].v / L->cb;
+    }
+    ir_value *in[2] = {bx, i64_const(L, n->out[0]->name, "_blocks", parts, n->nout)};
+    if (!in[1])
+        return -1;
+    const char *names[64];
+    char buf[64][256];
+    for (int i = 0; i < n->nout; i++)
+        names[i] = ir_graph_fresh_name(L->g, n->out[i]->name, "_nchwc", buf[i], sizeof buf[i]);
+    ir_node *m = ir_graph_add_node(L->g, IR_OP_SPLIT, n->name, 2, in, n->nout, names, L->c->diag);
+    if (!m)
+        return -1;
+    if (ir_node_set_int(L->g, m, "axis", 1) < 0)
+        return ir_errorf(L->c->diag, "out of memory");
+    if (infer(L, m) < 0)
+        return -1;
+    for (int i = 0; i < n->nout; i++) {
+        ir_value *y = n->out[i];
+        ir_value *v = from_blocked(L, m->out[i], &y->type, y->name);
+        if (!v)
+            return -1;
+        ir_replace_all_uses(L->g, y, v);
+    }
+    ir_node_erase(n);
+    L->c->changed = true;
+    L->moved++;
+    return 0;
+}
+
 /* ---- the pass ------------------------------------------------------------------ */
 
 /* Removes from-blocked reorders nobody uses; returns how many. */
@@ -1339,6 +1394,8 @@ int pass_layout(pass_ctx *c)
             rc = move_batchnorm(&L, n);
         else if (n->op == IR_OP_CONCAT)
             rc = move_concat(&L, n);
+        else if (n->op == IR_OP_SPLIT)
+            rc = move_split(&L, n);
         else if (n->op == IR_OP_RESIZE)
             rc = move_resize(&L, n);
         else

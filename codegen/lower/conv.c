@@ -108,7 +108,11 @@ static int64_t numel_of(const ir_type *t)
 static bool window_sym_ok(const ir_node *n, const ir_type *x, const ir_type *y, const ir_type *w,
                           const nn_window *win)
 {
-    if (x->rank > 4 || x->dims[1].sym || y->dims[1].sym || (w && !ir_type_is_static(w)))
+    /* rank 5 only for a pool over layout.c's blocks: [N, C/cb, H, W, cb]
+     * with a window of one lane (pool_blocked.c) */
+    bool blocked = is_pool(n->op) && x->rank == 5 && !x->dims[4].sym && ir_dim_eq(x->dims[4], y->dims[4]) &&
+                   win->kernel[2] == 1 && win->stride[2] == 1 && win->dilation[2] == 1;
+    if ((x->rank > 4 && !blocked) || x->dims[1].sym || y->dims[1].sym || (w && !ir_type_is_static(w)))
         return false;
     for (int i = 0; i < x->rank; i++)
         if (x->dims[i].sym < 0 || y->dims[i].sym < 0)
@@ -415,13 +419,14 @@ static int lower_pool(lctx *c)
     geom g;
     if (!window_geom(n, &g))
         return -1;
-    if (!g.sym && g.n == 3 && g.k[2] == 1 && g.s[2] == 1 && g.d[2] == 1 && !g.pb[2] && !g.pe[2] &&
-        g.out[2] == g.in[2] && cg_pool_blocked_ok(c)) {
+    if (g.n == 3 && g.k[2] == 1 && g.s[2] == 1 && g.d[2] == 1 && !g.pb[2] && !g.pe[2] &&
+        ir_dim_is_const(g.ind[2]) && ir_dim_eq(g.outd[2], g.ind[2]) && !g.same[0] && !g.same[1] &&
+        cg_pool_blocked_ok(c)) {
         /* layout.c's pool over blocked data: the lanes are the vector */
-        cg_pool2d pg = {.batch = g.batch, .cin = g.cin, .lanes = g.in[2]};
+        cg_pool2d pg = {.batch = g.batch, .cin = g.cin, .lanes = g.ind[2].v, .bd = g.bd};
         for (int i = 0; i < 2; i++)
             pg.in[i] = g.in[i], pg.out[i] = g.out[i], pg.k[i] = g.k[i], pg.s[i] = g.s[i], pg.d[i] = g.d[i],
-            pg.pb[i] = g.pb[i], pg.pe[i] = g.pe[i];
+            pg.pb[i] = g.pb[i], pg.pe[i] = g.pe[i], pg.ind[i] = g.ind[i], pg.outd[i] = g.outd[i];
         return lower_pool_blocked(c, &pg);
     }
     ir_dtype t = c->cdt;

@@ -28,12 +28,12 @@ bool cg_pool_blocked_ok(const lctx *c)
 
 
 /* The taps t in [0, kn) with a <= start + t*d < b: [lo, hi). */
-static void taps(kir_kernel *k, kir_expr *start, int64_t d, int64_t kn, int64_t a, int64_t b, kir_expr **lo,
+static void taps(kir_kernel *k, kir_expr *start, int64_t d, int64_t kn, kir_expr *a, kir_expr *b, kir_expr **lo,
                  kir_expr **hi)
 {
     kir_expr *kc = lw_i64c(k, kn);
-    kir_expr *l = lw_idivc(k, lw_iaddc(k, lw_isub(k, lw_i64c(k, a), start), d - 1), d);
-    kir_expr *h = lw_idivc(k, lw_iaddc(k, lw_isub(k, lw_i64c(k, b), start), d - 1), d);
+    kir_expr *l = lw_idivc(k, lw_iaddc(k, lw_isub(k, a, start), d - 1), d);
+    kir_expr *h = lw_idivc(k, lw_iaddc(k, lw_isub(k, b, start), d - 1), d);
     *lo = lw_imin(k, kc, lw_imax(k, lw_i64c(k, 0), l));
     *hi = lw_imin(k, kc, lw_imax(k, lw_i64c(k, 0), h));
 }
@@ -44,19 +44,26 @@ int lower_pool_blocked(lctx *c, const cg_pool2d *g)
     const ir_node *n = c->n;
     bool maxp = n->op == IR_OP_MAX_POOL;
     int vp = kir_new_var(k), vw = kir_new_var(k), vj = kir_new_var(k), vh = kir_new_var(k), vx = kir_new_var(k);
-    kir_stmt *lp = lw_loop(c, &k->body, vp, lw_i64c(k, g->batch * g->cin * g->out[0]), KIR_PARALLEL);
-    kir_stmt *lw = lp ? lw_loop(c, &lp->body, vw, lw_i64c(k, g->out[1]), KIR_SERIAL) : NULL;
+    /* the extents: constants, or the run's values of symbolic dims (SPPF's
+     * 5x5 pools in a YOLOv8 compiled for any image size) */
+    kir_expr *in[2] = {lw_dim_of(k, g->ind[0]), lw_dim_of(k, g->ind[1])};
+    kir_expr *oh_n = lw_dim_of(k, g->outd[0]), *ow_n = lw_dim_of(k, g->outd[1]);
+    kir_expr *rows = kir_imul(k, lw_dim_of(k, g->bd), lw_imulc(k, oh_n, g->cin));
+    kir_stmt *lp = lw_loop(c, &k->body, vp, rows, KIR_PARALLEL);
+    kir_stmt *lw = lp ? lw_loop(c, &lp->body, vw, ow_n, KIR_SERIAL) : NULL;
     kir_stmt *lj = lw ? kir_for(k, &lw->body, vj, lw_i64c(k, 0), lw_i64c(k, g->lanes), KIR_VECTOR, (int)g->lanes)
                       : NULL;
     if (!lj)
         return -1;
     kir_expr *p = kir_var(k, vp), *ow = kir_var(k, vw), *j = kir_var(k, vj);
-    kir_expr *nb = lw_idivc(k, p, g->cin * g->out[0]), *cb = lw_iremc(k, lw_idivc(k, p, g->out[0]), g->cin);
-    kir_expr *oh = lw_iremc(k, p, g->out[0]);
+    bool sym = !ir_dim_is_const(g->outd[0]);
+    kir_expr *q = sym ? kir_op2(k, KIR_DIV, IR_I64, p, oh_n) : lw_idivc(k, p, g->out[0]);
+    kir_expr *nb = lw_idivc(k, q, g->cin), *cb = lw_iremc(k, q, g->cin);
+    kir_expr *oh = sym ? kir_op2(k, KIR_REM, IR_I64, p, oh_n) : lw_iremc(k, p, g->out[0]);
     kir_expr *st[2] = {lw_iaddc(k, lw_imulc(k, oh, g->s[0]), -g->pb[0]), lw_iaddc(k, lw_imulc(k, ow, g->s[1]), -g->pb[1])};
     kir_expr *lo[2], *hi[2];
     for (int i = 0; i < 2; i++)
-        taps(k, st[i], g->d[i], g->k[i], 0, g->in[i], &lo[i], &hi[i]);
+        taps(k, st[i], g->d[i], g->k[i], lw_i64c(k, 0), in[i], &lo[i], &hi[i]);
     /* MaxPool as the reference takes it: the window's first inside tap,
      * then each tap strictly greater, so a NaN counts only where it comes
      * first (a NaN-propagating max gave NaN where it came later; a window
@@ -64,12 +71,16 @@ int lower_pool_blocked(lctx *c, const cg_pool2d *g)
      * clamped into the input, when it has one) starts the max, and
      * `acc < x ? x : acc` (one vmaxps) takes the rest */
     kir_expr *init = kir_const_f(k, IR_F32, maxp ? -INFINITY : 0);
-    if (maxp && g->in[0] > 0 && g->in[1] > 0) {   /* an empty input has no tap to read */
+    /* an empty input has no tap to read (symbolic: the clamp keeps the
+     * discarded read at the buffer's first pixel, arena memory: the
+     * input is layout.c's blocked twin, never the caller's) */
+    bool empty = (ir_dim_is_const(g->ind[0]) && g->in[0] <= 0) || (ir_dim_is_const(g->ind[1]) && g->in[1] <= 0);
+    if (maxp && !empty) {
         kir_expr *fi[5] = {nb, cb, NULL, NULL, j};
         kir_expr *some = kir_const_i(k, IR_BOOL, 1);
         for (int i = 0; i < 2; i++) {
             kir_expr *at = kir_iadd(k, st[i], lw_imulc(k, lo[i], g->d[i]));
-            fi[2 + i] = lw_imin(k, lw_imax(k, lw_i64c(k, 0), at), lw_i64c(k, g->in[i] - 1));
+            fi[2 + i] = lw_imax(k, lw_i64c(k, 0), lw_imin(k, at, lw_iaddc(k, in[i], -1)));
             some = kir_op2(k, KIR_AND, IR_BOOL, some, kir_op2(k, KIR_LT, IR_BOOL, lo[i], hi[i]));
         }
         init = kir_op3(k, KIR_SELECT, IR_F32, some, lw_load_in(c, 0, fi), init);
@@ -95,7 +106,7 @@ int lower_pool_blocked(lctx *c, const cg_pool2d *g)
         for (int i = 0; i < 2; i++) {
             kir_expr *a = lo[i], *e = hi[i];
             if (incl)
-                taps(k, st[i], g->d[i], g->k[i], -g->pb[i], g->in[i] + g->pe[i], &a, &e);
+                taps(k, st[i], g->d[i], g->k[i], lw_i64c(k, -g->pb[i]), lw_iaddc(k, in[i], g->pe[i]), &a, &e);
             cnt = kir_imul(k, cnt, lw_imax(k, lw_i64c(k, 0), lw_isub(k, e, a)));
         }
         /* a uniform reciprocal: the widened loop has no varying division */

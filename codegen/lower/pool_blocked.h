@@ -12,6 +12,9 @@
 typedef struct cg_pool2d {
     int64_t batch, cin, lanes;         /* cin: channel blocks */
     int64_t in[2], out[2], k[2], s[2], d[2], pb[2], pe[2];
+    /* the batch and plane as dims: symbolic ones are the run's values
+     * (batch, in and out then unused there) */
+    ir_dim bd, ind[2], outd[2];
 } cg_pool2d;
 
 /* n (MaxPool without Indices, or AveragePool; f32) may run with the lanes

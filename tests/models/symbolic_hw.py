@@ -159,6 +159,28 @@ def models():
         h.make_node("GlobalAveragePool", ["p"], ["y"])], \
         [weights(r, "w1", 16, 3, 3, 3), weights(r, "wd", 16, 1, 3, 3), weights(r, "wp", 24, 16, 1, 1),
          nh.from_array(np.array(0, np.float32), "lo"), nh.from_array(np.array(6, np.float32), "hi")]
+    # YOLOv8's C2f and SPPF on blocked data: a channel Split into whole
+    # blocks (Split of the blocked twin), window pools over the symbolic
+    # plane (pool_blocked.c): 5x5 stride 1, an AveragePool counting its
+    # pads at stride 2, a MaxPool at stride 2 with ceil_mode
+    yield "c2f_sppf", True, [
+        h.make_node("Conv", ["x", "w1", "b1"], ["a"], pads=[1, 1, 1, 1]),
+        h.make_node("Sigmoid", ["a"], ["as"]),
+        h.make_node("Mul", ["a", "as"], ["a1"]),
+        h.make_node("Split", ["a1", "sp"], ["s0", "s1"], axis=1),
+        h.make_node("Conv", ["s1", "w2"], ["m"], pads=[1, 1, 1, 1]),
+        h.make_node("Add", ["s1", "m"], ["ma"]),
+        h.make_node("Concat", ["s0", "s1", "ma"], ["cc"], axis=1),
+        h.make_node("Conv", ["cc", "w3"], ["c3"]),
+        h.make_node("MaxPool", ["c3"], ["p1"], kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+        h.make_node("MaxPool", ["p1"], ["p2"], kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+        h.make_node("Concat", ["c3", "p1", "p2"], ["sp3"], axis=1),
+        h.make_node("Conv", ["sp3", "w4"], ["c4"]),
+        h.make_node("AveragePool", ["c4"], ["q"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                    count_include_pad=1),
+        h.make_node("MaxPool", ["q"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0], ceil_mode=1)], \
+        [weights(r, "w1", 32, 3, 3, 3), weights(r, "b1", 32), nh.from_array(np.array([16, 16], np.int64), "sp"),
+         weights(r, "w2", 16, 16, 3, 3), weights(r, "w3", 32, 48, 1, 1), weights(r, "w4", 16, 96, 1, 1)]
     # zeros around symbolic dims (the layout pass's padded conv inputs): H+4, W+3
     yield "pad_constant", True, [
         h.make_node("Pad", ["x", "pads"], ["p"]),
