@@ -2,6 +2,7 @@
 #include "ir/target_probe.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
 
 #if defined(__x86_64__)
@@ -51,13 +52,27 @@ static double bf16_rate;
 
 static void probe_bf16(void)
 {
+    /* ICC_BF16_DOT_RATE: the rate as given, nothing measured (a compile
+     * whose schedule must not depend on a timing: reproducible builds,
+     * and tests that compare two processes' choices) */
+    const char *env = getenv("ICC_BF16_DOT_RATE");
+    if (env && *env) {
+        char *end;
+        double r = strtod(env, &end);
+        if (*end == 0 && r > 0 && r < 1e3) {
+            bf16_rate = r;
+            return;
+        }
+    }
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bf16"))
         return;
     /* 2048 steps: ~30 us of FMAs, 30-60 us of dots on today's cores;
      * alternated so a slow stretch of a shared machine hits both, the
-     * best of each (the first round also ramps the vector units up) */
-    enum { STEPS = 2048, ROUNDS = 8 };
+     * best of each (the first round also ramps the vector units up). 24
+     * rounds, about 2 ms: with 8, two compiles on a loaded 2-vCPU VM (CI
+     * beside them) once measured 0.5 and above 0.75 */
+    enum { STEPS = 2048, ROUNDS = 24 };
     double fma = 1e30, dot = 1e30;
     volatile double sink = 0;
     for (int r = 0; r < ROUNDS; r++) {

@@ -845,8 +845,13 @@ echo '{"cores": 2, "fma_gflops_per_core": 40, "fma_gflops_all_cores": 80,
 # dot product's); with the measured
 # ones, each kind's own measured peak where the machine has it; both: the
 # roof percentage is the kernel's rate over its roof.
-profile_kinds() {
+profile_kinds() (   # a subshell: ICC_BF16_DOT_RATE stays in it
   local n=0 model want flags
+  # the host's bf16 dot rate measured once, so that the expectation
+  # (bf16_pairs_host's `icc info`) and each compile see the same one
+  local rate
+  rate=$("$ICC" info "$T/bf.onnx" | grep -o 'bf16-dot=[0-9.]*' | cut -d= -f2)
+  [ -n "$rate" ] && export ICC_BF16_DOT_RATE="$rate"
   while read -r model want flags; do
     n=$((n + 1))
     "$ICC" "$T/$model.onnx" --profile $flags -o "$T/kind$n.so" 2>/dev/null &&
@@ -893,11 +898,19 @@ $(grep -qw avx512_bf16 /proc/cpuinfo && echo "bf hostbf16 --precision=bf16 --no-
 bf f32 --precision=bf16 --no-default-keep -march=x86-64-v3
 bf f32
 EOF
-}
+)
 check "bench --profile: int8 and bf16 contractions on their own (fake) peaks; the kind follows the target" \
   profile_kinds "$T/kpeak.json"
 check "bench --profile: int8 and bf16 contractions on this machine's measured peaks of their kind" \
   profile_kinds "$T/peak2.json"
+# the host's bf16 dot rate given instead of measured (reproducible builds;
+# only a target with AVX512-BF16 has one)
+dot_rate_env() {
+  ! grep -qw avx512_bf16 /proc/cpuinfo ||
+    { ICC_BF16_DOT_RATE=0.9 "$ICC" info "$T/bf.onnx" | grep -q "bf16-dot=0.90x-fma" &&
+      ICC_BF16_DOT_RATE=0.3 "$ICC" info "$T/bf.onnx" | grep -q "bf16-dot=0.30x-fma"; }
+}
+check "ICC_BF16_DOT_RATE gives the bf16 dot rate instead of measuring it" dot_rate_env
 # bench --generate on a tiny static-KV decoder (seq 1) and its prefill
 # graph (seq 4): the step counts, and the greedy tokens ONNX Runtime picks.
 GEN=bench/models/gpt2_static_kv.py
