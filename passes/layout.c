@@ -73,6 +73,7 @@
 #include "ir/ops.h"
 #include "ir/ref/nn.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +326,18 @@ static ir_value *resplat(lay *L, const ir_value *v, const int64_t *dims, int n)
 /* Packs W [M, C, kh, kw] as [MP/cb, CP/ib, kh, kw, ib, cb] (ib: the
  * input's block, cb or 1; MP and CP: M and, with ib = cb, C padded to
  * whole blocks, the pad lanes' weights 0; only a constant is padded). */
+/* A weight as the blocked kernels read it: a subnormal one as a zero of its
+ * sign. An FMA with a subnormal operand takes a microcode assist on Intel
+ * cores (about 100x the cycles): PP-OCRv6's small detector has 255 K
+ * subnormal weights, 63% of two 1x1 convs', which ran at 1-3 GFLOP/s, 73% of
+ * the model's time (ONNX Runtime is as slow there; OpenVINO sets the CPU's
+ * denormals-are-zero). Their products are below 2^-126 times the
+ * activation, lost in any sum of normal terms. */
+static float weight_value(float v)
+{
+    return fabsf(v) < FLT_MIN ? copysignf(0.0f, v) : v;
+}
+
 static ir_value *pack_weights(lay *L, ir_value *w, int64_t ib)
 {
     const ir_dim *d = w->type.dims;
@@ -346,7 +359,7 @@ static ir_value *pack_weights(lay *L, ir_value *w, int64_t ib)
             for (int64_t c = 0; c < C; c++)
                 for (int64_t k = 0; k < kh * kw; k++)
                     dst[((((m / cb) * (CP / ib) + c / ib) * kh * kw + k) * ib + c % ib) * cb + m % cb] =
-                        src[(m * C + c) * kh * kw + k];
+                        weight_value(src[(m * C + c) * kh * kw + k]);
         return p;
     }
     if (is_splat(w)) /* a splat stays a splat (its pad lanes too: finite, past M they are sliced off) */
@@ -817,7 +830,7 @@ static ir_value *pack_dw_weights(lay *L, ir_value *w)
         float *dst = p->cval.data;
         for (int64_t c = 0; c < C; c++)
             for (int64_t k = 0; k < kk; k++)
-                dst[((c / cb) * kk + k) * cb + c % cb] = src[c * kk + k];
+                dst[((c / cb) * kk + k) * cb + c % cb] = weight_value(src[c * kk + k]);
         return p;
     }
     ir_node *def = w->kind == IR_VAL_NODE ? w->def : NULL;
