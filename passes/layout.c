@@ -1067,14 +1067,22 @@ static int move_batchnorm(lay *L, ir_node *n)
 
 /* A pool whose window is the whole plane (output 1x1, no padding) as a
  * reduction over the blocked H, W. */
-/* MaxPool or AveragePool with explicit pads on blocked data: the same op
- * over three spatial dims (H, W, lanes), the lanes' window 1 wide. */
+/* MaxPool or AveragePool on blocked data: the same op over three spatial
+ * dims (H, W, lanes), the lanes' window 1 wide, with explicit pads: an
+ * auto_pad becomes the pads it stands for where they are known, VALID
+ * none, SAME_* the total max(0, (ceil(in / s) - 1) s + (k - 1) d + 1 - in)
+ * (the odd one at the end for UPPER, at the start for LOWER), which with
+ * stride 1 is (k - 1) d for any plane, symbolic too; the output then is
+ * ceil(in / s) as SAME's, so ceil_mode is dropped (the dims are checked
+ * below). */
 static int move_window_pool(lay *L, ir_node *n, ir_value *b)
 {
     const int64_t *v;
     int64_t k[3], st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, p[6] = {0};
+    const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
     if ((n->op != IR_OP_MAX_POOL && n->op != IR_OP_AVERAGE_POOL) ||
-        strcmp(ir_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") || ir_attr_ints(n, "kernel_shape", &v) != 2)
+        (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && !same) || ir_attr_ints(n, "kernel_shape", &v) != 2)
         return 0;
     k[0] = v[0], k[1] = v[1], k[2] = 1;
     int cnt = ir_attr_ints(n, "strides", &v);
@@ -1090,8 +1098,21 @@ static int move_window_pool(lay *L, ir_node *n, ir_value *b)
     cnt = ir_attr_ints(n, "pads", &v);
     if (cnt >= 0 && cnt != 4)
         return 0;
-    for (int i = 0; i < cnt; i++)
-        p[i < 2 ? i : i + 1] = v[i];
+    if (!strcmp(ap, "NOTSET"))
+        for (int i = 0; i < cnt; i++)
+            p[i < 2 ? i : i + 1] = v[i];
+    for (int i = 0; same && i < 2; i++) {
+        ir_dim in = n->in[0]->type.dims[2 + i];
+        int64_t total = (k[i] - 1) * dl[i];
+        if (st[i] != 1) {
+            if (!ir_dim_is_const(in))
+                return 0;
+            total += ((in.v + st[i] - 1) / st[i] - 1) * st[i] + 1 - in.v;
+        }
+        total = total > 0 ? total : 0;
+        p[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+        p[i + 3] = total - p[i];
+    }
     ir_node *m = add_node(L, n->op, n->out[0]->name, "_nchwc", 1, &b, NULL);
     if (!m)
         return -1;
@@ -1099,7 +1120,8 @@ static int move_window_pool(lay *L, ir_node *n, ir_value *b)
     for (int i = 0; i < n->nattr; i++) {
         const char *an = n->attrs[i].name;
         if (strcmp(an, "kernel_shape") && strcmp(an, "strides") && strcmp(an, "dilations") && strcmp(an, "pads") &&
-            strcmp(an, "storage_order") && ir_node_add_attr(L->g, m, &n->attrs[i]) < 0)
+            strcmp(an, "storage_order") && strcmp(an, "auto_pad") && (!same || strcmp(an, "ceil_mode")) &&
+            ir_node_add_attr(L->g, m, &n->attrs[i]) < 0)
             return ir_errorf(L->c->diag, "out of memory");
     }
     if (ir_node_set_ints(L->g, m, "kernel_shape", k, 3) < 0 || ir_node_set_ints(L->g, m, "strides", st, 3) < 0 ||
@@ -1109,7 +1131,7 @@ static int move_window_pool(lay *L, ir_node *n, ir_value *b)
     if (infer(L, m) < 0)
         return -1;
     const ir_type *yt = &n->out[0]->type, *mt = &m->out[0]->type;
-    if (mt->rank != 5 || mt->dims[2].v != yt->dims[2].v || mt->dims[3].v != yt->dims[3].v) {
+    if (mt->rank != 5 || !ir_dim_eq(mt->dims[2], yt->dims[2]) || !ir_dim_eq(mt->dims[3], yt->dims[3])) {
         ir_node_erase(m); /* not expected: the windows are the same arithmetic */
         return 0;
     }

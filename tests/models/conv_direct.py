@@ -117,7 +117,7 @@ def depthwise_blocked(rng, path):
 def pool_blocked(rng, path):
     """A 1x1 Conv (16-multiple channels, so blocked at -O3) then MaxPool or AveragePool,
     which layout.c keeps blocked and pool_blocked.c runs with the lanes as the vector:
-    kernels 1-5, strides, pads, dilations (MaxPool), ceil_mode, count_include_pad."""
+    kernels 1-5, strides, pads or an auto_pad, dilations (MaxPool), ceil_mode, count_include_pad."""
     c = 16 * int(rng.integers(1, 4))
     op = str(rng.choice(["MaxPool", "AveragePool"]))
     k = [int(rng.integers(1, 6)), int(rng.integers(1, 6))]
@@ -131,6 +131,11 @@ def pool_blocked(rng, path):
         attrs["dilations"] = d
     else:
         attrs["count_include_pad"] = int(rng.integers(0, 2))
+    # an auto_pad (layout.c blocks it with the pads it stands for: PP-OCRv6's SAME_UPPER MaxPool)
+    ap = str(rng.choice(["NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"]))
+    if ap != "NOTSET":
+        del attrs["pads"]
+        attrs["auto_pad"] = ap
     inits = [nh.from_array(rng.standard_normal((c, c, 1, 1)).astype(np.float32), "w")]
     nodes = [h.make_node("Conv", ["x", "w"], ["y"]), h.make_node(op, ["y"], ["p"], **attrs),
              h.make_node("Relu", ["p"], ["r"])]
