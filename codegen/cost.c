@@ -89,7 +89,7 @@ static int64_t expr_ops(const kir_expr *e, int *budget)
         return 1;
     if (e->op != KIR_CONST && e->op != KIR_VAR && e->op != KIR_SYM && e->op != KIR_ACC && e->op != KIR_LETV &&
         e->dtype != IR_I64)
-        n = e->op >= KIR_EXP && e->op <= KIR_ERFC ? 20 : e->op >= KIR_SIN && e->op <= KIR_ATANH ? 20
+        n = e->op >= KIR_EXP && e->op <= KIR_GELU ? 20 : e->op >= KIR_SIN && e->op <= KIR_ATANH ? 20
           : e->op == KIR_DIV || e->op == KIR_POW || e->op == KIR_SQRT ? 4 : 1;
     for (int i = 0; i < 3; i++)
         n += expr_ops(e->a[i], budget);

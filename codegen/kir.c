@@ -73,7 +73,7 @@ bool kir_op_inexact(kir_op op)
 {
     switch (op) {
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_REM: case KIR_POW:
-    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_ERFC: case KIR_FMA: case KIR_MULADD:
+    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_ERFC: case KIR_GELU: case KIR_FMA: case KIR_MULADD:
     case KIR_SIN: case KIR_COS: case KIR_TAN: case KIR_ASIN: case KIR_ACOS: case KIR_ATAN:
     case KIR_SINH: case KIR_COSH: case KIR_ASINH: case KIR_ACOSH: case KIR_ATANH:
         return true;

@@ -1,6 +1,6 @@
-/* kir_math.c - f32 exp, log, tanh, erf and erfc built from kernel-IR
- * arithmetic (kir_math.h), and the rewrite that puts them in place of EXP,
- * LOG, TANH, ERF and ERFC.
+/* kir_math.c - f32 exp, log, tanh, erf, erfc and gelu built from
+ * kernel-IR arithmetic (kir_math.h), and the rewrite that puts them in
+ * place of EXP, LOG, TANH, ERF, ERFC and GELU.
  *
  * The polynomial coefficients were fitted by us (iteratively reweighted
  * least squares on Chebyshev nodes, in double) and checked in an f32
@@ -145,13 +145,22 @@ kir_expr *kir_math_exp_f32(kir_kernel *k, kir_expr *x) { return exp2part(k, x, N
  * clamps and with a cheaper 2^n: n + 191 is in [1, 254] there, so 2^(n +
  * 64) is a normal number whose product with the polynomial is exact, and
  * the one rounding is the multiply by 2^-64 (into the subnormals where the
- * result is that small). Not coarse: bit for bit what exp2part gives. */
-static kir_expr *exp_nonpos(kir_kernel *k, kir_expr *x, kir_expr *lo, bool coarse)
+ * result is that small). Not coarse: bit for bit what exp2part gives.
+ * exp_nonpos_2p64 leaves that multiply out: e^x 2^64, a normal number for
+ * x >= -131, so a caller can go on computing with it without subnormal
+ * operands (each one a microcode assist on x86: Gelu over values past
+ * |x| = 13 ran 8x slower) and round into the subnormals once, last. */
+static kir_expr *exp_nonpos_2p64(kir_kernel *k, kir_expr *x, kir_expr *lo, bool coarse)
 {
     kir_expr *t, *p = exp_poly(k, x, lo, coarse, &t);
     kir_expr *e = i2(k, KIR_ADD, kir_op1(k, KIR_BITCAST, I, t), ik(k, 127 + 64 - 0x4b400000));
     kir_expr *s = kir_op1(k, KIR_BITCAST, F, i2(k, KIR_SHL, e, ik(k, 23)));
-    return f2(k, KIR_MUL, f2(k, KIR_MUL, p, s), fk(k, 0x1p-64));
+    return f2(k, KIR_MUL, p, s);
+}
+
+static kir_expr *exp_nonpos(kir_kernel *k, kir_expr *x, kir_expr *lo, bool coarse)
+{
+    return f2(k, KIR_MUL, exp_nonpos_2p64(k, x, lo, coarse), fk(k, 0x1p-64));
 }
 
 kir_expr *kir_math_exp_nonpos_f32(kir_kernel *k, kir_expr *x)
@@ -203,21 +212,52 @@ kir_expr *kir_math_erf_f32(kir_kernel *k, kir_expr *x)
     return f2(k, KIR_COPYSIGN, sel(k, lt(k, a, fk(k, 1)), small, big), x);
 }
 
+/* erfc(b) 2^64 for b = |x| clamped to [0, 10.5] (or NaN): e^(-b^2) H(t) /
+ * (b + 2), with b^2 = p + e given (exactly, or as nearly as the caller
+ * can: e^(-b^2) takes b^2's relative error times b^2, 1e-5 from rounding
+ * b alone at b = 9). Normal all the
+ * way (erfc(10.5) 2^64 ~ 2e-30), no subnormal operand (each one a
+ * microcode assist on x86: Gelu over values past |x| = 13 ran 8x slower
+ * for them); past b = 10.06 erfc is under 2^-150 and rounds to 0, so it
+ * is 0 here already, and the callers' scale-back rounds into the
+ * subnormals only where the result is one. */
+static kir_expr *erfc_2p64(kir_kernel *k, kir_expr *b, kir_expr *p, kir_expr *e)
+{
+    kir_expr *r = f2(k, KIR_DIV, fk(k, 1), f2(k, KIR_ADD, b, fk(k, 2)));
+    kir_expr *t = f2(k, KIR_MUL, f2(k, KIR_SUB, b, fk(k, 2)), r);
+    kir_expr *ex = exp_nonpos_2p64(k, kir_op1(k, KIR_NEG, F, p), kir_op1(k, KIR_NEG, F, e), false);
+    kir_expr *tail = f2(k, KIR_MUL, f2(k, KIR_MUL, ex, horner(k, t, erfc_h, NCOEF(erfc_h))), r);
+    return sel(k, lt(k, fk(k, 10.06), b), fk(k, 0), tail);
+}
+
 kir_expr *kir_math_erfc_f32(kir_kernel *k, kir_expr *x)
 {
     /* a = |x| clamped to 10.5 (past it the result is 0 anyway; the clamp
-     * keeps inf out of e): e^(-a^2) H(t) / (a + 2), with a^2 = p + e
-     * exactly (e by a fused multiply-add, 0 without one), so e^(-a^2)
-     * keeps its accuracy where a^2 is large */
+     * keeps inf out of e) */
     kir_expr *b = clamp(k, kir_op1(k, KIR_ABS, F, x), 0, 10.5);
+    /* b^2 = p + e exactly (e by a fused multiply-add, 0 without one) */
     kir_expr *p = f2(k, KIR_MUL, b, b);
-    kir_expr *e = muladd(k, b, b, kir_op1(k, KIR_NEG, F, p));
-    kir_expr *r = f2(k, KIR_DIV, fk(k, 1), f2(k, KIR_ADD, b, fk(k, 2)));
-    kir_expr *t = f2(k, KIR_MUL, f2(k, KIR_SUB, b, fk(k, 2)), r);
-    kir_expr *ex = exp_nonpos(k, kir_op1(k, KIR_NEG, F, p), kir_op1(k, KIR_NEG, F, e), false);
-    kir_expr *tail = f2(k, KIR_MUL, f2(k, KIR_MUL, ex, horner(k, t, erfc_h, NCOEF(erfc_h))), r);
-    /* erfc(-a) = 2 - erfc(a) */
-    return sel(k, lt(k, x, fk(k, 0)), f2(k, KIR_SUB, fk(k, 2), tail), tail);
+    kir_expr *tail = erfc_2p64(k, b, p, muladd(k, b, b, kir_op1(k, KIR_NEG, F, p)));
+    /* erfc(-a) = 2 - erfc(a), each rounded once from the scaled tail */
+    return sel(k, lt(k, x, fk(k, 0)), muladd(k, tail, fk(k, -0x1p-64), fk(k, 2)), f2(k, KIR_MUL, tail, fk(k, 0x1p-64)));
+}
+
+kir_expr *kir_math_gelu_f32(kir_kernel *k, kir_expr *x)
+{
+    /* x Phi(x) = 0.5 x erfc(-x / sqrt 2): for x >= 0, x (1 - erfc(a) / 2)
+     * with a = x / sqrt 2; below, (x erfc(a) 2^64) 2^-65, or -0 where that
+     * is under 2^-126 (x < -13.4), selected before the scale-back, which
+     * vector code runs on every lane (-inf: tail 0, NaN as the reference) */
+    /* a^2 = x^2 / 2 from x (a = |x| / sqrt 2 rounded would put 1e-5 into
+     * the tail at a = 9), clamped where a is 10.5 */
+    kir_expr *c = clamp(k, kir_op1(k, KIR_ABS, F, x), 0, 14.849242);
+    kir_expr *cc = f2(k, KIR_MUL, c, c);
+    kir_expr *tail = erfc_2p64(k, f2(k, KIR_MUL, c, fk(k, M_SQRT1_2)), f2(k, KIR_MUL, cc, fk(k, 0.5)),
+                               f2(k, KIR_MUL, muladd(k, c, c, kir_op1(k, KIR_NEG, F, cc)), fk(k, 0.5)));
+    kir_expr *pos = f2(k, KIR_MUL, x, muladd(k, tail, fk(k, -0x1p-65), fk(k, 1)));
+    kir_expr *v = f2(k, KIR_MUL, x, tail);
+    kir_expr *neg = f2(k, KIR_MUL, sel(k, lt(k, fk(k, -0x1p-61), v), f2(k, KIR_MUL, x, fk(k, 0)), v), fk(k, 0x1p-65));
+    return sel(k, lt(k, x, fk(k, 0)), neg, pos);
 }
 
 kir_expr *kir_math_gelu_bf16(kir_kernel *k, kir_expr *x)
@@ -228,12 +268,17 @@ kir_expr *kir_math_gelu_bf16(kir_kernel *k, kir_expr *x)
     const double c = 2 * M_SQRT2;
     kir_expr *a = kir_op1(k, KIR_ABS, F, x);
     a = sel(k, lt(k, fk(k, 14.85), a), fk(k, 14.85), a);
-    kir_expr *ex = exp_nonpos(k, f2(k, KIR_MUL, f2(k, KIR_MUL, a, a), fk(k, -0.5)), NULL, true);
+    /* the tail times 2^64 (exp_nonpos_2p64), 0 past a = 14.4, where x
+     * Phi(-a) is under 2^-150 and rounds to 0: no subnormal operand on
+     * the way, one rounding into the subnormals at the end where the
+     * result is one */
+    kir_expr *ex = exp_nonpos_2p64(k, f2(k, KIR_MUL, f2(k, KIR_MUL, a, a), fk(k, -0.5)), NULL, true);
     kir_expr *r = f2(k, KIR_DIV, fk(k, 1), f2(k, KIR_ADD, a, fk(k, c)));
     kir_expr *tail = f2(k, KIR_MUL, ex, horner(k, muladd(k, r, fk(k, -2 * c), fk(k, 1)), phi_g, NCOEF(phi_g)));
+    tail = sel(k, lt(k, fk(k, 14.4), a), fk(k, 0), tail);
     /* Phi(x) = 1 - Phi(-x) */
-    kir_expr *phi = sel(k, lt(k, x, fk(k, 0)), tail, f2(k, KIR_SUB, fk(k, 1), tail));
-    return f2(k, KIR_MUL, x, phi);
+    kir_expr *neg = f2(k, KIR_MUL, f2(k, KIR_MUL, x, tail), fk(k, 0x1p-64));
+    return sel(k, lt(k, x, fk(k, 0)), neg, f2(k, KIR_MUL, x, muladd(k, tail, fk(k, -0x1p-64), fk(k, 1))));
 }
 
 /* ---- the rewrite ------------------------------------------------------------ */
@@ -284,14 +329,15 @@ static void rw_expr(rw *w, kir_expr *e)
     if (e->op == KIR_LOAD)
         for (int i = 0; i < e->nidx; i++)
             rw_expr(w, e->idx[i]);
-    bool math = e->op == KIR_EXP || e->op == KIR_LOG || e->op == KIR_TANH || e->op == KIR_ERF || e->op == KIR_ERFC;
+    bool math = e->op == KIR_EXP || e->op == KIR_LOG || e->op == KIR_TANH || e->op == KIR_ERF || e->op == KIR_ERFC ||
+                e->op == KIR_GELU;
     if (!math || (e->dtype != IR_F32 && e->dtype != IR_F16 && e->dtype != IR_BF16))
         return;
     kir_kernel *k = w->k;
     kir_expr *x = e->dtype == IR_F32 ? e->a[0] : kir_op1(k, KIR_CAST, F, e->a[0]);
     kir_expr *r = e->op == KIR_EXP ? kir_math_exp_f32(k, x) : e->op == KIR_LOG ? kir_math_log_f32(k, x)
                 : e->op == KIR_TANH ? kir_math_tanh_f32(k, x) : e->op == KIR_ERF ? kir_math_erf_f32(k, x)
-                : kir_math_erfc_f32(k, x);
+                : e->op == KIR_ERFC ? kir_math_erfc_f32(k, x) : kir_math_gelu_f32(k, x);
     if (r && e->dtype != IR_F32)
         r = kir_op1(k, KIR_CAST, e->dtype, r);   /* rounded once, like the reference */
     if (!r) {

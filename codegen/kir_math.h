@@ -27,6 +27,14 @@ kir_expr *kir_math_erfc_f32(kir_kernel *k, kir_expr *x);
  * in 4 operations instead of 9. Positive x gives garbage. */
 kir_expr *kir_math_exp_nonpos_f32(kir_kernel *k, kir_expr *x);
 
+/* Gelu, x Phi(x) (Phi the normal distribution), on f32 as 0.5 x
+ * erfc(-x / sqrt 2) within a few ulp, but with its x < 0 tail under
+ * 2^-126 (x < -13.4) flushed to -0: the subnormals there would make
+ * every operation that reads them a microcode assist on x86, here and in
+ * the kernels that read the result (the reference keeps them: at most
+ * 2^-126 apart; ONNX Runtime's erf form gives 0 from x < -5.7). */
+kir_expr *kir_math_gelu_f32(kir_kernel *k, kir_expr *x);
+
 /* Gelu, x Phi(x) (Phi the normal distribution), within a relative 1e-5
  * (3.9e-6 measured; up to 6e-6 from rounding x^2 in the far tail) where
  * its result is rounded to bf16 next: 1/390 of a bf16 ulp, for 31
@@ -34,7 +42,7 @@ kir_expr *kir_math_exp_nonpos_f32(kir_kernel *k, kir_expr *x);
  * propagates, +-inf give +inf and NaN as there. */
 kir_expr *kir_math_gelu_bf16(kir_kernel *k, kir_expr *x);
 
-/* Replaces, in place, every EXP, LOG, TANH, ERF and ERFC of k on f32, f16 or
+/* Replaces, in place, every EXP, LOG, TANH, ERF, ERFC and GELU of k on f32, f16 or
  * bf16 by its expansion (narrow floats widened to f32 and rounded back
  * once, as the reference computes them). Returns 0, or -1 on out of
  * memory (k is then only partly rewritten, but still valid). */

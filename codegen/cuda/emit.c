@@ -186,6 +186,7 @@ static const char *float_fn(kir_op op)
     case KIR_TANH: return "tanh";
     case KIR_ERF: return "erf";
     case KIR_ERFC: return "erfc";
+    case KIR_GELU: return "icc_gelu";   /* prelude.cuh: icc_gelu, icc_geluf */
     case KIR_FLOOR: return "floor";
     case KIR_CEIL: return "ceil";
     case KIR_ROUND: return "rint";

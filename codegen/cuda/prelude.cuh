@@ -170,6 +170,11 @@ ICC_D bool icc_neg_sign(double x) { return (icc_d2u(x) >> 63) != 0; }
 ICC_FMINMAX(float)
 ICC_FMINMAX(double)
 
+/* ONNX Gelu without the tanh approximation (KIR_GELU): 0.5 x erfc(-x / sqrt 2),
+ * which does not cancel for x < 0 as 0.5 x (1 + erf(x / sqrt 2)) does */
+ICC_D float icc_geluf(float x) { return 0.5f * x * erfcf(x * -0.70710678118654752f); }
+ICC_D double icc_gelu(double x) { return 0.5 * x * erfc(x * -0.70710678118654752); }
+
 /* ---- integers ---------------------------------------------------------------- */
 
 /* T signed or unsigned, U its unsigned twin, W its width in bits. */

@@ -565,6 +565,13 @@ static LLVMValueRef emit_float_op(em *e, const kir_expr *x, LLVMValueRef *v)
     case KIR_TANH: return libm1(e, dbl ? "tanh" : "tanhf", v[0]);
     case KIR_ERF: return libm1(e, dbl ? "erf" : "erff", v[0]);
     case KIR_ERFC: return libm1(e, dbl ? "erfc" : "erfcf", v[0]);
+    case KIR_GELU: {
+        /* 0.5 x erfc(-x / sqrt 2) (f64; f32 arrives expanded) */
+        LLVMTypeRef t = LLVMTypeOf(v[0]);
+        LLVMValueRef z = LLVMBuildFMul(b, v[0], LLVMConstReal(t, -M_SQRT1_2), "");
+        LLVMValueRef h = LLVMBuildFMul(b, v[0], LLVMConstReal(t, 0.5), "");
+        return LLVMBuildFMul(b, h, libm1(e, dbl ? "erfc" : "erfcf", z), "");
+    }
     case KIR_SIN: return libm1(e, dbl ? "sin" : "sinf", v[0]);
     case KIR_COS: return libm1(e, dbl ? "cos" : "cosf", v[0]);
     case KIR_TAN: return libm1(e, dbl ? "tan" : "tanf", v[0]);

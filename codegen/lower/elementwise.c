@@ -388,9 +388,9 @@ kir_expr *lw_formula(lctx *c)
         }
         if (c->to_bf16 && t == IR_F32)
             return kir_math_gelu_bf16(k, x);
-        /* 0.5 (1 + erf(x / sqrt 2)) = 0.5 erfc(-x / sqrt 2) */
-        kir_expr *phi = kir_op1(k, KIR_ERFC, t, kir_op2(k, KIR_MUL, t, x, cf(c, -M_SQRT1_2)));
-        return kir_op2(k, KIR_MUL, t, kir_op2(k, KIR_MUL, t, cf(c, 0.5), x), phi);
+        /* 0.5 (1 + erf(x / sqrt 2)) = 0.5 erfc(-x / sqrt 2), one op
+         * (kir_math_gelu_f32 on the CPU) */
+        return kir_op1(k, KIR_GELU, t, x);
     }
     case IR_OP_CLIP: {
         /* constant bounds (ReLU6's 0 and 6) as a compare and a blend each */
