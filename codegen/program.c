@@ -1699,10 +1699,10 @@ static int node_checks(pbuild *c, const ir_node *n)
         if (split_checks(c, n) < 0)
             return -1;
         break;
-    case IR_OP_CONCAT: {
+    case IR_OP_CONCAT: case IR_OP_CONCAT_NCHWC: {
         /* every input's dims but the axis are the output's (shape
          * inference took the first input's where symbols differ) */
-        int axis = (int)ir_attr_int(n, "axis", 0);
+        int axis = n->op == IR_OP_CONCAT_NCHWC ? 1 : (int)ir_attr_int(n, "axis", 0);
         axis = axis < 0 ? axis + to->rank : axis;
         for (int i = 0; i < n->nin; i++)
             for (int d = 0; n->in[i] && d < to->rank && d < n->in[i]->type.rank; d++)

@@ -199,17 +199,18 @@ static bool pad_out_candidate(const ir_node *p)
  * lw_store_out, which every lowering of these ops stores through): an f32
  * blocked conv or depthwise conv on f32 operands read as they are (no
  * narrow Cast in its kernel, no packed pairs), static; or, alone, a static
- * f32 Concat (its pieces copied straight into the padded buffer) or a
- * blocked MaxPool (its one output) or AveragePool. */
+ * f32 Concat or ConcatNCHWc (its pieces copied straight into the padded
+ * buffer) or a blocked MaxPool (its one output) or AveragePool. */
 static bool pad_out_anchor(const ir_node *a)
 {
     if (a->nout != 1 || !ir_type_is_static(&a->out[0]->type) || a->out[0]->type.dtype != IR_F32)
         return false;
-    if (!a->group && (a->op == IR_OP_CONCAT || a->op == IR_OP_MAX_POOL || a->op == IR_OP_AVERAGE_POOL)) {
+    if (!a->group && (a->op == IR_OP_CONCAT || a->op == IR_OP_CONCAT_NCHWC || a->op == IR_OP_MAX_POOL ||
+                      a->op == IR_OP_AVERAGE_POOL)) {
         for (int i = 0; i < a->nin; i++)
             if (!a->in[i] || a->in[i]->type.dtype != IR_F32 || !ir_type_is_static(&a->in[i]->type))
                 return false;
-        return a->nin > 0 && (a->op == IR_OP_CONCAT || a->in[0]->type.rank == 5);
+        return a->nin > 0 && (a->op != IR_OP_MAX_POOL && a->op != IR_OP_AVERAGE_POOL ? true : a->in[0]->type.rank == 5);
     }
     if ((a->op != IR_OP_CONV_NCHWC && a->op != IR_OP_CONV_DW_NCHWC) || a->nin < 2 ||
         ir_attr_int(a, "packed_k", 1) != 1)

@@ -174,6 +174,8 @@ echo "== NonMaxSuppression and RoiAlign, interpreted and compiled, vs ONNX Runti
 python3 tests/models/detection_ops_vs_ort.py build/icc
 echo "== the direct conv schedules (depthwise, ConvTranspose) over random shapes, vs the interpreter (build)"
 python3 tests/models/conv_direct.py build/icc
+echo "== channel Concats of blocked parts that are not whole blocks (ConcatNCHWc), compiled and interpreted, vs ONNX Runtime (build)"
+python3 tests/models/concat_blocked.py build/icc
 echo "== symbolic batch, sequence length and shape arithmetic (Shape/Gather/Concat/Reshape), compiled once, vs ONNX Runtime (build)"
 python3 tests/models/symbolic_dims.py build/icc
 echo "== lengths the values decide (Range), compiled into the declared length, vs ONNX Runtime (build)"

@@ -539,6 +539,64 @@ static int lower_concat_split(lctx *c)
     return 0;
 }
 
+/* ---- ConcatNCHWc ----------------------------------------------------------- */
+
+/* A channel Concat of blocked parts that need not be whole blocks (the
+ * layout pass; ir/ops.def): a parallel nest over the pixels (N, H, W, the
+ * run's dims), and in it, per part, its real channels as runs of lanes
+ * that stay in one block on both sides: a part starting at lane l of an
+ * output block splits each of its blocks into a run of cb - l lanes and
+ * one of l, each a vector loop over its lanes (contiguous on both sides,
+ * masked where shorter than a vector). The output's lanes past the
+ * channels are stored 0. Stores go through lw_store_out (fuse's pad-out:
+ * the result may land in a padded buffer's interior). */
+static int lower_concat_nchwc(lctx *c)
+{
+    kir_kernel *k = c->k;
+    const ir_node *n = c->n;
+    const ir_type *o = &n->out[0]->type;
+    const int64_t *ch;
+    if (ir_attr_ints(n, "channels", &ch) != n->nin || o->rank != 5 || !ir_dim_is_const(o->dims[1]) ||
+        !ir_dim_is_const(o->dims[4]))
+        return -1;
+    int64_t cb = o->dims[4].v, total = o->dims[1].v * cb, at = 0;
+    ir_type px = *o;
+    px.rank = 3;
+    px.dims[1] = o->dims[2];
+    px.dims[2] = o->dims[3];
+    kir_expr *pi[3];
+    kir_block *b = mv_nest(c, &k->body, &px, true, false, pi);
+    if (!b)
+        return -1;
+    int w = mv_width(c, o->dtype);
+    kir_expr *zero = ir_dtype_is_float(o->dtype) ? kir_const_f(k, o->dtype, 0) : kir_const_i(k, o->dtype, 0);
+    for (int i = 0; i <= n->nin; i++) {
+        /* part i's channels, then (i == nin) the pad lanes */
+        int64_t len = i < n->nin ? ch[i] : total - at;
+        for (int64_t q = 0; q < len;) {
+            int64_t oc = at + q, l = oc % cb, sl = q % cb;
+            int64_t m = cb - l < cb - sl ? cb - l : cb - sl;
+            m = m < len - q ? m : len - q;
+            int v = kir_new_var(k);
+            kir_stmt *lp = kir_for(k, b, v, lw_i64c(k, l), lw_i64c(k, l + m), KIR_VECTOR, w);
+            if (!lp)
+                return -1;
+            kir_expr *oi[5] = {pi[0], lw_i64c(k, oc / cb), pi[1], pi[2], kir_var(k, v)}, *val = zero;
+            if (i < n->nin) {
+                kir_expr *ii[5] = {pi[0], lw_i64c(k, q / cb), pi[1], pi[2],
+                                   kir_iadd(k, kir_var(k, v), lw_i64c(k, sl - l))};
+                val = kir_load(k, c->buf[i], ii);
+            }
+            if (!val || !lw_store_out(c, &lp->body, oi, val))
+                return -1;
+            q += m;
+        }
+        if (i < n->nin)
+            at += ch[i];
+    }
+    return 0;
+}
+
 /* ---- Slice --------------------------------------------------------------------- */
 
 /* The first position and step of each dim of a slice with constant
@@ -1473,7 +1531,7 @@ bool cg_can_lower_movement(const ir_node *n)
         return n->nout == 1;
     case IR_OP_DROPOUT:
         return n->nout == 1 || (n->nout == 2 && n->out[1]->type.dtype == IR_BOOL);
-    case IR_OP_TRANSPOSE:
+    case IR_OP_TRANSPOSE: case IR_OP_CONCAT_NCHWC:
         return true;
     case IR_OP_CONCAT: case IR_OP_SPLIT: {
         const ir_type *whole = n->op == IR_OP_CONCAT ? o : x;
@@ -1564,6 +1622,7 @@ int lower_movement(lctx *c)
     case IR_OP_TRANSPOSE: return lower_transpose(c);
     case IR_OP_DROPOUT: return lower_dropout(c);
     case IR_OP_CONCAT: case IR_OP_SPLIT: return lower_concat_split(c);
+    case IR_OP_CONCAT_NCHWC: return lower_concat_nchwc(c);
     case IR_OP_SLICE: {
         int64_t f[IR_MAX_RANK], s[IR_MAX_RANK];
         return slice_any(c->n, f, s) ? lower_slice(c) : lower_movement2(c);

@@ -670,6 +670,72 @@ int ref_concat(ir_ref_ctx *c)
     return 0;
 }
 
+/* ConcatNCHWc (internal, the layout pass): a channel Concat of blocked
+ * values [N, C_i/cb, H, W, cb] whose parts need not be whole blocks:
+ * channels[i] of part i are real (its lanes past them pad), and land at
+ * the channels before it, so a part may start mid-block; the result is
+ * [N, ceil(sum/cb), H, W, cb] with its pad lanes past the sum 0. */
+int shape_concat_nchwc(ir_shape_ctx *c)
+{
+    const ir_type *x = c->in[0];
+    ir_type *o = &c->out[0];
+    const int64_t *ch;
+    if (ir_attr_ints(c->node, "channels", &ch) != c->nin)
+        return ir_node_errorf(c->diag, c->node, "channels has %d values for %d inputs",
+                              ir_attr_ints(c->node, "channels", &ch), c->nin);
+    ir_type_unknown(o, x->dtype, 5);
+    int64_t cb = 0, sum = 0;
+    for (int i = 0; i < c->nin; i++) {
+        const ir_type *t = c->in[i];
+        if (!t || t->rank != 5 || t->dtype != x->dtype || !ir_dim_is_const(t->dims[1]) ||
+            !ir_dim_is_const(t->dims[4]) || t->dims[4].v < 1 || (cb && t->dims[4].v != cb))
+            return ir_node_errorf(c->diag, c->node, "input %d is not a blocked value like input 0", i);
+        cb = t->dims[4].v;
+        if (ch[i] < 0 || ch[i] > t->dims[1].v * cb || ch[i] > INT32_MAX)
+            return ir_node_errorf(c->diag, c->node, "channels[%d] = %lld does not fit input %d's %lld blocks", i,
+                                  (long long)ch[i], i, (long long)t->dims[1].v);
+        sum += ch[i];
+        for (int k = 0; k < 4; k++) {
+            ir_dim d = t->dims[k], *od = &o->dims[k];
+            if (k == 1)
+                continue;
+            if (ir_dim_is_const(d) && ir_dim_is_const(*od) && d.v != od->v)
+                return ir_node_errorf(c->diag, c->node, "input %d dim %d is %lld, expected %lld", i, k,
+                                      (long long)d.v, (long long)od->v);
+            if (od->sym == IR_DIM_UNKNOWN || (od->sym > 0 && ir_dim_is_const(d)))
+                *od = d;
+        }
+    }
+    o->dims[1] = ir_dim_const((sum + cb - 1) / cb);
+    o->dims[4] = ir_dim_const(cb);
+    return 0;
+}
+
+int ref_concat_nchwc(ir_ref_ctx *c)
+{
+    ir_tensor *y = c->out[0];
+    const int64_t *ch;
+    ir_attr_ints(c->node, "channels", &ch);
+    size_t es = ir_dtype_size(y->dtype);
+    int64_t cb = y->dims[4], plane = y->dims[2] * y->dims[3], yb = y->dims[1];
+    memset(y->data, 0, (size_t)y->numel * es);
+    int64_t at = 0;
+    for (int i = 0; i < c->nin; i++) {
+        const ir_tensor *x = c->in[i];
+        int64_t xb = x->dims[1];
+        for (int64_t n = 0; n < y->dims[0]; n++)
+            for (int64_t q = 0; q < ch[i]; q++) {
+                int64_t o = at + q;
+                char *dst = (char *)y->data + (size_t)(((n * yb + o / cb) * plane) * cb + o % cb) * es;
+                const char *src = (const char *)x->data + (size_t)(((n * xb + q / cb) * plane) * cb + q % cb) * es;
+                for (int64_t p = 0; p < plane; p++)
+                    memcpy(dst + (size_t)(p * cb) * es, src + (size_t)(p * cb) * es, es);
+            }
+        at += ch[i];
+    }
+    return 0;
+}
+
 /* Split sizes along the axis: the split input, or num_outputs (or the
  * output count) chunks of ceil(dim / n) with a smaller last chunk (opset
  * 18). sizes[i] < 0 means unknown (symbolic chunks: split_sym_sizes). */
