@@ -48,10 +48,10 @@ const pass_info pass_table[PASS_COUNT] = {
 static const char *const levels[4] = {
     "shape-infer,lower-quant,precision",
     "shape-infer,lower-quant,fold-if,fold,fold-if,fold,dce,precision",
-    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,recognize,attention,simplify,cse,dce,precision,"
-     "pack-b,fuse,plan"),
-    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,recognize,attention,precision{stage=int8},layout,"
-     "simplify,cse,dce,precision{stage=half},pwdw,pack-b,fuse,plan"),
+    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,flush-weights,recognize,attention,simplify,cse,"
+     "dce,precision,pack-b,fuse,plan"),
+    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,flush-weights,recognize,attention,"
+     "precision{stage=int8},layout,simplify,cse,dce,precision{stage=half},pwdw,pack-b,fuse,plan"),
 };
 
 const char *icc_pipeline_for_level(int level)
