@@ -935,24 +935,27 @@ static ir_value *blocked_operand(lay *L, ir_value *v, const ir_type *t, bool *fa
     if (b)
         return same_dims(&v->type, t) || broadcasts_blocked(&v->type, t) ? b : (*fail = true, NULL);
     const ir_type *vt = &v->type;
-    int64_t numel;
-    if (!ir_type_is_static(vt) || vt->rank > 4 || !ir_type_numel(vt, &numel))
-        return *fail = true, NULL;
-    if (numel == 1)
-        return v;
     int r = vt->rank;
-    int64_t C = t->dims[1].v, CP = cpad(L, C);
-    if (v->kind != IR_VAL_CONST && r == 4 && vt->dims[1].v == C && vt->dims[2].v == 1 &&
-        vt->dims[3].v == 1 && (vt->dims[0].v == 1 || ir_dim_eq(vt->dims[0], t->dims[0]))) {
+    int64_t C = t->dims[1].v, CP = cpad(L, C), numel;
+    if (v->kind != IR_VAL_CONST && r == 4 && ir_dim_is_const(vt->dims[1]) && vt->dims[1].v == C &&
+        ir_dim_is_const(vt->dims[2]) && vt->dims[2].v == 1 && ir_dim_is_const(vt->dims[3]) && vt->dims[3].v == 1 &&
+        ((ir_dim_is_const(vt->dims[0]) && vt->dims[0].v == 1) || ir_dim_eq(vt->dims[0], t->dims[0]))) {
         /* a computed per-channel [N, C, 1, 1] (a squeeze-excite scale whose
          * squeeze width is no multiple of cb, so it stayed NCHW): with the
          * plane 1x1, [N, C/cb, 1, 1, cb] is the same elements in order, a
-         * Reshape rather than a reorder (after a Pad when C is padded) */
-        int64_t s5[5] = {vt->dims[0].v, CP / L->cb, 1, 1, L->cb};
+         * Reshape rather than a reorder (after a Pad when C is padded); a
+         * symbolic batch is copied (the 0; PP-OCRv6's symbolic detector
+         * left the blocks at every squeeze-excite, and with symbolic dims
+         * they do not come back: 1.75x its pinned time) */
+        int64_t s5[5] = {ir_dim_is_const(vt->dims[0]) ? vt->dims[0].v : 0, CP / L->cb, 1, 1, L->cb};
         ir_value *pv = CP != C ? pad_channels(L, v, CP) : v;
         ir_value *rv = pv ? reshape(L, pv, s5, 5, NULL) : NULL;
         return rv ? rv : (*fail = true, NULL);
     }
+    if (!ir_type_is_static(vt) || vt->rank > 4 || !ir_type_numel(vt, &numel))
+        return *fail = true, NULL;
+    if (numel == 1)
+        return v;
     if (v->kind != IR_VAL_CONST || r < 3 || vt->dims[r - 1].v != 1 || vt->dims[r - 2].v != 1 ||
         vt->dims[r - 3].v != t->dims[1].v || (r == 4 && vt->dims[0].v != 1))
         return *fail = true, NULL;
