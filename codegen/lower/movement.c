@@ -901,45 +901,59 @@ static int lower_expand(lctx *c)
 static int lower_tile_op(lctx *c)
 {
     kir_kernel *k = c->k;
-    const ir_type *ti = &c->n->in[0]->type, *to = &c->n->out[0]->type;
+    const ir_node *n = c->n;
+    const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
     int r = ti->rank;
     kir_block *b = &k->body;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
-    if (2 * r <= IR_MAX_RANK) {
+    /* each dim's repeat count: the dims' quotient where both are static,
+     * else the constant repeats, else (symbolic dims, repeats computed:
+     * Tile(z, Shape(x))) the run's quotient of the dims (0 where the
+     * input's dim is 0: integer division by 0 gives 0) */
+    const int64_t *rc = n->in[1]->kind == IR_VAL_CONST && n->in[1]->cval.numel == r ? n->in[1]->cval.data : NULL;
+    int64_t rep[IR_MAX_RANK];
+    bool known = true;
+    for (int d = 0; d < r; d++) {
+        ir_dim xd = ti->dims[d], od = to->dims[d];
+        rep[d] = ir_dim_is_const(xd) && ir_dim_is_const(od) ? (xd.v ? od.v / xd.v : 0) : rc ? rc[d] : -1;
+        known = known && rep[d] >= 0;
+    }
+    if (2 * r <= IR_MAX_RANK && known) {
         /* mv_nest spreads small leading repeat counts over the threads */
         ir_type vt = *to;
         kir_expr *vi[IR_MAX_RANK];
         vt.rank = 2 * r;
         for (int d = 0; d < r; d++) {
-            int64_t dim = ti->dims[d].v;
-            vt.dims[2 * d] = ir_dim_const(dim ? to->dims[d].v / dim : 0);
-            vt.dims[2 * d + 1] = ir_dim_const(dim);
+            vt.dims[2 * d] = ir_dim_const(rep[d]);
+            vt.dims[2 * d + 1] = ti->dims[d];
         }
         if (!(b = mv_nest(c, b, &vt, true, true, vi)))
             return -1;
         for (int d = 0; d < r; d++) {
             ii[d] = vi[2 * d + 1];
-            oi[d] = kir_iadd(k, kir_imul(k, vi[2 * d], lw_i64c(k, ti->dims[d].v)), ii[d]);
+            oi[d] = kir_iadd(k, kir_imul(k, vi[2 * d], lw_dim_of(k, ti->dims[d])), ii[d]);
         }
         return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? shape_operand_check(c, 1, SHAPE_TILE) : -1;
     }
     for (int d = 0; d < r; d++) {
-        int64_t dim = ti->dims[d].v, rep = dim ? to->dims[d].v / dim : 0;
+        kir_expr *dim = lw_dim_of(k, ti->dims[d]);
+        kir_expr *repx = rep[d] >= 0 ? lw_i64c(k, rep[d]) : kir_op2(k, KIR_DIV, IR_I64, lw_dim_of(k, to->dims[d]), dim);
         int rv = kir_new_var(k), jv = kir_new_var(k);
-        kir_stmt *lr = kir_for(k, b, rv, lw_i64c(k, 0), lw_i64c(k, rep), d == 0 ? KIR_PARALLEL : KIR_SERIAL, 0);
+        kir_stmt *lr = kir_for(k, b, rv, lw_i64c(k, 0), repx, d == 0 ? KIR_PARALLEL : KIR_SERIAL, 0);
         if (!lr)
             return -1;
         bool last = d == r - 1;
-        kir_stmt *lj = kir_for(k, &lr->body, jv, lw_i64c(k, 0), lw_i64c(k, dim), last ? KIR_VECTOR : KIR_SERIAL,
+        kir_stmt *lj = kir_for(k, &lr->body, jv, lw_i64c(k, 0), dim, last ? KIR_VECTOR : KIR_SERIAL,
                                last ? mv_width(c, to->dtype) : 0);
         if (!lj)
             return -1;
         b = &lj->body;
         ii[d] = kir_var(k, jv);
-        oi[d] = kir_iadd(k, kir_imul(k, kir_var(k, rv), lw_i64c(k, dim)), ii[d]);
+        oi[d] = kir_iadd(k, kir_imul(k, kir_var(k, rv), dim), ii[d]);
     }
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? shape_operand_check(c, 1, SHAPE_TILE) : -1;
 }
+
 
 /* ---- Pad, CenterCropPad --------------------------------------------------------------- */
 
@@ -1509,6 +1523,8 @@ bool cg_movement_symbolic(const ir_node *n)
     pad_spec sp;
     if (n->op == IR_OP_PAD)   /* zeros around symbolic dims (pad_finish) */
         return pad_params(n, &sp);
+    if (n->op == IR_OP_TILE)
+        return cg_can_lower_movement(n);
     if (n->op != IR_OP_CONCAT && n->op != IR_OP_SPLIT)
         return false;
     const ir_type *whole = n->op == IR_OP_CONCAT ? &n->out[0]->type : &n->in[0]->type;
@@ -1565,11 +1581,18 @@ bool cg_can_lower_movement(const ir_node *n)
                 return false;
         return true;
     case IR_OP_TILE:
-        if (!ir_type_is_static(x) || !ir_type_is_static(o) || o->rank != x->rank)
+        /* symbolic dims: the run's values (shape inference made each
+         * output dim the input's times its repeat count; the kernel checks
+         * a computed repeats against them) */
+        if (x->rank < 0 || o->rank != x->rank)
             return false;
-        for (int d = 0; d < x->rank; d++)
-            if (x->dims[d].v ? o->dims[d].v % x->dims[d].v != 0 : o->dims[d].v != 0)
+        for (int d = 0; d < x->rank; d++) {
+            if (x->dims[d].sym < 0 || o->dims[d].sym < 0)
                 return false;
+            if (ir_dim_is_const(x->dims[d]) && ir_dim_is_const(o->dims[d]) &&
+                (x->dims[d].v ? o->dims[d].v % x->dims[d].v != 0 : o->dims[d].v != 0))
+                return false;
+        }
         return true;
     case IR_OP_PAD: case IR_OP_CENTER_CROP_PAD: {
         pad_spec sp;

@@ -378,6 +378,20 @@ int shape_tile(ir_shape_ctx *c)
         return -1;
     ir_type_unknown(o, x->dtype, x->rank);
     const ir_tensor *rv = c->val[1];
+    /* repeats a shape value (ir/shapeval.c: Tile(z, Shape(x)), the
+     * symbolic batch's copies): each dim times its element, a product
+     * of dims as a derived symbol */
+    const ir_shape_value *sd = rv || x->rank < 0 ? NULL : ir_mv_sval(c, 1, IR_MAX_RANK);
+    if (sd && sd->n == x->rank) {
+        for (int i = 0; i < x->rank; i++) {
+            ir_dim d = x->dims[i], e = sd->e[i];
+            if (ir_dim_is_const(e) && e.v < 0)
+                return ir_node_errorf(c->diag, c->node, "repeats[%d] = %lld is negative", i, (long long)e.v);
+            o->dims[i] = ir_dim_is_const(d) && d.v == 1 ? e : ir_dim_is_const(e) && e.v == 1 ? d
+                       : ir_dim_mul(c->node->graph, d, e);
+        }
+        return ir_mv_check_size(c, o);
+    }
     if (x->rank < 0 || !rv)
         return 0;
     int64_t rep[IR_MAX_RANK];
@@ -395,7 +409,8 @@ int shape_tile(ir_shape_ctx *c)
                 return ir_node_errorf(c->diag, c->node, "dim %d times %lld overflows", i,
                                       (long long)rep[i]);
             o->dims[i] = ir_dim_const(v);
-        }
+        } else /* a symbol times the repeats: a derived symbol */
+            o->dims[i] = ir_dim_mul_const(c->node->graph, d, rep[i]);
     }
     return ir_mv_check_size(c, o);
 }

@@ -14,6 +14,8 @@ atol 1e-5):
   are gathered from Shape, MatMul, Softmax, LayerNormalization) at S = 1, 7
   and 64; S = 129 must be refused (the position table has 128 rows);
 - ConstantOfShape and Expand by shapes taken from Shape(x) [B, S, 4];
+- Tile of [B, 3, W] by constant repeats and of a row by repeats computed
+  from Shape(x);
 - Pad in each mode (reflect, edge, wrap, constant) of two symbolic dims,
   and an empty one in the modes that repeat data: the compiled run fails
   with the interpreter's one-line error;
@@ -166,6 +168,24 @@ def filled(path):
                      [h.make_tensor_value_info("y", P.FLOAT, ["B", "S", 4])],
                      [i64("s0", [0]), i64("s2", [2]), i64("last", [-1]), i64("m1", [-1]), i64("one3", [1, 1, 1]),
                       nh.from_array(np.array([0.5, -1.0, 2.0, 0.25], np.float32), "bias")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def tiled(path):
+    """Tile over symbolic dims: x [B, 3, 'W'] by constant repeats [2, 1, 3]
+    (the output [2B, 3, 3W], derived symbols), and a [1, 4] row tiled by
+    Concat(Shape(x)[0], 1) to [B, 4] (repeats computed: the kernel's loops
+    take the run's quotient of the dims, and it checks the repeats)."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    nodes = [h.make_node("Tile", ["x", "r"], ["y"]),
+             h.make_node("Shape", ["x"], ["sh"]),
+             h.make_node("Slice", ["sh", "s0", "s1"], ["b"]),
+             h.make_node("Concat", ["b", "one"], ["rz"], axis=0),
+             h.make_node("Tile", ["z", "rz"], ["t"])]
+    g = h.make_graph(nodes, "tiled", [h.make_tensor_value_info("x", P.FLOAT, ["B", 3, "W"]),
+                                      h.make_tensor_value_info("z", P.FLOAT, [1, 4])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None), h.make_tensor_value_info("t", P.FLOAT, None)],
+                     [i64("r", [2, 1, 3]), i64("s0", [0]), i64("s1", [1]), i64("one", [1])])
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
@@ -351,6 +371,14 @@ def main():
     for b, s in ((1, 1), (2, 7), (3, 64)) if so else ():
         x = np.random.default_rng(s).standard_normal((b, s, 4)).astype(np.float32)
         run.check("filled", so, {"x": x}, "ConstantOfShape and Expand by Shape, B %d S %d" % (b, s))
+
+    tiled(os.path.join(t, "tiled.onnx"))
+    so = run.compile("tiled")
+    for b, w in ((1, 1), (2, 7), (5, 33)) if so else ():
+        rng = np.random.default_rng(b * 100 + w)
+        feeds = {"x": rng.standard_normal((b, 3, w)).astype(np.float32),
+                 "z": rng.standard_normal((1, 4)).astype(np.float32)}
+        run.check("tiled", so, feeds, "Tile by constant and by Shape-computed repeats, B %d W %d" % (b, w))
 
     for mode in ("reflect", "edge", "wrap", "constant"):
         name = "pad_" + mode
