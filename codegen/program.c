@@ -844,6 +844,17 @@ static int check_values(pbuild *c, const ir_graph *g)
             const char *what = v->type.rank < 0 ? "an unknown rank" : "a dim";
             const ir_node *o = unknown_origin(v);
             char names[512] = "";
+            const ir_type *sq = o && o->op == IR_OP_SQUEEZE && o->nin == 1 && o->in[0] ? &o->in[0]->type : NULL;
+            for (int k = 0; sq && k < sq->rank; k++)
+                if (sq->dims[k].sym > 0)
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%.60s'", names[0] ? ", " : "",
+                             ir_graph_sym_name(g, sq->dims[k].sym));
+            if (sq && names[0])
+                /* a Squeeze without axes (opsets before 13) drops every dim
+                 * of 1: the input's dims decide its rank, not values */
+                return ir_errorf(c->d, "value '%.200s' has %s: node '%.100s' (Squeeze without axes) drops every dim "
+                                 "of 1, and whether %s is 1 only the run knows: pin it with --shape=NAME:DIMS",
+                                 v->name, what, o->name, names);
             if (o)
                 value_inputs(g, o, names, sizeof names);
             if (names[0])

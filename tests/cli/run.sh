@@ -1051,6 +1051,20 @@ fails_cleanly "--bind: wrong dtype" "--bind=shape=.*bound tensor is i32, the inp
   "$ICC" "$T/bindme.onnx" --bind=shape="$T/shape32.npy" -o "$T/x.so"
 fails_cleanly "compile: a shape input left unbound" "depends on input values: bind the inputs that decide it with --bind" \
   "$ICC" "$T/bindme.onnx" -o "$T/x.so"
+# a Squeeze without axes (opset 11) over a symbolic batch: its rank depends on
+# whether the batch is 1, which dims decide, not values (speechmos' AECMOS
+# models): the hint names the dim and says --shape, not --bind
+python3 - "$T" <<'PY'
+import sys, onnx
+from onnx import helper as h, TensorProto as P
+g = h.make_graph([h.make_node("Squeeze", ["x"], ["y"])], "sqall", [h.make_tensor_value_info("x", P.FLOAT, ["batch_size", 1, 4])],
+                 [h.make_tensor_value_info("y", P.FLOAT, None)])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 11)]), sys.argv[1] + "/sqall.onnx")
+PY
+fails_cleanly "compile: a Squeeze without axes over a symbolic dim says which dim to pin" \
+  "node 'y' \(Squeeze without axes\) drops every dim of 1, and whether 'batch_size' is 1 only the run knows: pin it with --shape" \
+  "$ICC" "$T/sqall.onnx" -o "$T/x.so"
+check "... and compiles pinned" "$ICC" "$T/sqall.onnx" --shape=x:1x1x4 -o "$T/sqall.so"
 
 verify_ok() {
   "$ICC" verify "$M" --shape=image:8x1x8x8 --input image="$X" >"$T/verify" &&
