@@ -186,6 +186,11 @@ int64_t cg_schedule_skinny_chunks(const cg_schedule *s, int64_t m, int64_t n, in
     return sc;
 }
 
+/* Whether n items in chunks of ceil(n / c) make exactly c chunks, a split
+ * the tile keeps as it is (10 in chunks of 3: 4, so c = 4 does; 10 in
+ * chunks of 2: 5, so c = 6 does not). */
+static bool splits_evenly(int64_t n, int64_t c) { return (n + (n + c - 1) / c - 1) / ((n + c - 1) / c) == c; }
+
 void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int64_t nq, int64_t mc_blocks,
                              bool pack_a, bool b_copied, int rows, int width, int64_t *nrc, int64_t *ncc)
 {
@@ -203,10 +208,10 @@ void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int
     double bcost = 0;
     int bclass = -1;
     for (int64_t r = r0; r <= nb && r <= r0 + 64; r++) {
-        if ((nb + (nb + r - 1) / r - 1) / ((nb + r - 1) / r) != r)
+        if (!splits_evenly(nb, r))
             continue;
         for (int64_t c = c0; c <= nq && c <= c0 + 64; c++) {
-            if ((nq + (nq + c - 1) / c - 1) / ((nq + c - 1) / c) != c)
+            if (!splits_evenly(nq, c))
                 continue;
             int64_t tot = nbat * r * c;
             int cls = tot < s->min_chunks ? 0 : tot % 4 == 0 || tot >= 4 * s->min_chunks ? 2 : 1;
@@ -230,7 +235,7 @@ void cg_schedule_tile_chunks(const cg_schedule *s, int64_t nbat, int64_t nb, int
     if (b_copied && br > 1 && nbat == 1 && r0 == 1) {
         int64_t c1 = 0;
         for (int64_t c = s->min_chunks / 2; c < s->min_chunks && c * 2 <= nq; c++)
-            if ((nq + (nq + c - 1) / c - 1) / ((nq + c - 1) / c) == c && (c1 == 0 || (c % 4 == 0 && c1 % 4 != 0)))
+            if (splits_evenly(nq, c) && (c1 == 0 || (c % 4 == 0 && c1 % 4 != 0)))
                 c1 = c;
         if (c1) {
             br = 1;
