@@ -235,7 +235,7 @@ int shape_range(ir_shape_ctx *c)
     const ir_shape_value *lim = c->sval && c->sval[1] && c->sval[1]->n == 1 ? c->sval[1] : NULL;
     ir_shape_value cast_lim;
     const ir_value *lv = c->node && c->node->nin > 1 ? c->node->in[1] : NULL;
-    if (!lim && ir_dtype_is_float(s->dtype) && (s->dtype == IR_F32 || s->dtype == IR_F64) && lv && lv->def &&
+    if (!lim && (s->dtype == IR_F32 || s->dtype == IR_F64) && lv && lv->def &&
         lv->def->op == IR_OP_CAST && lv->def->nin == 1 && lv->def->in[0] &&
         ir_dtype_is_int(lv->def->in[0]->type.dtype) && ir_value_shape_value(lv->def->in[0], &cast_lim) &&
         cast_lim.n == 1)
