@@ -289,14 +289,21 @@ static ir_value *from_blocked(lay *L, ir_value *b, const ir_type *t, const char 
     return y;
 }
 
-/* Replaces n's result by the NCHW view of its blocked replacement b. */
-static int finish(lay *L, ir_node *n, ir_value *b)
+/* y's readers read b's NCHW value instead (from_blocked under y's name). */
+static int finish_value(lay *L, ir_value *y, ir_value *b)
 {
-    ir_value *y = n->out[0];
     ir_value *v = from_blocked(L, b, &y->type, y->name);
     if (!v)
         return -1;
     ir_replace_all_uses(L->g, y, v);
+    return 0;
+}
+
+/* Replaces n's result by the NCHW view of its blocked replacement b. */
+static int finish(lay *L, ir_node *n, ir_value *b)
+{
+    if (finish_value(L, n->out[0], b) < 0)
+        return -1;
     ir_node_erase(n);
     L->c->changed = true;
     return 0;
@@ -1334,13 +1341,9 @@ static int move_split(lay *L, ir_node *n)
         return ir_errorf(L->c->diag, "out of memory");
     if (infer(L, m) < 0)
         return -1;
-    for (int i = 0; i < n->nout; i++) {
-        ir_value *y = n->out[i];
-        ir_value *v = from_blocked(L, m->out[i], &y->type, y->name);
-        if (!v)
+    for (int i = 0; i < n->nout; i++)
+        if (finish_value(L, n->out[i], m->out[i]) < 0)
             return -1;
-        ir_replace_all_uses(L->g, y, v);
-    }
     ir_node_erase(n);
     L->c->changed = true;
     L->moved++;
