@@ -184,6 +184,104 @@ static bool quads_packable(pass_ctx *c, const ir_node *n, const int *uses, int64
     return K % 4 == 0 && N % w == 0 && N >= w;
 }
 
+/* An i8 copy of columns [j0, j0 + nc) of constant B (u8: each value less
+ * 128, so b - zb is unchanged with zb less 128 too), or of its per-column
+ * zero points (1-D zb), under base's name with suffix. */
+static ir_value *i8_columns(pass_ctx *c, const ir_value *b, int64_t j0, int64_t nc, const char *suffix)
+{
+    bool mat = b->type.rank == 2, u8 = b->type.dtype == IR_U8;
+    int64_t rows = mat ? b->type.dims[0].v : 1, N = b->type.dims[b->type.rank - 1].v;
+    ir_type t = {.dtype = IR_I8, .rank = b->type.rank};
+    if (mat)
+        t.dims[0] = ir_dim_const(rows);
+    if (t.rank > 0)
+        t.dims[t.rank - 1] = ir_dim_const(nc);
+    char buf[256];
+    ir_value *o = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, b->name, suffix, buf, sizeof buf), &t, NULL,
+                                     c->diag);
+    if (!o)
+        return NULL;
+    const uint8_t *src = b->cval.data;
+    int8_t *dst = o->cval.data;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < nc; j++) {
+            int v = u8 ? (int)src[r * N + j0 + j] - 128 : (int8_t)src[r * N + j0 + j];
+            dst[r * nc + j] = (int8_t)v;
+        }
+    return o;
+}
+
+/* A MatMulInteger whose constant B the quad kernel cannot take as it is:
+ * u8 (vpdpbusd multiplies u8 by i8; b - zb = (b - 128) - (zb - 128), so
+ * B and its zero point become i8, exactly), or N not a multiple of the
+ * panel width w (quads_packable wants whole panels). Such a product
+ * becomes two, the whole panels (packed in quads) and the rest (at least
+ * 16 columns, read in place), and a Concat of their results. ddddocr's
+ * older captcha model ends in a [32, 1024] x u8 [1024, 8210] product, 5.5
+ * of its 21 ms: 1.7 ms as i8 in whole panels. Returns 1 when rewritten. */
+static int quads_split(pass_ctx *c, ir_node *n, int64_t w)
+{
+    if (n->op != IR_OP_MATMUL_INTEGER || n->nin < 2 || !n->in[0] || !n->in[1] || ir_attr_int(n, "packed_b", 0) ||
+        !cg_schedule_int8_packed_quads(c->target))
+        return 0;
+    ir_value *a = n->in[0], *b = n->in[1], *zb = n->nin > 3 ? n->in[3] : NULL;
+    if (b->kind != IR_VAL_CONST || (b->type.dtype != IR_U8 && b->type.dtype != IR_I8) || b->type.rank != 2 ||
+        !ir_type_is_static(&b->type) || a->type.rank < 2 || (a->type.dtype != IR_U8 && a->type.dtype != IR_I8))
+        return 0;
+    int64_t K = b->type.dims[0].v, N = b->type.dims[1].v, N1 = N / w * w;
+    if (N - N1 && N - N1 < 16)
+        N1 -= w;   /* the rest at least a vector of 16 lanes (qgemm_ok) */
+    bool u8 = b->type.dtype == IR_U8;
+    if (K % 4 || N1 < w || (!u8 && N1 == N))
+        return 0;
+    /* zb absent, a constant scalar, or per column */
+    if (zb && (zb->kind != IR_VAL_CONST || zb->type.dtype != b->type.dtype ||
+               !(zb->type.rank == 0 || (zb->type.rank == 1 && zb->type.dims[0].v == N))))
+        return 0;
+    if (!zb && u8) { /* zero point 0 of a u8 B is -128 of its i8 copy */
+        static const uint8_t z = 0;
+        ir_type t = {.dtype = IR_U8, .rank = 0};
+        char buf[256];
+        if (!(zb = ir_graph_add_const(c->g, ir_graph_fresh_name(c->g, b->name, "_zp", buf, sizeof buf), &t, &z,
+                                      c->diag)))
+            return -1;
+    }
+    ir_value *in[4] = {a, NULL, n->nin > 2 ? n->in[2] : NULL, NULL};
+    ir_value *part[2];
+    int np = N1 < N ? 2 : 1;
+    for (int i = 0; i < np; i++) {
+        int64_t j0 = i ? N1 : 0, nc = i ? N - N1 : N1;
+        in[1] = i8_columns(c, b, j0, nc, i ? "_rest" : "_panels");
+        in[3] = !zb ? NULL : zb->type.rank == 0 ? i8_columns(c, zb, 0, 1, "_i8") : i8_columns(c, zb, j0, nc, "_i8");
+        if (!in[1] || (zb && !in[3]))
+            return -1;
+        if (np == 1) {   /* only u8 -> i8, in place (with all 4 inputs) */
+            if (n->nin < 4) {
+                ir_value **all = ir_arena_alloc(c->g->arena, 4 * sizeof *all);
+                if (!all)
+                    return ir_errorf(c->diag, "out of memory");
+                all[0] = a, all[2] = in[2];
+                n->in = all;
+                n->nin = 4;
+            }
+            n->in[1] = in[1];
+            n->in[3] = in[3];
+            return ir_infer_node(n, c->diag) < 0 ? -1 : 1;
+        }
+        ir_node *m = pb_node(c->g, c->diag, IR_OP_MATMUL_INTEGER, n->out[0]->name, i ? "_rest" : "_panels",
+                             zb ? 4 : n->nin > 2 ? 3 : 2, in, NULL);
+        if (!m || ir_infer_node(m, c->diag) < 0)
+            return -1;
+        part[i] = m->out[0];
+    }
+    /* n becomes the Concat of the two products along the columns */
+    n->op = IR_OP_CONCAT;
+    n->nin = 2;
+    n->in[0] = part[0];
+    n->in[1] = part[1];
+    return ir_node_set_int(c->g, n, "axis", -1) < 0 || ir_infer_node(n, c->diag) < 0 ? -1 : 1;
+}
+
 /* Whether f32 MatMul n's B, computed at run time, is better packed by a
  * kernel of its own before the product: the tile (codegen/lower/tile.c)
  * packs each kc x w piece of B in every row chunk that reads it, so B is
@@ -378,6 +476,15 @@ int pass_pack_b(pass_ctx *c)
         return 0;
     ir_graph *g = c->g;
     int64_t w = cg_schedule_panel_cols(c->target);
+    for (int k = 0, nn0 = g->nnodes; k < nn0; k++) {
+        int rc = g->nodes[k]->dead ? 0 : quads_split(c, g->nodes[k], w);
+        if (rc < 0)
+            return -1;
+        if (rc) {
+            pass_stat(c, "int8 products split or made i8 for the quads", 1);
+            c->changed = true;
+        }
+    }
     int *uses = calloc((size_t)g->nvalues + 1, sizeof *uses);
     if (!uses)
         return ir_errorf(c->diag, "out of memory");

@@ -19,7 +19,10 @@ batch dim, K and N of BERT's shapes):
     amx_panels: several panels a row block; amx_batch_rows: rows over a
     batch dim);
   - the IR packed for -march=znver4, compiled for x86-64-v3 (the packed B read
-    without VNNI), is exact too.
+    without VNNI), is exact too;
+  - a u8 B becomes i8 with its zero point (both less 128), and a B whose N is
+    no multiple of 64 two products, the whole panels packed and the rest read
+    in place, concatenated: exact, and the quad kernel used.
 
     python3 tests/models/int8_packed.py build/icc
 Exits 1 if any check fails.
@@ -39,19 +42,21 @@ ORACLE = "shape-infer,simplify,fold,dce"
 DT = {"u8": (np.uint8, TensorProto.UINT8), "i8": (np.int8, TensorProto.INT8)}
 
 
-def model(path, rng, m, k, n, adt, za, zb, batch=None):
-    """y = MatMulInteger(a, B, a_zero_point, b_zero_point), B a constant i8."""
+def model(path, rng, m, k, n, adt, za, zb, batch=None, bdt="i8"):
+    """y = MatMulInteger(a, B, a_zero_point, b_zero_point), B a constant i8 (or u8)."""
     at, aproto = DT[adt]
+    bt = DT[bdt][0]
     xs = [m, k] if batch is None else list(batch) + [m, k]
     lo, hi = (0, 256) if adt == "u8" else (-128, 128)
-    inits = [numpy_helper.from_array(rng.integers(-128, 128, (k, n)).astype(np.int8), "B")]
+    blo, bhi = (0, 256) if bdt == "u8" else (-128, 128)
+    inits = [numpy_helper.from_array(rng.integers(blo, bhi, (k, n)).astype(bt), "B")]
     ins = ["a", "B"]
     if za is not None:
         inits.append(numpy_helper.from_array(np.array(rng.integers(lo, hi, za)).astype(at), "za"))
         ins.append("za")
     if zb is not None:
         ins += [] if za is not None else [""]
-        inits.append(numpy_helper.from_array(np.array(rng.integers(-128, 128, zb)).astype(np.int8), "zb"))
+        inits.append(numpy_helper.from_array(np.array(rng.integers(blo, bhi, zb)).astype(bt), "zb"))
         ins.append("zb")
     g = helper.make_graph([helper.make_node("MatMulInteger", ins, ["y"])], "g",
                           [helper.make_tensor_value_info("a", aproto, xs)],
@@ -77,6 +82,13 @@ CASES = [
     ("amx_panels_k_tail", dict(m=96, k=200, n=512, adt="i8", za=(96,), zb=(512,))),
     # K a multiple of 1024: a~'s rows a line longer than K (off the L1 sets of 1 KiB apart)
     ("amx_k_1024", dict(m=40, k=1024, n=128, adt="i8", za=(40,), zb=())),
+    # B the quads cannot take as it is (pack-b's quads_split): u8, made i8 with its zero
+    # point (b - 128, zb - 128); N no multiple of 64, split into whole panels (packed) and
+    # the rest of at least 16 columns (read in place), their results concatenated
+    ("u8_b_whole_panels", dict(m=32, k=256, n=128, adt="u8", za=(), zb=(), bdt="u8")),
+    ("u8_b_tail_columns", dict(m=32, k=1024, n=210, adt="u8", za=(), zb=(), bdt="u8")),
+    ("u8_b_no_zero_points", dict(m=7, k=128, n=100, adt="u8", za=None, zb=None, bdt="u8")),
+    ("i8_b_col_zb_short_tail", dict(m=17, k=64, n=200, adt="i8", za=(17,), zb=(200,))),
 ]
 
 
