@@ -1065,6 +1065,18 @@ fails_cleanly "compile: a Squeeze without axes over a symbolic dim says which di
   "node 'y' \(Squeeze without axes\) drops every dim of 1, and whether 'batch_size' is 1 only the run knows: pin it with --shape" \
   "$ICC" "$T/sqall.onnx" -o "$T/x.so"
 check "... and compiles pinned" "$ICC" "$T/sqall.onnx" --shape=x:1x1x4 -o "$T/sqall.so"
+# a ceil_mode pool whose last window may start in the end padding: whether it
+# does, and so the output's dim, the input's dims decide (one input, not NonZero)
+python3 - "$T" <<'PY'
+import sys, onnx
+from onnx import helper as h, TensorProto as P
+g = h.make_graph([h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1)],
+                 "ceilpool", [h.make_tensor_value_info("x", P.FLOAT, [1, 2, "H", "W"])], [h.make_tensor_value_info("y", P.FLOAT, None)])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 19)]), sys.argv[1] + "/ceilpool.onnx")
+PY
+fails_cleanly "compile: a ceil_mode pool's symbolic output dim says --shape, not --bind" \
+  "value 'y' has a dim that node 'y' \(MaxPool\) cannot give from symbolic dims: pin them with --shape" \
+  "$ICC" "$T/ceilpool.onnx" -o "$T/x.so"
 
 verify_ok() {
   "$ICC" verify "$M" --shape=image:8x1x8x8 --input image="$X" >"$T/verify" &&
