@@ -1098,6 +1098,11 @@ static int move_window_pool(lay *L, ir_node *n, ir_value *b)
     if ((n->op != IR_OP_MAX_POOL && n->op != IR_OP_AVERAGE_POOL) ||
         (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && !same) || ir_attr_ints(n, "kernel_shape", &v) != 2)
         return 0;
+    /* counting pads with ceil_mode over a symbolic plane: only the NCHW
+     * lowering takes the last window's divisor from the run's size */
+    if (n->op == IR_OP_AVERAGE_POOL && !same && ir_attr_int(n, "count_include_pad", 0) &&
+        ir_attr_int(n, "ceil_mode", 0) && !ir_type_is_static(&n->in[0]->type))
+        return 0;
     k[0] = v[0], k[1] = v[1], k[2] = 1;
     int cnt = ir_attr_ints(n, "strides", &v);
     if (cnt >= 0 && cnt != 2)

@@ -117,8 +117,11 @@ static bool window_sym_ok(const ir_node *n, const ir_type *x, const ir_type *y, 
     for (int i = 0; i < x->rank; i++)
         if (x->dims[i].sym < 0 || y->dims[i].sym < 0)
             return false;
+    /* counting pads with ceil_mode: the last window's divisor stops at the
+     * end pad, which the plain lowering reads from the run's size
+     * (tap_range over [-pb, in + pe)); pool_blocked.c does not */
     return !(n->op == IR_OP_AVERAGE_POOL && ir_attr_int(n, "count_include_pad", 0) && win->ceil_mode &&
-             win->auto_pad == NN_PAD_NOTSET);
+             win->auto_pad == NN_PAD_NOTSET && blocked);
 }
 
 /* Dim i of g under SAME padding at a stride > 1 over a symbolic input:

@@ -181,6 +181,19 @@ def models():
         h.make_node("MaxPool", ["q"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0], ceil_mode=1)], \
         [weights(r, "w1", 32, 3, 3, 3), weights(r, "b1", 32), nh.from_array(np.array([16, 16], np.int64), "sp"),
          weights(r, "w2", 16, 16, 3, 3), weights(r, "w3", 32, 48, 1, 1), weights(r, "w4", 16, 96, 1, 1)]
+    # an AveragePool counting its pads with ceil_mode over the symbolic plane
+    # (NCHW: the last window's divisor stops at the end pad, from the run's size)
+    yield "avgpool_ceil_counted", True, [
+        h.make_node("AveragePool", ["x"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                    ceil_mode=1, count_include_pad=1),
+        h.make_node("AveragePool", ["a"], ["y"], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 0, 0],
+                    ceil_mode=1, count_include_pad=1)], []
+    # the same after a blocked conv: -O3's layout pass leaves that pool NCHW
+    # (pool_blocked.c does not take it over a symbolic plane)
+    yield "conv_avgpool_ceil_counted", True, [
+        h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        h.make_node("AveragePool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                    ceil_mode=1, count_include_pad=1)], [weights(r, "w", 16, 3, 3, 3)]
     # zeros around symbolic dims (the layout pass's padded conv inputs): H+4, W+3
     yield "pad_constant", True, [
         h.make_node("Pad", ["x", "pads"], ["p"]),
