@@ -276,8 +276,11 @@ kir_expr *kir_math_gelu_bf16(kir_kernel *k, kir_expr *x)
     kir_expr *r = f2(k, KIR_DIV, fk(k, 1), f2(k, KIR_ADD, a, fk(k, c)));
     kir_expr *tail = f2(k, KIR_MUL, ex, horner(k, muladd(k, r, fk(k, -2 * c), fk(k, 1)), phi_g, NCOEF(phi_g)));
     tail = sel(k, lt(k, fk(k, 14.4), a), fk(k, 0), tail);
-    /* Phi(x) = 1 - Phi(-x) */
-    kir_expr *neg = f2(k, KIR_MUL, f2(k, KIR_MUL, x, tail), fk(k, 0x1p-64));
+    /* Phi(x) = 1 - Phi(-x); the x < 0 form from min(x, 0), so that the
+     * lanes of large positive x, which vector code runs it on too, give 0
+     * rather than a subnormal */
+    kir_expr *xn = sel(k, lt(k, x, fk(k, 0)), x, fk(k, 0));
+    kir_expr *neg = f2(k, KIR_MUL, f2(k, KIR_MUL, xn, tail), fk(k, 0x1p-64));
     return sel(k, lt(k, x, fk(k, 0)), neg, f2(k, KIR_MUL, x, muladd(k, tail, fk(k, -0x1p-64), fk(k, 1))));
 }
 
