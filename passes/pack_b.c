@@ -211,6 +211,17 @@ static ir_value *i8_columns(pass_ctx *c, const ir_value *b, int64_t j0, int64_t 
     return o;
 }
 
+/* The replaced B and zero point, erased where nothing else reads them (the
+ * pass runs after dce: they would stay in the weights). Returns 1. */
+static int drop_unused(ir_graph *g, ir_value *b, ir_value *zb)
+{
+    if (ir_value_count_uses(g, b) == 0)
+        ir_value_erase(b);
+    if (zb && zb->kind == IR_VAL_CONST && ir_value_count_uses(g, zb) == 0)
+        ir_value_erase(zb);
+    return 1;
+}
+
 /* A MatMulInteger whose constant B the quad kernel cannot take as it is:
  * u8 (vpdpbusd multiplies u8 by i8; b - zb = (b - 128) - (zb - 128), so
  * B and its zero point become i8, exactly), or N not a multiple of the
@@ -266,7 +277,7 @@ static int quads_split(pass_ctx *c, ir_node *n, int64_t w)
             }
             n->in[1] = in[1];
             n->in[3] = in[3];
-            return ir_infer_node(n, c->diag) < 0 ? -1 : 1;
+            return ir_infer_node(n, c->diag) < 0 ? -1 : drop_unused(c->g, b, zb);
         }
         ir_node *m = pb_node(c->g, c->diag, IR_OP_MATMUL_INTEGER, n->out[0]->name, i ? "_rest" : "_panels",
                              zb ? 4 : n->nin > 2 ? 3 : 2, in, NULL);
@@ -279,7 +290,7 @@ static int quads_split(pass_ctx *c, ir_node *n, int64_t w)
     n->nin = 2;
     n->in[0] = part[0];
     n->in[1] = part[1];
-    return ir_node_set_int(c->g, n, "axis", -1) < 0 || ir_infer_node(n, c->diag) < 0 ? -1 : 1;
+    return ir_node_set_int(c->g, n, "axis", -1) < 0 || ir_infer_node(n, c->diag) < 0 ? -1 : drop_unused(c->g, b, zb);
 }
 
 /* Whether f32 MatMul n's B, computed at run time, is better packed by a

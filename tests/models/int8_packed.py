@@ -111,6 +111,8 @@ def check(icc, tmp, name, kw):
         has = "dpbusd_quads" in kern or amx
         ok = got.dtype == np.int32 and np.array_equal(got, want) and has == (expect and quad) and \
             ("packed_k = 4" in ir) == expect and amx == (tiles and not march)
+        # a u8 B rewritten for the quads leaves no copy of itself in the weights
+        ok = ok and not (expect and kw.get("bdt") == "u8" and "%B = const" in ir)
         print("%s %-18s %-9s %s: packed quad kernel %s, AMX %s; %s" % (
             "ok  " if ok else "FAIL", name, march or "host", "x".join(str(v) for v in a.shape),
             "yes" if has else "no", "yes" if amx else "no", "exact" if np.array_equal(got, want) else
