@@ -1622,6 +1622,45 @@ static int split_checks(pbuild *c, const ir_node *n)
     return add_check(c, ck, n, what);
 }
 
+/* A Slice of a symbolic dim with constant positions (ir_slice_sym_axis):
+ * the compiled form holds for the dims in [need, most], which the run
+ * checks (the interpreter and ONNX Runtime take any dim). */
+static int slice_sym_checks(pbuild *c, const ir_node *n)
+{
+    const ir_type *x = &n->in[0]->type;
+    ir_shape_value sv[5];
+    for (int i = 1; i < 5; i++)
+        if (i < n->nin && n->in[i] ? !ir_value_shape_value(n->in[i], &sv[i]) : i < 3)
+            return 0;
+    int cnt = sv[1].n;
+    bool has_ax = n->nin > 3 && n->in[3], has_st = n->nin > 4 && n->in[4];
+    if (cnt > x->rank || sv[2].n != cnt || (has_ax && sv[3].n != cnt) || (has_st && sv[4].n != cnt))
+        return 0;
+    char what[512], xs[128];
+    for (int i = 0; i < cnt; i++) {
+        ir_dim s = sv[1].e[i], e = sv[2].e[i], ax = has_ax ? sv[3].e[i] : ir_dim_const(i);
+        ir_dim st = has_st ? sv[4].e[i] : ir_dim_const(1);
+        if (s.sym || e.sym || ax.sym || st.sym || ax.v < -x->rank || ax.v >= x->rank)
+            continue;
+        int a = (int)(ax.v < 0 ? ax.v + x->rank : ax.v);
+        ir_dim d = x->dims[a];
+        ir_slice_axis sa;
+        if (!ir_slice_sym_axis(NULL, d, s.v, e.v, st.v, &sa))
+            continue;
+        dim_text(c->g, d, xs, sizeof xs);
+        snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be at least %lld (the compiled slice [%lld:%lld] "
+                 "takes that many)", a, n->in[0]->name, xs, (long long)sa.need, (long long)s.v, (long long)e.v);
+        if (sa.need > 0 && add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = ir_dim_const(sa.need), .b = d}, n, what) < 0)
+            return -1;
+        snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be at most %lld (the compiled slice [%lld:%lld] "
+                 "reads it to its end)", a, n->in[0]->name, xs, (long long)sa.most, (long long)s.v, (long long)e.v);
+        if (sa.most < INT64_MAX &&
+            add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = d, .b = ir_dim_const(sa.most)}, n, what) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Adds the check that dim d of n's operand v (in) equals the output's
  * dim out, unless they are the same dim. */
 static int check_dim_equal(pbuild *c, const ir_node *n, const ir_value *v, int d, ir_dim in, ir_dim out)
@@ -1725,6 +1764,8 @@ static int node_checks(pbuild *c, const ir_node *n)
         break;
     }
     case IR_OP_SLICE: {
+        if (slice_sym_checks(c, n) < 0)
+            return -1;
         /* an axis sliced to a symbolic end S keeps S elements only
          * while S is within the data's fixed dim (ir/ref/movement_view.c) */
         const ir_type *ti = &n->in[0]->type;

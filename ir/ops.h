@@ -168,6 +168,22 @@ int ir_control_sub_outputs(const ir_node *n);
  * true; max(0, trip count), or -1 when not known. trip may be NULL. */
 int64_t ir_loop_static_trips(const ir_node *n, const ir_tensor *trip, const ir_tensor *cond);
 
+/* One axis of a Slice over a symbolic dim d, with constant start s, end
+ * e and step (ir/ref/movement_view.c). Unit steps whose result has a
+ * form for every d in [need, most] (an end from 2^24 on, INT64_MAX or
+ * TF's 1e9, reads "to the end"): [s:] is d - s elements from s; [-k:]
+ * and [-k:-j] are k and k - j from d - k; [s:e] is e - s from s; [s:-j]
+ * is d - j - s from s. The compiled run checks need <= d <= most. */
+typedef struct ir_slice_axis {
+    ir_dim len;                /* the output's dim */
+    int64_t first;             /* the first element: first, or d + first when from_end */
+    bool from_end;
+    int64_t need, most;        /* the form holds for need <= d <= most (most INT64_MAX: any) */
+} ir_slice_axis;
+/* False when the slice has no such form (the dim is then unknown). With
+ * g NULL only the bounds are wanted (len may be unknown). */
+bool ir_slice_sym_axis(ir_graph *g, ir_dim d, int64_t s, int64_t e, int64_t step, ir_slice_axis *r);
+
 /* Ops that only give their input's bytes, in order, a new shape
  * (Reshape, Flatten, Squeeze, Unsqueeze): a planner may let the result
  * share the input's buffer, and code generation then emits nothing. */

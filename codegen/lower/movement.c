@@ -660,11 +660,13 @@ static bool slice_params(const ir_node *n, int64_t *first, int64_t *step)
 }
 
 /* The same for symbolic dims, where the operands are shape values
- * (ir/shapeval.c): an axis ending at a symbol is read from 0 with step 1
- * (its length is the output's dim, checked against the data's at run
- * time), a symbolic data dim must be kept whole, and constant dims follow
- * slice_params. */
-static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step)
+ * (ir/shapeval.c) or constants: an axis ending at a symbol is read from 0
+ * with step 1 (its length is the output's dim, checked against the data's
+ * at run time), a symbolic data dim takes a form of ir_slice_sym_axis (its
+ * bounds checked at run time, program.c; a first element counted from the
+ * end sets fe[a], then first[a] is added to the dim), and constant dims
+ * follow slice_params. */
+static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step, bool *fe)
 {
     const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
     ir_shape_value sv[5];
@@ -679,6 +681,7 @@ static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step)
     for (int d = 0; d < x->rank; d++) {
         first[d] = 0;
         step[d] = 1;
+        fe[d] = false;
         if (x->dims[d].sym < 0 || o->dims[d].sym < 0)
             return false;
     }
@@ -694,8 +697,11 @@ static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step)
             if (s.v != 0 || st.v != 1 || !ir_dim_eq(o->dims[a], e) || !(ir_dim_is_const(d) || ir_dim_eq(d, e)))
                 return false;
         } else if (d.sym > 0) {
-            if (!(st.v == 1 && s.v == 0 && e.v == INT64_MAX) || !ir_dim_eq(o->dims[a], d))
+            ir_slice_axis sa;
+            if (!ir_slice_sym_axis(n->graph, d, s.v, e.v, st.v, &sa) || !ir_dim_eq(o->dims[a], sa.len))
                 return false;
+            first[a] = sa.first;
+            fe[a] = sa.from_end;
         } else {
                 int64_t ss = s.v, ee = e.v, stp = st.v == INT64_MIN ? -INT64_MAX : st.v, len = 0;
             if (stp == 0)
@@ -729,9 +735,11 @@ static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step)
     return true;
 }
 
-static bool slice_any(const ir_node *n, int64_t *first, int64_t *step)
+static bool slice_any(const ir_node *n, int64_t *first, int64_t *step, bool *fe)
 {
-    return slice_params(n, first, step) || slice_params_dims(n, first, step);
+    for (int d = 0; d < IR_MAX_RANK; d++)
+        fe[d] = false;
+    return slice_params(n, first, step) || slice_params_dims(n, first, step, fe);
 }
 
 /* A unit-step Slice of static shapes that keeps every dim after its
@@ -806,7 +814,8 @@ static int lower_slice(lctx *c)
     kir_kernel *k = c->k;
     const ir_type *to = &c->n->out[0]->type;
     int64_t first[IR_MAX_RANK], step[IR_MAX_RANK];
-    if (!slice_any(c->n, first, step))
+    bool fe[IR_MAX_RANK];
+    if (!slice_any(c->n, first, step, fe))
         return -1;
     int r = to->rank;
     kir_expr *oi[IR_MAX_RANK], *ii[IR_MAX_RANK];
@@ -816,8 +825,12 @@ static int lower_slice(lctx *c)
     kir_block *b = mv_nest(c, &k->body, to, true, r > 0 && step[r - 1] == 1, oi);
     if (!b)
         return -1;
-    for (int d = 0; d < r; d++)
-        ii[d] = kir_iadd(k, lw_i64c(k, first[d]), step[d] == 1 ? oi[d] : kir_imul(k, oi[d], lw_i64c(k, step[d])));
+    for (int d = 0; d < r; d++) {
+        kir_expr *f = lw_i64c(k, first[d]);
+        if (fe[d])
+            f = kir_iadd(k, lw_dim_of(k, c->n->in[0]->type.dims[d]), f);
+        ii[d] = kir_iadd(k, f, step[d] == 1 ? oi[d] : kir_imul(k, oi[d], lw_i64c(k, step[d])));
+    }
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], ii)) ? 0 : -1;
 }
 
@@ -1566,7 +1579,8 @@ bool cg_can_lower_movement(const ir_node *n)
     }
     case IR_OP_SLICE: {
         int64_t f[IR_MAX_RANK], s[IR_MAX_RANK];
-        return slice_any(n, f, s) || cg_can_lower_movement2(n);
+        bool fe[IR_MAX_RANK];
+        return slice_any(n, f, s, fe) || cg_can_lower_movement2(n);
     }
     case IR_OP_EXPAND:
         /* symbolic dims broadcast only from a constant 1 or to the same dim */
@@ -1648,7 +1662,8 @@ int lower_movement(lctx *c)
     case IR_OP_CONCAT_NCHWC: return lower_concat_nchwc(c);
     case IR_OP_SLICE: {
         int64_t f[IR_MAX_RANK], s[IR_MAX_RANK];
-        return slice_any(c->n, f, s) ? lower_slice(c) : lower_movement2(c);
+        bool fe[IR_MAX_RANK];
+        return slice_any(c->n, f, s, fe) ? lower_slice(c) : lower_movement2(c);
     }
     case IR_OP_EXPAND: return lower_expand(c);
     case IR_OP_TILE: return lower_tile_op(c);

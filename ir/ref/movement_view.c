@@ -96,6 +96,37 @@ static bool slice_is_full(int64_t start, int64_t end, int64_t step)
            (step == -1 && (start == -1 || start == INT64_MAX) && end == INT64_MIN);
 }
 
+enum { SLICE_OPEN_END = 1 << 24 };
+
+bool ir_slice_sym_axis(ir_graph *g, ir_dim d, int64_t s, int64_t e, int64_t step, ir_slice_axis *r)
+{
+    *r = (ir_slice_axis){.len = ir_dim_unknown(), .most = INT64_MAX};
+    if (d.sym <= 0 || step != 1 || s <= -SLICE_OPEN_END || e <= -SLICE_OPEN_END || s >= SLICE_OPEN_END)
+        return false;
+    bool open = e >= SLICE_OPEN_END;
+    if (open && e != INT64_MAX)
+        r->most = e;   /* past it the end cuts the dim */
+    if (s >= 0 && (open || e < 0)) {
+        int64_t j = open ? 0 : -e;
+        r->first = s;
+        r->need = s + j;
+        r->len = ir_dim_add_const(g, d, -(s + j));
+    } else if (s >= 0) {
+        r->first = s;
+        r->need = e > s ? e : 0;
+        r->len = ir_dim_const(e > s ? e - s : 0);
+    } else if (open || e < 0) {
+        int64_t k = -s, j = open ? 0 : -e;
+        r->first = s;
+        r->from_end = true;
+        r->need = k > j ? k : 0;
+        r->len = ir_dim_const(k > j ? k - j : 0);
+    } else {
+        return false;   /* [-k:e]: its length depends on d */
+    }
+    return !g || r->len.sym >= 0;
+}
+
 /* Input i's elements as dims (a constant, or a shape value); *n their
  * count. False when not known. */
 static bool slice_elems(ir_shape_ctx *c, int i, ir_dim *e, int *n, int max)
@@ -160,8 +191,12 @@ static int slice_by_dims(ir_shape_ctx *c, const ir_type *x, ir_type *o)
             int64_t first, len;
             slice_resolve(d.v, st[i].v, en[i].v, sp[i].v == INT64_MIN ? -INT64_MAX : sp[i].v, &first, &len);
             o->dims[a] = ir_dim_const(len);
-        } else if (!slice_is_full(st[i].v, en[i].v, sp[i].v)) {
-            o->dims[a] = ir_dim_unknown();
+        } else {
+            ir_slice_axis sa;
+            if (ir_slice_sym_axis(c->node->graph, d, st[i].v, en[i].v, sp[i].v, &sa))
+                o->dims[a] = sa.len;
+            else if (!slice_is_full(st[i].v, en[i].v, sp[i].v))
+                o->dims[a] = ir_dim_unknown();
         }
     }
     return 1;
@@ -218,7 +253,10 @@ int shape_slice(ir_shape_ctx *c)
             continue;
         ir_dim d = x->dims[i];
         if (!ir_dim_is_const(d)) {
-            if (!slice_is_full(sp.start[i], sp.end[i], sp.step[i]))
+            ir_slice_axis ax;
+            if (ir_slice_sym_axis(c->node->graph, d, sp.start[i], sp.end[i], sp.step[i], &ax))
+                o->dims[i] = ax.len;
+            else if (!slice_is_full(sp.start[i], sp.end[i], sp.step[i]))
                 o->dims[i] = ir_dim_unknown();
             continue;
         }

@@ -16,6 +16,8 @@ atol 1e-5):
 - ConstantOfShape and Expand by shapes taken from Shape(x) [B, S, 4];
 - Tile of [B, 3, W] by constant repeats and of a row by repeats computed
   from Shape(x);
+- Slices of a symbolic T with constant positions ([1:], [-3:], [2:5],
+  [1:-1], [-4:-1], TF's [0:1e9]); a T too short for [2:5] is refused;
 - Pad in each mode (reflect, edge, wrap, constant) of two symbolic dims,
   and an empty one in the modes that repeat data: the compiled run fails
   with the interpreter's one-line error;
@@ -186,6 +188,23 @@ def tiled(path):
                                       h.make_tensor_value_info("z", P.FLOAT, [1, 4])],
                      [h.make_tensor_value_info("y", P.FLOAT, None), h.make_tensor_value_info("t", P.FLOAT, None)],
                      [i64("r", [2, 1, 3]), i64("s0", [0]), i64("s1", [1]), i64("one", [1])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def sliced(path):
+    """Slices of x [B, 'T', 4] along T with constant positions, each to its
+    own output: [1:] (T - 1 from 1, a derived dim), [-3:] (the last 3),
+    [2:5], [1:-1] (T - 2), [-4:-1], and [0:1000000000] (TF's "to the end":
+    T whole, checked to be at most 1e9); each Relu'd (its own kernel)."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    cases = [(1, 2 ** 63 - 1), (-3, 2 ** 63 - 1), (2, 5), (1, -1), (-4, -1), (0, 1000000000)]
+    nodes, inits, outs = [], [i64("ax", [1])], []
+    for i, (a, b) in enumerate(cases):
+        inits += [i64("s%d" % i, [a]), i64("e%d" % i, [b])]
+        nodes += [h.make_node("Slice", ["x", "s%d" % i, "e%d" % i, "ax"], ["p%d" % i]),
+                  h.make_node("Relu", ["p%d" % i], ["y%d" % i])]
+        outs.append(h.make_tensor_value_info("y%d" % i, P.FLOAT, None))
+    g = h.make_graph(nodes, "sliced", [h.make_tensor_value_info("x", P.FLOAT, ["B", "T", 4])], outs, inits)
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
@@ -379,6 +398,22 @@ def main():
         feeds = {"x": rng.standard_normal((b, 3, w)).astype(np.float32),
                  "z": rng.standard_normal((1, 4)).astype(np.float32)}
         run.check("tiled", so, feeds, "Tile by constant and by Shape-computed repeats, B %d W %d" % (b, w))
+
+    sliced(os.path.join(t, "sliced.onnx"))
+    so = run.compile("sliced")
+    for b, n in ((1, 5), (2, 9), (3, 64)) if so else ():
+        x = np.random.default_rng(n).standard_normal((b, n, 4)).astype(np.float32)
+        run.check("sliced", so, {"x": x}, "Slices [1:], [-3:], [2:5], [1:-1], [-4:-1], [0:1e9] of T, B %d T %d"
+                  % (b, n))
+    if so:
+        # T 4 is too short for [2:5], which the compiled slice takes 3 of:
+        # refused by the run's shape check, naming the node (the
+        # interpreter and ONNX Runtime give the 2 there are)
+        np.save(os.path.join(t, "x.npy"), np.zeros((1, 4, 4), np.float32))
+        r = subprocess.run([icc, "run", so, "--input", "x=" + os.path.join(t, "x.npy")], capture_output=True, text=True)
+        ok = r.returncode == 1 and r.stderr.count("\n") == 1 and "must be at least 5" in r.stderr and "(Slice)" in r.stderr
+        print("%s a T shorter than a compiled slice needs is refused: %s" % ("ok  " if ok else "FAIL", r.stderr.strip()))
+        run.failed += not ok
 
     for mode in ("reflect", "edge", "wrap", "constant"):
         name = "pad_" + mode
