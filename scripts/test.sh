@@ -193,6 +193,8 @@ echo "== bf16 x bf16 MatMul/Gemm (the vdpbf16ps pair kernel on hosts with AVX512
 python3 tests/models/bf16_pairs.py build/icc
 echo "== bf16 attention (Q, K, V rounded; AMX tiles on hosts with AMX-BF16, f32 kernels for other shapes and x86-64-v3) vs the interpreter (build)"
 python3 tests/models/bf16_attention.py build/icc
+echo "== Sigmoid, SiLU and the tanh Gelu over their whole range: no subnormal results, exact elsewhere (build)"
+python3 tests/models/tails_no_subnormals.py build/icc
 echo "== Gelu rounded to bf16 (its bf16 form within 1 bf16 ulp of the interpreter; an FFN at --precision=bf16) (build)"
 python3 tests/models/bf16_gelu.py build/icc
 echo "== bf16 x bf16 convolutions (the blocked vdpbf16ps pair kernel on hosts with AVX512-BF16, and for x86-64-v3) vs the interpreter (build)"
