@@ -90,7 +90,7 @@ typedef struct lay {
     int ntwin;
     ir_node **from;            /* the from-blocked Reshapes made */
     int nfrom, capfrom;
-    int64_t convs, to_blk, moved;
+    int64_t convs, to_blk, moved, rotated;
 } lay;
 
 
@@ -562,6 +562,86 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
         return -1;
     L->convs++;
     return finish(L, n, c->out[0]);
+}
+
+/* A conv along a column: [N, C, H, 1] by a [kh, 1] window (a 1-D conv
+ * exported as 2-D, TF's conv1d), whose schedules all tile the output
+ * along W, one pixel here (a byte classifier's 256 -> 512, 5 x 1 conv ran
+ * at 23% of the FMA peak blocked). The same conv along a row reads the
+ * same bytes: [N, C, 1, H] (a Reshape, free) by a [1, kh] window (the
+ * weights' bytes as they are), and its [N, M, 1, H'] result is the
+ * [N, M, H', 1] one. */
+static bool column_conv(const ir_node *n)
+{
+    if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1)
+        return false;
+    const ir_value *x = n->in[0], *w = n->in[1], *y = n->out[0];
+    if (!is_image_f32(x) || !is_static_f32(w, 4) || w->kind != IR_VAL_CONST || !is_image_f32(y) ||
+        !ir_dim_eq(x->type.dims[0], y->type.dims[0]))
+        return false;
+    const ir_dim *xd = x->type.dims, *yd = y->type.dims;
+    if (!ir_dim_is_const(xd[2]) || xd[2].v < 2 || !ir_dim_is_const(xd[3]) || xd[3].v != 1 ||
+        !ir_dim_is_const(yd[2]) || !ir_dim_is_const(yd[3]) || yd[3].v != 1 || w->type.dims[3].v != 1)
+        return false;
+    int64_t pads[4], s[2], dl[2];
+    return window_ok(n, pads, s, dl) && pads[1] == 0 && pads[3] == 0;
+}
+
+/* Rewrites column_conv n as the conv along a row; the new Conv, or NULL
+ * on failure. *yc is the [N, M, H', 1] Reshape of its result. */
+static ir_node *rotate_column(lay *L, ir_node *n, ir_value **yc)
+{
+    int64_t pads[4], s[2], dl[2];
+    window_ok(n, pads, s, dl);
+    ir_value *x = n->in[0], *w = n->in[1], *y = n->out[0];
+    int64_t C = x->type.dims[1].v, H = x->type.dims[2].v, M = y->type.dims[1].v, Ho = y->type.dims[2].v;
+    int64_t kh = w->type.dims[2].v;
+    char buf[256];
+    ir_type wt = w->type;
+    wt.dims[2] = ir_dim_const(1);
+    wt.dims[3] = ir_dim_const(kh);
+    ir_value *wr = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_row", buf, sizeof buf), &wt, NULL,
+                                      L->c->diag);
+    ir_value *xr = wr ? reshape(L, x, (int64_t[]){0, C, 1, H}, 4, NULL) : NULL;
+    if (!xr)
+        return NULL;
+    int64_t ne = 0;
+    ir_type_numel(&wt, &ne);
+    memcpy(wr->cval.data, w->cval.data, (size_t)ne * sizeof(float));
+    ir_value *in[3] = {xr, wr, n->nin > 2 ? n->in[2] : NULL};
+    ir_node *c = add_node(L, IR_OP_CONV, y->name, "_row", in[2] ? 3 : 2, in, NULL);
+    if (!c)
+        return NULL;
+    c->name = n->name;
+    int64_t k[2] = {1, kh}, st[2] = {1, s[0]}, d[2] = {1, dl[0]}, p[4] = {0, pads[0], 0, pads[2]};
+    if (ir_node_set_ints(L->g, c, "kernel_shape", k, 2) < 0 || ir_node_set_ints(L->g, c, "strides", st, 2) < 0 ||
+        ir_node_set_ints(L->g, c, "dilations", d, 2) < 0 || ir_node_set_ints(L->g, c, "pads", p, 4) < 0 ||
+        ir_node_set_int(L->g, c, "group", ir_attr_int(n, "group", 1)) < 0)
+        return ir_errorf(L->c->diag, "out of memory"), NULL;
+    if (infer(L, c) < 0)
+        return NULL;
+    ir_value *yr = reshape(L, c->out[0], (int64_t[]){0, M, Ho, 1}, 4, y->name);
+    if (!yr)
+        return NULL;
+    ir_replace_all_uses(L->g, y, yr);
+    ir_node_erase(n);
+    L->rotated++;
+    L->c->changed = true;
+    *yc = yr;
+    return c;
+}
+
+/* After the rotated conv went blocked: its [N, M/cb, 1, H', cb] result is
+ * also the blocked twin of the column result yc, [N, M/cb, H', 1, cb] (the
+ * same bytes), so the ops after it stay blocked (a Reshape of the twin). */
+static int column_twin(lay *L, ir_value *yc)
+{
+    ir_value *b = yc->def && yc->def->nin > 0 ? twin_of(L, yc->def->in[0]) : NULL;
+    if (!b || b->type.rank != 5)
+        return 0;
+    const ir_dim *d = b->type.dims;
+    ir_value *bt = reshape(L, b, (int64_t[]){0, d[1].v, d[3].v, 1, d[4].v}, 5, NULL);
+    return bt && set_twin(L, yc, bt) == 0 ? 0 : -1;
 }
 
 /* ---- ConvInteger ---------------------------------------------------------- */
@@ -1437,12 +1517,16 @@ int pass_layout(pass_ctx *c)
             continue;
         int64_t pads[4], s[2], dl[2], ib, xz;
         bool shift;
-        if (materialize_int_weights(&L, n) < 0) {
+        ir_value *yc = NULL;
+        if (materialize_int_weights(&L, n) < 0 || (column_conv(n) && !(n = rotate_column(&L, n, &yc)))) {
             rc = -1;
             break;
         }
-        if (conv_ok(&L, n, pads, s, dl, &ib))
+        if (conv_ok(&L, n, pads, s, dl, &ib)) {
             rc = convert_conv(&L, n, pads, s, dl, ib);
+            if (rc == 0 && yc)
+                rc = column_twin(&L, yc);
+        }
         else if (conv_int_ok(&L, n, pads, s, dl, &xz, &ib, &shift))
             rc = convert_conv_int(&L, n, pads, s, dl, xz, ib, shift);
         else if (dw_ok(&L, n, pads, s, dl))
@@ -1463,10 +1547,11 @@ int pass_layout(pass_ctx *c)
     if (rc == 0) {
         int64_t cancelled = cancel_unused(&L);
         int64_t kept = L.nfrom - cancelled;
-        if (L.convs || L.moved) {
+        if (L.convs || L.moved || L.rotated) {
             ir_graph_compact(c->g);
             rc = ir_graph_toposort(c->g, c->diag);
         }
+        pass_stat(c, "convs along a column rotated", L.rotated);
         pass_stat(c, "convs converted", L.convs);
         pass_stat(c, "ops moved to blocked", L.moved);
         pass_stat(c, "reorders inserted", L.to_blk + kept);

@@ -29,12 +29,13 @@ channels are padded only for an input that is already blocked, or of a strided
 conv). Then a Resize between two convs, which -O3 runs on the blocked data when
 the first conv is blocked and the mode nearest or linear (counted too). Last, Transposes
 that move a short last dim before the output's last, as from-blocked reorders do,
-and Slices that keep the dims after their cut whole (bit for bit).
+and Slices that keep the dims after their cut whole (bit for bit). Then convs along a
+column ([N, C, H, 1] by a [kh, 1] window), which -O3 runs as convs along a row.
 Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
     python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
-        [--concat 8] [--padded 16] [--resize-blocked 10] [--transpose 12]
+        [--concat 8] [--padded 16] [--resize-blocked 10] [--transpose 12] [--padout 16] [--pwdw 16] [--columns 12]
 """
 import argparse
 import os
@@ -199,6 +200,28 @@ def dense(rng, path):
                        pads=pads, dilations=d)
     model(path, node, inits, [int(rng.integers(1, 3)), c, hh, ww], bool(rng.integers(0, 2)))
     return "dense c=%d m=%d k=%dx%d s=%s d=%s in=%dx%d pads=%s" % (c, m, kh, kw, s, d, hh, ww, pads)
+
+
+def column(rng, path):
+    """A conv along a column, [N, C, H, 1] by a [kh, 1] window (a 1-D conv exported
+    as 2-D), which -O3's layout pass turns into the same conv along a row ([N, C, 1, H]
+    by [1, kh]) and then may block: kernels 1-7, strides 1-3, dilations 1-2, pads,
+    group 1 or depthwise, batch 1-2, with and without bias and a fused Relu."""
+    kh = int(rng.integers(1, 8))
+    dw = rng.integers(0, 4) == 0
+    c = int(rng.choice([3, 8, 16, 24, 32]))
+    m = c if dw else 8 * int(rng.choice([1, 2, 3, 4]))
+    s, d = int(rng.integers(1, 4)), int(rng.choice([1, 1, 2]))
+    pads = [int(rng.integers(0, kh)), 0, int(rng.integers(0, kh)), 0]
+    hh = int(rng.integers((kh - 1) * d + 1, 200))
+    bias = bool(rng.integers(0, 2))
+    inits = [nh.from_array(rng.standard_normal((m, 1 if dw else c, kh, 1)).astype(np.float32), "w")]
+    if bias:
+        inits.append(nh.from_array(rng.standard_normal(m).astype(np.float32), "b"))
+    node = h.make_node("Conv", ["x", "w"] + (["b"] if bias else []), ["y"], kernel_shape=[kh, 1], strides=[s, 1],
+                       pads=pads, dilations=[d, 1], group=c if dw else 1)
+    model(path, node, inits, [int(rng.integers(1, 3)), c, hh, 1], bool(rng.integers(0, 2)))
+    return "column c=%d m=%d k=%dx1 s=%d d=%d h=%d pads=%s%s" % (c, m, kh, s, d, hh, pads, " depthwise" if dw else "")
 
 
 def fire(rng, path):
@@ -550,7 +573,9 @@ def main():
                     help="a blocked conv or Concat read only by a padded conv (its Pad in the producer's kernel), "
                          "after those")
     ap.add_argument("--pwdw", type=int, default=16,
-                    help="1x1 + depthwise conv pairs (one ConvPwDwNCHWc with pwdw{min-bytes=1}), last")
+                    help="1x1 + depthwise conv pairs (one ConvPwDwNCHWc with pwdw{min-bytes=1}), after those")
+    ap.add_argument("--columns", type=int, default=12,
+                    help="convs along a column ([N, C, H, 1] by [kh, 1]: a row's at -O3), last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
@@ -565,6 +590,7 @@ def main():
     zrng = np.random.default_rng(47)   # and the blocked Resizes theirs
     wrng = np.random.default_rng(53)   # and the 1x1 + depthwise pairs theirs
     orng = np.random.default_rng(59)   # and the padded buffers' producers theirs
+    crng = np.random.default_rng(61)   # and the column convs theirs
     # -O3 with the pwdw pass fusing any size
     o3 = subprocess.run([a.icc, "--list-passes"], capture_output=True, text=True).stdout
     o3 = [l.split(None, 1)[1] for l in o3.splitlines() if l.strip().startswith("-O3 ")][0].strip()
@@ -573,14 +599,17 @@ def main():
     cb = 16 if " avx512f " in " " + open("/proc/cpuinfo").read().replace("\n", " ") + " " else 8
     before_po = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked + a.transpose
     before_pw = before_po + a.padout
-    total = before_pw + a.pwdw
+    before_col = before_pw + a.pwdw
+    total = before_col + a.columns
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
         want = None   # (what -O3 should make, its patterns, how many)
         levels = (["-O2"], ["-O3"])
         emit = "-O3"   # the pipeline whose IR `want` counts in
         try:
-            if i >= before_pw:
+            if i >= before_col:
+                what = column(crng, path)
+            elif i >= before_pw:
                 what, n = pwdw(wrng, path, cb)
                 want = ("fused 1x1 + depthwise convs", ("= ConvPwDwNCHWc(",), n)
                 # and for AVX2 (16 registers: smaller tiles, 8-lane blocks)
