@@ -30,12 +30,15 @@ conv). Then a Resize between two convs, which -O3 runs on the blocked data when
 the first conv is blocked and the mode nearest or linear (counted too). Last, Transposes
 that move a short last dim before the output's last, as from-blocked reorders do,
 and Slices that keep the dims after their cut whole (bit for bit). Then convs along a
-column ([N, C, H, 1] by a [kh, 1] window), which -O3 runs as convs along a row.
+column ([N, C, H, 1] by a [kh, 1] window), which -O3 runs as convs along a row, and
+chains of 1-D convs with Relu, a scalar Mul and residual Adds between them, which -O3 runs
+blocked as convs along a row.
 Each model is compiled at -O2 and -O3 and run by `icc verify`,
 which compares the compiled outputs with the interpreter's.
 
     python3 tests/models/conv_direct.py build/icc [--cases 24] [--resize 24] [--blocked 24] [--pools 16] [--dense 24]
         [--concat 8] [--padded 16] [--resize-blocked 10] [--transpose 12] [--padout 16] [--pwdw 16] [--columns 12]
+        [--conv1d 16]
 """
 import argparse
 import os
@@ -222,6 +225,57 @@ def column(rng, path):
                        pads=pads, dilations=[d, 1], group=c if dw else 1)
     model(path, node, inits, [int(rng.integers(1, 3)), c, hh, 1], bool(rng.integers(0, 2)))
     return "column c=%d m=%d k=%dx1 s=%d d=%d h=%d pads=%s%s" % (c, m, kh, s, d, hh, pads, " depthwise" if dw else "")
+
+
+def conv1d(rng, path):
+    """A chain of 1-3 1-D convs ([N, C, L] by [k]), which -O3's layout pass runs as
+    convs along a row ([N, C, 1, L] by [1, k]) when they go blocked, the chain (and the
+    Relu, the scalar Mul and the residual Add between them) on the blocked data: channels
+    multiples of 8 and not, kernels 1-7, strides 1-2, dilations 1-2, pads, a depthwise
+    conv sometimes, batch 1-2."""
+    c = int(rng.choice([8, 16, 20, 32, 48]))
+    n_conv = int(rng.integers(1, 4))
+    length0 = length = int(rng.integers(16, 300))
+    nodes, inits, prev, ch, what = [], [], "x", c, []
+    for i in range(n_conv):
+        k = int(rng.integers(1, 8))
+        dw = rng.integers(0, 4) == 0
+        m = ch if dw else int(rng.choice([8, 16, 24, 32]))
+        st, d = int(rng.choice([1, 1, 2])), int(rng.choice([1, 1, 2]))
+        if (k - 1) * d + 1 > length:
+            k, d = 1, 1
+        pads = [int(rng.integers(0, k)), int(rng.integers(0, k))]
+        if rng.integers(0, 2):
+            pads = [(k - 1) * d // 2, (k - 1) * d - (k - 1) * d // 2]
+        inits.append(nh.from_array((rng.standard_normal((m, 1 if dw else ch, k)) * 0.3).astype(np.float32),
+                                   "w%d" % i))
+        ins = [prev, "w%d" % i]
+        if rng.integers(0, 2):
+            inits.append(nh.from_array(rng.standard_normal(m).astype(np.float32), "b%d" % i))
+            ins.append("b%d" % i)
+        nodes.append(h.make_node("Conv", ins, ["c%d" % i], kernel_shape=[k], strides=[st], dilations=[d], pads=pads,
+                                 group=ch if dw else 1))
+        what.append("%d->%d k%d s%d d%d p%s%s" % (ch, m, k, st, d, pads, " dw" if dw else ""))
+        out, before = "c%d" % i, length
+        length = (length + pads[0] + pads[1] - (k - 1) * d - 1) // st + 1
+        if rng.integers(0, 2):
+            nodes.append(h.make_node("Relu", [out], ["r%d" % i]))
+            out = "r%d" % i
+        if rng.integers(0, 3) == 0:
+            inits.append(nh.from_array(np.array(0.5, np.float32), "h%d" % i))
+            nodes.append(h.make_node("Mul", [out, "h%d" % i], ["m%d" % i]))
+            out = "m%d" % i
+        if m == ch and length == before and rng.integers(0, 2):
+            nodes.append(h.make_node("Add", [out, prev], ["a%d" % i]))   # a residual
+            out = "a%d" % i
+            what.append("+res")
+        prev, ch = out, m
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [int(rng.integers(1, 3)), c, length0])],
+                     [h.make_tensor_value_info(prev, T.FLOAT, None)], inits)
+    mo = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    mo.ir_version = 8
+    onnx.save(onnx.shape_inference.infer_shapes(mo, strict_mode=True), path)
+    return "conv1d L=%d %s" % (length0, " | ".join(what))
 
 
 def fire(rng, path):
@@ -575,7 +629,9 @@ def main():
     ap.add_argument("--pwdw", type=int, default=16,
                     help="1x1 + depthwise conv pairs (one ConvPwDwNCHWc with pwdw{min-bytes=1}), after those")
     ap.add_argument("--columns", type=int, default=12,
-                    help="convs along a column ([N, C, H, 1] by [kh, 1]: a row's at -O3), last")
+                    help="convs along a column ([N, C, H, 1] by [kh, 1]: a row's at -O3), after those")
+    ap.add_argument("--conv1d", type=int, default=16,
+                    help="chains of 1-D convs (convs along a row at -O3, blocked), last")
     a = ap.parse_args()
     rng = np.random.default_rng(12)
     tmp = tempfile.mkdtemp()
@@ -591,6 +647,7 @@ def main():
     wrng = np.random.default_rng(53)   # and the 1x1 + depthwise pairs theirs
     orng = np.random.default_rng(59)   # and the padded buffers' producers theirs
     crng = np.random.default_rng(61)   # and the column convs theirs
+    lrng = np.random.default_rng(67)   # and the 1-D conv chains theirs
     # -O3 with the pwdw pass fusing any size
     o3 = subprocess.run([a.icc, "--list-passes"], capture_output=True, text=True).stdout
     o3 = [l.split(None, 1)[1] for l in o3.splitlines() if l.strip().startswith("-O3 ")][0].strip()
@@ -600,14 +657,17 @@ def main():
     before_po = a.cases + a.resize + a.blocked + a.pools + a.dense + a.concat + a.padded + a.resize_blocked + a.transpose
     before_pw = before_po + a.padout
     before_col = before_pw + a.pwdw
-    total = before_col + a.columns
+    before_1d = before_col + a.columns
+    total = before_1d + a.conv1d
     for i in range(total):
         path = os.path.join(tmp, "case%d.onnx" % i)
         want = None   # (what -O3 should make, its patterns, how many)
         levels = (["-O2"], ["-O3"])
         emit = "-O3"   # the pipeline whose IR `want` counts in
         try:
-            if i >= before_col:
+            if i >= before_1d:
+                what = conv1d(lrng, path)
+            elif i >= before_col:
                 what = column(crng, path)
             elif i >= before_pw:
                 what, n = pwdw(wrng, path, cb)
