@@ -445,8 +445,26 @@ static int input_file(const bopts *o, const icc_tensor_desc *t, void *buf, int64
     return 1;
 }
 
-/* Inputs for batch (the batch symbol at that value, others from --dim or 1)
- * and outputs of the dims they give. */
+/* Dim k of the --input file that names input t, when it holds t's rank
+ * (more than one element): *v; false otherwise. */
+static bool input_file_dim(const bopts *o, const icc_tensor_desc *t, int k, int64_t *v)
+{
+    for (int j = 0; j < o->ninputs; j++) {
+        const char *eq = strchr(o->inputs[j], '=');
+        if (strlen(t->name) != (size_t)(eq - o->inputs[j]) || strncmp(t->name, o->inputs[j], strlen(t->name)))
+            continue;
+        const ir_tensor *f = &o->input_vals[j];
+        if (f->rank != t->rank || f->numel == 1)
+            return false;
+        *v = f->dims[k];
+        return true;
+    }
+    return false;
+}
+
+/* Inputs for batch (the batch symbol at that value, others from --dim, else
+ * from the --input file of that input, else 1) and outputs of the dims they
+ * give. */
 static int io_make(const bopts *o, icc_model *m, const char *bsym, int64_t batch, io *b)
 {
     const icc_model_desc *d = icc_model_describe(m);
@@ -474,6 +492,8 @@ static int io_make(const bopts *o, icc_model *m, const char *bsym, int64_t batch
                 v = 1;
                 if (sym && bsym && !strcmp(sym, bsym))
                     v = batch;
+                else
+                    input_file_dim(o, t, k, &v);
                 for (int j = 0; sym && j < o->ndims; j++) {
                     size_t len = strlen(sym);
                     if (!strncmp(o->dims[j], sym, len) && o->dims[j][len] == '=')

@@ -634,6 +634,13 @@ np.save('$T/two.npy', np.array([1, 0], np.int64))" && "$ICC" "$T/gather.onnx" -o
     "$ICC" bench "$T/gather.so" --batch=2 --runs=3 --time=0 --warmup=0 --input=i="$T/two.npy" >/dev/null
 }
 check "bench --input: an input's values from a .npy file, or one value repeated" bench_input_values
+# without --batch or --dim, a file of the input's rank gives its symbolic
+# dims (N = 2 here; it was 1, and the 2-element file was refused)
+bench_input_dims() {
+  "$ICC" bench "$T/gather.so" --runs=3 --time=0 --warmup=0 --input=i="$T/two.npy" --json >"$T/gdims.json" &&
+    "$ICC" bench "$T/gather.so" --runs=3 --time=0 --warmup=0 --input=i="$T/one.npy" --dim=N=3 >/dev/null
+}
+check "bench --input: the file's dims give the input's symbolic dims (--dim and --batch first)" bench_input_dims
 fails_cleanly "bench --input: a name the model does not have" "has no input named 'j'" "$ICC" bench \
   "$T/gather.so" --batch=4 --runs=3 --time=0 --warmup=0 --input=j="$T/one.npy"
 fails_cleanly "bench --input: a file of another element count" "2 elements, input 'i' has 4 here" "$ICC" bench \
