@@ -544,9 +544,22 @@ START_TEST(slice_symbolic)
     ir_value *a[] = {x, cst(2, I64(0, 2)), cst(2, I64(INT64_MAX, 5))};
     ir_node *n = vnode(IR_OP_SLICE, 3, a);
     chk_type(n, IR_F32, "N,3");
+    /* [1:] of N: N - 1 elements, a derived dim (ir_slice_sym_axis) */
     ir_value *b[] = {x, cst(1, I64(1)), cst(1, I64(INT64_MAX)), cst(1, I64(0))};
     ir_node *n2 = vnode(IR_OP_SLICE, 4, b);
-    chk_type(n2, IR_F32, "?,10");
+    ck_assert_int_eq(ir_infer_shapes(g, &d), 0);
+    ir_dim d0 = n2->out[0]->type.dims[0];
+    const ir_sym_def *df = ir_graph_sym_def(g, d0.sym);
+    ck_assert_msg(d0.sym > 0 && df && df->op == IR_SYM_ADD && df->a.sym == x->type.dims[0].sym && df->b.sym == 0 &&
+                  df->b.v == -1, "[1:] of N is not N - 1");
+    /* [-3:] and [-4:-1] of N: 3 (for N >= 4, which the compiled run
+     * checks); [2:5]: 3; [-3:5]: its length depends on N */
+    ir_value *e[] = {x, cst(2, I64(-3, -4)), cst(2, I64(INT64_MAX, -1)), cst(2, I64(0, 1))};
+    chk_type(vnode(IR_OP_SLICE, 4, e), IR_F32, "3,3");
+    ir_value *f[] = {x, cst(1, I64(2)), cst(1, I64(5)), cst(1, I64(0))};
+    chk_type(vnode(IR_OP_SLICE, 4, f), IR_F32, "3,10");
+    ir_value *h[] = {x, cst(1, I64(-3)), cst(1, I64(5)), cst(1, I64(0))};
+    chk_type(vnode(IR_OP_SLICE, 4, h), IR_F32, "?,10");
     /* unknown starts with known axes: only axis 1 is unknown */
     ir_value *c[] = {x, inp(IR_I64, "1"), cst(1, I64(4)), cst(1, I64(1))};
     ir_node *n3 = vnode(IR_OP_SLICE, 4, c);
