@@ -1650,7 +1650,8 @@ static int slice_sym_checks(pbuild *c, const ir_node *n)
         dim_text(c->g, d, xs, sizeof xs);
         snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be at least %lld (the compiled slice [%lld:%lld] "
                  "takes that many)", a, n->in[0]->name, xs, (long long)sa.need, (long long)s.v, (long long)e.v);
-        if (sa.need > 0 && add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = ir_dim_const(sa.need), .b = d}, n, what) < 0)
+        if (sa.need > 0 &&
+            add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = ir_dim_const(sa.need), .b = d}, n, what) < 0)
             return -1;
         snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be at most %lld (the compiled slice [%lld:%lld] "
                  "reads it to its end)", a, n->in[0]->name, xs, (long long)sa.most, (long long)s.v, (long long)e.v);

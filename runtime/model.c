@@ -597,7 +597,8 @@ icc_status rt_bind(const icc_model *m, const int64_t *const *in_dims, const icc_
                          (long long)syms[s]);
             snprintf(err, errlen, "%s%sthe input dims (%s) make the dim '%s' %s",
                      df->message ? d->messages[df->message - 1] : "", df->message ? ": " : "", ins, name,
-                     ovf ? "overflow 64 bits" : "negative: a window is larger than its padded input, or a slice past its dim's end");
+                     ovf ? "overflow 64 bits"
+                         : "negative: a window is larger than its padded input, or a slice past its dim's end");
             return ICC_ERR_SHAPE;
         }
         syms[nfree + i] = r;
