@@ -485,8 +485,14 @@ static bool conv_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, i
      * (measured, in turns: every new reorder allowed, a symbolic PaddleOCR
      * detector at 480x640 1.05x the time, DBNet-style 0.74x; the strided
      * convs' alone 0.96x and 0.84x; a YOLO, a MobileNetV3 and a
-     * recognizer unchanged) */
-    if (*ib == L->cb && !twin_of(L, x) && !ir_type_is_static(&x->type) && !strided_pad)
+     * recognizer unchanged), and a heavy conv's: at least HEAVY_MK
+     * multiply-adds per input element (M kh kw), which the reorder's one
+     * copy of the input cannot outweigh (Magika's 512-channel 1 x 5 conv
+     * with a symbolic batch ran NCHW at 61% of the FMA peak; no conv of
+     * the models above is that heavy) */
+    enum { HEAVY_MK = 512 };
+    bool heavy = M * w->type.dims[2].v * w->type.dims[3].v >= HEAVY_MK;
+    if (*ib == L->cb && !twin_of(L, x) && !ir_type_is_static(&x->type) && !strided_pad && !heavy)
         return false;
     if (!*ib || !pad_ok(L, M) || w->type.dims[1].v != C || y->type.dims[1].v != M ||
         w->type.dims[2].v * w->type.dims[3].v < L->min_k)
