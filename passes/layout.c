@@ -403,6 +403,20 @@ static ir_value *pack_bias(lay *L, ir_value *b)
     return reshape(L, b, s, 2, NULL);
 }
 
+/* Spatial dim i of window w over a static extent `in` (kernel extent k):
+ * its pads *pb, *pe, when the window gives `out` and the blocked op's floor
+ * arithmetic over the explicitly padded input gives the same. */
+static bool static_extent_ok(const ir_node *n, const nn_window *w, int i, int64_t in, int64_t k, int64_t out,
+                             int64_t *pb, int64_t *pe)
+{
+    icc_diag d;
+    int64_t o;
+    if (nn_window_dim(n, &d, w, i, in, &o, pb, pe) < 0 || o != out || *pb < 0 || *pe < 0)
+        return false;
+    int64_t span = (k - 1) * w->dilation[i] + 1;
+    return in + *pb + *pe >= span && (in + *pb + *pe - span) / w->stride[i] + 1 == o;
+}
+
 /* The 2-D window of conv n (X in[0], W in[1], Y out[0], static NCHW):
  * pads [top, left, bottom, right], strides and dilations as the blocked
  * op takes them; false when the blocked op's extents would differ. */
@@ -439,12 +453,7 @@ static bool window_ok(const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
             dl[i] = win.dilation[i];
             continue;
         }
-        if (nn_window_dim(n, &d, &win, i, in, &o, &pb, &pe) < 0 || o != y->type.dims[2 + i].v || pb < 0 ||
-            pe < 0)
-            return false;
-        /* the blocked op's floor arithmetic must give the same extent */
-        int64_t span = (k - 1) * win.dilation[i] + 1;
-        if (in + pb + pe < span || (in + pb + pe - span) / win.stride[i] + 1 != o)
+        if (!static_extent_ok(n, &win, i, in, k, y->type.dims[2 + i].v, &pb, &pe))
             return false;
         pads[i] = pb;
         pads[2 + i] = pe;
@@ -580,7 +589,7 @@ static int convert_conv(lay *L, ir_node *n, const int64_t *pads, const int64_t *
  * same bytes: [N, C, 1, H] (a Reshape, free) by a [1, kh] window (the
  * weights' bytes as they are), and its [N, M, 1, H'] result is the
  * [N, M, H', 1] one. */
-static bool column_conv(const ir_node *n)
+static bool column_conv(const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
 {
     if (n->op != IR_OP_CONV || n->nin < 2 || n->nout != 1)
         return false;
@@ -592,7 +601,6 @@ static bool column_conv(const ir_node *n)
     if (!ir_dim_is_const(xd[2]) || xd[2].v < 2 || !ir_dim_is_const(xd[3]) || xd[3].v != 1 ||
         !ir_dim_is_const(yd[2]) || !ir_dim_is_const(yd[3]) || yd[3].v != 1 || w->type.dims[3].v != 1)
         return false;
-    int64_t pads[4], s[2], dl[2];
     return window_ok(n, pads, s, dl) && pads[1] == 0 && pads[3] == 0;
 }
 
@@ -614,12 +622,9 @@ static bool conv1d_ok(const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl)
     icc_diag d;
     nn_window win;
     ir_dim wk[1] = {w->type.dims[2]};
-    int64_t o, pb, pe, in = x->type.dims[2].v, k = wk[0].v;
+    int64_t pb, pe, in = x->type.dims[2].v, k = wk[0].v;
     if (in < 1 || k < 1 || y->type.dims[2].v < 1 || nn_window_parse(n, &d, 1, wk, &win) < 0 ||
-        nn_window_dim(n, &d, &win, 0, in, &o, &pb, &pe) < 0 || o != y->type.dims[2].v || pb < 0 || pe < 0)
-        return false;
-    int64_t span = (k - 1) * win.dilation[0] + 1;
-    if (in + pb + pe < span || (in + pb + pe - span) / win.stride[0] + 1 != o)
+        !static_extent_ok(n, &win, 0, in, k, y->type.dims[2].v, &pb, &pe))
         return false;
     pads[0] = pb, pads[1] = pe, *s = win.stride[0], *dl = win.dilation[0];
     return true;
@@ -650,12 +655,8 @@ static ir_value *row_weights(lay *L, ir_value *w)
     char buf[256];
     ir_type wt = {.dtype = IR_F32, .rank = 4,
                   .dims = {w->type.dims[0], w->type.dims[1], ir_dim_const(1), w->type.dims[2]}};
-    ir_value *wr = ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_row", buf, sizeof buf), &wt, NULL,
-                                      L->c->diag);
-    int64_t ne = 0;
-    if (wr && ir_type_numel(&wt, &ne))
-        memcpy(wr->cval.data, w->cval.data, (size_t)ne * sizeof(float));
-    return wr;
+    return ir_graph_add_const(L->g, ir_graph_fresh_name(L->g, w->name, "_row", buf, sizeof buf), &wt, w->cval.data,
+                              L->c->diag);
 }
 
 static bool dw_ok(const lay *L, const ir_node *n, int64_t *pads, int64_t *s, int64_t *dl);
@@ -692,12 +693,12 @@ static ir_node *lift_conv1d(lay *L, ir_node *n, const int64_t *pads, int64_t s, 
     return c;
 }
 
-/* Rewrites column_conv n as the conv along a row; the new Conv, or NULL
- * on failure. *yc is the [N, M, H', 1] Reshape of its result. */
-static ir_node *rotate_column(lay *L, ir_node *n, ir_value **yc)
+/* Rewrites column_conv n (its window pads, s, dl) as the conv along a row;
+ * the new Conv, or NULL on failure. *yc is the [N, M, H', 1] Reshape of its
+ * result. */
+static ir_node *rotate_column(lay *L, ir_node *n, const int64_t *pads, const int64_t *s, const int64_t *dl,
+                              ir_value **yc)
 {
-    int64_t pads[4], s[2], dl[2];
-    window_ok(n, pads, s, dl);
     ir_value *x = n->in[0], *y = n->out[0];
     int64_t C = x->type.dims[1].v, H = x->type.dims[2].v, M = y->type.dims[1].v, Ho = y->type.dims[2].v;
     ir_value *wr = row_weights(L, n->in[1]);
@@ -1611,24 +1612,26 @@ int pass_layout(pass_ctx *c)
             continue;
         int64_t pads[4], s[2], dl[2], ib, xz;
         bool shift;
-        ir_value *yc = NULL, *y3 = NULL;
+        /* yt: the column or 1-D result of a conv rewritten along a row */
+        ir_value *yt = NULL;
         int64_t p1[2], s1, d1;
-        if (materialize_int_weights(&L, n) < 0 || (column_conv(n) && !(n = rotate_column(&L, n, &yc))) ||
-            (conv1d_ok(n, p1, &s1, &d1) && !(n = lift_conv1d(&L, n, p1, s1, d1, &y3)))) {
+        if (materialize_int_weights(&L, n) < 0 ||
+            (column_conv(n, pads, s, dl) && !(n = rotate_column(&L, n, pads, s, dl, &yt))) ||
+            (conv1d_ok(n, p1, &s1, &d1) && !(n = lift_conv1d(&L, n, p1, s1, d1, &yt)))) {
             rc = -1;
             break;
         }
         if (conv_ok(&L, n, pads, s, dl, &ib)) {
             rc = convert_conv(&L, n, pads, s, dl, ib);
-            if (rc == 0 && (yc || y3))
-                rc = column_twin(&L, yc ? yc : y3);
+            if (rc == 0 && yt)
+                rc = column_twin(&L, yt);
         }
         else if (conv_int_ok(&L, n, pads, s, dl, &xz, &ib, &shift))
             rc = convert_conv_int(&L, n, pads, s, dl, xz, ib, shift);
         else if (dw_ok(&L, n, pads, s, dl)) {
             rc = convert_dw(&L, n, pads, s, dl);
-            if (rc == 0 && (yc || y3))
-                rc = column_twin(&L, yc ? yc : y3);
+            if (rc == 0 && yt)
+                rc = column_twin(&L, yt);
         }
         else if (ir_ops[n->op].flags & IR_F_ELEMWISE)
             rc = move_elementwise(&L, n);
