@@ -419,47 +419,49 @@ static const char *batch_symbol(const bopts *o, const icc_model_desc *d)
     return d->nsymbols > 0 ? d->symbols[0] : NULL;
 }
 
+/* The --input=NAME=FILE.npy that names input t: its index, or -1. */
+static int input_of(const bopts *o, const icc_tensor_desc *t)
+{
+    for (int j = 0; j < o->ninputs; j++) {
+        const char *eq = strchr(o->inputs[j], '=');
+        if (strlen(t->name) == (size_t)(eq - o->inputs[j]) && !strncmp(t->name, o->inputs[j], strlen(t->name)))
+            return j;
+    }
+    return -1;
+}
+
 /* Input t's values from --input=NAME=FILE.npy (into buf of n elements):
  * the file's elements, as many as the input's dims give, or one repeated
  * (a VAD's sample rate, whatever the batch); 1 if no file names t, 0 when
  * filled, -1 on an error (printed). */
 static int input_file(const bopts *o, const icc_tensor_desc *t, void *buf, int64_t n)
 {
-    for (int j = 0; j < o->ninputs; j++) {
-        const char *eq = strchr(o->inputs[j], '=');
-        if (strlen(t->name) != (size_t)(eq - o->inputs[j]) || strncmp(t->name, o->inputs[j], strlen(t->name)))
-            continue;
-        const ir_tensor v = o->input_vals[j];
-        size_t w = icc_dtype_size(t->dtype);
-        int rc = 0;
-        if (ir_dtype_to_onnx(v.dtype) != t->dtype)
-            rc = -1, icc_fail("--input=%s: input '%s' wants another dtype than the file's %s", o->inputs[j], t->name,
-                              ir_dtype_name(v.dtype));
-        else if (v.numel != n && v.numel != 1)
-            rc = -1, icc_fail("--input=%s: %lld elements, input '%s' has %lld here (or give one, repeated)",
-                              o->inputs[j], (long long)v.numel, t->name, (long long)n);
-        for (int64_t i = 0; rc == 0 && i < n; i++)
-            memcpy((char *)buf + (size_t)i * w, (const char *)v.data + (v.numel == 1 ? 0 : (size_t)i * w), w);
-        return rc < 0 ? -1 : 0;
-    }
-    return 1;
+    int j = input_of(o, t);
+    if (j < 0)
+        return 1;
+    const ir_tensor v = o->input_vals[j];
+    size_t w = icc_dtype_size(t->dtype);
+    if (ir_dtype_to_onnx(v.dtype) != t->dtype)
+        return -icc_fail("--input=%s: input '%s' wants another dtype than the file's %s", o->inputs[j], t->name,
+                         ir_dtype_name(v.dtype));
+    if (v.numel != n && v.numel != 1)
+        return -icc_fail("--input=%s: %lld elements, input '%s' has %lld here (or give one, repeated)",
+                         o->inputs[j], (long long)v.numel, t->name, (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        memcpy((char *)buf + (size_t)i * w, (const char *)v.data + (v.numel == 1 ? 0 : (size_t)i * w), w);
+    return 0;
 }
 
 /* Dim k of the --input file that names input t, when it holds t's rank
  * (more than one element): *v; false otherwise. */
 static bool input_file_dim(const bopts *o, const icc_tensor_desc *t, int k, int64_t *v)
 {
-    for (int j = 0; j < o->ninputs; j++) {
-        const char *eq = strchr(o->inputs[j], '=');
-        if (strlen(t->name) != (size_t)(eq - o->inputs[j]) || strncmp(t->name, o->inputs[j], strlen(t->name)))
-            continue;
-        const ir_tensor *f = &o->input_vals[j];
-        if (f->rank != t->rank || f->numel == 1)
-            return false;
-        *v = f->dims[k];
-        return true;
-    }
-    return false;
+    int j = input_of(o, t);
+    const ir_tensor *f = j >= 0 ? &o->input_vals[j] : NULL;
+    if (!f || f->rank != t->rank || f->numel == 1)
+        return false;
+    *v = f->dims[k];
+    return true;
 }
 
 /* Inputs for batch (the batch symbol at that value, others from --dim, else
