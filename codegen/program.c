@@ -577,6 +577,82 @@ static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, si
     free(dep);
 }
 
+/* The free symbols (bits by id, ids below 64) whose run values decide v
+ * through shape arithmetic: `x.shape[2] == 1` reads the dim of x's axis
+ * 2, a derived one made of the input dims it comes from. Walks back from
+ * v to the values whose elements shape inference knows. */
+static void free_syms(const ir_graph *g, ir_dim d, uint64_t *m)
+{
+    if (d.sym <= 0)
+        return;
+    const ir_sym_def *def = ir_graph_sym_def(g, d.sym);
+    if (!def) {
+        if (d.sym < 64)
+            *m |= 1ull << d.sym;
+        return;
+    }
+    free_syms(g, def->a, m);
+    free_syms(g, def->b, m);
+}
+
+static void dim_syms(const ir_graph *g, const ir_value *v, int depth, uint64_t *m)
+{
+    ir_shape_value sv;
+    if (!v || depth > 32)
+        return;
+    if (ir_value_shape_value(v, &sv) && sv.known) {
+        bool all = true;
+        for (int i = 0; i < sv.n; i++)
+            all &= sv.e[i].sym >= 0;
+        if (all) {
+            for (int i = 0; i < sv.n; i++)
+                free_syms(g, sv.e[i], m);
+            return;
+        }
+    }
+    if (v->kind != IR_VAL_NODE || !v->def)
+        return;
+    for (int i = 0; i < v->def->nin; i++)
+        dim_syms(g, v->def->in[i], depth + 1, m);
+}
+
+static void dim_text(const ir_graph *g, ir_dim dm, char *buf, size_t n);
+
+/* The dims that symbols m are, as "S (dim K of 'IN')", and --shape for
+ * the first input holding one, those dims written <n>. */
+static void pin_hint(const ir_graph *g, uint64_t m, char *buf, size_t len)
+{
+    char dims[300] = "", shape[300] = "";
+    int shape_in = -1;
+    for (int32_t s = 1; s < 64 && s < g->nsyms; s++) {
+        int at = -1, ak = -1;
+        for (int i = 0; (m >> s & 1) && at < 0 && i < g->ninputs; i++)
+            for (int k = 0; at < 0 && k < g->inputs[i]->type.rank; k++)
+                if (g->inputs[i]->type.dims[k].sym == s)
+                    at = i, ak = k;
+        if (at < 0)
+            continue;
+        snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%s (dim %d of '%.60s')", dims[0] ? ", " : "",
+                 ir_graph_sym_name(g, s), ak, g->inputs[at]->name);
+        if (shape_in < 0)
+            shape_in = at;
+    }
+    if (shape_in < 0) {
+        buf[0] = 0;
+        return;
+    }
+    const ir_type *t = &g->inputs[shape_in]->type;
+    for (int k = 0; k < t->rank; k++) {
+        char d[128];
+        if (t->dims[k].sym > 0 && t->dims[k].sym < 64 && (m >> t->dims[k].sym & 1))
+            snprintf(d, sizeof d, "<n>");
+        else
+            dim_text(g, t->dims[k], d, sizeof d);
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%s", k ? "x" : "", d);
+    }
+    snprintf(buf, len, ": %s; e.g. --shape=%.60s:%s", dims, g->inputs[shape_in]->name, shape);
+}
+
 /* What would decide top-level If n's condition at compile time, for the
  * refusal of an If whose branches differ: binding the inputs whose
  * values it reads, or, when it reads only dims (PyTorch's `if
@@ -595,8 +671,16 @@ static void if_hint(const pbuild *c, const ir_node *n, char *buf, size_t len)
     free(dep);
     if (names[0])
         snprintf(buf, len, " (its condition reads the values of %s: --bind=NAME=FILE.npy folds it)", names);
-    else
-        snprintf(buf, len, " (its condition reads only dims: pin them with --shape=NAME:DIMS to fold it)");
+    else {
+        uint64_t m = 0;
+        char pin[700];
+        dim_syms(c->g, cond, 0, &m);
+        pin_hint(c->g, m, pin, sizeof pin);
+        if (pin[0])
+            snprintf(buf, len, " (its condition reads only dims, pinning them folds it%s)", pin);
+        else
+            snprintf(buf, len, " (its condition reads only dims: pin them with --shape=NAME:DIMS to fold it)");
+    }
 }
 
 /* A type as text for messages: "f32[2,3]", '?' for a dim not fixed. */

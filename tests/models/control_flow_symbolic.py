@@ -306,7 +306,9 @@ def main():
           ("ok  " if ok else "FAIL", msg))
     failed += not ok
     for extra, want in (([], "its condition reads the values of 'sr'"),
-                        (["--bind=sr=" + t + "/sr16.npy"], "its condition reads only dims: pin them")):
+                        (["--bind=sr=" + t + "/sr16.npy"],
+                         "its condition reads only dims, pinning them folds it: samples (dim 1 of 'input'); "
+                         "e.g. --shape=input:batchx<n>")):
         np.save(t + "/sr16.npy", np.array(16000, np.int64))
         r = subprocess.run([icc, t + "/vad_torch.onnx", "-o", t + "/refused.so"] + extra, capture_output=True,
                            text=True, timeout=300)
