@@ -421,6 +421,12 @@ int ir_node_check_arity(const ir_node *n, icc_diag *d);
 int ir_infer_shapes(ir_graph *g, icc_diag *d);
 /* The same for one node, from its inputs' current types and constants. */
 int ir_infer_node(ir_node *n, icc_diag *d);
+/* Makes the free symbols of top-level graph g's input dims that its ops
+ * require equal (a Concat's other dims, a MatMul's inner dim, a
+ * recurrent op's batch; ir/unify.c) one symbol, or the constant they
+ * meet. 1 when an input's type changed (infer again), 0 when none did,
+ * -1 on out of memory. ir_infer_shapes calls it. */
+int ir_unify_input_dims(ir_graph *g);
 
 /* ---- shape values (ir/shapeval.c) ---------------------------------------- */
 

@@ -319,11 +319,20 @@ static bool infer_backward(ir_graph *g)
 
 int ir_infer_shapes(ir_graph *g, icc_diag *d)
 {
-    for (int pass = 0; pass < 4; pass++) {
-        for (int k = 0; k < g->nnodes; k++)
-            if (ir_infer_node(g->nodes[k], d) < 0)
-                return -1;
-        if (!infer_backward(g))
+    /* a round per unification of input dims (ir/unify.c): what it joins
+     * can make further dims known, which may join more */
+    for (int round = 0; round < 4; round++) {
+        for (int pass = 0; pass < 4; pass++) {
+            for (int k = 0; k < g->nnodes; k++)
+                if (ir_infer_node(g->nodes[k], d) < 0)
+                    return -1;
+            if (!infer_backward(g))
+                break;
+        }
+        int u = ir_unify_input_dims(g);
+        if (u < 0)
+            return ir_errorf(d, "out of memory");
+        if (u == 0)
             break;
     }
     return 0;

@@ -21,6 +21,10 @@ atol 1e-5):
 - Pad in each mode (reflect, edge, wrap, constant) of two symbolic dims,
   and an empty one in the modes that repeat data: the compiled run fails
   with the interpreter's one-line error;
+- Silero VAD's shape: audio and its context concatenated along time, an
+  LSTM whose initial state is another input, every batch dim unnamed (one
+  dim once the ops relate them), at three sizes; a state of another batch
+  refused in one line;
 - PaddleOCR v4's recognizer neck: [B, H*W, 8] reshaped to [0, 1, W, 8] with
   W from Shape(x) through int32 Casts (compiled with H and W symbolic, run
   at H 1; H 2 fails on the element count, compiled as interpreted).
@@ -314,6 +318,34 @@ def anchors(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def stateful(path):
+    """Silero VAD's shape: audio x [N, 'T', 8] behind its context ctx [N, 'C',
+    8] (Concat along time), run through an LSTM (time-major, hidden 16)
+    whose initial state comes from state [2, N, 16]; the inputs' batch
+    dims unnamed (the frontend names them x_dim0, ctx_dim0, state_dim1),
+    as exporters leave them. Only the ops relate them: the Concat and the
+    LSTM require one batch, so icc makes them one dim (ir/unify.c) and
+    the model compiles without --shape."""
+    r = np.random.default_rng(3)
+    w, i64 = consts(r)
+    nodes = [h.make_node("Concat", ["ctx", "x"], ["cx"], axis=1),
+             h.make_node("Transpose", ["cx"], ["tm"], perm=[1, 0, 2]),
+             h.make_node("Slice", ["state", "z", "o", "z"], ["h0"]),
+             h.make_node("Slice", ["state", "o", "two", "z"], ["c0"]),
+             h.make_node("LSTM", ["tm", "W", "R", "B", "", "h0", "c0"], ["Y", "Yh", "Yc"], hidden_size=16),
+             h.make_node("Concat", ["Yh", "Yc"], ["stateN"], axis=0),
+             h.make_node("Squeeze", ["Yh", "z"], ["last"]),
+             h.make_node("MatMul", ["last", "head"], ["y"])]
+    g = h.make_graph(nodes, "stateful",
+                     [h.make_tensor_value_info("x", P.FLOAT, [None, "T", 8]),
+                      h.make_tensor_value_info("ctx", P.FLOAT, [None, "C", 8]),
+                      h.make_tensor_value_info("state", P.FLOAT, [2, None, 16])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None), h.make_tensor_value_info("stateN", P.FLOAT, None)],
+                     [w("W", 1, 64, 8), w("R", 1, 64, 16), w("B", 1, 128), w("head", 16, 1),
+                      i64("z", [0]), i64("o", [1]), i64("two", [2])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
 class Runner:
     def __init__(self, icc, t):
         self.icc, self.t, self.failed = icc, t, 0
@@ -455,6 +487,26 @@ def main():
         x = np.random.default_rng(hh * ww).standard_normal((b, 4, hh, ww)).astype(np.float32)
         run.check("anchors", so, {"x": x}, "YOLOv8 anchors: float Range over W, ConstantOfShape [H*W, 1], "
                   "B %d H %d W %d" % (b, hh, ww))
+
+    stateful(os.path.join(t, "stateful.onnx"))
+    so = run.compile("stateful")
+    for b, c, n in ((1, 2, 5), (3, 4, 7), (2, 1, 1)) if so else ():
+        rng = np.random.default_rng(b * 10 + n)
+        feeds = {"x": rng.standard_normal((b, n, 8)).astype(np.float32),
+                 "ctx": rng.standard_normal((b, c, 8)).astype(np.float32),
+                 "state": rng.standard_normal((2, b, 16)).astype(np.float32)}
+        run.check("stateful", so, feeds, "unnamed batch dims joined by Concat and LSTM, N %d C %d T %d" % (b, c, n))
+    if so:
+        # a state whose batch is not the audio's is refused at the input
+        # check, in one line naming both inputs
+        np.save(os.path.join(t, "x.npy"), np.zeros((3, 5, 8), np.float32))
+        np.save(os.path.join(t, "ctx.npy"), np.zeros((3, 2, 8), np.float32))
+        np.save(os.path.join(t, "state.npy"), np.zeros((2, 2, 16), np.float32))
+        r = subprocess.run([icc, "run", so] + ["--input=%s=%s" % (k, os.path.join(t, k + ".npy"))
+                                               for k in ("x", "ctx", "state")], capture_output=True, text=True)
+        ok = r.returncode == 1 and r.stderr.count("\n") == 1 and "input 'state' dim 1" in r.stderr
+        print("%s a state of another batch is refused: %s" % ("ok  " if ok else "FAIL", r.stderr.strip()))
+        run.failed += not ok
 
     by_input_values(os.path.join(t, "byvalue.onnx"))
     run.expect_error("byvalue", ["--bind", "'shape'"], [], "a Reshape by an input's values names it for --bind")
