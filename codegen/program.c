@@ -577,10 +577,7 @@ static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, si
     free(dep);
 }
 
-/* The free symbols (bits by id, ids below 64) whose run values decide v
- * through shape arithmetic: `x.shape[2] == 1` reads the dim of x's axis
- * 2, a derived one made of the input dims it comes from. Walks back from
- * v to the values whose elements shape inference knows. */
+/* Adds the free symbols dim d is made of to m (bits by id, ids below 64). */
 static void free_syms(const ir_graph *g, ir_dim d, uint64_t *m)
 {
     if (d.sym <= 0)
@@ -595,10 +592,15 @@ static void free_syms(const ir_graph *g, ir_dim d, uint64_t *m)
     free_syms(g, def->b, m);
 }
 
-static void dim_syms(const ir_graph *g, const ir_value *v, int depth, uint64_t *m)
+/* The free symbols whose run values decide v through shape arithmetic,
+ * into m: `x.shape[2] == 1` reads the dim of x's axis 2, a derived one
+ * made of the input dims it comes from. Walks back from v to the values
+ * whose elements shape inference knows, visiting at most *budget values
+ * (the walk does not remember where it has been). */
+static void dim_syms(const ir_graph *g, const ir_value *v, int *budget, uint64_t *m)
 {
     ir_shape_value sv;
-    if (!v || depth > 32)
+    if (!v || --*budget < 0)
         return;
     if (ir_value_shape_value(v, &sv) && sv.known) {
         bool all = true;
@@ -613,7 +615,7 @@ static void dim_syms(const ir_graph *g, const ir_value *v, int depth, uint64_t *
     if (v->kind != IR_VAL_NODE || !v->def)
         return;
     for (int i = 0; i < v->def->nin; i++)
-        dim_syms(g, v->def->in[i], depth + 1, m);
+        dim_syms(g, v->def->in[i], budget, m);
 }
 
 static void dim_text(const ir_graph *g, ir_dim dm, char *buf, size_t n);
@@ -674,7 +676,8 @@ static void if_hint(const pbuild *c, const ir_node *n, char *buf, size_t len)
     else {
         uint64_t m = 0;
         char pin[700];
-        dim_syms(c->g, cond, 0, &m);
+        int budget = 4096;
+        dim_syms(c->g, cond, &budget, &m);
         pin_hint(c->g, m, pin, sizeof pin);
         if (pin[0])
             snprintf(buf, len, " (its condition reads only dims, pinning them folds it%s)", pin);
