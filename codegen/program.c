@@ -1715,18 +1715,13 @@ static int split_checks(pbuild *c, const ir_node *n)
 static int slice_sym_checks(pbuild *c, const ir_node *n)
 {
     const ir_type *x = &n->in[0]->type;
-    ir_shape_value sv[5];
-    for (int i = 1; i < 5; i++)
-        if (i < n->nin && n->in[i] ? !ir_value_shape_value(n->in[i], &sv[i]) : i < 3)
-            return 0;
-    int cnt = sv[1].n;
-    bool has_ax = n->nin > 3 && n->in[3], has_st = n->nin > 4 && n->in[4];
-    if (cnt > x->rank || sv[2].n != cnt || (has_ax && sv[3].n != cnt) || (has_st && sv[4].n != cnt))
+    ir_slice_entry en[IR_MAX_RANK];
+    int cnt;
+    if (!ir_slice_entries(n, en, &cnt))
         return 0;
     char what[512], xs[128];
     for (int i = 0; i < cnt; i++) {
-        ir_dim s = sv[1].e[i], e = sv[2].e[i], ax = has_ax ? sv[3].e[i] : ir_dim_const(i);
-        ir_dim st = has_st ? sv[4].e[i] : ir_dim_const(1);
+        ir_dim s = en[i].start, e = en[i].end, ax = en[i].axis, st = en[i].step;
         if (s.sym || e.sym || ax.sym || st.sym || ax.v < -x->rank || ax.v >= x->rank)
             continue;
         int a = (int)(ax.v < 0 ? ax.v + x->rank : ax.v);

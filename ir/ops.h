@@ -184,6 +184,17 @@ typedef struct ir_slice_axis {
  * g NULL only the bounds are wanted (len may be unknown). */
 bool ir_slice_sym_axis(ir_graph *g, ir_dim d, int64_t s, int64_t e, int64_t step, ir_slice_axis *r);
 
+/* One entry of Slice node n's starts, ends, axes and steps, as shape
+ * inference knows them (constants or symbols; the axis not normalized;
+ * absent axes count 0, 1, ..., absent steps 1). */
+typedef struct ir_slice_entry {
+    ir_dim start, end, axis, step;
+} ir_slice_entry;
+/* n's entries into e (IR_MAX_RANK of them at most) and their count; false
+ * when an operand's elements are not known or the counts differ from one
+ * another or exceed the data's rank. */
+bool ir_slice_entries(const ir_node *n, ir_slice_entry *e, int *count);
+
 /* Ops that only give their input's bytes, in order, a new shape
  * (Reshape, Flatten, Squeeze, Unsqueeze): a planner may let the result
  * share the input's buffer, and code generation then emits nothing. */

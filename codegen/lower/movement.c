@@ -669,13 +669,9 @@ static bool slice_params(const ir_node *n, int64_t *first, int64_t *step)
 static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step, bool *fe)
 {
     const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
-    ir_shape_value sv[5];
-    for (int i = 1; i < 5; i++)
-        if (has_in(n, i) ? !ir_value_shape_value(n->in[i], &sv[i]) : i < 3)
-            return false;
-    int cnt = sv[1].n;
-    if (cnt > x->rank || sv[2].n != cnt || (has_in(n, 3) && sv[3].n != cnt) || (has_in(n, 4) && sv[4].n != cnt) ||
-        o->rank != x->rank)
+    ir_slice_entry en[IR_MAX_RANK];
+    int cnt;
+    if (!ir_slice_entries(n, en, &cnt) || o->rank != x->rank)
         return false;
     bool sliced[IR_MAX_RANK] = {false};
     for (int d = 0; d < x->rank; d++) {
@@ -686,8 +682,7 @@ static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step, b
             return false;
     }
     for (int i = 0; i < cnt; i++) {
-        ir_dim s = sv[1].e[i], e = sv[2].e[i];
-        ir_dim ax = has_in(n, 3) ? sv[3].e[i] : ir_dim_const(i), st = has_in(n, 4) ? sv[4].e[i] : ir_dim_const(1);
+        ir_dim s = en[i].start, e = en[i].end, ax = en[i].axis, st = en[i].step;
         int a;
         if (s.sym || ax.sym || st.sym || e.sym < 0 || !mv_axis(ax.v, x->rank, &a) || sliced[a])
             return false;

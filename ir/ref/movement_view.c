@@ -154,6 +154,25 @@ static bool slice_elems(ir_shape_ctx *c, int i, ir_dim *e, int *n, int max)
  * constant, which the compiled run checks is at least S (program.c);
  * other axes follow the constant rules. Returns 1 when it set o, 0 when
  * it does not apply. */
+bool ir_slice_entries(const ir_node *n, ir_slice_entry *e, int *count)
+{
+    ir_shape_value sv[5];
+    bool has[5];
+    for (int i = 1; i < 5; i++) {
+        has[i] = i < n->nin && n->in[i];
+        if (has[i] ? !ir_value_shape_value(n->in[i], &sv[i]) : i < 3)
+            return false;
+    }
+    int cnt = sv[1].n;
+    if (cnt > n->in[0]->type.rank || sv[2].n != cnt || (has[3] && sv[3].n != cnt) || (has[4] && sv[4].n != cnt))
+        return false;
+    for (int i = 0; i < cnt; i++)
+        e[i] = (ir_slice_entry){sv[1].e[i], sv[2].e[i], has[3] ? sv[3].e[i] : ir_dim_const(i),
+                                has[4] ? sv[4].e[i] : ir_dim_const(1)};
+    *count = cnt;
+    return true;
+}
+
 static int slice_by_dims(ir_shape_ctx *c, const ir_type *x, ir_type *o)
 {
     ir_dim st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
