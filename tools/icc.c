@@ -539,8 +539,18 @@ static int cmd_info(const args *a)
      * asked for), node and parameter counts after it. */
     int before = g->nnodes;
     int level = a->level >= 0 ? a->level : DEFAULT_LEVEL;
+    /* the inputs' types before the passes: shape inference may join input
+     * dims the ops require equal once folding makes them visible */
+    ir_type *in0 = malloc(sizeof *in0 * (size_t)(g->ninputs ? g->ninputs : 1));
+    if (!in0) {
+        ir_graph_destroy(g);
+        return icc_fail("%s: out of memory", a->model);
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        in0[i] = g->inputs[i]->type;
     icc_target_desc td;   /* what the passes (and the compile) take the target to be */
     if (run_passes(a, g, level, &td, &d) < 0) {
+        free(in0);
         ir_graph_destroy(g);
         return icc_fail("%s: %s", a->model, d.msg);
     }
@@ -553,6 +563,15 @@ static int cmd_info(const args *a)
         snprintf(label, sizeof label, "-O%d", level);
     printf("after %s: %d nodes (%+d), %lld parameters (%s)\n", label, g->nnodes, g->nnodes - before,
            (long long)pc, buf);
+    for (int i = 0, shown = 0; i < g->ninputs; i++) {
+        if (ir_type_eq(&in0[i], &g->inputs[i]->type))
+            continue;
+        if (!shown++)
+            printf("inputs as compiled (dims the ops require equal to another input's are one; docs/ir.md):\n");
+        type_str(g, &g->inputs[i]->type, buf, sizeof buf);
+        printf("  %s: %s\n", g->inputs[i]->name, buf);
+    }
+    free(in0);
     if (a->prec.mode != ICC_PREC_FP32 && info_precision(a, g, level, &d) < 0) {
         ir_graph_destroy(g);
         return icc_fail("%s: %s", a->model, d.msg);

@@ -664,6 +664,27 @@ shape_shared_symbol() {
     "$ICC" info "$T/twoin.icc" --shape=x:Cx4 >"$T/info2inC" && grep -q "s: f32\[2,C,4\]" "$T/info2inC"
 }
 check "--shape: pinning a symbol in one input pins it in the others" shape_shared_symbol
+# input dims that an op requires equal become one dim (ir/unify.c); where
+# only the passes make the op's operands known (an If folded), info lists
+# the inputs as compiled after its -O line
+cat >"$T/late.icc" <<'ICC'
+graph @g<n, m>(%a: f32[n,4], %b: f32[m,4]) -> (%y) {
+  %c = const bool[] [true]
+  %ax = const i64[1] [0]
+  %u = If(%c | %a, %ax) {else_branch = graph @e<n>(%a: f32[n,4], %ax: i64[1]) -> (%a) {
+  }, then_branch = graph @t<n>(%a: f32[n,4], %ax: i64[1]) -> (%r) {
+    %r = Unsqueeze(%a, %ax) : f32[1,n,4]
+  }} "pick" : f32[*]
+  %bu = Unsqueeze(%b, %ax) : f32[1,m,4]
+  %y = Concat(%u, %bu) {axis = 2} : f32[*]
+}
+ICC
+info_unified_inputs() {
+  "$ICC" info "$T/late.icc" >"$T/infolate" && grep -q "^  b: f32\[m,4\]$" "$T/infolate" &&
+    grep -A1 "^inputs as compiled" "$T/infolate" | grep -q "^  b: f32\[n,4\]$" &&
+    "$ICC" "$T/late.icc" -o "$T/late.so" && grep -q "Symbolic dims (-1 in the dims arrays, given at run time): n$" "$T/late.h"
+}
+check "info: inputs whose dims the ops join, as compiled" info_unified_inputs
 fails_cleanly "--shape: two inputs' pins disagree on their shared symbol" \
   "dim 1 of .s. is fixed at 3 .an earlier --shape pinned the symbol it shares with another input." \
   "$ICC" info "$T/twoin.icc" --shape=x:3x4 --shape=s:2x5x4
