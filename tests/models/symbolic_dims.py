@@ -21,6 +21,8 @@ atol 1e-5):
 - Pad in each mode (reflect, edge, wrap, constant) of two symbolic dims,
   and an empty one in the modes that repeat data: the compiled run fails
   with the interpreter's one-line error;
+- every reduction (Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum,
+  LogSumExp) along a symbolic T and along the last axis;
 - Silero VAD's shape: audio and its context concatenated along time, an
   LSTM whose initial state is another input, every batch dim unnamed (one
   dim once the ops relate them), at three sizes; a state of another batch
@@ -346,6 +348,24 @@ def stateful(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def reductions(path):
+    """Every reduction over x [B, 'T', 5] with both dims symbolic: along T
+    (keepdims 0) and along the last axis (keepdims 1), each its own output
+    (an ASR front end's ReduceSumSquare of spectrogram frames)."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    ops = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+           "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"]
+    nodes, outs = [], []
+    for op in ops:
+        for ax, keep in (("t", 0), ("last", 1)):
+            y = "%s_%s" % (op, ax)
+            nodes.append(h.make_node(op, ["x", ax], [y], keepdims=keep))
+            outs.append(h.make_tensor_value_info(y, P.FLOAT, None))
+    g = h.make_graph(nodes, "reductions", [h.make_tensor_value_info("x", P.FLOAT, ["B", "T", 5])], outs,
+                     [i64("t", [1]), i64("last", [-1])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), path)
+
+
 class Runner:
     def __init__(self, icc, t):
         self.icc, self.t, self.failed = icc, t, 0
@@ -487,6 +507,12 @@ def main():
         x = np.random.default_rng(hh * ww).standard_normal((b, 4, hh, ww)).astype(np.float32)
         run.check("anchors", so, {"x": x}, "YOLOv8 anchors: float Range over W, ConstantOfShape [H*W, 1], "
                   "B %d H %d W %d" % (b, hh, ww))
+
+    reductions(os.path.join(t, "reductions.onnx"))
+    so = run.compile("reductions")
+    for b, n in ((1, 7), (3, 33), (2, 1)) if so else ():
+        x = (np.random.default_rng(b * n).random((b, n, 5)) + 0.1).astype(np.float32)
+        run.check("reductions", so, {"x": x}, "ten reductions along a symbolic T and the last axis, B %d T %d" % (b, n))
 
     stateful(os.path.join(t, "stateful.onnx"))
     so = run.compile("stateful")
