@@ -148,12 +148,6 @@ static bool slice_elems(ir_shape_ctx *c, int i, ir_dim *e, int *n, int max)
     return true;
 }
 
-/* Slice whose ends are a shape value with symbols (ir/shapeval.c): the
- * position table pos[:S] of a [B, S] model. An axis ending at symbol S
- * from 0 with step 1 has length S when the data's dim is S too, or a
- * constant, which the compiled run checks is at least S (program.c);
- * other axes follow the constant rules. Returns 1 when it set o, 0 when
- * it does not apply. */
 bool ir_slice_entries(const ir_node *n, ir_slice_entry *e, int *count)
 {
     ir_shape_value sv[5];
@@ -173,6 +167,12 @@ bool ir_slice_entries(const ir_node *n, ir_slice_entry *e, int *count)
     return true;
 }
 
+/* Slice whose ends are a shape value with symbols (ir/shapeval.c): the
+ * position table pos[:S] of a [B, S] model. An axis ending at symbol S
+ * from 0 with step 1 has length S when the data's dim is S too, or a
+ * constant, which the compiled run checks is at least S (program.c);
+ * other axes follow the constant rules. Returns 1 when it set o, 0 when
+ * it does not apply. */
 static int slice_by_dims(ir_shape_ctx *c, const ir_type *x, ir_type *o)
 {
     ir_dim st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
