@@ -1730,13 +1730,16 @@ static int slice_sym_checks(pbuild *c, const ir_node *n)
         if (!ir_slice_sym_axis(NULL, d, s.v, e.v, st.v, &sa))
             continue;
         dim_text(c->g, d, xs, sizeof xs);
-        snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be at least %lld (the compiled slice [%lld:%lld] "
-                 "takes that many)", a, n->in[0]->name, xs, (long long)sa.need, (long long)s.v, (long long)e.v);
+        char sl[80];
+        snprintf(sl, sizeof sl, st.v == 1 ? "[%lld:%lld]" : "[%lld:%lld:%lld]", (long long)s.v, (long long)e.v,
+                 (long long)st.v);
+        snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be at least %lld (the compiled slice %s "
+                 "takes that many)", a, n->in[0]->name, xs, (long long)sa.need, sl);
         if (sa.need > 0 &&
             add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = ir_dim_const(sa.need), .b = d}, n, what) < 0)
             return -1;
-        snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be at most %lld (the compiled slice [%lld:%lld] "
-                 "reads it to its end)", a, n->in[0]->name, xs, (long long)sa.most, (long long)s.v, (long long)e.v);
+        snprintf(what, sizeof what, "dim %d of '%.100s' (%s) must be at most %lld (the compiled slice %s "
+                 "reads it to its end)", a, n->in[0]->name, xs, (long long)sa.most, sl);
         if (sa.most < INT64_MAX &&
             add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = d, .b = ir_dim_const(sa.most)}, n, what) < 0)
             return -1;

@@ -173,7 +173,10 @@ int64_t ir_loop_static_trips(const ir_node *n, const ir_tensor *trip, const ir_t
  * form for every d in [need, most] (an end from 2^24 on, INT64_MAX or
  * TF's 1e9, reads "to the end"): [s:] is d - s elements from s; [-k:]
  * and [-k:-j] are k and k - j from d - k; [s:e] is e - s from s; [s:-j]
- * is d - j - s from s. The compiled run checks need <= d <= most. */
+ * is d - j - s from s. Steps of -1 from a constant start s: [s::-1] (an
+ * end from -2^24 down reads "to the beginning") is s + 1 elements, [s:e:-1]
+ * with 0 <= e < s is s - e, both from s backwards (the caller steps by
+ * -1), needing d > s. The compiled run checks need <= d <= most. */
 typedef struct ir_slice_axis {
     ir_dim len;                /* the output's dim */
     int64_t first;             /* the first element: first, or d + first when from_end */

@@ -697,6 +697,7 @@ static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step, b
                 return false;
             first[a] = sa.first;
             fe[a] = sa.from_end;
+            step[a] = st.v;
         } else {
                 int64_t ss = s.v, ee = e.v, stp = st.v == INT64_MIN ? -INT64_MAX : st.v, len = 0;
             if (stp == 0)

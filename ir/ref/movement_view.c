@@ -101,6 +101,14 @@ enum { SLICE_OPEN_END = 1 << 24 };
 bool ir_slice_sym_axis(ir_graph *g, ir_dim d, int64_t s, int64_t e, int64_t step, ir_slice_axis *r)
 {
     *r = (ir_slice_axis){.len = ir_dim_unknown(), .most = INT64_MAX};
+    if (d.sym > 0 && step == -1 && s >= 0 && s < SLICE_OPEN_END && (e <= -SLICE_OPEN_END || (e >= 0 && e < s))) {
+        /* backwards from a constant start: [s::-1] (an end from -2^24
+         * down reads "to the beginning") is s + 1 elements, [s:e:-1] s - e */
+        r->first = s;
+        r->need = s + 1;
+        r->len = ir_dim_const(e < 0 ? s + 1 : s - e);
+        return true;
+    }
     if (d.sym <= 0 || step != 1 || s <= -SLICE_OPEN_END || e <= -SLICE_OPEN_END || s >= SLICE_OPEN_END)
         return false;
     bool open = e >= SLICE_OPEN_END;

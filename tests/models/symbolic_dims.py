@@ -17,7 +17,8 @@ atol 1e-5):
 - Tile of [B, 3, W] by constant repeats and of a row by repeats computed
   from Shape(x);
 - Slices of a symbolic T with constant positions ([1:], [-3:], [2:5],
-  [1:-1], [-4:-1], TF's [0:1e9]); a T too short for [2:5] is refused;
+  [1:-1], [-4:-1], TF's [0:1e9], and backwards [3::-1], [4:1:-1]); a T
+  too short for [2:5] is refused;
 - Pad in each mode (reflect, edge, wrap, constant) of two symbolic dims,
   and an empty one in the modes that repeat data: the compiled run fails
   with the interpreter's one-line error;
@@ -201,13 +202,15 @@ def sliced(path):
     """Slices of x [B, 'T', 4] along T with constant positions, each to its
     own output: [1:] (T - 1 from 1, a derived dim), [-3:] (the last 3),
     [2:5], [1:-1] (T - 2), [-4:-1], and [0:1000000000] (TF's "to the end":
-    T whole, checked to be at most 1e9); each Relu'd (its own kernel)."""
+    T whole, checked to be at most 1e9), and backwards [3::-1] (Kaldi's
+    reflected first samples) and [4:1:-1]; each Relu'd (its own kernel)."""
     i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
-    cases = [(1, 2 ** 63 - 1), (-3, 2 ** 63 - 1), (2, 5), (1, -1), (-4, -1), (0, 1000000000)]
+    cases = [(1, 2 ** 63 - 1, 1), (-3, 2 ** 63 - 1, 1), (2, 5, 1), (1, -1, 1), (-4, -1, 1), (0, 1000000000, 1),
+             (3, -2 ** 63, -1), (4, 1, -1)]
     nodes, inits, outs = [], [i64("ax", [1])], []
-    for i, (a, b) in enumerate(cases):
-        inits += [i64("s%d" % i, [a]), i64("e%d" % i, [b])]
-        nodes += [h.make_node("Slice", ["x", "s%d" % i, "e%d" % i, "ax"], ["p%d" % i]),
+    for i, (a, b, st) in enumerate(cases):
+        inits += [i64("s%d" % i, [a]), i64("e%d" % i, [b]), i64("st%d" % i, [st])]
+        nodes += [h.make_node("Slice", ["x", "s%d" % i, "e%d" % i, "ax", "st%d" % i], ["p%d" % i]),
                   h.make_node("Relu", ["p%d" % i], ["y%d" % i])]
         outs.append(h.make_tensor_value_info("y%d" % i, P.FLOAT, None))
     g = h.make_graph(nodes, "sliced", [h.make_tensor_value_info("x", P.FLOAT, ["B", "T", 4])], outs, inits)
@@ -455,8 +458,8 @@ def main():
     so = run.compile("sliced")
     for b, n in ((1, 5), (2, 9), (3, 64)) if so else ():
         x = np.random.default_rng(n).standard_normal((b, n, 4)).astype(np.float32)
-        run.check("sliced", so, {"x": x}, "Slices [1:], [-3:], [2:5], [1:-1], [-4:-1], [0:1e9] of T, B %d T %d"
-                  % (b, n))
+        run.check("sliced", so, {"x": x}, "Slices [1:], [-3:], [2:5], [1:-1], [-4:-1], [0:1e9], [3::-1], "
+                  "[4:1:-1] of T, B %d T %d" % (b, n))
     if so:
         # T 4 is too short for [2:5], which the compiled slice takes 3 of:
         # refused by the run's shape check, naming the node (the
