@@ -970,13 +970,19 @@ enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
 
 /* Per dim: lo = begin pad (>= 0), hi = end pad (>= 0), crop = elements
  * cropped at the start, len = input elements kept; the output dim is lo +
- * len + hi. A symbolic dim (pads >= 0 only, any mode) keeps all its
- * elements: lend is the input's dim (len unused). */
+ * len + hi. A symbolic dim (any mode) keeps the input's dim lend less cut
+ * (both crops; len unused): pad_kept. */
 typedef struct {
     int mode;
-    int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], crop[IR_MAX_RANK], len[IR_MAX_RANK];
+    int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], crop[IR_MAX_RANK], len[IR_MAX_RANK], cut[IR_MAX_RANK];
     ir_dim lend[IR_MAX_RANK];
 } pad_spec;
+
+/* The kept length of symbolic dim d at run time. */
+static kir_expr *pad_kept(kir_kernel *k, const pad_spec *sp, int d)
+{
+    return lw_iaddc(k, lw_dim_of(k, sp->lend[d]), -sp->cut[d]);
+}
 
 /* b is a + k for a constant k: both the same symbol plus constants (a
  * derived sum's constants combine into one, ir_dim_add_const). */
@@ -1002,15 +1008,18 @@ static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad
         int64_t dim = x->dims[d].v;
         sp->hi[d] = e[d] > 0 ? e[d] : 0;
         sp->lend[d] = ir_dim_const(0);
+        sp->cut[d] = 0;
         if (x->dims[d].sym || o->dims[d].sym) {
-            /* symbolic: the whole dim kept, padded around (a reflect-padded
-             * time axis of an audio model: the mode maps at run time) */
-            if (b[d] < 0 || e[d] < 0 || !n->graph ||
+            /* symbolic: the dim less its crops kept, padded around (a
+             * reflect-padded time axis of an audio model: the mode maps at
+             * run time); lower_pad checks the dim holds the crops */
+            if (!n->graph || x->dims[d].sym <= 0 ||
                 !(b[d] + e[d] == 0 ? ir_dim_eq(x->dims[d], o->dims[d])
                                    : dim_plus(n->graph, x->dims[d], o->dims[d], b[d] + e[d])))
                 return false;
-            sp->crop[d] = 0;
-            sp->lo[d] = b[d];
+            sp->crop[d] = b[d] < 0 ? -b[d] : 0;
+            sp->cut[d] = sp->crop[d] + (e[d] < 0 ? -e[d] : 0);
+            sp->lo[d] = b[d] > 0 ? b[d] : 0;
             sp->lend[d] = x->dims[d];
             continue;
         }
@@ -1209,15 +1218,25 @@ static int lower_pad(lctx *c)
     } else {
         fill = mv_const(c, dt, 0);
     }
+    /* a cropped symbolic dim must hold its crops (the interpreter's error) */
+    for (int d = 0; d < r; d++)
+        if (sp.lend[d].sym && sp.cut[d] > 0) {
+            kir_stmt *chk = kir_if(k, &k->body, kir_op2(k, KIR_LT, IR_BOOL, pad_kept(k, &sp, d), lw_i64c(k, 0)));
+            char msg[300];
+            snprintf(msg, sizeof msg, "node '%.200s' (Pad): negative pads crop %lld from dim %d, which is shorter",
+                     n->name, (long long)sp.cut[d], d);
+            if (!chk || !kir_fail(k, &chk->body, msg))
+                return -1;
+        }
     /* a non-constant mode repeats data: a padded symbolic dim must not be
      * empty at run time (the interpreter's error); the rows are then not
      * copied at all (nothing to read) */
     kir_expr *full = NULL;
     for (int d = 0; d < r && sp.mode != PAD_CONSTANT; d++)
         if (sp.lend[d].sym && (sp.lo[d] > 0 || sp.hi[d] > 0)) {
-            kir_expr *ne = kir_op2(k, KIR_LT, IR_BOOL, lw_i64c(k, 0), lw_dim_of(k, sp.lend[d]));
+            kir_expr *ne = kir_op2(k, KIR_LT, IR_BOOL, lw_i64c(k, 0), pad_kept(k, &sp, d));
             full = full ? kir_op2(k, KIR_AND, IR_BOOL, full, ne) : ne;
-            kir_stmt *chk = kir_if(k, &k->body, kir_op2(k, KIR_EQ, IR_BOOL, lw_dim_of(k, sp.lend[d]), lw_i64c(k, 0)));
+            kir_stmt *chk = kir_if(k, &k->body, kir_op2(k, KIR_EQ, IR_BOOL, pad_kept(k, &sp, d), lw_i64c(k, 0)));
             char msg[300];
             snprintf(msg, sizeof msg, "node '%.200s' (Pad): cannot pad an empty dim %d in this mode", n->name, d);
             if (!chk || !kir_fail(k, &chk->body, msg))
@@ -1234,13 +1253,13 @@ static int lower_pad(lctx *c)
         kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], lw_i64c(k, sp.lo[d]));
         if (sp.mode == PAD_CONSTANT) {
             if (sp.lo[d] > 0 || sp.hi[d] > 0) {
-                kir_expr *len = sp.lend[d].sym ? lw_dim_of(k, sp.lend[d]) : lw_i64c(k, sp.len[d]);
+                kir_expr *len = sp.lend[d].sym ? pad_kept(k, &sp, d) : lw_i64c(k, sp.len[d]);
                 kir_expr *in = kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, lw_i64c(k, 0), i),
                                        kir_op2(k, KIR_LT, IR_BOOL, i, len));
                 inside = inside ? kir_op2(k, KIR_AND, IR_BOOL, inside, in) : in;
             }
         } else if (sp.lo[d] > 0 || sp.hi[d] > 0) {
-            i = sp.lend[d].sym ? pad_map_sym(k, sp.mode, i, lw_dim_of(k, sp.lend[d])) : pad_map(k, sp.mode, i, sp.len[d]);
+            i = sp.lend[d].sym ? pad_map_sym(k, sp.mode, i, pad_kept(k, &sp, d)) : pad_map(k, sp.mode, i, sp.len[d]);
         }
         ii[d] = kir_iadd(k, i, lw_i64c(k, sp.crop[d]));
     }
@@ -1261,7 +1280,7 @@ static int lower_pad(lctx *c)
             return -1;
     }
     /* before, kept, after (a symbolic row: its end the run's) */
-    kir_expr *end = symrow ? lw_iaddc(k, lw_dim_of(k, sp.lend[r - 1]), lo) : lw_i64c(k, lo + len);
+    kir_expr *end = symrow ? lw_iaddc(k, pad_kept(k, &sp, r - 1), lo) : lw_i64c(k, lo + len);
     kir_expr *bounds[4] = {lw_i64c(k, 0), lw_i64c(k, lo), end, L};
     bool empty[3] = {lo <= 0, !symrow && len <= 0, symrow ? sp.hi[r - 1] <= 0 : to->dims[r - 1].v <= lo + len};
     for (int part = 0; part < 3; part++) {
@@ -1281,7 +1300,7 @@ static int lower_pad(lctx *c)
             val = fill;
         } else {
             if (part != 1)
-                i = symrow ? pad_map_sym(k, sp.mode, i, lw_dim_of(k, sp.lend[r - 1])) : pad_map(k, sp.mode, i, len);
+                i = symrow ? pad_map_sym(k, sp.mode, i, pad_kept(k, &sp, r - 1)) : pad_map(k, sp.mode, i, len);
             ii[r - 1] = kir_iadd(k, i, lw_i64c(k, sp.crop[r - 1]));
             val = kir_load(k, xb, ii);
         }

@@ -609,13 +609,13 @@ int shape_pad(ir_shape_ctx *c)
         if (lo[i] == 0 && hi[i] == 0)
             continue;
         if (!ir_dim_is_const(d)) {
-            /* a symbolic dim grown by padding is d + lo + hi in any mode
-             * (the layout pass's zero-padded conv inputs; an audio model's
-             * reflect padding of its samples); the other modes' need of a
-             * non-empty dim is checked where it runs. Crops depend on d's
-             * value (d must hold them) */
-            bool grow = lo[i] >= 0 && hi[i] >= 0;
-            o->dims[i] = grow ? ir_dim_add_const(c->node->graph, d, lo[i] + hi[i]) : ir_dim_unknown();
+            /* a symbolic dim padded is d + lo + hi in any mode (the layout
+             * pass's zero-padded conv inputs; an audio model's reflect
+             * padding of its samples), cropped too (a negative pad: Kaldi's
+             * pre-emphasis shifts by [1, -1] in edge mode); that d holds
+             * the crops, and the other modes' need of a non-empty kept
+             * part, are checked where it runs */
+            o->dims[i] = ir_dim_add_const(c->node->graph, d, lo[i] + hi[i]);
             continue;
         }
         int64_t n;

@@ -28,6 +28,8 @@ atol 1e-5):
   LSTM whose initial state is another input, every batch dim unnamed (one
   dim once the ops relate them), at three sizes; a state of another batch
   refused in one line;
+- Pad with crops (negative pads) of symbolic C and T in each mode, and a T
+  shorter than its crops refused as the interpreter refuses it;
 - PaddleOCR v4's recognizer neck: [B, H*W, 8] reshaped to [0, 1, W, 8] with
   W from Shape(x) through int32 Casts (compiled with H and W symbolic, run
   at H 1; H 2 fails on the element count, compiled as interpreted).
@@ -224,6 +226,17 @@ def padded(path, mode):
     pads = nh.from_array(np.array([0, 1, 2, 0, 2, 3], np.int64), "pads")
     g = h.make_graph([h.make_node("Pad", ["x", "pads"], ["p"], mode=mode), h.make_node("Relu", ["p"], ["y"])],
                      "padded", [h.make_tensor_value_info("x", P.FLOAT, ["B", "C", "T"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None)], [pads])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 19)]), path)
+
+
+def cropped(path, mode):
+    """Pad with negative pads (crops) in mode of x [B, 'C', 'T']: C shifted
+    by one (begin 1, end -1: Kaldi's pre-emphasis in edge mode), T cropped
+    by 2 in front and padded by 1 at the end, then Relu."""
+    pads = nh.from_array(np.array([0, 1, -2, 0, -1, 1], np.int64), "pads")
+    g = h.make_graph([h.make_node("Pad", ["x", "pads"], ["p"], mode=mode), h.make_node("Relu", ["p"], ["y"])],
+                     "cropped", [h.make_tensor_value_info("x", P.FLOAT, ["B", "C", "T"])],
                      [h.make_tensor_value_info("y", P.FLOAT, None)], [pads])
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 19)]), path)
 
@@ -487,6 +500,25 @@ def main():
             ok = all(r.returncode == 1 for r in msgs) and "cannot pad an empty dim 2 in this mode" in msgs[0].stderr \
                 and msgs[0].stderr.count("\n") == 1 and "cannot pad an empty dim 2" in msgs[1].stderr
             print("%s Pad (%s) of an empty symbolic T fails as the interpreter does: %s" % (
+                "ok  " if ok else "FAIL", mode, " / ".join(r.stderr.strip() for r in msgs)))
+            run.failed += not ok
+
+    for mode in ("constant", "edge", "reflect", "wrap"):
+        name = "crop_" + mode
+        cropped(os.path.join(t, name + ".onnx"), mode)
+        so = run.compile(name)
+        # (ONNX Runtime's reflect needs the kept part >= 2 and longer than its pads)
+        for b, c, n in ((1, 4, 6), (2, 5, 9), (1, 3, 4)) if so else ():
+            x = np.random.default_rng(c * n).standard_normal((b, c, n)).astype(np.float32)
+            run.check(name, so, {"x": x}, "Pad (%s) cropping symbolic C and T, B %d C %d T %d" % (mode, b, c, n))
+        if so:
+            # T 1 cannot lose 2: the compiled run fails as the interpreter does
+            np.save(os.path.join(t, "x.npy"), np.zeros((1, 4, 1), np.float32))
+            msgs = [subprocess.run([icc, "run", lib, "--input", "x=" + os.path.join(t, "x.npy")],
+                                   capture_output=True, text=True) for lib in (so, os.path.join(t, name + ".onnx"))]
+            ok = all(r.returncode == 1 and r.stderr.count("\n") == 1 for r in msgs) and \
+                "negative pads crop 2 from dim 2" in msgs[0].stderr and "negative pads crop 2 from dim 2" in msgs[1].stderr
+            print("%s Pad (%s): a T shorter than its crops fails as the interpreter does: %s" % (
                 "ok  " if ok else "FAIL", mode, " / ".join(r.stderr.strip() for r in msgs)))
             run.failed += not ok
 
