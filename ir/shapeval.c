@@ -97,8 +97,16 @@ static ir_dim elem_binary(ir_graph *g, int op, ir_dim a, ir_dim b)
         if (ca && x == 0)
             return b;
         return g && nonneg ? ir_dim_add(g, a, b) : ir_dim_unknown();
-    case IR_OP_SUB:
-        return cb && y == 0 ? a : ir_dim_unknown();
+    case IR_OP_SUB: {
+        if (cb && y == 0)
+            return a;
+        /* (s + k) - y with k >= y: s + (k - y), never negative (a
+         * resampler's (N + 2 - 1) / 2 output length) */
+        const ir_sym_def *def = g && cb && y > 0 && a.sym > 0 ? ir_graph_sym_def(g, a.sym) : NULL;
+        if (def && def->op == IR_SYM_ADD && def->b.sym == 0 && def->b.v >= y)
+            return ir_dim_add_const(g, def->a, def->b.v - y);
+        return ir_dim_unknown();
+    }
     case IR_OP_MUL:
         if ((cb && y == 0) || (ca && x == 0))
             return ir_dim_const(0);
