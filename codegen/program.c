@@ -1853,14 +1853,20 @@ static int node_checks(pbuild *c, const ir_node *n)
         if (slice_sym_checks(c, n) < 0)
             return -1;
         /* an axis sliced to a symbolic end S keeps S elements only
-         * while S is within the data's fixed dim (ir/ref/movement_view.c) */
+         * while S is within the data's dim, fixed or another symbol
+         * (ir/ref/movement_view.c) */
         const ir_type *ti = &n->in[0]->type;
-        for (int d = 0; d < ti->rank && d < to->rank; d++) {
-            if (to->dims[d].sym <= 0 || !ir_dim_is_const(ti->dims[d]))
+        ir_slice_entry en[IR_MAX_RANK];
+        int cnt;
+        for (int i = 0; ir_slice_entries(n, en, &cnt) && i < cnt; i++) {
+            int64_t d = en[i].axis.v < 0 ? en[i].axis.v + ti->rank : en[i].axis.v;
+            if (en[i].end.sym <= 0 || en[i].axis.sym || d < 0 || d >= ti->rank || d >= to->rank ||
+                !ir_dim_eq(to->dims[d], en[i].end) || ir_dim_eq(ti->dims[d], to->dims[d]))
                 continue;
             dim_text(g, to->dims[d], x, sizeof x);
-            snprintf(what, sizeof what, "%s exceeds dim %d of '%.100s' (%lld), which the slice cannot extend", x, d,
-                     n->in[0]->name, (long long)ti->dims[d].v);
+            dim_text(g, ti->dims[d], y, sizeof y);
+            snprintf(what, sizeof what, "%s exceeds dim %d of '%.100s' (%s), which the slice cannot extend", x,
+                     (int)d, n->in[0]->name, y);
             if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = to->dims[d], .b = ti->dims[d]}, n, what) < 0)
                 return -1;
         }

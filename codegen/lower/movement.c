@@ -689,7 +689,7 @@ static bool slice_params_dims(const ir_node *n, int64_t *first, int64_t *step, b
         sliced[a] = true;
         ir_dim d = x->dims[a];
         if (e.sym > 0) {
-            if (s.v != 0 || st.v != 1 || !ir_dim_eq(o->dims[a], e) || !(ir_dim_is_const(d) || ir_dim_eq(d, e)))
+            if (s.v != 0 || st.v != 1 || !ir_dim_eq(o->dims[a], e) || d.sym < 0)
                 return false;
         } else if (d.sym > 0) {
             ir_slice_axis sa;

@@ -178,9 +178,10 @@ bool ir_slice_entries(const ir_node *n, ir_slice_entry *e, int *count)
 /* Slice whose ends are a shape value with symbols (ir/shapeval.c): the
  * position table pos[:S] of a [B, S] model. An axis ending at symbol S
  * from 0 with step 1 has length S when the data's dim is S too, or a
- * constant, which the compiled run checks is at least S (program.c);
- * other axes follow the constant rules. Returns 1 when it set o, 0 when
- * it does not apply. */
+ * constant or another symbol (a resampler's output cut to its length),
+ * which the compiled run checks is at least S (program.c); other axes
+ * follow the constant rules. Returns 1 when it set o, 0 when it does not
+ * apply. */
 static int slice_by_dims(ir_shape_ctx *c, const ir_type *x, ir_type *o)
 {
     ir_dim st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
@@ -212,7 +213,7 @@ static int slice_by_dims(ir_shape_ctx *c, const ir_type *x, ir_type *o)
         seen[a] = true;
         ir_dim d = x->dims[a];
         if (en[i].sym > 0) {
-            bool ok = st[i].v == 0 && sp[i].v == 1 && (ir_dim_is_const(d) || d.sym == en[i].sym);
+            bool ok = st[i].v == 0 && sp[i].v == 1 && d.sym >= 0;
             o->dims[a] = ok ? en[i] : ir_dim_unknown();
         } else if (ir_dim_is_const(d)) {
             int64_t first, len;

@@ -24,6 +24,8 @@ atol 1e-5):
   with the interpreter's one-line error;
 - every reduction (Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum,
   LogSumExp) along a symbolic T and along the last axis;
+- onnx-asr's resampler: a strided Conv's output cut by a Slice to a length
+  computed from Shape(x) ((N + 2 - 1) / 2), and Range over that length;
 - Silero VAD's shape: audio and its context concatenated along time, an
   LSTM whose initial state is another input, every batch dim unnamed (one
   dim once the ops relate them), at three sizes; a state of another batch
@@ -336,6 +338,34 @@ def anchors(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def resampler(path):
+    """onnx-asr's resampler: x [B, 'N'] through a strided 1 x 5 Conv (W =
+    N / 2 + 1 columns), cut to new_len = (N + 2 - 1) / 2 computed from
+    Shape(x) (a shape value (N + 2) - 1 is N + 1, then halved), plus
+    Range(0, new_len) as a float row: the Slice ends at a symbol of its
+    own over the Conv's derived W (the run checks new_len <= W)."""
+    r = np.random.default_rng(4)
+    w, i64 = consts(r)
+    nodes = [h.make_node("Unsqueeze", ["x", "ax12"], ["xu"]),
+             h.make_node("Conv", ["xu", "k"], ["conv"], pads=[0, 2, 0, 3], strides=[1, 2]),
+             h.make_node("Reshape", ["conv", "flat"], ["wide"]),
+             h.make_node("Shape", ["x"], ["sh"], start=1, end=2),
+             h.make_node("Squeeze", ["sh"], ["n"]),
+             h.make_node("Add", ["n", "two"], ["n2"]),
+             h.make_node("Sub", ["n2", "one"], ["n1"]),
+             h.make_node("Div", ["n1", "two"], ["new_len"]),
+             h.make_node("Unsqueeze", ["new_len", "ax0"], ["end"]),
+             h.make_node("Slice", ["wide", "zero", "end", "one1"], ["y"]),
+             h.make_node("Range", ["zs", "new_len", "os"], ["idx"]),
+             h.make_node("Cast", ["idx"], ["idxf"], to=P.FLOAT),
+             h.make_node("Add", ["y", "idxf"], ["z"])]
+    g = h.make_graph(nodes, "resampler", [h.make_tensor_value_info("x", P.FLOAT, ["B", "N"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None), h.make_tensor_value_info("z", P.FLOAT, None)],
+                     [w("k", 1, 1, 1, 5), i64("ax12", [1, 2]), i64("ax0", [0]), i64("flat", [0, -1]), i64("two", 2),
+                      i64("one", 1), i64("zero", [0]), i64("one1", [1]), i64("zs", 0), i64("os", 1)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
 def stateful(path):
     """Silero VAD's shape: audio x [N, 'T', 8] behind its context ctx [N, 'C',
     8] (Concat along time), run through an LSTM (time-major, hidden 16)
@@ -548,6 +578,13 @@ def main():
     for b, n in ((1, 7), (3, 33), (2, 1)) if so else ():
         x = (np.random.default_rng(b * n).random((b, n, 5)) + 0.1).astype(np.float32)
         run.check("reductions", so, {"x": x}, "ten reductions along a symbolic T and the last axis, B %d T %d" % (b, n))
+
+    resampler(os.path.join(t, "resampler.onnx"))
+    so = run.compile("resampler")
+    for b, n in ((1, 16), (2, 15), (1, 1)) if so else ():
+        x = np.random.default_rng(n).standard_normal((b, n)).astype(np.float32)
+        run.check("resampler", so, {"x": x}, "a strided Conv's columns cut to (N + 2 - 1) / 2 from Shape, and "
+                  "Range over it, B %d N %d" % (b, n))
 
     stateful(os.path.join(t, "stateful.onnx"))
     so = run.compile("stateful")
