@@ -198,6 +198,11 @@ typedef struct ir_slice_entry {
  * another or exceed the data's rank. */
 bool ir_slice_entries(const ir_node *n, ir_slice_entry *e, int *count);
 
+/* cos and sin of 2 pi m / n (ir/ref/signal.c), m reduced mod n first and
+ * quarter turns exact: the DFT's twiddles for the STFT reference and the
+ * lower-signal pass's filters alike. */
+void ir_dft_twiddle(int64_t m, int64_t n, double *c, double *s);
+
 /* Ops that only give their input's bytes, in order, a new shape
  * (Reshape, Flatten, Squeeze, Unsqueeze): a planner may let the result
  * share the input's buffer, and code generation then emits nothing. */
