@@ -19,7 +19,9 @@ const pass_info pass_table[PASS_COUNT] = {
 /* The default pipelines, top to bottom. Each level names what it adds:
  *  -O0: types only, the graph as imported, except that the quantization
  *       ops are rewritten into core ops (lower-quant) at every level,
- *       -O0 too: the backend compiles only their decomposition.
+ *       -O0 too: the backend compiles only their decomposition; so is an
+ *       STFT with constant parameters (lower-signal: a strided Conv),
+ *       after folding where there is folding (a window from HannWindow).
  *  -O1: constants folded, dead code removed; an If whose condition is
  *       known (constant, or computed from constants: a --bind'ed input)
  *       replaced by its branch. fold-if evaluates a condition's small
@@ -46,12 +48,12 @@ const pass_info pass_table[PASS_COUNT] = {
  * blocked first) and bf16/fp16 after it (blocked convolutions read narrow
  * weights). */
 static const char *const levels[4] = {
-    "shape-infer,lower-quant,precision",
-    "shape-infer,lower-quant,fold-if,fold,fold-if,fold,dce,precision",
-    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,flush-weights,recognize,attention,simplify,cse,"
-     "dce,precision,pack-b,fuse,plan"),
-    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,fold-bn,flush-weights,recognize,attention,"
-     "precision{stage=int8},layout,simplify,cse,dce,precision{stage=half},pwdw,pack-b,fuse,plan"),
+    "shape-infer,lower-quant,lower-signal,precision",
+    "shape-infer,lower-quant,fold-if,fold,fold-if,fold,lower-signal,dce,precision",
+    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,lower-signal,fold-bn,flush-weights,recognize,"
+     "attention,simplify,cse,dce,precision,pack-b,fuse,plan"),
+    ("shape-infer,qdq,lower-quant,fold-if,simplify,fold,fold-if,fold,lower-signal,fold-bn,flush-weights,recognize,"
+     "attention,precision{stage=int8},layout,simplify,cse,dce,precision{stage=half},pwdw,pack-b,fuse,plan"),
 };
 
 const char *icc_pipeline_for_level(int level)

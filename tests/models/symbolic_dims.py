@@ -24,6 +24,9 @@ atol 1e-5):
   with the interpreter's one-line error;
 - every reduction (Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum,
   LogSumExp) along a symbolic T and along the last axis;
+- an ASR front end's power spectrogram through STFT (reflect Pad, Hann
+  window, ReduceSumSquare, a mel MatMul) over a symbolic N, real and
+  complex signals;
 - onnx-asr's resampler: a strided Conv's output cut by a Slice to a length
   computed from Shape(x) ((N + 2 - 1) / 2), and Range over that length;
 - Silero VAD's shape: audio and its context concatenated along time, an
@@ -338,6 +341,29 @@ def anchors(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
 
 
+def spectrogram(path, complex_signal=False):
+    """An ASR front end's power spectrogram: x [B, 'N'] reflect-padded by
+    32 each side, STFT of 64-sample Hann-windowed frames every 16 samples
+    ([B, N] real, as onnx-asr's exports give it; or a complex [B, N, 2]
+    with onesided 0), the squares of re and im summed, and a 33 x 8 "mel"
+    matrix; compiled as a strided Conv (passes/signal.c)."""
+    r = np.random.default_rng(5)
+    w, i64 = consts(r)
+    n = 64
+    hann = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)).astype(np.float32)
+    bins = n if complex_signal else n // 2 + 1
+    mel = nh.from_array(np.abs(r.standard_normal((bins, 8))).astype(np.float32), "mel")
+    nodes = [h.make_node("Pad", ["x", "pads"], ["xp"], mode="reflect"),
+             h.make_node("STFT", ["xp", "hop", "win"], ["spec"], onesided=0 if complex_signal else 1),
+             h.make_node("ReduceSumSquare", ["spec", "last"], ["pw"], keepdims=0),
+             h.make_node("MatMul", ["pw", "mel"], ["y"])]
+    x = h.make_tensor_value_info("x", P.FLOAT, ["B", "N", 2] if complex_signal else ["B", "N"])
+    pads = [0, 32, 0, 0, 32, 0] if complex_signal else [0, 32, 0, 32]
+    g = h.make_graph(nodes, "spectrogram", [x], [h.make_tensor_value_info("y", P.FLOAT, None)],
+                     [i64("pads", pads), i64("hop", 16), nh.from_array(hann, "win"), i64("last", [-1]), mel])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), path)
+
+
 def resampler(path):
     """onnx-asr's resampler: x [B, 'N'] through a strided 1 x 5 Conv (W =
     N / 2 + 1 columns), cut to new_len = (N + 2 - 1) / 2 computed from
@@ -578,6 +604,15 @@ def main():
     for b, n in ((1, 7), (3, 33), (2, 1)) if so else ():
         x = (np.random.default_rng(b * n).random((b, n, 5)) + 0.1).astype(np.float32)
         run.check("reductions", so, {"x": x}, "ten reductions along a symbolic T and the last axis, B %d T %d" % (b, n))
+
+    for cplx in (False, True):
+        name = "spectrogram_c" if cplx else "spectrogram"
+        spectrogram(os.path.join(t, name + ".onnx"), cplx)
+        so = run.compile(name)
+        for b, n in ((1, 400), (2, 97), (1, 33)) if so else ():
+            x = np.random.default_rng(n).standard_normal((b, n, 2) if cplx else (b, n)).astype(np.float32)
+            run.check(name, so, {"x": x}, "%s STFT power spectrogram (64-sample Hann frames every 16), B %d N %d"
+                      % ("complex" if cplx else "real", b, n))
 
     resampler(os.path.join(t, "resampler.onnx"))
     so = run.compile("resampler")

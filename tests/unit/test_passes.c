@@ -139,7 +139,7 @@ START_TEST(pipeline_levels)
         ck_assert_str_eq(s, t);
         free(s);
     }
-    ck_assert_str_eq(icc_pipeline_for_level(0), "shape-infer,lower-quant,precision");
+    ck_assert_str_eq(icc_pipeline_for_level(0), "shape-infer,lower-quant,lower-signal,precision");
     ck_assert_ptr_null(icc_pipeline_for_level(-1));
     ck_assert_ptr_null(icc_pipeline_for_level(4));
 }
