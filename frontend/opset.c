@@ -486,6 +486,17 @@ int fe_adapt(fe_lower *l)
         if (v < 7 && take(l, "is_test", IR_ATTR_INT, &a) < 0)
             return -1;
         return 0;
+    case IR_OP_DFT: {
+        /* DFT < 20: axis an attribute (default 1), an input from 20 */
+        if (v >= 20)
+            return 0;
+        int r = take(l, "axis", IR_ATTR_INT, &a);
+        if (r < 0)
+            return -1;
+        int64_t axis = r ? a.i : 1;
+        ir_value *ax = fe_const(l, "axis", IR_I64, 0, NULL, &axis);
+        return ax ? fe_set_input(l, 2, ax) : -1;
+    }
     case IR_OP_TOP_K: {
         if (v >= 10)
             return 0;

@@ -203,6 +203,15 @@ bool ir_slice_entries(const ir_node *n, ir_slice_entry *e, int *count);
  * lower-signal pass's filters alike. */
 void ir_dft_twiddle(int64_t m, int64_t n, double *c, double *s);
 
+/* A DFT over a line of `have` elements of c channels (1 real, 2 complex)
+ * at length n (ir/ref/signal.c): its bins and output channels, and the
+ * matrix m [have c, bins cy] (row-major, doubles) that maps the line to
+ * them, the reference kernel's arithmetic on unit impulses (truncation,
+ * zero padding, the inverse's 1/n and a onesided inverse's Hermitian
+ * half included). */
+void ir_dft_bins(int64_t have, int64_t c, int64_t n, bool inverse, bool onesided, int64_t *bins, int64_t *cy);
+void ir_dft_matrix(int64_t have, int64_t c, int64_t n, bool inverse, bool onesided, double *m);
+
 /* Ops that only give their input's bytes, in order, a new shape
  * (Reshape, Flatten, Squeeze, Unsqueeze): a planner may let the result
  * share the input's buffer, and code generation then emits nothing. */

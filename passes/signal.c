@@ -1,5 +1,7 @@
-/* signal.c - the lower-signal pass: an STFT (ir/ref/signal.c) whose
- * frame step, frame length and window are constants becomes the strided
+/* signal.c - the lower-signal pass. A DFT with a constant axis and length
+ * over a static axis becomes a MatMul by its transform matrix
+ * (ir_dft_matrix; lower_dft below). An STFT (ir/ref/signal.c) whose
+ * frame step and frame length are constants becomes the strided
  * Conv it is, so audio front ends compile onto the convolution kernels:
  *
  *   signal [B, L, C]  (C = 1 real, 2 complex; [B, L] real)
@@ -113,31 +115,97 @@ static int lower_stft(qbuild *q, ir_node *n)
     return 1;
 }
 
+/* A DFT with a constant axis and length over a static-length axis: the
+ * axis moved next to re/im, the two merged into a line of L C, times the
+ * ir_dft_matrix [L C, K Cy] (the reference's arithmetic on unit
+ * impulses), split into [K, Cy] and moved back. 1 rewritten, 0 left, -1
+ * failed. */
+static int lower_dft(qbuild *q, ir_node *n)
+{
+    const ir_type *xt = &n->in[0]->type;
+    int r = xt->rank;
+    int64_t a = -2, len = 0;
+    if (r < 2 || !ir_dim_is_const(xt->dims[r - 1]) || (n->nin > 2 && n->in[2] && !const_int(n->in[2], &a)) ||
+        (n->nin > 1 && n->in[1] && !const_int(n->in[1], &len)))
+        return 0;
+    int axis = (int)(a < 0 ? a + r : a);
+    if (axis < 0 || axis >= r - 1 || !ir_dim_is_const(xt->dims[axis]))
+        return 0;
+    bool inverse = ir_attr_int(n, "inverse", 0) != 0, onesided = ir_attr_int(n, "onesided", 0) != 0;
+    int64_t have = xt->dims[axis].v, ch = xt->dims[r - 1].v, bins, cy;
+    if (!len)
+        len = inverse && onesided ? 2 * (have - 1) : have;
+    if (len < 1 || have < 1 || (ch != 1 && ch != 2))
+        return 0;
+    ir_dft_bins(have, ch, len, inverse, onesided, &bins, &cy);
+    double *m = malloc(sizeof *m * (size_t)(have * ch * bins * cy));
+    if (!m)
+        return ir_errorf(q->c->diag, "out of memory");
+    ir_dft_matrix(have, ch, len, inverse, onesided, m);
+    ir_value *mv = qb_konst(q, xt->dtype, 2, (int64_t[]){have * ch, bins * cy}, m, have * ch * bins * cy);
+    free(m);
+    /* perm: the other dims, then the axis, then re/im; back: its inverse */
+    int64_t perm[IR_MAX_RANK], back[IR_MAX_RANK], in_shape[IR_MAX_RANK], out_shape[IR_MAX_RANK];
+    int k = 0;
+    for (int d = 0; d < r - 1; d++)
+        if (d != axis)
+            perm[k++] = d;
+    perm[k++] = axis;
+    perm[k++] = r - 1;
+    for (int d = 0; d < r; d++)
+        back[perm[d]] = d;
+    bool moved = axis != r - 2;
+    for (int d = 0; d < r - 2; d++)
+        in_shape[d] = out_shape[d] = 0;   /* copied */
+    in_shape[r - 2] = have * ch;
+    out_shape[r - 2] = bins;
+    out_shape[r - 1] = cy;
+    ir_value *xv = moved ? emit(q, IR_OP_TRANSPOSE, 1, (ir_value *[]){n->in[0]}, "perm", perm, r) : n->in[0];
+    double sd[IR_MAX_RANK];
+    for (int d = 0; d < r - 1; d++)
+        sd[d] = (double)in_shape[d];
+    ir_value *line = emit(q, IR_OP_RESHAPE, 2, (ir_value *[]){xv, qb_konst(q, IR_I64, 1, (int64_t[]){r - 1}, sd, r - 1)},
+                          NULL, NULL, 0);
+    ir_value *prod = emit(q, IR_OP_MATMUL, 2, (ir_value *[]){line, mv}, NULL, NULL, 0);
+    for (int d = 0; d < r; d++)
+        sd[d] = (double)out_shape[d];
+    ir_value *y = emit(q, IR_OP_RESHAPE, 2, (ir_value *[]){prod, qb_konst(q, IR_I64, 1, (int64_t[]){r}, sd, r)}, NULL,
+                       NULL, 0);
+    if (moved)
+        y = emit(q, IR_OP_TRANSPOSE, 1, (ir_value *[]){y}, "perm", back, r);
+    if (q->failed || !y)
+        return -1;
+    qb_replace_output(q, n, 0, y);
+    return 1;
+}
+
 int pass_lower_signal(pass_ctx *c)
 {
     qbuild q = {.c = c, .g = c->g};
-    int64_t count = 0;
+    int64_t count = 0, ndft = 0;
     int nn = c->g->nnodes;
     for (int k = 0; k < nn; k++) {
         ir_node *n = c->g->nodes[k];
-        if (n->dead || n->op != IR_OP_STFT)
+        if (n->dead || (n->op != IR_OP_STFT && n->op != IR_OP_DFT))
             continue;
         q.n = n;
         q.failed = false;
-        int r = lower_stft(&q, n);
+        int r = n->op == IR_OP_STFT ? lower_stft(&q, n) : lower_dft(&q, n);
         if (r < 0) {
             if (!c->diag->msg[0])
                 ir_node_errorf(c->diag, n, "lower-signal: cannot rewrite this node");
             return -1;
         }
         if (r > 0) {
+            count += n->op == IR_OP_STFT;
+            ndft += n->op == IR_OP_DFT;
             ir_node_erase(n);
-            count++;
             c->changed = true;
         }
     }
     if (pass_commit_rewrites(c) < 0)
         return -1;
     pass_stat(c, "STFT as strided Conv", count);
+    pass_stat(c, "DFT as MatMul", ndft);
     return 0;
 }

@@ -1,5 +1,7 @@
 /* signal.c - shape functions and reference kernels of the signal ops:
- * STFT (the short-time Fourier transform of audio front ends: Whisper's,
+ * DFT (along any axis, real or complex, zero-padded or truncated to
+ * dft_length, inverse, onesided both ways) and STFT (the short-time
+ * Fourier transform of audio front ends: Whisper's,
  * NeMo's, Kaldi's log-mel features; the signal [batch, length, 1 or 2],
  * or [batch, length] real, as ONNX Runtime also takes it).
  *
@@ -13,6 +15,7 @@
 #include "ir/ref/ref.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static const ir_tensor *opt_val(ir_shape_ctx *c, int i)
 {
@@ -143,5 +146,173 @@ int ref_stft(ir_ref_ctx *c)
                 ir_tensor_setf(y, o, re);
                 ir_tensor_setf(y, o + 1, im);
             }
+    return 0;
+}
+
+/* ---- DFT ---------------------------------------------------------------- */
+
+/* DFT node n's transformed axis (normalized against rank r, the last dim
+ * being re/im and not one), the DFT length N and the number of bins out;
+ * from the inputs' values when known (*len = -1 when not). */
+static int dft_geometry(ir_shape_ctx *c, int r, int64_t *axis, int64_t *len)
+{
+    const ir_tensor *ax = c->nin > 2 ? c->val[2] : NULL, *dl = c->nin > 1 ? c->val[1] : NULL;
+    if (c->nin > 2 && c->in[2] && (c->in[2]->rank > 0 || !ir_dtype_is_int(c->in[2]->dtype)))
+        return ir_node_errorf(c->diag, c->node, "axis must be an integer scalar");
+    if (c->nin > 1 && c->in[1] && (c->in[1]->rank > 0 || !ir_dtype_is_int(c->in[1]->dtype)))
+        return ir_node_errorf(c->diag, c->node, "dft_length must be an integer scalar");
+    *axis = INT64_MIN;
+    if (c->nin > 2 && c->in[2] && !ax)
+        return 0;   /* not known yet */
+    int64_t a = ax ? ir_tensor_geti(ax, 0) : -2;
+    /* the last dim holds re/im: it is no axis to transform */
+    if (a < -r || a >= r - 1 || (a < 0 && a + r == r - 1))
+        return ir_node_errorf(c->diag, c->node, "axis %lld is out of range for rank %d (the last dim is re/im)",
+                              (long long)a, r);
+    *axis = a < 0 ? a + r : a;
+    *len = -1;
+    if (dl) {
+        *len = ir_tensor_geti(dl, 0);
+        if (*len < 1)
+            return ir_node_errorf(c->diag, c->node, "dft_length %lld must be at least 1", (long long)*len);
+    }
+    return 0;
+}
+
+int shape_dft(ir_shape_ctx *c)
+{
+    const ir_type *x = c->in[0];
+    ir_type *o = &c->out[0];
+    bool inverse = ir_attr_int(c->node, "inverse", 0) != 0, onesided = ir_attr_int(c->node, "onesided", 0) != 0;
+    if (!ir_dtype_is_float(x->dtype))
+        return ir_node_errorf(c->diag, c->node, "the input must be floating point");
+    if (x->rank < 0) {
+        ir_type_unknown(o, x->dtype, IR_RANK_UNKNOWN);
+        return 0;
+    }
+    if (x->rank < 2)
+        return ir_node_errorf(c->diag, c->node, "the input needs a signal dim and a last dim of 1 or 2");
+    ir_dim last = x->dims[x->rank - 1];
+    if (ir_dim_is_const(last) && last.v != 1 && last.v != 2)
+        return ir_node_errorf(c->diag, c->node, "the last dim must be 1 (real) or 2 (complex), not %lld",
+                              (long long)last.v);
+    if (inverse && onesided && ir_dim_is_const(last) && last.v != 2)
+        return ir_node_errorf(c->diag, c->node, "an inverse onesided transform takes complex bins");
+    if (!inverse && onesided && ir_dim_is_const(last) && last.v != 1)
+        return ir_node_errorf(c->diag, c->node, "a onesided transform needs a real signal");
+    int64_t axis = INT64_MIN, len = -1;
+    if (dft_geometry(c, x->rank, &axis, &len) < 0)
+        return -1;
+    *o = *x;
+    o->dims[x->rank - 1] = ir_dim_const(inverse && onesided ? 1 : 2);
+    if (axis == INT64_MIN) {
+        for (int i = 0; i < x->rank - 1; i++)
+            o->dims[i] = ir_dim_unknown();
+        return 0;
+    }
+    ir_dim n = x->dims[axis];
+    if (len < 0 && inverse && onesided)
+        /* the full length the bins stand for: 2 (K - 1) */
+        n = ir_dim_is_const(n) ? ir_dim_const(2 * (n.v - 1)) : ir_dim_unknown();
+    else if (len >= 0)
+        n = ir_dim_const(len);
+    o->dims[axis] = !onesided || inverse ? n : ir_dim_is_const(n) ? ir_dim_const(n.v / 2 + 1) : ir_dim_unknown();
+    return ir_mv_check_size(c, o);
+}
+
+/* The bins and re/im channels of a DFT over a line of `have` elements of
+ * c channels (1 real, 2 complex) at length n. */
+void ir_dft_bins(int64_t have, int64_t c, int64_t n, bool inverse, bool onesided, int64_t *bins, int64_t *cy)
+{
+    (void)have, (void)c;
+    *bins = onesided && !inverse ? n / 2 + 1 : n;
+    *cy = inverse && onesided ? 1 : 2;
+}
+
+/* One line: x holds `have` elements of c channels, y gets ir_dft_bins's
+ * bins x cy. Past the line's end the signal is 0 (a longer dft_length
+ * pads, a shorter one truncates); an inverse onesided line is the first
+ * half of a Hermitian spectrum, X[N - k] = conj X[k]. */
+static void dft_line(const double *x, int64_t have, int64_t c, int64_t n, bool inverse, bool onesided, double *y)
+{
+    int64_t bins, cy;
+    ir_dft_bins(have, c, n, inverse, onesided, &bins, &cy);
+    bool hermitian = inverse && onesided;
+    int64_t use = hermitian ? (have < n / 2 + 1 ? have : n / 2 + 1) : have < n ? have : n;
+    double sgn = inverse ? 1 : -1, scale = inverse ? 1.0 / (double)n : 1.0;
+    for (int64_t k = 0; k < bins; k++) {
+        double re = 0, im = 0;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t at = j;
+            double conj = 1;
+            if (hermitian && j >= use) {
+                at = (n - j) % n;
+                conj = -1;
+            }
+            if (at >= use)
+                continue;
+            double xr = x[at * c], xi = c == 2 ? conj * x[at * c + 1] : 0, co, si;
+            ir_dft_twiddle(k * j, n, &co, &si);
+            /* times e^(sgn 2 pi i k j / N) */
+            re += xr * co - sgn * xi * si;
+            im += xi * co + sgn * xr * si;
+        }
+        y[k * cy] = re * scale;
+        if (cy == 2)
+            y[k * cy + 1] = im * scale;
+    }
+}
+
+void ir_dft_matrix(int64_t have, int64_t c, int64_t n, bool inverse, bool onesided, double *m)
+{
+    int64_t bins, cy;
+    ir_dft_bins(have, c, n, inverse, onesided, &bins, &cy);
+    double *e = calloc((size_t)(have * c), sizeof *e);
+    if (!e)
+        return;
+    for (int64_t i = 0; i < have * c; i++) {
+        e[i] = 1;
+        dft_line(e, have, c, n, inverse, onesided, m + i * bins * cy);
+        e[i] = 0;
+    }
+    free(e);
+}
+
+int ref_dft(ir_ref_ctx *c)
+{
+    const ir_tensor *x = c->in[0];
+    ir_tensor *y = c->out[0];
+    bool inverse = ir_attr_int(c->node, "inverse", 0) != 0, onesided = ir_attr_int(c->node, "onesided", 0) != 0;
+    int r = x->rank;
+    int64_t a = c->nin > 2 && c->in[2] ? ir_tensor_geti(c->in[2], 0) : -2;
+    int axis = (int)(a < 0 ? a + r : a);
+    int64_t have = x->dims[axis], cx = x->dims[r - 1];
+    int64_t n = c->nin > 1 && c->in[1] ? ir_tensor_geti(c->in[1], 0)
+                : inverse && onesided ? 2 * (have - 1) : have;
+    if (n < 1)
+        return ir_node_errorf(c->diag, c->node, "the transform length %lld must be at least 1", (long long)n);
+    int64_t bins, cy;
+    ir_dft_bins(have, cx, n, inverse, onesided, &bins, &cy);
+    /* outer: dims before the axis; inner: between it and re/im */
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    for (int d = axis + 1; d < r - 1; d++)
+        inner *= x->dims[d];
+    double *line = malloc(sizeof *line * (size_t)(have * cx + bins * cy + 1));
+    if (!line)
+        return ir_errorf(c->diag, "out of memory");
+    double *out = line + have * cx;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            for (int64_t j = 0; j < have; j++)
+                for (int64_t ch = 0; ch < cx; ch++)
+                    line[j * cx + ch] = ir_tensor_getf(x, ((o * have + j) * inner + i) * cx + ch);
+            dft_line(line, have, cx, n, inverse, onesided, out);
+            for (int64_t k = 0; k < bins; k++)
+                for (int64_t ch = 0; ch < cy; ch++)
+                    ir_tensor_setf(y, ((o * bins + k) * inner + i) * cy + ch, out[k * cy + ch]);
+        }
+    free(line);
     return 0;
 }

@@ -27,6 +27,9 @@ atol 1e-5):
 - an ASR front end's power spectrogram through STFT (reflect Pad, Hann
   window, ReduceSumSquare, a mel MatMul) over a symbolic N, real and
   complex signals;
+- DFT of symbolic-count frames (zero-padded, onesided) and the inverse
+  onesided DFT back, against numpy's f64 FFT (ONNX Runtime's f32 transform
+  at a length that is no power of 2 is 25x further off);
 - onnx-asr's resampler: a strided Conv's output cut by a Slice to a length
   computed from Shape(x) ((N + 2 - 1) / 2), and Range over that length;
 - Silero VAD's shape: audio and its context concatenated along time, an
@@ -364,6 +367,22 @@ def spectrogram(path, complex_signal=False):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), path)
 
 
+def dft_frames(path):
+    """Frames x [B, 'F', 64] (wespeaker's front end): Unsqueeze to a real
+    [B, F, 64, 1], DFT along axis -2 at dft_length 80 (zero-padded)
+    onesided -> y [B, F, 41, 2], then its inverse onesided at length 80
+    -> z [B, F, 80, 1] (the frames back, padded): each a MatMul by the
+    transform's matrix once compiled (passes/signal.c)."""
+    i64 = lambda name, v: nh.from_array(np.array(v, np.int64), name)
+    nodes = [h.make_node("Unsqueeze", ["x", "last"], ["xr"]),
+             h.make_node("DFT", ["xr", "n", "axis"], ["y"], onesided=1),
+             h.make_node("DFT", ["y", "n", "axis"], ["z"], onesided=1, inverse=1)]
+    g = h.make_graph(nodes, "dft_frames", [h.make_tensor_value_info("x", P.FLOAT, ["B", "F", 64])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None), h.make_tensor_value_info("z", P.FLOAT, None)],
+                     [i64("last", [-1]), i64("n", 80), i64("axis", -2)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 20)]), path)
+
+
 def resampler(path):
     """onnx-asr's resampler: x [B, 'N'] through a strided 1 x 5 Conv (W =
     N / 2 + 1 columns), cut to new_len = (N + 2 - 1) / 2 computed from
@@ -613,6 +632,27 @@ def main():
             x = np.random.default_rng(n).standard_normal((b, n, 2) if cplx else (b, n)).astype(np.float32)
             run.check(name, so, {"x": x}, "%s STFT power spectrogram (64-sample Hann frames every 16), B %d N %d"
                       % ("complex" if cplx else "real", b, n))
+
+    dft_frames(os.path.join(t, "dft_frames.onnx"))
+    so = run.compile("dft_frames")
+    for b, f in ((1, 3), (2, 17), (1, 1)) if so else ():
+        # against numpy's FFT in f64: ONNX Runtime's f32 transform at length
+        # 80 (no power of 2) is off by 1.4e-4 of 25, icc's by 5e-6
+        x = np.random.default_rng(f).standard_normal((b, f, 64)).astype(np.float32)
+        np.save(os.path.join(t, "x.npy"), x)
+        r = subprocess.run([icc, "run", so, "--input", "x=" + os.path.join(t, "x.npy"), "-o", os.path.join(t, "out")],
+                           capture_output=True, text=True)
+        spec = np.fft.rfft(x.astype(np.float64), n=80, axis=-1)
+        want = {"y": np.stack([spec.real, spec.imag], -1), "z": np.fft.irfft(spec, n=80, axis=-1)[..., None]}
+        ok, err = r.returncode == 0, 0.0
+        for k, wv in want.items():
+            got = np.load(os.path.join(t, "out", k + ".npy")) if ok else None
+            ok = ok and got.shape == wv.shape and np.abs(got - wv).max() <= 2e-6 * np.abs(wv).max() + 1e-6
+            err = max(err, float(np.abs(got - wv).max()) if ok else float("nan"))
+        print("%s DFT of frames along -2 (zero-padded to 80, onesided) and its inverse vs numpy's f64 FFT, B %d F %d: "
+              "max abs error %.3g%s" % ("ok  " if ok else "FAIL", b, f, err, "" if r.returncode == 0 else " (" +
+                                        r.stderr.strip() + ")"))
+        run.failed += not ok
 
     resampler(os.path.join(t, "resampler.onnx"))
     so = run.compile("resampler")
