@@ -1,15 +1,17 @@
 /* signal.c - shape functions and reference kernels of the signal ops:
  * DFT (along any axis, real or complex, zero-padded or truncated to
  * dft_length, inverse, onesided both ways) and STFT (the short-time
- * Fourier transform of audio front ends: Whisper's,
- * NeMo's, Kaldi's log-mel features; the signal [batch, length, 1 or 2],
- * or [batch, length] real, as ONNX Runtime also takes it).
+ * Fourier transform of audio front ends: Whisper's, NeMo's, Kaldi's
+ * log-mel features; the signal [batch, length, 1 or 2], or [batch,
+ * length] real, as ONNX Runtime also takes it).
  *
  * Sums run in double, the twiddles from the exact angle 2 pi (k n mod N)
  * / N (ir_dft_twiddle; quarter turns exact), so the reference is as close
- * to the true transform as f32 output allows. Compiled code never runs these kernels: the lower-signal pass
- * (passes/signal.c) rewrites an STFT with constant parameters into the
- * strided Conv whose filters are the windowed DFT rows. */
+ * to the true transform as f32 output allows. Compiled code never runs
+ * these kernels: the lower-signal pass (passes/signal.c) rewrites an STFT
+ * with constant parameters into the strided Conv whose filters are the
+ * windowed DFT rows, and a DFT into a MatMul by the matrix ir_dft_matrix
+ * builds from dft_line itself. */
 #include "ir/ref/movement.h"
 #include "ir/ref/nn.h"
 #include "ir/ref/ref.h"
