@@ -75,7 +75,10 @@ static int lower_stft(qbuild *q, ir_node *n)
     int64_t ch = flat ? 1 : xt->dims[2].v, bins = onesided ? len / 2 + 1 : len;
     if (onesided && ch != 1)
         return 0;
-    /* W [2 K, C, 1, N] */
+    /* W [2 K, C, 1, N]; filters past 2^26 values (N ~ 5800) stay the
+     * interpreter's */
+    if ((double)bins * (double)len > (double)(1 << 25) / (double)ch)
+        return 0;
     int64_t wd[4] = {2 * bins, ch, 1, len}, cnt = 2 * bins * ch * len;
     double *w = malloc(sizeof *w * (size_t)cnt);
     if (!w)
@@ -138,6 +141,8 @@ static int lower_dft(qbuild *q, ir_node *n)
     if (len < 1 || have < 1 || (ch != 1 && ch != 2))
         return 0;
     ir_dft_bins(have, ch, len, inverse, onesided, &bins, &cy);
+    if ((double)have * (double)ch * (double)bins * (double)cy > (double)(1 << 26))
+        return 0;   /* a matrix past 2^26 values: the interpreter's */
     double *m = malloc(sizeof *m * (size_t)(have * ch * bins * cy));
     if (!m)
         return ir_errorf(q->c->diag, "out of memory");

@@ -130,6 +130,9 @@ int ref_stft(ir_ref_ctx *c)
     int64_t cx = x->rank == 3 ? x->dims[2] : 1;
     int64_t step = ir_tensor_geti(c->in[1], 0);
     int64_t n = c->nin > 3 && c->in[3] ? ir_tensor_geti(c->in[3], 0) : w->dims[0];
+    if ((double)batch * (double)frames * (double)bins * (double)n > 1e12)
+        return ir_node_errorf(c->diag, c->node, "a transform of %lld frames of %lld points is too large",
+                              (long long)(batch * frames), (long long)n);
     for (int64_t b = 0; b < batch; b++)
         for (int64_t f = 0; f < frames; f++)
             for (int64_t k = 0; k < bins; k++) {
@@ -301,6 +304,11 @@ int ref_dft(ir_ref_ctx *c)
         outer *= x->dims[d];
     for (int d = axis + 1; d < r - 1; d++)
         inner *= x->dims[d];
+    /* the sum is O(lines bins n): refuse what would run for hours */
+    double work = (double)outer * (double)inner * (double)bins * (double)n;
+    if (work > 1e12)
+        return ir_node_errorf(c->diag, c->node, "a transform of %lld points over %lld lines is too large",
+                              (long long)n, (long long)(outer * inner));
     double *line = malloc(sizeof *line * (size_t)(have * cx + bins * cy + 1));
     if (!line)
         return ir_errorf(c->diag, "out of memory");
