@@ -488,6 +488,16 @@ class Runner:
                                                "" if r.returncode == 0 else " (" + r.stderr.strip() + ")"))
         self.failed += not ok
 
+    def same_refusal(self, name, so, x, want, label):
+        """Input x (for input 'x') makes the compiled run and the interpreter
+        fail alike: exit 1, one line each, both holding want."""
+        np.save(os.path.join(self.t, "x.npy"), x)
+        msgs = [subprocess.run([self.icc, "run", lib, "--input", "x=" + os.path.join(self.t, "x.npy")],
+                               capture_output=True, text=True) for lib in (so, os.path.join(self.t, name + ".onnx"))]
+        ok = all(r.returncode == 1 and r.stderr.count("\n") == 1 and want in r.stderr for r in msgs)
+        print("%s %s: %s" % ("ok  " if ok else "FAIL", label, " / ".join(r.stderr.strip() for r in msgs)))
+        self.failed += not ok
+
     def expect_error(self, name, want, unwanted, label):
         onnx_path, so = os.path.join(self.t, name + ".onnx"), os.path.join(self.t, name + ".so")
         r = subprocess.run([self.icc, onnx_path, "-o", so], capture_output=True, text=True)
@@ -569,14 +579,8 @@ def main():
         if so and mode != "constant":
             # an empty T has nothing to repeat: the compiled run fails as the
             # interpreter does, in one line, instead of reading out of bounds
-            np.save(os.path.join(t, "x.npy"), np.zeros((1, 4, 0), np.float32))
-            msgs = [subprocess.run([icc, "run", lib, "--input", "x=" + os.path.join(t, "x.npy")],
-                                   capture_output=True, text=True) for lib in (so, os.path.join(t, name + ".onnx"))]
-            ok = all(r.returncode == 1 for r in msgs) and "cannot pad an empty dim 2 in this mode" in msgs[0].stderr \
-                and msgs[0].stderr.count("\n") == 1 and "cannot pad an empty dim 2" in msgs[1].stderr
-            print("%s Pad (%s) of an empty symbolic T fails as the interpreter does: %s" % (
-                "ok  " if ok else "FAIL", mode, " / ".join(r.stderr.strip() for r in msgs)))
-            run.failed += not ok
+            run.same_refusal(name, so, np.zeros((1, 4, 0), np.float32), "cannot pad an empty dim 2 in this mode",
+                             "Pad (%s) of an empty symbolic T fails as the interpreter does" % mode)
 
     for mode in ("constant", "edge", "reflect", "wrap"):
         name = "crop_" + mode
@@ -588,14 +592,8 @@ def main():
             run.check(name, so, {"x": x}, "Pad (%s) cropping symbolic C and T, B %d C %d T %d" % (mode, b, c, n))
         if so:
             # T 1 cannot lose 2: the compiled run fails as the interpreter does
-            np.save(os.path.join(t, "x.npy"), np.zeros((1, 4, 1), np.float32))
-            msgs = [subprocess.run([icc, "run", lib, "--input", "x=" + os.path.join(t, "x.npy")],
-                                   capture_output=True, text=True) for lib in (so, os.path.join(t, name + ".onnx"))]
-            ok = all(r.returncode == 1 and r.stderr.count("\n") == 1 for r in msgs) and \
-                "negative pads crop 2 from dim 2" in msgs[0].stderr and "negative pads crop 2 from dim 2" in msgs[1].stderr
-            print("%s Pad (%s): a T shorter than its crops fails as the interpreter does: %s" % (
-                "ok  " if ok else "FAIL", mode, " / ".join(r.stderr.strip() for r in msgs)))
-            run.failed += not ok
+            run.same_refusal(name, so, np.zeros((1, 4, 1), np.float32), "negative pads crop 2 from dim 2",
+                             "Pad (%s): a T shorter than its crops fails as the interpreter does" % mode)
 
     one_row(os.path.join(t, "one_row.onnx"))
     so = run.compile("one_row")
