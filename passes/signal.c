@@ -128,15 +128,16 @@ static int lower_dft(qbuild *q, ir_node *n)
     const ir_type *xt = &n->in[0]->type;
     int r = xt->rank;
     int64_t a = -2, len = 0;
+    bool given = n->nin > 1 && n->in[1];   /* dft_length */
     if (r < 2 || !ir_dim_is_const(xt->dims[r - 1]) || (n->nin > 2 && n->in[2] && !const_int(n->in[2], &a)) ||
-        (n->nin > 1 && n->in[1] && !const_int(n->in[1], &len)))
+        (given && !const_int(n->in[1], &len)))
         return 0;
     int axis = (int)(a < 0 ? a + r : a);
     if (axis < 0 || axis >= r - 1 || !ir_dim_is_const(xt->dims[axis]))
         return 0;
     bool inverse = ir_attr_int(n, "inverse", 0) != 0, onesided = ir_attr_int(n, "onesided", 0) != 0;
     int64_t have = xt->dims[axis].v, ch = xt->dims[r - 1].v, bins, cy;
-    if (!len)
+    if (!given)
         len = inverse && onesided ? 2 * (have - 1) : have;
     if (len < 1 || have < 1 || (ch != 1 && ch != 2))
         return 0;
