@@ -101,7 +101,7 @@ static int lower_gather_elements(lctx *c)
     if (!b)
         return -1;
     for (int d = 0; d < tx->rank; d++)
-        xi[d] = d == axis ? mv_index_checked(c, b, kir_load(k, c->buf[1], oi), tx->dims[axis].v) : oi[d];
+        xi[d] = d == axis ? mv_index_checked_dim(c, b, kir_load(k, c->buf[1], oi), tx->dims[axis]) : oi[d];
     return kir_store(k, b, c->out, oi, kir_load(k, c->buf[0], xi)) ? 0 : -1;
 }
 
@@ -147,7 +147,7 @@ static int lower_scatter_elements(lctx *c)
     if (!b)
         return -1;
     for (int d = 0; d < tx->rank; d++)
-        yi[d] = d == axis ? mv_index_checked(c, b, kir_load(k, c->buf[1], ii), tx->dims[axis].v) : ii[d];
+        yi[d] = d == axis ? mv_index_checked_dim(c, b, kir_load(k, c->buf[1], ii), tx->dims[axis]) : ii[d];
     kir_expr *v = reduce(k, red, kir_load(k, c->out, yi), kir_load(k, c->buf[2], ii));
     return kir_store(k, b, c->out, yi, v) ? 0 : -1;
 }
@@ -668,6 +668,31 @@ static bool known_io(const ir_node *n)
     return true;
 }
 
+/* dim d of the indices fits the data's: the same dim, or constants, the
+ * indices' no longer */
+static bool dim_within(ir_dim i, ir_dim x)
+{
+    return ir_dim_eq(i, x) || (ir_dim_is_const(i) && ir_dim_is_const(x) && i.v <= x.v);
+}
+
+/* GatherElements/ScatterElements n with known dims: its operands' ranks
+ * and dtypes, and every dim but the axis of the indices within the
+ * data's (the updates' the indices'). */
+static bool elements_fit(const ir_node *n)
+{
+    int axis;
+    const ir_type *x = &n->in[0]->type, *ti = &n->in[1]->type;
+    const ir_type *tu = n->op == IR_OP_SCATTER_ELEMENTS ? &n->in[2]->type : NULL;
+    if (!index_dtype(ti->dtype) || ti->rank != x->rank || !mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis))
+        return false;
+    if (tu && (reduction(n) < 0 || tu->rank != ti->rank || tu->dtype != x->dtype))
+        return false;
+    for (int d = 0; d < x->rank; d++)
+        if ((d != axis && !dim_within(ti->dims[d], x->dims[d])) || (tu && !ir_dim_eq(tu->dims[d], ti->dims[d])))
+            return false;
+    return true;
+}
+
 bool cg_can_lower_movement2(const ir_node *n)
 {
     /* Gather reads every dim through the run's symbols, the gathered
@@ -680,6 +705,12 @@ bool cg_can_lower_movement2(const ir_node *n)
         return index_dtype(n->in[1]->type.dtype) && mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis) &&
                n->out[0]->type.rank == x->rank - 1 + n->in[1]->type.rank;
     }
+    /* GatherElements and ScatterElements too (the axis's extent read at
+     * run time for the index check), where the indices' other dims are
+     * the data's, or constants within them: Kaldi's front end gathers its
+     * [B, 200] reflected samples out of [B, N + 320] */
+    if ((n->op == IR_OP_GATHER_ELEMENTS || n->op == IR_OP_SCATTER_ELEMENTS) && !static_io(n) && known_io(n))
+        return elements_fit(n);
     if (!static_io(n))
         return false;
     const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;

@@ -30,6 +30,8 @@ atol 1e-5):
 - DFT of symbolic-count frames (zero-padded, onesided) and the inverse
   onesided DFT back, against numpy's f64 FFT (ONNX Runtime's f32 transform
   at a length that is no power of 2 is 25x further off);
+- GatherElements and ScatterElements along a symbolic axis, and an index
+  past it refused as the interpreter refuses it;
 - onnx-asr's resampler: a strided Conv's output cut by a Slice to a length
   computed from Shape(x) ((N + 2 - 1) / 2), and Range over that length;
 - Silero VAD's shape: audio and its context concatenated along time, an
@@ -383,6 +385,20 @@ def dft_frames(path):
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 20)]), path)
 
 
+def elements(path):
+    """GatherElements and ScatterElements along a symbolic N of x [B, 'N']
+    with indices i [B, 3] (negative ones count from the end): y = x's
+    elements at i, z = x with 2 y written back there (Kaldi's reflected
+    edges)."""
+    nodes = [h.make_node("GatherElements", ["x", "i"], ["y"], axis=1),
+             h.make_node("Add", ["y", "y"], ["y2"]),
+             h.make_node("ScatterElements", ["x", "i", "y2"], ["z"], axis=1)]
+    g = h.make_graph(nodes, "elements", [h.make_tensor_value_info("x", P.FLOAT, ["B", "N"]),
+                                         h.make_tensor_value_info("i", P.INT64, ["B", 3])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None), h.make_tensor_value_info("z", P.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), path)
+
+
 def resampler(path):
     """onnx-asr's resampler: x [B, 'N'] through a strided 1 x 5 Conv (W =
     N / 2 + 1 columns), cut to new_len = (N + 2 - 1) / 2 computed from
@@ -650,6 +666,26 @@ def main():
         print("%s DFT of frames along -2 (zero-padded to 80, onesided) and its inverse vs numpy's f64 FFT, B %d F %d: "
               "max abs error %.3g%s" % ("ok  " if ok else "FAIL", b, f, err, "" if r.returncode == 0 else " (" +
                                         r.stderr.strip() + ")"))
+        run.failed += not ok
+
+    elements(os.path.join(t, "elements.onnx"))
+    so = run.compile("elements")
+    for b, n in ((1, 5), (2, 40), (3, 3)) if so else ():
+        rng = np.random.default_rng(n)
+        feeds = {"x": rng.standard_normal((b, n)).astype(np.float32),
+                 "i": np.stack([rng.permutation(n)[:3] - n * (r % 2) for r in range(b)]).astype(np.int64)}
+        run.check("elements", so, feeds, "GatherElements and ScatterElements along a symbolic N, B %d N %d" % (b, n))
+    if so:
+        # an index past the run's N is refused, compiled as interpreted
+        np.save(os.path.join(t, "x.npy"), np.zeros((1, 4), np.float32))
+        np.save(os.path.join(t, "i.npy"), np.array([[0, 1, 4]], np.int64))
+        msgs = [subprocess.run([icc, "run", lib, "--input", "x=" + os.path.join(t, "x.npy"), "--input",
+                                "i=" + os.path.join(t, "i.npy")], capture_output=True, text=True)
+                for lib in (so, os.path.join(t, "elements.onnx"))]
+        ok = all(r.returncode == 1 and r.stderr.count("\n") == 1 for r in msgs) and \
+            "an index is out of range for a dim of N" in msgs[0].stderr
+        print("%s an index past a symbolic N is refused as the interpreter refuses it: %s" % (
+            "ok  " if ok else "FAIL", " / ".join(r.stderr.strip() for r in msgs)))
         run.failed += not ok
 
     resampler(os.path.join(t, "resampler.onnx"))
