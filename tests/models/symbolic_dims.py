@@ -584,32 +584,25 @@ def main():
         print("%s a T shorter than a compiled slice needs is refused: %s" % ("ok  " if ok else "FAIL", r.stderr.strip()))
         run.failed += not ok
 
-    for mode in ("reflect", "edge", "wrap", "constant"):
-        name = "pad_" + mode
-        padded(os.path.join(t, name + ".onnx"), mode)
-        so = run.compile(name)
-        # (reflect needs pads below the dim in ONNX Runtime: C, T >= 4)
-        for b, c, n in ((1, 4, 4), (2, 5, 9), (1, 6, 64)) if so else ():
-            x = np.random.default_rng(c * n).standard_normal((b, c, n)).astype(np.float32)
-            run.check(name, so, {"x": x}, "Pad (%s) of symbolic C and T, B %d C %d T %d" % (mode, b, c, n))
-        if so and mode != "constant":
-            # an empty T has nothing to repeat: the compiled run fails as the
-            # interpreter does, in one line, instead of reading out of bounds
-            run.same_refusal(name, so, np.zeros((1, 4, 0), np.float32), "cannot pad an empty dim 2 in this mode",
-                             "Pad (%s) of an empty symbolic T fails as the interpreter does" % mode)
-
-    for mode in ("constant", "edge", "reflect", "wrap"):
-        name = "crop_" + mode
-        cropped(os.path.join(t, name + ".onnx"), mode)
-        so = run.compile(name)
-        # (ONNX Runtime's reflect needs the kept part >= 2 and longer than its pads)
-        for b, c, n in ((1, 4, 6), (2, 5, 9), (1, 3, 4)) if so else ():
-            x = np.random.default_rng(c * n).standard_normal((b, c, n)).astype(np.float32)
-            run.check(name, so, {"x": x}, "Pad (%s) cropping symbolic C and T, B %d C %d T %d" % (mode, b, c, n))
-        if so:
-            # T 1 cannot lose 2: the compiled run fails as the interpreter does
-            run.same_refusal(name, so, np.zeros((1, 4, 1), np.float32), "negative pads crop 2 from dim 2",
-                             "Pad (%s): a T shorter than its crops fails as the interpreter does" % mode)
+    # Pad of symbolic C and T in each mode, grown and cropped; what each
+    # cannot take (nothing to repeat, a T shorter than its crops) fails
+    # compiled as interpreted, in one line, instead of reading out of bounds
+    # (ONNX Runtime's reflect needs the kept part >= 2 and longer than its pads)
+    pads = (("pad", padded, "of", ((1, 4, 4), (2, 5, 9), (1, 6, 64)), 0, "cannot pad an empty dim 2 in this mode",
+             "of an empty symbolic T fails as the interpreter does"),
+            ("crop", cropped, "cropping", ((1, 4, 6), (2, 5, 9), (1, 3, 4)), 1, "negative pads crop 2 from dim 2",
+             "a T shorter than its crops fails as the interpreter does"))
+    for kind, build, what, sizes, short, refusal, refused in pads:
+        for mode in ("reflect", "edge", "wrap", "constant"):
+            name = "%s_%s" % (kind, mode)
+            build(os.path.join(t, name + ".onnx"), mode)
+            so = run.compile(name)
+            for b, c, n in sizes if so else ():
+                x = np.random.default_rng(c * n).standard_normal((b, c, n)).astype(np.float32)
+                run.check(name, so, {"x": x}, "Pad (%s) %s symbolic C and T, B %d C %d T %d" % (mode, what, b, c, n))
+            if so and (kind == "crop" or mode != "constant"):
+                run.same_refusal(name, so, np.zeros((1, 4, short), np.float32), refusal,
+                                 "Pad (%s): %s" % (mode, refused))
 
     one_row(os.path.join(t, "one_row.onnx"))
     so = run.compile("one_row")
