@@ -440,14 +440,18 @@ static int lower_pool(lctx *c)
     for (int j = 0; j < g.n; j++)
         tap_range(k, start[j], g.d[j], g.k[j], lw_i64c(k, 0), g_in(k, &g, j), &lo[j], &hi[j]);
     bool maxp = n->op == IR_OP_MAX_POOL;
-    int best = kir_new_acc(k, t), bidx = -1, better = -1;
+    /* LpPool sums its powers in f64, as the reference and ReduceL2 do:
+     * squares of f32 below 1e-19 underflow (a lone -1e-30 pooled to 0,
+     * not 1e-30) and above 1.8e19 overflow */
+    ir_dtype at = n->op == IR_OP_LP_POOL && ir_dtype_is_float(t) ? IR_F64 : t;
+    int best = kir_new_acc(k, at), bidx = -1, better = -1;
     if (maxp) {
         bidx = kir_new_acc(k, IR_I64);
         better = kir_new_acc(k, IR_BOOL);
         kir_expr *init = ir_dtype_is_float(t) ? kir_const_f(k, t, -INFINITY) : zero(k, t);
         if (!kir_acc_set(k, b, best, init) || !kir_acc_set(k, b, bidx, lw_i64c(k, -1)))
             return -1;
-    } else if (!kir_acc_set(k, b, best, zero(k, t))) {
+    } else if (!kir_acc_set(k, b, best, zero(k, at))) {
         return -1;
     }
     kir_block *in = b;
@@ -493,14 +497,14 @@ static int lower_pool(lctx *c)
             return -1;
     } else {
         int64_t p = n->op == IR_OP_LP_POOL ? ir_attr_int(n, "p", 2) : 0;
-        kir_expr *term = x;
+        kir_expr *term = at != t ? kir_op1(k, KIR_CAST, at, x) : x;
         if (p == 2)
-            term = kir_op2(k, KIR_MUL, t, x, x);
+            term = kir_op2(k, KIR_MUL, at, term, term);
         else if (p >= 1)
-            term = kir_op1(k, KIR_ABS, t, x);
+            term = kir_op1(k, KIR_ABS, at, term);
         if (p > 2)
-            term = kir_op2(k, KIR_POW, t, term, kir_const_f(k, t, (double)p));
-        if (!kir_acc_set(k, in, best, kir_op2(k, KIR_ADD, t, kir_acc(k, best), term)))
+            term = kir_op2(k, KIR_POW, at, term, kir_const_f(k, at, (double)p));
+        if (!kir_acc_set(k, in, best, kir_op2(k, KIR_ADD, at, kir_acc(k, best), term)))
             return -1;
     }
     kir_expr *yi[IR_MAX_RANK + 2] = {nb, ch};
@@ -524,9 +528,11 @@ static int lower_pool(lctx *c)
     } else if (n->op == IR_OP_LP_POOL) {
         int64_t p = ir_attr_int(n, "p", 2);
         if (p == 2)
-            v = kir_op1(k, KIR_SQRT, t, v);
+            v = kir_op1(k, KIR_SQRT, at, v);
         else if (p > 2)
-            v = kir_op2(k, KIR_POW, t, v, kir_const_f(k, t, 1.0 / (double)p));
+            v = kir_op2(k, KIR_POW, at, v, kir_const_f(k, at, 1.0 / (double)p));
+        if (at != t)
+            v = kir_op1(k, KIR_CAST, t, v);
     }
     if (!lw_store_out(c, b, yi, lw_to_out(c, v)))
         return -1;
@@ -563,8 +569,10 @@ static int lower_global_pool(lctx *c)
         return -1;
     bool maxp = n->op == IR_OP_GLOBAL_MAX_POOL;
     int64_t p = n->op == IR_OP_GLOBAL_LP_POOL ? ir_attr_int(n, "p", 2) : 0;
-    int acc = kir_new_acc(k, t);
-    if (!kir_acc_set(k, b, acc, maxp ? kir_const_f(k, t, -INFINITY) : zero(k, t)))
+    /* the p-norm's powers summed in f64 (lower_pool) */
+    ir_dtype at = n->op == IR_OP_GLOBAL_LP_POOL && ir_dtype_is_float(t) ? IR_F64 : t;
+    int acc = kir_new_acc(k, at);
+    if (!kir_acc_set(k, b, acc, maxp ? kir_const_f(k, t, -INFINITY) : zero(k, at)))
         return -1;
     kir_expr *xi[IR_MAX_RANK] = {nb, ch}, *yi[IR_MAX_RANK] = {nb, ch};
     for (int i = 2; i < r; i++)
@@ -578,22 +586,24 @@ static int lower_global_pool(lctx *c)
         in = &l->body;
         xi[r - 1] = kir_var(k, v);
     }
-    kir_expr *xv = lw_load_in(c, 0, xi), *term = xv;
+    kir_expr *xv = lw_load_in(c, 0, xi), *term = at != t ? kir_op1(k, KIR_CAST, at, xv) : xv;
     if (p == 2)
-        term = kir_op2(k, KIR_MUL, t, xv, xv);
+        term = kir_op2(k, KIR_MUL, at, term, term);
     else if (p >= 1)
-        term = kir_op1(k, KIR_ABS, t, xv);
+        term = kir_op1(k, KIR_ABS, at, term);
     if (p > 2)
-        term = kir_op2(k, KIR_POW, t, term, kir_const_f(k, t, (double)p));
-    if (!kir_acc_set(k, in, acc, kir_op2(k, maxp ? KIR_MAX : KIR_ADD, t, kir_acc(k, acc), term)))
+        term = kir_op2(k, KIR_POW, at, term, kir_const_f(k, at, (double)p));
+    if (!kir_acc_set(k, in, acc, kir_op2(k, maxp ? KIR_MAX : KIR_ADD, at, kir_acc(k, acc), term)))
         return -1;
     kir_expr *v = kir_acc(k, acc);
     if (n->op == IR_OP_GLOBAL_AVERAGE_POOL)
         v = kir_op2(k, KIR_DIV, t, v, lenx ? kir_op1(k, KIR_CAST, t, lenx) : kir_const_f(k, t, (double)len));
     else if (p == 2)
-        v = kir_op1(k, KIR_SQRT, t, v);
+        v = kir_op1(k, KIR_SQRT, at, v);
     else if (p > 2)
-        v = kir_op2(k, KIR_POW, t, v, kir_const_f(k, t, 1.0 / (double)p));
+        v = kir_op2(k, KIR_POW, at, v, kir_const_f(k, at, 1.0 / (double)p));
+    if (at != t)
+        v = kir_op1(k, KIR_CAST, t, v);
     return kir_store(k, b, c->out, yi, lw_to_out(c, v)) ? 0 : -1;
 }
 
