@@ -156,10 +156,7 @@ static ir_value *capture(fe_ctx *c, const char *nm)
 static int unnamed_dim(fe_ctx *c, const char *input, size_t i, ir_dim *out)
 {
     char buf[160];
-    size_t k = 0;
-    for (const char *p = input; *p && k < 100; p++)
-        buf[k++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ? *p : '_';
-    snprintf(buf + k, sizeof buf - k, "_dim%zu", i);
+    ir_unnamed_dim_name(input, (int)i, buf, sizeof buf);
     int32_t s = ir_graph_sym(c->g, buf, strlen(buf));
     if (!s)
         return oom(c);

@@ -177,6 +177,14 @@ int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len)
     return g->nsyms - 1;
 }
 
+void ir_unnamed_dim_name(const char *input, int k, char *buf, size_t n)
+{
+    size_t at = 0;
+    for (const char *p = input; *p && at < 100 && at + 1 < n; p++)
+        buf[at++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ? *p : '_';
+    snprintf(buf + at, n - at, "_dim%d", k);
+}
+
 const char *ir_graph_sym_name(const ir_graph *g, int32_t id)
 {
     return id > 0 && id < g->nsyms ? g->syms[id] : "?";

@@ -304,6 +304,10 @@ int ir_graph_share_syms(ir_graph *g);
 /* Interns a symbol name, returning its id (> 0); 0 on out of memory. */
 int32_t ir_graph_sym(ir_graph *g, const char *name, size_t len);
 const char *ir_graph_sym_name(const ir_graph *g, int32_t id);
+/* The name the frontend gives dim k of graph input `input` when the model
+ * names it not (INPUT_dimK, the input's name with characters other than
+ * [A-Za-z0-9_] as '_', at most 100 of them), into buf of n bytes. */
+void ir_unnamed_dim_name(const char *input, int k, char *buf, size_t n);
 
 /* ---- derived symbols (ir/symexpr.c) ------------------------------------
  * A dim that shape inference computes from symbolic dims (a Conv's output

@@ -8,8 +8,9 @@
  * dims, a MatMul's inner dim) then could not compile until the user
  * pinned the second input too. Ops whose ONNX definition requires two
  * dims equal, with no broadcast that would let one of them be 1, make
- * the top-level inputs' free symbols behind them one symbol here (the
- * lowest id of the class), or the constant the class meets. A run whose
+ * the top-level inputs' free symbols behind them one symbol here (a name
+ * the model or --shape gave over a frontend's INPUT_dimK, else the lowest
+ * id of the class), or the constant the class meets. A run whose
  * inputs disagree then fails at the input check ("input 'state' dim 1
  * (input_dim0) is 3, but input 'input' dim 0 made input_dim0 1"), where
  * the op itself would have failed. The rules:
@@ -22,7 +23,6 @@
  * state like a top-level one would. */
 #include "ir/ops.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,10 +194,11 @@ int ir_unify_input_dims(ir_graph *g)
     for (int i = 0; i < g->ninputs; i++)
         for (int k = 0; k < g->inputs[i]->type.rank; k++) {
             int32_t s = g->inputs[i]->type.dims[k].sym;
-            char gen[300];
-            if (s > 0 && s < ns && u.in_input[s] &&
-                (snprintf(gen, sizeof gen, "%s_dim%d", g->inputs[i]->name, k), strcmp(g->syms[s], gen) != 0))
-                u.named[s] = true;
+            char gen[160];
+            if (s <= 0 || s >= ns || !u.in_input[s])
+                continue;
+            ir_unnamed_dim_name(g->inputs[i]->name, k, gen, sizeof gen);
+            u.named[s] |= strcmp(g->syms[s], gen) != 0;
         }
     graph_rules(&u, g);
     changed = 0;
