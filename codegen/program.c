@@ -577,27 +577,12 @@ static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, si
     free(dep);
 }
 
-/* Adds the free symbols dim d is made of to m (bits by id, ids below 64). */
-static void free_syms(const ir_graph *g, ir_dim d, uint64_t *m)
-{
-    if (d.sym <= 0)
-        return;
-    const ir_sym_def *def = ir_graph_sym_def(g, d.sym);
-    if (!def) {
-        if (d.sym < 64)
-            *m |= 1ull << d.sym;
-        return;
-    }
-    free_syms(g, def->a, m);
-    free_syms(g, def->b, m);
-}
-
-/* The free symbols whose run values decide v through shape arithmetic,
- * into m: `x.shape[2] == 1` reads the dim of x's axis 2, a derived one
+/* Marks (mark_sym) the symbols whose run values decide v through shape
+ * arithmetic: `x.shape[2] == 1` reads the dim of x's axis 2, a derived one
  * made of the input dims it comes from. Walks back from v to the values
  * whose elements shape inference knows, visiting at most *budget values
  * (the walk does not remember where it has been). */
-static void dim_syms(const ir_graph *g, const ir_value *v, int *budget, uint64_t *m)
+static void dim_syms(const ir_graph *g, const ir_value *v, int *budget, char *used)
 {
     ir_shape_value sv;
     if (!v || --*budget < 0)
@@ -608,27 +593,27 @@ static void dim_syms(const ir_graph *g, const ir_value *v, int *budget, uint64_t
             all &= sv.e[i].sym >= 0;
         if (all) {
             for (int i = 0; i < sv.n; i++)
-                free_syms(g, sv.e[i], m);
+                mark_sym(g, used, sv.e[i].sym);
             return;
         }
     }
     if (v->kind != IR_VAL_NODE || !v->def)
         return;
     for (int i = 0; i < v->def->nin; i++)
-        dim_syms(g, v->def->in[i], budget, m);
+        dim_syms(g, v->def->in[i], budget, used);
 }
 
 static void dim_text(const ir_graph *g, ir_dim dm, char *buf, size_t n);
 
-/* The dims that symbols m are, as "S (dim K of 'IN')", and --shape for
- * the first input holding one, those dims written <n>. */
-static void pin_hint(const ir_graph *g, uint64_t m, char *buf, size_t len)
+/* The input dims among the symbols marked used, as "S (dim K of 'IN')",
+ * and --shape for the first input holding one, those dims written <n>. */
+static void pin_hint(const ir_graph *g, const char *used, char *buf, size_t len)
 {
     char dims[300] = "", shape[300] = "";
     int shape_in = -1;
-    for (int32_t s = 1; s < 64 && s < g->nsyms; s++) {
+    for (int32_t s = 1; s < g->nsyms; s++) {
         int at = -1, ak = -1;
-        for (int i = 0; (m >> s & 1) && at < 0 && i < g->ninputs; i++)
+        for (int i = 0; used[s] && at < 0 && i < g->ninputs; i++)
             for (int k = 0; at < 0 && k < g->inputs[i]->type.rank; k++)
                 if (g->inputs[i]->type.dims[k].sym == s)
                     at = i, ak = k;
@@ -646,7 +631,7 @@ static void pin_hint(const ir_graph *g, uint64_t m, char *buf, size_t len)
     const ir_type *t = &g->inputs[shape_in]->type;
     for (int k = 0; k < t->rank; k++) {
         char d[128];
-        if (t->dims[k].sym > 0 && t->dims[k].sym < 64 && (m >> t->dims[k].sym & 1))
+        if (t->dims[k].sym > 0 && t->dims[k].sym < g->nsyms && used[t->dims[k].sym])
             snprintf(d, sizeof d, "<n>");
         else
             dim_text(g, t->dims[k], d, sizeof d);
@@ -674,11 +659,13 @@ static void if_hint(const pbuild *c, const ir_node *n, char *buf, size_t len)
     if (names[0])
         snprintf(buf, len, " (its condition reads the values of %s: --bind=NAME=FILE.npy folds it)", names);
     else {
-        uint64_t m = 0;
-        char pin[700];
+        char pin[700] = "", *used = calloc((size_t)c->g->nsyms + 1, 1);
         int budget = 4096;
-        dim_syms(c->g, cond, &budget, &m);
-        pin_hint(c->g, m, pin, sizeof pin);
+        if (used) {
+            dim_syms(c->g, cond, &budget, used);
+            pin_hint(c->g, used, pin, sizeof pin);
+            free(used);
+        }
         if (pin[0])
             snprintf(buf, len, " (its condition reads only dims, pinning them folds it%s)", pin);
         else
@@ -1711,21 +1698,34 @@ static int split_checks(pbuild *c, const ir_node *n)
 
 /* A Slice of a symbolic dim with constant positions (ir_slice_sym_axis):
  * the compiled form holds for the dims in [need, most], which the run
- * checks (the interpreter and ONNX Runtime take any dim). */
+ * checks (the interpreter and ONNX Runtime take any dim). An axis sliced
+ * to a symbolic end S keeps S elements only while S is within the data's
+ * dim, fixed or another symbol (ir/ref/movement_view.c): checked too. */
 static int slice_sym_checks(pbuild *c, const ir_node *n)
 {
-    const ir_type *x = &n->in[0]->type;
+    const ir_type *x = &n->in[0]->type, *to = &n->out[0]->type;
     ir_slice_entry en[IR_MAX_RANK];
     int cnt;
     if (!ir_slice_entries(n, en, &cnt))
         return 0;
-    char what[512], xs[128];
+    char what[512], xs[128], ys[128];
     for (int i = 0; i < cnt; i++) {
         ir_dim s = en[i].start, e = en[i].end, ax = en[i].axis, st = en[i].step;
-        if (s.sym || e.sym || ax.sym || st.sym || ax.v < -x->rank || ax.v >= x->rank)
+        if (ax.sym || ax.v < -x->rank || ax.v >= x->rank)
             continue;
         int a = (int)(ax.v < 0 ? ax.v + x->rank : ax.v);
         ir_dim d = x->dims[a];
+        if (e.sym > 0 && a < to->rank && ir_dim_eq(to->dims[a], e) && !ir_dim_eq(d, to->dims[a])) {
+            dim_text(c->g, e, xs, sizeof xs);
+            dim_text(c->g, d, ys, sizeof ys);
+            snprintf(what, sizeof what, "%s exceeds dim %d of '%.100s' (%s), which the slice cannot extend", xs, a,
+                     n->in[0]->name, ys);
+            if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = e, .b = d}, n, what) < 0)
+                return -1;
+            continue;
+        }
+        if (s.sym || e.sym || st.sym)
+            continue;
         ir_slice_axis sa;
         if (!ir_slice_sym_axis(NULL, d, s.v, e.v, st.v, &sa))
             continue;
@@ -1852,24 +1852,6 @@ static int node_checks(pbuild *c, const ir_node *n)
     case IR_OP_SLICE: {
         if (slice_sym_checks(c, n) < 0)
             return -1;
-        /* an axis sliced to a symbolic end S keeps S elements only
-         * while S is within the data's dim, fixed or another symbol
-         * (ir/ref/movement_view.c) */
-        const ir_type *ti = &n->in[0]->type;
-        ir_slice_entry en[IR_MAX_RANK];
-        int cnt;
-        for (int i = 0; ir_slice_entries(n, en, &cnt) && i < cnt; i++) {
-            int64_t d = en[i].axis.v < 0 ? en[i].axis.v + ti->rank : en[i].axis.v;
-            if (en[i].end.sym <= 0 || en[i].axis.sym || d < 0 || d >= ti->rank || d >= to->rank ||
-                !ir_dim_eq(to->dims[d], en[i].end) || ir_dim_eq(ti->dims[d], to->dims[d]))
-                continue;
-            dim_text(g, to->dims[d], x, sizeof x);
-            dim_text(g, ti->dims[d], y, sizeof y);
-            snprintf(what, sizeof what, "%s exceeds dim %d of '%.100s' (%s), which the slice cannot extend", x,
-                     (int)d, n->in[0]->name, y);
-            if (add_check(c, (cg_check){.kind = CG_CHECK_LE, .a = to->dims[d], .b = ti->dims[d]}, n, what) < 0)
-                return -1;
-        }
         break;
     }
     default:
