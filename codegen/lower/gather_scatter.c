@@ -675,14 +675,14 @@ static bool dim_within(ir_dim i, ir_dim x)
     return ir_dim_eq(i, x) || (ir_dim_is_const(i) && ir_dim_is_const(x) && i.v <= x.v);
 }
 
-/* GatherElements/ScatterElements n with known dims: its operands' ranks
- * and dtypes, and every dim but the axis of the indices within the
+/* GatherElements/ScatterElements/Scatter n with known dims: its operands'
+ * ranks and dtypes, and every dim but the axis of the indices within the
  * data's (the updates' the indices'). */
 static bool elements_fit(const ir_node *n)
 {
     int axis;
     const ir_type *x = &n->in[0]->type, *ti = &n->in[1]->type;
-    const ir_type *tu = n->op == IR_OP_SCATTER_ELEMENTS ? &n->in[2]->type : NULL;
+    const ir_type *tu = n->op != IR_OP_GATHER_ELEMENTS ? &n->in[2]->type : NULL;
     if (!index_dtype(ti->dtype) || ti->rank != x->rank || !mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis))
         return false;
     if (tu && (reduction(n) < 0 || tu->rank != ti->rank || tu->dtype != x->dtype))
@@ -705,12 +705,12 @@ bool cg_can_lower_movement2(const ir_node *n)
         return index_dtype(n->in[1]->type.dtype) && mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis) &&
                n->out[0]->type.rank == x->rank - 1 + n->in[1]->type.rank;
     }
-    /* GatherElements and ScatterElements too (the axis's extent read at
-     * run time for the index check), where the indices' other dims are
-     * the data's, or constants within them: Kaldi's front end gathers its
-     * [B, 200] reflected samples out of [B, N + 320] */
-    if ((n->op == IR_OP_GATHER_ELEMENTS || n->op == IR_OP_SCATTER_ELEMENTS) && !static_io(n) && known_io(n))
-        return elements_fit(n);
+    /* GatherElements and the scatters along an axis too (the axis's
+     * extent read at run time for the index check), where the indices'
+     * other dims are the data's, or constants within them: Kaldi's front
+     * end gathers its [B, 200] reflected samples out of [B, N + 320] */
+    if (n->op == IR_OP_GATHER_ELEMENTS || n->op == IR_OP_SCATTER_ELEMENTS || n->op == IR_OP_SCATTER)
+        return known_io(n) && elements_fit(n);
     if (!static_io(n))
         return false;
     const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
@@ -719,16 +719,6 @@ bool cg_can_lower_movement2(const ir_node *n)
         int axis;
         return index_dtype(n->in[1]->type.dtype) && mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis) &&
                o->rank == x->rank - 1 + n->in[1]->type.rank;
-    }
-    case IR_OP_GATHER_ELEMENTS: {
-        int axis;
-        const ir_type *ti = &n->in[1]->type;
-        if (!index_dtype(ti->dtype) || ti->rank != x->rank || !mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis))
-            return false;
-        for (int d = 0; d < x->rank; d++)
-            if (d != axis && ti->dims[d].v > x->dims[d].v)
-                return false;
-        return true;
     }
     case IR_OP_GATHER_ND: {
         const ir_type *ti = &n->in[1]->type;
@@ -740,17 +730,6 @@ bool cg_can_lower_movement2(const ir_node *n)
             return false;
         for (int d = 0; d < bd; d++)
             if (ti->dims[d].v != x->dims[d].v)
-                return false;
-        return true;
-    }
-    case IR_OP_SCATTER_ELEMENTS: case IR_OP_SCATTER: {
-        int axis;
-        const ir_type *ti = &n->in[1]->type, *tu = &n->in[2]->type;
-        if (!index_dtype(ti->dtype) || reduction(n) < 0 || ti->rank != x->rank || tu->rank != ti->rank ||
-            tu->dtype != x->dtype || !mv_axis(ir_attr_int(n, "axis", 0), x->rank, &axis))
-            return false;
-        for (int d = 0; d < x->rank; d++)
-            if (tu->dims[d].v != ti->dims[d].v || (d != axis && ti->dims[d].v > x->dims[d].v))
                 return false;
         return true;
     }
