@@ -412,6 +412,39 @@ static kir_expr *zero(kir_kernel *k, ir_dtype t)
 
 /* ---- pools ---------------------------------------------------------------- */
 
+/* The p-norm pools sum their powers in f64, as the reference and
+ * ReduceL2 do: squares of f32 below 1e-19 underflow (a lone -1e-30
+ * pooled to 0, not 1e-30) and above 1.8e19 overflow. The accumulator
+ * dtype of a pool computed in t. */
+static ir_dtype pool_acc_dtype(const ir_node *n, ir_dtype t)
+{
+    bool lp = n->op == IR_OP_LP_POOL || n->op == IR_OP_GLOBAL_LP_POOL;
+    return lp && ir_dtype_is_float(t) ? IR_F64 : t;
+}
+
+/* x's term of a p-norm sum in dtype at (p 0: x itself, as a sum's). */
+static kir_expr *lp_term(kir_kernel *k, ir_dtype at, kir_expr *x, int64_t p)
+{
+    kir_expr *term = x->dtype != at ? kir_op1(k, KIR_CAST, at, x) : x;
+    if (p == 2)
+        term = kir_op2(k, KIR_MUL, at, term, term);
+    else if (p >= 1)
+        term = kir_op1(k, KIR_ABS, at, term);
+    if (p > 2)
+        term = kir_op2(k, KIR_POW, at, term, kir_const_f(k, at, (double)p));
+    return term;
+}
+
+/* The p-th root of a p-norm sum v (dtype at), as dtype t. */
+static kir_expr *lp_root(kir_kernel *k, ir_dtype t, ir_dtype at, kir_expr *v, int64_t p)
+{
+    if (p == 2)
+        v = kir_op1(k, KIR_SQRT, at, v);
+    else if (p > 2)
+        v = kir_op2(k, KIR_POW, at, v, kir_const_f(k, at, 1.0 / (double)p));
+    return at != t ? kir_op1(k, KIR_CAST, t, v) : v;
+}
+
 /* MaxPool: the first maximum of the window's inside taps (a window wholly
  * in the padding gives -inf, 0 for integers, and index -1); AveragePool
  * and LpPool: the mean or p-norm of the inside taps. */
@@ -440,10 +473,7 @@ static int lower_pool(lctx *c)
     for (int j = 0; j < g.n; j++)
         tap_range(k, start[j], g.d[j], g.k[j], lw_i64c(k, 0), g_in(k, &g, j), &lo[j], &hi[j]);
     bool maxp = n->op == IR_OP_MAX_POOL;
-    /* LpPool sums its powers in f64, as the reference and ReduceL2 do:
-     * squares of f32 below 1e-19 underflow (a lone -1e-30 pooled to 0,
-     * not 1e-30) and above 1.8e19 overflow */
-    ir_dtype at = n->op == IR_OP_LP_POOL && ir_dtype_is_float(t) ? IR_F64 : t;
+    ir_dtype at = pool_acc_dtype(n, t);
     int best = kir_new_acc(k, at), bidx = -1, better = -1;
     if (maxp) {
         bidx = kir_new_acc(k, IR_I64);
@@ -497,13 +527,7 @@ static int lower_pool(lctx *c)
             return -1;
     } else {
         int64_t p = n->op == IR_OP_LP_POOL ? ir_attr_int(n, "p", 2) : 0;
-        kir_expr *term = at != t ? kir_op1(k, KIR_CAST, at, x) : x;
-        if (p == 2)
-            term = kir_op2(k, KIR_MUL, at, term, term);
-        else if (p >= 1)
-            term = kir_op1(k, KIR_ABS, at, term);
-        if (p > 2)
-            term = kir_op2(k, KIR_POW, at, term, kir_const_f(k, at, (double)p));
+        kir_expr *term = lp_term(k, at, x, p);
         if (!kir_acc_set(k, in, best, kir_op2(k, KIR_ADD, at, kir_acc(k, best), term)))
             return -1;
     }
@@ -526,13 +550,7 @@ static int lower_pool(lctx *c)
         }
         v = kir_op2(k, KIR_DIV, t, v, kir_op1(k, KIR_CAST, t, cnt));
     } else if (n->op == IR_OP_LP_POOL) {
-        int64_t p = ir_attr_int(n, "p", 2);
-        if (p == 2)
-            v = kir_op1(k, KIR_SQRT, at, v);
-        else if (p > 2)
-            v = kir_op2(k, KIR_POW, at, v, kir_const_f(k, at, 1.0 / (double)p));
-        if (at != t)
-            v = kir_op1(k, KIR_CAST, t, v);
+        v = lp_root(k, t, at, v, ir_attr_int(n, "p", 2));
     }
     if (!lw_store_out(c, b, yi, lw_to_out(c, v)))
         return -1;
@@ -569,8 +587,7 @@ static int lower_global_pool(lctx *c)
         return -1;
     bool maxp = n->op == IR_OP_GLOBAL_MAX_POOL;
     int64_t p = n->op == IR_OP_GLOBAL_LP_POOL ? ir_attr_int(n, "p", 2) : 0;
-    /* the p-norm's powers summed in f64 (lower_pool) */
-    ir_dtype at = n->op == IR_OP_GLOBAL_LP_POOL && ir_dtype_is_float(t) ? IR_F64 : t;
+    ir_dtype at = pool_acc_dtype(n, t);
     int acc = kir_new_acc(k, at);
     if (!kir_acc_set(k, b, acc, maxp ? kir_const_f(k, t, -INFINITY) : zero(k, at)))
         return -1;
@@ -586,24 +603,14 @@ static int lower_global_pool(lctx *c)
         in = &l->body;
         xi[r - 1] = kir_var(k, v);
     }
-    kir_expr *xv = lw_load_in(c, 0, xi), *term = at != t ? kir_op1(k, KIR_CAST, at, xv) : xv;
-    if (p == 2)
-        term = kir_op2(k, KIR_MUL, at, term, term);
-    else if (p >= 1)
-        term = kir_op1(k, KIR_ABS, at, term);
-    if (p > 2)
-        term = kir_op2(k, KIR_POW, at, term, kir_const_f(k, at, (double)p));
+    kir_expr *term = lp_term(k, at, lw_load_in(c, 0, xi), p);
     if (!kir_acc_set(k, in, acc, kir_op2(k, maxp ? KIR_MAX : KIR_ADD, at, kir_acc(k, acc), term)))
         return -1;
     kir_expr *v = kir_acc(k, acc);
     if (n->op == IR_OP_GLOBAL_AVERAGE_POOL)
         v = kir_op2(k, KIR_DIV, t, v, lenx ? kir_op1(k, KIR_CAST, t, lenx) : kir_const_f(k, t, (double)len));
-    else if (p == 2)
-        v = kir_op1(k, KIR_SQRT, at, v);
-    else if (p > 2)
-        v = kir_op2(k, KIR_POW, at, v, kir_const_f(k, at, 1.0 / (double)p));
-    if (at != t)
-        v = kir_op1(k, KIR_CAST, t, v);
+    else if (p > 0)
+        v = lp_root(k, t, at, v, p);
     return kir_store(k, b, c->out, yi, lw_to_out(c, v)) ? 0 : -1;
 }
 
