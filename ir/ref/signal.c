@@ -19,27 +19,17 @@
 #include <math.h>
 #include <stdlib.h>
 
-static const ir_tensor *opt_val(ir_shape_ctx *c, int i)
-{
-    return i < c->nin ? c->val[i] : NULL;
-}
-
-static const ir_type *opt_type(ir_shape_ctx *c, int i)
-{
-    return i < c->nin ? c->in[i] : NULL;
-}
-
 /* The frame length N of STFT node n from its window's length and its
  * frame_length input, as far as known: *n = -1 when not known; -1 when
  * they disagree or are out of range (reported). */
 static int stft_length(ir_shape_ctx *c, int64_t *n)
 {
     *n = -1;
-    const ir_type *w = opt_type(c, 2);
-    const ir_tensor *fl = opt_val(c, 3);
+    const ir_type *w = mv_type(c, 2);
+    const ir_tensor *fl = mv_val(c, 3);
     if (w && w->rank != 1)
         return ir_node_errorf(c->diag, c->node, "window must be 1-D");
-    if (opt_type(c, 3) && opt_type(c, 3)->rank > 0)
+    if (mv_type(c, 3) && mv_type(c, 3)->rank > 0)
         return ir_node_errorf(c->diag, c->node, "frame_length must be a scalar");
     int64_t wl = w && ir_dim_is_const(w->dims[0]) ? w->dims[0].v : -1;
     if (fl) {
@@ -49,7 +39,7 @@ static int stft_length(ir_shape_ctx *c, int64_t *n)
         if (wl >= 0 && wl != *n)
             return ir_node_errorf(c->diag, c->node, "the window has %lld elements, frame_length is %lld",
                                   (long long)wl, (long long)*n);
-    } else if (!opt_type(c, 3)) {
+    } else if (!mv_type(c, 3)) {
         if (!w)
             return ir_node_errorf(c->diag, c->node, "needs a window or a frame_length");
         *n = wl;
@@ -77,7 +67,7 @@ int shape_stft(ir_shape_ctx *c)
         return ir_node_errorf(c->diag, c->node, "a onesided transform needs a real signal");
     if (c->in[1]->rank > 0 || !ir_dtype_is_int(c->in[1]->dtype))
         return ir_node_errorf(c->diag, c->node, "frame_step must be an integer scalar");
-    if (opt_type(c, 2) && opt_type(c, 2)->dtype != x->dtype)
+    if (mv_type(c, 2) && mv_type(c, 2)->dtype != x->dtype)
         return ir_node_errorf(c->diag, c->node, "the window's dtype differs from the signal's");
     int64_t n;
     if (stft_length(c, &n) < 0)
@@ -122,38 +112,6 @@ void ir_dft_twiddle(int64_t m, int64_t n, double *c, double *s)
     *s = sin(t);
 }
 
-int ref_stft(ir_ref_ctx *c)
-{
-    const ir_tensor *x = c->in[0], *w = c->nin > 2 ? c->in[2] : NULL;
-    ir_tensor *y = c->out[0];
-    int64_t batch = y->dims[0], frames = y->dims[1], bins = y->dims[2], len = x->dims[1];
-    int64_t cx = x->rank == 3 ? x->dims[2] : 1;
-    int64_t step = ir_tensor_geti(c->in[1], 0);
-    int64_t n = c->nin > 3 && c->in[3] ? ir_tensor_geti(c->in[3], 0) : w->dims[0];
-    if ((double)batch * (double)frames * (double)bins * (double)n > 1e12)
-        return ir_node_errorf(c->diag, c->node, "a transform of %lld frames of %lld points is too large",
-                              (long long)(batch * frames), (long long)n);
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t f = 0; f < frames; f++)
-            for (int64_t k = 0; k < bins; k++) {
-                double re = 0, im = 0;
-                for (int64_t j = 0; j < n; j++) {
-                    int64_t at = (b * len + f * step + j) * cx;
-                    double wj = w ? ir_tensor_getf(w, j) : 1.0;
-                    double xr = ir_tensor_getf(x, at) * wj, xi = cx == 2 ? ir_tensor_getf(x, at + 1) * wj : 0;
-                    /* e^(-2 pi i k j / N) */
-                    double co, si;
-                    ir_dft_twiddle(k * j, n, &co, &si);
-                    re += xr * co + xi * si;
-                    im += xi * co - xr * si;
-                }
-                int64_t o = ((b * frames + f) * bins + k) * 2;
-                ir_tensor_setf(y, o, re);
-                ir_tensor_setf(y, o + 1, im);
-            }
-    return 0;
-}
-
 /* ---- DFT ---------------------------------------------------------------- */
 
 /* DFT node n's transformed axis (normalized against rank r, the last dim
@@ -161,13 +119,14 @@ int ref_stft(ir_ref_ctx *c)
  * from the inputs' values when known (*len = -1 when not). */
 static int dft_geometry(ir_shape_ctx *c, int r, int64_t *axis, int64_t *len)
 {
-    const ir_tensor *ax = c->nin > 2 ? c->val[2] : NULL, *dl = c->nin > 1 ? c->val[1] : NULL;
-    if (c->nin > 2 && c->in[2] && (c->in[2]->rank > 0 || !ir_dtype_is_int(c->in[2]->dtype)))
+    const ir_tensor *ax = mv_val(c, 2), *dl = mv_val(c, 1);
+    const ir_type *at = mv_type(c, 2), *lt = mv_type(c, 1);
+    if (at && (at->rank > 0 || !ir_dtype_is_int(at->dtype)))
         return ir_node_errorf(c->diag, c->node, "axis must be an integer scalar");
-    if (c->nin > 1 && c->in[1] && (c->in[1]->rank > 0 || !ir_dtype_is_int(c->in[1]->dtype)))
+    if (lt && (lt->rank > 0 || !ir_dtype_is_int(lt->dtype)))
         return ir_node_errorf(c->diag, c->node, "dft_length must be an integer scalar");
     *axis = INT64_MIN;
-    if (c->nin > 2 && c->in[2] && !ax)
+    if (at && !ax)
         return 0;   /* not known yet */
     int64_t a = ax ? ir_tensor_geti(ax, 0) : -2;
     /* the last dim holds re/im: it is no axis to transform */
@@ -322,6 +281,37 @@ int ref_dft(ir_ref_ctx *c)
             for (int64_t k = 0; k < bins; k++)
                 for (int64_t ch = 0; ch < cy; ch++)
                     ir_tensor_setf(y, ((o * bins + k) * inner + i) * cy + ch, out[k * cy + ch]);
+        }
+    free(line);
+    return 0;
+}
+
+/* Each frame times the window is a line of dft_line's. */
+int ref_stft(ir_ref_ctx *c)
+{
+    const ir_tensor *x = c->in[0], *w = mv_in(c, 2), *fl = mv_in(c, 3);
+    ir_tensor *y = c->out[0];
+    int64_t batch = y->dims[0], frames = y->dims[1], bins = y->dims[2], len = x->dims[1];
+    int64_t cx = x->rank == 3 ? x->dims[2] : 1;
+    int64_t step = ir_tensor_geti(c->in[1], 0);
+    int64_t n = fl ? ir_tensor_geti(fl, 0) : w->dims[0];
+    bool onesided = ir_attr_int(c->node, "onesided", 1) != 0;
+    if ((double)batch * (double)frames * (double)bins * (double)n > 1e12)
+        return ir_node_errorf(c->diag, c->node, "a transform of %lld frames of %lld points is too large",
+                              (long long)(batch * frames), (long long)n);
+    double *line = malloc(sizeof *line * (size_t)(n * cx + bins * 2));
+    if (!line)
+        return ir_errorf(c->diag, "out of memory");
+    double *out = line + n * cx;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t f = 0; f < frames; f++) {
+            for (int64_t j = 0; j < n; j++)
+                for (int64_t ch = 0; ch < cx; ch++)
+                    line[j * cx + ch] = ir_tensor_getf(x, (b * len + f * step + j) * cx + ch) *
+                                        (w ? ir_tensor_getf(w, j) : 1.0);
+            dft_line(line, n, cx, n, false, onesided, out);
+            for (int64_t k = 0; k < bins * 2; k++)
+                ir_tensor_setf(y, (b * frames + f) * bins * 2 + k, out[k]);
         }
     free(line);
     return 0;
