@@ -115,6 +115,11 @@ typedef struct ir_shape_value {
     bool known;                /* false: nothing is known (all else unused) */
     int n;                     /* element count */
     ir_dim e[IR_MAX_RANK];
+    /* minus[i].sym > 0: element i is the constant minus[i].v less the dim
+     * of symbol minus[i].sym, which may be negative (Whisper pads its
+     * samples by 480000 - N), and e[i] is unknown, so readers that take
+     * elements as dims see nothing; sym 0: no such form */
+    ir_dim minus[IR_MAX_RANK];
 } ir_shape_value;
 
 typedef struct ir_type {

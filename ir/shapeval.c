@@ -64,6 +64,12 @@ static int sv_count(const ir_type *t)
     return -1;
 }
 
+/* x + y of two elements of any sign (ir_add_ok takes sizes only). */
+static bool sum_ok(int64_t x, int64_t y, int64_t *r)
+{
+    return !__builtin_add_overflow(x, y, r);
+}
+
 /* a OP b on two elements; unknown when the result is not decided. With
  * g, the sum, product or quotient (by a constant > 0) of elements that
  * are all >= 0 (symbols, and constants >= 0) is a dim of g, derived when
@@ -77,8 +83,8 @@ static ir_dim elem_binary(ir_graph *g, int op, ir_dim a, ir_dim b)
         return ir_dim_unknown();
     if (ca && cb) {
         switch (op) {
-        case IR_OP_ADD: if (!ir_add_ok(x, y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
-        case IR_OP_SUB: if (y == INT64_MIN || !ir_add_ok(x, -y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
+        case IR_OP_ADD: if (!sum_ok(x, y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
+        case IR_OP_SUB: if (__builtin_sub_overflow(x, y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
         case IR_OP_MUL: if (!ir_mul_ok(x, y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
         case IR_OP_DIV: /* truncates toward zero; x/0 is 0, as the kernels do */
             return ir_dim_const(y == 0 || (x == INT64_MIN && y == -1) ? 0 : x / y);
@@ -142,6 +148,59 @@ static ir_dim bcast(const ir_shape_value *s, int i)
     return s->n == 1 ? s->e[0] : s->e[i];
 }
 
+static ir_dim bcast_minus(const ir_shape_value *s, int i)
+{
+    return s->n == 1 ? s->minus[0] : s->minus[i];
+}
+
+/* a OP b where an operand is a "k - s" element (ma or mb has sym > 0; its
+ * a or b is then unknown), or a constant less a symbol: the result as an
+ * element, or unknown with the result's k - s form in *m. What Whisper's
+ * front end computes: pads [0, 480000 - N] as (480000 - Shape(x)[1]) *
+ * [0, 1], and what adding N back gives, the constant 480000. */
+static ir_dim minus_binary(ir_graph *g, int op, ir_dim a, ir_dim ma, ir_dim b, ir_dim mb, ir_dim *m)
+{
+    int64_t x = 0, y = 0, r;
+    bool ca = elem_const(a, &x), cb = elem_const(b, &y);
+    *m = ir_dim_const(0);
+    if (ma.sym <= 0 && mb.sym <= 0) {
+        if (op == IR_OP_SUB && ca && b.sym > 0)
+            *m = (ir_dim){x, b.sym};
+        return ir_dim_unknown();
+    }
+    switch (op) {
+    case IR_OP_MUL:
+        if ((cb && y == 0) || (ca && x == 0))
+            return ir_dim_const(0);
+        if ((cb && y == 1) || (ca && x == 1))
+            *m = cb ? ma : mb;
+        return ir_dim_unknown();
+    case IR_OP_ADD:
+        if (ma.sym <= 0) {   /* the k - s form first */
+            ir_dim t = a; a = b; b = t;
+            t = ma; ma = mb; mb = t;
+            cb = ca, y = x;
+        }
+        if (mb.sym > 0)
+            return ir_dim_unknown();
+        if (b.sym == ma.sym)
+            return ir_dim_const(ma.v);
+        if (cb && sum_ok(ma.v, y, &r))
+            *m = (ir_dim){r, ma.sym};
+        return ir_dim_unknown();
+    case IR_OP_SUB:
+        if (ma.sym > 0 && mb.sym > 0)
+            return ma.sym == mb.sym && !__builtin_sub_overflow(ma.v, mb.v, &r) ? ir_dim_const(r) : ir_dim_unknown();
+        if (ma.sym > 0 && cb && !__builtin_sub_overflow(ma.v, y, &r))
+            *m = (ir_dim){r, ma.sym};
+        else if (mb.sym > 0 && ca && !__builtin_sub_overflow(x, mb.v, &r) && r >= 0 && g)   /* c - (k - s) */
+            return ir_dim_add_const(g, (ir_dim){0, mb.sym}, r);
+        return ir_dim_unknown();
+    default:
+        return ir_dim_unknown();
+    }
+}
+
 /* Slice of a 1-D shape value: starts/ends/axes/steps constant, axis 0. */
 static bool slice_sv(const ir_node *n, const ir_shape_value *x, ir_shape_value *o)
 {
@@ -174,8 +233,8 @@ static bool slice_sv(const ir_node *n, const ir_shape_value *x, ir_shape_value *
     }
     o->known = true;
     o->n = 0;
-    for (int64_t i = s; step > 0 ? i < e : i > e; i += step)
-        o->e[o->n++] = x->e[i];
+    for (int64_t i = s; step > 0 ? i < e : i > e; i += step, o->n++)
+        o->e[o->n] = x->e[i], o->minus[o->n] = x->minus[i];
     return true;
 }
 
@@ -228,6 +287,8 @@ static bool infer_sv(const ir_node *n, ir_shape_value *o)
                 return false;
             for (int i = 0; i < o->n; i++) {
                 int64_t v;
+                if (t != IR_I64)   /* a narrower type could wrap a k - s */
+                    o->minus[i] = ir_dim_const(0);
                 if (t == IR_BOOL)
                     o->e[i] = elem_const(o->e[i], &v) ? ir_dim_const(v != 0) : ir_dim_unknown();
                 else if (t != IR_I64 && t != IR_I32 && t != IR_U64)
@@ -250,6 +311,7 @@ static bool infer_sv(const ir_node *n, ir_shape_value *o)
             if (k < 0 || k >= a.n)
                 return false;
             o->e[i] = a.e[k];
+            o->minus[i] = a.minus[k];
         }
         return true;
     }
@@ -262,6 +324,7 @@ static bool infer_sv(const ir_node *n, ir_shape_value *o)
             if (!ir_value_shape_value(n->in[i], &a) || o->n + a.n > IR_MAX_RANK)
                 return false;
             memcpy(o->e + o->n, a.e, sizeof a.e[0] * (size_t)a.n);
+            memcpy(o->minus + o->n, a.minus, sizeof a.minus[0] * (size_t)a.n);
             o->n += a.n;
         }
         return true;
@@ -277,8 +340,12 @@ static bool infer_sv(const ir_node *n, ir_shape_value *o)
             return false;
         o->known = true;
         o->n = a.n > b.n ? a.n : b.n;
-        for (int i = 0; i < o->n; i++)
-            o->e[i] = elem_binary(n->graph, n->op, bcast(&a, i), bcast(&b, i));
+        for (int i = 0; i < o->n; i++) {
+            ir_dim x = bcast(&a, i), y = bcast(&b, i), mx = bcast_minus(&a, i), my = bcast_minus(&b, i);
+            o->e[i] = mx.sym > 0 || my.sym > 0 ? ir_dim_unknown() : elem_binary(n->graph, n->op, x, y);
+            if (o->e[i].sym == IR_DIM_UNKNOWN)
+                o->e[i] = minus_binary(n->graph, n->op, x, mx, y, my, &o->minus[i]);
+        }
         return true;
     }
     case IR_OP_WHERE: {
@@ -293,7 +360,9 @@ static bool infer_sv(const ir_node *n, ir_shape_value *o)
         o->n = m;
         for (int i = 0; i < m; i++) {
             int64_t k;
-            o->e[i] = !elem_const(bcast(&c, i), &k) ? ir_dim_unknown() : k ? bcast(&a, i) : bcast(&b, i);
+            bool known = elem_const(bcast(&c, i), &k);
+            o->e[i] = !known ? ir_dim_unknown() : k ? bcast(&a, i) : bcast(&b, i);
+            o->minus[i] = !known ? ir_dim_const(0) : k ? bcast_minus(&a, i) : bcast_minus(&b, i);
         }
         return true;
     }

@@ -592,7 +592,7 @@ static int lower_pad_dyn(lctx *c)
     }
     kir_expr *inside = kir_const_i(k, IR_BOOL, 1), *bad = kir_const_i(k, IR_BOOL, 0);
     for (int d = 0; d < r; d++) {
-        int64_t D = tx->dims[d].v;
+        kir_expr *D = kir_dim(k, tx->dims[d]);   /* the run's, when symbolic */
         kir_expr *bp = lw_i64c(k, 0);
         for (int64_t i = 0; i < na; i++) {
             bool never;
@@ -601,7 +601,7 @@ static int lower_pad_dyn(lctx *c)
                 bp = kir_op3(k, KIR_SELECT, IR_I64, sel, operand(c, 1, i), bp);
         }
         kir_expr *z = lw_i64c(k, 0);
-        kir_expr *ep = kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, to->dims[d].v - D), bp);
+        kir_expr *ep = lw_isub(k, lw_isub(k, kir_dim(k, to->dims[d]), D), bp);
         /* the end pad the run gives must be the one the static output implies */
         kir_expr *eg = lw_i64c(k, 0);
         for (int64_t i = 0; i < na; i++) {
@@ -613,7 +613,7 @@ static int lower_pad_dyn(lctx *c)
         bad = kir_op2(k, KIR_OR, IR_BOOL, bad, kir_op2(k, KIR_NE, IR_BOOL, eg, ep));
         kir_expr *crop = kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, bp), z);
         kir_expr *lo = kir_op2(k, KIR_MAX, IR_I64, bp, z);
-        kir_expr *len = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, lw_i64c(k, D), crop),
+        kir_expr *len = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, D, crop),
                                 kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, ep), z));
         len = kir_op2(k, KIR_MAX, IR_I64, len, lw_i64c(k, 1));
         kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], lo), *mi;
@@ -639,7 +639,7 @@ static int lower_pad_dyn(lctx *c)
             break;
         }
         }
-        xi[d] = clampi(k, kir_iadd(k, mi, crop), z, lw_i64c(k, D > 0 ? D - 1 : 0));
+        xi[d] = clampi(k, kir_iadd(k, mi, crop), z, lw_imax(k, lw_iaddc(k, D, -1), z));
     }
     kir_expr *v = kir_load(k, c->buf[0], xi);
     if (mode == 0)
@@ -693,6 +693,30 @@ static bool elements_fit(const ir_node *n)
     return true;
 }
 
+/* Pad n with pads read at run time: a known mode, 2 pads per axis, the
+ * axes constant or read too, constant_value of the data's dtype. */
+static bool pad_dyn_fits(const ir_node *n)
+{
+    const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
+    int64_t np = is_1d_int(n, 1) ? n->in[1]->type.dims[0].v : -1;
+    bool axes = n->nin > 3 && n->in[3];
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    bool known = false;
+    for (int i = 0; i < 4; i++)
+        known |= !strcmp(ir_attr_string(n, "mode", "constant"), modes[i]);
+    if (!known || np < 0 || np % 2 || o->rank != x->rank || (axes && !is_1d_int(n, 3)) ||
+        np / 2 != (axes ? n->in[3]->type.dims[0].v : x->rank) || np / 2 > x->rank)
+        return false;
+    if (axes && n->in[3]->kind == IR_VAL_CONST)
+        for (int64_t i = 0; i < np / 2; i++) {
+            int a;
+            if (!mv_axis(ir_tensor_geti(&n->in[3]->cval, i), x->rank, &a))
+                return false;
+        }
+    return !(n->nin > 2 && n->in[2]) ||
+           (n->in[2]->type.dtype == x->dtype && ir_type_is_static(&n->in[2]->type));
+}
+
 bool cg_can_lower_movement2(const ir_node *n)
 {
     /* Gather reads every dim through the run's symbols, the gathered
@@ -711,6 +735,10 @@ bool cg_can_lower_movement2(const ir_node *n)
      * end gathers its [B, 200] reflected samples out of [B, N + 320] */
     if (n->op == IR_OP_GATHER_ELEMENTS || n->op == IR_OP_SCATTER_ELEMENTS || n->op == IR_OP_SCATTER)
         return known_io(n) && elements_fit(n);
+    /* Pad with run-time pads reads the dims too (Whisper's samples padded
+     * or cropped to a fixed length: pads [0, 480000 - N]) */
+    if (n->op == IR_OP_PAD)
+        return known_io(n) && pad_dyn_fits(n);
     if (!static_io(n))
         return false;
     const ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
@@ -793,24 +821,6 @@ bool cg_can_lower_movement2(const ir_node *n)
             if (j < n->nin && n->in[j] && (!is_1d_int(n, j) || n->in[j]->type.dims[0].v != m))
                 return false;
         return true;
-    }
-    case IR_OP_PAD: {
-        int64_t np = is_1d_int(n, 1) ? n->in[1]->type.dims[0].v : -1;
-        bool axes = n->nin > 3 && n->in[3];
-        static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
-        bool known = false;
-        for (int i = 0; i < 4; i++)
-            known |= !strcmp(ir_attr_string(n, "mode", "constant"), modes[i]);
-        if (!known || np < 0 || np % 2 || o->rank != x->rank || (axes && !is_1d_int(n, 3)) ||
-            np / 2 != (axes ? n->in[3]->type.dims[0].v : x->rank) || np / 2 > x->rank)
-            return false;
-        if (axes && n->in[3]->kind == IR_VAL_CONST)
-            for (int64_t i = 0; i < np / 2; i++) {
-                int a;
-                if (!mv_axis(ir_tensor_geti(&n->in[3]->cval, i), x->rank, &a))
-                    return false;
-            }
-        return !(n->nin > 2 && n->in[2]) || n->in[2]->type.dtype == x->dtype;
     }
     case IR_OP_NON_ZERO:
         return o->rank == 2 && o->dtype == IR_I64 && o->dims[0].v == (x->rank ? x->rank : 1);

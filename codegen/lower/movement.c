@@ -1549,8 +1549,8 @@ static int lower_shape_size(lctx *c)
 bool cg_movement_symbolic(const ir_node *n)
 {
     pad_spec sp;
-    if (n->op == IR_OP_PAD)   /* zeros around symbolic dims (pad_finish) */
-        return pad_params(n, &sp);
+    if (n->op == IR_OP_PAD)   /* zeros around symbolic dims (pad_finish), or run-time pads */
+        return pad_params(n, &sp) || cg_can_lower_movement2(n);
     if (n->op == IR_OP_TILE)
         return cg_can_lower_movement(n);
     if (n->op != IR_OP_CONCAT && n->op != IR_OP_SPLIT)

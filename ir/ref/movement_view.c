@@ -569,6 +569,58 @@ static int pad_dim(ir_shape_ctx *c, int mode, int i, int64_t d, int64_t lo, int6
     return 0;
 }
 
+/* Pads known only as a shape value sp (no constant): an axis whose pads
+ * are constants is padded as with constant pads; one whose pads are a
+ * constant p and k - d, d the axis's own symbolic dim, becomes the
+ * constant p + k (Whisper's front end pads or crops its N samples to
+ * 480000 with pads [0, 480000 - N]); any other axis padded is unknown.
+ * The kernel reads the pads and checks them against the output (the
+ * dynamic Pad of codegen/lower/gather_scatter.c). Returns 1 when done, 0
+ * when sp does not fit (the caller's unknown dims), -1 on an error. */
+static int pad_from_sval(ir_shape_ctx *c, int mode, const ir_type *x, const ir_shape_value *sp,
+                         const ir_tensor *ta, ir_type *o)
+{
+    int64_t ax[IR_MAX_RANK];
+    int na = x->rank;
+    for (int i = 0; i < na; i++)
+        ax[i] = i;
+    if (ta && (na = ir_mv_read_ints(c, ta, "axes", ax, x->rank, false)) < 0)
+        return -1;
+    if (sp->n != 2 * na)
+        return 0;
+    *o = *x;
+    for (int i = 0; i < na; i++) {
+        if (ax[i] < -x->rank || ax[i] >= x->rank)
+            return 0;
+        int a = (int)(ax[i] < 0 ? ax[i] + x->rank : ax[i]);
+        ir_dim d = x->dims[a], e[2] = {sp->e[i], sp->e[na + i]}, m[2] = {sp->minus[i], sp->minus[na + i]};
+        bool c0 = ir_dim_is_const(e[0]), c1 = ir_dim_is_const(e[1]);
+        if (c0 && c1) {
+            int64_t n;
+            if (e[0].v < -PAD_LIMIT || e[0].v > PAD_LIMIT || e[1].v < -PAD_LIMIT || e[1].v > PAD_LIMIT)
+                return ir_node_errorf(c->diag, c->node, "pads for axis %d are too large", a);
+            if (!ir_dim_is_const(d))
+                o->dims[a] = ir_dim_add_const(c->node->graph, d, e[0].v + e[1].v);
+            else if (pad_dim(c, mode, a, d.v, e[0].v, e[1].v, &n) < 0)
+                return -1;
+            else
+                o->dims[a] = ir_dim_const(n);
+            continue;
+        }
+        int j = c0 ? 1 : 0;   /* the k - d side */
+        if ((c0 || c1) && m[j].sym > 0 && m[j].sym == d.sym && e[1 - j].v >= -PAD_LIMIT && e[1 - j].v <= PAD_LIMIT &&
+            m[j].v >= -PAD_LIMIT && m[j].v <= PAD_LIMIT) {
+            int64_t n = e[1 - j].v + m[j].v;
+            if (n < 0)
+                return ir_node_errorf(c->diag, c->node, "pads make dim %d negative (%lld)", a, (long long)n);
+            o->dims[a] = ir_dim_const(n);
+            continue;
+        }
+        o->dims[a] = ir_dim_unknown();
+    }
+    return 1;
+}
+
 int shape_pad(ir_shape_ctx *c)
 {
     const ir_type *x = c->in[0];
@@ -587,6 +639,10 @@ int shape_pad(ir_shape_ctx *c)
     *o = *x;
     const ir_tensor *tp = c->val[1], *ta = mv_val(c, 3);
     bool has_axes = mv_type(c, 3) != NULL;
+    const ir_shape_value *sp = !tp && (!has_axes || ta) ? ir_mv_sval(c, 1, IR_MAX_RANK) : NULL;
+    int done = sp ? pad_from_sval(c, mode, x, sp, ta, o) : 0;
+    if (done)
+        return done < 0 ? -1 : ir_mv_check_size(c, o);
     if (!tp || (has_axes && !ta)) {
         for (int i = 0; i < x->rank; i++)
             o->dims[i] = ir_dim_unknown();

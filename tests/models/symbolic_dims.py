@@ -40,6 +40,8 @@ atol 1e-5):
   refused in one line;
 - Pad with crops (negative pads) of symbolic C and T in each mode, and a T
   shorter than its crops refused as the interpreter refuses it;
+- Whisper's fixed-length input: N padded or cropped to a constant length by
+  pads of (64 - N) computed from Shape(x), at the end and at the start;
 - PaddleOCR v4's recognizer neck: [B, H*W, 8] reshaped to [0, 1, W, 8] with
   W from Shape(x) through int32 Casts (compiled with H and W symbolic, run
   at H 1; H 2 fails on the element count, compiled as interpreted).
@@ -248,6 +250,24 @@ def cropped(path, mode):
     g = h.make_graph([h.make_node("Pad", ["x", "pads"], ["p"], mode=mode), h.make_node("Relu", ["p"], ["y"])],
                      "cropped", [h.make_tensor_value_info("x", P.FLOAT, ["B", "C", "T"])],
                      [h.make_tensor_value_info("y", P.FLOAT, None)], [pads])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 19)]), path)
+
+
+def fixed_length(path):
+    """Whisper's front end: x [B, 'N'] padded or cropped to a fixed length by
+    pads computed from Shape(x): y to 64 at the end ((64 - N) * [0, 0, 0, 1],
+    constant mode), z to 48 at the start in edge mode; both lengths are
+    constants once compiled."""
+    nodes = [h.make_node("Shape", ["x"], ["n"], start=1),
+             h.make_node("Sub", ["l64", "n"], ["d64"]), h.make_node("Mul", ["d64", "end"], ["p64"]),
+             h.make_node("Pad", ["x", "p64"], ["y"]),
+             h.make_node("Sub", ["l48", "n"], ["d48"]), h.make_node("Mul", ["d48", "begin"], ["p48"]),
+             h.make_node("Pad", ["x", "p48"], ["z"], mode="edge")]
+    inits = [nh.from_array(np.array(v, np.int64), k) for k, v in
+             (("l64", 64), ("l48", 48), ("end", [0, 0, 0, 1]), ("begin", [0, 1, 0, 0]))]
+    g = h.make_graph(nodes, "fixed_length", [h.make_tensor_value_info("x", P.FLOAT, ["B", "N"])],
+                     [h.make_tensor_value_info("y", P.FLOAT, None), h.make_tensor_value_info("z", P.FLOAT, None)],
+                     inits)
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 19)]), path)
 
 
@@ -603,6 +623,13 @@ def main():
             if so and (kind == "crop" or mode != "constant"):
                 run.same_refusal(name, so, np.zeros((1, 4, short), np.float32), refusal,
                                  "Pad (%s): %s" % (mode, refused))
+
+    fixed_length(os.path.join(t, "fixed_length.onnx"))
+    so = run.compile("fixed_length")
+    for b, n in ((1, 10), (2, 64), (1, 100), (3, 1)) if so else ():
+        x = np.random.default_rng(n).standard_normal((b, n)).astype(np.float32)
+        run.check("fixed_length", so, {"x": x}, "N padded or cropped to 64 and 48 by pads of 64 - N and 48 - N, "
+                  "B %d N %d" % (b, n))
 
     one_row(os.path.join(t, "one_row.onnx"))
     so = run.compile("one_row")

@@ -1124,6 +1124,49 @@ START_TEST(shape_values_arith)
 }
 END_TEST
 
+/* Pads of k - N (Whisper pads or crops its N samples to 480000): the
+ * padded dim is the constant k; adding N back to k - N gives k; the form
+ * is lost where it could wrap (a Cast to int32) or is not the axis's dim. */
+START_TEST(pad_to_length_by_shape_value)
+{
+    ir_value *x = inp(IR_F32, "B,N");
+    ir_node *sh = vnode(IR_OP_SHAPE, 1, &x);
+    ck_assert_int_eq(ir_node_set_int(g, sh, "start", 1), 0);
+    ir_value *sa[] = {cst0(480000), sh->out[0]};
+    ir_node *sub = vnode(IR_OP_SUB, 2, sa);   /* [480000 - N] */
+    ir_value *ma[] = {sub->out[0], cst(4, I64(0, 0, 0, 1))};
+    ir_node *mul = vnode(IR_OP_MUL, 2, ma);   /* [0, 0, 0, 480000 - N] */
+    ir_value *pa[] = {x, mul->out[0]};
+    ir_node *pad = vnode(IR_OP_PAD, 2, pa);
+    ir_value *aa[] = {sub->out[0], sh->out[0]};
+    ir_node *add = vnode(IR_OP_ADD, 2, aa);   /* (480000 - N) + N */
+    ir_value *mb[] = {sub->out[0], cst(4, I64(0, 0, 1, 0))};
+    ir_node *mul2 = vnode(IR_OP_MUL, 2, mb);   /* the pads on B's axis */
+    ir_value *pb[] = {x, mul2->out[0]};
+    ir_node *pad2 = vnode(IR_OP_PAD, 2, pb);
+    ir_node *cast = vnode_int(IR_OP_CAST, 1, &mul->out[0], "to", 6);   /* int32 */
+    ir_value *pc[] = {x, cast->out[0]};
+    ir_node *pad3 = vnode(IR_OP_PAD, 2, pc);
+    chk_type(pad, IR_F32, "B,480000");
+    chk_type(pad2, IR_F32, "?,N");
+    chk_type(pad3, IR_F32, "B,?");
+    ck_assert(sub->out[0]->sv.known && sub->out[0]->sv.e[0].sym == IR_DIM_UNKNOWN);
+    ck_assert_int_eq(sub->out[0]->sv.minus[0].v, 480000);
+    ck_assert_int_eq(sub->out[0]->sv.minus[0].sym, x->type.dims[1].sym);
+    ck_assert(add->out[0]->sv.known && add->out[0]->sv.e[0].sym == 0 && add->out[0]->sv.e[0].v == 480000);
+    ck_assert_int_eq(ir_node_set_string(g, pad, "mode", "reflect"), 0);
+    chk_type(pad, IR_F32, "B,480000");
+    /* (480000 - N) - 480001 = -1 - N: a length of -1 */
+    ir_value *na[] = {sub->out[0], cst0(480001)};
+    ir_node *neg = vnode(IR_OP_SUB, 2, na);
+    ir_value *mc[] = {neg->out[0], cst(4, I64(0, 0, 0, 1))};
+    ir_node *mul3 = vnode(IR_OP_MUL, 2, mc);
+    ir_value *pn[] = {x, mul3->out[0]};
+    vnode(IR_OP_PAD, 2, pn);
+    chk_infer_err("pads make dim 1 negative (-1)");
+}
+END_TEST
+
 /* Expand and ConstantOfShape by a shape value: symbols pass to the dims
  * where the other side is 1 or the same symbol; fixed dims that cannot
  * broadcast are an error as with a constant shape. */
@@ -1402,6 +1445,7 @@ static Suite *suite(void)
     tcase_add_test(tc, shape_values_flatten);
     tcase_add_test(tc, shape_values_arith);
     tcase_add_test(tc, expand_by_shape_value);
+    tcase_add_test(tc, pad_to_length_by_shape_value);
     tcase_add_test(tc, constant_of_shape);
     tcase_add_test(tc, range);
     tcase_add_test(tc, windows);
