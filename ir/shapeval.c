@@ -11,9 +11,12 @@
  * Gather/Slice/Concat/Unsqueeze/Squeeze/Cast move them, integer
  * arithmetic folds what is constant (and the identities x+0, x*1, x/1,
  * x*0), Equal/Where/Max/Min decide what the signs of dims decide (a dim
- * is never negative). The consumers' shape functions read the result
- * (ir_shape_ctx.sval). The tensors themselves are still computed at run
- * time by their (tiny) kernels; only the types change.
+ * is never negative), and a constant less a symbol is kept as "k - N"
+ * (ir_shape_value.minus: Whisper's pads to a fixed length, which Pad's
+ * shape function reads back as the constant k). The consumers' shape
+ * functions read the result (ir_shape_ctx.sval). The tensors themselves
+ * are still computed at run time by their (tiny) kernels; only the types
+ * change.
  */
 #include "ir/ops.h"
 #include "ir/ref/ref.h"
