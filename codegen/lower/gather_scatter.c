@@ -557,11 +557,15 @@ static int lower_slice_dyn(lctx *c)
 }
 
 /* Pad with run-time pads (or axes): per dim the begin pad b is chosen
- * among the entries naming the dim, the end pad follows from the static
- * output (e = out - in - b), and each output position maps through the
- * mode as in lower_pad, every step an expression; the source position
- * is clamped into the dim whatever the values, and pads that do not give
- * the static output fail the run. */
+ * among the entries naming the dim, the end pad follows from the output
+ * (e = out - in - b; the run's dims where symbolic), and each output
+ * position maps through the mode as in lower_pad, every step an
+ * expression; the source position is clamped into the dim whatever the
+ * values, and pads that do not give the output fail the run. Constant
+ * mode runs as lower_pad does: rows of the last dim in three vector runs
+ * (fill, copy, fill) between the run's bounds, a row outside the kept
+ * part of the other dims filled whole (Whisper's samples padded to
+ * 480000: 4.2 ms element by element, a copy now). */
 static int lower_pad_dyn(lctx *c)
 {
     kir_kernel *k = c->k;
@@ -575,10 +579,6 @@ static int lower_pad_dyn(lctx *c)
         if (!strcmp(ms, modes[i]))
             mode = i;
     int64_t np = n->in[1]->type.dims[0].v, na = np / 2;
-    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK];
-    kir_block *blk = mv_nest(c, &k->body, to, true, false, oi);
-    if (!blk)
-        return -1;
     kir_expr *fill = mv_const(c, to->dtype, 0);
     if (n->nin > 2 && n->in[2] && n->in[2]->type.rank >= 0) {
         int64_t cn = 1;
@@ -590,62 +590,97 @@ static int lower_pad_dyn(lctx *c)
         if (cn > 0)
             fill = kir_load(k, c->buf[2], z);
     }
-    kir_expr *inside = kir_const_i(k, IR_BOOL, 1), *bad = kir_const_i(k, IR_BOOL, 0);
+    /* per dim: the begin pad, the crops before (from a negative begin
+     * pad), where the kept part starts in the output and its length */
+    kir_expr *bad = kir_const_i(k, IR_BOOL, 0), *z = lw_i64c(k, 0);
+    kir_expr *D[IR_MAX_RANK], *lo[IR_MAX_RANK], *crop[IR_MAX_RANK], *len[IR_MAX_RANK];
     for (int d = 0; d < r; d++) {
-        kir_expr *D = kir_dim(k, tx->dims[d]);   /* the run's, when symbolic */
-        kir_expr *bp = lw_i64c(k, 0);
+        D[d] = kir_dim(k, tx->dims[d]);   /* the run's, when symbolic */
+        kir_expr *bp = lw_i64c(k, 0), *eg = lw_i64c(k, 0);
         for (int64_t i = 0; i < na; i++) {
             bool never;
             kir_expr *sel = names_dim(c, 3, i, d, r, &never);
-            if (!never)
+            if (!never) {
                 bp = kir_op3(k, KIR_SELECT, IR_I64, sel, operand(c, 1, i), bp);
-        }
-        kir_expr *z = lw_i64c(k, 0);
-        kir_expr *ep = lw_isub(k, lw_isub(k, kir_dim(k, to->dims[d]), D), bp);
-        /* the end pad the run gives must be the one the static output implies */
-        kir_expr *eg = lw_i64c(k, 0);
-        for (int64_t i = 0; i < na; i++) {
-            bool never;
-            kir_expr *sel = names_dim(c, 3, i, d, r, &never);
-            if (!never)
                 eg = kir_op3(k, KIR_SELECT, IR_I64, sel, operand(c, 1, na + i), eg);
+            }
         }
+        kir_expr *ep = lw_isub(k, lw_isub(k, kir_dim(k, to->dims[d]), D[d]), bp);
+        /* the end pad the run gives must be the one the output implies */
         bad = kir_op2(k, KIR_OR, IR_BOOL, bad, kir_op2(k, KIR_NE, IR_BOOL, eg, ep));
-        kir_expr *crop = kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, bp), z);
-        kir_expr *lo = kir_op2(k, KIR_MAX, IR_I64, bp, z);
-        kir_expr *len = kir_op2(k, KIR_SUB, IR_I64, kir_op2(k, KIR_SUB, IR_I64, D, crop),
-                                kir_op2(k, KIR_MAX, IR_I64, kir_op2(k, KIR_SUB, IR_I64, z, ep), z));
-        len = kir_op2(k, KIR_MAX, IR_I64, len, lw_i64c(k, 1));
-        kir_expr *i = kir_op2(k, KIR_SUB, IR_I64, oi[d], lo), *mi;
-        switch (mode) {
-        case 0:
+        crop[d] = lw_imax(k, lw_isub(k, z, bp), z);
+        lo[d] = lw_imax(k, bp, z);
+        len[d] = lw_isub(k, lw_isub(k, D[d], crop[d]), lw_imax(k, lw_isub(k, z, ep), z));
+        len[d] = lw_imax(k, len[d], mode ? lw_i64c(k, 1) : z);
+    }
+    kir_expr *oi[IR_MAX_RANK], *xi[IR_MAX_RANK];
+    if (mode == 0 && r > 0) {
+        ir_type outer = *to;
+        outer.rank = r - 1;
+        kir_block *b = mv_nest(c, &k->body, &outer, true, false, oi);
+        if (!b)
+            return -1;
+        kir_expr *inside = kir_const_i(k, IR_BOOL, 1);
+        for (int d = 0; d < r - 1; d++) {
+            kir_expr *i = lw_isub(k, oi[d], lo[d]);
             inside = kir_op2(k, KIR_AND, IR_BOOL, inside,
                              kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, z, i),
-                                     kir_op2(k, KIR_LT, IR_BOOL, i, len)));
-            mi = i;
-            break;
-        case 2:
-            mi = clampi(k, i, z, kir_op2(k, KIR_SUB, IR_I64, len, lw_i64c(k, 1)));
-            break;
-        case 3:
-            mi = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, len), len), len);
-            break;
-        default: {
-            kir_expr *p = kir_op2(k, KIR_MAX, IR_I64, kir_imul(k, lw_i64c(k, 2), kir_op2(k, KIR_SUB, IR_I64, len, lw_i64c(k, 1))),
-                                  lw_i64c(k, 1));
-            kir_expr *mm = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, p), p), p);
-            kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, mm, len);
-            mi = kir_op3(k, KIR_SELECT, IR_I64, lt, mm, kir_op2(k, KIR_SUB, IR_I64, p, mm));
-            break;
+                                     kir_op2(k, KIR_LT, IR_BOOL, i, len[d])));
+            xi[d] = kir_iadd(k, i, crop[d]);
         }
+        kir_stmt *s = kir_if(k, b, inside);
+        if (!s)
+            return -1;
+        int w = mv_width(c, to->dtype), q = r - 1;
+        kir_expr *L = kir_dim(k, to->dims[q]), *b1 = lw_imin(k, lo[q], L);
+        kir_expr *b2 = lw_imin(k, kir_iadd(k, lo[q], len[q]), L);
+        kir_expr *from[4] = {z, b1, b2, z}, *upto[4] = {b1, b2, L, L};
+        for (int part = 0; part < 4; part++) {
+            int v = kir_new_var(k);
+            kir_stmt *l = kir_for(k, part < 3 ? &s->body : &s->orelse, v, from[part], upto[part], KIR_VECTOR, w);
+            if (!l)
+                return -1;
+            oi[q] = kir_var(k, v);
+            xi[q] = kir_iadd(k, lw_isub(k, oi[q], lo[q]), crop[q]);
+            if (!kir_store(k, &l->body, c->out, oi, part == 1 ? kir_load(k, c->buf[0], xi) : fill))
+                return -1;
         }
-        xi[d] = clampi(k, kir_iadd(k, mi, crop), z, lw_imax(k, lw_iaddc(k, D, -1), z));
+    } else {
+        kir_block *blk = mv_nest(c, &k->body, to, true, false, oi);
+        if (!blk)
+            return -1;
+        kir_expr *inside = kir_const_i(k, IR_BOOL, 1);
+        for (int d = 0; d < r; d++) {
+            kir_expr *i = lw_isub(k, oi[d], lo[d]), *mi;
+            switch (mode) {
+            case 0:
+                inside = kir_op2(k, KIR_AND, IR_BOOL, inside,
+                                 kir_op2(k, KIR_AND, IR_BOOL, kir_op2(k, KIR_LE, IR_BOOL, z, i),
+                                         kir_op2(k, KIR_LT, IR_BOOL, i, len[d])));
+                mi = i;
+                break;
+            case 2:
+                mi = clampi(k, i, z, lw_iaddc(k, len[d], -1));
+                break;
+            case 3:
+                mi = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, len[d]), len[d]), len[d]);
+                break;
+            default: {
+                kir_expr *p = lw_imax(k, kir_imul(k, lw_i64c(k, 2), lw_iaddc(k, len[d], -1)), lw_i64c(k, 1));
+                kir_expr *mm = kir_op2(k, KIR_REM, IR_I64, kir_iadd(k, kir_op2(k, KIR_REM, IR_I64, i, p), p), p);
+                kir_expr *lt = kir_op2(k, KIR_LT, IR_BOOL, mm, len[d]);
+                mi = kir_op3(k, KIR_SELECT, IR_I64, lt, mm, lw_isub(k, p, mm));
+                break;
+            }
+            }
+            xi[d] = clampi(k, kir_iadd(k, mi, crop[d]), z, lw_imax(k, lw_iaddc(k, D[d], -1), z));
+        }
+        kir_expr *v = kir_load(k, c->buf[0], xi);
+        if (mode == 0)
+            v = kir_op3(k, KIR_SELECT, to->dtype, inside, v, fill);
+        if (!kir_store(k, blk, c->out, oi, v))
+            return -1;
     }
-    kir_expr *v = kir_load(k, c->buf[0], xi);
-    if (mode == 0)
-        v = kir_op3(k, KIR_SELECT, to->dtype, inside, v, fill);
-    if (!kir_store(k, blk, c->out, oi, v))
-        return -1;
     kir_stmt *chk = kir_if(k, lw_check_block(k), bad);
     char msg[400];
     snprintf(msg, sizeof msg, "node '%.200s' (Pad): the pads do not give the output's shape", n->name);
