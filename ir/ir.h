@@ -351,6 +351,10 @@ ir_dim ir_dim_add_const(ir_graph *g, ir_dim a, int64_t k);     /* k any sign */
 ir_dim ir_dim_mul(ir_graph *g, ir_dim a, ir_dim b);
 ir_dim ir_dim_mul_const(ir_graph *g, ir_dim a, int64_t k);
 ir_dim ir_dim_div_const(ir_graph *g, ir_dim a, int64_t k, bool ceil);   /* k > 0 */
+/* b is a + k for a constant k (any sign), without deriving a symbol:
+ * constants, or the same symbol plus constants (a derived sum's constants
+ * combine into one, ir_dim_add_const). */
+bool ir_dim_is_plus(const ir_graph *g, ir_dim a, ir_dim b, int64_t k);
 /* The values of every symbol of g: vals[id] for id in [1, nsyms) is read
  * for free symbols (the caller sets them, -1 for not bound) and written
  * for derived ones, in id order (a definition only names earlier ids).

@@ -271,3 +271,16 @@ int ir_graph_sym_values(const ir_graph *g, int64_t *vals, int32_t *bad)
     }
     return *bad ? -1 : 0;
 }
+
+bool ir_dim_is_plus(const ir_graph *g, ir_dim a, ir_dim b, int64_t k)
+{
+    if (ir_dim_is_const(a) && ir_dim_is_const(b))
+        return b.v - a.v == k;
+    int64_t oa = 0, ob = 0;
+    const ir_sym_def *d;
+    if (a.sym > 0 && (d = ir_graph_sym_def(g, a.sym)) && d->op == IR_SYM_ADD && d->b.sym == 0)
+        oa = d->b.v, a = d->a;
+    if (b.sym > 0 && (d = ir_graph_sym_def(g, b.sym)) && d->op == IR_SYM_ADD && d->b.sym == 0)
+        ob = d->b.v, b = d->a;
+    return a.sym > 0 && a.sym == b.sym && ob - oa == k;
+}

@@ -984,19 +984,6 @@ static kir_expr *pad_kept(kir_kernel *k, const pad_spec *sp, int d)
     return lw_iaddc(k, lw_dim_of(k, sp->lend[d]), -sp->cut[d]);
 }
 
-/* b is a + k for a constant k: both the same symbol plus constants (a
- * derived sum's constants combine into one, ir_dim_add_const). */
-static bool dim_plus(const ir_graph *g, ir_dim a, ir_dim b, int64_t k)
-{
-    int64_t oa = 0, ob = 0;
-    const ir_sym_def *d;
-    if (a.sym > 0 && (d = ir_graph_sym_def(g, a.sym)) && d->op == IR_SYM_ADD && d->b.sym == 0)
-        oa = d->b.v, a = d->a;
-    if (b.sym > 0 && (d = ir_graph_sym_def(g, b.sym)) && d->op == IR_SYM_ADD && d->b.sym == 0)
-        ob = d->b.v, b = d->a;
-    return a.sym > 0 && a.sym == b.sym && ob - oa == k;
-}
-
 /* Fills sp from the signed begin/end pads of each dim; false when they
  * do not produce the output's shape or a mode has nothing to repeat. */
 static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad_spec *sp)
@@ -1015,7 +1002,7 @@ static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad
              * run time); lower_pad checks the dim holds the crops */
             if (!n->graph || x->dims[d].sym <= 0 ||
                 !(b[d] + e[d] == 0 ? ir_dim_eq(x->dims[d], o->dims[d])
-                                   : dim_plus(n->graph, x->dims[d], o->dims[d], b[d] + e[d])))
+                                   : ir_dim_is_plus(n->graph, x->dims[d], o->dims[d], b[d] + e[d])))
                 return false;
             sp->crop[d] = b[d] < 0 ? -b[d] : 0;
             sp->cut[d] = sp->crop[d] + (e[d] < 0 ? -e[d] : 0);
