@@ -447,19 +447,24 @@ static int bc_lower(lctx *c, bconv *g, int V, int R)
 }
 
 /* One output block per tile (V = 1) along a row, unit stride and
- * dilation along W, KW > 1, no padding along W, static sizes: pixel r of
- * the tile reads input column start + r + kw at tap kw, so per (input
- * block, kh, lane) step each of the R + KW - 1 columns is broadcast once
- * and feeds every (r, kw) with r + kw equal to it: R x KW FMAs on R + KW
- * - 1 broadcasts and KW weight vectors. bc_lower's 1 x R tile issues a
- * broadcast per FMA, which holds two 512-bit FMA units to about half (a
- * 16-channel 3x3 conv at 80 x 80: DBNet's head). The last tile of a row
- * starts R before the row's end (its first pixels computed twice, the
- * same values) instead of clamping its rows. */
+ * dilation along W, KW > 1, no padding along W: pixel r of the tile reads
+ * input column start + r + kw at tap kw, so per (input block, kh, lane)
+ * step each of the R + KW - 1 columns is broadcast once and feeds every
+ * (r, kw) with r + kw equal to it: R x KW FMAs on R + KW - 1 broadcasts
+ * and KW weight vectors. bc_lower's 1 x R tile issues a broadcast per
+ * FMA, which holds two 512-bit FMA units to about half (a 16-channel 3x3
+ * conv at 80 x 80: DBNet's head). The last tile of a row starts R before
+ * the row's end (its first pixels computed twice, the same values)
+ * instead of clamping its rows. A symbolic row may be shorter than R: its
+ * tile starts at 0, reads columns clamped into the row and stores its
+ * pixels last to first, clamped into the row, so the pixels past the end
+ * (the clamped columns' sums) land on the last one before its own sum
+ * does (PP-OCRv6's detector with symbolic H and W: a 16-channel 3x3 conv
+ * at 120 x 160 2.0x its pinned build's time on bc_lower's tile). */
 static bool bc_taps_fit(const bconv *g, int V, int R)
 {
-    return V == 1 && !g->sym && !g->flat && g->pk == 1 && g->KW > 1 && g->KW <= BC_MAX_TAPS && g->s[1] == 1 &&
-           g->d[1] == 1 && !g->p[1] && !g->p[3] && R > 1 && g->OW >= R;
+    return V == 1 && !g->flat && g->pk == 1 && g->KW > 1 && g->KW <= BC_MAX_TAPS && g->s[1] == 1 &&
+           g->d[1] == 1 && !g->p[1] && !g->p[3] && R > 1 && (g->sym || g->OW >= R);
 }
 
 static int bc_lower_taps(lctx *c, bconv *g, int R)
@@ -470,7 +475,15 @@ static int bc_lower_taps(lctx *c, bconv *g, int R)
     int jv = kir_new_var(k);
     if (!lp)
         return -1;
-    kir_expr *start = lw_imin(k, rows[0], lw_i64c(k, g->OW - R));   /* rows[0] = the block's first pixel */
+    /* rows[0] = the block's first pixel */
+    kir_expr *start = lw_imin(k, rows[0], lw_i64c(k, g->OW - R));
+    kir_expr *lastcol = NULL, *lastpx = NULL;
+    if (g->sym) {
+        kir_expr *OW = lw_dim_of(k, g->owd);
+        start = lw_imax(k, lw_imin(k, rows[0], lw_iaddc(k, OW, -R)), lw_i64c(k, 0));
+        lastcol = lw_iaddc(k, lw_dim_of(k, g->wd), -1);
+        lastpx = lw_iaddc(k, OW, -1);
+    }
     kir_stmt *lj = kir_for(k, &lp->body, jv, lw_i64c(k, 0), lw_i64c(k, g->ML), KIR_VECTOR, (int)g->ML);
     if (!lj)
         return -1;
@@ -495,8 +508,9 @@ static int bc_lower_taps(lctx *c, bconv *g, int R)
             return -1;
     }
     for (int64_t col = 0; col < R + KW - 1; col++) {
+        kir_expr *at = lw_iaddc(k, start, col);
         kir_expr *xi[5] = {g->nb, g->icb, kir_iadd(k, row_start(k, g, oh), lw_imulc(k, g->kh, g->d[0])),
-                           lw_iaddc(k, start, col), g->ic};
+                           lastcol ? lw_imin(k, at, lastcol) : at, g->ic};
         kir_expr *a = kir_let(k, kb, lw_load_in(c, 0, xi));
         if (!a)
             return -1;
@@ -512,9 +526,12 @@ static int bc_lower_taps(lctx *c, bconv *g, int R)
         if (bc_prefetch(c, g, kb, 1, R, kir_var(k, lp->var), ob) < 0)
             return -1;
     }
-    for (int r = 0; r < R; r++)
-        if (!bc_store(c, g, tb, ob[0], oh, lw_iaddc(k, start, r), j, kir_acc(k, acc[r])))
+    for (int i = 0; i < R; i++) {
+        int r = lastpx ? R - 1 - i : i;   /* symbolic: last to first */
+        kir_expr *px = lw_iaddc(k, start, r);
+        if (!bc_store(c, g, tb, ob[0], oh, lastpx ? lw_imin(k, px, lastpx) : px, j, kir_acc(k, acc[r])))
             return -1;
+    }
     return 0;
 }
 

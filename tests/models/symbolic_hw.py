@@ -75,7 +75,9 @@ REFUSED = set()
 # (computed at run time): more sizes, odd and even, 1 and the stride.
 SAME_SIZES = SIZES + [(16, 15), (1, 2), (3, 6), (2, 1), (30, 31), (61, 70)]
 EXTRA = {"stride2_same_pool": SAME_SIZES, "same_upper_s2": SAME_SIZES, "same_lower": SAME_SIZES,
-         "same_pools": SAME_SIZES}
+         "same_pools": SAME_SIZES,
+         # rows narrower than the blocked taps' tile of 10 (3 with AVX2)
+         "blocked_taps": SIZES + [(3, 1), (2, 2), (4, 5), (5, 9), (6, 10), (7, 11), (9, 21)]}
 
 
 def models():
@@ -119,6 +121,18 @@ def models():
                     count_include_pad=1, ceil_mode=1),
         h.make_node("AveragePool", ["q"], ["u"], kernel_shape=[3, 3], strides=[2, 3], auto_pad="SAME_LOWER"),
         h.make_node("MaxPool", ["u"], ["y"], kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER")], []
+    # 16-channel 3x3 convs on blocks over a symbolic W: each stores into
+    # the next one's padded input (fuse's pad-out over symbols) and runs
+    # the tile whose taps share broadcasts, its last tile shifted back, or
+    # clamped where the row is shorter than the tile
+    yield "blocked_taps", True, [
+        h.make_node("Conv", ["x", "w0", "b0"], ["a"], kernel_shape=[1, 1]),
+        h.make_node("Relu", ["a"], ["ar"]),
+        h.make_node("Conv", ["ar", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["c"], ["cr"]),
+        h.make_node("Conv", ["cr", "w2"], ["y"], pads=[1, 1, 1, 1])], \
+        [weights(r, "w0", 16, 3, 1, 1), weights(r, "b0", 16), weights(r, "w1", 16, 16, 3, 3), weights(r, "b1", 16),
+         weights(r, "w2", 16, 16, 3, 3)]
     # two branches halving H the same way: Add and Concat need equal dims
     yield "two_branches", True, [
         h.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2]),
