@@ -175,9 +175,22 @@ static int half_cast(const pass_ctx *c, const ir_node *n, int i, const int *at, 
     return p;
 }
 
-/* p is a constant Pad by zeros (no value input) of a static f32 blocked
- * tensor [N, C/cb, H, W, cb] along H and W only, by amounts >= 0: the
- * layout pass's explicit padding of a conv's input (pad_plane). */
+/* Every dim of t known: a constant or a symbol (the run's value). */
+static bool dims_known(const ir_type *t)
+{
+    if (t->rank < 0)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d].sym == IR_DIM_UNKNOWN)
+            return false;
+    return true;
+}
+
+/* p is a constant Pad by zeros (no value input) of an f32 blocked tensor
+ * [N, C/cb, H, W, cb] along H and W only, by amounts >= 0: the layout
+ * pass's explicit padding of a conv's input (pad_plane). Its dims may be
+ * symbols (a detector's H and W), each output dim the input's plus its
+ * pads. */
 static bool pad_out_candidate(const ir_node *p)
 {
     if (p->op != IR_OP_PAD || p->nout != 1 || p->nin < 2 || p->nin > 2 || !p->in[0] || !p->in[1] ||
@@ -185,30 +198,34 @@ static bool pad_out_candidate(const ir_node *p)
         return false;
     const ir_type *x = &p->in[0]->type, *o = &p->out[0]->type;
     const ir_tensor *t = &p->in[1]->cval;
-    if (x->dtype != IR_F32 || x->rank != 5 || !ir_type_is_static(x) || !ir_type_is_static(o) || t->numel != 10)
+    if (x->dtype != IR_F32 || x->rank != 5 || o->rank != 5 || !dims_known(x) || !dims_known(o) || t->numel != 10)
         return false;
     for (int i = 0; i < 10; i++) {
         int64_t v = ir_tensor_geti(t, i);
         if (v < 0 || v > (INT64_C(1) << 20) || (v && i % 5 != 2 && i % 5 != 3))
             return false;
     }
+    for (int d = 0; d < 5; d++)
+        if (!ir_dim_is_plus(p->graph, x->dims[d], o->dims[d], ir_tensor_geti(t, d) + ir_tensor_geti(t, 5 + d)) &&
+            !(ir_dim_eq(x->dims[d], o->dims[d]) && !ir_tensor_geti(t, d) && !ir_tensor_geti(t, 5 + d)))
+            return false;
     return true;
 }
 
 /* a may store its result into a padded buffer's interior (codegen/lower:
  * lw_store_out, which every lowering of these ops stores through): an f32
  * blocked conv or depthwise conv on f32 operands read as they are (no
- * narrow Cast in its kernel, no packed pairs), static; or, alone, a static
- * f32 Concat or ConcatNCHWc (its pieces copied straight into the padded
- * buffer) or a blocked MaxPool (its one output) or AveragePool. */
+ * narrow Cast in its kernel, no packed pairs); or, alone, an f32 Concat
+ * or ConcatNCHWc (its pieces copied straight into the padded buffer) or a
+ * blocked MaxPool (its one output) or AveragePool. Dims may be symbols. */
 static bool pad_out_anchor(const ir_node *a)
 {
-    if (a->nout != 1 || !ir_type_is_static(&a->out[0]->type) || a->out[0]->type.dtype != IR_F32)
+    if (a->nout != 1 || !dims_known(&a->out[0]->type) || a->out[0]->type.dtype != IR_F32)
         return false;
     if (!a->group && (a->op == IR_OP_CONCAT || a->op == IR_OP_CONCAT_NCHWC || a->op == IR_OP_MAX_POOL ||
                       a->op == IR_OP_AVERAGE_POOL)) {
         for (int i = 0; i < a->nin; i++)
-            if (!a->in[i] || a->in[i]->type.dtype != IR_F32 || !ir_type_is_static(&a->in[i]->type))
+            if (!a->in[i] || a->in[i]->type.dtype != IR_F32 || !dims_known(&a->in[i]->type))
                 return false;
         return a->nin > 0 && (a->op != IR_OP_MAX_POOL && a->op != IR_OP_AVERAGE_POOL ? true : a->in[0]->type.rank == 5);
     }

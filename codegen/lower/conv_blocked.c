@@ -318,7 +318,9 @@ static kir_stmt *bc_store(lctx *c, const bconv *g, kir_block *b, kir_expr *ob, k
     if (c->pad_out && g->flat) {
         /* a padded buffer's rows are longer than the plane's: pixel `row`
          * of the flat plane at its own row and column */
-        kir_expr *si[5] = {g->nb, ob, lw_idivc(k, row, g->OW), lw_iremc(k, row, g->OW), j};
+        kir_expr *OW = lw_dim_of(k, g->owd);
+        kir_expr *si[5] = {g->nb, ob, g->sym ? kir_op2(k, KIR_DIV, IR_I64, row, OW) : lw_idivc(k, row, g->OW),
+                           g->sym ? kir_op2(k, KIR_REM, IR_I64, row, OW) : lw_iremc(k, row, g->OW), j};
         return lw_store_out(c, b, si, val);
     }
     return lw_store_out(c, b, oi, val);

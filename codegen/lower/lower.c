@@ -153,47 +153,67 @@ kir_stmt *lw_store_out(lctx *c, kir_block *b, kir_expr *const *oi, kir_expr *v)
  * loop, so zeroing there would repeat it on every thread). */
 
 /* p's begin pads into lo, checked against its shapes: the constants
- * fuse.c's pad_out_candidate checked (a static rank-5 f32 Pad by zeros,
- * every pad >= 0). */
+ * fuse.c's pad_out_candidate checked (a rank-5 f32 Pad by zeros, every
+ * pad >= 0, each output dim the input's plus its pads, symbols too). */
 static bool pad_out_spec(const ir_node *p, int64_t *lo)
 {
     const ir_type *x = &p->in[0]->type, *o = &p->out[0]->type;
     if (p->nin != 2 || !p->in[1] || p->in[1]->kind != IR_VAL_CONST || p->in[1]->cval.numel != 2 * x->rank ||
-        o->rank != x->rank || !ir_type_is_static(x) || !ir_type_is_static(o))
+        o->rank != x->rank || x->rank < 0)
         return false;
     for (int d = 0; d < x->rank; d++) {
         lo[d] = ir_tensor_geti(&p->in[1]->cval, d);
         int64_t hi = ir_tensor_geti(&p->in[1]->cval, x->rank + d);
-        if (lo[d] < 0 || hi < 0 || lo[d] + x->dims[d].v + hi != o->dims[d].v)
+        if (lo[d] < 0 || hi < 0 || x->dims[d].sym < 0 || o->dims[d].sym < 0 ||
+            !(lo[d] + hi ? ir_dim_is_plus(p->graph, x->dims[d], o->dims[d], lo[d] + hi)
+                         : ir_dim_eq(x->dims[d], o->dims[d])))
             return false;
     }
     return true;
 }
 
 /* Zeros into the border of c->out, the region outside [lo, lo + len) in
- * some dim: per padded dim d, the slabs before and after the interior,
- * spanning the interior in the dims before d and everything in those
- * after it, so each border element is stored once. */
-static int zero_border(lctx *c, kir_block *b, const ir_type *ot, const int64_t *lo, const int64_t *len)
+ * some dim (len the interior's dims, constants or the run's): per padded
+ * dim d, the slabs before and after the interior, spanning the interior
+ * in the dims before d and everything in those after it, so each border
+ * element is stored once. */
+/* dim d plus k: a constant when d is one */
+static kir_expr *dim_plus_c(kir_kernel *k, ir_dim d, int64_t c)
+{
+    return ir_dim_is_const(d) ? lw_i64c(k, d.v + c) : lw_iaddc(k, kir_dim(k, d), c);
+}
+
+static int zero_border(lctx *c, kir_block *b, const ir_type *ot, const int64_t *lo, const ir_dim *len)
 {
     kir_kernel *k = c->k;
     int r = ot->rank;
     for (int d = 0; d < r; d++)
         for (int side = 0; side < 2; side++) {
-            int64_t from = side ? lo[d] + len[d] : 0, to = side ? ot->dims[d].v : lo[d];
-            if (from >= to)
+            /* the slab [from, to) of dim d: constant before the interior,
+             * the run's after it when the dims are symbols */
+            if (side ? ir_dim_eq(len[d], ot->dims[d]) || (ir_dim_is_const(ot->dims[d]) &&
+                                                          ot->dims[d].v <= lo[d] + len[d].v)
+                     : lo[d] <= 0)
                 continue;
             kir_block *at = b;
             kir_expr *idx[IR_MAX_RANK];
             for (int e = 0; e < r; e++) {
-                int64_t a = e < d ? lo[e] : e == d ? from : 0, z = e < d ? lo[e] + len[e] : e == d ? to : ot->dims[e].v;
-                if (z - a == 1) {
-                    idx[e] = lw_i64c(k, a);
+                kir_expr *a, *z;
+                if (e < d)
+                    a = lw_i64c(k, lo[e]), z = dim_plus_c(k, len[e], lo[e]);
+                else if (e == d)
+                    a = side ? dim_plus_c(k, len[e], lo[e]) : lw_i64c(k, 0),
+                    z = side ? dim_plus_c(k, ot->dims[e], 0) : lw_i64c(k, lo[e]);
+                else
+                    a = lw_i64c(k, 0), z = dim_plus_c(k, ot->dims[e], 0);
+                int64_t av, zv;
+                if (lw_const_i(a, &av) && lw_const_i(z, &zv) && zv - av == 1) {
+                    idx[e] = a;
                     continue;
                 }
                 int v = kir_new_var(k);
                 bool inner = e == r - 1;
-                kir_stmt *l = kir_for(k, at, v, lw_i64c(k, a), lw_i64c(k, z), inner ? KIR_VECTOR : KIR_SERIAL,
+                kir_stmt *l = kir_for(k, at, v, a, z, inner ? KIR_VECTOR : KIR_SERIAL,
                                       inner ? (c->s->lanes > 1 ? c->s->lanes : 1) : 0);
                 if (!l)
                     return -1;
@@ -212,9 +232,7 @@ static int zero_border(lctx *c, kir_block *b, const ir_type *ot, const int64_t *
 static int pad_out_finish(lctx *c, const ir_node *p)
 {
     kir_kernel *k = c->k;
-    int64_t len[IR_MAX_RANK];
-    for (int d = 0; d < p->in[0]->type.rank; d++)
-        len[d] = p->in[0]->type.dims[d].v;
+    const ir_dim *len = p->in[0]->type.dims;
     kir_block *b = &k->body;
     for (int i = k->body.n - 1; i >= 0; i--) {
         kir_stmt *s = k->body.s[i];
