@@ -245,6 +245,16 @@ bool ir_type_is_static(const ir_type *t)
     return true;
 }
 
+bool ir_type_dims_known(const ir_type *t)
+{
+    if (t->rank < 0)
+        return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i].sym == IR_DIM_UNKNOWN)
+            return false;
+    return true;
+}
+
 bool ir_type_numel(const ir_type *t, int64_t *n)
 {
     if (!ir_type_is_static(t))

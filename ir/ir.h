@@ -130,6 +130,9 @@ typedef struct ir_type {
 
 /* True when rank and every dim are constants. */
 bool ir_type_is_static(const ir_type *t);
+/* True when the rank is known and every dim is a constant or a symbol
+ * (the run's value), none unknown. */
+bool ir_type_dims_known(const ir_type *t);
 /* Number of elements of a static type (checked; false on overflow). */
 bool ir_type_numel(const ir_type *t, int64_t *n);
 bool ir_type_eq(const ir_type *a, const ir_type *b);

@@ -41,12 +41,7 @@ static bool candidate(const ir_node *n)
     if (!(ir_ops[n->op].flags & IR_F_ELEMWISE) || n->nout != 1)
         return false;
     const ir_type *t = &n->out[0]->type;
-    if (t->rank < 0 || t->dtype == IR_UNDEF)
-        return false;
-    for (int d = 0; d < t->rank; d++)
-        if (t->dims[d].sym == IR_DIM_UNKNOWN)
-            return false;
-    return true;
+    return t->dtype != IR_UNDEF && ir_type_dims_known(t);
 }
 
 /* n may anchor a group whose root has type rt: an op whose lowering
@@ -175,17 +170,6 @@ static int half_cast(const pass_ctx *c, const ir_node *n, int i, const int *at, 
     return p;
 }
 
-/* Every dim of t known: a constant or a symbol (the run's value). */
-static bool dims_known(const ir_type *t)
-{
-    if (t->rank < 0)
-        return false;
-    for (int d = 0; d < t->rank; d++)
-        if (t->dims[d].sym == IR_DIM_UNKNOWN)
-            return false;
-    return true;
-}
-
 /* p is a constant Pad by zeros (no value input) of an f32 blocked tensor
  * [N, C/cb, H, W, cb] along H and W only, by amounts >= 0: the layout
  * pass's explicit padding of a conv's input (pad_plane). Its dims may be
@@ -198,7 +182,7 @@ static bool pad_out_candidate(const ir_node *p)
         return false;
     const ir_type *x = &p->in[0]->type, *o = &p->out[0]->type;
     const ir_tensor *t = &p->in[1]->cval;
-    if (x->dtype != IR_F32 || x->rank != 5 || o->rank != 5 || !dims_known(x) || !dims_known(o) || t->numel != 10)
+    if (x->dtype != IR_F32 || x->rank != 5 || o->rank != 5 || !ir_type_dims_known(x) || !ir_type_dims_known(o) || t->numel != 10)
         return false;
     for (int i = 0; i < 10; i++) {
         int64_t v = ir_tensor_geti(t, i);
@@ -220,12 +204,12 @@ static bool pad_out_candidate(const ir_node *p)
  * blocked MaxPool (its one output) or AveragePool. Dims may be symbols. */
 static bool pad_out_anchor(const ir_node *a)
 {
-    if (a->nout != 1 || !dims_known(&a->out[0]->type) || a->out[0]->type.dtype != IR_F32)
+    if (a->nout != 1 || !ir_type_dims_known(&a->out[0]->type) || a->out[0]->type.dtype != IR_F32)
         return false;
     if (!a->group && (a->op == IR_OP_CONCAT || a->op == IR_OP_CONCAT_NCHWC || a->op == IR_OP_MAX_POOL ||
                       a->op == IR_OP_AVERAGE_POOL)) {
         for (int i = 0; i < a->nin; i++)
-            if (!a->in[i] || a->in[i]->type.dtype != IR_F32 || !dims_known(&a->in[i]->type))
+            if (!a->in[i] || a->in[i]->type.dtype != IR_F32 || !ir_type_dims_known(&a->in[i]->type))
                 return false;
         return a->nin > 0 && (a->op != IR_OP_MAX_POOL && a->op != IR_OP_AVERAGE_POOL ? true : a->in[0]->type.rank == 5);
     }

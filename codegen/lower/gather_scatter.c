@@ -694,11 +694,8 @@ static bool known_io(const ir_node *n)
 {
     for (int i = 0; i < n->nin + n->nout; i++) {
         const ir_value *v = i < n->nin ? n->in[i] : n->out[i - n->nin];
-        if (v && v->type.rank < 0)
+        if (v && !ir_type_dims_known(&v->type))
             return false;
-        for (int d = 0; v && d < v->type.rank; d++)
-            if (v->type.dims[d].sym < 0)
-                return false;
     }
     return true;
 }

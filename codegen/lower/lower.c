@@ -255,14 +255,9 @@ bool lw_shapes_known(const ir_node *n)
     for (int i = 0; i < n->nin; i++)
         if (n->in[i] && n->in[i]->type.rank < 0)
             return false;
-    for (int i = 0; i < n->nout; i++) {
-        const ir_type *o = &n->out[i]->type;
-        if (o->rank < 0)
+    for (int i = 0; i < n->nout; i++)
+        if (!ir_type_dims_known(&n->out[i]->type))
             return false;
-        for (int d = 0; d < o->rank; d++)
-            if (o->dims[d].sym == IR_DIM_UNKNOWN)
-                return false;
-    }
     return true;
 }
 
