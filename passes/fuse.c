@@ -182,7 +182,8 @@ static bool pad_out_candidate(const ir_node *p)
         return false;
     const ir_type *x = &p->in[0]->type, *o = &p->out[0]->type;
     const ir_tensor *t = &p->in[1]->cval;
-    if (x->dtype != IR_F32 || x->rank != 5 || o->rank != 5 || !ir_type_dims_known(x) || !ir_type_dims_known(o) || t->numel != 10)
+    if (x->dtype != IR_F32 || x->rank != 5 || o->rank != 5 || !ir_type_dims_known(x) || !ir_type_dims_known(o) ||
+        t->numel != 10)
         return false;
     for (int i = 0; i < 10; i++) {
         int64_t v = ir_tensor_geti(t, i);
@@ -190,8 +191,7 @@ static bool pad_out_candidate(const ir_node *p)
             return false;
     }
     for (int d = 0; d < 5; d++)
-        if (!ir_dim_is_plus(p->graph, x->dims[d], o->dims[d], ir_tensor_geti(t, d) + ir_tensor_geti(t, 5 + d)) &&
-            !(ir_dim_eq(x->dims[d], o->dims[d]) && !ir_tensor_geti(t, d) && !ir_tensor_geti(t, 5 + d)))
+        if (!ir_dim_is_plus(p->graph, x->dims[d], o->dims[d], ir_tensor_geti(t, d) + ir_tensor_geti(t, 5 + d)))
             return false;
     return true;
 }

@@ -165,8 +165,7 @@ static bool pad_out_spec(const ir_node *p, int64_t *lo)
         lo[d] = ir_tensor_geti(&p->in[1]->cval, d);
         int64_t hi = ir_tensor_geti(&p->in[1]->cval, x->rank + d);
         if (lo[d] < 0 || hi < 0 || x->dims[d].sym < 0 || o->dims[d].sym < 0 ||
-            !(lo[d] + hi ? ir_dim_is_plus(p->graph, x->dims[d], o->dims[d], lo[d] + hi)
-                         : ir_dim_eq(x->dims[d], o->dims[d])))
+            !ir_dim_is_plus(p->graph, x->dims[d], o->dims[d], lo[d] + hi))
             return false;
     }
     return true;

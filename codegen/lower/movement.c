@@ -1000,9 +1000,7 @@ static bool pad_finish(const ir_node *n, const int64_t *b, const int64_t *e, pad
             /* symbolic: the dim less its crops kept, padded around (a
              * reflect-padded time axis of an audio model: the mode maps at
              * run time); lower_pad checks the dim holds the crops */
-            if (!n->graph || x->dims[d].sym <= 0 ||
-                !(b[d] + e[d] == 0 ? ir_dim_eq(x->dims[d], o->dims[d])
-                                   : ir_dim_is_plus(n->graph, x->dims[d], o->dims[d], b[d] + e[d])))
+            if (!n->graph || x->dims[d].sym <= 0 || !ir_dim_is_plus(n->graph, x->dims[d], o->dims[d], b[d] + e[d]))
                 return false;
             sp->crop[d] = b[d] < 0 ? -b[d] : 0;
             sp->cut[d] = sp->crop[d] + (e[d] < 0 ? -e[d] : 0);
