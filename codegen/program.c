@@ -402,6 +402,14 @@ static int find_derived(pbuild *c)
     for (int i = 0; i < g->nvalues; i++)
         for (int k = 0; k < g->values[i]->type.rank; k++)
             mark_sym(g, top, g->values[i]->type.dims[k].sym);
+    /* an alias's symbols, for its check (alias_checks), though no value
+     * has the aliased one any more */
+    for (const ir_sym_alias *a = g->aliases; a; a = a->next) {
+        mark_sym(g, used, a->from);
+        mark_sym(g, used, a->to);
+        mark_sym(g, top, a->from);
+        mark_sym(g, top, a->to);
+    }
     for (int32_t s = 1; s < g->nsyms; s++) {
         const ir_sym_def *df = ir_graph_sym_def(g, s);
         if (!used[s] || !df || (df->a.sym > 0 && p->sym_desc[df->a.sym] < 0) ||
@@ -1862,12 +1870,30 @@ static int node_checks(pbuild *c, const ir_node *n)
 
 /* The checks of every top-level node, run before the kernels. (A
  * subgraph's nodes check inside their scope: emit_scope.) */
+/* The symbols shape inference took equal where an elementwise op met
+ * them (ir_graph_sym_alias): the run checks each pair once, naming the
+ * node (which a pass may have erased since: its name and op are kept). */
+static int alias_checks(pbuild *c)
+{
+    for (const ir_sym_alias *a = c->g->aliases; a; a = a->next) {
+        char what[512], x[128], y[128];
+        ir_dim from = {0, a->from}, to = {0, a->to};
+        dim_text(c->g, from, x, sizeof x);
+        dim_text(c->g, to, y, sizeof y);
+        snprintf(what, sizeof what, "its operands' dims %s and %s must be equal", x, y);
+        ir_node at = {.name = a->node, .op = a->op};
+        if (add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = from, .b = to}, &at, what) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int find_shape_checks(pbuild *c)
 {
     for (int k = 0; k < c->g->nnodes; k++)
         if (node_checks(c, c->g->nodes[k]) < 0)
             return -1;
-    return 0;
+    return alias_checks(c);
 }
 
 /* ---- the descriptor's tensors and the output copies --------------------------- */

@@ -249,6 +249,14 @@ typedef struct ir_node {
     struct ir_graph *graph;    /* the graph holding the node (for its symbol table) */
 } ir_node;
 
+/* A derived symbol taken equal to another (ir_graph_sym_alias). */
+typedef struct ir_sym_alias {
+    int32_t from, to;          /* derived symbol `from` stands for `to` (an earlier id) */
+    const char *node;          /* the node whose operands met them (in the arena) */
+    int op;                    /* that node's op */
+    struct ir_sym_alias *next;
+} ir_sym_alias;
+
 typedef struct ir_graph {
     ir_arena *arena;
     const char *name;
@@ -281,6 +289,10 @@ typedef struct ir_graph {
     bool decl_lenient;
     int ndecl_conflicts;
     const char *decl_note;
+    /* Top-level graphs: derived symbols an elementwise broadcast took
+     * equal to another (ir_graph_sym_alias), newest first */
+    ir_sym_alias *aliases;
+    int naliases;
 } ir_graph;
 
 /* Subgraphs nest at most this deep (frontend, parser and verifier check). */
@@ -342,6 +354,19 @@ const ir_sym_def *ir_graph_sym_def(const ir_graph *g, int32_t id);
 /* The derived symbol of def, interned (its name made from def); 0 on out
  * of memory, or when its name is taken by a free symbol. */
 int32_t ir_graph_sym_derive(ir_graph *g, const ir_sym_def *def);
+/* The symbol that id stands for: id itself, or, in a top-level graph, the
+ * one an alias chain from it ends at. Derived dims (ir_dim_add and the
+ * others) come resolved. */
+int32_t ir_graph_sym_resolve(const ir_graph *g, int32_t id);
+/* Takes derived symbol `from` as equal to `to`, an earlier id, from now
+ * on: where an elementwise op meets two symbols that are not provably
+ * equal (an FPN's upsampled 2*floor((H-1)/8+1) added to floor((H-1)/4)+1,
+ * equal for the sizes the model takes), its output takes `to`, and so
+ * does every dim later derived as `from`, so the branches share one H;
+ * the compiled run checks from == to once, naming n (codegen/program.c).
+ * Top-level graphs only (a subgraph's nodes may not run). 0, or -1 on
+ * out of memory. */
+int ir_graph_sym_alias(ir_graph *g, int32_t from, int32_t to, const struct ir_node *n);
 /* Interns a derived symbol under an explicit name (the text IR parser);
  * 0 on out of memory or when the name is taken by another definition. */
 int32_t ir_graph_sym_define(ir_graph *g, const char *name, size_t len, const ir_sym_def *def);

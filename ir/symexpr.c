@@ -133,11 +133,40 @@ int32_t ir_graph_sym_derive(ir_graph *g, const ir_sym_def *def)
     return ir_graph_sym_define(g, name, strlen(name), def);
 }
 
+int32_t ir_graph_sym_resolve(const ir_graph *g, int32_t id)
+{
+    for (int hops = 0; g && !g->parent && id > 0 && hops < 256; hops++) {
+        const ir_sym_alias *a = g->aliases;
+        while (a && a->from != id)
+            a = a->next;
+        if (!a)
+            break;
+        id = a->to;
+    }
+    return id;
+}
+
+int ir_graph_sym_alias(ir_graph *g, int32_t from, int32_t to, const ir_node *n)
+{
+    from = ir_graph_sym_resolve(g, from);
+    to = ir_graph_sym_resolve(g, to);
+    if (g->parent || from == to || from <= 0 || to <= 0 || from < to || !ir_graph_sym_def(g, from))
+        return 0;
+    ir_sym_alias *a = ir_arena_alloc(g->arena, sizeof *a);
+    if (!a || !(a->node = ir_arena_strdup(g->arena, n && n->name ? n->name : "")))
+        return -1;
+    a->from = from, a->to = to, a->op = n ? n->op : 0;
+    a->next = g->aliases;
+    g->aliases = a;
+    g->naliases++;
+    return 0;
+}
+
 static ir_dim derived(ir_graph *g, ir_sym_op op, ir_dim a, ir_dim b)
 {
     ir_sym_def def = {op, a, b};
     int32_t id = g ? ir_graph_sym_derive(g, &def) : 0;
-    return id ? (ir_dim){0, id} : ir_dim_unknown();
+    return id ? (ir_dim){0, ir_graph_sym_resolve(g, id)} : ir_dim_unknown();
 }
 
 static bool unknown(ir_dim d)

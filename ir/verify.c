@@ -321,7 +321,8 @@ int ir_infer_shapes(ir_graph *g, icc_diag *d)
 {
     /* a round per unification of input dims (ir/unify.c): what it joins
      * can make further dims known, which may join more */
-    for (int round = 0; round < 4; round++) {
+    for (int round = 0; round < 6; round++) {
+        int aliases = g->naliases;
         for (int pass = 0; pass < 4; pass++) {
             for (int k = 0; k < g->nnodes; k++)
                 if (ir_infer_node(g->nodes[k], d) < 0)
@@ -332,7 +333,9 @@ int ir_infer_shapes(ir_graph *g, icc_diag *d)
         int u = round < 3 ? ir_unify_input_dims(g) : 0;
         if (u < 0)
             return ir_errorf(d, "out of memory");
-        if (u == 0)
+        /* new aliases (ir_graph_sym_alias) retype what was derived as
+         * the aliased symbols: another round */
+        if (u == 0 && (g->naliases == aliases || round == 5))
             break;
     }
     return 0;

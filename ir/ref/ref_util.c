@@ -80,8 +80,17 @@ int ir_broadcast_types(ir_shape_ctx *c, const ir_type *a, const ir_type *b, ir_t
              * H): taken equal, as a symbol meeting a fixed dim above is;
              * the compiled run checks it (program.c, find_shape_checks)
              * and refuses a broadcast of 1 there, which the interpreter,
-             * on concrete dims, still does */
+             * on concrete dims, still does. A derived one becomes an
+             * alias of the earlier one (ir_graph_sym_alias), so what
+             * follows from either has one dim */
             d = da;
+            ir_graph *g = c->node ? c->node->graph : NULL;
+            int32_t hi = da.sym > db.sym ? da.sym : db.sym, lo = da.sym > db.sym ? db.sym : da.sym;
+            if (g && !g->parent && hi != lo && ir_graph_sym_def(g, hi)) {
+                if (ir_graph_sym_alias(g, hi, lo, c->node) < 0)
+                    return ir_errorf(c->diag, "out of memory");
+                d = (ir_dim){0, ir_graph_sym_resolve(g, lo)};
+            }
         } else {
             d = ir_dim_eq(da, db) ? da : ir_dim_unknown();
         }
