@@ -575,10 +575,13 @@ static void value_inputs(const ir_graph *g, const ir_node *origin, char *buf, si
         return;
     /* the data input (0) of a node with others carries no shape: Reshape's
      * shape, Expand's, Slice's ends decide; of one-input ops, the values of
-     * NonZero's and Unique's do, the others' dims (a pool's ceil_mode
-     * window that may start in the padding, a Squeeze without axes) */
+     * NonZero's, Unique's and ConstantOfShape's (its shape) do, the others'
+     * dims (a pool's ceil_mode window that may start in the padding, a
+     * Squeeze without axes) */
     uint64_t m = 0;
-    bool data = origin->nin > 1 ? origin->op == IR_OP_RANGE : origin->op == IR_OP_NON_ZERO || origin->op == IR_OP_UNIQUE;
+    bool data = origin->nin > 1 ? origin->op == IR_OP_RANGE
+                                : origin->op == IR_OP_NON_ZERO || origin->op == IR_OP_UNIQUE ||
+                                      origin->op == IR_OP_CONSTANT_OF_SHAPE;
     for (int i = data ? 0 : 1; i < origin->nin; i++)
         m |= origin->in[i] ? dep[origin->in[i]->id] : 0;
     dep_names(g, m, buf, n);
