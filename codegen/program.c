@@ -1883,6 +1883,11 @@ static int alias_checks(pbuild *c)
         ir_dim from = {0, a->from}, to = {0, a->to};
         dim_text(c->g, from, x, sizeof x);
         dim_text(c->g, to, y, sizeof y);
+        if (a->from >= c->p->nsyms || a->to >= c->p->nsyms || c->p->sym_desc[a->from] < 0 ||
+            c->p->sym_desc[a->to] < 0)
+            return ir_errorf(c->d, "node '%.200s' (%s): its operands' dims %s and %s are taken equal, but the "
+                             "inputs' dims do not give both: pin them with --shape=NAME:DIMS", a->node,
+                             ir_ops[a->op].name, x, y);
         snprintf(what, sizeof what, "its operands' dims %s and %s must be equal", x, y);
         ir_node at = {.name = a->node, .op = a->op};
         if (add_check(c, (cg_check){.kind = CG_CHECK_DIM, .a = from, .b = to}, &at, what) < 0)
