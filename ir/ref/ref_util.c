@@ -84,12 +84,13 @@ int ir_broadcast_types(ir_shape_ctx *c, const ir_type *a, const ir_type *b, ir_t
              * alias of the earlier one (ir_graph_sym_alias), so what
              * follows from either has one dim */
             d = da;
-            ir_graph *g = c->node ? c->node->graph : NULL;
-            int32_t hi = da.sym > db.sym ? da.sym : db.sym, lo = da.sym > db.sym ? db.sym : da.sym;
-            if (g && !g->parent && hi != lo && ir_graph_sym_def(g, hi)) {
-                if (ir_graph_sym_alias(g, hi, lo, c->node) < 0)
+            ir_graph *g = c->node && c->node->graph && !c->node->graph->parent ? c->node->graph : NULL;
+            int32_t sa = ir_graph_sym_resolve(g, da.sym), sb = ir_graph_sym_resolve(g, db.sym);
+            int32_t hi = sa > sb ? sa : sb, lo = sa > sb ? sb : sa;
+            if (g && (hi == lo || ir_graph_sym_def(g, hi))) {
+                if (hi != lo && ir_graph_sym_alias(g, hi, lo, c->node) < 0)
                     return ir_errorf(c->diag, "out of memory");
-                d = (ir_dim){0, ir_graph_sym_resolve(g, lo)};
+                d = (ir_dim){0, lo};
             }
         } else {
             d = ir_dim_eq(da, db) ? da : ir_dim_unknown();
