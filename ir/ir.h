@@ -43,6 +43,9 @@ void ir_diag_prefix(icc_diag *d, const char *fmt, ...)
  * negative operand. */
 bool ir_mul_ok(int64_t a, int64_t b, int64_t *r);
 bool ir_add_ok(int64_t a, int64_t b, int64_t *r);
+/* a + b of any signs (shape values, derived symbols' offsets); false on
+ * overflow. */
+bool ir_add_signed_ok(int64_t a, int64_t b, int64_t *r);
 /* Product of n dims, each >= 0; false on overflow or negative dim. */
 bool ir_numel_ok(const int64_t *dims, int n, int64_t *r);
 /* s ends with suffix (file kinds by name: ".so", ".o", ".icc"). */

@@ -67,12 +67,6 @@ static int sv_count(const ir_type *t)
     return -1;
 }
 
-/* x + y of two elements of any sign (ir_add_ok takes sizes only). */
-static bool sum_ok(int64_t x, int64_t y, int64_t *r)
-{
-    return !__builtin_add_overflow(x, y, r);
-}
-
 /* a OP b on two elements; unknown when the result is not decided. With
  * g, the sum, product or quotient (by a constant > 0) of elements that
  * are all >= 0 (symbols, and constants >= 0) is a dim of g, derived when
@@ -86,7 +80,7 @@ static ir_dim elem_binary(ir_graph *g, int op, ir_dim a, ir_dim b)
         return ir_dim_unknown();
     if (ca && cb) {
         switch (op) {
-        case IR_OP_ADD: if (!sum_ok(x, y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
+        case IR_OP_ADD: if (!ir_add_signed_ok(x, y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
         case IR_OP_SUB: if (__builtin_sub_overflow(x, y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
         case IR_OP_MUL: if (!ir_mul_ok(x, y, &r)) return ir_dim_unknown(); return ir_dim_const(r);
         case IR_OP_DIV: /* truncates toward zero; x/0 is 0, as the kernels do */
@@ -188,7 +182,7 @@ static ir_dim minus_binary(ir_graph *g, int op, ir_dim a, ir_dim ma, ir_dim b, i
             return ir_dim_unknown();
         if (b.sym == ma.sym)
             return ir_dim_const(ma.v);
-        if (cb && sum_ok(ma.v, y, &r))
+        if (cb && ir_add_signed_ok(ma.v, y, &r))
             *m = (ir_dim){r, ma.sym};
         return ir_dim_unknown();
     case IR_OP_SUB:

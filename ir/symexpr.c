@@ -197,12 +197,12 @@ ir_dim ir_dim_add_const(ir_graph *g, ir_dim a, int64_t k)
     if (unknown(a))
         return ir_dim_unknown();
     if (a.sym == 0)
-        return !__builtin_add_overflow(a.v, k, &r) && r >= 0 ? ir_dim_const(r) : ir_dim_unknown();
+        return ir_add_signed_ok(a.v, k, &r) && r >= 0 ? ir_dim_const(r) : ir_dim_unknown();
     if (k == 0)
         return a;
     const ir_sym_def *d = ir_graph_sym_def(g, a.sym);
     if (d && d->op == IR_SYM_ADD && d->b.sym == 0) {   /* (x + c) + k = x + (c + k) */
-        if (__builtin_add_overflow(d->b.v, k, &r))
+        if (!ir_add_signed_ok(d->b.v, k, &r))
             return ir_dim_unknown();
         return r == 0 ? d->a : derived(g, IR_SYM_ADD, d->a, ir_dim_const(r));
     }
@@ -261,12 +261,6 @@ ir_dim ir_dim_div_const(ir_graph *g, ir_dim a, int64_t k, bool ceil)
     return derived(g, op, a, ir_dim_const(k));
 }
 
-/* a + b of any signs (ir_add_ok is for sizes, >= 0). */
-static bool add_signed(int64_t a, int64_t b, int64_t *r)
-{
-    return !__builtin_add_overflow(a, b, r);
-}
-
 static bool operand_value(const int64_t *vals, ir_dim d, int64_t *v)
 {
     *v = d.sym == 0 ? d.v : vals[d.sym];
@@ -288,7 +282,7 @@ int ir_graph_sym_values(const ir_graph *g, int64_t *vals, int32_t *bad)
         bool ok = true;
         {
             switch (d->op) {
-            case IR_SYM_ADD: ok = add_signed(a, b, &r); break;
+            case IR_SYM_ADD: ok = ir_add_signed_ok(a, b, &r); break;
             case IR_SYM_MUL: ok = ir_mul_ok(a, b, &r); break;
             case IR_SYM_FLOORDIV: r = a / b; break;
             case IR_SYM_CEILDIV: r = a / b + (a % b != 0); break;

@@ -104,6 +104,11 @@ bool ir_add_ok(int64_t a, int64_t b, int64_t *r)
     return !__builtin_add_overflow(a, b, r);
 }
 
+bool ir_add_signed_ok(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+
 /* A zero dim makes the product 0 whatever the others are, but a negative
  * dim or an overflowing partial product anywhere is still rejected, so the
  * answer does not depend on the order of the dims. */
