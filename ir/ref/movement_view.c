@@ -569,6 +569,26 @@ static int pad_dim(ir_shape_ctx *c, int mode, int i, int64_t d, int64_t lo, int6
     return 0;
 }
 
+/* Dim d of axis i padded by constant pads lo/hi into *out: a symbolic dim
+ * padded is d + lo + hi in any mode (the layout pass's zero-padded conv
+ * inputs; an audio model's reflect padding of its samples), cropped too
+ * (a negative pad: Kaldi's pre-emphasis shifts by [1, -1] in edge mode);
+ * that d holds the crops, and the other modes' need of a non-empty kept
+ * part, are checked where it runs. A constant dim: pad_dim's checks. */
+static int pad_const_dim(ir_shape_ctx *c, int mode, int i, ir_dim d, int64_t lo, int64_t hi, ir_dim *out)
+{
+    int64_t n;
+    if (lo == 0 && hi == 0)
+        *out = d;
+    else if (!ir_dim_is_const(d))
+        *out = ir_dim_add_const(c->node->graph, d, lo + hi);
+    else if (pad_dim(c, mode, i, d.v, lo, hi, &n) < 0)
+        return -1;
+    else
+        *out = ir_dim_const(n);
+    return 0;
+}
+
 /* Pads known only as a shape value sp (no constant): an axis whose pads
  * are constants is padded as with constant pads; one whose pads are a
  * constant p and k - d, d the axis's own symbolic dim, becomes the
@@ -596,15 +616,10 @@ static int pad_from_sval(ir_shape_ctx *c, int mode, const ir_type *x, const ir_s
         ir_dim d = x->dims[a], e[2] = {sp->e[i], sp->e[na + i]}, m[2] = {sp->minus[i], sp->minus[na + i]};
         bool c0 = ir_dim_is_const(e[0]), c1 = ir_dim_is_const(e[1]);
         if (c0 && c1) {
-            int64_t n;
             if (e[0].v < -PAD_LIMIT || e[0].v > PAD_LIMIT || e[1].v < -PAD_LIMIT || e[1].v > PAD_LIMIT)
                 return ir_node_errorf(c->diag, c->node, "pads for axis %d are too large", a);
-            if (!ir_dim_is_const(d))
-                o->dims[a] = ir_dim_add_const(c->node->graph, d, e[0].v + e[1].v);
-            else if (pad_dim(c, mode, a, d.v, e[0].v, e[1].v, &n) < 0)
+            if (pad_const_dim(c, mode, a, d, e[0].v, e[1].v, &o->dims[a]) < 0)
                 return -1;
-            else
-                o->dims[a] = ir_dim_const(n);
             continue;
         }
         int j = c0 ? 1 : 0;   /* the k - d side */
@@ -661,25 +676,9 @@ int shape_pad(ir_shape_ctx *c)
     int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK];
     if (pad_read(c, x->rank, tp, ta, lo, hi) < 0)
         return -1;
-    for (int i = 0; i < x->rank; i++) {
-        ir_dim d = x->dims[i];
-        if (lo[i] == 0 && hi[i] == 0)
-            continue;
-        if (!ir_dim_is_const(d)) {
-            /* a symbolic dim padded is d + lo + hi in any mode (the layout
-             * pass's zero-padded conv inputs; an audio model's reflect
-             * padding of its samples), cropped too (a negative pad: Kaldi's
-             * pre-emphasis shifts by [1, -1] in edge mode); that d holds
-             * the crops, and the other modes' need of a non-empty kept
-             * part, are checked where it runs */
-            o->dims[i] = ir_dim_add_const(c->node->graph, d, lo[i] + hi[i]);
-            continue;
-        }
-        int64_t n;
-        if (pad_dim(c, mode, i, d.v, lo[i], hi[i], &n) < 0)
+    for (int i = 0; i < x->rank; i++)
+        if (pad_const_dim(c, mode, i, x->dims[i], lo[i], hi[i], &o->dims[i]) < 0)
             return -1;
-        o->dims[i] = ir_dim_const(n);
-    }
     return ir_mv_check_size(c, o);
 }
 
