@@ -242,6 +242,39 @@ void ir_dft_matrix(int64_t have, int64_t c, int64_t n, bool inverse, bool onesid
     free(e);
 }
 
+/* The lines a transform walks: line (a, b), a < na, b < nb, reads `have`
+ * points of cx channels at x[a*xa + b*xb + j*xj + ch] (times window[j]
+ * when there is one) and writes dft_line's bins of cy channels at
+ * y[a*ya + b*yb + k*yk + ch]. */
+typedef struct {
+    int64_t na, nb, xa, xb, xj, ya, yb, yk;
+} dft_walk;
+
+static int dft_lines(ir_ref_ctx *c, const ir_tensor *x, const ir_tensor *window, ir_tensor *y, const dft_walk *w,
+                     int64_t have, int64_t cx, int64_t n, bool inverse, bool onesided)
+{
+    int64_t bins, cy;
+    ir_dft_bins(have, cx, n, inverse, onesided, &bins, &cy);
+    double *line = malloc(sizeof *line * (size_t)(have * cx + bins * cy + 1));
+    if (!line)
+        return ir_errorf(c->diag, "out of memory");
+    double *out = line + have * cx;
+    for (int64_t a = 0; a < w->na; a++)
+        for (int64_t b = 0; b < w->nb; b++) {
+            int64_t xo = a * w->xa + b * w->xb, yo = a * w->ya + b * w->yb;
+            for (int64_t j = 0; j < have; j++)
+                for (int64_t ch = 0; ch < cx; ch++)
+                    line[j * cx + ch] =
+                        ir_tensor_getf(x, xo + j * w->xj + ch) * (window ? ir_tensor_getf(window, j) : 1.0);
+            dft_line(line, have, cx, n, inverse, onesided, out);
+            for (int64_t k = 0; k < bins; k++)
+                for (int64_t ch = 0; ch < cy; ch++)
+                    ir_tensor_setf(y, yo + k * w->yk + ch, out[k * cy + ch]);
+        }
+    free(line);
+    return 0;
+}
+
 int ref_dft(ir_ref_ctx *c)
 {
     const ir_tensor *x = c->in[0];
@@ -268,22 +301,9 @@ int ref_dft(ir_ref_ctx *c)
     if (work > 1e12)
         return ir_node_errorf(c->diag, c->node, "a transform of %lld points over %lld lines is too large",
                               (long long)n, (long long)(outer * inner));
-    double *line = malloc(sizeof *line * (size_t)(have * cx + bins * cy + 1));
-    if (!line)
-        return ir_errorf(c->diag, "out of memory");
-    double *out = line + have * cx;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            for (int64_t j = 0; j < have; j++)
-                for (int64_t ch = 0; ch < cx; ch++)
-                    line[j * cx + ch] = ir_tensor_getf(x, ((o * have + j) * inner + i) * cx + ch);
-            dft_line(line, have, cx, n, inverse, onesided, out);
-            for (int64_t k = 0; k < bins; k++)
-                for (int64_t ch = 0; ch < cy; ch++)
-                    ir_tensor_setf(y, ((o * bins + k) * inner + i) * cy + ch, out[k * cy + ch]);
-        }
-    free(line);
-    return 0;
+    dft_walk w = {.na = outer, .nb = inner, .xa = have * inner * cx, .xb = cx, .xj = inner * cx,
+                  .ya = bins * inner * cy, .yb = cy, .yk = inner * cy};
+    return dft_lines(c, x, NULL, y, &w, have, cx, n, inverse, onesided);
 }
 
 /* Each frame times the window is a line of dft_line's. */
@@ -299,20 +319,7 @@ int ref_stft(ir_ref_ctx *c)
     if ((double)batch * (double)frames * (double)bins * (double)n > 1e12)
         return ir_node_errorf(c->diag, c->node, "a transform of %lld frames of %lld points is too large",
                               (long long)(batch * frames), (long long)n);
-    double *line = malloc(sizeof *line * (size_t)(n * cx + bins * 2));
-    if (!line)
-        return ir_errorf(c->diag, "out of memory");
-    double *out = line + n * cx;
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t f = 0; f < frames; f++) {
-            for (int64_t j = 0; j < n; j++)
-                for (int64_t ch = 0; ch < cx; ch++)
-                    line[j * cx + ch] = ir_tensor_getf(x, (b * len + f * step + j) * cx + ch) *
-                                        (w ? ir_tensor_getf(w, j) : 1.0);
-            dft_line(line, n, cx, n, false, onesided, out);
-            for (int64_t k = 0; k < bins * 2; k++)
-                ir_tensor_setf(y, (b * frames + f) * bins * 2 + k, out[k]);
-        }
-    free(line);
-    return 0;
+    dft_walk wk = {.na = batch, .nb = frames, .xa = len * cx, .xb = step * cx, .xj = cx,
+                   .ya = frames * bins * 2, .yb = bins * 2, .yk = 2};
+    return dft_lines(c, x, w, y, &wk, n, cx, n, false, onesided);
 }
